@@ -1,0 +1,12 @@
+#!/usr/bin/env node
+// The `ragen` command: runs the compiled CLI (built by `npm install` / `npm run build`).
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+const entry = fileURLToPath(new URL('../dist/src/cli/main.js', import.meta.url));
+if (!existsSync(entry)) {
+  console.error(`ragen: ${entry} is missing. Run \`npm install\` (or \`npm run build\`) in the ragen-ts folder first.`);
+  process.exit(1);
+}
+const { main } = await import(entry);
+process.exitCode = await main(process.argv.slice(2));

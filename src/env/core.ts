@@ -1,0 +1,80 @@
+// The environment contract: Gymnasium's reset/step semantics with named fields, text in and text out.
+// Follows Gymnasium's core.py (Env, terminated vs truncated) and RAGEN's info conventions.
+
+/** A value or a promise of it: env methods may be async (an env may sit behind a network). */
+export type MaybePromise<T> = T | Promise<T>;
+
+/** Whether an episode is for training or validation (envs may use different data splits). */
+export type EnvMode = 'train' | 'val';
+
+/**
+ * What every step and reset reports besides the observation. `success`, `actionIsValid` and
+ * `actionIsEffective` are always present; envs add their own numeric fields, which become metrics.
+ * `reason` says why an action was invalid.
+ */
+export interface EnvInfo {
+  success: boolean;
+  actionIsValid: boolean;
+  actionIsEffective: boolean;
+  reason?: string;
+  [key: string]: number | boolean | string | undefined;
+}
+
+export interface ResetOptions {
+  seed: number;
+  mode?: EnvMode;
+  options?: Record<string, unknown>;
+}
+
+export interface ResetResult {
+  observation: string;
+  info: EnvInfo;
+}
+
+export interface StepResult {
+  observation: string;
+  reward: number;
+  /** The episode reached a terminal state of the task (solved, fell in a hole, answered). */
+  terminated: boolean;
+  /** The episode was cut short from outside the task (a time limit); bootstrap from it. */
+  truncated: boolean;
+  info: EnvInfo;
+}
+
+/**
+ * A text environment. Observations and actions are strings an LLM reads and writes.
+ * Invalid actions are not exceptions: `step` returns `info.actionIsValid = false`, leaves the state
+ * unchanged and says why in `info.reason`. Stepping before `reset` or after the episode ended throws
+ * `ResetNeededError`.
+ */
+export interface Env {
+  /** The task description for the system prompt (RAGEN's `env_instruction`). */
+  readonly instruction: string;
+  /** The legend of the symbols this env actually renders ('' if none). */
+  readonly legend: string;
+  /**
+   * The names of the discrete actions (matched case-insensitively and exactly), or `undefined` when
+   * actions are free text. May change at `reset` (Bandit renames its arms).
+   */
+  readonly actionNames: readonly string[] | undefined;
+  reset(options: ResetOptions): MaybePromise<ResetResult>;
+  step(action: string): MaybePromise<StepResult>;
+  /** The current state as text (what the last observation showed). */
+  render(): string;
+  close(): MaybePromise<void>;
+}
+
+/** The info of a step that did nothing, with a reason. */
+export function invalidInfo(reason: string, extra: Partial<EnvInfo> = {}): EnvInfo {
+  return { success: false, actionIsValid: false, actionIsEffective: false, reason, ...extra };
+}
+
+/**
+ * Maps free action text to the index of a discrete action by case-insensitive exact name match
+ * (surrounding whitespace ignored). Returns -1 when nothing matches.
+ */
+export function matchActionName(names: readonly string[], action: string): number {
+  const wanted = action.trim().toLowerCase();
+  for (let i = 0; i < names.length; i++) if (names[i]!.toLowerCase() === wanted) return i;
+  return -1;
+}

@@ -1,0 +1,4 @@
+// ragen-ts public surface.
+export * from './util/index.js';
+export * from './env/index.js';
+export * from './engine/index.js';

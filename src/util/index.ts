@@ -1,0 +1,5 @@
+// util: the leaf module every other folder may import.
+export { Rng } from './rng.js';
+export { assert, assertNever } from './assert.js';
+export { editDistance, nearest, didYouMean } from './suggest.js';
+export { RagenError, ConfigError, EnvNotFoundError, ResetNeededError, ShapeError, CheckpointError, UsageError } from './errors.js';
