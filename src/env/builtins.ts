@@ -1,2 +1,3 @@
 // The built-in environments: importing this module registers every one of them.
 // Each env folder's index.ts calls registerEnv() for its ids when imported.
+import './countdown/index.js';
