@@ -1,3 +1,6 @@
 // The built-in environments: importing this module registers every one of them.
 // Each env folder's index.ts calls registerEnv() for its ids when imported.
 import './countdown/index.js';
+import './bandit/index.js';
+import './metamathqa/index.js';
+import './sokoban/index.js';

@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { ConfigError, EnvNotFoundError, didYouMean } from '../util/index.js';
 import type { Env } from './core.js';
+import { wrapEnv, type WrapOptions } from './wrappers.js';
 
 /** Everything the registry knows about one env id. `C` is the env's validated config type. */
 export interface EnvSpec<C extends Record<string, unknown> = Record<string, unknown>> {
@@ -27,11 +28,21 @@ export function registerEnv<C extends Record<string, unknown>>(id: string, spec:
   registry.set(id, spec);
 }
 
+/**
+ * The registered id `id` names: the id itself, or the one id equal to it ignoring case
+ * (`metamathqa` -> `MetamathQA`). Unknown ids are an error naming the nearest id.
+ */
+export function resolveEnvId(id: string): string {
+  if (registry.has(id)) return id;
+  const lower = id.toLowerCase();
+  const same = [...registry.keys()].filter((k) => k.toLowerCase() === lower);
+  if (same.length === 1) return same[0]!;
+  throw new EnvNotFoundError(`Environment \`${id}\` does not exist.${didYouMean(id, registry.keys())} Run \`ragen envs\` for the list.`);
+}
+
 /** The spec of a registered id, or an error naming the nearest id. */
 export function envSpec(id: string): EnvSpec {
-  const spec = registry.get(id);
-  if (!spec) throw new EnvNotFoundError(`Environment \`${id}\` does not exist.${didYouMean(id, registry.keys())} Run \`ragen envs\` for the list.`);
-  return spec;
+  return registry.get(resolveEnvId(id))!;
 }
 
 /** Validate `overrides` over the id's defaults: unknown keys and bad values are `ConfigError`s. */
@@ -53,9 +64,14 @@ export function resolveEnvConfig(id: string, overrides: Record<string, unknown> 
   return result.data as Record<string, unknown>;
 }
 
-/** Create an env by id with optional config overrides. */
-export function makeEnv(id: string, config: Record<string, unknown> = {}): Env {
-  return envSpec(id).create(resolveEnvConfig(id, config));
+/**
+ * Create an env by id with optional config overrides. Without `options` the bare env comes back;
+ * with any (`{maxActions: 10}`, `{episodeStatistics: true}`) it is wrapped by `wrapEnv`, which also
+ * enforces reset-before-step. Pass `maxActions: envSpec(id).maxActionsPerEpisode` for RAGEN's cap.
+ */
+export function makeEnv(id: string, config: Record<string, unknown> = {}, options?: WrapOptions): Env {
+  const env = envSpec(id).create(resolveEnvConfig(id, config));
+  return options ? wrapEnv(env, options) : env;
 }
 
 /** Every registered id with its description, in registration order. */
