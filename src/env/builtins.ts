@@ -4,3 +4,4 @@ import './countdown/index.js';
 import './bandit/index.js';
 import './metamathqa/index.js';
 import './sokoban/index.js';
+import './sudoku/index.js';
