@@ -1,0 +1,218 @@
+// PPO's clipped policy loss with asymmetric ("clip-higher") and dual clipping, the entropy bonus, and the
+// combined actor loss, each with its closed-form gradient w.r.t. per-token log-probs (and entropies).
+import { aggWeights, maskedMean, type AggNorm, type LossAggMode } from './aggregate.js';
+import { klLoss, type KLEstimator } from './kl.js';
+import { checkTokens, type Mask, type Nums } from './shape.js';
+
+/** Settings of the PPO clipped loss; defaults are RAGEN's. */
+export interface PPOClipConfig {
+  /** ε_low: the ratio is clipped below at 1 − ε_low. @default 0.2 */
+  clipRatioLow?: number;
+  /** ε_high: the ratio is clipped above at 1 + ε_high (DAPO's clip-higher; veRL's default is 0.2). @default 0.28 */
+  clipRatioHigh?: number;
+  /** Dual-clip constant c > 1 bounding the loss of negative-advantage tokens at −A·c; Infinity disables it. @default 3 */
+  clipRatioC?: number;
+  /** logπ − logπ_old is clamped to ±this before exp, for numerical safety. @default 20 */
+  logRatioClamp?: number;
+}
+
+/** Statistics of the PPO loss, as masked means over this batch's loss tokens. */
+export interface PPOStats {
+  /** veRL `pg_clipfrac`: fraction of tokens where the clipped term is the larger (= clipHigh + clipLow). */
+  clipfrac: number;
+  /** Fraction with A > 0 and r > 1 + ε_high (the upper clip binds). */
+  clipfracHigh: number;
+  /** Fraction with A < 0 and r < 1 − ε_low (the lower clip binds). */
+  clipfracLow: number;
+  /** veRL `pg_clipfrac_lower`: fraction with A < 0 where the dual clip binds (r > c). */
+  clipfracDual: number;
+  /** veRL `ppo_kl`: mean of logπ_old − logπ (k1). */
+  ppoKl: number;
+  /** Mean of (r − 1) − log r (k3 of old vs new; ≥ 0). */
+  approxKl: number;
+  /** Number of loss tokens the means are over (to weight micro-batch stats). */
+  tokens: number;
+}
+
+/**
+ * PPO clipped surrogate (Schulman et al. 2017, eq. 7) per token, as veRL's `compute_policy_loss`:
+ * r = exp(clamp(logπ − logπ_old, ±20)); L1 = −A·r; L2 = −A·clip(r, 1−ε_low, 1+ε_high) (asymmetric,
+ * DAPO's clip-higher, Yu et al. 2025); Lc = max(L1, L2); dual clip (Ye et al. 2020): for A < 0 the loss is
+ * min(Lc, −A·c). The loss is agg(L) and its gradient w.r.t. logπ is w_t·(dL_t/dlogπ_t), where
+ * dL/dlogπ = −A·r when the unclipped term is active and 0 when a clip (or the log-ratio clamp) binds.
+ */
+export function ppoPolicyLoss(
+  a: {
+    logprobs: Nums;
+    oldLogprobs: Nums;
+    advantages: Nums;
+    mask: Mask;
+    B: number;
+    T: number;
+    aggMode: LossAggMode;
+    norm?: AggNorm;
+  } & PPOClipConfig,
+): { loss: number; grad: { logprobs: Float64Array }; stats: PPOStats } {
+  const { logprobs, oldLogprobs, advantages, mask, B, T, aggMode, norm } = a;
+  const epsLow = a.clipRatioLow ?? 0.2;
+  const epsHigh = a.clipRatioHigh ?? 0.28;
+  const c = a.clipRatioC ?? 3;
+  const clamp = a.logRatioClamp ?? 20;
+  checkTokens('logprobs', logprobs, B, T);
+  checkTokens('oldLogprobs', oldLogprobs, B, T);
+  checkTokens('advantages', advantages, B, T);
+  if (!(c > 1)) throw new RangeError(`clipRatioC must be > 1 (or Infinity to disable dual clip), got ${c}.`);
+  const w = aggWeights(mask, B, T, aggMode, norm);
+  const grad = new Float64Array(B * T);
+  let loss = 0;
+  let n = 0;
+  let nHigh = 0;
+  let nLow = 0;
+  let nDual = 0;
+  let sumKl = 0;
+  let sumK3 = 0;
+  for (let i = 0; i < B * T; i++) {
+    if (!mask[i]) continue;
+    const A = advantages[i]!;
+    const d = logprobs[i]! - oldLogprobs[i]!;
+    const dc = Math.min(clamp, Math.max(-clamp, d));
+    const r = Math.exp(dc);
+    const rc = Math.min(1 + epsHigh, Math.max(1 - epsLow, r));
+    const L1 = -A * r;
+    const L2 = -A * rc;
+    let L = Math.max(L1, L2);
+    // dL/dlogπ: the unclipped branch carries −A·r (times 0 when the clamp binds); a binding clip carries 0.
+    let g = L2 > L1 ? 0 : Math.abs(d) > clamp ? 0 : -A * r;
+    const clipped = L2 > L1;
+    let dual = false;
+    if (A < 0 && -A * c < L) {
+      L = -A * c;
+      g = 0;
+      dual = true;
+    }
+    loss += w[i]! * L;
+    grad[i] = w[i]! * g;
+    n++;
+    if (clipped && A > 0) nHigh++;
+    if (clipped && A < 0) nLow++;
+    if (dual) nDual++;
+    sumKl += -d;
+    sumK3 += r - 1 - dc;
+  }
+  const mean = (x: number): number => (n > 0 ? x / n : 0);
+  return {
+    loss,
+    grad: { logprobs: grad },
+    stats: {
+      clipfrac: mean(nHigh + nLow),
+      clipfracHigh: mean(nHigh),
+      clipfracLow: mean(nLow),
+      clipfracDual: mean(nDual),
+      ppoKl: mean(sumKl),
+      approxKl: mean(sumK3),
+      tokens: n,
+    },
+  };
+}
+
+/**
+ * Entropy bonus `−coef · agg(H_t)` (veRL: pg_loss − entropy_coeff·agg(entropy)), with its gradient
+ * w.r.t. the per-token entropies H_t (the engine chains it through dH/dlogits). Stats: masked mean H.
+ */
+export function entropyBonus(a: {
+  entropy: Nums;
+  mask: Mask;
+  B: number;
+  T: number;
+  coef: number;
+  aggMode: LossAggMode;
+  norm?: AggNorm;
+}): { loss: number; grad: { entropy: Float64Array }; stats: { entropy: number } } {
+  const { entropy, mask, B, T, coef, aggMode, norm } = a;
+  checkTokens('entropy', entropy, B, T);
+  const w = aggWeights(mask, B, T, aggMode, norm);
+  const g = new Float64Array(B * T);
+  let loss = 0;
+  for (let i = 0; i < B * T; i++) {
+    if (w[i] === 0) continue;
+    loss -= coef * w[i]! * entropy[i]!;
+    g[i] = -coef * w[i]!;
+  }
+  return { loss, grad: { entropy: g }, stats: { entropy: maskedMean(entropy, mask) } };
+}
+
+/** Settings of the full actor loss (PPO clip + entropy bonus + optional KL loss). */
+export interface ActorLossConfig extends PPOClipConfig {
+  aggMode: LossAggMode;
+  /** Entropy bonus coefficient (RAGEN `entropy_coeff`). @default 0.001 */
+  entropyCoef?: number;
+  /** KL loss coefficient (RAGEN `kl_loss_coef`); 0 disables the KL term. @default 0 */
+  klCoef?: number;
+  /** KL estimator of the loss term (RAGEN `kl_loss_type`). @default 'k1' */
+  klEstimator?: KLEstimator;
+}
+
+/**
+ * The actor's loss of one (micro-)batch: pg_loss − entropyCoef·agg(H) + klCoef·agg(KL(π‖π_ref)), as
+ * RAGEN's dp_actor, with gradients w.r.t. logπ and H. `entropy` is needed when entropyCoef ≠ 0 and
+ * `refLogprobs` when klCoef ≠ 0. Pass the mini-batch's `norm` for exact gradient accumulation.
+ */
+export function actorLoss(
+  a: {
+    logprobs: Nums;
+    oldLogprobs: Nums;
+    advantages: Nums;
+    mask: Mask;
+    B: number;
+    T: number;
+    entropy?: Nums;
+    refLogprobs?: Nums;
+    norm?: AggNorm;
+  },
+  cfg: ActorLossConfig,
+): {
+  loss: number;
+  grad: { logprobs: Float64Array; entropy?: Float64Array };
+  stats: PPOStats & { pgLoss: number; entropyLoss: number; entropy: number; klLoss: number; kl: number };
+} {
+  const { B, T, mask, norm } = a;
+  const entropyCoef = cfg.entropyCoef ?? 0.001;
+  const klCoef = cfg.klCoef ?? 0;
+  const pg = ppoPolicyLoss({ ...a, ...cfg, ...(norm !== undefined ? { norm } : {}) });
+  const grad: { logprobs: Float64Array; entropy?: Float64Array } = { logprobs: pg.grad.logprobs };
+  let entropyLoss = 0;
+  let entropy = 0;
+  if (entropyCoef !== 0) {
+    if (a.entropy === undefined) throw new TypeError('actorLoss: entropyCoef is non-zero but no per-token `entropy` was given.');
+    const e = entropyBonus({ entropy: a.entropy, mask, B, T, coef: entropyCoef, aggMode: cfg.aggMode, ...(norm !== undefined ? { norm } : {}) });
+    entropyLoss = e.loss;
+    entropy = e.stats.entropy;
+    grad.entropy = e.grad.entropy;
+  } else if (a.entropy !== undefined) {
+    entropy = maskedMean(a.entropy, mask);
+  }
+  let kLoss = 0;
+  let kl = 0;
+  if (klCoef !== 0) {
+    if (a.refLogprobs === undefined) throw new TypeError('actorLoss: klCoef is non-zero but no `refLogprobs` were given.');
+    const k = klLoss({
+      logprobs: a.logprobs,
+      refLogprobs: a.refLogprobs,
+      mask,
+      B,
+      T,
+      estimator: cfg.klEstimator ?? 'k1',
+      coef: klCoef,
+      aggMode: cfg.aggMode,
+      ...(norm !== undefined ? { norm } : {}),
+    });
+    kLoss = k.loss;
+    kl = k.stats.kl;
+    for (let i = 0; i < B * T; i++) grad.logprobs[i] += k.grad.logprobs[i]!;
+  }
+  return {
+    loss: pg.loss + entropyLoss + kLoss,
+    grad,
+    stats: { ...pg.stats, pgLoss: pg.loss, entropyLoss, entropy, klLoss: kLoss, kl },
+  };
+}

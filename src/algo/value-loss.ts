@@ -1,0 +1,48 @@
+// The critic's clipped value loss (PPO2 / veRL `compute_value_loss`) with its gradient w.r.t. the values.
+import { aggWeights, maskedMean, type AggNorm, type LossAggMode } from './aggregate.js';
+import { checkTokens, type Mask, type Nums } from './shape.js';
+
+/**
+ * Clipped value loss, ½·agg(max((V − R)², (clip(V, V_old ± ε) − R)²)) (OpenAI baselines PPO2; veRL
+ * `compute_value_loss`, ε = `cliprange_value`, RAGEN's 0.5). The gradient w.r.t. V is w_t·(V − R) when
+ * the unclipped term is the larger and 0 when the clipped one is (V is then outside V_old ± ε and the
+ * clipped value does not depend on it). Stats: `vfClipfrac` (fraction where the clipped term is the
+ * larger) and mean predicted value, over this batch's loss tokens. `clipRange = Infinity` gives the
+ * plain squared error.
+ */
+export function clippedValueLoss(a: {
+  values: Nums;
+  oldValues: Nums;
+  returns: Nums;
+  mask: Mask;
+  B: number;
+  T: number;
+  clipRange?: number;
+  aggMode: LossAggMode;
+  norm?: AggNorm;
+}): { loss: number; grad: { values: Float64Array }; stats: { vfClipfrac: number; vpredMean: number; tokens: number } } {
+  const { values, oldValues, returns, mask, B, T, aggMode, norm } = a;
+  const eps = a.clipRange ?? 0.5;
+  checkTokens('values', values, B, T);
+  checkTokens('oldValues', oldValues, B, T);
+  checkTokens('returns', returns, B, T);
+  const w = aggWeights(mask, B, T, aggMode, norm);
+  const grad = new Float64Array(B * T);
+  let loss = 0;
+  let n = 0;
+  let nClip = 0;
+  for (let i = 0; i < B * T; i++) {
+    if (!mask[i]) continue;
+    const v = values[i]!;
+    const R = returns[i]!;
+    const vc = Math.min(oldValues[i]! + eps, Math.max(oldValues[i]! - eps, v));
+    const l1 = (v - R) ** 2;
+    const l2 = (vc - R) ** 2;
+    const clipped = l2 > l1;
+    loss += w[i]! * 0.5 * (clipped ? l2 : l1);
+    grad[i] = clipped ? 0 : w[i]! * (v - R);
+    n++;
+    if (clipped) nClip++;
+  }
+  return { loss, grad: { values: grad }, stats: { vfClipfrac: n > 0 ? nClip / n : 0, vpredMean: maskedMean(values, mask), tokens: n } };
+}
