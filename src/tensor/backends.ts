@@ -1,0 +1,85 @@
+// Which kernel backend new tensors use: `setBackend`, `getBackend`, env var RAGEN_BACKEND.
+// Default: native when built and loadable, else wasm, else (with a logged line) the js reference.
+
+import { ConfigError, didYouMean } from '../util/index.js';
+import type { Backend, BackendName } from './backend.js';
+import { JsBackend } from './js-backend.js';
+
+const NAMES: readonly BackendName[] = ['js', 'js64', 'wasm', 'native'];
+
+/** A loader returns the backend, or throws an Error saying why it is unavailable. */
+type Loader = () => Backend;
+
+const loaders = new Map<BackendName, Loader>([
+  ['js', () => new JsBackend(32)],
+  ['js64', () => new JsBackend(64)],
+]);
+const loaded = new Map<BackendName, Backend>();
+let current: Backend | null = null;
+
+/** @internal register how a backend is loaded (the Node loader registers wasm and native). */
+export function registerBackendLoader(name: BackendName, loader: Loader): void {
+  loaders.set(name, loader);
+  loaded.delete(name);
+}
+
+/** Load (once) and return a backend by name, without making it current. Throws when unavailable. */
+export function loadBackend(name: BackendName): Backend {
+  if (!NAMES.includes(name)) throw new ConfigError(`Unknown tensor backend \`${name}\`.${didYouMean(name, NAMES)} Valid: ${NAMES.join(', ')}.`);
+  const have = loaded.get(name);
+  if (have) return have;
+  const loader = loaders.get(name);
+  if (!loader) throw new ConfigError(`Tensor backend \`${name}\` is not available in this build (no loader registered).`);
+  let b: Backend;
+  try {
+    b = loader();
+  } catch (e) {
+    throw new ConfigError(`Tensor backend \`${name}\` is unavailable: ${(e as Error).message}`);
+  }
+  loaded.set(name, b);
+  return b;
+}
+
+/** Whether a backend can be loaded here. */
+export function backendAvailable(name: BackendName): boolean {
+  try {
+    loadBackend(name);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Make a backend current for tensors created from now on. Tensors of different backends do not mix. */
+export function setBackend(name: BackendName): Backend {
+  current = loadBackend(name);
+  return current;
+}
+
+/** Use a backend object built by hand (e.g. a WASM backend instantiated in a browser). */
+export function useBackend(backend: Backend): void {
+  loaded.set(backend.name, backend);
+  current = backend;
+}
+
+/** The current backend; on first use picks RAGEN_BACKEND, else native, else wasm, else js (logged). */
+export function getBackend(): Backend {
+  if (current) return current;
+  const env = typeof process !== 'undefined' ? process.env?.RAGEN_BACKEND : undefined;
+  if (env) return setBackend(env as BackendName);
+  for (const name of ['native', 'wasm'] as const) {
+    if (!loaders.has(name)) continue;
+    try {
+      return setBackend(name);
+    } catch {
+      // try the next one
+    }
+  }
+  if (loaders.has('wasm')) console.warn('ragen tensor: neither the native nor the wasm kernels could be loaded; using the slow js reference backend. Run `npm run build`.');
+  return setBackend('js');
+}
+
+/** The names of all backends. */
+export function backendNames(): readonly BackendName[] {
+  return NAMES;
+}

@@ -1,0 +1,2 @@
+// Node loader of the built kernels (filled in with the wasm and native backends).
+export {};
