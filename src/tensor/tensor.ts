@@ -137,7 +137,7 @@ function inferShape(dims: readonly number[], size: number, from: readonly number
   if (neg > 1) throw new ShapeError(`reshape: at most one -1 allowed, got [${dims}]`);
   const known = dims.reduce((p, d) => (d === -1 ? p : p * d), 1);
   const out = dims.map((d) => (d === -1 ? size / known : d));
-  if (shapeSize(out) !== size || out.some((d) => !Number.isInteger(d)))
+  if (out.some((d) => !Number.isInteger(d) || d < 0) || shapeSize(out) !== size)
     throw new ShapeError(`reshape: cannot view shape [${from}] (${size} elements) as [${dims}]`);
   return out;
 }
