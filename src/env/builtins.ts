@@ -5,3 +5,4 @@ import './bandit/index.js';
 import './metamathqa/index.js';
 import './sokoban/index.js';
 import './sudoku/index.js';
+import './game-2048/index.js';
