@@ -1,0 +1,207 @@
+// Loading the StarPO config: typed defaults <- preset YAML (with `extends`) <- `dotted.key=value` overrides,
+// validated once into a frozen, complete object; saved as config.yaml in every run and checkpoint.
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
+import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
+import { ConfigError, didYouMean } from '../util/index.js';
+import { ConfigSchema, type RagenConfig } from './config-schema.js';
+import { expandAliases, findAlias } from './config-aliases.js';
+import { checkOverridePath, crossFieldErrors, findUnknownKeys, issueMessage } from './config-errors.js';
+import { clone, deepMerge, getPath, isPlainObject, parseOverride, setPath } from './overrides.js';
+
+/** One source of config values: a preset file, a saved run config, or data built in code. */
+export interface ConfigLayer {
+  /** Named in error messages: a file path, or e.g. `defaults`. */
+  source: string;
+  data: Record<string, unknown>;
+}
+
+/** The preset `ragen train` uses without `--config`. */
+export const DEFAULT_PRESET = 'sokoban-ppo';
+/** File name of the resolved config in run and checkpoint directories. */
+export const CONFIG_FILE = 'config.yaml';
+
+/** The complete default config (every key at its schema default), frozen. */
+export function defaultConfig(): RagenConfig {
+  return deepFreeze(ConfigSchema.parse({}));
+}
+
+/**
+ * Validate layers merged in order over the defaults, then apply overrides (`algo.filter.topP=0.9`).
+ * Throws one ConfigError listing every problem, each naming the full key, the value, where it came
+ * from, the reason and the nearest valid key.
+ */
+export function resolveConfig(rawLayers: readonly ConfigLayer[], overrides: readonly string[] = []): RagenConfig {
+  const layers = rawLayers.map((l) => ({ source: l.source, data: expandAliases(l.data, l.source) }));
+  const problems: string[] = [];
+  const setters: { path: string[]; source: string }[] = [];
+  let merged = clone(ConfigSchema.parse({})) as unknown as Record<string, unknown>;
+  for (const layer of layers) {
+    const unknown = findUnknownKeys(layer.data, layer.source);
+    problems.push(...unknown);
+    if (unknown.length === 0) merged = deepMerge(merged, layer.data) as Record<string, unknown>;
+    setters.push({ path: [], source: layer.source });
+  }
+  for (const text of overrides) {
+    const o = parseOverride(text);
+    const source = `override \`${text}\``;
+    const alias = findAlias(o.path.join('.'));
+    const sets = alias ? Object.entries(alias.expand(o.value)).map(([k, v]) => ({ path: k.split('.'), value: v })) : [o];
+    for (const { path, value } of sets) {
+      const unknown = checkOverridePath(path, value, source);
+      if (unknown !== undefined) problems.push(unknown);
+      else {
+        setPath(merged, path, value, text);
+        setters.push({ path, source });
+      }
+    }
+  }
+  if (problems.length) throw new ConfigError(problems.join('\n'));
+
+  const sourceOf = (path: string[]): string => {
+    for (let i = setters.length - 1; i >= 0; i--) {
+      const s = setters[i]!;
+      if (s.path.length > 0 && s.path.every((seg, j) => j >= path.length || seg === path[j])) return s.source;
+      if (s.path.length === 0) {
+        const layer = layers.find((l) => l.source === s.source)!;
+        if (setsPath(layer.data, path)) return s.source;
+      }
+    }
+    return 'defaults';
+  };
+  const result = ConfigSchema.safeParse(merged);
+  if (!result.success) {
+    const messages = result.error.issues.map((issue) => {
+      const path = issue.path.map(String);
+      return issueMessage(issue, getPath(merged, path), sourceOf(path));
+    });
+    throw new ConfigError([...new Set(messages)].join('\n'));
+  }
+  const config = deepFreeze(result.data) as RagenConfig;
+  const cross = crossFieldErrors(config);
+  if (cross.length) throw new ConfigError(cross.join('\n'));
+  return config;
+}
+
+// Does `data` set `path` or a prefix of it (a layer setting `env.train` sets `env.train.0.groups`)?
+function setsPath(data: unknown, path: readonly string[]): boolean {
+  let node = data;
+  for (const seg of path) {
+    if (isPlainObject(node)) {
+      if (!(seg in node)) return false;
+      node = node[seg];
+    } else return true;
+  }
+  return true;
+}
+
+/** Options of `loadConfig`. */
+export interface LoadConfigOptions {
+  /** A preset name (`frozenlake-ppo`, looked up in configs/) or a YAML path; undefined uses the defaults alone. */
+  config?: string;
+  /** `dotted.key=value` overrides, applied in order after the preset. */
+  overrides?: readonly string[];
+}
+
+/** Defaults <- preset (and what it `extends`) <- overrides, validated and frozen. */
+export function loadConfig(options: LoadConfigOptions = {}): RagenConfig {
+  const layers = options.config === undefined ? [] : readConfigLayers(presetPath(options.config));
+  return resolveConfig(layers, options.overrides ?? []);
+}
+
+/**
+ * The layers of one YAML file: those of the files it `extends` (a path relative to it, or a preset
+ * name; a string or a list, merged in order), then its own keys.
+ */
+export function readConfigLayers(file: string, seen: readonly string[] = []): ConfigLayer[] {
+  const abs = resolve(file);
+  if (seen.includes(abs)) throw new ConfigError(`Config \`${shortPath(abs)}\` extends itself: ${[...seen, abs].map(shortPath).join(' -> ')}.`);
+  let data: unknown;
+  try {
+    data = parseYaml(readFileSync(abs, 'utf8')) ?? {};
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    if (e.code === 'ENOENT') throw new ConfigError(`Config file \`${shortPath(abs)}\` does not exist.`);
+    throw new ConfigError(`Config file \`${shortPath(abs)}\` is not valid YAML: ${e.message.split('\n')[0]}`);
+  }
+  if (!isPlainObject(data)) throw new ConfigError(`Config file \`${shortPath(abs)}\` must hold a YAML mapping (key: value lines), not ${Array.isArray(data) ? 'a list' : typeof data}.`);
+  const { extends: ext, ...own } = data;
+  const parents = ext === undefined ? [] : Array.isArray(ext) ? ext : [ext];
+  const layers: ConfigLayer[] = [];
+  for (const p of parents) {
+    if (typeof p !== 'string') throw new ConfigError(`\`extends\` in \`${shortPath(abs)}\` must be a file name or a list of them, got ${JSON.stringify(p)}.`);
+    const sibling = resolve(dirname(abs), p);
+    const target = existsSync(sibling) ? sibling : existsSync(`${sibling}.yaml`) ? `${sibling}.yaml` : presetPath(p);
+    layers.push(...readConfigLayers(target, [...seen, abs]));
+  }
+  layers.push({ source: shortPath(abs), data: own });
+  return layers;
+}
+
+/** The folder of shipped presets: `configs/` at the package root. */
+export function presetsDir(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 6; i++) {
+    if (existsSync(join(dir, 'package.json')) && existsSync(join(dir, 'configs'))) return join(dir, 'configs');
+    dir = dirname(dir);
+  }
+  throw new ConfigError('Cannot find the `configs/` folder of the ragen-ts package.');
+}
+
+/** Names of the shipped presets (file names without `.yaml`), sorted. */
+export function listPresets(): string[] {
+  return readdirSync(presetsDir())
+    .filter((f) => f.endsWith('.yaml'))
+    .map((f) => f.slice(0, -'.yaml'.length))
+    .sort();
+}
+
+/** Resolve a preset name or a path to an existing YAML file, or a ConfigError naming the nearest preset. */
+export function presetPath(nameOrPath: string): string {
+  for (const p of [nameOrPath, `${nameOrPath}.yaml`]) {
+    if (existsSync(p) && statSync(p).isFile()) return resolve(p);
+  }
+  if (!isAbsolute(nameOrPath) && !nameOrPath.includes('/')) {
+    const inPresets = join(presetsDir(), nameOrPath.endsWith('.yaml') ? nameOrPath : `${nameOrPath}.yaml`);
+    if (existsSync(inPresets)) return inPresets;
+  }
+  const presets = listPresets();
+  const name = nameOrPath.replace(/^.*\//, '').replace(/\.yaml$/, '');
+  throw new ConfigError(`Config \`${nameOrPath}\` is neither a file nor a preset.${didYouMean(name, presets)} Presets: ${presets.join(', ')}.`);
+}
+
+/** The config as YAML: every key, in schema order, with a header saying how to reuse it. */
+export function configToYaml(config: RagenConfig): string {
+  const header = '# Resolved ragen-ts config (every key). Reuse: ragen train --config <this file> [key=value ...]\n';
+  return header + stringifyYaml(config, { lineWidth: 0 });
+}
+
+/** Write `config.yaml` into `dir` (created if needed); returns the file path. */
+export function saveConfig(config: RagenConfig, dir: string): string {
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, CONFIG_FILE);
+  writeFileSync(file, configToYaml(config));
+  return file;
+}
+
+/** Load a saved config: a `config.yaml` path, or a run or checkpoint directory holding one; overrides apply on top. */
+export function loadSavedConfig(pathOrDir: string, overrides: readonly string[] = []): RagenConfig {
+  const file = existsSync(pathOrDir) && statSync(pathOrDir).isDirectory() ? join(pathOrDir, CONFIG_FILE) : pathOrDir;
+  if (!existsSync(file)) throw new ConfigError(`No saved config at \`${shortPath(file)}\` (a run directory holds \`${CONFIG_FILE}\`).`);
+  return resolveConfig(readConfigLayers(file), overrides);
+}
+
+/** Deep-freeze plain data in place and return it. */
+export function deepFreeze<T>(v: T): T {
+  if (typeof v === 'object' && v !== null && !Object.isFrozen(v)) {
+    for (const x of Object.values(v)) deepFreeze(x);
+    Object.freeze(v);
+  }
+  return v;
+}
+
+function shortPath(p: string): string {
+  const rel = relative(process.cwd(), p);
+  return rel && !rel.startsWith('..') && !isAbsolute(rel) ? rel : p;
+}
