@@ -1,4 +1,8 @@
 // The subcommands, in the order `ragen --help` lists them. Each module exports `register(program)`.
 import type { Command } from 'commander';
+import * as envs from './envs.js';
+import * as play from './play.js';
+import * as solve from './solve.js';
+import * as bench from './bench.js';
 
-export const commands: ((program: Command) => void)[] = [];
+export const commands: ((program: Command) => void)[] = [envs.register, play.register, solve.register, bench.register];

@@ -45,13 +45,14 @@ export class MetaMathQAEnv implements Env {
   private attempts = 0;
   private done = true;
   private observation = '';
+  private readonly splits: Partial<Record<'train' | 'val', QARecord[]>> = {};
 
   constructor(readonly config: MetaMathQAConfig) {
     splitFile(config.dataPath, 'train'); // fail at creation on a bad path, not at the first reset
   }
 
   reset({ seed, mode = 'train' }: ResetOptions): ResetResult {
-    const records = loadRecords(splitFile(this.config.dataPath, mode));
+    const records = (this.splits[mode] ??= loadRecords(splitFile(this.config.dataPath, mode)));
     this.record = records[((seed % records.length) + records.length) % records.length]!;
     this.attempts = 0;
     this.done = false;

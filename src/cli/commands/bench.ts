@@ -1,0 +1,58 @@
+// `ragen bench`: the benchmark command group. `ragen bench envs` is here; other files add their own
+// subcommands with `addBenchSubcommand((bench) => bench.command('engine')...)` at import time (then list
+// the file in commands/index.ts as a plain `import './bench-engine.js'`).
+import os from 'node:os';
+import type { Command } from 'commander';
+import { benchEnv, listEnvs, resolveEnvId, type BenchEnvResult } from '../../env/index.js';
+import { parsePositive } from './env-options.js';
+
+const subcommands: ((bench: Command) => void)[] = [registerEnvs];
+
+/** Add a `ragen bench <name>` subcommand; call at module load, before `program()` runs. */
+export function addBenchSubcommand(add: (bench: Command) => void): void {
+  subcommands.push(add);
+}
+
+export function register(program: Command): void {
+  const bench = program
+    .command('bench')
+    .description('Benchmarks (each prints what it measured, with the machine).')
+    .addHelpText('after', '\nExamples:\n  $ ragen bench envs\n  $ ragen bench envs --ids CoordSokoban,Bandit --seconds 1 --json');
+  for (const add of subcommands) add(bench);
+}
+
+/** The `--json` output of `ragen bench envs`. */
+export interface BenchEnvsReport {
+  node: string;
+  cpu: string;
+  seconds: number;
+  results: BenchEnvResult[];
+}
+
+function registerEnvs(bench: Command): void {
+  bench
+    .command('envs')
+    .description('Resets/s and steps/s per environment id, single-threaded. Steps replay the solver\'s actions (else random action names); only step() calls are timed.')
+    .option('--ids <list>', 'comma-separated env ids (default: every registered id)')
+    .option('--seconds <s>', 'wall time of each measurement', parsePositive('--seconds'), 2)
+    .option('--json', 'print {node, cpu, seconds, results: [...]} as JSON')
+    .addHelpText('after', '\nExamples:\n  $ ragen bench envs\n  $ ragen bench envs --ids CoordSokoban --seconds 5\n  $ ragen bench envs --json > bench.json')
+    .action(async (opts: { ids?: string; seconds: number; json?: boolean }) => {
+      const ids = opts.ids ? opts.ids.split(',').map((s) => resolveEnvId(s.trim())) : listEnvs().map((e) => e.id);
+      const report: BenchEnvsReport = { node: process.version, cpu: `${os.cpus()[0]?.model ?? 'unknown'} x ${os.cpus().length}`, seconds: opts.seconds, results: [] };
+      if (!opts.json) {
+        console.log(`node ${report.node}, ${report.cpu}, ${opts.seconds} s per measurement`);
+        console.log(`${'env'.padEnd(26)} ${'resets/s'.padStart(12)} ${'steps/s'.padStart(12)}  actions (mean episode length)`);
+      }
+      for (const id of ids) {
+        const r = await benchEnv(id, { seconds: opts.seconds });
+        report.results.push(r);
+        if (!opts.json) console.log(`${id.padEnd(26)} ${fmt(r.resetsPerSecond).padStart(12)} ${fmt(r.stepsPerSecond).padStart(12)}  ${r.actions}${r.meanEpisodeLength === null ? '' : ` (${r.meanEpisodeLength.toFixed(1)})`}`);
+      }
+      if (opts.json) console.log(JSON.stringify(report, null, 2));
+    });
+}
+
+function fmt(x: number | null): string {
+  return x === null ? '-' : Math.round(x).toLocaleString('en-US');
+}

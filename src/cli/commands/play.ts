@@ -1,0 +1,155 @@
+// `ragen play`: play an environment in the terminal, or replay a scripted action list (optionally as JSON).
+import type { Readable, Writable } from 'node:stream';
+import { createInterface } from 'node:readline';
+import type { Command } from 'commander';
+import { makeEnv, resolveEnvId, type Env, type EnvInfo, type EnvMode, type StepResult } from '../../env/index.js';
+import { parseActions, parseConfigPairs, parseMode, parsePositiveInt, parseSeed } from './env-options.js';
+
+interface PlayOptions {
+  seed: number;
+  mode: EnvMode;
+  config?: string[];
+  actions?: string;
+  maxActions?: number;
+  json?: boolean;
+}
+
+/** The `--json` output of `ragen play`. */
+export interface PlayRecord {
+  envId: string;
+  seed: number;
+  initial: { observation: string; info: EnvInfo };
+  steps: { action: string; observation: string; reward: number; terminated: boolean; truncated: boolean; info: EnvInfo }[];
+}
+
+const EXAMPLES = `
+Examples:
+  $ ragen play SimpleSokoban --seed 3                      # interactive in a terminal; q quits
+  $ ragen play SimpleSokoban --seed 3 --actions "Up || Left || Up"
+  $ ragen play FrozenLake --seed 1 --actions "Down || Right" --json
+  $ ragen play Bandit --seed 0 --config loArmScore=0.2 hiArmHiscoreProb=0.5
+  $ ragen play MetamathQA --mode val --seed 4 --actions "42"`;
+
+export function register(program: Command): void {
+  program
+    .command('play')
+    .description('Play an environment: interactively in a terminal, or scripted with --actions.')
+    .argument('<envId>', 'environment id (see `ragen envs`)')
+    .option('--seed <n>', 'seed of the episode', parseSeed, 0)
+    .option('--mode <mode>', 'train or val (envs may use different data splits)', parseMode, 'train')
+    .option('--config <key=value...>', 'env config overrides; values parse as JSON when they can')
+    .option('--actions <list>', 'actions to play, separated by || (as in an agent answer)')
+    .option('--max-actions <n>', 'truncate the episode after n actions', parsePositiveInt('--max-actions'))
+    .option('--json', 'print {envId, seed, initial, steps} as JSON')
+    .addHelpText('after', EXAMPLES)
+    .action(async (envId: string, opts: PlayOptions) => {
+      const id = resolveEnvId(envId);
+      const env = makeEnv(id, parseConfigPairs(opts.config), opts.maxActions ? { maxActions: opts.maxActions } : {});
+      try {
+        if (opts.actions === undefined && !opts.json && process.stdin.isTTY) {
+          await playInteractive(env, id, opts.seed, opts.mode, process.stdin, process.stdout);
+        } else {
+          await playScripted(env, id, opts);
+        }
+      } finally {
+        await env.close();
+      }
+    });
+}
+
+async function playScripted(env: Env, id: string, opts: PlayOptions): Promise<void> {
+  const initial = await env.reset({ seed: opts.seed, mode: opts.mode });
+  const record: PlayRecord = { envId: id, seed: opts.seed, initial, steps: [] };
+  if (!opts.json) printHeader(env, id, opts.seed, opts.mode, initial.observation, (s) => console.log(s));
+  const actions = parseActions(opts.actions ?? '');
+  if (opts.actions === undefined && !opts.json) {
+    console.log(`\n(stdin is not a terminal) Replay actions with: ragen play ${id} --seed ${opts.seed} --actions "${exampleActions(env)}"`);
+    return;
+  }
+  let ended = false;
+  for (const [i, action] of actions.entries()) {
+    if (ended) {
+      console.error(`ragen: the episode ended after ${i} action(s); ignored the remaining ${actions.length - i}.`);
+      break;
+    }
+    const r = await env.step(action);
+    record.steps.push({ action, ...r });
+    ended = r.terminated || r.truncated;
+    if (!opts.json) console.log(formatStep(action, r));
+  }
+  if (opts.json) console.log(JSON.stringify(record, null, 2));
+  else console.log(`\n${summary(record.steps)}`);
+}
+
+/**
+ * The terminal game: shows the observation, reads an action a line, shows reward and info.
+ * `q` quits; after an episode ends, `n` starts the next seed. Streams are parameters for tests.
+ */
+export async function playInteractive(env: Env, id: string, seed: number, mode: EnvMode, input: Readable, output: Writable): Promise<void> {
+  const say = (s: string): void => void output.write(`${s}\n`);
+  const rl = createInterface({ input, output, terminal: false });
+  let steps: StepResult[] = [];
+  let ended = false;
+  const start = async (): Promise<void> => {
+    const initial = await env.reset({ seed, mode });
+    printHeader(env, id, seed, mode, initial.observation, say);
+    say(`Type an action (${exampleActions(env)}), or q to quit.`);
+    steps = [];
+    ended = false;
+  };
+  await start();
+  output.write('action> ');
+  for await (const raw of rl) {
+    const line = raw.trim();
+    if (line === 'q' || line === 'quit') break;
+    if (ended) {
+      if (line !== 'n') break;
+      seed++;
+      await start();
+    } else if (line !== '') {
+      for (const action of parseActions(line)) {
+        const r = await env.step(action);
+        steps.push(r);
+        say(formatStep(action, r));
+        if (r.terminated || r.truncated) {
+          ended = true;
+          say(`\n${summary(steps)}\nn: next seed (${seed + 1}), anything else: quit`);
+          break;
+        }
+      }
+    }
+    output.write(ended ? '> ' : 'action> ');
+  }
+  say('');
+  rl.close();
+}
+
+function printHeader(env: Env, id: string, seed: number, mode: EnvMode, observation: string, say: (s: string) => void): void {
+  say(`${id}  seed ${seed}  (${mode})`);
+  if (env.instruction) say(env.instruction);
+  if (env.legend) say(env.legend);
+  if (env.actionNames) say(`Actions: ${env.actionNames.join(', ')}`);
+  say('');
+  say(observation);
+}
+
+function exampleActions(env: Env): string {
+  const names = env.actionNames;
+  return names && names.length > 0 ? names.slice(0, 2).join(' || ') : 'your answer';
+}
+
+function formatStep(action: string, r: StepResult): string {
+  const { success, actionIsValid, actionIsEffective, reason, ...extra } = r.info;
+  const flags = [r.terminated && 'terminated', r.truncated && 'truncated', success && 'success', !actionIsValid && 'invalid', actionIsValid && !actionIsEffective && 'no effect'].filter(Boolean);
+  const extras = Object.entries(extra).map(([k, v]) => `${k}=${v}`);
+  const lines = [`\n> ${action}`, r.observation, `reward ${r.reward}${flags.length ? `  [${flags.join(', ')}]` : ''}${extras.length ? `  ${extras.join(' ')}` : ''}`];
+  if (reason) lines.push(`(${reason})`);
+  return lines.join('\n');
+}
+
+function summary(steps: { reward: number; terminated: boolean; truncated: boolean; info: EnvInfo }[]): string {
+  const total = steps.reduce((s, x) => s + x.reward, 0);
+  const last = steps.at(-1);
+  const state = !last ? 'not started' : last.terminated ? 'terminated' : last.truncated ? 'truncated' : 'not finished';
+  return `${steps.length} action(s), return ${Math.round(total * 1e6) / 1e6}, ${state}, success ${last?.info.success ?? false}`;
+}

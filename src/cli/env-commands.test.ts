@@ -1,0 +1,153 @@
+import { PassThrough } from 'node:stream';
+import { afterEach, describe, expect, test, vi } from 'vitest';
+import { makeEnv } from '../env/index.js';
+import { playInteractive, type PlayRecord } from './commands/play.js';
+import type { SolveRecord } from './commands/solve.js';
+import type { BenchEnvsReport } from './commands/bench.js';
+import { main } from './main.js';
+
+/** Runs `ragen <argv>` in-process and returns the exit code with what went to stdout and stderr. */
+async function run(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  vi.spyOn(console, 'log').mockImplementation((...a: unknown[]) => void out.push(a.join(' ')));
+  vi.spyOn(console, 'error').mockImplementation((...a: unknown[]) => void err.push(a.join(' ')));
+  vi.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => (out.push(String(s)), true));
+  vi.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => (err.push(String(s)), true));
+  const code = await main(argv);
+  vi.restoreAllMocks();
+  return { code, out: out.join('\n'), err: err.join('\n') };
+}
+
+afterEach(() => vi.restoreAllMocks());
+
+describe('ragen envs', () => {
+  test('lists every id with its description', async () => {
+    const { code, out } = await run('envs');
+    expect(code).toBe(0);
+    expect(out).toMatch(/^Bandit\s+Two-armed bandit/m);
+    expect(out).toMatch(/^MetamathQA\s+Math word problems/m);
+  });
+  test('--json gives id, description, action cap and whether a solver exists', async () => {
+    const rows = JSON.parse((await run('envs', '--json')).out) as { id: string; hasSolver: boolean; maxActionsPerEpisode: number }[];
+    expect(rows.find((r) => r.id === 'BanditTest')).toMatchObject({ hasSolver: true, maxActionsPerEpisode: 1 });
+  });
+});
+
+describe('ragen play', () => {
+  test('--actions --json prints {envId, seed, initial, steps} and stops at the episode end', async () => {
+    const env = makeEnv('Bandit');
+    env.reset({ seed: 4 });
+    const [a, b] = env.actionNames!;
+    const { code, out, err } = await run('play', 'bandit', '--seed', '4', '--actions', `nobody || ${a} || ${b}`, '--json');
+    expect(code).toBe(0);
+    const rec = JSON.parse(out) as PlayRecord;
+    expect(Object.keys(rec)).toEqual(['envId', 'seed', 'initial', 'steps']);
+    expect([rec.envId, rec.seed]).toEqual(['Bandit', 4]);
+    expect(rec.initial.observation).toContain(a);
+    expect(rec.steps.map((s) => s.action)).toEqual(['nobody', a]);
+    expect(Object.keys(rec.steps[0]!)).toEqual(['action', 'observation', 'reward', 'terminated', 'truncated', 'info']);
+    expect(rec.steps[0]!.info.actionIsValid).toBe(false);
+    expect(rec.steps[1]!.terminated).toBe(true);
+    expect(err).toMatch(/ended after 2 action\(s\); ignored the remaining 1/);
+  });
+  test('--config values parse as JSON and reach the env', async () => {
+    const { out } = await run('play', 'MetamathQA', '--seed', '0', '--actions', 'x || y', '--json', '--config', 'maxAttempts=2');
+    const rec = JSON.parse(out) as PlayRecord;
+    expect(rec.steps.map((s) => s.terminated)).toEqual([false, true]);
+  });
+  test('--max-actions truncates the episode', async () => {
+    const { out } = await run('play', 'Bandit', '--actions', 'x || y || z', '--json', '--max-actions', '2');
+    const rec = JSON.parse(out) as PlayRecord;
+    expect(rec.steps.map((s) => s.truncated)).toEqual([false, true]);
+  });
+  test('without a terminal and without --actions: the initial observation and a usage hint, exit 0', async () => {
+    const { code, out } = await run('play', 'BanditTest', '--seed', '1');
+    expect(code).toBe(0);
+    expect(out).toContain('BanditTest  seed 1');
+    expect(out).toMatch(/ragen play BanditTest --seed 1 --actions "\w+ \|\| \w+"/);
+  });
+  test('text output shows each action, reward and flags', async () => {
+    const { out } = await run('play', 'MetamathQA', '--mode', 'val', '--seed', '0', '--actions', '-1');
+    expect(out).toMatch(/> -1\nIncorrect\.\nreward 0 {2}\[terminated\] {2}attempts=1 correctAnswer=\S+/);
+    expect(out).toMatch(/1 action\(s\), return 0, terminated, success false/);
+  });
+  test.each([
+    [['play', 'Bandi'], /Environment `Bandi` does not exist\. Did you mean `Bandit`\?/],
+    [['play', 'Bandit', '--seed', '1.5'], /Bad seed `1.5`/],
+    [['play', 'Bandit', '--config', 'loArmScor=0.2'], /Unknown config key `loArmScor`.*Did you mean `loArmScore`\?/],
+    [['play', 'Bandit', '--config', 'split=both'], /`split` = "both"/],
+    [['play', 'Bandit', '--config', 'split'], /Bad --config `split`: write key=value/],
+    [['play', 'Bandit', '--mode', 'test'], /Bad mode `test`/],
+    [['play', 'Bandit', '--max-actions', '0'], /Bad --max-actions `0`/],
+  ])('%j is one clear error line and exit code 2', async (argv, message) => {
+    const { code, err } = await run(...argv);
+    expect(code).toBe(2);
+    expect(err).toMatch(message);
+    expect(err.trim().split('\n')).toHaveLength(1);
+  });
+  test('interactive: shows the observation, plays typed actions, n starts the next seed, q quits', async () => {
+    const input = new PassThrough();
+    const output = new PassThrough();
+    const chunks: string[] = [];
+    output.on('data', (c: Buffer) => chunks.push(c.toString()));
+    const env = makeEnv('Bandit', {}, {});
+    env.reset({ seed: 7 });
+    const first = env.actionNames![0]!;
+    input.end(`nope\n${first}\nn\nq\n`);
+    await playInteractive(env, 'Bandit', 7, 'train', input, output);
+    const text = chunks.join('');
+    expect(text).toContain('Bandit  seed 7');
+    expect(text).toMatch(/> nope\n[^]*\[invalid\]/);
+    expect(text).toMatch(new RegExp(`> ${first}\\n${first}: [\\d.]+ points`));
+    expect(text).toContain('n: next seed (8)');
+    expect(text).toContain('Bandit  seed 8');
+  });
+});
+
+describe('ragen solve', () => {
+  test('--json prints {envId, seed, actions, solved: true} checked by stepping', async () => {
+    const { code, out } = await run('solve', 'Bandit', '--seed', '11', '--json');
+    expect(code).toBe(0);
+    const rec = JSON.parse(out) as SolveRecord;
+    expect(rec).toMatchObject({ envId: 'Bandit', seed: 11, solved: true });
+    const env = makeEnv('Bandit');
+    env.reset({ seed: 11 });
+    expect(env.actionNames).toContain(rec.actions[0]);
+  });
+  test('text output is the action list and a summary', async () => {
+    const { out } = await run('solve', 'MetamathQA', '--seed', '3', '--mode', 'val');
+    expect(out).toMatch(/^\S+\nMetamathQA seed 3: solved in 1 action\(s\), return 1$/);
+  });
+  test('an unknown id is exit code 2 with a suggestion', async () => {
+    const { code, err } = await run('solve', 'BanditTset');
+    expect([code, err.trim()]).toEqual([2, 'ragen: Environment `BanditTset` does not exist. Did you mean `BanditTest`? Run `ragen envs` for the list.']);
+  });
+});
+
+describe('ragen bench envs', () => {
+  test('--json reports resets/s and steps/s per requested id', async () => {
+    const { code, out } = await run('bench', 'envs', '--ids', 'Bandit,MetamathQA', '--seconds', '0.05', '--json');
+    expect(code).toBe(0);
+    const report = JSON.parse(out) as BenchEnvsReport;
+    expect(report.results.map((r) => r.id)).toEqual(['Bandit', 'MetamathQA']);
+    for (const r of report.results) {
+      expect(r.resetsPerSecond).toBeGreaterThan(1000);
+      expect(r.stepsPerSecond).toBeGreaterThan(1000);
+      expect([r.actions, r.meanEpisodeLength]).toEqual(['solver', 1]);
+    }
+  });
+  test('bad --seconds and unknown ids are exit code 2', async () => {
+    expect((await run('bench', 'envs', '--seconds', '0')).code).toBe(2);
+    expect((await run('bench', 'envs', '--ids', 'Bandot')).err).toMatch(/Did you mean `Bandit`\?/);
+  });
+});
+
+describe('--help', () => {
+  test.each([['envs'], ['play'], ['solve'], ['bench'], ['bench', 'envs']])('ragen %s --help exits 0 and shows examples', async (...cmd) => {
+    const { code, out } = await run(...cmd, '--help');
+    expect(code).toBe(0);
+    expect(out).toContain('Examples:');
+    expect(out).toContain(`$ ragen ${cmd.join(' ')}`);
+  });
+});
