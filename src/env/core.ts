@@ -59,7 +59,11 @@ export interface Env {
   readonly actionNames: readonly string[] | undefined;
   reset(options: ResetOptions): MaybePromise<ResetResult>;
   step(action: string): MaybePromise<StepResult>;
-  /** The current state as text (what the last observation showed). */
+  /**
+   * The current state as text. An invalid action leaves it unchanged (`checkEnv` compares it before
+   * and after); per-step feedback ("Invalid action: ...") belongs in the step's observation, which
+   * may be `render()` plus that feedback.
+   */
   render(): string;
   close(): MaybePromise<void>;
 }
