@@ -3,7 +3,7 @@ import { afterEach, describe, expect, test, vi } from 'vitest';
 import { makeEnv } from '../env/index.js';
 import { playInteractive, type PlayRecord } from './commands/play.js';
 import type { SolveRecord } from './commands/solve.js';
-import type { BenchEnvsReport } from './commands/bench.js';
+import { addBenchSubcommand, type BenchEnvsReport } from './commands/bench.js';
 import { main } from './main.js';
 
 /** Runs `ragen <argv>` in-process and returns the exit code with what went to stdout and stderr. */
@@ -55,6 +55,12 @@ describe('ragen play', () => {
     const { out } = await run('play', 'MetamathQA', '--seed', '0', '--actions', 'x || y', '--json', '--config', 'maxAttempts=2');
     const rec = JSON.parse(out) as PlayRecord;
     expect(rec.steps.map((s) => s.terminated)).toEqual([false, true]);
+  });
+  test('--config may be repeated; non-JSON values stay strings', async () => {
+    const { out } = await run('play', 'MetamathQA', '--config', 'maxAttempts=2', '--config', 'dataPath=data/metamathqa/val.jsonl', '--actions', 'x || y', '--json');
+    const rec = JSON.parse(out) as PlayRecord;
+    expect(rec.steps.map((s) => s.terminated)).toEqual([false, true]);
+    expect(rec.steps[1]!.info.correctAnswer).toBe((await import('../env/index.js')).envSpec('MetamathQA').solve!({ dataPath: 'data/metamathqa/val.jsonl', maxAttempts: 2 }, 0)![0]);
   });
   test('--max-actions truncates the episode', async () => {
     const { out } = await run('play', 'Bandit', '--actions', 'x || y || z', '--json', '--max-actions', '2');
@@ -136,6 +142,11 @@ describe('ragen bench envs', () => {
       expect(r.stepsPerSecond).toBeGreaterThan(1000);
       expect([r.actions, r.meanEpisodeLength]).toEqual(['solver', 1]);
     }
+  });
+  test('other files add subcommands to the bench group with addBenchSubcommand', async () => {
+    addBenchSubcommand((bench) => bench.command('dummy').description('a test subcommand').action(() => console.log('dummy ran')));
+    expect((await run('bench', '--help')).out).toMatch(/dummy\s+a test subcommand/);
+    expect((await run('bench', 'dummy')).out).toBe('dummy ran');
   });
   test('bad --seconds and unknown ids are exit code 2', async () => {
     expect((await run('bench', 'envs', '--seconds', '0')).code).toBe(2);
