@@ -157,6 +157,10 @@ export function crossFieldErrors(c: RagenConfig): string[] {
   if (c.trainer.criticWarmup > 0 && !needsCritic(c.algo.advEstimator)) {
     out.push(`Bad config: \`trainer.criticWarmup\` = ${c.trainer.criticWarmup} but \`algo.advEstimator\` = "${c.algo.advEstimator}" has no critic.`);
   }
+  const episodes = c.env.train.reduce((n, e) => n + e.groups * e.groupSize, 0);
+  if (c.agent.contextMode === 'full' && episodes < c.trainer.miniBatchSize) {
+    out.push(`Bad config: \`trainer.miniBatchSize\` = ${c.trainer.miniBatchSize} is more than the ${episodes} episodes a step rolls out (Σ \`env.train.N.groups\` × \`groupSize\`); lower it or add groups.`);
+  }
   const trainTags = c.env.train.map((e) => e.tag);
   const dup = trainTags.find((t, i) => trainTags.indexOf(t) !== i);
   if (dup !== undefined) out.push(`Bad config: \`env.train\` lists \`${dup}\` twice; give it one entry with more groups.`);

@@ -98,15 +98,16 @@ function setsPath(data: unknown, path: readonly string[]): boolean {
 
 /** Options of `loadConfig`. */
 export interface LoadConfigOptions {
-  /** A preset name (`frozenlake-ppo`, looked up in configs/) or a YAML path; undefined uses the defaults alone. */
-  config?: string;
+  /** Preset names (`frozenlake-ppo`, `algo/grpo`: looked up in configs/) or YAML paths, merged in order; none uses the defaults alone. */
+  config?: string | readonly string[];
   /** `dotted.key=value` overrides, applied in order after the preset. */
   overrides?: readonly string[];
 }
 
 /** Defaults <- preset (and what it `extends`) <- overrides, validated and frozen. */
 export function loadConfig(options: LoadConfigOptions = {}): RagenConfig {
-  const layers = options.config === undefined ? [] : readConfigLayers(presetPath(options.config));
+  const files = options.config === undefined ? [] : typeof options.config === 'string' ? [options.config] : options.config;
+  const layers = files.flatMap((f) => readConfigLayers(presetPath(f)));
   return resolveConfig(layers, options.overrides ?? []);
 }
 
@@ -149,25 +150,27 @@ export function presetsDir(): string {
   throw new ConfigError('Cannot find the `configs/` folder of the ragen-ts package.');
 }
 
-/** Names of the shipped presets (file names without `.yaml`), sorted. */
+/** Names of the shipped presets (paths under configs/ without `.yaml`, e.g. `sokoban-ppo`, `algo/grpo`), sorted. */
 export function listPresets(): string[] {
-  return readdirSync(presetsDir())
-    .filter((f) => f.endsWith('.yaml'))
-    .map((f) => f.slice(0, -'.yaml'.length))
-    .sort();
+  const root = presetsDir();
+  const walk = (dir: string, prefix: string): string[] =>
+    readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+      e.isDirectory() ? walk(join(dir, e.name), `${prefix}${e.name}/`) : e.name.endsWith('.yaml') ? [`${prefix}${e.name.slice(0, -'.yaml'.length)}`] : [],
+    );
+  return walk(root, '').sort();
 }
 
-/** Resolve a preset name or a path to an existing YAML file, or a ConfigError naming the nearest preset. */
+/** Resolve a preset name (`sokoban-ppo`, `algo/grpo`) or a path to an existing YAML file, or a ConfigError naming the nearest preset. */
 export function presetPath(nameOrPath: string): string {
   for (const p of [nameOrPath, `${nameOrPath}.yaml`]) {
     if (existsSync(p) && statSync(p).isFile()) return resolve(p);
   }
-  if (!isAbsolute(nameOrPath) && !nameOrPath.includes('/')) {
+  if (!isAbsolute(nameOrPath)) {
     const inPresets = join(presetsDir(), nameOrPath.endsWith('.yaml') ? nameOrPath : `${nameOrPath}.yaml`);
     if (existsSync(inPresets)) return inPresets;
   }
   const presets = listPresets();
-  const name = nameOrPath.replace(/^.*\//, '').replace(/\.yaml$/, '');
+  const name = nameOrPath.replace(/^(\.\/)?configs\//, '').replace(/\.yaml$/, '');
   throw new ConfigError(`Config \`${nameOrPath}\` is neither a file nor a preset.${didYouMean(name, presets)} Presets: ${presets.join(', ')}.`);
 }
 

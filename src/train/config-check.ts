@@ -1,0 +1,78 @@
+// Run-time checks of a resolved config: things the schema cannot know when the file loads (the model
+// directory exists, env tags are registered, per-tag env configs fit each env's own schema).
+import { existsSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { envSpec, listEnvs, resolveEnvConfig } from '../env/index.js';
+import { ConfigError, didYouMean, RagenError } from '../util/index.js';
+import type { RagenConfig } from './config-schema.js';
+
+/** What the run will do with the config. */
+export interface RunCheckOptions {
+  /** `train` needs a trainable engine; `eval` only generates. @default 'train' */
+  purpose?: 'train' | 'eval';
+  /** Skip the model-directory check (tests, or engines that fetch elsewhere). @default false */
+  skipModel?: boolean;
+}
+
+/**
+ * Every problem that would stop the run, as one ConfigError (each line names the key, the value and the fix).
+ * Returns the per-tag env configs resolved by each env's schema, keyed by tag.
+ */
+export function checkRunConfig(config: RagenConfig, options: RunCheckOptions = {}): Record<string, Record<string, unknown>> {
+  const problems: string[] = [];
+  const purpose = options.purpose ?? 'train';
+  if (purpose === 'train' && config.model.engine === 'openai') {
+    problems.push('Bad config: `model.engine` = "openai" generates only and cannot train; use `local` or `torch` (or `ragen eval` for API models).');
+  }
+  if (!options.skipModel && config.model.engine !== 'openai') {
+    const dir = resolve(config.model.path);
+    if (!existsSync(dir) || !statSync(dir).isDirectory()) {
+      problems.push(`Bad config value \`model.path\` = ${JSON.stringify(config.model.path)}: no such directory (${dir}). Point it at a model in Hugging Face layout (config.json, model.safetensors, tokenizer.json), e.g. one under models/.`);
+    } else if (!existsSync(join(dir, 'config.json'))) {
+      problems.push(`Bad config value \`model.path\` = ${JSON.stringify(config.model.path)}: the directory has no config.json, so it is not a model in Hugging Face layout.`);
+    }
+    if (config.model.critic.path !== null && !existsSync(resolve(config.model.critic.path))) {
+      problems.push(`Bad config value \`model.critic.path\` = ${JSON.stringify(config.model.critic.path)}: no such directory; use null to start the critic from \`model.path\`.`);
+    }
+  }
+  const ids = listEnvs().map((e) => e.id);
+  const used = new Set<string>();
+  for (const split of ['train', 'val'] as const) {
+    config.env[split].forEach((entry, i) => {
+      used.add(entry.tag);
+      try {
+        envSpec(entry.tag);
+      } catch (err) {
+        if (!(err instanceof RagenError)) throw err;
+        problems.push(`Bad config value \`env.${split}.${i}.tag\` = ${JSON.stringify(entry.tag)}: no environment has this id.${didYouMean(entry.tag, ids)} Run \`ragen envs\` for the list.`);
+      }
+    });
+  }
+  const resolved: Record<string, Record<string, unknown>> = {};
+  for (const tag of Object.keys(config.env.config)) {
+    if (!used.has(tag)) {
+      problems.push(`Bad config key \`env.config.${tag}\`: no entry of \`env.train\` or \`env.val\` uses the tag \`${tag}\`.${didYouMean(tag, used)}`);
+    }
+  }
+  for (const tag of used) {
+    if (!ids.includes(tag)) continue;
+    try {
+      resolved[tag] = resolveEnvConfig(tag, { ...(config.env.config[tag] ?? {}) });
+    } catch (err) {
+      if (!(err instanceof RagenError)) throw err;
+      problems.push(`Bad config \`env.config.${tag}\`: ${err.message}`);
+    }
+  }
+  if (problems.length) throw new ConfigError(problems.join('\n'));
+  return resolved;
+}
+
+/** Episodes rolled out per training step (Σ groups × groupSize over `env.train`). */
+export function trainEpisodesPerStep(config: RagenConfig): number {
+  return config.env.train.reduce((n, e) => n + e.groups * e.groupSize, 0);
+}
+
+/** Validation episodes per validation (Σ groups × groupSize over `env.val`). */
+export function valEpisodes(config: RagenConfig): number {
+  return config.env.val.reduce((n, e) => n + e.groups * e.groupSize, 0);
+}
