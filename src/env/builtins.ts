@@ -6,3 +6,4 @@ import './metamathqa/index.js';
 import './sokoban/index.js';
 import './sudoku/index.js';
 import './game-2048/index.js';
+import './rubiks-cube/index.js';
