@@ -34,11 +34,10 @@ const keyOf = (s: Uint8Array): string => String.fromCharCode(...s);
 export function solveCube(state: Uint8Array): number[] | undefined {
   if (isSolved(state)) return [];
   const goal = cornerFixedGoal(state);
-  // parent maps: state key -> [neighbour key toward the root, move taking key's state toward the root... see below]
   const fwd = new Map<string, [string, number]>([[keyOf(state), ['', -1]]]); // key -> [previous key, move applied to previous]
   const bwd = new Map<string, [string, number]>([[keyOf(goal), ['', -1]]]); // key -> [next key, move taking key to next]
-  let fwdFrontier = [Uint8Array.from(state)];
-  let bwdFrontier = [goal];
+  let fwdFrontier: Uint8Array[] = [Uint8Array.from(state)];
+  let bwdFrontier: Uint8Array[] = [goal];
   const scratch = new Uint8Array(24);
   for (let depth = 0; depth < MAX_QUARTER_TURNS; depth++) {
     const forward = fwdFrontier.length <= bwdFrontier.length;
