@@ -1,0 +1,62 @@
+// Training samples -> the padded (B, T) row-major arrays every src/algo function takes
+// (element (b, t) at index b*T + t; padding has mask 0), plus per-sequence group keys and scores.
+import type { TrainingSample } from './sequence.js';
+
+/** A right-padded batch of training samples. All per-token arrays are token-aligned (see TrainingSample). */
+export interface TokenBatch {
+  B: number;
+  T: number;
+  ids: Int32Array;
+  /** 1 on real tokens (prompt and sampled), 0 on padding. */
+  attentionMask: Uint8Array;
+  /** 1 on sampled (trained) tokens. */
+  lossMask: Uint8Array;
+  /** Log-probs at sampling (the PPO ratio's denominator), 0 off the loss mask. */
+  oldLogprobs: Float32Array;
+  /** Token-level rewards, non-zero only on loss tokens. */
+  rewards: Float32Array;
+  /** Turn index of each sampled token, -1 elsewhere (for turn-level estimators). */
+  turnIds: Int32Array;
+  /** Per row: the group key (`${tag}/${group}`) outcome advantages normalise within. */
+  groupKeys: string[];
+  /** Per row: the sequence score (sum of its rewards). */
+  scores: Float64Array;
+  /** Per row: the unpadded length. */
+  lengths: Int32Array;
+  /** Per row: the episode index in the rollout batch. */
+  episodes: Int32Array;
+}
+
+/** Pad `samples` to the longest (or to `T` when given; longer samples are an error). */
+export function collate(samples: readonly TrainingSample[], padId: number, T?: number): TokenBatch {
+  const B = samples.length;
+  const longest = samples.reduce((m, s) => Math.max(m, s.ids.length), 0);
+  const width = T ?? longest;
+  if (longest > width) throw new RangeError(`collate: a sample has ${longest} tokens, more than T = ${width}; raise T or lower agent.maxContextTokens.`);
+  const batch: TokenBatch = {
+    B,
+    T: width,
+    ids: new Int32Array(B * width).fill(padId),
+    attentionMask: new Uint8Array(B * width),
+    lossMask: new Uint8Array(B * width),
+    oldLogprobs: new Float32Array(B * width),
+    rewards: new Float32Array(B * width),
+    turnIds: new Int32Array(B * width).fill(-1),
+    groupKeys: samples.map((s) => `${s.tag}/${s.group}`),
+    scores: Float64Array.from(samples, (s) => s.score),
+    lengths: Int32Array.from(samples, (s) => s.ids.length),
+    episodes: Int32Array.from(samples, (s) => s.episode),
+  };
+  samples.forEach((s, b) => {
+    const o = b * width;
+    for (let t = 0; t < s.ids.length; t++) {
+      batch.ids[o + t] = s.ids[t]!;
+      batch.attentionMask[o + t] = 1;
+      batch.lossMask[o + t] = s.lossMask[t]!;
+      batch.oldLogprobs[o + t] = s.logprobs[t]!;
+      batch.rewards[o + t] = s.rewards[t]!;
+      batch.turnIds[o + t] = s.turnIds[t]!;
+    }
+  });
+  return batch;
+}

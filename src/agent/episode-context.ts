@@ -1,0 +1,179 @@
+// One episode's context manager: the chat of every turn (full, limited window, or single turn), the
+// token chain the model really saw, context-length truncation by whole turns, and the training samples.
+import type { Generation } from '../engine/index.js';
+import type { ChatMessage, Tokenizer } from '../tokenizer/index.js';
+import type { AgentConfig } from './config.js';
+import { prefillText, singleTurnPrompt, turnPrompt, type TurnSummary, type TurnView } from './prompt.js';
+import { TokenChain, chainToSample, type TrainingSample } from './sequence.js';
+
+/** A finished or current turn as the context holds it. */
+interface TurnEntry {
+  userText: string;
+  ids: number[];
+  logprobs: number[];
+  /** The sampled ids decoded, without a final stop token (the assistant message is prefill + this). */
+  decoded: string;
+  closeText: string | undefined;
+  summary: TurnSummary;
+}
+
+/** What `respond` reports about one sampled response. */
+export interface ResponseRecord {
+  /** The decoded sampled text (final stop token removed), without the prefilled tag. */
+  decoded: string;
+  /** What the parser reads: prefill + decoded. */
+  fullText: string;
+}
+
+/** Builds the prompts and samples of one episode. Call `prompt`, `respond`, `endTurn` once per turn. */
+export class EpisodeContext {
+  private readonly turns: TurnEntry[] = [];
+  private chain: TokenChain | undefined;
+  private readonly sealed: TokenChain[] = [];
+  private minStart = 0;
+  private current: { view: TurnView; userText: string } | undefined;
+  /** Whole turns dropped from the context to fit `maxContextTokens`. */
+  truncations = 0;
+  private readonly prefill: string;
+  private readonly stopIds: Set<number>;
+
+  constructor(
+    private readonly tokenizer: Tokenizer,
+    private readonly cfg: AgentConfig,
+    /** The system message. */
+    readonly system: string,
+    stopTokenIds: readonly number[] = [tokenizer.eosTokenId],
+  ) {
+    this.prefill = prefillText(cfg);
+    this.stopIds = new Set(stopTokenIds);
+  }
+
+  /** The 0-based index of the turn being prompted next. */
+  get turnIndex(): number {
+    return this.turns.length;
+  }
+
+  /** The user message of a turn as `full`/`limited_multi_turn` show it (independent of the window). */
+  userText(view: TurnView): string {
+    return turnPrompt(view, this.cfg);
+  }
+
+  private messages(w: number, upto: number, currentUser: string): ChatMessage[] {
+    const msgs: ChatMessage[] = [{ role: 'system', content: this.system }];
+    for (let t = w; t < upto; t++) {
+      const e = this.turns[t]!;
+      msgs.push({ role: 'user', content: e.userText }, { role: 'assistant', content: this.prefill + e.decoded });
+    }
+    msgs.push({ role: 'user', content: currentUser });
+    return msgs;
+  }
+
+  private render(msgs: ChatMessage[]): string {
+    return this.tokenizer.applyChatTemplate(msgs, { addGenerationPrompt: true }) + this.prefill;
+  }
+
+  /** A new chain holding turns [w, n) as context (mask 0) and the prompt of turn n. */
+  private replay(w: number, n: number, currentUser: string): TokenChain {
+    const chain = new TokenChain(w);
+    for (let t = w; t < n; t++) {
+      const e = this.turns[t]!;
+      chain.extendPrompt(this.render(this.messages(w, t, e.userText)), this.tokenizer);
+      chain.appendSampled(t, e.ids, e.logprobs, e.decoded, e.closeText, false);
+    }
+    chain.extendPrompt(this.render(this.messages(w, n, currentUser)), this.tokenizer);
+    return chain;
+  }
+
+  /**
+   * The prompt ids of the next turn, or undefined when even the current turn alone leaves fewer
+   * than `maxNewTokens` tokens of `maxContextTokens` (the episode must end).
+   */
+  prompt(view: TurnView): number[] | undefined {
+    const n = this.turns.length;
+    const k = this.cfg.maxContextWindow > 0 ? this.cfg.maxContextWindow : Infinity;
+    const mode = this.cfg.contextWindowMode;
+    let w = Math.max(this.minStart, mode === 'full' ? 0 : n - k + 1);
+    for (;;) {
+      let candidate: TokenChain;
+      let userText: string;
+      if (mode === 'single_turn') {
+        userText = singleTurnPrompt(this.turns.slice(w, n).map((e) => e.summary), n, view, this.cfg);
+        candidate = new TokenChain(n);
+        candidate.extendPrompt(this.render([{ role: 'system', content: this.system }, { role: 'user', content: userText }]), this.tokenizer);
+      } else {
+        userText = this.userText(view);
+        if (this.chain && this.chain.windowStart === w) {
+          candidate = this.chain.clone();
+          candidate.extendPrompt(this.render(this.messages(w, n, userText)), this.tokenizer);
+        } else {
+          candidate = this.replay(w, n, userText);
+        }
+      }
+      if (candidate.ids.length + this.cfg.maxNewTokens <= this.cfg.maxContextTokens) {
+        if (this.chain && this.chain !== candidate && candidate.windowStart !== this.chain.windowStart && this.chain.trainable) this.sealed.push(this.chain);
+        this.chain = candidate;
+        this.current = { view, userText };
+        return candidate.ids.slice();
+      }
+      if (w >= n) return undefined;
+      w++;
+      this.minStart = w;
+      this.truncations++;
+    }
+  }
+
+  /** Record the policy's generation for the prompted turn; returns its text. */
+  respond(gen: Generation): ResponseRecord {
+    const chain = this.chain;
+    if (!chain || !this.current) throw new Error('EpisodeContext.respond called before prompt');
+    const ids = gen.tokens;
+    const last = ids[ids.length - 1];
+    const stopped = last !== undefined && this.stopIds.has(last);
+    const contentIds = stopped ? ids.slice(0, -1) : ids;
+    const closeText = stopped ? this.tokenizer.decode([last]) : undefined;
+    const decoded = this.tokenizer.decode(contentIds);
+    const n = this.turns.length;
+    chain.appendSampled(n, ids, gen.logprobs, decoded, closeText, true);
+    this.turns.push({
+      userText: this.current.userText,
+      ids: ids.slice(),
+      logprobs: gen.logprobs.slice(),
+      decoded,
+      closeText,
+      summary: { turn: this.current.view.turn, state: this.current.view.state, actions: [], reward: 0 },
+    });
+    if (this.cfg.contextWindowMode !== 'full') {
+      // One sample per turn: seal a copy, keep the live chain as context for the next turn.
+      this.sealed.push(chain.clone());
+      chain.freezeTurn(n);
+    }
+    this.current = undefined;
+    return { decoded, fullText: this.prefill + decoded };
+  }
+
+  /** Record what the turn did (shown in `single_turn` summaries). */
+  endTurn(actions: readonly string[], reward: number): void {
+    const e = this.turns[this.turns.length - 1];
+    if (e) e.summary = { ...e.summary, actions: actions.slice(), reward };
+  }
+
+  /** The user message of each finished turn, for transcripts. */
+  userTexts(): string[] {
+    return this.turns.map((t) => t.userText);
+  }
+
+  /**
+   * The training samples of the episode, rewards placed: with `turnRewards` (use_turn_scores), each
+   * turn's reward on its last sampled token; else `episodeScore` on each sample's last sampled token.
+   */
+  samples(meta: { episode: number; group: number; tag: string }, reward: { episodeScore: number } | { turnRewards: readonly number[] }): TrainingSample[] {
+    const chains = [...this.sealed];
+    if (this.chain && this.chain.trainable && !chains.includes(this.chain)) chains.push(this.chain);
+    const out: TrainingSample[] = [];
+    for (const c of chains) {
+      const s = chainToSample(c, meta, reward);
+      if (s) out.push(s);
+    }
+    return out;
+  }
+}

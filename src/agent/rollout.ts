@@ -1,0 +1,227 @@
+// The rollout loop (RAGEN's agent_proxy.rollout, inventory section 2.3): per turn, render the prompts
+// of the active envs, generate in one batch, parse, step concurrently; finished envs drop out.
+import type { EnvInfo } from '../env/index.js';
+import type { Generation } from '../engine/index.js';
+import type { Tokenizer } from '../tokenizer/index.js';
+import type { AgentConfig } from './config.js';
+import type { EnvGroups, EnvSlot, TurnStep } from './env-groups.js';
+import { EpisodeContext } from './episode-context.js';
+import { computeMetrics, type TagMetrics } from './metrics.js';
+import { parseResponse } from './parse.js';
+import type { Policy, PolicyRequest } from './policies.js';
+import { prefillText, systemPrompt } from './prompt.js';
+import type { TrainingSample } from './sequence.js';
+
+/** One turn of an episode, everything kept. */
+export interface EpisodeTurn {
+  /** 0-based. */
+  turn: number;
+  /** The observation shown at the start of the turn. */
+  observation: string;
+  /** The user message of the turn (as `full` mode shows it). */
+  userText: string;
+  /** The exact prompt ids the policy saw (template + prefill). */
+  promptIds: number[];
+  /** The decoded sampled text, without the prefilled tag and a final stop token. */
+  response: string;
+  /** The reasoning and answer parsed from it ('' when unparsable). */
+  think: string;
+  answer: string;
+  /** Why the response did not parse, if it did not. */
+  formatError: string | undefined;
+  /** The parsed actions (at most maxActionsPerTurn) and what each did. */
+  actions: TurnStep['actions'];
+  /** Parsed actions beyond the per-turn limit (dropped). */
+  droppedActions: number;
+  /** Sum of the env rewards of the turn. */
+  reward: number;
+  /** The format penalty applied this turn (0 or `formatPenalty`). */
+  penalty: number;
+  info: EnvInfo;
+  /** Sampled ids (all trained on in the turn's own sample), their log-probs, why sampling stopped. */
+  tokens: number[];
+  logprobs: number[];
+  finishReason: Generation['finishReason'];
+}
+
+/** Why an episode ended. */
+export type EndReason = 'terminated' | 'truncated' | 'action_cap' | 'max_turns' | 'context_full';
+
+/** One env's episode. */
+export interface Episode {
+  index: number;
+  tag: string;
+  group: number;
+  member: number;
+  seed: number;
+  system: string;
+  turns: EpisodeTurn[];
+  success: boolean;
+  /** Sum of env rewards (RAGEN's episodic_return). */
+  envReturn: number;
+  /** envReturn + format penalties: what the trainer's reward is. */
+  score: number;
+  numActions: number;
+  endReason: EndReason;
+  /** Whole turns dropped from the context to fit `maxContextTokens`. */
+  contextTruncations: number;
+  finalObservation: string;
+}
+
+/** What a rollout returns: episodes for logging/eval, samples for training, metrics per tag. */
+export interface RolloutBatch {
+  episodes: Episode[];
+  /** Training sequences (see TrainingSample); `collate` pads them into (B, T) arrays. */
+  samples: TrainingSample[];
+  metrics: Record<string, TagMetrics>;
+  groupSize: number;
+}
+
+/** Settings of `rollout`. */
+export interface RolloutOptions {
+  groups: EnvGroups;
+  policy: Policy;
+  tokenizer: Tokenizer;
+  agent: AgentConfig;
+  /** Reset seed base (see EnvGroups.nextSeeds); default: the manager's own schedule. */
+  resetSeed?: number;
+  /** Called after each turn with the number of envs that generated (progress bars). */
+  onTurn?: (turn: number, active: number) => void;
+}
+
+interface SlotState {
+  ctx: EpisodeContext;
+  obs: string;
+  previousReward: number | undefined;
+  invalidWarning: boolean;
+  info: EnvInfo;
+  ended: EndReason | undefined;
+  episode: Episode;
+}
+
+/** Run one batch of episodes to the end. */
+export async function rollout(opts: RolloutOptions): Promise<RolloutBatch> {
+  const { groups, policy, tokenizer, agent: cfg } = opts;
+  const observations = await groups.reset(opts.resetSeed);
+  const states: SlotState[] = groups.slots.map((slot, i) => {
+    const system = systemPrompt(
+      { instruction: slot.env.instruction, legend: slot.env.legend, actionNames: slot.env.actionNames, maxActionsPerEpisode: slot.maxActions },
+      cfg,
+    );
+    return {
+      ctx: new EpisodeContext(tokenizer, cfg, system),
+      obs: observations[i]!,
+      previousReward: undefined,
+      invalidWarning: false,
+      info: { success: false, actionIsValid: true, actionIsEffective: false },
+      ended: undefined,
+      episode: {
+        index: i,
+        tag: slot.tag,
+        group: slot.group,
+        member: slot.member,
+        seed: slot.seed,
+        system,
+        turns: [],
+        success: false,
+        envReturn: 0,
+        score: 0,
+        numActions: 0,
+        endReason: 'max_turns',
+        contextTruncations: 0,
+        finalObservation: observations[i]!,
+      },
+    };
+  });
+
+  for (let turn = 0, call = 0; ; turn++) {
+    const requests: PolicyRequest[] = [];
+    const active: SlotState[] = [];
+    groups.slots.forEach((slot, i) => {
+      const s = states[i]!;
+      if (s.ended) return;
+      if (turn >= (slot.maxTurns ?? cfg.maxTurns)) {
+        s.ended = 'max_turns';
+        return;
+      }
+      const actionsLeft = groups.actionsLeft(slot);
+      const prompt = s.ctx.prompt({ turn: turn + 1, state: s.obs, actionsLeft, previousReward: s.previousReward, invalidWarning: s.invalidWarning });
+      if (!prompt) {
+        s.ended = 'context_full';
+        return;
+      }
+      requests.push({ prompt, slot, turn, actionsLeft });
+      active.push(s);
+    });
+    if (requests.length === 0) break;
+    const gens = await policy.generate(requests, call++);
+    await Promise.all(requests.map((req, j) => stepOne(req.slot, active[j]!, gens[j]!, req, groups, cfg)));
+    opts.onTurn?.(turn, requests.length);
+  }
+
+  const episodes = states.map((s) => finishEpisode(s));
+  const samples: TrainingSample[] = [];
+  states.forEach((s) => {
+    const e = s.episode;
+    const meta = { episode: e.index, group: e.group, tag: e.tag };
+    const reward = cfg.useTurnScores ? { turnRewards: e.turns.map((t) => t.reward + t.penalty) } : { episodeScore: e.score };
+    samples.push(...s.ctx.samples(meta, reward));
+  });
+  return { episodes, samples, metrics: computeMetrics(episodes, groups.options.groupSize), groupSize: groups.options.groupSize };
+}
+
+async function stepOne(slot: EnvSlot, s: SlotState, gen: Generation, req: PolicyRequest, groups: EnvGroups, cfg: AgentConfig): Promise<void> {
+  const rec = s.ctx.respond(gen);
+  const parsed = parseResponse(rec.fullText, { enableThink: cfg.enableThink, actionSep: cfg.actionSep, maxActions: cfg.maxActionsPerTurn });
+  const step = await groups.step(slot, parsed.actions);
+  const attempted = step.actions.filter((a) => !a.skipped);
+  const bad = !parsed.ok || attempted.some((a) => !a.valid);
+  const penalty = bad ? cfg.formatPenalty : 0;
+  s.episode.turns.push({
+    turn: req.turn,
+    observation: s.obs,
+    userText: s.ctx.userTexts()[req.turn]!,
+    promptIds: req.prompt,
+    response: rec.decoded,
+    think: parsed.think,
+    answer: parsed.answer,
+    formatError: parsed.ok ? undefined : parsed.reason,
+    actions: step.actions,
+    droppedActions: parsed.droppedActions,
+    reward: step.reward,
+    penalty,
+    info: step.info,
+    tokens: gen.tokens.slice(),
+    logprobs: gen.logprobs.slice(),
+    finishReason: gen.finishReason,
+  });
+  s.ctx.endTurn(
+    step.actions.filter((a) => a.executed).map((a) => a.action),
+    step.reward,
+  );
+  s.obs = step.observation;
+  s.previousReward = step.reward;
+  s.invalidWarning = step.validCount === 0;
+  s.info = step.info;
+  if (slot.done) s.ended = step.terminated ? 'terminated' : step.capReached ? 'action_cap' : 'truncated';
+}
+
+function finishEpisode(s: SlotState): Episode {
+  const e = s.episode;
+  e.success = s.info.success === true;
+  e.envReturn = e.turns.reduce((a, t) => a + t.reward, 0);
+  e.score = e.turns.reduce((a, t) => a + t.reward + t.penalty, 0);
+  e.numActions = e.turns.reduce((a, t) => a + t.actions.filter((x) => x.executed).length, 0);
+  e.endReason = s.ended ?? 'max_turns';
+  e.contextTruncations = s.ctx.truncations;
+  e.finalObservation = s.obs;
+  return e;
+}
+
+/** The conversation of an episode as OpenAI-style messages (the assistant text includes the prefilled tag). */
+export function episodeMessages(e: Episode, cfg: Pick<AgentConfig, 'enableThink'>): { role: string; content: string }[] {
+  const prefill = prefillText(cfg);
+  const msgs = [{ role: 'system', content: e.system }];
+  for (const t of e.turns) msgs.push({ role: 'user', content: t.userText }, { role: 'assistant', content: prefill + t.response });
+  return msgs;
+}
