@@ -25,6 +25,8 @@ export function register(program: Command): void {
 export interface BenchEnvsReport {
   node: string;
   cpu: string;
+  /** 1-minute load average when the run started: other processes on the machine skew the numbers. */
+  loadAverage: number;
   seconds: number;
   results: BenchEnvResult[];
 }
@@ -39,9 +41,9 @@ function registerEnvs(bench: Command): void {
     .addHelpText('after', '\nExamples:\n  $ ragen bench envs\n  $ ragen bench envs --ids CoordSokoban --seconds 5\n  $ ragen bench envs --json > bench.json')
     .action(async (opts: { ids?: string; seconds: number; json?: boolean }) => {
       const ids = opts.ids ? opts.ids.split(',').map((s) => resolveEnvId(s.trim())) : listEnvs().map((e) => e.id);
-      const report: BenchEnvsReport = { node: process.version, cpu: `${os.cpus()[0]?.model ?? 'unknown'} x ${os.cpus().length}`, seconds: opts.seconds, results: [] };
+      const report: BenchEnvsReport = { node: process.version, cpu: `${os.cpus()[0]?.model ?? 'unknown'} x ${os.cpus().length}`, loadAverage: os.loadavg()[0]!, seconds: opts.seconds, results: [] };
       if (!opts.json) {
-        console.log(`node ${report.node}, ${report.cpu}, ${opts.seconds} s per measurement`);
+        console.log(`node ${report.node}, ${report.cpu}, load average ${report.loadAverage.toFixed(2)}, ${opts.seconds} s per measurement`);
         console.log(`${'env'.padEnd(26)} ${'resets/s'.padStart(12)} ${'steps/s'.padStart(12)}  actions (mean episode length)`);
       }
       for (const id of ids) {
