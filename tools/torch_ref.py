@@ -3,11 +3,10 @@
 
 Our own implementation of the architecture (not transformers), following the Hugging Face modeling code's
 conventions (RMSNorm in float, rotate_half RoPE, repeat_kv GQA). Reads a checkpoint directory written by
-src/model (config.json, model.safetensors, optional adapter_config.json + adapter_model.safetensors,
-optional value_head.safetensors) and an inputs JSON, runs forward + backward, and writes a safetensors file
+src/model (config.json, model.safetensors, adapter/ with PEFT's adapter_config.json + adapter_model.safetensors, optional value_head.safetensors) and an inputs JSON, runs forward + backward, and writes a safetensors file
 with `logits`, `loss`, `values` (if a value head) and `grad.<parameter name>` for every trainable parameter.
 
-usage: torch_ref.py CHECKPOINT_DIR INPUTS_JSON OUT_SAFETENSORS [--dtype float64|float32]
+usage: torch_ref.py [--dtype float64|float32] CHECKPOINT_DIR INPUTS_JSON OUT_SAFETENSORS [CHECKPOINT_DIR INPUTS_JSON OUT ...]
 inputs JSON: {"ids": [[...], ...] (B,T), "targets": [[...]] (B,T), "mask": [[0/1]] (B,T), "value_coef": 0.5}
 loss = masked mean cross-entropy of targets + value_coef * masked mean of values^2 (when a value head exists).
 """
@@ -131,9 +130,7 @@ def forward(cfg, p, lora, ids):
     return logits, values
 
 
-def main(argv):
-    ckpt, inputs_path, out_path = argv[:3]
-    dtype = torch.float64 if "--dtype" not in argv or argv[argv.index("--dtype") + 1] == "float64" else torch.float32
+def run(ckpt, inputs_path, out_path, dtype):
     cfg = json.load(open(f"{ckpt}/config.json"))
     inputs = json.load(open(inputs_path))
     params = {k: torch.tensor(v, dtype=dtype) for k, v in read_safetensors(f"{ckpt}/model.safetensors").items()}
@@ -143,8 +140,8 @@ def main(argv):
         pass
     lora = {}
     try:
-        acfg = json.load(open(f"{ckpt}/adapter_config.json"))
-        lora = {k: torch.tensor(v, dtype=dtype) for k, v in read_safetensors(f"{ckpt}/adapter_model.safetensors").items()}
+        acfg = json.load(open(f"{ckpt}/adapter/adapter_config.json"))
+        lora = {k: torch.tensor(v, dtype=dtype) for k, v in read_safetensors(f"{ckpt}/adapter/adapter_model.safetensors").items()}
         lora["__scale__"] = acfg["lora_alpha"] / acfg["r"]
     except FileNotFoundError:
         pass
@@ -169,6 +166,18 @@ def main(argv):
     for k, t in trainable.items():
         out["grad." + k] = t.grad
     write_safetensors(out_path, out)
+
+
+def main(argv):
+    dtype = torch.float64
+    if "--dtype" in argv:
+        i = argv.index("--dtype")
+        dtype = {"float64": torch.float64, "float32": torch.float32}[argv[i + 1]]
+        argv = argv[:i] + argv[i + 2 :]
+    if len(argv) == 0 or len(argv) % 3 != 0:
+        sys.exit(__doc__)
+    for j in range(0, len(argv), 3):
+        run(argv[j], argv[j + 1], argv[j + 2], dtype)
 
 
 if __name__ == "__main__":

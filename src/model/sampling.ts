@@ -1,71 +1,60 @@
-// Token sampling from one row of logits: greedy, temperature, top-k, top-p (nucleus), seeded.
-// Follows Hugging Face's logits warpers (temperature, then top-k, then top-p over the remaining mass).
+// Picking the next token from one row of probabilities: greedy, top-k, top-p (nucleus), seeded.
+// Temperature is applied before (softmax of logits / T, in a kernel); this follows Hugging Face's warper
+// order (temperature, then top-k, then top-p over the remaining mass).
 import type { Rng } from '../util/index.js';
 
-/** How to pick the next token from a row of logits. */
+/** Filters applied to a row of (tempered) probabilities. */
 export interface SamplerSettings {
-  /** 0 = greedy (argmax). */
-  temperature: number;
   /** Nucleus mass in (0, 1]; 1 = off. */
   topP: number;
-  /** Keep the k largest logits; 0 = off. */
+  /** Keep the k most likely tokens; 0 = off. */
   topK: number;
 }
 
-/** Scratch buffers reused across rows (no allocation per token). */
+/** Index of the largest value of `row[off, off + n)` (the first one on ties). */
+export function argmax(row: Float32Array, off: number, n: number): number {
+  let best = -Infinity;
+  let arg = 0;
+  for (let i = 0; i < n; i++) {
+    const z = row[off + i]!;
+    if (z > best) {
+      best = z;
+      arg = i;
+    }
+  }
+  return arg;
+}
+
+/** Draws tokens from probability rows, with scratch space reused across rows (no allocation per token). */
 export class Sampler {
-  private probs: Float32Array;
   private cand: Float32Array;
 
   constructor(readonly vocabSize: number) {
-    this.probs = new Float32Array(vocabSize);
     this.cand = new Float32Array(vocabSize);
   }
 
-  /**
-   * Pick a token from `logits[off, off + V)` and return it with its log-prob under the untempered
-   * distribution (log-softmax at temperature 1), which is what a teacher-forced forward pass computes.
-   */
-  sample(logits: Float32Array, off: number, s: SamplerSettings, rng: Rng): { token: number; logprob: number } {
+  /** Sample a token from `probs[off, off + V)` (need not sum to exactly 1) after top-k / top-p filtering. */
+  pick(probs: Float32Array, off: number, s: SamplerSettings, rng: Rng): number {
     const V = this.vocabSize;
-    let max = -Infinity;
-    let arg = 0;
-    for (let i = 0; i < V; i++) {
-      const z = logits[off + i]!;
-      if (z > max) {
-        max = z;
-        arg = i;
-      }
-    }
-    let sum1 = 0;
-    for (let i = 0; i < V; i++) sum1 += Math.exp(logits[off + i]! - max);
-    const lse = max + Math.log(sum1);
-    if (s.temperature === 0) return { token: arg, logprob: logits[off + arg]! - lse };
-
-    const p = this.probs;
-    const invT = 1 / s.temperature;
-    for (let i = 0; i < V; i++) p[i] = Math.exp((logits[off + i]! - max) * invT);
-    // Threshold below which tokens are excluded (0 = keep all).
-    let threshold = 0;
+    const p = probs.subarray(off, off + V);
+    let threshold = 0; // tokens below it are excluded
     if (s.topK > 0 && s.topK < V) threshold = this.kthLargest(p, s.topK);
-    if (s.topP < 1) {
-      let kept = 0;
-      for (let i = 0; i < V; i++) if (p[i]! >= threshold) kept += p[i]!;
-      threshold = Math.max(threshold, this.nucleusThreshold(p, threshold, kept, s.topP * kept));
-    }
     let mass = 0;
     for (let i = 0; i < V; i++) if (p[i]! >= threshold) mass += p[i]!;
-    let u = rng.random() * mass;
-    let token = arg;
-    for (let i = 0; i < V; i++) {
-      if (p[i]! < threshold) continue;
-      u -= p[i]!;
-      if (u < 0) {
-        token = i;
-        break;
-      }
+    if (s.topP < 1) {
+      threshold = Math.max(threshold, this.nucleusThreshold(p, threshold, mass, s.topP * mass));
+      mass = 0;
+      for (let i = 0; i < V; i++) if (p[i]! >= threshold) mass += p[i]!;
     }
-    return { token, logprob: logits[off + token]! - lse };
+    let u = rng.random() * mass;
+    let last = -1;
+    for (let i = 0; i < V; i++) {
+      if (p[i]! < threshold || p[i] === 0) continue;
+      last = i;
+      u -= p[i]!;
+      if (u < 0) return i;
+    }
+    return last >= 0 ? last : argmax(p, 0, V); // rounding left u >= 0: the last eligible token
   }
 
   /** The k-th largest value of p. */
@@ -78,8 +67,8 @@ export class Sampler {
 
   /**
    * The smallest probability in the nucleus: sorting descending among tokens >= `floor`, the first
-   * prefix whose mass reaches `target`. Only tokens above (kept - target) / V can be in it, so the sort is
-   * over a short candidate list.
+   * prefix whose mass reaches `target`. Tokens below (kept - target) / V together hold less than
+   * kept - target, so they cannot be in it and the sort runs over a short candidate list.
    */
   private nucleusThreshold(p: Float32Array, floor: number, kept: number, target: number): number {
     const tau = Math.max(floor, (kept - target) / p.length);

@@ -1,0 +1,64 @@
+// Hugging Face checkpoint directories: config.json + generation_config.json + model.safetensors (+ shards),
+// LoRA adapters in PEFT's layout under `adapter/`, the value head as value_head.safetensors, tokenizer.json copied.
+import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { CheckpointError } from '../util/index.js';
+import { configFromHF, configToHF, generationConfigToHF, type ModelConfig } from './config.js';
+import { ValueHead } from './forward.js';
+import { LoraAdapters } from './lora.js';
+import { loadWeights, readSafetensors, saveWeights, writeSafetensors } from './safetensors.js';
+import { Transformer } from './transformer.js';
+
+/** Sub-directory of a checkpoint holding the PEFT adapter (base_model_name_or_path points to `..`). */
+export const ADAPTER_DIR = 'adapter';
+/** File of the value head (keys `value_head.weight` (1, C), `value_head.bias` (1)). */
+export const VALUE_HEAD_FILE = 'value_head.safetensors';
+
+export interface SaveOptions {
+  /** A value head to save beside the model. */
+  valueHead?: ValueHead | null;
+  /** Path of a tokenizer.json (and its tokenizer_config.json, if beside it) to copy in. */
+  tokenizerPath?: string;
+  /** Split model.safetensors into shards above this size. @default 2 GiB */
+  maxShardBytes?: number;
+}
+
+/** Write `model` as a Hugging Face checkpoint directory that transformers (and PEFT, for adapters) load. */
+export async function saveModel(dir: string, model: Transformer, opts: SaveOptions = {}): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  await writeFile(join(dir, 'config.json'), JSON.stringify(configToHF(model.config), null, 2) + '\n');
+  await writeFile(join(dir, 'generation_config.json'), JSON.stringify(generationConfigToHF(model.config), null, 2) + '\n');
+  await saveWeights(dir, model.exportWeights(), opts.maxShardBytes === undefined ? {} : { maxShardBytes: opts.maxShardBytes });
+  if (model.lora) await model.lora.save(join(dir, ADAPTER_DIR), '..');
+  if (opts.valueHead) await writeSafetensors(join(dir, VALUE_HEAD_FILE), opts.valueHead.exportWeights());
+  if (opts.tokenizerPath) {
+    if (!existsSync(opts.tokenizerPath)) throw new CheckpointError(`tokenizer file not found: ${opts.tokenizerPath}`);
+    await copyFile(opts.tokenizerPath, join(dir, 'tokenizer.json'));
+    const cfg = join(opts.tokenizerPath, '..', 'tokenizer_config.json');
+    if (existsSync(cfg)) await copyFile(cfg, join(dir, 'tokenizer_config.json'));
+  }
+}
+
+/** Read a checkpoint's config.json. */
+export async function loadConfig(dir: string): Promise<ModelConfig> {
+  const path = join(dir, 'config.json');
+  if (!existsSync(path)) throw new CheckpointError(`not a model checkpoint: ${path} is missing`);
+  let json: Record<string, unknown>;
+  try {
+    json = JSON.parse(await readFile(path, 'utf8')) as Record<string, unknown>;
+  } catch (err) {
+    throw new CheckpointError(`${path} is not valid JSON (${(err as Error).message})`);
+  }
+  return configFromHF(json, path);
+}
+
+/** Load a checkpoint directory (ours or one saved by transformers), with its LoRA adapter and value head if present. */
+export async function loadModel(dir: string, opts: { adapters?: boolean } = {}): Promise<{ model: Transformer; valueHead: ValueHead | null }> {
+  const config = await loadConfig(dir);
+  const model = Transformer.fromWeights(config, await loadWeights(dir), dir);
+  if (opts.adapters !== false && existsSync(join(dir, ADAPTER_DIR, 'adapter_config.json'))) await LoraAdapters.load(model, join(dir, ADAPTER_DIR));
+  const vh = join(dir, VALUE_HEAD_FILE);
+  const valueHead = existsSync(vh) ? ValueHead.fromWeights(await readSafetensors(vh), config.hiddenSize, vh) : null;
+  return { model, valueHead };
+}

@@ -1,0 +1,145 @@
+// Batched sampling with a KV cache: prompts are left-padded into one cache (per-sequence RoPE positions and
+// a key mask hide the padding), decoded one token per step; finished sequences are compacted out of the batch.
+import { affine, embedding, logprobOfTarget, noGrad, softmax, tidy, type Tensor } from '../tensor/index.js';
+import { ConfigError, Rng } from '../util/index.js';
+import type { Generation, SamplingParams } from '../engine/types.js';
+import { KVCache } from './kv-cache.js';
+import { argmax, Sampler } from './sampling.js';
+import type { Transformer } from './transformer.js';
+
+/** `SamplingParams` plus what only the caller knows. */
+export interface GenerateOptions extends SamplingParams {
+  /** Token ids -> text, needed for `stopStrings`. */
+  decode?: (ids: number[]) => string;
+  /** Most attention-score floats a prefill chunk may hold (bounds memory on long prompts). @default 2^24 */
+  maxScoreFloats?: number;
+}
+
+/** Sample completions of `prompts`; each sampled token comes with its log-prob at temperature 1. */
+export function generate(model: Transformer, prompts: readonly (readonly number[])[], opts: GenerateOptions): Generation[] {
+  validate(model, prompts, opts);
+  const c = model.config;
+  const V = c.vocabSize;
+  const n = prompts.length;
+  const results: Generation[] = prompts.map(() => ({ tokens: [], logprobs: [], finishReason: 'length' }));
+  if (n === 0 || opts.maxNewTokens === 0) return results;
+  const P = Math.max(...prompts.map((p) => p.length));
+  const capacity = P + opts.maxNewTokens;
+  const pads = prompts.map((p) => P - p.length);
+  const master = new Rng(opts.seed);
+  const rngs = prompts.map(() => new Rng(master.nextUint32()));
+  const sampler = new Sampler(V);
+  const stopIds = new Set(opts.stopTokenIds ?? []);
+  const stopStrings = (opts.stopStrings ?? []).filter((s) => s.length > 0);
+  const window = Math.max(0, ...stopStrings.map((s) => s.length)) + 4;
+  const settings = { topP: opts.topP ?? 1, topK: opts.topK ?? 0 };
+
+  let cache = new KVCache(c, n, capacity);
+  let rows = prompts.map((_, i) => i); // cache row -> prompt index
+  let done = new Array<boolean>(n).fill(false);
+  let keyValid = maskFor(rows, pads, capacity);
+  try {
+    // Prefill in time chunks; keep the logits of each sequence's last prompt token.
+    const chunk = Math.max(1, Math.floor((opts.maxScoreFloats ?? 2 ** 24) / (n * c.numHeads * capacity)));
+    let last: Tensor | null = null;
+    for (let t0 = 0; t0 < P; t0 += chunk) {
+      const T = Math.min(chunk, P - t0);
+      const ids = new Int32Array(n * T);
+      const positions = new Int32Array(n * T);
+      prompts.forEach((p, b) => {
+        for (let t = 0; t < T; t++) {
+          const s = t0 + t - pads[b]!;
+          ids[b * T + t] = s >= 0 ? p[s]! : 0;
+          positions[b * T + t] = Math.max(0, s);
+        }
+      });
+      const isLast = t0 + T === P;
+      last = noGrad(() =>
+        tidy(() => {
+          const h = model.hidden(ids, n, T, { cache, positions, keyValid });
+          return isLast ? stepLogits(model, h, n, T) : null;
+        }),
+      );
+    }
+    let logits = last!;
+    for (let step = 0; step < opts.maxNewTokens; step++) {
+      const B = rows.length;
+      const tokens = pick(logits, B, opts.temperature, sampler, settings, rows.map((r) => rngs[r]!), V);
+      const lps = noGrad(() => tidy(() => logprobOfTarget(logits, tokens).toFloat32Array()));
+      logits.dispose();
+      for (let j = 0; j < B; j++) {
+        const i = rows[j]!;
+        if (done[j]) continue;
+        const g = results[i]!;
+        g.tokens.push(tokens[j]!);
+        g.logprobs.push(lps[j]!);
+        if (stopIds.has(tokens[j]!) || (stopStrings.length > 0 && hitsStop(opts.decode!, g.tokens, stopStrings, window))) {
+          g.finishReason = 'stop';
+          done[j] = true;
+        }
+      }
+      if (step === opts.maxNewTokens - 1) break;
+      const finished = done.filter(Boolean).length;
+      if (finished === B) break;
+      if (finished >= Math.max(1, B / 8)) {
+        const keepRows = rows.map((_, j) => j).filter((j) => !done[j]);
+        cache = cache.compact(keepRows);
+        for (let j = 0; j < keepRows.length; j++) tokens[j] = tokens[keepRows[j]!]!;
+        rows = keepRows.map((j) => rows[j]!);
+        done = rows.map(() => false);
+        keyValid = maskFor(rows, pads, capacity);
+      }
+      const Bn = rows.length;
+      const ids = tokens.slice(0, Bn);
+      const positions = Int32Array.from(rows, (r) => cache.length - pads[r]!);
+      logits = noGrad(() => tidy(() => stepLogits(model, model.hidden(ids, Bn, 1, { cache, positions, keyValid }), Bn, 1)));
+    }
+  } finally {
+    cache.dispose();
+  }
+  return results;
+}
+
+/** Logits (B, V) of each sequence's last position of hidden (B*T, C). */
+function stepLogits(model: Transformer, hidden: Tensor, B: number, T: number): Tensor {
+  const lastRows = T === 1 ? hidden : embedding(hidden, Int32Array.from({ length: B }, (_, b) => b * T + T - 1));
+  return model.logits(lastRows);
+}
+
+/** Tokens for each row: greedy, or sampled from softmax(logits / temperature) after top-k / top-p. */
+function pick(logits: Tensor, B: number, temperature: number, sampler: Sampler, settings: { topP: number; topK: number }, rngs: Rng[], V: number): Int32Array {
+  const tokens = new Int32Array(B);
+  if (temperature === 0) {
+    const z = logits.toFloat32Array();
+    for (let b = 0; b < B; b++) tokens[b] = argmax(z, b * V, V);
+    return tokens;
+  }
+  const probs = noGrad(() => tidy(() => softmax(temperature === 1 ? logits : affine(logits, 1 / temperature)).toFloat32Array()));
+  for (let b = 0; b < B; b++) tokens[b] = sampler.pick(probs, b * V, settings, rngs[b]!);
+  return tokens;
+}
+
+/** (B, capacity) flags: slot s of row j is a real token when s >= that prompt's left padding. */
+function maskFor(rows: readonly number[], pads: readonly number[], capacity: number): Int32Array {
+  const m = new Int32Array(rows.length * capacity);
+  rows.forEach((r, j) => m.fill(1, j * capacity + pads[r]!, (j + 1) * capacity));
+  return m;
+}
+
+function hitsStop(decode: (ids: number[]) => string, tokens: number[], stops: readonly string[], window: number): boolean {
+  const text = decode(tokens.slice(-window));
+  return stops.some((s) => text.includes(s));
+}
+
+function validate(model: Transformer, prompts: readonly (readonly number[])[], o: GenerateOptions): void {
+  if (!Number.isInteger(o.maxNewTokens) || o.maxNewTokens < 0) throw new ConfigError(`maxNewTokens must be a non-negative integer, got ${o.maxNewTokens}`);
+  if (!(o.temperature >= 0)) throw new ConfigError(`temperature must be >= 0 (0 = greedy), got ${o.temperature}`);
+  if (o.topP !== undefined && !(o.topP > 0 && o.topP <= 1)) throw new ConfigError(`topP must be in (0, 1], got ${o.topP}`);
+  if (o.topK !== undefined && !(Number.isInteger(o.topK) && o.topK >= 0)) throw new ConfigError(`topK must be a non-negative integer (0 = off), got ${o.topK}`);
+  if ((o.stopStrings?.length ?? 0) > 0 && !o.decode) throw new ConfigError('stopStrings need a tokenizer: pass `decode` (or give the engine a tokenizer)');
+  const V = model.config.vocabSize;
+  prompts.forEach((p, i) => {
+    if (p.length === 0) throw new ConfigError(`prompt ${i} is empty; every prompt needs at least one token`);
+    for (const id of p) if (!(Number.isInteger(id) && id >= 0 && id < V)) throw new ConfigError(`prompt ${i} holds token id ${id}, outside the vocabulary [0, ${V})`);
+  });
+}

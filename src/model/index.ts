@@ -1,0 +1,16 @@
+// model: the Llama / Qwen2 / Qwen3 decoder, LoRA, value head, KV-cached generation, safetensors + config.json I/O.
+export { MODEL_TYPES, modelConfig, validateConfig, configFromHF, configToHF, generationConfigToHF, countParameters } from './config.js';
+export type { ModelConfig, ModelType } from './config.js';
+export { parseSafetensors, serializeSafetensors, readSafetensors, writeSafetensors, loadWeights, saveWeights, expectWeight, halfToFloat } from './safetensors.js';
+export type { WeightData, WeightMap } from './safetensors.js';
+export { Transformer, weightShapes, layerWeightNames } from './transformer.js';
+export type { ForwardOptions, Proj } from './transformer.js';
+export { LoraAdapters, LINEAR_MODULES, peftKey } from './lora.js';
+export type { LoraConfig } from './lora.js';
+export { ValueHead, packSequences, tokenForward, unpack, packPerToken } from './forward.js';
+export type { PackedBatch, TokenOutputs } from './forward.js';
+export { KVCache } from './kv-cache.js';
+export { generate } from './generate.js';
+export type { GenerateOptions } from './generate.js';
+export { Sampler, argmax } from './sampling.js';
+export type { SamplerSettings } from './sampling.js';

@@ -1,0 +1,227 @@
+// The decoder-only transformer of the Llama / Qwen2 / Qwen3 family (HF modeling_llama / modeling_qwen2/3):
+// RMSNorm, RoPE, grouped-query attention, SwiGLU MLP, optional q/k/v bias and q/k norm, tied or untied head.
+import { embedding, keep, linear, noGrad, permute, randn, rmsNorm, rope, swiglu, causalAttention, add, assignSlice, ones, zeros, tensor, Tensor, type Backend } from '../tensor/index.js';
+import { Rng } from '../util/index.js';
+import { countParameters, type ModelConfig } from './config.js';
+import type { KVCache } from './kv-cache.js';
+import type { LoraAdapters } from './lora.js';
+import { expectWeight, type WeightMap } from './safetensors.js';
+
+/** One linear projection: HF module path (e.g. `model.layers.0.self_attn.q_proj`), weight (out, in), optional bias. */
+export interface Proj {
+  name: string;
+  weight: Tensor;
+  bias: Tensor | null;
+}
+
+interface Layer {
+  inputNorm: Tensor;
+  q: Proj;
+  k: Proj;
+  v: Proj;
+  o: Proj;
+  qNorm: Tensor | null;
+  kNorm: Tensor | null;
+  postNorm: Tensor;
+  gate: Proj;
+  up: Proj;
+  down: Proj;
+}
+
+/** Options of one forward pass. */
+export interface ForwardOptions {
+  /** Position of each token: T entries (shared) or B*T (per sequence). @default 0..T-1 */
+  positions?: Int32Array;
+  /** Append this pass's keys/values to the cache and attend over everything cached so far. */
+  cache?: KVCache;
+  /** (B, S) 0/1 flags hiding keys (left padding). S is T, or the cache capacity with a cache. */
+  keyValid?: Int32Array;
+  /** Randomness for LoRA dropout; none = eval mode (no dropout). */
+  dropoutRng?: Rng;
+}
+
+/** The HF weight names of layer i, in the order transformers lists them. */
+export function layerWeightNames(c: ModelConfig, i: number): string[] {
+  const p = `model.layers.${i}.`;
+  const names = [`${p}self_attn.q_proj.weight`];
+  if (c.qkvBias) names.push(`${p}self_attn.q_proj.bias`);
+  names.push(`${p}self_attn.k_proj.weight`);
+  if (c.qkvBias) names.push(`${p}self_attn.k_proj.bias`);
+  names.push(`${p}self_attn.v_proj.weight`);
+  if (c.qkvBias) names.push(`${p}self_attn.v_proj.bias`);
+  names.push(`${p}self_attn.o_proj.weight`);
+  if (c.oBias) names.push(`${p}self_attn.o_proj.bias`);
+  if (c.qkNorm) names.push(`${p}self_attn.q_norm.weight`, `${p}self_attn.k_norm.weight`);
+  names.push(`${p}mlp.gate_proj.weight`, `${p}mlp.up_proj.weight`, `${p}mlp.down_proj.weight`, `${p}input_layernorm.weight`, `${p}post_attention_layernorm.weight`);
+  return names;
+}
+
+/** Every weight name and its shape, for a config. */
+export function weightShapes(c: ModelConfig): Map<string, number[]> {
+  const { hiddenSize: C, headDim: D, numHeads: H, numKvHeads: K, intermediateSize: F, vocabSize: V } = c;
+  const shapes = new Map<string, number[]>([['model.embed_tokens.weight', [V, C]]]);
+  for (let i = 0; i < c.numLayers; i++) {
+    for (const name of layerWeightNames(c, i)) {
+      const leaf = name.split('.').slice(-2).join('.');
+      const s: Record<string, number[]> = {
+        'q_proj.weight': [H * D, C], 'q_proj.bias': [H * D], 'k_proj.weight': [K * D, C], 'k_proj.bias': [K * D],
+        'v_proj.weight': [K * D, C], 'v_proj.bias': [K * D], 'o_proj.weight': [C, H * D], 'o_proj.bias': [C],
+        'q_norm.weight': [D], 'k_norm.weight': [D], 'gate_proj.weight': [F, C], 'up_proj.weight': [F, C], 'down_proj.weight': [C, F],
+        'input_layernorm.weight': [C], 'post_attention_layernorm.weight': [C],
+      };
+      shapes.set(name, s[leaf]!);
+    }
+  }
+  shapes.set('model.norm.weight', [C]);
+  if (!c.tieWordEmbeddings) shapes.set('lm_head.weight', [V, C]);
+  return shapes;
+}
+
+export class Transformer {
+  /** Weights by HF name (the tied LM head has no entry of its own). */
+  readonly weights: Map<string, Tensor>;
+  /** LoRA adapters, when attached (see lora.ts). */
+  lora: LoraAdapters | null = null;
+  private readonly layers: Layer[];
+
+  constructor(readonly config: ModelConfig, weights: Map<string, Tensor>) {
+    this.weights = weights;
+    const w = (name: string): Tensor => {
+      const t = weights.get(name);
+      if (!t) throw new Error(`Transformer: weight ${name} is missing`);
+      return t;
+    };
+    const proj = (name: string, bias: boolean): Proj => ({ name, weight: w(`${name}.weight`), bias: bias ? w(`${name}.bias`) : null });
+    this.layers = [];
+    for (let i = 0; i < config.numLayers; i++) {
+      const p = `model.layers.${i}.`;
+      this.layers.push({
+        inputNorm: w(`${p}input_layernorm.weight`),
+        q: proj(`${p}self_attn.q_proj`, config.qkvBias),
+        k: proj(`${p}self_attn.k_proj`, config.qkvBias),
+        v: proj(`${p}self_attn.v_proj`, config.qkvBias),
+        o: proj(`${p}self_attn.o_proj`, config.oBias),
+        qNorm: config.qkNorm ? w(`${p}self_attn.q_norm.weight`) : null,
+        kNorm: config.qkNorm ? w(`${p}self_attn.k_norm.weight`) : null,
+        postNorm: w(`${p}post_attention_layernorm.weight`),
+        gate: proj(`${p}mlp.gate_proj`, false),
+        up: proj(`${p}mlp.up_proj`, false),
+        down: proj(`${p}mlp.down_proj`, false),
+      });
+    }
+  }
+
+  /** A seeded random model, initialised as transformers does (normal(0, 0.02) matrices, zero biases, unit norms). */
+  static init(config: ModelConfig, seed = 0, std = 0.02): Transformer {
+    const rng = new Rng(seed);
+    const weights = new Map<string, Tensor>();
+    for (const [name, shape] of weightShapes(config)) {
+      const t = name.endsWith('norm.weight') ? ones(shape) : name.endsWith('.bias') ? zeros(shape) : randn(shape, rng, std);
+      t.requiresGrad = true;
+      weights.set(name, keep(t));
+    }
+    return new Transformer(config, weights);
+  }
+
+  /** Build from loaded weights; throws CheckpointError naming any missing or mis-shaped tensor. */
+  static fromWeights(config: ModelConfig, loaded: WeightMap, source = 'checkpoint'): Transformer {
+    const weights = new Map<string, Tensor>();
+    for (const [name, shape] of weightShapes(config)) {
+      const t = tensor(expectWeight(loaded, name, shape, source).data, shape, { requiresGrad: true });
+      weights.set(name, keep(t));
+    }
+    return new Transformer(config, weights);
+  }
+
+  /** The LM head matrix (V, C): the embedding when tied. */
+  get lmHead(): Tensor {
+    return this.weights.get(this.config.tieWordEmbeddings ? 'model.embed_tokens.weight' : 'lm_head.weight')!;
+  }
+
+  /** Trainable parameters by name: the LoRA adapters when attached (base frozen), else every weight. */
+  parameters(): [string, Tensor][] {
+    if (this.lora) return this.lora.parameters();
+    return [...this.weights].filter(([, t]) => t.requiresGrad);
+  }
+
+  /** Freeze (or unfreeze) the base weights. */
+  setBaseTrainable(trainable: boolean): void {
+    for (const t of this.weights.values()) t.requiresGrad = trainable;
+  }
+
+  /** Base weights copied out as float32 arrays (the order transformers writes them). */
+  exportWeights(): WeightMap {
+    const out: WeightMap = new Map();
+    for (const [name, t] of this.weights) out.set(name, { shape: [...t.shape], data: t.toFloat32Array() });
+    return out;
+  }
+
+  get numParameters(): number {
+    return countParameters(this.config);
+  }
+
+  get backend(): Backend {
+    return this.lmHead.backend;
+  }
+
+  /** x W^T + b, plus the LoRA delta when this projection has an adapter. */
+  proj(p: Proj, x: Tensor, rng?: Rng): Tensor {
+    const y = linear(x, p.weight, p.bias);
+    const delta = this.lora?.delta(p.name, x, rng);
+    return delta ? add(y, delta) : y;
+  }
+
+  /**
+   * Final hidden states (B*T, C), after the last RMSNorm, for token ids (B*T, row-major).
+   * With a cache, the tokens continue each cached sequence at index `cache.length`.
+   */
+  hidden(ids: Int32Array, B: number, T: number, opts: ForwardOptions = {}): Tensor {
+    const c = this.config;
+    const { numHeads: H, numKvHeads: K, headDim: D, rmsNormEps: eps } = c;
+    const start = opts.cache?.length ?? 0;
+    const positions = opts.positions ?? Int32Array.from({ length: T }, (_, t) => start + t);
+    let h = embedding(this.weights.get('model.embed_tokens.weight')!, ids); // (B*T, C)
+    this.layers.forEach((l, i) => {
+      const x = rmsNorm(h, l.inputNorm, eps);
+      let q = this.proj(l.q, x, opts.dropoutRng).reshape(B, T, H, D);
+      let k = this.proj(l.k, x, opts.dropoutRng).reshape(B, T, K, D);
+      if (l.qNorm && l.kNorm) {
+        q = rmsNorm(q, l.qNorm, eps);
+        k = rmsNorm(k, l.kNorm, eps);
+      }
+      q = rope(permute(q, [0, 2, 1, 3]), positions, c.ropeTheta); // (B, H, T, D)
+      k = rope(permute(k, [0, 2, 1, 3]), positions, c.ropeTheta); // (B, K, T, D)
+      let v = permute(this.proj(l.v, x, opts.dropoutRng).reshape(B, T, K, D), [0, 2, 1, 3]);
+      let offset = 0;
+      if (opts.cache) {
+        assignSlice(opts.cache.keys[i]!, k, 2, start);
+        assignSlice(opts.cache.values[i]!, v, 2, start);
+        k = opts.cache.keys[i]!;
+        v = opts.cache.values[i]!;
+        offset = start;
+      }
+      const att = causalAttention(q, k, v, { queryOffset: offset, keyValid: opts.keyValid ?? null }); // (B, H, T, D)
+      const y = permute(att, [0, 2, 1, 3]).reshape(B * T, H * D);
+      h = add(h, this.proj(l.o, y, opts.dropoutRng));
+      const x2 = rmsNorm(h, l.postNorm, eps);
+      const g = this.proj(l.gate, x2, opts.dropoutRng);
+      const u = this.proj(l.up, x2, opts.dropoutRng);
+      h = add(h, this.proj(l.down, swiglu(g, u), opts.dropoutRng));
+    });
+    if (opts.cache) opts.cache.length = start + T;
+    return rmsNorm(h, this.weights.get('model.norm.weight')!, eps);
+  }
+
+  /** Logits (N, V) of final hidden states (N, C). */
+  logits(hidden: Tensor): Tensor {
+    return linear(hidden, this.lmHead);
+  }
+
+  /** Free every weight (and adapter). */
+  dispose(): void {
+    noGrad(() => {
+      for (const t of this.weights.values()) t.dispose();
+      this.lora?.dispose();
+    });
+  }
+}
