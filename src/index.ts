@@ -2,3 +2,4 @@
 export * from './util/index.js';
 export * from './env/index.js';
 export * from './engine/index.js';
+export * from './algo/index.js';

@@ -1,7 +1,7 @@
 // Post-advantage modifiers RAGEN applies after the estimator, in this order in `fit()`: soft reweighting
 // by group reward std, loss scaling by the filter's kept ratio, GRPO length weighting.
 import { assertNever } from '../util/assert.js';
-import { checkLength, checkTokens, parseName, seqLengths, type Mask, type Nums } from './shape.js';
+import { checkLength, checkTokens, parseName, seqLengths, type TokenMask, type Nums } from './shape.js';
 
 /** Per-sequence weight scaling of a (B, T) array. */
 function scaleRows(x: Nums, B: number, T: number, w: Nums): Float64Array {
@@ -68,7 +68,7 @@ export function scaleByKeptRatio(advantages: Nums, keptRatio: number, mode: Filt
  * with len_i the sequence's loss-token count and mean_len the batch mean, so that under a token-mean
  * loss every sequence carries about the same total weight regardless of its length.
  */
-export function lengthWeightAdvantages(a: { advantages: Nums; mask: Mask; B: number; T: number }): Float64Array {
+export function lengthWeightAdvantages(a: { advantages: Nums; mask: TokenMask; B: number; T: number }): Float64Array {
   const { advantages, mask, B, T } = a;
   checkTokens('advantages', advantages, B, T);
   const lens = seqLengths(mask, B, T);

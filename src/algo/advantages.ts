@@ -10,7 +10,7 @@ import {
   rlooAdvantage,
   type GroupKeys,
 } from './outcome-advantage.js';
-import { parseName, type Mask, type Nums } from './shape.js';
+import { parseName, type TokenMask, type Nums } from './shape.js';
 
 /** Advantage estimators. `bi_level_gae` is RAGEN's `gae` + `bi_level_gae: true`; `dr_grpo` is `grpo` + `norm_adv_by_std_in_grpo: false`. */
 export type AdvEstimator = 'gae' | 'bi_level_gae' | 'grpo' | 'dr_grpo' | 'rloo' | 'reinforce_pp' | 'reinforce_pp_baseline';
@@ -67,7 +67,7 @@ export interface AdvantageInput {
   /** (B, T) token rewards (outcome estimators sum them per sequence). */
   rewards: Nums;
   /** (B, T) loss mask. */
-  mask: Mask;
+  mask: TokenMask;
   B: number;
   T: number;
   /** (B, T) critic values; required by gae and bi_level_gae. */

@@ -1,7 +1,7 @@
 // Loss aggregation over a padded (B, T) batch: token-mean and the seq-mean-* modes of veRL/DAPO/Dr. GRPO,
 // normalised by mini-batch totals so that gradient accumulation over micro-batches is exact.
 import { assertNever } from '../util/assert.js';
-import { parseName, checkTokens, type Mask, type Nums } from './shape.js';
+import { parseName, checkTokens, type TokenMask, type Nums } from './shape.js';
 
 /** The literature's loss aggregation modes (veRL `loss_agg_mode`). */
 export type LossAggMode = 'token-mean' | 'seq-mean-token-mean' | 'seq-mean-token-sum' | 'seq-mean-token-sum-norm';
@@ -29,7 +29,7 @@ export interface AggNorm {
 }
 
 /** Counts the normalisers of a (mini-)batch; `horizon` defaults to its padded length T. */
-export function aggNorm(mask: Mask, B: number, T: number, horizon: number = T): AggNorm {
+export function aggNorm(mask: TokenMask, B: number, T: number, horizon: number = T): AggNorm {
   checkTokens('mask', mask, B, T);
   let tokens = 0;
   let seqs = 0;
@@ -62,7 +62,7 @@ export function addAggNorm(a: AggNorm, b: AggNorm): AggNorm {
  * seq-mean-token-sum-norm divides the batch sum by T without dividing by the sequence count. Here
  * the normalisers come from `norm` (the mini-batch totals; default: this batch alone).
  */
-export function aggWeights(mask: Mask, B: number, T: number, mode: LossAggMode, norm?: AggNorm): Float64Array {
+export function aggWeights(mask: TokenMask, B: number, T: number, mode: LossAggMode, norm?: AggNorm): Float64Array {
   checkTokens('mask', mask, B, T);
   const n = norm ?? aggNorm(mask, B, T);
   const w = new Float64Array(B * T);
@@ -70,6 +70,9 @@ export function aggWeights(mask: Mask, B: number, T: number, mode: LossAggMode, 
     let len = 0;
     for (let t = 0; t < T; t++) if (mask[b * T + t]) len++;
     if (len === 0) continue;
+    if (!(n.tokens > 0 && n.seqs > 0 && n.horizon > 0)) {
+      throw new RangeError(`aggWeights: the normaliser ${JSON.stringify(n)} has a zero count but row ${b} has ${len} loss tokens; compute it with aggNorm over the mini-batch that contains this micro-batch.`);
+    }
     let wb: number;
     switch (mode) {
       case 'token-mean':
@@ -93,7 +96,7 @@ export function aggWeights(mask: Mask, B: number, T: number, mode: LossAggMode, 
 }
 
 /** Aggregates a per-token loss: `Σ_t w_t L_t` with the weights of `aggWeights`. 0 on an empty mask. */
-export function aggLoss(perToken: Nums, mask: Mask, B: number, T: number, mode: LossAggMode, norm?: AggNorm): number {
+export function aggLoss(perToken: Nums, mask: TokenMask, B: number, T: number, mode: LossAggMode, norm?: AggNorm): number {
   checkTokens('perToken', perToken, B, T);
   const w = aggWeights(mask, B, T, mode, norm);
   let s = 0;
@@ -102,7 +105,7 @@ export function aggLoss(perToken: Nums, mask: Mask, B: number, T: number, mode: 
 }
 
 /** Masked mean over all loss tokens (for statistics, not losses): Σ m x / Σ m, 0 on an empty mask. */
-export function maskedMean(x: Nums, mask: Mask): number {
+export function maskedMean(x: Nums, mask: TokenMask): number {
   let s = 0;
   let n = 0;
   for (let i = 0; i < x.length; i++) {

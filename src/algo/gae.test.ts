@@ -72,7 +72,7 @@ describe('biLevelGae', () => {
   });
 
   it('takes explicit turnIds, which may split adjacent loss tokens into two turns', () => {
-    // Mask [1 1 1 1] with turnIds [0 0 1 1]: same arithmetic as the first test without the observation.
+    // TokenMask [1 1 1 1] with turnIds [0 0 1 1]: same arithmetic as the first test without the observation.
     const r = biLevelGae({ ...base, values: [0.1, 0.2, 0.3, 0.4], mask: [1, 1, 1, 1], T: 4, rewards: [0, 0.5, 0, 1], turnIds: [0, 0, 1, 1] });
     close(r.advantages, [0.9, 0.8, 0.7, 0.6]);
   });

@@ -1,7 +1,7 @@
 // Generalized Advantage Estimation over padded token sequences (Schulman et al. 2016), veRL's
 // multi-turn variant that skips non-policy tokens, the turn-level (bi-level) GAE, and masked whitening.
 import { ShapeError } from '../util/errors.js';
-import { checkTokens, type Mask, type Nums } from './shape.js';
+import { checkTokens, type TokenMask, type Nums } from './shape.js';
 
 /** Advantages and value targets, both (B, T) flat, 0 off the loss mask. */
 export interface AdvantageReturns {
@@ -9,7 +9,7 @@ export interface AdvantageReturns {
   returns: Float64Array;
 }
 
-function checkRewardsOnMask(rewards: Nums, mask: Mask, B: number, T: number): void {
+function checkRewardsOnMask(rewards: Nums, mask: TokenMask, B: number, T: number): void {
   for (let i = 0; i < B * T; i++) {
     if (!mask[i] && rewards[i] !== 0) {
       throw new ShapeError(
@@ -30,7 +30,7 @@ function checkRewardsOnMask(rewards: Nums, mask: Mask, B: number, T: number): vo
  * `maskedWhiten` for the `gae` estimator. Differences from veRL: entries off the mask are 0 instead
  * of the carried value, and a non-zero reward off the mask is an error (veRL drops it silently).
  */
-export function gae(a: { rewards: Nums; values: Nums; mask: Mask; B: number; T: number; gamma: number; lambda: number }): AdvantageReturns {
+export function gae(a: { rewards: Nums; values: Nums; mask: TokenMask; B: number; T: number; gamma: number; lambda: number }): AdvantageReturns {
   const { rewards, values, mask, B, T, gamma, lambda } = a;
   checkTokens('rewards', rewards, B, T);
   checkTokens('values', values, B, T);
@@ -58,7 +58,7 @@ export function gae(a: { rewards: Nums; values: Nums; mask: Mask; B: number; T: 
  * Turn spans of one row: for each turn, its loss-token positions in order. Turns come from
  * `turnIds` (per token; -1 = no turn) when given, else each maximal run of loss tokens is a turn.
  */
-function rowTurns(b: number, T: number, mask: Mask, turnIds?: Nums): number[][] {
+function rowTurns(b: number, T: number, mask: TokenMask, turnIds?: Nums): number[][] {
   const turns: number[][] = [];
   let lastId = NaN;
   for (let t = 0; t < T; t++) {
@@ -101,7 +101,7 @@ function rowTurns(b: number, T: number, mask: Mask, turnIds?: Nums): number[][] 
 export function biLevelGae(a: {
   rewards: Nums;
   values: Nums;
-  mask: Mask;
+  mask: TokenMask;
   B: number;
   T: number;
   gamma: number;
@@ -165,7 +165,7 @@ export function biLevelGae(a: {
  * whole batch, var with Bessel's correction. `shiftMean=false` adds the mean back. Entries off the mask
  * are 0. Difference from veRL: a single loss token gives var 0 instead of raising.
  */
-export function maskedWhiten(x: Nums, mask: Mask, shiftMean = true): Float64Array {
+export function maskedWhiten(x: Nums, mask: TokenMask, shiftMean = true): Float64Array {
   if (x.length !== mask.length) throw new ShapeError(`maskedWhiten: x has length ${x.length} but mask has ${mask.length}.`);
   let n = 0;
   let s = 0;

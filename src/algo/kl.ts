@@ -2,7 +2,7 @@
 // the KL loss term with its gradient, KL as a reward penalty, and the fixed / adaptive KL controllers.
 import { assertNever } from '../util/assert.js';
 import { aggWeights, maskedMean, type AggNorm, type LossAggMode } from './aggregate.js';
-import { checkTokens, parseName, type Mask, type Nums } from './shape.js';
+import { checkTokens, parseName, type TokenMask, type Nums } from './shape.js';
 
 /**
  * KL estimators of Schulman, "Approximating KL Divergence" (2020), with Δ = logπ − logπ_ref:
@@ -90,7 +90,7 @@ export function klPenalty(logprobs: Nums, refLogprobs: Nums, estimator: KLEstima
 export function klLoss(a: {
   logprobs: Nums;
   refLogprobs: Nums;
-  mask: Mask;
+  mask: TokenMask;
   B: number;
   T: number;
   estimator: KLEstimator;
@@ -124,7 +124,7 @@ export function applyKLPenalty(a: {
   rewards: Nums;
   logprobs: Nums;
   refLogprobs: Nums;
-  mask: Mask;
+  mask: TokenMask;
   B: number;
   T: number;
   beta: number;

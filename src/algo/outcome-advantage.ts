@@ -1,7 +1,7 @@
 // Critic-free advantages from outcome rewards: GRPO, Dr. GRPO, RLOO, REINFORCE++ (with and without a
 // group baseline). One score per sequence = the sum of its token rewards, broadcast over its loss mask.
 import { ShapeError } from '../util/errors.js';
-import { broadcastOverMask, checkLength, checkTokens, seqSums, type Mask, type Nums } from './shape.js';
+import { broadcastOverMask, checkLength, checkTokens, seqSums, type TokenMask, type Nums } from './shape.js';
 
 /** A group key per sequence (same seed / same initial state = same group). Numbers or strings. */
 export type GroupKeys = ArrayLike<number | string>;
@@ -69,7 +69,7 @@ export interface OutcomeAdvantage {
 interface OutcomeInput {
   /** (B, T) token rewards; a sequence's score is their sum over all T. */
   rewards: Nums;
-  mask: Mask;
+  mask: TokenMask;
   B: number;
   T: number;
   /** Per sequence: its group (GRPO's `uid`; RAGEN's group_ids). */
@@ -149,7 +149,7 @@ export function reinforcePPBaselineAdvantage(a: OutcomeInput): OutcomeAdvantage 
  * non-zero reward off the mask is an error. `seqAdvantages` holds each sequence's return at its first
  * loss token.
  */
-export function reinforcePPAdvantage(a: { rewards: Nums; mask: Mask; B: number; T: number; gamma: number }): OutcomeAdvantage {
+export function reinforcePPAdvantage(a: { rewards: Nums; mask: TokenMask; B: number; T: number; gamma: number }): OutcomeAdvantage {
   const { rewards, mask, B, T, gamma } = a;
   checkTokens('rewards', rewards, B, T);
   checkTokens('mask', mask, B, T);

@@ -2,7 +2,7 @@
 // combined actor loss, each with its closed-form gradient w.r.t. per-token log-probs (and entropies).
 import { aggWeights, maskedMean, type AggNorm, type LossAggMode } from './aggregate.js';
 import { klLoss, type KLEstimator } from './kl.js';
-import { checkTokens, type Mask, type Nums } from './shape.js';
+import { checkTokens, type TokenMask, type Nums } from './shape.js';
 
 /** Settings of the PPO clipped loss; defaults are RAGEN's. */
 export interface PPOClipConfig {
@@ -46,7 +46,7 @@ export function ppoPolicyLoss(
     logprobs: Nums;
     oldLogprobs: Nums;
     advantages: Nums;
-    mask: Mask;
+    mask: TokenMask;
     B: number;
     T: number;
     aggMode: LossAggMode;
@@ -121,7 +121,7 @@ export function ppoPolicyLoss(
  */
 export function entropyBonus(a: {
   entropy: Nums;
-  mask: Mask;
+  mask: TokenMask;
   B: number;
   T: number;
   coef: number;
@@ -162,7 +162,7 @@ export function actorLoss(
     logprobs: Nums;
     oldLogprobs: Nums;
     advantages: Nums;
-    mask: Mask;
+    mask: TokenMask;
     B: number;
     T: number;
     entropy?: Nums;

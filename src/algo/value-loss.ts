@@ -1,6 +1,6 @@
 // The critic's clipped value loss (PPO2 / veRL `compute_value_loss`) with its gradient w.r.t. the values.
 import { aggWeights, maskedMean, type AggNorm, type LossAggMode } from './aggregate.js';
-import { checkTokens, type Mask, type Nums } from './shape.js';
+import { checkTokens, type TokenMask, type Nums } from './shape.js';
 
 /**
  * Clipped value loss, ½·agg(max((V − R)², (clip(V, V_old ± ε) − R)²)) (OpenAI baselines PPO2; veRL
@@ -14,7 +14,7 @@ export function clippedValueLoss(a: {
   values: Nums;
   oldValues: Nums;
   returns: Nums;
-  mask: Mask;
+  mask: TokenMask;
   B: number;
   T: number;
   clipRange?: number;
