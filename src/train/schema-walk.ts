@@ -98,7 +98,7 @@ function describeInner(s: Any): string {
   const d = def(s);
   switch (d.type) {
     case 'enum':
-      return Object.values(d.entries as Record<string, string>).map((v) => `\`${v}\``).join(' \\| ');
+      return Object.values(d.entries as Record<string, string>).map((v) => `\`${v}\``).join(' | ');
     case 'number':
       return numberRange(s);
     case 'string':
