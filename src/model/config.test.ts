@@ -42,5 +42,6 @@ describe('model config', () => {
     expect(() => configFromHF({ ...qwen25, hidden_size: undefined })).toThrow(/missing required key `hidden_size`/);
     expect(() => configFromHF({ ...qwen25, rope_scaling: { type: 'yarn' } })).toThrow(ConfigError);
     expect(() => configFromHF({ ...qwen25, hidden_act: 'gelu' })).toThrow(/hidden_act `gelu`/);
+    expect(() => modelConfig({ modelType: 'qwen3', vocabSize: 8, hiddenSize: 8, intermediateSize: 8, numLayers: 1, numHeads: 2, qkvBias: true, oBias: false })).toThrow(/attention_bias sets q\/k\/v and o_proj biases together/);
   });
 });

@@ -50,8 +50,8 @@ export function modelConfig(partial: Partial<ModelConfig> & Pick<ModelConfig, 'v
     ropeTheta: 10000,
     tieWordEmbeddings: true,
     maxPositionEmbeddings: 4096,
-    qkvBias: modelType === 'qwen2',
-    oBias: false,
+    qkvBias: modelType === 'qwen2' || Boolean(partial.oBias),
+    oBias: modelType === 'qwen2' ? false : Boolean(partial.qkvBias),
     qkNorm: modelType === 'qwen3',
     ...partial,
   } as ModelConfig;
@@ -71,6 +71,11 @@ export function validateConfig(c: ModelConfig, source = 'model config'): void {
   if (c.numHeads % c.numKvHeads !== 0) {
     throw new ConfigError(`${source}: num_attention_heads (${c.numHeads}) must be a multiple of num_key_value_heads (${c.numKvHeads})`);
   }
+  // What Hugging Face's config.json can express: qwen2 = q/k/v bias, no o bias; llama/qwen3 = one
+  // `attention_bias` for all four; q/k norm exactly in qwen3.
+  if (c.modelType === 'qwen2' && (!c.qkvBias || c.oBias)) throw new ConfigError(`${source}: qwen2 has q/k/v biases and no o_proj bias (got qkvBias ${c.qkvBias}, oBias ${c.oBias}); use model_type llama for other bias layouts`);
+  if (c.modelType !== 'qwen2' && c.qkvBias !== c.oBias) throw new ConfigError(`${source}: ${c.modelType}'s attention_bias sets q/k/v and o_proj biases together (got qkvBias ${c.qkvBias}, oBias ${c.oBias})`);
+  if (c.qkNorm !== (c.modelType === 'qwen3')) throw new ConfigError(`${source}: q/k norm is part of qwen3 exactly (got qkNorm ${c.qkNorm} for ${c.modelType})`);
   if (c.headDim % 2 !== 0) throw new ConfigError(`${source}: head_dim must be even for rotary embeddings, got ${c.headDim}`);
   if (!(c.rmsNormEps > 0)) throw new ConfigError(`${source}: rms_norm_eps must be > 0, got ${c.rmsNormEps}`);
   if (!(c.ropeTheta > 0)) throw new ConfigError(`${source}: rope_theta must be > 0, got ${c.ropeTheta}`);
