@@ -181,11 +181,14 @@ export class SudokuEnv implements Env {
 
   close(): void {}
 
+  /** An invalid action changes no state: its feedback shows in this step's observation only, not in render(). */
   private invalid(reason: string): StepResult {
+    const kept = this.feedback;
     this.feedback = `Invalid action: ${reason}.`;
-    this.observation = this.draw();
+    const observation = this.draw();
+    this.feedback = kept;
     const info = { ...invalidInfo(reason), emptyCells: this.empty, conflicts: this.conflicts };
-    return { observation: this.observation, reward: this.config.penalty, terminated: false, truncated: false, info };
+    return { observation, reward: this.config.penalty, terminated: false, truncated: false, info };
   }
 
   private info(success: boolean, valid: boolean, effective: boolean): EnvInfo {
