@@ -1,0 +1,207 @@
+// Checkpoint directories written atomically (step-N.tmp/, fsync, rename to step-N/), with trainer state for an exact
+// resume: RNG states, data position, optimizer blobs (.bin + JSON manifest), metrics so far. Model weights are
+// written into the same directory by the engine (Hugging Face layout) through the `writeModel` callback.
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { endianness } from 'node:os';
+import { join, relative } from 'node:path';
+import { CheckpointError } from '../util/index.js';
+import { saveConfig } from './config.js';
+import type { RagenConfig } from './config-schema.js';
+
+/** The manifest written last into a checkpoint: its presence (with every listed file intact) marks it complete. */
+export const MANIFEST_FILE = 'checkpoint.json';
+/** Trainer state: step, RNG states, data position, free-form trainer bookkeeping. */
+export const STATE_FILE = 'trainer-state.json';
+/** Metrics of the run up to the checkpoint's step (a copy of metrics.jsonl). */
+export const METRICS_COPY = 'metrics.jsonl';
+const FORMAT = 'ragen-ts-checkpoint';
+const VERSION = 1;
+
+/** Optimizer state as the engine hands it over: JSON metadata (step count, betas...) and named float32 tensors. */
+export interface OptimizerBlob {
+  meta: Record<string, unknown>;
+  tensors: Map<string, Float32Array>;
+}
+
+/** Everything the trainer needs, besides the model, to continue a run exactly. */
+export interface CheckpointState {
+  /** The last completed step. */
+  step: number;
+  /** Named RNG states (`Rng.getState()`), e.g. `{sampler: [...], shuffle: [...]}`. */
+  rng: Record<string, readonly number[]>;
+  /** Data position, e.g. `{trainSeedCounter: 320}`: where the next step's seeds start. */
+  data: Record<string, number>;
+  /** Trainer bookkeeping (early-stop counters, KL coefficient, pending metrics...), plain JSON. */
+  trainer?: Record<string, unknown>;
+  /** Optimizer states by owner (`actor`, `critic`). */
+  optimizer?: Record<string, OptimizerBlob>;
+}
+
+/** A complete checkpoint on disk. */
+export interface CheckpointRef {
+  step: number;
+  dir: string;
+}
+
+/** Options of `writeCheckpoint`. */
+export interface WriteCheckpointOptions {
+  /** The resolved config, saved as config.yaml in the checkpoint. */
+  config?: RagenConfig;
+  /** Writes the model (HF layout) into the given directory; called before the manifest is written. */
+  writeModel?: (dir: string) => Promise<void> | void;
+  /** The run's metrics.jsonl: the lines up to `state.step` are copied in. */
+  metricsFile?: string;
+  /** Complete checkpoints to keep (older ones are deleted after the new one is in place). @default Infinity */
+  keep?: number;
+}
+
+const stepDir = (root: string, step: number) => join(root, `step-${step}`);
+
+/**
+ * Write `checkpoints/step-N/` atomically: everything goes to `step-N.tmp/`, each file is fsynced, the manifest
+ * is written last, then the directory is renamed into place. A crash at any point leaves either the old
+ * checkpoints or the new complete one; a leftover `.tmp` is ignored and removed by the next write.
+ */
+export async function writeCheckpoint(root: string, state: CheckpointState, options: WriteCheckpointOptions = {}): Promise<string> {
+  if (!Number.isInteger(state.step) || state.step < 0) throw new CheckpointError(`checkpoint step must be an integer >= 0, got ${state.step}`);
+  mkdirSync(root, { recursive: true });
+  for (const e of readdirSync(root)) if (e.endsWith('.tmp')) rmSync(join(root, e), { recursive: true, force: true });
+  const final = stepDir(root, state.step);
+  const tmp = `${final}.tmp`;
+  mkdirSync(tmp, { recursive: true });
+
+  if (options.writeModel) await options.writeModel(tmp);
+  if (options.config) saveConfig(options.config, tmp);
+  const { optimizer, ...rest } = state;
+  writeFileSync(join(tmp, STATE_FILE), JSON.stringify({ format: FORMAT, version: VERSION, ...rest }, null, 1));
+  for (const [owner, blob] of Object.entries(optimizer ?? {})) writeOptimizer(tmp, owner, blob);
+  if (options.metricsFile && existsSync(options.metricsFile)) {
+    writeFileSync(join(tmp, METRICS_COPY), metricsUpTo(readFileSync(options.metricsFile, 'utf8'), state.step));
+  }
+
+  const files = listFiles(tmp).map((path) => ({ path, bytes: statSync(join(tmp, path)).size }));
+  for (const f of files) fsyncFile(join(tmp, f.path));
+  writeFileSync(join(tmp, MANIFEST_FILE), JSON.stringify({ format: FORMAT, version: VERSION, step: state.step, files }, null, 1));
+  fsyncFile(join(tmp, MANIFEST_FILE));
+  fsyncFile(tmp);
+
+  if (existsSync(final)) {
+    const old = `${final}.old.tmp`; // a `.tmp` name, so a crash between the renames leaves nothing that looks complete
+    renameSync(final, old);
+    renameSync(tmp, final);
+    rmSync(old, { recursive: true, force: true });
+  } else renameSync(tmp, final);
+  fsyncFile(root);
+  if (options.keep !== undefined) pruneCheckpoints(root, options.keep);
+  return final;
+}
+
+/** Whether `dir` holds a complete checkpoint: a manifest whose every file exists with its recorded size. */
+export function isCompleteCheckpoint(dir: string): boolean {
+  try {
+    const manifest = JSON.parse(readFileSync(join(dir, MANIFEST_FILE), 'utf8')) as { format: string; files: { path: string; bytes: number }[] };
+    return manifest.format === FORMAT && manifest.files.every((f) => statSync(join(dir, f.path)).size === f.bytes);
+  } catch {
+    return false; // no manifest, unreadable, or a listed file missing: incomplete by definition
+  }
+}
+
+/** Complete checkpoints under `root` (a run's `checkpoints/`), oldest first. Temporary and partial ones are skipped. */
+export function listCheckpoints(root: string): CheckpointRef[] {
+  if (!existsSync(root)) return [];
+  return readdirSync(root)
+    .map((name) => /^step-(\d+)$/.exec(name))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .map((m) => ({ step: Number(m[1]), dir: join(root, m[0]) }))
+    .filter((c) => isCompleteCheckpoint(c.dir))
+    .sort((a, b) => a.step - b.step);
+}
+
+/** The newest complete checkpoint under `root`, or undefined. */
+export function latestCheckpoint(root: string): CheckpointRef | undefined {
+  return listCheckpoints(root).pop();
+}
+
+/** Delete all but the newest `keep` complete checkpoints; returns the deleted directories. */
+export function pruneCheckpoints(root: string, keep: number): string[] {
+  const all = listCheckpoints(root);
+  const drop = all.slice(0, Math.max(0, all.length - keep)).map((c) => c.dir);
+  for (const dir of drop) rmSync(dir, { recursive: true, force: true });
+  return drop;
+}
+
+/** Read the trainer state and optimizer blobs of a complete checkpoint. */
+export function readCheckpoint(dir: string): CheckpointState {
+  if (!isCompleteCheckpoint(dir)) {
+    throw new CheckpointError(`\`${dir}\` is not a complete checkpoint (its ${MANIFEST_FILE} is missing or a file it lists is missing or truncated); use an earlier step-N directory.`);
+  }
+  const raw = JSON.parse(readFileSync(join(dir, STATE_FILE), 'utf8')) as Record<string, unknown> & CheckpointState & { format: string; version: number };
+  if (raw.version !== VERSION) throw new CheckpointError(`\`${dir}\`: checkpoint format version ${raw.version}, this ragen-ts reads version ${VERSION}.`);
+  const { format: _f, version: _v, ...state } = raw;
+  const optimizer: Record<string, OptimizerBlob> = {};
+  for (const f of readdirSync(dir)) {
+    const m = /^optimizer-(.+)\.json$/.exec(f);
+    if (m) optimizer[m[1]!] = readOptimizer(dir, m[1]!);
+  }
+  return { ...state, ...(Object.keys(optimizer).length ? { optimizer } : {}) };
+}
+
+/** The checkpoint's copy of the run's metrics (JSONL text; empty when none was saved). */
+export function checkpointMetrics(dir: string): string {
+  const f = join(dir, METRICS_COPY);
+  return existsSync(f) ? readFileSync(f, 'utf8') : '';
+}
+
+/** JSONL lines whose `step` is at most `step` (lines without a step are kept). */
+export function metricsUpTo(jsonl: string, step: number): string {
+  const lines = jsonl.split('\n').filter((l) => l.trim() !== '');
+  const kept = lines.filter((l) => {
+    const s = (JSON.parse(l) as { step?: number }).step;
+    return s === undefined || s <= step;
+  });
+  return kept.length ? `${kept.join('\n')}\n` : '';
+}
+
+// Optimizer blobs: one little-endian float32 .bin per owner, and a JSON manifest of (name, offset, length).
+function writeOptimizer(dir: string, owner: string, blob: OptimizerBlob): void {
+  if (!/^[\w-]+$/.test(owner)) throw new CheckpointError(`optimizer owner \`${owner}\` must be letters, digits, _ or -`);
+  if (endianness() !== 'LE') throw new CheckpointError('checkpoints are written little-endian; this machine is big-endian');
+  const tensors: { name: string; offset: number; length: number }[] = [];
+  let offset = 0;
+  for (const [name, data] of blob.tensors) {
+    tensors.push({ name, offset, length: data.length });
+    offset += data.length;
+  }
+  const all = new Float32Array(offset);
+  for (const t of tensors) all.set(blob.tensors.get(t.name)!, t.offset);
+  writeFileSync(join(dir, `optimizer-${owner}.bin`), new Uint8Array(all.buffer));
+  writeFileSync(join(dir, `optimizer-${owner}.json`), JSON.stringify({ dtype: 'float32', meta: blob.meta, tensors }, null, 1));
+}
+
+function readOptimizer(dir: string, owner: string): OptimizerBlob {
+  const manifest = JSON.parse(readFileSync(join(dir, `optimizer-${owner}.json`), 'utf8')) as { meta: Record<string, unknown>; tensors: { name: string; offset: number; length: number }[] };
+  const bytes = readFileSync(join(dir, `optimizer-${owner}.bin`));
+  const all = new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
+  const tensors = new Map<string, Float32Array>();
+  for (const t of manifest.tensors) {
+    if (t.offset + t.length > all.length) throw new CheckpointError(`\`${dir}/optimizer-${owner}.bin\` is shorter than its manifest says (tensor \`${t.name}\`).`);
+    tensors.set(t.name, all.slice(t.offset, t.offset + t.length));
+  }
+  return { meta: manifest.meta, tensors };
+}
+
+function listFiles(dir: string, base = dir): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? listFiles(join(dir, e.name), base) : [relative(base, join(dir, e.name))],
+  );
+}
+
+// fsync a file or a directory (directories make the renames and new entries durable on Linux).
+function fsyncFile(path: string): void {
+  const fd = openSync(path, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
