@@ -7,3 +7,4 @@ import './sokoban/index.js';
 import './sudoku/index.js';
 import './game-2048/index.js';
 import './rubiks-cube/index.js';
+import './frozen-lake/index.js';
