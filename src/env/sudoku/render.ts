@@ -25,29 +25,42 @@ export const SUDOKU_LEGEND =
 /** Most empty cells for which `with_feedback` lists the digits still possible. */
 export const MAX_CANDIDATE_CELLS = 10;
 
+const UNITS = new Map<number, Int32Array>();
+
+/** The cells of every row, column and box of an n x n grid: unit u holds units[u * n .. u * n + n). */
+function unitsOf(n: number): Int32Array {
+  let units = UNITS.get(n);
+  if (units) return units;
+  const b = boxSide(n);
+  units = new Int32Array(3 * n * n);
+  for (let u = 0; u < n; u++) {
+    const r0 = ((u / b) | 0) * b, c0 = (u % b) * b;
+    for (let k = 0; k < n; k++) {
+      units[u * n + k] = u * n + k; // row u
+      units[(n + u) * n + k] = k * n + u; // column u
+      units[(2 * n + u) * n + k] = (r0 + ((k / b) | 0)) * n + c0 + (k % b); // box u
+    }
+  }
+  UNITS.set(n, units);
+  return units;
+}
+
 /** Mark cells whose digit repeats in a row, column or box; returns how many cells are marked. */
 export function markConflicts(board: Grid, n: number, out: Uint8Array): number {
-  const b = boxSide(n);
+  const units = unitsOf(n);
   out.fill(0);
-  const seen = new Int16Array(n + 1);
-  const scan = (cellAt: (k: number) => number): void => {
-    seen.fill(-1);
+  const first = new Int16Array(n + 1); // first cell + 1 holding each digit in the current unit, 0 = none
+  for (let u = 0; u < 3 * n; u++) {
+    first.fill(0);
     for (let k = 0; k < n; k++) {
-      const i = cellAt(k);
+      const i = units[u * n + k]!;
       const v = board[i]!;
       if (v === 0) continue;
-      if (seen[v]! >= 0) {
+      if (first[v]! > 0) {
         out[i] = 1;
-        out[seen[v]!] = 1;
-      } else seen[v] = i;
+        out[first[v]! - 1] = 1;
+      } else first[v] = i + 1;
     }
-  };
-  // seen[] keeps the first cell with each digit; later repeats mark both.
-  for (let u = 0; u < n; u++) {
-    scan((k) => u * n + k);
-    scan((k) => k * n + u);
-    const r0 = ((u / b) | 0) * b, c0 = (u % b) * b;
-    scan((k) => (r0 + ((k / b) | 0)) * n + c0 + (k % b));
   }
   let count = 0;
   for (let i = 0; i < n * n; i++) count += out[i]!;
