@@ -1,2 +1,8 @@
 // engine: the Engine interface and its implementations.
-export type { Engine, SamplingParams, Generation, ModelRole, ForwardResult } from './types.js';
+export type {
+  Engine, SamplingParams, Generation, ModelRole, ForwardResult,
+  TrainableEngine, TrainableRole, OutputGradients, BackwardOptions, OptimizerSettings, OptimizerStepResult,
+} from './types.js';
+export { LocalEngine } from './local.js';
+export type { LocalEngineOptions, LocalPretrainedOptions } from './local.js';
+export { findTorchPython, pythonCandidates, TORCH_MISSING } from './python.js';

@@ -43,3 +43,66 @@ export interface Engine {
   generate(prompts: readonly (readonly number[])[], params: SamplingParams): Promise<Generation[]>;
   forward(sequences: readonly (readonly number[])[], options: { role: ModelRole; entropy?: boolean }): Promise<ForwardResult>;
 }
+
+/** A role that has trainable parameters. */
+export type TrainableRole = 'policy' | 'critic';
+
+/** d loss / d output per token, laid out like `ForwardResult` (one array per sequence, length - 1 entries). */
+export interface OutputGradients {
+  logprobs?: ArrayLike<number>[];
+  entropy?: ArrayLike<number>[];
+  values?: ArrayLike<number>[];
+}
+
+/** What a `backward` pass computes and differentiates. */
+export interface BackwardOptions {
+  role: TrainableRole;
+  /** Also compute per-token entropy (and accept its gradient). */
+  entropy?: boolean;
+  /** With a shared-trunk critic and role 'policy': also compute values in the same pass. */
+  values?: boolean;
+}
+
+/** Optimiser settings of one step (AdamW, decoupled weight decay). */
+export interface OptimizerSettings {
+  lr: number;
+  /** @default 0.01 */
+  weightDecay?: number;
+  /** @default [0.9, 0.999] */
+  betas?: [number, number];
+  /** @default 1e-8 */
+  eps?: number;
+  /** Global gradient-norm clip; 0 or absent = no clipping. */
+  maxGradNorm?: number;
+}
+
+/** Outcome of one optimiser step. */
+export interface OptimizerStepResult {
+  /** Global gradient norm before clipping. */
+  gradNorm: number;
+  /** True when a gradient was NaN/Inf: the update was skipped and the gradients dropped. */
+  skipped: boolean;
+}
+
+/**
+ * An engine that can train (local, torch). The trainer runs each micro-batch through `backward`, whose
+ * `lossGrad` callback receives the per-token outputs and returns d loss / d output (closed forms from
+ * src/algo); gradients accumulate until `optimizerStep`.
+ */
+export interface TrainableEngine extends Engine {
+  backward(
+    sequences: readonly (readonly number[])[],
+    options: BackwardOptions,
+    lossGrad: (out: ForwardResult) => OutputGradients,
+  ): Promise<ForwardResult>;
+  /** Clip, skip on non-finite gradients, AdamW update, then zero the role's gradients. */
+  optimizerStep(role: TrainableRole, settings: OptimizerSettings): Promise<OptimizerStepResult>;
+  /** Drop accumulated gradients of a role. */
+  zeroGrad(role: TrainableRole): void;
+  /** Write the models in Hugging Face layout (and, when asked, the optimiser state) into `dir`. */
+  save(dir: string, options?: { optimizer?: boolean }): Promise<void>;
+  /** Restore optimiser state written by `save(dir, {optimizer: true})`. */
+  loadOptimizer(dir: string): Promise<void>;
+  /** Free the models. */
+  dispose(): void;
+}

@@ -2,26 +2,47 @@
 // a key mask hide the padding), decoded one token per step; finished sequences are compacted out of the batch.
 import { affine, embedding, logprobOfTarget, noGrad, softmax, tidy, type Tensor } from '../tensor/index.js';
 import { ConfigError, Rng } from '../util/index.js';
-import type { Generation, SamplingParams } from '../engine/types.js';
 import { KVCache } from './kv-cache.js';
 import { argmax, Sampler } from './sampling.js';
 import type { Transformer } from './transformer.js';
 
-/** `SamplingParams` plus what only the caller knows. */
-export interface GenerateOptions extends SamplingParams {
+/** Sampling settings (the fields of the Engine's `SamplingParams`) plus what only the caller knows. */
+export interface GenerateOptions {
+  /** Most tokens to sample per sequence. */
+  maxNewTokens: number;
+  /** 0 = greedy. */
+  temperature: number;
+  /** Nucleus mass (1 = off). @default 1 */
+  topP?: number;
+  /** Keep the k most likely tokens (0 = off). @default 0 */
+  topK?: number;
+  /** Stop after sampling any of these ids (the id is kept). */
+  stopTokenIds?: number[];
+  /** Stop once the decoded completion contains one of these (needs `decode`). */
+  stopStrings?: string[];
+  /** Same prompts, settings and seed -> same tokens. */
+  seed: number;
   /** Token ids -> text, needed for `stopStrings`. */
   decode?: (ids: number[]) => string;
   /** Most attention-score floats a prefill chunk may hold (bounds memory on long prompts). @default 2^24 */
   maxScoreFloats?: number;
 }
 
+/** One sampled completion (the Engine's `Generation`). */
+export interface Completion {
+  tokens: number[];
+  /** log p(token) at temperature 1, as a teacher-forced forward pass computes it. */
+  logprobs: number[];
+  finishReason: 'stop' | 'length';
+}
+
 /** Sample completions of `prompts`; each sampled token comes with its log-prob at temperature 1. */
-export function generate(model: Transformer, prompts: readonly (readonly number[])[], opts: GenerateOptions): Generation[] {
+export function generate(model: Transformer, prompts: readonly (readonly number[])[], opts: GenerateOptions): Completion[] {
   validate(model, prompts, opts);
   const c = model.config;
   const V = c.vocabSize;
   const n = prompts.length;
-  const results: Generation[] = prompts.map(() => ({ tokens: [], logprobs: [], finishReason: 'length' }));
+  const results: Completion[] = prompts.map(() => ({ tokens: [], logprobs: [], finishReason: 'length' }));
   if (n === 0 || opts.maxNewTokens === 0) return results;
   const P = Math.max(...prompts.map((p) => p.length));
   const capacity = P + opts.maxNewTokens;

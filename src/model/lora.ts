@@ -153,8 +153,8 @@ function normalise(c: LoraConfig): Required<LoraConfig> {
 }
 
 function resolveTargets(t: 'all-linear' | string[]): string[] {
-  if (t === 'all-linear') return [...LINEAR_MODULES];
   const names = typeof t === 'string' ? [t] : t;
+  if (names.includes('all-linear')) return [...LINEAR_MODULES];
   if (names.length === 0) throw new ConfigError('lora.targetModules is empty; use "all-linear" or names like ["q_proj", "v_proj"]');
   for (const n of names) {
     if (!(LINEAR_MODULES as readonly string[]).includes(n)) {

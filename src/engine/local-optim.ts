@@ -1,0 +1,96 @@
+// Per-role optimiser of the local engine: non-finite check, global-norm clipping, AdamW; and its state
+// saved as safetensors (`optimizer/<role>.safetensors`: `m.<param>`, `v.<param>`, step in the metadata).
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { AdamW, clipGradNorm, gradNorm, gradsAreFinite, type Tensor } from '../tensor/index.js';
+import { parseSafetensors, serializeSafetensors, expectWeight, type WeightMap } from '../model/index.js';
+import { CheckpointError } from '../util/index.js';
+import type { OptimizerSettings, OptimizerStepResult, TrainableRole } from './types.js';
+
+export class RoleOptimizer {
+  private adam: AdamW | null = null;
+  /** State loaded before the first step: applied when AdamW is built with the trainer's settings. */
+  private pending: { step: number; m: Float32Array[]; v: Float32Array[] } | null = null;
+  private readonly params: Tensor[];
+
+  constructor(readonly role: TrainableRole, readonly named: [string, Tensor][]) {
+    this.params = named.map(([, t]) => t);
+  }
+
+  /** Skip on NaN/Inf gradients, clip to `maxGradNorm`, AdamW update (betas/eps/decay fixed at the first step), zero grads. */
+  step(s: OptimizerSettings): OptimizerStepResult {
+    if (!gradsAreFinite(this.params)) {
+      const norm = gradNorm(this.params);
+      this.zeroGrad();
+      return { gradNorm: norm, skipped: true };
+    }
+    const norm = s.maxGradNorm && s.maxGradNorm > 0 ? clipGradNorm(this.params, s.maxGradNorm) : gradNorm(this.params);
+    const adam = this.ensure(s);
+    adam.lr = s.lr;
+    adam.step();
+    this.zeroGrad();
+    return { gradNorm: norm, skipped: false };
+  }
+
+  zeroGrad(): void {
+    for (const p of this.params) {
+      p.grad?.dispose();
+      p.grad = null;
+    }
+  }
+
+  /** Moments by parameter name, or null before the first step. */
+  exportState(): { step: number; weights: WeightMap } | null {
+    if (!this.adam) return null;
+    const st = this.adam.getState();
+    const weights: WeightMap = new Map();
+    this.named.forEach(([name, t], i) => {
+      weights.set(`m.${name}`, { shape: [...t.shape], data: st.m[i]! });
+      weights.set(`v.${name}`, { shape: [...t.shape], data: st.v[i]! });
+    });
+    return { step: st.step, weights };
+  }
+
+  importState(step: number, weights: WeightMap, source: string): void {
+    const m = this.named.map(([name, t]) => expectWeight(weights, `m.${name}`, t.shape, source).data);
+    const v = this.named.map(([name, t]) => expectWeight(weights, `v.${name}`, t.shape, source).data);
+    if (this.adam) this.adam.setState({ step, m, v });
+    else this.pending = { step, m, v };
+  }
+
+  dispose(): void {
+    this.adam?.dispose();
+  }
+
+  private ensure(s: OptimizerSettings): AdamW {
+    if (!this.adam) {
+      this.adam = new AdamW(this.params, { lr: s.lr, weightDecay: s.weightDecay ?? 0.01, betas: s.betas ?? [0.9, 0.999], eps: s.eps ?? 1e-8 });
+      if (this.pending) this.adam.setState(this.pending);
+      this.pending = null;
+    }
+    return this.adam;
+  }
+}
+
+/** Write each role's optimiser state into `dir/optimizer/`. */
+export async function saveOptimizerStates(dir: string, optimizers: ReadonlyMap<TrainableRole, RoleOptimizer>): Promise<void> {
+  await mkdir(join(dir, 'optimizer'), { recursive: true });
+  for (const [role, opt] of optimizers) {
+    const st = opt.exportState();
+    if (!st) continue;
+    await writeFile(join(dir, 'optimizer', `${role}.safetensors`), serializeSafetensors(st.weights, { step: String(st.step) }));
+  }
+}
+
+/** Restore the states `saveOptimizerStates` wrote (roles without a file keep a fresh optimiser). */
+export async function loadOptimizerStates(dir: string, get: (role: TrainableRole) => RoleOptimizer): Promise<void> {
+  const folder = join(dir, 'optimizer');
+  if (!existsSync(folder)) throw new CheckpointError(`no optimizer state in ${dir} (expected ${folder}/); save with {optimizer: true}`);
+  for (const role of ['policy', 'critic'] as const) {
+    const path = join(folder, `${role}.safetensors`);
+    if (!existsSync(path)) continue;
+    const { weights, metadata } = parseSafetensors(await readFile(path), path);
+    get(role).importState(Number(metadata.step ?? 0), weights, path);
+  }
+}
