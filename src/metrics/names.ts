@@ -1,0 +1,123 @@
+// Every metric key, listed once with its meaning, so the trainer, `ragen eval` and the dashboard agree.
+// Keys are `group/name` as in RAGEN/veRL; per-env keys are families such as `val/<tag>/success`.
+
+/** Fixed metric keys and what each measures. Logging an unlisted key is a type error. */
+export const METRICS = {
+  // train: the step's rollouts (before filtering)
+  'train/success': 'Fraction of training episodes that succeeded (terminated and not truncated), over all tags.',
+  'train/reward_mean': 'Mean episode reward (summed turn rewards plus format penalties) of the step\'s rollouts.',
+  'train/reward_std': 'Standard deviation of episode rewards over the whole step.',
+  'train/num_turns': 'Mean model turns per episode.',
+  'train/num_actions': 'Mean executed actions per episode.',
+  'train/action_is_valid': 'Fraction of turns whose answer parsed into at least one valid action.',
+  'train/format_error_rate': 'Fraction of turns that got the format penalty.',
+  'train/response_length': 'Mean assistant tokens per episode (all turns).',
+  'train/batch_size': 'Training sequences after filtering.',
+  'train/num_mini_batches': 'Optimizer steps taken this step (mini-batches × PPO epochs).',
+  // rollout: group statistics and the filter (RAGEN's rollout_filter metrics)
+  'rollout/in_group_reward_std': 'Mean over groups of the in-group reward std (unbiased), before filtering: the learning signal.',
+  'rollout/in_group_reward_mean': 'Mean over groups of the in-group mean reward, before filtering.',
+  'rollout/in_group_reward_max': 'Mean over groups of the in-group max reward, before filtering.',
+  'rollout/chosen_in_group_reward_std': 'Mean in-group reward std over the groups the filter kept.',
+  'rollout/chosen_in_group_reward_mean': 'Mean in-group mean reward over the groups the filter kept.',
+  'rollout/filter_kept_count': 'Groups kept by the rollout filter.',
+  'rollout/filter_kept_ratio': 'Kept groups / all groups.',
+  'rollout/filter_zero_count': 'Groups whose filter score was 0 (e.g. all rewards equal).',
+  'rollout/empty_after_filter': '1 when the filter kept nothing and the step was skipped.',
+  // actor: the policy update (means over mini-batches)
+  'actor/pg_loss': 'PPO clipped policy-gradient loss.',
+  'actor/pg_clipfrac': 'Fraction of tokens where the clip bound (upper or lower) was active.',
+  'actor/pg_clipfrac_lower': 'Fraction of negative-advantage tokens where the dual clip was active.',
+  'actor/ppo_kl': 'Mean of log π_old − log π over loss tokens (k1 estimate of the update\'s KL).',
+  'actor/entropy': 'Mean token entropy of the policy on the step\'s rollouts.',
+  'actor/entropy_loss': 'The entropy term of the loss (entropyCoeff × aggregated entropy).',
+  'actor/kl_loss': 'KL(π ‖ π_ref) term of the loss, before the coefficient.',
+  'actor/kl_coef': 'Current KL coefficient β (changes under the adaptive controller).',
+  'actor/grad_norm': 'Global gradient norm of the policy before clipping.',
+  'actor/lr': 'Policy learning rate used this step.',
+  'actor/skipped_updates': 'Optimizer steps skipped for a non-finite gradient norm.',
+  // critic
+  'critic/vf_loss': 'Clipped value loss.',
+  'critic/vf_clipfrac': 'Fraction of tokens where the value clip was active.',
+  'critic/grad_norm': 'Global gradient norm of the critic before clipping.',
+  'critic/lr': 'Critic learning rate used this step.',
+  'critic/values_mean': 'Mean critic value over loss tokens.',
+  'critic/returns_mean': 'Mean return (value target) over loss tokens.',
+  'critic/advantages_mean': 'Mean advantage over loss tokens (after whitening and modifiers).',
+  'critic/advantages_max': 'Largest advantage over loss tokens.',
+  'critic/advantages_min': 'Smallest advantage over loss tokens.',
+  'critic/score_mean': 'Mean sequence score (reward on the sequence\'s last token) fed to the advantage.',
+  // collapse: RAGEN-2 reasoning-collapse diagnostics (first-turn sample; see src/algo/collapse.ts)
+  'collapse/mi_estimate': 'Î(X;Z): mutual information between prompt and reasoning (per-token log-probs).',
+  'collapse/mi_upper_bound': 'log N, the largest possible MI for N prompts.',
+  'collapse/mi_zscore': 'Mean (matched − marginal) / marginal std: MI in units of its noise.',
+  'collapse/mi_zscore_ema': 'mi_zscore with an EMA of the marginal std.',
+  'collapse/conditional_entropy': 'Ĥ(Z|X): reasoning entropy given its own prompt.',
+  'collapse/reasoning_entropy': 'Ĥ(Z): reasoning entropy under the prompt mixture.',
+  'collapse/retrieval_accuracy': 'Fraction of reasonings whose own prompt scores them best (template collapse drives it to chance).',
+  'collapse/retrieval_chance': 'Retrieval accuracy of a random ranking.',
+  'collapse/valid_thinking_rate': 'Fraction of sampled responses with a non-empty <think> block.',
+  // timing (seconds) and throughput
+  'timing_s/gen': 'Rollout time (generation and env steps).',
+  'timing_s/collapse': 'Collapse diagnostics time.',
+  'timing_s/filter': 'Rollout filter time.',
+  'timing_s/old_log_prob': 'Forward pass for old log-probs and entropy.',
+  'timing_s/ref': 'Reference-model forward pass.',
+  'timing_s/values': 'Critic forward pass.',
+  'timing_s/adv': 'Advantage computation.',
+  'timing_s/update_critic': 'Critic update.',
+  'timing_s/update_actor': 'Policy update.',
+  'timing_s/val': 'Validation.',
+  'timing_s/checkpoint': 'Checkpoint write.',
+  'timing_s/step': 'Whole training step, validation and checkpoint included.',
+  'perf/tokens_per_s': 'Tokens processed per second over the step (generated + trained).',
+  'perf/gen_tokens_per_s': 'Generated tokens per second during rollouts.',
+  'perf/total_tokens': 'Tokens generated this step.',
+  // validation summary and early stops
+  'val/success': 'Mean of `val/<tag>/success` over the validation tags.',
+  'early_stopped/empty_filtered_steps': '1 when the run stopped after too many consecutive empty batches.',
+  'early_stopped/reward_std_collapse': '1 when the run stopped because the in-group reward std collapsed.',
+  'early_stopped/low_val_success': '1 when the run stopped because some env\'s validation success stayed near 0.',
+} as const satisfies Record<string, string>;
+
+/** Families of per-env (or per-sample-scheme) keys, with their meaning. `<tag>` is an env id. */
+export const METRIC_FAMILIES = {
+  'train/<tag>/<name>': 'Per-env training metric: success, num_actions, action_is_valid, action_is_effective, pass@<k>, and the env\'s numeric info keys (per-turn means).',
+  'val/<tag>/<name>': 'Per-env validation metric (same names as train); `val/<tag>/success` drives the validation early stop.',
+  'collapse_first_turn_sample/<name>': 'Collapse diagnostics on first-turn (prompt, reasoning) pairs, all statistics.',
+  'collapse_trajectory_sample/<name>': 'Collapse diagnostics on pairs drawn from all turns, all statistics.',
+} as const;
+
+/** A fixed metric key. */
+export type FixedMetricKey = keyof typeof METRICS;
+/** Any valid metric key: fixed, or one of the families. */
+export type MetricKey =
+  | FixedMetricKey
+  | `train/${string}/${string}`
+  | `val/${string}/${string}`
+  | `collapse_first_turn_sample/${string}`
+  | `collapse_trajectory_sample/${string}`;
+
+/** `train/<tag>/<name>`. */
+export const trainEnvMetric = (tag: string, name: string): MetricKey => `train/${tag}/${name}`;
+/** `val/<tag>/<name>`, e.g. `val/SimpleSokoban/success`. */
+export const valEnvMetric = (tag: string, name: string): MetricKey => `val/${tag}/${name}`;
+
+const FAMILY_PATTERNS: [RegExp, keyof typeof METRIC_FAMILIES][] = [
+  [/^train\/[^/]+\/.+$/, 'train/<tag>/<name>'],
+  [/^val\/[^/]+\/.+$/, 'val/<tag>/<name>'],
+  [/^collapse_first_turn_sample\/.+$/, 'collapse_first_turn_sample/<name>'],
+  [/^collapse_trajectory_sample\/.+$/, 'collapse_trajectory_sample/<name>'],
+];
+
+/** The meaning of a key (for the dashboard's tooltips), or undefined for an unknown key. */
+export function describeMetric(key: string): string | undefined {
+  if (Object.hasOwn(METRICS, key)) return METRICS[key as FixedMetricKey];
+  const family = FAMILY_PATTERNS.find(([re]) => re.test(key));
+  return family ? METRIC_FAMILIES[family[1]] : undefined;
+}
+
+/** Whether `key` is a valid metric key (at run time, for keys built from strings). */
+export function isMetricKey(key: string): key is MetricKey {
+  return describeMetric(key) !== undefined;
+}
