@@ -1,7 +1,7 @@
 // The env-group manager (RAGEN's EnvStateManager, inventory section 2.1): envGroups x groupSize envs in
 // per-tag blocks, one seed per group, fresh train seeds each reset, fixed val seeds, action caps.
 import { ConfigError } from '../util/index.js';
-import { envSpec, matchActionName, resolveEnvConfig, type Env, type EnvInfo, type EnvMode, type EnvSpec } from '../env/index.js';
+import { envSpec, matchActionName, resolveEnvConfig, resolveEnvId, wrapEnv, type Env, type EnvInfo, type EnvMode, type EnvSpec } from '../env/index.js';
 
 /** One env tag of a batch (RAGEN's `env_configs.tags` + `n_groups`). */
 export interface EnvTagSpec {
@@ -82,17 +82,18 @@ export class EnvGroups {
     let group = 0;
     for (const t of options.tags) {
       if (!Number.isInteger(t.nGroups) || t.nGroups < 1) throw new ConfigError(`nGroups for env \`${t.env}\` must be a positive integer, got ${t.nGroups}.`);
-      const spec = envSpec(t.env);
-      const config = resolveEnvConfig(t.env, t.config ?? {});
+      const id = resolveEnvId(t.env);
+      const spec = envSpec(id);
+      const config = resolveEnvConfig(id, t.config ?? {});
       const maxActions = t.maxActionsPerEpisode ?? spec.maxActionsPerEpisode;
       for (let g = 0; g < t.nGroups; g++, group++) {
         for (let m = 0; m < options.groupSize; m++) {
           this.slots.push({
             index: this.slots.length,
-            tag: t.env,
+            tag: id,
             group,
             member: m,
-            env: spec.create(config),
+            env: wrapEnv(spec.create(config)),
             config,
             spec,
             maxActions,

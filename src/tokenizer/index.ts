@@ -4,4 +4,4 @@ export { ChatTemplate, chatTemplateSource, type ChatMessage, type ChatTemplateOp
 export { CHATML_TEMPLATE, QWEN25_CHAT_TEMPLATE } from './templates.js';
 export { qwenTokenizerDir, loadQwenTokenizer } from './qwen.js';
 export { trainBpe, bytesToUnicode, byteSymbols, type BpeModel } from './bpe-train.js';
-export { trainTinyTokenizer, byteTokenizer, saveTokenizerFiles, tinyPreTokens, TINY_PRETOKENIZE_PATTERN, TINY_SPECIAL_TOKENS, TINY_TAG_TOKENS, type TinyTokenizerOptions } from './tiny.js';
+export { trainTinyTokenizer, tinyTokenizerDir, byteTokenizer, saveTokenizerFiles, tinyPreTokens, TINY_PRETOKENIZE_PATTERN, TINY_SPECIAL_TOKENS, TINY_TAG_TOKENS, type TinyTokenizerOptions } from './tiny.js';

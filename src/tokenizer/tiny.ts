@@ -1,8 +1,9 @@
 // Our tokenizer for tiny models: byte-level BPE trained on the transcripts of our environments, with
 // one-symbol pre-tokens for grid cells, digits and punctuation, saved in Hugging Face's tokenizer.json
 // layout so tiny and real models load through the same `loadTokenizer`.
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { ConfigError } from '../util/index.js';
 import { trainBpe } from './bpe-train.js';
 import { CHATML_TEMPLATE } from './templates.js';
@@ -121,3 +122,17 @@ export function saveTokenizerFiles(dir: string, files: TokenizerFiles): void {
   writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify(files.tokenizerConfig, null, 2) + '\n');
 }
 
+
+/**
+ * The shipped tiny tokenizer (`models/tokenizer-tiny` of this package), found from this module's
+ * location so it works from src/ (tsx, vitest) and from dist/ (the `ragen` bin) alike.
+ */
+export function tinyTokenizerDir(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 6; i++) {
+    const candidate = join(dir, 'models', 'tokenizer-tiny');
+    if (existsSync(join(candidate, 'tokenizer.json'))) return candidate;
+    dir = dirname(dir);
+  }
+  throw new ConfigError('The shipped tiny tokenizer (models/tokenizer-tiny) is missing; rebuild it with `npx tsx scripts/train-tokenizer.ts`.');
+}
