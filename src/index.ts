@@ -3,3 +3,5 @@ export * from './util/index.js';
 export * from './env/index.js';
 export * from './engine/index.js';
 export * from './algo/index.js';
+export * from './metrics/index.js';
+export * from './train/index.js';

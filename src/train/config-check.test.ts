@@ -1,0 +1,52 @@
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError } from '../util/index.js';
+import { listPresets, loadConfig, resolveConfig } from './config.js';
+import { checkRunConfig, trainEpisodesPerStep, valEpisodes } from './config-check.js';
+
+const problems = (overrides: string[], purpose: 'train' | 'eval' = 'train', skipModel = true): string => {
+  try {
+    checkRunConfig(resolveConfig([], overrides), { purpose, skipModel });
+  } catch (e) {
+    expect(e).toBeInstanceOf(ConfigError);
+    return (e as Error).message;
+  }
+  return '';
+};
+
+describe('run-time config checks', () => {
+  it.each(listPresets())('preset %s names registered envs with valid env configs', (name) => {
+    const resolved = checkRunConfig(loadConfig({ config: name }), { skipModel: true });
+    expect(Object.keys(resolved).length).toBeGreaterThan(0);
+  });
+
+  it('name an unknown env tag with the nearest registered one', () => {
+    expect(problems(['env.train.0.tag=SimpleSokobann'])).toBe(
+      'Bad config value `env.train.0.tag` = "SimpleSokobann": no environment has this id. Did you mean `SimpleSokoban`? Run `ragen envs` for the list.',
+    );
+  });
+
+  it('reject env configs for unused tags and keys the env does not have', () => {
+    expect(problems(['env.config.FrozenLak.successRate=1'])).toMatch(/^Bad config key `env.config.FrozenLak`: no entry of `env.train` or `env.val` uses the tag `FrozenLak`./);
+    expect(problems(['env.train.0.tag=FrozenLake', 'env.val.0.tag=FrozenLake', 'env.config.FrozenLake.succesRate=1'])).toMatch(/^Bad config `env.config.FrozenLake`: .*Did you mean `successRate`/);
+    expect(problems(['env.train.0.tag=FrozenLake', 'env.val.0.tag=FrozenLake', 'env.config.FrozenLake.successRate=1'])).toBe('');
+  });
+
+  it('check the model directory and that the engine can train', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ragen-model-'));
+    expect(problems([`model.path=${join(dir, 'none')}`], 'train', false)).toMatch(/^Bad config value `model.path` = ".*none": no such directory/);
+    mkdirSync(join(dir, 'm'));
+    expect(problems([`model.path=${join(dir, 'm')}`], 'train', false)).toMatch(/has no config.json/);
+    writeFileSync(join(dir, 'm', 'config.json'), '{}');
+    expect(problems([`model.path=${join(dir, 'm')}`], 'train', false)).toBe('');
+    expect(problems(['model.engine=openai'])).toMatch(/generates only and cannot train/);
+    expect(problems(['model.engine=openai'], 'eval')).toBe('');
+  });
+
+  it('count episodes per step', () => {
+    const c = loadConfig({ config: 'bandit-ppo' });
+    expect([trainEpisodesPerStep(c), valEpisodes(c)]).toEqual([64, 128]);
+  });
+});

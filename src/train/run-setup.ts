@@ -1,0 +1,61 @@
+// Opening a run: a fresh run directory named from the config (with config.yaml saved), or an interrupted run
+// resumed from its latest complete checkpoint, with metrics and rollouts rolled back to that step.
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createRunDir, runPaths, type RunPaths } from '../metrics/index.js';
+import { CheckpointError } from '../util/index.js';
+import { loadSavedConfig, saveConfig } from './config.js';
+import type { RagenConfig } from './config-schema.js';
+import { checkpointMetrics, latestCheckpoint, metricsUpTo, readCheckpoint, type CheckpointRef, type CheckpointState, MANIFEST_FILE, METRICS_COPY } from './checkpoint-io.js';
+
+/** The env part of a run's directory name: `name`, else the training tags joined by `+`. */
+export function runEnvName(config: RagenConfig): string {
+  return config.name ?? [...new Set(config.env.train.map((e) => e.tag))].join('+');
+}
+
+/** Create `runs/<env>__<algo>__<seed>__<timestamp>/` (or `logging.runDir`) and save the config in it. */
+export function createRun(config: RagenConfig, options: { time?: Date } = {}): RunPaths {
+  const paths = createRunDir({
+    runsDir: config.logging.runsDir,
+    root: config.logging.runDir,
+    env: runEnvName(config),
+    algo: config.algo.advEstimator,
+    seed: config.seed.train,
+    ...(options.time ? { time: options.time } : {}),
+  });
+  saveConfig(config, paths.root);
+  return paths;
+}
+
+/** What a resumed run continues from. */
+export interface ResumedRun {
+  config: RagenConfig;
+  paths: RunPaths;
+  checkpoint: CheckpointRef;
+  state: CheckpointState;
+}
+
+/**
+ * Reopen `runDir` at its latest complete checkpoint: the saved config (plus `overrides`), the checkpoint's
+ * trainer state, metrics.jsonl cut back to the checkpoint's step, and rollout files of later steps removed,
+ * so the continued run writes exactly what an uninterrupted one would have.
+ */
+export function resumeRun(runDir: string, overrides: readonly string[] = []): ResumedRun {
+  const paths = runPaths(runDir);
+  if (!existsSync(paths.config)) throw new CheckpointError(`\`${runDir}\` is not a run directory (no config.yaml).`);
+  const checkpoint = latestCheckpoint(paths.checkpoints);
+  if (!checkpoint) {
+    throw new CheckpointError(`\`${runDir}\` has no complete checkpoint under checkpoints/ (a step-N/ with ${MANIFEST_FILE}); start it again with \`ragen train --config ${paths.config}\`.`);
+  }
+  const config = loadSavedConfig(checkpoint.dir, overrides);
+  const state = readCheckpoint(checkpoint.dir);
+  const saved = existsSync(join(checkpoint.dir, METRICS_COPY)) ? checkpointMetrics(checkpoint.dir) : existsSync(paths.metrics) ? metricsUpTo(readFileSync(paths.metrics, 'utf8'), checkpoint.step) : '';
+  writeFileSync(paths.metrics, saved);
+  if (existsSync(paths.rollouts)) {
+    for (const f of readdirSync(paths.rollouts)) {
+      const m = /^step-(\d+)\.jsonl$/.exec(f);
+      if (m && Number(m[1]) > checkpoint.step) rmSync(join(paths.rollouts, f));
+    }
+  }
+  return { config, paths, checkpoint, state };
+}
