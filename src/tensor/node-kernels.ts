@@ -1,2 +1,87 @@
-// Node loader of the built kernels (filled in with the wasm and native backends).
-export {};
+// Node loader of the kernels built by `npm run build` (scripts/build-kernels.mjs): the WASM module
+// (relaxed-SIMD build when V8 accepts it) with a worker thread, and the optional native addon.
+
+import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { availableParallelism } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { setFlagsFromString } from 'node:v8';
+import { Worker } from 'node:worker_threads';
+import { Arena } from './arena.js';
+import { registerBackendLoader } from './backends.js';
+import { NativeBackend, type NativeAddon } from './native-backend.js';
+import { WORKER_SOURCE, createThreadPool, workerInitData } from './thread-pool.js';
+import { WasmBackend, type WasmKernels } from './wasm-backend.js';
+
+/** The package root (where build/ lives), found from this file in src/ or dist/src/. */
+export function packageRoot(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 6; i++) {
+    const pj = join(dir, 'package.json');
+    if (existsSync(pj) && (JSON.parse(readFileSync(pj, 'utf8')) as { name?: string }).name === 'ragen-ts') return dir;
+    dir = dirname(dir);
+  }
+  throw new Error('cannot find the ragen-ts package root from ' + fileURLToPath(import.meta.url));
+}
+
+/** Compile the kernel module: the relaxed-SIMD (FMA) build if V8 takes it, else the plain SIMD build. */
+function compileKernels(dir: string): { module: WebAssembly.Module; variant: string } {
+  const plain = join(dir, 'ragen.wasm'), relaxed = join(dir, 'ragen-relaxed.wasm');
+  if (!existsSync(plain)) throw new Error(`${plain} is missing; run \`npm run build\` (it compiles assembly/ with AssemblyScript)`);
+  if (existsSync(relaxed) && process.env.RAGEN_WASM_RELAXED !== '0') {
+    try {
+      setFlagsFromString('--experimental-wasm-relaxed-simd'); // Node 20 ships relaxed SIMD behind this flag
+      return { module: new WebAssembly.Module(readFileSync(relaxed)), variant: 'simd+relaxed' };
+    } catch {
+      // this V8 does not accept relaxed SIMD: use the plain build
+    }
+  }
+  return { module: new WebAssembly.Module(readFileSync(plain)), variant: 'simd' };
+}
+
+let shared: { arena: Arena; kernels: WasmKernels; module: WebAssembly.Module; variant: string; worker: boolean } | null = null;
+
+/** One arena + module instance per process, shared by the wasm and native backends. */
+function sharedKernels() {
+  if (shared) return shared;
+  const { module, variant } = compileKernels(join(packageRoot(), 'build', 'kernels'));
+  const arena = new Arena();
+  const inst = new WebAssembly.Instance(module, { env: { memory: arena.memory, abort: () => { throw new Error('wasm abort'); } } });
+  shared = { arena, kernels: inst.exports as unknown as WasmKernels, module, variant, worker: false };
+  return shared;
+}
+
+function threadCount(): number {
+  const env = process.env.RAGEN_THREADS;
+  if (env) return Math.max(1, Math.min(2, Number.parseInt(env, 10) || 1));
+  return availableParallelism() >= 2 ? 2 : 1;
+}
+
+function loadWasm(): WasmBackend {
+  const s = sharedKernels();
+  let pool = null;
+  if (threadCount() >= 2 && !s.worker) {
+    const names = Object.keys(s.kernels).filter((n) => typeof s.kernels[n] === 'function');
+    const worker = new Worker(`${WORKER_SOURCE}\ninit(require('node:worker_threads').workerData);`, {
+      eval: true,
+      workerData: workerInitData(s.module, s.arena.memory, names),
+    });
+    worker.unref();
+    pool = createThreadPool(s.arena.memory, s.kernels, names, () => void worker.terminate());
+    if (!pool) console.warn('ragen tensor: the kernel worker thread did not start; the wasm backend runs on one thread');
+    s.worker = pool !== null;
+  }
+  return new WasmBackend(s.kernels, s.arena, pool, s.variant);
+}
+
+function loadNative(): NativeBackend {
+  const file = join(packageRoot(), 'build', 'native', 'ragen_native.node');
+  if (!existsSync(file)) throw new Error(`${file} is missing (the native addon is optional; \`npm run build\` builds it when g++ is available)`);
+  const addon = createRequire(import.meta.url)(file) as NativeAddon;
+  const s = sharedKernels();
+  return new NativeBackend(s.kernels, s.arena, addon, s.variant);
+}
+
+registerBackendLoader('wasm', loadWasm);
+registerBackendLoader('native', loadNative);

@@ -1,0 +1,77 @@
+// A one-worker thread pool for the WASM kernels: the worker instantiates the same module on the same
+// shared memory; a job is a kernel name and its arguments in a control block, handed over with Atomics.
+
+import { CONTROL_ADDR } from './arena.js';
+
+/** Runs one kernel on two threads: argsWorker on the worker, argsMain here, and waits for both. */
+export interface ThreadPool {
+  run(fn: string, argsMain: number[], argsWorker: number[]): void;
+  close(): void;
+}
+
+// control block: Int32 [0] job seq, [1] done seq, [2] fn index, [3] ready, [4] argc, [5] error; Float64 args at +64
+const ARGS_ADDR = CONTROL_ADDR + 64;
+const MAX_ARGS = 32;
+
+/**
+ * The worker's body (plain JS, run by `new Worker(source, {eval: true})` in Node; a browser would wrap
+ * it in a Blob). `init(data)` must be called with {module, memory, names}.
+ */
+export const WORKER_SOURCE = `
+function init({ module, memory, names, ctlAddr, argsAddr }) {
+  const inst = new WebAssembly.Instance(module, { env: { memory, abort() { throw new Error('wasm abort'); } } });
+  const ctl = new Int32Array(memory.buffer, ctlAddr, 16);
+  const args = new Float64Array(memory.buffer, argsAddr, ${MAX_ARGS});
+  const fns = names.map((n) => inst.exports[n]);
+  Atomics.store(ctl, 3, 1);
+  Atomics.notify(ctl, 3);
+  let seen = Atomics.load(ctl, 0);
+  for (;;) {
+    Atomics.wait(ctl, 0, seen);
+    seen = Atomics.load(ctl, 0);
+    const argc = ctl[4];
+    const a = [];
+    for (let i = 0; i < argc; i++) a.push(args[i]);
+    try { fns[ctl[2]](...a); } catch (e) { Atomics.store(ctl, 5, 1); }
+    Atomics.store(ctl, 1, seen);
+    Atomics.notify(ctl, 1);
+  }
+}
+`;
+
+/** Data the worker's `init` receives. */
+export function workerInitData(module: WebAssembly.Module, memory: WebAssembly.Memory, names: string[]) {
+  return { module, memory, names, ctlAddr: CONTROL_ADDR, argsAddr: ARGS_ADDR };
+}
+
+/**
+ * The main-thread side. `terminate` stops the worker. Waits up to `readyTimeoutMs` for the worker to start;
+ * returns null (after calling terminate) if it does not.
+ */
+export function createThreadPool(memory: WebAssembly.Memory, exports: Record<string, (...a: number[]) => number>, names: string[], terminate: () => void, readyTimeoutMs = 10000): ThreadPool | null {
+  const ctl = new Int32Array(memory.buffer, CONTROL_ADDR, 16);
+  const args = new Float64Array(memory.buffer, ARGS_ADDR, MAX_ARGS);
+  if (Atomics.wait(ctl, 3, 0, readyTimeoutMs) === 'timed-out' && Atomics.load(ctl, 3) !== 1) {
+    terminate();
+    return null;
+  }
+  const index = new Map(names.map((n, i) => [n, i]));
+  let seq = Atomics.load(ctl, 0);
+  return {
+    run(fn, argsMain, argsWorker) {
+      const id = index.get(fn);
+      if (id === undefined) throw new Error(`thread pool: unknown kernel ${fn}`);
+      for (let i = 0; i < argsWorker.length; i++) args[i] = argsWorker[i]!;
+      ctl[2] = id;
+      ctl[4] = argsWorker.length;
+      seq = (seq + 1) | 0;
+      Atomics.store(ctl, 0, seq);
+      Atomics.notify(ctl, 0);
+      exports[fn]!(...argsMain);
+      let done: number;
+      while ((done = Atomics.load(ctl, 1)) !== seq) Atomics.wait(ctl, 1, done);
+      if (Atomics.exchange(ctl, 5, 0) !== 0) throw new Error(`thread pool: kernel ${fn} failed on the worker`);
+    },
+    close: terminate,
+  };
+}
