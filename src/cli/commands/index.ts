@@ -4,5 +4,7 @@ import * as envs from './envs.js';
 import * as play from './play.js';
 import * as solve from './solve.js';
 import * as bench from './bench.js';
+import './bench-engine.js'; // adds `ragen bench engine`
+import * as evalCmd from './eval.js';
 
-export const commands: ((program: Command) => void)[] = [envs.register, play.register, solve.register, bench.register];
+export const commands: ((program: Command) => void)[] = [envs.register, play.register, solve.register, bench.register, evalCmd.register];

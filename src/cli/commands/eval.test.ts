@@ -1,0 +1,78 @@
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, test, vi } from 'vitest';
+import { LocalEngine } from '../../engine/index.js';
+import { modelConfig } from '../../model/index.js';
+import { tinyTokenizerDir } from '../../tokenizer/index.js';
+import { main } from '../main.js';
+import { resolveModelDir, type EvalReport } from './eval.js';
+
+async function run(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  vi.spyOn(console, 'log').mockImplementation((...a: unknown[]) => void out.push(a.join(' ')));
+  vi.spyOn(console, 'error').mockImplementation((...a: unknown[]) => void err.push(a.join(' ')));
+  const code = await main(argv);
+  vi.restoreAllMocks();
+  return { code, out: out.join('\n'), err: err.join('\n') };
+}
+
+afterEach(() => vi.restoreAllMocks());
+const tmp = mkdtempSync(join(tmpdir(), 'ragen-eval-'));
+
+describe('ragen eval', () => {
+  test('--policy oracle wins CoordFrozenLake, Countdown and SimpleSudoku through the text loop and writes JSONL', async () => {
+    const out = join(tmp, 'oracle.jsonl');
+    const r = await run('eval', '--env', 'SimpleSokoban,CoordFrozenLake,Countdown,SimpleSudoku', '--policy', 'oracle', '--groups', '8', '--json', '--out', out);
+    expect(r.code).toBe(0);
+    const report = JSON.parse(r.out) as EvalReport;
+    expect(report.envs).toEqual(['SimpleSokoban', 'CoordFrozenLake', 'Countdown', 'SimpleSudoku']);
+    for (const id of ['CoordFrozenLake', 'Countdown', 'SimpleSudoku']) expect(report.metrics[id]!['success'], id).toBe(1);
+    // SimpleSokoban: every seed whose optimal solution fits in 10 actions is won (seed 126 needs 11)
+    expect(report.metrics['SimpleSokoban']!['success']).toBe(7 / 8);
+    for (const m of Object.values(report.metrics)) expect(m['format_error_rate']).toBe(0);
+    const lines = readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    expect(lines).toHaveLength(32);
+    expect(lines[8]).toMatchObject({ metadata: { env: 'CoordFrozenLake', seed: 131, group: 8, success: true } });
+    expect(lines[8].messages[0].role).toBe('system');
+    expect(lines[8].messages.at(-1).content).toMatch(/^<think><\/think><answer>.*<\/answer>$/);
+  });
+
+  test('prints a table by default, and --policy random gives a well-formed floor', async () => {
+    const r = await run('eval', '--env', 'CoordFrozenLake', '--policy', 'random', '--groups', '4', '--group-size', '2');
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/^env\s+success\s+pass@2\s+actions/m);
+    expect(r.out).toMatch(/^CoordFrozenLake\s+\d+\.\d%/m);
+    expect(r.out).toMatch(/format_err[\s\S]*0\.0%/);
+  });
+
+  test('--policy model runs a checkpoint through the local engine', async () => {
+    const dir = join(tmp, 'run', 'checkpoints', 'step-3');
+    const engine = LocalEngine.create(modelConfig({ vocabSize: 1024, hiddenSize: 16, intermediateSize: 32, numLayers: 1, numHeads: 2, numKvHeads: 1, maxPositionEmbeddings: 4096 }), { seed: 1 });
+    await engine.save(dir);
+    for (const f of ['tokenizer.json', 'tokenizer_config.json']) copyFileSync(join(tinyTokenizerDir(), f), join(dir, f));
+    expect(resolveModelDir(join(tmp, 'run'))).toBe(dir);
+    const out = join(tmp, 'model.jsonl');
+    const args = ['eval', '--env', 'Countdown', '--policy', 'model', '--model', join(tmp, 'run'), '--groups', '2', '--set', 'maxNewTokens=12', '--json', '--out', out];
+    const a = await run(...args);
+    expect(a.code).toBe(0);
+    const report = JSON.parse(a.out) as EvalReport;
+    expect(report.policy).toBe('model(local)');
+    expect(report.metrics['Countdown']!['response_length']).toBeLessThanOrEqual(12);
+    const first = readFileSync(out, 'utf8');
+    // same seed -> same trajectories
+    expect((await run(...args)).code).toBe(0);
+    expect(readFileSync(out, 'utf8')).toBe(first);
+  });
+
+  test('bad input is a clear error', async () => {
+    expect((await run('eval', '--env', 'SimpleSokobn')).err).toMatch(/Did you mean `SimpleSokoban`/);
+    expect((await run('eval', '--env', 'Countdown', '--policy', 'gpt')).err).toMatch(/Bad --policy `gpt`/);
+    expect((await run('eval', '--env', 'Countdown', '--policy', 'model')).err).toMatch(/needs --model/);
+    expect((await run('eval', '--env', 'Countdown', '--set', 'maxTurn=2')).err).toMatch(/Did you mean `maxTurns`/);
+    expect((await run('eval', '--env', 'game_2048', '--policy', 'oracle')).err).toMatch(/has no solver/);
+    mkdirSync(join(tmp, 'empty'), { recursive: true });
+    expect(() => resolveModelDir(join(tmp, 'empty'))).toThrow(/No model in/);
+  });
+});
