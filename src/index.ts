@@ -5,3 +5,5 @@ export * from './engine/index.js';
 export * from './algo/index.js';
 export * from './metrics/index.js';
 export * from './train/index.js';
+export * from './tokenizer/index.js';
+export * from './agent/index.js';
