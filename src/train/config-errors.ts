@@ -161,6 +161,13 @@ export function crossFieldErrors(c: RagenConfig): string[] {
   if (c.agent.contextMode === 'full' && episodes < c.trainer.miniBatchSize) {
     out.push(`Bad config: \`trainer.miniBatchSize\` = ${c.trainer.miniBatchSize} is more than the ${episodes} episodes a step rolls out (Σ \`env.train.N.groups\` × \`groupSize\`); lower it or add groups.`);
   }
+  for (const split of ['train', 'val'] as const) {
+    const entries = c.env[split];
+    const odd = entries.findIndex((e) => e.groupSize !== entries[0]!.groupSize);
+    if (odd > 0) {
+      out.push(`Bad config: \`env.${split}.${odd}.groupSize\` = ${entries[odd]!.groupSize} differs from \`env.${split}.0.groupSize\` = ${entries[0]!.groupSize}; all groups of a ${split === 'train' ? 'step' : 'validation'} have one size (as RAGEN's es_manager).`);
+    }
+  }
   const trainTags = c.env.train.map((e) => e.tag);
   const dup = trainTags.find((t, i) => trainTags.indexOf(t) !== i);
   if (dup !== undefined) out.push(`Bad config: \`env.train\` lists \`${dup}\` twice; give it one entry with more groups.`);

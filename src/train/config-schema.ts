@@ -69,7 +69,7 @@ export const TrainEnvSchema = z.strictObject({
   tag: z.string().min(1),
   /** Groups of this env per step (RAGEN's `env_configs.n_groups`). @default 8 */
   groups: z.number().int().min(1).default(8),
-  /** Envs per group; all members of a group start from the same seed, so they are G samples of one prompt (RAGEN's `group_size`). @default 16 */
+  /** Envs per group; all members of a group start from the same seed, so they are G samples of one prompt (RAGEN's `group_size`). Every entry of `env.train` must use the same size. @default 16 */
   groupSize: z.number().int().min(1).default(16),
 });
 
@@ -79,7 +79,7 @@ export const ValEnvSchema = z.strictObject({
   tag: z.string().min(1),
   /** Validation groups (distinct seeds) of this env. @default 512 */
   groups: z.number().int().min(1).default(512),
-  /** Samples per validation seed; above 1 also reports `pass@groupSize`. @default 1 */
+  /** Samples per validation seed; above 1 also reports `pass@groupSize`. Every entry of `env.val` must use the same size. @default 1 */
   groupSize: z.number().int().min(1).default(1),
 });
 
@@ -115,6 +115,10 @@ export const AgentSchema = z.strictObject({
   formatPenalty: z.number().max(0).default(-0.1),
   /** `episode`: the episode's summed reward on its last token (RAGEN's default); `turn`: each turn's reward on that turn's last token (RAGEN's `use_turn_scores`). @default "episode" */
   rewardMode: z.enum(['episode', 'turn']).default('episode'),
+  /** Stop sampling at `</answer>` (the chat template's closing tokens are appended unsampled). @default true */
+  stopAtAnswer: z.boolean().default(true),
+  /** First words of the system prompt, before the env's instruction. @default "You're a helpful assistant." */
+  systemPrefix: z.string().default("You're a helpful assistant."),
 });
 
 /** Sampling during validation. */

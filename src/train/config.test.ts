@@ -129,6 +129,9 @@ describe('config errors', () => {
       'Bad config: `agent.window` = 3 needs `agent.contextMode` = "limited_multi_turn" or "single_turn"; "full" always keeps every turn. Remove `agent.window` or change the mode.',
     );
     expect(err(() => withOverrides('trainer.microBatchSize=64'))).toMatch(/`trainer.microBatchSize` = 64 is larger than `trainer.miniBatchSize` = 32/);
+    expect(err(() => withOverrides('env.train.1.tag=Bandit', 'env.train.1.groupSize=4'))).toBe(
+      "Bad config: `env.train.1.groupSize` = 4 differs from `env.train.0.groupSize` = 16; all groups of a step have one size (as RAGEN's es_manager).",
+    );
     expect(err(() => withOverrides('algo.filter.topP=1.5'))).toMatch(/`algo.filter.value` = 1.5 must be <= 1 with `algo.filter.strategy` = "top_p"/);
     expect(err(() => resolveConfig([{ source: 'p.yaml', data: { algo: { filter: { strategy: 'top_k', topP: 0.5 } } } }]))).toBe(
       'Config `algo.filter.topP` (p.yaml) is shorthand for `algo.filter.strategy` + `algo.filter.value`; set either the shorthand or `algo.filter.strategy`, not both.',
