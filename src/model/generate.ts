@@ -86,7 +86,7 @@ export function generate(model: Transformer, prompts: readonly (readonly number[
     for (let step = 0; step < opts.maxNewTokens; step++) {
       const B = rows.length;
       const tokens = pick(logits, B, opts.temperature, sampler, settings, rows.map((r) => rngs[r]!), V);
-      const lps = noGrad(() => tidy(() => logprobOfTarget(logits, tokens).toFloat32Array()));
+      const lps = readOut(() => logprobOfTarget(logits, tokens));
       logits.dispose();
       for (let j = 0; j < B; j++) {
         const i = rows[j]!;
@@ -135,9 +135,16 @@ function pick(logits: Tensor, B: number, temperature: number, sampler: Sampler, 
     for (let b = 0; b < B; b++) tokens[b] = argmax(z, b * V, V);
     return tokens;
   }
-  const probs = noGrad(() => tidy(() => softmax(temperature === 1 ? logits : affine(logits, 1 / temperature)).toFloat32Array()));
+  const probs = readOut(() => softmax(temperature === 1 ? logits : affine(logits, 1 / temperature)));
   for (let b = 0; b < B; b++) tokens[b] = sampler.pick(probs, b * V, settings, rngs[b]!);
   return tokens;
+}
+
+/** The data of a tensor computed without a graph; its temporaries are freed. */
+function readOut(fn: () => Tensor): Float32Array {
+  let out: Float32Array | null = null;
+  noGrad(() => tidy(() => void (out = fn().toFloat32Array()))); // returns nothing: tidy need not scan the array
+  return out!;
 }
 
 /** (B, capacity) flags: slot s of row j is a real token when s >= that prompt's left padding. */
