@@ -4,7 +4,8 @@ import { agentConfig, type AgentConfig } from './config.js';
 import { EnvGroups } from './env-groups.js';
 import { enginePolicy, randomPolicy } from './policies.js';
 import { episodeMessages, rollout, type RolloutBatch } from './rollout.js';
-import { ScriptedEngine, registerTestCorridor } from './testing.js';
+import { ScriptedEngine, corridorSteps, registerTestCorridor } from './testing.js';
+import { oraclePolicy } from './policies.js';
 
 registerTestCorridor();
 const tiny = loadTokenizer('models/tokenizer-tiny');
@@ -29,7 +30,7 @@ async function run(tok: Tokenizer, cfg: AgentConfig, nGroups = 3, groupSize = 2)
 }
 
 /** The invariant: each turn's prompt ids + sampled ids sit verbatim in its sample, the mask covers exactly the sampled ids. */
-function checkBookkeeping(batch: RolloutBatch, perTurn: boolean): void {
+function checkBookkeeping(batch: RolloutBatch, perTurn: boolean, logprobOf: (id: number) => number = ScriptedEngine.fakeLogprob): void {
   let sampled = 0;
   for (const e of batch.episodes) {
     const samples = batch.samples.filter((s) => s.episode === e.index);
@@ -44,7 +45,7 @@ function checkBookkeeping(batch: RolloutBatch, perTurn: boolean): void {
       if (perTurn) expect(s.ids.length).toBe(P + t.tokens.length);
       for (let k = 0; k < t.tokens.length; k++) {
         expect(s.lossMask[P + k]).toBe(1);
-        expect(s.logprobs[P + k]).toBeCloseTo(ScriptedEngine.fakeLogprob(t.tokens[k]!), 12);
+        expect(s.logprobs[P + k]).toBeCloseTo(logprobOf(t.tokens[k]!), 12);
         expect(s.turnIds[P + k]).toBe(t.turn);
       }
       if (!covered.has(s)) covered.set(s, new Set());
@@ -212,5 +213,19 @@ describe('rollout: prompts, penalties and determinism', () => {
     const [t1, t2] = await play('train');
     expect(t1.episodes.map((e) => e.seed)).toEqual([50, 50, 50, 51, 51, 51]);
     expect(t2.episodes.map((e) => e.seed)).toEqual([52, 52, 52, 53, 53, 53]);
+  });
+
+  it('the no-think variant prefills <answer> and the oracle still wins; envs step concurrently', async () => {
+    const cfg = agentConfig({ enableThink: false, maxTurns: 3, stopAtAnswer: false });
+    const groups = new EnvGroups({ tags: [{ env: 'TestCorridor', nGroups: 3 }], groupSize: 2, mode: 'val', seed: 1 });
+    corridorSteps.maxInFlight = 0;
+    const batch = await rollout({ groups, policy: oraclePolicy(tiny, cfg), tokenizer: tiny, agent: cfg });
+    expect(batch.metrics['TestCorridor']!['success']).toBe(1);
+    expect(corridorSteps.maxInFlight).toBe(6);
+    const t = batch.episodes[0]!.turns[0]!;
+    expect(tiny.decode(t.promptIds).endsWith('<|im_start|>assistant\n<answer>')).toBe(true);
+    expect(t.userText).toContain('Always output: <answer> [your answer] </answer> with no extra text.');
+    expect(t.response).toBe('Right || Right</answer>');
+    checkBookkeeping(batch, false, () => 0);
   });
 });

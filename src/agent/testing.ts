@@ -67,6 +67,9 @@ export function registerTestCorridor(): void {
   });
 }
 
+/** Most `TestCorridor.step` calls in flight at once (shows that the loop steps envs concurrently). */
+export const corridorSteps = { inFlight: 0, maxInFlight: 0 };
+
 class Corridor implements Env {
   readonly instruction = 'Walk to the goal G.';
   readonly legend = 'P is you, G is the goal, _ is floor.';
@@ -84,7 +87,10 @@ class Corridor implements Env {
   }
   async step(action: string): Promise<StepResult> {
     if (this.done) throw new Error('step after done');
+    corridorSteps.inFlight++;
+    corridorSteps.maxInFlight = Math.max(corridorSteps.maxInFlight, corridorSteps.inFlight);
     await new Promise((r) => setTimeout(r, 0));
+    corridorSteps.inFlight--;
     const a = matchActionName(this.actionNames, action);
     if (a < 0) return { observation: this.render(), reward: 0, terminated: false, truncated: false, info: invalidInfo(`unknown action ${action}`) };
     const before = this.pos;
