@@ -35,7 +35,7 @@ export { parseOverride, type Override } from './overrides.js';
 export { CONFIG_ALIASES, type ConfigAlias } from './config-aliases.js';
 export { RAGEN_KEYS, ragenKeyHint, type RagenKey } from './ragen-keys.js';
 export { checkRunConfig, trainEpisodesPerStep, valEpisodes, type RunCheckOptions } from './config-check.js';
-export { agentSettings, envGroupsOptions, samplingOf } from './config-bridge.js';
+export { agentSettings, envGroupsOptions, localEngineOptions, needsReference, optimizerSettings, samplingOf } from './config-bridge.js';
 export { lrAt, lrScheduleOf, type LrSchedule } from './lr-schedule.js';
 export {
   MANIFEST_FILE,
