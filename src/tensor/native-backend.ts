@@ -2,7 +2,8 @@
 // (native/ragen.cc: OpenBLAS sgemm when found, else our AVX2 micro-kernel; fused ops with 2 threads).
 
 import type { Arena, ArenaBuf } from './arena.js';
-import type { AdamWStep, AttentionDims, BackendName, Buf, GemmArgs } from './backend.js';
+import type { AttentionDims, BackendName, Buf, GemmArgs } from './backend.js';
+import type { ThreadPool } from './thread-pool.js';
 import { WasmBackend, type WasmKernels } from './wasm-backend.js';
 
 /** The addon's functions; pointers are byte addresses in the arena, the base set by `setMemory`. */
@@ -11,6 +12,10 @@ export interface NativeAddon {
   info(): string;
   gemm(tA: number, tB: number, M: number, N: number, K: number, a: number, lda: number, b: number, ldb: number, c: number, ldc: number,
     alpha: number, accumulate: number, batch: number, strideA: number, strideB: number, strideC: number): void;
+  attention(q: number, k: number, v: number, out: number, probs: number, B: number, Hq: number, Hkv: number, T: number, S: number, D: number,
+    offset: number, scale: number, keyValid: number): void;
+  attentionBackward(g: number, q: number, k: number, v: number, probs: number, dq: number, dk: number, dv: number,
+    B: number, Hq: number, Hkv: number, T: number, S: number, D: number, scale: number): void;
 }
 
 const p = (b: Buf): number => (b as ArenaBuf).ptr;
@@ -19,8 +24,9 @@ export class NativeBackend extends WasmBackend {
   override readonly name: BackendName = 'native';
   private memoryBytes = -1;
 
-  constructor(k: WasmKernels, arena: Arena, readonly addon: NativeAddon, variant: string) {
-    super(k, arena, null, variant);
+  /** The wasm kernels (and their worker thread) serve every op the addon does not replace. */
+  constructor(k: WasmKernels, arena: Arena, pool: ThreadPool | null, readonly addon: NativeAddon, variant: string) {
+    super(k, arena, pool, variant);
   }
 
   /** Tell the addon where the arena is (again after the memory grew). */
@@ -39,10 +45,22 @@ export class NativeBackend extends WasmBackend {
       p(a.c) + (a.offC ?? 0) * 4, N, a.alpha, a.accumulate ? 1 : 0, a.batch, a.strideA, a.strideB, a.strideC);
   }
 
+  override attention(q: Buf, k: Buf, v: Buf, out: Buf, probs: Buf, d: AttentionDims, keyValid: Int32Array | null): void {
+    this.sync();
+    const run = (kv: number): void =>
+      this.addon.attention(p(q), p(k), p(v), p(out), p(probs), d.B, d.Hq, d.Hkv, d.T, d.S, d.D, d.offset, d.scale, kv);
+    if (keyValid) this.withInts(keyValid, (kv) => (this.sync(), run(kv)));
+    else run(0);
+  }
+
+  override attentionBackward(g: Buf, q: Buf, k: Buf, v: Buf, probs: Buf, dq: Buf, dk: Buf, dv: Buf, d: AttentionDims): void {
+    this.sync();
+    this.addon.attentionBackward(p(g), p(q), p(k), p(v), p(probs), p(dq), p(dk), p(dv), d.B, d.Hq, d.Hkv, d.T, d.S, d.D, d.scale);
+  }
+
   /** Which kernels the addon was built with. */
   info(): string {
     return this.addon.info();
   }
 }
 
-export type { AdamWStep, AttentionDims };

@@ -11,7 +11,7 @@ import { Worker } from 'node:worker_threads';
 import { Arena } from './arena.js';
 import { registerBackendLoader } from './backends.js';
 import { NativeBackend, type NativeAddon } from './native-backend.js';
-import { WORKER_SOURCE, createThreadPool, workerInitData } from './thread-pool.js';
+import { WORKER_SOURCE, createThreadPool, workerInitData, type ThreadPool } from './thread-pool.js';
 import { WasmBackend, type WasmKernels } from './wasm-backend.js';
 
 /** The package root (where build/ lives), found from this file in src/ or dist/src/. */
@@ -40,7 +40,7 @@ function compileKernels(dir: string): { module: WebAssembly.Module; variant: str
   return { module: new WebAssembly.Module(readFileSync(plain)), variant: 'simd' };
 }
 
-let shared: { arena: Arena; kernels: WasmKernels; module: WebAssembly.Module; variant: string; worker: boolean } | null = null;
+let shared: { arena: Arena; kernels: WasmKernels; module: WebAssembly.Module; variant: string; pool?: ThreadPool | null } | null = null;
 
 /** One arena + module instance per process, shared by the wasm and native backends. */
 function sharedKernels() {
@@ -48,7 +48,7 @@ function sharedKernels() {
   const { module, variant } = compileKernels(join(packageRoot(), 'build', 'kernels'));
   const arena = new Arena();
   const inst = new WebAssembly.Instance(module, { env: { memory: arena.memory, abort: () => { throw new Error('wasm abort'); } } });
-  shared = { arena, kernels: inst.exports as unknown as WasmKernels, module, variant, worker: false };
+  shared = { arena, kernels: inst.exports as unknown as WasmKernels, module, variant };
   return shared;
 }
 
@@ -58,21 +58,26 @@ function threadCount(): number {
   return availableParallelism() >= 2 ? 2 : 1;
 }
 
+/** The worker thread running the same kernels on the same memory (started once; null for one thread). */
+function sharedPool(): ThreadPool | null {
+  const s = sharedKernels();
+  if (s.pool !== undefined) return s.pool;
+  s.pool = null;
+  if (threadCount() < 2) return null;
+  const names = Object.keys(s.kernels).filter((n) => typeof s.kernels[n] === 'function');
+  const worker = new Worker(`${WORKER_SOURCE}\ninit(require('node:worker_threads').workerData);`, {
+    eval: true,
+    workerData: workerInitData(s.module, s.arena.memory, names),
+  });
+  worker.unref();
+  s.pool = createThreadPool(s.arena.memory, s.kernels, names, () => void worker.terminate());
+  if (!s.pool) console.warn('ragen tensor: the kernel worker thread did not start; kernels run on one thread');
+  return s.pool;
+}
+
 function loadWasm(): WasmBackend {
   const s = sharedKernels();
-  let pool = null;
-  if (threadCount() >= 2 && !s.worker) {
-    const names = Object.keys(s.kernels).filter((n) => typeof s.kernels[n] === 'function');
-    const worker = new Worker(`${WORKER_SOURCE}\ninit(require('node:worker_threads').workerData);`, {
-      eval: true,
-      workerData: workerInitData(s.module, s.arena.memory, names),
-    });
-    worker.unref();
-    pool = createThreadPool(s.arena.memory, s.kernels, names, () => void worker.terminate());
-    if (!pool) console.warn('ragen tensor: the kernel worker thread did not start; the wasm backend runs on one thread');
-    s.worker = pool !== null;
-  }
-  return new WasmBackend(s.kernels, s.arena, pool, s.variant);
+  return new WasmBackend(s.kernels, s.arena, sharedPool(), s.variant);
 }
 
 function loadNative(): NativeBackend {
@@ -80,7 +85,7 @@ function loadNative(): NativeBackend {
   if (!existsSync(file)) throw new Error(`${file} is missing (the native addon is optional; \`npm run build\` builds it when g++ is available)`);
   const addon = createRequire(import.meta.url)(file) as NativeAddon;
   const s = sharedKernels();
-  return new NativeBackend(s.kernels, s.arena, addon, s.variant);
+  return new NativeBackend(s.kernels, s.arena, sharedPool(), addon, s.variant);
 }
 
 registerBackendLoader('wasm', loadWasm);

@@ -1,0 +1,19 @@
+{
+  "targets": [
+    {
+      "target_name": "ragen_native",
+      "sources": ["ragen.cc"],
+      "cflags_cc!": ["-fno-exceptions"],
+      "cflags_cc": ["-O3", "-march=native", "-std=c++17"],
+      "conditions": [
+        ["'<!(node -p \"require('fs').existsSync('/usr/include/x86_64-linux-gnu/cblas.h') || require('fs').existsSync('/usr/include/cblas.h') || require('fs').existsSync('/usr/include/openblas/cblas.h') ? 1 : 0\")'=='1'", {
+          "defines": ["RAGEN_HAVE_CBLAS=1"],
+          "include_dirs": ["/usr/include/openblas", "/usr/include/x86_64-linux-gnu"],
+          "libraries": ["-lopenblas"]
+        }, {
+          "defines": ["RAGEN_HAVE_CBLAS=0"]
+        }]
+      ]
+    }
+  ]
+}

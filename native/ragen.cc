@@ -1,0 +1,270 @@
+// ragen-ts native kernels (N-API): gemm through OpenBLAS's cblas_sgemm when found at build time, else our
+// own AVX2/FMA 6x16 packed micro-kernel; causal attention with grouped KV heads built on that gemm.
+// Tensors live in the WASM arena (a SharedArrayBuffer); every pointer argument is a byte offset into it.
+#include <node_api.h>
+#include <immintrin.h>
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+#if RAGEN_HAVE_CBLAS
+#include <cblas.h>
+#endif
+
+static uint8_t* g_base = nullptr;
+static size_t g_size = 0;
+static inline float* F(double off) { return reinterpret_cast<float*>(g_base + static_cast<size_t>(off)); }
+static inline int32_t* I(double off) { return reinterpret_cast<int32_t*>(g_base + static_cast<size_t>(off)); }
+
+// ---------- own gemm: C = alpha op(A) op(B) + beta C, packed 6x16 AVX2/FMA micro-kernel ----------
+namespace own {
+constexpr int MR = 6, NR = 16, KC = 256, MC = 120, NC = 2048;
+static thread_local std::vector<float> packA, packB;
+
+static inline float at(const float* X, bool t, int ld, int i, int k) { return t ? X[(size_t)k * ld + i] : X[(size_t)i * ld + k]; }
+
+static void micro(int kc, const float* pa, const float* pb, float* c, int ldc, int m, int n, float alpha, bool beta) {
+  __m256 acc[MR][2];
+  for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
+  for (int k = 0; k < kc; k++) {
+    __m256 b0 = _mm256_loadu_ps(pb), b1 = _mm256_loadu_ps(pb + 8);
+    for (int i = 0; i < MR; i++) {
+      __m256 a = _mm256_broadcast_ss(pa + i);
+      acc[i][0] = _mm256_fmadd_ps(a, b0, acc[i][0]);
+      acc[i][1] = _mm256_fmadd_ps(a, b1, acc[i][1]);
+    }
+    pa += MR;
+    pb += NR;
+  }
+  __m256 al = _mm256_set1_ps(alpha);
+  if (m == MR && n == NR) {
+    for (int i = 0; i < MR; i++) {
+      float* row = c + (size_t)i * ldc;
+      __m256 r0 = _mm256_mul_ps(acc[i][0], al), r1 = _mm256_mul_ps(acc[i][1], al);
+      if (beta) { r0 = _mm256_add_ps(r0, _mm256_loadu_ps(row)); r1 = _mm256_add_ps(r1, _mm256_loadu_ps(row + 8)); }
+      _mm256_storeu_ps(row, r0);
+      _mm256_storeu_ps(row + 8, r1);
+    }
+    return;
+  }
+  alignas(32) float tile[MR * NR];
+  for (int i = 0; i < MR; i++) {
+    _mm256_store_ps(tile + i * NR, _mm256_mul_ps(acc[i][0], al));
+    _mm256_store_ps(tile + i * NR + 8, _mm256_mul_ps(acc[i][1], al));
+  }
+  for (int i = 0; i < m; i++)
+    for (int j = 0; j < n; j++) c[(size_t)i * ldc + j] = (beta ? c[(size_t)i * ldc + j] : 0.f) + tile[i * NR + j];
+}
+
+static void gemm(bool tA, bool tB, int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb, bool accumulate, float* C, int ldc) {
+  if (K == 0) {
+    if (!accumulate) for (int i = 0; i < M; i++) std::memset(C + (size_t)i * ldc, 0, sizeof(float) * N);
+    return;
+  }
+  packA.resize((size_t)MC * KC + MR * KC);
+  packB.resize((size_t)KC * NC + NR * KC);
+  for (int jc = 0; jc < N; jc += NC) {
+    int nc = std::min(NC, N - jc);
+    for (int pc = 0; pc < K; pc += KC) {
+      int kc = std::min(KC, K - pc);
+      bool beta = accumulate || pc > 0;
+      for (int jr = 0; jr < nc; jr += NR) {
+        float* d = packB.data() + (size_t)jr * kc;
+        int cols = std::min(NR, nc - jr);
+        for (int k = 0; k < kc; k++)
+          for (int c = 0; c < NR; c++) d[k * NR + c] = c < cols ? at(B, !tB ? false : true, ldb, pc + k, jc + jr + c) : 0.f;
+      }
+      for (int ic = 0; ic < M; ic += MC) {
+        int mc = std::min(MC, M - ic);
+        for (int ir = 0; ir < mc; ir += MR) {
+          float* d = packA.data() + (size_t)ir * kc;
+          int rows = std::min(MR, mc - ir);
+          for (int k = 0; k < kc; k++)
+            for (int r = 0; r < MR; r++) d[k * MR + r] = r < rows ? at(A, tA, lda, ic + ir + r, pc + k) : 0.f;
+        }
+        for (int jr = 0; jr < nc; jr += NR)
+          for (int ir = 0; ir < mc; ir += MR)
+            micro(kc, packA.data() + (size_t)ir * kc, packB.data() + (size_t)jr * kc, C + (size_t)(ic + ir) * ldc + jc + jr, ldc,
+                  std::min(MR, mc - ir), std::min(NR, nc - jr), alpha, beta);
+      }
+    }
+  }
+}
+}  // namespace own
+
+// B(k, j) with transB means B[j*ldb + k]; own::at(B, t, ld, i=k, k=j) must read that: at(X,t,ld,i,k) = t ? X[k*ld+i] : X[i*ld+k].
+static void gemm_any(bool tA, bool tB, int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb, bool accumulate, float* C, int ldc) {
+  if (M <= 0 || N <= 0) return;
+#if RAGEN_HAVE_CBLAS
+  cblas_sgemm(CblasRowMajor, tA ? CblasTrans : CblasNoTrans, tB ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, accumulate ? 1.f : 0.f, C, ldc);
+#else
+  own::gemm(tA, tB, M, N, K, alpha, A, lda, B, ldb, accumulate, C, ldc);
+#endif
+}
+
+// ---------- vectorised exp (Cephes-style, as assembly/simd.ts) ----------
+static inline __m256 exp8(__m256 x) {
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.3762626647949f));
+  __m256 fx = _mm256_floor_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), _mm256_set1_ps(0.5f)));
+  x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693359375f), x);
+  x = _mm256_fnmadd_ps(fx, _mm256_set1_ps(-2.12194440e-4f), x);
+  __m256 y = _mm256_set1_ps(1.9875691500e-4f);
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.3981999507e-3f));
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(8.3334519073e-3f));
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(4.1665795894e-2f));
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(1.6666665459e-1f));
+  y = _mm256_fmadd_ps(y, x, _mm256_set1_ps(5.0000001201e-1f));
+  y = _mm256_fmadd_ps(y, _mm256_mul_ps(x, x), _mm256_add_ps(x, _mm256_set1_ps(1.f)));
+  __m256i n = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(fx), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(y, _mm256_castsi256_ps(n));
+}
+
+static inline float hsum8(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_hadd_ps(s, s);
+  s = _mm_hadd_ps(s, s);
+  return _mm_cvtss_f32(s);
+}
+
+/** Row softmax over the first lim entries (masked keys set to 0), zeros after. */
+static void masked_softmax_row(float* row, int S, int lim, const int32_t* valid) {
+  float mx = -INFINITY;
+  for (int s = 0; s < lim; s++) {
+    if (valid && !valid[s]) row[s] = -INFINITY;
+    mx = std::max(mx, row[s]);
+  }
+  if (mx == -INFINITY) {
+    std::memset(row, 0, sizeof(float) * S);
+    return;
+  }
+  __m256 mv = _mm256_set1_ps(mx), acc = _mm256_setzero_ps();
+  int s = 0;
+  for (; s + 8 <= lim; s += 8) {
+    __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(row + s), mv));
+    _mm256_storeu_ps(row + s, e);
+    acc = _mm256_add_ps(acc, e);
+  }
+  float sum = hsum8(acc);
+  for (; s < lim; s++) {
+    alignas(32) float t[8];
+    _mm256_store_ps(t, exp8(_mm256_set1_ps(row[s] - mx)));
+    row[s] = t[0];
+    sum += t[0];
+  }
+  float inv = 1.f / sum;
+  for (s = 0; s < lim; s++) row[s] = (valid && !valid[s]) ? 0.f : row[s] * inv;
+  for (s = lim; s < S; s++) row[s] = 0.f;
+}
+
+// ---------- N-API plumbing ----------
+#define ARGS(n)                                                   \
+  size_t argc = n;                                                \
+  napi_value argv[n];                                             \
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);     \
+  double a[n];                                                    \
+  for (size_t i = 0; i < n; i++) napi_get_value_double(env, argv[i], &a[i]);
+
+static napi_value SetMemory(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  napi_typedarray_type type;
+  size_t length;
+  void* data;
+  napi_value ab;
+  size_t offset;
+  if (napi_get_typedarray_info(env, argv[0], &type, &length, &data, &ab, &offset) != napi_ok || data == nullptr) {
+    napi_throw_error(env, nullptr, "setMemory: expected a Float32Array over the arena");
+    return nullptr;
+  }
+  g_base = static_cast<uint8_t*>(data);
+  g_size = length * 4;
+  return nullptr;
+}
+
+static napi_value Info(napi_env env, napi_callback_info) {
+  napi_value s;
+#if RAGEN_HAVE_CBLAS
+  const char* text = "openblas sgemm + avx2 attention";
+#else
+  const char* text = "own avx2/fma gemm + avx2 attention";
+#endif
+  napi_create_string_utf8(env, text, NAPI_AUTO_LENGTH, &s);
+  return s;
+}
+
+// gemm(tA, tB, M, N, K, a, lda, b, ldb, c, ldc, alpha, accumulate, batch, strideA, strideB, strideC)
+static napi_value Gemm(napi_env env, napi_callback_info info) {
+  ARGS(17);
+  bool tA = a[0] != 0, tB = a[1] != 0, acc = a[12] != 0;
+  int M = (int)a[2], N = (int)a[3], K = (int)a[4], batch = (int)a[13];
+  size_t sA = (size_t)a[14], sB = (size_t)a[15], sC = (size_t)a[16];
+  float* A = F(a[5]); float* B = F(a[7]); float* C = F(a[9]);
+  for (int t = 0; t < batch; t++)
+    gemm_any(tA, tB, M, N, K, (float)a[11], A + t * sA, (int)a[6], B + t * sB, (int)a[8], acc || (sC == 0 && t > 0), C + t * sC, (int)a[10]);
+  return nullptr;
+}
+
+// attention(q, k, v, out, probs, B, Hq, Hkv, T, S, D, offset, scale, keyValid)
+static napi_value Attention(napi_env env, napi_callback_info info) {
+  ARGS(14);
+  int B = (int)a[5], Hq = (int)a[6], Hkv = (int)a[7], T = (int)a[8], S = (int)a[9], D = (int)a[10], offset = (int)a[11];
+  float scale = (float)a[12];
+  const int32_t* kvalid = a[13] != 0 ? I(a[13]) : nullptr;
+  int grp = Hq / Hkv, R = grp * T;
+  for (int p = 0; p < B * Hkv; p++) {
+    int b = p / Hkv, kv = p % Hkv;
+    size_t qo = (size_t)(b * Hq + kv * grp) * T * D, ko = (size_t)(b * Hkv + kv) * S * D, po = (size_t)(b * Hq + kv * grp) * T * S;
+    float* P = F(a[4]) + po;
+    gemm_any(false, true, R, S, D, scale, F(a[0]) + qo, D, F(a[1]) + ko, D, false, P, S);
+    for (int r = 0; r < R; r++) masked_softmax_row(P + (size_t)r * S, S, std::min(S, offset + (r % T) + 1), kvalid ? kvalid + (size_t)b * S : nullptr);
+    gemm_any(false, false, R, D, S, 1.f, P, S, F(a[2]) + ko, D, false, F(a[3]) + qo, D);
+  }
+  return nullptr;
+}
+
+// attentionBackward(g, q, k, v, probs, dq, dk, dv, B, Hq, Hkv, T, S, D, scale)
+static napi_value AttentionBackward(napi_env env, napi_callback_info info) {
+  ARGS(15);
+  int B = (int)a[8], Hq = (int)a[9], Hkv = (int)a[10], T = (int)a[11], S = (int)a[12], D = (int)a[13];
+  float scale = (float)a[14];
+  int grp = Hq / Hkv, R = grp * T;
+  static thread_local std::vector<float> dP;
+  dP.resize((size_t)R * S);
+  for (int p = 0; p < B * Hkv; p++) {
+    int b = p / Hkv, kv = p % Hkv;
+    size_t qo = (size_t)(b * Hq + kv * grp) * T * D, ko = (size_t)(b * Hkv + kv) * S * D, po = (size_t)(b * Hq + kv * grp) * T * S;
+    const float* P = F(a[4]) + po;
+    const float* G = F(a[0]) + qo;
+    gemm_any(false, true, R, S, D, 1.f, G, D, F(a[3]) + ko, D, false, dP.data(), S);
+    for (int r = 0; r < R; r++) {
+      const float* pr = P + (size_t)r * S;
+      float* dr = dP.data() + (size_t)r * S;
+      __m256 acc = _mm256_setzero_ps();
+      int s = 0;
+      for (; s + 8 <= S; s += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(pr + s), _mm256_loadu_ps(dr + s), acc);
+      float d = hsum8(acc);
+      for (; s < S; s++) d += pr[s] * dr[s];
+      for (s = 0; s < S; s++) dr[s] = pr[s] * (dr[s] - d) * scale;
+    }
+    gemm_any(false, false, R, D, S, 1.f, dP.data(), S, F(a[2]) + ko, D, false, F(a[5]) + qo, D);
+    gemm_any(true, false, S, D, R, 1.f, dP.data(), S, F(a[1]) + qo, D, false, F(a[6]) + ko, D);
+    gemm_any(true, false, S, D, R, 1.f, P, S, G, D, false, F(a[7]) + ko, D);
+  }
+  return nullptr;
+}
+
+static napi_value Init(napi_env env, napi_value exports) {
+  napi_property_descriptor props[] = {
+    {"setMemory", nullptr, SetMemory, nullptr, nullptr, nullptr, napi_default, nullptr},
+    {"info", nullptr, Info, nullptr, nullptr, nullptr, napi_default, nullptr},
+    {"gemm", nullptr, Gemm, nullptr, nullptr, nullptr, napi_default, nullptr},
+    {"attention", nullptr, Attention, nullptr, nullptr, nullptr, napi_default, nullptr},
+    {"attentionBackward", nullptr, AttentionBackward, nullptr, nullptr, nullptr, napi_default, nullptr},
+  };
+  napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props);
+  return exports;
+}
+
+NAPI_MODULE(NODE_GYP_MODULE_NAME, Init)
