@@ -133,10 +133,11 @@ describe('ragen solve', () => {
 
 describe('ragen bench envs', () => {
   test('--json reports resets/s and steps/s per requested id', async () => {
-    const { code, out } = await run('bench', 'envs', '--ids', 'Bandit,MetamathQA', '--seconds', '0.05', '--json');
+    const { code, out } = await run('bench', 'envs', '--ids', 'Bandit,MetamathQA', '--seconds', '0.03', '--repeat', '2', '--json');
     expect(code).toBe(0);
     const report = JSON.parse(out) as BenchEnvsReport;
     expect(report.results.map((r) => r.id)).toEqual(['Bandit', 'MetamathQA']);
+    expect(report.repeat).toBe(2);
     for (const r of report.results) {
       expect(r.resetsPerSecond).toBeGreaterThan(1000);
       expect(r.stepsPerSecond).toBeGreaterThan(1000);
