@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { envSpec, resolveEnvConfig } from '../env/index.js';
 import { loadTokenizer } from '../tokenizer/index.js';
 import { collate } from './collate.js';
 import { agentConfig } from './config.js';
@@ -143,5 +144,17 @@ describe('collate and trajectories', () => {
     expect(rec.messages.filter((m) => m.role === 'assistant')).toHaveLength(rec.metadata.turns);
     expect(rec.messages[2]!.content.startsWith('<think>')).toBe(true);
     expect(rec.metadata).toMatchObject({ env: 'TestCorridor', seed: 5, group: 0 });
+  });
+});
+
+describe('EnvGroups and chance after the start', () => {
+  it('group members share the Bandit arms but draw payouts separately (drawSeed = member)', async () => {
+    const g = new EnvGroups({ tags: [{ env: 'Bandit', nGroups: 1 }], groupSize: 16, mode: 'val', seed: 3 });
+    await g.reset();
+    const names = g.slots.map((s) => s.env.actionNames!.join(','));
+    expect(new Set(names).size).toBe(1);
+    const high = envSpec('Bandit').solve!(resolveEnvConfig('Bandit'), 3)![0]!;
+    const rewards = await Promise.all(g.slots.map(async (s) => (await g.step(s, [high])).reward));
+    expect(new Set(rewards).size).toBe(2); // some members won 1.0, others 0
   });
 });

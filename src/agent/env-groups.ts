@@ -128,7 +128,10 @@ export class EnvGroups {
     return Array.from({ length: this.nGroups }, (_, g) => b + g);
   }
 
-  /** Reset every env (concurrently); returns the initial observations in slot order. */
+  /**
+   * Reset every env (concurrently); returns the initial observations in slot order. Each env gets
+   * `options.drawSeed = member` (envs without later chance ignore it).
+   */
   async reset(base?: number): Promise<string[]> {
     const seeds = this.nextSeeds(base);
     const results = await Promise.all(
@@ -136,7 +139,9 @@ export class EnvGroups {
         slot.seed = seeds[slot.group]!;
         slot.actionsTaken = 0;
         slot.done = false;
-        return slot.env.reset({ seed: slot.seed, mode: this.options.mode });
+        // `drawSeed`: members of a group share the initial state; an env with chance after the start
+        // (Bandit's payout) may draw it per member, as RAGEN's per-instance counter does.
+        return slot.env.reset({ seed: slot.seed, mode: this.options.mode, options: { drawSeed: slot.member } });
       }),
     );
     results.forEach((r, i) => {
