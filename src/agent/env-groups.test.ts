@@ -148,13 +148,18 @@ describe('collate and trajectories', () => {
 });
 
 describe('EnvGroups and chance after the start', () => {
-  it('group members share the Bandit arms but draw payouts separately (drawSeed = member)', async () => {
-    const g = new EnvGroups({ tags: [{ env: 'Bandit', nGroups: 1 }], groupSize: 16, mode: 'val', seed: 3 });
+  it('with resetOptions drawSeed = member, group members share the Bandit arms but draw payouts separately', async () => {
+    const g = new EnvGroups({ tags: [{ env: 'Bandit', nGroups: 1, resetOptions: (m) => ({ drawSeed: m }) }], groupSize: 16, mode: 'val', seed: 3 });
     await g.reset();
     const names = g.slots.map((s) => s.env.actionNames!.join(','));
     expect(new Set(names).size).toBe(1);
     const high = envSpec('Bandit').solve!(resolveEnvConfig('Bandit'), 3)![0]!;
     const rewards = await Promise.all(g.slots.map(async (s) => (await g.step(s, [high])).reward));
     expect(new Set(rewards).size).toBe(2); // some members won 1.0, others 0
+    // without it, every member replays the same draw
+    const same = new EnvGroups({ tags: [{ env: 'Bandit', nGroups: 1 }], groupSize: 8, mode: 'val', seed: 3 });
+    await same.reset();
+    const r2 = await Promise.all(same.slots.map(async (s) => (await same.step(s, [high])).reward));
+    expect(new Set(r2).size).toBe(1);
   });
 });

@@ -15,6 +15,12 @@ export interface EnvTagSpec {
   maxActionsPerEpisode?: number;
   /** Override of the agent's `maxTurns` for this tag. */
   maxTurns?: number;
+  /**
+   * Reset options per group member. Members share the seed (the initial state); an env with chance
+   * after the start can draw it per member, e.g. `(m) => ({ drawSeed: m })` for Bandit, which gives
+   * RAGEN's behaviour (its per-instance counter made members' payouts differ). @default none
+   */
+  resetOptions?: (member: number) => Record<string, unknown>;
 }
 
 /** Settings of an `EnvGroups`. */
@@ -43,6 +49,7 @@ export interface EnvSlot {
   readonly maxActions: number;
   readonly maxTurns: number | undefined;
   readonly mode: EnvMode;
+  readonly resetOptions: ((member: number) => Record<string, unknown>) | undefined;
   seed: number;
   actionsTaken: number;
   done: boolean;
@@ -99,6 +106,7 @@ export class EnvGroups {
             maxActions,
             maxTurns: t.maxTurns,
             mode: options.mode,
+            resetOptions: t.resetOptions,
             seed: 0,
             actionsTaken: 0,
             done: false,
@@ -128,10 +136,7 @@ export class EnvGroups {
     return Array.from({ length: this.nGroups }, (_, g) => b + g);
   }
 
-  /**
-   * Reset every env (concurrently); returns the initial observations in slot order. Each env gets
-   * `options.drawSeed = member` (envs without later chance ignore it).
-   */
+  /** Reset every env (concurrently); returns the initial observations in slot order. */
   async reset(base?: number): Promise<string[]> {
     const seeds = this.nextSeeds(base);
     const results = await Promise.all(
@@ -139,9 +144,8 @@ export class EnvGroups {
         slot.seed = seeds[slot.group]!;
         slot.actionsTaken = 0;
         slot.done = false;
-        // `drawSeed`: members of a group share the initial state; an env with chance after the start
-        // (Bandit's payout) may draw it per member, as RAGEN's per-instance counter does.
-        return slot.env.reset({ seed: slot.seed, mode: this.options.mode, options: { drawSeed: slot.member } });
+        const options = slot.resetOptions?.(slot.member);
+        return slot.env.reset({ seed: slot.seed, mode: this.options.mode, ...(options ? { options } : {}) });
       }),
     );
     results.forEach((r, i) => {
