@@ -27,7 +27,7 @@ export interface LocalEngineOptions {
   tokenizerPath?: string;
   /** Seed of LoRA dropout. @default 0 */
   seed?: number;
-  /** Most tokens (batch x longest sequence) per no-grad forward chunk. @default 16384 */
+  /** Most tokens (batch x longest sequence) per no-grad forward chunk (bounds memory). @default 4096 */
   forwardTokenBudget?: number;
 }
 
@@ -184,7 +184,7 @@ export class LocalEngine implements TrainableEngine {
 
   /** Consecutive groups of sequences whose padded size stays within the token budget. */
   private *chunks(sequences: readonly (readonly number[])[]): Generator<(readonly number[])[]> {
-    const budget = this.options.forwardTokenBudget ?? 16384;
+    const budget = this.options.forwardTokenBudget ?? 4096;
     let cur: (readonly number[])[] = [];
     let longest = 0;
     for (const s of sequences) {

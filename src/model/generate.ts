@@ -26,6 +26,8 @@ export interface GenerateOptions {
   decode?: (ids: number[]) => string;
   /** Most attention-score floats a prefill chunk may hold (bounds memory on long prompts). @default 2^24 */
   maxScoreFloats?: number;
+  /** Most tokens (batch x chunk length) per prefill chunk (bounds activation memory). @default 4096 */
+  maxPrefillTokens?: number;
 }
 
 /** One sampled completion (the Engine's `Generation`). */
@@ -61,7 +63,8 @@ export function generate(model: Transformer, prompts: readonly (readonly number[
   let keyValid = maskFor(rows, pads, capacity);
   try {
     // Prefill in time chunks; keep the logits of each sequence's last prompt token.
-    const chunk = Math.max(1, Math.floor((opts.maxScoreFloats ?? 2 ** 24) / (n * c.numHeads * capacity)));
+    const byScores = Math.floor((opts.maxScoreFloats ?? 2 ** 24) / (n * c.numHeads * capacity));
+    const chunk = Math.max(1, Math.min(byScores, Math.floor((opts.maxPrefillTokens ?? 4096) / n)));
     let last: Tensor | null = null;
     for (let t0 = 0; t0 < P; t0 += chunk) {
       const T = Math.min(chunk, P - t0);

@@ -104,6 +104,14 @@ describe('generate', () => {
     expect(s[0]!.tokens.length).toBeLessThanOrEqual(5);
   });
 
+  it('a prompt prefilled in chunks gives the same completions as in one pass', () => {
+    const m = Transformer.init(config, 2, 0.3);
+    const one = generate(m, prompts, { maxNewTokens: 5, temperature: 1, seed: 4 });
+    const chunked = generate(m, prompts, { maxNewTokens: 5, temperature: 1, seed: 4, maxPrefillTokens: 3 }); // 1-token chunks
+    expect(chunked.map((g) => g.tokens)).toEqual(one.map((g) => g.tokens));
+    chunked.forEach((g, i) => g.logprobs.forEach((lp, j) => expect(lp).toBeCloseTo(one[i]!.logprobs[j]!, 5)));
+  });
+
   it('rejects bad settings with the value and the fix', () => {
     const m = Transformer.init(config, 0);
     expect(() => generate(m, [[1]], { maxNewTokens: 2, temperature: -1, seed: 0 })).toThrow(/temperature must be >= 0/);

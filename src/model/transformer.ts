@@ -1,6 +1,6 @@
 // The decoder-only transformer of the Llama / Qwen2 / Qwen3 family (HF modeling_llama / modeling_qwen2/3):
 // RMSNorm, RoPE, grouped-query attention, SwiGLU MLP, optional q/k/v bias and q/k norm, tied or untied head.
-import { embedding, keep, linear, noGrad, permute, randn, rmsNorm, rope, swiglu, causalAttention, add, assignSlice, ones, zeros, tensor, Tensor, type Backend } from '../tensor/index.js';
+import { embedding, isGradEnabled, keep, linear, noGrad, tidy, permute, randn, rmsNorm, rope, swiglu, causalAttention, add, assignSlice, ones, zeros, tensor, Tensor, type Backend } from '../tensor/index.js';
 import { Rng } from '../util/index.js';
 import { countParameters, type ModelConfig } from './config.js';
 import type { KVCache } from './kv-cache.js';
@@ -177,39 +177,53 @@ export class Transformer {
    */
   hidden(ids: Int32Array, B: number, T: number, opts: ForwardOptions = {}): Tensor {
     const c = this.config;
-    const { numHeads: H, numKvHeads: K, headDim: D, rmsNormEps: eps } = c;
     const start = opts.cache?.length ?? 0;
     const positions = opts.positions ?? Int32Array.from({ length: T }, (_, t) => start + t);
     let h = embedding(this.weights.get('model.embed_tokens.weight')!, ids); // (B*T, C)
+    // Without a graph nothing needs the intermediates after the layer: free them per layer (memory ~ one layer).
+    const grad = isGradEnabled();
     this.layers.forEach((l, i) => {
-      const x = rmsNorm(h, l.inputNorm, eps);
-      let q = this.proj(l.q, x, opts.dropoutRng).reshape(B, T, H, D);
-      let k = this.proj(l.k, x, opts.dropoutRng).reshape(B, T, K, D);
-      if (l.qNorm && l.kNorm) {
-        q = rmsNorm(q, l.qNorm, eps);
-        k = rmsNorm(k, l.kNorm, eps);
-      }
-      q = rope(permute(q, [0, 2, 1, 3]), positions, c.ropeTheta); // (B, H, T, D)
-      k = rope(permute(k, [0, 2, 1, 3]), positions, c.ropeTheta); // (B, K, T, D)
-      let v = permute(this.proj(l.v, x, opts.dropoutRng).reshape(B, T, K, D), [0, 2, 1, 3]);
-      let offset = 0;
-      if (opts.cache) {
-        assignSlice(opts.cache.keys[i]!, k, 2, start);
-        assignSlice(opts.cache.values[i]!, v, 2, start);
-        k = opts.cache.keys[i]!;
-        v = opts.cache.values[i]!;
-        offset = start;
-      }
-      const att = causalAttention(q, k, v, { queryOffset: offset, keyValid: opts.keyValid ?? null }); // (B, H, T, D)
-      const y = permute(att, [0, 2, 1, 3]).reshape(B * T, H * D);
-      h = add(h, this.proj(l.o, y, opts.dropoutRng));
-      const x2 = rmsNorm(h, l.postNorm, eps);
-      const g = this.proj(l.gate, x2, opts.dropoutRng);
-      const u = this.proj(l.up, x2, opts.dropoutRng);
-      h = add(h, this.proj(l.down, swiglu(g, u), opts.dropoutRng));
+      const prev = h;
+      h = grad ? this.layer(l, i, h, B, T, positions, start, opts) : tidy(() => this.layer(l, i, prev, B, T, positions, start, opts));
+      if (!grad) prev.dispose();
     });
     if (opts.cache) opts.cache.length = start + T;
-    return rmsNorm(h, this.weights.get('model.norm.weight')!, eps);
+    const out = rmsNorm(h, this.weights.get('model.norm.weight')!, c.rmsNormEps);
+    if (!grad) h.dispose();
+    return out;
+  }
+
+  /** One decoder layer on h (B*T, C). */
+  private layer(l: Layer, i: number, h: Tensor, B: number, T: number, positions: Int32Array, start: number, opts: ForwardOptions): Tensor {
+    const { numHeads: H, numKvHeads: K, headDim: D, rmsNormEps: eps, ropeTheta } = this.config;
+    const rng = opts.dropoutRng;
+    // (B, T, n, D) -> (B, n, T, D); with T = 1 both layouts are the same memory, so a reshape does it.
+    const heads = (x: Tensor, n: number): Tensor => (T === 1 ? x.reshape(B, n, 1, D) : permute(x.reshape(B, T, n, D), [0, 2, 1, 3]));
+    const x = rmsNorm(h, l.inputNorm, eps);
+    let q = this.proj(l.q, x, rng);
+    let k = this.proj(l.k, x, rng);
+    if (l.qNorm && l.kNorm) {
+      q = rmsNorm(q.reshape(B * T * H, D), l.qNorm, eps);
+      k = rmsNorm(k.reshape(B * T * K, D), l.kNorm, eps);
+    }
+    q = rope(heads(q, H), positions, ropeTheta); // (B, H, T, D)
+    k = rope(heads(k, K), positions, ropeTheta); // (B, K, T, D)
+    let v = heads(this.proj(l.v, x, rng), K);
+    let offset = 0;
+    if (opts.cache) {
+      assignSlice(opts.cache.keys[i]!, k, 2, start);
+      assignSlice(opts.cache.values[i]!, v, 2, start);
+      k = opts.cache.keys[i]!;
+      v = opts.cache.values[i]!;
+      offset = start;
+    }
+    const att = causalAttention(q, k, v, { queryOffset: offset, keyValid: opts.keyValid ?? null }); // (B, H, T, D)
+    const y = T === 1 ? att.reshape(B, H * D) : permute(att, [0, 2, 1, 3]).reshape(B * T, H * D);
+    const h1 = add(h, this.proj(l.o, y, rng));
+    const x2 = rmsNorm(h1, l.postNorm, eps);
+    const g = this.proj(l.gate, x2, rng);
+    const u = this.proj(l.up, x2, rng);
+    return add(h1, this.proj(l.down, swiglu(g, u), rng));
   }
 
   /** Logits (N, V) of final hidden states (N, C). */
