@@ -64,7 +64,7 @@ export function turnPrompt(view: TurnView, cfg: Pick<AgentConfig, 'enableThink' 
   let s = view.previousReward !== undefined ? `Reward: ${formatReward(view.previousReward)}\n` : '';
   s += `Turn ${view.turn}:\nState:\n${view.state}\n`;
   if (view.invalidWarning) s += `${INVALID_WARNING}\n`;
-  s += `You have ${view.actionsLeft} actions left. Always output: ${formatInstruction(cfg)} with no extra text. `;
+  s += `You have ${view.actionsLeft} action${view.actionsLeft === 1 ? '' : 's'} left. Always output: ${formatInstruction(cfg)} with no extra text. `;
   s += `Strictly follow this format. Max response length: ${cfg.maxNewTokens} tokens.`;
   return s;
 }
