@@ -241,6 +241,45 @@ export function attentionScratchBytes(R: i32, S: i32): i32 {
   return gemmScratchBytes() + R * S * 4;
 }
 
+/** Attention for few query rows (decoding with a KV cache): dot products and axpys, no gemm packing. */
+function attentionDirect(q: usize, k: usize, v: usize, out: usize, probs: usize, Hq: i32, Hkv: i32, T: i32, S: i32, D: i32,
+  offset: i32, scale: f32, keyValid: usize, p0: i32, p1: i32): void {
+  const grp = Hq / Hkv, R = grp * T;
+  for (let p = p0; p < p1; p++) {
+    const b = p / Hkv, kv = p % Hkv;
+    const ko = k + <usize>((b * Hkv + kv) * S * D) * 4, vo = v + <usize>((b * Hkv + kv) * S * D) * 4;
+    for (let r = 0; r < R; r++) {
+      const qr = q + <usize>(((b * Hq + kv * grp) * T + r) * D) * 4, orow = out + <usize>(((b * Hq + kv * grp) * T + r) * D) * 4;
+      const row = probs + <usize>(((b * Hq + kv * grp) * T + r) * S) * 4;
+      const lim = min(S, offset + (r % T) + 1);
+      let mx: f32 = -Infinity;
+      for (let s = 0; s < lim; s++) {
+        let sc: f32 = dot(qr, ko + <usize>(s * D) * 4, D) * scale;
+        if (keyValid && load<i32>(addr(keyValid, b * S + s)) == 0) sc = -Infinity;
+        store<f32>(addr(row, s), sc);
+        mx = max(mx, sc);
+      }
+      memory.fill(orow, 0, <usize>D << 2);
+      if (mx == -Infinity) {
+        memory.fill(row, 0, <usize>S << 2);
+        continue;
+      }
+      const sum = expSum(row, row, lim, mx);
+      scaleRow(row, row, lim, 1 / sum, 0);
+      if (lim < S) memory.fill(addr(row, lim), 0, <usize>(S - lim) << 2);
+      for (let s = 0; s < lim; s++) {
+        const pv = load<f32>(addr(row, s));
+        if (pv == 0) continue;
+        const vr = vo + <usize>(s * D) * 4;
+        const pp = f32x4.splat(pv);
+        let i = 0;
+        for (; i + 4 <= D; i += 4) v128.store(addr(orow, i), madd(v128.load(addr(vr, i)), pp, v128.load(addr(orow, i))));
+        for (; i < D; i++) store<f32>(addr(orow, i), load<f32>(addr(orow, i)) + pv * load<f32>(addr(vr, i)));
+      }
+    }
+  }
+}
+
 /**
  * Causal attention for (batch, kv-head) pairs [p0, p1): the group's query heads are one (g*T, D) block.
  * Query row r (t = r % T) sees keys s <= offset + t with keyValid[b*S + s] != 0 (keyValid = 0: all valid).
@@ -248,6 +287,10 @@ export function attentionScratchBytes(R: i32, S: i32): i32 {
 export function attention(q: usize, k: usize, v: usize, out: usize, probs: usize, B: i32, Hq: i32, Hkv: i32, T: i32, S: i32, D: i32,
   offset: i32, scale: f32, keyValid: usize, p0: i32, p1: i32, scratch: usize): void {
   const grp = Hq / Hkv, R = grp * T;
+  if (T <= 4) {
+    attentionDirect(q, k, v, out, probs, Hq, Hkv, T, S, D, offset, scale, keyValid, p0, p1);
+    return;
+  }
   for (let p = p0; p < p1; p++) {
     const b = p / Hkv, kv = p % Hkv;
     const qo = q + <usize>((b * Hq + kv * grp) * T * D) * 4, oo = out + <usize>((b * Hq + kv * grp) * T * D) * 4;

@@ -213,6 +213,33 @@ static napi_value Attention(napi_env env, napi_callback_info info) {
   float scale = (float)a[12];
   const int32_t* kvalid = a[13] != 0 ? I(a[13]) : nullptr;
   int grp = Hq / Hkv, R = grp * T;
+  if (T <= 4) {  // decoding: few query rows, plain dot products beat gemm calls
+    for (int p = 0; p < B * Hkv; p++) {
+      int b = p / Hkv, kv = p % Hkv;
+      const float* K = F(a[1]) + (size_t)(b * Hkv + kv) * S * D;
+      const float* Vv = F(a[2]) + (size_t)(b * Hkv + kv) * S * D;
+      for (int r = 0; r < R; r++) {
+        size_t row = (size_t)(b * Hq + kv * grp) * T + r;
+        const float* q = F(a[0]) + row * D;
+        float* o = F(a[3]) + row * D;
+        float* P = F(a[4]) + row * S;
+        int lim = std::min(S, offset + (r % T) + 1);
+        for (int s = 0; s < lim; s++) {
+          float d = 0.f;
+          for (int i = 0; i < D; i++) d += q[i] * K[(size_t)s * D + i];
+          P[s] = d * scale;
+        }
+        masked_softmax_row(P, S, lim, kvalid ? kvalid + (size_t)b * S : nullptr);
+        std::memset(o, 0, sizeof(float) * D);
+        for (int s = 0; s < lim; s++) {
+          float pv = P[s];
+          if (pv == 0.f) continue;
+          for (int i = 0; i < D; i++) o[i] += pv * Vv[(size_t)s * D + i];
+        }
+      }
+    }
+    return nullptr;
+  }
   for (int p = 0; p < B * Hkv; p++) {
     int b = p / Hkv, kv = p % Hkv;
     size_t qo = (size_t)(b * Hq + kv * grp) * T * D, ko = (size_t)(b * Hkv + kv) * S * D, po = (size_t)(b * Hq + kv * grp) * T * S;
