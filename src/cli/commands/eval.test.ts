@@ -5,6 +5,7 @@ import { afterEach, describe, expect, test, vi } from 'vitest';
 import { LocalEngine } from '../../engine/index.js';
 import { modelConfig } from '../../model/index.js';
 import { tinyTokenizerDir } from '../../tokenizer/index.js';
+import { loadConfig, saveConfig } from '../../train/index.js';
 import { main } from '../main.js';
 import { resolveModelDir, type EvalReport } from './eval.js';
 
@@ -66,7 +67,34 @@ describe('ragen eval', () => {
     expect(readFileSync(out, 'utf8')).toBe(first);
   });
 
+  test('--preset takes the validation envs and agent settings of a preset', async () => {
+    const r = await run('eval', '--preset', 'frozenlake-ppo', '--policy', 'oracle', '--groups', '6', '--json');
+    expect(r.code).toBe(0);
+    const report = JSON.parse(r.out) as EvalReport;
+    expect(report.envs).toEqual(['FrozenLake']);
+    expect(report.seed).toBe(loadConfig({ config: 'frozenlake-ppo' }).seed.val);
+    expect(report.metrics['FrozenLake']!['success']).toBe(1); // the preset sets successRate 1
+  });
+
+  test('--run evaluates the latest checkpoint of a run with its config', async () => {
+    const runDir = join(tmp, 'run2');
+    saveConfig(loadConfig({ config: 'countdown-ppo', overrides: ['generation.maxNewTokens=6'] }), runDir);
+    for (const step of [1, 4]) {
+      const dir = join(runDir, 'checkpoints', `step-${step}`);
+      const engine = LocalEngine.create(modelConfig({ vocabSize: 1024, hiddenSize: 16, intermediateSize: 32, numLayers: 1, numHeads: 2, numKvHeads: 1, maxPositionEmbeddings: 4096 }), { seed: step });
+      await engine.save(dir);
+      for (const f of ['tokenizer.json', 'tokenizer_config.json']) copyFileSync(join(tinyTokenizerDir(), f), join(dir, f));
+    }
+    expect(resolveModelDir(runDir)).toBe(join(runDir, 'checkpoints', 'step-4'));
+    const r = await run('eval', '--run', runDir, '--groups', '2', '--json');
+    expect(r.code).toBe(0);
+    const report = JSON.parse(r.out) as EvalReport;
+    expect(report).toMatchObject({ policy: 'model(local)', envs: ['Countdown'] });
+    expect(report.metrics['Countdown']!['response_length']).toBeLessThanOrEqual(6);
+  });
+
   test('bad input is a clear error', async () => {
+    expect((await run('eval', '--policy', 'oracle')).err).toMatch(/Give --env/);
     expect((await run('eval', '--env', 'SimpleSokobn')).err).toMatch(/Did you mean `SimpleSokoban`/);
     expect((await run('eval', '--env', 'Countdown', '--policy', 'gpt')).err).toMatch(/Bad --policy `gpt`/);
     expect((await run('eval', '--env', 'Countdown', '--policy', 'model')).err).toMatch(/needs --model/);

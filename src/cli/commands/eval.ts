@@ -6,6 +6,7 @@ import type { Command } from 'commander';
 import { EnvGroups, agentConfig, enginePolicy, oraclePolicy, randomPolicy, rollout, writeTrajectories, type AgentConfig, type Policy, type RolloutBatch } from '../../agent/index.js';
 import { envSpec, resolveEnvId } from '../../env/index.js';
 import { loadTokenizer, tinyTokenizerDir, type Tokenizer } from '../../tokenizer/index.js';
+import { agentSettings, envGroupsOptions, loadConfig, loadSavedConfig, samplingOf, type RagenConfig } from '../../train/index.js';
 import { UsageError } from '../../util/index.js';
 import { parseConfigPairs, parsePositiveInt, parseSeed } from './env-options.js';
 
@@ -14,16 +15,18 @@ type PolicyName = (typeof POLICIES)[number];
 
 /** Options of `ragen eval`, as commander parses them. */
 export interface EvalOptions {
-  env: string;
-  groups: number;
-  groupSize: number;
-  policy: PolicyName;
+  env?: string;
+  run?: string;
+  preset?: string;
+  groups?: number;
+  groupSize?: number;
+  policy?: PolicyName;
   model?: string;
   tokenizer?: string;
-  temperature: number;
+  temperature?: number;
   greedy?: boolean;
   maxTurns?: number;
-  seed: number;
+  seed?: number;
   set?: string[];
   config?: string[];
   json?: boolean;
@@ -46,23 +49,27 @@ const EXAMPLES = `
 Examples:
   $ ragen eval --env SimpleSokoban,CoordFrozenLake --policy oracle
   $ ragen eval --env Countdown --policy random --groups 32 --json
-  $ ragen eval --env SimpleSokoban --policy model --model runs/my-run --temperature 0.5 --out eval/sokoban.jsonl
+  $ ragen eval --run runs/my-run --out eval/val.jsonl        # the run's latest checkpoint, val tags and agent settings
+  $ ragen eval --preset frozenlake-ppo --policy oracle
+  $ ragen eval --env SimpleSokoban --policy model --model models/tiny-sokoban --temperature 0.5 --out eval/sokoban.jsonl
   $ ragen eval --env SimpleSokoban --policy model --model models/tiny --greedy --set contextWindowMode=limited_multi_turn maxContextWindow=2`;
 
 export function register(program: Command): void {
   program
     .command('eval')
     .description('Validation rollouts: success, pass@k and other metrics per env tag; trajectories as JSONL.')
-    .requiredOption('--env <ids>', 'comma-separated env ids (see `ragen envs`)')
-    .option('--groups <n>', 'groups per env tag (one seed each, from --seed up)', parsePositiveInt('--groups'), 8)
-    .option('--group-size <k>', 'episodes per group (same seed; pass@k uses k)', parsePositiveInt('--group-size'), 1)
-    .option('--policy <name>', `who plays: ${POLICIES.join(' | ')}`, parsePolicy, 'oracle')
+    .option('--env <ids>', 'comma-separated env ids (see `ragen envs`); default: the val tags of --run/--preset')
+    .option('--run <dir>', "a run directory: its latest checkpoint, its config's val tags, agent and sampling settings")
+    .option('--preset <name>', "a preset (see configs/): its model, val tags, agent and sampling settings")
+    .option('--groups <n>', 'groups per env tag (one seed each, from --seed up) [8, or the config\'s]', parsePositiveInt('--groups'))
+    .option('--group-size <k>', 'episodes per group (same seed; pass@k uses k) [1, or the config\'s]', parsePositiveInt('--group-size'))
+    .option('--policy <name>', `who plays: ${POLICIES.join(' | ')} [oracle, or model with --run/--preset/--model]`, parsePolicy)
     .option('--model <dir>', 'model directory (Hugging Face layout) or a run directory (its latest checkpoint), for --policy model')
-    .option('--tokenizer <dir>', 'tokenizer directory (default: the model\'s own, else models/tokenizer-tiny)')
-    .option('--temperature <t>', 'sampling temperature (RAGEN validates at 0.5)', parseTemperature, 0.5)
+    .option('--tokenizer <dir>', "tokenizer directory (default: the model's own, else models/tokenizer-tiny)")
+    .option('--temperature <t>', "sampling temperature [0.5 (RAGEN's validation), or the config's]", parseTemperature)
     .option('--greedy', 'greedy decoding (temperature 0)')
-    .option('--max-turns <n>', 'turns per episode (default: enough for the env\'s action cap, at most 100)', parsePositiveInt('--max-turns'))
-    .option('--seed <n>', 'first validation seed (RAGEN seed.val = 123)', parseSeed, 123)
+    .option('--max-turns <n>', "turns per episode (default: enough for the env's action cap, at most 100)", parsePositiveInt('--max-turns'))
+    .option('--seed <n>', "first validation seed [123 (RAGEN's seed.val), or the config's]", parseSeed)
     .option('--set <key=value...>', 'agent settings, e.g. maxActionsPerTurn=1 enableThink=false (see docs/agent-loop.md)')
     .option('--config <key=value...>', 'env config overrides for every tag, e.g. successRate=1')
     .option('--json', 'print the report as JSON')
@@ -102,48 +109,69 @@ export function resolveModelDir(dir: string): string {
 
 /** Run the evaluation `opts` describe and return its report (writes --out when given). */
 export async function runEval(opts: EvalOptions): Promise<EvalReport> {
-  const ids = opts.env.split(',').map((s) => s.trim()).filter((s) => s !== '').map(resolveEnvId);
-  if (ids.length === 0) throw new UsageError('Give at least one env id to --env, e.g. --env SimpleSokoban.');
+  if (opts.run && opts.preset) throw new UsageError('Give --run or --preset, not both.');
+  const base: RagenConfig | undefined = opts.run ? loadSavedConfig(opts.run) : opts.preset ? loadConfig({ config: opts.preset }) : undefined;
   let cfg: AgentConfig;
   try {
-    cfg = agentConfig(parseConfigPairs(opts.set) as Partial<AgentConfig>);
+    cfg = agentConfig({ ...(base ? agentSettings(base) : {}), ...(parseConfigPairs(opts.set) as Partial<AgentConfig>) });
   } catch (err) {
     throw new UsageError(`Bad --set: ${(err as Error).message}`);
   }
+  const baseGroups = base ? envGroupsOptions(base, 'val') : undefined;
   const envConfig = parseConfigPairs(opts.config);
-  const modelDir = opts.policy === 'model' ? resolveModelDir(opts.model ?? usage('--policy model needs --model <dir>.')) : undefined;
+  const seed = opts.seed ?? base?.seed.val ?? 123;
+  const groupSize = opts.groupSize ?? baseGroups?.groupSize ?? 1;
+  const maxTurnsOf = (env: string) => opts.maxTurns ?? (base ? cfg.maxTurns : Math.min(100, Math.ceil(envSpec(env).maxActionsPerEpisode / cfg.maxActionsPerTurn)));
+  let tags;
+  if (opts.env) {
+    const ids = opts.env.split(',').map((s) => s.trim()).filter((s) => s !== '').map(resolveEnvId);
+    if (ids.length === 0) throw new UsageError('Give at least one env id to --env, e.g. --env SimpleSokoban.');
+    tags = ids.map((env) => ({ env, nGroups: opts.groups ?? 8, config: { ...(base?.env.config[env] ?? {}), ...envConfig }, maxTurns: maxTurnsOf(env) }));
+  } else if (baseGroups) {
+    tags = baseGroups.tags.map((t) => ({ ...t, nGroups: opts.groups ?? t.nGroups, config: { ...t.config, ...envConfig }, maxTurns: maxTurnsOf(t.env) }));
+  } else {
+    throw new UsageError('Give --env <ids> (e.g. --env SimpleSokoban), or --run/--preset to use their validation envs.');
+  }
+  const policyName = opts.policy ?? (base || opts.model ? 'model' : 'oracle');
+  let modelDir: string | undefined;
+  if (policyName === 'model') {
+    if (opts.model) modelDir = resolveModelDir(opts.model);
+    else if (opts.run) modelDir = resolveModelDir(opts.run);
+    else if (base) modelDir = resolveModelDir(base.model.path);
+    else throw new UsageError('--policy model needs --model <dir> (or --run / --preset).');
+  }
   const tokDir = opts.tokenizer ?? (modelDir && existsSync(join(modelDir, 'tokenizer.json')) ? modelDir : tinyTokenizerDir());
   const tokenizer = loadTokenizer(tokDir);
-  const policy = await makePolicy(opts, cfg, tokenizer, modelDir);
-  const groups = new EnvGroups({
-    tags: ids.map((env) => ({
-      env,
-      nGroups: opts.groups,
-      config: envConfig,
-      maxTurns: opts.maxTurns ?? Math.min(100, Math.ceil(envSpec(env).maxActionsPerEpisode / cfg.maxActionsPerTurn)),
-    })),
-    groupSize: opts.groupSize,
-    mode: 'val',
-    seed: opts.seed,
-  });
+  const temperature = opts.greedy ? 0 : (opts.temperature ?? (base ? samplingOf(base, 'val', seed).temperature ?? 0.5 : 0.5));
+  const policy = await makePolicy(policyName, cfg, tokenizer, modelDir, temperature, seed);
+  const groups = new EnvGroups({ tags, groupSize, mode: 'val', seed });
   const t0 = performance.now();
   const batch = await rollout({ groups, policy, tokenizer, agent: cfg });
   const seconds = (performance.now() - t0) / 1000;
   await groups.close();
   if (opts.out) writeTrajectories(opts.out, batch.episodes, cfg);
-  return { policy: policy.name, envs: ids, groups: opts.groups, groupSize: opts.groupSize, seed: opts.seed, episodes: batch.episodes.length, seconds, metrics: batch.metrics };
+  return {
+    policy: policy.name,
+    envs: tags.map((t) => t.env),
+    groups: tags[0]!.nGroups,
+    groupSize,
+    seed,
+    episodes: batch.episodes.length,
+    seconds,
+    metrics: batch.metrics,
+  };
 }
 
 function usage(message: string): never {
   throw new UsageError(message);
 }
 
-async function makePolicy(opts: EvalOptions, cfg: AgentConfig, tokenizer: Tokenizer, modelDir: string | undefined): Promise<Policy> {
-  if (opts.policy === 'oracle') return oraclePolicy(tokenizer, cfg);
-  if (opts.policy === 'random') return randomPolicy(tokenizer, cfg, opts.seed);
+async function makePolicy(name: PolicyName, cfg: AgentConfig, tokenizer: Tokenizer, modelDir: string | undefined, temperature: number, seed: number): Promise<Policy> {
+  if (name === 'oracle') return oraclePolicy(tokenizer, cfg);
+  if (name === 'random') return randomPolicy(tokenizer, cfg, seed);
   const { LocalEngine } = await import('../../engine/index.js');
   const engine = await LocalEngine.fromPretrained(modelDir!, { decode: (ids) => tokenizer.decode(ids) });
-  return enginePolicy(engine, tokenizer, cfg, { temperature: opts.greedy ? 0 : opts.temperature, seed: opts.seed });
+  return enginePolicy(engine, tokenizer, cfg, { temperature, seed });
 }
 
 /** The report as a fixed-width table, one row per env tag. */
@@ -165,7 +193,7 @@ export function formatTable(r: EvalReport): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
   const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
   return [
-    `policy ${r.policy}: ${r.episodes} episodes (${r.groups} groups x ${r.groupSize} per env), seeds from ${r.seed}, ${r.seconds.toFixed(1)} s`,
+    `policy ${r.policy}: ${r.episodes} episodes (groups of ${r.groupSize}), seeds from ${r.seed}, ${r.seconds.toFixed(1)} s`,
     line(header),
     ...rows.map(line),
   ].join('\n');
