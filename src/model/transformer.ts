@@ -179,12 +179,22 @@ export class Transformer {
     const c = this.config;
     const start = opts.cache?.length ?? 0;
     const positions = opts.positions ?? Int32Array.from({ length: T }, (_, t) => start + t);
+    // The first chunk into an empty cache attends over its own keys only (S = T, not the cache capacity).
+    const local = opts.cache !== undefined && start === 0 && T > 1;
+    let keyValid = opts.keyValid ?? null;
+    if (local && keyValid) {
+      const S = keyValid.length / B;
+      const m = new Int32Array(B * T);
+      for (let b = 0; b < B; b++) m.set(keyValid.subarray(b * S, b * S + T), b * T);
+      keyValid = m;
+    }
+    const layerOpts = { ...opts, keyValid, local };
     let h = embedding(this.weights.get('model.embed_tokens.weight')!, ids); // (B*T, C)
     // Without a graph nothing needs the intermediates after the layer: free them per layer (memory ~ one layer).
     const grad = isGradEnabled();
     this.layers.forEach((l, i) => {
       const prev = h;
-      h = grad ? this.layer(l, i, h, B, T, positions, start, opts) : tidy(() => this.layer(l, i, prev, B, T, positions, start, opts));
+      h = grad ? this.layer(l, i, h, B, T, positions, start, layerOpts) : tidy(() => this.layer(l, i, prev, B, T, positions, start, layerOpts));
       if (!grad) prev.dispose();
     });
     if (opts.cache) opts.cache.length = start + T;
@@ -194,7 +204,7 @@ export class Transformer {
   }
 
   /** One decoder layer on h (B*T, C). */
-  private layer(l: Layer, i: number, h: Tensor, B: number, T: number, positions: Int32Array, start: number, opts: ForwardOptions): Tensor {
+  private layer(l: Layer, i: number, h: Tensor, B: number, T: number, positions: Int32Array, start: number, opts: Omit<ForwardOptions, 'keyValid'> & { keyValid: Int32Array | null; local: boolean }): Tensor {
     const { numHeads: H, numKvHeads: K, headDim: D, rmsNormEps: eps, ropeTheta } = this.config;
     const rng = opts.dropoutRng;
     // (B, T, n, D) -> (B, n, T, D); with T = 1 both layouts are the same memory, so a reshape does it.
@@ -213,11 +223,13 @@ export class Transformer {
     if (opts.cache) {
       assignSlice(opts.cache.keys[i]!, k, 2, start);
       assignSlice(opts.cache.values[i]!, v, 2, start);
+    }
+    if (opts.cache && !opts.local) {
       k = opts.cache.keys[i]!;
       v = opts.cache.values[i]!;
       offset = start;
     }
-    const att = causalAttention(q, k, v, { queryOffset: offset, keyValid: opts.keyValid ?? null }); // (B, H, T, D)
+    const att = causalAttention(q, k, v, { queryOffset: offset, keyValid: opts.keyValid }); // (B, H, T, D)
     const y = T === 1 ? att.reshape(B, H * D) : permute(att, [0, 2, 1, 3]).reshape(B * T, H * D);
     const h1 = add(h, this.proj(l.o, y, rng));
     const x2 = rmsNorm(h1, l.postNorm, eps);
