@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Builds the tensor kernels at install time (`npm run build`, which `prepare` runs):
-//  1. assembly/ -> build/kernels/ragen.wasm (SIMD) and ragen-relaxed.wasm (relaxed-SIMD FMA) with AssemblyScript;
+//  1. assembly/ -> build/kernels/ragen.wasm (SIMD, shared memory), ragen-relaxed.wasm (+ relaxed-SIMD FMA) and
+//     ragen-single.wasm (SIMD, plain memory, for browsers) with AssemblyScript;
 //  2. native/ -> build/native/ragen_native.node with node-gyp (optional: one log line and move on if it fails).
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, rmSync } from 'node:fs';
@@ -13,11 +14,12 @@ const require = createRequire(import.meta.url);
 const out = join(root, 'build', 'kernels');
 mkdirSync(out, { recursive: true });
 
-function asc(file, extra) {
+function asc(file, extra, shared = true) {
   const ascBin = join(dirname(require.resolve('assemblyscript/package.json')), 'bin', 'asc.js');
+  const memory = shared ? ['--enable', 'threads', '--sharedMemory'] : [];
   execFileSync(process.execPath, [ascBin, join(root, 'assembly', 'index.ts'), '-O3', '--runtime', 'stub', '--noAssert',
-    '--enable', 'simd', '--enable', 'threads', ...extra, '--importMemory', '--sharedMemory',
-    '--initialMemory', '1', '--maximumMemory', '65536', '-o', join(out, file)], { stdio: 'inherit', cwd: root });
+    '--enable', 'simd', ...memory, ...extra, '--importMemory', '--initialMemory', '1', '--maximumMemory', '65536',
+    '-o', join(out, file)], { stdio: 'inherit', cwd: root });
 }
 
 let haveAsc = true;
@@ -29,6 +31,7 @@ try {
 if (haveAsc) {
   asc('ragen.wasm', []);
   asc('ragen-relaxed.wasm', ['--enable', 'relaxed-simd']);
+  asc('ragen-single.wasm', [], false); // browsers without cross-origin isolation: one thread, plain memory
 } else if (!existsSync(join(out, 'ragen.wasm'))) {
   console.log('build-kernels: assemblyscript is not installed (dev dependency) and build/kernels/ragen.wasm is missing; the wasm backend is unavailable');
 }

@@ -32,9 +32,10 @@ export class Arena {
   /** Bytes handed out and not freed. */
   inUse = 0;
 
-  constructor(initialBytes = 64 << 20) {
+  /** @param shared a SharedArrayBuffer-backed memory (needed for worker threads). */
+  constructor(initialBytes = 64 << 20, shared = true) {
     const pages = Math.ceil(Math.max(initialBytes, 2 * ARENA_BASE) / PAGE);
-    this.memory = new WebAssembly.Memory({ initial: pages, maximum: MAX_PAGES, shared: true });
+    this.memory = new WebAssembly.Memory({ initial: pages, maximum: MAX_PAGES, shared });
     this.f32View = new Float32Array(this.memory.buffer);
     this.i32View = new Int32Array(this.memory.buffer);
   }

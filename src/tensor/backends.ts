@@ -58,7 +58,6 @@ export function setBackend(name: BackendName): Backend {
 
 /** Use a backend object built by hand (e.g. a WASM backend instantiated in a browser). */
 export function useBackend(backend: Backend): void {
-  loaded.set(backend.name, backend);
   current = backend;
 }
 

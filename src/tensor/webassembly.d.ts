@@ -14,5 +14,6 @@ declare namespace WebAssembly {
     readonly buffer: ArrayBuffer | SharedArrayBuffer;
     grow(deltaPages: number): number;
   }
+  function compile(bytes: ArrayBufferView | ArrayBuffer): Promise<Module>;
   function validate(bytes: ArrayBufferView | ArrayBuffer): boolean;
 }
