@@ -17,14 +17,14 @@ export interface TokenBatch {
   rewards: Float32Array;
   /** Turn index of each sampled token, -1 elsewhere (for turn-level estimators). */
   turnIds: Int32Array;
-  /** Per row: the group key (`${tag}/${group}`) outcome advantages normalise within. */
-  groupKeys: string[];
+  /** Per row: the group key (`${tag}/${group}`) outcome advantages normalise within (src/algo's `groupIds`). */
+  groupIds: string[];
   /** Per row: the sequence score (sum of its rewards). */
   scores: Float64Array;
   /** Per row: the unpadded length. */
   lengths: Int32Array;
-  /** Per row: the episode index in the rollout batch. */
-  episodes: Int32Array;
+  /** Per row: the episode index in the rollout batch (src/algo's `episodeIds` for per-turn samples). */
+  episodeIds: Int32Array;
 }
 
 /** Pad `samples` to the longest (or to `T` when given; longer samples are an error). */
@@ -42,10 +42,10 @@ export function collate(samples: readonly TrainingSample[], padId: number, T?: n
     oldLogprobs: new Float32Array(B * width),
     rewards: new Float32Array(B * width),
     turnIds: new Int32Array(B * width).fill(-1),
-    groupKeys: samples.map((s) => `${s.tag}/${s.group}`),
+    groupIds: samples.map((s) => `${s.tag}/${s.group}`),
     scores: Float64Array.from(samples, (s) => s.score),
     lengths: Int32Array.from(samples, (s) => s.ids.length),
-    episodes: Int32Array.from(samples, (s) => s.episode),
+    episodeIds: Int32Array.from(samples, (s) => s.episode),
   };
   samples.forEach((s, b) => {
     const o = b * width;

@@ -137,7 +137,7 @@ describe('collate and trajectories', () => {
       expect(b.attentionMask[i * b.T + s.ids.length - 1]).toBe(1);
       if (s.ids.length < b.T) expect(b.attentionMask[i * b.T + s.ids.length]).toBe(0);
     });
-    expect(b.groupKeys).toEqual(['TestCorridor/0', 'TestCorridor/0', 'TestCorridor/1', 'TestCorridor/1']);
+    expect(b.groupIds).toEqual(['TestCorridor/0', 'TestCorridor/0', 'TestCorridor/1', 'TestCorridor/1']);
     expect(() => collate(batch.samples, 0, 3)).toThrow(/more than T = 3/);
     const rec = trajectoryRecord(batch.episodes[0]!, cfg);
     expect(rec.messages[0]!.role).toBe('system');
