@@ -37,10 +37,10 @@ const INSTRUCTION =
  * `observationFormat` 'grid': one line per row, one symbol per cell (`gridVocab`; `legend` names them).
  * 'coord': board size, targets, boxes, boxes on target and the player as (row, column) lists, zero-indexed
  * from the top left; walls are not listed (as in RAGEN). 'grid_coord': "Coordinates:" + coord + "Grid:" + grid.
- * Every result carries its observation as a plain string. Rendering is cheap because the renderer
- * caches each room's static rows and every observation it has rendered for that room (see
- * `SokobanRenderer`); a lazily rendered getter was measured 40x slower to allocate than a plain
- * object in V8, and spreading a result (`{...r}`, as wrappers do) must keep the observation.
+ * Every result carries its observation as a plain string, rendered once per state change (a no-op
+ * shows the previous string again). Rendering is cheap because `SokobanRenderer` caches each room's
+ * rows; a lazily rendered getter was measured 40x slower to allocate than a plain object in V8, and
+ * spreading a result (`{...r}`, as wrappers do) must keep the observation.
  *
  * ## Starting State
  * A generated room for `seed` (same seed, same room), or a hand-built one: `reset({seed, options: {grid}})`
@@ -80,8 +80,8 @@ export class SokobanEnv implements Env {
   private boxesOnTarget = 0;
   private steps = 0;
   private done = true;
-  /** Observations are memoised by packed state only when (player, boxes) packs into one exact number. */
-  private packable = false;
+  /** The observation of the current state. */
+  private observation = '';
 
   constructor(config: SokobanConfigInput = {}) {
     this.config = parseSokobanConfig(config);
@@ -110,7 +110,7 @@ export class SokobanEnv implements Env {
       room = this.generator.generate(this.rng, { rows, cols, numBoxes: this.config.numBoxes, searchDepth: this.config.searchDepth });
     }
     this.load(room);
-    return { observation: this.render(), info: this.info(true, false) };
+    return { observation: this.observation, info: this.info(true, false) };
   }
 
   step(action: string): StepResult {
@@ -158,7 +158,7 @@ export class SokobanEnv implements Env {
 
   render(): string {
     if (!this.layout) throw new ResetNeededError('Sokoban: call reset() before render().');
-    return this.renderer.render(this.layout, this.player, this.boxes, this.stateCode());
+    return this.observation;
   }
 
   close(): void {}
@@ -188,25 +188,13 @@ export class SokobanEnv implements Env {
     this.delta = directionDeltas(layout.width);
     this.steps = 0;
     this.done = false;
-    this.packable = this.cells.length ** (this.boxes.length + 1) <= Number.MAX_SAFE_INTEGER;
+    this.observation = this.renderer.render(layout, this.player, this.boxes);
   }
 
+  /** Renders only when the state changed: a no-op or an invalid action shows the last observation again. */
   private result(reward: number, terminated: boolean, truncated: boolean, info: EnvInfo): StepResult {
-    return { observation: this.renderer.render(this.layout!, this.player, this.boxes, this.stateCode()), reward, terminated, truncated, info };
-  }
-
-  /** (player, boxes) packed into one number (boxes in any order: only used as a memo key within a room), or -1. */
-  private stateCode(): number {
-    if (!this.packable) return -1;
-    const size = this.cells.length;
-    const boxes = this.boxes;
-    let code = this.player;
-    let scale = size;
-    for (let b = 0; b < boxes.length; b++) {
-      code += boxes[b]! * scale;
-      scale *= size;
-    }
-    return code;
+    if (info.actionIsEffective) this.observation = this.renderer.render(this.layout!, this.player, this.boxes);
+    return { observation: this.observation, reward, terminated, truncated, info };
   }
 
   private info(actionIsValid: boolean, actionIsEffective: boolean): EnvInfo {
