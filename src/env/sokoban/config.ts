@@ -23,7 +23,7 @@ export const sokobanVocabSchema = z
   })
   .refine((v) => new Set(Object.values(v)).size === 7, 'the seven symbols must all differ');
 
-const side = z.number().int().min(4).max(32);
+const side = z.number().int().min(5).max(32); // 4x4 leaves a 2x2 interior where no box can be pulled
 
 export const sokobanConfigSchema = z.object({
   /** [rows, cols] of the room including its border walls (RAGEN `dim_room`). @default [6, 6] */

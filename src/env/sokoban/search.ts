@@ -106,11 +106,9 @@ const DENSE_LIMIT = 1 << 20;
 export class StateTable {
   private dense = new Int32Array(0);
   private sparse: Map<number, number> | undefined;
-  private capacity = 0;
 
   /** Forget everything and prepare for codes in [0, capacity). */
   clear(capacity: number): void {
-    this.capacity = capacity;
     if (capacity <= DENSE_LIMIT) {
       this.sparse = undefined;
       if (this.dense.length < capacity) this.dense = new Int32Array(Math.max(capacity, 2 * this.dense.length));
@@ -127,9 +125,5 @@ export class StateTable {
   set(code: number, value: number): void {
     if (this.sparse) this.sparse.set(code, value);
     else this.dense[code] = value;
-  }
-
-  get isDense(): boolean {
-    return this.sparse === undefined && this.capacity <= DENSE_LIMIT;
   }
 }
