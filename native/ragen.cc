@@ -1,5 +1,5 @@
 // ragen-ts native kernels (N-API): gemm through OpenBLAS's cblas_sgemm when found at build time, else our
-// own AVX2/FMA 6x16 packed micro-kernel; causal attention with grouped KV heads built on that gemm.
+// own AVX2/FMA 6x16 packed micro-kernel (also used, on 2 threads, inside causal attention with grouped KV heads).
 // Tensors live in the WASM arena (a SharedArrayBuffer); every pointer argument is a byte offset into it.
 #include <node_api.h>
 #include <immintrin.h>
@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <thread>
 #include <vector>
 #if RAGEN_HAVE_CBLAS
 #include <cblas.h>
@@ -157,6 +158,19 @@ static void masked_softmax_row(float* row, int S, int lim, const int32_t* valid)
   for (s = lim; s < S; s++) row[s] = 0.f;
 }
 
+/** Run work(p0, p1) over [0, n): split across this thread and one more when macs is large. */
+template <typename Fn>
+static void split2(int n, double macs, Fn&& work) {
+  if (n < 2 || macs < (1 << 20)) {
+    work(0, n);
+    return;
+  }
+  int h = n / 2;
+  std::thread t([&] { work(h, n); });
+  work(0, h);
+  t.join();
+}
+
 // ---------- N-API plumbing ----------
 #define ARGS(n)                                                   \
   size_t argc = n;                                                \
@@ -186,9 +200,9 @@ static napi_value SetMemory(napi_env env, napi_callback_info info) {
 static napi_value Info(napi_env env, napi_callback_info) {
   napi_value s;
 #if RAGEN_HAVE_CBLAS
-  const char* text = "openblas sgemm + avx2 attention";
+  const char* text = "openblas sgemm; own avx2/fma gemm in attention (2 threads)";
 #else
-  const char* text = "own avx2/fma gemm + avx2 attention";
+  const char* text = "own avx2/fma gemm; attention on 2 threads";
 #endif
   napi_create_string_utf8(env, text, NAPI_AUTO_LENGTH, &s);
   return s;
@@ -240,14 +254,17 @@ static napi_value Attention(napi_env env, napi_callback_info info) {
     }
     return nullptr;
   }
-  for (int p = 0; p < B * Hkv; p++) {
-    int b = p / Hkv, kv = p % Hkv;
-    size_t qo = (size_t)(b * Hq + kv * grp) * T * D, ko = (size_t)(b * Hkv + kv) * S * D, po = (size_t)(b * Hq + kv * grp) * T * S;
-    float* P = F(a[4]) + po;
-    gemm_any(false, true, R, S, D, scale, F(a[0]) + qo, D, F(a[1]) + ko, D, false, P, S);
-    for (int r = 0; r < R; r++) masked_softmax_row(P + (size_t)r * S, S, std::min(S, offset + (r % T) + 1), kvalid ? kvalid + (size_t)b * S : nullptr);
-    gemm_any(false, false, R, D, S, 1.f, P, S, F(a[2]) + ko, D, false, F(a[3]) + qo, D);
-  }
+  auto work = [&](int p0, int p1) {
+    for (int p = p0; p < p1; p++) {
+      int b = p / Hkv, kv = p % Hkv;
+      size_t qo = (size_t)(b * Hq + kv * grp) * T * D, ko = (size_t)(b * Hkv + kv) * S * D, po = (size_t)(b * Hq + kv * grp) * T * S;
+      float* P = F(a[4]) + po;
+      own::gemm(false, true, R, S, D, scale, F(a[0]) + qo, D, F(a[1]) + ko, D, false, P, S);
+      for (int r = 0; r < R; r++) masked_softmax_row(P + (size_t)r * S, S, std::min(S, offset + (r % T) + 1), kvalid ? kvalid + (size_t)b * S : nullptr);
+      own::gemm(false, false, R, D, S, 1.f, P, S, F(a[2]) + ko, D, false, F(a[3]) + qo, D);
+    }
+  };
+  split2(B * Hkv, (double)B * Hq * T * S * D, work);
   return nullptr;
 }
 
@@ -257,28 +274,31 @@ static napi_value AttentionBackward(napi_env env, napi_callback_info info) {
   int B = (int)a[8], Hq = (int)a[9], Hkv = (int)a[10], T = (int)a[11], S = (int)a[12], D = (int)a[13];
   float scale = (float)a[14];
   int grp = Hq / Hkv, R = grp * T;
-  static thread_local std::vector<float> dP;
-  dP.resize((size_t)R * S);
-  for (int p = 0; p < B * Hkv; p++) {
-    int b = p / Hkv, kv = p % Hkv;
-    size_t qo = (size_t)(b * Hq + kv * grp) * T * D, ko = (size_t)(b * Hkv + kv) * S * D, po = (size_t)(b * Hq + kv * grp) * T * S;
-    const float* P = F(a[4]) + po;
-    const float* G = F(a[0]) + qo;
-    gemm_any(false, true, R, S, D, 1.f, G, D, F(a[3]) + ko, D, false, dP.data(), S);
-    for (int r = 0; r < R; r++) {
-      const float* pr = P + (size_t)r * S;
-      float* dr = dP.data() + (size_t)r * S;
-      __m256 acc = _mm256_setzero_ps();
-      int s = 0;
-      for (; s + 8 <= S; s += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(pr + s), _mm256_loadu_ps(dr + s), acc);
-      float d = hsum8(acc);
-      for (; s < S; s++) d += pr[s] * dr[s];
-      for (s = 0; s < S; s++) dr[s] = pr[s] * (dr[s] - d) * scale;
+  auto work = [&](int p0, int p1) {
+    static thread_local std::vector<float> dP;
+    dP.resize((size_t)R * S);
+    for (int p = p0; p < p1; p++) {
+      int b = p / Hkv, kv = p % Hkv;
+      size_t qo = (size_t)(b * Hq + kv * grp) * T * D, ko = (size_t)(b * Hkv + kv) * S * D, po = (size_t)(b * Hq + kv * grp) * T * S;
+      const float* P = F(a[4]) + po;
+      const float* G = F(a[0]) + qo;
+      own::gemm(false, true, R, S, D, 1.f, G, D, F(a[3]) + ko, D, false, dP.data(), S);
+      for (int r = 0; r < R; r++) {
+        const float* pr = P + (size_t)r * S;
+        float* dr = dP.data() + (size_t)r * S;
+        __m256 acc = _mm256_setzero_ps();
+        int s = 0;
+        for (; s + 8 <= S; s += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(pr + s), _mm256_loadu_ps(dr + s), acc);
+        float d = hsum8(acc);
+        for (; s < S; s++) d += pr[s] * dr[s];
+        for (s = 0; s < S; s++) dr[s] = pr[s] * (dr[s] - d) * scale;
+      }
+      own::gemm(false, false, R, D, S, 1.f, dP.data(), S, F(a[2]) + ko, D, false, F(a[5]) + qo, D);
+      own::gemm(true, false, S, D, R, 1.f, dP.data(), S, F(a[1]) + qo, D, false, F(a[6]) + ko, D);
+      own::gemm(true, false, S, D, R, 1.f, P, S, G, D, false, F(a[7]) + ko, D);
     }
-    gemm_any(false, false, R, D, S, 1.f, dP.data(), S, F(a[2]) + ko, D, false, F(a[5]) + qo, D);
-    gemm_any(true, false, S, D, R, 1.f, dP.data(), S, F(a[1]) + qo, D, false, F(a[6]) + ko, D);
-    gemm_any(true, false, S, D, R, 1.f, P, S, G, D, false, F(a[7]) + ko, D);
-  }
+  };
+  split2(B * Hkv, (double)B * Hq * T * S * D, work);
   return nullptr;
 }
 

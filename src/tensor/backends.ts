@@ -78,6 +78,18 @@ export function getBackend(): Backend {
   return setBackend('js');
 }
 
+/** Tensors alive, and for arena backends the bytes in use and reserved (the arena's high-water mark). */
+export function memoryStats(): { liveTensors: number; arenaInUse: number | null; arenaReserved: number | null } {
+  const arena = (current as { arena?: { inUse: number; reservedBytes: number } } | null)?.arena;
+  return { liveTensors: liveCounter(), arenaInUse: arena?.inUse ?? null, arenaReserved: arena?.reservedBytes ?? null };
+}
+
+let liveCounter: () => number = () => 0;
+/** @internal tensor.ts reports its live count here (avoids an import cycle). */
+export function setLiveCounter(fn: () => number): void {
+  liveCounter = fn;
+}
+
 /** The names of all backends. */
 export function backendNames(): readonly BackendName[] {
   return NAMES;

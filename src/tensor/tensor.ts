@@ -3,7 +3,7 @@
 
 import { ShapeError } from '../util/index.js';
 import type { Backend, Buf } from './backend.js';
-import { getBackend } from './backends.js';
+import { getBackend, setLiveCounter } from './backends.js';
 
 /** Backend storage shared by a tensor and its reshapes / detached copies. */
 class Storage {
@@ -212,6 +212,7 @@ export function keep<T extends Tensor | Tensor[]>(t: T): T {
 export function liveTensors(): number {
   return liveCount;
 }
+setLiveCounter(liveTensors);
 
 function runBackward(root: Tensor, gradOutput?: Tensor): void {
   if (!root.requiresGrad) throw new Error('backward(): this tensor does not require grad (no input had requiresGrad, or it was made in noGrad)');
