@@ -157,11 +157,6 @@ export class EpisodeContext {
     if (e) e.summary = { ...e.summary, actions: actions.slice(), reward };
   }
 
-  /** The user message of each finished turn, for transcripts. */
-  userTexts(): string[] {
-    return this.turns.map((t) => t.userText);
-  }
-
   /**
    * The training samples of the episode, rewards placed: with `turnRewards` (use_turn_scores), each
    * turn's reward on its last sampled token; else `episodeScore` on each sample's last sampled token.

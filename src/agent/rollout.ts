@@ -18,7 +18,7 @@ export interface EpisodeTurn {
   turn: number;
   /** The observation shown at the start of the turn. */
   observation: string;
-  /** The user message of the turn (as `full` mode shows it). */
+  /** The user message of the turn as `full` mode shows it (single_turn's summary prompt is in `promptIds`). */
   userText: string;
   /** The exact prompt ids the policy saw (template + prefill). */
   promptIds: number[];
@@ -137,6 +137,7 @@ export async function rollout(opts: RolloutOptions): Promise<RolloutBatch> {
   for (let turn = 0, call = 0; ; turn++) {
     const requests: PolicyRequest[] = [];
     const active: SlotState[] = [];
+    const userTexts: string[] = [];
     groups.slots.forEach((slot, i) => {
       const s = states[i]!;
       if (s.ended) return;
@@ -145,17 +146,19 @@ export async function rollout(opts: RolloutOptions): Promise<RolloutBatch> {
         return;
       }
       const actionsLeft = groups.actionsLeft(slot);
-      const prompt = s.ctx.prompt({ turn: turn + 1, state: s.obs, actionsLeft, previousReward: s.previousReward, invalidWarning: s.invalidWarning });
+      const view = { turn: turn + 1, state: s.obs, actionsLeft, previousReward: s.previousReward, invalidWarning: s.invalidWarning };
+      const prompt = s.ctx.prompt(view);
       if (!prompt) {
         s.ended = 'context_full';
         return;
       }
       requests.push({ prompt, slot, turn, actionsLeft });
       active.push(s);
+      userTexts.push(s.ctx.userText(view));
     });
     if (requests.length === 0) break;
     const gens = await policy.generate(requests, call++);
-    await Promise.all(requests.map((req, j) => stepOne(req.slot, active[j]!, gens[j]!, req, groups, cfg)));
+    await Promise.all(requests.map((req, j) => stepOne(req.slot, active[j]!, gens[j]!, req, userTexts[j]!, groups, cfg)));
     opts.onTurn?.(turn, requests.length);
   }
 
@@ -170,7 +173,7 @@ export async function rollout(opts: RolloutOptions): Promise<RolloutBatch> {
   return { episodes, samples, metrics: computeMetrics(episodes, groups.options.groupSize), groupSize: groups.options.groupSize };
 }
 
-async function stepOne(slot: EnvSlot, s: SlotState, gen: Generation, req: PolicyRequest, groups: EnvGroups, cfg: AgentConfig): Promise<void> {
+async function stepOne(slot: EnvSlot, s: SlotState, gen: Generation, req: PolicyRequest, userText: string, groups: EnvGroups, cfg: AgentConfig): Promise<void> {
   const rec = s.ctx.respond(gen);
   const parsed = parseResponse(rec.fullText, { enableThink: cfg.enableThink, actionSep: cfg.actionSep, maxActions: cfg.maxActionsPerTurn });
   const step = await groups.step(slot, parsed.actions);
@@ -180,7 +183,7 @@ async function stepOne(slot: EnvSlot, s: SlotState, gen: Generation, req: Policy
   s.episode.turns.push({
     turn: req.turn,
     observation: s.obs,
-    userText: s.ctx.userTexts()[req.turn]!,
+    userText,
     promptIds: req.prompt,
     response: rec.decoded,
     think: parsed.think,
