@@ -40,7 +40,9 @@ describe('model config', () => {
     expect(() => configFromHF({ ...qwen25, model_type: 'qwen' })).toThrow(/model_type `qwen` is not supported.*Did you mean `qwen2`/);
     expect(() => configFromHF({ ...qwen25, num_key_value_heads: 3 })).toThrow(/num_attention_heads \(14\) must be a multiple of num_key_value_heads \(3\)/);
     expect(() => configFromHF({ ...qwen25, hidden_size: undefined })).toThrow(/missing required key `hidden_size`/);
-    expect(() => configFromHF({ ...qwen25, rope_scaling: { type: 'yarn' } })).toThrow(ConfigError);
+    expect(() => configFromHF({ ...qwen25, rope_scaling: { type: 'yarn' } })).toThrow(/RoPE scaling `yarn`/);
+    expect(() => configFromHF({ ...qwen25, rope_parameters: { rope_type: 'llama3', rope_theta: 5e5 } })).toThrow(ConfigError);
+    expect(configFromHF({ ...qwen25, rope_theta: undefined, rope_parameters: { rope_type: 'default', rope_theta: 5e5 } }).ropeTheta).toBe(5e5);
     expect(() => configFromHF({ ...qwen25, hidden_act: 'gelu' })).toThrow(/hidden_act `gelu`/);
     expect(() => modelConfig({ modelType: 'qwen3', vocabSize: 8, hiddenSize: 8, intermediateSize: 8, numLayers: 1, numHeads: 2, qkvBias: true, oBias: false })).toThrow(/attention_bias sets q\/k\/v and o_proj biases together/);
   });

@@ -104,7 +104,11 @@ export function configFromHF(json: Record<string, unknown>, source = 'config.jso
   };
   const act = json.hidden_act ?? 'silu';
   if (act !== 'silu') throw new ConfigError(`${source}: hidden_act \`${String(act)}\` is not supported (only silu / SwiGLU)`);
-  if (json.rope_scaling) throw new ConfigError(`${source}: rope_scaling ${JSON.stringify(json.rope_scaling)} is not supported (only plain RoPE); remove it for short contexts`);
+  // transformers v5 writes `rope_parameters: {rope_type, rope_theta}`; v4 writes `rope_theta` (+ `rope_scaling`).
+  const rope = (json.rope_parameters ?? json.rope_scaling ?? null) as Record<string, unknown> | null;
+  const ropeType = rope ? String(rope.rope_type ?? rope.type ?? 'default') : 'default';
+  if (ropeType !== 'default') throw new ConfigError(`${source}: RoPE scaling \`${ropeType}\` (${JSON.stringify(rope)}) is not supported, only plain RoPE; remove it for short contexts`);
+  const ropeTheta = typeof rope?.rope_theta === 'number' ? rope.rope_theta : undefined;
   if (json.mlp_bias) throw new ConfigError(`${source}: mlp_bias: true is not supported`);
   if (json.use_sliding_window) throw new ConfigError(`${source}: use_sliding_window: true is not supported`);
   const hidden = num('hidden_size');
@@ -121,7 +125,7 @@ export function configFromHF(json: Record<string, unknown>, source = 'config.jso
     numKvHeads: num('num_key_value_heads', heads),
     headDim: num('head_dim', Math.floor(hidden / heads)),
     rmsNormEps: num('rms_norm_eps', 1e-6),
-    ropeTheta: num('rope_theta', 10000),
+    ropeTheta: ropeTheta ?? num('rope_theta', 10000),
     tieWordEmbeddings: Boolean(json.tie_word_embeddings ?? false),
     maxPositionEmbeddings: num('max_position_embeddings', 4096),
     qkvBias: modelType === 'qwen2' ? true : attnBias,
