@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { envSpec, resolveEnvConfig } from '../env/index.js';
-import { loadTokenizer } from '../tokenizer/index.js';
+import { loadTokenizer, tinyTokenizerDir } from '../tokenizer/index.js';
 import { collate } from './collate.js';
 import { agentConfig } from './config.js';
 import { EnvGroups } from './env-groups.js';
@@ -124,7 +124,7 @@ describe('computeMetrics', () => {
 
 describe('collate and trajectories', () => {
   it('pads samples into (B, T) row-major arrays with group keys, and writes OpenAI messages', async () => {
-    const tok = loadTokenizer('models/tokenizer-tiny');
+    const tok = loadTokenizer(tinyTokenizerDir());
     const cfg = agentConfig({ maxTurns: 3, maxNewTokens: 30 });
     const groups = new EnvGroups({ tags: [{ env: 'TestCorridor', nGroups: 2 }], groupSize: 2, mode: 'val', seed: 5 });
     const batch = await rollout({ groups, policy: randomPolicy(tok, cfg, 3), tokenizer: tok, agent: cfg });

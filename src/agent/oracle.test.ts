@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { envSpec, listEnvs, resolveEnvConfig } from '../env/index.js';
-import { loadTokenizer } from '../tokenizer/index.js';
+import { loadTokenizer, tinyTokenizerDir } from '../tokenizer/index.js';
 import { agentConfig } from './config.js';
 import { EnvGroups } from './env-groups.js';
 import { oraclePolicy } from './policies.js';
 import { rollout } from './rollout.js';
 
-const tiny = loadTokenizer('models/tokenizer-tiny');
+const tiny = loadTokenizer(tinyTokenizerDir());
 /** The envs the issue names: the solver must win every episode through the text loop. */
 const MUST_WIN = ['SimpleSokoban', 'CoordFrozenLake', 'Countdown', 'SimpleSudoku'];
 /** Solver envs whose moves can fail by chance (a slippery lake): not required to win. */

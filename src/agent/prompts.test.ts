@@ -3,7 +3,7 @@
 // `npx vitest run src/agent/prompts.test.ts -u`.
 import { describe, expect, it } from 'vitest';
 import { listEnvs } from '../env/index.js';
-import { loadTokenizer } from '../tokenizer/index.js';
+import { loadTokenizer, tinyTokenizerDir } from '../tokenizer/index.js';
 import { agentConfig } from './config.js';
 import { EnvGroups } from './env-groups.js';
 import { randomPolicy } from './policies.js';
@@ -13,7 +13,7 @@ const GOLDEN_ENVS = [
   'Bandit', 'BanditTest', 'Countdown', 'MetamathQA', 'SimpleSokoban', 'LargerSokoban', 'SokobanDifferentGridVocab',
   'CoordSokoban', 'SimpleSudoku', 'MediumSudoku', 'game_2048', 'rubikscube', 'FrozenLake', 'CoordFrozenLake',
 ];
-const tiny = loadTokenizer('models/tokenizer-tiny');
+const tiny = loadTokenizer(tinyTokenizerDir());
 
 describe('golden prompts per env', () => {
   it('the golden envs are registered', () => {

