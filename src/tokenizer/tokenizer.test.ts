@@ -110,6 +110,16 @@ describe('BPE training', () => {
     expect(tok.encode(' Left')).toHaveLength(1);
   });
 
+  it("the loaded tokenizer never merges across the trainer's pre-token boundaries", () => {
+    const tiny = loadTokenizer(tinyTokenizerDir());
+    const text = 'Turn 12:\nState:\n#_OP√#\nYou have 3 actions left. Reward: -0.1 (2, 3) Up || Left';
+    const ends = new Set<number>();
+    let at = 0;
+    for (const id of tiny.encode(text)) ends.add((at += tiny.decode([id]).length));
+    at = 0;
+    for (const p of tinyPreTokens(text)) expect(ends.has((at += p.length)), JSON.stringify(p)).toBe(true);
+  });
+
   it('refuses a vocabulary too small for the bytes and added tokens', () => {
     expect(() => trainTinyTokenizer([], { vocabSize: 100 })).toThrow(/too small/);
   });
