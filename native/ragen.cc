@@ -104,6 +104,25 @@ static void gemm_any(bool tA, bool tB, int M, int N, int K, float alpha, const f
 #endif
 }
 
+/** gemm_any on two threads (rows or columns split) when it is big enough to pay for a thread start. */
+static void gemm_par(bool tA, bool tB, int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb, bool accumulate, float* C, int ldc) {
+  if ((double)M * N * K < (double)(1 << 22) || (M < 16 && N < 32)) {
+    gemm_any(tA, tB, M, N, K, alpha, A, lda, B, ldb, accumulate, C, ldc);
+    return;
+  }
+  if (M >= N) {
+    int h = ((M / 2) + 7) & ~7;
+    std::thread t([=] { gemm_any(tA, tB, M - h, N, K, alpha, tA ? A + h : A + (size_t)h * lda, lda, B, ldb, accumulate, C + (size_t)h * ldc, ldc); });
+    gemm_any(tA, tB, h, N, K, alpha, A, lda, B, ldb, accumulate, C, ldc);
+    t.join();
+  } else {
+    int h = ((N / 2) + 15) & ~15;
+    std::thread t([=] { gemm_any(tA, tB, M, N - h, K, alpha, A, lda, tB ? B + (size_t)h * ldb : B + h, ldb, accumulate, C + h, ldc); });
+    gemm_any(tA, tB, M, h, K, alpha, A, lda, B, ldb, accumulate, C, ldc);
+    t.join();
+  }
+}
+
 // ---------- vectorised exp (Cephes-style, as assembly/simd.ts) ----------
 static inline __m256 exp8(__m256 x) {
   x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.3762626647949f));
@@ -126,6 +145,15 @@ static inline float hsum8(__m256 v) {
   s = _mm_hadd_ps(s, s);
   s = _mm_hadd_ps(s, s);
   return _mm_cvtss_f32(s);
+}
+
+static inline float dot(const float* x, const float* y, int n) {
+  __m256 acc = _mm256_setzero_ps();
+  int i = 0;
+  for (; i + 8 <= n; i += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i), acc);
+  float d = hsum8(acc);
+  for (; i < n; i++) d += x[i] * y[i];
+  return d;
 }
 
 /** Row softmax over the first lim entries (masked keys set to 0), zeros after. */
@@ -216,7 +244,7 @@ static napi_value Gemm(napi_env env, napi_callback_info info) {
   size_t sA = (size_t)a[14], sB = (size_t)a[15], sC = (size_t)a[16];
   float* A = F(a[5]); float* B = F(a[7]); float* C = F(a[9]);
   for (int t = 0; t < batch; t++)
-    gemm_any(tA, tB, M, N, K, (float)a[11], A + t * sA, (int)a[6], B + t * sB, (int)a[8], acc || (sC == 0 && t > 0), C + t * sC, (int)a[10]);
+    gemm_par(tA, tB, M, N, K, (float)a[11], A + t * sA, (int)a[6], B + t * sB, (int)a[8], acc || (sC == 0 && t > 0), C + t * sC, (int)a[10]);
   return nullptr;
 }
 
@@ -228,7 +256,8 @@ static napi_value Attention(napi_env env, napi_callback_info info) {
   const int32_t* kvalid = a[13] != 0 ? I(a[13]) : nullptr;
   int grp = Hq / Hkv, R = grp * T;
   if (T <= 4) {  // decoding: few query rows, plain dot products beat gemm calls
-    for (int p = 0; p < B * Hkv; p++) {
+    split2(B * Hkv, (double)B * Hq * T * S * D / 4, [&](int p0, int p1) {
+    for (int p = p0; p < p1; p++) {
       int b = p / Hkv, kv = p % Hkv;
       const float* K = F(a[1]) + (size_t)(b * Hkv + kv) * S * D;
       const float* Vv = F(a[2]) + (size_t)(b * Hkv + kv) * S * D;
@@ -238,11 +267,7 @@ static napi_value Attention(napi_env env, napi_callback_info info) {
         float* o = F(a[3]) + row * D;
         float* P = F(a[4]) + row * S;
         int lim = std::min(S, offset + (r % T) + 1);
-        for (int s = 0; s < lim; s++) {
-          float d = 0.f;
-          for (int i = 0; i < D; i++) d += q[i] * K[(size_t)s * D + i];
-          P[s] = d * scale;
-        }
+        for (int s = 0; s < lim; s++) P[s] = dot(q, K + (size_t)s * D, D) * scale;
         masked_softmax_row(P, S, lim, kvalid ? kvalid + (size_t)b * S : nullptr);
         std::memset(o, 0, sizeof(float) * D);
         for (int s = 0; s < lim; s++) {
@@ -252,6 +277,7 @@ static napi_value Attention(napi_env env, napi_callback_info info) {
         }
       }
     }
+    });
     return nullptr;
   }
   auto work = [&](int p0, int p1) {
@@ -302,7 +328,15 @@ static napi_value AttentionBackward(napi_env env, napi_callback_info info) {
   return nullptr;
 }
 
+#if RAGEN_HAVE_CBLAS
+extern "C" void openblas_set_num_threads(int);
+#endif
+
 static napi_value Init(napi_env env, napi_value exports) {
+#if RAGEN_HAVE_CBLAS
+  // OpenBLAS's own pool spins between calls and fights the kernel worker thread; we split big gemms ourselves.
+  openblas_set_num_threads(1);
+#endif
   napi_property_descriptor props[] = {
     {"setMemory", nullptr, SetMemory, nullptr, nullptr, nullptr, napi_default, nullptr},
     {"info", nullptr, Info, nullptr, nullptr, nullptr, napi_default, nullptr},
