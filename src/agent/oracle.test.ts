@@ -37,6 +37,7 @@ describe('the oracle plays through the full text loop (prompt -> tokens -> parse
       }
       expect(batch.metrics[id]!['success']).toBeCloseTo(fitting / batch.episodes.length, 12);
       expect(batch.metrics[id]!['format_error_rate']).toBe(0);
+      if (MUST_WIN.includes(id)) expect(batch.metrics[id]!['success']).toBe(1);
     });
   }
 });

@@ -13,6 +13,8 @@ export { sokobanConfigSchema, type SokobanConfig, type SokobanConfigInput } from
 const base = {
   schema: sokobanConfigSchema,
   create: (config: SokobanConfig) => new SokobanEnv(config),
+  // searchDepth is the exact optimal solution length here (reverse BFS), so every id caps it at the
+  // 10-action episode budget: an episode that cannot be solved within its budget teaches nothing.
   maxActionsPerEpisode: 10,
   solve(config: SokobanConfig, seed: number): string[] | undefined {
     const env = new SokobanEnv(config);
@@ -23,8 +25,8 @@ const base = {
 
 registerEnv<SokobanConfig>('SimpleSokoban', {
   ...base,
-  description: 'Sokoban, 6x6 room, 1 box, grid observation.',
-  defaults: { dimRoom: [6, 6], numBoxes: 1, searchDepth: 300, observationFormat: 'grid' },
+  description: 'Sokoban, 6x6 room, 1 box, solvable in at most 10 moves, grid observation.',
+  defaults: { dimRoom: [6, 6], numBoxes: 1, searchDepth: 10, observationFormat: 'grid' },
 });
 
 registerEnv<SokobanConfig>('LargerSokoban', {
@@ -39,7 +41,7 @@ registerEnv<SokobanConfig>('SokobanDifferentGridVocab', {
   defaults: {
     dimRoom: [6, 6],
     numBoxes: 1,
-    searchDepth: 30,
+    searchDepth: 10,
     observationFormat: 'grid',
     gridVocab: { wall: 'W', floor: '.', target: 'G', boxOnTarget: 'C', box: 'B', player: 'A', playerOnTarget: '@' },
   },
@@ -47,6 +49,6 @@ registerEnv<SokobanConfig>('SokobanDifferentGridVocab', {
 
 registerEnv<SokobanConfig>('CoordSokoban', {
   ...base,
-  description: 'Sokoban, 6x6 room, 1 box, observation as coordinates plus the grid.',
-  defaults: { dimRoom: [6, 6], numBoxes: 1, searchDepth: 300, observationFormat: 'grid_coord' },
+  description: 'Sokoban, 6x6 room, 1 box, solvable in at most 10 moves, coordinates plus the grid.',
+  defaults: { dimRoom: [6, 6], numBoxes: 1, searchDepth: 10, observationFormat: 'grid_coord' },
 });
