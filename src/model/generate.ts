@@ -2,6 +2,7 @@
 // a key mask hide the padding), decoded one token per step; finished sequences are compacted out of the batch.
 import { affine, embedding, logprobOfTarget, noGrad, softmax, tidy, type Tensor } from '../tensor/index.js';
 import { ConfigError, Rng } from '../util/index.js';
+import { fuseWeights } from './fused.js';
 import { KVCache } from './kv-cache.js';
 import { argmax, Sampler } from './sampling.js';
 import type { Transformer } from './transformer.js';
@@ -28,6 +29,8 @@ export interface GenerateOptions {
   maxScoreFloats?: number;
   /** Most tokens (batch x chunk length) per prefill chunk (bounds activation memory). @default 4096 */
   maxPrefillTokens?: number;
+  /** Sample with fused copies of the weights (q|k|v, gate|up; LoRA merged): fewer GEMMs, one more copy of the layer weights in memory. @default true up to 100M parameters */
+  fuseWeights?: boolean;
 }
 
 /** One sampled completion (the Engine's `Generation`). */
@@ -57,6 +60,7 @@ export function generate(model: Transformer, prompts: readonly (readonly number[
   const window = Math.max(0, ...stopStrings.map((s) => s.length)) + 4;
   const settings = { topP: opts.topP ?? 1, topK: opts.topK ?? 0 };
 
+  const fused = (opts.fuseWeights ?? model.numParameters <= 1e8) ? fuseWeights(model) : undefined;
   let cache = new KVCache(c, n, capacity);
   let rows = prompts.map((_, i) => i); // cache row -> prompt index
   let done = new Array<boolean>(n).fill(false);
@@ -80,7 +84,7 @@ export function generate(model: Transformer, prompts: readonly (readonly number[
       const isLast = t0 + T === P;
       last = noGrad(() =>
         tidy(() => {
-          const h = model.hidden(ids, n, T, { cache, positions, keyValid });
+          const h = model.hidden(ids, n, T, { cache, positions, keyValid, fused });
           return isLast ? stepLogits(model, h, n, T) : null;
         }),
       );
@@ -116,10 +120,11 @@ export function generate(model: Transformer, prompts: readonly (readonly number[
       const Bn = rows.length;
       const ids = tokens.slice(0, Bn);
       const positions = Int32Array.from(rows, (r) => cache.length - pads[r]!);
-      logits = noGrad(() => tidy(() => stepLogits(model, model.hidden(ids, Bn, 1, { cache, positions, keyValid }), Bn, 1)));
+      logits = noGrad(() => tidy(() => stepLogits(model, model.hidden(ids, Bn, 1, { cache, positions, keyValid, fused }), Bn, 1)));
     }
   } finally {
     cache.dispose();
+    fused?.dispose();
   }
   return results;
 }
@@ -150,8 +155,9 @@ function readOut(fn: () => Tensor): Float32Array {
   return out!;
 }
 
-/** (B, capacity) flags: slot s of row j is a real token when s >= that prompt's left padding. */
-function maskFor(rows: readonly number[], pads: readonly number[], capacity: number): Int32Array {
+/** (B, capacity) flags: slot s of row j is a real token when s >= that prompt's left padding; none without padding. */
+function maskFor(rows: readonly number[], pads: readonly number[], capacity: number): Int32Array | undefined {
+  if (rows.every((r) => pads[r] === 0)) return undefined;
   const m = new Int32Array(rows.length * capacity);
   rows.forEach((r, j) => m.fill(1, j * capacity + pads[r]!, (j + 1) * capacity));
   return m;

@@ -104,6 +104,20 @@ describe('generate', () => {
     expect(s[0]!.tokens.length).toBeLessThanOrEqual(5);
   });
 
+  it('fused sampling weights (q|k|v, gate|up, LoRA merged) give the unfused results', () => {
+    for (const cfg of [modelConfig({ ...shape, modelType: 'qwen3', headDim: 16 }), modelConfig({ ...shape, modelType: 'llama', qkvBias: true, oBias: true })]) {
+      const m = Transformer.init(cfg, 6, 0.3);
+      const lora = LoraAdapters.attach(m, { r: 2, alpha: 4, targetModules: ['q_proj', 'v_proj', 'up_proj', 'down_proj'] }, 1);
+      noGrad(() => lora.parameters().forEach(([, t]) => t.backend.write(t.buf, t.toFloat32Array().map((_, i) => 0.1 * Math.sin(i + 1)))));
+      const fused = generate(m, prompts, { maxNewTokens: 6, temperature: 1, seed: 5, fuseWeights: true });
+      const plain = generate(m, prompts, { maxNewTokens: 6, temperature: 1, seed: 5, fuseWeights: false });
+      expect(fused.map((g) => g.tokens)).toEqual(plain.map((g) => g.tokens));
+      fused.forEach((g, i) => g.logprobs.forEach((lp, j) => expect(Math.abs(lp - plain[i]!.logprobs[j]!)).toBeLessThan(1e-4)));
+      const tf = teacherForced(m, prompts.map((p, i) => [...p, ...fused[i]!.tokens]));
+      prompts.forEach((p, i) => fused[i]!.logprobs.forEach((lp, j) => expect(Math.abs(lp - tf[i]![p.length - 1 + j]!)).toBeLessThan(1e-4)));
+    }
+  });
+
   it('a prompt prefilled in chunks gives the same completions as in one pass', () => {
     const m = Transformer.init(config, 2, 0.3);
     const one = generate(m, prompts, { maxNewTokens: 5, temperature: 1, seed: 4 });

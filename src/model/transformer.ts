@@ -1,8 +1,9 @@
 // The decoder-only transformer of the Llama / Qwen2 / Qwen3 family (HF modeling_llama / modeling_qwen2/3):
 // RMSNorm, RoPE, grouped-query attention, SwiGLU MLP, optional q/k/v bias and q/k norm, tied or untied head.
-import { embedding, isGradEnabled, keep, linear, noGrad, tidy, permute, randn, rmsNorm, rope, swiglu, causalAttention, add, assignSlice, ones, zeros, tensor, Tensor, type Backend } from '../tensor/index.js';
+import { embedding, isGradEnabled, keep, linear, narrow, noGrad, tidy, permute, randn, rmsNorm, rope, swiglu, causalAttention, add, assignSlice, ones, zeros, tensor, Tensor, type Backend } from '../tensor/index.js';
 import { Rng } from '../util/index.js';
 import { countParameters, type ModelConfig } from './config.js';
+import type { FusedWeights } from './fused.js';
 import type { KVCache } from './kv-cache.js';
 import type { LoraAdapters } from './lora.js';
 import { expectWeight, type WeightMap } from './safetensors.js';
@@ -38,6 +39,8 @@ export interface ForwardOptions {
   keyValid?: Int32Array;
   /** Randomness for LoRA dropout; none = eval mode (no dropout). */
   dropoutRng?: Rng;
+  /** Fused inference weights (see fused.ts) to use instead of the per-module projections (no graph). */
+  fused?: FusedWeights;
 }
 
 /** The HF weight names of layer i, in the order transformers lists them. */
@@ -164,6 +167,11 @@ export class Transformer {
     return this.lmHead.backend;
   }
 
+  /** The projections of each layer (for fused.ts). */
+  layerProjections(): { q: Proj; k: Proj; v: Proj; o: Proj; gate: Proj; up: Proj; down: Proj }[] {
+    return this.layers.map(({ q, k, v, o, gate, up, down }) => ({ q, k, v, o, gate, up, down }));
+  }
+
   /** x W^T + b, plus the LoRA delta when this projection has an adapter. */
   proj(p: Proj, x: Tensor, rng?: Rng): Tensor {
     const y = linear(x, p.weight, p.bias);
@@ -209,16 +217,26 @@ export class Transformer {
     const rng = opts.dropoutRng;
     // (B, T, n, D) -> (B, n, T, D); with T = 1 both layouts are the same memory, so a reshape does it.
     const heads = (x: Tensor, n: number): Tensor => (T === 1 ? x.reshape(B, n, 1, D) : permute(x.reshape(B, T, n, D), [0, 2, 1, 3]));
+    const f = opts.fused?.layers[i];
     const x = rmsNorm(h, l.inputNorm, eps);
-    let q = this.proj(l.q, x, rng);
-    let k = this.proj(l.k, x, rng);
+    let q: Tensor, k: Tensor, vFlat: Tensor;
+    if (f) {
+      const qkv = linear(x, f.qkv, f.qkvBias); // (N, HD + 2KD)
+      q = narrow(qkv, 1, 0, H * D);
+      k = narrow(qkv, 1, H * D, K * D);
+      vFlat = narrow(qkv, 1, (H + K) * D, K * D);
+    } else {
+      q = this.proj(l.q, x, rng);
+      k = this.proj(l.k, x, rng);
+      vFlat = this.proj(l.v, x, rng);
+    }
     if (l.qNorm && l.kNorm) {
       q = rmsNorm(q.reshape(B * T * H, D), l.qNorm, eps);
       k = rmsNorm(k.reshape(B * T * K, D), l.kNorm, eps);
     }
     q = rope(heads(q, H), positions, ropeTheta); // (B, H, T, D)
     k = rope(heads(k, K), positions, ropeTheta); // (B, K, T, D)
-    let v = heads(this.proj(l.v, x, rng), K);
+    let v = heads(vFlat, K);
     let offset = 0;
     if (opts.cache) {
       assignSlice(opts.cache.keys[i]!, k, 2, start);
@@ -231,8 +249,13 @@ export class Transformer {
     }
     const att = causalAttention(q, k, v, { queryOffset: offset, keyValid: opts.keyValid }); // (B, H, T, D)
     const y = T === 1 ? att.reshape(B, H * D) : permute(att, [0, 2, 1, 3]).reshape(B * T, H * D);
-    const h1 = add(h, this.proj(l.o, y, rng));
+    const h1 = add(h, f ? linear(y, f.o, f.oBias) : this.proj(l.o, y, rng));
     const x2 = rmsNorm(h1, l.postNorm, eps);
+    if (f) {
+      const F = this.config.intermediateSize;
+      const gu = linear(x2, f.gateUp); // (N, 2F)
+      return add(h1, linear(swiglu(narrow(gu, 1, 0, F), narrow(gu, 1, F, F)), f.down));
+    }
     const g = this.proj(l.gate, x2, rng);
     const u = this.proj(l.up, x2, rng);
     return add(h1, this.proj(l.down, swiglu(g, u), rng));
