@@ -159,3 +159,75 @@ export function gemmBatched(transA: i32, transB: i32, M: i32, N: i32, K: i32, a:
       c + <usize>t * strideC * 4, ldc, alpha, acc, scratch);
   }
 }
+
+/**
+ * C (M x N) = alpha * A B^T (+ C) for A (M x K, lda) and B (N x K, ldb), as dot products over K with no
+ * packing: the fast form for few rows (decoding), where packing the weight would cost as much as the math.
+ */
+export function gemmNT(M: i32, N: i32, K: i32, a: usize, lda: i32, b: usize, ldb: i32, c: usize, ldc: i32, alpha: f32, accumulate: i32): void {
+  const K4 = K & ~3;
+  const M2 = M & ~1;
+  let j = 0;
+  // outer loop over 4 rows of B (read once), inner over pairs of A rows (cache resident)
+  for (; j + 4 <= N; j += 4) {
+    const b0 = b + <usize>j * ldb * 4, b1 = b0 + <usize>ldb * 4, b2 = b1 + <usize>ldb * 4, b3 = b2 + <usize>ldb * 4;
+    for (let i = 0; i < M2; i += 2) {
+      const a0 = a + <usize>i * lda * 4, a1 = a0 + <usize>lda * 4;
+      let s00 = f32x4.splat(0), s01 = f32x4.splat(0), s02 = f32x4.splat(0), s03 = f32x4.splat(0);
+      let s10 = f32x4.splat(0), s11 = f32x4.splat(0), s12 = f32x4.splat(0), s13 = f32x4.splat(0);
+      for (let k = 0; k < K4; k += 4) {
+        const o = <usize>k << 2;
+        const x0 = v128.load(a0 + o), x1 = v128.load(a1 + o);
+        let y = v128.load(b0 + o);
+        s00 = madd(x0, y, s00); s10 = madd(x1, y, s10);
+        y = v128.load(b1 + o);
+        s01 = madd(x0, y, s01); s11 = madd(x1, y, s11);
+        y = v128.load(b2 + o);
+        s02 = madd(x0, y, s02); s12 = madd(x1, y, s12);
+        y = v128.load(b3 + o);
+        s03 = madd(x0, y, s03); s13 = madd(x1, y, s13);
+      }
+      // lane q of r0 is the sum of the lanes of s0q
+      let r0 = hsum4x4(s00, s01, s02, s03), r1 = hsum4x4(s10, s11, s12, s13);
+      for (let k = K4; k < K; k++) {
+        const o = <usize>k << 2;
+        const y = f32x4.replace_lane(f32x4.replace_lane(f32x4.replace_lane(f32x4.splat(load<f32>(b0 + o)), 1, load<f32>(b1 + o)), 2, load<f32>(b2 + o)), 3, load<f32>(b3 + o));
+        r0 = madd(f32x4.splat(load<f32>(a0 + o)), y, r0);
+        r1 = madd(f32x4.splat(load<f32>(a1 + o)), y, r1);
+      }
+      const c0 = c + (<usize>i * ldc + j) * 4, c1 = c0 + <usize>ldc * 4;
+      const al = f32x4.splat(alpha);
+      v128.store(c0, accumulate ? madd(r0, al, v128.load(c0)) : f32x4.mul(r0, al));
+      v128.store(c1, accumulate ? madd(r1, al, v128.load(c1)) : f32x4.mul(r1, al));
+    }
+    if (M2 < M) for (let q = 0; q < 4; q++) dotInto(a + <usize>M2 * lda * 4, b + <usize>(j + q) * ldb * 4, K, c + (<usize>M2 * ldc + j + q) * 4, alpha, accumulate);
+  }
+  for (; j < N; j++)
+    for (let i = 0; i < M; i++) dotInto(a + <usize>i * lda * 4, b + <usize>j * ldb * 4, K, c + (<usize>i * ldc + j) * 4, alpha, accumulate);
+}
+
+// @ts-ignore: decorator
+@inline function hsum4x4(s0: v128, s1: v128, s2: v128, s3: v128): v128 {
+  // transpose-and-add: lane j of the result is the sum of the lanes of sj
+  const t0 = f32x4.add(v128.shuffle<f32>(s0, s1, 0, 4, 1, 5), v128.shuffle<f32>(s0, s1, 2, 6, 3, 7)); // s0a s1a s0b s1b
+  const t1 = f32x4.add(v128.shuffle<f32>(s2, s3, 0, 4, 1, 5), v128.shuffle<f32>(s2, s3, 2, 6, 3, 7));
+  return f32x4.add(v128.shuffle<f32>(t0, t1, 0, 1, 4, 5), v128.shuffle<f32>(t0, t1, 2, 3, 6, 7));
+}
+
+function dotInto(x: usize, y: usize, K: i32, dst: usize, alpha: f32, accumulate: i32): void {
+  let acc = f32x4.splat(0);
+  let k = 0;
+  for (; k + 4 <= K; k += 4) acc = madd(v128.load(x + (<usize>k << 2)), v128.load(y + (<usize>k << 2)), acc);
+  let s = f32x4.extract_lane(acc, 0) + f32x4.extract_lane(acc, 1) + f32x4.extract_lane(acc, 2) + f32x4.extract_lane(acc, 3);
+  for (; k < K; k++) s += load<f32>(x + (<usize>k << 2)) * load<f32>(y + (<usize>k << 2));
+  store<f32>(dst, accumulate ? load<f32>(dst) + alpha * s : alpha * s);
+}
+
+/** Batched gemmNT (item t at a + t*strideA, ...). */
+export function gemmNTBatched(M: i32, N: i32, K: i32, a: usize, lda: i32, b: usize, ldb: i32, c: usize, ldc: i32, alpha: f32, accumulate: i32,
+  batch: i32, strideA: i32, strideB: i32, strideC: i32): void {
+  for (let t = 0; t < batch; t++) {
+    const acc = accumulate || (strideC == 0 && t > 0) ? 1 : 0;
+    gemmNT(M, N, K, a + <usize>t * strideA * 4, lda, b + <usize>t * strideB * 4, ldb, c + <usize>t * strideC * 4, ldc, alpha, acc);
+  }
+}

@@ -1,4 +1,4 @@
 // The WASM kernel module: every export takes byte addresses into one shared memory (see src/tensor/wasm-backend.ts).
-export { gemm, gemmBatched, gemmScratchBytes } from './gemm';
+export { gemm, gemmBatched, gemmNT, gemmNTBatched, gemmScratchBytes } from './gemm';
 export { binary, reduceBroadcast, unary, unaryBackward, affine, axpy, copyBlock, permute4, sumAxis, expandAxis, fill, swiglu, swigluBackward, adamw, sumSquares, allFinite } from './elementwise';
 export { rmsNorm, rmsNormBackward, rope, softmax, softmaxBackward, logprobTarget, logprobTargetBackward, entropy, entropyBackward, embedding, embeddingBackward, attention, attentionBackward, attentionScratchBytes } from './nn';

@@ -32,7 +32,7 @@ for (const name of ['wasm', 'native'] as const) {
     const rng = new Rng(42);
 
     const gemmShapes: [number, number, number, number][] = [
-      [1, 1, 1, 1], [3, 5, 7, 1], [37, 53, 71, 1], [130, 67, 300, 1], [64, 1030, 33, 1], [260, 96, 96, 1], [5, 9, 17, 3], [128, 128, 64, 4],
+      [1, 1, 1, 1], [3, 5, 7, 1], [37, 53, 71, 1], [64, 515, 259, 1], [7, 260, 33, 2], [130, 67, 300, 1], [64, 1030, 33, 1], [260, 96, 96, 1], [5, 9, 17, 3], [128, 128, 64, 4],
     ];
     for (const [M, N, K, batch] of gemmShapes)
       for (const tA of [false, true])

@@ -9,7 +9,9 @@ export interface ThreadPool {
   close(): void;
 }
 
-// control block: Int32 [0] job seq, [1] done seq, [2] fn index, [3] ready, [4] argc, [5] error; Float64 args at +64
+// control block: Int32 [0] job seq, [1] done seq, [2] fn index, [3] ready, [4] argc, [5] error, [6] claimable job
+// (its seq, 0 once claimed); Float64 args at +64. The worker's half is claimed by whichever thread gets to it
+// first: if the worker is not scheduled in time (a busy machine), the main thread runs both halves itself.
 const ARGS_ADDR = CONTROL_ADDR + 64;
 const MAX_ARGS = 32;
 
@@ -29,11 +31,13 @@ function init({ module, memory, names, ctlAddr, argsAddr }) {
   for (;;) {
     Atomics.wait(ctl, 0, seen);
     seen = Atomics.load(ctl, 0);
+    const job = Atomics.load(ctl, 6);
+    if (job === 0 || Atomics.compareExchange(ctl, 6, job, 0) !== job) continue; // nothing to do, or the main thread took it
     const argc = ctl[4];
     const a = [];
     for (let i = 0; i < argc; i++) a.push(args[i]);
     try { fns[ctl[2]](...a); } catch (e) { Atomics.store(ctl, 5, 1); }
-    Atomics.store(ctl, 1, seen);
+    Atomics.store(ctl, 1, job);
     Atomics.notify(ctl, 1);
   }
 }
@@ -56,7 +60,7 @@ export function createThreadPool(memory: WebAssembly.Memory, exports: Record<str
     return null;
   }
   const index = new Map(names.map((n, i) => [n, i]));
-  let seq = Atomics.load(ctl, 0);
+  let seq = Math.max(1, Atomics.load(ctl, 0));
   return {
     run(fn, argsMain, argsWorker) {
       const id = index.get(fn);
@@ -64,10 +68,15 @@ export function createThreadPool(memory: WebAssembly.Memory, exports: Record<str
       for (let i = 0; i < argsWorker.length; i++) args[i] = argsWorker[i]!;
       ctl[2] = id;
       ctl[4] = argsWorker.length;
-      seq = (seq + 1) | 0;
+      seq = seq >= 0x3fffffff ? 1 : seq + 1;
+      Atomics.store(ctl, 6, seq);
       Atomics.store(ctl, 0, seq);
       Atomics.notify(ctl, 0);
       exports[fn]!(...argsMain);
+      if (Atomics.compareExchange(ctl, 6, seq, 0) === seq) {
+        exports[fn]!(...argsWorker); // the worker has not started it: do it here
+        return;
+      }
       let done: number;
       while ((done = Atomics.load(ctl, 1)) !== seq) Atomics.wait(ctl, 1, done);
       if (Atomics.exchange(ctl, 5, 0) !== 0) throw new Error(`thread pool: kernel ${fn} failed on the worker`);

@@ -13,6 +13,7 @@ export type WasmKernels = Record<string, Fn>;
 
 const GEMM_SPLIT_MACS = 1 << 18; // below this many multiply-adds one thread is faster than a handshake
 const ELEMWISE_SPLIT = 1 << 16;
+const SMALL_M = 96; // up to this many rows, A B^T runs as dot products (gemmNT)
 
 const p = (b: Buf): number => (b as ArenaBuf).ptr;
 
@@ -127,6 +128,15 @@ export class WasmBackend implements Backend {
     const lda = a.transA ? M : K, ldb = a.transB ? K : N;
     const pa = p(a.a) + (a.offA ?? 0) * 4, pb = p(a.b) + (a.offB ?? 0) * 4, pc = p(a.c) + (a.offC ?? 0) * 4;
     const tA = a.transA ? 1 : 0, tB = a.transB ? 1 : 0, acc = a.accumulate ? 1 : 0;
+    if (a.transB && !a.transA && M <= SMALL_M) {
+      // few rows (decoding): dot products, no packing; two threads split the columns
+      const h = (N >> 3) << 2;
+      const args = (n0: number, n: number): number[] =>
+        [M, n, K, pa, lda, pb + n0 * K * 4, ldb, pc + n0 * 4, N, a.alpha, acc, a.batch, a.strideA, a.strideB, a.strideC];
+      if (this.pool && h > 0 && M * N * K * a.batch >= GEMM_SPLIT_MACS && (a.strideC !== 0 || a.batch === 1)) this.par('gemmNTBatched', args(0, h), args(h, N - h));
+      else this.k.gemmNTBatched!(...args(0, N));
+      return;
+    }
     const s0 = this.scratchFor(0, this.k.gemmScratchBytes!());
     const big = M * N * K * a.batch >= GEMM_SPLIT_MACS && this.pool;
     if (!big) {
