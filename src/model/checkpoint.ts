@@ -41,7 +41,7 @@ export async function saveModel(dir: string, model: Transformer, opts: SaveOptio
 }
 
 /** Read a checkpoint's config.json. */
-export async function loadConfig(dir: string): Promise<ModelConfig> {
+export async function loadModelConfig(dir: string): Promise<ModelConfig> {
   const path = join(dir, 'config.json');
   if (!existsSync(path)) throw new CheckpointError(`not a model checkpoint: ${path} is missing`);
   let json: Record<string, unknown>;
@@ -55,7 +55,7 @@ export async function loadConfig(dir: string): Promise<ModelConfig> {
 
 /** Load a checkpoint directory (ours or one saved by transformers), with its LoRA adapter and value head if present. */
 export async function loadModel(dir: string, opts: { adapters?: boolean } = {}): Promise<{ model: Transformer; valueHead: ValueHead | null }> {
-  const config = await loadConfig(dir);
+  const config = await loadModelConfig(dir);
   const model = Transformer.fromWeights(config, await loadWeights(dir), dir);
   if (opts.adapters !== false && existsSync(join(dir, ADAPTER_DIR, 'adapter_config.json'))) await LoraAdapters.load(model, join(dir, ADAPTER_DIR));
   const vh = join(dir, VALUE_HEAD_FILE);

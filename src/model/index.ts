@@ -12,7 +12,7 @@ export type { PackedBatch, TokenOutputs } from './forward.js';
 export { KVCache } from './kv-cache.js';
 export { generate } from './generate.js';
 export type { GenerateOptions, Completion } from './generate.js';
-export { saveModel, loadModel, loadConfig, ADAPTER_DIR, VALUE_HEAD_FILE } from './checkpoint.js';
+export { saveModel, loadModel, loadModelConfig, ADAPTER_DIR, VALUE_HEAD_FILE } from './checkpoint.js';
 export type { SaveOptions } from './checkpoint.js';
 export { Sampler, argmax } from './sampling.js';
 export type { SamplerSettings } from './sampling.js';
