@@ -7,6 +7,10 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
 #include <thread>
 #include <vector>
 #if RAGEN_HAVE_CBLAS
@@ -104,22 +108,140 @@ static void gemm_any(bool tA, bool tB, int M, int N, int K, float alpha, const f
 #endif
 }
 
+static inline float hsum8_early(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_hadd_ps(s, s);
+  s = _mm_hadd_ps(s, s);
+  return _mm_cvtss_f32(s);
+}
+
+// ---------- a persistent helper thread with work stealing ----------
+// run(mine, theirs): the helper runs `theirs` while this thread runs `mine`; if the helper has not picked
+// `theirs` up by then (a busy machine), this thread runs it too, so a descheduled helper never costs a wait.
+class Helper {
+ public:
+  Helper() : th_([this] { loop(); }) { th_.detach(); }
+  void run(const std::function<void()>& mine, const std::function<void()>& theirs) {
+    {
+      std::lock_guard<std::mutex> g(m_);
+      job_ = &theirs;
+      state_ = 1;
+    }
+    cv_.notify_one();
+    mine();
+    int expected = 1;
+    if (state_.compare_exchange_strong(expected, 0)) {
+      theirs();
+      return;
+    }
+    std::unique_lock<std::mutex> l(m_);
+    done_.wait(l, [&] { return state_.load() == 3; });
+    state_ = 0;
+  }
+
+ private:
+  void loop() {
+    for (;;) {
+      std::unique_lock<std::mutex> l(m_);
+      cv_.wait(l, [&] { return state_.load() == 1; });
+      int expected = 1;
+      if (!state_.compare_exchange_strong(expected, 2)) continue;
+      const std::function<void()>* job = job_;
+      l.unlock();
+      (*job)();
+      l.lock();
+      state_ = 3;
+      l.unlock();
+      done_.notify_one();
+    }
+  }
+  std::mutex m_;
+  std::condition_variable cv_, done_;
+  const std::function<void()>* job_ = nullptr;
+  std::atomic<int> state_{0};  // 0 idle, 1 posted, 2 taken by the helper, 3 helper done
+  std::thread th_;
+};
+
+static Helper& helper() {
+  static Helper* h = new Helper();  // never destroyed: the thread is detached
+  return *h;
+}
+
+/** C (M x N) = alpha A B^T (+ C), A (M x K), B (N x K): dot products, no packing (few rows: decoding). */
+static void gemm_nt_small(int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb, bool accumulate, float* C, int ldc) {
+  auto finish = [&](float s, int i, int j) {
+    float* c = C + (size_t)i * ldc + j;
+    *c = accumulate ? *c + alpha * s : alpha * s;
+  };
+  auto dot1 = [&](const float* x, const float* y) {
+    __m256 acc = _mm256_setzero_ps();
+    int k = 0;
+    for (; k + 8 <= K; k += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), _mm256_loadu_ps(y + k), acc);
+    __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+    s4 = _mm_hadd_ps(s4, s4);
+    s4 = _mm_hadd_ps(s4, s4);
+    float s = _mm_cvtss_f32(s4);
+    for (; k < K; k++) s += x[k] * y[k];
+    return s;
+  };
+  int M2 = M & ~1, j = 0;
+  for (; j + 4 <= N; j += 4) {
+    const float* b0 = B + (size_t)j * ldb;
+    for (int i = 0; i < M2; i += 2) {
+      const float* a0 = A + (size_t)i * lda;
+      const float* a1 = a0 + lda;
+      __m256 s[2][4];
+      for (int r = 0; r < 2; r++)
+        for (int q = 0; q < 4; q++) s[r][q] = _mm256_setzero_ps();
+      int k = 0;
+      for (; k + 8 <= K; k += 8) {
+        __m256 x0 = _mm256_loadu_ps(a0 + k), x1 = _mm256_loadu_ps(a1 + k);
+        for (int q = 0; q < 4; q++) {
+          __m256 y = _mm256_loadu_ps(b0 + (size_t)q * ldb + k);
+          s[0][q] = _mm256_fmadd_ps(x0, y, s[0][q]);
+          s[1][q] = _mm256_fmadd_ps(x1, y, s[1][q]);
+        }
+      }
+      for (int r = 0; r < 2; r++)
+        for (int q = 0; q < 4; q++) {
+          float v = hsum8_early(s[r][q]);
+          const float* x = r ? a1 : a0;
+          const float* y = b0 + (size_t)q * ldb;
+          for (int kk = k; kk < K; kk++) v += x[kk] * y[kk];
+          finish(v, i + r, j + q);
+        }
+    }
+    for (int i = M2; i < M; i++)
+      for (int q = 0; q < 4; q++) finish(dot1(A + (size_t)i * lda, b0 + (size_t)q * ldb), i, j + q);
+  }
+  for (; j < N; j++)
+    for (int i = 0; i < M; i++) finish(dot1(A + (size_t)i * lda, B + (size_t)j * ldb), i, j);
+}
+
 /** gemm_any on two threads (rows or columns split) when it is big enough to pay for a thread start. */
 static void gemm_par(bool tA, bool tB, int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb, bool accumulate, float* C, int ldc) {
-  if ((double)M * N * K < (double)(1 << 22) || (M < 16 && N < 32)) {
+  if (tB && !tA && M <= 96) {
+    if ((double)M * N * K < (double)(1 << 24) || N < 64) {
+      gemm_nt_small(M, N, K, alpha, A, lda, B, ldb, accumulate, C, ldc);
+    } else {
+      int h = ((N / 2) + 3) & ~3;
+      helper().run([=] { gemm_nt_small(M, h, K, alpha, A, lda, B, ldb, accumulate, C, ldc); },
+                   [=] { gemm_nt_small(M, N - h, K, alpha, A, lda, B + (size_t)h * ldb, ldb, accumulate, C + h, ldc); });
+    }
+    return;
+  }
+  if ((double)M * N * K < (double)(1 << 24) || (M < 16 && N < 32)) {
     gemm_any(tA, tB, M, N, K, alpha, A, lda, B, ldb, accumulate, C, ldc);
     return;
   }
   if (M >= N) {
     int h = ((M / 2) + 7) & ~7;
-    std::thread t([=] { gemm_any(tA, tB, M - h, N, K, alpha, tA ? A + h : A + (size_t)h * lda, lda, B, ldb, accumulate, C + (size_t)h * ldc, ldc); });
-    gemm_any(tA, tB, h, N, K, alpha, A, lda, B, ldb, accumulate, C, ldc);
-    t.join();
+    helper().run([=] { gemm_any(tA, tB, h, N, K, alpha, A, lda, B, ldb, accumulate, C, ldc); },
+                 [=] { gemm_any(tA, tB, M - h, N, K, alpha, tA ? A + h : A + (size_t)h * lda, lda, B, ldb, accumulate, C + (size_t)h * ldc, ldc); });
   } else {
     int h = ((N / 2) + 15) & ~15;
-    std::thread t([=] { gemm_any(tA, tB, M, N - h, K, alpha, A, lda, tB ? B + (size_t)h * ldb : B + h, ldb, accumulate, C + h, ldc); });
-    gemm_any(tA, tB, M, h, K, alpha, A, lda, B, ldb, accumulate, C, ldc);
-    t.join();
+    helper().run([=] { gemm_any(tA, tB, M, h, K, alpha, A, lda, B, ldb, accumulate, C, ldc); },
+                 [=] { gemm_any(tA, tB, M, N - h, K, alpha, A, lda, tB ? B + (size_t)h * ldb : B + h, ldb, accumulate, C + h, ldc); });
   }
 }
 
@@ -188,15 +310,13 @@ static void masked_softmax_row(float* row, int S, int lim, const int32_t* valid)
 
 /** Run work(p0, p1) over [0, n): split across this thread and one more when macs is large. */
 template <typename Fn>
-static void split2(int n, double macs, Fn&& work) {
+static void split2(int n, double macs, Fn&& work) {  // work(p0, p1) over [0, n), on 2 threads when big
   if (n < 2 || macs < (1 << 20)) {
     work(0, n);
     return;
   }
   int h = n / 2;
-  std::thread t([&] { work(h, n); });
-  work(0, h);
-  t.join();
+  helper().run([&] { work(0, h); }, [&] { work(h, n); });
 }
 
 // ---------- N-API plumbing ----------
