@@ -1,0 +1,64 @@
+// Opening the trainer's engine and tokenizer from the config: the model directory for a fresh run, or a
+// checkpoint for a resumed one (policy, critic, LoRA adapters and optimizer state from the checkpoint; the
+// frozen reference of a full fine-tune always from `model.path`, the weights the run started from).
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { needsCritic } from '../algo/index.js';
+import { LocalEngine } from '../engine/index.js';
+import { loadModel, ValueHead } from '../model/index.js';
+import { loadTokenizer, tinyTokenizerDir, type Tokenizer } from '../tokenizer/index.js';
+import { ConfigError } from '../util/index.js';
+import { localEngineOptions } from './config-bridge.js';
+import type { RagenConfig } from './config-schema.js';
+
+/** The engine and tokenizer of a run. */
+export interface TrainerModels {
+  engine: LocalEngine;
+  tokenizer: Tokenizer;
+}
+
+/** The tokenizer of a model directory (its tokenizer.json), else the shipped tiny tokenizer. */
+export function modelTokenizer(dir: string): Tokenizer {
+  return loadTokenizer(existsSync(join(dir, 'tokenizer.json')) ? dir : tinyTokenizerDir());
+}
+
+/**
+ * The local engine for `config`, loaded from `model.path`, or from checkpoint directory `from` (with its
+ * optimizer state when the checkpoint holds one). Engines other than `local` and dtypes other than float32
+ * are ConfigErrors naming the key.
+ */
+export async function openModels(config: RagenConfig, from?: string): Promise<TrainerModels> {
+  const m = config.model;
+  if (m.engine !== 'local') throw new ConfigError(`Bad config value \`model.engine\` = ${JSON.stringify(m.engine)}: the trainer runs the \`local\` engine only in this version (torch is planned; openai cannot train).`);
+  if (m.dtype !== 'float32') throw new ConfigError(`Bad config value \`model.dtype\` = ${JSON.stringify(m.dtype)}: the local engine computes in float32; set model.dtype=float32.`);
+  const dir = from ?? m.path;
+  const tokenizer = modelTokenizer(dir);
+  const decode = (ids: number[]) => tokenizer.decode(ids);
+  const opts = { ...localEngineOptions(config), decode };
+  if (needsCritic(config.algo.advEstimator) && from && opts.critic === 'separate' && !existsSync(join(from, 'critic', 'config.json'))) {
+    throw new ConfigError(`Checkpoint \`${from}\` has no critic/ but the config's estimator \`${config.algo.advEstimator}\` needs a separate critic.`);
+  }
+  let engine: LocalEngine;
+  if (from && opts.reference && !opts.lora) {
+    // Full fine-tuning with a reference: the checkpoint holds the trained policy, the reference is the start.
+    const { model: policy, valueHead } = await loadModel(from);
+    const reference = (await loadModel(m.path, { adapters: false })).model;
+    let critic: ConstructorParameters<typeof LocalEngine>[0]['critic'] = null;
+    if (opts.critic === 'shared') critic = { mode: 'shared', valueHead: valueHead ?? ValueHead.init(policy.config.hiddenSize, (opts.seed ?? 0) + 2) };
+    if (opts.critic === 'separate') {
+      const c = await loadModel(join(from, 'critic'), { adapters: false });
+      critic = { mode: 'separate', model: c.model, valueHead: c.valueHead ?? ValueHead.init(c.model.config.hiddenSize, (opts.seed ?? 0) + 2) };
+    }
+    const tokenizerPath = join(from, 'tokenizer.json');
+    engine = new LocalEngine({ policy, reference, critic, seed: opts.seed ?? 0, decode, ...(existsSync(tokenizerPath) ? { tokenizerPath } : {}) });
+  } else {
+    // A resumed separate critic lives in `<checkpoint>/critic` (fromPretrained looks there first).
+    const { criticPath: _ignored, ...rest } = opts;
+    engine = await LocalEngine.fromPretrained(dir, from ? rest : opts);
+  }
+  if (engine.policy.config.vocabSize < tokenizer.vocabSize) {
+    throw new ConfigError(`The model in \`${dir}\` has ${engine.policy.config.vocabSize} token embeddings but its tokenizer has ${tokenizer.vocabSize} tokens; put the model's own tokenizer.json in the directory.`);
+  }
+  if (from && existsSync(join(from, 'optimizer'))) await engine.loadOptimizer(from);
+  return { engine, tokenizer };
+}

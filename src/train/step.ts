@@ -1,0 +1,251 @@
+// One StarPO step, in RAGEN's order (inventory 3.6) with its bugs left out: rollout -> collapse diagnostics ->
+// reward normalisation -> group filter -> old / reference log-probs -> values -> advantages -> critic update ->
+// actor update. Validation, checkpoints and early stops are the loop's (trainer.ts).
+import { collate, enginePolicy, rollout, type AgentConfig, type EnvGroups, type RolloutBatch } from '../agent/index.js';
+import {
+  applyKLPenalty, computeAdvantage, filterRollouts, lengthWeightAdvantages, needsCritic, normalizeRewards, scaleByKeptRatio,
+  softReweightByGroupStd, type KLController,
+} from '../algo/index.js';
+import type { TrainableEngine } from '../engine/index.js';
+import type { MetricValues } from '../metrics/index.js';
+import type { Tokenizer } from '../tokenizer/index.js';
+import { applyEpisodeScores, maskedStats, rowSequences, toTokenLayout } from './batch.js';
+import { collapseDiagnostics, type CollapseEma } from './collapse-step.js';
+import { needsReference, optimizerSettings, samplingOf } from './config-bridge.js';
+import type { RagenConfig } from './config-schema.js';
+import { episodeRecords, turnAdvantages, type EpisodeRecord } from './rollout-records.js';
+import { generatedTokens, trainMetrics } from './rollout-metrics.js';
+import { updateActor, updateCritic, type BatchSchedule, type UpdateBatch } from './update.js';
+
+/** What one step needs; `kl` and `collapseEma` carry state from step to step. */
+export interface StepContext {
+  config: RagenConfig;
+  engine: TrainableEngine;
+  tokenizer: Tokenizer;
+  agent: AgentConfig;
+  /** The training env groups (mode 'train'). */
+  groups: EnvGroups;
+  /** β of the in-reward KL penalty (fixed or adaptive). */
+  kl: KLController;
+  collapseEma: CollapseEma;
+}
+
+/** What a step reports. */
+export interface StepOutput {
+  metrics: MetricValues;
+  /** Trajectories for rollouts/step-N.jsonl (the first `logging.rolloutsPerStep` episodes). */
+  records: EpisodeRecord[];
+  /** The filter kept nothing: no update happened. */
+  empty: boolean;
+  /** `rollout/in_group_reward_std` (the reward-std early stop reads it). */
+  inGroupStd: number;
+  rollout: RolloutBatch;
+}
+
+/** The sampler seed of training step `step` (1-based): fresh noise each step, reproducible from the config. */
+export function stepSeed(base: number, step: number): number {
+  return (Math.imul(base ^ 0x5bd1e995, 0x27d4eb2d) + Math.imul(step, 0x9e3779b1)) >>> 0;
+}
+
+/** The most loss tokens one sequence can hold (Dr. GRPO's constant horizon for `seq-mean-token-sum-norm`). */
+export function lossHorizon(config: RagenConfig): number {
+  return config.generation.maxNewTokens * (config.agent.contextMode === 'full' ? config.agent.maxTurns : 1);
+}
+
+const seconds = (t0: number) => (performance.now() - t0) / 1000;
+
+/** Run training step `step` (1-based). Train seeds: group g of step k gets `seed.train + (k-1)·groups + g`. */
+export async function starpoStep(ctx: StepContext, step: number): Promise<StepOutput> {
+  const { config, engine, tokenizer, agent } = ctx;
+  const algo = config.algo;
+  const t = config.trainer;
+  const metrics: MetricValues = {};
+  const tStep = performance.now();
+
+  // 1. rollout
+  let t0 = performance.now();
+  const policy = enginePolicy(engine, tokenizer, agent, samplingOf(config, 'train', stepSeed(config.seed.train, step)));
+  const batch = await rollout({ groups: ctx.groups, policy, tokenizer, agent, resetSeed: config.seed.train + (step - 1) * ctx.groups.nGroups });
+  const genSeconds = seconds(t0);
+  const genTokens = generatedTokens(batch);
+  Object.assign(metrics, trainMetrics(batch), { 'timing_s/gen': genSeconds, 'perf/total_tokens': genTokens, 'perf/gen_tokens_per_s': genTokens / Math.max(genSeconds, 1e-9) } satisfies MetricValues);
+
+  // 2. collapse diagnostics on the unfiltered batch, on step 1 and every `collapse.every` steps
+  const every = t.collapse.every;
+  if (every > 0 && (step === 1 || step % every === 0)) {
+    t0 = performance.now();
+    const c = await collapseDiagnostics(engine, batch.episodes, t.collapse, ctx.collapseEma);
+    ctx.collapseEma = c.ema;
+    Object.assign(metrics, c.metrics, { 'timing_s/collapse': seconds(t0) });
+  }
+
+  // 3. reward normalisation (per episode score), then the group filter on the raw episode scores
+  t0 = performance.now();
+  const episodes = batch.episodes;
+  const rawScores = Float64Array.from(episodes, (e) => e.score);
+  let samples = batch.samples;
+  if (algo.rewardNorm.method !== 'identity') {
+    const normalized = normalizeRewards({ scores: rawScores, grouping: algo.rewardNorm.grouping, method: algo.rewardNorm.method, groupIds: episodes.map((e) => `${e.tag}/${e.group}`), tags: episodes.map((e) => e.tag) });
+    samples = applyEpisodeScores(samples, rawScores, normalized, config.agent.rewardMode);
+  }
+  let entropyByEpisode: Float64Array | undefined;
+  let fullForward: { logprobs: Float32Array[]; entropy?: Float32Array[] } | undefined;
+  if (algo.filter.metric === 'entropy' || algo.filter.metric === 'entropy_std') {
+    // The entropy metrics need the policy's entropy before filtering: one forward over every sample, reused below.
+    fullForward = await engine.forward(samples.map((s) => s.ids), { role: 'policy', entropy: true });
+    const sums = new Float64Array(episodes.length);
+    const counts = new Float64Array(episodes.length);
+    samples.forEach((s, i) => {
+      for (let k = 1; k < s.ids.length; k++) if (s.lossMask[k]) {
+        sums[s.episode] += fullForward!.entropy![i]![k - 1]!;
+        counts[s.episode]++;
+      }
+    });
+    entropyByEpisode = sums.map((x, i) => (counts[i]! > 0 ? x / counts[i]! : 0));
+  }
+  const filter = filterRollouts(
+    {
+      rewards: rawScores,
+      groupIds: episodes.map((e) => `${e.tag}/${e.group}`),
+      lengths: episodes.map((e) => e.turns.reduce((a, x) => a + x.tokens.length, 0)),
+      ...(entropyByEpisode ? { entropy: entropyByEpisode } : {}),
+    },
+    { ...algo.filter },
+  );
+  const keptEpisodes = new Set(filter.keptIndices);
+  const keptRows = samples.map((s, i) => (keptEpisodes.has(s.episode) ? i : -1)).filter((i) => i >= 0);
+  Object.assign(metrics, {
+    'rollout/in_group_reward_std': filter.stats.reward.std,
+    'rollout/in_group_reward_mean': filter.stats.reward.mean,
+    'rollout/in_group_reward_max': filter.stats.reward.max,
+    'rollout/chosen_in_group_reward_std': filter.stats.chosenReward.std,
+    'rollout/chosen_in_group_reward_mean': filter.stats.chosenReward.mean,
+    'rollout/filter_kept_count': filter.stats.keptCount,
+    'rollout/filter_kept_ratio': filter.stats.keptRatio,
+    'rollout/filter_zero_count': filter.stats.zeroCount,
+    'rollout/empty_after_filter': keptRows.length === 0 ? 1 : 0,
+    'train/batch_size': keptRows.length,
+    'timing_s/filter': seconds(t0),
+  } satisfies MetricValues);
+  const out = (records: EpisodeRecord[], empty: boolean): StepOutput => {
+    metrics['timing_s/step'] = seconds(tStep);
+    return { metrics, records, empty, inGroupStd: filter.stats.reward.std, rollout: batch };
+  };
+  const limit = config.logging.rolloutsPerStep;
+  if (keptRows.length === 0) return out(episodeRecords(step, episodes, keptEpisodes, new Map(), limit), true);
+
+  // 4. old log-probs and entropy (recomputed, as RAGEN does: the sampler's log-probs agree to ~1e-7 with the
+  // local engine, but a recompute keeps PPO exact for any engine), reference log-probs, values
+  const kept = keptRows.map((i) => samples[i]!);
+  const tokens = collate(kept, tokenizer.padTokenId);
+  const { B, T } = tokens;
+  const seqs = rowSequences(tokens);
+  t0 = performance.now();
+  const fwd = fullForward ? { logprobs: keptRows.map((i) => fullForward!.logprobs[i]!), entropy: keptRows.map((i) => fullForward!.entropy![i]!) } : await engine.forward(seqs, { role: 'policy', entropy: true });
+  const oldLogprobs = toTokenLayout(fwd.logprobs, B, T);
+  const entropy = toTokenLayout(fwd.entropy!, B, T);
+  metrics['timing_s/old_log_prob'] = seconds(t0);
+  metrics['actor/entropy'] = maskedStats(entropy, tokens.lossMask).mean;
+  let refLogprobs: Float64Array | undefined;
+  if (needsReference(config)) {
+    t0 = performance.now();
+    refLogprobs = toTokenLayout((await engine.forward(seqs, { role: 'reference' })).logprobs, B, T);
+    metrics['timing_s/ref'] = seconds(t0);
+  }
+  const critic = needsCritic(algo.advEstimator);
+  let values: Float64Array | undefined;
+  if (critic) {
+    t0 = performance.now();
+    values = toTokenLayout((await engine.forward(seqs, { role: 'critic' })).values!, B, T);
+    metrics['timing_s/values'] = seconds(t0);
+  }
+
+  // 5. token rewards (minus the KL penalty when it is in the reward), advantages, modifiers
+  t0 = performance.now();
+  let rewards: Float64Array = Float64Array.from(tokens.rewards);
+  if (algo.kl.inReward) {
+    const p = applyKLPenalty({ rewards, logprobs: oldLogprobs, refLogprobs: refLogprobs!, mask: tokens.lossMask, B, T, beta: ctx.kl.value, estimator: algo.kl.estimator });
+    rewards = p.rewards;
+    metrics['actor/kl_coef'] = ctx.kl.value;
+    ctx.kl.update(p.currentKl, B);
+  } else if (algo.kl.useKlLoss) metrics['actor/kl_coef'] = algo.kl.coef;
+  const adv = computeAdvantage(
+    { rewards, mask: tokens.lossMask, B, T, ...(values ? { values } : {}), groupIds: tokens.groupIds, episodeIds: tokens.episodeIds, turnIds: tokens.turnIds },
+    { estimator: algo.advEstimator, gamma: algo.gamma, lambda: algo.lambda, gammaTurn: algo.gammaTurn, ...(algo.normAdvantages !== null ? { whiten: algo.normAdvantages } : {}) },
+  );
+  let advantages = adv.advantages;
+  const mods = algo.modifiers;
+  if (mods.softReweight && adv.groupStd) advantages = softReweightByGroupStd({ advantages, groupStd: adv.groupStd, B, T }).advantages;
+  if (mods.filterLossScaling !== 'none') advantages = scaleByKeptRatio(advantages, filter.stats.keptRatio, mods.filterLossScaling);
+  if (mods.lengthWeight) advantages = lengthWeightAdvantages({ advantages, mask: tokens.lossMask, B, T });
+  if (mods.zeroTaskAdvantage) advantages = new Float64Array(advantages.length);
+  metrics['timing_s/adv'] = seconds(t0);
+  const a = maskedStats(advantages, tokens.lossMask);
+  Object.assign(metrics, {
+    'critic/advantages_mean': a.mean,
+    'critic/advantages_max': a.max,
+    'critic/advantages_min': a.min,
+    'critic/returns_mean': maskedStats(adv.returns, tokens.lossMask).mean,
+    'critic/score_mean': tokens.scores.reduce((x, y) => x + y, 0) / B,
+  } satisfies MetricValues);
+
+  // 6. critic update, then the actor update (after `criticWarmup` steps)
+  const data: UpdateBatch = { tokens, oldLogprobs, advantages, returns: adv.returns, ...(values ? { values } : {}), ...(refLogprobs ? { refLogprobs } : {}) };
+  const schedule: BatchSchedule = { miniBatchSize: t.miniBatchSize, microBatchSize: t.microBatchSize, epochs: t.ppoEpochs, shuffleSeed: t.shuffle ? stepSeed(config.seed.train ^ 0x2545f491, step) : null, horizon: lossHorizon(config) };
+  let optimizerSteps = 0;
+  if (critic) {
+    t0 = performance.now();
+    const settings = optimizerSettings(config, 'critic', step);
+    const c = await updateCritic(engine, data, { aggMode: algo.lossAgg, clipRange: algo.valueClip }, schedule, settings);
+    // A shared-trunk critic's backward also reaches the policy trunk: drop that gradient so the actor's update
+    // is its own loss's alone (the trunk learns from the policy loss; the value head from the value loss).
+    if (config.model.critic.mode === 'shared') engine.zeroGrad('policy');
+    Object.assign(metrics, {
+      'critic/vf_loss': c.vfLoss,
+      'critic/vf_clipfrac': c.vfClipfrac,
+      'critic/grad_norm': c.gradNorm,
+      'critic/lr': settings.lr,
+      'critic/values_mean': maskedStats(values!, tokens.lossMask).mean,
+      'timing_s/update_critic': seconds(t0),
+    } satisfies MetricValues);
+  }
+  let skipped = 0;
+  if (step > t.criticWarmup) {
+    t0 = performance.now();
+    const settings = optimizerSettings(config, 'actor', step);
+    const u = await updateActor(
+      engine,
+      data,
+      {
+        aggMode: algo.lossAgg,
+        clipRatioLow: algo.clipRatioLow,
+        clipRatioHigh: algo.clipRatioHigh,
+        clipRatioC: algo.dualClipC,
+        entropyCoef: algo.entropyCoeff,
+        klCoef: algo.kl.useKlLoss ? algo.kl.coef : 0,
+        klEstimator: algo.kl.estimator,
+      },
+      schedule,
+      settings,
+    );
+    optimizerSteps = u.optimizerSteps;
+    skipped = u.skipped;
+    Object.assign(metrics, {
+      'actor/pg_loss': u.pgLoss,
+      'actor/pg_clipfrac': u.clipfrac,
+      'actor/pg_clipfrac_lower': u.clipfracDual,
+      'actor/ppo_kl': u.ppoKl,
+      'actor/entropy_loss': u.entropyLoss,
+      'actor/grad_norm': u.gradNorm,
+      'actor/lr': settings.lr,
+      'actor/skipped_updates': u.skipped,
+      'timing_s/update_actor': seconds(t0),
+      ...(algo.kl.useKlLoss ? { 'actor/kl_loss': u.klLoss } : {}),
+    } satisfies MetricValues);
+  }
+  metrics['train/num_mini_batches'] = optimizerSteps;
+  const trainedTokens = tokens.lengths.reduce((x, y) => x + y, 0) * (optimizerSteps > 0 ? t.ppoEpochs : 0);
+  metrics['perf/tokens_per_s'] = (genTokens + trainedTokens) / Math.max(seconds(tStep), 1e-9);
+  if (skipped > 0) metrics['actor/skipped_updates'] = skipped;
+  return out(episodeRecords(step, episodes, keptEpisodes, turnAdvantages(tokens, advantages), limit), false);
+}

@@ -1,0 +1,157 @@
+// The StarPO training loop: validation before training, then per step a StarPO update (step.ts), rollouts saved,
+// early stops checked, validation every `valEvery` steps, a checkpoint every `checkpointEvery`; `resume` continues
+// a run from its latest checkpoint so that the metrics of the remaining steps equal an uninterrupted run's.
+import { EnvGroups } from '../agent/index.js';
+import { KLController } from '../algo/index.js';
+import { ConsoleSink, JsonlSink, MetricLogger, summaryTable, writeRollouts, type LoggerState, type MetricSink, type RunPaths, type SummaryRow } from '../metrics/index.js';
+import { writeCheckpoint } from './checkpoint-io.js';
+import type { CollapseEma } from './collapse-step.js';
+import { agentSettings, envGroupsOptions } from './config-bridge.js';
+import { checkRunConfig } from './config-check.js';
+import type { RagenConfig } from './config-schema.js';
+import { EarlyStopTracker, type EarlyStop, type EarlyStopState } from './early-stop.js';
+import { openModels, type TrainerModels } from './engine-setup.js';
+import { createRun, resumeRun } from './run-setup.js';
+import { starpoStep, type StepContext } from './step.js';
+import { validate } from './validate.js';
+
+/** Options of `train`: a fresh run from `config`, or `resume` of a run directory. */
+export interface TrainOptions {
+  /** The resolved config of a fresh run (see `loadConfig`). */
+  config?: RagenConfig;
+  /** A run directory to continue from its latest complete checkpoint (its saved config is used). */
+  resume?: string;
+  /** `dotted.key=value` overrides applied to a resumed run's saved config (e.g. `trainer.steps=400`). */
+  overrides?: readonly string[];
+  /** Stop after this step (checkpointed, resumable), as if the run were interrupted there. */
+  stopAfter?: number;
+  /** Extra metric sinks (tests, dashboards). */
+  sinks?: MetricSink[];
+  /** Where the console sink writes. @default process.stderr */
+  stream?: NodeJS.WritableStream & { isTTY?: boolean };
+  /** Use this engine and tokenizer instead of loading `model.path` (tests). */
+  models?: TrainerModels;
+}
+
+/** What a finished (or stopped) run reports. */
+export interface TrainResult {
+  runDir: string;
+  config: RagenConfig;
+  /** The step the run resumed after (0 for a fresh run). */
+  startStep: number;
+  /** The last completed step. */
+  lastStep: number;
+  earlyStop: EarlyStop | null;
+  /** Validation success per val tag before training and at the last validation. */
+  summary: SummaryRow[];
+  /** `summary` as an aligned text table. */
+  summaryText: string;
+}
+
+/** Trainer bookkeeping saved with every checkpoint (plain JSON). */
+interface LoopState {
+  klCoef: number;
+  collapseEma: CollapseEma;
+  earlyStop: EarlyStopState;
+  logger: LoggerState;
+  valBefore: Record<string, number> | null;
+  lastVal: Record<string, number> | null;
+}
+
+/** Train (or continue training) a policy with StarPO; see TrainOptions. */
+export async function train(options: TrainOptions): Promise<TrainResult> {
+  let config: RagenConfig;
+  let paths: RunPaths;
+  let startStep = 0;
+  let saved: Partial<LoopState> = {};
+  let models: TrainerModels;
+  if (options.resume !== undefined) {
+    const r = resumeRun(options.resume, options.overrides ?? []);
+    config = r.config;
+    checkRunConfig(config, { skipModel: options.models !== undefined });
+    paths = r.paths;
+    startStep = r.checkpoint.step;
+    saved = (r.state.trainer ?? {}) as Partial<LoopState>;
+    models = options.models ?? (await openModels(config, r.checkpoint.dir));
+  } else {
+    if (!options.config) throw new TypeError('train: give `config` (a fresh run) or `resume` (a run directory).');
+    config = options.config;
+    checkRunConfig(config, { skipModel: options.models !== undefined });
+    models = options.models ?? (await openModels(config));
+    paths = createRun(config);
+  }
+  const { engine, tokenizer } = models;
+  const t = config.trainer;
+  const agent = agentSettings(config);
+  const groups = new EnvGroups(envGroupsOptions(config, 'train'));
+  const klCfg = config.algo.kl;
+  const kl = new KLController(klCfg.controller.type === 'fixed' ? { type: 'fixed', klCoef: klCfg.coef } : { type: 'adaptive', klCoef: klCfg.coef, targetKl: klCfg.controller.target, horizon: klCfg.controller.horizon });
+  if (saved.klCoef !== undefined) kl.value = saved.klCoef;
+  const tracker = new EarlyStopTracker(t.earlyStop);
+  if (saved.earlyStop) tracker.state = saved.earlyStop;
+  const ctx: StepContext = { config, engine, tokenizer, agent, groups, kl, collapseEma: saved.collapseEma ?? {} };
+  const sinks: MetricSink[] = [new JsonlSink(paths.metrics), new ConsoleSink({ totalSteps: t.steps, startStep, mode: config.logging.console, ...(options.stream ? { stream: options.stream } : {}) }), ...(options.sinks ?? [])];
+  const logger = new MetricLogger(sinks, { every: config.logging.logEvery });
+  if (saved.logger) logger.setState(saved.logger);
+  let valBefore = saved.valBefore ?? null;
+  let lastVal = saved.lastVal ?? null;
+  let earlyStop: EarlyStop | null = null;
+  let lastStep = startStep;
+  logger.message(`${startStep > 0 ? `resuming after step ${startStep}` : 'run'}: ${paths.root}`);
+  try {
+    if (startStep === 0 && t.valBeforeTrain) {
+      const v = await validate(config, engine, tokenizer, agent);
+      if (v) {
+        valBefore = v.success;
+        logger.log(v.metrics);
+        logger.flush(0);
+      }
+    }
+    const end = Math.min(t.steps, options.stopAfter ?? Infinity);
+    let checkpointSeconds: number | undefined;
+    for (let step = startStep + 1; step <= end; step++) {
+      const t0 = performance.now();
+      const out = await starpoStep(ctx, step);
+      logger.log(out.metrics);
+      if (checkpointSeconds !== undefined) logger.log({ 'timing_s/checkpoint': checkpointSeconds }); // the previous step's write
+      if (config.logging.rolloutsEvery > 0 && step % config.logging.rolloutsEvery === 0) writeRollouts(paths, step, out.records);
+      if (out.empty) logger.message(`step ${step}: the rollout filter kept no group; no update`);
+      earlyStop = tracker.afterStep(out.empty, out.inGroupStd);
+      const last = step === t.steps || earlyStop !== null;
+      if (t.valEvery > 0 && (step % t.valEvery === 0 || last)) {
+        const v = await validate(config, engine, tokenizer, agent);
+        if (v) {
+          lastVal = v.success;
+          logger.log(v.metrics);
+          earlyStop ??= tracker.afterValidation(v.success);
+        }
+      }
+      if (earlyStop) {
+        logger.log({ [earlyStop.key]: 1 });
+        logger.message(`early stop after step ${step}: ${earlyStop.reason}`);
+      }
+      logger.log({ 'timing_s/step': (performance.now() - t0) / 1000 });
+      if (earlyStop || step === t.steps) logger.flush(step); // a stop before the end keeps the interval pending (checkpointed)
+      else logger.endStep(step);
+      lastStep = step;
+      if ((t.checkpointEvery > 0 && step % t.checkpointEvery === 0) || step === end || earlyStop) {
+        const c0 = performance.now();
+        const state: LoopState = { klCoef: kl.value, collapseEma: ctx.collapseEma, earlyStop: tracker.state, logger: logger.getState(), valBefore, lastVal };
+        await writeCheckpoint(
+          paths.checkpoints,
+          { step, rng: {}, data: { trainSeedCounter: step * groups.nGroups }, trainer: state as unknown as Record<string, unknown> },
+          { config, writeModel: (dir) => engine.save(dir, { optimizer: t.saveOptimizer }), metricsFile: paths.metrics, keep: t.keepCheckpoints },
+        );
+        checkpointSeconds = (performance.now() - c0) / 1000;
+      }
+      if (earlyStop) break;
+    }
+  } finally {
+    logger.close();
+    await groups.close();
+    if (!options.models) engine.dispose();
+  }
+  const tags = config.env.val.map((v) => v.tag);
+  const summary: SummaryRow[] = [...new Set(tags)].map((tag) => ({ tag, ...(valBefore?.[tag] !== undefined ? { before: valBefore[tag] } : {}), ...(lastVal?.[tag] !== undefined ? { after: lastVal[tag] } : {}) }));
+  return { runDir: paths.root, config, startStep, lastStep, earlyStop, summary, summaryText: summaryTable(summary) };
+}
