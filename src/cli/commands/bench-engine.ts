@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join } from 'node:path';
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { BENCH_MODEL, DEFAULT_WORKLOAD, findTorchPython, runEngineBench, TORCH_MISSING, type EngineBenchResult } from '../../engine/index.js';
 import { configToHF } from '../../model/index.js';
 import { backendAvailable, type BackendName } from '../../tensor/index.js';
@@ -28,13 +28,35 @@ addBenchSubcommand((bench: Command) => {
     .option('--json', 'print an array of {backend, trainStepMs, decodeTokPerS, peakRssMb}')
     .option('--backend <list>', 'comma-separated kernel backends (default: native and wasm, those that load)')
     .option('--steps <n>', 'timed training steps (after one warm-up)', (v) => positiveInt(v, '--steps'), DEFAULT_WORKLOAD.steps)
+    .option('--rounds <n>', 'alternate torch and ours this many times and keep each side\'s best (other load on the machine only slows a run down)', (v) => positiveInt(v, '--rounds'), 3)
     .option('--no-torch', 'skip PyTorch (torch fields are null)')
-    .option('--worker <backend>', 'internal: run our side in this process and print its JSON')
+    .addOption(new Option('--worker <backend>', 'internal: run our side in this process and print its JSON').hideHelp())
     .addHelpText('after', '\nExamples:\n  $ ragen bench engine\n  $ ragen bench engine --backend wasm --json')
-    .action((opts: { json?: boolean; backend?: string; steps: number; torch: boolean; worker?: string }) => benchEngine(opts));
+    .action((opts: BenchOptions) => benchEngine(opts));
 });
 
-async function benchEngine(opts: { json?: boolean; backend?: string; steps: number; torch: boolean; worker?: string }): Promise<void> {
+interface BenchOptions {
+  json?: boolean;
+  backend?: string;
+  steps: number;
+  rounds: number;
+  torch: boolean;
+  worker?: string;
+}
+
+/** The best of several runs: least time, most tokens/s, the highest peak RSS (RSS does not improve with luck). */
+function best(runs: EngineBenchResult[]): EngineBenchResult {
+  return {
+    trainStepMs: Math.min(...runs.map((r) => r.trainStepMs)),
+    decodeTokPerS: Math.max(...runs.map((r) => r.decodeTokPerS)),
+    peakRssMb: Math.max(...runs.map((r) => r.peakRssMb)),
+    loss: runs[0]!.loss,
+  };
+}
+
+const fmt = (r: EngineBenchResult): string => `train step ${r.trainStepMs.toFixed(0)} ms, decode ${r.decodeTokPerS.toFixed(0)} tok/s, peak RSS ${r.peakRssMb.toFixed(0)} MB`;
+
+async function benchEngine(opts: BenchOptions): Promise<void> {
   const workload = { ...DEFAULT_WORKLOAD, steps: opts.steps };
   if (opts.worker) {
     console.log(JSON.stringify(await runEngineBench(opts.worker as BackendName, workload)));
@@ -51,14 +73,24 @@ async function benchEngine(opts: { json?: boolean; backend?: string; steps: numb
   };
   log(`node ${process.version}, ${os.cpus()[0]?.model ?? 'cpu'} x ${os.cpus().length}, load average ${os.loadavg()[0]!.toFixed(2)}`);
   log(`model: ${BENCH_MODEL.numLayers} layers, hidden ${BENCH_MODEL.hiddenSize}, vocab ${BENCH_MODEL.vocabSize}; ${workload.steps} timed train steps`);
-  let torch: EngineBenchResult | null = null;
-  if (opts.torch) {
-    torch = runTorch(workload.steps);
-    log(`torch:  train step ${torch.trainStepMs.toFixed(0)} ms, decode ${torch.decodeTokPerS.toFixed(0)} tok/s, peak RSS ${torch.peakRssMb.toFixed(0)} MB`);
+  const torchRuns: EngineBenchResult[] = [];
+  const ourRuns = new Map<string, EngineBenchResult[]>(backends.map((b) => [b, []]));
+  for (let round = 1; round <= opts.rounds; round++) {
+    if (opts.torch) {
+      torchRuns.push(runTorch(workload.steps));
+      log(`round ${round} torch   ${fmt(torchRuns.at(-1)!)}`);
+    }
+    for (const backend of backends) {
+      ourRuns.get(backend)!.push(runWorker(backend, workload.steps));
+      log(`round ${round} ${backend.padEnd(7)} ${fmt(ourRuns.get(backend)!.at(-1)!)}`);
+    }
   }
+  const torch = torchRuns.length > 0 ? best(torchRuns) : null;
+  log(`best of ${opts.rounds}:`);
+  if (torch) log(`torch   ${fmt(torch)}`);
   const rows: EngineBenchRow[] = [];
   for (const backend of backends) {
-    const ours = runWorker(backend, workload.steps);
+    const ours = best(ourRuns.get(backend)!);
     const ratio = (a: number, b: number | undefined): number | null => (b === undefined ? null : a / b);
     rows.push({
       backend,
@@ -67,8 +99,9 @@ async function benchEngine(opts: { json?: boolean; backend?: string; steps: numb
       peakRssMb: { ours: ours.peakRssMb, torch: torch?.peakRssMb ?? null },
     });
     const r = rows[rows.length - 1]!;
-    log(`${backend.padEnd(7)} train step ${ours.trainStepMs.toFixed(0)} ms${r.trainStepMs.ratio === null ? '' : ` (${r.trainStepMs.ratio.toFixed(2)}x torch's time)`}, decode ${ours.decodeTokPerS.toFixed(0)} tok/s${r.decodeTokPerS.ratio === null ? '' : ` (${r.decodeTokPerS.ratio.toFixed(2)}x torch's rate)`}, peak RSS ${ours.peakRssMb.toFixed(0)} MB`);
+    log(`${backend.padEnd(7)} ${fmt(ours)}${r.trainStepMs.ratio === null ? '' : ` | ${r.trainStepMs.ratio.toFixed(2)}x torch's step time, ${r.decodeTokPerS.ratio!.toFixed(2)}x torch's decode rate`}`);
   }
+  log(`load average after: ${os.loadavg()[0]!.toFixed(2)}`);
   if (opts.json) console.log(JSON.stringify(rows, null, 2));
 }
 
@@ -76,7 +109,7 @@ async function benchEngine(opts: { json?: boolean; backend?: string; steps: numb
 function runWorker(backend: string, steps: number): EngineBenchResult {
   const args = [...process.execArgv, process.argv[1]!, 'bench', 'engine', '--worker', backend, '--steps', String(steps)];
   const r = spawnSync(process.execPath, args, { encoding: 'utf8', maxBuffer: 1 << 24, env: { ...process.env, RAGEN_BACKEND: backend } });
-  if (r.status !== 0) throw new RagenError(`bench worker (${backend}) failed with status ${r.status}:\n${r.stderr}`);
+  if (r.status !== 0) throw new RagenError(`bench worker (${backend}) failed (${r.signal ? `signal ${r.signal}` : `status ${r.status}`}):\n${r.stderr}`);
   return lastJson(r.stdout, `bench worker (${backend})`);
 }
 
