@@ -61,10 +61,20 @@ export function createThreadPool(memory: WebAssembly.Memory, exports: Record<str
   }
   const index = new Map(names.map((n, i) => [n, i]));
   let seq = Math.max(1, Atomics.load(ctl, 0));
+  // On a machine busier than its cores, the worker can be preempted mid-job and the main thread waits for
+  // it; after a few such jobs in a row, run single-threaded for a while, then try again.
+  let strikes = 0, cooldown = 0;
   return {
     run(fn, argsMain, argsWorker) {
       const id = index.get(fn);
       if (id === undefined) throw new Error(`thread pool: unknown kernel ${fn}`);
+      if (cooldown > 0) {
+        cooldown--;
+        exports[fn]!(...argsMain);
+        exports[fn]!(...argsWorker);
+        return;
+      }
+      const t0 = performance.now();
       for (let i = 0; i < argsWorker.length; i++) args[i] = argsWorker[i]!;
       ctl[2] = id;
       ctl[4] = argsWorker.length;
@@ -77,8 +87,12 @@ export function createThreadPool(memory: WebAssembly.Memory, exports: Record<str
         exports[fn]!(...argsWorker); // the worker has not started it: do it here
         return;
       }
+      const t1 = performance.now();
       let done: number;
       while ((done = Atomics.load(ctl, 1)) !== seq) Atomics.wait(ctl, 1, done);
+      if (performance.now() - t1 > 0.5 * (t1 - t0) + 0.05) {
+        if (++strikes >= 3) (cooldown = 200), (strikes = 0);
+      } else if (strikes > 0) strikes--;
       if (Atomics.exchange(ctl, 5, 0) !== 0) throw new Error(`thread pool: kernel ${fn} failed on the worker`);
     },
     close: terminate,
