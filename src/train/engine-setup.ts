@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { needsCritic } from '../algo/index.js';
 import { LocalEngine } from '../engine/index.js';
 import { loadModel, ValueHead } from '../model/index.js';
+import { getBackend, setBackend } from '../tensor/index.js';
 import { loadTokenizer, tinyTokenizerDir, type Tokenizer } from '../tokenizer/index.js';
 import { ConfigError } from '../util/index.js';
 import { localEngineOptions } from './config-bridge.js';
@@ -39,22 +40,24 @@ export async function openModels(config: RagenConfig, from?: string): Promise<Tr
     throw new ConfigError(`Checkpoint \`${from}\` has no critic/ but the config's estimator \`${config.algo.advEstimator}\` needs a separate critic.`);
   }
   let engine: LocalEngine;
-  if (from && opts.reference && !opts.lora) {
-    // Full fine-tuning with a reference: the checkpoint holds the trained policy, the reference is the start.
+  if (from) {
+    // Built here rather than by fromPretrained: the reference of a full fine-tune is `model.path`, not the
+    // checkpoint, and the tokenizer copied into later checkpoints must outlive pruned ones (`model.path`'s).
+    if (opts.backend && opts.backend !== 'auto') setBackend(opts.backend);
+    else getBackend();
     const { model: policy, valueHead } = await loadModel(from);
-    const reference = (await loadModel(m.path, { adapters: false })).model;
+    const seed = opts.seed ?? 0;
+    const reference = opts.reference ? (policy.lora ? 'base' : (await loadModel(m.path, { adapters: false })).model) : null;
     let critic: ConstructorParameters<typeof LocalEngine>[0]['critic'] = null;
-    if (opts.critic === 'shared') critic = { mode: 'shared', valueHead: valueHead ?? ValueHead.init(policy.config.hiddenSize, (opts.seed ?? 0) + 2) };
+    if (opts.critic === 'shared') critic = { mode: 'shared', valueHead: valueHead ?? ValueHead.init(policy.config.hiddenSize, seed + 2) };
     if (opts.critic === 'separate') {
       const c = await loadModel(join(from, 'critic'), { adapters: false });
-      critic = { mode: 'separate', model: c.model, valueHead: c.valueHead ?? ValueHead.init(c.model.config.hiddenSize, (opts.seed ?? 0) + 2) };
+      critic = { mode: 'separate', model: c.model, valueHead: c.valueHead ?? ValueHead.init(c.model.config.hiddenSize, seed + 2) };
     }
-    const tokenizerPath = join(from, 'tokenizer.json');
-    engine = new LocalEngine({ policy, reference, critic, seed: opts.seed ?? 0, decode, ...(existsSync(tokenizerPath) ? { tokenizerPath } : {}) });
+    const tokenizerPath = join(m.path, 'tokenizer.json');
+    engine = new LocalEngine({ policy, reference, critic, seed, decode, ...(existsSync(tokenizerPath) ? { tokenizerPath } : {}) });
   } else {
-    // A resumed separate critic lives in `<checkpoint>/critic` (fromPretrained looks there first).
-    const { criticPath: _ignored, ...rest } = opts;
-    engine = await LocalEngine.fromPretrained(dir, from ? rest : opts);
+    engine = await LocalEngine.fromPretrained(dir, opts);
   }
   if (engine.policy.config.vocabSize < tokenizer.vocabSize) {
     throw new ConfigError(`The model in \`${dir}\` has ${engine.policy.config.vocabSize} token embeddings but its tokenizer has ${tokenizer.vocabSize} tokens; put the model's own tokenizer.json in the directory.`);

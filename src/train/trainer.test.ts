@@ -1,0 +1,141 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import '../env/builtins.js';
+import { readMetricsFile, type MetricRecord } from '../metrics/index.js';
+import { CheckpointError, ConfigError } from '../util/index.js';
+import { loadConfig } from './config.js';
+import { openModels } from './engine-setup.js';
+import { microConfig, writeMicroModel } from './testing.js';
+import { train } from './trainer.js';
+
+let root: string;
+let model: string;
+let runs = 0;
+const runDir = () => join(root, `run-${++runs}`);
+
+beforeAll(async () => {
+  root = mkdtempSync(join(tmpdir(), 'ragen-trainer-'));
+  model = await writeMicroModel(join(root, 'model'));
+});
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+/** Metric lines without wall-clock keys (time, timing_s/*, perf/*), which legitimately differ between runs. */
+function deterministic(records: MetricRecord[]): Record<string, number>[] {
+  return records.map((r) => Object.fromEntries(Object.entries(r).filter(([k]) => k !== 'time' && !k.startsWith('timing_s/') && !k.startsWith('perf/'))));
+}
+
+async function weights(dir: string): Promise<Float32Array[]> {
+  const { engine } = await openModels(microConfig(model, join(root, 'unused')), dir);
+  const w = [...engine.parameters('policy'), ...engine.parameters('critic')].map(([, t]) => t.toFloat32Array());
+  engine.dispose();
+  return w;
+}
+
+function maxDiff(a: Float32Array[], b: Float32Array[]): number {
+  expect(a.length).toBe(b.length);
+  let m = 0;
+  a.forEach((x, i) => x.forEach((v, j) => (m = Math.max(m, Math.abs(v - b[i]![j]!)))));
+  return m;
+}
+
+describe('train (StarPO on a micro model)', () => {
+  it('PPO with a critic: finite losses and every trainable parameter of policy and critic changes', async () => {
+    const config = microConfig(model, runDir(), ['trainer.weightDecay=0']);
+    const models = await openModels(config);
+    const before = [...models.engine.parameters('policy'), ...models.engine.parameters('critic')].map(([n, t]) => [n, t.toFloat32Array()] as const);
+    const r = await train({ config, models });
+    expect(r.lastStep).toBe(2);
+    const after = [...models.engine.parameters('policy'), ...models.engine.parameters('critic')];
+    after.forEach(([name, t], i) => expect(t.toFloat32Array(), name).not.toEqual(before[i]![1]));
+    models.engine.dispose();
+    const m = readMetricsFile(join(r.runDir, 'metrics.jsonl'));
+    expect(m.map((x) => x.step)).toEqual([1, 2]);
+    for (const rec of m) {
+      for (const key of ['actor/pg_loss', 'actor/grad_norm', 'actor/entropy', 'critic/vf_loss', 'critic/grad_norm', 'train/reward_mean']) {
+        expect(Number.isFinite(rec[key]), `${key} at step ${rec.step}`).toBe(true);
+      }
+      expect(rec['train/batch_size']).toBe(8);
+      expect(rec['train/num_mini_batches']).toBe(2); // 8 sequences / mini-batches of 4
+    }
+    const rollouts = readFileSync(join(r.runDir, 'rollouts', 'step-2.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    expect(rollouts).toHaveLength(8);
+    expect(rollouts[0].turns[0]).toMatchObject({ turn: 0, observation: expect.any(String), response: expect.any(String), advantage: expect.any(Number) });
+  });
+
+  it('GRPO runs without a critic', async () => {
+    const r = await train({ config: microConfig(model, runDir(), ['algo.advEstimator=grpo', 'algo.lossAgg=seq-mean-token-mean', 'trainer.steps=1']) });
+    const [m] = readMetricsFile(join(r.runDir, 'metrics.jsonl'));
+    expect(Number.isFinite(m!['actor/pg_loss'])).toBe(true);
+    expect(m!['critic/vf_loss']).toBeUndefined();
+  });
+
+  it('gives identical metrics for identical seeds, and different ones for another seed', async () => {
+    const a = await train({ config: microConfig(model, runDir()) });
+    const b = await train({ config: microConfig(model, runDir()) });
+    const c = await train({ config: microConfig(model, runDir(), ['seed.train=777', 'trainer.steps=1']) });
+    const ma = deterministic(readMetricsFile(join(a.runDir, 'metrics.jsonl')));
+    expect(deterministic(readMetricsFile(join(b.runDir, 'metrics.jsonl')))).toEqual(ma);
+    expect(deterministic(readMetricsFile(join(c.runDir, 'metrics.jsonl')))[0]).not.toEqual(ma[0]);
+  });
+
+  it('accumulation invariance: mini-batch 8 as 8 micro-batches of 1 equals one micro-batch of 8', async () => {
+    const run = async (micro: number) => {
+      const r = await train({ config: microConfig(model, runDir(), ['trainer.steps=1', 'trainer.miniBatchSize=8', `trainer.microBatchSize=${micro}`]) });
+      return { w: await weights(join(r.runDir, 'checkpoints', 'step-1')), m: readMetricsFile(join(r.runDir, 'metrics.jsonl'))[0]! };
+    };
+    const one = await run(1);
+    const eight = await run(8);
+    expect(maxDiff(one.w, eight.w)).toBeLessThan(1e-5);
+    expect(eight.m['actor/pg_loss']).toBeCloseTo(one.m['actor/pg_loss']!, 6);
+    expect(eight.m['critic/vf_loss']).toBeCloseTo(one.m['critic/vf_loss']!, 6);
+  });
+
+  it('resumes exactly: 2 steps + resume to 4 gives the metrics and weights of an uninterrupted 4-step run', async () => {
+    const extra = ['trainer.steps=4', 'trainer.valEvery=2', 'trainer.valBeforeTrain=true', 'trainer.shuffle=true', 'trainer.lrSchedule=warmup_cosine', 'trainer.warmupSteps=1'];
+    const full = await train({ config: microConfig(model, runDir(), extra) });
+    const dir = runDir();
+    const first = await train({ config: microConfig(model, dir, extra), stopAfter: 2 });
+    expect(first.lastStep).toBe(2);
+    const second = await train({ resume: dir });
+    expect(second.startStep).toBe(2);
+    expect(second.lastStep).toBe(4);
+    const mf = deterministic(readMetricsFile(join(full.runDir, 'metrics.jsonl')));
+    const mr = deterministic(readMetricsFile(join(dir, 'metrics.jsonl')));
+    expect(mr.map((r) => r.step)).toEqual([0, 1, 2, 3, 4]);
+    expect(mr).toEqual(mf);
+    expect(mr[4]!['val/SimpleSokoban/success']).toBeDefined();
+    expect(maxDiff(await weights(join(dir, 'checkpoints', 'step-4')), await weights(join(full.runDir, 'checkpoints', 'step-4')))).toBe(0);
+    expect(readFileSync(join(dir, 'rollouts', 'step-3.jsonl'), 'utf8')).toBe(readFileSync(join(full.runDir, 'rollouts', 'step-3.jsonl'), 'utf8'));
+  });
+
+  it('skips a step whose batch the filter emptied, and stops early after emptyBatchPatience of them', async () => {
+    // A random micro model never answers in format: every group has reward std 0, which includeZero=false drops.
+    const r = await train({ config: microConfig(model, runDir(), ['algo.filter.includeZero=false', 'trainer.earlyStop.emptyBatchPatience=2', 'trainer.steps=5']) });
+    expect(r.lastStep).toBe(2);
+    expect(r.earlyStop?.key).toBe('early_stopped/empty_filtered_steps');
+    const m = readMetricsFile(join(r.runDir, 'metrics.jsonl'));
+    expect(m.map((x) => x['rollout/empty_after_filter'])).toEqual([1, 1]);
+    expect(m[1]!['early_stopped/empty_filtered_steps']).toBe(1);
+    expect(m[0]!['actor/pg_loss']).toBeUndefined();
+  });
+});
+
+describe('train errors', () => {
+  it('names a missing model directory', async () => {
+    const config = loadConfig({ overrides: [`model.path=${join(root, 'no-such-model')}`, `logging.runDir=${runDir()}`] });
+    await expect(train({ config })).rejects.toThrow(ConfigError);
+    await expect(train({ config })).rejects.toThrow(/`model\.path` = .*no-such-model.*no such directory/);
+  });
+
+  it('rejects an engine that cannot train, and a run directory without checkpoints', async () => {
+    const config = microConfig(model, runDir(), ['model.engine=openai']);
+    await expect(train({ config })).rejects.toThrow(/`model\.engine` = "openai" generates only/);
+    await expect(train({ resume: join(root, 'no-such-run') })).rejects.toThrow(CheckpointError);
+  });
+
+  it('names an unknown key with the nearest valid one', () => {
+    expect(() => microConfig(model, runDir(), ['trainer.stepz=3'])).toThrow(/trainer\.steps/);
+  });
+});
