@@ -6,5 +6,6 @@ import * as solve from './solve.js';
 import * as bench from './bench.js';
 import './bench-engine.js'; // adds `ragen bench engine`
 import * as evalCmd from './eval.js';
+import * as sft from './sft.js';
 
-export const commands: ((program: Command) => void)[] = [envs.register, play.register, solve.register, bench.register, evalCmd.register];
+export const commands: ((program: Command) => void)[] = [envs.register, play.register, solve.register, bench.register, evalCmd.register, sft.register];
