@@ -120,6 +120,14 @@ describe('LocalEngine', () => {
     expect((await b.forward(seqs, { role: 'critic' })).values).toEqual((await a.forward(seqs, { role: 'critic' })).values);
   });
 
+  it('handles a 1-token sequence (nothing to score) beside longer ones', async () => {
+    const engine = LocalEngine.create(config, { seed: 1 });
+    const out = await engine.forward([[5], [1, 2, 3]], { role: 'policy', entropy: true });
+    expect(out.logprobs.map((l) => l.length)).toEqual([0, 2]);
+    expect(out.entropy!.map((l) => l.length)).toEqual([0, 2]);
+    await expect(engine.forward([[]], { role: 'policy' })).rejects.toThrow(/non-empty sequences/);
+  });
+
   it('says what is missing when a role is not configured', async () => {
     const engine = LocalEngine.create(config, { seed: 1 });
     await expect(engine.forward(seqs, { role: 'reference' })).rejects.toThrow(/no reference model; create it with reference: true/);

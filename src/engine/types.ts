@@ -30,8 +30,12 @@ export interface Generation {
 /** Which model a forward pass uses. */
 export type ModelRole = 'policy' | 'reference' | 'critic';
 
-/** Per-token outputs of a teacher-forced forward pass over `sequences` (position t scores token t+1). */
+/**
+ * Per-token outputs of a teacher-forced forward pass over `sequences`: entry t of a sequence's arrays
+ * belongs to token t+1 (length - 1 entries), scored from the prefix up to token t.
+ */
 export interface ForwardResult {
+  /** log p(token t+1 | tokens <= t) at temperature 1; empty arrays for role 'critic'. */
   logprobs: Float32Array[];
   entropy?: Float32Array[];
   values?: Float32Array[];

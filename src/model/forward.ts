@@ -51,11 +51,11 @@ export interface PackedBatch {
   lengths: number[];
 }
 
-/** Right-pad `sequences` (each >= 2 tokens) to the longest; pad id and pad targets are 0. */
+/** Right-pad `sequences` (each >= 1 token; a 1-token sequence predicts nothing) to the longest; pad id and pad targets are 0. */
 export function packSequences(sequences: readonly (readonly number[])[]): PackedBatch {
   const B = sequences.length;
-  const T = Math.max(...sequences.map((s) => s.length)) - 1;
-  if (!(B > 0) || !(T >= 1)) throw new RangeError(`packSequences: need at least one sequence of >= 2 tokens, got lengths [${sequences.map((s) => s.length)}]`);
+  if (B === 0 || sequences.some((s) => s.length === 0)) throw new RangeError(`packSequences: need one or more non-empty sequences, got lengths [${sequences.map((s) => s.length)}]`);
+  const T = Math.max(1, ...sequences.map((s) => s.length - 1));
   const ids = new Int32Array(B * T);
   const targets = new Int32Array(B * T);
   sequences.forEach((s, b) => {
