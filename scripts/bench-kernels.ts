@@ -1,6 +1,8 @@
 // Kernel microbenchmark: matmul GFLOP/s (square 512/1024 and the reference transformer's shapes, every
 // transpose), ms per fused op, and a full train step of the reference model built from src/tensor ops.
+// Each figure is the best of several runs (see `time`); the header line prints the load average.
 // Run: npx tsx scripts/bench-kernels.ts [--backends wasm,native] [--quick] [--step-only] [--json]
+import os from 'node:os';
 import { Rng } from '../src/util/index.js';
 import * as T from '../src/tensor/index.js';
 import type { BackendName, Tensor } from '../src/tensor/index.js';
@@ -14,7 +16,7 @@ const quick = args.includes('--quick');
 const asJson = args.includes('--json');
 const backends = (opt('--backends')?.split(',') ?? ['js', 'wasm', 'native']).filter((b) => T.backendAvailable(b as BackendName)) as BackendName[];
 
-/** Median ms of fn over reps after warmup. */
+/** Best (minimum) ms of fn over reps after warmup: on a shared machine the minimum is the least disturbed run. */
 function time(fn: () => void, reps: number, warmup = 2): number {
   for (let i = 0; i < warmup; i++) fn();
   const ts: number[] = [];
@@ -23,8 +25,7 @@ function time(fn: () => void, reps: number, warmup = 2): number {
     fn();
     ts.push(performance.now() - t0);
   }
-  ts.sort((a, b) => a - b);
-  return ts[Math.floor(ts.length / 2)]!;
+  return Math.min(...ts);
 }
 
 const results: Record<string, Record<string, number>> = {};
@@ -132,6 +133,7 @@ function benchStep(backend: BackendName): void {
   for (const t of params) t.dispose();
 }
 
+if (!asJson) console.log(`node ${process.version}, ${os.cpus()[0]?.model ?? 'cpu'} x ${os.cpus().length}, load average ${os.loadavg()[0]!.toFixed(2)}`);
 for (const backend of backends) {
   T.setBackend(backend);
   const be = T.getBackend() as { variant?: string; threads?: number; info?: () => string };
