@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { modelConfig } from '../model/index.js';
-import { setBackend } from '../tensor/index.js';
+import { liveTensors, setBackend } from '../tensor/index.js';
 import { LocalEngine } from './local.js';
 import type { ForwardResult, OutputGradients } from './types.js';
 
@@ -118,6 +118,22 @@ describe('LocalEngine', () => {
     const pa = snapshot(a, 'policy');
     snapshot(b, 'policy').forEach((p, i) => expect(p).toEqual(pa[i]));
     expect((await b.forward(seqs, { role: 'critic' })).values).toEqual((await a.forward(seqs, { role: 'critic' })).values);
+  });
+
+  it('leaks no tensors over repeated generate / forward / backward / step', async () => {
+    const engine = LocalEngine.create(config, { seed: 1, lora: { r: 2, alpha: 4, dropout: 0.1 }, reference: true, critic: 'separate' });
+    const round = async (): Promise<void> => {
+      await engine.generate([[1, 2], [3]], { maxNewTokens: 4, temperature: 1, seed: 0, stopTokenIds: [5] });
+      await engine.forward(seqs, { role: 'reference' });
+      await engine.backward(seqs, { role: 'policy', entropy: true }, (o) => ({ ...sftGrad(o), entropy: o.entropy!.map((e) => e.map(() => 0.01)) }));
+      await engine.optimizerStep('policy', { lr: 1e-3, maxGradNorm: 1 });
+      await engine.backward(seqs, { role: 'critic' }, (o) => ({ values: o.values!.map((v) => v.map((x) => x / 10)) }));
+      await engine.optimizerStep('critic', { lr: 1e-3 });
+    };
+    await round();
+    const live = liveTensors();
+    for (let i = 0; i < 3; i++) await round();
+    expect(liveTensors()).toBe(live);
   });
 
   it('handles a 1-token sequence (nothing to score) beside longer ones', async () => {

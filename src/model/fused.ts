@@ -36,8 +36,10 @@ function stack(model: Transformer, projs: Proj[], part: 'weight' | 'bias'): Tens
     be.copyBlock(src.buf, 0, cols, out.buf, at * cols, cols, r, cols, false);
     const ad = part === 'weight' ? model.lora?.adapters.get(p.name) : undefined;
     if (ad) {
-      const delta = affine(matmul(ad.B, ad.A), model.lora!.scaling); // (out, in)
+      const ba = matmul(ad.B, ad.A); // (out, in)
+      const delta = affine(ba, model.lora!.scaling);
       be.copyBlock(delta.buf, 0, cols, out.buf, at * cols, cols, r, cols, true);
+      ba.dispose();
       delta.dispose();
     }
     at += r;
