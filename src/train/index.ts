@@ -1,5 +1,5 @@
 // train: the StarPO config (schema, presets, overrides), run-time checks, learning-rate schedules,
-// checkpoint I/O and run setup. The trainer loop itself joins this surface when it lands.
+// checkpoint I/O and run setup, and the StarPO trainer (`train`, one step, updates, validation).
 export {
   ConfigSchema,
   SeedSchema,
@@ -53,3 +53,11 @@ export {
   type WriteCheckpointOptions,
 } from './checkpoint-io.js';
 export { createRun, resumeRun, runEnvName, type ResumedRun } from './run-setup.js';
+export { train, type TrainOptions, type TrainResult } from './trainer.js';
+export { starpoStep, stepSeed, lossHorizon, type StepContext, type StepOutput } from './step.js';
+export { updateActor, updateCritic, miniBatches, type UpdateBatch, type BatchSchedule, type ActorUpdateStats, type CriticUpdateStats } from './update.js';
+export { validate, type Validation } from './validate.js';
+export { openModels, modelTokenizer, type TrainerModels } from './engine-setup.js';
+export { EarlyStopTracker, type EarlyStop, type EarlyStopState } from './early-stop.js';
+export { collapseDiagnostics, type CollapseSettings, type CollapseEma } from './collapse-step.js';
+export type { EpisodeRecord, TurnRecord } from './rollout-records.js';
