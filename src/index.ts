@@ -1,6 +1,7 @@
 // ragen-ts public surface.
 export * from './util/index.js';
 export * from './env/index.js';
+export * as tensor from './tensor/index.js';
 export * from './model/index.js';
 export * from './engine/index.js';
 export * from './algo/index.js';
