@@ -144,7 +144,7 @@ function pick(logits: Tensor, B: number, temperature: number, sampler: Sampler, 
     return tokens;
   }
   const probs = readOut(() => softmax(temperature === 1 ? logits : affine(logits, 1 / temperature)));
-  for (let b = 0; b < B; b++) tokens[b] = sampler.pick(probs, b * V, settings, rngs[b]!);
+  for (let b = 0; b < B; b++) tokens[b] = sampler.pick(probs, b * V, settings, rngs[b]!, true);
   return tokens;
 }
 

@@ -54,6 +54,11 @@ describe('Sampler', () => {
     expect(new Set(a).size).toBeGreaterThan(1);
   });
 
+  it('a normalized row samples the same tokens without summing its mass', () => {
+    const s = new Sampler(4);
+    for (let seed = 0; seed < 50; seed++) expect(s.pick(probs, 0, { topP: 1, topK: 0 }, new Rng(seed), true)).toBe(s.pick(probs, 0, { topP: 1, topK: 0 }, new Rng(seed)));
+  });
+
   it('never picks a zero-probability token', () => {
     const row = Float32Array.from([0, 1, 0, 0]);
     expect(frequencies(row, { topP: 1, topK: 0 }, 500)).toEqual([0, 1, 0, 0]);

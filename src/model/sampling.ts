@@ -33,14 +33,18 @@ export class Sampler {
     this.cand = new Float32Array(vocabSize);
   }
 
-  /** Sample a token from `probs[off, off + V)` (need not sum to exactly 1) after top-k / top-p filtering. */
-  pick(probs: Float32Array, off: number, s: SamplerSettings, rng: Rng): number {
+  /**
+   * Sample a token from `probs[off, off + V)` after top-k / top-p filtering. `normalized` rows (a softmax)
+   * skip the pass that sums the mass when nothing is filtered; others need not sum to 1.
+   */
+  pick(probs: Float32Array, off: number, s: SamplerSettings, rng: Rng, normalized = false): number {
     const V = this.vocabSize;
     const p = probs.subarray(off, off + V);
     let threshold = 0; // tokens below it are excluded
     if (s.topK > 0 && s.topK < V) threshold = this.kthLargest(p, s.topK);
     let mass = 0;
-    for (let i = 0; i < V; i++) if (p[i]! >= threshold) mass += p[i]!;
+    if (normalized && threshold === 0 && s.topP >= 1) mass = 1;
+    else for (let i = 0; i < V; i++) if (p[i]! >= threshold) mass += p[i]!;
     if (s.topP < 1) {
       threshold = Math.max(threshold, this.nucleusThreshold(p, threshold, mass, s.topP * mass));
       mass = 0;
