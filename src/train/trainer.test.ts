@@ -110,6 +110,29 @@ describe('train (StarPO on a micro model)', () => {
     expect(readFileSync(join(dir, 'rollouts', 'step-3.jsonl'), 'utf8')).toBe(readFileSync(join(full.runDir, 'rollouts', 'step-3.jsonl'), 'utf8'));
   });
 
+  it('LoRA with a KL loss to the frozen base, a shared critic and collapse diagnostics: only adapters and value head train, and resume stays exact', async () => {
+    const extra = ['model.lora.rank=4', 'model.lora.alpha=8', 'model.critic.mode=shared', 'algo.kl.useKlLoss=true', 'algo.kl.coef=0.05', 'algo.kl.estimator=k3', 'trainer.collapse.every=1', 'trainer.collapse.numSamples=4'];
+    const full = await train({ config: microConfig(model, runDir(), extra) });
+    const dir = runDir();
+    await train({ config: microConfig(model, dir, extra), stopAfter: 1 });
+    await train({ resume: dir });
+    const m = readMetricsFile(join(dir, 'metrics.jsonl'));
+    expect(deterministic(m)).toEqual(deterministic(readMetricsFile(join(full.runDir, 'metrics.jsonl'))));
+    for (const key of ['actor/kl_loss', 'actor/kl_coef', 'critic/vf_loss', 'collapse/mi_estimate', 'collapse/retrieval_accuracy', 'collapse_trajectory_sample/mi_estimate']) {
+      expect(Number.isFinite(m[1]![key]), key).toBe(true);
+    }
+    expect(m[1]!['collapse/mi_upper_bound']).toBeCloseTo(Math.log(2), 6); // two groups = two distinct first prompts
+    const config = microConfig(model, runDir(), extra);
+    const base = await openModels(config);
+    const trained = await openModels(config, join(dir, 'checkpoints', 'step-2'));
+    expect(trained.engine.parameters('policy').every(([name]) => name.includes('lora_'))).toBe(true);
+    const frozen = (e: typeof base.engine) => e.policy.exportWeights();
+    const [wa, wb] = [frozen(base.engine), frozen(trained.engine)];
+    for (const [name, w] of wa) expect(wb.get(name)!.data, name).toEqual(w.data); // base weights untouched
+    base.engine.dispose();
+    trained.engine.dispose();
+  });
+
   it('skips a step whose batch the filter emptied, and stops early after emptyBatchPatience of them', async () => {
     // A random micro model never answers in format: every group has reward std 0, which includeZero=false drops.
     const r = await train({ config: microConfig(model, runDir(), ['algo.filter.includeZero=false', 'trainer.earlyStop.emptyBatchPatience=2', 'trainer.steps=5']) });
