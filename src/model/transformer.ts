@@ -80,6 +80,7 @@ export function weightShapes(c: ModelConfig): Map<string, number[]> {
   return shapes;
 }
 
+/** A decoder-only transformer holding its weights under Hugging Face's names. */
 export class Transformer {
   /** Weights by HF name (the tied LM head has no entry of its own). */
   readonly weights: Map<string, Tensor>;
@@ -159,10 +160,12 @@ export class Transformer {
     return out;
   }
 
+  /** Base parameter count (no adapters, no value head). */
   get numParameters(): number {
     return countParameters(this.config);
   }
 
+  /** The kernel backend holding the weights. */
   get backend(): Backend {
     return this.lmHead.backend;
   }
