@@ -65,10 +65,13 @@ function sharedPool(): ThreadPool | null {
   s.pool = null;
   if (threadCount() < 2) return null;
   const names = Object.keys(s.kernels).filter((n) => typeof s.kernels[n] === 'function');
-  const worker = new Worker(`${WORKER_SOURCE}\ninit(require('node:worker_threads').workerData);`, {
+  const boot = "init((typeof require === 'function' ? require('node:worker_threads') : process.getBuiltinModule('node:worker_threads')).workerData);";
+  const worker = new Worker(`${WORKER_SOURCE}\n${boot}`, {
     eval: true,
+    execArgv: [], // run as a script whatever flags (e.g. --input-type=module) the main process got
     workerData: workerInitData(s.module, s.arena.memory, names),
   });
+  worker.on('error', (e) => console.warn(`ragen tensor: the kernel worker thread failed: ${e.message}`));
   worker.unref();
   s.pool = createThreadPool(s.arena.memory, s.kernels, names, () => void worker.terminate());
   if (!s.pool) console.warn('ragen tensor: the kernel worker thread did not start; kernels run on one thread');

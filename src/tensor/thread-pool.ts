@@ -21,10 +21,17 @@ const MAX_ARGS = 32;
  */
 export const WORKER_SOURCE = `
 function init({ module, memory, names, ctlAddr, argsAddr }) {
-  const inst = new WebAssembly.Instance(module, { env: { memory, abort() { throw new Error('wasm abort'); } } });
   const ctl = new Int32Array(memory.buffer, ctlAddr, 16);
   const args = new Float64Array(memory.buffer, argsAddr, ${MAX_ARGS});
-  const fns = names.map((n) => inst.exports[n]);
+  let fns;
+  try {
+    const inst = new WebAssembly.Instance(module, { env: { memory, abort() { throw new Error('wasm abort'); } } });
+    fns = names.map((n) => inst.exports[n]);
+  } catch (e) {
+    Atomics.store(ctl, 3, -1); // tell the main thread at once instead of letting it time out
+    Atomics.notify(ctl, 3);
+    throw e;
+  }
   Atomics.store(ctl, 3, 1);
   Atomics.notify(ctl, 3);
   let seen = Atomics.load(ctl, 0);
@@ -55,7 +62,8 @@ export function workerInitData(module: WebAssembly.Module, memory: WebAssembly.M
 export function createThreadPool(memory: WebAssembly.Memory, exports: Record<string, (...a: number[]) => number>, names: string[], terminate: () => void, readyTimeoutMs = 10000): ThreadPool | null {
   const ctl = new Int32Array(memory.buffer, CONTROL_ADDR, 16);
   const args = new Float64Array(memory.buffer, ARGS_ADDR, MAX_ARGS);
-  if (Atomics.wait(ctl, 3, 0, readyTimeoutMs) === 'timed-out' && Atomics.load(ctl, 3) !== 1) {
+  Atomics.wait(ctl, 3, 0, readyTimeoutMs);
+  if (Atomics.load(ctl, 3) !== 1) {
     terminate();
     return null;
   }
