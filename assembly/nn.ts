@@ -177,8 +177,11 @@ export function logprobTargetBackward(g: usize, logits: usize, targets: usize, l
   for (let n = 0; n < N; n++) {
     const xr = logits + <usize>n * V * 4, dr = dlogits + <usize>n * V * 4;
     const gn = load<f32>(addr(g, n));
-    expSum(xr, dr, V, load<f32>(addr(lse, n)));
-    scaleRow(dr, dr, V, -gn, 0);
+    // dlogits = -g * softmax, written in one pass
+    const lv = f32x4.splat(load<f32>(addr(lse, n))), ng = f32x4.splat(-gn);
+    let i = 0;
+    for (; i + 4 <= V; i += 4) v128.store(addr(dr, i), f32x4.mul(exp4(f32x4.sub(v128.load(addr(xr, i)), lv)), ng));
+    for (; i < V; i++) store<f32>(addr(dr, i), -gn * f32x4.extract_lane(exp4(f32x4.splat(load<f32>(addr(xr, i)) - load<f32>(addr(lse, n)))), 0));
     const t = addr(dr, load<i32>(addr(targets, n)));
     store<f32>(t, load<f32>(t) + gn);
   }
