@@ -4,7 +4,7 @@
 //     ragen-single.wasm (SIMD, plain memory, for browsers) with AssemblyScript;
 //  2. native/ -> build/native/ragen_native.node with node-gyp (optional: one log line and move on if it fails).
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,7 +19,8 @@ function asc(file, extra, shared = true) {
   const memory = shared ? ['--enable', 'threads', '--sharedMemory'] : [];
   execFileSync(process.execPath, [ascBin, join(root, 'assembly', 'index.ts'), '-O3', '--runtime', 'stub', '--noAssert',
     '--enable', 'simd', ...memory, ...extra, '--importMemory', '--initialMemory', '1', '--maximumMemory', '65536',
-    '-o', join(out, file)], { stdio: 'inherit', cwd: root });
+    '-o', join(out, `${file}.tmp`)], { stdio: 'inherit', cwd: root });
+  renameSync(join(out, `${file}.tmp`), join(out, file)); // atomic: a process loading the kernels never sees half a file
 }
 
 let haveAsc = true;
@@ -47,7 +48,9 @@ try {
   execFileSync(process.execPath, args, { cwd: nativeDir, stdio: ['ignore', 'ignore', 'pipe'] });
   const built = join(nativeDir, 'build', 'Release', 'ragen_native.node');
   mkdirSync(join(root, 'build', 'native'), { recursive: true });
-  copyFileSync(built, join(root, 'build', 'native', 'ragen_native.node'));
+  const dest = join(root, 'build', 'native', 'ragen_native.node');
+  copyFileSync(built, `${dest}.tmp`);
+  renameSync(`${dest}.tmp`, dest);
   rmSync(join(nativeDir, 'build'), { recursive: true, force: true });
   console.log('build-kernels: native backend built');
 } catch (e) {

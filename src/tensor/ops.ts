@@ -48,8 +48,7 @@ function binaryOp(op: BinaryOp, a: Tensor, b: Tensor): Tensor {
     const n = a.size;
     let ga: Tensor | null = null, gb: Tensor | null = null;
     if (a.requiresGrad) {
-      if (op === 'add') ga = copyOf(g);
-      else if (op === 'sub') ga = copyOf(g);
+      if (op === 'add' || op === 'sub') ga = g; // passed through: the engine hands it out once
       else {
         ga = Tensor.empty(a.shape, be);
         be.binary(op, g.buf, b.buf, ga.buf, n, bc.m, bc.inner);
@@ -73,12 +72,6 @@ function binaryOp(op: BinaryOp, a: Tensor, b: Tensor): Tensor {
     }
     return [ga, gb];
   });
-}
-
-function copyOf(t: Tensor): Tensor {
-  const out = Tensor.empty(t.shape, t.backend);
-  t.backend.copyBlock(t.buf, 0, 0, out.buf, 0, 0, 1, t.size, false);
-  return out;
 }
 
 /** a + b (b may broadcast: same shape, trailing dims, per-row scalar, scalar). */

@@ -15,7 +15,7 @@ class Storage {
 export interface GradNode {
   readonly name: string;
   readonly inputs: readonly Tensor[];
-  /** Gradients w.r.t. each input (null where not needed); runs in no-grad mode. */
+  /** Gradients w.r.t. each input (null where not needed; may be g itself); runs in no-grad mode. */
   backward(g: Tensor): (Tensor | null)[];
   /** Tensors saved only for backward, disposed once backward has run. */
   readonly saved?: readonly Tensor[];
@@ -256,10 +256,13 @@ function runBackward(root: Tensor, gradOutput?: Tensor): void {
         continue;
       }
       const gs = node.backward(g);
-      g.dispose();
+      // a backward may pass g itself through (add, sub); hand each tensor out once
+      const handed = new Set<Tensor>();
       node.inputs.forEach((inp, j) => {
-        const gi = gs[j];
+        let gi = gs[j];
         if (!gi) return;
+        if (handed.has(gi)) gi = cloneOf(gi);
+        handed.add(gi);
         if (!inp.requiresGrad) return gi.dispose();
         const prev = grads.get(inp);
         if (!prev) {
@@ -273,10 +276,17 @@ function runBackward(root: Tensor, gradOutput?: Tensor): void {
           gi.dispose();
         }
       });
+      if (!handed.has(g)) g.dispose();
       for (const s of node.saved ?? []) s.dispose();
       t.node = null;
     }
   });
+}
+
+function cloneOf(t: Tensor): Tensor {
+  const out = Tensor.empty(t.shape, t.backend);
+  t.backend.copyBlock(t.buf, 0, 0, out.buf, 0, 0, 1, t.size, false);
+  return out;
 }
 
 function accumulateLeafGrad(t: Tensor, g: Tensor): void {
