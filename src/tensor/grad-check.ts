@@ -52,10 +52,13 @@ function evaluate(fn: (xs: Tensor[]) => Tensor, inputs: readonly CheckInput[], d
   });
 }
 
-/** Central finite differences on the js64 backend; checks up to `maxPerInput` entries per input. */
-export function finiteDifferenceCheck(fn: (xs: Tensor[]) => Tensor, inputs: readonly CheckInput[], opts: { seed?: number; eps?: number; atol?: number; rtol?: number; maxPerInput?: number } = {}): GradCheckResult {
+/**
+ * Central finite differences; checks up to `maxPerInput` entries per input. On the float64 reference
+ * (`js64`, the default) the tolerances can be tight; on a float32 backend pass a larger eps and tolerances.
+ */
+export function finiteDifferenceCheck(fn: (xs: Tensor[]) => Tensor, inputs: readonly CheckInput[], opts: { seed?: number; eps?: number; atol?: number; rtol?: number; maxPerInput?: number; backend?: BackendName } = {}): GradCheckResult {
   const prev = getBackend();
-  setBackend('js64');
+  setBackend(opts.backend ?? 'js64');
   try {
     const { eps = 1e-6, atol = 1e-6, rtol = 1e-5, maxPerInput = 24, seed = 1 } = opts;
     const data = makeData(inputs, seed);

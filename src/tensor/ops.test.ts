@@ -14,6 +14,17 @@ describe('gradients match finite differences (js64)', () => {
   }
 });
 
+for (const backend of ['wasm', 'native'] as const) {
+  describe.runIf(backendAvailable(backend))(`gradients match float32 finite differences (${backend})`, () => {
+    for (const c of OP_CASES) {
+      it(c.name, () => {
+        const r = finiteDifferenceCheck(c.fn, c.inputs, { backend, eps: 1e-2, atol: 3e-3, rtol: 3e-2, maxPerInput: 6 });
+        expect(r.worst, r.detail).toBeLessThanOrEqual(1);
+      });
+    }
+  });
+}
+
 for (const backend of ['js', 'wasm', 'native'] as const) {
   describe.runIf(backendAvailable(backend))(`${backend} backend matches the float64 reference`, () => {
     for (const c of OP_CASES) {
