@@ -144,6 +144,23 @@ describe('LocalEngine', () => {
     await expect(engine.forward([[]], { role: 'policy' })).rejects.toThrow(/non-empty sequences/);
   });
 
+  it('copies the tokenizer into checkpoints and uses it for stop strings', async () => {
+    const tokDir = join(import.meta.dirname, '../../models/tokenizer-tiny');
+    const { loadTokenizer } = await import('../tokenizer/index.js');
+    const tok = loadTokenizer(tokDir);
+    const big = modelConfig({ vocabSize: tok.vocabSize, hiddenSize: 16, intermediateSize: 24, numLayers: 1, numHeads: 2 });
+    const dir = mkdtempSync(join(tmpdir(), 'engine-tok-'));
+    await new LocalEngine({ policy: LocalEngine.create(big, { seed: 1 }).policy, tokenizerPath: join(tokDir, 'tokenizer.json') }).save(dir);
+    const engine = await LocalEngine.fromPretrained(dir);
+    const free = await engine.generate([tok.encode('Turn 1:')], { maxNewTokens: 12, temperature: 1, seed: 3 });
+    const text = tok.decode(free[0]!.tokens);
+    const stop = text.slice(Math.floor(text.length / 2), Math.floor(text.length / 2) + 1);
+    const [g] = await engine.generate([tok.encode('Turn 1:')], { maxNewTokens: 12, temperature: 1, seed: 3, stopStrings: [stop] });
+    expect(g!.finishReason).toBe('stop');
+    expect(tok.decode(g!.tokens)).toContain(stop);
+    expect(g!.tokens.length).toBeLessThan(free[0]!.tokens.length + 1);
+  });
+
   it('says what is missing when a role is not configured', async () => {
     const engine = LocalEngine.create(config, { seed: 1 });
     await expect(engine.forward(seqs, { role: 'reference' })).rejects.toThrow(/no reference model; create it with reference: true/);

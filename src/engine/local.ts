@@ -7,6 +7,7 @@ import {
   generate, LoraAdapters, loadModel, packPerToken, packSequences, saveModel, tokenForward, Transformer, unpack, ValueHead,
   type LoraConfig, type ModelConfig, type PackedBatch,
 } from '../model/index.js';
+import { loadTokenizer } from '../tokenizer/index.js';
 import { ConfigError, Rng } from '../util/index.js';
 import { RoleOptimizer, loadOptimizerStates, saveOptimizerStates } from './local-optim.js';
 import type {
@@ -95,7 +96,10 @@ export class LocalEngine implements TrainableEngine {
       critic = { mode: 'separate', model: c.model, valueHead: c.valueHead ?? ValueHead.init(c.model.config.hiddenSize, seed + 2) };
     }
     const tokenizerPath = join(dir, 'tokenizer.json');
-    return new LocalEngine({ policy, reference, critic, seed, ...(opts.decode ? { decode: opts.decode } : {}), ...(existsSync(tokenizerPath) ? { tokenizerPath } : {}) });
+    const hasTokenizer = existsSync(tokenizerPath);
+    // Stop strings need ids -> text: the checkpoint's own tokenizer unless the caller passes one.
+    const decode = opts.decode ?? (hasTokenizer ? (ids: number[]) => loadTokenizer(dir).decode(ids) : undefined);
+    return new LocalEngine({ policy, reference, critic, seed, ...(decode ? { decode } : {}), ...(hasTokenizer ? { tokenizerPath } : {}) });
   }
 
   async generate(prompts: readonly (readonly number[])[], params: SamplingParams): Promise<Generation[]> {
