@@ -51,9 +51,10 @@ try {
   const dest = join(root, 'build', 'native', 'ragen_native.node');
   copyFileSync(built, `${dest}.tmp`);
   renameSync(`${dest}.tmp`, dest);
-  rmSync(join(nativeDir, 'build'), { recursive: true, force: true });
   console.log('build-kernels: native backend built');
 } catch (e) {
   const msg = String(e?.stderr ?? e?.message ?? e).split('\n').filter(Boolean).slice(-1)[0] ?? '';
   console.log(`build-kernels: native backend not built (${msg.slice(0, 200)}); the wasm backend will be used`);
+} finally {
+  rmSync(join(root, 'native', 'build'), { recursive: true, force: true });
 }
