@@ -1,9 +1,10 @@
 // Batched sampling with a KV cache: prompts are left-padded into one cache (per-sequence RoPE positions and
 // a key mask hide the padding), decoded one token per step; finished sequences are compacted out of the batch.
-import { affine, embedding, logprobOfTarget, noGrad, softmax, tidy, type Tensor } from '../tensor/index.js';
+import { affine, logprobOfTarget, noGrad, softmax, tidy, type Tensor } from '../tensor/index.js';
 import { ConfigError, Rng } from '../util/index.js';
 import { fuseWeights } from './fused.js';
 import { KVCache } from './kv-cache.js';
+import { lastLogits, prefill } from './prefill.js';
 import { argmax, Sampler } from './sampling.js';
 import type { Transformer } from './transformer.js';
 
@@ -62,34 +63,13 @@ export function generate(model: Transformer, prompts: readonly (readonly number[
 
   const fused = (opts.fuseWeights ?? model.numParameters <= 1e8) ? fuseWeights(model) : undefined;
   let cache = new KVCache(c, n, capacity);
-  let rows = prompts.map((_, i) => i); // cache row -> prompt index
+  // cache row -> prompt index: longest prompts first, so prefill groups pad little
+  let rows = prompts.map((_, i) => i).sort((a, b) => prompts[b]!.length - prompts[a]!.length || a - b);
   let done = new Array<boolean>(n).fill(false);
   let keyValid = maskFor(rows, pads, capacity);
   try {
-    // Prefill in time chunks; keep the logits of each sequence's last prompt token.
-    const byScores = Math.floor((opts.maxScoreFloats ?? 2 ** 24) / (n * c.numHeads * capacity));
-    const chunk = Math.max(1, Math.min(byScores, Math.floor((opts.maxPrefillTokens ?? 4096) / n)));
-    let last: Tensor | null = null;
-    for (let t0 = 0; t0 < P; t0 += chunk) {
-      const T = Math.min(chunk, P - t0);
-      const ids = new Int32Array(n * T);
-      const positions = new Int32Array(n * T);
-      prompts.forEach((p, b) => {
-        for (let t = 0; t < T; t++) {
-          const s = t0 + t - pads[b]!;
-          ids[b * T + t] = s >= 0 ? p[s]! : 0;
-          positions[b * T + t] = Math.max(0, s);
-        }
-      });
-      const isLast = t0 + T === P;
-      last = noGrad(() =>
-        tidy(() => {
-          const h = model.hidden(ids, n, T, { cache, positions, keyValid, fused });
-          return isLast ? stepLogits(model, h, n, T) : null;
-        }),
-      );
-    }
-    let logits = last!;
+    const prefillOpts = { fused, maxTokens: opts.maxPrefillTokens ?? 4096, maxScoreFloats: opts.maxScoreFloats ?? 2 ** 24 };
+    let logits = prefill(model, prompts, rows, cache, prefillOpts);
     for (let step = 0; step < opts.maxNewTokens; step++) {
       const B = rows.length;
       const tokens = pick(logits, B, opts.temperature, sampler, settings, rows.map((r) => rngs[r]!), V);
@@ -120,19 +100,13 @@ export function generate(model: Transformer, prompts: readonly (readonly number[
       const Bn = rows.length;
       const ids = tokens.slice(0, Bn);
       const positions = Int32Array.from(rows, (r) => cache.length - pads[r]!);
-      logits = noGrad(() => tidy(() => stepLogits(model, model.hidden(ids, Bn, 1, { cache, positions, keyValid, fused }), Bn, 1)));
+      logits = noGrad(() => tidy(() => lastLogits(model, model.hidden(ids, Bn, 1, { cache, positions, keyValid, fused }), Bn, 1)));
     }
   } finally {
     cache.dispose();
     fused?.dispose();
   }
   return results;
-}
-
-/** Logits (B, V) of each sequence's last position of hidden (B*T, C). */
-function stepLogits(model: Transformer, hidden: Tensor, B: number, T: number): Tensor {
-  const lastRows = T === 1 ? hidden : embedding(hidden, Int32Array.from({ length: B }, (_, b) => b * T + T - 1));
-  return model.logits(lastRows);
 }
 
 /** Tokens for each row: greedy, or sampled from softmax(logits / temperature) after top-k / top-p. */

@@ -14,8 +14,28 @@ export class KVCache {
     this.keys = [];
     this.values = [];
     for (let i = 0; i < config.numLayers; i++) {
-      this.keys.push(keep(Tensor.empty(shape)));
-      this.values.push(keep(Tensor.empty(shape)));
+      // zeroed: masked and not-yet-written slots still meet a 0 attention weight, and 0 * NaN would poison it
+      for (const list of [this.keys, this.values]) {
+        const t = keep(Tensor.empty(shape));
+        t.backend.fill(t.buf, 0);
+        list.push(t);
+      }
+    }
+  }
+
+  /** Copy `src`'s filled slots (every row, slots [0, src.length)) into rows row0.. of this cache at slot `slot0`. */
+  writeRows(src: KVCache, row0: number, slot0: number): void {
+    const { numKvHeads: K, headDim: D } = this.config;
+    if (row0 + src.batch > this.batch || slot0 + src.length > this.capacity) {
+      throw new RangeError(`KVCache.writeRows: ${src.batch} rows x ${src.length} slots do not fit at row ${row0}, slot ${slot0} of ${this.batch} x ${this.capacity}`);
+    }
+    for (let i = 0; i < this.keys.length; i++) {
+      for (const [srcs, dsts] of [[src.keys, this.keys], [src.values, this.values]] as const) {
+        const be = dsts[i]!.backend;
+        for (let r = 0; r < src.batch; r++) {
+          be.copyBlock(srcs[i]!.buf, r * K * src.capacity * D, src.capacity * D, dsts[i]!.buf, ((row0 + r) * K * this.capacity + slot0) * D, this.capacity * D, K, src.length * D, false);
+        }
+      }
     }
   }
 

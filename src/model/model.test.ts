@@ -118,10 +118,14 @@ describe('generate', () => {
     }
   });
 
-  it('a prompt prefilled in chunks gives the same completions as in one pass', () => {
+  it('prompts prefilled in length groups and time chunks give the same completions as in one pass', () => {
     const m = Transformer.init(config, 2, 0.3);
     const one = generate(m, prompts, { maxNewTokens: 5, temperature: 1, seed: 4 });
-    const chunked = generate(m, prompts, { maxNewTokens: 5, temperature: 1, seed: 4, maxPrefillTokens: 3 }); // 1-token chunks
+    const live = liveTensors();
+    const chunked = generate(m, prompts, { maxNewTokens: 5, temperature: 1, seed: 4, maxPrefillTokens: 3 }); // one prompt per group, 3-token chunks
+    const grouped = generate(m, prompts, { maxNewTokens: 5, temperature: 1, seed: 4, maxPrefillTokens: 8 }); // groups [6], [3, 2]
+    expect(liveTensors()).toBe(live);
+    expect(grouped.map((g) => g.tokens)).toEqual(one.map((g) => g.tokens));
     expect(chunked.map((g) => g.tokens)).toEqual(one.map((g) => g.tokens));
     chunked.forEach((g, i) => g.logprobs.forEach((lp, j) => expect(lp).toBeCloseTo(one[i]!.logprobs[j]!, 5)));
   });
