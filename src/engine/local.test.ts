@@ -136,6 +136,17 @@ describe('LocalEngine', () => {
     expect(liveTensors()).toBe(live);
   });
 
+  it('forward in small length-sorted chunks returns each sequence in its own place', async () => {
+    const engine = LocalEngine.create(config, { seed: 1 });
+    const small = new LocalEngine({ policy: engine.policy, forwardTokenBudget: 7 });
+    const mixed = [[1, 2], [3, 4, 5, 6, 7, 8], [9, 10, 11], [12, 13, 14, 15]];
+    const a = await engine.forward(mixed, { role: 'policy', entropy: true });
+    const b = await small.forward(mixed, { role: 'policy', entropy: true });
+    expect(b.logprobs.map((l) => l.length)).toEqual([1, 5, 2, 3]);
+    b.logprobs.forEach((l, i) => l.forEach((x, j) => expect(x).toBeCloseTo(a.logprobs[i]![j]!, 5)));
+    b.entropy!.forEach((l, i) => l.forEach((x, j) => expect(x).toBeCloseTo(a.entropy![i]![j]!, 5)));
+  });
+
   it('handles a 1-token sequence (nothing to score) beside longer ones', async () => {
     const engine = LocalEngine.create(config, { seed: 1 });
     const out = await engine.forward([[5], [1, 2, 3]], { role: 'policy', entropy: true });

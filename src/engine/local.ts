@@ -108,14 +108,17 @@ export class LocalEngine implements TrainableEngine {
   }
 
   async forward(sequences: readonly (readonly number[])[], options: { role: ModelRole; entropy?: boolean }): Promise<ForwardResult> {
-    const out: ForwardResult = { logprobs: [] };
-    if (options.entropy) out.entropy = [];
-    if (options.role === 'critic') out.values = [];
-    for (const chunk of this.chunks(sequences)) {
-      const r = noGrad(() => tidy(() => this.run(chunk, options.role, { entropy: options.entropy ?? false, values: options.role === 'critic' })));
-      out.logprobs.push(...r.logprobs);
-      if (out.entropy) out.entropy.push(...r.entropy!);
-      if (out.values) out.values.push(...r.values!);
+    const n = sequences.length;
+    const out: ForwardResult = { logprobs: new Array<Float32Array>(n) };
+    if (options.entropy) out.entropy = new Array<Float32Array>(n);
+    if (options.role === 'critic') out.values = new Array<Float32Array>(n);
+    for (const idx of this.chunks(sequences)) {
+      const r = noGrad(() => tidy(() => this.run(idx.map((i) => sequences[i]!), options.role, { entropy: options.entropy ?? false, values: options.role === 'critic' })));
+      idx.forEach((i, j) => {
+        out.logprobs[i] = r.logprobs[j]!;
+        if (out.entropy) out.entropy[i] = r.entropy![j]!;
+        if (out.values) out.values[i] = r.values![j]!;
+      });
     }
     return out;
   }
@@ -186,20 +189,18 @@ export class LocalEngine implements TrainableEngine {
     return o;
   }
 
-  /** Consecutive groups of sequences whose padded size stays within the token budget. */
-  private *chunks(sequences: readonly (readonly number[])[]): Generator<(readonly number[])[]> {
+  /** Indices of the sequences in chunks of similar length (longest first) whose padded size fits the token budget. */
+  private *chunks(sequences: readonly (readonly number[])[]): Generator<number[]> {
     const budget = this.options.forwardTokenBudget ?? 4096;
-    let cur: (readonly number[])[] = [];
-    let longest = 0;
-    for (const s of sequences) {
-      const l = Math.max(longest, s.length);
-      if (cur.length > 0 && (cur.length + 1) * l > budget) {
+    const order = sequences.map((_, i) => i).sort((a, b) => sequences[b]!.length - sequences[a]!.length || a - b);
+    let cur: number[] = [];
+    for (const i of order) {
+      const longest = cur.length > 0 ? sequences[cur[0]!]!.length : sequences[i]!.length;
+      if (cur.length > 0 && (cur.length + 1) * longest > budget) {
         yield cur;
         cur = [];
-        longest = 0;
       }
-      cur.push(s);
-      longest = Math.max(longest, s.length);
+      cur.push(i);
     }
     if (cur.length > 0) yield cur;
   }
