@@ -71,6 +71,21 @@ describe('train (StarPO on a micro model)', () => {
     expect(m!['critic/vf_loss']).toBeUndefined();
   });
 
+  it.each([
+    ['dr_grpo', ['algo.advEstimator=dr_grpo', 'algo.lossAgg=seq-mean-token-sum-norm']],
+    ['rloo', ['algo.advEstimator=rloo']],
+    ['reinforce_pp', ['algo.advEstimator=reinforce_pp']],
+    ['reinforce_pp_baseline', ['algo.advEstimator=reinforce_pp_baseline', 'algo.rewardNorm.method=mean_std']],
+    ['bi_level_gae, KL in the reward with the adaptive controller', ['algo.advEstimator=bi_level_gae', 'algo.kl.inReward=true', 'algo.kl.coef=0.01', 'algo.kl.controller.type=adaptive']],
+    ['per-turn samples (limited_multi_turn, turn rewards), 2 PPO epochs', ['agent.contextMode=limited_multi_turn', 'agent.window=1', 'agent.rewardMode=turn', 'trainer.ppoEpochs=2']],
+  ])('%s: one finite step', async (_name, extra) => {
+    const r = await train({ config: microConfig(model, runDir(), ['trainer.steps=1', ...extra]) });
+    const [m] = readMetricsFile(join(r.runDir, 'metrics.jsonl'));
+    for (const key of ['actor/pg_loss', 'actor/grad_norm', 'critic/advantages_mean']) expect(Number.isFinite(m![key]), key).toBe(true);
+    if (extra.includes('algo.kl.inReward=true')) expect(m!['actor/kl_coef']).toBe(0.01);
+    if (extra.includes('trainer.ppoEpochs=2')) expect(m!['train/num_mini_batches']).toBe(2 * Math.ceil(m!['train/batch_size']! / 4));
+  });
+
   it('gives identical metrics for identical seeds, and different ones for another seed', async () => {
     const a = await train({ config: microConfig(model, runDir()) });
     const b = await train({ config: microConfig(model, runDir()) });
