@@ -15,6 +15,8 @@ export { AdamW, clipGradNorm, gradNorm, gradsAreFinite } from './optim.js';
 export type { AdamWOptions, AdamWState } from './optim.js';
 export { setBackend, getBackend, loadBackend, backendAvailable, useBackend, backendNames, memoryStats } from './backends.js';
 export type { Backend, BackendName, Buf, GemmArgs, AttentionDims, AdamWStep } from './backend.js';
+export { finiteDifferenceCheck, compareWithReference } from './grad-check.js';
+export type { CheckInput, GradCheckResult } from './grad-check.js';
 
 import type { Tensor } from './tensor.js';
 
