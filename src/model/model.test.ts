@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { liveTensors, noGrad, setBackend } from '../tensor/index.js';
+import { backendAvailable, liveTensors, noGrad, setBackend } from '../tensor/index.js';
 import { ConfigError } from '../util/index.js';
 import { loadModel, saveModel } from './checkpoint.js';
 import { countParameters, modelConfig } from './config.js';
@@ -53,17 +53,21 @@ describe('Transformer', () => {
 describe('generate', () => {
   beforeAll(() => setBackend('js'));
 
-  it('log-probs of sampled tokens equal teacher-forced log-probs (left-padded prompts of different lengths)', () => {
-    const m = Transformer.init(config, 2, 0.3);
-    for (const params of [{ temperature: 1 }, { temperature: 0.7, topP: 0.9, topK: 10 }, { temperature: 0 }]) {
-      const gens = generate(m, prompts, { maxNewTokens: 8, seed: 3, ...params });
-      const tf = teacherForced(m, prompts.map((p, i) => [...p, ...gens[i]!.tokens]));
-      prompts.forEach((p, i) => {
-        expect(gens[i]!.tokens.length).toBe(gens[i]!.logprobs.length);
-        gens[i]!.logprobs.forEach((lp, j) => expect(Math.abs(lp - tf[i]![p.length - 1 + j]!)).toBeLessThan(1e-4));
-      });
-    }
-  });
+  for (const backend of (['js', 'wasm', 'native'] as const).filter((b) => backendAvailable(b))) {
+    it(`log-probs of sampled tokens equal teacher-forced log-probs (left-padded prompts of different lengths) [${backend}]`, () => {
+      setBackend(backend);
+      const m = Transformer.init(config, 2, 0.3);
+      for (const params of [{ temperature: 1 }, { temperature: 0.7, topP: 0.9, topK: 10 }, { temperature: 0 }]) {
+        const gens = generate(m, prompts, { maxNewTokens: 8, seed: 3, ...params });
+        const tf = teacherForced(m, prompts.map((p, i) => [...p, ...gens[i]!.tokens]));
+        prompts.forEach((p, i) => {
+          expect(gens[i]!.tokens.length).toBe(gens[i]!.logprobs.length);
+          gens[i]!.logprobs.forEach((lp, j) => expect(Math.abs(lp - tf[i]![p.length - 1 + j]!)).toBeLessThan(1e-4));
+        });
+      }
+      setBackend('js');
+    });
+  }
 
   it('greedy decoding takes the argmax of the teacher-forced distribution', () => {
     const m = Transformer.init(config, 2, 0.3);
