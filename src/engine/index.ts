@@ -3,7 +3,7 @@ export type {
   Engine, SamplingParams, Generation, ModelRole, ForwardResult,
   TrainableEngine, TrainableRole, OutputGradients, BackwardOptions, OptimizerSettings, OptimizerStepResult,
 } from './types.js';
-export { LocalEngine } from './local.js';
+export { LocalEngine, TokenStats } from './local.js';
 export type { LocalEngineOptions, LocalPretrainedOptions } from './local.js';
 export { findTorchPython, pythonCandidates, TORCH_MISSING } from './python.js';
 export { runEngineBench, BENCH_MODEL, DEFAULT_WORKLOAD } from './bench.js';

@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { existsSync } from 'node:fs';
 import { add, getBackend, mul, noGrad, setBackend, sum, tensor, tidy, type BackendName, type Tensor } from '../tensor/index.js';
 import {
-  generate, LoraAdapters, loadModel, packPerToken, packSequences, saveModel, tokenForward, Transformer, unpack, ValueHead,
-  type LoraConfig, type ModelConfig, type PackedBatch,
+  commonPrefixLength, generate, LoraAdapters, loadModel, packPerToken, packPrefixPerToken, packSequences, packSharedPrefix, prefixTokenForward, saveModel,
+  tokenForward, Transformer, unpack, unpackPrefix, ValueHead, type LoraConfig, type ModelConfig, type PackedBatch, type PrefixPackedBatch,
 } from '../model/index.js';
 import { loadTokenizer } from '../tokenizer/index.js';
 import { ConfigError, Rng } from '../util/index.js';
@@ -28,8 +28,14 @@ export interface LocalEngineOptions {
   tokenizerPath?: string;
   /** Seed of LoRA dropout. @default 0 */
   seed?: number;
-  /** Most tokens (batch x longest sequence) per no-grad forward chunk (bounds memory). @default 4096 */
+  /** Most tokens (batch x longest sequence, after the shared prefix) per no-grad forward chunk (bounds memory). @default 4096 */
   forwardTokenBudget?: number;
+  /**
+   * Run a prefix shared by every sequence of a batch once (batch 1) when it has at least this many tokens
+   * (training sequences all start with the same system prompt); 0 turns it off. Same outputs and gradients
+   * up to float rounding. @default 16
+   */
+  sharedPrefixMin?: number;
 }
 
 /** How `LocalEngine.fromPretrained` / `create` set up the models. */
@@ -47,8 +53,24 @@ export interface LocalPretrainedOptions {
   seed?: number;
 }
 
+/** Tokens the engine's teacher-forced passes processed since the last `reset` (profiling). */
+export class TokenStats {
+  /** Real tokens (sum of sequence lengths - 1) and padded batch slots (B x T) of no-grad forwards. */
+  forwardReal = 0;
+  forwardPadded = 0;
+  /** The same for backward passes (forward + backward). */
+  backwardReal = 0;
+  backwardPadded = 0;
+
+  reset(): void {
+    this.forwardReal = this.forwardPadded = this.backwardReal = this.backwardPadded = 0;
+  }
+}
+
 export class LocalEngine implements TrainableEngine {
   readonly kind = 'local';
+  /** Token counters of forward / backward (see TokenStats). */
+  readonly tokenStats = new TokenStats();
   readonly policy: Transformer;
   private readonly reference: Transformer | 'base' | null;
   private readonly critic: LocalEngineOptions['critic'];
@@ -128,18 +150,28 @@ export class LocalEngine implements TrainableEngine {
     if (values && !this.critic) throw new ConfigError('values were requested but this engine has no critic; create it with critic: "shared" or "separate"');
     if (options.values && options.role === 'policy' && this.critic?.mode !== 'shared') throw new ConfigError("values in a policy backward need critic mode 'shared'");
     return tidy(() => {
-      const batch = packSequences(sequences);
+      const batch = this.pack(sequences);
+      this.tokenStats.backwardReal += batch.lengths.reduce((a, L) => a + L - 1, 0);
+      this.tokenStats.backwardPadded += batch.B * batch.T + ('prefix' in batch ? batch.prefix.ids.length : 0);
       const { result, outputs } = this.outputs(batch, options.role, { entropy: options.entropy ?? false, values }, this.dropoutRng);
       const grads = lossGrad(result);
       let loss: Tensor | null = null;
-      const term = (t: Tensor | undefined, g: ArrayLike<number>[] | undefined, what: string): void => {
-        if (!t || !g) return;
-        const part = sum(mul(t, tensor(packPerToken(g, batch, `${what} gradient`))));
+      const add1 = (t: Tensor, g: Float32Array): void => {
+        const part = sum(mul(t, tensor(g)));
         loss = loss ? add(loss, part) : part;
       };
-      term(outputs.logprobs, grads.logprobs, 'logprobs');
-      term(outputs.entropy, grads.entropy, 'entropy');
-      term(outputs.values, grads.values, 'values');
+      const term = (key: 'logprobs' | 'entropy' | 'values'): void => {
+        const t = outputs[key];
+        const g = grads[key];
+        if (!t || !g) return;
+        if (!('prefix' in batch)) return add1(t, packPerToken(g, batch, `${key} gradient`));
+        const packed = packPrefixPerToken(g, batch, `${key} gradient`);
+        add1(t, packed.rows);
+        add1(outputs.prefix![key]!, packed.prefix);
+      };
+      term('logprobs');
+      term('entropy');
+      term('values');
       if (loss) (loss as Tensor).backward();
       return result;
     });
@@ -192,10 +224,13 @@ export class LocalEngine implements TrainableEngine {
   /** Indices of the sequences in chunks of similar length (longest first) whose padded size fits the token budget. */
   private *chunks(sequences: readonly (readonly number[])[]): Generator<number[]> {
     const budget = this.options.forwardTokenBudget ?? 4096;
+    const min = this.options.sharedPrefixMin ?? 16;
+    const common = min > 0 && sequences.length > 1 ? commonPrefixLength(sequences) - 1 : 0;
+    const shared = common >= min ? common : 0; // each chunk runs this prefix once, its rows the rest
     const order = sequences.map((_, i) => i).sort((a, b) => sequences[b]!.length - sequences[a]!.length || a - b);
     let cur: number[] = [];
     for (const i of order) {
-      const longest = cur.length > 0 ? sequences[cur[0]!]!.length : sequences[i]!.length;
+      const longest = (cur.length > 0 ? sequences[cur[0]!]!.length : sequences[i]!.length) - shared;
       if (cur.length > 0 && (cur.length + 1) * longest > budget) {
         yield cur;
         cur = [];
@@ -206,11 +241,20 @@ export class LocalEngine implements TrainableEngine {
   }
 
   private run(sequences: readonly (readonly number[])[], role: ModelRole, want: { entropy: boolean; values: boolean }): ForwardResult {
-    return this.outputs(packSequences(sequences), role, want).result;
+    const batch = this.pack(sequences);
+    this.tokenStats.forwardReal += batch.lengths.reduce((a, L) => a + L - 1, 0);
+    this.tokenStats.forwardPadded += batch.B * batch.T + ('prefix' in batch ? batch.prefix.ids.length : 0);
+    return this.outputs(batch, role, want).result;
+  }
+
+  /** The batch with its shared prefix split off when it is long enough, else right-padded. */
+  private pack(sequences: readonly (readonly number[])[]): PackedBatch | PrefixPackedBatch {
+    const min = this.options.sharedPrefixMin ?? 16;
+    return (min > 0 ? packSharedPrefix(sequences, min) : null) ?? packSequences(sequences);
   }
 
   /** Tensors of one packed batch for a role, and their per-sequence copies. */
-  private outputs(batch: PackedBatch, role: ModelRole, want: { entropy: boolean; values: boolean }, rng?: Rng): { result: ForwardResult; outputs: { logprobs?: Tensor; entropy?: Tensor; values?: Tensor } } {
+  private outputs(batch: PackedBatch | PrefixPackedBatch, role: ModelRole, want: { entropy: boolean; values: boolean }, rng?: Rng): { result: ForwardResult; outputs: TokenTensors } {
     let model: Transformer = this.policy;
     let valueHead: ValueHead | undefined;
     let logprobs = true;
@@ -228,15 +272,31 @@ export class LocalEngine implements TrainableEngine {
     const adapters = model.lora;
     if (role === 'reference' && this.reference === 'base') model.lora = null; // the base weights, without adapters
     try {
-      const outputs = tokenForward(model, batch, { logprobs, entropy: want.entropy && role !== 'critic', ...(valueHead ? { valueHead } : {}), ...(rng ? { dropoutRng: rng } : {}) });
-      const result: ForwardResult = { logprobs: outputs.logprobs ? unpack(outputs.logprobs.toFloat32Array(), batch) : batch.lengths.map(() => new Float32Array(0)) };
-      if (outputs.entropy) result.entropy = unpack(outputs.entropy.toFloat32Array(), batch);
-      if (outputs.values) result.values = unpack(outputs.values.toFloat32Array(), batch);
+      const opts = { logprobs, entropy: want.entropy && role !== 'critic', ...(valueHead ? { valueHead } : {}), ...(rng ? { dropoutRng: rng } : {}) };
+      const outputs: TokenTensors = 'prefix' in batch ? prefixTokenForward(model, batch, opts) : tokenForward(model, batch, opts);
+      const per = (key: 'logprobs' | 'entropy' | 'values'): Float32Array[] | undefined => {
+        const t = outputs[key];
+        if (!t) return undefined;
+        return 'prefix' in batch ? unpackPrefix(outputs.prefix![key]!.toFloat32Array(), t.toFloat32Array(), batch) : unpack(t.toFloat32Array(), batch);
+      };
+      const result: ForwardResult = { logprobs: per('logprobs') ?? batch.lengths.map(() => new Float32Array(0)) };
+      const entropy = per('entropy');
+      const values = per('values');
+      if (entropy) result.entropy = entropy;
+      if (values) result.values = values;
       return { result, outputs };
     } finally {
       model.lora = adapters;
     }
   }
+}
+
+/** Output tensors of one batch (and of its shared prefix, when split off). */
+interface TokenTensors {
+  logprobs?: Tensor;
+  entropy?: Tensor;
+  values?: Tensor;
+  prefix?: { logprobs?: Tensor; entropy?: Tensor; values?: Tensor };
 }
 
 function selectBackend(name: 'auto' | BackendName | undefined): void {

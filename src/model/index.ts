@@ -9,6 +9,8 @@ export { LoraAdapters, LINEAR_MODULES, peftKey } from './lora.js';
 export type { LoraConfig } from './lora.js';
 export { ValueHead, packSequences, tokenForward, unpack, packPerToken } from './forward.js';
 export type { PackedBatch, TokenOutputs } from './forward.js';
+export { commonPrefixLength, packSharedPrefix, prefixTokenForward, unpackPrefix, packPrefixPerToken } from './prefix-forward.js';
+export type { PrefixPackedBatch, PrefixTokenOutputs } from './prefix-forward.js';
 export { KVCache } from './kv-cache.js';
 export { generate } from './generate.js';
 export type { GenerateOptions, Completion } from './generate.js';

@@ -102,6 +102,8 @@ export const AlgoSchema = z.strictObject({
   /** Entropy bonus coefficient: the loss subtracts `entropyCoeff · H`. @default 0.001 */
   entropyCoeff: z.number().min(0).default(0.001),
   kl: KlSchema.prefault({}),
+  /** Recompute log π_old with a teacher-forced forward after the rollout (RAGEN always does): `auto` reuses the sampler's log-probs when the engine samples with the very weights it trains (the local engine: they agree to float rounding, tested in src/model) and recomputes otherwise; `true` always recomputes; `false` always reuses. Reuse saves one forward pass over the batch per step. @default "auto" */
+  recomputeOldLogprobs: z.union([z.literal('auto'), z.boolean()]).default('auto'),
   /** Critic value clip around the old values (verl's `cliprange_value`). @default 0.5 */
   valueClip: z.number().positive().default(0.5),
   modifiers: AdvModifiersSchema.prefault({}),

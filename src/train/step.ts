@@ -134,18 +134,25 @@ export async function starpoStep(ctx: StepContext, step: number): Promise<StepOu
   const limit = config.logging.rolloutsPerStep;
   if (keptRows.length === 0) return out(episodeRecords(step, episodes, keptEpisodes, new Map(), limit), true);
 
-  // 4. old log-probs and entropy (recomputed, as RAGEN does: the sampler's log-probs agree to ~1e-7 with the
-  // local engine, but a recompute keeps PPO exact for any engine), reference log-probs, values
+  // 4. old log-probs: the sampler's when they are exact (`algo.recomputeOldLogprobs`), else a teacher-forced
+  // recompute (RAGEN's way, right for any engine) that also gives the entropy; reference log-probs; values
   const kept = keptRows.map((i) => samples[i]!);
   const tokens = collate(kept, tokenizer.padTokenId);
   const { B, T } = tokens;
   const seqs = rowSequences(tokens);
-  t0 = performance.now();
-  const fwd = fullForward ? { logprobs: keptRows.map((i) => fullForward!.logprobs[i]!), entropy: keptRows.map((i) => fullForward!.entropy![i]!) } : await engine.forward(seqs, { role: 'policy', entropy: true });
-  const oldLogprobs = toTokenLayout(fwd.logprobs, B, T);
-  const entropy = toTokenLayout(fwd.entropy!, B, T);
-  metrics['timing_s/old_log_prob'] = seconds(t0);
-  metrics['actor/entropy'] = maskedStats(entropy, tokens.lossMask).mean;
+  let oldLogprobs: Float64Array;
+  const recompute = algo.recomputeOldLogprobs === 'auto' ? engine.kind !== 'local' : algo.recomputeOldLogprobs;
+  if (fullForward || recompute) {
+    t0 = performance.now();
+    const fwd = fullForward ? { logprobs: keptRows.map((i) => fullForward!.logprobs[i]!), entropy: keptRows.map((i) => fullForward!.entropy![i]!) } : await engine.forward(seqs, { role: 'policy', entropy: true });
+    oldLogprobs = toTokenLayout(fwd.logprobs, B, T);
+    metrics['timing_s/old_log_prob'] = seconds(t0);
+    metrics['actor/entropy'] = maskedStats(toTokenLayout(fwd.entropy!, B, T), tokens.lossMask).mean;
+  } else {
+    // The sampler's log p(token) at temperature 1 under the weights that sampled it: the policy has not changed
+    // since. `actor/entropy` then comes from the actor update's first forward passes.
+    oldLogprobs = Float64Array.from(tokens.oldLogprobs, (x, i) => (tokens.lossMask[i] ? x : 0));
+  }
   let refLogprobs: Float64Array | undefined;
   if (needsReference(config)) {
     t0 = performance.now();
@@ -240,6 +247,7 @@ export async function starpoStep(ctx: StepContext, step: number): Promise<StepOu
       'actor/lr': settings.lr,
       'actor/skipped_updates': u.skipped,
       'timing_s/update_actor': seconds(t0),
+      ...(metrics['actor/entropy'] === undefined && u.entropy !== null ? { 'actor/entropy': u.entropy } : {}),
       ...(algo.kl.useKlLoss ? { 'actor/kl_loss': u.klLoss } : {}),
     } satisfies MetricValues);
   }

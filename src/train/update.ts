@@ -62,6 +62,8 @@ export interface ActorUpdateStats {
   gradNorm: number;
   optimizerSteps: number;
   skipped: number;
+  /** Token-mean entropy of the policy over the update's forward passes (the first epoch's first pass is pre-update). */
+  entropy: number | null;
 }
 
 /** The policy update: for each mini-batch, accumulate micro-batch gradients of the actor loss, then one optimizer step. */
@@ -69,7 +71,7 @@ export async function updateActor(engine: TrainableEngine, data: UpdateBatch, lo
   const { tokens } = data;
   const T = tokens.T;
   const needEntropy = (loss.entropyCoef ?? 0.001) !== 0;
-  const sum = { pgLoss: 0, entropyLoss: 0, klLoss: 0, gradNorm: 0, clip: 0, dual: 0, kl: 0, tokens: 0, steps: 0, skipped: 0 };
+  const sum = { pgLoss: 0, entropyLoss: 0, klLoss: 0, gradNorm: 0, clip: 0, dual: 0, kl: 0, tokens: 0, steps: 0, skipped: 0, entropy: 0 };
   for (const mini of miniBatches(tokens.B, schedule)) {
     const norm: AggNorm = aggNorm(takeRows(tokens.lossMask, mini, T), mini.length, T, schedule.horizon);
     if (norm.tokens === 0) continue;
@@ -77,7 +79,8 @@ export async function updateActor(engine: TrainableEngine, data: UpdateBatch, lo
       const m = micro.length;
       const mask = takeRows(tokens.lossMask, micro, T);
       const lengths = Int32Array.from(micro, (r) => tokens.lengths[r]!);
-      await engine.backward(rowSequences(tokens, micro), { role: 'policy', entropy: needEntropy }, (out) => {
+      // Entropy is always computed (cheap next to the LM head) for the `actor/entropy` metric.
+      await engine.backward(rowSequences(tokens, micro), { role: 'policy', entropy: true }, (out) => {
         const r = actorLoss(
           {
             logprobs: toTokenLayout(out.logprobs, m, T),
@@ -99,6 +102,7 @@ export async function updateActor(engine: TrainableEngine, data: UpdateBatch, lo
         sum.dual += r.stats.clipfracDual * r.stats.tokens;
         sum.kl += r.stats.ppoKl * r.stats.tokens;
         sum.tokens += r.stats.tokens;
+        sum.entropy += r.stats.entropy * r.stats.tokens;
         return {
           logprobs: toEngineLayout(r.grad.logprobs, lengths, T),
           ...(r.grad.entropy && needEntropy ? { entropy: toEngineLayout(r.grad.entropy, lengths, T) } : {}),
@@ -122,6 +126,7 @@ export async function updateActor(engine: TrainableEngine, data: UpdateBatch, lo
     ppoKl: perToken(sum.kl),
     optimizerSteps: sum.steps,
     skipped: sum.skipped,
+    entropy: sum.tokens > 0 ? sum.entropy / sum.tokens : null,
   };
 }
 
