@@ -448,6 +448,8 @@ static napi_value AttentionBackward(napi_env env, napi_callback_info info) {
   return nullptr;
 }
 
+#include "decode.inc"  // fused decode-step kernels (decodePack, decodeLayer, decodeHead)
+
 #if RAGEN_HAVE_CBLAS
 extern "C" void openblas_set_num_threads(int);
 #endif
@@ -463,6 +465,9 @@ static napi_value Init(napi_env env, napi_value exports) {
     {"gemm", nullptr, Gemm, nullptr, nullptr, nullptr, napi_default, nullptr},
     {"attention", nullptr, Attention, nullptr, nullptr, nullptr, napi_default, nullptr},
     {"attentionBackward", nullptr, AttentionBackward, nullptr, nullptr, nullptr, napi_default, nullptr},
+    {"decodePack", nullptr, DecodePack, nullptr, nullptr, nullptr, napi_default, nullptr},
+    {"decodeLayer", nullptr, DecodeLayer, nullptr, nullptr, nullptr, napi_default, nullptr},
+    {"decodeHead", nullptr, DecodeHead, nullptr, nullptr, nullptr, napi_default, nullptr},
   };
   napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props);
   return exports;

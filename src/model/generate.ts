@@ -2,6 +2,7 @@
 // a key mask hide the padding), decoded one token per step; finished sequences are compacted out of the batch.
 import { affine, logprobOfTarget, noGrad, softmax, tidy, type Tensor } from '../tensor/index.js';
 import { ConfigError, Rng } from '../util/index.js';
+import { FastDecoder, hasFastDecode } from './decode-fast.js';
 import { fuseWeights } from './fused.js';
 import { KVCache } from './kv-cache.js';
 import { lastLogits, prefill } from './prefill.js';
@@ -32,6 +33,8 @@ export interface GenerateOptions {
   maxPrefillTokens?: number;
   /** Sample with fused copies of the weights (q|k|v, gate|up; LoRA merged): fewer GEMMs, one more copy of the layer weights in memory. @default true up to 100M parameters */
   fuseWeights?: boolean;
+  /** Decode with the fused one-call-per-layer kernels when the backend has them (native; needs fused weights). @default true */
+  fastDecode?: boolean;
 }
 
 /** One sampled completion (the Engine's `Generation`). */
@@ -67,7 +70,9 @@ export function generate(model: Transformer, prompts: readonly (readonly number[
   let rows = prompts.map((_, i) => i).sort((a, b) => prompts[b]!.length - prompts[a]!.length || a - b);
   let done = new Array<boolean>(n).fill(false);
   let keyValid = maskFor(rows, pads, capacity);
+  let fast: FastDecoder | undefined;
   try {
+    if (fused && (opts.fastDecode ?? true) && hasFastDecode(model.backend)) fast = new FastDecoder(model, fused, n, capacity);
     const prefillOpts = { fused, maxTokens: opts.maxPrefillTokens ?? 4096, maxScoreFloats: opts.maxScoreFloats ?? 2 ** 24 };
     let logits = prefill(model, prompts, rows, cache, prefillOpts);
     for (let step = 0; step < opts.maxNewTokens; step++) {
@@ -100,10 +105,13 @@ export function generate(model: Transformer, prompts: readonly (readonly number[
       const Bn = rows.length;
       const ids = tokens.slice(0, Bn);
       const positions = Int32Array.from(rows, (r) => cache.length - pads[r]!);
-      logits = noGrad(() => tidy(() => lastLogits(model, model.hidden(ids, Bn, 1, { cache, positions, keyValid, fused }), Bn, 1)));
+      logits = fast
+        ? fast.step(ids, Bn, cache, positions, keyValid)
+        : noGrad(() => tidy(() => lastLogits(model, model.hidden(ids, Bn, 1, { cache, positions, keyValid, fused }), Bn, 1)));
     }
   } finally {
     cache.dispose();
+    fast?.dispose();
     fused?.dispose();
   }
   return results;

@@ -1,0 +1,59 @@
+// The fused native decode step against the op-by-op reference path (and teacher forcing): odd sizes,
+// left padding, GQA and plain MHA, q/k/v and o biases, q/k norm, LoRA merged, stops that compact the batch.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { backendAvailable, getBackend, liveTensors, noGrad, setBackend } from '../tensor/index.js';
+import { modelConfig, type ModelConfig } from './config.js';
+import { hasFastDecode } from './decode-fast.js';
+import { packSequences, tokenForward, unpack } from './forward.js';
+import { generate, type GenerateOptions } from './generate.js';
+import { LoraAdapters } from './lora.js';
+import { Transformer } from './transformer.js';
+
+const native = backendAvailable('native') && hasFastDecode((setBackend('native'), getBackend()));
+
+const cases: [string, ModelConfig][] = [
+  ['qwen2, GQA 3:1, hidden 24 (not a multiple of 16), head dim 8', modelConfig({ modelType: 'qwen2', vocabSize: 37, hiddenSize: 24, intermediateSize: 40, numLayers: 2, numHeads: 3, numKvHeads: 1 })],
+  ['qwen3 q/k norm, head dim 40 (32-column blocks + a tail), MHA, untied', modelConfig({ modelType: 'qwen3', vocabSize: 53, hiddenSize: 48, intermediateSize: 70, numLayers: 2, numHeads: 2, numKvHeads: 2, headDim: 40, tieWordEmbeddings: false })],
+  ['llama with q/k/v and o biases, GQA 4:2, head dim 32', modelConfig({ modelType: 'llama', vocabSize: 40, hiddenSize: 64, intermediateSize: 96, numLayers: 3, numHeads: 4, numKvHeads: 2, qkvBias: true, oBias: true })],
+];
+// lengths 1..9: left padding in the shared cache, batch sizes that leave partial 6-row GEMM blocks
+const prompts = [[1, 2, 3, 4, 5, 6, 7, 8, 9], [7, 8], [9], [3, 1, 4, 1, 5], [2, 7, 1, 8, 2, 8, 1], [5, 5, 5]];
+
+function teacherForced(model: Transformer, seqs: number[][]): Float32Array[] {
+  const batch = packSequences(seqs);
+  return noGrad(() => unpack(tokenForward(model, batch).logprobs!.toFloat32Array(), batch));
+}
+
+describe.skipIf(!native)('fused native decode step', () => {
+  beforeAll(() => void setBackend('native'));
+  afterAll(() => void setBackend('js'));
+
+  for (const [name, cfg] of cases) {
+    it(`matches the op-by-op path and teacher forcing: ${name}`, () => {
+      const m = Transformer.init(cfg, 11, 0.3);
+      for (const params of [{ temperature: 1 }, { temperature: 0.8, topP: 0.9, topK: 7 }, { temperature: 0 }] as Partial<GenerateOptions>[]) {
+        const opts: GenerateOptions = { maxNewTokens: 10, seed: 4, stopTokenIds: [3], ...params };
+        const live = liveTensors();
+        const fast = generate(m, prompts, opts);
+        expect(liveTensors()).toBe(live); // packed weights, scratch and cache all freed
+        const ref = generate(m, prompts, { ...opts, fastDecode: false });
+        expect(fast.map((g) => g.tokens)).toEqual(ref.map((g) => g.tokens));
+        expect(fast.map((g) => g.finishReason)).toEqual(ref.map((g) => g.finishReason));
+        fast.forEach((g, i) => g.logprobs.forEach((lp, j) => expect(Math.abs(lp - ref[i]!.logprobs[j]!)).toBeLessThan(1e-4)));
+        const tf = teacherForced(m, prompts.map((p, i) => [...p, ...fast[i]!.tokens]));
+        prompts.forEach((p, i) => fast[i]!.logprobs.forEach((lp, j) => expect(Math.abs(lp - tf[i]![p.length - 1 + j]!)).toBeLessThan(1e-4)));
+      }
+    });
+  }
+
+  it('uses the merged LoRA weights', () => {
+    const m = Transformer.init(cases[2]![1], 6, 0.3);
+    const lora = LoraAdapters.attach(m, { r: 2, alpha: 4, targetModules: ['q_proj', 'o_proj', 'up_proj', 'down_proj'] }, 1);
+    noGrad(() => lora.parameters().forEach(([, t]) => t.backend.write(t.buf, t.toFloat32Array().map((_, i) => 0.1 * Math.sin(i + 1)))));
+    const opts: GenerateOptions = { maxNewTokens: 6, temperature: 1, seed: 5 };
+    const fast = generate(m, prompts, opts);
+    const ref = generate(m, prompts, { ...opts, fastDecode: false });
+    expect(fast.map((g) => g.tokens)).toEqual(ref.map((g) => g.tokens));
+    fast.forEach((g, i) => g.logprobs.forEach((lp, j) => expect(Math.abs(lp - ref[i]!.logprobs[j]!)).toBeLessThan(1e-4)));
+  });
+});

@@ -1,0 +1,156 @@
+// The fused decode step of the native backend: one addon call per layer (rmsnorm, q|k|v GEMM, RoPE, cache
+// append, attention, o_proj, rmsnorm, gate|up GEMM, SwiGLU, down, residuals) on weights packed once per
+// generate call, then one for the final norm + LM head. No Tensor objects or graph per op; same math as hidden().
+import { keep, Tensor, type Backend } from '../tensor/index.js';
+import type { FusedWeights } from './fused.js';
+import type { KVCache } from './kv-cache.js';
+import type { Transformer } from './transformer.js';
+
+/** The addon functions this file calls (native/decode.inc); pointers are arena byte addresses, 0 = none. */
+interface DecodeAddon {
+  setMemory(view: Float32Array): void;
+  decodePack(w: number, out: number, N: number, K: number): void;
+  decodeLayer(...args: number[]): void;
+  decodeHead(h: number, scratch: number, norm: number, head: number, logits: number, B: number, C: number, V: number, eps: number): void;
+}
+
+/** What this file needs of the native backend (its arena and addon). */
+interface NativeLike {
+  addon: DecodeAddon;
+  arena: { f32: Float32Array; i32: Int32Array };
+}
+
+const ptr = (t: Tensor): number => (t.buf as unknown as { ptr: number }).ptr;
+const PANEL = 16;
+
+/** Whether `backend` has the fused decode kernels (the native addon, rebuilt with native/decode.inc). */
+export function hasFastDecode(backend: Backend): boolean {
+  const a = (backend as unknown as Partial<NativeLike>).addon;
+  return backend.name === 'native' && typeof a?.decodeLayer === 'function' && typeof a.decodePack === 'function';
+}
+
+interface PackedLayer {
+  inNorm: Tensor;
+  qkv: Tensor;
+  qkvBias: Tensor | null;
+  o: Tensor;
+  oBias: Tensor | null;
+  postNorm: Tensor;
+  gateUp: Tensor;
+  down: Tensor;
+  qNorm: Tensor | null;
+  kNorm: Tensor | null;
+}
+
+/** Decodes one token per sequence per `step` call, for at most `maxBatch` sequences. */
+export class FastDecoder {
+  private readonly owned: Tensor[] = [];
+  private readonly layers: PackedLayer[];
+  private readonly head: Tensor;
+  private readonly h: Tensor;
+  private readonly scratch: Tensor;
+  private readonly tab: Tensor;
+  private readonly valid: Tensor;
+  /** cos | sin of every position 0..capacity-1 (capacity, D). */
+  private readonly ropeAll: Float32Array;
+  private readonly nb: NativeLike;
+  private memBytes = -1;
+  private validFor: Int32Array | undefined | null = null;
+
+  /** Pack the fused weights of `model` (the backend must pass `hasFastDecode`). */
+  constructor(private readonly model: Transformer, fused: FusedWeights, readonly maxBatch: number, readonly capacity: number) {
+    const c = model.config;
+    const be = model.backend;
+    if (!hasFastDecode(be)) throw new Error(`FastDecoder: backend ${be.name} has no fused decode kernels`);
+    this.nb = be as unknown as NativeLike;
+    const { hiddenSize: C, numHeads: H, numKvHeads: K, headDim: D, intermediateSize: F, vocabSize: V } = c;
+    const alloc = (n: number): Tensor => {
+      const t = keep(Tensor.empty([n], be));
+      this.owned.push(t);
+      return t;
+    };
+    this.sync();
+    const pack = (w: Tensor, N: number, Kd: number): Tensor => {
+      const out = alloc(Math.ceil(N / PANEL) * PANEL * Kd);
+      this.sync();
+      this.nb.addon.decodePack(ptr(w), ptr(out), N, Kd);
+      return out;
+    };
+    const w = (name: string): Tensor => model.weights.get(name)!;
+    this.layers = fused.layers.map((f, i) => {
+      const p = `model.layers.${i}.`;
+      return {
+        inNorm: w(`${p}input_layernorm.weight`),
+        qkv: pack(f.qkv, (H + 2 * K) * D, C),
+        qkvBias: f.qkvBias,
+        o: pack(f.o, C, H * D),
+        oBias: f.oBias,
+        postNorm: w(`${p}post_attention_layernorm.weight`),
+        gateUp: pack(f.gateUp, 2 * F, C),
+        down: pack(f.down, C, F),
+        qNorm: c.qkNorm ? w(`${p}self_attn.q_norm.weight`) : null,
+        kNorm: c.qkNorm ? w(`${p}self_attn.k_norm.weight`) : null,
+      };
+    });
+    this.head = pack(model.lmHead, V, C);
+    this.h = alloc(maxBatch * C);
+    this.scratch = alloc(maxBatch * (C + (H + 2 * K) * D + H * D + 3 * F));
+    this.tab = alloc(maxBatch * D);
+    this.valid = alloc(maxBatch * capacity);
+    const half = D / 2;
+    this.ropeAll = new Float32Array(capacity * D);
+    for (let i = 0; i < half; i++) {
+      const inv = 1 / Math.fround(Math.pow(c.ropeTheta, Math.fround((2 * i) / D))); // as the rope op's ropeInvFreq / ropeAngle
+      for (let pos = 0; pos < capacity; pos++) {
+        const ang = Math.fround(pos * inv);
+        this.ropeAll[pos * D + i] = Math.cos(ang);
+        this.ropeAll[pos * D + half + i] = Math.sin(ang);
+      }
+    }
+  }
+
+  /** Re-point the addon at the arena after it grew. */
+  private sync(): void {
+    const f32 = this.nb.arena.f32;
+    if (f32.byteLength !== this.memBytes) {
+      this.nb.addon.setMemory(f32);
+      this.memBytes = f32.byteLength;
+    }
+  }
+
+  /**
+   * Append token `ids[b]` at RoPE position `positions[b]` to each of the B sequences of `cache` (slot
+   * cache.length) and return the next-token logits (B, V), a new tensor the caller disposes.
+   */
+  step(ids: ArrayLike<number>, B: number, cache: KVCache, positions: Int32Array, keyValid: Int32Array | undefined): Tensor {
+    const c = this.model.config;
+    const { hiddenSize: C, numHeads: H, numKvHeads: K, headDim: D, intermediateSize: F, vocabSize: V } = c;
+    if (B > this.maxBatch || cache.capacity !== this.capacity || cache.length >= cache.capacity) {
+      throw new RangeError(`FastDecoder.step: batch ${B} / cache ${cache.length} of ${cache.capacity} outside ${this.maxBatch} x ${this.capacity}`);
+    }
+    const logits = keep(Tensor.empty([B, V], this.model.backend));
+    this.sync();
+    const f32 = this.nb.arena.f32;
+    const emb = ptr(this.model.weights.get('model.embed_tokens.weight')!) >> 2;
+    const h0 = ptr(this.h) >> 2;
+    for (let b = 0; b < B; b++) f32.copyWithin(h0 + b * C, emb + ids[b]! * C, emb + (ids[b]! + 1) * C);
+    const t0 = ptr(this.tab) >> 2;
+    for (let b = 0; b < B; b++) f32.set(this.ropeAll.subarray(positions[b]! * D, (positions[b]! + 1) * D), t0 + b * D);
+    if (keyValid && keyValid !== this.validFor) this.nb.arena.i32.set(keyValid, ptr(this.valid) >> 2);
+    this.validFor = keyValid;
+    const opt = (t: Tensor | null): number => (t ? ptr(t) : 0);
+    const scale = 1 / Math.sqrt(D);
+    this.layers.forEach((l, i) => {
+      this.nb.addon.decodeLayer(ptr(this.h), ptr(this.scratch), ptr(l.inNorm), ptr(l.qkv), opt(l.qkvBias), ptr(l.o), opt(l.oBias), ptr(l.postNorm),
+        ptr(l.gateUp), ptr(l.down), ptr(cache.keys[i]!), ptr(cache.values[i]!), ptr(this.tab), opt(l.qNorm), opt(l.kNorm), keyValid ? ptr(this.valid) : 0,
+        B, C, H, K, D, F, cache.capacity, cache.length, c.rmsNormEps, scale);
+    });
+    this.nb.addon.decodeHead(ptr(this.h), ptr(this.scratch), ptr(this.model.weights.get('model.norm.weight')!), ptr(this.head), ptr(logits), B, C, V, c.rmsNormEps);
+    cache.length += 1;
+    return logits;
+  }
+
+  dispose(): void {
+    for (const t of this.owned) t.dispose();
+  }
+}
