@@ -31,7 +31,7 @@ describe.skipIf(!native)('fused native decode step', () => {
   for (const [name, cfg] of cases) {
     it(`matches the op-by-op path and teacher forcing: ${name}`, () => {
       const m = Transformer.init(cfg, 11, 0.3);
-      for (const params of [{ temperature: 1 }, { temperature: 0.8, topP: 0.9, topK: 7 }, { temperature: 0 }] as Partial<GenerateOptions>[]) {
+      for (const params of [{ temperature: 1 }, { temperature: 0.8, topP: 0.9, topK: 7 }, { temperature: 0 }]) {
         const opts: GenerateOptions = { maxNewTokens: 10, seed: 4, stopTokenIds: [3], ...params };
         const live = liveTensors();
         const fast = generate(m, prompts, opts);
