@@ -48,7 +48,7 @@ export interface SftOptions {
   maxGradNorm?: number;
   /** Shuffling seed. @default 0 */
   seed?: number;
-  /** Validate (and save a checkpoint) every this many steps; 0 = only at the end. @default 0 */
+  /** Save a checkpoint (and validate, with `val`) every this many steps; 0 = only at the end. @default 0 */
   valEvery?: number;
   /** Validation rollouts: env tags and their configs, groups per tag, seeds, temperature. */
   val?: { envs: readonly string[]; envConfig?: Readonly<Record<string, Record<string, unknown>>>; groups: number; seed: number; temperature: number };
@@ -154,12 +154,12 @@ export async function runSft(engine: TrainableEngine, tokenizer: Tokenizer, agen
     log({ step, loss, lr, grad_norm: r.gradNorm, skipped: r.skipped, seconds });
     const valEvery = opts.valEvery ?? 0;
     if (valEvery > 0 && step % valEvery === 0 && step < opts.steps) {
-      await validate(step);
       if (opts.out) await engine.save(join(opts.out, 'checkpoints', `step-${step}`));
+      await validate(step);
     }
   }
+  if (opts.out) await engine.save(opts.out); // saved before validating: a failure there loses no training
   await validate(opts.steps);
-  if (opts.out) await engine.save(opts.out);
   const k = Math.min(10, history.length);
   const mean = (xs: { loss: number }[]) => xs.reduce((a, h) => a + h.loss, 0) / xs.length;
   return { steps: opts.steps, firstLoss: mean(history.slice(0, k)), finalLoss: mean(history.slice(-k)), seconds: (performance.now() - t0) / 1000, valSuccess, history };

@@ -69,9 +69,9 @@ describe('ragen eval', () => {
     const r = await run('eval', '--preset', 'frozenlake-ppo', '--policy', 'oracle', '--groups', '6', '--json');
     expect(r.code).toBe(0);
     const report = JSON.parse(r.out) as EvalReport;
-    expect(report.envs).toEqual(['FrozenLake']);
+    expect(report.envs).toEqual(['CoordFrozenLake']);
     expect(report.seed).toBe(loadConfig({ config: 'frozenlake-ppo' }).seed.val);
-    expect(report.metrics['FrozenLake']!['success']).toBe(1); // the preset sets successRate 1
+    expect(report.metrics['CoordFrozenLake']!['success']).toBe(1); // deterministic moves, as RAGEN's success_rate 1
   });
 
   test('--run evaluates the latest checkpoint of a run with its config', async () => {

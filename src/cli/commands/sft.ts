@@ -63,8 +63,8 @@ export function register(program: Command): void {
     .option('--set <key=value...>', 'agent setting overrides on top of the preset, e.g. maxActionsPerTurn=1')
     .option('--env-config <Env.key=value...>', 'env config overrides, e.g. FrozenLake.successRate=1 (demos and validation)')
     .option('--noise <Env=p...>', 'per env, the fraction of demo episodes that play random actions (e.g. Bandit=1: format without the arm preference)')
-    .option('--val-every <n>', 'validate and save checkpoints/step-N every n steps (0: only at the end)', parseCount, 100)
-    .option('--val-groups <n>', 'validation seeds per env (val split, from 123)', parsePositiveInt('--val-groups'), 32)
+    .option('--val-every <n>', 'save checkpoints/step-N (and validate) every n steps (0: only at the end)', parseCount, 100)
+    .option('--val-groups <n>', 'validation seeds per env (val split, from 123); 0: no validation (checkpoints only)', parseCount, 32)
     .option('--val-temperature <t>', 'validation sampling temperature', Number, 0.5)
     .option('--seed <n>', 'seed of initialisation and shuffling', parseSeed, 0)
     .option('--progress <mode>', 'auto | bar | plain | none', 'auto')
@@ -156,7 +156,7 @@ export async function runSftCommand(opts: SftCliOptions): Promise<void> {
     lr: opts.lr,
     seed: opts.seed,
     valEvery: opts.valEvery,
-    val: { envs, envConfig, groups: opts.valGroups, seed: 123, temperature: opts.valTemperature },
+    ...(opts.valGroups > 0 ? { val: { envs, envConfig, groups: opts.valGroups, seed: 123, temperature: opts.valTemperature } } : {}),
     out: opts.out,
     onStep: (step, s) => {
       lossEma = Number.isNaN(lossEma) ? s.loss : 0.9 * lossEma + 0.1 * s.loss;
