@@ -1,5 +1,5 @@
 // Per-phase time of StarPO steps on a preset (default sokoban-ppo) with engine token counts (real vs padded) and
-// FLOP rates. Usage: npx tsx scripts/profile-step.ts [--model DIR | --size tiny] [--steps 3] [--val] [key=value ...]
+// FLOP rates. Usage: npx tsx scripts/profile-step.ts [--model DIR | --size tiny] [--steps 3] [--val] [--no-share-prefix] [key=value ...]
 import { mkdtempSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -28,6 +28,7 @@ const steps = Number(flag('--steps') ?? 3);
 const preset = flag('--config') ?? DEFAULT_PRESET;
 const size = flag('--size') ?? 'tiny';
 const withVal = bool('--val');
+const noShare = bool('--no-share-prefix'); // the padded batches of before the shared-prefix path (for comparisons)
 let model = flag('--model');
 if (!model) {
   const shipped = loadConfig({ config: preset }).model.path;
@@ -42,6 +43,7 @@ if (!model) {
 const config = loadConfig({ config: preset, overrides: [`model.path=${model}`, 'logging.console=none', ...argv] });
 const { engine, tokenizer } = await openModels(config);
 const local = engine as LocalEngine;
+if (noShare) (local as unknown as { options: { sharedPrefixMin: number } }).options.sharedPrefixMin = 0;
 const pc = local.policy.config;
 console.log(`preset ${preset} model ${model}: hidden ${pc.hiddenSize} layers ${pc.numLayers} vocab ${pc.vocabSize} params ${(local.policy.numParameters / 1e6).toFixed(2)}M backend ${getBackend().name}`);
 console.log(`critic ${config.model.critic.mode}, recomputeOldLogprobs ${(config.algo as { recomputeOldLogprobs?: unknown }).recomputeOldLogprobs ?? '(n/a)'}, collapse.every ${config.trainer.collapse.every}`);
