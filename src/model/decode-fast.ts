@@ -4,6 +4,8 @@
 import { keep, Tensor, type Backend } from '../tensor/index.js';
 import type { FusedWeights } from './fused.js';
 import type { KVCache } from './kv-cache.js';
+import { argmax, type Sampler, type SamplerSettings } from './sampling.js';
+import type { Rng } from '../util/index.js';
 import type { Transformer } from './transformer.js';
 
 /** The addon functions this file calls (native/decode.inc); pointers are arena byte addresses, 0 = none. */
@@ -11,7 +13,7 @@ interface DecodeAddon {
   setMemory(view: Float32Array): void;
   decodePack(w: number, out: number, N: number, K: number): void;
   decodeLayer(...args: number[]): void;
-  decodeHead(h: number, scratch: number, norm: number, head: number, logits: number, B: number, C: number, V: number, eps: number): void;
+  decodeHead(h: number, scratch: number, norm: number, head: number, logits: number, B: number, C: number, V: number, eps: number, probs: number, lse: number, invTemp: number): void;
 }
 
 /** What this file needs of the native backend (its arena and addon). */
@@ -51,6 +53,11 @@ export class FastDecoder {
   private readonly scratch: Tensor;
   private readonly tab: Tensor;
   private readonly valid: Tensor;
+  private readonly logits: Tensor;
+  private readonly probs: Tensor;
+  private readonly lse: Tensor;
+  private rowsReady = 0;
+  private tempReady = 0;
   /** cos | sin of every position 0..capacity-1 (capacity, D). */
   private readonly ropeAll: Float32Array;
   private readonly nb: NativeLike;
@@ -97,6 +104,9 @@ export class FastDecoder {
     this.scratch = alloc(maxBatch * (C + (H + 2 * K) * D + H * D + 3 * F));
     this.tab = alloc(maxBatch * D);
     this.valid = alloc(maxBatch * capacity);
+    this.logits = alloc(maxBatch * V);
+    this.probs = alloc(maxBatch * V);
+    this.lse = alloc(maxBatch);
     const half = D / 2;
     this.ropeAll = new Float32Array(capacity * D);
     for (let i = 0; i < half; i++) {
@@ -120,15 +130,14 @@ export class FastDecoder {
 
   /**
    * Append token `ids[b]` at RoPE position `positions[b]` to each of the B sequences of `cache` (slot
-   * cache.length) and return the next-token logits (B, V), a new tensor the caller disposes.
+   * cache.length) and compute the next-token distributions (at `temperature`; 0 = greedy): read them with `sample`.
    */
-  step(ids: ArrayLike<number>, B: number, cache: KVCache, positions: Int32Array, keyValid: Int32Array | undefined): Tensor {
+  step(ids: ArrayLike<number>, B: number, cache: KVCache, positions: Int32Array, keyValid: Int32Array | undefined, temperature: number): void {
     const c = this.model.config;
     const { hiddenSize: C, numHeads: H, numKvHeads: K, headDim: D, intermediateSize: F, vocabSize: V } = c;
     if (B > this.maxBatch || cache.capacity !== this.capacity || cache.length >= cache.capacity) {
       throw new RangeError(`FastDecoder.step: batch ${B} / cache ${cache.length} of ${cache.capacity} outside ${this.maxBatch} x ${this.capacity}`);
     }
-    const logits = keep(Tensor.empty([B, V], this.model.backend));
     this.sync();
     const f32 = this.nb.arena.f32;
     const emb = ptr(this.model.weights.get('model.embed_tokens.weight')!) >> 2;
@@ -145,9 +154,28 @@ export class FastDecoder {
         ptr(l.gateUp), ptr(l.down), ptr(cache.keys[i]!), ptr(cache.values[i]!), ptr(this.tab), opt(l.qNorm), opt(l.kNorm), keyValid ? ptr(this.valid) : 0,
         B, C, H, K, D, F, cache.capacity, cache.length, c.rmsNormEps, scale);
     });
-    this.nb.addon.decodeHead(ptr(this.h), ptr(this.scratch), ptr(this.model.weights.get('model.norm.weight')!), ptr(this.head), ptr(logits), B, C, V, c.rmsNormEps);
+    this.nb.addon.decodeHead(ptr(this.h), ptr(this.scratch), ptr(this.model.weights.get('model.norm.weight')!), ptr(this.head), ptr(this.logits), B, C, V,
+      c.rmsNormEps, ptr(this.probs), ptr(this.lse), temperature === 0 ? 0 : 1 / temperature);
     cache.length += 1;
-    return logits;
+    this.rowsReady = B;
+    this.tempReady = temperature;
+  }
+
+  /** Tokens of the last `step` (greedy, or drawn after top-k / top-p) and their log-probs at temperature 1. */
+  sample(sampler: Sampler, settings: SamplerSettings, rngs: readonly Rng[]): { tokens: Int32Array; logprobs: Float32Array } {
+    const B = this.rowsReady;
+    const V = this.model.config.vocabSize;
+    if (rngs.length !== B) throw new RangeError(`FastDecoder.sample: ${rngs.length} generators for ${B} rows`);
+    const f32 = this.nb.arena.f32; // read in place: nothing is allocated in the arena until the next step
+    const z = ptr(this.logits) >> 2, pr = ptr(this.probs) >> 2, lse = ptr(this.lse) >> 2;
+    const tokens = new Int32Array(B);
+    const logprobs = new Float32Array(B);
+    for (let b = 0; b < B; b++) {
+      const tok = this.tempReady === 0 ? argmax(f32, z + b * V, V) : sampler.pick(f32, pr + b * V, settings, rngs[b]!, true);
+      tokens[b] = tok;
+      logprobs[b] = f32[z + b * V + tok]! - f32[lse + b]!;
+    }
+    return { tokens, logprobs };
   }
 
   dispose(): void {

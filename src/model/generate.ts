@@ -71,15 +71,24 @@ export function generate(model: Transformer, prompts: readonly (readonly number[
   let done = new Array<boolean>(n).fill(false);
   let keyValid = maskFor(rows, pads, capacity);
   let fast: FastDecoder | undefined;
+  let logits: Tensor | null = null; // the next distributions when the op-by-op path computed them
   try {
     if (fused && (opts.fastDecode ?? true) && hasFastDecode(model.backend)) fast = new FastDecoder(model, fused, n, capacity);
     const prefillOpts = { fused, maxTokens: opts.maxPrefillTokens ?? 4096, maxScoreFloats: opts.maxScoreFloats ?? 2 ** 24 };
-    let logits = prefill(model, prompts, rows, cache, prefillOpts);
+    logits = prefill(model, prompts, rows, cache, prefillOpts);
     for (let step = 0; step < opts.maxNewTokens; step++) {
       const B = rows.length;
-      const tokens = pick(logits, B, opts.temperature, sampler, settings, rows.map((r) => rngs[r]!), V);
-      const lps = readOut(() => logprobOfTarget(logits, tokens));
-      logits.dispose();
+      const rowRngs = rows.map((r) => rngs[r]!);
+      let tokens: Int32Array, lps: Float32Array;
+      if (logits) {
+        const z: Tensor = logits;
+        tokens = pick(z, B, opts.temperature, sampler, settings, rowRngs, V);
+        lps = readOut(() => logprobOfTarget(z, tokens));
+        z.dispose();
+        logits = null;
+      } else {
+        ({ tokens, logprobs: lps } = fast!.sample(sampler, settings, rowRngs));
+      }
       for (let j = 0; j < B; j++) {
         const i = rows[j]!;
         if (done[j]) continue;
@@ -105,11 +114,11 @@ export function generate(model: Transformer, prompts: readonly (readonly number[
       const Bn = rows.length;
       const ids = tokens.slice(0, Bn);
       const positions = Int32Array.from(rows, (r) => cache.length - pads[r]!);
-      logits = fast
-        ? fast.step(ids, Bn, cache, positions, keyValid)
-        : noGrad(() => tidy(() => lastLogits(model, model.hidden(ids, Bn, 1, { cache, positions, keyValid, fused }), Bn, 1)));
+      if (fast) fast.step(ids, Bn, cache, positions, keyValid, opts.temperature);
+      else logits = noGrad(() => tidy(() => lastLogits(model, model.hidden(ids, Bn, 1, { cache, positions, keyValid, fused }), Bn, 1)));
     }
   } finally {
+    logits?.dispose();
     cache.dispose();
     fast?.dispose();
     fused?.dispose();
