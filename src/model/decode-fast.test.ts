@@ -1,4 +1,4 @@
-// The fused native decode step against the op-by-op reference path (and teacher forcing): odd sizes,
+// The fused decode step (native and wasm kernels) against the op-by-op reference path (and teacher forcing): odd sizes,
 // left padding, GQA and plain MHA, q/k/v and o biases, q/k norm, LoRA merged, stops that compact the batch.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backendAvailable, getBackend, liveTensors, noGrad, setBackend } from '../tensor/index.js';
@@ -9,7 +9,8 @@ import { generate, type GenerateOptions } from './generate.js';
 import { LoraAdapters } from './lora.js';
 import { Transformer } from './transformer.js';
 
-const native = backendAvailable('native') && hasFastDecode((setBackend('native'), getBackend()));
+const backends = (['native', 'wasm'] as const).filter((b) => backendAvailable(b) && hasFastDecode((setBackend(b), getBackend())));
+setBackend('js');
 
 const cases: [string, ModelConfig][] = [
   ['qwen2, GQA 3:1, hidden 24 (not a multiple of 16), head dim 8', modelConfig({ modelType: 'qwen2', vocabSize: 37, hiddenSize: 24, intermediateSize: 40, numLayers: 2, numHeads: 3, numKvHeads: 1 })],
@@ -24,15 +25,15 @@ function teacherForced(model: Transformer, seqs: number[][]): Float32Array[] {
   return noGrad(() => unpack(tokenForward(model, batch).logprobs!.toFloat32Array(), batch));
 }
 
-describe.skipIf(!native)('fused native decode step', () => {
-  beforeAll(() => void setBackend('native'));
+describe.skipIf(backends.length === 0).each(backends)('fused decode step [%s]', (backend) => {
+  beforeAll(() => void setBackend(backend));
   afterAll(() => void setBackend('js'));
 
   for (const [name, cfg] of cases) {
     it(`matches the op-by-op path and teacher forcing: ${name}`, () => {
       const m = Transformer.init(cfg, 11, 0.3);
       for (const params of [{ temperature: 1 }, { temperature: 0.8, topP: 0.9, topK: 7 }, { temperature: 0 }]) {
-        const opts: GenerateOptions = { maxNewTokens: 10, seed: 4, stopTokenIds: [3], ...params };
+        const opts: GenerateOptions = { maxNewTokens: 10, seed: 4, stopTokenIds: [3], fastDecode: true, ...params };
         const live = liveTensors();
         const fast = generate(m, prompts, opts);
         expect(liveTensors()).toBe(live); // packed weights, scratch and cache all freed
@@ -50,7 +51,7 @@ describe.skipIf(!native)('fused native decode step', () => {
     const m = Transformer.init(cases[2]![1], 6, 0.3);
     const lora = LoraAdapters.attach(m, { r: 2, alpha: 4, targetModules: ['q_proj', 'o_proj', 'up_proj', 'down_proj'] }, 1);
     noGrad(() => lora.parameters().forEach(([, t]) => t.backend.write(t.buf, t.toFloat32Array().map((_, i) => 0.1 * Math.sin(i + 1)))));
-    const opts: GenerateOptions = { maxNewTokens: 6, temperature: 1, seed: 5 };
+    const opts: GenerateOptions = { maxNewTokens: 6, temperature: 1, seed: 5, fastDecode: true };
     const fast = generate(m, prompts, opts);
     const ref = generate(m, prompts, { ...opts, fastDecode: false });
     expect(fast.map((g) => g.tokens)).toEqual(ref.map((g) => g.tokens));

@@ -1,4 +1,4 @@
-// The fused decode step of the native backend: one addon call per layer (rmsnorm, q|k|v GEMM, RoPE, cache
+// The fused decode step of the native and wasm backends: one kernel call per layer (rmsnorm, q|k|v GEMM, RoPE, cache
 // append, attention, o_proj, rmsnorm, gate|up GEMM, SwiGLU, down, residuals) on weights packed once per
 // generate call, then one for the final norm + LM head. No Tensor objects or graph per op; same math as hidden().
 import { keep, Tensor, type Backend } from '../tensor/index.js';
@@ -8,27 +8,37 @@ import { argmax, type Sampler, type SamplerSettings } from './sampling.js';
 import type { Rng } from '../util/index.js';
 import type { Transformer } from './transformer.js';
 
-/** The addon functions this file calls (native/decode.inc); pointers are arena byte addresses, 0 = none. */
-interface DecodeAddon {
-  setMemory(view: Float32Array): void;
+/** The decode kernels (native/decode.inc, or assembly/decode.ts); pointers are arena byte addresses, 0 = none. */
+interface DecodeKernels {
   decodePack(w: number, out: number, N: number, K: number): void;
   decodeLayer(...args: number[]): void;
   decodeHead(h: number, scratch: number, norm: number, head: number, logits: number, B: number, C: number, V: number, eps: number, probs: number, lse: number, invTemp: number): void;
 }
 
-/** What this file needs of the native backend (its arena and addon). */
-interface NativeLike {
-  addon: DecodeAddon;
+/** What this file needs of the wasm / native backends: their arena, kernels and addon. */
+interface ArenaBackend {
   arena: { f32: Float32Array; i32: Int32Array };
+  k?: Partial<DecodeKernels>;
+  addon?: Partial<DecodeKernels> & { setMemory(view: Float32Array): void };
 }
 
 const ptr = (t: Tensor): number => (t.buf as unknown as { ptr: number }).ptr;
-const PANEL = 16;
+const PANEL = 16; // the widest panel of either kernel set (native 16 columns, wasm 8)
 
-/** Whether `backend` has the fused decode kernels (the native addon, rebuilt with native/decode.inc). */
+const complete = (k: Partial<DecodeKernels> | undefined): k is DecodeKernels =>
+  typeof k?.decodeLayer === 'function' && typeof k.decodePack === 'function' && typeof k.decodeHead === 'function';
+
+/** The native addon's decode kernels, else the wasm module's, else none (js backend, or kernels built before them). */
+function kernelsOf(backend: Backend): { k: DecodeKernels; setMemory?: (view: Float32Array) => void } | null {
+  const be = backend as unknown as ArenaBackend;
+  if (backend.name === 'native' && complete(be.addon)) return { k: be.addon, setMemory: (v) => be.addon!.setMemory(v) };
+  if ((backend.name === 'native' || backend.name === 'wasm') && complete(be.k)) return { k: be.k };
+  return null;
+}
+
+/** Whether `backend` has the fused decode kernels (the native addon or the wasm module, rebuilt with them). */
 export function hasFastDecode(backend: Backend): boolean {
-  const a = (backend as unknown as Partial<NativeLike>).addon;
-  return backend.name === 'native' && typeof a?.decodeLayer === 'function' && typeof a.decodePack === 'function';
+  return kernelsOf(backend) !== null;
 }
 
 interface PackedLayer {
@@ -60,7 +70,9 @@ export class FastDecoder {
   private tempReady = 0;
   /** cos | sin of every position 0..capacity-1 (capacity, D). */
   private readonly ropeAll: Float32Array;
-  private readonly nb: NativeLike;
+  private readonly arena: ArenaBackend['arena'];
+  private readonly k: DecodeKernels;
+  private readonly setMemory: ((view: Float32Array) => void) | undefined;
   private memBytes = -1;
   private validFor: Int32Array | undefined | null = null;
 
@@ -68,8 +80,11 @@ export class FastDecoder {
   constructor(private readonly model: Transformer, fused: FusedWeights, readonly maxBatch: number, readonly capacity: number) {
     const c = model.config;
     const be = model.backend;
-    if (!hasFastDecode(be)) throw new Error(`FastDecoder: backend ${be.name} has no fused decode kernels`);
-    this.nb = be as unknown as NativeLike;
+    const kernels = kernelsOf(be);
+    if (!kernels) throw new Error(`FastDecoder: backend ${be.name} has no fused decode kernels`);
+    this.k = kernels.k;
+    this.setMemory = kernels.setMemory;
+    this.arena = (be as unknown as ArenaBackend).arena;
     const { hiddenSize: C, numHeads: H, numKvHeads: K, headDim: D, intermediateSize: F, vocabSize: V } = c;
     const alloc = (n: number): Tensor => {
       const t = keep(Tensor.empty([n], be));
@@ -80,7 +95,7 @@ export class FastDecoder {
     const pack = (w: Tensor, N: number, Kd: number): Tensor => {
       const out = alloc(Math.ceil(N / PANEL) * PANEL * Kd);
       this.sync();
-      this.nb.addon.decodePack(ptr(w), ptr(out), N, Kd);
+      this.k.decodePack(ptr(w), ptr(out), N, Kd);
       return out;
     };
     const w = (name: string): Tensor => model.weights.get(name)!;
@@ -101,7 +116,7 @@ export class FastDecoder {
     });
     this.head = pack(model.lmHead, V, C);
     this.h = alloc(maxBatch * C);
-    this.scratch = alloc(maxBatch * (C + (H + 2 * K) * D + H * D + 3 * F));
+    this.scratch = alloc(maxBatch * (C + (H + 2 * K) * D + H * D + 3 * F) + H * capacity); // + attention scores (wasm)
     this.tab = alloc(maxBatch * D);
     this.valid = alloc(maxBatch * capacity);
     this.logits = alloc(maxBatch * V);
@@ -121,9 +136,9 @@ export class FastDecoder {
 
   /** Re-point the addon at the arena after it grew. */
   private sync(): void {
-    const f32 = this.nb.arena.f32;
-    if (f32.byteLength !== this.memBytes) {
-      this.nb.addon.setMemory(f32);
+    const f32 = this.arena.f32;
+    if (this.setMemory && f32.byteLength !== this.memBytes) {
+      this.setMemory(f32);
       this.memBytes = f32.byteLength;
     }
   }
@@ -139,22 +154,22 @@ export class FastDecoder {
       throw new RangeError(`FastDecoder.step: batch ${B} / cache ${cache.length} of ${cache.capacity} outside ${this.maxBatch} x ${this.capacity}`);
     }
     this.sync();
-    const f32 = this.nb.arena.f32;
+    const f32 = this.arena.f32;
     const emb = ptr(this.model.weights.get('model.embed_tokens.weight')!) >> 2;
     const h0 = ptr(this.h) >> 2;
     for (let b = 0; b < B; b++) f32.copyWithin(h0 + b * C, emb + ids[b]! * C, emb + (ids[b]! + 1) * C);
     const t0 = ptr(this.tab) >> 2;
     for (let b = 0; b < B; b++) f32.set(this.ropeAll.subarray(positions[b]! * D, (positions[b]! + 1) * D), t0 + b * D);
-    if (keyValid && keyValid !== this.validFor) this.nb.arena.i32.set(keyValid, ptr(this.valid) >> 2);
+    if (keyValid && keyValid !== this.validFor) this.arena.i32.set(keyValid, ptr(this.valid) >> 2);
     this.validFor = keyValid;
     const opt = (t: Tensor | null): number => (t ? ptr(t) : 0);
     const scale = 1 / Math.sqrt(D);
     this.layers.forEach((l, i) => {
-      this.nb.addon.decodeLayer(ptr(this.h), ptr(this.scratch), ptr(l.inNorm), ptr(l.qkv), opt(l.qkvBias), ptr(l.o), opt(l.oBias), ptr(l.postNorm),
+      this.k.decodeLayer(ptr(this.h), ptr(this.scratch), ptr(l.inNorm), ptr(l.qkv), opt(l.qkvBias), ptr(l.o), opt(l.oBias), ptr(l.postNorm),
         ptr(l.gateUp), ptr(l.down), ptr(cache.keys[i]!), ptr(cache.values[i]!), ptr(this.tab), opt(l.qNorm), opt(l.kNorm), keyValid ? ptr(this.valid) : 0,
         B, C, H, K, D, F, cache.capacity, cache.length, c.rmsNormEps, scale);
     });
-    this.nb.addon.decodeHead(ptr(this.h), ptr(this.scratch), ptr(this.model.weights.get('model.norm.weight')!), ptr(this.head), ptr(this.logits), B, C, V,
+    this.k.decodeHead(ptr(this.h), ptr(this.scratch), ptr(this.model.weights.get('model.norm.weight')!), ptr(this.head), ptr(this.logits), B, C, V,
       c.rmsNormEps, ptr(this.probs), ptr(this.lse), temperature === 0 ? 0 : 1 / temperature);
     cache.length += 1;
     this.rowsReady = B;
@@ -166,7 +181,7 @@ export class FastDecoder {
     const B = this.rowsReady;
     const V = this.model.config.vocabSize;
     if (rngs.length !== B) throw new RangeError(`FastDecoder.sample: ${rngs.length} generators for ${B} rows`);
-    const f32 = this.nb.arena.f32; // read in place: nothing is allocated in the arena until the next step
+    const f32 = this.arena.f32; // read in place: nothing is allocated in the arena until the next step
     const z = ptr(this.logits) >> 2, pr = ptr(this.probs) >> 2, lse = ptr(this.lse) >> 2;
     const tokens = new Int32Array(B);
     const logprobs = new Float32Array(B);

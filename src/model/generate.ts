@@ -33,7 +33,11 @@ export interface GenerateOptions {
   maxPrefillTokens?: number;
   /** Sample with fused copies of the weights (q|k|v, gate|up; LoRA merged): fewer GEMMs, one more copy of the layer weights in memory. @default true up to 100M parameters */
   fuseWeights?: boolean;
-  /** Decode with the fused one-call-per-layer kernels when the backend has them (native; needs fused weights). @default true */
+  /**
+   * Decode with the fused one-call-per-layer kernels (src/model/decode-fast.ts; needs fused weights) when the backend
+   * has them. The wasm ones run on one thread and measured no faster than the op-by-op path, so they are opt-in.
+   * @default true on the native backend, false elsewhere
+   */
   fastDecode?: boolean;
 }
 
@@ -73,7 +77,7 @@ export function generate(model: Transformer, prompts: readonly (readonly number[
   let fast: FastDecoder | undefined;
   let logits: Tensor | null = null; // the next distributions when the op-by-op path computed them
   try {
-    if (fused && (opts.fastDecode ?? true) && hasFastDecode(model.backend)) fast = new FastDecoder(model, fused, n, capacity);
+    if (fused && (opts.fastDecode ?? model.backend.name === 'native') && hasFastDecode(model.backend)) fast = new FastDecoder(model, fused, n, capacity);
     const prefillOpts = { fused, maxTokens: opts.maxPrefillTokens ?? 4096, maxScoreFloats: opts.maxScoreFloats ?? 2 ** 24 };
     logits = prefill(model, prompts, rows, cache, prefillOpts);
     for (let step = 0; step < opts.maxNewTokens; step++) {
