@@ -70,14 +70,18 @@ export class Arena {
   private bump(bytes: number): number {
     const ptr = this.top;
     const end = ptr + bytes;
-    const have = this.memory.buffer.byteLength;
-    if (end > have) {
-      const needPages = Math.ceil((end - have) / PAGE);
-      const havePages = have / PAGE;
-      const grow = Math.min(Math.max(needPages, Math.ceil(havePages / 4)), MAX_PAGES - havePages);
-      if (grow < needPages)
-        throw new RangeError(`tensor arena is out of memory: ${(end / 2 ** 30).toFixed(2)} GiB needed, WebAssembly memory is limited to 4 GiB; free tensors (tidy/dispose) or use a smaller batch`);
-      this.memory.grow(grow);
+    // Check against our view, not the memory: kernels may grow the memory themselves, and a view made
+    // before such a growth is too short for blocks past its end.
+    if (end > this.f32View.byteLength) {
+      const have = this.memory.buffer.byteLength;
+      if (end > have) {
+        const needPages = Math.ceil((end - have) / PAGE);
+        const havePages = have / PAGE;
+        const grow = Math.min(Math.max(needPages, Math.ceil(havePages / 4)), MAX_PAGES - havePages);
+        if (grow < needPages)
+          throw new RangeError(`tensor arena is out of memory: ${(end / 2 ** 30).toFixed(2)} GiB needed, WebAssembly memory is limited to 4 GiB; free tensors (tidy/dispose) or use a smaller batch`);
+        this.memory.grow(grow);
+      }
       this.f32View = new Float32Array(this.memory.buffer);
       this.i32View = new Int32Array(this.memory.buffer);
     }
