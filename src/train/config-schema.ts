@@ -46,8 +46,8 @@ export const OpenAISchema = z.strictObject({
 
 /** The policy model and the engine that runs it. */
 export const ModelSchema = z.strictObject({
-  /** Model directory in Hugging Face layout (`config.json`, `model.safetensors`, `tokenizer.json`): a shipped preset model under `models/` or any downloaded HF checkpoint. Checked when the run starts, not when the config loads. @default "models/tiny-sokoban" */
-  path: z.string().min(1).default('models/tiny-sokoban'),
+  /** Model directory in Hugging Face layout (`config.json`, `model.safetensors`, `tokenizer.json`): a shipped preset model under `models/` or any downloaded HF checkpoint. Checked when the run starts, not when the config loads. @default "models/ragen-tiny" */
+  path: z.string().min(1).default('models/ragen-tiny'),
   /** Engine: `local` (in-process TypeScript, CPU), `torch` (a PyTorch worker, for GPUs), `openai` (generation only). @default "local" */
   engine: z.enum(['local', 'torch', 'openai']).default('local'),
   /** Kernel backend inside the engine (e.g. `auto`, `js`, `wasm`, `native` for `local`; a device such as `cuda` for `torch`); each engine checks its own names at start. @default "auto" */

@@ -51,7 +51,7 @@ Examples:
   $ ragen eval --env Countdown --policy random --groups 32 --json
   $ ragen eval --run runs/my-run --out eval/val.jsonl        # the run's latest checkpoint, val tags and agent settings
   $ ragen eval --preset frozenlake-ppo --policy oracle
-  $ ragen eval --env SimpleSokoban --policy model --model models/tiny-sokoban --temperature 0.5 --out eval/sokoban.jsonl
+  $ ragen eval --env SimpleSokoban --policy model --model models/ragen-tiny --temperature 0.5 --out eval/sokoban.jsonl
   $ ragen eval --env SimpleSokoban --policy model --model models/tiny --greedy --set contextWindowMode=limited_multi_turn maxContextWindow=2`;
 
 export function register(program: Command): void {
