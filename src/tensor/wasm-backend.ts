@@ -53,7 +53,7 @@ export class WasmBackend implements Backend {
   /** Copy ids into the arena for the duration of fn. */
   protected withInts<T>(ids: Int32Array, fn: (ptr: number) => T): T {
     const b = this.arena.alloc(ids.length);
-    this.arena.i32.set(ids, b.ptr >> 2);
+    this.arena.i32.set(ids, b.ptr >>> 2);
     try {
       return fn(b.ptr);
     } finally {
@@ -68,10 +68,10 @@ export class WasmBackend implements Backend {
     this.arena.free(buf as ArenaBuf);
   }
   write(buf: Buf, src: ArrayLike<number>, offset = 0): void {
-    this.arena.f32.set(src, (p(buf) >> 2) + offset);
+    this.arena.f32.set(src, (p(buf) >>> 2) + offset);
   }
   read(buf: Buf, offset = 0, length = buf.length - offset): Float32Array {
-    const s = (p(buf) >> 2) + offset;
+    const s = (p(buf) >>> 2) + offset;
     return this.arena.f32.slice(s, s + length);
   }
   fill(buf: Buf, value: number, offset = 0, length = buf.length - offset): void {
@@ -192,7 +192,7 @@ export class WasmBackend implements Backend {
         tab[e * D + half + i] = Math.sin(ang);
       }
     const buf = this.arena.alloc(tab.length);
-    this.arena.f32.set(tab, buf.ptr >> 2);
+    this.arena.f32.set(tab, buf.ptr >>> 2);
     this.ropeCache.unshift({ key, buf });
     if (this.ropeCache.length > 8) this.arena.free(this.ropeCache.pop()!.buf);
     return buf.ptr;
