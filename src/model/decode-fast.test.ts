@@ -47,6 +47,16 @@ describe.skipIf(backends.length === 0).each(backends)('fused decode step [%s]', 
     });
   }
 
+  it('splits a large batch over the two threads (40 sequences, row blocks of 24 + 16) with the same results', () => {
+    const m = Transformer.init(cases[2]![1], 8, 0.3);
+    const many = Array.from({ length: 40 }, (_, i) => Array.from({ length: 1 + (i % 7) }, (_, t) => (i * 7 + t * 3) % 40));
+    const opts: GenerateOptions = { maxNewTokens: 5, temperature: 1, seed: 9, fastDecode: true };
+    const fast = generate(m, many, opts);
+    const ref = generate(m, many, { ...opts, fastDecode: false });
+    expect(fast.map((g) => g.tokens)).toEqual(ref.map((g) => g.tokens));
+    fast.forEach((g, i) => g.logprobs.forEach((lp, j) => expect(Math.abs(lp - ref[i]!.logprobs[j]!)).toBeLessThan(1e-4)));
+  });
+
   it('uses the merged LoRA weights', () => {
     const m = Transformer.init(cases[2]![1], 6, 0.3);
     const lora = LoraAdapters.attach(m, { r: 2, alpha: 4, targetModules: ['q_proj', 'o_proj', 'up_proj', 'down_proj'] }, 1);
