@@ -155,12 +155,12 @@ export class FastDecoder {
     }
     this.sync();
     const f32 = this.arena.f32;
-    const emb = ptr(this.model.weights.get('model.embed_tokens.weight')!) >> 2;
-    const h0 = ptr(this.h) >> 2;
+    const emb = ptr(this.model.weights.get('model.embed_tokens.weight')!) >>> 2;
+    const h0 = ptr(this.h) >>> 2;
     for (let b = 0; b < B; b++) f32.copyWithin(h0 + b * C, emb + ids[b]! * C, emb + (ids[b]! + 1) * C);
-    const t0 = ptr(this.tab) >> 2;
+    const t0 = ptr(this.tab) >>> 2;
     for (let b = 0; b < B; b++) f32.set(this.ropeAll.subarray(positions[b]! * D, (positions[b]! + 1) * D), t0 + b * D);
-    if (keyValid && keyValid !== this.validFor) this.arena.i32.set(keyValid, ptr(this.valid) >> 2);
+    if (keyValid && keyValid !== this.validFor) this.arena.i32.set(keyValid, ptr(this.valid) >>> 2);
     this.validFor = keyValid;
     const opt = (t: Tensor | null): number => (t ? ptr(t) : 0);
     const scale = 1 / Math.sqrt(D);
@@ -182,7 +182,7 @@ export class FastDecoder {
     const V = this.model.config.vocabSize;
     if (rngs.length !== B) throw new RangeError(`FastDecoder.sample: ${rngs.length} generators for ${B} rows`);
     const f32 = this.arena.f32; // read in place: nothing is allocated in the arena until the next step
-    const z = ptr(this.logits) >> 2, pr = ptr(this.probs) >> 2, lse = ptr(this.lse) >> 2;
+    const z = ptr(this.logits) >>> 2, pr = ptr(this.probs) >>> 2, lse = ptr(this.lse) >>> 2;
     const tokens = new Int32Array(B);
     const logprobs = new Float32Array(B);
     for (let b = 0; b < B; b++) {
