@@ -1,23 +1,9 @@
 // The Engine seam (DESIGN.md): what the agent loop and the trainer ask of any policy backend.
 // Implementations: `local` (in-process, src/model), later `torch` (a PyTorch worker) and `openai` (generation only).
 
-/** Sampling settings for one batched `generate` call. */
-export interface SamplingParams {
-  /** Most tokens to sample per sequence. */
-  maxNewTokens: number;
-  /** 0 means greedy. */
-  temperature: number;
-  /** Nucleus sampling mass (1 = off). */
-  topP?: number;
-  /** Keep only the k most likely tokens (0 = off). */
-  topK?: number;
-  /** Stop after sampling any of these ids (the id is kept in `tokens`). */
-  stopTokenIds?: number[];
-  /** Stop once the decoded completion contains any of these strings (the tokens sampled so far are kept). */
-  stopStrings?: string[];
-  /** Seed of the sampler: same prompts, params and seed -> same tokens. */
-  seed: number;
-}
+import type { SamplingParams } from '../model/index.js';
+
+export type { SamplingParams };
 
 /** One sampled completion: the exact ids sampled, their log-probs under the sampling policy. */
 export interface Generation {

@@ -9,8 +9,8 @@ import { lastLogits, prefill } from './prefill.js';
 import { argmax, Sampler } from './sampling.js';
 import type { Transformer } from './transformer.js';
 
-/** Sampling settings (the fields of the Engine's `SamplingParams`) plus what only the caller knows. */
-export interface GenerateOptions {
+/** Sampling settings for one batched generation (the Engine's `SamplingParams`). */
+export interface SamplingParams {
   /** Most tokens to sample per sequence. */
   maxNewTokens: number;
   /** 0 = greedy. */
@@ -21,10 +21,14 @@ export interface GenerateOptions {
   topK?: number;
   /** Stop after sampling any of these ids (the id is kept). */
   stopTokenIds?: number[];
-  /** Stop once the decoded completion contains one of these (needs `decode`). */
+  /** Stop once the decoded completion contains one of these (needs `decode`); the tokens sampled so far are kept. */
   stopStrings?: string[];
   /** Same prompts, settings and seed -> same tokens. */
   seed: number;
+}
+
+/** Sampling settings plus what only the caller knows. */
+export interface GenerateOptions extends SamplingParams {
   /** Token ids -> text, needed for `stopStrings`. */
   decode?: (ids: number[]) => string;
   /** Most attention-score floats a prefill chunk may hold (bounds memory on long prompts). @default 2^24 */

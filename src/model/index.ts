@@ -13,7 +13,7 @@ export { commonPrefixLength, packSharedPrefix, prefixTokenForward, unpackPrefix,
 export type { PrefixPackedBatch, PrefixTokenOutputs } from './prefix-forward.js';
 export { KVCache } from './kv-cache.js';
 export { generate } from './generate.js';
-export type { GenerateOptions, Completion } from './generate.js';
+export type { GenerateOptions, SamplingParams, Completion } from './generate.js';
 export { saveModel, loadModel, loadModelConfig, ADAPTER_DIR, VALUE_HEAD_FILE } from './checkpoint.js';
 export type { SaveOptions } from './checkpoint.js';
 export { Sampler, argmax } from './sampling.js';
