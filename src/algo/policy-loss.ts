@@ -34,6 +34,18 @@ export interface PPOStats {
   tokens: number;
 }
 
+/** The per-token inputs of a policy loss over a padded (B, T) batch (src/algo/shape.ts). */
+export interface PolicyTokens {
+  logprobs: Nums;
+  oldLogprobs: Nums;
+  advantages: Nums;
+  mask: TokenMask;
+  B: number;
+  T: number;
+  /** The mini-batch's normaliser (`aggNorm`), for exact gradient accumulation over micro-batches. */
+  norm?: AggNorm;
+}
+
 /**
  * PPO clipped surrogate (Schulman et al. 2017, eq. 7) per token, as veRL's `compute_policy_loss`:
  * r = exp(clamp(logπ − logπ_old, ±20)); L1 = −A·r; L2 = −A·clip(r, 1−ε_low, 1+ε_high) (asymmetric,
@@ -42,16 +54,7 @@ export interface PPOStats {
  * dL/dlogπ = −A·r when the unclipped term is active and 0 when a clip (or the log-ratio clamp) binds.
  */
 export function ppoPolicyLoss(
-  a: {
-    logprobs: Nums;
-    oldLogprobs: Nums;
-    advantages: Nums;
-    mask: TokenMask;
-    B: number;
-    T: number;
-    aggMode: LossAggMode;
-    norm?: AggNorm;
-  } & PPOClipConfig,
+  a: PolicyTokens & { aggMode: LossAggMode } & PPOClipConfig,
 ): { loss: number; grad: { logprobs: Float64Array }; stats: PPOStats } {
   const { logprobs, oldLogprobs, advantages, mask, B, T, aggMode, norm } = a;
   const epsLow = a.clipRatioLow ?? 0.2;
@@ -158,17 +161,7 @@ export interface ActorLossConfig extends PPOClipConfig {
  * `refLogprobs` when klCoef ≠ 0. Pass the mini-batch's `norm` for exact gradient accumulation.
  */
 export function actorLoss(
-  a: {
-    logprobs: Nums;
-    oldLogprobs: Nums;
-    advantages: Nums;
-    mask: TokenMask;
-    B: number;
-    T: number;
-    entropy?: Nums;
-    refLogprobs?: Nums;
-    norm?: AggNorm;
-  },
+  a: PolicyTokens & { entropy?: Nums; refLogprobs?: Nums },
   cfg: ActorLossConfig,
 ): {
   loss: number;

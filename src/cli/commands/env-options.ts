@@ -1,4 +1,5 @@
 // Option parsing shared by the env commands (play, solve, bench envs): seeds, key=value configs, action lists.
+import type { Command } from 'commander';
 import { UsageError } from '../../util/index.js';
 
 /** A seed from the command line: a safe integer, else a UsageError naming the value. */
@@ -56,4 +57,12 @@ export function parseActions(text: string): string[] {
 export function parseMode(text: string): 'train' | 'val' {
   if (text !== 'train' && text !== 'val') throw new UsageError(`Bad mode \`${text}\`: give train or val.`);
   return text;
+}
+
+/** The options every single-episode command takes: `--seed`, `--mode`, `--config key=value...`. */
+export function addEpisodeOptions(command: Command): Command {
+  return command
+    .option('--seed <n>', 'seed of the episode', parseSeed, 0)
+    .option('--mode <mode>', 'train or val (envs may use different data splits)', parseMode, 'train')
+    .option('--config <key=value...>', 'env config overrides; values parse as JSON when they can');
 }

@@ -3,7 +3,7 @@ import type { Readable, Writable } from 'node:stream';
 import { createInterface } from 'node:readline';
 import type { Command } from 'commander';
 import { makeEnv, resolveEnvId, type Env, type EnvInfo, type EnvMode, type StepResult } from '../../env/index.js';
-import { parseActions, parseConfigPairs, parseMode, parsePositiveInt, parseSeed } from './env-options.js';
+import { addEpisodeOptions, parseActions, parseConfigPairs, parsePositiveInt } from './env-options.js';
 
 interface PlayOptions {
   seed: number;
@@ -31,13 +31,10 @@ Examples:
   $ ragen play MetamathQA --mode val --seed 4 --actions "42"`;
 
 export function register(program: Command): void {
-  program
+  addEpisodeOptions(program
     .command('play')
     .description('Play an environment: interactively in a terminal, or scripted with --actions.')
-    .argument('<envId>', 'environment id (see `ragen envs`)')
-    .option('--seed <n>', 'seed of the episode', parseSeed, 0)
-    .option('--mode <mode>', 'train or val (envs may use different data splits)', parseMode, 'train')
-    .option('--config <key=value...>', 'env config overrides; values parse as JSON when they can')
+    .argument('<envId>', 'environment id (see `ragen envs`)'))
     .option('--actions <list>', 'actions to play, separated by || (as in an agent answer)')
     .option('--max-actions <n>', 'truncate the episode after n actions', parsePositiveInt('--max-actions'))
     .option('--json', 'print {envId, seed, initial, steps} as JSON')

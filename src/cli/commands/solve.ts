@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import { envSpec, listEnvs, makeEnv, resolveEnvConfig, resolveEnvId, type EnvMode } from '../../env/index.js';
 import { UsageError } from '../../util/index.js';
-import { parseConfigPairs, parseMode, parseSeed } from './env-options.js';
+import { addEpisodeOptions, parseConfigPairs } from './env-options.js';
 
 /** The `--json` output of `ragen solve`. */
 export interface SolveRecord {
@@ -20,13 +20,10 @@ Examples:
   $ ragen solve MetamathQA --seed 5 --mode val`;
 
 export function register(program: Command): void {
-  program
+  addEpisodeOptions(program
     .command('solve')
     .description("Print the solver's action sequence for a seed (verified by playing it).")
-    .argument('<envId>', 'environment id (see `ragen envs`; those marked "no solver" have none)')
-    .option('--seed <n>', 'seed of the episode', parseSeed, 0)
-    .option('--mode <mode>', 'train or val', parseMode, 'train')
-    .option('--config <key=value...>', 'env config overrides; values parse as JSON when they can')
+    .argument('<envId>', 'environment id (see `ragen envs`; those marked "no solver" have none)'))
     .option('--json', 'print {envId, seed, actions, solved, return} as JSON')
     .addHelpText('after', EXAMPLES)
     .action(async (envId: string, opts: { seed: number; mode: EnvMode; config?: string[]; json?: boolean }) => {
