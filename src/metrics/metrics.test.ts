@@ -101,7 +101,9 @@ describe('ConsoleSink', () => {
           cb();
         },
       }),
-      { isTTY },
+      // A wide terminal: cli-progress cuts each line at the stream's width, colour codes included
+      // (picocolors turns colour on when CI is set).
+      { isTTY, columns: 200 },
     );
     return { stream, text: () => text };
   };
