@@ -47,7 +47,7 @@ describe.skipIf(backends.length === 0).each(backends)('fused decode step [%s]', 
     });
   }
 
-  it('splits a large batch over the two threads (40 sequences, row blocks of 24 + 16) with the same results', () => {
+  it('splits a large batch over the two threads (40 sequences, 20 rows each: three 6-row blocks and a 2-row one) with the same results', () => {
     const m = Transformer.init(cases[2]![1], 8, 0.3);
     const many = Array.from({ length: 40 }, (_, i) => Array.from({ length: 1 + (i % 7) }, (_, t) => (i * 7 + t * 3) % 40));
     const opts: GenerateOptions = { maxNewTokens: 5, temperature: 1, seed: 9, fastDecode: true };
