@@ -73,6 +73,7 @@ export const METRICS = {
   'perf/tokens_per_s': 'Tokens processed per second over the step (generated + trained).',
   'perf/gen_tokens_per_s': 'Generated tokens per second during rollouts.',
   'perf/total_tokens': 'Tokens generated this step.',
+  'perf/rss_mb': 'Resident memory of the trainer process at the end of the step (MB); flat over a healthy run.',
   // validation summary and early stops
   'val/success': 'Mean of `val/<tag>/success` over the validation tags.',
   'early_stopped/empty_filtered_steps': '1 when the run stopped after too many consecutive empty batches.',

@@ -1,5 +1,8 @@
-// One shared WebAssembly.Memory holding every tensor of the wasm and native backends, with a
-// size-class free list (4 classes per power of two), so kernels and worker threads work in place.
+// One shared WebAssembly.Memory holding every tensor of the wasm and native backends, so kernels and worker
+// threads work in place. Requests are rounded to size classes (4 per power of two); freed blocks merge with
+// free neighbours, are split to serve smaller requests, and give the top of the arena back to the bump
+// pointer. Without the merging, a run whose tensor shapes vary (RL batches do) kept a separate high-water
+// mark per size class and grew past the 4 GiB WebAssembly limit.
 
 import type { Buf } from './backend.js';
 
@@ -23,10 +26,18 @@ export function sizeClass(bytes: number): number {
   return Math.ceil(bytes / step) * step;
 }
 
+/** Free-block bin of a size: floor(log2(bytes)). */
+const binOf = (bytes: number): number => 31 - Math.clz32(bytes);
+/** Blocks looked at in a request's own bin before moving to the larger bins (where any block fits). */
+const SCAN = 8;
+
 export class Arena {
   readonly memory: WebAssembly.Memory;
   private top = ARENA_BASE;
-  private readonly freeLists = new Map<number, number[]>();
+  /** Free blocks: start -> bytes, end -> start, and the starts binned by binOf(bytes). */
+  private readonly freeAt = new Map<number, number>();
+  private readonly freeEnd = new Map<number, number>();
+  private readonly bins: Set<number>[] = Array.from({ length: 33 }, () => new Set<number>());
   private f32View: Float32Array;
   private i32View: Int32Array;
   /** Bytes handed out and not freed. */
@@ -40,7 +51,7 @@ export class Arena {
     this.i32View = new Int32Array(this.memory.buffer);
   }
 
-  /** Bytes reserved from the memory so far (the high-water mark of the bump pointer). */
+  /** Bytes below the bump pointer: handed out, or free blocks under it (not the memory's size, which never shrinks). */
   get reservedBytes(): number {
     return this.top - ARENA_BASE;
   }
@@ -54,17 +65,59 @@ export class Arena {
 
   alloc(n: number): ArenaBuf {
     const bytes = sizeClass(Math.max(n, 1) * 4);
-    const list = this.freeLists.get(bytes);
-    const ptr = list && list.length > 0 ? list.pop()! : this.bump(bytes);
+    const ptr = this.take(bytes) ?? this.bump(bytes);
     this.inUse += bytes;
     return new ArenaBuf(ptr, n, bytes);
   }
 
   free(buf: ArenaBuf): void {
-    let list = this.freeLists.get(buf.bytes);
-    if (!list) this.freeLists.set(buf.bytes, (list = []));
-    list.push(buf.ptr);
     this.inUse -= buf.bytes;
+    let start = buf.ptr;
+    let bytes = buf.bytes;
+    const before = this.freeEnd.get(start);
+    if (before !== undefined) {
+      bytes += this.unlist(before);
+      start = before;
+    }
+    if (this.freeAt.has(start + bytes)) bytes += this.unlist(start + bytes);
+    if (start + bytes === this.top) this.top = start;
+    else this.list(start, bytes);
+  }
+
+  /** A free block of at least `bytes` (first fit among a few of its own bin, else any of a larger bin), split to size. */
+  private take(bytes: number): number | undefined {
+    const own = this.bins[binOf(bytes)]!;
+    let seen = 0;
+    for (const start of own) {
+      if (this.freeAt.get(start)! >= bytes) return this.carve(start, bytes);
+      if (++seen === SCAN) break;
+    }
+    for (let b = binOf(bytes) + 1; b < this.bins.length; b++) {
+      const bin = this.bins[b]!;
+      if (bin.size > 0) return this.carve(bin.values().next().value!, bytes);
+    }
+    return undefined;
+  }
+
+  private carve(start: number, bytes: number): number {
+    const size = this.unlist(start);
+    if (size > bytes) this.list(start + bytes, size - bytes);
+    return start;
+  }
+
+  private list(start: number, bytes: number): void {
+    this.freeAt.set(start, bytes);
+    this.freeEnd.set(start + bytes, start);
+    this.bins[binOf(bytes)]!.add(start);
+  }
+
+  /** Remove the free block at `start`; its size. */
+  private unlist(start: number): number {
+    const bytes = this.freeAt.get(start)!;
+    this.freeAt.delete(start);
+    this.freeEnd.delete(start + bytes);
+    this.bins[binOf(bytes)]!.delete(start);
+    return bytes;
   }
 
   private bump(bytes: number): number {

@@ -254,6 +254,7 @@ export async function starpoStep(ctx: StepContext, step: number): Promise<StepOu
   metrics['train/num_mini_batches'] = optimizerSteps;
   const trainedTokens = tokens.lengths.reduce((x, y) => x + y, 0) * (optimizerSteps > 0 ? t.ppoEpochs : 0);
   metrics['perf/tokens_per_s'] = (genTokens + trainedTokens) / Math.max(seconds(tStep), 1e-9);
+  metrics['perf/rss_mb'] = process.memoryUsage.rss() / 2 ** 20;
   if (skipped > 0) metrics['actor/skipped_updates'] = skipped;
   return out(episodeRecords(step, episodes, keptEpisodes, turnAdvantages(tokens, advantages), limit), false);
 }
