@@ -15,11 +15,12 @@ interface DecodeKernels {
   decodeHead(h: number, scratch: number, norm: number, head: number, logits: number, B: number, C: number, V: number, eps: number, probs: number, lse: number, invTemp: number): void;
 }
 
-/** What this file needs of the wasm / native backends: their arena, kernels and addon. */
+/** What this file needs of the wasm / native backends: their arena, kernels, addon and the wasm worker. */
 interface ArenaBackend {
   arena: { f32: Float32Array; i32: Int32Array };
   k?: Partial<DecodeKernels>;
   addon?: Partial<DecodeKernels> & { setMemory(view: Float32Array): void };
+  pool?: { run(fn: string, argsMain: number[], argsWorker: number[]): void } | null;
 }
 
 const ptr = (t: Tensor): number => (t.buf as unknown as { ptr: number }).ptr;
@@ -28,13 +29,19 @@ const PANEL = 16; // the widest panel of either kernel set (native 16 columns, w
 const complete = (k: Partial<DecodeKernels> | undefined): k is DecodeKernels =>
   typeof k?.decodeLayer === 'function' && typeof k.decodePack === 'function' && typeof k.decodeHead === 'function';
 
-/** The native addon's decode kernels, else the wasm module's, else none (js backend, or kernels built before them). */
-function kernelsOf(backend: Backend): { k: DecodeKernels; setMemory?: (view: Float32Array) => void } | null {
+/**
+ * The native addon's decode kernels (which split rows over two threads themselves), else the wasm module's with
+ * the backend's worker (rows split here), else none (js backend, or kernels built before them).
+ */
+function kernelsOf(backend: Backend): { k: DecodeKernels; setMemory?: (view: Float32Array) => void; pool?: ArenaBackend['pool'] } | null {
   const be = backend as unknown as ArenaBackend;
   if (backend.name === 'native' && complete(be.addon)) return { k: be.addon, setMemory: (v) => be.addon!.setMemory(v) };
-  if ((backend.name === 'native' || backend.name === 'wasm') && complete(be.k)) return { k: be.k };
+  if ((backend.name === 'native' || backend.name === 'wasm') && complete(be.k)) return { k: be.k, pool: be.pool };
   return null;
 }
+
+/** Multiply-adds of a layer below which one thread does all rows (the hand-off would cost more; as the addon). */
+const SPLIT_FLOPS = 2 ** 21;
 
 /** Whether `backend` has the fused decode kernels (the native addon or the wasm module, rebuilt with them). */
 export function hasFastDecode(backend: Backend): boolean {
@@ -61,6 +68,9 @@ export class FastDecoder {
   private readonly head: Tensor;
   private readonly h: Tensor;
   private readonly scratch: Tensor;
+  /** The wasm worker's scratch when rows are split over two threads. */
+  private readonly workerScratch: Tensor | null;
+  private readonly pool: ArenaBackend['pool'];
   private readonly tab: Tensor;
   private readonly valid: Tensor;
   private readonly logits: Tensor;
@@ -84,6 +94,7 @@ export class FastDecoder {
     if (!kernels) throw new Error(`FastDecoder: backend ${be.name} has no fused decode kernels`);
     this.k = kernels.k;
     this.setMemory = kernels.setMemory;
+    this.pool = kernels.pool;
     this.arena = (be as unknown as ArenaBackend).arena;
     const { hiddenSize: C, numHeads: H, numKvHeads: K, headDim: D, intermediateSize: F, vocabSize: V } = c;
     const alloc = (n: number): Tensor => {
@@ -116,7 +127,9 @@ export class FastDecoder {
     });
     this.head = pack(model.lmHead, V, C);
     this.h = alloc(maxBatch * C);
-    this.scratch = alloc(maxBatch * (C + (H + 2 * K) * D + H * D + 3 * F) + H * capacity); // + attention scores (wasm)
+    const scratchFloats = maxBatch * (C + (H + 2 * K) * D + H * D + 3 * F) + H * capacity; // + attention scores (wasm)
+    this.scratch = alloc(scratchFloats);
+    this.workerScratch = this.pool ? alloc(scratchFloats) : null;
     this.tab = alloc(maxBatch * D);
     this.valid = alloc(maxBatch * capacity);
     this.logits = alloc(maxBatch * V);
@@ -164,16 +177,36 @@ export class FastDecoder {
     this.validFor = keyValid;
     const opt = (t: Tensor | null): number => (t ? ptr(t) : 0);
     const scale = 1 / Math.sqrt(D);
+    const W = (H + 2 * K) * D;
+    const flops = 2 * B * (C * W + H * D * C + 3 * C * F);
+    const cap = cache.capacity;
     this.layers.forEach((l, i) => {
-      this.k.decodeLayer(ptr(this.h), ptr(this.scratch), ptr(l.inNorm), ptr(l.qkv), opt(l.qkvBias), ptr(l.o), opt(l.oBias), ptr(l.postNorm),
-        ptr(l.gateUp), ptr(l.down), ptr(cache.keys[i]!), ptr(cache.values[i]!), ptr(this.tab), opt(l.qNorm), opt(l.kNorm), keyValid ? ptr(this.valid) : 0,
-        B, C, H, K, D, F, cache.capacity, cache.length, c.rmsNormEps, scale);
+      const kc = ptr(cache.keys[i]!), vc = ptr(cache.values[i]!);
+      // rows [r0, r1): their slices of h, the cache (B, K, cap, D), the RoPE table and the key mask
+      this.onRows('decodeLayer', B, flops, (r0, r1, scratch) => [
+        ptr(this.h) + 4 * r0 * C, scratch, ptr(l.inNorm), ptr(l.qkv), opt(l.qkvBias), ptr(l.o), opt(l.oBias), ptr(l.postNorm),
+        ptr(l.gateUp), ptr(l.down), kc + 4 * r0 * K * cap * D, vc + 4 * r0 * K * cap * D, ptr(this.tab) + 4 * r0 * D, opt(l.qNorm), opt(l.kNorm),
+        keyValid ? ptr(this.valid) + 4 * r0 * cap : 0, r1 - r0, C, H, K, D, F, cap, cache.length, c.rmsNormEps, scale,
+      ]);
     });
-    this.k.decodeHead(ptr(this.h), ptr(this.scratch), ptr(this.model.weights.get('model.norm.weight')!), ptr(this.head), ptr(this.logits), B, C, V,
-      c.rmsNormEps, ptr(this.probs), ptr(this.lse), temperature === 0 ? 0 : 1 / temperature);
+    const invTemp = temperature === 0 ? 0 : 1 / temperature;
+    this.onRows('decodeHead', B, 2 * B * C * V, (r0, r1, scratch) => [
+      ptr(this.h) + 4 * r0 * C, scratch, ptr(this.model.weights.get('model.norm.weight')!), ptr(this.head), ptr(this.logits) + 4 * r0 * V,
+      r1 - r0, C, V, c.rmsNormEps, ptr(this.probs) + 4 * r0 * V, ptr(this.lse) + 4 * r0, invTemp,
+    ]);
     cache.length += 1;
     this.rowsReady = B;
     this.tempReady = temperature;
+  }
+
+  /** Run a row-wise kernel over rows [0, B): the addon splits them itself; with the wasm worker, it takes the second half. */
+  private onRows(name: 'decodeLayer' | 'decodeHead', B: number, flops: number, args: (r0: number, r1: number, scratch: number) => number[]): void {
+    if (!this.pool || B < 2 || flops < SPLIT_FLOPS) {
+      (this.k[name] as (...a: number[]) => void)(...args(0, B, ptr(this.scratch)));
+      return;
+    }
+    const half = B >> 1;
+    this.pool.run(name, args(0, half, ptr(this.scratch)), args(half, B, ptr(this.workerScratch!)));
   }
 
   /** Tokens of the last `step` (greedy, or drawn after top-k / top-p) and their log-probs at temperature 1. */
