@@ -102,7 +102,12 @@ describe('train (StarPO on a micro model)', () => {
     };
     const one = await run(1);
     const eight = await run(8);
-    expect(maxDiff(one.w, eight.w)).toBeLessThan(1e-5);
+    // Adam's first step moves a weight by about lr * sign(grad) whatever the gradient's scale, so the gradient norms
+    // check the accumulation's scaling; the weights then agree to a small fraction of lr (1e-3): float rounding
+    // in near-zero gradients, which Adam divides by their own magnitude, is all that may differ.
+    expect(eight.m['actor/grad_norm']! / one.m['actor/grad_norm']!).toBeCloseTo(1, 5);
+    expect(eight.m['critic/grad_norm']! / one.m['critic/grad_norm']!).toBeCloseTo(1, 5);
+    expect(maxDiff(one.w, eight.w)).toBeLessThan(5e-5);
     expect(eight.m['actor/pg_loss']).toBeCloseTo(one.m['actor/pg_loss']!, 6);
     expect(eight.m['critic/vf_loss']).toBeCloseTo(one.m['critic/vf_loss']!, 6);
   });
