@@ -44,6 +44,35 @@ describe('ppoPolicyLoss on hand-worked tokens', () => {
     expect(c.loss).toBeCloseTo(0.1 * Math.exp(2), 12);
     expect(c.grad.logprobs[0]).toBe(0);
   });
+  it('takes ppo_kl and the k3 statistic from the clamped log-ratio, as veRL', () => {
+    // Δ = 30 clamps to 20: ppo_kl = −20 (not −30); k3 = e^20 − 1 − 20.
+    const c = ppoPolicyLoss({ logprobs: [30], oldLogprobs: [0], advantages: [1], mask: [1], B: 1, T: 1, aggMode: 'token-mean' });
+    expect(c.stats.ppoKl).toBe(-20);
+    expect(c.stats.approxKl).toBeCloseTo(Math.exp(20) - 21, 0);
+  });
+});
+
+describe('entropyBonus and actorLoss on hand-worked tokens', () => {
+  it('entropy bonus is −coef · agg(H): H = [1, 3, (5 masked)], coef 0.01', () => {
+    // token-mean: −0.01·(1 + 3)/2 = −0.02, dL/dH = −0.01/2 on each loss token; seq-mean-token-sum: −0.01·4.
+    const e = entropyBonus({ entropy: [1, 3, 5], mask: [1, 1, 0], B: 1, T: 3, coef: 0.01, aggMode: 'token-mean' });
+    expect(e.loss).toBeCloseTo(-0.02, 14);
+    expect(Array.from(e.grad.entropy)).toEqual([-0.005, -0.005, 0]);
+    expect(e.stats.entropy).toBe(2);
+    expect(entropyBonus({ entropy: [1, 3, 5], mask: [1, 1, 0], B: 1, T: 3, coef: 0.01, aggMode: 'seq-mean-token-sum' }).loss).toBeCloseTo(-0.04, 14);
+  });
+  it('actor loss = PPO − c_H·H + c_KL·k1 on one unclipped token', () => {
+    // Δ_old = 0.1, A = 1: pg = −e^0.1, dpg/dlogπ = −e^0.1. H = 2, c_H = 0.01: −0.02, dL/dH = −0.01.
+    // logπ − logπ_ref = 0.3, c_KL = 0.1, k1: +0.03, dKL/dlogπ = 0.1.
+    const r = actorLoss(
+      { logprobs: [-0.9], oldLogprobs: [-1], advantages: [1], mask: [1], B: 1, T: 1, entropy: [2], refLogprobs: [-1.2] },
+      { aggMode: 'token-mean', entropyCoef: 0.01, klCoef: 0.1, klEstimator: 'k1' },
+    );
+    expect(r.loss).toBeCloseTo(-Math.exp(0.1) - 0.02 + 0.03, 12);
+    expect(r.grad.logprobs[0]).toBeCloseTo(-Math.exp(0.1) + 0.1, 12);
+    expect(r.grad.entropy![0]).toBeCloseTo(-0.01, 14);
+    expect(r.stats.kl).toBeCloseTo(0.3, 12);
+  });
 });
 
 /** Random PPO inputs whose ratios stay away from the kinks (1 − ε_low, 1 + ε_high, c), so FD is valid. */

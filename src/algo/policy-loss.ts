@@ -26,9 +26,9 @@ export interface PPOStats {
   clipfracLow: number;
   /** veRL `pg_clipfrac_lower`: fraction with A < 0 where the dual clip binds (r > c). */
   clipfracDual: number;
-  /** veRL `ppo_kl`: mean of logπ_old − logπ (k1). */
+  /** veRL `ppo_kl`: mean of logπ_old − logπ (k1), with the log-ratio clamped to ±logRatioClamp as veRL. */
   ppoKl: number;
-  /** Mean of (r − 1) − log r (k3 of old vs new; ≥ 0). */
+  /** Mean of (r − 1) − log r with the clamped r (k3 of old vs new; ≥ 0). */
   approxKl: number;
   /** Number of loss tokens the means are over (to weight micro-batch stats). */
   tokens: number;
@@ -99,7 +99,7 @@ export function ppoPolicyLoss(
     if (clipped && A > 0) nHigh++;
     if (clipped && A < 0) nLow++;
     if (dual) nDual++;
-    sumKl += -d;
+    sumKl += -dc; // veRL takes ppo_kl from the clamped log-ratio
     sumK3 += r - 1 - dc;
   }
   const mean = (x: number): number => (n > 0 ? x / n : 0);
