@@ -84,7 +84,7 @@ export interface AdvantageInput {
 export interface AdvantageResult {
   /** (B, T) advantages, 0 off the mask. */
   advantages: Float64Array;
-  /** (B, T) value targets (gae) or undiscounted copies (outcome estimators), 0 off the mask. */
+  /** (B, T) value targets A + V (gae, bi_level_gae); for the critic-free estimators, the advantages before whitening (REINFORCE++: its discounted returns). 0 off the mask. */
   returns: Float64Array;
   /** Per sequence: its group's reward std (grpo / dr_grpo only), for `softReweightByGroupStd`. */
   groupStd?: Float64Array;

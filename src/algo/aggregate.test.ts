@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../util/errors.js';
 import { Rng } from '../util/rng.js';
-import { aggLoss, aggNorm, aggWeights, LOSS_AGG_MODES, parseLossAggMode } from './aggregate.js';
+import { addAggNorm, aggLoss, aggNorm, aggWeights, LOSS_AGG_MODES, parseLossAggMode } from './aggregate.js';
 import { randMask, randn } from './testing.js';
 
 // Rows: [1, 2, (9)] with 2 loss tokens, [3, (9), (9)] with 1, and an empty row [(9), (9), (9)].
@@ -56,6 +56,16 @@ describe('micro-batch accumulation', () => {
     let veRL = 0;
     for (const [a, b] of splits) veRL += aggLoss(loss.subarray(a! * T, b! * T), mask.subarray(a! * T, b! * T), b! - a!, T, 'token-mean') / splits.length;
     expect(Math.abs(veRL - whole)).toBeGreaterThan(1e-3);
+  });
+});
+
+describe('addAggNorm', () => {
+  it('adds the counts of micro-batches: rows [0, 1] (3 tokens, 2 sequences) + row 2 (empty) = the whole', () => {
+    const a = aggNorm(M.slice(0, 6), 2, 3);
+    const b = aggNorm(M.slice(6), 1, 3);
+    expect(a).toEqual({ tokens: 3, seqs: 2, horizon: 3 });
+    expect(b).toEqual({ tokens: 0, seqs: 0, horizon: 3 });
+    expect(addAggNorm(a, b)).toEqual(aggNorm(M, 3, 3));
   });
 });
 

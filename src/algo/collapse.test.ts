@@ -77,13 +77,23 @@ describe('collapseMetrics', () => {
 
   it('smooths the marginal std with an EMA carried between calls', () => {
     // The first call starts the EMA at the current std s; a call with a previous EMA of 1 gives 0.9·1 + 0.1·s.
+    // Rows [0, −1] (own 0) and [−2, 0] (own 1): matched 0 and 0; marginals m0 = log((1 + e^−1)/2) ≈ −0.37989,
+    // m1 = log((e^−2 + 1)/2) ≈ −0.56622; population std s = |m0 − m1|/2 ≈ 0.09317; MI = −(m0 + m1)/2.
+    const m0 = Math.log((1 + Math.exp(-1)) / 2);
+    const m1 = Math.log((Math.exp(-2) + 1) / 2);
+    const s = Math.abs(m0 - m1) / 2;
+    const mi = -(m0 + m1) / 2;
     const mean = [0, -1, -2, 0];
     const first = collapseMetrics({ meanLogProbs: mean, R: 2, N: 2, ownColumn: [0, 1] })!;
-    expect(first.marginalStdEma).toBeCloseTo(first.marginalStd, 14);
+    expect(first.marginalStd).toBeCloseTo(s, 14);
+    expect(first.miEstimate).toBeCloseTo(mi, 14);
+    expect(first.marginalStdEma).toBeCloseTo(s, 14);
+    expect(first.miZscore).toBeCloseTo(mi / (s + 1e-3), 10);
     const second = collapseMetrics({ meanLogProbs: mean, R: 2, N: 2, ownColumn: [0, 1] }, { ema: { marginalStd: 1 } })!;
-    expect(second.marginalStdEma).toBeCloseTo(0.9 + 0.1 * first.marginalStd, 14);
-    // mean((matched − marginal)/σ) = MI/σ since σ is the same for every row.
-    expect(second.miZscoreEma).toBeCloseTo(first.miEstimate / (second.marginalStdEma + 1e-3), 12);
+    expect(second.marginalStdEma).toBeCloseTo(0.9 + 0.1 * s, 14);
+    // mean((matched − marginal)/σ_ema) = MI/(σ_ema + 1e-3) since σ_ema is the same for every row.
+    expect(second.miZscoreEma).toBeCloseTo(mi / (0.9 + 0.1 * s + 1e-3), 12);
+    expect(second.ema.marginalStd).toBeCloseTo(0.9 + 0.1 * s, 14);
   });
 
   it('returns null with fewer than two prompts and rejects bad columns', () => {

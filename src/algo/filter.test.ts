@@ -19,7 +19,7 @@ function ragenBatch(G: number, size: number, len: number): { rewards: number[]; 
 describe("RAGEN's tests/test_rollout_filter.py cases", () => {
   it('top_k 0.5 on reward std keeps group_size · int(0.5 · G) trajectories', () => {
     const b = ragenBatch(4, 2, 3);
-    const r = filterRollouts(b, { metric: 'reward_std', strategy: 'top_k', value: 0.5 });
+    const r = filterRollouts(b, { metric: parseFilterMetric('reward_variance'), strategy: 'top_k', value: 0.5 });
     expect(r.keptIndices.length).toBe(2 * Math.max(Math.trunc(0.5 * 4), 1));
     expect(r.stats.inGroup.std).toBeGreaterThan(0);
   });
@@ -59,6 +59,7 @@ describe("RAGEN's tests/test_rollout_filter.py cases", () => {
       [2, 2],
       [1, 2],
     ]);
+    expect(parseFilterMetric('reward_sum')).toBe('reward_sum'); // build_rollout_filter accepts reward_sum
     expect(r.stats.reward.sum).toBeCloseTo(6.0, 12);
     expect(r.stats.chosenReward.sum).toBeCloseTo(8.5, 12);
   });
@@ -128,6 +129,12 @@ describe('selectGroups, other strategies', () => {
     expect(selectGroups([4, 1, 2, 3], { strategy: 'min_p', value: 0.5 })).toEqual([0, 2, 3]);
     expect(selectGroups([4, 1, 2, 3], { strategy: 'min_p', value: 0.4, type: 'smallest' })).toEqual([1, 2]);
   });
+  it('top_p with type smallest accumulates the lowest scores (linear) or softmaxes −s (softmax)', () => {
+    // Linear: ascending [1, 2, 3, 4], threshold 0.3·10 − 0.01 = 2.99: 1 (< 2.99), then 1 + 2 = 3 ≥ 2.99 -> groups of 1 and 2.
+    expect(selectGroups([4, 3, 2, 1], { strategy: 'top_p', value: 0.3, topPMode: 'linear', type: 'smallest' })).toEqual([2, 3]);
+    // Softmax of −[0, 0, 5]: 1/(2 + e^−5) ≈ 0.4983 twice, then 0.0034; cumsum 0.4983, 0.9966 ≥ 0.9 -> k = 2.
+    expect(selectGroups([0, 0, 5], { strategy: 'top_p', value: 0.9, topPMode: 'softmax', type: 'smallest' })).toEqual([0, 1]);
+  });
   it('excluding zeros drops all-tie groups before ranking', () => {
     expect(selectGroups([0, 0.2, 0, 0.1], { strategy: 'top_k_abs', value: 3, includeZero: false })).toEqual([1, 3]);
     expect(selectGroups([0, 0], { strategy: 'top_k_abs', value: 3, includeZero: false })).toEqual([]);
@@ -150,6 +157,20 @@ describe('filterRollouts statistics', () => {
     expect(r.stats.reward.max).toBeCloseTo(1, 12);
     expect(r.stats.chosenReward.mean).toBeCloseTo(0.5, 12);
     expect(r.groupRewardStd[2]).toBeCloseTo(Math.sqrt(1 / 3), 12);
+  });
+  it('scores groups by entropy std and by mean length', () => {
+    // Entropy [0.1, 0.3 | 0.5, 0.5]: stds 0.2/√2 and 0 -> keep group 0; one zero score; mean std 0.1/√2.
+    const e = filterRollouts({ rewards: [0, 0, 0, 0], groupIds: [0, 0, 1, 1], entropy: [0.1, 0.3, 0.5, 0.5] }, { metric: 'entropy_std', strategy: 'top_k_abs', value: 1 });
+    expect(e.scores[0]).toBeCloseTo(0.2 / Math.SQRT2, 12);
+    expect(e.keptIndices).toEqual([0, 1]);
+    expect(e.stats.zeroCount).toBe(1);
+    expect(e.stats.inGroup.std).toBeCloseTo(0.1 / Math.SQRT2, 12);
+    // Lengths [10, 20 | 5, 5]: means 15 and 5; smallest keeps group 1; overall mean length 10, chosen 5.
+    const l = filterRollouts({ rewards: [0, 0, 0, 0], groupIds: [0, 0, 1, 1], lengths: [10, 20, 5, 5] }, { metric: 'length', strategy: 'top_k_abs', value: 1, type: 'smallest' });
+    expect(Array.from(l.scores)).toEqual([15, 5]);
+    expect(l.keptIndices).toEqual([2, 3]);
+    expect(l.stats.inGroup.mean).toBe(10);
+    expect(l.stats.chosenInGroup.mean).toBe(5);
   });
   it('names RAGEN aliases and rejects unknown metrics', () => {
     expect(parseFilterMetric('reward_variance')).toBe('reward_std');

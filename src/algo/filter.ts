@@ -209,6 +209,8 @@ export interface RolloutFilterResult {
  * Scores groups by `metric` and keeps whole groups with `selectGroups`. Inputs are per trajectory:
  * `rewards` (its score, the sum of its token rewards), `entropy` (its mean token entropy; for the
  * entropy metrics), `lengths` (its loss-token count; for `length`). Groups may differ in size.
+ * In per-turn layouts pass one entry per episode, as RAGEN collapses turn rows first (the episode's
+ * score, the mean of its turns' entropies, the sum of its turns' lengths).
  * Difference from RAGEN: groups come from `groupIds` rather than a reshape that assumes contiguous
  * equal-size groups; a single-member group has std 0 rather than NaN.
  */

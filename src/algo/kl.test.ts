@@ -45,6 +45,15 @@ describe('klPenalty gradients', () => {
 });
 
 describe('klLoss', () => {
+  it('k3 by hand: two one-token rows, coef 0.5, seq-mean-token-sum', () => {
+    // Row 0: ref − logπ = −1 -> k3 = e^−1, d/dlogπ = 1 − e^−1. Row 1: ref − logπ = 1 -> k3 = e − 2, d/dlogπ = 1 − e.
+    // Loss = 0.5·(e^−1 + e − 2)/2; each row's weight is 1/2, so grad = 0.25·(1 − e^−1), 0.25·(1 − e).
+    const r = klLoss({ logprobs: [-1, -2], refLogprobs: [-2, -1], mask: [1, 1], B: 2, T: 1, estimator: 'k3', coef: 0.5, aggMode: 'seq-mean-token-sum' });
+    expect(r.loss).toBeCloseTo((0.5 * (Math.exp(-1) + Math.E - 2)) / 2, 14);
+    expect(r.grad.logprobs[0]).toBeCloseTo(0.25 * (1 - Math.exp(-1)), 14);
+    expect(r.grad.logprobs[1]).toBeCloseTo(0.25 * (1 - Math.E), 14);
+    expect(r.stats.kl).toBeCloseTo((Math.exp(-1) + Math.E - 2) / 2, 14);
+  });
   it('coef · agg(kl) with its exact gradient, in every aggregation mode', () => {
     const rng = new Rng(5);
     const B = 3;

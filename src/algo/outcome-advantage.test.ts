@@ -82,6 +82,18 @@ describe('computeAdvantage', () => {
     expect(r.advantages[2]).toBe(0);
   });
 
+  it('whitens reinforce_pp and reinforce_pp_baseline by default (as veRL), not rloo', () => {
+    // reinforce_pp, one row [a a], reward 1 on the last, γ = 0.5: returns [0.5, 1]; mean 0.75, unbiased var 0.125
+    // -> ∓0.25/√0.125 = ∓1/√2.
+    const r = computeAdvantage({ rewards: [0, 1], mask: [1, 1], B: 1, T: 2 }, { estimator: 'reinforce_pp', gamma: 0.5 });
+    close(r.advantages, [-Math.SQRT1_2, Math.SQRT1_2], 6);
+    close(computeAdvantage({ rewards: [0, 1], mask: [1, 1], B: 1, T: 2 }, { estimator: 'reinforce_pp', gamma: 0.5, whiten: false }).advantages, [0.5, 1]);
+    // Baseline, one group of scores [1, 3]: [−1, 1]; var (1 + 1)/1 = 2 -> ∓1/√2. RLOO on the same: [−2, 2], unwhitened.
+    const g = { rewards: [1, 3], mask: [1, 1], B: 2, T: 1, groupIds: [0, 0] };
+    close(computeAdvantage(g, { estimator: 'reinforce_pp_baseline' }).advantages, [-Math.SQRT1_2, Math.SQRT1_2], 6);
+    close(computeAdvantage(g, { estimator: 'rloo' }).advantages, [-2, 2]);
+  });
+
   it('names what is missing', () => {
     expect(() => computeAdvantage({ rewards, mask, B, T }, { estimator: 'gae' })).toThrow(ConfigError);
     expect(() => computeAdvantage({ rewards, mask, B, T }, { estimator: 'rloo' })).toThrow(/needs `groupIds`/);

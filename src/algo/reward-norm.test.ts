@@ -39,6 +39,14 @@ describe('normalizeRewards', () => {
     expect(got[4]).toBeCloseTo(2.8 / (Math.sqrt(5.2) + 1e-6), 6);
   });
 
+  it('batch x asym_clip clamps the top at 3: ten 0s and one 1', () => {
+    // mean 1/11; squared deviations 10·(1/11)² + (10/11)² = 10/11; unbiased var 1/11, std 1/√11.
+    // z(1) = (10/11)·√11 = 10/√11 ≈ 3.015 -> 3; z(0) = −(1/11)/(1/√11 + 1e-6) ≈ −0.3015 (unclipped).
+    const got = normalizeRewards({ scores: [...new Array<number>(10).fill(0), 1], grouping: 'batch', method: 'asym_clip' });
+    expect(got[10]).toBe(3);
+    expect(got[0]).toBeCloseTo(-(1 / 11) / (1 / Math.sqrt(11) + 1e-6), 12);
+  });
+
   it('inductive x mean groups by env tag', () => {
     // Tag x: [1, 3, 5] mean 3 -> [−2, 0, 2]; tag y: [5, 7] mean 6 -> [−1, 1].
     close(normalizeRewards({ scores, tags, grouping: 'inductive', method: 'mean' }), [-2, 0, 2, -1, 1]);
