@@ -26,7 +26,10 @@ export const agentConfigSchema = z
      * `maxContextWindow - 1` turns, one sample per turn. @default 'full'
      */
     contextWindowMode: z.enum(CONTEXT_WINDOW_MODES).default('full'),
-    /** Turns kept in view (the current one included) for the windowed modes; -1 = all (`max_context_window`). @default -1 */
+    /**
+     * Turns kept in view (the current one included) in `limited_multi_turn` and `single_turn`; -1 = all
+     * (`max_context_window`). Refused with `full`, which keeps every turn (RAGEN ignored it there silently). @default -1
+     */
     maxContextWindow: z.number().int().default(-1),
     /**
      * Most tokens of prompt + response (RAGEN `max_model_len`): the oldest whole turns are dropped from
@@ -59,5 +62,15 @@ export function agentConfig(overrides: Partial<AgentConfig> = {}): AgentConfig {
     const key = issue.path.join('.');
     throw new ConfigError(`Bad agent setting \`${key}\` = ${JSON.stringify((overrides as Record<string, unknown>)[key])}: ${issue.message}.`);
   }
-  return result.data;
+  const cfg = result.data;
+  if (cfg.maxContextWindow !== -1 && cfg.maxContextWindow < 1) {
+    throw new ConfigError(`Bad agent setting \`maxContextWindow\` = ${cfg.maxContextWindow}: give a number of turns >= 1, or -1 for all.`);
+  }
+  if (cfg.maxContextWindow !== -1 && cfg.contextWindowMode === 'full') {
+    throw new ConfigError(
+      `\`maxContextWindow\` = ${cfg.maxContextWindow} needs \`contextWindowMode\` = "limited_multi_turn" or "single_turn"; "full" always keeps every turn ` +
+        '(bound its length with `maxContextTokens`). Remove `maxContextWindow` (or set it to -1), or change the mode.',
+    );
+  }
+  return cfg;
 }

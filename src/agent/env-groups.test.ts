@@ -61,6 +61,11 @@ describe('EnvGroups', () => {
     expect(() => new EnvGroups({ tags: [{ env: 'TestCoridor', nGroups: 1 }], groupSize: 1, mode: 'val', seed: 0 })).toThrow(/Did you mean `TestCorridor`/);
     expect(() => agentConfig({ maxTurn: 3 } as never)).toThrow(/Did you mean `maxTurns`/);
     expect(() => agentConfig({ contextWindowMode: 'window' } as never)).toThrow(/contextWindowMode/);
+    // a window does nothing in full mode (RAGEN ignored it silently): refused, as are windows below 1
+    expect(() => agentConfig({ maxContextWindow: 2 })).toThrow(/`maxContextWindow` = 2 needs `contextWindowMode` = "limited_multi_turn" or "single_turn"/);
+    expect(() => agentConfig({ contextWindowMode: 'limited_multi_turn', maxContextWindow: 0 })).toThrow(/give a number of turns >= 1, or -1/);
+    expect(agentConfig({ contextWindowMode: 'single_turn', maxContextWindow: 3 }).maxContextWindow).toBe(3);
+    expect(agentConfig({ contextWindowMode: 'full', maxContextWindow: -1 }).maxContextWindow).toBe(-1);
   });
 });
 

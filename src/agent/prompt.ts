@@ -50,7 +50,7 @@ export interface TurnView {
   state: string;
   /** Actions left in the episode before this turn. */
   actionsLeft: number;
-  /** The previous turn's reward (format penalty included); shown when defined. */
+  /** The previous turn's env reward (without the format penalty, as RAGEN shows it); shown when defined. */
   previousReward?: number;
   /** The previous turn gave no valid action. */
   invalidWarning: boolean;
