@@ -16,6 +16,9 @@ describe('the oracle plays through the full text loop (prompt -> tokens -> parse
   it('the named envs are registered', () => {
     const ids = listEnvs().map((e) => e.id);
     for (const id of MUST_WIN) expect(ids).toContain(id);
+    // CoordFrozenLake's moves never slip (successRate 1, as RAGEN's frozen-lake runs set it); FrozenLake's do
+    expect(resolveEnvConfig('CoordFrozenLake')['successRate']).toBe(1);
+    expect(resolveEnvConfig('FrozenLake')['successRate']).toBe(0.8);
   });
 
   const solvable = listEnvs().filter((e) => envSpec(e.id).solve && !STOCHASTIC.includes(e.id));
@@ -24,7 +27,8 @@ describe('the oracle plays through the full text loop (prompt -> tokens -> parse
       const cfg = agentConfig({ maxNewTokens: 200, maxContextTokens: 16384 });
       const spec = envSpec(id);
       const maxTurns = Math.ceil(spec.maxActionsPerEpisode / cfg.maxActionsPerTurn);
-      const groups = new EnvGroups({ tags: [{ env: id, nGroups: 8, maxTurns }], groupSize: 1, mode: 'val', seed: 123 });
+      // the named envs on 64 seeds (every one must be won), the others on 8
+      const groups = new EnvGroups({ tags: [{ env: id, nGroups: MUST_WIN.includes(id) ? 64 : 8, maxTurns }], groupSize: 1, mode: 'val', seed: 123 });
       const batch = await rollout({ groups, policy: oraclePolicy(tiny, cfg), tokenizer: tiny, agent: cfg });
       const config = resolveEnvConfig(id);
       let fitting = 0;

@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest';
+import { LocalEngine } from '../engine/index.js';
+import { modelConfig } from '../model/index.js';
 import { loadQwenTokenizer, loadTokenizer, type Tokenizer, tinyTokenizerDir } from '../tokenizer/index.js';
 import { agentConfig, type AgentConfig } from './config.js';
 import { EnvGroups } from './env-groups.js';
 import { enginePolicy, randomPolicy } from './policies.js';
-import { episodeMessages, rollout, type RolloutBatch } from './rollout.js';
+import { episodeMessages, rollout, type EpisodeTurn, type RolloutBatch } from './rollout.js';
 import { ScriptedEngine, corridorSteps, registerTestCorridor } from './testing.js';
 import { oraclePolicy } from './policies.js';
 
@@ -30,7 +32,7 @@ async function run(tok: Tokenizer, cfg: AgentConfig, nGroups = 3, groupSize = 2)
 }
 
 /** The invariant: each turn's prompt ids + sampled ids sit verbatim in its sample, the mask covers exactly the sampled ids. */
-function checkBookkeeping(batch: RolloutBatch, perTurn: boolean, logprobOf: (id: number) => number = ScriptedEngine.fakeLogprob): void {
+function checkBookkeeping(batch: RolloutBatch, perTurn: boolean, logprobOf: (id: number, turn: EpisodeTurn, k: number) => number = ScriptedEngine.fakeLogprob): void {
   let sampled = 0;
   for (const e of batch.episodes) {
     const samples = batch.samples.filter((s) => s.episode === e.index);
@@ -45,7 +47,7 @@ function checkBookkeeping(batch: RolloutBatch, perTurn: boolean, logprobOf: (id:
       if (perTurn) expect(s.ids.length).toBe(P + t.tokens.length);
       for (let k = 0; k < t.tokens.length; k++) {
         expect(s.lossMask[P + k]).toBe(1);
-        expect(s.logprobs[P + k]).toBeCloseTo(logprobOf(t.tokens[k]!), 12);
+        expect(s.logprobs[P + k]).toBeCloseTo(logprobOf(t.tokens[k]!, t, k), 12);
         expect(s.turnIds[P + k]).toBe(t.turn);
       }
       if (!covered.has(s)) covered.set(s, new Set());
@@ -143,6 +145,30 @@ describe('rollout: exact token bookkeeping', () => {
   });
 });
 
+describe('rollout: exact token bookkeeping with a real model', () => {
+  // A random tiny model samples token sequences no tokenizer would produce from their text (byte
+  // pieces instead of merges, special tokens mid-answer): re-encoding its decoded text would change them.
+  const engine = LocalEngine.create(
+    modelConfig({ vocabSize: tiny.vocabSize, hiddenSize: 16, intermediateSize: 32, numLayers: 1, numHeads: 2, numKvHeads: 1, maxPositionEmbeddings: 2048 }),
+    { seed: 3, decode: (ids) => tiny.decode(ids) },
+  );
+
+  for (const mode of ['full', 'limited_multi_turn', 'single_turn'] as const) {
+    it(`${mode}: the samples hold the sampled ids verbatim, and a teacher-forced forward pass gives back their sampling log-probs`, async () => {
+      const cfg = agentConfig({ maxNewTokens: 12, maxTurns: 3, maxContextTokens: 1024, contextWindowMode: mode, ...(mode === 'full' ? {} : { maxContextWindow: 2 }) });
+      const groups = new EnvGroups({ tags: [{ env: 'SimpleSokoban', nGroups: 2 }, { env: 'Countdown', nGroups: 1 }], groupSize: 2, mode: 'train', seed: 10000 });
+      const batch = await rollout({ groups, policy: enginePolicy(engine, tiny, cfg, { temperature: 1, seed: 5 }), tokenizer: tiny, agent: cfg });
+      checkBookkeeping(batch, mode !== 'full', (_id, t, k) => t.logprobs[k]!);
+      const turns = batch.episodes.flatMap((e) => e.turns);
+      expect(turns.some((t) => JSON.stringify(tiny.encode(tiny.decode(t.tokens))) !== JSON.stringify(t.tokens))).toBe(true);
+      const fwd = await engine.forward(batch.samples.map((s) => s.ids), { role: 'policy' });
+      batch.samples.forEach((s, i) => {
+        for (let p = 1; p < s.ids.length; p++) if (s.lossMask[p]) expect(Math.abs(fwd.logprobs[i]![p - 1]! - s.logprobs[p]!)).toBeLessThan(1e-3);
+      });
+    });
+  }
+});
+
 describe('rollout: context length', () => {
   it('drops whole oldest turns to fit maxContextTokens, counts it, and starts a new sample', async () => {
     const cfg = agentConfig({ maxNewTokens: 40, maxTurns: 6, maxContextTokens: 330, stopAtAnswer: false });
@@ -192,6 +218,8 @@ describe('rollout: prompts, penalties and determinism', () => {
     expect(turns[3]!.actions[0]).toMatchObject({ action: 'Jump', valid: false, executed: false });
     expect(turns[3]!.userText).toContain('no valid action');
     expect(turns[4]!.userText).toContain('no valid action');
+    // the reward line shows the env reward of the previous turn, not the format penalty
+    expect(turns[3]!.userText.startsWith('Reward: 0\nTurn 4:')).toBe(true);
     expect(turns[1]!.droppedActions).toBe(1);
   });
 
