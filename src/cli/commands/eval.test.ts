@@ -38,6 +38,17 @@ describe('ragen eval', () => {
     expect(lines[8].messages.at(-1).content).toMatch(/^<think><\/think><answer>.*<\/answer>$/);
   });
 
+  test('--config Tag.key=value sets one tag: slippery FrozenLake made deterministic is won by the oracle', async () => {
+    const ok = await run('eval', '--env', 'SimpleSokoban,FrozenLake', '--policy', 'oracle', '--groups', '16', '--config', 'FrozenLake.successRate=1', '--json');
+    expect(ok.code, ok.err).toBe(0);
+    const report = JSON.parse(ok.out) as EvalReport;
+    expect(report.metrics['FrozenLake']!['success']).toBe(1);
+    expect(report.metrics['SimpleSokoban']!['success']).toBe(1);
+    expect((await run('eval', '--env', 'SimpleSokoban,FrozenLake', '--config', 'successRate=1')).err).toMatch(/Unknown config key `successRate` for environment `SimpleSokoban`/);
+    expect((await run('eval', '--env', 'SimpleSokoban', '--config', 'FrozenLake.successRate=1')).err).toMatch(/`FrozenLake` is not among the evaluated envs/);
+    expect((await run('eval', '--env', 'FrozenLake', '--config', 'FrozenLak.successRate=1')).err).toMatch(/Did you mean `FrozenLake`/);
+  });
+
   test('prints a table by default, and --policy random gives a well-formed floor', async () => {
     const r = await run('eval', '--env', 'CoordFrozenLake', '--policy', 'random', '--groups', '4', '--group-size', '2');
     expect(r.code).toBe(0);
@@ -63,6 +74,21 @@ describe('ragen eval', () => {
     // same seed -> same trajectories
     expect((await run(...args)).code).toBe(0);
     expect(readFileSync(out, 'utf8')).toBe(first);
+  });
+
+  test('--greedy decodes greedily: the members of a group (same seed) play the same episode; sampling makes them differ', async () => {
+    const dir = join(tmp, 'greedy');
+    const engine = LocalEngine.create(modelConfig({ vocabSize: 1024, hiddenSize: 16, intermediateSize: 32, numLayers: 1, numHeads: 2, numKvHeads: 1, maxPositionEmbeddings: 4096 }), { seed: 2 });
+    await engine.save(dir);
+    for (const f of ['tokenizer.json', 'tokenizer_config.json']) copyFileSync(join(tinyTokenizerDir(), f), join(dir, f));
+    const responses = async (...flags: string[]) => {
+      const out = join(tmp, `greedy${flags.join('')}.jsonl`);
+      const r = await run('eval', '--env', 'SimpleSokoban', '--model', dir, '--groups', '1', '--group-size', '3', '--max-turns', '2', '--set', 'maxNewTokens=10', '--out', out, ...flags);
+      expect(r.code, r.err).toBe(0);
+      return readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.stringify((JSON.parse(l) as { messages: unknown }).messages));
+    };
+    expect(new Set(await responses('--greedy')).size).toBe(1);
+    expect(new Set(await responses('--temperature', '1')).size).toBeGreaterThan(1);
   });
 
   test('--preset takes the validation envs and agent settings of a preset', async () => {
@@ -97,6 +123,7 @@ describe('ragen eval', () => {
     expect((await run('eval', '--env', 'Countdown', '--policy', 'gpt')).err).toMatch(/Bad --policy `gpt`/);
     expect((await run('eval', '--env', 'Countdown', '--policy', 'model')).err).toMatch(/needs --model/);
     expect((await run('eval', '--env', 'Countdown', '--set', 'maxTurn=2')).err).toMatch(/Did you mean `maxTurns`/);
+    expect((await run('eval', '--env', 'Countdown', '--set', 'maxContextWindow=2')).err).toMatch(/needs `contextWindowMode` = "limited_multi_turn"/);
     expect((await run('eval', '--env', 'game_2048', '--policy', 'oracle')).err).toMatch(/has no solver/);
     mkdirSync(join(tmp, 'empty'), { recursive: true });
     expect(() => resolveModelDir(join(tmp, 'empty'))).toThrow(/No model in/);

@@ -71,7 +71,7 @@ export function register(program: Command): void {
     .option('--max-turns <n>', "turns per episode (default: enough for the env's action cap, at most 100)", parsePositiveInt('--max-turns'))
     .option('--seed <n>', "first validation seed [123 (RAGEN's seed.val), or the config's]", parseSeed)
     .option('--set <key=value...>', 'agent settings, e.g. maxActionsPerTurn=1 enableThink=false (see docs/agent-loop.md)')
-    .option('--config <key=value...>', 'env config overrides for every tag, e.g. successRate=1')
+    .option('--config <key=value...>', 'env config overrides: key=value for every tag, Tag.key=value for one, e.g. FrozenLake.successRate=1')
     .option('--json', 'print the report as JSON')
     .option('--out <file.jsonl>', 'write the trajectories (OpenAI messages + metadata) to this JSONL file')
     .addHelpText('after', EXAMPLES)
@@ -118,7 +118,7 @@ export async function runEval(opts: EvalOptions): Promise<EvalReport> {
     throw new UsageError(`Bad --set: ${(err as Error).message}`);
   }
   const baseGroups = base ? envGroupsOptions(base, 'val') : undefined;
-  const envConfig = parseConfigPairs(opts.config);
+  const envConfig = envConfigOverrides(parseConfigPairs(opts.config));
   const seed = opts.seed ?? base?.seed.val ?? 123;
   const groupSize = opts.groupSize ?? baseGroups?.groupSize ?? 1;
   const maxTurnsOf = (env: string) => opts.maxTurns ?? (base ? cfg.maxTurns : Math.min(100, Math.ceil(envSpec(env).maxActionsPerEpisode / cfg.maxActionsPerTurn)));
@@ -126,11 +126,14 @@ export async function runEval(opts: EvalOptions): Promise<EvalReport> {
   if (opts.env) {
     const ids = opts.env.split(',').map((s) => s.trim()).filter((s) => s !== '').map(resolveEnvId);
     if (ids.length === 0) throw new UsageError('Give at least one env id to --env, e.g. --env SimpleSokoban.');
-    tags = ids.map((env) => ({ env, nGroups: opts.groups ?? 8, config: { ...(base?.env.config[env] ?? {}), ...envConfig }, maxTurns: maxTurnsOf(env) }));
+    tags = ids.map((env) => ({ env, nGroups: opts.groups ?? 8, config: { ...(base?.env.config[env] ?? {}), ...envConfig.of(env) }, maxTurns: maxTurnsOf(env) }));
   } else if (baseGroups) {
-    tags = baseGroups.tags.map((t) => ({ ...t, nGroups: opts.groups ?? t.nGroups, config: { ...t.config, ...envConfig }, maxTurns: maxTurnsOf(t.env) }));
+    tags = baseGroups.tags.map((t) => ({ ...t, nGroups: opts.groups ?? t.nGroups, config: { ...t.config, ...envConfig.of(t.env) }, maxTurns: maxTurnsOf(t.env) }));
   } else {
     throw new UsageError('Give --env <ids> (e.g. --env SimpleSokoban), or --run/--preset to use their validation envs.');
+  }
+  for (const env of envConfig.tagged) {
+    if (!tags.some((t) => t.env === env)) throw new UsageError(`--config sets \`${env}.*\`, but \`${env}\` is not among the evaluated envs (${tags.map((t) => t.env).join(', ')}).`);
   }
   const policyName = opts.policy ?? (base || opts.model ? 'model' : 'oracle');
   let modelDir: string | undefined;
@@ -162,8 +165,21 @@ export async function runEval(opts: EvalOptions): Promise<EvalReport> {
   };
 }
 
-function usage(message: string): never {
-  throw new UsageError(message);
+/** Split `--config` pairs: `key` applies to every tag, `Tag.key` (a registered env id before the dot) to that tag only. */
+function envConfigOverrides(pairs: Record<string, unknown>): { of(env: string): Record<string, unknown>; tagged: Set<string> } {
+  const all: Record<string, unknown> = {};
+  const perTag = new Map<string, Record<string, unknown>>();
+  for (const [key, value] of Object.entries(pairs)) {
+    const dot = key.indexOf('.');
+    if (dot <= 0) {
+      all[key] = value;
+      continue;
+    }
+    const env = resolveEnvId(key.slice(0, dot));
+    if (!perTag.has(env)) perTag.set(env, {});
+    perTag.get(env)![key.slice(dot + 1)] = value;
+  }
+  return { of: (env) => ({ ...all, ...perTag.get(env) }), tagged: new Set(perTag.keys()) };
 }
 
 async function makePolicy(name: PolicyName, cfg: AgentConfig, tokenizer: Tokenizer, modelDir: string | undefined, temperature: number, seed: number): Promise<Policy> {
