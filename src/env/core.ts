@@ -1,5 +1,6 @@
 // The environment contract: Gymnasium's reset/step semantics with named fields, text in and text out.
 // Follows Gymnasium's core.py (Env, terminated vs truncated) and RAGEN's info conventions.
+import { ConfigError, didYouMean } from '../util/index.js';
 
 /** A value or a promise of it: env methods may be async (an env may sit behind a network). */
 export type MaybePromise<T> = T | Promise<T>;
@@ -81,4 +82,17 @@ export function matchActionName(names: readonly string[], action: string): numbe
   const wanted = action.trim().toLowerCase();
   for (let i = 0; i < names.length; i++) if (names[i]!.toLowerCase() === wanted) return i;
   return -1;
+}
+
+/**
+ * Throws a `ConfigError` naming the nearest known key when `options` (of `reset`) holds a key the env
+ * does not read: a misspelt option (`{grd: ...}`) must not silently give the seeded episode instead.
+ */
+export function checkResetOptions(envName: string, options: Record<string, unknown> | undefined, known: readonly string[]): void {
+  if (options === undefined) return; // the common case: no allocation on the reset path
+  for (const key of Object.keys(options)) {
+    if (known.includes(key)) continue;
+    const valid = known.length > 0 ? ` Valid options: ${known.join(', ')}.` : ' It takes no reset options.';
+    throw new ConfigError(`Unknown ${envName} reset option \`${key}\`.${didYouMean(key, known)}${valid}`);
+  }
 }

@@ -18,6 +18,12 @@ export interface EnvSpec<C extends Record<string, unknown> = Record<string, unkn
   maxActionsPerEpisode: number;
   /** The optimal (or a correct) action sequence for a seed, where the problem allows a solver. */
   solve?(config: C, seed: number, mode?: 'train' | 'val'): string[] | undefined;
+  /**
+   * Whether chance can defeat the solver's actions under this config (a slippery lake: the actions are
+   * the shortest safe path, a plan, and a slip may land in a hole). Without it a failing solution is a bug.
+   * @default never
+   */
+  solverMayFail?(config: C): boolean;
 }
 
 const registry = new Map<string, EnvSpec<any>>();
@@ -61,7 +67,29 @@ export function resolveEnvConfig(id: string, overrides: Record<string, unknown> 
     const value = key ? JSON.stringify((overrides as any)[issue.path[0] as string] ?? (spec.defaults as any)?.[issue.path[0] as string]) : '';
     throw new ConfigError(`Bad config for environment \`${id}\`: \`${key}\`${value ? ` = ${value}` : ''}: ${issue.message}.`);
   }
+  // Nested objects (Sokoban's gridVocab) drop unknown keys while parsing: find any the output lacks.
+  for (const key of Object.keys(overrides)) {
+    const lost = droppedKey(overrides[key], result.data[key], [key]);
+    if (lost) {
+      const name = lost.path.join('.');
+      const where = lost.path.slice(0, -1).join('.');
+      throw new ConfigError(`Unknown config key \`${name}\` for environment \`${id}\`.${didYouMean(lost.path.at(-1)!, lost.known)} Valid keys of ${where}: ${lost.known.join(', ')}.`);
+    }
+  }
   return result.data as Record<string, unknown>;
+}
+
+const isPlainObject = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
+
+/** The first key of `input` (at any depth) that the parsed `output` does not have, with the keys it has. */
+function droppedKey(input: unknown, output: unknown, path: string[]): { path: string[]; known: string[] } | undefined {
+  if (!isPlainObject(input) || !isPlainObject(output)) return undefined;
+  for (const key of Object.keys(input)) {
+    if (!(key in output)) return { path: [...path, key], known: Object.keys(output) };
+    const deeper = droppedKey(input[key], output[key], [...path, key]);
+    if (deeper) return deeper;
+  }
+  return undefined;
 }
 
 /**

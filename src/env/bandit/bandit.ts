@@ -1,7 +1,7 @@
 // The two-armed bandit of RAGEN (section 1.3 of the inventory): arms named by a (low-risk, high-risk)
 // profession pair, one pull, a steady 0.1 against a 1.0 paid a quarter of the time.
 import { ResetNeededError, Rng } from '../../util/index.js';
-import { invalidInfo, matchActionName, type Env, type EnvInfo, type ResetOptions, type ResetResult, type StepResult } from '../core.js';
+import { checkResetOptions, invalidInfo, matchActionName, type Env, type EnvInfo, type ResetOptions, type ResetResult, type StepResult } from '../core.js';
 
 /** (low-risk, high-risk) profession pairs for the `train` split (the `Bandit` id). */
 export const TRAIN_PAIRS: readonly (readonly [string, string])[] = [
@@ -101,6 +101,7 @@ export class BanditEnv implements Env {
   }
 
   reset({ seed, options }: ResetOptions): ResetResult {
+    checkResetOptions('Bandit', options, ['drawSeed']);
     const arms = banditArms(this.config.split, seed);
     this.names = arms.names;
     this.highArm = arms.highArm;

@@ -1,7 +1,7 @@
 // The Countdown environment: reach a target number with an arithmetic expression over given numbers.
 // Follows RAGEN's ragen/env/countdown (TinyZero scoring), with generated tasks and a safe parser instead of eval.
 import { ResetNeededError, Rng } from '../../util/index.js';
-import { invalidInfo, type Env, type EnvInfo, type ResetOptions, type ResetResult, type StepResult } from '../core.js';
+import { checkResetOptions, invalidInfo, type Env, type EnvInfo, type ResetOptions, type ResetResult, type StepResult } from '../core.js';
 import { scoreAnswer } from './expression.js';
 import { generateTask, type CountdownTask } from './generator.js';
 
@@ -80,6 +80,7 @@ export class CountdownEnv implements Env {
 
   /** `options.numbers` and `options.target` pose a hand-built task instead of a generated one. */
   reset({ seed, options }: ResetOptions): ResetResult {
+    checkResetOptions('Countdown', options, ['numbers', 'target']);
     if (options?.numbers !== undefined || options?.target !== undefined) {
       const numbers = options.numbers;
       const target = options.target;

@@ -1,8 +1,8 @@
 // The FrozenLake environment: a random lake with a guaranteed safe path, Gymnasium's slip rule, text observations.
 // Follows RAGEN's FrozenLakeEnv (which wraps Gymnasium's FrozenLakeEnv); fixes its instruction text.
 import { z } from 'zod';
-import { ConfigError, ResetNeededError, Rng, didYouMean } from '../../util/index.js';
-import { invalidInfo, matchActionName, type Env, type EnvInfo, type ResetOptions, type ResetResult, type StepResult } from '../core.js';
+import { ConfigError, ResetNeededError, Rng } from '../../util/index.js';
+import { checkResetOptions, invalidInfo, matchActionName, type Env, type EnvInfo, type ResetOptions, type ResetResult, type StepResult } from '../core.js';
 import { ACTION_NAMES, GOAL, GRID_LEGEND, HOLE, generateLake, move, parseLake, renderLake, shortestPath, type LakeMap } from './lake.js';
 
 export const frozenLakeConfigSchema = z.object({
@@ -112,9 +112,7 @@ export class FrozenLakeEnv implements Env {
   }
 
   reset({ seed, options }: ResetOptions): ResetResult {
-    for (const key of Object.keys(options ?? {})) {
-      if (!RESET_OPTIONS.includes(key)) throw new ConfigError(`Unknown FrozenLake reset option \`${key}\`.${didYouMean(key, RESET_OPTIONS)} Valid options: ${RESET_OPTIONS.join(', ')}.`);
-    }
+    checkResetOptions('FrozenLake', options, RESET_OPTIONS);
     this.rng.seed(seed);
     if (options?.map !== undefined) {
       if (typeof options.map !== 'string') throw new ConfigError(`FrozenLake reset option \`map\` must be a string, got ${typeof options.map}.`);

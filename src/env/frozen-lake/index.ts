@@ -15,6 +15,7 @@ const base = {
     env.reset({ seed });
     return env.solution();
   },
+  solverMayFail: (config: FrozenLakeConfig) => config.isSlippery && config.successRate < 1,
 };
 
 registerEnv<FrozenLakeConfig>('FrozenLake', {

@@ -1,7 +1,7 @@
 // The 2048 environment: slide tiles Up/Right/Down/Left, merge equal ones, reach the target tile.
 // Follows RAGEN's ragen/env/game_2048 (rewards, spawning, render), with the invalid-move penalty kept.
 import { ResetNeededError, Rng } from '../../util/index.js';
-import { invalidInfo, matchActionName, type Env, type EnvInfo, type ResetOptions, type ResetResult, type StepResult } from '../core.js';
+import { checkResetOptions, invalidInfo, matchActionName, type Env, type EnvInfo, type ResetOptions, type ResetResult, type StepResult } from '../core.js';
 import { Board2048, DIRECTIONS, tileExponent } from './board.js';
 
 /** 2048's configuration (RAGEN's Game2048EnvConfig; keys in camelCase). */
@@ -19,10 +19,17 @@ export interface Game2048Config {
   [key: string]: unknown;
 }
 
-export const GAME_2048_INSTRUCTION =
-  'You are playing the 2048 game on a 4x4 grid. Merge equal tiles by sliding Up, Right, Down, or Left.\n' +
-  'If a move is invalid (no tiles move), a small penalty is applied. Respond with a single action.\n' +
-  'Example: <answer>Up</answer>';
+/** The task text for a board of side `size` (RAGEN's, which always said 4x4). */
+export function game2048Instruction(size = 4): string {
+  return (
+    `You are playing the 2048 game on a ${size}x${size} grid. Merge equal tiles by sliding Up, Right, Down, or Left.\n` +
+    'If a move is invalid (no tiles move), a small penalty is applied. Respond with a single action.\n' +
+    'Example: <answer>Up</answer>'
+  );
+}
+
+/** The task text of the default 4x4 board. */
+export const GAME_2048_INSTRUCTION = game2048Instruction(4);
 
 /**
  * 2048 (multi turn).
@@ -60,7 +67,7 @@ export const GAME_2048_INSTRUCTION =
  * See {@link Game2048Config}.
  */
 export class Game2048Env implements Env {
-  readonly instruction = GAME_2048_INSTRUCTION;
+  readonly instruction: string;
   readonly legend = 'Numbers are tile values; 0 is an empty cell. Row 1 is the top row.';
   readonly actionNames = DIRECTIONS;
   private readonly board: Board2048;
@@ -72,10 +79,12 @@ export class Game2048Env implements Env {
 
   constructor(readonly config: Game2048Config) {
     this.board = new Board2048(config.size);
+    this.instruction = game2048Instruction(config.size);
   }
 
   /** `options.board` (rows of tile values, 0 = empty) starts from a hand-built board instead of two spawns. */
   reset({ seed, options }: ResetOptions): ResetResult {
+    checkResetOptions('game_2048', options, ['board']);
     this.rng.seed(seed);
     this.board.cells.fill(0);
     if (options?.board !== undefined) this.load(options.board);

@@ -118,4 +118,10 @@ describe('game_2048 env', () => {
     expect(envSpec('game_2048').solve).toBeUndefined();
     expect(makeEnv('game_2048').actionNames).toEqual(['Up', 'Right', 'Down', 'Left']);
   });
+  test('the instruction states the configured board size (RAGEN always said 4x4)', () => {
+    expect(makeEnv('game_2048').instruction).toContain('on a 4x4 grid');
+    const env = makeEnv('game_2048', { size: 5 });
+    expect(env.instruction).toContain('on a 5x5 grid');
+    expect(gridOf((env.reset({ seed: 0 }) as { observation: string }).observation)).toHaveLength(5);
+  });
 });

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { registerEnv } from '../registry.js';
 import { Game2048Env, type Game2048Config } from './game-2048-env.js';
 
-export { Game2048Env, GAME_2048_INSTRUCTION, type Game2048Config } from './game-2048-env.js';
+export { Game2048Env, GAME_2048_INSTRUCTION, game2048Instruction, type Game2048Config } from './game-2048-env.js';
 export { Board2048, DIRECTIONS } from './board.js';
 
 /** 2048's config: see {@link Game2048Config} for each field's meaning. */

@@ -1,6 +1,6 @@
 // A static question-answer env over MetaMathQA-format records (inventory section 1.5), with numeric answer matching.
 import { ResetNeededError } from '../../util/index.js';
-import { invalidInfo, type Env, type EnvInfo, type ResetOptions, type ResetResult, type StepResult } from '../core.js';
+import { checkResetOptions, invalidInfo, type Env, type EnvInfo, type ResetOptions, type ResetResult, type StepResult } from '../core.js';
 import { answersMatch } from './answer.js';
 import { loadRecords, splitFile, type QARecord } from './data.js';
 
@@ -51,7 +51,8 @@ export class MetaMathQAEnv implements Env {
     splitFile(config.dataPath, 'train'); // fail at creation on a bad path, not at the first reset
   }
 
-  reset({ seed, mode = 'train' }: ResetOptions): ResetResult {
+  reset({ seed, mode = 'train', options }: ResetOptions): ResetResult {
+    checkResetOptions('MetaMathQA', options, []);
     const records = (this.splits[mode] ??= loadRecords(splitFile(this.config.dataPath, mode)));
     this.record = records[((seed % records.length) + records.length) % records.length]!;
     this.attempts = 0;

@@ -1,7 +1,7 @@
 // The 2x2 Rubik's cube environment: undo a seeded scramble with quarter turns in Singmaster notation.
 // Follows RAGEN's ragen/env/rubikscube (faces, colours, actions, reward, step limit, render).
 import { ResetNeededError, Rng } from '../../util/index.js';
-import { invalidInfo, type Env, type EnvInfo, type ResetOptions, type ResetResult, type StepResult } from '../core.js';
+import { checkResetOptions, invalidInfo, type Env, type EnvInfo, type ResetOptions, type ResetResult, type StepResult } from '../core.js';
 import { COLORS, FACE_NAMES, FACES, MOVE_NAMES, applyMove, inverseMove, isSolved, moveIndex, solvedCube } from './cube.js';
 
 /** The cube's configuration (RAGEN's RubiksCube2x2Config; keys in camelCase). */
@@ -95,6 +95,7 @@ export class RubiksCubeEnv implements Env {
 
   /** `options.scramble` (move names) sets the scramble instead of the seed's. */
   reset({ seed, options }: ResetOptions): ResetResult {
+    checkResetOptions('rubikscube', options, ['scramble']);
     let moves: number[];
     if (options?.scramble !== undefined) {
       const names = options.scramble;

@@ -1,7 +1,7 @@
 // The Sokoban environment: flat typed-array state, no allocation in the state update, cached rendering.
 // Follows RAGEN's SokobanEnv (gym-sokoban rules and rewards) and Gymnasium's env semantics.
-import { ConfigError, ResetNeededError, Rng, didYouMean } from '../../util/index.js';
-import { invalidInfo, matchActionName, type Env, type EnvInfo, type ResetOptions, type ResetResult, type StepResult } from '../core.js';
+import { ConfigError, ResetNeededError, Rng } from '../../util/index.js';
+import { checkResetOptions, invalidInfo, matchActionName, type Env, type EnvInfo, type ResetOptions, type ResetResult, type StepResult } from '../core.js';
 import { parseSokobanConfig, type SokobanConfig, type SokobanConfigInput } from './config.js';
 import { SokobanGenerator } from './generate.js';
 import { SokobanRenderer } from './render.js';
@@ -97,9 +97,7 @@ export class SokobanEnv implements Env {
   }
 
   reset({ seed, options }: ResetOptions): ResetResult {
-    for (const key of Object.keys(options ?? {})) {
-      if (!RESET_OPTIONS.includes(key)) throw new ConfigError(`Unknown Sokoban reset option \`${key}\`.${didYouMean(key, RESET_OPTIONS)} Valid options: ${RESET_OPTIONS.join(', ')}.`);
-    }
+    checkResetOptions('Sokoban', options, RESET_OPTIONS);
     let room: SokobanRoom;
     if (options?.grid !== undefined) {
       if (typeof options.grid !== 'string') throw new ConfigError(`Sokoban reset option \`grid\` must be a string, got ${typeof options.grid}.`);

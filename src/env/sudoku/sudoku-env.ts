@@ -1,7 +1,7 @@
 // The Sudoku environment: fill a seeded puzzle with a unique solution, one placement per action.
 // Follows RAGEN's ragen/env/sudoku (formats, rewards, render), adding the missing uniqueness check.
 import { ResetNeededError, Rng } from '../../util/index.js';
-import { invalidInfo, type Env, type EnvInfo, type ResetOptions, type ResetResult, type StepResult } from '../core.js';
+import { checkResetOptions, invalidInfo, type Env, type EnvInfo, type ResetOptions, type ResetResult, type StepResult } from '../core.js';
 import { formatPlacement, parsePlacement } from './actions.js';
 import { countSolutions, generatePuzzle, type Difficulty, type Puzzle } from './grid.js';
 import { SUDOKU_LEGEND, markConflicts, renderSimple, renderWithFeedback, type SudokuView } from './render.js';
@@ -118,6 +118,7 @@ export class SudokuEnv implements Env {
 
   /** `options.puzzle` (n*n digits, 0 or '.' for empty; a string for n <= 9 or a number array) poses a hand-built puzzle. */
   reset({ seed, options }: ResetOptions): ResetResult {
+    checkResetOptions('Sudoku', options, ['puzzle']);
     const n = this.n;
     this.puzzle = options?.puzzle !== undefined ? this.handBuilt(options.puzzle) : sudokuPuzzle(this.config, seed);
     this.board = Uint8Array.from(this.puzzle.puzzle);
