@@ -4,20 +4,9 @@ import { makeEnv } from '../env/index.js';
 import { playInteractive, type PlayRecord } from './commands/play.js';
 import type { SolveRecord } from './commands/solve.js';
 import { addBenchSubcommand, type BenchEnvsReport } from './commands/bench.js';
-import { main } from './main.js';
+import { runCli } from './testing.js';
 
-/** Runs `ragen <argv>` in-process and returns the exit code with what went to stdout and stderr. */
-async function run(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  vi.spyOn(console, 'log').mockImplementation((...a: unknown[]) => void out.push(a.join(' ')));
-  vi.spyOn(console, 'error').mockImplementation((...a: unknown[]) => void err.push(a.join(' ')));
-  vi.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => (out.push(String(s)), true));
-  vi.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => (err.push(String(s)), true));
-  const code = await main(argv);
-  vi.restoreAllMocks();
-  return { code, out: out.join('\n'), err: err.join('\n') };
-}
+const run = runCli;
 
 afterEach(() => vi.restoreAllMocks());
 

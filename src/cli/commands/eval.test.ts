@@ -6,18 +6,10 @@ import { LocalEngine } from '../../engine/index.js';
 import { modelConfig } from '../../model/index.js';
 import { tinyTokenizerDir } from '../../tokenizer/index.js';
 import { loadConfig, saveConfig } from '../../train/index.js';
-import { main } from '../main.js';
 import { resolveModelDir, type EvalReport } from './eval.js';
+import { runCli } from '../testing.js';
 
-async function run(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  vi.spyOn(console, 'log').mockImplementation((...a: unknown[]) => void out.push(a.join(' ')));
-  vi.spyOn(console, 'error').mockImplementation((...a: unknown[]) => void err.push(a.join(' ')));
-  const code = await main(argv);
-  vi.restoreAllMocks();
-  return { code, out: out.join('\n'), err: err.join('\n') };
-}
+const run = runCli;
 
 afterEach(() => vi.restoreAllMocks());
 const tmp = mkdtempSync(join(tmpdir(), 'ragen-eval-'));

@@ -1,18 +1,9 @@
 import { afterEach, describe, expect, test, vi } from 'vitest';
 import { envSpec, makeEnv, registerEnv, resolveEnvConfig, type StepResult } from '../../env/index.js';
-import { main } from '../main.js';
 import type { SolveRecord } from './solve.js';
+import { runCli } from '../testing.js';
 
-/** Runs `ragen <argv>` in-process; returns the exit code and what went to stdout and stderr. */
-async function run(...argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  vi.spyOn(console, 'log').mockImplementation((...a: unknown[]) => void out.push(a.join(' ')));
-  vi.spyOn(console, 'error').mockImplementation((...a: unknown[]) => void err.push(a.join(' ')));
-  const code = await main(argv);
-  vi.restoreAllMocks();
-  return { code, out: out.join('\n'), err: err.join('\n') };
-}
+const run = runCli;
 
 afterEach(() => vi.restoreAllMocks());
 

@@ -1,10 +1,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readMetricsFile } from '../../metrics/index.js';
 import { writeMicroModel } from '../../train/testing.js';
-import { main } from '../main.js';
+import { runCli } from '../testing.js';
 
 let root: string;
 beforeAll(async () => {
@@ -13,20 +13,7 @@ beforeAll(async () => {
 });
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-async function run(argv: string[]): Promise<{ code: number; out: string; err: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const log = vi.spyOn(console, 'log').mockImplementation((...a: unknown[]) => void out.push(a.join(' ')));
-  const error = vi.spyOn(console, 'error').mockImplementation((...a: unknown[]) => void err.push(a.join(' ')));
-  const write = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
-  try {
-    return { code: await main(argv), out: out.join('\n'), err: err.join('\n') };
-  } finally {
-    log.mockRestore();
-    error.mockRestore();
-    write.mockRestore();
-  }
-}
+const run = (argv: string[]) => runCli(...argv);
 
 const micro = (runDir: string) => [
   `model.path=${join(root, 'model')}`,
@@ -66,12 +53,8 @@ describe('ragen train', () => {
   });
 
   it('prints the resolved config', async () => {
-    const write = vi.spyOn(process.stdout, 'write').mockImplementation(() => true);
-    try {
-      expect((await run(['train', '--print-config', '--config', 'bandit-ppo', 'trainer.steps=7'])).code).toBe(0);
-      expect(String(write.mock.calls.map((c) => c[0]).join(''))).toMatch(/steps: 7/);
-    } finally {
-      write.mockRestore();
-    }
+    const r = await run(['train', '--print-config', '--config', 'bandit-ppo', 'trainer.steps=7']);
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/steps: 7/);
   });
 });
