@@ -21,7 +21,7 @@ export interface LearningRunSpec {
 export const DEFAULT_RUNS: LearningRunSpec[] = [
   { name: 'sokoban-ppo', presets: ['sokoban-ppo'] },
   { name: 'frozenlake-ppo', presets: ['frozenlake-ppo'] },
-  { name: 'sokoban-grpo', presets: ['sokoban-grpo'] },
+  { name: 'sokoban-grpo', presets: ['sokoban-grpo'] }, // GRPO with the top-p 0.9 filter (the preset's)
   { name: 'bandit-ppo', presets: ['bandit-ppo'] },
   { name: 'sokoban-ppo+top-p-0.9', presets: ['sokoban-ppo', 'filter/top-p-0.9'] },
 ];
