@@ -131,7 +131,8 @@ the reason and the nearest valid key. Things only the run can check (the model d
 
 Presets (\`configs/\`): one per environment (\`sokoban-ppo\` is the default, \`frozenlake-ppo\`, \`bandit-ppo\`, \`countdown-ppo\`,
 \`metamathqa-ppo\`, \`sudoku-ppo\`, \`2048-ppo\`, \`rubikscube-ppo\`), sized for tiny models on a CPU through \`base.yaml\`, plus
-\`sokoban-grpo\` (GRPO with the top-p 0.9 filter; \`frozenlake-ppo\` adds a k3 KL loss, β 0.05: docs/benchmarks.md says why);
+\`sokoban-grpo\` (\`sokoban-ppo\` filters with top-p 0.9 and \`sokoban-grpo\` inherits it; \`frozenlake-ppo\` adds a k3 KL loss, β 0.05:
+docs/benchmarks.md says why);
 algorithm switches \`algo/{ppo,grpo,drgrpo,rloo,reinforce-pp,bilevel-gae}\` and filter switches
 \`filter/{none,top-p-0.9,top-p-0.9-linear,top-k-0.25}\` to stack on them: \`--config frozenlake-ppo --config algo/grpo\`.
 

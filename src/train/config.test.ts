@@ -170,8 +170,8 @@ describe('presets', () => {
     const c = loadConfig({ config: 'sokoban-grpo' });
     expect(c.algo.advEstimator).toBe('grpo');
     expect(c.trainer.actorLr).toBe(1e-4); // from base.yaml via sokoban-ppo.yaml
-    expect(c.algo.filter).toMatchObject({ strategy: 'top_p', value: 0.9 }); // from filter/top-p-0.9.yaml
-    expect(readConfigLayers(presetPath('sokoban-grpo')).map((l) => l.source.replace(/^.*configs\//, ''))).toEqual(['base.yaml', 'sokoban-ppo.yaml', 'algo/grpo.yaml', 'filter/top-p-0.9.yaml', 'sokoban-grpo.yaml']);
+    expect(c.algo.filter).toMatchObject({ strategy: 'top_p', value: 0.9 }); // from filter/top-p-0.9.yaml via sokoban-ppo.yaml
+    expect(readConfigLayers(presetPath('sokoban-grpo')).map((l) => l.source.replace(/^.*configs\//, ''))).toEqual(['base.yaml', 'filter/top-p-0.9.yaml', 'sokoban-ppo.yaml', 'algo/grpo.yaml', 'sokoban-grpo.yaml']);
   });
 
   it('suggest the nearest preset for a typo', () => {

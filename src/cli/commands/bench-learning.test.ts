@@ -15,7 +15,7 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 describe('ragen bench learning', () => {
   it('resolves run names: the defaults by name, anything else as presets joined by +', () => {
-    expect(learningRuns(undefined).map((r) => r.name)).toContain('sokoban-ppo+top-p-0.9');
+    expect(learningRuns(undefined).map((r) => r.name)).toContain('sokoban-ppo+no-filter');
     expect(learningRuns('bandit-ppo,sokoban-ppo+filter/top-k-0.25')).toEqual([
       { name: 'bandit-ppo', presets: ['bandit-ppo'] },
       { name: 'sokoban-ppo+filter/top-k-0.25', presets: ['sokoban-ppo', 'filter/top-k-0.25'] },
