@@ -17,10 +17,18 @@ export function decodePack(w: usize, out: usize, N: i32, K: i32): void {
   }
 }
 
+/** Lane i (0-3) of v (extract_lane needs a constant index). */
+// @ts-ignore: decorator
+@inline function lane(v: v128, i: i32): f32 {
+  if (i == 0) return f32x4.extract_lane(v, 0);
+  if (i == 1) return f32x4.extract_lane(v, 1);
+  if (i == 2) return f32x4.extract_lane(v, 2);
+  return f32x4.extract_lane(v, 3);
+}
+
 /** C (M, N) (+)= A (M, K) W^T (+ bias), W packed by decodePack. */
 function gemmPacked(M: i32, N: i32, K: i32, a: usize, pw: usize, bias: usize, acc: i32, c: usize): void {
   const np = (N + NR - 1) / NR;
-  const tail = memory.data(NR * 4 * 4);
   for (let p = 0; p < np; p++) {
     const panel = pw + <usize>(p * K * NR) * 4;
     const n0 = p * NR, nc = min(NR, N - n0);
@@ -45,14 +53,13 @@ function gemmPacked(M: i32, N: i32, K: i32, a: usize, pw: usize, bias: usize, ac
         x = v128.load32_splat(a3 + ko);
         s30 = madd(x, b0, s30); s31 = madd(x, b1, s31);
       }
-      v128.store(tail, s00); v128.store(tail, s01, 16);
-      v128.store(tail, s10, 32); v128.store(tail, s11, 48);
-      v128.store(tail, s20, 64); v128.store(tail, s21, 80);
-      v128.store(tail, s30, 96); v128.store(tail, s31, 112);
+      // lanes read straight from the registers: a static spill buffer would be shared by the two threads' instances
       for (let r = 0; r < rows; r++) {
         const row = c + <usize>((i + r) * N + n0) * 4;
+        const lo = r == 0 ? s00 : r == 1 ? s10 : r == 2 ? s20 : s30;
+        const hi = r == 0 ? s01 : r == 1 ? s11 : r == 2 ? s21 : s31;
         for (let cc = 0; cc < nc; cc++) {
-          let v = load<f32>(tail + <usize>(r * NR + cc) * 4);
+          let v = lane(cc < 4 ? lo : hi, cc & 3);
           if (bias) v += load<f32>(bias + <usize>(n0 + cc) * 4);
           const o = row + (<usize>cc << 2);
           store<f32>(o, acc ? load<f32>(o) + v : v);

@@ -40,7 +40,7 @@ export interface GenerateOptions extends SamplingParams {
   /**
    * Decode with the fused one-call-per-layer kernels (src/model/decode-fast.ts; needs fused weights) when the backend
    * has them. The wasm ones (rows split over the backend's two threads) measured no faster than the op-by-op path
-   * (`scripts/decode-ab.ts`: 3,221 vs 3,187 tok/s, docs/benchmarks.md), so they are opt-in.
+   * (`scripts/decode-ab.ts`: 3,158 vs 3,015 tok/s, docs/benchmarks.md), so they are opt-in.
    * @default true on the native backend, false elsewhere
    */
   fastDecode?: boolean;
