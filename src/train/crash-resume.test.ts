@@ -5,8 +5,8 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readMetricsFile, type MetricRecord } from '../metrics/index.js';
-import { microConfig, writeMicroModel } from './testing.js';
+import { readMetricsFile } from '../metrics/index.js';
+import { deterministic, microConfig, writeMicroModel } from './testing.js';
 import { train } from './trainer.js';
 
 let root: string;
@@ -18,9 +18,6 @@ beforeAll(async () => {
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 const OVERRIDES = ['trainer.steps=6', 'trainer.checkpointEvery=1', 'trainer.keepCheckpoints=2', 'trainer.valEvery=3'];
-
-/** Metric lines without wall-clock keys. */
-const deterministic = (rs: MetricRecord[]) => rs.map((r) => Object.fromEntries(Object.entries(r).filter(([k]) => k !== 'time' && !k.startsWith('timing_s/') && !k.startsWith('perf/'))));
 
 /** Start the run in a child process; SIGKILL it as soon as `checkpoints/step-<killAfter>` exists (the next step is under way). */
 async function trainAndKill(runDir: string, killAfter: number): Promise<{ signal: NodeJS.Signals | null }> {

@@ -5,6 +5,7 @@ import { modelConfig, saveModel, Transformer } from '../model/index.js';
 import { loadTokenizer, tinyTokenizerDir } from '../tokenizer/index.js';
 import { loadConfig } from './config.js';
 import type { RagenConfig } from './config-schema.js';
+import type { MetricRecord } from '../metrics/index.js';
 
 /** Shape of the micro model. */
 export interface MicroModelOptions {
@@ -54,4 +55,9 @@ export function microConfig(modelDir: string, runDir: string, overrides: readonl
       ...overrides,
     ],
   });
+}
+
+/** Metric lines without wall-clock keys (time, timing_s/*, perf/*), which legitimately differ between runs. */
+export function deterministic(records: MetricRecord[]): Record<string, number>[] {
+  return records.map((r) => Object.fromEntries(Object.entries(r).filter(([k]) => k !== 'time' && !k.startsWith('timing_s/') && !k.startsWith('perf/'))));
 }

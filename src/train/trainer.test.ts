@@ -3,11 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import '../env/builtins.js';
-import { readMetricsFile, type MetricRecord } from '../metrics/index.js';
+import { readMetricsFile } from '../metrics/index.js';
 import { CheckpointError, ConfigError } from '../util/index.js';
 import { loadConfig } from './config.js';
 import { openModels } from './engine-setup.js';
-import { microConfig, writeMicroModel } from './testing.js';
+import { deterministic, microConfig, writeMicroModel } from './testing.js';
 import { train } from './trainer.js';
 
 let root: string;
@@ -20,11 +20,6 @@ beforeAll(async () => {
   model = await writeMicroModel(join(root, 'model'));
 });
 afterAll(() => rmSync(root, { recursive: true, force: true }));
-
-/** Metric lines without wall-clock keys (time, timing_s/*, perf/*), which legitimately differ between runs. */
-function deterministic(records: MetricRecord[]): Record<string, number>[] {
-  return records.map((r) => Object.fromEntries(Object.entries(r).filter(([k]) => k !== 'time' && !k.startsWith('timing_s/') && !k.startsWith('perf/'))));
-}
 
 async function weights(dir: string): Promise<Float32Array[]> {
   const { engine } = await openModels(microConfig(model, join(root, 'unused')), dir);
