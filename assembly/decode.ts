@@ -1,6 +1,6 @@
 // Fused decode-step kernels (the WASM twin of native/decode.inc, one thread): a whole decoder layer for B
 // sequences at one new token each, on weights packed once per generate call into panels of 8 output columns.
-import { exp4, hsum, madd } from './simd';
+import { exp4, hmax, hsum, madd } from './simd';
 
 const NR: i32 = 8;
 
@@ -26,46 +26,95 @@ export function decodePack(w: usize, out: usize, N: i32, K: i32): void {
   return f32x4.extract_lane(v, 3);
 }
 
-/** C (M, N) (+)= A (M, K) W^T (+ bias), W packed by decodePack. */
-function gemmPacked(M: i32, N: i32, K: i32, a: usize, pw: usize, bias: usize, acc: i32, c: usize): void {
+/** Row r (< rows) of an accumulator pair: C[r, 0:nc] (+)= lo|hi (+ bias); lanes read from the registers. */
+// @ts-ignore: decorator
+@inline function storeRow(row: usize, lo: v128, hi: v128, nc: i32, bias: usize, acc: i32): void {
+  if (nc == NR) {
+    if (bias) {
+      lo = f32x4.add(lo, v128.load(bias));
+      hi = f32x4.add(hi, v128.load(bias, 16));
+    }
+    if (acc) {
+      lo = f32x4.add(lo, v128.load(row));
+      hi = f32x4.add(hi, v128.load(row, 16));
+    }
+    v128.store(row, lo);
+    v128.store(row, hi, 16);
+    return;
+  }
+  for (let cc = 0; cc < nc; cc++) {
+    let v = lane(cc < 4 ? lo : hi, cc & 3);
+    if (bias) v += load<f32>(bias + (<usize>cc << 2));
+    const o = row + (<usize>cc << 2);
+    store<f32>(o, acc ? load<f32>(o) + v : v);
+  }
+}
+
+/** Rows [i, i + rows) of C over one panel, from a block of 4 packed rows (rows <= 4): 8 FMA chains. */
+// @ts-ignore: decorator
+@inline function micro4(K: i32, pa: usize, panel: usize, c: usize, N: i32, rows: i32, nc: i32, bias: usize, acc: i32): void {
+  let s00 = f32x4.splat(0), s01 = s00, s10 = s00, s11 = s00, s20 = s00, s21 = s00, s30 = s00, s31 = s00;
+  let ap = pa, bp = panel;
+  for (let k = 0; k < K; k++) {
+    const b0 = v128.load(bp), b1 = v128.load(bp, 16);
+    let x = v128.load32_splat(ap);
+    s00 = madd(x, b0, s00); s01 = madd(x, b1, s01);
+    x = v128.load32_splat(ap, 4);
+    s10 = madd(x, b0, s10); s11 = madd(x, b1, s11);
+    x = v128.load32_splat(ap, 8);
+    s20 = madd(x, b0, s20); s21 = madd(x, b1, s21);
+    x = v128.load32_splat(ap, 12);
+    s30 = madd(x, b0, s30); s31 = madd(x, b1, s31);
+    ap += 16;
+    bp += 32;
+  }
+  const rs = <usize>N << 2;
+  storeRow(c, s00, s01, nc, bias, acc);
+  if (rows > 1) storeRow(c + rs, s10, s11, nc, bias, acc);
+  if (rows > 2) storeRow(c + 2 * rs, s20, s21, nc, bias, acc);
+  if (rows > 3) storeRow(c + 3 * rs, s30, s31, nc, bias, acc);
+}
+
+/**
+ * C (M, N) (+)= A (M, K) W^T (+ bias), W packed by decodePack. A is first copied into blocks of 4 rows, k-major and
+ * zero-padded, at `pa` (room for (M + 3) x K floats), so the micro-kernel's broadcasts read one contiguous stream.
+ * (More than 8 accumulators make V8 spill: a 6 x 8 tile measured at half the GFLOP/s of this 4 x 8 one.)
+ */
+function gemmPacked(M: i32, N: i32, K: i32, a: usize, pw: usize, bias: usize, acc: i32, c: usize, pa: usize): void {
+  const rowBytes = <usize>K << 2;
+  for (let i = 0; i < M; i += 4) {
+    const rows = min(4, M - i);
+    const d = pa + <usize>(i * K) * 4;
+    const a0 = a + <usize>i * rowBytes;
+    // missing rows of the last block read row 0 of it: their outputs are never stored
+    const a1 = rows > 1 ? a0 + rowBytes : a0, a2 = rows > 2 ? a0 + 2 * rowBytes : a0, a3 = rows > 3 ? a0 + 3 * rowBytes : a0;
+    let k = 0;
+    for (; k + 4 <= K; k += 4) {
+      const o = <usize>k << 2;
+      const r0 = v128.load(a0 + o), r1 = v128.load(a1 + o), r2 = v128.load(a2 + o), r3 = v128.load(a3 + o);
+      const t0 = v128.shuffle<f32>(r0, r1, 0, 4, 1, 5), t1 = v128.shuffle<f32>(r0, r1, 2, 6, 3, 7);
+      const t2 = v128.shuffle<f32>(r2, r3, 0, 4, 1, 5), t3 = v128.shuffle<f32>(r2, r3, 2, 6, 3, 7);
+      const dk = d + (o << 2);
+      v128.store(dk, v128.shuffle<f32>(t0, t2, 0, 1, 4, 5));
+      v128.store(dk, v128.shuffle<f32>(t0, t2, 2, 3, 6, 7), 16);
+      v128.store(dk, v128.shuffle<f32>(t1, t3, 0, 1, 4, 5), 32);
+      v128.store(dk, v128.shuffle<f32>(t1, t3, 2, 3, 6, 7), 48);
+    }
+    for (; k < K; k++) {
+      const o = <usize>k << 2, dk = d + (o << 2);
+      store<f32>(dk, load<f32>(a0 + o));
+      store<f32>(dk, load<f32>(a1 + o), 4);
+      store<f32>(dk, load<f32>(a2 + o), 8);
+      store<f32>(dk, load<f32>(a3 + o), 12);
+    }
+  }
   const np = (N + NR - 1) / NR;
   for (let p = 0; p < np; p++) {
     const panel = pw + <usize>(p * K * NR) * 4;
     const n0 = p * NR, nc = min(NR, N - n0);
-    let i = 0;
-    for (; i < M; i += 4) {
-      const rows = min(4, M - i);
-      const a0 = a + <usize>(i * K) * 4;
-      const a1 = rows > 1 ? a0 + <usize>K * 4 : a0;
-      const a2 = rows > 2 ? a0 + <usize>(2 * K) * 4 : a0;
-      const a3 = rows > 3 ? a0 + <usize>(3 * K) * 4 : a0;
-      let s00 = f32x4.splat(0), s01 = s00, s10 = s00, s11 = s00, s20 = s00, s21 = s00, s30 = s00, s31 = s00;
-      for (let k = 0; k < K; k++) {
-        const bp = panel + <usize>(k * NR) * 4;
-        const b0 = v128.load(bp), b1 = v128.load(bp, 16);
-        const ko = <usize>k << 2;
-        let x = v128.load32_splat(a0 + ko);
-        s00 = madd(x, b0, s00); s01 = madd(x, b1, s01);
-        x = v128.load32_splat(a1 + ko);
-        s10 = madd(x, b0, s10); s11 = madd(x, b1, s11);
-        x = v128.load32_splat(a2 + ko);
-        s20 = madd(x, b0, s20); s21 = madd(x, b1, s21);
-        x = v128.load32_splat(a3 + ko);
-        s30 = madd(x, b0, s30); s31 = madd(x, b1, s31);
-      }
-      // lanes read straight from the registers: a static spill buffer would be shared by the two threads' instances
-      for (let r = 0; r < rows; r++) {
-        const row = c + <usize>((i + r) * N + n0) * 4;
-        const lo = r == 0 ? s00 : r == 1 ? s10 : r == 2 ? s20 : s30;
-        const hi = r == 0 ? s01 : r == 1 ? s11 : r == 2 ? s21 : s31;
-        for (let cc = 0; cc < nc; cc++) {
-          let v = lane(cc < 4 ? lo : hi, cc & 3);
-          if (bias) v += load<f32>(bias + <usize>(n0 + cc) * 4);
-          const o = row + (<usize>cc << 2);
-          store<f32>(o, acc ? load<f32>(o) + v : v);
-        }
-      }
-    }
+    const bp = bias ? bias + (<usize>n0 << 2) : 0;
+    for (let i = 0; i < M; i += 4)
+      micro4(K, pa + <usize>(i * K) * 4, panel, c + <usize>(i * N + n0) * 4, N, min(4, M - i), nc, bp, acc);
   }
 }
 
@@ -82,7 +131,13 @@ function rmsnormRows(x: usize, w: usize, y: usize, rows: i32, C: i32, eps: f32):
   for (let r = 0; r < rows; r++) {
     const xr = x + <usize>(r * C) * 4, yr = y + <usize>(r * C) * 4;
     const rs: f32 = 1 / Mathf.sqrt(dot(xr, xr, C) / <f32>C + eps);
-    for (let i = 0; i < C; i++) store<f32>(yr + (<usize>i << 2), load<f32>(xr + (<usize>i << 2)) * rs * load<f32>(w + (<usize>i << 2)));
+    const rv = f32x4.splat(rs);
+    let i = 0;
+    for (; i + 4 <= C; i += 4) {
+      const o = <usize>i << 2;
+      v128.store(yr + o, f32x4.mul(f32x4.mul(v128.load(xr + o), rv), v128.load(w + o)));
+    }
+    for (; i < C; i++) store<f32>(yr + (<usize>i << 2), load<f32>(xr + (<usize>i << 2)) * rs * load<f32>(w + (<usize>i << 2)));
   }
 }
 
@@ -92,14 +147,23 @@ function rmsnormRows(x: usize, w: usize, y: usize, rows: i32, C: i32, eps: f32):
   return f32x4.extract_lane(exp4(f32x4.splat(x)), 0);
 }
 
-/** p[s] = scale q.K[s] for s < S (-inf where valid[s] == 0); four keys at a time (independent chains). */
+/** Lane j of the result = the sum of the lanes of aj. */
+// @ts-ignore: decorator
+@inline function transposeAdd(a0: v128, a1: v128, a2: v128, a3: v128): v128 {
+  const t0 = f32x4.add(v128.shuffle<f32>(a0, a1, 0, 4, 1, 5), v128.shuffle<f32>(a0, a1, 2, 6, 3, 7));
+  const t1 = f32x4.add(v128.shuffle<f32>(a2, a3, 0, 4, 1, 5), v128.shuffle<f32>(a2, a3, 2, 6, 3, 7));
+  return f32x4.add(v128.shuffle<f32>(t0, t1, 0, 1, 4, 5), v128.shuffle<f32>(t0, t1, 2, 3, 6, 7));
+}
+
+/** p[s] = scale q.K[s] for s < S (-inf where valid[s] == 0); eight keys at a time (8 FMA chains). */
 function scores(q: usize, K: usize, S: i32, D: i32, scale: f32, valid: usize, p: usize): void {
   let s = 0;
   if ((D & 3) == 0) {
     const row = <usize>D * 4;
-    for (; s + 4 <= S; s += 4) {
-      const k0 = K + <usize>(s * D) * 4;
-      let a0 = f32x4.splat(0), a1 = a0, a2 = a0, a3 = a0;
+    const sv = f32x4.splat(scale);
+    for (; s + 8 <= S; s += 8) {
+      const k0 = K + <usize>(s * D) * 4, k4 = k0 + 4 * row;
+      let a0 = f32x4.splat(0), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
       for (let i = 0; i < D; i += 4) {
         const off = <usize>i << 2;
         const qv = v128.load(q + off);
@@ -107,12 +171,13 @@ function scores(q: usize, K: usize, S: i32, D: i32, scale: f32, valid: usize, p:
         a1 = madd(qv, v128.load(k0 + row + off), a1);
         a2 = madd(qv, v128.load(k0 + 2 * row + off), a2);
         a3 = madd(qv, v128.load(k0 + 3 * row + off), a3);
+        a4 = madd(qv, v128.load(k4 + off), a4);
+        a5 = madd(qv, v128.load(k4 + row + off), a5);
+        a6 = madd(qv, v128.load(k4 + 2 * row + off), a6);
+        a7 = madd(qv, v128.load(k4 + 3 * row + off), a7);
       }
-      // transpose-add: lane j of the result = sum of a_j
-      const t0 = f32x4.add(v128.shuffle<f32>(a0, a1, 0, 4, 1, 5), v128.shuffle<f32>(a0, a1, 2, 6, 3, 7)); // a0 a1 interleaved pairs
-      const t1 = f32x4.add(v128.shuffle<f32>(a2, a3, 0, 4, 1, 5), v128.shuffle<f32>(a2, a3, 2, 6, 3, 7));
-      const r = f32x4.add(v128.shuffle<f32>(t0, t1, 0, 1, 4, 5), v128.shuffle<f32>(t0, t1, 2, 3, 6, 7));
-      v128.store(p + (<usize>s << 2), f32x4.mul(r, f32x4.splat(scale)));
+      v128.store(p + (<usize>s << 2), f32x4.mul(transposeAdd(a0, a1, a2, a3), sv));
+      v128.store(p + (<usize>s << 2), f32x4.mul(transposeAdd(a4, a5, a6, a7), sv), 16);
     }
   }
   for (; s < S; s++) store<f32>(p + (<usize>s << 2), dot(q, K + <usize>(s * D) * 4, D) * scale);
@@ -121,10 +186,119 @@ function scores(q: usize, K: usize, S: i32, D: i32, scale: f32, valid: usize, p:
       if (load<i32>(valid + (<usize>s << 2)) == 0) store<f32>(p + (<usize>s << 2), -Infinity);
 }
 
+/** o (D) = sum over s < S of p[s] V[s] (V rows of D floats); 32 columns at a time (8 FMA chains). */
+function weightedSum(p: usize, V: usize, S: i32, D: i32, o: usize): void {
+  let i = 0;
+  for (; i + 32 <= D; i += 32) {
+    let o0 = f32x4.splat(0), o1 = o0, o2 = o0, o3 = o0, o4 = o0, o5 = o0, o6 = o0, o7 = o0;
+    let vr = V + (<usize>i << 2);
+    const step = <usize>D << 2;
+    for (let s = 0; s < S; s++) {
+      const pv = v128.load32_splat(p + (<usize>s << 2));
+      o0 = madd(pv, v128.load(vr), o0);
+      o1 = madd(pv, v128.load(vr, 16), o1);
+      o2 = madd(pv, v128.load(vr, 32), o2);
+      o3 = madd(pv, v128.load(vr, 48), o3);
+      o4 = madd(pv, v128.load(vr, 64), o4);
+      o5 = madd(pv, v128.load(vr, 80), o5);
+      o6 = madd(pv, v128.load(vr, 96), o6);
+      o7 = madd(pv, v128.load(vr, 112), o7);
+      vr += step;
+    }
+    const oi = o + (<usize>i << 2);
+    v128.store(oi, o0); v128.store(oi, o1, 16); v128.store(oi, o2, 32); v128.store(oi, o3, 48);
+    v128.store(oi, o4, 64); v128.store(oi, o5, 80); v128.store(oi, o6, 96); v128.store(oi, o7, 112);
+  }
+  for (; i + 4 <= D; i += 4) {
+    let acc = f32x4.splat(0);
+    for (let s = 0; s < S; s++) acc = madd(v128.load32_splat(p + (<usize>s << 2)), v128.load(V + <usize>(s * D + i) * 4), acc);
+    v128.store(o + (<usize>i << 2), acc);
+  }
+  for (; i < D; i++) {
+    let acc: f32 = 0;
+    for (let s = 0; s < S; s++) acc += load<f32>(p + (<usize>s << 2)) * load<f32>(V + <usize>(s * D + i) * 4);
+    store<f32>(o + (<usize>i << 2), acc);
+  }
+}
+
+/**
+ * scores() for two queries of one KV head at once: p0[s], p1[s] = scale q0.K[s], q1.K[s], four keys at a time
+ * (8 FMA chains; each K load serves both queries).
+ */
+function scores2(q0: usize, q1: usize, K: usize, S: i32, D: i32, scale: f32, valid: usize, p0: usize, p1: usize): void {
+  let s = 0;
+  if ((D & 3) == 0) {
+    const row = <usize>D * 4;
+    const sv = f32x4.splat(scale);
+    for (; s + 4 <= S; s += 4) {
+      const k0 = K + <usize>(s * D) * 4;
+      let a0 = f32x4.splat(0), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+      for (let i = 0; i < D; i += 4) {
+        const off = <usize>i << 2;
+        const x = v128.load(q0 + off), y = v128.load(q1 + off);
+        let kv = v128.load(k0 + off);
+        a0 = madd(x, kv, a0); b0 = madd(y, kv, b0);
+        kv = v128.load(k0 + row + off);
+        a1 = madd(x, kv, a1); b1 = madd(y, kv, b1);
+        kv = v128.load(k0 + 2 * row + off);
+        a2 = madd(x, kv, a2); b2 = madd(y, kv, b2);
+        kv = v128.load(k0 + 3 * row + off);
+        a3 = madd(x, kv, a3); b3 = madd(y, kv, b3);
+      }
+      v128.store(p0 + (<usize>s << 2), f32x4.mul(transposeAdd(a0, a1, a2, a3), sv));
+      v128.store(p1 + (<usize>s << 2), f32x4.mul(transposeAdd(b0, b1, b2, b3), sv));
+    }
+  }
+  for (; s < S; s++) {
+    const ks = K + <usize>(s * D) * 4;
+    store<f32>(p0 + (<usize>s << 2), dot(q0, ks, D) * scale);
+    store<f32>(p1 + (<usize>s << 2), dot(q1, ks, D) * scale);
+  }
+  if (valid)
+    for (s = 0; s < S; s++)
+      if (load<i32>(valid + (<usize>s << 2)) == 0) {
+        store<f32>(p0 + (<usize>s << 2), -Infinity);
+        store<f32>(p1 + (<usize>s << 2), -Infinity);
+      }
+}
+
+/** weightedSum() for two weight rows over the same V: 16 columns at a time (8 FMA chains; each V load serves both). */
+function weightedSum2(p0: usize, p1: usize, V: usize, S: i32, D: i32, o0: usize, o1: usize): void {
+  if ((D & 15) != 0) {
+    weightedSum(p0, V, S, D, o0);
+    weightedSum(p1, V, S, D, o1);
+    return;
+  }
+  const step = <usize>D << 2;
+  for (let i = 0; i < D; i += 16) {
+    let a0 = f32x4.splat(0), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+    let vr = V + (<usize>i << 2);
+    for (let s = 0; s < S; s++) {
+      const so = <usize>s << 2;
+      const x = v128.load32_splat(p0 + so), y = v128.load32_splat(p1 + so);
+      const v0 = v128.load(vr), v1 = v128.load(vr, 16), v2 = v128.load(vr, 32), v3 = v128.load(vr, 48);
+      a0 = madd(x, v0, a0); a1 = madd(x, v1, a1); a2 = madd(x, v2, a2); a3 = madd(x, v3, a3);
+      b0 = madd(y, v0, b0); b1 = madd(y, v1, b1); b2 = madd(y, v2, b2); b3 = madd(y, v3, b3);
+      vr += step;
+    }
+    const oa = o0 + (<usize>i << 2), ob = o1 + (<usize>i << 2);
+    v128.store(oa, a0); v128.store(oa, a1, 16); v128.store(oa, a2, 32); v128.store(oa, a3, 48);
+    v128.store(ob, b0); v128.store(ob, b1, 16); v128.store(ob, b2, 32); v128.store(ob, b3, 48);
+  }
+}
+
 /** RoPE of one head vector x (D) in place; tab = cos (D/2) | sin (D/2) of its position. */
 function ropeRow(x: usize, tab: usize, D: i32): void {
   const half = D >> 1;
-  for (let i = 0; i < half; i++) {
+  const hb = <usize>half << 2;
+  let i = 0;
+  for (; i + 4 <= half; i += 4) {
+    const o = <usize>i << 2;
+    const a = v128.load(x + o), b = v128.load(x + hb + o), c = v128.load(tab + o), s = v128.load(tab + hb + o);
+    v128.store(x + o, f32x4.sub(f32x4.mul(a, c), f32x4.mul(b, s)));
+    v128.store(x + hb + o, f32x4.add(f32x4.mul(b, c), f32x4.mul(a, s)));
+  }
+  for (; i < half; i++) {
     const o1 = x + (<usize>i << 2), o2 = x + (<usize>(half + i) << 2);
     const a = load<f32>(o1), b = load<f32>(o2);
     const c = load<f32>(tab + (<usize>i << 2)), s = load<f32>(tab + (<usize>(half + i) << 2));
@@ -161,7 +335,8 @@ function softmaxRow(p: usize, S: i32): void {
 
 /**
  * One decoder layer: h (B, C) += attn(rmsnorm(h)); h += mlp(rmsnorm(h)). scratch holds x (B, C), qkv (B, W),
- * y (B, H D), gu (B, 2F), act (B, F), scores (H, start + 1). Same arguments as the native decodeLayer.
+ * y (B, H D), gu (B, 2F), act (B, F), scores (H, cap), then the GEMMs' packed input ((B + 3) x max(C, H D, F)).
+ * Same arguments as the native decodeLayer.
  */
 export function decodeLayer(h: usize, scratch: usize, inNorm: usize, qkvP: usize, qkvBias: usize, oP: usize, oBias: usize, postNorm: usize,
   guP: usize, downP: usize, kc: usize, vc: usize, tab: usize, qn: usize, kn: usize, valid: usize,
@@ -173,8 +348,9 @@ export function decodeLayer(h: usize, scratch: usize, inNorm: usize, qkvP: usize
   const gu = y + <usize>(B * HD) * 4;
   const act = gu + <usize>(B * 2 * F) * 4;
   const sc = act + <usize>(B * F) * 4;
+  const pa = (sc + <usize>(H * cap) * 4 + 15) & ~15; // packed GEMM input: (B + 3) x max(C, H D, F)
   rmsnormRows(h, inNorm, x, B, C, eps);
-  gemmPacked(B, W, C, x, qkvP, qkvBias, 0, qkv);
+  gemmPacked(B, W, C, x, qkvP, qkvBias, 0, qkv, pa);
   for (let b = 0; b < B; b++) {
     const row = qkv + <usize>(b * W) * 4;
     const t = tab + <usize>(b * D) * 4;
@@ -189,37 +365,28 @@ export function decodeLayer(h: usize, scratch: usize, inNorm: usize, qkvP: usize
       const V = vc + <usize>((b * Kh + kv) * cap * D) * 4;
       memory.copy(K + <usize>(start * D) * 4, row + <usize>((H + kv) * D) * 4, <usize>D * 4);
       memory.copy(V + <usize>(start * D) * 4, row + <usize>((H + Kh + kv) * D) * 4, <usize>D * 4);
-      for (let g = 0; g < grp; g++) {
-        const q = row + <usize>((kv * grp + g) * D) * 4;
-        const p = sc + <usize>(g * S) * 4;
-        scores(q, K, S, D, scale, vb, p);
+      // the group's queries two at a time (one pass over K and V serves both), then a last odd one
+      let g = 0;
+      for (; g + 2 <= grp; g += 2) {
+        const q = row + <usize>((kv * grp + g) * D) * 4, p = sc + <usize>(g * S) * 4;
+        const qD = <usize>D << 2, pS = <usize>S << 2;
+        scores2(q, q + qD, K, S, D, scale, vb, p, p + pS);
         softmaxRow(p, S);
+        softmaxRow(p + pS, S);
         const o = y + <usize>(b * HD + (kv * grp + g) * D) * 4;
-        let i = 0;
-        for (; i + 16 <= D; i += 16) {
-          let o0 = f32x4.splat(0), o1 = o0, o2 = o0, o3 = o0;
-          for (let s = 0; s < S; s++) {
-            const pv = v128.load32_splat(p + (<usize>s << 2));
-            const vr = V + <usize>(s * D + i) * 4;
-            o0 = madd(pv, v128.load(vr), o0);
-            o1 = madd(pv, v128.load(vr, 16), o1);
-            o2 = madd(pv, v128.load(vr, 32), o2);
-            o3 = madd(pv, v128.load(vr, 48), o3);
-          }
-          const oi = o + (<usize>i << 2);
-          v128.store(oi, o0); v128.store(oi, o1, 16); v128.store(oi, o2, 32); v128.store(oi, o3, 48);
-        }
-        for (; i < D; i++) {
-          let acc: f32 = 0;
-          for (let s = 0; s < S; s++) acc += load<f32>(p + (<usize>s << 2)) * load<f32>(V + <usize>(s * D + i) * 4);
-          store<f32>(o + (<usize>i << 2), acc);
-        }
+        weightedSum2(p, p + pS, V, S, D, o, o + qD);
+      }
+      if (g < grp) {
+        const p = sc + <usize>(g * S) * 4;
+        scores(row + <usize>((kv * grp + g) * D) * 4, K, S, D, scale, vb, p);
+        softmaxRow(p, S);
+        weightedSum(p, V, S, D, y + <usize>(b * HD + (kv * grp + g) * D) * 4);
       }
     }
   }
-  gemmPacked(B, C, HD, y, oP, oBias, 1, h);
+  gemmPacked(B, C, HD, y, oP, oBias, 1, h, pa);
   rmsnormRows(h, postNorm, x, B, C, eps);
-  gemmPacked(B, 2 * F, C, x, guP, 0, 0, gu);
+  gemmPacked(B, 2 * F, C, x, guP, 0, 0, gu, pa);
   for (let b = 0; b < B; b++) {
     const g = gu + <usize>(b * 2 * F) * 4, u = g + <usize>F * 4, o = act + <usize>(b * F) * 4;
     let i = 0;
@@ -233,35 +400,53 @@ export function decodeLayer(h: usize, scratch: usize, inNorm: usize, qkvP: usize
       store<f32>(o + (<usize>i << 2), gv / (1 + exp1(-gv)) * load<f32>(u + (<usize>i << 2)));
     }
   }
-  gemmPacked(B, C, F, act, downP, 0, 1, h);
+  gemmPacked(B, C, F, act, downP, 0, 1, h, pa);
+}
+
+/** Largest of x[0, n). */
+function rowMax(x: usize, n: i32): f32 {
+  let m = f32x4.splat(-Infinity);
+  let i = 0;
+  for (; i + 4 <= n; i += 4) m = f32x4.max(m, v128.load(x + (<usize>i << 2)));
+  let r = hmax(m);
+  for (; i < n; i++) r = max(r, load<f32>(x + (<usize>i << 2)));
+  return r;
+}
+
+/** Sum of exp(t (z[i] - mx)) over i < n, each term also written to out[i] when out is not 0. */
+function expSum(z: usize, n: i32, mx: f32, t: f32, out: usize): f32 {
+  const mv = f32x4.splat(mx), tv = f32x4.splat(t);
+  let acc = f32x4.splat(0);
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const o = <usize>i << 2;
+    const e = exp4(f32x4.mul(tv, f32x4.sub(v128.load(z + o), mv)));
+    if (out) v128.store(out + o, e);
+    acc = f32x4.add(acc, e);
+  }
+  let s = hsum(acc);
+  for (; i < n; i++) {
+    const e = exp1(t * (load<f32>(z + (<usize>i << 2)) - mx));
+    if (out) store<f32>(out + (<usize>i << 2), e);
+    s += e;
+  }
+  return s;
 }
 
 /** logits (B, V) = rmsnorm(h) head^T; lse (B) = log-sum-exp of each row; probs = softmax(logits * invTemp) unless invTemp is 0. */
 export function decodeHead(h: usize, scratch: usize, norm: usize, headP: usize, logits: usize, B: i32, C: i32, V: i32, eps: f32, probs: usize, lse: usize, invTemp: f32): void {
   rmsnormRows(h, norm, scratch, B, C, eps);
-  gemmPacked(B, V, C, scratch, headP, 0, 0, logits);
+  gemmPacked(B, V, C, scratch, headP, 0, 0, logits, (scratch + <usize>(B * C) * 4 + 15) & ~15);
   for (let b = 0; b < B; b++) {
     const z = logits + <usize>(b * V) * 4, pr = probs + <usize>(b * V) * 4;
-    let mx: f32 = -Infinity;
-    for (let i = 0; i < V; i++) mx = max(mx, load<f32>(z + (<usize>i << 2)));
-    let s1: f32 = 0;
-    for (let i = 0; i < V; i++) {
-      const e = exp1(load<f32>(z + (<usize>i << 2)) - mx);
-      if (invTemp == 1) store<f32>(pr + (<usize>i << 2), e);
-      s1 += e;
-    }
+    const mx = rowMax(z, V);
+    const s1 = expSum(z, V, mx, 1, invTemp == 1 ? pr : 0);
     store<f32>(lse + (<usize>b << 2), mx + Mathf.log(s1));
     if (invTemp == 0) continue;
-    let st = s1;
-    if (invTemp != 1) {
-      st = 0;
-      for (let i = 0; i < V; i++) {
-        const e = exp1(invTemp * (load<f32>(z + (<usize>i << 2)) - mx));
-        store<f32>(pr + (<usize>i << 2), e);
-        st += e;
-      }
-    }
-    const inv: f32 = 1 / st;
-    for (let i = 0; i < V; i++) store<f32>(pr + (<usize>i << 2), load<f32>(pr + (<usize>i << 2)) * inv);
+    const st = invTemp == 1 ? s1 : expSum(z, V, mx, invTemp, pr);
+    const inv = f32x4.splat(1 / st);
+    let i = 0;
+    for (; i + 4 <= V; i += 4) v128.store(pr + (<usize>i << 2), f32x4.mul(v128.load(pr + (<usize>i << 2)), inv));
+    for (; i < V; i++) store<f32>(pr + (<usize>i << 2), load<f32>(pr + (<usize>i << 2)) * (1 / st));
   }
 }

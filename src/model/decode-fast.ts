@@ -127,7 +127,8 @@ export class FastDecoder {
     });
     this.head = pack(model.lmHead, V, C);
     this.h = alloc(maxBatch * C);
-    const scratchFloats = maxBatch * (C + (H + 2 * K) * D + H * D + 3 * F) + H * capacity; // + attention scores (wasm)
+    // wasm: x, qkv, y, gate|up, act, attention scores, then the GEMMs' packed input (+ 4 floats of alignment)
+    const scratchFloats = maxBatch * (C + (H + 2 * K) * D + H * D + 3 * F) + H * capacity + (maxBatch + 3) * Math.max(C, H * D, F) + 4;
     this.scratch = alloc(scratchFloats);
     this.workerScratch = this.pool ? alloc(scratchFloats) : null;
     this.tab = alloc(maxBatch * D);

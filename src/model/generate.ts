@@ -39,9 +39,8 @@ export interface GenerateOptions extends SamplingParams {
   fuseWeights?: boolean;
   /**
    * Decode with the fused one-call-per-layer kernels (src/model/decode-fast.ts; needs fused weights) when the backend
-   * has them. The wasm ones (rows split over the backend's two threads) measured no faster than the op-by-op path
-   * (`scripts/decode-ab.ts`: 3,158 vs 3,015 tok/s, docs/benchmarks.md), so they are opt-in.
-   * @default true on the native backend, false elsewhere
+   * has them (native and wasm; `scripts/decode-ab.ts` compares the two paths). false: the op-by-op path.
+   * @default true
    */
   fastDecode?: boolean;
 }
@@ -82,7 +81,7 @@ export function generate(model: Transformer, prompts: readonly (readonly number[
   let fast: FastDecoder | undefined;
   let logits: Tensor | null = null; // the next distributions when the op-by-op path computed them
   try {
-    if (fused && (opts.fastDecode ?? model.backend.name === 'native') && hasFastDecode(model.backend)) fast = new FastDecoder(model, fused, n, capacity);
+    if (fused && (opts.fastDecode ?? true) && hasFastDecode(model.backend)) fast = new FastDecoder(model, fused, n, capacity);
     const prefillOpts = { fused, maxTokens: opts.maxPrefillTokens ?? 4096, maxScoreFloats: opts.maxScoreFloats ?? 2 ** 24 };
     logits = prefill(model, prompts, rows, cache, prefillOpts);
     for (let step = 0; step < opts.maxNewTokens; step++) {
