@@ -3,3 +3,4 @@ export { gemm, gemmBatched, gemmNT, gemmNTBatched, gemmScratchBytes } from './ge
 export { binary, reduceBroadcast, unary, unaryBackward, affine, axpy, copyBlock, permute4, sumAxis, expandAxis, fill, swiglu, swigluBackward, adamw, sumSquares, allFinite } from './elementwise';
 export { rmsNorm, rmsNormBackward, rope, softmax, softmaxBackward, logprobTarget, logprobTargetBackward, entropy, entropyBackward, embedding, embeddingBackward, attention, attentionBackward, attentionScratchBytes } from './nn';
 export { decodePack, decodeLayer, decodeHead } from './decode';
+export { fmaProbe } from './probe';

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { modelConfig } from '../model/index.js';
-import { BENCH_MODEL, runEngineBench } from './bench.js';
+import { backendAvailable } from '../tensor/index.js';
+import { BENCH_MODEL, decodeWeightFlops, runEngineBench } from './bench.js';
 
 describe('engine benchmark workload', () => {
   it('is the issue\'s reference model (about 5M parameters)', () => {
@@ -14,5 +15,21 @@ describe('engine benchmark workload', () => {
     expect(r.decodeTokPerS).toBeGreaterThan(0);
     expect(r.peakRssMb).toBeGreaterThan(10);
     expect(Math.abs(r.loss - Math.log(64))).toBeLessThan(0.5); // near-uniform predictions at init
+  });
+
+  it('counts the decode workload\'s weight FLOPs: every prompt token through the layers, the head on the last, then newTokens - 1 steps', () => {
+    // per layer: q|k|v 4 x (2 + 2) x 2 = 32, o 2 x 2 x 4 = 16, MLP 3 x 4 x 6 = 72 -> 120; head 4 x 10 = 40
+    const c = modelConfig({ vocabSize: 10, hiddenSize: 4, intermediateSize: 6, numLayers: 1, numHeads: 2, numKvHeads: 1 });
+    const w = { batch: 1, seq: 1, steps: 1, decodeBatch: 2, prompt: 3, newTokens: 2 };
+    expect(decodeWeightFlops(c, w)).toBe(2 * (2 * (3 * 120 + 40) + 2 * 1 * (120 + 40)));
+  });
+
+  it.skipIf(!backendAvailable('wasm'))('reports the f32x4 multiply-add peak beside the wasm decode rate, and not for js', async () => {
+    const tiny = modelConfig({ vocabSize: 64, hiddenSize: 16, intermediateSize: 24, numLayers: 1, numHeads: 2, numKvHeads: 1 });
+    const w = { batch: 1, seq: 4, steps: 1, decodeBatch: 2, prompt: 3, newTokens: 2 };
+    const wasm = await runEngineBench('wasm', w, tiny);
+    expect(wasm.simd!.gflopsPerThread).toBeGreaterThan(1); // 4 lanes x 2 flops at >= 125 MHz
+    expect(wasm.simd!.threads).toBeGreaterThanOrEqual(1);
+    expect((await runEngineBench('js', w, tiny)).simd).toBeUndefined();
   });
 });

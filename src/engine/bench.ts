@@ -1,7 +1,7 @@
 // The engine benchmark's workload (issue 3 "Speed"): one reference model, a training step (forward +
 // backward + AdamW on B8 x T128) and batched KV-cached decode (64 sequences, 64-token prompts, 128 new tokens).
 import { modelConfig, type ModelConfig } from '../model/index.js';
-import type { BackendName } from '../tensor/index.js';
+import { simdPeak, type BackendName } from '../tensor/index.js';
 import { Rng } from '../util/index.js';
 import { LocalEngine } from './local.js';
 import type { ForwardResult, OutputGradients } from './types.js';
@@ -33,6 +33,21 @@ export interface EngineBenchResult {
   peakRssMb: number;
   /** Final training loss (a sanity check: finite, near log V at init). */
   loss: number;
+  /** wasm only: one thread's f32x4 multiply-add rate, GFLOP/s (`simdPeak`), and the threads the kernels use. */
+  simd?: { gflopsPerThread: number; threads: number } | undefined;
+}
+
+/**
+ * FLOPs of the decode workload's products with the weights: the prefill (every prompt token through every layer, the
+ * LM head on the last) and the newTokens - 1 decode steps (layers + LM head). Attention and elementwise work are left
+ * out, so this is a lower bound on the work and `flops / rate` a lower bound on the time.
+ */
+export function decodeWeightFlops(c: ModelConfig, w: BenchWorkload): number {
+  const { hiddenSize: C, numHeads: H, numKvHeads: K, headDim: D, intermediateSize: F, vocabSize: V } = c;
+  const layers = c.numLayers * (C * (H + 2 * K) * D + H * D * C + 3 * C * F);
+  const prefill = w.decodeBatch * (w.prompt * layers + C * V);
+  const steps = w.decodeBatch * (w.newTokens - 1) * (layers + C * V);
+  return 2 * (prefill + steps);
 }
 
 function median(xs: number[]): number {
@@ -68,5 +83,6 @@ export async function runEngineBench(backend: BackendName, w: BenchWorkload = DE
   const dt = (performance.now() - t0) / 1000;
   const tokens = gens.reduce((a, g) => a + g.tokens.length, 0);
   engine.dispose();
-  return { trainStepMs: median(times), decodeTokPerS: tokens / dt, peakRssMb: process.resourceUsage().maxRSS / 1024, loss };
+  const simd = backend === 'wasm' ? simdPeak() : null;
+  return { trainStepMs: median(times), decodeTokPerS: tokens / dt, peakRssMb: process.resourceUsage().maxRSS / 1024, loss, ...(simd ? { simd } : {}) };
 }

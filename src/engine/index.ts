@@ -6,5 +6,5 @@ export type {
 export { LocalEngine, TokenStats } from './local.js';
 export type { LocalEngineOptions, LocalPretrainedOptions } from './local.js';
 export { findTorchPython, pythonCandidates, TORCH_MISSING } from './python.js';
-export { runEngineBench, BENCH_MODEL, DEFAULT_WORKLOAD } from './bench.js';
+export { runEngineBench, decodeWeightFlops, BENCH_MODEL, DEFAULT_WORKLOAD } from './bench.js';
 export type { EngineBenchResult, BenchWorkload } from './bench.js';

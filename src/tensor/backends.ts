@@ -84,6 +84,16 @@ export function memoryStats(): { liveTensors: number; arenaInUse: number | null;
   return { liveTensors: liveCounter(), arenaInUse: arena?.inUse ?? null, arenaReserved: arena?.reservedBytes ?? null };
 }
 
+/**
+ * The current backend's 128-bit (f32x4) multiply-add rate of one thread, GFLOP/s, measured now, and its kernel threads:
+ * the ceiling of the wasm kernels on this machine. null for the js backends.
+ */
+export function simdPeak(): { gflopsPerThread: number; threads: number } | null {
+  const be = current as { fmaPeakGflops?: () => number; threads?: number } | null;
+  if (typeof be?.fmaPeakGflops !== 'function') return null;
+  return { gflopsPerThread: be.fmaPeakGflops(), threads: be.threads ?? 1 };
+}
+
 let liveCounter: () => number = () => 0;
 /** @internal tensor.ts reports its live count here (avoids an import cycle). */
 export function setLiveCounter(fn: () => number): void {

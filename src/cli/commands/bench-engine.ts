@@ -5,7 +5,7 @@ import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join } from 'node:path';
 import { Option, type Command } from 'commander';
-import { BENCH_MODEL, DEFAULT_WORKLOAD, findTorchPython, runEngineBench, TORCH_MISSING, type EngineBenchResult } from '../../engine/index.js';
+import { BENCH_MODEL, DEFAULT_WORKLOAD, decodeWeightFlops, findTorchPython, runEngineBench, TORCH_MISSING, type EngineBenchResult } from '../../engine/index.js';
 import { configToHF } from '../../model/index.js';
 import { backendAvailable, type BackendName } from '../../tensor/index.js';
 import { RagenError, UsageError } from '../../util/index.js';
@@ -17,6 +17,11 @@ export interface EngineBenchRow {
   trainStepMs: { ours: number; torch: number | null; ratio: number | null };
   decodeTokPerS: { ours: number; torch: number | null; ratio: number | null };
   peakRssMb: { ours: number; torch: number | null };
+  /**
+   * wasm only: the decode rate if the workload's products with the weights (`decodeWeightFlops`) ran at the measured
+   * f32x4 multiply-add peak on every kernel thread and nothing else took time: no 128-bit kernel can beat it.
+   */
+  decodeCeiling?: { simdGflopsPerThread: number; threads: number; tokPerS: number; ratio: number | null };
 }
 
 const BACKENDS: BackendName[] = ['native', 'wasm', 'js'];
@@ -51,6 +56,7 @@ function best(runs: EngineBenchResult[]): EngineBenchResult {
     decodeTokPerS: Math.max(...runs.map((r) => r.decodeTokPerS)),
     peakRssMb: Math.max(...runs.map((r) => r.peakRssMb)),
     loss: runs[0]!.loss,
+    simd: runs.map((r) => r.simd).reduce((a, b) => (b && (!a || b.gflopsPerThread > a.gflopsPerThread) ? b : a), undefined),
   };
 }
 
@@ -100,6 +106,12 @@ async function benchEngine(opts: BenchOptions): Promise<void> {
     });
     const r = rows[rows.length - 1]!;
     log(`${backend.padEnd(7)} ${fmt(ours)}${r.trainStepMs.ratio === null ? '' : ` | ${r.trainStepMs.ratio.toFixed(2)}x torch's step time, ${r.decodeTokPerS.ratio!.toFixed(2)}x torch's decode rate`}`);
+    if (ours.simd) {
+      const flops = decodeWeightFlops(BENCH_MODEL, workload);
+      const tokPerS = (workload.decodeBatch * workload.newTokens) / (flops / (ours.simd.gflopsPerThread * 1e9 * ours.simd.threads));
+      r.decodeCeiling = { simdGflopsPerThread: ours.simd.gflopsPerThread, threads: ours.simd.threads, tokPerS, ratio: ratio(tokPerS, torch?.decodeTokPerS) };
+      log(`        decode ceiling: ${(flops / 1e9).toFixed(0)} GFLOP of weight products at the f32x4 FMA peak (${ours.simd.gflopsPerThread.toFixed(1)} GFLOP/s x ${ours.simd.threads} threads) = ${tokPerS.toFixed(0)} tok/s${r.decodeCeiling.ratio === null ? '' : ` (${r.decodeCeiling.ratio.toFixed(2)}x torch's)`}; measured ${((100 * ours.decodeTokPerS) / tokPerS).toFixed(0)}% of it`);
+    }
   }
   log(`load average after: ${os.loadavg()[0]!.toFixed(2)}`);
   if (opts.json) console.log(JSON.stringify(rows, null, 2));
