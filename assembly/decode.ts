@@ -334,14 +334,16 @@ function softmaxRow(p: usize, S: i32): void {
 }
 
 /**
- * One decoder layer: h (B, C) += attn(rmsnorm(h)); h += mlp(rmsnorm(h)). scratch holds x (B, C), qkv (B, W),
+ * One decoder layer: h (B, C) += attn(rmsnorm(h)); h += mlp(rmsnorm(h)), for B rows that are T consecutive tokens of
+ * B / T sequences (decode: T = 1; prefill: a prompt per T rows), the first at cache slot `start`; the cache holds the
+ * sequences' rows (B / T, Kh, cap, D) and `valid` their key masks (B / T, cap). scratch holds x (B, C), qkv (B, W),
  * y (B, H D), gu (B, 2F), act (B, F), scores (H, cap), then the GEMMs' packed input ((B + 3) x max(C, H D, F)).
- * Same arguments as the native decodeLayer.
+ * The arguments of the native decodeLayer, plus T (which that one takes as 1).
  */
 export function decodeLayer(h: usize, scratch: usize, inNorm: usize, qkvP: usize, qkvBias: usize, oP: usize, oBias: usize, postNorm: usize,
   guP: usize, downP: usize, kc: usize, vc: usize, tab: usize, qn: usize, kn: usize, valid: usize,
-  B: i32, C: i32, H: i32, Kh: i32, D: i32, F: i32, cap: i32, start: i32, eps: f32, scale: f32): void {
-  const W = (H + 2 * Kh) * D, HD = H * D, grp = H / Kh, S = start + 1;
+  B: i32, C: i32, H: i32, Kh: i32, D: i32, F: i32, cap: i32, start: i32, eps: f32, scale: f32, T: i32): void {
+  const W = (H + 2 * Kh) * D, HD = H * D, grp = H / Kh;
   const x = scratch;
   const qkv = x + <usize>(B * C) * 4;
   const y = qkv + <usize>(B * W) * 4;
@@ -351,7 +353,10 @@ export function decodeLayer(h: usize, scratch: usize, inNorm: usize, qkvP: usize
   const pa = (sc + <usize>(H * cap) * 4 + 15) & ~15; // packed GEMM input: (B + 3) x max(C, H D, F)
   rmsnormRows(h, inNorm, x, B, C, eps);
   gemmPacked(B, W, C, x, qkvP, qkvBias, 0, qkv, pa);
+  // rows in order: row b is token b % T of sequence b / T, at cache slot start + b % T, attending slots [0, slot]
+  // (a sequence's earlier tokens are written before its later ones read them)
   for (let b = 0; b < B; b++) {
+    const sq = b / T, slot = start + b % T, S = slot + 1;
     const row = qkv + <usize>(b * W) * 4;
     const t = tab + <usize>(b * D) * 4;
     for (let hh = 0; hh < H + Kh; hh++) {
@@ -359,12 +364,12 @@ export function decodeLayer(h: usize, scratch: usize, inNorm: usize, qkvP: usize
       if (qn) rmsnormRows(xv, hh < H ? qn : kn, xv, 1, D, eps);
       ropeRow(xv, t, D);
     }
-    const vb = valid ? valid + <usize>(b * cap) * 4 : 0;
+    const vb = valid ? valid + <usize>(sq * cap) * 4 : 0;
     for (let kv = 0; kv < Kh; kv++) {
-      const K = kc + <usize>((b * Kh + kv) * cap * D) * 4;
-      const V = vc + <usize>((b * Kh + kv) * cap * D) * 4;
-      memory.copy(K + <usize>(start * D) * 4, row + <usize>((H + kv) * D) * 4, <usize>D * 4);
-      memory.copy(V + <usize>(start * D) * 4, row + <usize>((H + Kh + kv) * D) * 4, <usize>D * 4);
+      const K = kc + <usize>((sq * Kh + kv) * cap * D) * 4;
+      const V = vc + <usize>((sq * Kh + kv) * cap * D) * 4;
+      memory.copy(K + <usize>(slot * D) * 4, row + <usize>((H + kv) * D) * 4, <usize>D * 4);
+      memory.copy(V + <usize>(slot * D) * 4, row + <usize>((H + Kh + kv) * D) * 4, <usize>D * 4);
       // the group's queries two at a time (one pass over K and V serves both), then a last odd one
       let g = 0;
       for (; g + 2 <= grp; g += 2) {

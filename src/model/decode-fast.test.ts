@@ -1,9 +1,9 @@
 // The fused decode step (native and wasm kernels) against the op-by-op reference path (and teacher forcing): odd sizes,
 // left padding, GQA and plain MHA, q/k/v and o biases, q/k norm, LoRA merged, stops that compact the batch.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { backendAvailable, getBackend, liveTensors, noGrad, setBackend } from '../tensor/index.js';
 import { modelConfig, type ModelConfig } from './config.js';
-import { hasFastDecode } from './decode-fast.js';
+import { FastDecoder, hasFastDecode } from './decode-fast.js';
 import { packSequences, tokenForward, unpack } from './forward.js';
 import { generate, type GenerateOptions } from './generate.js';
 import { LoraAdapters } from './lora.js';
@@ -66,5 +66,30 @@ describe.skipIf(backends.length === 0).each(backends)('fused decode step [%s]', 
     const ref = generate(m, prompts, { ...opts, fastDecode: false });
     expect(fast.map((g) => g.tokens)).toEqual(ref.map((g) => g.tokens));
     fast.forEach((g, i) => g.logprobs.forEach((lp, j) => expect(Math.abs(lp - ref[i]!.logprobs[j]!)).toBeLessThan(1e-4)));
+  });
+});
+
+describe.skipIf(!backendAvailable('wasm'))('fused prefill [wasm]', () => {
+  beforeAll(() => void setBackend('wasm'));
+  afterAll(() => void setBackend('js'));
+
+  it('runs whole prompts through the fused layers (chunks of sequences, split over the threads) with the op-by-op results; a prompt over 256 tokens falls back', () => {
+    const m = Transformer.init(cases[2]![1], 3, 0.3);
+    const spy = vi.spyOn(FastDecoder.prototype, 'prefill');
+    try {
+      // 13 prompts of 1-60 tokens: with a cache of 64 slots a chunk holds 128 rows, so the longest go two by two
+      const mixed = Array.from({ length: 13 }, (_, i) => Array.from({ length: 1 + ((i * 23) % 60) }, (_, t) => (i * 5 + t * 7) % 40));
+      for (const [batch, fusedPrefill] of [[mixed, true], [[...mixed.slice(0, 3), Array.from({ length: 300 }, (_, t) => t % 40)], false]] as const) {
+        spy.mockClear();
+        const opts: GenerateOptions = { maxNewTokens: 4, temperature: 1, seed: 2, fastDecode: true };
+        const fast = generate(m, batch, opts);
+        expect(spy.mock.calls.length).toBe(fusedPrefill ? 1 : 0);
+        const ref = generate(m, batch, { ...opts, fastDecode: false });
+        expect(fast.map((g) => g.tokens)).toEqual(ref.map((g) => g.tokens));
+        fast.forEach((g, i) => g.logprobs.forEach((lp, j) => expect(Math.abs(lp - ref[i]!.logprobs[j]!)).toBeLessThan(1e-4)));
+      }
+    } finally {
+      spy.mockRestore();
+    }
   });
 });

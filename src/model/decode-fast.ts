@@ -33,15 +33,18 @@ const complete = (k: Partial<DecodeKernels> | undefined): k is DecodeKernels =>
  * The native addon's decode kernels (which split rows over two threads themselves), else the wasm module's with
  * the backend's worker (rows split here), else none (js backend, or kernels built before them).
  */
-function kernelsOf(backend: Backend): { k: DecodeKernels; setMemory?: (view: Float32Array) => void; pool?: ArenaBackend['pool'] } | null {
+function kernelsOf(backend: Backend): { k: DecodeKernels; setMemory?: (view: Float32Array) => void; pool?: ArenaBackend['pool']; prefill: boolean } | null {
   const be = backend as unknown as ArenaBackend;
-  if (backend.name === 'native' && complete(be.addon)) return { k: be.addon, setMemory: (v) => be.addon!.setMemory(v) };
-  if ((backend.name === 'native' || backend.name === 'wasm') && complete(be.k)) return { k: be.k, pool: be.pool };
+  if (backend.name === 'native' && complete(be.addon)) return { k: be.addon, setMemory: (v) => be.addon!.setMemory(v), prefill: false };
+  // the wasm decodeLayer also takes whole prompts (T tokens a sequence): `prefill`
+  if ((backend.name === 'native' || backend.name === 'wasm') && complete(be.k)) return { k: be.k, pool: be.pool, prefill: true };
   return null;
 }
 
 /** Multiply-adds of a layer below which one thread does all rows (the hand-off would cost more; as the addon). */
 const SPLIT_FLOPS = 2 ** 21;
+/** Most rows (prompt tokens) one kernel call of a fused prefill takes per thread; longer prompts use the op-by-op prefill. */
+const PREFILL_ROWS = 256;
 
 /** Whether `backend` has the fused decode kernels (the native addon or the wasm module, rebuilt with them). */
 export function hasFastDecode(backend: Backend): boolean {
@@ -83,6 +86,10 @@ export class FastDecoder {
   private readonly arena: ArenaBackend['arena'];
   private readonly k: DecodeKernels;
   private readonly setMemory: ((view: Float32Array) => void) | undefined;
+  /** The kernels take whole prompts (see `prefill`). */
+  private readonly prefills: boolean;
+  /** Rows of h, tab and each thread's scratch: the batch, or a prefill chunk. */
+  private readonly rowCap: number;
   private memBytes = -1;
   private validFor: Int32Array | undefined | null = null;
 
@@ -95,6 +102,8 @@ export class FastDecoder {
     this.k = kernels.k;
     this.setMemory = kernels.setMemory;
     this.pool = kernels.pool;
+    this.prefills = kernels.prefill;
+    this.rowCap = this.prefills ? Math.max(maxBatch, Math.min(capacity, PREFILL_ROWS) * (this.pool ? 2 : 1)) : maxBatch;
     this.arena = (be as unknown as ArenaBackend).arena;
     const { hiddenSize: C, numHeads: H, numKvHeads: K, headDim: D, intermediateSize: F, vocabSize: V } = c;
     const alloc = (n: number): Tensor => {
@@ -126,12 +135,13 @@ export class FastDecoder {
       };
     });
     this.head = pack(model.lmHead, V, C);
-    this.h = alloc(maxBatch * C);
+    const R = this.rowCap;
+    this.h = alloc(R * C);
     // wasm: x, qkv, y, gate|up, act, attention scores, then the GEMMs' packed input (+ 4 floats of alignment)
-    const scratchFloats = maxBatch * (C + (H + 2 * K) * D + H * D + 3 * F) + H * capacity + (maxBatch + 3) * Math.max(C, H * D, F) + 4;
+    const scratchFloats = R * (C + (H + 2 * K) * D + H * D + 3 * F) + H * capacity + (R + 3) * Math.max(C, H * D, F) + 4;
     this.scratch = alloc(scratchFloats);
     this.workerScratch = this.pool ? alloc(scratchFloats) : null;
-    this.tab = alloc(maxBatch * D);
+    this.tab = alloc(R * D);
     this.valid = alloc(maxBatch * capacity);
     this.logits = alloc(maxBatch * V);
     this.probs = alloc(maxBatch * V);
@@ -162,51 +172,114 @@ export class FastDecoder {
    * cache.length) and compute the next-token distributions (at `temperature`; 0 = greedy): read them with `sample`.
    */
   step(ids: ArrayLike<number>, B: number, cache: KVCache, positions: Int32Array, keyValid: Int32Array | undefined, temperature: number): void {
-    const c = this.model.config;
-    const { hiddenSize: C, numHeads: H, numKvHeads: K, headDim: D, intermediateSize: F, vocabSize: V } = c;
     if (B > this.maxBatch || cache.capacity !== this.capacity || cache.length >= cache.capacity) {
       throw new RangeError(`FastDecoder.step: batch ${B} / cache ${cache.length} of ${cache.capacity} outside ${this.maxBatch} x ${this.capacity}`);
     }
     this.sync();
-    const f32 = this.arena.f32;
-    const emb = ptr(this.model.weights.get('model.embed_tokens.weight')!) >>> 2;
-    const h0 = ptr(this.h) >>> 2;
-    for (let b = 0; b < B; b++) f32.copyWithin(h0 + b * C, emb + ids[b]! * C, emb + (ids[b]! + 1) * C);
-    const t0 = ptr(this.tab) >>> 2;
-    for (let b = 0; b < B; b++) f32.set(this.ropeAll.subarray(positions[b]! * D, (positions[b]! + 1) * D), t0 + b * D);
-    if (keyValid && keyValid !== this.validFor) this.arena.i32.set(keyValid, ptr(this.valid) >>> 2);
-    this.validFor = keyValid;
-    const opt = (t: Tensor | null): number => (t ? ptr(t) : 0);
-    const scale = 1 / Math.sqrt(D);
-    const W = (H + 2 * K) * D;
-    const flops = 2 * B * (C * W + H * D * C + 3 * C * F);
-    const cap = cache.capacity;
-    this.layers.forEach((l, i) => {
-      const kc = ptr(cache.keys[i]!), vc = ptr(cache.values[i]!);
-      // rows [r0, r1): their slices of h, the cache (B, K, cap, D), the RoPE table and the key mask
-      this.onRows('decodeLayer', B, flops, (r0, r1, scratch) => [
-        ptr(this.h) + 4 * r0 * C, scratch, ptr(l.inNorm), ptr(l.qkv), opt(l.qkvBias), ptr(l.o), opt(l.oBias), ptr(l.postNorm),
-        ptr(l.gateUp), ptr(l.down), kc + 4 * r0 * K * cap * D, vc + 4 * r0 * K * cap * D, ptr(this.tab) + 4 * r0 * D, opt(l.qNorm), opt(l.kNorm),
-        keyValid ? ptr(this.valid) + 4 * r0 * cap : 0, r1 - r0, C, H, K, D, F, cap, cache.length, c.rmsNormEps, scale,
-      ]);
-    });
-    const invTemp = temperature === 0 ? 0 : 1 / temperature;
-    this.onRows('decodeHead', B, 2 * B * C * V, (r0, r1, scratch) => [
-      ptr(this.h) + 4 * r0 * C, scratch, ptr(this.model.weights.get('model.norm.weight')!), ptr(this.head), ptr(this.logits) + 4 * r0 * V,
-      r1 - r0, C, V, c.rmsNormEps, ptr(this.probs) + 4 * r0 * V, ptr(this.lse) + 4 * r0, invTemp,
-    ]);
+    this.setRows(B, (b) => ids[b]!, (b) => positions[b]!);
+    this.runLayers(B, 1, 0, cache.length, cache, keyValid);
+    this.runHead(B, 0, temperature);
     cache.length += 1;
     this.rowsReady = B;
     this.tempReady = temperature;
   }
 
-  /** Run a row-wise kernel over rows [0, B): the addon splits them itself; with the wasm worker, it takes the second half. */
-  private onRows(name: 'decodeLayer' | 'decodeHead', B: number, flops: number, args: (r0: number, r1: number, scratch: number) => number[]): void {
-    if (!this.pool || B < 2 || flops < SPLIT_FLOPS) {
+  /** Whether `prefill` takes prompts of (at most) `longest` tokens: wasm kernels, and a prompt fits one call. */
+  canPrefill(longest: number): boolean {
+    return this.prefills && longest > 0 && longest <= Math.min(PREFILL_ROWS, this.capacity);
+  }
+
+  /**
+   * Fill the empty `cache` with `prompts` (cache row j = prompts[j], sorted longest first; each ends at slot P = the
+   * longest length, shorter ones left-padded, `keyValid` (rows, capacity) marking their real slots) and compute the
+   * distributions of each row's next token, as `step` does. Chunks of consecutive rows run as one kernel call per
+   * layer, each row's tokens in order; a chunk's shorter prompts are padded to its longest (token 0, masked).
+   */
+  prefill(prompts: readonly (readonly number[])[], cache: KVCache, keyValid: Int32Array | undefined, temperature: number): void {
+    const n = prompts.length;
+    const P = prompts[0]?.length ?? 0;
+    if (!this.canPrefill(P) || n > this.maxBatch || cache.capacity !== this.capacity || cache.length !== 0) {
+      throw new RangeError(`FastDecoder.prefill: ${n} prompts of up to ${P} tokens into a cache at ${cache.length} of ${cache.capacity}`);
+    }
+    this.sync();
+    for (let j0 = 0; j0 < n; ) {
+      const T = prompts[j0]!.length;
+      const seqs = Math.max(1, Math.min(n - j0, Math.floor(this.rowCap / T)));
+      const pad = (j: number): number => T - prompts[j0 + j]!.length;
+      this.setRows(seqs * T, (r) => {
+        const j = Math.floor(r / T), t = (r % T) - pad(j);
+        return t >= 0 ? prompts[j0 + j]![t]! : 0;
+      }, (r) => Math.max(0, (r % T) - pad(Math.floor(r / T))));
+      this.runLayers(seqs * T, T, j0, P - T, cache, keyValid);
+      // each sequence's last row to row j of h, then the head into rows j0..
+      const f32 = this.arena.f32, C = this.model.config.hiddenSize, h0 = ptr(this.h) >>> 2;
+      for (let j = 0; j < seqs; j++) f32.copyWithin(h0 + j * C, h0 + (j * T + T - 1) * C, h0 + (j * T + T) * C);
+      this.runHead(seqs, j0, temperature);
+      j0 += seqs;
+    }
+    cache.length = P;
+    this.rowsReady = n;
+    this.tempReady = temperature;
+  }
+
+  /** Rows [0, rows) of h = the embeddings of `id(r)`, of the RoPE table = the angles of `position(r)`. */
+  private setRows(rows: number, id: (r: number) => number, position: (r: number) => number): void {
+    const { hiddenSize: C, headDim: D } = this.model.config;
+    const f32 = this.arena.f32;
+    const emb = ptr(this.model.weights.get('model.embed_tokens.weight')!) >>> 2;
+    const h0 = ptr(this.h) >>> 2, t0 = ptr(this.tab) >>> 2;
+    for (let r = 0; r < rows; r++) {
+      const i = id(r), pos = position(r);
+      f32.copyWithin(h0 + r * C, emb + i * C, emb + (i + 1) * C);
+      f32.set(this.ropeAll.subarray(pos * D, (pos + 1) * D), t0 + r * D);
+    }
+  }
+
+  /** Every layer over rows [0, rows) of h: T tokens of each of the sequences seq0.. of `cache`, from slot `start`. */
+  private runLayers(rows: number, T: number, seq0: number, start: number, cache: KVCache, keyValid: Int32Array | undefined): void {
+    const c = this.model.config;
+    const { hiddenSize: C, numHeads: H, numKvHeads: K, headDim: D, intermediateSize: F } = c;
+    if (keyValid && keyValid !== this.validFor) this.arena.i32.set(keyValid, ptr(this.valid) >>> 2);
+    this.validFor = keyValid;
+    const opt = (t: Tensor | null): number => (t ? ptr(t) : 0);
+    const scale = 1 / Math.sqrt(D);
+    const flops = 2 * rows * (C * (H + 2 * K) * D + H * D * C + 3 * C * F);
+    const cap = cache.capacity;
+    this.layers.forEach((l, i) => {
+      const kc = ptr(cache.keys[i]!), vc = ptr(cache.values[i]!);
+      // rows [r0, r1) (whole sequences): their slices of h and the RoPE table; their sequences' cache rows (K, cap, D) and key masks
+      this.onRows('decodeLayer', rows, flops, T, (r0, r1, scratch) => {
+        const s0 = seq0 + r0 / T;
+        return [
+          ptr(this.h) + 4 * r0 * C, scratch, ptr(l.inNorm), ptr(l.qkv), opt(l.qkvBias), ptr(l.o), opt(l.oBias), ptr(l.postNorm),
+          ptr(l.gateUp), ptr(l.down), kc + 4 * s0 * K * cap * D, vc + 4 * s0 * K * cap * D, ptr(this.tab) + 4 * r0 * D, opt(l.qNorm), opt(l.kNorm),
+          keyValid ? ptr(this.valid) + 4 * s0 * cap : 0, r1 - r0, C, H, K, D, F, cap, start, c.rmsNormEps, scale, T,
+        ];
+      });
+    });
+  }
+
+  /** Final norm + LM head of rows [0, rows) of h into rows out0.. of the logits, probs (at `temperature`) and lse. */
+  private runHead(rows: number, out0: number, temperature: number): void {
+    const c = this.model.config;
+    const { hiddenSize: C, vocabSize: V } = c;
+    const invTemp = temperature === 0 ? 0 : 1 / temperature;
+    this.onRows('decodeHead', rows, 2 * rows * C * V, 1, (r0, r1, scratch) => [
+      ptr(this.h) + 4 * r0 * C, scratch, ptr(this.model.weights.get('model.norm.weight')!), ptr(this.head), ptr(this.logits) + 4 * (out0 + r0) * V,
+      r1 - r0, C, V, c.rmsNormEps, ptr(this.probs) + 4 * (out0 + r0) * V, ptr(this.lse) + 4 * (out0 + r0), invTemp,
+    ]);
+  }
+
+  /**
+   * Run a row-wise kernel over rows [0, B), in blocks of `unit` rows (a sequence's tokens) that stay on one thread:
+   * the addon splits them itself; with the wasm worker, it takes the second half of the blocks.
+   */
+  private onRows(name: 'decodeLayer' | 'decodeHead', B: number, flops: number, unit: number, args: (r0: number, r1: number, scratch: number) => number[]): void {
+    const half = ((B / unit) >> 1) * unit;
+    if (!this.pool || half === 0 || flops < SPLIT_FLOPS) {
       (this.k[name] as (...a: number[]) => void)(...args(0, B, ptr(this.scratch)));
       return;
     }
-    const half = B >> 1;
     this.pool.run(name, args(0, half, ptr(this.scratch)), args(half, B, ptr(this.workerScratch!)));
   }
 

@@ -83,7 +83,8 @@ export function generate(model: Transformer, prompts: readonly (readonly number[
   try {
     if (fused && (opts.fastDecode ?? true) && hasFastDecode(model.backend)) fast = new FastDecoder(model, fused, n, capacity);
     const prefillOpts = { fused, maxTokens: opts.maxPrefillTokens ?? 4096, maxScoreFloats: opts.maxScoreFloats ?? 2 ** 24 };
-    logits = prefill(model, prompts, rows, cache, prefillOpts);
+    if (fast?.canPrefill(P)) fast.prefill(rows.map((r) => prompts[r]!), cache, keyValid, opts.temperature);
+    else logits = prefill(model, prompts, rows, cache, prefillOpts);
     for (let step = 0; step < opts.maxNewTokens; step++) {
       const B = rows.length;
       const rowRngs = rows.map((r) => rngs[r]!);
