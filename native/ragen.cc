@@ -470,10 +470,6 @@ static napi_value Init(napi_env env, napi_value exports) {
     {"decodeHead", nullptr, DecodeHead, nullptr, nullptr, nullptr, napi_default, nullptr},
   };
   napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props);
-  // decodeLayer takes T rows per sequence (fused prefill); an addon built before that lacks this flag
-  napi_value yes;
-  napi_get_boolean(env, true, &yes);
-  napi_set_named_property(env, exports, "decodePrefill", yes);
   return exports;
 }
 

@@ -19,7 +19,7 @@ interface DecodeKernels {
 interface ArenaBackend {
   arena: { f32: Float32Array; i32: Int32Array };
   k?: Partial<DecodeKernels>;
-  addon?: Partial<DecodeKernels> & { setMemory(view: Float32Array): void; decodePrefill?: boolean };
+  addon?: Partial<DecodeKernels> & { setMemory(view: Float32Array): void };
   pool?: { run(fn: string, argsMain: number[], argsWorker: number[]): void } | null;
 }
 
@@ -35,8 +35,8 @@ const complete = (k: Partial<DecodeKernels> | undefined): k is DecodeKernels =>
  */
 function kernelsOf(backend: Backend): { k: DecodeKernels; setMemory?: (view: Float32Array) => void; pool?: ArenaBackend['pool']; prefill: boolean } | null {
   const be = backend as unknown as ArenaBackend;
-  // both decodeLayers also take whole prompts (T tokens a sequence, `prefill`); an addon built before that does not
-  if (backend.name === 'native' && complete(be.addon)) return { k: be.addon, setMemory: (v) => be.addon!.setMemory(v), prefill: be.addon.decodePrefill === true };
+  if (backend.name === 'native' && complete(be.addon)) return { k: be.addon, setMemory: (v) => be.addon!.setMemory(v), prefill: false };
+  // the wasm decodeLayer also takes whole prompts (T tokens a sequence): `prefill`
   if ((backend.name === 'native' || backend.name === 'wasm') && complete(be.k)) return { k: be.k, pool: be.pool, prefill: true };
   return null;
 }
@@ -103,7 +103,7 @@ export class FastDecoder {
     this.setMemory = kernels.setMemory;
     this.pool = kernels.pool;
     this.prefills = kernels.prefill;
-    this.rowCap = this.prefills ? Math.max(maxBatch, 2 * Math.min(capacity, PREFILL_ROWS)) : maxBatch; // a chunk: two threads' worth
+    this.rowCap = this.prefills ? Math.max(maxBatch, Math.min(capacity, PREFILL_ROWS) * (this.pool ? 2 : 1)) : maxBatch;
     this.arena = (be as unknown as ArenaBackend).arena;
     const { hiddenSize: C, numHeads: H, numKvHeads: K, headDim: D, intermediateSize: F, vocabSize: V } = c;
     const alloc = (n: number): Tensor => {
@@ -184,7 +184,7 @@ export class FastDecoder {
     this.tempReady = temperature;
   }
 
-  /** Whether `prefill` takes prompts of (at most) `longest` tokens: kernels that take T rows a sequence, and a prompt fits one call. */
+  /** Whether `prefill` takes prompts of (at most) `longest` tokens: wasm kernels, and a prompt fits one call. */
   canPrefill(longest: number): boolean {
     return this.prefills && longest > 0 && longest <= Math.min(PREFILL_ROWS, this.capacity);
   }
