@@ -1,13 +1,14 @@
-// A/B of the two decode paths on one backend: the op-by-op path and the fused one-call-per-layer step
+// A/B of the two sampling paths on one backend: the op-by-op path and the fused one-call-per-layer kernels
 // (src/model/decode-fast.ts), on `ragen bench engine`'s decode workload (64 x 64-token prompts, 128 new tokens).
-// Usage: npx tsx scripts/decode-ab.ts [--backend wasm] [--rounds 3]
+// `--new-tokens 1` times the prefill alone (and the first token's sampling).
+// Usage: npx tsx scripts/decode-ab.ts [--backend wasm] [--rounds 3] [--new-tokens 128]
 import { parseArgs } from 'node:util';
 import { BENCH_MODEL, DEFAULT_WORKLOAD } from '../src/engine/bench.js';
 import { generate, Transformer } from '../src/model/index.js';
 import { setBackend, type BackendName } from '../src/tensor/index.js';
 import { Rng } from '../src/util/index.js';
 
-const { values } = parseArgs({ options: { backend: { type: 'string', default: 'wasm' }, rounds: { type: 'string', default: '3' } } });
+const { values } = parseArgs({ options: { backend: { type: 'string', default: 'wasm' }, rounds: { type: 'string', default: '3' }, 'new-tokens': { type: 'string', default: String(DEFAULT_WORKLOAD.newTokens) } } });
 await setBackend(values.backend as BackendName);
 const model = Transformer.init(BENCH_MODEL, 0);
 const w = DEFAULT_WORKLOAD;
@@ -19,10 +20,11 @@ for (let round = 0; round < Number(values.rounds); round++) {
     const name = fastDecode ? 'fused' : 'op-by-op';
     generate(model, prompts, { maxNewTokens: 2, temperature: 1, seed: 1, fastDecode }); // warm-up at full size
     const t0 = performance.now();
-    const out = generate(model, prompts, { maxNewTokens: w.newTokens, temperature: 1, seed: 2, fastDecode });
-    const rate = out.reduce((a, g) => a + g.tokens.length, 0) / ((performance.now() - t0) / 1000);
+    const out = generate(model, prompts, { maxNewTokens: Number(values['new-tokens']), temperature: 1, seed: 2, fastDecode });
+    const ms = performance.now() - t0;
+    const rate = out.reduce((a, g) => a + g.tokens.length, 0) / (ms / 1000);
     best[name] = Math.max(best[name] ?? 0, rate);
-    console.log(`round ${round + 1} ${name}: ${rate.toFixed(0)} tok/s`);
+    console.log(`round ${round + 1} ${name}: ${rate.toFixed(0)} tok/s (${ms.toFixed(0)} ms)`);
   }
 }
 console.log(`best of ${values.rounds} (${values.backend}): ${Object.entries(best).map(([k, v]) => `${k} ${v.toFixed(0)} tok/s`).join(', ')}`);
