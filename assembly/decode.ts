@@ -455,3 +455,25 @@ export function decodeHead(h: usize, scratch: usize, norm: usize, headP: usize, 
     for (; i < V; i++) store<f32>(pr + (<usize>i << 2), load<f32>(pr + (<usize>i << 2)) * (1 / st));
   }
 }
+
+/** Pointers of one layer in a decodeStep descriptor (u32 each, in this order). */
+const DESC = 12; // inNorm, qkv, qkvBias, o, oBias, postNorm, gateUp, down, keys, values, qNorm, kNorm
+
+/**
+ * A whole step in one call: every layer (decodeLayer, with the pointers of layer l at desc + 4 DESC l and `kvOff`
+ * bytes added to its cache pointers), then each sequence's last row (row j T + T - 1, moved to row j) through the
+ * final norm and LM head (decodeHead, B / T rows). One call per thread per step: no hand-off between layers.
+ */
+export function decodeStep(desc: usize, L: i32, h: usize, scratch: usize, tab: usize, valid: usize, kvOff: usize,
+  B: i32, C: i32, H: i32, Kh: i32, D: i32, F: i32, cap: i32, start: i32, eps: f32, scale: f32, T: i32,
+  norm: usize, headP: usize, logits: usize, V: i32, probs: usize, lse: usize, invTemp: f32): void {
+  for (let l = 0; l < L; l++) {
+    const d = desc + <usize>(l * DESC) * 4;
+    decodeLayer(h, scratch, load<usize>(d), load<usize>(d, 4), load<usize>(d, 8), load<usize>(d, 12), load<usize>(d, 16), load<usize>(d, 20),
+      load<usize>(d, 24), load<usize>(d, 28), load<usize>(d, 32) + kvOff, load<usize>(d, 36) + kvOff, tab, load<usize>(d, 40), load<usize>(d, 44), valid,
+      B, C, H, Kh, D, F, cap, start, eps, scale, T);
+  }
+  const n = B / T;
+  if (T > 1) for (let j = 0; j < n; j++) memory.copy(h + <usize>(j * C) * 4, h + <usize>((j * T + T - 1) * C) * 4, <usize>C * 4);
+  decodeHead(h, scratch, norm, headP, logits, n, C, V, eps, probs, lse, invTemp);
+}

@@ -13,6 +13,8 @@ interface DecodeKernels {
   decodePack(w: number, out: number, N: number, K: number): void;
   decodeLayer(...args: number[]): void;
   decodeHead(h: number, scratch: number, norm: number, head: number, logits: number, B: number, C: number, V: number, eps: number, probs: number, lse: number, invTemp: number): void;
+  /** wasm: every layer and the head in one call (pointers of each layer in a descriptor). */
+  decodeStep?(...args: number[]): void;
 }
 
 /** What this file needs of the wasm / native backends: their arena, kernels, addon and the wasm worker. */
@@ -43,6 +45,8 @@ function kernelsOf(backend: Backend): { k: DecodeKernels; setMemory?: (view: Flo
 
 /** Multiply-adds of a layer below which one thread does all rows (the hand-off would cost more; as the addon). */
 const SPLIT_FLOPS = 2 ** 21;
+/** Pointers per layer in decodeStep's descriptor (assembly/decode.ts). */
+const DESC = 12;
 /** Most rows (prompt tokens) one kernel call of a fused prefill takes per thread; longer prompts use the op-by-op prefill. */
 const PREFILL_ROWS = 256;
 
@@ -79,6 +83,8 @@ export class FastDecoder {
   private readonly logits: Tensor;
   private readonly probs: Tensor;
   private readonly lse: Tensor;
+  /** decodeStep's descriptor: DESC pointers per layer. */
+  private readonly desc: Tensor;
   private rowsReady = 0;
   private tempReady = 0;
   /** cos | sin of every position 0..capacity-1 (capacity, D). */
@@ -146,6 +152,7 @@ export class FastDecoder {
     this.logits = alloc(maxBatch * V);
     this.probs = alloc(maxBatch * V);
     this.lse = alloc(maxBatch);
+    this.desc = alloc(fused.layers.length * DESC);
     const half = D / 2;
     this.ropeAll = new Float32Array(capacity * D);
     for (let i = 0; i < half; i++) {
@@ -177,8 +184,7 @@ export class FastDecoder {
     }
     this.sync();
     this.setRows(B, (b) => ids[b]!, (b) => positions[b]!);
-    this.runLayers(B, 1, 0, cache.length, cache, keyValid);
-    this.runHead(B, 0, temperature);
+    this.forward(B, 1, 0, cache.length, cache, keyValid, temperature);
     cache.length += 1;
     this.rowsReady = B;
     this.tempReady = temperature;
@@ -210,11 +216,7 @@ export class FastDecoder {
         const j = Math.floor(r / T), t = (r % T) - pad(j);
         return t >= 0 ? prompts[j0 + j]![t]! : 0;
       }, (r) => Math.max(0, (r % T) - pad(Math.floor(r / T))));
-      this.runLayers(seqs * T, T, j0, P - T, cache, keyValid);
-      // each sequence's last row to row j of h, then the head into rows j0..
-      const f32 = this.arena.f32, C = this.model.config.hiddenSize, h0 = ptr(this.h) >>> 2;
-      for (let j = 0; j < seqs; j++) f32.copyWithin(h0 + j * C, h0 + (j * T + T - 1) * C, h0 + (j * T + T) * C);
-      this.runHead(seqs, j0, temperature);
+      this.forward(seqs * T, T, j0, P - T, cache, keyValid, temperature);
       j0 += seqs;
     }
     cache.length = P;
@@ -233,6 +235,43 @@ export class FastDecoder {
       f32.copyWithin(h0 + r * C, emb + i * C, emb + (i + 1) * C);
       f32.set(this.ropeAll.subarray(pos * D, (pos + 1) * D), t0 + r * D);
     }
+  }
+
+  /**
+   * Rows [0, rows) of h (T tokens of each of the sequences seq0.. of `cache`, from slot `start`) through every layer,
+   * then each sequence's last row through the head into rows seq0.. of the logits, probs and lse. With wasm's
+   * decodeStep each thread takes its sequences through the whole step in one call (no hand-off between layers).
+   */
+  private forward(rows: number, T: number, seq0: number, start: number, cache: KVCache, keyValid: Int32Array | undefined, temperature: number): void {
+    if (!this.k.decodeStep) {
+      this.runLayers(rows, T, seq0, start, cache, keyValid);
+      const f32 = this.arena.f32, C = this.model.config.hiddenSize, h0 = ptr(this.h) >>> 2;
+      if (T > 1) for (let j = 0; j < rows / T; j++) f32.copyWithin(h0 + j * C, h0 + (j * T + T - 1) * C, h0 + (j * T + T) * C);
+      this.runHead(rows / T, seq0, temperature);
+      return;
+    }
+    const c = this.model.config;
+    const { hiddenSize: C, numHeads: H, numKvHeads: K, headDim: D, intermediateSize: F, vocabSize: V } = c;
+    if (keyValid && keyValid !== this.validFor) this.arena.i32.set(keyValid, ptr(this.valid) >>> 2);
+    this.validFor = keyValid;
+    const opt = (t: Tensor | null): number => (t ? ptr(t) : 0);
+    const i32 = this.arena.i32, d0 = ptr(this.desc) >>> 2;
+    this.layers.forEach((l, i) => {
+      const ptrs = [ptr(l.inNorm), ptr(l.qkv), opt(l.qkvBias), ptr(l.o), opt(l.oBias), ptr(l.postNorm), ptr(l.gateUp), ptr(l.down),
+        ptr(cache.keys[i]!), ptr(cache.values[i]!), opt(l.qNorm), opt(l.kNorm)];
+      i32.set(ptrs, d0 + i * DESC); // read back as u32
+    });
+    const cap = cache.capacity;
+    const flops = 2 * rows * (C * (H + 2 * K) * D + H * D * C + 3 * C * F) * c.numLayers;
+    const invTemp = temperature === 0 ? 0 : 1 / temperature;
+    this.onRows('decodeStep', rows, flops, T, (r0, r1, scratch) => {
+      const s = seq0 + r0 / T; // first sequence of these rows
+      return [
+        ptr(this.desc), this.layers.length, ptr(this.h) + 4 * r0 * C, scratch, ptr(this.tab) + 4 * r0 * D, keyValid ? ptr(this.valid) + 4 * s * cap : 0,
+        4 * s * K * cap * D, r1 - r0, C, H, K, D, F, cap, start, c.rmsNormEps, 1 / Math.sqrt(D), T,
+        ptr(this.model.weights.get('model.norm.weight')!), ptr(this.head), ptr(this.logits) + 4 * s * V, V, ptr(this.probs) + 4 * s * V, ptr(this.lse) + 4 * s, invTemp,
+      ];
+    });
   }
 
   /** Every layer over rows [0, rows) of h: T tokens of each of the sequences seq0.. of `cache`, from slot `start`. */
@@ -274,7 +313,7 @@ export class FastDecoder {
    * Run a row-wise kernel over rows [0, B), in blocks of `unit` rows (a sequence's tokens) that stay on one thread:
    * the addon splits them itself; with the wasm worker, it takes the second half of the blocks.
    */
-  private onRows(name: 'decodeLayer' | 'decodeHead', B: number, flops: number, unit: number, args: (r0: number, r1: number, scratch: number) => number[]): void {
+  private onRows(name: 'decodeLayer' | 'decodeHead' | 'decodeStep', B: number, flops: number, unit: number, args: (r0: number, r1: number, scratch: number) => number[]): void {
     const half = ((B / unit) >> 1) * unit;
     if (!this.pool || half === 0 || flops < SPLIT_FLOPS) {
       (this.k[name] as (...a: number[]) => void)(...args(0, B, ptr(this.scratch)));
