@@ -38,8 +38,9 @@ export interface GenerateOptions extends SamplingParams {
   /** Sample with fused copies of the weights (q|k|v, gate|up; LoRA merged): fewer GEMMs, one more copy of the layer weights in memory. @default true up to 100M parameters */
   fuseWeights?: boolean;
   /**
-   * Decode with the fused one-call-per-layer kernels (src/model/decode-fast.ts; needs fused weights) when the backend
-   * has them (native and wasm; `scripts/decode-ab.ts` compares the two paths). false: the op-by-op path.
+   * Decode with the fused kernels (src/model/decode-fast.ts; needs fused weights) when the backend has them: native
+   * (one call per layer) and wasm (one call per step, prompts up to 256 tokens prefilled the same way).
+   * `scripts/decode-ab.ts` compares them with the op-by-op path, which false selects.
    * @default true
    */
   fastDecode?: boolean;
