@@ -109,7 +109,8 @@ export class FastDecoder {
     this.setMemory = kernels.setMemory;
     this.pool = kernels.pool;
     this.prefills = kernels.prefill;
-    this.rowCap = this.prefills ? Math.max(maxBatch, Math.min(capacity, PREFILL_ROWS) * (this.pool ? 2 : 1)) : maxBatch;
+    // a prefill chunk: PREFILL_ROWS per thread (or every row the prompts can have, if fewer)
+    this.rowCap = this.prefills ? Math.max(maxBatch, Math.min(maxBatch * capacity, PREFILL_ROWS * (this.pool ? 2 : 1))) : maxBatch;
     this.arena = (be as unknown as ArenaBackend).arena;
     const { hiddenSize: C, numHeads: H, numKvHeads: K, headDim: D, intermediateSize: F, vocabSize: V } = c;
     const alloc = (n: number): Tensor => {
