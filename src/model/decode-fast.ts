@@ -1,6 +1,7 @@
 // The fused decode step of the native and wasm backends: one kernel call per layer (rmsnorm, q|k|v GEMM, RoPE, cache
 // append, attention, o_proj, rmsnorm, gate|up GEMM, SwiGLU, down, residuals) on weights packed once per
-// generate call, then one for the final norm + LM head. No Tensor objects or graph per op; same math as hidden().
+// generate call, then one for the final norm + LM head (wasm: all of it in one call, and prompts prefilled the same
+// way). No Tensor objects or graph per op; same math as hidden().
 import { keep, Tensor, type Backend } from '../tensor/index.js';
 import type { FusedWeights } from './fused.js';
 import type { KVCache } from './kv-cache.js';
@@ -199,8 +200,8 @@ export class FastDecoder {
   /**
    * Fill the empty `cache` with `prompts` (cache row j = prompts[j], sorted longest first; each ends at slot P = the
    * longest length, shorter ones left-padded, `keyValid` (rows, capacity) marking their real slots) and compute the
-   * distributions of each row's next token, as `step` does. Chunks of consecutive rows run as one kernel call per
-   * layer, each row's tokens in order; a chunk's shorter prompts are padded to its longest (token 0, masked).
+   * distributions of each row's next token, as `step` does. Chunks of consecutive rows go through `forward` with
+   * each row's tokens in order; a chunk's shorter prompts are padded to its longest (token 0, masked).
    */
   prefill(prompts: readonly (readonly number[])[], cache: KVCache, keyValid: Int32Array | undefined, temperature: number): void {
     const n = prompts.length;
