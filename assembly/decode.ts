@@ -1,5 +1,6 @@
-// Fused decode-step kernels (the WASM twin of native/decode.inc, one thread): a whole decoder layer for B
-// sequences at one new token each, on weights packed once per generate call into panels of 8 output columns.
+// Fused decode kernels (the WASM twin of native/decode.inc; each call runs on one thread, the caller splits rows by
+// sequence): a whole decoder layer for B rows (one new token per sequence, or T prompt tokens per sequence when
+// prefilling), a whole step (decodeStep), on weights packed once per generate call into panels of 8 output columns.
 import { exp4, hmax, hsum, madd } from './simd';
 
 const NR: i32 = 8;
