@@ -1,90 +1,25 @@
 // Fused decode kernels (the WASM twin of native/decode.inc; each call runs on one thread, the caller splits rows by
 // sequence): a whole decoder layer for B rows (one new token per sequence, or T prompt tokens per sequence when
 // prefilling), a whole step (decodeStep), on weights packed once per generate call into panels of 8 output columns.
-import { exp4, hmax, hsum, madd } from './simd';
+import { axpy, swiglu } from './elementwise';
+import { micro, MR, NR, packB } from './gemm';
+import { dot, expSum, rowMax, scaleRow } from './nn';
+import { madd } from './simd';
 
-const NR: i32 = 8;
-
-/** Pack W (N, K) row-major into ceil(N/8) panels of (K, 8) (zero-padded columns). */
+/** Pack W (N, K) row-major into ceil(N/8) panels of (K, 8) (zero-padded columns): gemm's packB of W^T. */
 export function decodePack(w: usize, out: usize, N: i32, K: i32): void {
-  const np = (N + NR - 1) / NR;
-  for (let p = 0; p < np; p++) {
-    const d = out + <usize>(p * K * NR) * 4;
-    for (let k = 0; k < K; k++)
-      for (let c = 0; c < NR; c++) {
-        const n = p * NR + c;
-        store<f32>(d + <usize>(k * NR + c) * 4, n < N ? load<f32>(w + (<usize>n * K + k) * 4) : 0);
-      }
-  }
-}
-
-/** Lane i (0-3) of v (extract_lane needs a constant index). */
-// @ts-ignore: decorator
-@inline function lane(v: v128, i: i32): f32 {
-  if (i == 0) return f32x4.extract_lane(v, 0);
-  if (i == 1) return f32x4.extract_lane(v, 1);
-  if (i == 2) return f32x4.extract_lane(v, 2);
-  return f32x4.extract_lane(v, 3);
-}
-
-/** Row r (< rows) of an accumulator pair: C[r, 0:nc] (+)= lo|hi (+ bias); lanes read from the registers. */
-// @ts-ignore: decorator
-@inline function storeRow(row: usize, lo: v128, hi: v128, nc: i32, bias: usize, acc: i32): void {
-  if (nc == NR) {
-    if (bias) {
-      lo = f32x4.add(lo, v128.load(bias));
-      hi = f32x4.add(hi, v128.load(bias, 16));
-    }
-    if (acc) {
-      lo = f32x4.add(lo, v128.load(row));
-      hi = f32x4.add(hi, v128.load(row, 16));
-    }
-    v128.store(row, lo);
-    v128.store(row, hi, 16);
-    return;
-  }
-  for (let cc = 0; cc < nc; cc++) {
-    let v = lane(cc < 4 ? lo : hi, cc & 3);
-    if (bias) v += load<f32>(bias + (<usize>cc << 2));
-    const o = row + (<usize>cc << 2);
-    store<f32>(o, acc ? load<f32>(o) + v : v);
-  }
-}
-
-/** Rows [i, i + rows) of C over one panel, from a block of 4 packed rows (rows <= 4): 8 FMA chains. */
-// @ts-ignore: decorator
-@inline function micro4(K: i32, pa: usize, panel: usize, c: usize, N: i32, rows: i32, nc: i32, bias: usize, acc: i32): void {
-  let s00 = f32x4.splat(0), s01 = s00, s10 = s00, s11 = s00, s20 = s00, s21 = s00, s30 = s00, s31 = s00;
-  let ap = pa, bp = panel;
-  for (let k = 0; k < K; k++) {
-    const b0 = v128.load(bp), b1 = v128.load(bp, 16);
-    let x = v128.load32_splat(ap);
-    s00 = madd(x, b0, s00); s01 = madd(x, b1, s01);
-    x = v128.load32_splat(ap, 4);
-    s10 = madd(x, b0, s10); s11 = madd(x, b1, s11);
-    x = v128.load32_splat(ap, 8);
-    s20 = madd(x, b0, s20); s21 = madd(x, b1, s21);
-    x = v128.load32_splat(ap, 12);
-    s30 = madd(x, b0, s30); s31 = madd(x, b1, s31);
-    ap += 16;
-    bp += 32;
-  }
-  const rs = <usize>N << 2;
-  storeRow(c, s00, s01, nc, bias, acc);
-  if (rows > 1) storeRow(c + rs, s10, s11, nc, bias, acc);
-  if (rows > 2) storeRow(c + 2 * rs, s20, s21, nc, bias, acc);
-  if (rows > 3) storeRow(c + 3 * rs, s30, s31, nc, bias, acc);
+  packB(1, w, K, 0, N, 0, K, out);
 }
 
 /**
- * C (M, N) (+)= A (M, K) W^T (+ bias), W packed by decodePack. A is first copied into blocks of 4 rows, k-major and
- * zero-padded, at `pa` (room for (M + 3) x K floats), so the micro-kernel's broadcasts read one contiguous stream.
- * (More than 8 accumulators make V8 spill: a 6 x 8 tile measured at half the GFLOP/s of this 4 x 8 one.)
+ * C (M, N) (+)= A (M, K) W^T (+ bias), W packed by decodePack (the panels gemm's packB makes). A is first copied into
+ * blocks of 4 rows, k-major (gemm's packA layout), at `pa` (room for (M + 3) x K floats, then a 4 x 8 tile), so
+ * gemm's 4 x 8 micro-kernel runs on it (more than 8 accumulators make V8 spill: scripts/wasm-tiles.ts).
  */
 function gemmPacked(M: i32, N: i32, K: i32, a: usize, pw: usize, bias: usize, acc: i32, c: usize, pa: usize): void {
-  const rowBytes = <usize>K << 2;
-  for (let i = 0; i < M; i += 4) {
-    const rows = min(4, M - i);
+  const rowBytes = <usize>K << 2; // A packed 4 rows at a time by 4 x 4 transposes (MR = 4)
+  for (let i = 0; i < M; i += MR) {
+    const rows = min(MR, M - i);
     const d = pa + <usize>(i * K) * 4;
     const a0 = a + <usize>i * rowBytes;
     // missing rows of the last block read row 0 of it: their outputs are never stored
@@ -109,23 +44,13 @@ function gemmPacked(M: i32, N: i32, K: i32, a: usize, pw: usize, bias: usize, ac
       store<f32>(dk, load<f32>(a3 + o), 12);
     }
   }
-  const np = (N + NR - 1) / NR;
-  for (let p = 0; p < np; p++) {
-    const panel = pw + <usize>(p * K * NR) * 4;
-    const n0 = p * NR, nc = min(NR, N - n0);
-    const bp = bias ? bias + (<usize>n0 << 2) : 0;
-    for (let i = 0; i < M; i += 4)
-      micro4(K, pa + <usize>(i * K) * 4, panel, c + <usize>(i * N + n0) * 4, N, min(4, M - i), nc, bp, acc);
+  const tile = pa + <usize>((M + MR - 1) / MR * MR * K) * 4;
+  for (let n0 = 0; n0 < N; n0 += NR) {
+    const panel = pw + <usize>(n0 * K) * 4;
+    for (let i = 0; i < M; i += MR)
+      micro(K, pa + <usize>(i * K) * 4, panel, c + <usize>(i * N + n0) * 4, N, min(MR, M - i), min(NR, N - n0), 1, acc, tile);
   }
-}
-
-function dot(x: usize, y: usize, n: i32): f32 {
-  let acc = f32x4.splat(0);
-  let i = 0;
-  for (; i + 4 <= n; i += 4) acc = madd(v128.load(x + (<usize>i << 2)), v128.load(y + (<usize>i << 2)), acc);
-  let s = hsum(acc);
-  for (; i < n; i++) s += load<f32>(x + (<usize>i << 2)) * load<f32>(y + (<usize>i << 2));
-  return s;
+  if (bias) for (let i = 0; i < M; i++) axpy(1, bias, c + <usize>(i * N) * 4, N);
 }
 
 function rmsnormRows(x: usize, w: usize, y: usize, rows: i32, C: i32, eps: f32): void {
@@ -140,12 +65,6 @@ function rmsnormRows(x: usize, w: usize, y: usize, rows: i32, C: i32, eps: f32):
     }
     for (; i < C; i++) store<f32>(yr + (<usize>i << 2), load<f32>(xr + (<usize>i << 2)) * rs * load<f32>(w + (<usize>i << 2)));
   }
-}
-
-/** exp(x) of a scalar with exp4's accuracy. */
-// @ts-ignore: decorator
-@inline function exp1(x: f32): f32 {
-  return f32x4.extract_lane(exp4(f32x4.splat(x)), 0);
 }
 
 /** Lane j of the result = the sum of the lanes of aj. */
@@ -310,35 +229,19 @@ function ropeRow(x: usize, tab: usize, D: i32): void {
 
 /** Softmax in place over p[0, S) (all -inf: zeros); returns nothing. */
 function softmaxRow(p: usize, S: i32): void {
-  let mx: f32 = -Infinity;
-  for (let s = 0; s < S; s++) mx = max(mx, load<f32>(p + (<usize>s << 2)));
+  const mx = rowMax(p, S);
   if (mx == -Infinity) {
-    for (let s = 0; s < S; s++) store<f32>(p + (<usize>s << 2), 0);
+    memory.fill(p, 0, <usize>S << 2);
     return;
   }
-  const mv = f32x4.splat(mx);
-  let acc = f32x4.splat(0);
-  let s = 0;
-  for (; s + 4 <= S; s += 4) {
-    const e = exp4(f32x4.sub(v128.load(p + (<usize>s << 2)), mv));
-    v128.store(p + (<usize>s << 2), e);
-    acc = f32x4.add(acc, e);
-  }
-  let sum = hsum(acc);
-  for (; s < S; s++) {
-    const e = exp1(load<f32>(p + (<usize>s << 2)) - mx);
-    store<f32>(p + (<usize>s << 2), e);
-    sum += e;
-  }
-  const inv: f32 = 1 / sum;
-  for (s = 0; s < S; s++) store<f32>(p + (<usize>s << 2), load<f32>(p + (<usize>s << 2)) * inv);
+  scaleRow(p, p, S, 1 / expSum(p, p, S, mx), 0);
 }
 
 /**
  * One decoder layer: h (B, C) += attn(rmsnorm(h)); h += mlp(rmsnorm(h)), for B rows that are T consecutive tokens of
  * B / T sequences (decode: T = 1; prefill: a prompt per T rows), the first at cache slot `start`; the cache holds the
  * sequences' rows (B / T, Kh, cap, D) and `valid` their key masks (B / T, cap). scratch holds x (B, C), qkv (B, W),
- * y (B, H D), gu (B, 2F), act (B, F), scores (H, cap), then the GEMMs' packed input ((B + 3) x max(C, H D, F)).
+ * y (B, H D), gu (B, 2F), act (B, F), scores (H, cap), then the GEMMs' packed input ((B + 3) x max(C, H D, F), then a 4 x 8 tile).
  * The arguments of the native decodeLayer, plus T (which that one takes as 1).
  */
 export function decodeLayer(h: usize, scratch: usize, inNorm: usize, qkvP: usize, qkvBias: usize, oP: usize, oBias: usize, postNorm: usize,
@@ -394,49 +297,10 @@ export function decodeLayer(h: usize, scratch: usize, inNorm: usize, qkvP: usize
   rmsnormRows(h, postNorm, x, B, C, eps);
   gemmPacked(B, 2 * F, C, x, guP, 0, 0, gu, pa);
   for (let b = 0; b < B; b++) {
-    const g = gu + <usize>(b * 2 * F) * 4, u = g + <usize>F * 4, o = act + <usize>(b * F) * 4;
-    let i = 0;
-    for (; i + 4 <= F; i += 4) {
-      const gv = v128.load(g + (<usize>i << 2));
-      const sg = f32x4.div(gv, f32x4.add(f32x4.splat(1), exp4(f32x4.neg(gv))));
-      v128.store(o + (<usize>i << 2), f32x4.mul(sg, v128.load(u + (<usize>i << 2))));
-    }
-    for (; i < F; i++) {
-      const gv = load<f32>(g + (<usize>i << 2));
-      store<f32>(o + (<usize>i << 2), gv / (1 + exp1(-gv)) * load<f32>(u + (<usize>i << 2)));
-    }
+    const g = gu + <usize>(b * 2 * F) * 4;
+    swiglu(g, g + <usize>F * 4, act + <usize>(b * F) * 4, F);
   }
   gemmPacked(B, C, F, act, downP, 0, 1, h, pa);
-}
-
-/** Largest of x[0, n). */
-function rowMax(x: usize, n: i32): f32 {
-  let m = f32x4.splat(-Infinity);
-  let i = 0;
-  for (; i + 4 <= n; i += 4) m = f32x4.max(m, v128.load(x + (<usize>i << 2)));
-  let r = hmax(m);
-  for (; i < n; i++) r = max(r, load<f32>(x + (<usize>i << 2)));
-  return r;
-}
-
-/** Sum of exp(t (z[i] - mx)) over i < n, each term also written to out[i] when out is not 0. */
-function expSum(z: usize, n: i32, mx: f32, t: f32, out: usize): f32 {
-  const mv = f32x4.splat(mx), tv = f32x4.splat(t);
-  let acc = f32x4.splat(0);
-  let i = 0;
-  for (; i + 4 <= n; i += 4) {
-    const o = <usize>i << 2;
-    const e = exp4(f32x4.mul(tv, f32x4.sub(v128.load(z + o), mv)));
-    if (out) v128.store(out + o, e);
-    acc = f32x4.add(acc, e);
-  }
-  let s = hsum(acc);
-  for (; i < n; i++) {
-    const e = exp1(t * (load<f32>(z + (<usize>i << 2)) - mx));
-    if (out) store<f32>(out + (<usize>i << 2), e);
-    s += e;
-  }
-  return s;
 }
 
 /** logits (B, V) = rmsnorm(h) head^T; lse (B) = log-sum-exp of each row; probs = softmax(logits * invTemp) unless invTemp is 0. */
@@ -446,14 +310,16 @@ export function decodeHead(h: usize, scratch: usize, norm: usize, headP: usize, 
   for (let b = 0; b < B; b++) {
     const z = logits + <usize>(b * V) * 4, pr = probs + <usize>(b * V) * 4;
     const mx = rowMax(z, V);
-    const s1 = expSum(z, V, mx, 1, invTemp == 1 ? pr : 0);
+    const s1 = expSum(z, invTemp == 1 ? pr : 0, V, mx);
     store<f32>(lse + (<usize>b << 2), mx + Mathf.log(s1));
     if (invTemp == 0) continue;
-    const st = invTemp == 1 ? s1 : expSum(z, V, mx, invTemp, pr);
-    const inv = f32x4.splat(1 / st);
-    let i = 0;
-    for (; i + 4 <= V; i += 4) v128.store(pr + (<usize>i << 2), f32x4.mul(v128.load(pr + (<usize>i << 2)), inv));
-    for (; i < V; i++) store<f32>(pr + (<usize>i << 2), load<f32>(pr + (<usize>i << 2)) * (1 / st));
+    let st = s1;
+    if (invTemp != 1) {
+      // softmax(z invTemp), as the op-by-op path: the scaled row's max is invTemp mx
+      scaleRow(z, pr, V, invTemp, 0);
+      st = expSum(pr, pr, V, invTemp * mx);
+    }
+    scaleRow(pr, pr, V, 1 / st, 0);
   }
 }
 

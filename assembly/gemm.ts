@@ -2,8 +2,8 @@
 // C = alpha * op(A) op(B) (+ C when accumulate), op = optional transpose, all row-major with leading dims.
 import { madd } from './simd';
 
-const MR: i32 = 4;
-const NR: i32 = 8;
+export const MR: i32 = 4;
+export const NR: i32 = 8;
 const KC: i32 = 256;
 const MC: i32 = 128;
 const NC: i32 = 1024;
@@ -39,7 +39,7 @@ export function gemmScratchBytes(): i32 {
 }
 
 // @ts-ignore: decorator
-@inline function packB(transB: i32, b: usize, ldb: i32, j0: i32, nc: i32, k0: i32, kc: i32, pb: usize): void {
+@inline export function packB(transB: i32, b: usize, ldb: i32, j0: i32, nc: i32, k0: i32, kc: i32, pb: usize): void {
   for (let jr = 0; jr < nc; jr += NR) {
     const cols = min(NR, nc - jr);
     const dst = pb + <usize>(jr * kc) * 4;
@@ -79,7 +79,7 @@ export function gemmScratchBytes(): i32 {
 }
 
 /** One MR x NR tile: C[0:m, 0:n] (= or +=) alpha * pa pb over kc. */
-function micro(kc: i32, pa: usize, pb: usize, c: usize, ldc: i32, m: i32, n: i32, alpha: f32, beta: i32, tile: usize): void {
+export function micro(kc: i32, pa: usize, pb: usize, c: usize, ldc: i32, m: i32, n: i32, alpha: f32, beta: i32, tile: usize): void {
   let c00 = f32x4.splat(0), c01 = f32x4.splat(0), c10 = f32x4.splat(0), c11 = f32x4.splat(0);
   let c20 = f32x4.splat(0), c21 = f32x4.splat(0), c30 = f32x4.splat(0), c31 = f32x4.splat(0);
   for (let k = 0; k < kc; k++) {

@@ -8,7 +8,7 @@ import { gemm, gemmScratchBytes } from './gemm';
   return base + (<usize>i << 2);
 }
 
-function dot(a: usize, b: usize, n: i32): f32 {
+export function dot(a: usize, b: usize, n: i32): f32 {
   let acc = f32x4.splat(0);
   let i = 0;
   for (; i + 4 <= n; i += 4) acc = madd(v128.load(addr(a, i)), v128.load(addr(b, i)), acc);
@@ -17,7 +17,7 @@ function dot(a: usize, b: usize, n: i32): f32 {
   return s;
 }
 
-function rowMax(x: usize, n: i32): f32 {
+export function rowMax(x: usize, n: i32): f32 {
   let m = f32x4.splat(-Infinity);
   let i = 0;
   for (; i + 4 <= n; i += 4) m = f32x4.max(m, v128.load(addr(x, i)));
@@ -27,7 +27,7 @@ function rowMax(x: usize, n: i32): f32 {
 }
 
 /** sum exp(x - mx), optionally writing the exps to y (y = 0: no write). */
-function expSum(x: usize, y: usize, n: i32, mx: f32): f32 {
+export function expSum(x: usize, y: usize, n: i32, mx: f32): f32 {
   const mv = f32x4.splat(mx);
   let acc = f32x4.splat(0);
   let i = 0;
@@ -45,7 +45,7 @@ function expSum(x: usize, y: usize, n: i32, mx: f32): f32 {
   return s;
 }
 
-function scaleRow(x: usize, y: usize, n: i32, s: f32, t: f32): void {
+export function scaleRow(x: usize, y: usize, n: i32, s: f32, t: f32): void {
   const sv = f32x4.splat(s), tv = f32x4.splat(t);
   let i = 0;
   for (; i + 4 <= n; i += 4) v128.store(addr(y, i), madd(v128.load(addr(x, i)), sv, tv));

@@ -145,8 +145,8 @@ export class FastDecoder {
     this.head = pack(model.lmHead, V, C);
     const R = this.rowCap;
     this.h = alloc(R * C);
-    // wasm: x, qkv, y, gate|up, act, attention scores, then the GEMMs' packed input (+ 4 floats of alignment)
-    const scratchFloats = R * (C + (H + 2 * K) * D + H * D + 3 * F) + H * capacity + (R + 3) * Math.max(C, H * D, F) + 4;
+    // wasm: x, qkv, y, gate|up, act, attention scores, then the GEMMs' packed input, 4 floats of alignment and a 4 x 8 tile
+    const scratchFloats = R * (C + (H + 2 * K) * D + H * D + 3 * F) + H * capacity + (R + 3) * Math.max(C, H * D, F) + 4 + 32;
     this.scratch = alloc(scratchFloats);
     this.workerScratch = this.pool ? alloc(scratchFloats) : null;
     this.tab = alloc(R * D);
