@@ -36,11 +36,10 @@ const complete = (k: Partial<DecodeKernels> | undefined): k is DecodeKernels =>
  * The native addon's decode kernels (which split rows over two threads themselves), else the wasm module's with
  * the backend's worker (rows split here), else none (js backend, or kernels built before them).
  */
-function kernelsOf(backend: Backend): { k: DecodeKernels; setMemory?: (view: Float32Array) => void; pool?: ArenaBackend['pool']; prefill: boolean } | null {
+function kernelsOf(backend: Backend): { k: DecodeKernels; setMemory?: (view: Float32Array) => void; pool?: ArenaBackend['pool'] } | null {
   const be = backend as unknown as ArenaBackend;
-  if (backend.name === 'native' && complete(be.addon)) return { k: be.addon, setMemory: (v) => be.addon!.setMemory(v), prefill: false };
-  // the wasm decodeLayer also takes whole prompts (T tokens a sequence): `prefill`
-  if ((backend.name === 'native' || backend.name === 'wasm') && complete(be.k)) return { k: be.k, pool: be.pool, prefill: true };
+  if (backend.name === 'native' && complete(be.addon)) return { k: be.addon, setMemory: (v) => be.addon!.setMemory(v) };
+  if ((backend.name === 'native' || backend.name === 'wasm') && complete(be.k)) return { k: be.k, pool: be.pool };
   return null;
 }
 
@@ -93,7 +92,7 @@ export class FastDecoder {
   private readonly arena: ArenaBackend['arena'];
   private readonly k: DecodeKernels;
   private readonly setMemory: ((view: Float32Array) => void) | undefined;
-  /** The kernels take whole prompts (see `prefill`). */
+  /** The kernels have the one-call step (wasm), which also takes whole prompts (see `prefill`). */
   private readonly prefills: boolean;
   /** Rows of h, tab and each thread's scratch: the batch, or a prefill chunk. */
   private readonly rowCap: number;
@@ -109,7 +108,7 @@ export class FastDecoder {
     this.k = kernels.k;
     this.setMemory = kernels.setMemory;
     this.pool = kernels.pool;
-    this.prefills = kernels.prefill;
+    this.prefills = typeof this.k.decodeStep === 'function';
     // a prefill chunk: PREFILL_ROWS per thread (or every row the prompts can have, if fewer)
     this.rowCap = this.prefills ? Math.max(maxBatch, Math.min(maxBatch * capacity, PREFILL_ROWS * (this.pool ? 2 : 1))) : maxBatch;
     this.arena = (be as unknown as ArenaBackend).arena;
@@ -155,6 +154,12 @@ export class FastDecoder {
     this.probs = alloc(maxBatch * V);
     this.lse = alloc(maxBatch);
     this.desc = alloc(fused.layers.length * DESC);
+    const opt = (t: Tensor | null): number => (t ? ptr(t) : 0);
+    this.layers.forEach((l, i) => {
+      // read back as u32; the cache's keys and values (slots 8, 9) are set per call
+      const ptrs = [ptr(l.inNorm), ptr(l.qkv), opt(l.qkvBias), ptr(l.o), opt(l.oBias), ptr(l.postNorm), ptr(l.gateUp), ptr(l.down), 0, 0, opt(l.qNorm), opt(l.kNorm)];
+      this.arena.i32.set(ptrs, (ptr(this.desc) >>> 2) + i * DESC);
+    });
     const half = D / 2;
     this.ropeAll = new Float32Array(capacity * D);
     for (let i = 0; i < half; i++) {
@@ -242,86 +247,51 @@ export class FastDecoder {
   /**
    * Rows [0, rows) of h (T tokens of each of the sequences seq0.. of `cache`, from slot `start`) through every layer,
    * then each sequence's last row through the head into rows seq0.. of the logits, probs and lse. With wasm's
-   * decodeStep each thread takes its sequences through the whole step in one call (no hand-off between layers).
+   * decodeStep each thread takes its sequences through the whole step in one call (no hand-off between layers);
+   * the addon (T = 1, seq0 = 0: it decodes, never prefills) runs a call per layer and one for the head.
    */
   private forward(rows: number, T: number, seq0: number, start: number, cache: KVCache, keyValid: Int32Array | undefined, temperature: number): void {
-    if (!this.k.decodeStep) {
-      this.runLayers(rows, T, seq0, start, cache, keyValid);
-      const f32 = this.arena.f32, C = this.model.config.hiddenSize, h0 = ptr(this.h) >>> 2;
-      if (T > 1) for (let j = 0; j < rows / T; j++) f32.copyWithin(h0 + j * C, h0 + (j * T + T - 1) * C, h0 + (j * T + T) * C);
-      this.runHead(rows / T, seq0, temperature);
-      return;
-    }
     const c = this.model.config;
     const { hiddenSize: C, numHeads: H, numKvHeads: K, headDim: D, intermediateSize: F, vocabSize: V } = c;
     if (keyValid && keyValid !== this.validFor) this.arena.i32.set(keyValid, ptr(this.valid) >>> 2);
     this.validFor = keyValid;
-    const opt = (t: Tensor | null): number => (t ? ptr(t) : 0);
-    const i32 = this.arena.i32, d0 = ptr(this.desc) >>> 2;
-    this.layers.forEach((l, i) => {
-      const ptrs = [ptr(l.inNorm), ptr(l.qkv), opt(l.qkvBias), ptr(l.o), opt(l.oBias), ptr(l.postNorm), ptr(l.gateUp), ptr(l.down),
-        ptr(cache.keys[i]!), ptr(cache.values[i]!), opt(l.qNorm), opt(l.kNorm)];
-      i32.set(ptrs, d0 + i * DESC); // read back as u32
-    });
-    const cap = cache.capacity;
-    const flops = 2 * rows * (C * (H + 2 * K) * D + H * D * C + 3 * C * F) * c.numLayers;
+    const cap = cache.capacity, scale = 1 / Math.sqrt(D);
     const invTemp = temperature === 0 ? 0 : 1 / temperature;
-    this.onRows('decodeStep', rows, flops, T, (r0, r1, scratch) => {
-      const s = seq0 + r0 / T; // first sequence of these rows
-      return [
-        ptr(this.desc), this.layers.length, ptr(this.h) + 4 * r0 * C, scratch, ptr(this.tab) + 4 * r0 * D, keyValid ? ptr(this.valid) + 4 * s * cap : 0,
-        4 * s * K * cap * D, r1 - r0, C, H, K, D, F, cap, start, c.rmsNormEps, 1 / Math.sqrt(D), T,
-        ptr(this.model.weights.get('model.norm.weight')!), ptr(this.head), ptr(this.logits) + 4 * s * V, V, ptr(this.probs) + 4 * s * V, ptr(this.lse) + 4 * s, invTemp,
-      ];
-    });
-  }
-
-  /** Every layer over rows [0, rows) of h: T tokens of each of the sequences seq0.. of `cache`, from slot `start`. */
-  private runLayers(rows: number, T: number, seq0: number, start: number, cache: KVCache, keyValid: Int32Array | undefined): void {
-    const c = this.model.config;
-    const { hiddenSize: C, numHeads: H, numKvHeads: K, headDim: D, intermediateSize: F } = c;
-    if (keyValid && keyValid !== this.validFor) this.arena.i32.set(keyValid, ptr(this.valid) >>> 2);
-    this.validFor = keyValid;
-    const opt = (t: Tensor | null): number => (t ? ptr(t) : 0);
-    const scale = 1 / Math.sqrt(D);
-    const flops = 2 * rows * (C * (H + 2 * K) * D + H * D * C + 3 * C * F);
-    const cap = cache.capacity;
-    this.layers.forEach((l, i) => {
-      const kc = ptr(cache.keys[i]!), vc = ptr(cache.values[i]!);
-      // rows [r0, r1) (whole sequences): their slices of h and the RoPE table; their sequences' cache rows (K, cap, D) and key masks
-      this.onRows('decodeLayer', rows, flops, T, (r0, r1, scratch) => {
-        const s0 = seq0 + r0 / T;
+    const layerFlops = 2 * rows * (C * (H + 2 * K) * D + H * D * C + 3 * C * F);
+    const norm = ptr(this.model.weights.get('model.norm.weight')!);
+    if (this.k.decodeStep) {
+      const d0 = ptr(this.desc) >>> 2;
+      this.layers.forEach((_, i) => this.arena.i32.set([ptr(cache.keys[i]!), ptr(cache.values[i]!)], d0 + i * DESC + 8));
+      this.onRows(rows, layerFlops, T, (r0, r1, scratch) => {
+        const s = seq0 + r0 / T; // first sequence of these rows
         return [
-          ptr(this.h) + 4 * r0 * C, scratch, ptr(l.inNorm), ptr(l.qkv), opt(l.qkvBias), ptr(l.o), opt(l.oBias), ptr(l.postNorm),
-          ptr(l.gateUp), ptr(l.down), kc + 4 * s0 * K * cap * D, vc + 4 * s0 * K * cap * D, ptr(this.tab) + 4 * r0 * D, opt(l.qNorm), opt(l.kNorm),
-          keyValid ? ptr(this.valid) + 4 * s0 * cap : 0, r1 - r0, C, H, K, D, F, cap, start, c.rmsNormEps, scale, T,
+          ptr(this.desc), this.layers.length, ptr(this.h) + 4 * r0 * C, scratch, ptr(this.tab) + 4 * r0 * D, keyValid ? ptr(this.valid) + 4 * s * cap : 0,
+          4 * s * K * cap * D, r1 - r0, C, H, K, D, F, cap, start, c.rmsNormEps, scale, T,
+          norm, ptr(this.head), ptr(this.logits) + 4 * s * V, V, ptr(this.probs) + 4 * s * V, ptr(this.lse) + 4 * s, invTemp,
         ];
       });
+      return;
+    }
+    const opt = (t: Tensor | null): number => (t ? ptr(t) : 0);
+    const valid = keyValid ? ptr(this.valid) : 0;
+    this.layers.forEach((l, i) => {
+      this.k.decodeLayer(ptr(this.h), ptr(this.scratch), ptr(l.inNorm), ptr(l.qkv), opt(l.qkvBias), ptr(l.o), opt(l.oBias), ptr(l.postNorm), ptr(l.gateUp),
+        ptr(l.down), ptr(cache.keys[i]!), ptr(cache.values[i]!), ptr(this.tab), opt(l.qNorm), opt(l.kNorm), valid, rows, C, H, K, D, F, cap, start, c.rmsNormEps, scale);
     });
-  }
-
-  /** Final norm + LM head of rows [0, rows) of h into rows out0.. of the logits, probs (at `temperature`) and lse. */
-  private runHead(rows: number, out0: number, temperature: number): void {
-    const c = this.model.config;
-    const { hiddenSize: C, vocabSize: V } = c;
-    const invTemp = temperature === 0 ? 0 : 1 / temperature;
-    this.onRows('decodeHead', rows, 2 * rows * C * V, 1, (r0, r1, scratch) => [
-      ptr(this.h) + 4 * r0 * C, scratch, ptr(this.model.weights.get('model.norm.weight')!), ptr(this.head), ptr(this.logits) + 4 * (out0 + r0) * V,
-      r1 - r0, C, V, c.rmsNormEps, ptr(this.probs) + 4 * (out0 + r0) * V, ptr(this.lse) + 4 * (out0 + r0), invTemp,
-    ]);
+    this.k.decodeHead(ptr(this.h), ptr(this.scratch), norm, ptr(this.head), ptr(this.logits), rows, C, V, c.rmsNormEps, ptr(this.probs), ptr(this.lse), invTemp);
   }
 
   /**
-   * Run a row-wise kernel over rows [0, B), in blocks of `unit` rows (a sequence's tokens) that stay on one thread:
-   * the addon splits them itself; with the wasm worker, it takes the second half of the blocks.
+   * decodeStep over rows [0, B), in blocks of `unit` rows (a sequence's tokens) that stay on one thread: with the
+   * worker, it takes the second half of the blocks.
    */
-  private onRows(name: 'decodeLayer' | 'decodeHead' | 'decodeStep', B: number, flops: number, unit: number, args: (r0: number, r1: number, scratch: number) => number[]): void {
+  private onRows(B: number, flops: number, unit: number, args: (r0: number, r1: number, scratch: number) => number[]): void {
     const half = ((B / unit) >> 1) * unit;
     if (!this.pool || half === 0 || flops < SPLIT_FLOPS) {
-      (this.k[name] as (...a: number[]) => void)(...args(0, B, ptr(this.scratch)));
+      this.k.decodeStep!(...args(0, B, ptr(this.scratch)));
       return;
     }
-    this.pool.run(name, args(0, half, ptr(this.scratch)), args(half, B, ptr(this.workerScratch!)));
+    this.pool.run('decodeStep', args(0, half, ptr(this.scratch)), args(half, B, ptr(this.workerScratch!)));
   }
 
   /** Tokens of the last `step` (greedy, or drawn after top-k / top-p) and their log-probs at temperature 1. */
