@@ -3,8 +3,8 @@
 // prefilling), a whole step (decodeStep), on weights packed once per generate call into panels of 8 output columns.
 import { axpy, swiglu } from './elementwise';
 import { micro, MR, NR, packB } from './gemm';
-import { dot, expSum, rowMax, scaleRow } from './nn';
-import { madd } from './simd';
+import { dot, expSum, rmsNorm, rowMax, scaleRow } from './nn';
+import { hsum4x4, madd } from './simd';
 
 /** Pack W (N, K) row-major into ceil(N/8) panels of (K, 8) (zero-padded columns): gemm's packB of W^T. */
 export function decodePack(w: usize, out: usize, N: i32, K: i32): void {
@@ -53,28 +53,6 @@ function gemmPacked(M: i32, N: i32, K: i32, a: usize, pw: usize, bias: usize, ac
   if (bias) for (let i = 0; i < M; i++) axpy(1, bias, c + <usize>(i * N) * 4, N);
 }
 
-function rmsnormRows(x: usize, w: usize, y: usize, rows: i32, C: i32, eps: f32): void {
-  for (let r = 0; r < rows; r++) {
-    const xr = x + <usize>(r * C) * 4, yr = y + <usize>(r * C) * 4;
-    const rs: f32 = 1 / Mathf.sqrt(dot(xr, xr, C) / <f32>C + eps);
-    const rv = f32x4.splat(rs);
-    let i = 0;
-    for (; i + 4 <= C; i += 4) {
-      const o = <usize>i << 2;
-      v128.store(yr + o, f32x4.mul(f32x4.mul(v128.load(xr + o), rv), v128.load(w + o)));
-    }
-    for (; i < C; i++) store<f32>(yr + (<usize>i << 2), load<f32>(xr + (<usize>i << 2)) * rs * load<f32>(w + (<usize>i << 2)));
-  }
-}
-
-/** Lane j of the result = the sum of the lanes of aj. */
-// @ts-ignore: decorator
-@inline function transposeAdd(a0: v128, a1: v128, a2: v128, a3: v128): v128 {
-  const t0 = f32x4.add(v128.shuffle<f32>(a0, a1, 0, 4, 1, 5), v128.shuffle<f32>(a0, a1, 2, 6, 3, 7));
-  const t1 = f32x4.add(v128.shuffle<f32>(a2, a3, 0, 4, 1, 5), v128.shuffle<f32>(a2, a3, 2, 6, 3, 7));
-  return f32x4.add(v128.shuffle<f32>(t0, t1, 0, 1, 4, 5), v128.shuffle<f32>(t0, t1, 2, 3, 6, 7));
-}
-
 /** p[s] = scale q.K[s] for s < S (-inf where valid[s] == 0); eight keys at a time (8 FMA chains). */
 function scores(q: usize, K: usize, S: i32, D: i32, scale: f32, valid: usize, p: usize): void {
   let s = 0;
@@ -96,8 +74,8 @@ function scores(q: usize, K: usize, S: i32, D: i32, scale: f32, valid: usize, p:
         a6 = madd(qv, v128.load(k4 + 2 * row + off), a6);
         a7 = madd(qv, v128.load(k4 + 3 * row + off), a7);
       }
-      v128.store(p + (<usize>s << 2), f32x4.mul(transposeAdd(a0, a1, a2, a3), sv));
-      v128.store(p + (<usize>s << 2), f32x4.mul(transposeAdd(a4, a5, a6, a7), sv), 16);
+      v128.store(p + (<usize>s << 2), f32x4.mul(hsum4x4(a0, a1, a2, a3), sv));
+      v128.store(p + (<usize>s << 2), f32x4.mul(hsum4x4(a4, a5, a6, a7), sv), 16);
     }
   }
   for (; s < S; s++) store<f32>(p + (<usize>s << 2), dot(q, K + <usize>(s * D) * 4, D) * scale);
@@ -165,8 +143,8 @@ function scores2(q0: usize, q1: usize, K: usize, S: i32, D: i32, scale: f32, val
         kv = v128.load(k0 + 3 * row + off);
         a3 = madd(x, kv, a3); b3 = madd(y, kv, b3);
       }
-      v128.store(p0 + (<usize>s << 2), f32x4.mul(transposeAdd(a0, a1, a2, a3), sv));
-      v128.store(p1 + (<usize>s << 2), f32x4.mul(transposeAdd(b0, b1, b2, b3), sv));
+      v128.store(p0 + (<usize>s << 2), f32x4.mul(hsum4x4(a0, a1, a2, a3), sv));
+      v128.store(p1 + (<usize>s << 2), f32x4.mul(hsum4x4(b0, b1, b2, b3), sv));
     }
   }
   for (; s < S; s++) {
@@ -255,7 +233,7 @@ export function decodeLayer(h: usize, scratch: usize, inNorm: usize, qkvP: usize
   const act = gu + <usize>(B * 2 * F) * 4;
   const sc = act + <usize>(B * F) * 4;
   const pa = (sc + <usize>(H * cap) * 4 + 15) & ~15; // packed GEMM input: (B + 3) x max(C, H D, F)
-  rmsnormRows(h, inNorm, x, B, C, eps);
+  rmsNorm(h, inNorm, x, 0, B, C, eps);
   gemmPacked(B, W, C, x, qkvP, qkvBias, 0, qkv, pa);
   // rows in order: row b is token b % T of sequence b / T, at cache slot start + b % T, attending slots [0, slot]
   // (a sequence's earlier tokens are written before its later ones read them)
@@ -265,7 +243,7 @@ export function decodeLayer(h: usize, scratch: usize, inNorm: usize, qkvP: usize
     const t = tab + <usize>(b * D) * 4;
     for (let hh = 0; hh < H + Kh; hh++) {
       const xv = row + <usize>(hh * D) * 4;
-      if (qn) rmsnormRows(xv, hh < H ? qn : kn, xv, 1, D, eps);
+      if (qn) rmsNorm(xv, hh < H ? qn : kn, xv, 0, 1, D, eps);
       ropeRow(xv, t, D);
     }
     const vb = valid ? valid + <usize>(sq * cap) * 4 : 0;
@@ -294,7 +272,7 @@ export function decodeLayer(h: usize, scratch: usize, inNorm: usize, qkvP: usize
     }
   }
   gemmPacked(B, C, HD, y, oP, oBias, 1, h, pa);
-  rmsnormRows(h, postNorm, x, B, C, eps);
+  rmsNorm(h, postNorm, x, 0, B, C, eps);
   gemmPacked(B, 2 * F, C, x, guP, 0, 0, gu, pa);
   for (let b = 0; b < B; b++) {
     const g = gu + <usize>(b * 2 * F) * 4;
@@ -305,7 +283,7 @@ export function decodeLayer(h: usize, scratch: usize, inNorm: usize, qkvP: usize
 
 /** logits (B, V) = rmsnorm(h) head^T; lse (B) = log-sum-exp of each row; probs = softmax(logits * invTemp) unless invTemp is 0. */
 export function decodeHead(h: usize, scratch: usize, norm: usize, headP: usize, logits: usize, B: i32, C: i32, V: i32, eps: f32, probs: usize, lse: usize, invTemp: f32): void {
-  rmsnormRows(h, norm, scratch, B, C, eps);
+  rmsNorm(h, norm, scratch, 0, B, C, eps);
   gemmPacked(B, V, C, scratch, headP, 0, 0, logits, (scratch + <usize>(B * C) * 4 + 15) & ~15);
   for (let b = 0; b < B; b++) {
     const z = logits + <usize>(b * V) * 4, pr = probs + <usize>(b * V) * 4;

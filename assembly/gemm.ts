@@ -1,6 +1,6 @@
 // Packed GEMM (Goto/BLIS loop order) with a 4x8 f32x4 micro-kernel:
 // C = alpha * op(A) op(B) (+ C when accumulate), op = optional transpose, all row-major with leading dims.
-import { madd } from './simd';
+import { hsum4x4, madd } from './simd';
 
 export const MR: i32 = 4;
 export const NR: i32 = 8;
@@ -204,14 +204,6 @@ export function gemmNT(M: i32, N: i32, K: i32, a: usize, lda: i32, b: usize, ldb
   }
   for (; j < N; j++)
     for (let i = 0; i < M; i++) dotInto(a + <usize>i * lda * 4, b + <usize>j * ldb * 4, K, c + (<usize>i * ldc + j) * 4, alpha, accumulate);
-}
-
-// @ts-ignore: decorator
-@inline function hsum4x4(s0: v128, s1: v128, s2: v128, s3: v128): v128 {
-  // transpose-and-add: lane j of the result is the sum of the lanes of sj
-  const t0 = f32x4.add(v128.shuffle<f32>(s0, s1, 0, 4, 1, 5), v128.shuffle<f32>(s0, s1, 2, 6, 3, 7)); // s0a s1a s0b s1b
-  const t1 = f32x4.add(v128.shuffle<f32>(s2, s3, 0, 4, 1, 5), v128.shuffle<f32>(s2, s3, 2, 6, 3, 7));
-  return f32x4.add(v128.shuffle<f32>(t0, t1, 0, 1, 4, 5), v128.shuffle<f32>(t0, t1, 2, 3, 6, 7));
 }
 
 function dotInto(x: usize, y: usize, K: i32, dst: usize, alpha: f32, accumulate: i32): void {

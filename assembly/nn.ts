@@ -52,11 +52,12 @@ export function scaleRow(x: usize, y: usize, n: i32, s: f32, t: f32): void {
   for (; i < n; i++) store<f32>(addr(y, i), load<f32>(addr(x, i)) * s + t);
 }
 
+/** y = x / rms(x) * w per row of C; rstd (rows) = 1 / rms (rstd = 0: not kept). */
 export function rmsNorm(x: usize, w: usize, y: usize, rstd: usize, rows: i32, C: i32, eps: f32): void {
   for (let r = 0; r < rows; r++) {
     const xr = x + <usize>(r * C) * 4, yr = y + <usize>(r * C) * 4;
     const rs: f32 = 1 / Mathf.sqrt(dot(xr, xr, C) / <f32>C + eps);
-    store<f32>(addr(rstd, r), rs);
+    if (rstd) store<f32>(addr(rstd, r), rs);
     const rv = f32x4.splat(rs);
     let i = 0;
     for (; i + 4 <= C; i += 4) v128.store(addr(yr, i), f32x4.mul(f32x4.mul(v128.load(addr(xr, i)), rv), v128.load(addr(w, i))));

@@ -1,5 +1,5 @@
 // SIMD helpers shared by the kernels: fused multiply-add (relaxed SIMD when compiled with it) and a
-// vectorised exp (Cephes-style range reduction + degree-6 polynomial, ~2 ulp).
+// vectorised exp (Cephes-style range reduction + degree-6 polynomial, ~2 ulp), horizontal sums and max.
 
 /** a * b + c; one FMA instruction in the relaxed-SIMD build. */
 // @ts-ignore: decorator
@@ -43,4 +43,12 @@
 // @ts-ignore: decorator
 @inline export function hmax(v: v128): f32 {
   return max(max(f32x4.extract_lane(v, 0), f32x4.extract_lane(v, 1)), max(f32x4.extract_lane(v, 2), f32x4.extract_lane(v, 3)));
+}
+
+/** Lane j of the result = the sum of the lanes of sj (a transpose-and-add). */
+// @ts-ignore: decorator
+@inline export function hsum4x4(s0: v128, s1: v128, s2: v128, s3: v128): v128 {
+  const t0 = f32x4.add(v128.shuffle<f32>(s0, s1, 0, 4, 1, 5), v128.shuffle<f32>(s0, s1, 2, 6, 3, 7)); // s0a s1a s0b s1b
+  const t1 = f32x4.add(v128.shuffle<f32>(s2, s3, 0, 4, 1, 5), v128.shuffle<f32>(s2, s3, 2, 6, 3, 7));
+  return f32x4.add(v128.shuffle<f32>(t0, t1, 0, 1, 4, 5), v128.shuffle<f32>(t0, t1, 2, 3, 6, 7));
 }
