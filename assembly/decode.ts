@@ -216,29 +216,13 @@ function softmaxRow(p: usize, S: i32): void {
 }
 
 /**
- * One decoder layer: h (B, C) += attn(rmsnorm(h)); h += mlp(rmsnorm(h)), for B rows that are T consecutive tokens of
- * B / T sequences (decode: T = 1; prefill: a prompt per T rows), the first at cache slot `start`; the cache holds the
- * sequences' rows (B / T, Kh, cap, D) and `valid` their key masks (B / T, cap). scratch holds x (B, C), qkv (B, W),
- * y (B, H D), gu (B, 2F), act (B, F), scores (H, cap), then the GEMMs' packed input ((B + 3) x max(C, H D, F), then a 4 x 8 tile).
- * The arguments of the native decodeLayer, plus T (which that one takes as 1).
+ * Each row's heads through RoPE (after the q/k norm, when there is one) in place, then its key and value into the
+ * cache at its slot. Row b of qkv (B, (H + 2 Kh) D) is token b % T of sequence b / T, at slot start + b % T.
  */
-export function decodeLayer(h: usize, scratch: usize, inNorm: usize, qkvP: usize, qkvBias: usize, oP: usize, oBias: usize, postNorm: usize,
-  guP: usize, downP: usize, kc: usize, vc: usize, tab: usize, qn: usize, kn: usize, valid: usize,
-  B: i32, C: i32, H: i32, Kh: i32, D: i32, F: i32, cap: i32, start: i32, eps: f32, scale: f32, T: i32): void {
-  const W = (H + 2 * Kh) * D, HD = H * D, grp = H / Kh;
-  const x = scratch;
-  const qkv = x + <usize>(B * C) * 4;
-  const y = qkv + <usize>(B * W) * 4;
-  const gu = y + <usize>(B * HD) * 4;
-  const act = gu + <usize>(B * 2 * F) * 4;
-  const sc = act + <usize>(B * F) * 4;
-  const pa = (sc + <usize>(H * cap) * 4 + 15) & ~15; // packed GEMM input: (B + 3) x max(C, H D, F)
-  rmsNorm(h, inNorm, x, 0, B, C, eps);
-  gemmPacked(B, W, C, x, qkvP, qkvBias, 0, qkv, pa);
-  // rows in order: row b is token b % T of sequence b / T, at cache slot start + b % T, attending slots [0, slot]
-  // (a sequence's earlier tokens are written before its later ones read them)
+function ropeAppend(qkv: usize, tab: usize, qn: usize, kn: usize, kc: usize, vc: usize, B: i32, T: i32, start: i32, H: i32, Kh: i32, D: i32, cap: i32, eps: f32): void {
+  const W = (H + 2 * Kh) * D;
   for (let b = 0; b < B; b++) {
-    const sq = b / T, slot = start + b % T, S = slot + 1;
+    const sq = b / T, slot = start + b % T;
     const row = qkv + <usize>(b * W) * 4;
     const t = tab + <usize>(b * D) * 4;
     for (let hh = 0; hh < H + Kh; hh++) {
@@ -246,17 +230,33 @@ export function decodeLayer(h: usize, scratch: usize, inNorm: usize, qkvP: usize
       if (qn) rmsNorm(xv, hh < H ? qn : kn, xv, 0, 1, D, eps);
       ropeRow(xv, t, D);
     }
+    for (let kv = 0; kv < Kh; kv++) {
+      const at = <usize>(((sq * Kh + kv) * cap + slot) * D) * 4;
+      memory.copy(kc + at, row + <usize>((H + kv) * D) * 4, <usize>D * 4);
+      memory.copy(vc + at, row + <usize>((H + Kh + kv) * D) * 4, <usize>D * 4);
+    }
+  }
+}
+
+/**
+ * y (B, H D) = attention of each row's queries (in qkv, after ropeAppend) over its sequence's cached slots [0, slot]
+ * (row b: token b % T of sequence b / T, slot start + b % T), with `sc` (H x cap floats) for the scores.
+ */
+function attend(qkv: usize, y: usize, sc: usize, kc: usize, vc: usize, valid: usize, B: i32, T: i32, start: i32, H: i32, Kh: i32, D: i32, cap: i32, scale: f32): void {
+  const W = (H + 2 * Kh) * D, HD = H * D, grp = H / Kh;
+  const qD = <usize>D << 2;
+  for (let b = 0; b < B; b++) {
+    const sq = b / T, S = start + b % T + 1;
+    const row = qkv + <usize>(b * W) * 4;
     const vb = valid ? valid + <usize>(sq * cap) * 4 : 0;
+    const pS = <usize>S << 2;
     for (let kv = 0; kv < Kh; kv++) {
       const K = kc + <usize>((sq * Kh + kv) * cap * D) * 4;
       const V = vc + <usize>((sq * Kh + kv) * cap * D) * 4;
-      memory.copy(K + <usize>(slot * D) * 4, row + <usize>((H + kv) * D) * 4, <usize>D * 4);
-      memory.copy(V + <usize>(slot * D) * 4, row + <usize>((H + Kh + kv) * D) * 4, <usize>D * 4);
       // the group's queries two at a time (one pass over K and V serves both), then a last odd one
       let g = 0;
       for (; g + 2 <= grp; g += 2) {
         const q = row + <usize>((kv * grp + g) * D) * 4, p = sc + <usize>(g * S) * 4;
-        const qD = <usize>D << 2, pS = <usize>S << 2;
         scores2(q, q + qD, K, S, D, scale, vb, p, p + pS);
         softmaxRow(p, S);
         softmaxRow(p + pS, S);
@@ -271,6 +271,45 @@ export function decodeLayer(h: usize, scratch: usize, inNorm: usize, qkvP: usize
       }
     }
   }
+}
+
+/**
+ * One decoder layer: h (B, C) += attn(rmsnorm(h)); h += mlp(rmsnorm(h)), for B rows that are T consecutive tokens of
+ * B / T sequences (decode: T = 1; prefill: a prompt per T rows), the first at cache slot `start`; the cache holds the
+ * sequences' rows (B / T, Kh, cap, D) and `valid` their key masks (B / T, cap). scratch holds x (B, C), qkv (B, W),
+ * y (B, H D), gu (B, 2F), act (B, F), scores (H, cap), then the GEMMs' packed input ((B + 3) x max(C, H D, F), then a 4 x 8 tile).
+ * With `lastOnly` (a prefill's last layer, whose other rows feed nothing) every row's key and value go into the cache
+ * but only each sequence's last row goes on, moved to row B / T - 1 ... 0 of h: h keeps B / T rows.
+ * The arguments of the native decodeLayer, plus T and lastOnly (which that one takes as 1 and 0).
+ */
+export function decodeLayer(h: usize, scratch: usize, inNorm: usize, qkvP: usize, qkvBias: usize, oP: usize, oBias: usize, postNorm: usize,
+  guP: usize, downP: usize, kc: usize, vc: usize, tab: usize, qn: usize, kn: usize, valid: usize,
+  B: i32, C: i32, H: i32, Kh: i32, D: i32, F: i32, cap: i32, start: i32, eps: f32, scale: f32, T: i32, lastOnly: i32): void {
+  const W = (H + 2 * Kh) * D, HD = H * D;
+  const x = scratch;
+  const qkv = x + <usize>(B * C) * 4;
+  const y = qkv + <usize>(B * W) * 4;
+  const gu = y + <usize>(B * HD) * 4;
+  const act = gu + <usize>(B * 2 * F) * 4;
+  const sc = act + <usize>(B * F) * 4;
+  const pa = (sc + <usize>(H * cap) * 4 + 15) & ~15; // packed GEMM input: (B + 3) x max(C, H D, F)
+  rmsNorm(h, inNorm, x, 0, B, C, eps);
+  gemmPacked(B, W, C, x, qkvP, qkvBias, 0, qkv, pa);
+  // every key and value is in the cache before any row attends (a row reads only slots up to its own)
+  ropeAppend(qkv, tab, qn, kn, kc, vc, B, T, start, H, Kh, D, cap, eps);
+  if (lastOnly && T > 1) {
+    // row j T + T - 1 -> row j (ascending: a destination is never a later source)
+    const n = B / T;
+    for (let j = 0; j < n; j++) {
+      const r = j * T + T - 1;
+      memory.copy(h + <usize>(j * C) * 4, h + <usize>(r * C) * 4, <usize>C * 4);
+      memory.copy(qkv + <usize>(j * W) * 4, qkv + <usize>(r * W) * 4, <usize>W * 4);
+    }
+    start += T - 1;
+    B = n;
+    T = 1;
+  }
+  attend(qkv, y, sc, kc, vc, valid, B, T, start, H, Kh, D, cap, scale);
   gemmPacked(B, C, HD, y, oP, oBias, 1, h, pa);
   rmsNorm(h, postNorm, x, 0, B, C, eps);
   gemmPacked(B, 2 * F, C, x, guP, 0, 0, gu, pa);
@@ -306,8 +345,8 @@ const DESC = 12; // inNorm, qkv, qkvBias, o, oBias, postNorm, gateUp, down, keys
 
 /**
  * A whole step in one call: every layer (decodeLayer, with the pointers of layer l at desc + 4 DESC l and `kvOff`
- * bytes added to its cache pointers), then each sequence's last row (row j T + T - 1, moved to row j) through the
- * final norm and LM head (decodeHead, B / T rows). One call per thread per step: no hand-off between layers.
+ * bytes added to its cache pointers; the last one keeps only each sequence's last row, moved to row j), then those
+ * B / T rows through the final norm and LM head (decodeHead). One call per thread per step: no hand-off between layers.
  */
 export function decodeStep(desc: usize, L: i32, h: usize, scratch: usize, tab: usize, valid: usize, kvOff: usize,
   B: i32, C: i32, H: i32, Kh: i32, D: i32, F: i32, cap: i32, start: i32, eps: f32, scale: f32, T: i32,
@@ -316,9 +355,7 @@ export function decodeStep(desc: usize, L: i32, h: usize, scratch: usize, tab: u
     const d = desc + <usize>(l * DESC) * 4;
     decodeLayer(h, scratch, load<usize>(d), load<usize>(d, 4), load<usize>(d, 8), load<usize>(d, 12), load<usize>(d, 16), load<usize>(d, 20),
       load<usize>(d, 24), load<usize>(d, 28), load<usize>(d, 32) + kvOff, load<usize>(d, 36) + kvOff, tab, load<usize>(d, 40), load<usize>(d, 44), valid,
-      B, C, H, Kh, D, F, cap, start, eps, scale, T);
+      B, C, H, Kh, D, F, cap, start, eps, scale, T, i32(l == L - 1));
   }
-  const n = B / T;
-  if (T > 1) for (let j = 0; j < n; j++) memory.copy(h + <usize>(j * C) * 4, h + <usize>((j * T + T - 1) * C) * 4, <usize>C * 4);
-  decodeHead(h, scratch, norm, headP, logits, n, C, V, eps, probs, lse, invTemp);
+  decodeHead(h, scratch, norm, headP, logits, B / T, C, V, eps, probs, lse, invTemp);
 }

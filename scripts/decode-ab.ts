@@ -2,7 +2,7 @@
 // (src/model/decode-fast.ts), on `ragen bench engine`'s decode workload (64 x 64-token prompts, 128 new tokens).
 // `--new-tokens 1` times the prefill alone (and the first token's sampling). Each fused call also prints where its
 // time went: FastDecoder.prefill (0 when the backend prefills op by op), the mean of its steps, and sampling.
-// Usage: npx tsx scripts/decode-ab.ts [--backend wasm] [--rounds 3] [--new-tokens 128]
+// Usage: npx tsx scripts/decode-ab.ts [--backend wasm] [--rounds 3] [--new-tokens 128] [--only fused|op-by-op]
 import { parseArgs } from 'node:util';
 import { BENCH_MODEL, DEFAULT_WORKLOAD } from '../src/engine/bench.js';
 import { FastDecoder } from '../src/model/decode-fast.js';
@@ -10,7 +10,7 @@ import { generate, Transformer } from '../src/model/index.js';
 import { setBackend, type BackendName } from '../src/tensor/index.js';
 import { Rng } from '../src/util/index.js';
 
-const { values } = parseArgs({ options: { backend: { type: 'string', default: 'wasm' }, rounds: { type: 'string', default: '3' }, 'new-tokens': { type: 'string', default: String(DEFAULT_WORKLOAD.newTokens) } } });
+const { values } = parseArgs({ options: { backend: { type: 'string', default: 'wasm' }, rounds: { type: 'string', default: '3' }, 'new-tokens': { type: 'string', default: String(DEFAULT_WORKLOAD.newTokens) }, only: { type: 'string' } } });
 await setBackend(values.backend as BackendName);
 const model = Transformer.init(BENCH_MODEL, 0);
 const w = DEFAULT_WORKLOAD;
@@ -31,9 +31,9 @@ for (const phase of ['prefill', 'step', 'sample'] as const) {
 }
 const best: Record<string, number> = {};
 for (let round = 0; round < Number(values.rounds); round++) {
-  for (const fastDecode of [false, true]) {
+  for (const fastDecode of values.only ? [values.only === 'fused'] : [false, true]) {
     const name = fastDecode ? 'fused' : 'op-by-op';
-    generate(model, prompts, { maxNewTokens: 2, temperature: 1, seed: 1, fastDecode }); // warm-up at full size
+    generate(model, prompts, { maxNewTokens: Number(values['new-tokens']), temperature: 1, seed: 1, fastDecode }); // warm-up with the same shapes
     Object.assign(spent, { prefill: 0, step: 0, steps: 0, sample: 0 });
     const t0 = performance.now();
     const out = generate(model, prompts, { maxNewTokens: Number(values['new-tokens']), temperature: 1, seed: 2, fastDecode });

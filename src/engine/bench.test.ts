@@ -17,11 +17,11 @@ describe('engine benchmark workload', () => {
     expect(Math.abs(r.loss - Math.log(64))).toBeLessThan(0.5); // near-uniform predictions at init
   });
 
-  it('counts the decode workload\'s weight FLOPs: every prompt token through the layers, the head on the last, then newTokens - 1 steps', () => {
-    // per layer: q|k|v 4 x (2 + 2) x 2 = 32, o 2 x 2 x 4 = 16, MLP 3 x 4 x 6 = 72 -> 120; head 4 x 10 = 40
-    const c = modelConfig({ vocabSize: 10, hiddenSize: 4, intermediateSize: 6, numLayers: 1, numHeads: 2, numKvHeads: 1 });
+  it('counts the decode workload\'s weight FLOPs: the prompt tokens through the layers (the last layer: keys and values only but for the last token), the head on the last, then newTokens - 1 steps', () => {
+    // per layer: q|k|v 4 x (2 + 2) x 2 = 32 (k|v 16), o 2 x 2 x 4 = 16, MLP 3 x 4 x 6 = 72 -> 120; head 4 x 10 = 40
+    const c = modelConfig({ vocabSize: 10, hiddenSize: 4, intermediateSize: 6, numLayers: 2, numHeads: 2, numKvHeads: 1 });
     const w = { batch: 1, seq: 1, steps: 1, decodeBatch: 2, prompt: 3, newTokens: 2 };
-    expect(decodeWeightFlops(c, w)).toBe(2 * (2 * (3 * 120 + 40) + 2 * 1 * (120 + 40)));
+    expect(decodeWeightFlops(c, w)).toBe(2 * (2 * (2 * (120 + 16) + 2 * 120 + 40) + 2 * 1 * (2 * 120 + 40)));
   });
 
   it.skipIf(!backendAvailable('wasm'))('reports the f32x4 multiply-add peak beside the wasm decode rate, and not for js', async () => {
