@@ -50,6 +50,36 @@ function init({ module, memory, names, ctlAddr, argsAddr }) {
 }
 `;
 
+/**
+ * When to stop handing work to the worker. On a machine busier than its cores the worker can be preempted mid-job
+ * and the main thread waits for it. A job whose wait cost more than running the worker's half here would have (by
+ * over `slackMs`: a worker that wakes a little late still saves time) is a strike, a job without one takes a strike
+ * back; at three, jobs run on the main thread alone for `coolMs` of wall time, then the worker gets another chance.
+ * The cool-down is wall time, not a count of jobs, because jobs range from tens of microseconds (a small GEMM) to
+ * tens of milliseconds (a decode step).
+ */
+export class Backoff {
+  private strikes = 0;
+  private until = -Infinity;
+
+  constructor(readonly coolMs = 200, readonly slackMs = 0.1) {}
+
+  /** Whether a job starting at `now` (performance.now()) runs on the main thread alone. */
+  serial(now: number): boolean {
+    return now < this.until;
+  }
+
+  /** A job whose main-thread half took `mainMs`, after which the main thread waited `waitMs` for the worker, ending at `now`. */
+  record(mainMs: number, waitMs: number, now: number): void {
+    if (waitMs > mainMs + this.slackMs) {
+      if (++this.strikes >= 3) {
+        this.until = now + this.coolMs;
+        this.strikes = 0;
+      }
+    } else if (this.strikes > 0) this.strikes--;
+  }
+}
+
 /** Data the worker's `init` receives. */
 export function workerInitData(module: WebAssembly.Module, memory: WebAssembly.Memory, names: string[]) {
   return { module, memory, names, ctlAddr: CONTROL_ADDR, argsAddr: ARGS_ADDR };
@@ -69,20 +99,17 @@ export function createThreadPool(memory: WebAssembly.Memory, exports: Record<str
   }
   const index = new Map(names.map((n, i) => [n, i]));
   let seq = Math.max(1, Atomics.load(ctl, 0));
-  // On a machine busier than its cores, the worker can be preempted mid-job and the main thread waits for
-  // it; after a few such jobs in a row, run single-threaded for a while, then try again.
-  let strikes = 0, cooldown = 0;
+  const backoff = new Backoff();
   return {
     run(fn, argsMain, argsWorker) {
       const id = index.get(fn);
       if (id === undefined) throw new Error(`thread pool: unknown kernel ${fn}`);
-      if (cooldown > 0) {
-        cooldown--;
+      const t0 = performance.now();
+      if (backoff.serial(t0)) {
         exports[fn]!(...argsMain);
         exports[fn]!(...argsWorker);
         return;
       }
-      const t0 = performance.now();
       for (let i = 0; i < argsWorker.length; i++) args[i] = argsWorker[i]!;
       ctl[2] = id;
       ctl[4] = argsWorker.length;
@@ -98,9 +125,8 @@ export function createThreadPool(memory: WebAssembly.Memory, exports: Record<str
       const t1 = performance.now();
       let done: number;
       while ((done = Atomics.load(ctl, 1)) !== seq) Atomics.wait(ctl, 1, done);
-      if (performance.now() - t1 > 0.5 * (t1 - t0) + 0.05) {
-        if (++strikes >= 3) (cooldown = 200), (strikes = 0);
-      } else if (strikes > 0) strikes--;
+      const t2 = performance.now();
+      backoff.record(t1 - t0, t2 - t1, t2);
       if (Atomics.exchange(ctl, 5, 0) !== 0) throw new Error(`thread pool: kernel ${fn} failed on the worker`);
     },
     close: terminate,
