@@ -16,22 +16,10 @@ const ARGS_ADDR = CONTROL_ADDR + 64;
 const MAX_ARGS = 32;
 
 /**
- * Spin while (ctl[i] === value) === same, for at most 1 ms, before the caller sleeps in Atomics.wait: a job handed to
- * a sleeping thread waits for the OS (on a VM, the hypervisor) to wake it, tens to hundreds of microseconds, where
- * the gap between two jobs (a decode step's sampling, the JS between two kernels) is often shorter. Spinning only
- * delays the sleep: an idle pool spends at most 1 ms of a core after each job.
- */
-export function spinWhile(ctl: Int32Array, i: number, value: number, same: boolean): void {
-  const end = performance.now() + 1;
-  for (let n = 1; (Atomics.load(ctl, i) === value) === same; n++) if ((n & 1023) === 0 && performance.now() > end) return;
-}
-
-/**
  * The worker's body (plain JS, run by `new Worker(source, {eval: true})` in Node; a browser would wrap
  * it in a Blob). `init(data)` must be called with {module, memory, names}.
  */
 export const WORKER_SOURCE = `
-${spinWhile.toString()}
 function init({ module, memory, names, ctlAddr, argsAddr }) {
   const ctl = new Int32Array(memory.buffer, ctlAddr, 16);
   const args = new Float64Array(memory.buffer, argsAddr, ${MAX_ARGS});
@@ -48,7 +36,6 @@ function init({ module, memory, names, ctlAddr, argsAddr }) {
   Atomics.notify(ctl, 3);
   let seen = Atomics.load(ctl, 0);
   for (;;) {
-    spinWhile(ctl, 0, seen, true);
     Atomics.wait(ctl, 0, seen);
     seen = Atomics.load(ctl, 0);
     const job = Atomics.load(ctl, 6);
@@ -137,7 +124,6 @@ export function createThreadPool(memory: WebAssembly.Memory, exports: Record<str
       }
       const t1 = performance.now();
       let done: number;
-      spinWhile(ctl, 1, seq, false);
       while ((done = Atomics.load(ctl, 1)) !== seq) Atomics.wait(ctl, 1, done);
       const t2 = performance.now();
       backoff.record(t1 - t0, t2 - t1, t2);
