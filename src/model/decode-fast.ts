@@ -27,6 +27,8 @@ interface ArenaBackend {
 }
 
 const ptr = (t: Tensor): number => (t.buf as unknown as { ptr: number }).ptr;
+/** The address of an optional tensor, 0 for none. */
+const optPtr = (t: Tensor | null): number => (t ? ptr(t) : 0);
 const PANEL = 16; // the widest panel of either kernel set (native 16 columns, wasm 8)
 
 const complete = (k: Partial<DecodeKernels> | undefined): k is DecodeKernels =>
@@ -154,10 +156,9 @@ export class FastDecoder {
     this.probs = alloc(maxBatch * V);
     this.lse = alloc(maxBatch);
     this.desc = alloc(fused.layers.length * DESC);
-    const opt = (t: Tensor | null): number => (t ? ptr(t) : 0);
     this.layers.forEach((l, i) => {
       // read back as u32; the cache's keys and values (slots 8, 9) are set per call
-      const ptrs = [ptr(l.inNorm), ptr(l.qkv), opt(l.qkvBias), ptr(l.o), opt(l.oBias), ptr(l.postNorm), ptr(l.gateUp), ptr(l.down), 0, 0, opt(l.qNorm), opt(l.kNorm)];
+      const ptrs = [ptr(l.inNorm), ptr(l.qkv), optPtr(l.qkvBias), ptr(l.o), optPtr(l.oBias), ptr(l.postNorm), ptr(l.gateUp), ptr(l.down), 0, 0, optPtr(l.qNorm), optPtr(l.kNorm)];
       this.arena.i32.set(ptrs, (ptr(this.desc) >>> 2) + i * DESC);
     });
     const half = D / 2;
@@ -257,11 +258,14 @@ export class FastDecoder {
     this.validFor = keyValid;
     const cap = cache.capacity, scale = 1 / Math.sqrt(D);
     const invTemp = temperature === 0 ? 0 : 1 / temperature;
-    const layerFlops = 2 * rows * (C * (H + 2 * K) * D + H * D * C + 3 * C * F);
     const norm = ptr(this.model.weights.get('model.norm.weight')!);
     if (this.k.decodeStep) {
-      const d0 = ptr(this.desc) >>> 2;
-      this.layers.forEach((_, i) => this.arena.i32.set([ptr(cache.keys[i]!), ptr(cache.values[i]!)], d0 + i * DESC + 8));
+      const i32 = this.arena.i32, d0 = ptr(this.desc) >>> 2;
+      this.layers.forEach((_, i) => {
+        i32[d0 + i * DESC + 8] = ptr(cache.keys[i]!);
+        i32[d0 + i * DESC + 9] = ptr(cache.values[i]!);
+      });
+      const layerFlops = 2 * rows * (C * (H + 2 * K) * D + H * D * C + 3 * C * F);
       this.onRows(rows, layerFlops, T, (r0, r1, scratch) => {
         const s = seq0 + r0 / T; // first sequence of these rows
         return [
@@ -272,11 +276,10 @@ export class FastDecoder {
       });
       return;
     }
-    const opt = (t: Tensor | null): number => (t ? ptr(t) : 0);
     const valid = keyValid ? ptr(this.valid) : 0;
     this.layers.forEach((l, i) => {
-      this.k.decodeLayer(ptr(this.h), ptr(this.scratch), ptr(l.inNorm), ptr(l.qkv), opt(l.qkvBias), ptr(l.o), opt(l.oBias), ptr(l.postNorm), ptr(l.gateUp),
-        ptr(l.down), ptr(cache.keys[i]!), ptr(cache.values[i]!), ptr(this.tab), opt(l.qNorm), opt(l.kNorm), valid, rows, C, H, K, D, F, cap, start, c.rmsNormEps, scale);
+      this.k.decodeLayer(ptr(this.h), ptr(this.scratch), ptr(l.inNorm), ptr(l.qkv), optPtr(l.qkvBias), ptr(l.o), optPtr(l.oBias), ptr(l.postNorm), ptr(l.gateUp),
+        ptr(l.down), ptr(cache.keys[i]!), ptr(cache.values[i]!), ptr(this.tab), optPtr(l.qNorm), optPtr(l.kNorm), valid, rows, C, H, K, D, F, cap, start, c.rmsNormEps, scale);
     });
     this.k.decodeHead(ptr(this.h), ptr(this.scratch), norm, ptr(this.head), ptr(this.logits), rows, C, V, c.rmsNormEps, ptr(this.probs), ptr(this.lse), invTemp);
   }
