@@ -185,6 +185,24 @@ function weightedSum2(p0: usize, p1: usize, V: usize, S: i32, D: i32, o0: usize,
   }
 }
 
+/**
+ * Reads one 16-byte word of every 64-byte line of two blocks of `bytes` each, the two in step, and returns their OR
+ * (the caller stores it, so the loads are kept). A decode step's keys and values come from memory (the batch's cache
+ * is larger than the caches): read this way, with nothing between the loads, they stream in at the memory's rate, and
+ * the attention arithmetic that follows reads them from cache. Straight into the arithmetic, they arrived 2-3x
+ * slower (wasm has no prefetch instruction).
+ */
+function pull2(p: usize, q: usize, bytes: usize): i32 {
+  let a = i32x4.splat(0), b = a, c = a, d = a;
+  for (let o: usize = 0; o + 128 <= bytes; o += 128) {
+    a = v128.or(a, v128.load(p + o));
+    b = v128.or(b, v128.load(p + o, 64));
+    c = v128.or(c, v128.load(q + o));
+    d = v128.or(d, v128.load(q + o, 64));
+  }
+  return i32x4.extract_lane(v128.or(v128.or(a, b), v128.or(c, d)), 0);
+}
+
 /** RoPE of one head vector x (D) in place; tab = cos (D/2) | sin (D/2) of its position. */
 function ropeRow(x: usize, tab: usize, D: i32): void {
   const half = D >> 1;
@@ -253,6 +271,9 @@ function attend(qkv: usize, y: usize, sc: usize, kc: usize, vc: usize, valid: us
     for (let kv = 0; kv < Kh; kv++) {
       const K = kc + <usize>((sq * Kh + kv) * cap * D) * 4;
       const V = vc + <usize>((sq * Kh + kv) * cap * D) * 4;
+      // decode: the block comes from memory, so pull it into cache first (the score row is overwritten below);
+      // a prefill's later rows find their sequence's keys in cache already
+      if (T == 1) store<i32>(sc, pull2(K, V, <usize>S * qD));
       // the group's queries two at a time (one pass over K and V serves both), then a last odd one
       let g = 0;
       for (; g + 2 <= grp; g += 2) {
