@@ -2,7 +2,7 @@
 // sequence): a whole decoder layer for B rows (one new token per sequence, or T prompt tokens per sequence when
 // prefilling), a whole step (decodeStep), on weights packed once per generate call into panels of 8 output columns.
 import { axpy, swiglu } from './elementwise';
-import { micro, MR, NR, packB } from './gemm';
+import { macroKernel, MR, packB } from './gemm';
 import { dot, expSum, rmsNorm, rowMax, scaleRow } from './nn';
 import { hsum4x4, madd } from './simd';
 
@@ -14,7 +14,7 @@ export function decodePack(w: usize, out: usize, N: i32, K: i32): void {
 /**
  * C (M, N) (+)= A (M, K) W^T (+ bias), W packed by decodePack (the panels gemm's packB makes). A is first copied into
  * blocks of 4 rows, k-major (gemm's packA layout), at `pa` (room for (M + 3) x K floats, then a 4 x 8 tile), so
- * gemm's 4 x 8 micro-kernel runs on it (more than 8 accumulators make V8 spill: scripts/wasm-tiles.ts).
+ * gemm's 4 x 8 kernels run on it (more than 8 accumulators make V8 spill: scripts/wasm-tiles.ts).
  */
 function gemmPacked(M: i32, N: i32, K: i32, a: usize, pw: usize, bias: usize, acc: i32, c: usize, pa: usize): void {
   const rowBytes = <usize>K << 2; // A packed 4 rows at a time by 4 x 4 transposes (MR = 4)
@@ -44,56 +44,8 @@ function gemmPacked(M: i32, N: i32, K: i32, a: usize, pw: usize, bias: usize, ac
       store<f32>(dk, load<f32>(a3 + o), 12);
     }
   }
-  const Mf = M & ~(MR - 1), Nf = N & ~(NR - 1);
-  tiles(Mf, Nf, K, pa, pw, c, N, acc);
-  // the edges through gemm's micro-kernel (a tile of fewer rows or columns): the last M % 4 rows of every panel, then
-  // the last panel's N % 8 columns of the full row blocks
-  const tile = pa + <usize>((M + MR - 1) / MR * MR * K) * 4;
-  if (Mf < M)
-    for (let n0 = 0; n0 < N; n0 += NR) micro(K, pa + <usize>(Mf * K) * 4, pw + <usize>(n0 * K) * 4, c + <usize>(Mf * N + n0) * 4, N, M - Mf, min(NR, N - n0), 1, acc, tile);
-  if (Nf < N)
-    for (let i = 0; i < Mf; i += MR) micro(K, pa + <usize>(i * K) * 4, pw + <usize>(Nf * K) * 4, c + <usize>(i * N + Nf) * 4, N, MR, N - Nf, 1, acc, tile);
+  macroKernel(M, N, K, pa, pw, c, N, acc, pa + <usize>((M + MR - 1) / MR * MR * K) * 4);
   if (bias) for (let i = 0; i < M; i++) axpy(1, bias, c + <usize>(i * N) * 4, N);
-}
-
-/**
- * C (M, N; row stride ldc) (+)= A W^T for M and N multiples of 4 and 8: every 4 x 8 tile, A packed in 4-row k-major
- * blocks at pa, W in decodePack's panels. gemm's micro-kernel with its loops around it in one function: a call per
- * tile made the decode step 5-7% slower in paired A/Bs on a busy host (no difference in one on a quiet one).
- */
-function tiles(M: i32, N: i32, K: i32, pa: usize, pw: usize, c: usize, ldc: i32, acc: i32): void {
-  const rs = <usize>ldc * 4;
-  for (let n0 = 0; n0 < N; n0 += NR) {
-    const panel = pw + <usize>(n0 * K) * 4;
-    for (let i = 0; i < M; i += MR) {
-      let c00 = f32x4.splat(0), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
-      let ap = pa + <usize>(i * K) * 4, bp = panel;
-      for (let k = 0; k < K; k++) {
-        const b0 = v128.load(bp), b1 = v128.load(bp, 16);
-        let a = v128.load32_splat(ap);
-        c00 = madd(a, b0, c00); c01 = madd(a, b1, c01);
-        a = v128.load32_splat(ap, 4);
-        c10 = madd(a, b0, c10); c11 = madd(a, b1, c11);
-        a = v128.load32_splat(ap, 8);
-        c20 = madd(a, b0, c20); c21 = madd(a, b1, c21);
-        a = v128.load32_splat(ap, 12);
-        c30 = madd(a, b0, c30); c31 = madd(a, b1, c31);
-        ap += 16;
-        bp += 32;
-      }
-      const r0 = c + <usize>(i * ldc + n0) * 4, r1 = r0 + rs, r2 = r1 + rs, r3 = r2 + rs;
-      if (acc) {
-        c00 = f32x4.add(c00, v128.load(r0)); c01 = f32x4.add(c01, v128.load(r0, 16));
-        c10 = f32x4.add(c10, v128.load(r1)); c11 = f32x4.add(c11, v128.load(r1, 16));
-        c20 = f32x4.add(c20, v128.load(r2)); c21 = f32x4.add(c21, v128.load(r2, 16));
-        c30 = f32x4.add(c30, v128.load(r3)); c31 = f32x4.add(c31, v128.load(r3, 16));
-      }
-      v128.store(r0, c00); v128.store(r0, c01, 16);
-      v128.store(r1, c10); v128.store(r1, c11, 16);
-      v128.store(r2, c20); v128.store(r2, c21, 16);
-      v128.store(r3, c30); v128.store(r3, c31, 16);
-    }
-  }
 }
 
 /** p[s] = scale q.K[s] for s < S (-inf where valid[s] == 0); eight keys at a time (8 FMA chains). */

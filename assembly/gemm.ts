@@ -116,6 +116,61 @@ export function micro(kc: i32, pa: usize, pb: usize, c: usize, ldc: i32, m: i32,
     }
 }
 
+/**
+ * C (M x N, ldc) (+ C if acc) = pa pb for M and N multiples of MR and NR: every full tile, the micro-kernel's loop
+ * with the loops over tiles around it in one function (packed as packA / packB make them, over K). A call to `micro`
+ * per tile made the wasm decode step 5-7% slower in paired A/Bs on a busy host (no difference in one on a quiet one).
+ * `gemm` keeps its call to `micro` per tile: `macroKernel` in its place left the train step as it was (a paired A/B:
+ * 1.006), and `micro` built on this one (its tile through scratch) made the train step 2.5-4% slower.
+ */
+export function tiles(M: i32, N: i32, K: i32, pa: usize, pb: usize, c: usize, ldc: i32, acc: i32): void {
+  const rs = <usize>ldc * 4;
+  for (let n0 = 0; n0 < N; n0 += NR) {
+    const panel = pb + <usize>(n0 * K) * 4;
+    for (let i = 0; i < M; i += MR) {
+      let c00 = f32x4.splat(0), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
+      let ap = pa + <usize>(i * K) * 4, bp = panel;
+      for (let k = 0; k < K; k++) {
+        const b0 = v128.load(bp), b1 = v128.load(bp, 16);
+        let a = v128.load32_splat(ap);
+        c00 = madd(a, b0, c00); c01 = madd(a, b1, c01);
+        a = v128.load32_splat(ap, 4);
+        c10 = madd(a, b0, c10); c11 = madd(a, b1, c11);
+        a = v128.load32_splat(ap, 8);
+        c20 = madd(a, b0, c20); c21 = madd(a, b1, c21);
+        a = v128.load32_splat(ap, 12);
+        c30 = madd(a, b0, c30); c31 = madd(a, b1, c31);
+        ap += 16;
+        bp += 32;
+      }
+      const r0 = c + <usize>(i * ldc + n0) * 4, r1 = r0 + rs, r2 = r1 + rs, r3 = r2 + rs;
+      if (acc) {
+        c00 = f32x4.add(c00, v128.load(r0)); c01 = f32x4.add(c01, v128.load(r0, 16));
+        c10 = f32x4.add(c10, v128.load(r1)); c11 = f32x4.add(c11, v128.load(r1, 16));
+        c20 = f32x4.add(c20, v128.load(r2)); c21 = f32x4.add(c21, v128.load(r2, 16));
+        c30 = f32x4.add(c30, v128.load(r3)); c31 = f32x4.add(c31, v128.load(r3, 16));
+      }
+      v128.store(r0, c00); v128.store(r0, c01, 16);
+      v128.store(r1, c10); v128.store(r1, c11, 16);
+      v128.store(r2, c20); v128.store(r2, c21, 16);
+      v128.store(r3, c30); v128.store(r3, c31, 16);
+    }
+  }
+}
+
+/**
+ * C (M x N, ldc) (+ C if acc) = pa pb (packed over K as packA / packB make them): the full tiles through `tiles`, the
+ * edges (the last M % MR rows, then the last N % NR columns) through `micro`, which writes partial tiles via `tile`.
+ */
+export function macroKernel(M: i32, N: i32, K: i32, pa: usize, pb: usize, c: usize, ldc: i32, acc: i32, tile: usize): void {
+  const Mf = M & ~(MR - 1), Nf = N & ~(NR - 1);
+  tiles(Mf, Nf, K, pa, pb, c, ldc, acc);
+  if (Mf < M)
+    for (let n0 = 0; n0 < N; n0 += NR) micro(K, pa + <usize>(Mf * K) * 4, pb + <usize>(n0 * K) * 4, c + <usize>(Mf * ldc + n0) * 4, ldc, M - Mf, min(NR, N - n0), 1, acc, tile);
+  if (Nf < N)
+    for (let i = 0; i < Mf; i += MR) micro(K, pa + <usize>(i * K) * 4, pb + <usize>(Nf * K) * 4, c + <usize>(i * ldc + Nf) * 4, ldc, MR, N - Nf, 1, acc, tile);
+}
+
 /** C (M x N, ldc) = alpha * op(A) op(B) (+ C if accumulate). A(i,k) = transA ? a[k*lda+i] : a[i*lda+k]. */
 export function gemm(transA: i32, transB: i32, M: i32, N: i32, K: i32, a: usize, lda: i32, b: usize, ldb: i32,
   c: usize, ldc: i32, alpha: f32, accumulate: i32, scratch: usize): void {
