@@ -78,36 +78,14 @@ export function gemmScratchBytes(): i32 {
   }
 }
 
-/** One MR x NR tile: C[0:m, 0:n] (= or +=) alpha * pa pb over kc. */
-export function micro(kc: i32, pa: usize, pb: usize, c: usize, ldc: i32, m: i32, n: i32, alpha: f32, beta: i32, tile: usize): void {
-  let c00 = f32x4.splat(0), c01 = f32x4.splat(0), c10 = f32x4.splat(0), c11 = f32x4.splat(0);
-  let c20 = f32x4.splat(0), c21 = f32x4.splat(0), c30 = f32x4.splat(0), c31 = f32x4.splat(0);
-  for (let k = 0; k < kc; k++) {
-    const b0 = v128.load(pb), b1 = v128.load(pb, 16);
-    let a = v128.load32_splat(pa);
-    c00 = madd(a, b0, c00); c01 = madd(a, b1, c01);
-    a = v128.load32_splat(pa, 4);
-    c10 = madd(a, b0, c10); c11 = madd(a, b1, c11);
-    a = v128.load32_splat(pa, 8);
-    c20 = madd(a, b0, c20); c21 = madd(a, b1, c21);
-    a = v128.load32_splat(pa, 12);
-    c30 = madd(a, b0, c30); c31 = madd(a, b1, c31);
-    pa += 16;
-    pb += 32;
-  }
-  const al = f32x4.splat(alpha);
-  const rs = <usize>ldc * 4;
+/** One MR x NR tile: C[0:m, 0:n] (= or +=) alpha * pa pb over kc; a partial one goes through `tile` (MR x NR). */
+function micro(kc: i32, pa: usize, pb: usize, c: usize, ldc: i32, m: i32, n: i32, alpha: f32, beta: i32, tile: usize): void {
   if (m == MR && n == NR) {
-    storeRow(c, c00, c01, al, beta);
-    storeRow(c + rs, c10, c11, al, beta);
-    storeRow(c + 2 * rs, c20, c21, al, beta);
-    storeRow(c + 3 * rs, c30, c31, al, beta);
+    tiles(MR, NR, kc, pa, pb, c, ldc, alpha, beta);
     return;
   }
-  storeRow(tile, c00, c01, al, 0);
-  storeRow(tile + 32, c10, c11, al, 0);
-  storeRow(tile + 64, c20, c21, al, 0);
-  storeRow(tile + 96, c30, c31, al, 0);
+  tiles(MR, NR, kc, pa, pb, tile, NR, alpha, 0);
+  const rs = <usize>ldc * 4;
   for (let i = 0; i < m; i++)
     for (let j = 0; j < n; j++) {
       const dst = c + <usize>i * rs + (<usize>j << 2);
@@ -117,13 +95,14 @@ export function micro(kc: i32, pa: usize, pb: usize, c: usize, ldc: i32, m: i32,
 }
 
 /**
- * C (M x N, ldc) (+ C if acc) = pa pb for M and N multiples of MR and NR: every full tile, the micro-kernel's loop
- * with the loops over tiles around it in one function (packed as packA / packB make them, over K). A call to `micro`
- * per tile made the wasm decode step 5-7% slower in paired A/Bs on a busy host (no difference in one on a quiet one).
- * `gemm` keeps its call to `micro` per tile: `macroKernel` in its place left the train step as it was (a paired A/B:
- * 1.006), and `micro` built on this one (its tile through scratch) made the train step 2.5-4% slower.
+ * C (M x N, ldc) (= or +=) alpha * pa pb for M and N multiples of MR and NR (packed over K as packA / packB make them):
+ * the 4 x 8 micro-kernel with the loops over tiles around it in one function. A call per tile made the wasm decode
+ * step 5-7% slower in paired A/Bs on a busy host (no difference in one on a quiet one). Inlined: `micro` runs its full
+ * tiles through it, and as a call that made the train step about 2% slower (paired A/Bs; inlined: 0.98-1.00).
  */
-export function tiles(M: i32, N: i32, K: i32, pa: usize, pb: usize, c: usize, ldc: i32, acc: i32): void {
+// @ts-ignore: decorator
+@inline function tiles(M: i32, N: i32, K: i32, pa: usize, pb: usize, c: usize, ldc: i32, alpha: f32, beta: i32): void {
+  const al = f32x4.splat(alpha);
   const rs = <usize>ldc * 4;
   for (let n0 = 0; n0 < N; n0 += NR) {
     const panel = pb + <usize>(n0 * K) * 4;
@@ -143,17 +122,11 @@ export function tiles(M: i32, N: i32, K: i32, pa: usize, pb: usize, c: usize, ld
         ap += 16;
         bp += 32;
       }
-      const r0 = c + <usize>(i * ldc + n0) * 4, r1 = r0 + rs, r2 = r1 + rs, r3 = r2 + rs;
-      if (acc) {
-        c00 = f32x4.add(c00, v128.load(r0)); c01 = f32x4.add(c01, v128.load(r0, 16));
-        c10 = f32x4.add(c10, v128.load(r1)); c11 = f32x4.add(c11, v128.load(r1, 16));
-        c20 = f32x4.add(c20, v128.load(r2)); c21 = f32x4.add(c21, v128.load(r2, 16));
-        c30 = f32x4.add(c30, v128.load(r3)); c31 = f32x4.add(c31, v128.load(r3, 16));
-      }
-      v128.store(r0, c00); v128.store(r0, c01, 16);
-      v128.store(r1, c10); v128.store(r1, c11, 16);
-      v128.store(r2, c20); v128.store(r2, c21, 16);
-      v128.store(r3, c30); v128.store(r3, c31, 16);
+      const r0 = c + <usize>(i * ldc + n0) * 4;
+      storeRow(r0, c00, c01, al, beta);
+      storeRow(r0 + rs, c10, c11, al, beta);
+      storeRow(r0 + 2 * rs, c20, c21, al, beta);
+      storeRow(r0 + 3 * rs, c30, c31, al, beta);
     }
   }
 }
@@ -164,7 +137,7 @@ export function tiles(M: i32, N: i32, K: i32, pa: usize, pb: usize, c: usize, ld
  */
 export function macroKernel(M: i32, N: i32, K: i32, pa: usize, pb: usize, c: usize, ldc: i32, acc: i32, tile: usize): void {
   const Mf = M & ~(MR - 1), Nf = N & ~(NR - 1);
-  tiles(Mf, Nf, K, pa, pb, c, ldc, acc);
+  tiles(Mf, Nf, K, pa, pb, c, ldc, 1, acc);
   if (Mf < M)
     for (let n0 = 0; n0 < N; n0 += NR) micro(K, pa + <usize>(Mf * K) * 4, pb + <usize>(n0 * K) * 4, c + <usize>(Mf * ldc + n0) * 4, ldc, M - Mf, min(NR, N - n0), 1, acc, tile);
   if (Nf < N)
