@@ -6,6 +6,11 @@ import { loadTokenizer, tinyTokenizerDir } from '../tokenizer/index.js';
 import { loadConfig } from './config.js';
 import type { RagenConfig } from './config-schema.js';
 import type { MetricRecord } from '../metrics/index.js';
+import { ScriptedEngine } from '../agent/testing.js';
+import type {
+  BackwardOptions, ForwardResult, Generation, ModelRole, OptimizerStepResult, OutputGradients, SamplingParams, TrainableEngine, TrainableRole,
+} from '../engine/index.js';
+import type { Tokenizer } from '../tokenizer/index.js';
 
 /** Shape of the micro model. */
 export interface MicroModelOptions {
@@ -60,4 +65,84 @@ export function microConfig(modelDir: string, runDir: string, overrides: readonl
 /** Metric lines without wall-clock keys (time, timing_s/*, perf/*), which legitimately differ between runs. */
 export function deterministic(records: MetricRecord[]): Record<string, number>[] {
   return records.map((r) => Object.fromEntries(Object.entries(r).filter(([k]) => k !== 'time' && !k.startsWith('timing_s/') && !k.startsWith('perf/'))));
+}
+
+/** The per-token outputs of `RecordingEngine`, as functions of the token position t (>= 1) they describe. */
+export interface RecordingOutputs {
+  /** log π_old of token t: what a no-grad policy forward returns (the recomputed old log-probs). */
+  oldLogprob: (t: number) => number;
+  /** log(π / π_old) of every token in a backward pass (the "current" policy of the update). @default 0 */
+  logRatio: number;
+  /** log π − log π_ref of every token (the reference's log-probs are the current ones minus this). @default 0 */
+  refGap: number;
+  /** The critic's value before token t (no-grad forward = the old values). */
+  value: (t: number) => number;
+  /** Added to the values of a critic backward (the critic has moved since the old values). @default 0 */
+  valueShift: number;
+  entropy: (t: number) => number;
+}
+
+/** One `backward` call as the trainer made it. */
+export interface RecordedBackward {
+  role: TrainableRole;
+  sequences: number[][];
+  grads: OutputGradients;
+}
+
+/**
+ * A trainable Engine without a model, for testing what the trainer hands an engine: it generates scripted
+ * text (`ScriptedEngine`), answers forward passes with the fixed per-token outputs of `RecordingOutputs`, and
+ * records the output gradients of every `backward`. The step's whole path from rewards to loss gradients can
+ * then be checked against formulas computed independently in a test.
+ */
+export class RecordingEngine implements TrainableEngine {
+  readonly kind = 'recording';
+  readonly backwards: RecordedBackward[] = [];
+  readonly optimizerSteps: TrainableRole[] = [];
+  readonly outputs: RecordingOutputs;
+  private readonly sampler: ScriptedEngine;
+
+  constructor(tokenizer: Tokenizer, script: (promptText: string, index: number) => string, outputs: Partial<RecordingOutputs> = {}) {
+    this.sampler = new ScriptedEngine(tokenizer, script);
+    this.outputs = { oldLogprob: (t) => -0.4 - 0.05 * (t % 5), logRatio: 0, refGap: 0, value: () => -0.5, valueShift: 0, entropy: (t) => 1 + 0.01 * (t % 3), ...outputs };
+  }
+
+  generate(prompts: readonly (readonly number[])[], params: SamplingParams): Promise<Generation[]> {
+    return this.sampler.generate(prompts, params);
+  }
+
+  /** Engine layout: entry j of a sequence's array describes token j + 1. */
+  private perToken(sequences: readonly (readonly number[])[], f: (t: number) => number): Float32Array[] {
+    return sequences.map((s) => Float32Array.from({ length: Math.max(0, s.length - 1) }, (_, j) => f(j + 1)));
+  }
+
+  private result(sequences: readonly (readonly number[])[], role: ModelRole, entropy: boolean, current: boolean): ForwardResult {
+    const o = this.outputs;
+    const shift = current ? o.logRatio : 0;
+    const lp = role === 'reference' ? (t: number) => o.oldLogprob(t) + o.logRatio - o.refGap : (t: number) => o.oldLogprob(t) + shift;
+    const out: ForwardResult = { logprobs: role === 'critic' ? sequences.map(() => new Float32Array(0)) : this.perToken(sequences, lp) };
+    if (entropy && role !== 'critic') out.entropy = this.perToken(sequences, o.entropy);
+    if (role === 'critic') out.values = this.perToken(sequences, (t) => o.value(t) + (current ? o.valueShift : 0));
+    return out;
+  }
+
+  async forward(sequences: readonly (readonly number[])[], options: { role: ModelRole; entropy?: boolean }): Promise<ForwardResult> {
+    return this.result(sequences, options.role, options.entropy ?? false, false);
+  }
+
+  async backward(sequences: readonly (readonly number[])[], options: BackwardOptions, lossGrad: (out: ForwardResult) => OutputGradients): Promise<ForwardResult> {
+    const out = this.result(sequences, options.role, options.entropy ?? false, true);
+    this.backwards.push({ role: options.role, sequences: sequences.map((s) => [...s]), grads: lossGrad(out) });
+    return out;
+  }
+
+  async optimizerStep(role: TrainableRole): Promise<OptimizerStepResult> {
+    this.optimizerSteps.push(role);
+    return { gradNorm: 1, skipped: false };
+  }
+
+  zeroGrad(): void {}
+  async save(): Promise<void> {}
+  async loadOptimizer(): Promise<void> {}
+  dispose(): void {}
 }
