@@ -6,17 +6,17 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 
 const MUTATIONS = [
-  ['negate the actor log-prob gradient', 'src/train/update.ts', 'logprobs: toEngineLayout(r.grad.logprobs, lengths, T)', 'logprobs: toEngineLayout(r.grad.logprobs.map((x) => -x), lengths, T)'],
-  ['negate the critic value gradient', 'src/train/update.ts', 'values: toEngineLayout(r.grad.values, lengths, T)', 'values: toEngineLayout(r.grad.values.map((x) => -x), lengths, T)'],
+  ['negate the actor log-prob gradient', 'src/train/update.ts', 'return { logprobs: r.grad.logprobs,', 'return { logprobs: r.grad.logprobs.map((x) => -x),'],
+  ['negate the critic value gradient', 'src/train/update.ts', 'return { values: r.grad.values };', 'return { values: r.grad.values.map((x) => -x) };'],
   ['negate every advantage', 'src/train/step.ts', 'let advantages = adv.advantages;', 'let advantages = adv.advantages.map((x) => -x);'],
   ['swap the low and high clip ratios', 'src/train/step.ts', 'clipRatioLow: algo.clipRatioLow,\n        clipRatioHigh: algo.clipRatioHigh,', 'clipRatioLow: algo.clipRatioHigh,\n        clipRatioHigh: algo.clipRatioLow,'],
   ['negate the entropy coefficient', 'src/train/step.ts', 'entropyCoef: algo.entropyCoeff,', 'entropyCoef: -algo.entropyCoeff,'],
   ['negate the KL-loss coefficient', 'src/train/step.ts', 'klCoef: algo.kl.useKlLoss ? algo.kl.coef : 0,', 'klCoef: algo.kl.useKlLoss ? -algo.kl.coef : 0,'],
   ['skip reward normalisation', 'src/train/step.ts', "if (algo.rewardNorm.method !== 'identity') {", 'if (false) {'],
   ['swap gamma and lambda in the GAE call', 'src/train/step.ts', 'gamma: algo.gamma, lambda: algo.lambda,', 'gamma: algo.lambda, lambda: algo.gamma,'],
-  ['old log-probs = current ones (ratio 1)', 'src/train/update.ts', 'oldLogprobs: takeRows(data.oldLogprobs, micro, T),', 'oldLogprobs: toTokenLayout(out.logprobs, m, T),'],
-  ['negate the surrogate gradient inside the local engine', 'src/engine/local.ts', 'const part = sum(mul(t, tensor(g)));', 'const part = sum(mul(t, tensor(g.map((x) => -x))));'],
-  ['value clip centred on the current values', 'src/train/update.ts', 'oldValues: takeRows(oldValues, micro, T),', 'oldValues: toTokenLayout(out.values!, m, T),'],
+  ['old log-probs = current ones (ratio 1)', 'src/train/update.ts', 'oldLogprobs: takeRows(data.oldLogprobs, micro, T),', 'oldLogprobs: out.logprobs,'],
+  ['negate the surrogate gradient inside the local engine', 'src/engine/local.ts', 'const part = sum(mul(out, tensor(g)));', 'const part = sum(mul(out, tensor(g.map((x) => -x))));'],
+  ['value clip centred on the current values', 'src/train/update.ts', 'oldValues: takeRows(oldValues, micro, T),', 'oldValues: out.values!,'],
 ];
 
 const tests = process.argv.slice(2);

@@ -1,14 +1,13 @@
 // Training samples -> the padded (B, T) row-major arrays every src/algo function takes
 // (element (b, t) at index b*T + t; padding has mask 0), plus per-sequence group keys and scores.
+import type { SequenceBatch } from '../engine/index.js';
 import type { TrainingSample } from './sequence.js';
 
-/** A right-padded batch of training samples. All per-token arrays are token-aligned (see TrainingSample). */
-export interface TokenBatch {
-  B: number;
-  T: number;
-  ids: Int32Array;
-  /** 1 on real tokens (prompt and sampled), 0 on padding. */
-  attentionMask: Uint8Array;
+/**
+ * A right-padded batch of training samples: the engine seam's `SequenceBatch` (ids, attention mask, lengths) plus
+ * the trainer's per-token arrays, all token-aligned (see TrainingSample).
+ */
+export interface TokenBatch extends SequenceBatch {
   /** 1 on sampled (trained) tokens. */
   lossMask: Uint8Array;
   /** Log-probs at sampling (the PPO ratio's denominator), 0 off the loss mask. */
@@ -21,8 +20,6 @@ export interface TokenBatch {
   groupIds: string[];
   /** Per row: the sequence score (sum of its rewards). */
   scores: Float64Array;
-  /** Per row: the unpadded length. */
-  lengths: Int32Array;
   /** Per row: the episode index in the rollout batch (src/algo's `episodeIds` for per-turn samples). */
   episodeIds: Int32Array;
 }

@@ -3,6 +3,7 @@
 import { modelConfig, type ModelConfig } from '../model/index.js';
 import { simdPeak, type BackendName } from '../tensor/index.js';
 import { Rng } from '../util/index.js';
+import { sequenceBatch } from './batch.js';
 import { LocalEngine } from './local.js';
 import type { ForwardResult, OutputGradients } from './types.js';
 
@@ -64,13 +65,13 @@ export async function runEngineBench(backend: BackendName, w: BenchWorkload = DE
   const engine = LocalEngine.create(config, { backend, seed: 0 });
   const rng = new Rng(0);
   const V = config.vocabSize;
-  const seqs = Array.from({ length: w.batch }, () => Array.from({ length: w.seq + 1 }, () => rng.int(V)));
+  const seqs = sequenceBatch(Array.from({ length: w.batch }, () => Array.from({ length: w.seq + 1 }, () => rng.int(V))));
   const n = w.batch * w.seq;
   let loss = NaN;
-  // mean cross-entropy: d loss / d logprob = -1 / N
+  // mean cross-entropy over every scored token (t >= 1): d loss / d logprob = -1 / N
   const grad = (out: ForwardResult): OutputGradients => {
-    loss = -out.logprobs.reduce((a, l) => a + l.reduce((x, y) => x + y, 0), 0) / n;
-    return { logprobs: out.logprobs.map((l) => new Float32Array(l.length).fill(-1 / n)) };
+    loss = -out.logprobs.reduce((a, x) => a + x, 0) / n;
+    return { logprobs: out.logprobs.map((_, i) => (i % seqs.T > 0 ? -1 / n : 0)) };
   };
   const times: number[] = [];
   for (let step = 0; step <= w.steps; step++) {

@@ -1,8 +1,9 @@
 // engine: the Engine interface and its implementations.
 export type {
-  Engine, SamplingParams, Generation, ModelRole, ForwardResult,
+  Engine, SamplingParams, Generation, ModelRole, SequenceBatch, ForwardResult,
   TrainableEngine, TrainableRole, OutputGradients, BackwardOptions, OptimizerSettings, OptimizerStepResult,
 } from './types.js';
+export { sequenceBatch, rowTokens } from './batch.js';
 export { LocalEngine, TokenStats } from './local.js';
 export type { LocalEngineOptions, LocalPretrainedOptions } from './local.js';
 export { findTorchPython, pythonCandidates, TORCH_MISSING } from './python.js';

@@ -4,21 +4,28 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { modelConfig } from '../model/index.js';
 import { liveTensors, setBackend } from '../tensor/index.js';
+import { sequenceBatch } from './batch.js';
 import { LocalEngine } from './local.js';
-import type { ForwardResult, OutputGradients } from './types.js';
+import type { ForwardResult, OutputGradients, SequenceBatch } from './types.js';
 
 const config = modelConfig({ vocabSize: 30, hiddenSize: 32, intermediateSize: 48, numLayers: 2, numHeads: 4, numKvHeads: 2 });
-const seqs = [[1, 2, 3, 4, 5, 6], [7, 8, 9], [10, 11, 12, 13]];
+const seqs = sequenceBatch([[1, 2, 3, 4, 5, 6], [7, 8, 9], [10, 11, 12, 13]]);
 
-/** SFT: loss = -mean log p over all predicted tokens; d loss / d logprob = -1 / N. */
-function sftGrad(out: ForwardResult): OutputGradients {
-  const n = out.logprobs.reduce((a, l) => a + l.length, 0);
-  return { logprobs: out.logprobs.map((l) => new Float32Array(l.length).fill(-1 / n)) };
+/** Whether entry i of a token-aligned (B, T) array scores a token (t >= 1, inside the row). */
+const scored = (b: SequenceBatch, i: number) => i % b.T > 0 && i % b.T < b.lengths[Math.floor(i / b.T)]!;
+
+/** `f(x, i)` on the scored entries of a token-aligned array, 0 elsewhere. */
+const onScored = (b: SequenceBatch, x: Float32Array, f: (x: number, i: number) => number) => x.map((v, i) => (scored(b, i) ? f(v, i) : 0));
+
+/** SFT: loss = -mean log p over all scored tokens; d loss / d logprob = -1 / N. */
+function sftGrad(out: ForwardResult, b: SequenceBatch = seqs): OutputGradients {
+  const n = out.logprobs.filter((_, i) => scored(b, i)).length;
+  return { logprobs: onScored(b, out.logprobs, () => -1 / n) };
 }
 
-function meanLogprob(out: ForwardResult): number {
-  const all = out.logprobs.flatMap((l) => [...l]);
-  return all.reduce((a, b) => a + b, 0) / all.length;
+function meanLogprob(out: ForwardResult, b: SequenceBatch = seqs): number {
+  const all = Array.from(out.logprobs).filter((_, i) => scored(b, i));
+  return all.reduce((a, x) => a + x, 0) / all.length;
 }
 
 function snapshot(engine: LocalEngine, role: 'policy' | 'critic'): Float32Array[] {
@@ -32,9 +39,10 @@ describe('LocalEngine', () => {
     const engine = LocalEngine.create(config, { seed: 1 });
     const prompts = [[1, 2, 3], [4, 5]];
     const gens = await engine.generate(prompts, { maxNewTokens: 5, temperature: 1, seed: 2 });
-    const fwd = await engine.forward(prompts.map((p, i) => [...p, ...gens[i]!.tokens]), { role: 'policy', entropy: true });
-    prompts.forEach((p, i) => gens[i]!.logprobs.forEach((lp, j) => expect(Math.abs(lp - fwd.logprobs[i]![p.length - 1 + j]!)).toBeLessThan(1e-4)));
-    expect(fwd.entropy!.every((e) => e.every((x) => x > 0 && x <= Math.log(30) + 1e-5))).toBe(true);
+    const batch = sequenceBatch(prompts.map((p, i) => [...p, ...gens[i]!.tokens]));
+    const fwd = await engine.forward(batch, { role: 'policy', entropy: true });
+    prompts.forEach((p, i) => gens[i]!.logprobs.forEach((lp, j) => expect(Math.abs(lp - fwd.logprobs[i * batch.T + p.length + j]!)).toBeLessThan(1e-4)));
+    fwd.entropy!.forEach((x, i) => expect(scored(batch, i) ? x > 0 && x <= Math.log(30) + 1e-5 : x === 0).toBe(true));
   });
 
   it('trains: SFT raises the log-likelihood, every parameter moves, gradients are zeroed', async () => {
@@ -55,11 +63,13 @@ describe('LocalEngine', () => {
   it('accumulates gradients over micro-batches (two halves = one batch)', async () => {
     const whole = LocalEngine.create(config, { seed: 4 });
     const parts = LocalEngine.create(config, { seed: 4 });
-    const n = seqs.reduce((a, s) => a + s.length - 1, 0);
-    const grad = (out: ForwardResult): OutputGradients => ({ logprobs: out.logprobs.map((l) => new Float32Array(l.length).fill(-1 / n)) });
-    await whole.backward(seqs, { role: 'policy' }, grad);
-    await parts.backward(seqs.slice(0, 1), { role: 'policy' }, grad);
-    await parts.backward(seqs.slice(1), { role: 'policy' }, grad);
+    const n = seqs.lengths.reduce((a, L) => a + L - 1, 0);
+    const grad = (b: SequenceBatch) => (out: ForwardResult): OutputGradients => ({ logprobs: onScored(b, out.logprobs, () => -1 / n) });
+    const first = sequenceBatch([[1, 2, 3, 4, 5, 6]]);
+    const rest = sequenceBatch([[7, 8, 9], [10, 11, 12, 13]]);
+    await whole.backward(seqs, { role: 'policy' }, grad(seqs));
+    await parts.backward(first, { role: 'policy' }, grad(first));
+    await parts.backward(rest, { role: 'policy' }, grad(rest));
     whole.parameters('policy').forEach(([name, t], i) => {
       const a = t.grad!.toFloat32Array();
       const b = parts.parameters('policy')[i]![1].grad!.toFloat32Array();
@@ -70,7 +80,7 @@ describe('LocalEngine', () => {
   it('skips the update on non-finite gradients', async () => {
     const engine = LocalEngine.create(config, { seed: 1 });
     const before = snapshot(engine, 'policy');
-    await engine.backward(seqs, { role: 'policy' }, (out) => ({ logprobs: out.logprobs.map((l) => new Float32Array(l.length).fill(NaN)) }));
+    await engine.backward(seqs, { role: 'policy' }, (out) => ({ logprobs: out.logprobs.map(() => NaN) }));
     const r = await engine.optimizerStep('policy', { lr: 1e-2 });
     expect(r.skipped).toBe(true);
     expect(snapshot(engine, 'policy')).toEqual(before);
@@ -91,10 +101,10 @@ describe('LocalEngine', () => {
     it(`a ${mode} critic regresses values toward targets`, async () => {
       const engine = LocalEngine.create(config, { seed: 3, critic: mode });
       const target = 0.5;
-      const vloss = (out: ForwardResult): number => out.values!.flatMap((v) => [...v]).reduce((a, v) => a + (v - target) ** 2, 0);
+      const vloss = (out: ForwardResult): number => Array.from(out.values!).reduce((a, v, i) => a + (scored(seqs, i) ? (v - target) ** 2 : 0), 0);
       const first = vloss(await engine.forward(seqs, { role: 'critic' }));
       for (let i = 0; i < 10; i++) {
-        await engine.backward(seqs, { role: 'critic' }, (out) => ({ values: out.values!.map((v) => v.map((x) => 2 * (x - target) / 12)) }));
+        await engine.backward(seqs, { role: 'critic' }, (out) => ({ values: onScored(seqs, out.values!, (x) => (2 * (x - target)) / 12) }));
         await engine.optimizerStep('critic', { lr: 1e-2 });
         if (mode === 'shared') engine.zeroGrad('policy'); // trunk gradients of the value loss are the policy's to use or drop
       }
@@ -125,9 +135,9 @@ describe('LocalEngine', () => {
     const round = async (): Promise<void> => {
       await engine.generate([[1, 2], [3]], { maxNewTokens: 4, temperature: 1, seed: 0, stopTokenIds: [5] });
       await engine.forward(seqs, { role: 'reference' });
-      await engine.backward(seqs, { role: 'policy', entropy: true }, (o) => ({ ...sftGrad(o), entropy: o.entropy!.map((e) => e.map(() => 0.01)) }));
+      await engine.backward(seqs, { role: 'policy', entropy: true }, (o) => ({ ...sftGrad(o), entropy: onScored(seqs, o.entropy!, () => 0.01) }));
       await engine.optimizerStep('policy', { lr: 1e-3, maxGradNorm: 1 });
-      await engine.backward(seqs, { role: 'critic' }, (o) => ({ values: o.values!.map((v) => v.map((x) => x / 10)) }));
+      await engine.backward(seqs, { role: 'critic' }, (o) => ({ values: onScored(seqs, o.values!, (x) => x / 10) }));
       await engine.optimizerStep('critic', { lr: 1e-3 });
     };
     await round();
@@ -139,20 +149,20 @@ describe('LocalEngine', () => {
   it('forward in small length-sorted chunks returns each sequence in its own place', async () => {
     const engine = LocalEngine.create(config, { seed: 1 });
     const small = new LocalEngine({ policy: engine.policy, forwardTokenBudget: 7 });
-    const mixed = [[1, 2], [3, 4, 5, 6, 7, 8], [9, 10, 11], [12, 13, 14, 15]];
+    const mixed = sequenceBatch([[1, 2], [3, 4, 5, 6, 7, 8], [9, 10, 11], [12, 13, 14, 15]]);
     const a = await engine.forward(mixed, { role: 'policy', entropy: true });
     const b = await small.forward(mixed, { role: 'policy', entropy: true });
-    expect(b.logprobs.map((l) => l.length)).toEqual([1, 5, 2, 3]);
-    b.logprobs.forEach((l, i) => l.forEach((x, j) => expect(x).toBeCloseTo(a.logprobs[i]![j]!, 5)));
-    b.entropy!.forEach((l, i) => l.forEach((x, j) => expect(x).toBeCloseTo(a.entropy![i]![j]!, 5)));
+    expect(Array.from(b.logprobs, (x, i) => scored(mixed, i) === (x !== 0))).not.toContain(false);
+    b.logprobs.forEach((x, i) => expect(x).toBeCloseTo(a.logprobs[i]!, 5));
+    b.entropy!.forEach((x, i) => expect(x).toBeCloseTo(a.entropy![i]!, 5));
   });
 
   it('handles a 1-token sequence (nothing to score) beside longer ones', async () => {
     const engine = LocalEngine.create(config, { seed: 1 });
-    const out = await engine.forward([[5], [1, 2, 3]], { role: 'policy', entropy: true });
-    expect(out.logprobs.map((l) => l.length)).toEqual([0, 2]);
-    expect(out.entropy!.map((l) => l.length)).toEqual([0, 2]);
-    await expect(engine.forward([[]], { role: 'policy' })).rejects.toThrow(/non-empty sequences/);
+    const out = await engine.forward(sequenceBatch([[5], [1, 2, 3]]), { role: 'policy', entropy: true });
+    expect(Array.from(out.logprobs, (x) => x !== 0)).toEqual([false, false, false, false, true, true]);
+    expect(Array.from(out.entropy!, (x) => x !== 0)).toEqual([false, false, false, false, true, true]);
+    await expect(engine.forward({ B: 1, T: 2, ids: new Int32Array(2), attentionMask: new Uint8Array(2), lengths: Int32Array.of(0) }, { role: 'policy' })).rejects.toThrow(/row 0 has length 0/);
   });
 
   it('copies the tokenizer into checkpoints and uses it for stop strings', async () => {

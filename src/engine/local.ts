@@ -4,15 +4,15 @@ import { join } from 'node:path';
 import { existsSync } from 'node:fs';
 import { add, getBackend, mul, noGrad, setBackend, sum, tensor, tidy, type BackendName, type Tensor } from '../tensor/index.js';
 import {
-  commonPrefixLength, generate, LoraAdapters, loadModel, packPerToken, packPrefixPerToken, packSequences, packSharedPrefix, prefixTokenForward, saveModel,
-  tokenForward, Transformer, unpack, unpackPrefix, ValueHead, type LoraConfig, type ModelConfig, type PackedBatch, type PrefixPackedBatch,
+  commonPrefixLength, generate, LoraAdapters, loadModel, packedGradient, packTokens, saveModel, tokenAligned, tokenForward, Transformer, ValueHead,
+  type LoraConfig, type ModelConfig, type PackedBatch, type TokenOutputs,
 } from '../model/index.js';
 import { loadTokenizer } from '../tokenizer/index.js';
 import { ConfigError, Rng } from '../util/index.js';
 import { RoleOptimizer, loadOptimizerStates, saveOptimizerStates } from './local-optim.js';
 import type {
   BackwardOptions, ForwardResult, Generation, ModelRole, OptimizerSettings, OptimizerStepResult, OutputGradients,
-  SamplingParams, TrainableEngine, TrainableRole,
+  SamplingParams, SequenceBatch, TrainableEngine, TrainableRole,
 } from './types.js';
 
 /** What the local engine holds. */
@@ -129,49 +129,57 @@ export class LocalEngine implements TrainableEngine {
     return generate(this.policy, prompts, { ...params, ...(decode ? { decode } : {}) });
   }
 
-  async forward(sequences: readonly (readonly number[])[], options: { role: ModelRole; entropy?: boolean }): Promise<ForwardResult> {
-    const n = sequences.length;
-    const out: ForwardResult = { logprobs: new Array<Float32Array>(n) };
-    if (options.entropy) out.entropy = new Array<Float32Array>(n);
-    if (options.role === 'critic') out.values = new Array<Float32Array>(n);
-    for (const idx of this.chunks(sequences)) {
-      const r = noGrad(() => tidy(() => this.run(idx.map((i) => sequences[i]!), options.role, { entropy: options.entropy ?? false, values: options.role === 'critic' })));
-      idx.forEach((i, j) => {
-        out.logprobs[i] = r.logprobs[j]!;
-        if (out.entropy) out.entropy[i] = r.entropy![j]!;
-        if (out.values) out.values[i] = r.values![j]!;
-      });
+  async forward(batch: SequenceBatch, options: { role: ModelRole; entropy?: boolean }): Promise<ForwardResult> {
+    const { B, T } = batch;
+    const want = { entropy: (options.entropy ?? false) && options.role !== 'critic', values: options.role === 'critic' };
+    const out: ForwardResult = { logprobs: new Float32Array(B * T) };
+    if (want.entropy) out.entropy = new Float32Array(B * T);
+    if (want.values) out.values = new Float32Array(B * T);
+    for (const rows of this.chunks(batch)) {
+      noGrad(() =>
+        tidy(() => {
+          const packed = this.pack(batch, rows);
+          this.tokenStats.forwardReal += packed.lengths.reduce((a, L) => a + L - 1, 0);
+          this.tokenStats.forwardPadded += packed.B * packed.T + packed.prefix.ids.length;
+          const t = this.outputs(packed, options.role, want);
+          for (const key of ['logprobs', 'entropy', 'values'] as const) {
+            if (t[key] && out[key]) tokenAligned(packed, t[key].toFloat32Array(), t.prefix?.[key]?.toFloat32Array() ?? null, out[key], T, rows);
+          }
+        }),
+      );
     }
     return out;
   }
 
-  async backward(sequences: readonly (readonly number[])[], options: BackwardOptions, lossGrad: (out: ForwardResult) => OutputGradients): Promise<ForwardResult> {
+  async backward(batch: SequenceBatch, options: BackwardOptions, lossGrad: (out: ForwardResult) => OutputGradients): Promise<ForwardResult> {
     const values = options.role === 'critic' || (options.values ?? false);
     if (values && !this.critic) throw new ConfigError('values were requested but this engine has no critic; create it with critic: "shared" or "separate"');
     if (options.values && options.role === 'policy' && this.critic?.mode !== 'shared') throw new ConfigError("values in a policy backward need critic mode 'shared'");
+    const { B, T } = batch;
     return tidy(() => {
-      const batch = this.pack(sequences);
-      this.tokenStats.backwardReal += batch.lengths.reduce((a, L) => a + L - 1, 0);
-      this.tokenStats.backwardPadded += batch.B * batch.T + ('prefix' in batch ? batch.prefix.ids.length : 0);
-      const { result, outputs } = this.outputs(batch, options.role, { entropy: options.entropy ?? false, values }, this.dropoutRng);
+      const packed = this.pack(batch);
+      this.tokenStats.backwardReal += packed.lengths.reduce((a, L) => a + L - 1, 0);
+      this.tokenStats.backwardPadded += packed.B * packed.T + packed.prefix.ids.length;
+      const t = this.outputs(packed, options.role, { entropy: (options.entropy ?? false) && options.role !== 'critic', values }, this.dropoutRng);
+      const aligned = (key: 'logprobs' | 'entropy' | 'values') => tokenAligned(packed, t[key]!.toFloat32Array(), t.prefix?.[key]?.toFloat32Array() ?? null, new Float32Array(B * T), T);
+      const result: ForwardResult = { logprobs: t.logprobs ? aligned('logprobs') : new Float32Array(B * T) };
+      if (t.entropy) result.entropy = aligned('entropy');
+      if (t.values) result.values = aligned('values');
       const grads = lossGrad(result);
+      // The surrogate sum(grad * output): its gradient w.r.t. the weights is the chain rule through the outputs.
       let loss: Tensor | null = null;
-      const add1 = (t: Tensor, g: Float32Array): void => {
-        const part = sum(mul(t, tensor(g)));
+      const term = (out: Tensor | undefined, g: Float32Array): void => {
+        if (!out) return;
+        const part = sum(mul(out, tensor(g)));
         loss = loss ? add(loss, part) : part;
       };
-      const term = (key: 'logprobs' | 'entropy' | 'values'): void => {
-        const t = outputs[key];
+      for (const key of ['logprobs', 'entropy', 'values'] as const) {
         const g = grads[key];
-        if (!t || !g) return;
-        if (!('prefix' in batch)) return add1(t, packPerToken(g, batch, `${key} gradient`));
-        const packed = packPrefixPerToken(g, batch, `${key} gradient`);
-        add1(t, packed.rows);
-        add1(outputs.prefix![key]!, packed.prefix);
-      };
-      term('logprobs');
-      term('entropy');
-      term('values');
+        if (!g || !t[key]) continue;
+        const p = packedGradient(packed, g, T, `${key} gradient`);
+        term(t[key], p.rows);
+        term(t.prefix?.[key], p.prefix);
+      }
       if (loss) (loss as Tensor).backward();
       return result;
     });
@@ -221,16 +229,17 @@ export class LocalEngine implements TrainableEngine {
     return o;
   }
 
-  /** Indices of the sequences in chunks of similar length (longest first) whose padded size fits the token budget. */
-  private *chunks(sequences: readonly (readonly number[])[]): Generator<number[]> {
+  /** Rows of the batch in chunks of similar length (longest first) whose padded size fits the token budget. */
+  private *chunks(batch: SequenceBatch): Generator<number[]> {
     const budget = this.options.forwardTokenBudget ?? 4096;
     const min = this.options.sharedPrefixMin ?? 16;
-    const common = min > 0 && sequences.length > 1 ? commonPrefixLength(sequences) - 1 : 0;
+    const common = min > 0 && batch.B > 1 ? commonPrefixLength(batch) - 1 : 0;
     const shared = common >= min ? common : 0; // each chunk runs this prefix once, its rows the rest
-    const order = sequences.map((_, i) => i).sort((a, b) => sequences[b]!.length - sequences[a]!.length || a - b);
+    const L = batch.lengths;
+    const order = Array.from({ length: batch.B }, (_, i) => i).sort((a, b) => L[b]! - L[a]! || a - b);
     let cur: number[] = [];
     for (const i of order) {
-      const longest = (cur.length > 0 ? sequences[cur[0]!]!.length : sequences[i]!.length) - shared;
+      const longest = (cur.length > 0 ? L[cur[0]!]! : L[i]!) - shared;
       if (cur.length > 0 && (cur.length + 1) * longest > budget) {
         yield cur;
         cur = [];
@@ -240,21 +249,18 @@ export class LocalEngine implements TrainableEngine {
     if (cur.length > 0) yield cur;
   }
 
-  private run(sequences: readonly (readonly number[])[], role: ModelRole, want: { entropy: boolean; values: boolean }): ForwardResult {
-    const batch = this.pack(sequences);
-    this.tokenStats.forwardReal += batch.lengths.reduce((a, L) => a + L - 1, 0);
-    this.tokenStats.forwardPadded += batch.B * batch.T + ('prefix' in batch ? batch.prefix.ids.length : 0);
-    return this.outputs(batch, role, want).result;
-  }
-
-  /** The batch with its shared prefix split off when it is long enough, else right-padded. */
-  private pack(sequences: readonly (readonly number[])[]): PackedBatch | PrefixPackedBatch {
+  /** The batch's `rows` (default: all) laid out for the model, with their shared prefix split off when it is long enough. */
+  private pack(batch: SequenceBatch, rows?: readonly number[]): PackedBatch {
     const min = this.options.sharedPrefixMin ?? 16;
-    return (min > 0 ? packSharedPrefix(sequences, min) : null) ?? packSequences(sequences);
+    if (!rows || rows.every((r, i) => r === i && rows.length === batch.B)) return packTokens(batch, min);
+    const { T } = batch;
+    const ids = new Int32Array(rows.length * T);
+    rows.forEach((r, i) => ids.set(batch.ids.subarray(r * T, (r + 1) * T), i * T));
+    return packTokens({ B: rows.length, T, ids, lengths: rows.map((r) => batch.lengths[r]!) }, min);
   }
 
-  /** Tensors of one packed batch for a role, and their per-sequence copies. */
-  private outputs(batch: PackedBatch | PrefixPackedBatch, role: ModelRole, want: { entropy: boolean; values: boolean }, rng?: Rng): { result: ForwardResult; outputs: TokenTensors } {
+  /** Output tensors of one packed batch for a role. */
+  private outputs(batch: PackedBatch, role: ModelRole, want: { entropy: boolean; values: boolean }, rng?: Rng): TokenOutputs {
     let model: Transformer = this.policy;
     let valueHead: ValueHead | undefined;
     let logprobs = true;
@@ -272,31 +278,11 @@ export class LocalEngine implements TrainableEngine {
     const adapters = model.lora;
     if (role === 'reference' && this.reference === 'base') model.lora = null; // the base weights, without adapters
     try {
-      const opts = { logprobs, entropy: want.entropy && role !== 'critic', ...(valueHead ? { valueHead } : {}), ...(rng ? { dropoutRng: rng } : {}) };
-      const outputs: TokenTensors = 'prefix' in batch ? prefixTokenForward(model, batch, opts) : tokenForward(model, batch, opts);
-      const per = (key: 'logprobs' | 'entropy' | 'values'): Float32Array[] | undefined => {
-        const t = outputs[key];
-        if (!t) return undefined;
-        return 'prefix' in batch ? unpackPrefix(outputs.prefix![key]!.toFloat32Array(), t.toFloat32Array(), batch) : unpack(t.toFloat32Array(), batch);
-      };
-      const result: ForwardResult = { logprobs: per('logprobs') ?? batch.lengths.map(() => new Float32Array(0)) };
-      const entropy = per('entropy');
-      const values = per('values');
-      if (entropy) result.entropy = entropy;
-      if (values) result.values = values;
-      return { result, outputs };
+      return tokenForward(model, batch, { logprobs, entropy: want.entropy, ...(valueHead ? { valueHead } : {}), ...(rng ? { dropoutRng: rng } : {}) });
     } finally {
       model.lora = adapters;
     }
   }
-}
-
-/** Output tensors of one batch (and of its shared prefix, when split off). */
-interface TokenTensors {
-  logprobs?: Tensor;
-  entropy?: Tensor;
-  values?: Tensor;
-  prefix?: { logprobs?: Tensor; entropy?: Tensor; values?: Tensor };
 }
 
 function selectBackend(name: 'auto' | BackendName | undefined): void {

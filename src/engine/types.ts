@@ -17,31 +17,47 @@ export interface Generation {
 export type ModelRole = 'policy' | 'reference' | 'critic';
 
 /**
- * Per-token outputs of a teacher-forced forward pass over `sequences`: entry t of a sequence's arrays
- * belongs to token t+1 (length - 1 entries), scored from the prefix up to token t.
+ * The batch every teacher-forced pass takes: B right-padded sequences of T token ids (row-major, element (b, t)
+ * at b*T + t), their lengths, and the attention mask (1 on the first `lengths[b]` tokens of row b, 0 on padding).
+ * The trainer's `TokenBatch` (src/agent) is one; `sequenceBatch` builds one from plain id lists.
+ */
+export interface SequenceBatch {
+  B: number;
+  T: number;
+  ids: Int32Array;
+  attentionMask: Uint8Array;
+  lengths: Int32Array;
+}
+
+/**
+ * Per-token outputs of a teacher-forced pass, token-aligned (B, T) like the batch: entry (b, t) describes token t
+ * of row b, scored from the tokens before it. `logprobs`: log p(token t | tokens < t) at temperature 1; `entropy`:
+ * the entropy of that next-token distribution; `values`: the critic's value of the prefix before token t. Entry
+ * (b, 0) (nothing precedes the first token) and entries at padding are 0.
  */
 export interface ForwardResult {
-  /** log p(token t+1 | tokens <= t) at temperature 1; empty arrays for role 'critic'. */
-  logprobs: Float32Array[];
-  entropy?: Float32Array[];
-  values?: Float32Array[];
+  /** All zeros for role 'critic'. */
+  logprobs: Float32Array;
+  entropy?: Float32Array;
+  values?: Float32Array;
 }
 
 export interface Engine {
   /** e.g. 'local', 'torch', 'openai'. */
   readonly kind: string;
   generate(prompts: readonly (readonly number[])[], params: SamplingParams): Promise<Generation[]>;
-  forward(sequences: readonly (readonly number[])[], options: { role: ModelRole; entropy?: boolean }): Promise<ForwardResult>;
+  /** Per-token outputs of `role`; `entropy` also computes the entropy (roles 'policy' and 'reference'). */
+  forward(batch: SequenceBatch, options: { role: ModelRole; entropy?: boolean }): Promise<ForwardResult>;
 }
 
 /** A role that has trainable parameters. */
 export type TrainableRole = 'policy' | 'critic';
 
-/** d loss / d output per token, laid out like `ForwardResult` (one array per sequence, length - 1 entries). */
+/** d loss / d output per token, token-aligned (B, T) like `ForwardResult`; entries at t = 0 and at padding are ignored. */
 export interface OutputGradients {
-  logprobs?: ArrayLike<number>[];
-  entropy?: ArrayLike<number>[];
-  values?: ArrayLike<number>[];
+  logprobs?: ArrayLike<number>;
+  entropy?: ArrayLike<number>;
+  values?: ArrayLike<number>;
 }
 
 /** What a `backward` pass computes and differentiates. */
@@ -76,12 +92,13 @@ export interface OptimizerStepResult {
 
 /**
  * An engine that can train (local, torch). The trainer runs each micro-batch through `backward`, whose
- * `lossGrad` callback receives the per-token outputs and returns d loss / d output (closed forms from
- * src/algo); gradients accumulate until `optimizerStep`.
+ * `lossGrad` callback receives the per-token outputs and returns d loss / d output in the same (B, T) layout
+ * (closed forms from src/algo); the engine back-propagates the surrogate sum(grad * output), and gradients
+ * accumulate until `optimizerStep`. The loss formulas live in the trainer only, for every engine.
  */
 export interface TrainableEngine extends Engine {
   backward(
-    sequences: readonly (readonly number[])[],
+    batch: SequenceBatch,
     options: BackwardOptions,
     lossGrad: (out: ForwardResult) => OutputGradients,
   ): Promise<ForwardResult>;

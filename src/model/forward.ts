@@ -1,9 +1,10 @@
-// Teacher-forced forward for training: per-token log-probs of the next token, entropy, and critic values,
-// on right-padded batches; and the value head (a Linear(hidden, 1) on the final hidden state, as TRL's).
+// Teacher-forced forward for training: per-token log-probs of the next token, entropy, and critic values on a
+// padded token batch (a prefix shared by every row computed once), the token-aligned layout the engine seam
+// speaks, and the value head (a Linear(hidden, 1) on the final hidden state, as TRL's).
 import { entropy as entropyOp, keep, linear, logprobOfTarget, randn, tensor, zeros, type Tensor } from '../tensor/index.js';
 import { Rng } from '../util/index.js';
 import { expectWeight, type WeightMap } from './safetensors.js';
-import type { Transformer } from './transformer.js';
+import type { LayerKV, Transformer } from './transformer.js';
 
 /** The critic's head: value = w . h + b on each final hidden state h. */
 export class ValueHead {
@@ -41,69 +42,141 @@ export class ValueHead {
   }
 }
 
-/** Sequences packed into one right-padded (B, T) batch; targets are the next tokens. */
+/** Right-padded token rows, as the engine seam's `SequenceBatch`: (B, T) ids row-major and each row's length. */
+export interface PaddedTokens {
+  B: number;
+  T: number;
+  ids: Int32Array;
+  lengths: ArrayLike<number>;
+}
+
+/**
+ * A token batch laid out for the model: row b's inputs are its tokens 0..L_b−2, its targets tokens 1..L_b−1. A
+ * prefix every row shares (`prefix`, P inputs and their P targets; P = 0: none) runs once with batch 1 and the
+ * rows hold the inputs from P on, so T is the longest row's inputs after the prefix (at least 1).
+ */
 export interface PackedBatch {
   B: number;
   T: number;
   ids: Int32Array;
   targets: Int32Array;
-  /** Length of each sequence (its outputs are the first length - 1 positions). */
-  lengths: number[];
+  /** Tokens per row (inputs + 1). */
+  lengths: Int32Array;
+  prefix: { ids: Int32Array; targets: Int32Array };
 }
 
-/** Right-pad `sequences` (each >= 1 token; a 1-token sequence predicts nothing) to the longest; pad id and pad targets are 0. */
-export function packSequences(sequences: readonly (readonly number[])[]): PackedBatch {
-  const B = sequences.length;
-  if (B === 0 || sequences.some((s) => s.length === 0)) throw new RangeError(`packSequences: need one or more non-empty sequences, got lengths [${sequences.map((s) => s.length)}]`);
-  const T = Math.max(1, ...sequences.map((s) => s.length - 1));
+/** Length of the longest prefix the first `B` rows share (up to the shortest row). */
+export function commonPrefixLength(rows: PaddedTokens): number {
+  const { B, T, ids, lengths } = rows;
+  let n = T;
+  for (let b = 0; b < B; b++) n = Math.min(n, lengths[b]!);
+  for (let b = 1; b < B; b++) {
+    let i = 0;
+    while (i < n && ids[b * T + i] === ids[i]) i++;
+    n = i;
+  }
+  return n;
+}
+
+/**
+ * Lay out `rows` for `tokenForward`. With `minPrefix` > 0 and two or more rows sharing at least `minPrefix` + 1
+ * tokens, the shared inputs go into `prefix` (P = shared − 1 so that their targets are shared too).
+ */
+export function packTokens(rows: PaddedTokens, minPrefix = 0): PackedBatch {
+  const { B, ids: src, lengths } = rows;
+  for (let b = 0; b < B; b++) if (!(lengths[b]! >= 1 && lengths[b]! <= rows.T)) throw new RangeError(`packTokens: row ${b} has length ${lengths[b]}; each row needs 1..T = ${rows.T} tokens`);
+  if (B === 0) throw new RangeError('packTokens: the batch has no rows');
+  const shared = minPrefix > 0 && B > 1 ? commonPrefixLength(rows) - 1 : 0;
+  const P = shared >= minPrefix ? shared : 0;
+  let longest = 0;
+  for (let b = 0; b < B; b++) longest = Math.max(longest, lengths[b]! - 1 - P);
+  const T = Math.max(1, longest);
   const ids = new Int32Array(B * T);
   const targets = new Int32Array(B * T);
-  sequences.forEach((s, b) => {
-    for (let t = 0; t < s.length - 1; t++) {
-      ids[b * T + t] = s[t]!;
-      targets[b * T + t] = s[t + 1]!;
+  for (let b = 0; b < B; b++) {
+    const o = b * rows.T;
+    for (let t = P; t < lengths[b]! - 1; t++) {
+      ids[b * T + t - P] = src[o + t]!;
+      targets[b * T + t - P] = src[o + t + 1]!;
     }
-  });
-  return { B, T, ids, targets, lengths: sequences.map((s) => s.length) };
+  }
+  return { B, T, ids, targets, lengths: Int32Array.from(lengths), prefix: { ids: src.slice(0, P), targets: src.slice(1, P + 1) } };
 }
 
-/** Per-token outputs (each (B*T), row-major over the packed batch). */
+/** Right-pad plain id lists (each >= 1 token) and lay them out without a prefix (tests, tools). */
+export function packSequences(sequences: readonly (readonly number[])[]): PackedBatch {
+  if (sequences.length === 0 || sequences.some((s) => s.length === 0)) throw new RangeError(`packSequences: need one or more non-empty sequences, got lengths [${sequences.map((s) => s.length)}]`);
+  const T = Math.max(...sequences.map((s) => s.length));
+  const ids = new Int32Array(sequences.length * T);
+  sequences.forEach((s, b) => ids.set(s, b * T));
+  return packTokens({ B: sequences.length, T, ids, lengths: sequences.map((s) => s.length) });
+}
+
+/** Per-token outputs, row-major over the packed rows (B*T) and, with a prefix, over the prefix (P). */
 export interface TokenOutputs {
   hidden: Tensor;
   logprobs?: Tensor;
   entropy?: Tensor;
   values?: Tensor;
+  prefix?: { hidden: Tensor; logprobs?: Tensor; entropy?: Tensor; values?: Tensor };
 }
 
 /**
  * Teacher-forced outputs over a packed batch: log p(target) (temperature 1), entropy of the next-token
- * distribution, and values from `valueHead` on the same trunk. Differentiable.
+ * distribution, and values from `valueHead` on the same trunk. A shared prefix runs first (batch 1) and the rows
+ * continue it through `ForwardOptions.past`, so outputs and gradients equal the plain padded batch's. Differentiable.
  */
 export function tokenForward(model: Transformer, batch: PackedBatch, opts: { logprobs?: boolean; entropy?: boolean; valueHead?: ValueHead; dropoutRng?: Rng } = {}): TokenOutputs {
-  const hidden = model.hidden(batch.ids, batch.B, batch.T, opts.dropoutRng ? { dropoutRng: opts.dropoutRng } : {});
-  const out: TokenOutputs = { hidden };
-  if (opts.logprobs !== false || opts.entropy) {
-    const logits = model.logits(hidden); // (B*T, V)
-    if (opts.logprobs !== false) out.logprobs = logprobOfTarget(logits, batch.targets);
-    if (opts.entropy) out.entropy = entropyOp(logits);
+  const rng = opts.dropoutRng ? { dropoutRng: opts.dropoutRng } : {};
+  const heads = (hidden: Tensor, targets: Int32Array) => {
+    const out: { hidden: Tensor; logprobs?: Tensor; entropy?: Tensor; values?: Tensor } = { hidden };
+    if (opts.logprobs !== false || opts.entropy) {
+      const logits = model.logits(hidden); // (N, V)
+      if (opts.logprobs !== false) out.logprobs = logprobOfTarget(logits, targets);
+      if (opts.entropy) out.entropy = entropyOp(logits);
+    }
+    if (opts.valueHead) out.values = opts.valueHead.forward(hidden);
+    return out;
+  };
+  const P = batch.prefix.ids.length;
+  if (P === 0) return heads(model.hidden(batch.ids, batch.B, batch.T, rng), batch.targets);
+  const past: LayerKV = { keys: [], values: [] };
+  const prefix = heads(model.hidden(batch.prefix.ids, 1, P, { ...rng, kvOut: past }), batch.prefix.targets);
+  return { ...heads(model.hidden(batch.ids, batch.B, batch.T, { ...rng, past }), batch.targets), prefix };
+}
+
+/**
+ * Outputs of `tokenForward` (one kind: `rows` over the packed rows, `prefix` over the prefix) into the token-aligned
+ * layout of a (B, T) token batch: entry (b, t) scores token t, i.e. comes from input position t − 1. Row i of the
+ * packed batch goes to row `at[i]` of `out` (default: i); entries at t = 0 and at padding stay 0.
+ */
+export function tokenAligned(packed: PackedBatch, rows: Float32Array, prefix: Float32Array | null, out: Float32Array, T: number, at?: readonly number[]): Float32Array {
+  const P = packed.prefix.ids.length;
+  for (let i = 0; i < packed.B; i++) {
+    const o = (at ? at[i]! : i) * T;
+    const L = packed.lengths[i]!;
+    for (let t = 1; t <= Math.min(P, L - 1); t++) out[o + t] = prefix![t - 1]!;
+    for (let t = P + 1; t < L; t++) out[o + t] = rows[i * packed.T + t - 1 - P]!;
   }
-  if (opts.valueHead) out.values = opts.valueHead.forward(hidden);
   return out;
 }
 
-/** Cut a (B*T) per-token array into one array per sequence (length - 1 entries each). */
-export function unpack(flat: Float32Array, batch: PackedBatch): Float32Array[] {
-  return batch.lengths.map((L, b) => flat.slice(b * batch.T, b * batch.T + L - 1));
+/** The inverse of `tokenAligned` for gradients: (B, T) token-aligned d loss / d output -> the packed rows, and the prefix summed over the rows. */
+export function packedGradient(packed: PackedBatch, grad: ArrayLike<number>, T: number, what = 'gradient'): { rows: Float32Array; prefix: Float32Array } {
+  if (grad.length !== packed.B * T) throw new RangeError(`${what}: ${grad.length} entries for a (B, T) = (${packed.B}, ${T}) batch; expected ${packed.B * T}`);
+  const P = packed.prefix.ids.length;
+  const rows = new Float32Array(packed.B * packed.T);
+  const prefix = new Float32Array(P);
+  for (let b = 0; b < packed.B; b++) {
+    const L = packed.lengths[b]!;
+    for (let t = 1; t <= Math.min(P, L - 1); t++) prefix[t - 1] += grad[b * T + t]!;
+    for (let t = P + 1; t < L; t++) rows[b * packed.T + t - 1 - P] = grad[b * T + t]!;
+  }
+  return { rows, prefix };
 }
 
-/** The inverse of `unpack`: per-sequence arrays into a (B*T) array, zero at padding. */
-export function packPerToken(perSeq: readonly ArrayLike<number>[], batch: PackedBatch, what = 'gradient'): Float32Array {
-  if (perSeq.length !== batch.B) throw new RangeError(`${what}: ${perSeq.length} sequences for a batch of ${batch.B}`);
-  const flat = new Float32Array(batch.B * batch.T);
-  perSeq.forEach((a, b) => {
-    const want = batch.lengths[b]! - 1;
-    if (a.length !== want) throw new RangeError(`${what}: sequence ${b} has ${a.length} entries; expected ${want} (one per predicted token)`);
-    flat.set(a, b * batch.T);
-  });
-  return flat;
+/** Per-row copies (L − 1 entries each) of a prefix-free packed output: tests and tools that compare sequences. */
+export function unpack(flat: Float32Array, batch: PackedBatch): Float32Array[] {
+  if (batch.prefix.ids.length > 0) throw new RangeError('unpack: the batch has a shared prefix; use tokenAligned');
+  return Array.from(batch.lengths, (L, b) => flat.slice(b * batch.T, b * batch.T + L - 1));
 }

@@ -74,7 +74,8 @@ function build(v: Variant, seed: number): { model: Transformer; valueHead: Value
 function ours(model: Transformer, valueHead: ValueHead | null): WeightMap {
   const B = IDS.length;
   const T = IDS[0]!.length;
-  const batch: PackedBatch = { B, T, ids: Int32Array.from(IDS.flat()), targets: Int32Array.from(TARGETS.flat()), lengths: [T + 1, T + 1] };
+  const none = new Int32Array(0);
+  const batch: PackedBatch = { B, T, ids: Int32Array.from(IDS.flat()), targets: Int32Array.from(TARGETS.flat()), lengths: Int32Array.from([T + 1, T + 1]), prefix: { ids: none, targets: none } };
   const mask = MASK.flat();
   const total = mask.reduce((a, b) => a + b, 0);
   const out = tokenForward(model, batch, valueHead ? { valueHead } : {});

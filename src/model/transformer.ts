@@ -1,6 +1,6 @@
 // The decoder-only transformer of the Llama / Qwen2 / Qwen3 family (HF modeling_llama / modeling_qwen2/3):
 // RMSNorm, RoPE, grouped-query attention, SwiGLU MLP, optional q/k/v bias and q/k norm, tied or untied head.
-import { embedding, isGradEnabled, keep, linear, narrow, noGrad, tidy, permute, randn, rmsNorm, rope, swiglu, causalAttention, add, assignSlice, ones, zeros, tensor, Tensor, type Backend } from '../tensor/index.js';
+import { concat, embedding, isGradEnabled, keep, linear, narrow, noGrad, tidy, permute, randn, rmsNorm, rope, swiglu, causalAttention, add, assignSlice, ones, zeros, tensor, Tensor, type Backend } from '../tensor/index.js';
 import { Rng } from '../util/index.js';
 import { countParameters, type ModelConfig } from './config.js';
 import type { FusedWeights } from './fused.js';
@@ -41,6 +41,19 @@ export interface ForwardOptions {
   dropoutRng?: Rng;
   /** Fused inference weights (see fused.ts) to use instead of the per-module projections (no graph). */
   fused?: FusedWeights;
+  /** Collect each layer's keys and values (after RoPE), (B, K, T, D), for a later pass to continue from (`past`). */
+  kvOut?: LayerKV;
+  /**
+   * Keys and values of a segment every row continues (batch 1, P positions, from `kvOut`): the tokens take positions
+   * P.. and attend over the segment and themselves. Unlike `cache`, differentiable (the shared-prefix forward).
+   */
+  past?: LayerKV;
+}
+
+/** Per-layer keys and values, (B, K, T, D) each. */
+export interface LayerKV {
+  keys: Tensor[];
+  values: Tensor[];
 }
 
 /** The HF weight names of layer i, in the order transformers lists them. */
@@ -188,7 +201,7 @@ export class Transformer {
    */
   hidden(ids: Int32Array, B: number, T: number, opts: ForwardOptions = {}): Tensor {
     const c = this.config;
-    const start = opts.cache?.length ?? 0;
+    const start = opts.cache?.length ?? opts.past?.keys[0]?.shape[2] ?? 0;
     const positions = opts.positions ?? Int32Array.from({ length: T }, (_, t) => start + t);
     // The first chunk into an empty cache attends over its own keys only (S = T, not the cache capacity).
     const local = opts.cache !== undefined && start === 0 && T > 1;
@@ -205,7 +218,16 @@ export class Transformer {
     const grad = isGradEnabled();
     this.layers.forEach((l, i) => {
       const prev = h;
-      h = grad ? this.layer(l, i, h, B, T, positions, start, layerOpts) : tidy(() => this.layer(l, i, prev, B, T, positions, start, layerOpts));
+      const run = () => this.layer(l, i, prev, B, T, positions, start, layerOpts);
+      const out = grad ? run() : tidy(() => {
+        const r = run();
+        return opts.kvOut ? [r.h, r.k, r.v] : [r.h];
+      });
+      h = Array.isArray(out) ? out[0]! : out.h;
+      if (opts.kvOut) {
+        opts.kvOut.keys.push(Array.isArray(out) ? out[1]! : out.k);
+        opts.kvOut.values.push(Array.isArray(out) ? out[2]! : out.v);
+      }
       if (!grad) prev.dispose();
     });
     if (opts.cache) opts.cache.length = start + T;
@@ -214,8 +236,8 @@ export class Transformer {
     return out;
   }
 
-  /** One decoder layer on h (B*T, C). */
-  private layer(l: Layer, i: number, h: Tensor, B: number, T: number, positions: Int32Array, start: number, opts: Omit<ForwardOptions, 'keyValid'> & { keyValid: Int32Array | null; local: boolean }): Tensor {
+  /** One decoder layer on h (B*T, C): the new hidden states, and this pass's own keys and values (for `kvOut`). */
+  private layer(l: Layer, i: number, h: Tensor, B: number, T: number, positions: Int32Array, start: number, opts: Omit<ForwardOptions, 'keyValid'> & { keyValid: Int32Array | null; local: boolean }): { h: Tensor; k: Tensor; v: Tensor } {
     const { numHeads: H, numKvHeads: K, headDim: D, rmsNormEps: eps, ropeTheta } = this.config;
     const rng = opts.dropoutRng;
     // (B, T, n, D) -> (B, n, T, D); with T = 1 both layouts are the same memory, so a reshape does it.
@@ -240,7 +262,15 @@ export class Transformer {
     q = rope(heads(q, H), positions, ropeTheta); // (B, H, T, D)
     k = rope(heads(k, K), positions, ropeTheta); // (B, K, T, D)
     let v = heads(vFlat, K);
+    const own = { k, v };
     let offset = 0;
+    if (opts.past) {
+      // Every row continues the same segment: its keys and values, repeated over the B rows, then the rows' own.
+      const rows = (t: Tensor) => (B === 1 ? t : concat(new Array<Tensor>(B).fill(t), 0));
+      k = concat([rows(opts.past.keys[i]!), k], 2);
+      v = concat([rows(opts.past.values[i]!), v], 2);
+      offset = start;
+    }
     if (opts.cache) {
       assignSlice(opts.cache.keys[i]!, k, 2, start);
       assignSlice(opts.cache.values[i]!, v, 2, start);
@@ -257,11 +287,11 @@ export class Transformer {
     if (f) {
       const F = this.config.intermediateSize;
       const gu = linear(x2, f.gateUp); // (N, 2F)
-      return add(h1, linear(swiglu(narrow(gu, 1, 0, F), narrow(gu, 1, F, F)), f.down));
+      return { h: add(h1, linear(swiglu(narrow(gu, 1, 0, F), narrow(gu, 1, F, F)), f.down)), ...own };
     }
     const g = this.proj(l.gate, x2, rng);
     const u = this.proj(l.up, x2, rng);
-    return add(h1, this.proj(l.down, swiglu(g, u), rng));
+    return { h: add(h1, this.proj(l.down, swiglu(g, u), rng)), ...own };
   }
 
   /** Logits (N, V) of final hidden states (N, C). */

@@ -1,18 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import type { TrainingSample } from '../agent/index.js';
-import { applyEpisodeScores, selectRows, toEngineLayout, toTokenLayout } from './batch.js';
+import { applyEpisodeScores, selectRows } from './batch.js';
 import { EarlyStopTracker } from './early-stop.js';
 import { loadConfig } from './config.js';
 import { miniBatches } from './update.js';
 
 describe('trainer batch plumbing', () => {
-  it('maps engine outputs (position t scores token t+1) onto token-aligned rows and back', () => {
-    const perSeq = [Float32Array.of(1, 2, 3), Float32Array.of(4)]; // sequences of 4 and 2 tokens
-    const flat = toTokenLayout(perSeq, 2, 5);
-    expect(Array.from(flat)).toEqual([0, 1, 2, 3, 0, 0, 4, 0, 0, 0]);
-    expect(toEngineLayout(flat, [4, 2], 5).map((a) => Array.from(a))).toEqual([[1, 2, 3], [4]]);
-  });
-
   it('cuts mini-batches per epoch, every row once per epoch, shuffled reproducibly', () => {
     expect(miniBatches(5, { miniBatchSize: 2, epochs: 1, shuffleSeed: null })).toEqual([[0, 1], [2, 3], [4]]);
     const a = miniBatches(8, { miniBatchSize: 4, epochs: 2, shuffleSeed: 7 });

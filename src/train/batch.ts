@@ -1,32 +1,6 @@
-// The trainer's batch plumbing: engine outputs (one array per sequence, position t scoring token t+1) to and
-// from src/algo's token-aligned (B, T) layout (entry (b, t) describes token t), row subsets, reward edits.
+// The trainer's batch plumbing on token-aligned (B, T) arrays (entry (b, t) describes token t; the layout of
+// src/algo and of the engine seam alike): row subsets, reward edits, masked statistics.
 import type { TokenBatch, TrainingSample } from '../agent/index.js';
-
-/**
- * Engine per-sequence outputs -> a (B, T) token-aligned Float64Array: `out[b*T + t] = perSeq[b][t - 1]`
- * (the log-prob, entropy or value that position t - 1 assigns to / computes before token t); 0 at t = 0.
- * `rows[i]` says which row of the (B, T) array sequence i fills (default: row i).
- */
-export function toTokenLayout(perSeq: readonly ArrayLike<number>[], B: number, T: number, rows?: readonly number[]): Float64Array {
-  const out = new Float64Array(B * T);
-  perSeq.forEach((seq, i) => {
-    const o = (rows ? rows[i]! : i) * T;
-    for (let t = 1; t <= seq.length && t < T; t++) out[o + t] = seq[t - 1]!;
-  });
-  return out;
-}
-
-/** The inverse of `toTokenLayout` for gradients: row b of the (B, T) array -> `length_b - 1` engine entries. */
-export function toEngineLayout(flat: ArrayLike<number>, lengths: ArrayLike<number>, T: number): Float32Array[] {
-  const out: Float32Array[] = [];
-  for (let b = 0; b < lengths.length; b++) {
-    const n = Math.max(0, lengths[b]! - 1);
-    const g = new Float32Array(n);
-    for (let t = 1; t <= n; t++) g[t - 1] = flat[b * T + t]!;
-    out.push(g);
-  }
-  return out;
-}
 
 /** Copy rows of a (B, T) array into a (rows.length, T) one. */
 export function takeRows<A extends Float64Array | Float32Array | Uint8Array | Int32Array>(x: A, rows: readonly number[], T: number): A {
@@ -53,12 +27,6 @@ export function selectRows(batch: TokenBatch, rows: readonly number[]): TokenBat
     lengths: Int32Array.from(rows, (r) => batch.lengths[r]!),
     episodeIds: Int32Array.from(rows, (r) => batch.episodeIds[r]!),
   };
-}
-
-/** The unpadded token ids of each row, what engine calls take. */
-export function rowSequences(batch: TokenBatch, rows?: readonly number[]): number[][] {
-  const idx = rows ?? Array.from({ length: batch.B }, (_, b) => b);
-  return idx.map((b) => Array.from(batch.ids.subarray(b * batch.T, b * batch.T + batch.lengths[b]!)));
 }
 
 /**

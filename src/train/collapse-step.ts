@@ -2,7 +2,7 @@
 // (teacher-forced) under every distinct prompt of the sample, and src/algo's collapseMetrics reads the matrix.
 import type { Episode } from '../agent/index.js';
 import { collapseMetrics, promptKeys, type CollapseMetrics } from '../algo/index.js';
-import type { Engine } from '../engine/index.js';
+import { sequenceBatch, type Engine } from '../engine/index.js';
 import type { MetricValues } from '../metrics/index.js';
 
 /** Settings (the config's `trainer.collapse`). */
@@ -48,16 +48,17 @@ async function score(engine: Engine, pairs: readonly Pair[], ema: CollapseEma['f
   if (N < 2 || R < 1) return null;
   const seqs: number[][] = [];
   for (const p of pairs) for (const c of columns) seqs.push([...pairs[c]!.prompt, ...p.response]);
-  const out = await engine.forward(seqs, { role: 'policy' });
+  const batch = sequenceBatch(seqs);
+  const out = await engine.forward(batch, { role: 'policy' });
   const meanLogProbs = new Float64Array(R * N);
   const sumLogProbs = new Float64Array(R * N);
   for (let r = 0; r < R; r++) {
     const z = pairs[r]!.response.length;
     for (let j = 0; j < N; j++) {
-      const lp = out.logprobs[r * N + j]!;
-      const start = pairs[columns[j]!]!.prompt.length - 1; // position start + i scores response token i
+      const row = (r * N + j) * batch.T;
+      const start = pairs[columns[j]!]!.prompt.length; // response token i sits at position start + i
       let s = 0;
-      for (let i = 0; i < z; i++) s += lp[start + i]!;
+      for (let i = 0; i < z; i++) s += out.logprobs[row + start + i]!;
       sumLogProbs[r * N + j] = s;
       meanLogProbs[r * N + j] = z > 0 ? s / z : 0;
     }

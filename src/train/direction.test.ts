@@ -8,7 +8,6 @@ import { KLController } from '../algo/index.js';
 import { LocalEngine, type TrainableEngine } from '../engine/index.js';
 import { modelConfig } from '../model/index.js';
 import { loadTokenizer, tinyTokenizerDir } from '../tokenizer/index.js';
-import { rowSequences, toTokenLayout } from './batch.js';
 import { agentSettings, envGroupsOptions } from './config-bridge.js';
 import { loadConfig } from './config.js';
 import { starpoStep } from './step.js';
@@ -67,8 +66,8 @@ async function step(overrides: string[], outputs: Partial<RecordingOutputs> = {}
 const lossTokens = (s: TrainingSample) => s.lossMask.flatMap((m, t) => (m ? [t] : []));
 const totalLossTokens = (samples: TrainingSample[]) => samples.reduce((n, s) => n + lossTokens(s).length, 0);
 
-/** The gradient entry of token t (engine layout: entry t - 1). */
-const at = (grads: ArrayLike<number>[] | undefined, row: number, t: number) => grads![row]![t - 1]!;
+/** The gradient of token t of a row (token-aligned (B, T) layout). */
+const at = (call: RecordedBackward, grads: ArrayLike<number> | undefined, row: number, t: number) => grads![row * call.T + t]!;
 
 /** GRPO by its definition: (s − mean of the group) / (unbiased std of the group + 1e-6). */
 function grpoExpected(samples: TrainingSample[], scores = samples.map((s) => s.score), byStd = true): number[] {
@@ -99,7 +98,7 @@ function expectLogprobGrads(call: RecordedBackward, samples: TrainingSample[], e
   samples.forEach((s, row) => {
     for (let t = 1; t < s.ids.length; t++) {
       const want = s.lossMask[t] ? expected(row, t) : 0;
-      expect(at(call.grads.logprobs, row, t), `row ${row}, token ${t}`).toBeCloseTo(want, 6);
+      expect(at(call, call.grads.logprobs, row, t), `row ${row}, token ${t}`).toBeCloseTo(want, 6);
     }
   });
 }
@@ -136,7 +135,7 @@ describe('a StarPO step hands the engine the loss gradients its config documents
     expectLogprobGrads(byRole('policy'), samples, (row, t) => -A[row]!.get(t)! / N);
     // ½(V − R)² with R = A + V_old and V = V_old: d/dV = −A/N.
     const critic = byRole('critic');
-    samples.forEach((s, row) => lossTokens(s).forEach((t) => expect(at(critic.grads.values, row, t)).toBeCloseTo(-A[row]!.get(t)! / N, 6)));
+    samples.forEach((s, row) => lossTokens(s).forEach((t) => expect(at(critic, critic.grads.values, row, t)).toBeCloseTo(-A[row]!.get(t)! / N, 6)));
   });
 
   it.each([
@@ -167,10 +166,10 @@ describe('a StarPO step hands the engine the loss gradients its config documents
     const { samples, byRole } = await step(['algo.advEstimator=grpo', 'algo.entropyCoeff=0.01']);
     const call = byRole('policy');
     const N = totalLossTokens(samples);
-    samples.forEach((s, row) => lossTokens(s).forEach((t) => expect(at(call.grads.entropy, row, t)).toBeCloseTo(-0.01 / N, 8)));
+    samples.forEach((s, row) => lossTokens(s).forEach((t) => expect(at(call, call.grads.entropy, row, t)).toBeCloseTo(-0.01 / N, 8)));
     const off = await step(['algo.advEstimator=grpo']);
     const g = off.byRole('policy').grads.entropy;
-    expect(g === undefined || g.every((row) => Array.from(row).every((x) => x === 0))).toBe(true);
+    expect(g === undefined || Array.from(g).every((x) => x === 0)).toBe(true);
   });
 
   it('the KL loss pulls log π toward a reference that differs: k2 adds coef·(log π − log π_ref)/N', async () => {
@@ -196,7 +195,7 @@ describe('a StarPO step hands the engine the loss gradients its config documents
         const vc = Math.min(value(t) + 0.5, Math.max(value(t) - 0.5, v));
         const clipped = (vc - R) ** 2 > (v - R) ** 2;
         if (clipped) clippedTokens++;
-        expect(at(critic.grads.values, row, t), `row ${row}, token ${t}`).toBeCloseTo(clipped ? 0 : (v - R) / N, 6);
+        expect(at(critic, critic.grads.values, row, t), `row ${row}, token ${t}`).toBeCloseTo(clipped ? 0 : (v - R) / N, 6);
       }
     });
     expect(clippedTokens, 'some tokens are clipped and some not').toBeGreaterThan(0);
@@ -221,8 +220,8 @@ function microBatch() {
   return { tokens, advantages };
 }
 
-async function logprobs(engine: TrainableEngine, tokens: ReturnType<typeof microBatch>['tokens']): Promise<Float64Array> {
-  return toTokenLayout((await engine.forward(rowSequences(tokens), { role: 'policy' })).logprobs, tokens.B, tokens.T);
+async function logprobs(engine: TrainableEngine, tokens: ReturnType<typeof microBatch>['tokens']): Promise<Float32Array> {
+  return (await engine.forward(tokens, { role: 'policy' })).logprobs;
 }
 
 const schedule = { miniBatchSize: 4, microBatchSize: 2, epochs: 1, shuffleSeed: null, horizon: 8 };
@@ -270,10 +269,9 @@ describe('one update moves a real model in the direction of its loss', () => {
   it('critic: one update lowers the value loss toward the returns', async () => {
     const engine = LocalEngine.create(micro, { seed: 5, critic: 'separate' });
     const { tokens, advantages } = microBatch();
-    const seqs = rowSequences(tokens);
-    const values = async () => toTokenLayout((await engine.forward(seqs, { role: 'critic' })).values!, tokens.B, tokens.T);
+    const values = async () => (await engine.forward(tokens, { role: 'critic' })).values!;
     const returns = advantages; // +1 on rows 0-1, −1 on rows 2-3
-    const loss = (v: Float64Array) => {
+    const loss = (v: Float32Array) => {
       let s = 0;
       let n = 0;
       tokens.lossMask.forEach((m, i) => {

@@ -1,6 +1,7 @@
 import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { collate } from '../agent/index.js';
 import { describe, expect, test, vi } from 'vitest';
 import { EnvGroups, agentConfig, oraclePolicy, parseResponse, prefillText, rollout } from '../agent/index.js';
 import { LocalEngine } from '../engine/index.js';
@@ -69,10 +70,12 @@ describe('runSft', () => {
     engine.dispose();
   });
 
-  test('maskedCrossEntropy puts -1/N on the positions that predict a mask-1 token', () => {
-    const ce = maskedCrossEntropy([{ ids: [5, 6, 7, 8], lossMask: [0, 0, 1, 1], logprobs: [], rewards: [], turnIds: [], score: 0, episode: 0, group: 0, tag: 't', turns: [0], length: 4 }]);
-    const g = ce.grad({ logprobs: [Float32Array.from([-1, -2, -4])] });
-    expect(Array.from(g.logprobs![0]!)).toEqual([0, -0.5, -0.5]);
+  test('maskedCrossEntropy puts -1/N on the mask-1 tokens (token-aligned), padding and token 0 excluded', () => {
+    const sample = (ids: number[], lossMask: number[]) => ({ ids, lossMask, logprobs: ids.map(() => 0), rewards: ids.map(() => 0), turnIds: ids.map(() => 0), score: 0, episode: 0, group: 0, tag: 't', turns: [0], length: ids.length });
+    const batch = collate([sample([5, 6, 7, 8], [0, 0, 1, 1]), sample([5, 9], [1, 1])], 0);
+    const ce = maskedCrossEntropy(batch);
+    const g = ce.grad({ logprobs: Float32Array.from([0, -1, -2, -4, 0, -3, 0, 0]) });
+    expect(Array.from(g.logprobs!)).toEqual([0, 0, -1 / 3, -1 / 3, 0, -1 / 3, 0, 0].map(Math.fround));
     expect(ce.loss()).toBe(3);
   });
 });

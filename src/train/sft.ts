@@ -2,7 +2,7 @@
 // demonstrated (loss-mask) tokens only, AdamW with warmup + cosine, periodic validation through the agent loop.
 import { mkdirSync, writeFileSync, appendFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { EnvGroups, enginePolicy, rollout, type AgentConfig, type TrainingSample } from '../agent/index.js';
+import { collate, EnvGroups, enginePolicy, rollout, type AgentConfig, type TokenBatch, type TrainingSample } from '../agent/index.js';
 import type { TrainableEngine, ForwardResult, OutputGradients } from '../engine/index.js';
 import { modelConfig, type ModelConfig } from '../model/index.js';
 import type { Tokenizer } from '../tokenizer/index.js';
@@ -71,28 +71,26 @@ export interface SftResult {
   history: { step: number; loss: number }[];
 }
 
-/** Mean cross-entropy of the masked tokens of `samples` and its gradient in the engine's layout. */
-export function maskedCrossEntropy(samples: readonly TrainingSample[]): { count: number; grad: (out: ForwardResult) => OutputGradients; loss: () => number } {
-  const count = samples.reduce((a, s) => a + s.lossMask.reduce((x, m, t) => x + (t > 0 ? m : 0), 0), 0);
+/** Mean cross-entropy of the masked tokens of a token batch and its gradient (token-aligned, the engine's layout). */
+export function maskedCrossEntropy(batch: TokenBatch): { count: number; grad: (out: ForwardResult) => OutputGradients; loss: () => number } {
+  const { B, T, lossMask } = batch;
+  let count = 0;
+  for (let i = 0; i < B * T; i++) if (i % T > 0 && lossMask[i]) count++; // token 0 is scored by nothing
   if (count === 0) throw new ConfigError('SFT batch has no loss tokens: every sample needs demonstrated (mask 1) tokens after its first position.');
   let loss = NaN;
   return {
     count,
     loss: () => loss,
-    // position t scores token t+1: its gradient is -mask[t+1] / count
+    // token-aligned: the gradient of log p(token t) is -mask[t] / count
     grad: (out) => {
       let total = 0;
-      const logprobs = out.logprobs.map((lp, b) => {
-        const mask = samples[b]!.lossMask;
-        const g = new Float32Array(lp.length);
-        for (let t = 0; t < lp.length; t++) {
-          if (mask[t + 1]) {
-            g[t] = -1 / count;
-            total -= lp[t]!;
-          }
+      const logprobs = new Float32Array(B * T);
+      for (let i = 0; i < B * T; i++) {
+        if (i % T > 0 && lossMask[i]) {
+          logprobs[i] = -1 / count;
+          total -= out.logprobs[i]!;
         }
-        return g;
-      });
+      }
       loss = total / count;
       return { logprobs };
     },
@@ -143,8 +141,9 @@ export async function runSft(engine: TrainableEngine, tokenizer: Tokenizer, agen
   for (let step = 1; step <= opts.steps; step++) {
     const ts = performance.now();
     const batch = Array.from({ length: Math.min(opts.batch, samples.length) }, next);
-    const ce = maskedCrossEntropy(batch);
-    await engine.backward(batch.map((s) => s.ids), { role: 'policy' }, ce.grad);
+    const tokens = collate(batch, tokenizer.padTokenId);
+    const ce = maskedCrossEntropy(tokens);
+    await engine.backward(tokens, { role: 'policy' }, ce.grad);
     const lr = lrAt(step, opts.lr, schedule);
     const r = await engine.optimizerStep('policy', { lr, weightDecay: opts.weightDecay ?? 0.01, maxGradNorm: opts.maxGradNorm ?? 1 });
     const loss = ce.loss();

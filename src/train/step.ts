@@ -9,7 +9,7 @@ import {
 import type { TrainableEngine } from '../engine/index.js';
 import type { MetricValues } from '../metrics/index.js';
 import type { Tokenizer } from '../tokenizer/index.js';
-import { applyEpisodeScores, maskedStats, rowSequences, toTokenLayout } from './batch.js';
+import { applyEpisodeScores, maskedStats, selectRows, takeRows } from './batch.js';
 import { collapseDiagnostics, type CollapseEma } from './collapse-step.js';
 import { needsReference, optimizerSettings, samplingOf } from './config-bridge.js';
 import type { RagenConfig } from './config-schema.js';
@@ -88,19 +88,20 @@ export async function starpoStep(ctx: StepContext, step: number): Promise<StepOu
     const normalized = normalizeRewards({ scores: rawScores, grouping: algo.rewardNorm.grouping, method: algo.rewardNorm.method, groupIds: episodes.map((e) => `${e.tag}/${e.group}`), tags: episodes.map((e) => e.tag) });
     samples = applyEpisodeScores(samples, rawScores, normalized, config.agent.rewardMode);
   }
+  // The whole batch, token-aligned (B, T); the filter keeps a subset of its rows.
+  const all = collate(samples, tokenizer.padTokenId);
   let entropyByEpisode: Float64Array | undefined;
-  let fullForward: { logprobs: Float32Array[]; entropy?: Float32Array[] } | undefined;
+  let fullForward: { logprobs: Float32Array; entropy?: Float32Array } | undefined;
   if (algo.filter.metric === 'entropy' || algo.filter.metric === 'entropy_std') {
     // The entropy metrics need the policy's entropy before filtering: one forward over every sample, reused below.
-    fullForward = await engine.forward(samples.map((s) => s.ids), { role: 'policy', entropy: true });
+    fullForward = await engine.forward(all, { role: 'policy', entropy: true });
     const sums = new Float64Array(episodes.length);
     const counts = new Float64Array(episodes.length);
-    samples.forEach((s, i) => {
-      for (let k = 1; k < s.ids.length; k++) if (s.lossMask[k]) {
-        sums[s.episode] += fullForward!.entropy![i]![k - 1]!;
-        counts[s.episode]++;
-      }
-    });
+    for (let i = 0; i < all.B * all.T; i++) if (all.lossMask[i]) {
+      const e = all.episodeIds[Math.floor(i / all.T)]!;
+      sums[e] += fullForward.entropy![i]!;
+      counts[e]++;
+    }
     entropyByEpisode = sums.map((x, i) => (counts[i]! > 0 ? x / counts[i]! : 0));
   }
   const filter = filterRollouts(
@@ -136,34 +137,32 @@ export async function starpoStep(ctx: StepContext, step: number): Promise<StepOu
 
   // 4. old log-probs: the sampler's when they are exact (`algo.recomputeOldLogprobs`), else a teacher-forced
   // recompute (RAGEN's way, right for any engine) that also gives the entropy; reference log-probs; values
-  const kept = keptRows.map((i) => samples[i]!);
-  const tokens = collate(kept, tokenizer.padTokenId);
+  const tokens = keptRows.length === all.B ? all : selectRows(all, keptRows);
   const { B, T } = tokens;
-  const seqs = rowSequences(tokens);
-  let oldLogprobs: Float64Array;
+  let oldLogprobs: Float32Array;
   const recompute = algo.recomputeOldLogprobs === 'auto' ? engine.kind !== 'local' : algo.recomputeOldLogprobs;
   if (fullForward || recompute) {
     t0 = performance.now();
-    const fwd = fullForward ? { logprobs: keptRows.map((i) => fullForward!.logprobs[i]!), entropy: keptRows.map((i) => fullForward!.entropy![i]!) } : await engine.forward(seqs, { role: 'policy', entropy: true });
-    oldLogprobs = toTokenLayout(fwd.logprobs, B, T);
+    const fwd = fullForward ? { logprobs: takeRows(fullForward.logprobs, keptRows, all.T), entropy: takeRows(fullForward.entropy!, keptRows, all.T) } : await engine.forward(tokens, { role: 'policy', entropy: true });
+    oldLogprobs = fwd.logprobs;
     metrics['timing_s/old_log_prob'] = seconds(t0);
-    metrics['actor/entropy'] = maskedStats(toTokenLayout(fwd.entropy!, B, T), tokens.lossMask).mean;
+    metrics['actor/entropy'] = maskedStats(fwd.entropy!, tokens.lossMask).mean;
   } else {
     // The sampler's log p(token) at temperature 1 under the weights that sampled it: the policy has not changed
     // since. `actor/entropy` then comes from the actor update's first forward passes.
-    oldLogprobs = Float64Array.from(tokens.oldLogprobs, (x, i) => (tokens.lossMask[i] ? x : 0));
+    oldLogprobs = tokens.oldLogprobs.map((x, i) => (tokens.lossMask[i] ? x : 0));
   }
-  let refLogprobs: Float64Array | undefined;
+  let refLogprobs: Float32Array | undefined;
   if (needsReference(config)) {
     t0 = performance.now();
-    refLogprobs = toTokenLayout((await engine.forward(seqs, { role: 'reference' })).logprobs, B, T);
+    refLogprobs = (await engine.forward(tokens, { role: 'reference' })).logprobs;
     metrics['timing_s/ref'] = seconds(t0);
   }
   const critic = needsCritic(algo.advEstimator);
-  let values: Float64Array | undefined;
+  let values: Float32Array | undefined;
   if (critic) {
     t0 = performance.now();
-    values = toTokenLayout((await engine.forward(seqs, { role: 'critic' })).values!, B, T);
+    values = (await engine.forward(tokens, { role: 'critic' })).values!;
     metrics['timing_s/values'] = seconds(t0);
   }
 

@@ -7,8 +7,9 @@ import { loadConfig } from './config.js';
 import type { RagenConfig } from './config-schema.js';
 import type { MetricRecord } from '../metrics/index.js';
 import { ScriptedEngine } from '../agent/testing.js';
-import type {
-  BackwardOptions, ForwardResult, Generation, ModelRole, OptimizerStepResult, OutputGradients, SamplingParams, TrainableEngine, TrainableRole,
+import {
+  rowTokens, type BackwardOptions, type ForwardResult, type Generation, type ModelRole, type OptimizerStepResult, type OutputGradients,
+  type SamplingParams, type SequenceBatch, type TrainableEngine, type TrainableRole,
 } from '../engine/index.js';
 import type { Tokenizer } from '../tokenizer/index.js';
 
@@ -85,8 +86,11 @@ export interface RecordingOutputs {
 /** One `backward` call as the trainer made it. */
 export interface RecordedBackward {
   role: TrainableRole;
+  /** The batch's rows, unpadded. */
   sequences: number[][];
+  /** Token-aligned (B, T) like the batch. */
   grads: OutputGradients;
+  T: number;
 }
 
 /**
@@ -111,28 +115,31 @@ export class RecordingEngine implements TrainableEngine {
     return this.sampler.generate(prompts, params);
   }
 
-  /** Engine layout: entry j of a sequence's array describes token j + 1. */
-  private perToken(sequences: readonly (readonly number[])[], f: (t: number) => number): Float32Array[] {
-    return sequences.map((s) => Float32Array.from({ length: Math.max(0, s.length - 1) }, (_, j) => f(j + 1)));
-  }
-
-  private result(sequences: readonly (readonly number[])[], role: ModelRole, entropy: boolean, current: boolean): ForwardResult {
-    const o = this.outputs;
-    const shift = current ? o.logRatio : 0;
-    const lp = role === 'reference' ? (t: number) => o.oldLogprob(t) + o.logRatio - o.refGap : (t: number) => o.oldLogprob(t) + shift;
-    const out: ForwardResult = { logprobs: role === 'critic' ? sequences.map(() => new Float32Array(0)) : this.perToken(sequences, lp) };
-    if (entropy && role !== 'critic') out.entropy = this.perToken(sequences, o.entropy);
-    if (role === 'critic') out.values = this.perToken(sequences, (t) => o.value(t) + (current ? o.valueShift : 0));
+  /** Token-aligned (B, T): entry (b, t) of a token t >= 1 of row b is f(t); t = 0 and padding are 0. */
+  private perToken(batch: SequenceBatch, f: (t: number) => number): Float32Array {
+    const out = new Float32Array(batch.B * batch.T);
+    for (let b = 0; b < batch.B; b++) for (let t = 1; t < batch.lengths[b]!; t++) out[b * batch.T + t] = f(t);
     return out;
   }
 
-  async forward(sequences: readonly (readonly number[])[], options: { role: ModelRole; entropy?: boolean }): Promise<ForwardResult> {
-    return this.result(sequences, options.role, options.entropy ?? false, false);
+  private result(batch: SequenceBatch, role: ModelRole, entropy: boolean, current: boolean): ForwardResult {
+    const o = this.outputs;
+    const shift = current ? o.logRatio : 0;
+    const lp = role === 'reference' ? (t: number) => o.oldLogprob(t) + o.logRatio - o.refGap : (t: number) => o.oldLogprob(t) + shift;
+    const out: ForwardResult = { logprobs: role === 'critic' ? new Float32Array(batch.B * batch.T) : this.perToken(batch, lp) };
+    if (entropy && role !== 'critic') out.entropy = this.perToken(batch, o.entropy);
+    if (role === 'critic') out.values = this.perToken(batch, (t) => o.value(t) + (current ? o.valueShift : 0));
+    return out;
   }
 
-  async backward(sequences: readonly (readonly number[])[], options: BackwardOptions, lossGrad: (out: ForwardResult) => OutputGradients): Promise<ForwardResult> {
-    const out = this.result(sequences, options.role, options.entropy ?? false, true);
-    this.backwards.push({ role: options.role, sequences: sequences.map((s) => [...s]), grads: lossGrad(out) });
+  async forward(batch: SequenceBatch, options: { role: ModelRole; entropy?: boolean }): Promise<ForwardResult> {
+    return this.result(batch, options.role, options.entropy ?? false, false);
+  }
+
+  async backward(batch: SequenceBatch, options: BackwardOptions, lossGrad: (out: ForwardResult) => OutputGradients): Promise<ForwardResult> {
+    const out = this.result(batch, options.role, options.entropy ?? false, true);
+    const sequences = Array.from({ length: batch.B }, (_, b) => Array.from(rowTokens(batch, b)));
+    this.backwards.push({ role: options.role, sequences, grads: lossGrad(out), T: batch.T });
     return out;
   }
 

@@ -5,19 +5,22 @@ import type { TokenBatch } from '../agent/index.js';
 import { actorLoss, aggNorm, clippedValueLoss, type ActorLossConfig, type AggNorm, type LossAggMode } from '../algo/index.js';
 import type { OptimizerSettings, TrainableEngine } from '../engine/index.js';
 import { Rng } from '../util/index.js';
-import { rowSequences, takeRows, toEngineLayout, toTokenLayout } from './batch.js';
+import { selectRows, takeRows } from './batch.js';
+
+/** A per-token (B, T) array, token-aligned with the batch (the engine's outputs and src/algo's results alike). */
+type TokenArray = Float32Array | Float64Array;
 
 /** Per-token (B, T) arrays of the step, token-aligned with `tokens` (see batch.ts). */
 export interface UpdateBatch {
   tokens: TokenBatch;
-  /** log π_old: the recomputed log-probs of the sampling policy. */
-  oldLogprobs: Float64Array;
-  advantages: Float64Array;
-  returns: Float64Array;
+  /** log π_old: the log-probs of the sampling policy (the sampler's, or recomputed). */
+  oldLogprobs: TokenArray;
+  advantages: TokenArray;
+  returns: TokenArray;
   /** Critic values before the update (the value clip's centre); needed by `updateCritic`. */
-  values?: Float64Array;
+  values?: TokenArray;
   /** Reference log-probs; needed when the actor loss has a KL term. */
-  refLogprobs?: Float64Array;
+  refLogprobs?: TokenArray;
 }
 
 /** How a batch is cut into optimizer steps. */
@@ -76,20 +79,18 @@ export async function updateActor(engine: TrainableEngine, data: UpdateBatch, lo
     const norm: AggNorm = aggNorm(takeRows(tokens.lossMask, mini, T), mini.length, T, schedule.horizon);
     if (norm.tokens === 0) continue;
     for (const micro of chunk(mini, schedule.microBatchSize)) {
-      const m = micro.length;
-      const mask = takeRows(tokens.lossMask, micro, T);
-      const lengths = Int32Array.from(micro, (r) => tokens.lengths[r]!);
+      const batch = selectRows(tokens, micro);
       // Entropy is always computed (cheap next to the LM head) for the `actor/entropy` metric.
-      await engine.backward(rowSequences(tokens, micro), { role: 'policy', entropy: true }, (out) => {
+      await engine.backward(batch, { role: 'policy', entropy: true }, (out) => {
         const r = actorLoss(
           {
-            logprobs: toTokenLayout(out.logprobs, m, T),
+            logprobs: out.logprobs,
             oldLogprobs: takeRows(data.oldLogprobs, micro, T),
             advantages: takeRows(data.advantages, micro, T),
-            mask,
-            B: m,
+            mask: batch.lossMask,
+            B: batch.B,
             T,
-            ...(out.entropy ? { entropy: toTokenLayout(out.entropy, m, T) } : {}),
+            ...(out.entropy ? { entropy: out.entropy } : {}),
             ...(data.refLogprobs ? { refLogprobs: takeRows(data.refLogprobs, micro, T) } : {}),
             norm,
           },
@@ -103,10 +104,7 @@ export async function updateActor(engine: TrainableEngine, data: UpdateBatch, lo
         sum.kl += r.stats.ppoKl * r.stats.tokens;
         sum.tokens += r.stats.tokens;
         sum.entropy += r.stats.entropy * r.stats.tokens;
-        return {
-          logprobs: toEngineLayout(r.grad.logprobs, lengths, T),
-          ...(r.grad.entropy && needEntropy ? { entropy: toEngineLayout(r.grad.entropy, lengths, T) } : {}),
-        };
+        return { logprobs: r.grad.logprobs, ...(r.grad.entropy && needEntropy ? { entropy: r.grad.entropy } : {}) };
       });
     }
     const step = await engine.optimizerStep('policy', optimizer);
@@ -156,15 +154,14 @@ export async function updateCritic(
     const norm = aggNorm(takeRows(tokens.lossMask, mini, T), mini.length, T, schedule.horizon);
     if (norm.tokens === 0) continue;
     for (const micro of chunk(mini, schedule.microBatchSize)) {
-      const m = micro.length;
-      const lengths = Int32Array.from(micro, (r) => tokens.lengths[r]!);
-      await engine.backward(rowSequences(tokens, micro), { role: 'critic' }, (out) => {
+      const batch = selectRows(tokens, micro);
+      await engine.backward(batch, { role: 'critic' }, (out) => {
         const r = clippedValueLoss({
-          values: toTokenLayout(out.values!, m, T),
+          values: out.values!,
           oldValues: takeRows(oldValues, micro, T),
           returns: takeRows(data.returns, micro, T),
-          mask: takeRows(tokens.lossMask, micro, T),
-          B: m,
+          mask: batch.lossMask,
+          B: batch.B,
           T,
           clipRange: loss.clipRange,
           aggMode: loss.aggMode,
@@ -173,7 +170,7 @@ export async function updateCritic(
         sum.loss += r.loss;
         sum.clip += r.stats.vfClipfrac * r.stats.tokens;
         sum.tokens += r.stats.tokens;
-        return { values: toEngineLayout(r.grad.values, lengths, T) };
+        return { values: r.grad.values };
       });
     }
     const step = await engine.optimizerStep('critic', optimizer);
