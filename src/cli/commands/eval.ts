@@ -6,7 +6,7 @@ import type { Command } from 'commander';
 import { EnvGroups, agentConfig, enginePolicy, oraclePolicy, randomPolicy, rollout, writeTrajectories, type AgentConfig, type Policy, type RolloutBatch } from '../../agent/index.js';
 import { envSpec, resolveEnvId } from '../../env/index.js';
 import { loadTokenizer, tinyTokenizerDir, type Tokenizer } from '../../tokenizer/index.js';
-import { agentSettings, envGroupsOptions, loadConfig, loadSavedConfig, samplingOf, type RagenConfig } from '../../train/index.js';
+import { envGroupsOptions, loadConfig, loadSavedConfig, samplingOf, type RagenConfig } from '../../config/index.js';
 import { UsageError } from '../../util/index.js';
 import { parseConfigPairs, parsePositiveInt, parseSeed } from './env-options.js';
 
@@ -113,7 +113,7 @@ export async function runEval(opts: EvalOptions): Promise<EvalReport> {
   const base: RagenConfig | undefined = opts.run ? loadSavedConfig(opts.run) : opts.preset ? loadConfig({ config: opts.preset }) : undefined;
   let cfg: AgentConfig;
   try {
-    cfg = agentConfig({ ...(base ? agentSettings(base) : {}), ...(parseConfigPairs(opts.set) as Partial<AgentConfig>) });
+    cfg = agentConfig({ ...base?.agent, ...(parseConfigPairs(opts.set) as Partial<AgentConfig>) });
   } catch (err) {
     throw new UsageError(`Bad --set: ${(err as Error).message}`);
   }
