@@ -21,7 +21,7 @@ export function envGroupsOptions(config: RagenConfig, mode: 'train' | 'val'): En
 }
 
 /** Sampling of training rollouts or of validation (greedy = temperature 0), with sampler seed `seed`. */
-export function samplingOf(config: RagenConfig, mode: 'train' | 'val', seed: number): EngineSampling {
+export function samplingOf(config: RagenConfig, mode: 'train' | 'val', seed: number): Required<EngineSampling> {
   const { temperature, topP, topK, val } = config.generation;
   if (mode === 'val') return { temperature: val.greedy ? 0 : val.temperature, topP, topK, seed };
   return { temperature, topP, topK, seed };
