@@ -12,7 +12,7 @@ console.log('env              tokenizer  mode                 episodes/s   turns
 for (const env of ['SimpleSokoban', 'SimpleSudoku']) {
   for (const [name, tok] of tokenizers) {
     for (const mode of ['full', 'limited_multi_turn'] as ContextWindowMode[]) {
-      const cfg = agentConfig({ contextWindowMode: mode, maxContextWindow: mode === 'full' ? -1 : 2 });
+      const cfg = agentConfig({ contextWindowMode: mode, maxContextWindow: mode === 'full' ? null : 2 });
       const maxTurns = Math.ceil(envSpec(env).maxActionsPerEpisode / cfg.maxActionsPerTurn);
       const groups = new EnvGroups({ tags: [{ env, nGroups, maxTurns }], groupSize: 1, mode: 'val', seed: 123 });
       await rollout({ groups, policy: oraclePolicy(tok, cfg), tokenizer: tok, agent: cfg }); // warm-up

@@ -7,7 +7,8 @@ import { EnvGroups } from '../src/agent/index.js';
 import { KLController } from '../src/algo/index.js';
 import type { LocalEngine } from '../src/engine/index.js';
 import { getBackend } from '../src/tensor/index.js';
-import { agentSettings, DEFAULT_PRESET, envGroupsOptions, loadConfig, openModels, starpoStep, validate, type StepContext } from '../src/train/index.js';
+import { DEFAULT_PRESET, envGroupsOptions, loadConfig } from '../src/config/index.js';
+import { openModels, starpoStep, validate, type StepContext } from '../src/train/index.js';
 import { SIZE_PRESETS } from '../src/train/sft.js';
 import { writeMicroModel } from '../src/train/testing.js';
 
@@ -49,7 +50,7 @@ console.log(`preset ${preset} model ${model}: hidden ${pc.hiddenSize} layers ${p
 console.log(`critic ${config.model.critic.mode}, recomputeOldLogprobs ${(config.algo as { recomputeOldLogprobs?: unknown }).recomputeOldLogprobs ?? '(n/a)'}, collapse.every ${config.trainer.collapse.every}`);
 // Forward FLOPs per token ~ 2 x (non-embedding params + LM head); backward ~ 2x forward.
 const flopsPerToken = 2 * (local.policy.numParameters - pc.vocabSize * pc.hiddenSize + pc.vocabSize * pc.hiddenSize);
-const agent = agentSettings(config);
+const agent = config.agent;
 const groups = new EnvGroups(envGroupsOptions(config, 'train'));
 const ctx: StepContext = { config, engine, tokenizer, agent, groups, kl: new KLController({ type: 'fixed', klCoef: 0 }), collapseEma: {} };
 

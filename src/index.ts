@@ -6,6 +6,7 @@ export * from './model/index.js';
 export * from './engine/index.js';
 export * from './algo/index.js';
 export * from './metrics/index.js';
+export * from './config/index.js';
 export * from './train/index.js';
 export * from './tokenizer/index.js';
 export * from './agent/index.js';

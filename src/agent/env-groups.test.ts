@@ -62,10 +62,11 @@ describe('EnvGroups', () => {
     expect(() => agentConfig({ maxTurn: 3 } as never)).toThrow(/Did you mean `maxTurns`/);
     expect(() => agentConfig({ contextWindowMode: 'window' } as never)).toThrow(/contextWindowMode/);
     // a window does nothing in full mode (RAGEN ignored it silently): refused, as are windows below 1
-    expect(() => agentConfig({ maxContextWindow: 2 })).toThrow(/`maxContextWindow` = 2 needs `contextWindowMode` = "limited_multi_turn" or "single_turn"/);
-    expect(() => agentConfig({ contextWindowMode: 'limited_multi_turn', maxContextWindow: 0 })).toThrow(/give a number of turns >= 1, or -1/);
+    expect(() => agentConfig({ maxContextWindow: 2 })).toThrow(/`maxContextWindow` = 2: needs `contextWindowMode` = "limited_multi_turn" or "single_turn"/);
+    expect(() => agentConfig({ contextWindowMode: 'limited_multi_turn', maxContextWindow: 0 })).toThrow(/`maxContextWindow` = 0: Too small/);
+    expect(() => agentConfig({ contextWindowMode: 'limited_multi_turn', maxContextWindow: -1 })).toThrow(/`maxContextWindow` = -1/);
     expect(agentConfig({ contextWindowMode: 'single_turn', maxContextWindow: 3 }).maxContextWindow).toBe(3);
-    expect(agentConfig({ contextWindowMode: 'full', maxContextWindow: -1 }).maxContextWindow).toBe(-1);
+    expect(agentConfig({ contextWindowMode: 'full', maxContextWindow: null }).maxContextWindow).toBe(null);
   });
 });
 

@@ -90,7 +90,7 @@ export class EpisodeContext {
    */
   prompt(view: TurnView): number[] | undefined {
     const n = this.turns.length;
-    const k = this.cfg.maxContextWindow > 0 ? this.cfg.maxContextWindow : Infinity;
+    const k = this.cfg.maxContextWindow ?? Infinity;
     const mode = this.cfg.contextWindowMode;
     let w = Math.max(this.minStart, mode === 'full' ? 0 : n - k + 1);
     for (;;) {

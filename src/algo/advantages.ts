@@ -45,15 +45,15 @@ export function needsCritic(estimator: AdvEstimator): boolean {
   }
 }
 
-/** Settings of `computeAdvantage`; defaults are RAGEN's (config/base.yaml). */
+/** Settings of `computeAdvantage`: the config's `algo.advEstimator`, `gamma`, `lambda`, `gammaTurn` (their defaults live there, src/config), and finer knobs. */
 export interface AdvantageConfig {
   estimator: AdvEstimator;
-  /** Token-level discount. @default 1 */
-  gamma?: number;
-  /** Token-level GAE λ. @default 1 */
-  lambda?: number;
-  /** Turn-level discount of bi_level_gae (RAGEN `high_level_gamma`). @default 0.95 */
-  gammaTurn?: number;
+  /** Token-level discount γ. */
+  gamma: number;
+  /** Token-level GAE λ. */
+  lambda: number;
+  /** Turn-level discount of bi_level_gae (RAGEN `high_level_gamma`). */
+  gammaTurn: number;
   /** Turn-level λ of bi_level_gae. @default lambda */
   lambdaTurn?: number;
   /** GRPO's std epsilon. @default 1e-6 */
@@ -99,8 +99,7 @@ function need<X>(x: X | undefined, what: string, estimator: AdvEstimator): X {
 export function computeAdvantage(input: AdvantageInput, config: AdvantageConfig): AdvantageResult {
   const { rewards, mask, B, T } = input;
   const est = config.estimator;
-  const gamma = config.gamma ?? 1;
-  const lambda = config.lambda ?? 1;
+  const { gamma, lambda } = config;
   let out: AdvantageResult;
   let whitenByDefault: boolean;
   switch (est) {
@@ -117,7 +116,7 @@ export function computeAdvantage(input: AdvantageInput, config: AdvantageConfig)
         T,
         gamma,
         lambda,
-        gammaTurn: config.gammaTurn ?? 0.95,
+        gammaTurn: config.gammaTurn,
         lambdaTurn: config.lambdaTurn ?? lambda,
         ...(input.turnIds !== undefined ? { turnIds: input.turnIds } : {}),
       });

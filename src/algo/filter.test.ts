@@ -2,6 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../util/errors.js';
 import { filterRollouts, parseFilterMetric, selectGroups, type SelectConfig } from './filter.js';
 
+// RAGEN's base.yaml filter settings; each case overrides what it tests (the defaults live in the config schema).
+const SEL: SelectConfig = { strategy: 'top_p', value: 1, type: 'largest', includeZero: true, topPMode: 'linear', selectionEps: 0.01 };
+const FIL = { ...SEL, metric: 'reward_std' } as const;
+
 // RAGEN's batch helper: G groups of `size` trajectories with token scores arange(total·len) reshaped;
 // a trajectory's score is its row sum. Group g holds trajectories g·size .. g·size+size−1.
 function ragenBatch(G: number, size: number, len: number): { rewards: number[]; groupIds: number[] } {
@@ -19,7 +23,7 @@ function ragenBatch(G: number, size: number, len: number): { rewards: number[]; 
 describe("RAGEN's tests/test_rollout_filter.py cases", () => {
   it('top_k 0.5 on reward std keeps group_size · int(0.5 · G) trajectories', () => {
     const b = ragenBatch(4, 2, 3);
-    const r = filterRollouts(b, { metric: parseFilterMetric('reward_variance'), strategy: 'top_k', value: 0.5 });
+    const r = filterRollouts(b, { ...FIL, metric: parseFilterMetric('reward_variance'), strategy: 'top_k', value: 0.5 });
     expect(r.keptIndices.length).toBe(2 * Math.max(Math.trunc(0.5 * 4), 1));
     expect(r.stats.inGroup.std).toBeGreaterThan(0);
   });
@@ -29,14 +33,14 @@ describe("RAGEN's tests/test_rollout_filter.py cases", () => {
     const lin = Array.from({ length: 24 }, (_, k) => 0.1 + (0.9 * k) / 23);
     const entropy = [0, 1, 2, 3, 4, 5].map((i) => (lin[4 * i]! + lin[4 * i + 1]! + lin[4 * i + 2]! + lin[4 * i + 3]!) / 4);
     const b = ragenBatch(2, 3, 4);
-    const r = filterRollouts({ ...b, entropy }, { metric: 'entropy', strategy: 'top_k', value: 0.5 });
+    const r = filterRollouts({ ...b, entropy }, { ...FIL, metric: 'entropy', strategy: 'top_k', value: 0.5 });
     expect(r.keptIndices.length).toBe(3 * Math.max(Math.trunc(0.5 * 2), 1));
     expect(r.keptIndices).toEqual([3, 4, 5]); // the later group has the higher entropies
     expect(r.stats.inGroup.std).toBeGreaterThan(0);
   });
 
   it('metric `reward` (the group mean) selects the high-mean group, not the high-variance one', () => {
-    const r = filterRollouts({ rewards: [10, 11, 0, 5], groupIds: [0, 0, 1, 1] }, { metric: parseFilterMetric('reward'), strategy: 'top_k', value: 0.5 });
+    const r = filterRollouts({ rewards: [10, 11, 0, 5], groupIds: [0, 0, 1, 1] }, { ...FIL, metric: parseFilterMetric('reward'), strategy: 'top_k', value: 0.5 });
     expect(r.keptIndices.map((i) => [10, 11, 0, 5][i])).toEqual([10, 11]);
   });
 
@@ -52,7 +56,7 @@ describe("RAGEN's tests/test_rollout_filter.py cases", () => {
       [0, 1],
       [0, 0],
     ];
-    const r = filterRollouts({ rewards: rows.map((x) => x[0]! + x[1]!), groupIds: [0, 0, 1, 1, 2, 2, 3, 3] }, { metric: 'reward_sum', strategy: 'top_k', value: 0.5 });
+    const r = filterRollouts({ rewards: rows.map((x) => x[0]! + x[1]!), groupIds: [0, 0, 1, 1, 2, 2, 3, 3] }, { ...FIL, metric: 'reward_sum', strategy: 'top_k', value: 0.5 });
     expect(r.keptIndices.map((i) => rows[i])).toEqual([
       [3, 2],
       [1, 4],
@@ -65,18 +69,18 @@ describe("RAGEN's tests/test_rollout_filter.py cases", () => {
   });
 
   it('softmax top_p over tied scores [1, 1, 1] at p = 0.6 keeps [0, 1]', () => {
-    expect(selectGroups([1, 1, 1], { strategy: 'top_p', value: 0.6, topPMode: 'softmax' })).toEqual([0, 1]);
+    expect(selectGroups([1, 1, 1], { ...SEL, strategy: 'top_p', value: 0.6, topPMode: 'softmax' })).toEqual([0, 1]);
   });
 
   it('linear top_p on [4, 3, 2, 1] at p = 0.6 (threshold 5.99) keeps [0, 1]', () => {
-    expect(selectGroups([4, 3, 2, 1], { strategy: 'top_p', value: 0.6, topPMode: 'linear' })).toEqual([0, 1]);
+    expect(selectGroups([4, 3, 2, 1], { ...SEL, strategy: 'top_p', value: 0.6, topPMode: 'linear' })).toEqual([0, 1]);
   });
 
   it('linear top_p with no positive mass keeps nothing', () => {
-    expect(selectGroups([0, 0, 0], { strategy: 'top_p', value: 0.9, topPMode: 'linear' })).toEqual([]);
+    expect(selectGroups([0, 0, 0], { ...SEL, strategy: 'top_p', value: 0.9, topPMode: 'linear' })).toEqual([]);
   });
 
-  const nofilter: SelectConfig = { strategy: 'top_p', value: 1, topPMode: 'linear', includeZero: true };
+  const nofilter: SelectConfig = { ...SEL, strategy: 'top_p', value: 1, topPMode: 'linear', includeZero: true };
   for (const [scores, want] of [
     [
       [4, 2, 0, 0],
@@ -103,7 +107,7 @@ describe("RAGEN's tests/test_rollout_filter.py cases", () => {
     [[1, 1, 1, 0], 0.6, [0, 1]],
   ] as const) {
     it(`softmax top_p excluding zeros: ${JSON.stringify(scores)} at ${p} -> ${JSON.stringify(want)}`, () => {
-      expect(selectGroups(scores, { strategy: 'top_p', value: p, topPMode: 'softmax', includeZero: false })).toEqual(want);
+      expect(selectGroups(scores, { ...SEL, strategy: 'top_p', value: p, topPMode: 'softmax', includeZero: false })).toEqual(want);
     });
   }
 
@@ -113,38 +117,38 @@ describe("RAGEN's tests/test_rollout_filter.py cases", () => {
     [[3, 1, 1, 0], 0.9, [0, 1, 2]],
   ] as const) {
     it(`linear top_p excluding zeros (eps 0.01): ${JSON.stringify(scores)} at ${p} -> ${JSON.stringify(want)}`, () => {
-      expect(selectGroups(scores, { strategy: 'top_p', value: p, topPMode: 'linear', includeZero: false, selectionEps: 0.01 })).toEqual(want);
+      expect(selectGroups(scores, { ...SEL, strategy: 'top_p', value: p, topPMode: 'linear', includeZero: false, selectionEps: 0.01 })).toEqual(want);
     });
   }
 });
 
 describe('selectGroups, other strategies', () => {
   it('top_k_abs keeps the k best (at least 1); smallest keeps the lowest', () => {
-    expect(selectGroups([0.5, 2, 1, 3], { strategy: 'top_k_abs', value: 2 })).toEqual([1, 3]);
-    expect(selectGroups([0.5, 2, 1, 3], { strategy: 'top_k_abs', value: 2, type: 'smallest' })).toEqual([0, 2]);
-    expect(selectGroups([0.5, 2, 1, 3], { strategy: 'top_k', value: 0.1 })).toEqual([3]);
+    expect(selectGroups([0.5, 2, 1, 3], { ...SEL, strategy: 'top_k_abs', value: 2 })).toEqual([1, 3]);
+    expect(selectGroups([0.5, 2, 1, 3], { ...SEL, strategy: 'top_k_abs', value: 2, type: 'smallest' })).toEqual([0, 2]);
+    expect(selectGroups([0.5, 2, 1, 3], { ...SEL, strategy: 'top_k', value: 0.1 })).toEqual([3]);
   });
   it('min_p keeps scores ≥ p·max (largest) or ≤ min/p (smallest)', () => {
     // max 4, p 0.5 -> keep ≥ 2: [4, 2, 3]. min 1, p 0.4 -> keep ≤ 2.5: [1, 2].
-    expect(selectGroups([4, 1, 2, 3], { strategy: 'min_p', value: 0.5 })).toEqual([0, 2, 3]);
-    expect(selectGroups([4, 1, 2, 3], { strategy: 'min_p', value: 0.4, type: 'smallest' })).toEqual([1, 2]);
+    expect(selectGroups([4, 1, 2, 3], { ...SEL, strategy: 'min_p', value: 0.5 })).toEqual([0, 2, 3]);
+    expect(selectGroups([4, 1, 2, 3], { ...SEL, strategy: 'min_p', value: 0.4, type: 'smallest' })).toEqual([1, 2]);
   });
   it('top_p with type smallest accumulates the lowest scores (linear) or softmaxes −s (softmax)', () => {
     // Linear: ascending [1, 2, 3, 4], threshold 0.3·10 − 0.01 = 2.99: 1 (< 2.99), then 1 + 2 = 3 ≥ 2.99 -> groups of 1 and 2.
-    expect(selectGroups([4, 3, 2, 1], { strategy: 'top_p', value: 0.3, topPMode: 'linear', type: 'smallest' })).toEqual([2, 3]);
+    expect(selectGroups([4, 3, 2, 1], { ...SEL, strategy: 'top_p', value: 0.3, topPMode: 'linear', type: 'smallest' })).toEqual([2, 3]);
     // Softmax of −[0, 0, 5]: 1/(2 + e^−5) ≈ 0.4983 twice, then 0.0034; cumsum 0.4983, 0.9966 ≥ 0.9 -> k = 2.
-    expect(selectGroups([0, 0, 5], { strategy: 'top_p', value: 0.9, topPMode: 'softmax', type: 'smallest' })).toEqual([0, 1]);
+    expect(selectGroups([0, 0, 5], { ...SEL, strategy: 'top_p', value: 0.9, topPMode: 'softmax', type: 'smallest' })).toEqual([0, 1]);
   });
   it('excluding zeros drops all-tie groups before ranking', () => {
-    expect(selectGroups([0, 0.2, 0, 0.1], { strategy: 'top_k_abs', value: 3, includeZero: false })).toEqual([1, 3]);
-    expect(selectGroups([0, 0], { strategy: 'top_k_abs', value: 3, includeZero: false })).toEqual([]);
+    expect(selectGroups([0, 0.2, 0, 0.1], { ...SEL, strategy: 'top_k_abs', value: 3, includeZero: false })).toEqual([1, 3]);
+    expect(selectGroups([0, 0], { ...SEL, strategy: 'top_k_abs', value: 3, includeZero: false })).toEqual([]);
   });
 });
 
 describe('filterRollouts statistics', () => {
   it('reports kept ratio, kept count, zero count and chosen vs overall reward stats', () => {
     // Groups (by id, any order): a = [1, 0] std 0.7071, b = [1, 1] std 0, c = [0, 1, 1] std 0.5774.
-    const r = filterRollouts({ rewards: [1, 1, 0, 0, 1, 1, 1], groupIds: ['a', 'b', 'c', 'a', 'b', 'c', 'c'] }, { strategy: 'top_k_abs', value: 1 });
+    const r = filterRollouts({ rewards: [1, 1, 0, 0, 1, 1, 1], groupIds: ['a', 'b', 'c', 'a', 'b', 'c', 'c'] }, { ...FIL, strategy: 'top_k_abs', value: 1 });
     expect(r.groupKeys).toEqual(['a', 'b', 'c']);
     expect(r.keptGroups).toEqual([0]);
     expect(r.keptIndices).toEqual([0, 3]);
@@ -160,13 +164,13 @@ describe('filterRollouts statistics', () => {
   });
   it('scores groups by entropy std and by mean length', () => {
     // Entropy [0.1, 0.3 | 0.5, 0.5]: stds 0.2/√2 and 0 -> keep group 0; one zero score; mean std 0.1/√2.
-    const e = filterRollouts({ rewards: [0, 0, 0, 0], groupIds: [0, 0, 1, 1], entropy: [0.1, 0.3, 0.5, 0.5] }, { metric: 'entropy_std', strategy: 'top_k_abs', value: 1 });
+    const e = filterRollouts({ rewards: [0, 0, 0, 0], groupIds: [0, 0, 1, 1], entropy: [0.1, 0.3, 0.5, 0.5] }, { ...FIL, metric: 'entropy_std', strategy: 'top_k_abs', value: 1 });
     expect(e.scores[0]).toBeCloseTo(0.2 / Math.SQRT2, 12);
     expect(e.keptIndices).toEqual([0, 1]);
     expect(e.stats.zeroCount).toBe(1);
     expect(e.stats.inGroup.std).toBeCloseTo(0.1 / Math.SQRT2, 12);
     // Lengths [10, 20 | 5, 5]: means 15 and 5; smallest keeps group 1; overall mean length 10, chosen 5.
-    const l = filterRollouts({ rewards: [0, 0, 0, 0], groupIds: [0, 0, 1, 1], lengths: [10, 20, 5, 5] }, { metric: 'length', strategy: 'top_k_abs', value: 1, type: 'smallest' });
+    const l = filterRollouts({ rewards: [0, 0, 0, 0], groupIds: [0, 0, 1, 1], lengths: [10, 20, 5, 5] }, { ...FIL, metric: 'length', strategy: 'top_k_abs', value: 1, type: 'smallest' });
     expect(Array.from(l.scores)).toEqual([15, 5]);
     expect(l.keptIndices).toEqual([2, 3]);
     expect(l.stats.inGroup.mean).toBe(10);
@@ -176,6 +180,6 @@ describe('filterRollouts statistics', () => {
     expect(parseFilterMetric('reward_variance')).toBe('reward_std');
     expect(parseFilterMetric('entropy_variance')).toBe('entropy_std');
     expect(() => parseFilterMetric('reward_stdev')).toThrow(ConfigError);
-    expect(() => filterRollouts({ rewards: [1], groupIds: [0] }, { metric: 'length' })).toThrow(/lengths/);
+    expect(() => filterRollouts({ rewards: [1], groupIds: [0] }, { ...FIL, metric: 'length' })).toThrow(/lengths/);
   });
 });

@@ -31,20 +31,19 @@ export function parseFilterStrategy(name: string): FilterStrategy {
   return parseName('rollout filter strategy', name, FILTER_STRATEGIES);
 }
 
-/** How groups are selected from their scores; defaults are RAGEN's (config/base.yaml). */
+/** How groups are selected from their scores, named as the config's `algo.filter.*` keys, which hold their defaults (src/config). */
 export interface SelectConfig {
-  /** @default 'top_p' */
-  strategy?: FilterStrategy;
-  /** top_p: probability mass (≥ 1 keeps all); top_k: fraction of groups; top_k_abs: count; min_p: fraction of the best score. @default 1 */
-  value?: number;
-  /** Keep the largest or the smallest scores. @default 'largest' */
-  type?: FilterType;
-  /** Whether groups with |score| ≤ 1e-10 are candidates at all. @default true */
-  includeZero?: boolean;
-  /** top_p's probability: scores as linear mass, or softmax of scores. @default 'linear' */
-  topPMode?: TopPMode;
-  /** Slack subtracted from linear top_p's threshold. @default 0.01 */
-  selectionEps?: number;
+  strategy: FilterStrategy;
+  /** top_p: probability mass (≥ 1 keeps all); top_k: fraction of groups; top_k_abs: count; min_p: fraction of the best score. */
+  value: number;
+  /** Keep the largest or the smallest scores. */
+  type: FilterType;
+  /** Whether groups with |score| ≤ 1e-10 are candidates at all. */
+  includeZero: boolean;
+  /** top_p's probability: scores as linear mass, or softmax of scores. */
+  topPMode: TopPMode;
+  /** Slack subtracted from linear top_p's threshold. */
+  selectionEps: number;
 }
 
 /** Candidate indices sorted by score (descending for largest, ascending for smallest), ties by index. */
@@ -63,11 +62,8 @@ function sortedBy(cands: number[], key: (i: number) => number, desc: boolean): n
  * - min_p: largest keeps s ≥ value·max(s) − 1e-10; smallest keeps s ≤ min(s)/(value + 1e-10) + 1e-10.
  * Ties are broken by the lower index (torch leaves them unspecified).
  */
-export function selectGroups(scores: Nums, cfg: SelectConfig = {}): number[] {
-  const strategy = cfg.strategy ?? 'top_p';
-  const value = cfg.value ?? 1;
-  const type = cfg.type ?? 'largest';
-  const includeZero = cfg.includeZero ?? true;
+export function selectGroups(scores: Nums, cfg: SelectConfig): number[] {
+  const { strategy, value, type, includeZero } = cfg;
   const G = scores.length;
   const s = (i: number): number => scores[i]!;
   let cands = Array.from({ length: G }, (_, i) => i);
@@ -78,7 +74,7 @@ export function selectGroups(scores: Nums, cfg: SelectConfig = {}): number[] {
   switch (strategy) {
     case 'top_p': {
       if (value >= 1) return cands;
-      const mode = cfg.topPMode ?? 'linear';
+      const mode = cfg.topPMode;
       switch (mode) {
         case 'softmax': {
           const logits = cands.map((i) => (largest ? s(i) : -s(i)));
@@ -103,7 +99,7 @@ export function selectGroups(scores: Nums, cfg: SelectConfig = {}): number[] {
         }
         case 'linear': {
           const order = sortedBy(cands, s, largest);
-          const threshold = value * cands.reduce((acc, i) => acc + s(i), 0) - (cfg.selectionEps ?? 0.01);
+          const threshold = value * cands.reduce((acc, i) => acc + s(i), 0) - cfg.selectionEps;
           let cum = 0;
           let count = 0;
           for (const i of order) {
@@ -162,8 +158,8 @@ export function groupSummary(x: Nums, groups: number[][]): { std: Float64Array; 
 
 /** Rollout filter settings: the group metric plus the selection rule. */
 export interface RolloutFilterConfig extends SelectConfig {
-  /** @default 'reward_std' */
-  metric?: FilterMetric;
+  /** What a group is scored by. */
+  metric: FilterMetric;
 }
 
 /** Mean-over-groups statistics, overall and over the kept groups. */
@@ -216,11 +212,11 @@ export interface RolloutFilterResult {
  */
 export function filterRollouts(
   a: { rewards: Nums; groupIds: GroupKeys; entropy?: Nums; lengths?: Nums },
-  cfg: RolloutFilterConfig = {},
+  cfg: RolloutFilterConfig,
 ): RolloutFilterResult {
   const N = a.rewards.length;
   checkLength('groupIds', a.groupIds, N, 'one per trajectory');
-  const metric = cfg.metric ?? 'reward_std';
+  const { metric } = cfg;
   const groups = groupIndices(a.groupIds);
   const groupKeys = groups.map((m) => a.groupIds[m[0]!]!);
   const reward = groupSummary(a.rewards, groups);
@@ -277,7 +273,7 @@ export function filterRollouts(
     keptIndices,
     scores,
     groupRewardStd: reward.std,
-    noFilter: (cfg.strategy ?? 'top_p') === 'top_p' && (cfg.value ?? 1) >= 1 && (cfg.includeZero ?? true),
+    noFilter: cfg.strategy === 'top_p' && cfg.value >= 1 && cfg.includeZero,
     stats: {
       keptCount: keptGroups.length,
       keptRatio: groups.length > 0 ? keptGroups.length / groups.length : 0,

@@ -4,14 +4,14 @@ import { aggWeights, maskedMean, type AggNorm, type LossAggMode } from './aggreg
 import { klLoss, type KLEstimator } from './kl.js';
 import { checkTokens, type TokenMask, type Nums } from './shape.js';
 
-/** Settings of the PPO clipped loss; defaults are RAGEN's. */
+/** Settings of the PPO clipped loss, named as the config's `algo.*` keys, which hold their defaults (src/config). */
 export interface PPOClipConfig {
-  /** ε_low: the ratio is clipped below at 1 − ε_low. @default 0.2 */
-  clipRatioLow?: number;
-  /** ε_high: the ratio is clipped above at 1 + ε_high (DAPO's clip-higher; veRL's default is 0.2). @default 0.28 */
-  clipRatioHigh?: number;
-  /** Dual-clip constant c > 1 bounding the loss of negative-advantage tokens at −A·c; Infinity disables it. @default 3 */
-  clipRatioC?: number;
+  /** ε_low: the ratio is clipped below at 1 − ε_low. */
+  clipRatioLow: number;
+  /** ε_high: the ratio is clipped above at 1 + ε_high (DAPO's clip-higher). */
+  clipRatioHigh: number;
+  /** Dual-clip constant c > 1 bounding the loss of negative-advantage tokens at −A·c; Infinity disables it. */
+  clipRatioC: number;
   /** logπ − logπ_old is clamped to ±this before exp, for numerical safety. @default 20 */
   logRatioClamp?: number;
 }
@@ -57,9 +57,7 @@ export function ppoPolicyLoss(
   a: PolicyTokens & { aggMode: LossAggMode } & PPOClipConfig,
 ): { loss: number; grad: { logprobs: Float64Array }; stats: PPOStats } {
   const { logprobs, oldLogprobs, advantages, mask, B, T, aggMode, norm } = a;
-  const epsLow = a.clipRatioLow ?? 0.2;
-  const epsHigh = a.clipRatioHigh ?? 0.28;
-  const c = a.clipRatioC ?? 3;
+  const { clipRatioLow: epsLow, clipRatioHigh: epsHigh, clipRatioC: c } = a;
   const clamp = a.logRatioClamp ?? 20;
   checkTokens('logprobs', logprobs, B, T);
   checkTokens('oldLogprobs', oldLogprobs, B, T);
@@ -144,20 +142,20 @@ export function entropyBonus(a: {
   return { loss, grad: { entropy: g }, stats: { entropy: maskedMean(entropy, mask) } };
 }
 
-/** Settings of the full actor loss (PPO clip + entropy bonus + optional KL loss). */
+/** Settings of the full actor loss (PPO clip + entropy bonus + optional KL loss); the config's `algo.*` holds the defaults. */
 export interface ActorLossConfig extends PPOClipConfig {
   aggMode: LossAggMode;
-  /** Entropy bonus coefficient (RAGEN `entropy_coeff`). @default 0.001 */
-  entropyCoef?: number;
-  /** KL loss coefficient (RAGEN `kl_loss_coef`); 0 disables the KL term. @default 0 */
-  klCoef?: number;
-  /** KL estimator of the loss term (RAGEN `kl_loss_type`). @default 'k1' */
-  klEstimator?: KLEstimator;
+  /** Entropy bonus coefficient (`algo.entropyCoeff`, veRL's `entropy_coeff`); 0 disables the entropy term. */
+  entropyCoeff: number;
+  /** KL loss coefficient (`algo.kl.coef` when `algo.kl.useKlLoss`, veRL's `kl_loss_coef`); 0 disables the KL term. */
+  klCoef: number;
+  /** KL estimator of the loss term (`algo.kl.estimator`, veRL's `kl_loss_type`). */
+  klEstimator: KLEstimator;
 }
 
 /**
- * The actor's loss of one (micro-)batch: pg_loss − entropyCoef·agg(H) + klCoef·agg(KL(π‖π_ref)), as
- * RAGEN's dp_actor, with gradients w.r.t. logπ and H. `entropy` is needed when entropyCoef ≠ 0 and
+ * The actor's loss of one (micro-)batch: pg_loss − entropyCoeff·agg(H) + klCoef·agg(KL(π‖π_ref)), as
+ * RAGEN's dp_actor, with gradients w.r.t. logπ and H. `entropy` is needed when entropyCoeff ≠ 0 and
  * `refLogprobs` when klCoef ≠ 0. Pass the mini-batch's `norm` for exact gradient accumulation.
  */
 export function actorLoss(
@@ -169,15 +167,14 @@ export function actorLoss(
   stats: PPOStats & { pgLoss: number; entropyLoss: number; entropy: number; klLoss: number; kl: number };
 } {
   const { B, T, mask, norm } = a;
-  const entropyCoef = cfg.entropyCoef ?? 0.001;
-  const klCoef = cfg.klCoef ?? 0;
+  const { entropyCoeff, klCoef } = cfg;
   const pg = ppoPolicyLoss({ ...a, ...cfg, ...(norm !== undefined ? { norm } : {}) });
   const grad: { logprobs: Float64Array; entropy?: Float64Array } = { logprobs: pg.grad.logprobs };
   let entropyLoss = 0;
   let entropy = 0;
-  if (entropyCoef !== 0) {
-    if (a.entropy === undefined) throw new TypeError('actorLoss: entropyCoef is non-zero but no per-token `entropy` was given.');
-    const e = entropyBonus({ entropy: a.entropy, mask, B, T, coef: entropyCoef, aggMode: cfg.aggMode, ...(norm !== undefined ? { norm } : {}) });
+  if (entropyCoeff !== 0) {
+    if (a.entropy === undefined) throw new TypeError('actorLoss: entropyCoeff is non-zero but no per-token `entropy` was given.');
+    const e = entropyBonus({ entropy: a.entropy, mask, B, T, coef: entropyCoeff, aggMode: cfg.aggMode, ...(norm !== undefined ? { norm } : {}) });
     entropyLoss = e.loss;
     entropy = e.stats.entropy;
     grad.entropy = e.grad.entropy;
@@ -194,7 +191,7 @@ export function actorLoss(
       mask,
       B,
       T,
-      estimator: cfg.klEstimator ?? 'k1',
+      estimator: cfg.klEstimator,
       coef: klCoef,
       aggMode: cfg.aggMode,
       ...(norm !== undefined ? { norm } : {}),

@@ -4,10 +4,10 @@ import { checkTokens, type TokenMask, type Nums } from './shape.js';
 
 /**
  * Clipped value loss, ½·agg(max((V − R)², (clip(V, V_old ± ε) − R)²)) (OpenAI baselines PPO2; veRL
- * `compute_value_loss`, ε = `cliprange_value`, RAGEN's 0.5). The gradient w.r.t. V is w_t·(V − R) when
+ * `compute_value_loss`; ε = `valueClip`, veRL's `cliprange_value`). The gradient w.r.t. V is w_t·(V − R) when
  * the unclipped term is the larger and 0 when the clipped one is (V is then outside V_old ± ε and the
  * clipped value does not depend on it). Stats: `vfClipfrac` (fraction where the clipped term is the
- * larger) and mean predicted value, over this batch's loss tokens. `clipRange = Infinity` gives the
+ * larger) and mean predicted value, over this batch's loss tokens. `valueClip = Infinity` gives the
  * plain squared error.
  */
 export function clippedValueLoss(a: {
@@ -17,12 +17,13 @@ export function clippedValueLoss(a: {
   mask: TokenMask;
   B: number;
   T: number;
-  clipRange?: number;
+  /** ε of the clip around the old values (the config's `algo.valueClip`). */
+  valueClip: number;
   aggMode: LossAggMode;
   norm?: AggNorm;
 }): { loss: number; grad: { values: Float64Array }; stats: { vfClipfrac: number; vpredMean: number; tokens: number } } {
   const { values, oldValues, returns, mask, B, T, aggMode, norm } = a;
-  const eps = a.clipRange ?? 0.5;
+  const eps = a.valueClip;
   checkTokens('values', values, B, T);
   checkTokens('oldValues', oldValues, B, T);
   checkTokens('returns', returns, B, T);

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { TrainingSample } from '../agent/index.js';
 import { applyEpisodeScores, selectRows } from './batch.js';
 import { EarlyStopTracker } from './early-stop.js';
-import { loadConfig } from './config.js';
+import { loadConfig } from '../config/index.js';
 import { miniBatches } from './update.js';
 
 describe('trainer batch plumbing', () => {

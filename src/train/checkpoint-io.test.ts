@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CheckpointError, Rng } from '../util/index.js';
-import { loadSavedConfig, loadConfig } from './config.js';
+import { loadSavedConfig, loadConfig } from '../config/index.js';
 import {
   checkpointMetrics,
   isCompleteCheckpoint,

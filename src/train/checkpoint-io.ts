@@ -5,8 +5,7 @@ import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, rea
 import { endianness } from 'node:os';
 import { join, relative } from 'node:path';
 import { CheckpointError } from '../util/index.js';
-import { saveConfig } from './config.js';
-import type { RagenConfig } from './config-schema.js';
+import { saveConfig, type RagenConfig } from '../config/index.js';
 
 /** The manifest written last into a checkpoint: its presence (with every listed file intact) marks it complete. */
 export const MANIFEST_FILE = 'checkpoint.json';

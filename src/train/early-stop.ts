@@ -1,7 +1,7 @@
 // RAGEN's early stops (inventory 3.6), each with a reason and its `early_stopped/*` key: too many consecutive
 // empty batches after filtering, in-group reward-std collapse, and validation-success collapse.
 import type { FixedMetricKey } from '../metrics/index.js';
-import type { RagenConfig } from './config-schema.js';
+import type { RagenConfig } from '../config/index.js';
 
 /** Why a run stopped early. */
 export interface EarlyStop {

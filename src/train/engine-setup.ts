@@ -4,13 +4,12 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { needsCritic } from '../algo/index.js';
-import { LocalEngine } from '../engine/index.js';
+import type { RagenConfig } from '../config/index.js';
+import { LocalEngine, type LocalPretrainedOptions } from '../engine/index.js';
 import { loadModel, ValueHead } from '../model/index.js';
 import { getBackend, setBackend } from '../tensor/index.js';
 import { loadTokenizer, tinyTokenizerDir, type Tokenizer } from '../tokenizer/index.js';
 import { ConfigError } from '../util/index.js';
-import { localEngineOptions } from './config-bridge.js';
-import type { RagenConfig } from './config-schema.js';
 
 /** The engine and tokenizer of a run. */
 export interface TrainerModels {
@@ -23,15 +22,33 @@ export function modelTokenizer(dir: string): Tokenizer {
   return loadTokenizer(existsSync(join(dir, 'tokenizer.json')) ? dir : tinyTokenizerDir());
 }
 
+/** Whether the run needs the frozen reference model (`model.reference`; `auto` = a KL term is on). */
+export function needsReference(config: RagenConfig): boolean {
+  const r = config.model.reference;
+  return r === 'always' || (r === 'auto' && (config.algo.kl.useKlLoss || config.algo.kl.inReward));
+}
+
+/** `LocalEngine.fromPretrained` options: backend, LoRA, critic layout (only for estimators with a critic), reference. */
+export function localEngineOptions(config: RagenConfig): Omit<LocalPretrainedOptions, 'decode'> {
+  const m = config.model;
+  const modules = m.lora.targetModules;
+  const critic = needsCritic(config.algo.advEstimator);
+  return {
+    backend: m.backend,
+    lora: m.lora.rank > 0 ? { r: m.lora.rank, alpha: m.lora.alpha, dropout: m.lora.dropout, targetModules: modules.length === 1 && modules[0] === 'all-linear' ? 'all-linear' : [...modules] } : null,
+    critic: critic ? m.critic.mode : null,
+    ...(critic && m.critic.path !== null ? { criticPath: m.critic.path } : {}),
+    reference: needsReference(config),
+    seed: config.seed.train,
+  };
+}
+
 /**
  * The local engine for `config`, loaded from `model.path`, or from checkpoint directory `from` (with its
- * optimizer state when the checkpoint holds one). Engines other than `local` and dtypes other than float32
- * are ConfigErrors naming the key.
+ * optimizer state when the checkpoint holds one).
  */
 export async function openModels(config: RagenConfig, from?: string): Promise<TrainerModels> {
   const m = config.model;
-  if (m.engine !== 'local') throw new ConfigError(`Bad config value \`model.engine\` = ${JSON.stringify(m.engine)}: the trainer runs the \`local\` engine only in this version (torch is planned; openai cannot train).`);
-  if (m.dtype !== 'float32') throw new ConfigError(`Bad config value \`model.dtype\` = ${JSON.stringify(m.dtype)}: the local engine computes in float32; set model.dtype=float32.`);
   const dir = from ?? m.path;
   const tokenizer = modelTokenizer(dir);
   const decode = (ids: number[]) => tokenizer.decode(ids);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { defaultConfig } from './config.js';
-import { lrAt, lrScheduleOf, type LrSchedule } from './lr-schedule.js';
+import { defaultConfig, loadConfig } from '../config/index.js';
+import { lrAt, lrScheduleOf, optimizerSettings, type LrSchedule } from './lr-schedule.js';
 
 const cosine: LrSchedule = { kind: 'warmup_cosine', warmupSteps: 4, minLrRatio: 0.1, totalSteps: 14 };
 
@@ -32,5 +32,11 @@ describe('learning-rate schedules', () => {
 
   it('reads the trainer section of a config', () => {
     expect(lrScheduleOf(defaultConfig().trainer)).toEqual({ kind: 'constant', warmupSteps: 0, minLrRatio: 0.1, totalSteps: 200 });
+  });
+
+  it('gives the AdamW settings of a step with the scheduled learning rate', () => {
+    const c = loadConfig({ overrides: ['trainer.warmupSteps=4', 'trainer.actorLr=0.001', 'trainer.adamEps=1e-6'] });
+    expect(optimizerSettings(c, 'actor', 2)).toEqual({ lr: 0.0005, weightDecay: 0.01, betas: [0.9, 0.999], eps: 1e-6, maxGradNorm: 1 });
+    expect(optimizerSettings(c, 'critic', 8).lr).toBe(1e-5);
   });
 });

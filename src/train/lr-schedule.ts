@@ -1,5 +1,8 @@
 // Learning-rate schedules per StarPO step: constant (RAGEN's, with optional linear warmup) and warmup + cosine
-// decay to a floor (as in nanoGPT's `get_lr`). Steps are 1-based, like the trainer's global step.
+// decay to a floor (as in nanoGPT's `get_lr`), and the AdamW settings of a step. Steps are 1-based, like the
+// trainer's global step.
+import type { RagenConfig } from '../config/index.js';
+import type { OptimizerSettings } from '../engine/index.js';
 
 /** Which schedule and its shape; `totalSteps` is the run's last step (`trainer.steps`). */
 export interface LrSchedule {
@@ -26,4 +29,16 @@ export function lrAt(step: number, peak: number, s: LrSchedule): number {
 /** The schedule of a resolved config's `trainer` section. */
 export function lrScheduleOf(trainer: { lrSchedule: LrSchedule['kind']; warmupSteps: number; minLrRatio: number; steps: number }): LrSchedule {
   return { kind: trainer.lrSchedule, warmupSteps: trainer.warmupSteps, minLrRatio: trainer.minLrRatio, totalSteps: trainer.steps };
+}
+
+/** AdamW settings of the policy (`role: 'actor'`) or the critic at 1-based `step`, the schedule applied. */
+export function optimizerSettings(config: RagenConfig, role: 'actor' | 'critic', step: number): OptimizerSettings {
+  const t = config.trainer;
+  return {
+    lr: lrAt(step, role === 'actor' ? t.actorLr : t.criticLr, lrScheduleOf(t)),
+    weightDecay: t.weightDecay,
+    betas: [t.adamBetas[0], t.adamBetas[1]],
+    eps: t.adamEps,
+    maxGradNorm: t.gradClip,
+  };
 }

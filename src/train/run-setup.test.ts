@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { writeRollouts } from '../metrics/index.js';
 import { CheckpointError } from '../util/index.js';
-import { loadConfig, loadSavedConfig } from './config.js';
+import { loadConfig, loadSavedConfig } from '../config/index.js';
 import { writeCheckpoint } from './checkpoint-io.js';
 import { createRun, resumeRun } from './run-setup.js';
 

@@ -4,8 +4,7 @@ import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'no
 import { join } from 'node:path';
 import { createRunDir, runPaths, type RunPaths } from '../metrics/index.js';
 import { CheckpointError } from '../util/index.js';
-import { loadSavedConfig, saveConfig } from './config.js';
-import type { RagenConfig } from './config-schema.js';
+import { loadSavedConfig, saveConfig, type RagenConfig } from '../config/index.js';
 import { checkpointMetrics, latestCheckpoint, metricsUpTo, readCheckpoint, type CheckpointRef, type CheckpointState, MANIFEST_FILE, METRICS_COPY } from './checkpoint-io.js';
 
 /** The env part of a run's directory name: `name`, else the training tags joined by `+`. */

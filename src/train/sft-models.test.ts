@@ -6,7 +6,7 @@ import { describe, expect, test } from 'vitest';
 import { EnvGroups, agentConfig, enginePolicy, parseResponse, prefillText, rollout, type AgentConfig } from '../agent/index.js';
 import { LocalEngine } from '../engine/index.js';
 import { loadTokenizer, tinyTokenizerDir } from '../tokenizer/index.js';
-import { agentSettings, checkRunConfig, listPresets, loadConfig } from './index.js';
+import { checkRunConfig, listPresets, loadConfig } from '../config/index.js';
 
 const modelsDir = join(tinyTokenizerDir(), '..');
 const shipped = readdirSync(modelsDir).filter((d) => existsSync(join(modelsDir, d, 'config.json')));
@@ -52,7 +52,7 @@ describe('shipped base models', () => {
       expect(() => checkRunConfig(config), name).not.toThrow();
       const args = JSON.parse(readFileSync(join(config.model.path, 'sft_args.json'), 'utf8')) as { agent: AgentConfig; envs: string[] };
       if (!config.env.train.every((e) => args.envs.includes(e.tag))) continue; // a preset for an env the model was not trained on
-      const agent = agentSettings(config);
+      const agent = config.agent;
       for (const key of ['contextWindowMode', 'maxContextWindow', 'enableThink', 'actionSep', 'maxNewTokens', 'systemPrefix'] as const) expect(agent[key], `${name}: agent.${key}`).toEqual(args.agent[key]);
     }
   });

@@ -11,8 +11,9 @@ import type { MetricValues } from '../metrics/index.js';
 import type { Tokenizer } from '../tokenizer/index.js';
 import { applyEpisodeScores, maskedStats, selectRows, takeRows } from './batch.js';
 import { collapseDiagnostics, type CollapseEma } from './collapse-step.js';
-import { needsReference, optimizerSettings, samplingOf } from './config-bridge.js';
-import type { RagenConfig } from './config-schema.js';
+import { samplingOf, type RagenConfig } from '../config/index.js';
+import { needsReference } from './engine-setup.js';
+import { optimizerSettings } from './lr-schedule.js';
 import { episodeRecords, turnAdvantages, type EpisodeRecord } from './rollout-records.js';
 import { generatedTokens, trainMetrics } from './rollout-metrics.js';
 import { updateActor, updateCritic, type BatchSchedule, type UpdateBatch } from './update.js';
@@ -49,7 +50,7 @@ export function stepSeed(base: number, step: number): number {
 
 /** The most loss tokens one sequence can hold (Dr. GRPO's constant horizon for `seq-mean-token-sum-norm`). */
 export function lossHorizon(config: RagenConfig): number {
-  return config.generation.maxNewTokens * (config.agent.contextMode === 'full' ? config.agent.maxTurns : 1);
+  return config.agent.maxNewTokens * (config.agent.contextWindowMode === 'full' ? config.agent.maxTurns : 1);
 }
 
 const seconds = (t0: number) => (performance.now() - t0) / 1000;
@@ -86,7 +87,7 @@ export async function starpoStep(ctx: StepContext, step: number): Promise<StepOu
   let samples = batch.samples;
   if (algo.rewardNorm.method !== 'identity') {
     const normalized = normalizeRewards({ scores: rawScores, grouping: algo.rewardNorm.grouping, method: algo.rewardNorm.method, groupIds: episodes.map((e) => `${e.tag}/${e.group}`), tags: episodes.map((e) => e.tag) });
-    samples = applyEpisodeScores(samples, rawScores, normalized, config.agent.rewardMode);
+    samples = applyEpisodeScores(samples, rawScores, normalized, config.agent.useTurnScores ? 'turn' : 'episode');
   }
   // The whole batch, token-aligned (B, T); the filter keeps a subset of its rows.
   const all = collate(samples, tokenizer.padTokenId);
@@ -202,7 +203,7 @@ export async function starpoStep(ctx: StepContext, step: number): Promise<StepOu
   if (critic) {
     t0 = performance.now();
     const settings = optimizerSettings(config, 'critic', step);
-    const c = await updateCritic(engine, data, { aggMode: algo.lossAgg, clipRange: algo.valueClip }, schedule, settings);
+    const c = await updateCritic(engine, data, { aggMode: algo.lossAgg, valueClip: algo.valueClip }, schedule, settings);
     // A shared-trunk critic's backward also reaches the policy trunk: drop that gradient so the actor's update
     // is its own loss's alone (the trunk learns from the policy loss; the value head from the value loss).
     if (config.model.critic.mode === 'shared') engine.zeroGrad('policy');
@@ -226,8 +227,8 @@ export async function starpoStep(ctx: StepContext, step: number): Promise<StepOu
         aggMode: algo.lossAgg,
         clipRatioLow: algo.clipRatioLow,
         clipRatioHigh: algo.clipRatioHigh,
-        clipRatioC: algo.dualClipC,
-        entropyCoef: algo.entropyCoeff,
+        clipRatioC: algo.clipRatioC,
+        entropyCoeff: algo.entropyCoeff,
         klCoef: algo.kl.useKlLoss ? algo.kl.coef : 0,
         klEstimator: algo.kl.estimator,
       },

@@ -3,8 +3,7 @@
 import { join } from 'node:path';
 import { modelConfig, saveModel, Transformer } from '../model/index.js';
 import { loadTokenizer, tinyTokenizerDir } from '../tokenizer/index.js';
-import { loadConfig } from './config.js';
-import type { RagenConfig } from './config-schema.js';
+import { loadConfig, type RagenConfig } from '../config/index.js';
 import type { MetricRecord } from '../metrics/index.js';
 import { ScriptedEngine } from '../agent/testing.js';
 import {
@@ -46,7 +45,7 @@ export function microConfig(modelDir: string, runDir: string, overrides: readonl
       'env.train=[{tag: SimpleSokoban, groups: 2, groupSize: 4}]',
       'env.val=[{tag: SimpleSokoban, groups: 4}]',
       'agent.maxTurns=2',
-      'generation.maxNewTokens=6',
+      'agent.maxNewTokens=6',
       'agent.maxContextTokens=1024',
       'trainer.steps=2',
       'trainer.miniBatchSize=4',

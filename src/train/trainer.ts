@@ -6,9 +6,7 @@ import { KLController } from '../algo/index.js';
 import { ConsoleSink, JsonlSink, MetricLogger, summaryTable, writeRollouts, type LoggerState, type MetricSink, type RunPaths, type SummaryRow } from '../metrics/index.js';
 import { writeCheckpoint } from './checkpoint-io.js';
 import type { CollapseEma } from './collapse-step.js';
-import { agentSettings, envGroupsOptions } from './config-bridge.js';
-import { checkRunConfig } from './config-check.js';
-import type { RagenConfig } from './config-schema.js';
+import { checkRunConfig, envGroupsOptions, type RagenConfig } from '../config/index.js';
 import { EarlyStopTracker, type EarlyStop, type EarlyStopState } from './early-stop.js';
 import { openModels, type TrainerModels } from './engine-setup.js';
 import { createRun, resumeRun } from './run-setup.js';
@@ -82,7 +80,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   }
   const { engine, tokenizer } = models;
   const t = config.trainer;
-  const agent = agentSettings(config);
+  const agent = config.agent;
   const groups = new EnvGroups(envGroupsOptions(config, 'train'));
   const klCfg = config.algo.kl;
   const kl = new KLController(klCfg.controller.type === 'fixed' ? { type: 'fixed', klCoef: klCfg.coef } : { type: 'adaptive', klCoef: klCfg.coef, targetKl: klCfg.controller.target, horizon: klCfg.controller.horizon });

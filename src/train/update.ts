@@ -73,7 +73,7 @@ export interface ActorUpdateStats {
 export async function updateActor(engine: TrainableEngine, data: UpdateBatch, loss: ActorLossConfig, schedule: BatchSchedule, optimizer: OptimizerSettings): Promise<ActorUpdateStats> {
   const { tokens } = data;
   const T = tokens.T;
-  const needEntropy = (loss.entropyCoef ?? 0.001) !== 0;
+  const needEntropy = loss.entropyCoeff !== 0;
   const sum = { pgLoss: 0, entropyLoss: 0, klLoss: 0, gradNorm: 0, clip: 0, dual: 0, kl: 0, tokens: 0, steps: 0, skipped: 0, entropy: 0 };
   for (const mini of miniBatches(tokens.B, schedule)) {
     const norm: AggNorm = aggNorm(takeRows(tokens.lossMask, mini, T), mini.length, T, schedule.horizon);
@@ -141,7 +141,7 @@ export interface CriticUpdateStats {
 export async function updateCritic(
   engine: TrainableEngine,
   data: UpdateBatch,
-  loss: { aggMode: LossAggMode; clipRange: number },
+  loss: { aggMode: LossAggMode; valueClip: number },
   schedule: BatchSchedule,
   optimizer: OptimizerSettings,
 ): Promise<CriticUpdateStats> {
@@ -163,7 +163,7 @@ export async function updateCritic(
           mask: batch.lossMask,
           B: batch.B,
           T,
-          clipRange: loss.clipRange,
+          valueClip: loss.valueClip,
           aggMode: loss.aggMode,
           norm,
         });

@@ -4,8 +4,7 @@ import { EnvGroups, enginePolicy, rollout, type AgentConfig } from '../agent/ind
 import type { Engine } from '../engine/index.js';
 import type { MetricValues } from '../metrics/index.js';
 import type { Tokenizer } from '../tokenizer/index.js';
-import { envGroupsOptions, samplingOf } from './config-bridge.js';
-import type { RagenConfig } from './config-schema.js';
+import { envGroupsOptions, samplingOf, type RagenConfig } from '../config/index.js';
 import { valMetrics } from './rollout-metrics.js';
 
 /** A validation's outcome. */

@@ -41,7 +41,7 @@ describe('ragen bench learning', () => {
     const write = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
     try {
       const args = ['bench', 'learning', '--runs', 'bandit-ppo', '--steps', '1', '--out', out, '--runs-dir', root, `model.path=${join(root, 'model')}`];
-      const small = ['env.train=[{tag: Bandit, groups: 2, groupSize: 2}]', 'env.val=[{tag: Bandit, groups: 4}]', 'generation.maxNewTokens=4', 'trainer.collapse.every=0'];
+      const small = ['env.train=[{tag: Bandit, groups: 2, groupSize: 2}]', 'env.val=[{tag: Bandit, groups: 4}]', 'agent.maxNewTokens=4', 'trainer.collapse.every=0'];
       expect(await main([...args, ...small])).toBe(0);
     } finally {
       log.mockRestore();

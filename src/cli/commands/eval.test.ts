@@ -5,7 +5,7 @@ import { afterEach, describe, expect, test, vi } from 'vitest';
 import { LocalEngine } from '../../engine/index.js';
 import { modelConfig } from '../../model/index.js';
 import { tinyTokenizerDir } from '../../tokenizer/index.js';
-import { loadConfig, saveConfig } from '../../train/index.js';
+import { loadConfig, saveConfig } from '../../config/index.js';
 import { resolveModelDir, type EvalReport } from './eval.js';
 import { runCli } from '../testing.js';
 
@@ -94,7 +94,7 @@ describe('ragen eval', () => {
 
   test('--run evaluates the latest checkpoint of a run with its config', async () => {
     const runDir = join(tmp, 'run2');
-    saveConfig(loadConfig({ config: 'countdown-ppo', overrides: ['generation.maxNewTokens=6'] }), runDir);
+    saveConfig(loadConfig({ config: 'countdown-ppo', overrides: ['agent.maxNewTokens=6'] }), runDir);
     for (const step of [1, 4]) {
       const dir = join(runDir, 'checkpoints', `step-${step}`);
       const engine = LocalEngine.create(modelConfig({ vocabSize: 1024, hiddenSize: 16, intermediateSize: 32, numLayers: 1, numHeads: 2, numKvHeads: 1, maxPositionEmbeddings: 4096 }), { seed: step });

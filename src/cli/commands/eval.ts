@@ -6,7 +6,7 @@ import type { Command } from 'commander';
 import { EnvGroups, agentConfig, enginePolicy, oraclePolicy, randomPolicy, rollout, writeTrajectories, type AgentConfig, type Policy, type RolloutBatch } from '../../agent/index.js';
 import { envSpec, resolveEnvId } from '../../env/index.js';
 import { loadTokenizer, tinyTokenizerDir, type Tokenizer } from '../../tokenizer/index.js';
-import { agentSettings, envGroupsOptions, loadConfig, loadSavedConfig, samplingOf, type RagenConfig } from '../../train/index.js';
+import { defaultConfig, envGroupsOptions, loadConfig, loadSavedConfig, samplingOf, type RagenConfig } from '../../config/index.js';
 import { UsageError } from '../../util/index.js';
 import { parseConfigPairs, parsePositiveInt, parseSeed } from './env-options.js';
 
@@ -113,13 +113,13 @@ export async function runEval(opts: EvalOptions): Promise<EvalReport> {
   const base: RagenConfig | undefined = opts.run ? loadSavedConfig(opts.run) : opts.preset ? loadConfig({ config: opts.preset }) : undefined;
   let cfg: AgentConfig;
   try {
-    cfg = agentConfig({ ...(base ? agentSettings(base) : {}), ...(parseConfigPairs(opts.set) as Partial<AgentConfig>) });
+    cfg = agentConfig({ ...base?.agent, ...(parseConfigPairs(opts.set) as Partial<AgentConfig>) });
   } catch (err) {
     throw new UsageError(`Bad --set: ${(err as Error).message}`);
   }
   const baseGroups = base ? envGroupsOptions(base, 'val') : undefined;
   const envConfig = envConfigOverrides(parseConfigPairs(opts.config));
-  const seed = opts.seed ?? base?.seed.val ?? 123;
+  const seed = opts.seed ?? (base ?? defaultConfig()).seed.val;
   const groupSize = opts.groupSize ?? baseGroups?.groupSize ?? 1;
   const maxTurnsOf = (env: string) => opts.maxTurns ?? (base ? cfg.maxTurns : Math.min(100, Math.ceil(envSpec(env).maxActionsPerEpisode / cfg.maxActionsPerTurn)));
   let tags;
@@ -145,7 +145,7 @@ export async function runEval(opts: EvalOptions): Promise<EvalReport> {
   }
   const tokDir = opts.tokenizer ?? (modelDir && existsSync(join(modelDir, 'tokenizer.json')) ? modelDir : tinyTokenizerDir());
   const tokenizer = loadTokenizer(tokDir);
-  const temperature = opts.greedy ? 0 : (opts.temperature ?? (base ? samplingOf(base, 'val', seed).temperature ?? 0.5 : 0.5));
+  const temperature = opts.greedy ? 0 : (opts.temperature ?? samplingOf(base ?? defaultConfig(), 'val', seed).temperature);
   const policy = await makePolicy(policyName, cfg, tokenizer, modelDir, temperature, seed);
   const groups = new EnvGroups({ tags, groupSize, mode: 'val', seed });
   const t0 = performance.now();

@@ -9,7 +9,7 @@ import { LocalEngine } from '../../engine/index.js';
 import { countParameters, LoraAdapters, Transformer } from '../../model/index.js';
 import { loadTokenizer, tinyTokenizerDir } from '../../tokenizer/index.js';
 import { ConsoleSink } from '../../metrics/index.js';
-import { agentSettings, loadConfig } from '../../train/index.js';
+import { loadConfig } from '../../config/index.js';
 import { buildDemos } from '../../train/sft-demos.js';
 import { presetModelConfig, runSft, SIZE_PRESETS } from '../../train/sft.js';
 import { UsageError } from '../../util/index.js';
@@ -118,7 +118,7 @@ export async function runSftCommand(opts: SftCliOptions): Promise<void> {
   const preset = loadConfig({ config: opts.preset });
   let agent: AgentConfig;
   try {
-    agent = agentConfig({ ...agentSettings(preset), ...(parseConfigPairs(opts.set) as Partial<AgentConfig>) });
+    agent = agentConfig({ ...preset.agent, ...(parseConfigPairs(opts.set) as Partial<AgentConfig>) });
   } catch (err) {
     throw new UsageError(`Bad --set: ${(err as Error).message}`);
   }
@@ -140,7 +140,7 @@ export async function runSftCommand(opts: SftCliOptions): Promise<void> {
   }
   const say = (s: string) => console.error(s);
   say(`model: ${opts.model ?? `--init ${opts.init ?? 'tiny'}`}, ${(countParameters(engine.policy.config) / 1e6).toFixed(2)}M parameters${opts.lora ? `, LoRA r=${opts.lora}` : ''}; tokenizer ${tokDir}`);
-  say(`agent: ${agent.contextWindowMode}, window ${agent.maxContextWindow}, ${agent.maxTurns} turns x ${agent.maxActionsPerTurn} actions, maxNewTokens ${agent.maxNewTokens}`);
+  say(`agent: ${agent.contextWindowMode}, window ${agent.maxContextWindow ?? 'all'}, ${agent.maxTurns} turns x ${agent.maxActionsPerTurn} actions, maxNewTokens ${agent.maxNewTokens}`);
 
   const t0 = performance.now();
   const demos = await buildDemos(tokenizer, agent, { envs, envConfig, episodes: opts.episodes, noise, seed: opts.seed });

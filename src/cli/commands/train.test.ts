@@ -20,7 +20,7 @@ const micro = (runDir: string) => [
   `logging.runDir=${runDir}`,
   'env.train=[{tag: SimpleSokoban, groups: 2, groupSize: 2}]',
   'env.val=[{tag: SimpleSokoban, groups: 2}]',
-  'generation.maxNewTokens=4',
+  'agent.maxNewTokens=4',
   'agent.maxTurns=1',
   'trainer.collapse.every=0',
 ];

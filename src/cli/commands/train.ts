@@ -1,7 +1,8 @@
 // `ragen train`: StarPO training from a preset (default `sokoban-ppo`) with `dotted.key=value` overrides, or the
 // continuation of an interrupted run (`--resume <runDir>`); a progress bar while it runs, a summary table at the end.
 import type { Command } from 'commander';
-import { configToYaml, DEFAULT_PRESET, listPresets, loadConfig, train, type RagenConfig } from '../../train/index.js';
+import { configToYaml, DEFAULT_PRESET, listPresets, loadConfig, type RagenConfig } from '../../config/index.js';
+import { train } from '../../train/index.js';
 import { UsageError } from '../../util/index.js';
 import { parsePositiveInt } from './env-options.js';
 

@@ -2,6 +2,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { agentConfig } from '../agent/index.js';
 import { ConfigError } from '../util/index.js';
 import {
   defaultConfig,
@@ -12,7 +13,7 @@ import {
   readConfigLayers,
   resolveConfig,
   saveConfig,
-} from './config.js';
+} from './load.js';
 import { parseOverride } from './overrides.js';
 
 const err = (fn: () => unknown): string => {
@@ -31,12 +32,16 @@ describe('defaults', () => {
     const c = defaultConfig();
     expect(c.seed).toEqual({ train: 10000, val: 123 });
     expect(c.algo.advEstimator).toBe('gae');
-    expect([c.algo.clipRatioLow, c.algo.clipRatioHigh, c.algo.dualClipC]).toEqual([0.2, 0.28, 3]);
+    expect([c.algo.clipRatioLow, c.algo.clipRatioHigh, c.algo.clipRatioC]).toEqual([0.2, 0.28, 3]);
     expect(c.algo.entropyCoeff).toBe(0.001);
     expect(c.algo.filter).toMatchObject({ strategy: 'top_p', value: 1, includeZero: true, topPMode: 'linear', selectionEps: 0.01 });
     expect([c.trainer.actorLr, c.trainer.criticLr, c.trainer.steps, c.trainer.valEvery]).toEqual([1e-6, 1e-5, 200, 10]);
     expect(c.env.train).toEqual([{ tag: 'SimpleSokoban', groups: 8, groupSize: 16 }]);
-    expect(c.agent).toMatchObject({ maxTurns: 5, maxActionsPerTurn: 2, formatPenalty: -0.1, contextMode: 'full' });
+    expect(c.agent).toMatchObject({ maxTurns: 5, maxActionsPerTurn: 2, formatPenalty: -0.1, contextWindowMode: 'full', maxContextWindow: null, maxNewTokens: 400 });
+  });
+
+  it('hold the agent loop\'s own settings in `agent`, with the agent module\'s defaults', () => {
+    expect(defaultConfig().agent).toEqual(agentConfig({}));
   });
 
   it('are frozen all the way down', () => {
@@ -50,7 +55,7 @@ describe('overrides', () => {
   it('parse values as YAML scalars and flow collections', () => {
     expect(parseOverride('trainer.actorLr=1e-5').value).toBe(1e-5);
     expect(parseOverride('agent.enableThink=false').value).toBe(false);
-    expect(parseOverride('agent.window=null').value).toBe(null);
+    expect(parseOverride('agent.maxContextWindow=null').value).toBe(null);
     expect(parseOverride('model.lora.targetModules=[q_proj, v_proj]').value).toEqual(['q_proj', 'v_proj']);
     expect(parseOverride('+model.path=models/x').path).toEqual(['model', 'path']);
     expect(parseOverride('name=').value).toBe('');
@@ -103,6 +108,28 @@ describe('config errors', () => {
     expect(err(() => resolveConfig([ragen]))).toBe("Unknown config key `algorithm.gamma` = 0.9 (configs/x.yaml): that is RAGEN's name; here it is `algo.gamma`.");
   });
 
+  it('treat keys of features that do not exist (yet) as unknown keys', () => {
+    for (const [o, shown] of [['model.dtype=bfloat16', '"bfloat16"'], ['model.threads=2', '2'], ['model.engine=torch', '"torch"'], ['model.openai.baseUrl=http://x', '"http://x"']] as const) {
+      const key = o.split('=')[0];
+      expect(err(() => withOverrides(o))).toBe(`Unknown config key \`${key}\` = ${shown} (override \`${o}\`). Valid keys in \`model\`: path, backend, lora, critic, reference.`);
+    }
+    expect(err(() => resolveConfig([{ source: 'old.yaml', data: { model: { engine: 'local' } } }]))).toMatch(/^Unknown config key `model.engine` = "local" \(old.yaml\)/);
+    expect(err(() => withOverrides('model.backend=cuda'))).toMatch(/^Bad config value `model.backend` = "cuda" .*expected one of auto, native, wasm, js, js64/);
+  });
+
+  it('point a mistyped leaf at the same leaf elsewhere, but not at a merely similar one', () => {
+    expect(err(() => withOverrides('generation.maxNewTokens=5'))).toMatch(/Did you mean `agent.maxNewTokens`\?$/);
+    expect(err(() => withOverrides('agent.contextMode=full'))).toMatch(/Did you mean `agent.contextWindowMode`\?$/);
+    expect(err(() => withOverrides('model.dtype=float32'))).not.toMatch(/Did you mean/);
+  });
+
+  it('name our key for the RAGEN keys whose names differ most', () => {
+    expect(err(() => withOverrides('agent_proxy.use_turn_scores=true'))).toMatch(/here it is `agent.useTurnScores`\.$/);
+    expect(err(() => withOverrides('agent_proxy.max_context_window=2'))).toMatch(/here it is `agent.maxContextWindow`/);
+    expect(err(() => withOverrides('actor_rollout_ref.actor.clip_ratio_c=3'))).toMatch(/here it is `algo.clipRatioC`\.$/);
+    expect(err(() => withOverrides('actor_rollout_ref.rollout.response_length=64'))).toMatch(/here it is `agent.maxNewTokens`\.$/);
+  });
+
   it('give the reason for bad values', () => {
     expect(err(() => withOverrides('algo.clipRatioLow=-0.5'))).toBe('Bad config value `algo.clipRatioLow` = -0.5 (override `algo.clipRatioLow=-0.5`): must be >= 0.');
     expect(err(() => withOverrides('algo.advEstimator=grop'))).toBe(
@@ -125,9 +152,10 @@ describe('config errors', () => {
   });
 
   it('check rules across keys', () => {
-    expect(err(() => withOverrides('agent.window=3'))).toBe(
-      'Bad config: `agent.window` = 3 needs `agent.contextMode` = "limited_multi_turn" or "single_turn"; "full" always keeps every turn. Remove `agent.window` or change the mode.',
+    expect(err(() => withOverrides('agent.maxContextWindow=3'))).toBe(
+      'Bad config value `agent.maxContextWindow` = 3 (override `agent.maxContextWindow=3`): needs `contextWindowMode` = "limited_multi_turn" or "single_turn"; "full" always keeps every turn (bound its length with `maxContextTokens`). Set it to null, or change the mode.',
     );
+    expect(withOverrides('agent.contextWindowMode=single_turn', 'agent.maxContextWindow=3').agent).toMatchObject({ contextWindowMode: 'single_turn', maxContextWindow: 3 });
     expect(err(() => withOverrides('trainer.microBatchSize=64'))).toMatch(/`trainer.microBatchSize` = 64 is larger than `trainer.miniBatchSize` = 32/);
     expect(err(() => withOverrides('env.train.1.tag=Bandit', 'env.train.1.groupSize=4'))).toBe(
       "Bad config: `env.train.1.groupSize` = 4 differs from `env.train.0.groupSize` = 16; all groups of a step have one size (as RAGEN's es_manager).",

@@ -95,16 +95,16 @@ export const AlgoSchema = z.strictObject({
   clipRatioLow: z.number().min(0).lt(1).default(0.2),
   /** Upper PPO clip ε ("clip-higher", DAPO): the ratio is clipped above at 1 + ε. @default 0.28 */
   clipRatioHigh: z.number().min(0).default(0.28),
-  /** Dual-clip bound c for negative advantages (Ye et al. 2020); must exceed 1. @default 3 */
-  dualClipC: z.number().gt(1).default(3),
+  /** Dual-clip bound c for negative advantages (Ye et al. 2020): their loss is at most −A·c; must exceed 1 (veRL's `clip_ratio_c`). @default 3 */
+  clipRatioC: z.number().gt(1).default(3),
   /** How per-token losses are reduced: `token-mean`, `seq-mean-token-mean` (GRPO), `seq-mean-token-sum` (Dr. GRPO), `seq-mean-token-sum-norm`. @default "token-mean" */
   lossAgg: oneOf(LOSS_AGG_MODES).default('token-mean'),
-  /** Entropy bonus coefficient: the loss subtracts `entropyCoeff · H`. @default 0.001 */
+  /** Entropy bonus coefficient: the loss subtracts `entropyCoeff · H` (veRL's `entropy_coeff`). @default 0.001 */
   entropyCoeff: z.number().min(0).default(0.001),
   kl: KlSchema.prefault({}),
   /** Recompute log π_old with a teacher-forced forward after the rollout (RAGEN always does): `auto` reuses the sampler's log-probs when the engine samples with the very weights it trains (the local engine: they agree to float rounding, tested in src/model) and recomputes otherwise; `true` always recomputes; `false` always reuses. Reuse saves one forward pass over the batch per step. @default "auto" */
   recomputeOldLogprobs: z.union([z.literal('auto'), z.boolean()]).default('auto'),
-  /** Critic value clip around the old values (verl's `cliprange_value`). @default 0.5 */
+  /** Critic value clip ε: the new value is clipped to the old value ± ε in the value loss (verl's `cliprange_value`). @default 0.5 */
   valueClip: z.number().positive().default(0.5),
   modifiers: AdvModifiersSchema.prefault({}),
 });

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { DOCS_FILE, renderConfigDocs } from '../../scripts/gen-config-docs.js';
-import { CONFIG_ALIASES } from './config-aliases.js';
-import { ConfigSchema } from './config-schema.js';
+import { CONFIG_ALIASES } from './aliases.js';
+import { ConfigSchema } from './schema.js';
 import { RAGEN_KEYS } from './ragen-keys.js';
 import { allKeys } from './schema-walk.js';
 

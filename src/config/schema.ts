@@ -1,8 +1,10 @@
-// The StarPO config schema (zod): one strict object per section, typed defaults, JSDoc on every field.
-// The JSDoc text is the documentation: scripts/gen-config-docs.ts turns it into docs/config.md.
+// The StarPO run config schema (zod): one strict object per section, typed defaults, JSDoc on every field.
+// Sections owned by another module are that module's own schema (`agent` is src/agent's). The JSDoc text is
+// the documentation: scripts/gen-config-docs.ts turns it into docs/config.md.
 import { z } from 'zod';
-import { AlgoSchema } from './config-schema-algo.js';
-import { TrainerSchema } from './config-schema-trainer.js';
+import { agentConfigSchema } from '../agent/index.js';
+import { AlgoSchema } from './schema-algo.js';
+import { TrainerSchema } from './schema-trainer.js';
 
 /** Seeds of the environment groups (RAGEN's `seed`). */
 export const SeedSchema = z.strictObject({
@@ -32,35 +34,16 @@ export const CriticSchema = z.strictObject({
   path: z.string().min(1).nullable().default(null),
 });
 
-/** Settings of the `openai` engine (generation only: evaluation of API models or a vLLM / llama.cpp server). */
-export const OpenAISchema = z.strictObject({
-  /** Base URL of an OpenAI-compatible server. @default "http://localhost:8000/v1" */
-  baseUrl: z.string().min(1).default('http://localhost:8000/v1'),
-  /** Model name sent to the server; null means `model.path`. @default null */
-  model: z.string().min(1).nullable().default(null),
-  /** Name of the environment variable holding the API key (the key itself never goes in a config). @default "OPENAI_API_KEY" */
-  apiKeyEnv: z.string().min(1).default('OPENAI_API_KEY'),
-  /** Requests in flight at once. @default 16 */
-  maxConcurrency: z.number().int().min(1).default(16),
-});
-
-/** The policy model and the engine that runs it. */
+/** The policy model and how the local engine runs it. */
 export const ModelSchema = z.strictObject({
   /** Model directory in Hugging Face layout (`config.json`, `model.safetensors`, `tokenizer.json`): a shipped preset model under `models/` or any downloaded HF checkpoint. Checked when the run starts, not when the config loads. @default "models/ragen-tiny" */
   path: z.string().min(1).default('models/ragen-tiny'),
-  /** Engine: `local` (in-process TypeScript, CPU), `torch` (a PyTorch worker, for GPUs), `openai` (generation only). @default "local" */
-  engine: z.enum(['local', 'torch', 'openai']).default('local'),
-  /** Kernel backend inside the engine (e.g. `auto`, `js`, `wasm`, `native` for `local`; a device such as `cuda` for `torch`); each engine checks its own names at start. @default "auto" */
-  backend: z.string().min(1).default('auto'),
-  /** Weight and compute dtype. @default "float32" */
-  dtype: z.enum(['float32', 'bfloat16', 'float16']).default('float32'),
-  /** Compute threads for the engine; 0 uses every core. @default 0 */
-  threads: z.number().int().min(0).default(0),
+  /** Kernel backend of the local engine (in-process TypeScript, float32): `auto` (`native` when its addon is built, else `wasm`, else `js`), `native`, `wasm`, `js`, or `js64` (plain JS in float64, for checks). @default "auto" */
+  backend: z.enum(['auto', 'native', 'wasm', 'js', 'js64']).default('auto'),
   lora: LoraSchema.prefault({}),
   critic: CriticSchema.prefault({}),
   /** Frozen reference policy for the KL terms: `auto` loads it only when `algo.kl.useKlLoss` or `algo.kl.inReward` is on (RAGEN always builds one). @default "auto" */
   reference: z.enum(['auto', 'always', 'never']).default('auto'),
-  openai: OpenAISchema.prefault({}),
 });
 
 /** One training entry of `env.train`: an env id and how many groups of it each step rolls out. */
@@ -93,34 +76,6 @@ export const EnvSchema = z.strictObject({
   config: z.record(z.string().min(1), z.record(z.string(), z.unknown())).default({}),
 });
 
-/** How the agent talks to the environment: turns, action caps, context, reward placement (RAGEN's `agent_proxy`). */
-export const AgentSchema = z.strictObject({
-  /** Most model turns per episode (RAGEN's `max_turn`). @default 5 */
-  maxTurns: z.number().int().min(1).default(5),
-  /** Actions executed per turn; extra actions in one answer are dropped without penalty. @default 2 */
-  maxActionsPerTurn: z.number().int().min(1).default(2),
-  /** Actions per episode before it is cut off (RAGEN's per-tag `max_actions_per_traj`); null uses each env's own cap. @default null */
-  maxActionsPerEpisode: z.number().int().min(1).nullable().default(null),
-  /** Separator of actions inside `<answer>`. @default "||" */
-  actionSep: z.string().min(1).default('||'),
-  /** `full`: one training sequence per episode holding every turn; `limited_multi_turn`: one sequence per turn with the last `window` turns as chat; `single_turn`: one sequence per turn with earlier turns summarised in the prompt. @default "full" */
-  contextMode: z.enum(['full', 'limited_multi_turn', 'single_turn']).default('full'),
-  /** Turns of history kept by the per-turn context modes; null keeps all. Not allowed with `contextMode: full`, which always keeps everything. @default null */
-  window: z.number().int().min(1).nullable().default(null),
-  /** Longest templated context in tokens; the oldest whole turns are dropped to fit (RAGEN's `max_model_len`). @default 3600 */
-  maxContextTokens: z.number().int().min(16).default(3600),
-  /** Ask for `<think>...</think>` before `<answer>` (RAGEN's `enable_think`). @default true */
-  enableThink: z.boolean().default(true),
-  /** Reward added once per turn whose answer had no valid action (a format error). @default -0.1 */
-  formatPenalty: z.number().max(0).default(-0.1),
-  /** `episode`: the episode's summed reward on its last token (RAGEN's default); `turn`: each turn's reward on that turn's last token (RAGEN's `use_turn_scores`). @default "episode" */
-  rewardMode: z.enum(['episode', 'turn']).default('episode'),
-  /** Stop sampling at `</answer>` (the chat template's closing tokens are appended unsampled). @default true */
-  stopAtAnswer: z.boolean().default(true),
-  /** First words of the system prompt, before the env's instruction. @default "You're a helpful assistant." */
-  systemPrefix: z.string().default("You're a helpful assistant."),
-});
-
 /** Sampling during validation. */
 export const ValGenerationSchema = z.strictObject({
   /** Sampling temperature for validation (RAGEN's `val_kwargs.temperature`). @default 0.5 */
@@ -137,8 +92,6 @@ export const GenerationSchema = z.strictObject({
   topP: z.number().gt(0).max(1).default(1),
   /** Keep only the k most likely tokens; 0 disables it (RAGEN writes -1). @default 0 */
   topK: z.number().int().min(0).default(0),
-  /** Most new tokens per turn (RAGEN's `response_length`). @default 400 */
-  maxNewTokens: z.number().int().min(1).default(400),
   val: ValGenerationSchema.prefault({}),
 });
 
@@ -165,7 +118,7 @@ export const ConfigSchema = z.strictObject({
   seed: SeedSchema.prefault({}),
   model: ModelSchema.prefault({}),
   env: EnvSchema.prefault({}),
-  agent: AgentSchema.prefault({}),
+  agent: agentConfigSchema.prefault({}),
   generation: GenerationSchema.prefault({}),
   algo: AlgoSchema.prefault({}),
   trainer: TrainerSchema.prefault({}),

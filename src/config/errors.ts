@@ -2,8 +2,8 @@
 // bad values (zod issues rewritten as "key = value (source): reason"), and cross-field rules.
 import type { z } from 'zod';
 import { nearest, didYouMean } from '../util/index.js';
-import { ConfigSchema, type RagenConfig } from './config-schema.js';
-import { CONFIG_ALIASES } from './config-aliases.js';
+import { ConfigSchema, type RagenConfig } from './schema.js';
+import { CONFIG_ALIASES } from './aliases.js';
 import { needsCritic } from '../algo/index.js';
 import { isPlainObject, leafPaths } from './overrides.js';
 import { ragenKeyHint } from './ragen-keys.js';
@@ -30,11 +30,11 @@ export function suggestKey(key: string): string | undefined {
   };
   const whole = nearest(generic, ALL_KEYS);
   if (whole !== undefined) return restore(whole);
-  // Same leaf name in another section (`trainer.gamma` -> `algo.gamma`).
+  // The same leaf name in another section (`trainer.gamma` -> `algo.gamma`); only exact, since a near leaf
+  // elsewhere (`model.dtype` ~ `algo.kl.controller.type`) misleads more than the list of the section's keys.
   const leaf = generic.split('.').pop()!;
-  const byLeaf = new Map(ALL_KEYS.map((k) => [k.split('.').pop()!, k]));
-  const m = nearest(leaf, byLeaf.keys());
-  return m === undefined ? undefined : restore(byLeaf.get(m)!);
+  const match = ALL_KEYS.find((k) => k.split('.').pop() === leaf);
+  return match === undefined ? undefined : restore(match);
 }
 
 /** The message for one unknown key. `parent` is the deepest valid section above it. */
@@ -135,9 +135,6 @@ function article(t: string): string {
 /** Rules that involve more than one key; each message names every key involved. */
 export function crossFieldErrors(c: RagenConfig): string[] {
   const out: string[] = [];
-  if (c.agent.window !== null && c.agent.contextMode === 'full') {
-    out.push(`Bad config: \`agent.window\` = ${c.agent.window} needs \`agent.contextMode\` = "limited_multi_turn" or "single_turn"; "full" always keeps every turn. Remove \`agent.window\` or change the mode.`);
-  }
   if (c.trainer.microBatchSize > c.trainer.miniBatchSize) {
     out.push(`Bad config: \`trainer.microBatchSize\` = ${c.trainer.microBatchSize} is larger than \`trainer.miniBatchSize\` = ${c.trainer.miniBatchSize}; a micro-batch is a slice of a mini-batch.`);
   }
@@ -158,7 +155,7 @@ export function crossFieldErrors(c: RagenConfig): string[] {
     out.push(`Bad config: \`trainer.criticWarmup\` = ${c.trainer.criticWarmup} but \`algo.advEstimator\` = "${c.algo.advEstimator}" has no critic.`);
   }
   const episodes = c.env.train.reduce((n, e) => n + e.groups * e.groupSize, 0);
-  if (c.agent.contextMode === 'full' && episodes < c.trainer.miniBatchSize) {
+  if (c.agent.contextWindowMode === 'full' && episodes < c.trainer.miniBatchSize) {
     out.push(`Bad config: \`trainer.miniBatchSize\` = ${c.trainer.miniBatchSize} is more than the ${episodes} episodes a step rolls out (Σ \`env.train.N.groups\` × \`groupSize\`); lower it or add groups.`);
   }
   for (const split of ['train', 'val'] as const) {

@@ -4,13 +4,11 @@ import { existsSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { envSpec, listEnvs, resolveEnvConfig } from '../env/index.js';
 import { ConfigError, didYouMean, RagenError } from '../util/index.js';
-import type { RagenConfig } from './config-schema.js';
+import type { RagenConfig } from './schema.js';
 
-/** What the run will do with the config. */
+/** Options of `checkRunConfig`. */
 export interface RunCheckOptions {
-  /** `train` needs a trainable engine; `eval` only generates. @default 'train' */
-  purpose?: 'train' | 'eval';
-  /** Skip the model-directory check (tests, or engines that fetch elsewhere). @default false */
+  /** Skip the model-directory check (tests, or runs handed an engine already built). @default false */
   skipModel?: boolean;
 }
 
@@ -20,11 +18,7 @@ export interface RunCheckOptions {
  */
 export function checkRunConfig(config: RagenConfig, options: RunCheckOptions = {}): Record<string, Record<string, unknown>> {
   const problems: string[] = [];
-  const purpose = options.purpose ?? 'train';
-  if (purpose === 'train' && config.model.engine === 'openai') {
-    problems.push('Bad config: `model.engine` = "openai" generates only and cannot train; use `local` or `torch` (or `ragen eval` for API models).');
-  }
-  if (!options.skipModel && config.model.engine !== 'openai') {
+  if (!options.skipModel) {
     const dir = resolve(config.model.path);
     if (!existsSync(dir) || !statSync(dir).isDirectory()) {
       problems.push(`Bad config value \`model.path\` = ${JSON.stringify(config.model.path)}: no such directory (${dir}). Point it at a model in Hugging Face layout (config.json, model.safetensors, tokenizer.json), e.g. one under models/.`);

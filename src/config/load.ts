@@ -5,9 +5,9 @@ import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { ConfigError, didYouMean } from '../util/index.js';
-import { ConfigSchema, type RagenConfig } from './config-schema.js';
-import { expandAliases, findAlias } from './config-aliases.js';
-import { checkOverridePath, crossFieldErrors, findUnknownKeys, issueMessage } from './config-errors.js';
+import { ConfigSchema, type RagenConfig } from './schema.js';
+import { expandAliases, findAlias } from './aliases.js';
+import { checkOverridePath, crossFieldErrors, findUnknownKeys, issueMessage } from './errors.js';
 import { clone, deepMerge, getPath, isPlainObject, parseOverride, setPath } from './overrides.js';
 
 /** One source of config values: a preset file, a saved run config, or data built in code. */

@@ -1,0 +1,28 @@
+// What the `env`, `seed` and `generation` sections mean to the agent loop: the env-group manager of a split and the
+// sampling of its rollouts. (The `agent` section needs no such step: it is the loop's own AgentConfig.)
+import type { EngineSampling, EnvGroupsOptions } from '../agent/index.js';
+import type { RagenConfig } from './schema.js';
+
+/** The env-group manager settings of the training or the validation split. */
+export function envGroupsOptions(config: RagenConfig, mode: 'train' | 'val'): EnvGroupsOptions {
+  const entries = config.env[mode];
+  const cap = config.agent.maxActionsPerEpisode;
+  return {
+    tags: entries.map((e) => ({
+      env: e.tag,
+      nGroups: e.groups,
+      config: { ...(config.env.config[e.tag] ?? {}) },
+      ...(cap !== null ? { maxActionsPerEpisode: cap } : {}),
+    })),
+    groupSize: entries[0]?.groupSize ?? 1,
+    mode,
+    seed: config.seed[mode],
+  };
+}
+
+/** Sampling of training rollouts or of validation (greedy = temperature 0), with sampler seed `seed`. */
+export function samplingOf(config: RagenConfig, mode: 'train' | 'val', seed: number): Required<EngineSampling> {
+  const { temperature, topP, topK, val } = config.generation;
+  if (mode === 'val') return { temperature: val.greedy ? 0 : val.temperature, topP, topK, seed };
+  return { temperature, topP, topK, seed };
+}
