@@ -10,7 +10,7 @@ const MUTATIONS = [
   ['negate the critic value gradient', 'src/train/update.ts', 'return { values: r.grad.values };', 'return { values: r.grad.values.map((x) => -x) };'],
   ['negate every advantage', 'src/train/step.ts', 'let advantages = adv.advantages;', 'let advantages = adv.advantages.map((x) => -x);'],
   ['swap the low and high clip ratios', 'src/train/step.ts', 'clipRatioLow: algo.clipRatioLow,\n        clipRatioHigh: algo.clipRatioHigh,', 'clipRatioLow: algo.clipRatioHigh,\n        clipRatioHigh: algo.clipRatioLow,'],
-  ['negate the entropy coefficient', 'src/train/step.ts', 'entropyCoef: algo.entropyCoeff,', 'entropyCoef: -algo.entropyCoeff,'],
+  ['negate the entropy coefficient', 'src/train/step.ts', 'entropyCoeff: algo.entropyCoeff,', 'entropyCoeff: -algo.entropyCoeff,'],
   ['negate the KL-loss coefficient', 'src/train/step.ts', 'klCoef: algo.kl.useKlLoss ? algo.kl.coef : 0,', 'klCoef: algo.kl.useKlLoss ? -algo.kl.coef : 0,'],
   ['skip reward normalisation', 'src/train/step.ts', "if (algo.rewardNorm.method !== 'identity') {", 'if (false) {'],
   ['swap gamma and lambda in the GAE call', 'src/train/step.ts', 'gamma: algo.gamma, lambda: algo.lambda,', 'gamma: algo.lambda, lambda: algo.gamma,'],

@@ -8,8 +8,7 @@ import { KLController } from '../algo/index.js';
 import { LocalEngine, type TrainableEngine } from '../engine/index.js';
 import { modelConfig } from '../model/index.js';
 import { loadTokenizer, tinyTokenizerDir } from '../tokenizer/index.js';
-import { agentSettings, envGroupsOptions } from './config-bridge.js';
-import { loadConfig } from './config.js';
+import { envGroupsOptions, loadConfig } from '../config/index.js';
 import { starpoStep } from './step.js';
 import { RecordingEngine, type RecordedBackward, type RecordingOutputs } from './testing.js';
 import { updateActor, updateCritic, type UpdateBatch } from './update.js';
@@ -30,7 +29,7 @@ async function step(overrides: string[], outputs: Partial<RecordingOutputs> = {}
       'env.val=[{tag: TestCorridor, groups: 1}]',
       'env.config.TestCorridor.length=3',
       'agent.maxTurns=2',
-      'generation.maxNewTokens=40',
+      'agent.maxNewTokens=40',
       'trainer.miniBatchSize=8',
       'trainer.microBatchSize=8',
       'trainer.ppoEpochs=1',
@@ -45,7 +44,7 @@ async function step(overrides: string[], outputs: Partial<RecordingOutputs> = {}
   const engine = new RecordingEngine(tokenizer, script, outputs);
   const groups = new EnvGroups(envGroupsOptions(config, 'train'));
   try {
-    const out = await starpoStep({ config, engine, tokenizer, agent: agentSettings(config), groups, kl: new KLController({ type: 'fixed', klCoef: config.algo.kl.coef }), collapseEma: {} }, 1);
+    const out = await starpoStep({ config, engine, tokenizer, agent: config.agent, groups, kl: new KLController({ type: 'fixed', klCoef: config.algo.kl.coef }), collapseEma: {} }, 1);
     const samples = out.rollout.samples;
     const scores = samples.map((s) => s.score);
     expect(new Set(scores).size, 'rewards differ within the batch').toBeGreaterThan(1);
@@ -155,7 +154,7 @@ describe('a StarPO step hands the engine the loss gradients its config documents
   it('the dual clip stops the gradient of negative-advantage tokens whose ratio exceeds c', async () => {
     const ratio = 2;
     for (const c of [1.5, 3]) {
-      const { samples, byRole } = await step(['algo.advEstimator=grpo', 'algo.clipRatioHigh=5', `algo.dualClipC=${c}`], { logRatio: Math.log(ratio) });
+      const { samples, byRole } = await step(['algo.advEstimator=grpo', 'algo.clipRatioHigh=5', `algo.clipRatioC=${c}`], { logRatio: Math.log(ratio) });
       const A = grpoExpected(samples);
       const N = totalLossTokens(samples);
       expectLogprobGrads(byRole('policy'), samples, (row) => (A[row]! < 0 && ratio > c ? 0 : -A[row]! * ratio / N));
@@ -225,7 +224,7 @@ async function logprobs(engine: TrainableEngine, tokens: ReturnType<typeof micro
 }
 
 const schedule = { miniBatchSize: 4, microBatchSize: 2, epochs: 1, shuffleSeed: null, horizon: 8 };
-const actorLoss = { aggMode: 'token-mean', clipRatioLow: 0.2, clipRatioHigh: 0.28, clipRatioC: 3, entropyCoef: 0, klCoef: 0 } as const;
+const actorLoss = { aggMode: 'token-mean', clipRatioLow: 0.2, clipRatioHigh: 0.28, clipRatioC: 3, logRatioClamp: 20, entropyCoeff: 0, klCoef: 0, klEstimator: 'k1' } as const;
 
 /** Mean change of log π over the loss tokens of rows with A > 0 and with A < 0 after one actor update at `lr`. */
 async function actorStep(lr: number): Promise<{ up: number; down: number }> {
@@ -284,7 +283,7 @@ describe('one update moves a real model in the direction of its loss', () => {
     };
     const before = await values();
     const data: UpdateBatch = { tokens, oldLogprobs: new Float64Array(before.length), advantages, returns, values: before };
-    await updateCritic(engine, data, { aggMode: 'token-mean', clipRange: 10 }, schedule, { lr: 1e-3, weightDecay: 0 });
+    await updateCritic(engine, data, { aggMode: 'token-mean', valueClip: 10 }, schedule, { lr: 1e-3, weightDecay: 0 });
     const after = await values();
     engine.dispose();
     expect(loss(after)).toBeLessThan(loss(before) - 1e-3);
