@@ -131,10 +131,10 @@ function miniBatches(B: number, size: number, seed: number): number[][] {
   return Array.from({ length: Math.ceil(B / size) }, (_, k) => order.slice(k * size, (k + 1) * size));
 }
 
-/** Success rate on fixed validation seeds (one env per seed, temperature 0.5). */
+/** Success rate on fixed validation seeds (one env per seed, temperature 0.5), sampled as `ragen train` validates. */
 async function validate(engine: TrainableEngine, tokenizer: Tokenizer, agent: AgentConfig, args: Args): Promise<number> {
   const groups = new EnvGroups({ tags: [{ env: args.env, nGroups: args.valEpisodes }], groupSize: 1, mode: 'val', seed: 123 });
-  const batch = await rollout({ groups, policy: enginePolicy(engine, tokenizer, agent, { temperature: 0.5, seed: 1 }), tokenizer, agent });
+  const batch = await rollout({ groups, policy: enginePolicy(engine, tokenizer, agent, { temperature: 0.5, seed: 123 }), tokenizer, agent });
   await groups.close();
   return successRate(batch.episodes);
 }
