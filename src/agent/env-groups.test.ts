@@ -8,7 +8,7 @@ import { computeMetrics } from './metrics.js';
 import { randomPolicy } from './policies.js';
 import { rollout, type Episode } from './rollout.js';
 import { registerTestCorridor } from './testing.js';
-import { trajectoryRecord } from './trajectories.js';
+import { episodeRecord } from './trajectories.js';
 
 registerTestCorridor();
 
@@ -145,11 +145,11 @@ describe('collate and trajectories', () => {
     });
     expect(b.groupIds).toEqual(['TestCorridor/0', 'TestCorridor/0', 'TestCorridor/1', 'TestCorridor/1']);
     expect(() => collate(batch.samples, 0, 3)).toThrow(/more than T = 3/);
-    const rec = trajectoryRecord(batch.episodes[0]!, cfg);
+    const rec = episodeRecord(batch.episodes[0]!, cfg);
     expect(rec.messages[0]!.role).toBe('system');
-    expect(rec.messages.filter((m) => m.role === 'assistant')).toHaveLength(rec.metadata.turns);
+    expect(rec.messages.filter((m) => m.role === 'assistant')).toHaveLength(rec.turns.length);
     expect(rec.messages[2]!.content.startsWith('<think>')).toBe(true);
-    expect(rec.metadata).toMatchObject({ env: 'TestCorridor', seed: 5, group: 0 });
+    expect(rec).toMatchObject({ env: 'TestCorridor', seed: 5, group: 0, step: null, kept: null });
   });
 });
 

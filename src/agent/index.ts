@@ -9,4 +9,4 @@ export { enginePolicy, oraclePolicy, randomPolicy, scriptedGeneration, formatAns
 export { rollout, episodeMessages, type Episode, type EpisodeTurn, type EndReason, type RolloutBatch, type RolloutOptions } from './rollout.js';
 export { computeMetrics, type TagMetrics } from './metrics.js';
 export { collate, type TokenBatch } from './collate.js';
-export { trajectoryRecord, writeTrajectories, type TrajectoryRecord } from './trajectories.js';
+export { episodeRecord, writeEpisodeRecords, type EpisodeRecord, type TurnRecord, type TrainingFields } from './trajectories.js';

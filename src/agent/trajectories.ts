@@ -1,65 +1,105 @@
-// Trajectories as JSONL (RAGEN's eval output): one line per episode, OpenAI `messages` plus metadata.
+// Episodes on disk: the one JSONL record (snake_case) that both `rollouts/step-N.jsonl` (the trainer) and
+// `ragen eval --out` write, one line per episode: summary fields, every turn, and the OpenAI `messages`.
 import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { AgentConfig } from './config.js';
-import { episodeMessages, type Episode } from './rollout.js';
+import { episodeMessages, type EndReason, type Episode } from './rollout.js';
 
-/** One JSONL record: `{custom_id, messages, metadata}`. */
-export interface TrajectoryRecord {
-  custom_id: string;
-  messages: { role: string; content: string }[];
-  metadata: {
-    env: string;
-    seed: number;
-    group: number;
-    member: number;
-    turns: number;
-    /** Env reward of each turn. */
-    rewards: number[];
-    /** Format penalty of each turn. */
-    penalties: number[];
-    /** Actions executed each turn. */
-    actions: string[][];
-    total_reward: number;
-    score: number;
-    success: boolean;
-    end_reason: string;
-    num_actions: number;
-    context_truncations: number;
-    /** Sampled tokens over the episode. */
-    n_tokens: number;
-  };
+/** One turn of a saved episode. */
+export interface TurnRecord {
+  turn: number;
+  /** The env's observation shown this turn. */
+  observation: string;
+  /** The sampled text after the prefilled tag. */
+  response: string;
+  think: string;
+  answer: string;
+  /** Actions the env executed this turn. */
+  actions: string[];
+  /** Env reward of the turn. */
+  reward: number;
+  /** Format penalty (0 or `agent.formatPenalty`). */
+  penalty: number;
+  format_error: string | null;
+  /** Mean advantage over the turn's trained tokens; null outside training or when the filter dropped the group. */
+  advantage: number | null;
+  /** Sampled tokens of the turn. */
+  tokens: number;
 }
 
-/** The JSONL record of an episode. */
-export function trajectoryRecord(e: Episode, cfg: Pick<AgentConfig, 'enableThink'>): TrajectoryRecord {
+/** One episode as a JSONL line. */
+export interface EpisodeRecord {
+  /** `<env>-seed<seed>-g<group>-m<member>`. */
+  custom_id: string;
+  /** The training step that sampled it; null for evaluation. */
+  step: number | null;
+  env: string;
+  seed: number;
+  group: number;
+  member: number;
+  success: boolean;
+  /** Sum of env rewards. */
+  total_reward: number;
+  /** total_reward plus format penalties: the trainer's reward. */
+  score: number;
+  end_reason: EndReason;
+  num_actions: number;
+  context_truncations: number;
+  /** Sampled tokens over the episode. */
+  n_tokens: number;
+  /** Whether the rollout filter kept the episode's group; null for evaluation. */
+  kept: boolean | null;
+  turns: TurnRecord[];
+  /** The conversation as OpenAI-style messages (system, then user / assistant per turn). */
+  messages: { role: string; content: string }[];
+}
+
+/** What training adds to a record: the step, the filter's verdict, and the mean advantage of each turn. */
+export interface TrainingFields {
+  step: number;
+  kept: boolean;
+  /** Mean advantage of turn `t` (undefined: not trained on). */
+  advantage(turn: number): number | undefined;
+}
+
+/** The record of an episode; `training` is absent for evaluation. */
+export function episodeRecord(e: Episode, cfg: Pick<AgentConfig, 'enableThink'>, training?: TrainingFields): EpisodeRecord {
   return {
     custom_id: `${e.tag}-seed${e.seed}-g${e.group}-m${e.member}`,
+    step: training?.step ?? null,
+    env: e.tag,
+    seed: e.seed,
+    group: e.group,
+    member: e.member,
+    success: e.success,
+    total_reward: e.envReturn,
+    score: e.score,
+    end_reason: e.endReason,
+    num_actions: e.numActions,
+    context_truncations: e.contextTruncations,
+    n_tokens: e.turns.reduce((a, t) => a + t.tokens.length, 0),
+    kept: training?.kept ?? null,
+    turns: e.turns.map((t) => ({
+      turn: t.turn,
+      observation: t.observation,
+      response: t.response,
+      think: t.think,
+      answer: t.answer,
+      actions: t.actions.filter((a) => a.executed).map((a) => a.action),
+      reward: t.reward,
+      penalty: t.penalty,
+      format_error: t.formatError ?? null,
+      advantage: training?.advantage(t.turn) ?? null,
+      tokens: t.tokens.length,
+    })),
     messages: episodeMessages(e, cfg),
-    metadata: {
-      env: e.tag,
-      seed: e.seed,
-      group: e.group,
-      member: e.member,
-      turns: e.turns.length,
-      rewards: e.turns.map((t) => t.reward),
-      penalties: e.turns.map((t) => t.penalty),
-      actions: e.turns.map((t) => t.actions.filter((a) => a.executed).map((a) => a.action)),
-      total_reward: e.envReturn,
-      score: e.score,
-      success: e.success,
-      end_reason: e.endReason,
-      num_actions: e.numActions,
-      context_truncations: e.contextTruncations,
-      n_tokens: e.turns.reduce((a, t) => a + t.tokens.length, 0),
-    },
   };
 }
 
-/** Write (or append to) a JSONL file of episodes; creates the folder. */
-export function writeTrajectories(path: string, episodes: readonly Episode[], cfg: Pick<AgentConfig, 'enableThink'>, append = false): void {
+/** Write (or append to) a JSONL file of episode records; creates the folder. */
+export function writeEpisodeRecords(path: string, records: readonly EpisodeRecord[], append = false): void {
   mkdirSync(dirname(path), { recursive: true });
-  const text = episodes.map((e) => JSON.stringify(trajectoryRecord(e, cfg))).join('\n') + (episodes.length ? '\n' : '');
+  const text = records.map((r) => `${JSON.stringify(r)}\n`).join('');
   if (append) appendFileSync(path, text);
   else writeFileSync(path, text);
 }

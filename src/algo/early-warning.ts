@@ -1,5 +1,6 @@
 // Early warnings of the "echo trap" (RAGEN v1 §4: reward-std cliff, entropy drop and gradient spikes
-// precede the collapse of success) from a run's metric history, plus RAGEN's reward-std early stop.
+// precede the collapse of success) from a run's metric history. The trainer logs them each step
+// (src/train/early-warning-step.ts); RAGEN's reward-std early stop is src/train/early-stop.ts.
 
 /** Per-step metric series, oldest first (any may be absent). */
 export interface MetricHistory {
@@ -13,7 +14,7 @@ export interface MetricHistory {
   miZscore?: ArrayLike<number>;
 }
 
-/** Thresholds; defaults follow RAGEN's early stop (10-step baseline, 0.1 ratio, 10 steps). */
+/** Thresholds; the baseline is RAGEN's early stop's (the first 10 steps). */
 export interface EarlyWarningConfig {
   /** Steps whose mean is the baseline of reward std, entropy and MI z-score. @default 10 */
   baselineSteps?: number;
@@ -21,10 +22,6 @@ export interface EarlyWarningConfig {
   window?: number;
   /** Warn when recent reward std < this × baseline. @default 0.5 */
   rewardStdWarnRatio?: number;
-  /** RAGEN's stop rule: stop when the last `stopPatience` steps are all < this × baseline. @default 0.1 */
-  rewardStdStopRatio?: number;
-  /** @default 10 */
-  stopPatience?: number;
   /** Warn when recent entropy < (1 − this) × baseline. @default 0.5 */
   entropyDropWarn?: number;
   /** Warn when the latest grad norm's z-score against the previous `gradWindow` steps exceeds this. @default 3 */
@@ -48,8 +45,6 @@ export interface EarlyWarning {
 /** Output of `earlyWarnings`. Stats are absent when their series is missing or too short. */
 export interface EarlyWarningReport {
   warnings: EarlyWarning[];
-  /** RAGEN's reward-variance early stop has fired. */
-  shouldStop: boolean;
   stats: {
     /** Recent / baseline reward std. */
     rewardStdRatio?: number;
@@ -80,19 +75,17 @@ const fmt = (x: number): string => (Math.abs(x) >= 100 || x === 0 ? x.toFixed(1)
  * - entropy: recent mean < (1 − entropyDropWarn) × baseline;
  * - grad norm: (latest − mean) / std over the previous gradWindow steps > gradSpikeZ;
  * - MI z-score: recent mean < miWarnRatio × baseline (only for a positive baseline).
- * `shouldStop` is RAGEN's rule (agent_trainer): the last stopPatience steps after the baseline all below
- * rewardStdStopRatio × baseline. Non-finite entries (skipped steps) are ignored.
+ * Non-finite entries (skipped steps) are ignored. A series needs baselineSteps + window finite values
+ * (the grad norm 6) before it is judged.
  */
 export function earlyWarnings(history: MetricHistory, cfg: EarlyWarningConfig = {}): EarlyWarningReport {
   const baselineSteps = cfg.baselineSteps ?? 10;
   const window = cfg.window ?? 5;
   const warnings: EarlyWarning[] = [];
   const stats: EarlyWarningReport['stats'] = {};
-  let shouldStop = false;
 
   if (history.rewardStd !== undefined) {
-    const xs = finite(history.rewardStd);
-    const br = baselineAndRecent(xs, baselineSteps, window);
+    const br = baselineAndRecent(finite(history.rewardStd), baselineSteps, window);
     if (br !== undefined && br[0] > 0) {
       const [base, recent] = br;
       const ratio = recent / base;
@@ -106,9 +99,6 @@ export function earlyWarnings(history: MetricHistory, cfg: EarlyWarningConfig = 
           message: `echo trap ahead: in-group reward std fell to ${(ratio * 100).toFixed(0)}% of its baseline (${fmt(base)} -> ${fmt(recent)} over the last ${window} steps); groups stop telling good from bad rollouts.`,
         });
       }
-      const patience = cfg.stopPatience ?? 10;
-      const stopRatio = cfg.rewardStdStopRatio ?? 0.1;
-      if (xs.length >= baselineSteps + patience) shouldStop = xs.slice(-patience).every((x) => x < stopRatio * base);
     }
   }
 
@@ -170,5 +160,5 @@ export function earlyWarnings(history: MetricHistory, cfg: EarlyWarningConfig = 
     }
   }
 
-  return { warnings, shouldStop, stats };
+  return { warnings, stats };
 }

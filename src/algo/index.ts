@@ -21,4 +21,3 @@ export * from './value-loss.js';
 export * from './filter.js';
 export * from './collapse.js';
 export * from './early-warning.js';
-export * from './entropy.js';

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
+import { ppoPolicyLoss } from '../algo/index.js';
 import {
   ConsoleSink,
   JsonlSink,
@@ -15,7 +16,6 @@ import {
   rolloutFile,
   runDirName,
   summaryTable,
-  writeRollouts,
   type MetricRecord,
 } from './index.js';
 
@@ -32,6 +32,16 @@ describe('metric names', () => {
     expect(isMetricKey('actor/grad_norm')).toBe(true);
     expect(isMetricKey('actor/gradnorm')).toBe(false);
     expect(isMetricKey('train/sucess')).toBe(false);
+  });
+
+  it('describe actor/pg_clipfrac_lower as the fraction of all loss tokens, which is what the loss reports', () => {
+    // 4 loss tokens: one A > 0, three A < 0 of which one is past the dual clip (r = e^2 > c = 3).
+    const { stats } = ppoPolicyLoss({
+      logprobs: [0, 0, 0, 2], oldLogprobs: [0, 0, 0, 0], advantages: [1, -1, -1, -1], mask: [1, 1, 1, 1], B: 1, T: 4, aggMode: 'token-mean', clipRatioLow: 0.2, clipRatioHigh: 0.28, clipRatioC: 3,
+    });
+    expect(stats.clipfracDual).toBe(1 / 4); // of all loss tokens; of the negative-advantage ones it would be 1/3
+    expect(describeMetric('actor/pg_clipfrac_lower')).toMatch(/of all loss tokens/);
+    expect(describeMetric('actor/pg_clipfrac_lower')).not.toMatch(/of negative-advantage tokens/);
   });
 });
 
@@ -153,15 +163,13 @@ describe('run directory', () => {
     expect(runDirName({ env: 'a b/c', algo: 'grpo', seed: 1, time: new Date(0) })).toBe('a-b-c__grpo__1__19700101-000000');
   });
 
-  it('creates its folders, never reuses a name, and writes rollouts per step', () => {
+  it('creates its folders, never reuses a name, and names rollout files per step', () => {
     const runsDir = tmp();
     const time = new Date(Date.UTC(2025, 5, 1));
     const a = createRunDir({ runsDir, env: 'Bandit', algo: 'grpo', seed: 3, time });
     const b = createRunDir({ runsDir, env: 'Bandit', algo: 'grpo', seed: 3, time });
     expect(b.root).toBe(`${a.root}-2`);
     for (const d of [a.rollouts, a.checkpoints, a.eval]) expect(existsSync(d)).toBe(true);
-    const file = writeRollouts(a, 7, [{ turn: 1, reward: 0.5 }, { turn: 2 }]);
-    expect(file).toBe(rolloutFile(a, 7));
-    expect(readFileSync(file, 'utf8')).toBe('{"turn":1,"reward":0.5}\n{"turn":2}\n');
+    expect(rolloutFile(a, 7)).toBe(join(a.root, 'rollouts', 'step-7.jsonl'));
   });
 });

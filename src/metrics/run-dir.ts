@@ -1,6 +1,6 @@
 // The run directory (DESIGN.md): runs/<env>__<algo>__<seed>__<timestamp>/ with config.yaml, metrics.jsonl,
 // rollouts/step-N.jsonl, checkpoints/step-N/ and eval/. The dashboard and `ragen eval` read only these files.
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 
 /** The paths inside one run directory. */
@@ -59,15 +59,7 @@ export function createRunDir(options: { runsDir: string; env: string; algo: stri
   return paths;
 }
 
-/** `rollouts/step-N.jsonl` of a run. */
+/** `rollouts/step-N.jsonl` of a run (its lines: src/agent/trajectories.ts `EpisodeRecord`). */
 export function rolloutFile(paths: RunPaths, step: number): string {
   return join(paths.rollouts, `step-${step}.jsonl`);
-}
-
-/** Write a step's trajectories, one JSON object per line (a re-run step overwrites its file). Returns the path. */
-export function writeRollouts(paths: RunPaths, step: number, trajectories: readonly unknown[]): string {
-  const file = rolloutFile(paths, step);
-  mkdirSync(paths.rollouts, { recursive: true });
-  writeFileSync(file, trajectories.map((t) => `${JSON.stringify(t)}\n`).join(''));
-  return file;
 }

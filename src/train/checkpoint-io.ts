@@ -1,39 +1,28 @@
 // Checkpoint directories written atomically (step-N.tmp/, fsync, rename to step-N/), with trainer state for an exact
-// resume: RNG states, data position, optimizer blobs (.bin + JSON manifest), metrics so far. Model weights are
-// written into the same directory by the engine (Hugging Face layout) through the `writeModel` callback.
+// resume: data position, trainer bookkeeping, metrics so far. Model weights and optimizer state are written into
+// the same directory by the engine (Hugging Face layout, its own optimizer/ folder) through `writeModel`.
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { endianness } from 'node:os';
 import { join, relative } from 'node:path';
 import { CheckpointError } from '../util/index.js';
 import { saveConfig, type RagenConfig } from '../config/index.js';
 
 /** The manifest written last into a checkpoint: its presence (with every listed file intact) marks it complete. */
 export const MANIFEST_FILE = 'checkpoint.json';
-/** Trainer state: step, RNG states, data position, free-form trainer bookkeeping. */
+/** Trainer state: step, data position, free-form trainer bookkeeping. */
 export const STATE_FILE = 'trainer-state.json';
 /** Metrics of the run up to the checkpoint's step (a copy of metrics.jsonl). */
 export const METRICS_COPY = 'metrics.jsonl';
 const FORMAT = 'ragen-ts-checkpoint';
 const VERSION = 1;
 
-/** Optimizer state as the engine hands it over: JSON metadata (step count, betas...) and named float32 tensors. */
-export interface OptimizerBlob {
-  meta: Record<string, unknown>;
-  tensors: Map<string, Float32Array>;
-}
-
 /** Everything the trainer needs, besides the model, to continue a run exactly. */
 export interface CheckpointState {
   /** The last completed step. */
   step: number;
-  /** Named RNG states (`Rng.getState()`), e.g. `{sampler: [...], shuffle: [...]}`. */
-  rng: Record<string, readonly number[]>;
   /** Data position, e.g. `{trainSeedCounter: 320}`: where the next step's seeds start. */
   data: Record<string, number>;
   /** Trainer bookkeeping (early-stop counters, KL coefficient, pending metrics...), plain JSON. */
   trainer?: Record<string, unknown>;
-  /** Optimizer states by owner (`actor`, `critic`). */
-  optimizer?: Record<string, OptimizerBlob>;
 }
 
 /** A complete checkpoint on disk. */
@@ -71,9 +60,7 @@ export async function writeCheckpoint(root: string, state: CheckpointState, opti
 
   if (options.writeModel) await options.writeModel(tmp);
   if (options.config) saveConfig(options.config, tmp);
-  const { optimizer, ...rest } = state;
-  writeFileSync(join(tmp, STATE_FILE), JSON.stringify({ format: FORMAT, version: VERSION, ...rest }, null, 1));
-  for (const [owner, blob] of Object.entries(optimizer ?? {})) writeOptimizer(tmp, owner, blob);
+  writeFileSync(join(tmp, STATE_FILE), JSON.stringify({ format: FORMAT, version: VERSION, ...state }, null, 1));
   if (options.metricsFile && existsSync(options.metricsFile)) {
     writeFileSync(join(tmp, METRICS_COPY), metricsUpTo(readFileSync(options.metricsFile, 'utf8'), state.step));
   }
@@ -129,20 +116,16 @@ export function pruneCheckpoints(root: string, keep: number): string[] {
   return drop;
 }
 
-/** Read the trainer state and optimizer blobs of a complete checkpoint. */
+/** Read the trainer state of a complete checkpoint. */
 export function readCheckpoint(dir: string): CheckpointState {
   if (!isCompleteCheckpoint(dir)) {
     throw new CheckpointError(`\`${dir}\` is not a complete checkpoint (its ${MANIFEST_FILE} is missing or a file it lists is missing or truncated); use an earlier step-N directory.`);
   }
-  const raw = JSON.parse(readFileSync(join(dir, STATE_FILE), 'utf8')) as Record<string, unknown> & CheckpointState & { format: string; version: number };
+  const raw = JSON.parse(readFileSync(join(dir, STATE_FILE), 'utf8')) as CheckpointState & { format: string; version: number; rng?: unknown };
   if (raw.version !== VERSION) throw new CheckpointError(`\`${dir}\`: checkpoint format version ${raw.version}, this ragen-ts reads version ${VERSION}.`);
-  const { format: _f, version: _v, ...state } = raw;
-  const optimizer: Record<string, OptimizerBlob> = {};
-  for (const f of readdirSync(dir)) {
-    const m = /^optimizer-(.+)\.json$/.exec(f);
-    if (m) optimizer[m[1]!] = readOptimizer(dir, m[1]!);
-  }
-  return { ...state, ...(Object.keys(optimizer).length ? { optimizer } : {}) };
+  // `rng` (always {}) was written by earlier versions; nothing reads it.
+  const { format: _f, version: _v, rng: _r, ...state } = raw;
+  return state;
 }
 
 /** The checkpoint's copy of the run's metrics (JSONL text; empty when none was saved). */
@@ -159,34 +142,6 @@ export function metricsUpTo(jsonl: string, step: number): string {
     return s === undefined || s <= step;
   });
   return kept.length ? `${kept.join('\n')}\n` : '';
-}
-
-// Optimizer blobs: one little-endian float32 .bin per owner, and a JSON manifest of (name, offset, length).
-function writeOptimizer(dir: string, owner: string, blob: OptimizerBlob): void {
-  if (!/^[\w-]+$/.test(owner)) throw new CheckpointError(`optimizer owner \`${owner}\` must be letters, digits, _ or -`);
-  if (endianness() !== 'LE') throw new CheckpointError('checkpoints are written little-endian; this machine is big-endian');
-  const tensors: { name: string; offset: number; length: number }[] = [];
-  let offset = 0;
-  for (const [name, data] of blob.tensors) {
-    tensors.push({ name, offset, length: data.length });
-    offset += data.length;
-  }
-  const all = new Float32Array(offset);
-  for (const t of tensors) all.set(blob.tensors.get(t.name)!, t.offset);
-  writeFileSync(join(dir, `optimizer-${owner}.bin`), new Uint8Array(all.buffer));
-  writeFileSync(join(dir, `optimizer-${owner}.json`), JSON.stringify({ dtype: 'float32', meta: blob.meta, tensors }, null, 1));
-}
-
-function readOptimizer(dir: string, owner: string): OptimizerBlob {
-  const manifest = JSON.parse(readFileSync(join(dir, `optimizer-${owner}.json`), 'utf8')) as { meta: Record<string, unknown>; tensors: { name: string; offset: number; length: number }[] };
-  const bytes = readFileSync(join(dir, `optimizer-${owner}.bin`));
-  const all = new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
-  const tensors = new Map<string, Float32Array>();
-  for (const t of manifest.tensors) {
-    if (t.offset + t.length > all.length) throw new CheckpointError(`\`${dir}/optimizer-${owner}.bin\` is shorter than its manifest says (tensor \`${t.name}\`).`);
-    tensors.set(t.name, all.slice(t.offset, t.offset + t.length));
-  }
-  return { meta: manifest.meta, tensors };
 }
 
 function listFiles(dir: string, base = dir): string[] {

@@ -13,7 +13,6 @@ export {
   writeCheckpoint,
   type CheckpointRef,
   type CheckpointState,
-  type OptimizerBlob,
   type WriteCheckpointOptions,
 } from './checkpoint-io.js';
 export { createRun, resumeRun, runEnvName, type ResumedRun } from './run-setup.js';
@@ -24,4 +23,3 @@ export { validate, type Validation } from './validate.js';
 export { openModels, modelTokenizer, localEngineOptions, needsReference, type TrainerModels } from './engine-setup.js';
 export { EarlyStopTracker, type EarlyStop, type EarlyStopState } from './early-stop.js';
 export { collapseDiagnostics, type CollapseSettings, type CollapseEma } from './collapse-step.js';
-export type { EpisodeRecord, TurnRecord } from './rollout-records.js';

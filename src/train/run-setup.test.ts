@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } fro
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { writeRollouts } from '../metrics/index.js';
+import { rolloutFile } from '../metrics/index.js';
 import { CheckpointError } from '../util/index.js';
 import { loadConfig, loadSavedConfig } from '../config/index.js';
 import { writeCheckpoint } from './checkpoint-io.js';
@@ -30,9 +30,9 @@ describe('runs', () => {
     const paths = createRun(config);
     const line = (s: number) => JSON.stringify({ step: s, time: 0, 'train/success': s / 10 });
     writeFileSync(paths.metrics, [1, 2].map(line).join('\n') + '\n');
-    await writeCheckpoint(paths.checkpoints, { step: 2, rng: { sampler: [1, 2, 3, 4] }, data: { trainSeedCounter: 16 } }, { config, metricsFile: paths.metrics });
+    await writeCheckpoint(paths.checkpoints, { step: 2, data: { trainSeedCounter: 16 } }, { config, metricsFile: paths.metrics });
     writeFileSync(paths.metrics, [1, 2, 3, 4].map(line).join('\n') + '\n'); // the run went on, then died
-    for (const s of [1, 2, 3, 4]) writeRollouts(paths, s, [{ s }]);
+    for (const s of [1, 2, 3, 4]) writeFileSync(rolloutFile(paths, s), '{}\n');
     const r = resumeRun(paths.root);
     expect(r.checkpoint.step).toBe(2);
     expect(r.state.data.trainSeedCounter).toBe(16);

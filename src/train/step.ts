@@ -1,7 +1,7 @@
 // One StarPO step, in RAGEN's order (inventory 3.6) with its bugs left out: rollout -> collapse diagnostics ->
 // reward normalisation -> group filter -> old / reference log-probs -> values -> advantages -> critic update ->
 // actor update. Validation, checkpoints and early stops are the loop's (trainer.ts).
-import { collate, enginePolicy, rollout, type AgentConfig, type EnvGroups, type RolloutBatch } from '../agent/index.js';
+import { collate, enginePolicy, rollout, type AgentConfig, type EnvGroups, type EpisodeRecord, type RolloutBatch } from '../agent/index.js';
 import {
   applyKLPenalty, computeAdvantage, filterRollouts, lengthWeightAdvantages, needsCritic, normalizeRewards, scaleByKeptRatio,
   softReweightByGroupStd, type KLController,
@@ -14,7 +14,7 @@ import { collapseDiagnostics, type CollapseEma } from './collapse-step.js';
 import { samplingOf, type RagenConfig } from '../config/index.js';
 import { needsReference } from './engine-setup.js';
 import { optimizerSettings } from './lr-schedule.js';
-import { episodeRecords, turnAdvantages, type EpisodeRecord } from './rollout-records.js';
+import { episodeRecords, turnAdvantages } from './rollout-records.js';
 import { generatedTokens, trainMetrics } from './rollout-metrics.js';
 import { updateActor, updateCritic, type BatchSchedule, type UpdateBatch } from './update.js';
 
@@ -129,12 +129,10 @@ export async function starpoStep(ctx: StepContext, step: number): Promise<StepOu
     'train/batch_size': keptRows.length,
     'timing_s/filter': seconds(t0),
   } satisfies MetricValues);
-  const out = (records: EpisodeRecord[], empty: boolean): StepOutput => {
-    metrics['timing_s/step'] = seconds(tStep);
-    return { metrics, records, empty, inGroupStd: filter.stats.reward.std, rollout: batch };
-  };
+  // `timing_s/step` is the loop's (trainer.ts): it times the whole step, validation included.
+  const out = (records: EpisodeRecord[], empty: boolean): StepOutput => ({ metrics, records, empty, inGroupStd: filter.stats.reward.std, rollout: batch });
   const limit = config.logging.rolloutsPerStep;
-  if (keptRows.length === 0) return out(episodeRecords(step, episodes, keptEpisodes, new Map(), limit), true);
+  if (keptRows.length === 0) return out(episodeRecords(step, episodes, keptEpisodes, new Map(), limit, agent), true);
 
   // 4. old log-probs: the sampler's when they are exact (`algo.recomputeOldLogprobs`), else a teacher-forced
   // recompute (RAGEN's way, right for any engine) that also gives the entropy; reference log-probs; values
@@ -216,7 +214,6 @@ export async function starpoStep(ctx: StepContext, step: number): Promise<StepOu
       'timing_s/update_critic': seconds(t0),
     } satisfies MetricValues);
   }
-  let skipped = 0;
   if (step > t.criticWarmup) {
     t0 = performance.now();
     const settings = optimizerSettings(config, 'actor', step);
@@ -236,7 +233,6 @@ export async function starpoStep(ctx: StepContext, step: number): Promise<StepOu
       settings,
     );
     optimizerSteps = u.optimizerSteps;
-    skipped = u.skipped;
     Object.assign(metrics, {
       'actor/pg_loss': u.pgLoss,
       'actor/pg_clipfrac': u.clipfrac,
@@ -255,6 +251,5 @@ export async function starpoStep(ctx: StepContext, step: number): Promise<StepOu
   const trainedTokens = tokens.lengths.reduce((x, y) => x + y, 0) * (optimizerSteps > 0 ? t.ppoEpochs : 0);
   metrics['perf/tokens_per_s'] = (genTokens + trainedTokens) / Math.max(seconds(tStep), 1e-9);
   metrics['perf/rss_mb'] = process.memoryUsage.rss() / 2 ** 20;
-  if (skipped > 0) metrics['actor/skipped_updates'] = skipped;
-  return out(episodeRecords(step, episodes, keptEpisodes, turnAdvantages(tokens, advantages), limit), false);
+  return out(episodeRecords(step, episodes, keptEpisodes, turnAdvantages(tokens, advantages), limit, agent), false);
 }

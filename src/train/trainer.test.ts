@@ -1,11 +1,12 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import '../env/builtins.js';
-import { readMetricsFile } from '../metrics/index.js';
+import { MetricLogger, readMetricsFile } from '../metrics/index.js';
 import { CheckpointError, ConfigError } from '../util/index.js';
 import { loadConfig } from '../config/index.js';
+import { readCheckpoint } from './checkpoint-io.js';
 import { openModels } from './engine-setup.js';
 import { deterministic, microConfig, writeMicroModel } from './testing.js';
 import { train } from './trainer.js';
@@ -146,6 +147,21 @@ describe('train (StarPO on a micro model)', () => {
     for (const [name, w] of wa) expect(wb.get(name)!.data, name).toEqual(w.data); // base weights untouched
     base.engine.dispose();
     trained.engine.dispose();
+  });
+
+  it('logs timing_s/step once per step (not averaged with a second timing) and checkpoints the early-warning series', async () => {
+    const log = vi.spyOn(MetricLogger.prototype, 'log');
+    try {
+      const r = await train({ config: microConfig(model, runDir(), ['trainer.steps=2']) });
+      const timings = log.mock.calls.filter(([values]) => values['timing_s/step'] !== undefined);
+      expect(timings).toHaveLength(2);
+      const m = readMetricsFile(join(r.runDir, 'metrics.jsonl'));
+      expect(m.map((x) => x['timing_s/step'])).toEqual(timings.map(([values]) => values['timing_s/step'])); // one value a step, not a mean
+      const w = (readCheckpoint(join(r.runDir, 'checkpoints', 'step-2')).trainer as { earlyWarning: { rewardStd: number[] } }).earlyWarning;
+      expect(w.rewardStd).toEqual(m.map((x) => x['rollout/in_group_reward_std']));
+    } finally {
+      log.mockRestore();
+    }
   });
 
   it('skips a step whose batch the filter emptied, and stops early after emptyBatchPatience of them', async () => {

@@ -1,13 +1,15 @@
-// The StarPO training loop: validation before training, then per step a StarPO update (step.ts), rollouts saved,
-// early stops checked, validation every `valEvery` steps, a checkpoint every `checkpointEvery`; `resume` continues
-// a run from its latest checkpoint so that the metrics of the remaining steps equal an uninterrupted run's.
-import { EnvGroups } from '../agent/index.js';
+// The StarPO training loop: validation before training, then per step a StarPO update (step.ts), echo-trap
+// warnings, rollouts saved, early stops checked, validation every `valEvery` steps, a checkpoint every
+// `checkpointEvery`; `resume` continues a run from its latest checkpoint so that the metrics of the remaining
+// steps equal an uninterrupted run's.
+import { EnvGroups, writeEpisodeRecords } from '../agent/index.js';
 import { KLController } from '../algo/index.js';
-import { ConsoleSink, JsonlSink, MetricLogger, summaryTable, writeRollouts, type LoggerState, type MetricSink, type RunPaths, type SummaryRow } from '../metrics/index.js';
+import { ConsoleSink, JsonlSink, MetricLogger, rolloutFile, summaryTable, type LoggerState, type MetricSink, type RunPaths, type SummaryRow } from '../metrics/index.js';
 import { writeCheckpoint } from './checkpoint-io.js';
 import type { CollapseEma } from './collapse-step.js';
 import { checkRunConfig, envGroupsOptions, type RagenConfig } from '../config/index.js';
 import { EarlyStopTracker, type EarlyStop, type EarlyStopState } from './early-stop.js';
+import { EarlyWarningMonitor, type EarlyWarningState } from './early-warning-step.js';
 import { openModels, type TrainerModels } from './engine-setup.js';
 import { createRun, resumeRun } from './run-setup.js';
 import { starpoStep, type StepContext } from './step.js';
@@ -51,6 +53,7 @@ interface LoopState {
   klCoef: number;
   collapseEma: CollapseEma;
   earlyStop: EarlyStopState;
+  earlyWarning: EarlyWarningState;
   logger: LoggerState;
   valBefore: Record<string, number> | null;
   lastVal: Record<string, number> | null;
@@ -87,6 +90,8 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   if (saved.klCoef !== undefined) kl.value = saved.klCoef;
   const tracker = new EarlyStopTracker(t.earlyStop);
   if (saved.earlyStop) tracker.state = saved.earlyStop;
+  const warnings = new EarlyWarningMonitor();
+  if (saved.earlyWarning) warnings.state = saved.earlyWarning;
   const ctx: StepContext = { config, engine, tokenizer, agent, groups, kl, collapseEma: saved.collapseEma ?? {} };
   const sinks: MetricSink[] = [new JsonlSink(paths.metrics), new ConsoleSink({ totalSteps: t.steps, startStep, mode: config.logging.console, ...(options.stream ? { stream: options.stream } : {}) }), ...(options.sinks ?? [])];
   const logger = new MetricLogger(sinks, { every: config.logging.logEvery });
@@ -111,8 +116,11 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
       const t0 = performance.now();
       const out = await starpoStep(ctx, step);
       logger.log(out.metrics);
+      const w = warnings.afterStep(out.metrics);
+      logger.log(w.metrics);
+      for (const x of w.started) logger.message(`step ${step}: ${x.message}`);
       if (checkpointSeconds !== undefined) logger.log({ 'timing_s/checkpoint': checkpointSeconds }); // the previous step's write
-      if (config.logging.rolloutsEvery > 0 && step % config.logging.rolloutsEvery === 0) writeRollouts(paths, step, out.records);
+      if (config.logging.rolloutsEvery > 0 && step % config.logging.rolloutsEvery === 0) writeEpisodeRecords(rolloutFile(paths, step), out.records);
       if (out.empty) logger.message(`step ${step}: the rollout filter kept no group; no update`);
       earlyStop = tracker.afterStep(out.empty, out.inGroupStd);
       const last = step === t.steps || earlyStop !== null;
@@ -128,16 +136,16 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
         logger.log({ [earlyStop.key]: 1 });
         logger.message(`early stop after step ${step}: ${earlyStop.reason}`);
       }
-      logger.log({ 'timing_s/step': (performance.now() - t0) / 1000 });
+      logger.log({ 'timing_s/step': (performance.now() - t0) / 1000 }); // once per step: starpoStep does not time itself
       if (earlyStop || step === t.steps) logger.flush(step); // a stop before the end keeps the interval pending (checkpointed)
       else logger.endStep(step);
       lastStep = step;
       if ((t.checkpointEvery > 0 && step % t.checkpointEvery === 0) || step === end || earlyStop) {
         const c0 = performance.now();
-        const state: LoopState = { klCoef: kl.value, collapseEma: ctx.collapseEma, earlyStop: tracker.state, logger: logger.getState(), valBefore, lastVal };
+        const state: LoopState = { klCoef: kl.value, collapseEma: ctx.collapseEma, earlyStop: tracker.state, earlyWarning: warnings.state, logger: logger.getState(), valBefore, lastVal };
         await writeCheckpoint(
           paths.checkpoints,
-          { step, rng: {}, data: { trainSeedCounter: step * groups.nGroups }, trainer: state as unknown as Record<string, unknown> },
+          { step, data: { trainSeedCounter: step * groups.nGroups }, trainer: state as unknown as Record<string, unknown> },
           { config, writeModel: (dir) => engine.save(dir, { optimizer: t.saveOptimizer }), metricsFile: paths.metrics, keep: t.keepCheckpoints },
         );
         checkpointSeconds = (performance.now() - c0) / 1000;

@@ -3,7 +3,7 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { EnvGroups, agentConfig, enginePolicy, oraclePolicy, randomPolicy, rollout, writeTrajectories, type AgentConfig, type Policy, type RolloutBatch } from '../../agent/index.js';
+import { EnvGroups, agentConfig, enginePolicy, oraclePolicy, randomPolicy, episodeRecord, rollout, writeEpisodeRecords, type AgentConfig, type Policy, type RolloutBatch } from '../../agent/index.js';
 import { envSpec, resolveEnvId } from '../../env/index.js';
 import { loadTokenizer, tinyTokenizerDir, type Tokenizer } from '../../tokenizer/index.js';
 import { defaultConfig, envGroupsOptions, loadConfig, loadSavedConfig, samplingOf, type RagenConfig } from '../../config/index.js';
@@ -152,7 +152,7 @@ export async function runEval(opts: EvalOptions): Promise<EvalReport> {
   const batch = await rollout({ groups, policy, tokenizer, agent: cfg });
   const seconds = (performance.now() - t0) / 1000;
   await groups.close();
-  if (opts.out) writeTrajectories(opts.out, batch.episodes, cfg);
+  if (opts.out) writeEpisodeRecords(opts.out, batch.episodes.map((e) => episodeRecord(e, cfg)));
   return {
     policy: policy.name,
     envs: tags.map((t) => t.env),

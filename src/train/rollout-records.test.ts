@@ -1,0 +1,45 @@
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { agentConfig, EnvGroups, episodeRecord, randomPolicy, rollout, writeEpisodeRecords } from '../agent/index.js';
+import { registerTestCorridor } from '../agent/testing.js';
+import { loadTokenizer, tinyTokenizerDir } from '../tokenizer/index.js';
+import { episodeRecords } from './rollout-records.js';
+
+registerTestCorridor();
+
+/** Every key of a JSON value, nested ones as `a.b`, array entries merged. */
+function keyPaths(x: unknown, prefix = ''): string[] {
+  if (Array.isArray(x)) return [...new Set(x.flatMap((v) => keyPaths(v, prefix)))];
+  if (x === null || typeof x !== 'object') return [];
+  return Object.entries(x).flatMap(([k, v]) => [`${prefix}${k}`, ...keyPaths(v, `${prefix}${k}.`)]);
+}
+
+describe('episode records on disk', () => {
+  it('rollouts/step-N.jsonl and `ragen eval --out` write the same snake_case record for the same episode', async () => {
+    const tok = loadTokenizer(tinyTokenizerDir());
+    const cfg = agentConfig({ maxTurns: 3, maxNewTokens: 20 });
+    const groups = new EnvGroups({ tags: [{ env: 'TestCorridor', nGroups: 2 }], groupSize: 2, mode: 'val', seed: 7 });
+    const { episodes } = await rollout({ groups, policy: randomPolicy(tok, cfg, 1), tokenizer: tok, agent: cfg });
+    const advantages = new Map([[0, new Map([[0, 0.5]])]]);
+    const dir = mkdtempSync(join(tmpdir(), 'ragen-records-'));
+    writeEpisodeRecords(join(dir, 'step-3.jsonl'), episodeRecords(3, episodes, new Set([0, 1]), advantages, null, cfg));
+    writeEpisodeRecords(join(dir, 'eval.jsonl'), episodes.map((e) => episodeRecord(e, cfg)));
+    const read = (f: string) => readFileSync(join(dir, f), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const [train, val] = [read('step-3.jsonl'), read('eval.jsonl')];
+    expect(train).toHaveLength(4);
+    expect(val).toHaveLength(4);
+    for (let i = 0; i < 4; i++) {
+      expect(keyPaths(train[i])).toEqual(keyPaths(val[i]));
+      for (const k of keyPaths(train[i])) expect(k, 'keys are snake_case').toMatch(/^[a-z0-9_.]+$/);
+      // Only the training fields differ: the step, the filter's verdict, the advantages.
+      const strip = (r: Record<string, unknown>) => ({ ...r, step: null, kept: null, turns: (r.turns as object[]).map((t) => ({ ...t, advantage: null })) });
+      expect(strip(train[i]!)).toEqual(strip(val[i]!));
+    }
+    expect(train[0]).toMatchObject({ step: 3, kept: true, end_reason: episodes[0]!.endReason, env: 'TestCorridor' });
+    expect((train[0]!.turns as { advantage: number | null }[]).map((t) => t.advantage)).toEqual(episodes[0]!.turns.map((_, k) => (k === 0 ? 0.5 : null)));
+    expect(train[2]).toMatchObject({ kept: false });
+    expect(val[0]).toMatchObject({ step: null, kept: null, end_reason: episodes[0]!.endReason });
+  });
+});
