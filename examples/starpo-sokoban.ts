@@ -144,7 +144,7 @@ export async function starpo(args: Args): Promise<{ steps: StepLog[]; valBefore:
       const values = args.advantage === 'gae' ? (await engine.forward(tokens, { role: 'critic' })).values : undefined;
       const adv = computeAdvantage(
         { rewards: tokens.rewards, mask: tokens.lossMask, B, T, groupIds: tokens.groupIds, episodeIds: tokens.episodeIds, ...(values ? { values } : {}) },
-        { estimator: args.advantage, gamma: args.gamma, lambda: args.lambda, gammaTurn: 1 },
+        { advEstimator: args.advantage, gamma: args.gamma, lambda: args.lambda, gammaTurn: 1 },
       );
 
       // 5. PPO: epochs x mini-batches, one AdamW step each. log pi_old = the sampler's log-probs (same weights).
@@ -156,7 +156,7 @@ export async function starpo(args: Args): Promise<{ steps: StepLog[]; valBefore:
           const mb = batchOf(samples, rows, tokenizer.padTokenId, T);
           if (values) {
             await engine.backward(mb, { role: 'critic' }, (out) => {
-              const r = clippedValueLoss({ values: out.values!, oldValues: take(values, rows, T), returns: take(adv.returns, rows, T), mask: mb.lossMask, B: mb.B, T, aggMode: 'token-mean', valueClip: 0.5 });
+              const r = clippedValueLoss({ values: out.values!, oldValues: take(values, rows, T), returns: take(adv.returns, rows, T), mask: mb.lossMask, B: mb.B, T, lossAgg: 'token-mean', valueClip: 0.5 });
               vf.push(r.loss);
               return { values: r.grad.values };
             });
@@ -165,7 +165,7 @@ export async function starpo(args: Args): Promise<{ steps: StepLog[]; valBefore:
           await engine.backward(mb, { role: 'policy', entropy: true }, (out) => {
             const r = actorLoss(
               { logprobs: out.logprobs, entropy: out.entropy!, oldLogprobs: mb.oldLogprobs, advantages: take(adv.advantages, rows, T), mask: mb.lossMask, B: mb.B, T },
-              { aggMode: 'token-mean', clipRatioLow: args.clipLow, clipRatioHigh: args.clipHigh, clipRatioC: 3, entropyCoeff: args.entropyCoeff, klCoef: 0, klEstimator: 'k1' },
+              { lossAgg: 'token-mean', clipRatioLow: args.clipLow, clipRatioHigh: args.clipHigh, clipRatioC: 3, entropyCoeff: args.entropyCoeff, klCoef: 0, klEstimator: 'k1' },
             );
             pg.push(r.stats.pgLoss);
             return { logprobs: r.grad.logprobs, ...(r.grad.entropy ? { entropy: r.grad.entropy } : {}) };

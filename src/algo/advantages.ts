@@ -47,7 +47,7 @@ export function needsCritic(estimator: AdvEstimator): boolean {
 
 /** Settings of `computeAdvantage`: the config's `algo.advEstimator`, `gamma`, `lambda`, `gammaTurn` (their defaults live there, src/config), and finer knobs. */
 export interface AdvantageConfig {
-  estimator: AdvEstimator;
+  advEstimator: AdvEstimator;
   /** Token-level discount γ. */
   gamma: number;
   /** Token-level GAE λ. */
@@ -59,7 +59,7 @@ export interface AdvantageConfig {
   /** GRPO's std epsilon. @default 1e-6 */
   eps?: number;
   /** Whiten advantages over the batch's loss tokens. @default true for gae, bi_level_gae, reinforce_pp, reinforce_pp_baseline; false otherwise */
-  whiten?: boolean;
+  normAdvantages?: boolean;
 }
 
 /** Inputs of `computeAdvantage`: a padded (B, T) batch. */
@@ -98,7 +98,7 @@ function need<X>(x: X | undefined, what: string, estimator: AdvEstimator): X {
 /** Computes advantages and returns with the named estimator (see each function for its source). */
 export function computeAdvantage(input: AdvantageInput, config: AdvantageConfig): AdvantageResult {
   const { rewards, mask, B, T } = input;
-  const est = config.estimator;
+  const est = config.advEstimator;
   const { gamma, lambda } = config;
   let out: AdvantageResult;
   let whitenByDefault: boolean;
@@ -153,6 +153,6 @@ export function computeAdvantage(input: AdvantageInput, config: AdvantageConfig)
     default:
       return assertNever(est, 'advantage estimator');
   }
-  if (config.whiten ?? whitenByDefault) out.advantages = maskedWhiten(out.advantages, mask);
+  if (config.normAdvantages ?? whitenByDefault) out.advantages = maskedWhiten(out.advantages, mask);
   return out;
 }

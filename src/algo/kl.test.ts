@@ -48,7 +48,7 @@ describe('klLoss', () => {
   it('k3 by hand: two one-token rows, coef 0.5, seq-mean-token-sum', () => {
     // Row 0: ref − logπ = −1 -> k3 = e^−1, d/dlogπ = 1 − e^−1. Row 1: ref − logπ = 1 -> k3 = e − 2, d/dlogπ = 1 − e.
     // Loss = 0.5·(e^−1 + e − 2)/2; each row's weight is 1/2, so grad = 0.25·(1 − e^−1), 0.25·(1 − e).
-    const r = klLoss({ logprobs: [-1, -2], refLogprobs: [-2, -1], mask: [1, 1], B: 2, T: 1, estimator: 'k3', coef: 0.5, aggMode: 'seq-mean-token-sum' });
+    const r = klLoss({ logprobs: [-1, -2], refLogprobs: [-2, -1], mask: [1, 1], B: 2, T: 1, estimator: 'k3', coef: 0.5, lossAgg: 'seq-mean-token-sum' });
     expect(r.loss).toBeCloseTo((0.5 * (Math.exp(-1) + Math.E - 2)) / 2, 14);
     expect(r.grad.logprobs[0]).toBeCloseTo(0.25 * (1 - Math.exp(-1)), 14);
     expect(r.grad.logprobs[1]).toBeCloseTo(0.25 * (1 - Math.E), 14);
@@ -61,9 +61,9 @@ describe('klLoss', () => {
     const lp = randn(rng, B * T, 0.5);
     const ref = randn(rng, B * T, 0.5);
     const mask = randMask(rng, B * T);
-    for (const aggMode of LOSS_AGG_MODES) {
+    for (const lossAgg of LOSS_AGG_MODES) {
       for (const estimator of ['k1', 'k3', 'k2'] as const) {
-        const args = { refLogprobs: ref, mask, B, T, estimator, coef: 0.3, aggMode };
+        const args = { refLogprobs: ref, mask, B, T, estimator, coef: 0.3, lossAgg };
         const r = klLoss({ ...args, logprobs: lp });
         expect(maxGradError((x) => klLoss({ ...args, logprobs: x }).loss, lp, r.grad.logprobs)).toBeLessThan(1e-7);
       }
@@ -74,9 +74,9 @@ describe('klLoss', () => {
     const ref = [-1.5, -1, -0.5, -1];
     const mask = [1, 1, 1, 0];
     const norm = aggNorm(mask, 2, 2);
-    const whole = klLoss({ logprobs: lp, refLogprobs: ref, mask, B: 2, T: 2, estimator: 'k3', coef: 1, aggMode: 'token-mean' }).loss;
-    const a = klLoss({ logprobs: lp.slice(0, 2), refLogprobs: ref.slice(0, 2), mask: mask.slice(0, 2), B: 1, T: 2, estimator: 'k3', coef: 1, aggMode: 'token-mean', norm }).loss;
-    const b = klLoss({ logprobs: lp.slice(2), refLogprobs: ref.slice(2), mask: mask.slice(2), B: 1, T: 2, estimator: 'k3', coef: 1, aggMode: 'token-mean', norm }).loss;
+    const whole = klLoss({ logprobs: lp, refLogprobs: ref, mask, B: 2, T: 2, estimator: 'k3', coef: 1, lossAgg: 'token-mean' }).loss;
+    const a = klLoss({ logprobs: lp.slice(0, 2), refLogprobs: ref.slice(0, 2), mask: mask.slice(0, 2), B: 1, T: 2, estimator: 'k3', coef: 1, lossAgg: 'token-mean', norm }).loss;
+    const b = klLoss({ logprobs: lp.slice(2), refLogprobs: ref.slice(2), mask: mask.slice(2), B: 1, T: 2, estimator: 'k3', coef: 1, lossAgg: 'token-mean', norm }).loss;
     expect(a + b).toBeCloseTo(whole, 14);
   });
 });

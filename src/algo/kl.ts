@@ -95,14 +95,14 @@ export function klLoss(a: {
   T: number;
   estimator: KLEstimator;
   coef: number;
-  aggMode: LossAggMode;
+  lossAgg: LossAggMode;
   norm?: AggNorm;
 }): { loss: number; grad: { logprobs: Float64Array }; stats: { kl: number } } {
-  const { logprobs, refLogprobs, mask, B, T, estimator, coef, aggMode, norm } = a;
+  const { logprobs, refLogprobs, mask, B, T, estimator, coef, lossAgg, norm } = a;
   checkTokens('logprobs', logprobs, B, T);
   checkTokens('refLogprobs', refLogprobs, B, T);
   const { kl, grad } = klPenalty(logprobs, refLogprobs, estimator);
-  const w = aggWeights(mask, B, T, aggMode, norm);
+  const w = aggWeights(mask, B, T, lossAgg, norm);
   let loss = 0;
   const g = new Float64Array(B * T);
   for (let i = 0; i < B * T; i++) {

@@ -64,16 +64,16 @@ describe('reinforcePPAdvantage', () => {
 describe('computeAdvantage', () => {
   const DISCOUNT = { gamma: 1, lambda: 1, gammaTurn: 0.95 }; // RAGEN's; the cases below override what they test
   it('routes grpo without whitening and dr_grpo without the std', () => {
-    const g = computeAdvantage({ rewards, mask, B, T, groupIds }, { ...DISCOUNT, estimator: 'grpo' });
+    const g = computeAdvantage({ rewards, mask, B, T, groupIds }, { ...DISCOUNT, advEstimator: 'grpo' });
     close(g.advantages, Array.from(grpoAdvantage({ rewards, mask, B, T, groupIds }).advantages));
-    const d = computeAdvantage({ rewards, mask, B, T, groupIds }, { ...DISCOUNT, estimator: 'dr_grpo' });
+    const d = computeAdvantage({ rewards, mask, B, T, groupIds }, { ...DISCOUNT, advEstimator: 'dr_grpo' });
     close(d.advantages, [-1, -1, 1, 1, 0, 0, 0, 0, 5, 0]);
   });
 
   it('whitens gae by default: masked mean 0 and unbiased variance 1', () => {
     const r = computeAdvantage(
       { rewards: [0, 1, 0, 0, 0, 3], values: [0.2, 0.1, 0, 0.5, 0.7, 0.4], mask: [1, 1, 0, 1, 1, 1], B: 2, T: 3 },
-      { ...DISCOUNT, estimator: 'gae' },
+      { ...DISCOUNT, advEstimator: 'gae' },
     );
     const xs = [0, 1, 3, 4, 5].map((i) => r.advantages[i]!);
     const m = xs.reduce((a, x) => a + x, 0) / 5;
@@ -86,18 +86,18 @@ describe('computeAdvantage', () => {
   it('whitens reinforce_pp and reinforce_pp_baseline by default (as veRL), not rloo', () => {
     // reinforce_pp, one row [a a], reward 1 on the last, γ = 0.5: returns [0.5, 1]; mean 0.75, unbiased var 0.125
     // -> ∓0.25/√0.125 = ∓1/√2.
-    const r = computeAdvantage({ rewards: [0, 1], mask: [1, 1], B: 1, T: 2 }, { ...DISCOUNT, estimator: 'reinforce_pp', gamma: 0.5 });
+    const r = computeAdvantage({ rewards: [0, 1], mask: [1, 1], B: 1, T: 2 }, { ...DISCOUNT, advEstimator: 'reinforce_pp', gamma: 0.5 });
     close(r.advantages, [-Math.SQRT1_2, Math.SQRT1_2], 6);
-    close(computeAdvantage({ rewards: [0, 1], mask: [1, 1], B: 1, T: 2 }, { ...DISCOUNT, estimator: 'reinforce_pp', gamma: 0.5, whiten: false }).advantages, [0.5, 1]);
+    close(computeAdvantage({ rewards: [0, 1], mask: [1, 1], B: 1, T: 2 }, { ...DISCOUNT, advEstimator: 'reinforce_pp', gamma: 0.5, normAdvantages: false }).advantages, [0.5, 1]);
     // Baseline, one group of scores [1, 3]: [−1, 1]; var (1 + 1)/1 = 2 -> ∓1/√2. RLOO on the same: [−2, 2], unwhitened.
     const g = { rewards: [1, 3], mask: [1, 1], B: 2, T: 1, groupIds: [0, 0] };
-    close(computeAdvantage(g, { ...DISCOUNT, estimator: 'reinforce_pp_baseline' }).advantages, [-Math.SQRT1_2, Math.SQRT1_2], 6);
-    close(computeAdvantage(g, { ...DISCOUNT, estimator: 'rloo' }).advantages, [-2, 2]);
+    close(computeAdvantage(g, { ...DISCOUNT, advEstimator: 'reinforce_pp_baseline' }).advantages, [-Math.SQRT1_2, Math.SQRT1_2], 6);
+    close(computeAdvantage(g, { ...DISCOUNT, advEstimator: 'rloo' }).advantages, [-2, 2]);
   });
 
   it('names what is missing', () => {
-    expect(() => computeAdvantage({ rewards, mask, B, T }, { ...DISCOUNT, estimator: 'gae' })).toThrow(ConfigError);
-    expect(() => computeAdvantage({ rewards, mask, B, T }, { ...DISCOUNT, estimator: 'rloo' })).toThrow(/needs `groupIds`/);
+    expect(() => computeAdvantage({ rewards, mask, B, T }, { ...DISCOUNT, advEstimator: 'gae' })).toThrow(ConfigError);
+    expect(() => computeAdvantage({ rewards, mask, B, T }, { ...DISCOUNT, advEstimator: 'rloo' })).toThrow(/needs `groupIds`/);
   });
 
   it('parses veRL spellings and suggests names', () => {

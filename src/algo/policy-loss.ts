@@ -54,16 +54,16 @@ export interface PolicyTokens {
  * dL/dlogπ = −A·r when the unclipped term is active and 0 when a clip (or the log-ratio clamp) binds.
  */
 export function ppoPolicyLoss(
-  a: PolicyTokens & { aggMode: LossAggMode } & PPOClipConfig,
+  a: PolicyTokens & { lossAgg: LossAggMode } & PPOClipConfig,
 ): { loss: number; grad: { logprobs: Float64Array }; stats: PPOStats } {
-  const { logprobs, oldLogprobs, advantages, mask, B, T, aggMode, norm } = a;
+  const { logprobs, oldLogprobs, advantages, mask, B, T, lossAgg, norm } = a;
   const { clipRatioLow: epsLow, clipRatioHigh: epsHigh, clipRatioC: c } = a;
   const clamp = a.logRatioClamp ?? 20;
   checkTokens('logprobs', logprobs, B, T);
   checkTokens('oldLogprobs', oldLogprobs, B, T);
   checkTokens('advantages', advantages, B, T);
   if (!(c > 1)) throw new RangeError(`clipRatioC must be > 1 (or Infinity to disable dual clip), got ${c}.`);
-  const w = aggWeights(mask, B, T, aggMode, norm);
+  const w = aggWeights(mask, B, T, lossAgg, norm);
   const grad = new Float64Array(B * T);
   let loss = 0;
   let n = 0;
@@ -126,12 +126,12 @@ export function entropyBonus(a: {
   B: number;
   T: number;
   coef: number;
-  aggMode: LossAggMode;
+  lossAgg: LossAggMode;
   norm?: AggNorm;
 }): { loss: number; grad: { entropy: Float64Array }; stats: { entropy: number } } {
-  const { entropy, mask, B, T, coef, aggMode, norm } = a;
+  const { entropy, mask, B, T, coef, lossAgg, norm } = a;
   checkTokens('entropy', entropy, B, T);
-  const w = aggWeights(mask, B, T, aggMode, norm);
+  const w = aggWeights(mask, B, T, lossAgg, norm);
   const g = new Float64Array(B * T);
   let loss = 0;
   for (let i = 0; i < B * T; i++) {
@@ -144,7 +144,7 @@ export function entropyBonus(a: {
 
 /** Settings of the full actor loss (PPO clip + entropy bonus + optional KL loss); the config's `algo.*` holds the defaults. */
 export interface ActorLossConfig extends PPOClipConfig {
-  aggMode: LossAggMode;
+  lossAgg: LossAggMode;
   /** Entropy bonus coefficient (`algo.entropyCoeff`, veRL's `entropy_coeff`); 0 disables the entropy term. */
   entropyCoeff: number;
   /** KL loss coefficient (`algo.kl.coef` when `algo.kl.useKlLoss`, veRL's `kl_loss_coef`); 0 disables the KL term. */
@@ -174,7 +174,7 @@ export function actorLoss(
   let entropy = 0;
   if (entropyCoeff !== 0) {
     if (a.entropy === undefined) throw new TypeError('actorLoss: entropyCoeff is non-zero but no per-token `entropy` was given.');
-    const e = entropyBonus({ entropy: a.entropy, mask, B, T, coef: entropyCoeff, aggMode: cfg.aggMode, ...(norm !== undefined ? { norm } : {}) });
+    const e = entropyBonus({ entropy: a.entropy, mask, B, T, coef: entropyCoeff, lossAgg: cfg.lossAgg, ...(norm !== undefined ? { norm } : {}) });
     entropyLoss = e.loss;
     entropy = e.stats.entropy;
     grad.entropy = e.grad.entropy;
@@ -193,7 +193,7 @@ export function actorLoss(
       T,
       estimator: cfg.klEstimator,
       coef: klCoef,
-      aggMode: cfg.aggMode,
+      lossAgg: cfg.lossAgg,
       ...(norm !== undefined ? { norm } : {}),
     });
     kLoss = k.loss;

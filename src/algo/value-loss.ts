@@ -19,15 +19,15 @@ export function clippedValueLoss(a: {
   T: number;
   /** ε of the clip around the old values (the config's `algo.valueClip`). */
   valueClip: number;
-  aggMode: LossAggMode;
+  lossAgg: LossAggMode;
   norm?: AggNorm;
 }): { loss: number; grad: { values: Float64Array }; stats: { vfClipfrac: number; vpredMean: number; tokens: number } } {
-  const { values, oldValues, returns, mask, B, T, aggMode, norm } = a;
+  const { values, oldValues, returns, mask, B, T, lossAgg, norm } = a;
   const eps = a.valueClip;
   checkTokens('values', values, B, T);
   checkTokens('oldValues', oldValues, B, T);
   checkTokens('returns', returns, B, T);
-  const w = aggWeights(mask, B, T, aggMode, norm);
+  const w = aggWeights(mask, B, T, lossAgg, norm);
   const grad = new Float64Array(B * T);
   let loss = 0;
   let n = 0;

@@ -37,7 +37,7 @@ describe('metric names', () => {
   it('describe actor/pg_clipfrac_lower as the fraction of all loss tokens, which is what the loss reports', () => {
     // 4 loss tokens: one A > 0, three A < 0 of which one is past the dual clip (r = e^2 > c = 3).
     const { stats } = ppoPolicyLoss({
-      logprobs: [0, 0, 0, 2], oldLogprobs: [0, 0, 0, 0], advantages: [1, -1, -1, -1], mask: [1, 1, 1, 1], B: 1, T: 4, aggMode: 'token-mean', clipRatioLow: 0.2, clipRatioHigh: 0.28, clipRatioC: 3,
+      logprobs: [0, 0, 0, 2], oldLogprobs: [0, 0, 0, 0], advantages: [1, -1, -1, -1], mask: [1, 1, 1, 1], B: 1, T: 4, lossAgg: 'token-mean', clipRatioLow: 0.2, clipRatioHigh: 0.28, clipRatioC: 3,
     });
     expect(stats.clipfracDual).toBe(1 / 4); // of all loss tokens; of the negative-advantage ones it would be 1/3
     expect(describeMetric('actor/pg_clipfrac_lower')).toMatch(/of all loss tokens/);

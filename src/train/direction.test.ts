@@ -224,7 +224,7 @@ async function logprobs(engine: TrainableEngine, tokens: ReturnType<typeof micro
 }
 
 const schedule = { miniBatchSize: 4, microBatchSize: 2, epochs: 1, shuffleSeed: null, horizon: 8 };
-const actorLoss = { aggMode: 'token-mean', clipRatioLow: 0.2, clipRatioHigh: 0.28, clipRatioC: 3, logRatioClamp: 20, entropyCoeff: 0, klCoef: 0, klEstimator: 'k1' } as const;
+const actorLoss = { lossAgg: 'token-mean', clipRatioLow: 0.2, clipRatioHigh: 0.28, clipRatioC: 3, logRatioClamp: 20, entropyCoeff: 0, klCoef: 0, klEstimator: 'k1' } as const;
 
 /** Mean change of log π over the loss tokens of rows with A > 0 and with A < 0 after one actor update at `lr`. */
 async function actorStep(lr: number): Promise<{ up: number; down: number }> {
@@ -283,7 +283,7 @@ describe('one update moves a real model in the direction of its loss', () => {
     };
     const before = await values();
     const data: UpdateBatch = { tokens, oldLogprobs: new Float64Array(before.length), advantages, returns, values: before };
-    await updateCritic(engine, data, { aggMode: 'token-mean', valueClip: 10 }, schedule, { lr: 1e-3, weightDecay: 0 });
+    await updateCritic(engine, data, { lossAgg: 'token-mean', valueClip: 10 }, schedule, { lr: 1e-3, weightDecay: 0 });
     const after = await values();
     engine.dispose();
     expect(loss(after)).toBeLessThan(loss(before) - 1e-3);

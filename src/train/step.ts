@@ -176,7 +176,7 @@ export async function starpoStep(ctx: StepContext, step: number): Promise<StepOu
   } else if (algo.kl.useKlLoss) metrics['actor/kl_coef'] = algo.kl.coef;
   const adv = computeAdvantage(
     { rewards, mask: tokens.lossMask, B, T, ...(values ? { values } : {}), groupIds: tokens.groupIds, episodeIds: tokens.episodeIds, turnIds: tokens.turnIds },
-    { estimator: algo.advEstimator, gamma: algo.gamma, lambda: algo.lambda, gammaTurn: algo.gammaTurn, ...(algo.normAdvantages !== null ? { whiten: algo.normAdvantages } : {}) },
+    { advEstimator: algo.advEstimator, gamma: algo.gamma, lambda: algo.lambda, gammaTurn: algo.gammaTurn, ...(algo.normAdvantages !== null ? { normAdvantages: algo.normAdvantages } : {}) },
   );
   let advantages = adv.advantages;
   const mods = algo.modifiers;
@@ -201,7 +201,7 @@ export async function starpoStep(ctx: StepContext, step: number): Promise<StepOu
   if (critic) {
     t0 = performance.now();
     const settings = optimizerSettings(config, 'critic', step);
-    const c = await updateCritic(engine, data, { aggMode: algo.lossAgg, valueClip: algo.valueClip }, schedule, settings);
+    const c = await updateCritic(engine, data, { lossAgg: algo.lossAgg, valueClip: algo.valueClip }, schedule, settings);
     // A shared-trunk critic's backward also reaches the policy trunk: drop that gradient so the actor's update
     // is its own loss's alone (the trunk learns from the policy loss; the value head from the value loss).
     if (config.model.critic.mode === 'shared') engine.zeroGrad('policy');
@@ -221,7 +221,7 @@ export async function starpoStep(ctx: StepContext, step: number): Promise<StepOu
       engine,
       data,
       {
-        aggMode: algo.lossAgg,
+        lossAgg: algo.lossAgg,
         clipRatioLow: algo.clipRatioLow,
         clipRatioHigh: algo.clipRatioHigh,
         clipRatioC: algo.clipRatioC,

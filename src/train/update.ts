@@ -141,7 +141,7 @@ export interface CriticUpdateStats {
 export async function updateCritic(
   engine: TrainableEngine,
   data: UpdateBatch,
-  loss: { aggMode: LossAggMode; valueClip: number },
+  loss: { lossAgg: LossAggMode; valueClip: number },
   schedule: BatchSchedule,
   optimizer: OptimizerSettings,
 ): Promise<CriticUpdateStats> {
@@ -164,7 +164,7 @@ export async function updateCritic(
           B: batch.B,
           T,
           valueClip: loss.valueClip,
-          aggMode: loss.aggMode,
+          lossAgg: loss.lossAgg,
           norm,
         });
         sum.loss += r.loss;
