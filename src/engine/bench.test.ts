@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { modelConfig } from '../model/index.js';
-import { backendAvailable } from '../tensor/index.js';
+import { testBackend } from '../tensor/testing.js';
 import { BENCH_MODEL, decodeWeightFlops, runEngineBench } from './bench.js';
 
 describe('engine benchmark workload', () => {
@@ -24,7 +24,7 @@ describe('engine benchmark workload', () => {
     expect(decodeWeightFlops(c, w)).toBe(2 * (2 * (2 * (120 + 16) + 2 * 120 + 40) + 2 * 1 * (2 * 120 + 40)));
   });
 
-  it.skipIf(!backendAvailable('wasm'))('reports the f32x4 multiply-add peak beside the wasm decode rate, and not for js', async () => {
+  it.skipIf(!testBackend('wasm'))('reports the f32x4 multiply-add peak beside the wasm decode rate, and not for js', async () => {
     const tiny = modelConfig({ vocabSize: 64, hiddenSize: 16, intermediateSize: 24, numLayers: 1, numHeads: 2, numKvHeads: 1 });
     const w = { batch: 1, seq: 4, steps: 1, decodeBatch: 2, prompt: 3, newTokens: 2 };
     const wasm = await runEngineBench('wasm', w, tiny);

@@ -1,7 +1,8 @@
 // The fused decode step (native and wasm kernels) against the op-by-op reference path (and teacher forcing): odd sizes,
 // left padding, GQA and plain MHA, q/k/v and o biases, q/k norm, LoRA merged, stops that compact the batch.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { backendAvailable, getBackend, liveTensors, noGrad, setBackend } from '../tensor/index.js';
+import { getBackend, liveTensors, noGrad, setBackend } from '../tensor/index.js';
+import { testBackend } from '../tensor/testing.js';
 import { modelConfig, type ModelConfig } from './config.js';
 import { FastDecoder, hasFastDecode } from './decode-fast.js';
 import { packSequences, tokenForward, unpack } from './forward.js';
@@ -9,7 +10,7 @@ import { generate, type GenerateOptions } from './generate.js';
 import { LoraAdapters } from './lora.js';
 import { Transformer } from './transformer.js';
 
-const backends = (['native', 'wasm'] as const).filter((b) => backendAvailable(b) && hasFastDecode((setBackend(b), getBackend())));
+const backends = (['native', 'wasm'] as const).filter((b) => testBackend(b) && hasFastDecode((setBackend(b), getBackend())));
 setBackend('js');
 
 const cases: [string, ModelConfig][] = [
@@ -69,7 +70,7 @@ describe.skipIf(backends.length === 0).each(backends)('fused decode step [%s]', 
   });
 });
 
-describe.skipIf(!backendAvailable('wasm'))('fused prefill [wasm]', () => {
+describe.skipIf(!testBackend('wasm'))('fused prefill [wasm]', () => {
   beforeAll(() => void setBackend('wasm'));
   afterAll(() => void setBackend('js'));
 

@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { findTorchPython, TORCH_MISSING } from '../engine/python.js';
-import { add, backendAvailable, mul, noGrad, scale, setBackend, square, sum, tensor, type BackendName, type Tensor } from '../tensor/index.js';
+import { add, mul, noGrad, scale, setBackend, square, sum, tensor, type BackendName, type Tensor } from '../tensor/index.js';
+import { testBackend } from '../tensor/testing.js';
 import { Rng } from '../util/index.js';
 import { saveModel } from './checkpoint.js';
 import { modelConfig, type ModelConfig } from './config.js';
@@ -92,7 +93,7 @@ function ours(model: Transformer, valueHead: ValueHead | null): WeightMap {
   return result;
 }
 
-const backends = (['js', 'wasm', 'native'] as BackendName[]).filter((b) => backendAvailable(b));
+const backends = (['js', 'wasm', 'native'] as BackendName[]).filter(testBackend);
 
 describe('the model matches a plain PyTorch implementation', () => {
   const refs: WeightMap[] = [];

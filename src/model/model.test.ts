@@ -2,7 +2,8 @@ import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { backendAvailable, liveTensors, noGrad, setBackend } from '../tensor/index.js';
+import { liveTensors, noGrad, setBackend } from '../tensor/index.js';
+import { testBackend } from '../tensor/testing.js';
 import { ConfigError } from '../util/index.js';
 import { loadModel, saveModel } from './checkpoint.js';
 import { countParameters, modelConfig } from './config.js';
@@ -53,7 +54,7 @@ describe('Transformer', () => {
 describe('generate', () => {
   beforeAll(() => setBackend('js'));
 
-  for (const backend of (['js', 'wasm', 'native'] as const).filter((b) => backendAvailable(b))) {
+  for (const backend of (['js', 'wasm', 'native'] as const).filter(testBackend)) {
     it(`log-probs of sampled tokens equal teacher-forced log-probs (left-padded prompts of different lengths) [${backend}]`, () => {
       setBackend(backend);
       const m = Transformer.init(config, 2, 0.3);

@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { Rng } from '../util/index.js';
 import type { Backend, Buf, UnaryOp } from './backend.js';
 import { UNARY_OPS } from './backend.js';
-import { backendAvailable, loadBackend } from './index.js';
+import { loadBackend } from './index.js';
+import { testBackend } from './testing.js';
 
 const ref = loadBackend('js');
 
@@ -27,8 +28,8 @@ function relErr(be: Backend, r: Buf, b: Buf, n = r.length): number {
 }
 
 for (const name of ['wasm', 'native'] as const) {
-  describe.runIf(backendAvailable(name))(`${name} kernels match the reference`, () => {
-    const be = backendAvailable(name) ? loadBackend(name) : ref;
+  describe.runIf(testBackend(name))(`${name} kernels match the reference`, () => {
+    const be = testBackend(name) ? loadBackend(name) : ref;
     const rng = new Rng(42);
 
     const gemmShapes: [number, number, number, number][] = [

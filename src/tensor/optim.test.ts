@@ -1,9 +1,10 @@
 // AdamW against a hand-computed step, gradient clipping, the non-finite check, for every backend.
 import { describe, expect, it } from 'vitest';
-import { AdamW, backendAvailable, clipGradNorm, gradsAreFinite, mul, setBackend, sum, tensor, tidy } from './index.js';
+import { AdamW, clipGradNorm, gradsAreFinite, mul, setBackend, sum, tensor, tidy } from './index.js';
+import { testBackend } from './testing.js';
 
 for (const backend of ['js', 'wasm', 'native'] as const) {
-  describe.runIf(backendAvailable(backend))(`optim on ${backend}`, () => {
+  describe.runIf(testBackend(backend))(`optim on ${backend}`, () => {
     it('AdamW takes two steps exactly as the formula says', () => {
       setBackend(backend);
       const p = tensor([1, -2, 0.5], [3], { requiresGrad: true });

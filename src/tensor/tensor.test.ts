@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../util/index.js';
 import * as T from './index.js';
+import { testBackend } from './testing.js';
 
 describe('autograd', () => {
   it('backward on a non-scalar needs a seed gradient and uses it', () => {
@@ -59,7 +60,7 @@ describe('autograd', () => {
 });
 
 for (const backend of ['js', 'wasm', 'native'] as const) {
-  describe.runIf(T.backendAvailable(backend))(`lifetimes on ${backend}`, () => {
+  describe.runIf(testBackend(backend))(`lifetimes on ${backend}`, () => {
     it('1,000 tidy training steps do not grow the number of live tensors', () => {
       T.setBackend(backend);
       const rng = new Rng(3);
