@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import '../env/builtins.js';
-import { loadConfig } from './config.js';
+import { loadConfig } from '../config/index.js';
 import { train } from './trainer.js';
 
 const MODEL = join(import.meta.dirname, '../../models/ragen-tiny');
@@ -28,7 +28,7 @@ const SMOKE = [
   `env.val=[{tag: Bandit, groups: ${VAL_SEEDS}}]`,
   'env.config={Bandit: {hiArmHiscoreProb: 1}}',
   'generation.val.greedy=true',
-  'generation.maxNewTokens=32',
+  'agent.maxNewTokens=32',
   'trainer.steps=6',
   'trainer.actorLr=3e-4',
   'trainer.miniBatchSize=16',
