@@ -25,7 +25,7 @@ describe('ragen eval', () => {
     for (const m of Object.values(report.metrics)) expect(m['format_error_rate']).toBe(0);
     const lines = readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
     expect(lines).toHaveLength(32);
-    expect(lines[8]).toMatchObject({ metadata: { env: 'CoordFrozenLake', seed: 131, group: 8, success: true } });
+    expect(lines[8]).toMatchObject({ env: 'CoordFrozenLake', seed: 131, group: 8, success: true, end_reason: 'terminated' });
     expect(lines[8].messages[0].role).toBe('system');
     expect(lines[8].messages.at(-1).content).toMatch(/^<think><\/think><answer>.*<\/answer>$/);
   });
