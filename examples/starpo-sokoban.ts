@@ -3,8 +3,8 @@
 // Built only from the package's public API; `ragen train` (src/train) is the full trainer with checkpoints,
 // validation schedules, early stops and metrics files. In your own project import from 'ragen-ts'.
 //
-//   npx tsx examples/starpo-sokoban.ts                        # GRPO, 20 steps on models/ragen-tiny
-//   npx tsx examples/starpo-sokoban.ts --advantage gae --steps 40
+//   npx tsx examples/starpo-sokoban.ts                        # PPO with GAE, 60 steps on models/ragen-tiny
+//   npx tsx examples/starpo-sokoban.ts --advantage grpo --steps 20
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import {
@@ -45,8 +45,8 @@ export interface Args {
 }
 
 export const DEFAULTS: Args = {
-  model: 'models/ragen-tiny', env: 'SimpleSokoban', steps: 20, groups: 8, groupSize: 8, maxTurns: 5, maxNewTokens: 64,
-  advantage: 'grpo', gamma: 1, lambda: 1, filterTopP: 0.9, actorLr: 1e-4, criticLr: 3e-4, clipLow: 0.2, clipHigh: 0.28,
+  model: 'models/ragen-tiny', env: 'SimpleSokoban', steps: 60, groups: 8, groupSize: 8, maxTurns: 5, maxNewTokens: 64,
+  advantage: 'gae', gamma: 1, lambda: 1, filterTopP: 0.9, actorLr: 1e-4, criticLr: 3e-4, clipLow: 0.2, clipHigh: 0.28,
   entropyCoeff: 0.001, miniBatchSize: 32, epochs: 1, maxGradNorm: 1, temperature: 1, valEpisodes: 64, seed: 10000, verbose: true,
 };
 

@@ -67,6 +67,7 @@ export class TokenStats {
   }
 }
 
+/** The in-process engine: policy (optionally LoRA), frozen reference and critic on our own kernels (src/model, src/tensor). */
 export class LocalEngine implements TrainableEngine {
   readonly kind = 'local';
   /** Token counters of forward / backward (see TokenStats). */
