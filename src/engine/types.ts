@@ -42,6 +42,10 @@ export interface ForwardResult {
   values?: Float32Array;
 }
 
+/**
+ * What the agent loop and the trainer ask of any policy backend: batched sampling that keeps the exact ids and their
+ * log-probs, and teacher-forced per-token outputs of a role's model on a token batch.
+ */
 export interface Engine {
   /** e.g. 'local', 'torch', 'openai'. */
   readonly kind: string;
