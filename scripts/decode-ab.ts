@@ -11,7 +11,7 @@ import { setBackend, type BackendName } from '../src/tensor/index.js';
 import { Rng } from '../src/util/index.js';
 
 const { values } = parseArgs({ options: { backend: { type: 'string', default: 'wasm' }, rounds: { type: 'string', default: '3' }, 'new-tokens': { type: 'string', default: String(DEFAULT_WORKLOAD.newTokens) }, only: { type: 'string' } } });
-await setBackend(values.backend as BackendName);
+setBackend(values.backend as BackendName);
 const model = Transformer.init(BENCH_MODEL, 0);
 const w = DEFAULT_WORKLOAD;
 const rng = new Rng(0);

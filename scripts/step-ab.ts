@@ -12,11 +12,12 @@ import { FastDecoder } from '../src/model/decode-fast.js';
 import { generate, Transformer } from '../src/model/index.js';
 import { CONTROL_ADDR } from '../src/tensor/arena.js';
 import { setBackend } from '../src/tensor/index.js';
+import type { WasmBackend } from '../src/tensor/wasm-backend.js';
 import { Rng } from '../src/util/index.js';
 
 const EXPERIMENT_ADDR = CONTROL_ADDR + 60; // unused by the thread pool (src/tensor/thread-pool.ts)
 const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' } } });
-await setBackend('wasm');
+const arena = (setBackend('wasm') as WasmBackend).arena;
 const model = Transformer.init(BENCH_MODEL, 0);
 const w = DEFAULT_WORKLOAD;
 const rng = new Rng(0);
@@ -27,9 +28,9 @@ const ratios: number[] = []; // each odd step's time over the even step before i
 let steps = 0, previous = 0;
 const proto = FastDecoder.prototype as unknown as Record<string, (...a: unknown[]) => unknown>;
 const [step, prefill] = [proto.step!, proto.prefill!];
-proto.step = function (this: { arena: { i32: Int32Array } }, ...a: unknown[]) {
+proto.step = function (this: unknown, ...a: unknown[]) {
   const variant = steps++ % 2;
-  this.arena.i32[EXPERIMENT_ADDR >> 2] = variant;
+  arena.i32[EXPERIMENT_ADDR >> 2] = variant;
   const t0 = performance.now();
   const r = step.apply(this, a);
   const ms = performance.now() - t0;
@@ -38,8 +39,8 @@ proto.step = function (this: { arena: { i32: Int32Array } }, ...a: unknown[]) {
   previous = ms;
   return r;
 };
-proto.prefill = function (this: { arena: { i32: Int32Array } }, ...a: unknown[]) {
-  this.arena.i32[EXPERIMENT_ADDR >> 2] = 0;
+proto.prefill = function (this: unknown, ...a: unknown[]) {
+  arena.i32[EXPERIMENT_ADDR >> 2] = 0;
   steps = 0;
   return prefill.apply(this, a);
 };
