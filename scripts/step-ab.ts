@@ -1,8 +1,8 @@
-// Paired A/B of a wasm decode-kernel change, for a host too noisy for separate timed runs (decode calls swing 10-30%
-// from one minute to the next here, while a change worth having may be 3%). The control block's last int
+// Paired A/B of a wasm decode-kernel change, for a host too noisy for separate timed runs (decode calls swing more from
+// one minute to the next than a change worth having). The control block's last int
 // (EXPERIMENT_ADDR) is set before each fused decode step: 0 on even steps, 1 on odd ones. To compare two versions of a
 // kernel, branch on it in assembly/ for the experiment, e.g. `if (load<i32>(512 * 1024 + 60) == 1) { new } else { old }`,
-// rebuild (`RAGEN_NO_NATIVE=1 node scripts/build-kernels.mjs`) and run this. Neighbouring steps are ~11 ms apart,
+// rebuild (`RAGEN_NO_NATIVE=1 node scripts/build-kernels.mjs`) and run this. Neighbouring steps are milliseconds apart,
 // so the host's slow spells hit both versions alike. With no kernel reading the flag it is an A/A run: its spread is
 // the noise floor. Take the branch out again before committing.
 // Usage: npx tsx scripts/step-ab.ts [--rounds 3]
