@@ -34,6 +34,8 @@ export class FastDecoder {
   private readonly logits: Tensor;
   private readonly probs: Tensor;
   private readonly lse: Tensor;
+  /** Where `sample` reads the logits or probabilities out (reused: a step's are large). */
+  private readonly readOut: Float32Array;
   private rowsReady = 0;
   private tempReady = 0;
   /** Rows of h and tab: the batch, or a prefill chunk. */
@@ -81,6 +83,7 @@ export class FastDecoder {
     this.logits = alloc(maxBatch * V);
     this.probs = alloc(maxBatch * V);
     this.lse = alloc(maxBatch);
+    this.readOut = new Float32Array(maxBatch * V);
     const half = D / 2;
     const rope = new Float32Array(capacity * D);
     for (let i = 0; i < half; i++) {
@@ -187,14 +190,14 @@ export class FastDecoder {
     const tokens = new Int32Array(B);
     const logprobs = new Float32Array(B);
     if (this.tempReady === 0) {
-      const z = be.read(this.logits.buf, 0, B * V);
+      const z = be.read(this.logits.buf, 0, B * V, this.readOut);
       for (let b = 0; b < B; b++) {
         const tok = argmax(z, b * V, V);
         tokens[b] = tok;
         logprobs[b] = z[b * V + tok]! - lse[b]!;
       }
     } else {
-      const probs = be.read(this.probs.buf, 0, B * V);
+      const probs = be.read(this.probs.buf, 0, B * V, this.readOut);
       for (let b = 0; b < B; b++) {
         const tok = sampler.pick(probs, b * V, settings, rngs[b]!, true);
         tokens[b] = tok;

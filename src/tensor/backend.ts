@@ -73,8 +73,11 @@ export interface Backend {
   alloc(n: number): Buf;
   free(buf: Buf): void;
   write(buf: Buf, src: ArrayLike<number>, offset?: number): void;
-  /** A copy of `length` elements from `offset` (an explicit read-out: data may not live in JS memory). */
-  read(buf: Buf, offset?: number, length?: number): Float32Array;
+  /**
+   * A copy of `length` elements from `offset` (an explicit read-out: data may not live in JS memory). With `out` (at
+   * least `length` long) a backend may copy into it instead of a new array: the copy is the returned array either way.
+   */
+  read(buf: Buf, offset?: number, length?: number, out?: Float32Array): Float32Array;
   fill(buf: Buf, value: number, offset?: number, length?: number): void;
   /** rows x cols block copy between strided layouts; adds into dst when accumulate. */
   copyBlock(src: Buf, srcOff: number, srcStride: number, dst: Buf, dstOff: number, dstStride: number, rows: number, cols: number, accumulate: boolean): void;

@@ -99,9 +99,11 @@ export class WasmBackend implements Backend {
   write(buf: Buf, src: ArrayLike<number>, offset = 0): void {
     this.arena.f32.set(src, (p(buf) >>> 2) + offset);
   }
-  read(buf: Buf, offset = 0, length = buf.length - offset): Float32Array {
+  read(buf: Buf, offset = 0, length = buf.length - offset, out?: Float32Array): Float32Array {
     const s = (p(buf) >>> 2) + offset;
-    return this.arena.f32.slice(s, s + length);
+    if (!out || out.length < length) return this.arena.f32.slice(s, s + length);
+    out.set(this.arena.f32.subarray(s, s + length));
+    return out.subarray(0, length);
   }
   fill(buf: Buf, value: number, offset = 0, length = buf.length - offset): void {
     this.k.fill(p(buf) + offset * 4, length, value);
