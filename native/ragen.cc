@@ -368,11 +368,8 @@ static bool get_args(napi_env env, napi_callback_info info, const char* name, si
 static bool read_args(napi_env env, napi_callback_info info, const char* name, size_t n, double* a) {
   napi_value argv[MAX_ARGS];
   if (!get_args(env, info, name, n, argv)) return false;
-  for (size_t i = 0; i < n; i++) {
-    napi_valuetype t;
-    if (napi_typeof(env, argv[i], &t) != napi_ok || t != napi_number) return fail(env, "ragen native %s: argument %zu must be a number", name, i);
-    if (napi_get_value_double(env, argv[i], &a[i]) != napi_ok) return fail(env, "ragen native %s: cannot read argument %zu as a number", name, i);
-  }
+  for (size_t i = 0; i < n; i++)  // napi_number_expected for anything but a number
+    if (napi_get_value_double(env, argv[i], &a[i]) != napi_ok) return fail(env, "ragen native %s: argument %zu must be a number", name, i);
   if (g_base == nullptr) return fail(env, "ragen native %s: setMemory has not been called", name);
   return true;
 }
