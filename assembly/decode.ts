@@ -184,8 +184,8 @@ function weightedSum2(p0: usize, p1: usize, V: usize, S: i32, D: i32, o0: usize,
  * Reads one 16-byte word of every 64-byte line of two blocks of `bytes` each, the two in step, and returns their OR
  * (the caller stores it, so the loads are kept). A decode step's keys and values come from memory (the batch's cache
  * is larger than the caches): read this way, with nothing between the loads, they stream in at the memory's rate, and
- * the attention arithmetic that follows reads them from cache. Straight into the arithmetic, they arrived 2-3x
- * slower (wasm has no prefetch instruction).
+ * the attention arithmetic that follows reads them from cache. Straight into the arithmetic, they arrived several
+ * times slower (wasm has no prefetch instruction).
  */
 function pull2(p: usize, q: usize, bytes: usize): i32 {
   let a = i32x4.splat(0), b = a, c = a, d = a;

@@ -96,9 +96,8 @@ function micro(kc: i32, pa: usize, pb: usize, c: usize, ldc: i32, m: i32, n: i32
 
 /**
  * C (M x N, ldc) (= or +=) alpha * pa pb for M and N multiples of MR and NR (packed over K as packA / packB make them):
- * the 4 x 8 micro-kernel with the loops over tiles around it in one function. A call per tile made the wasm decode
- * step 5-7% slower in paired A/Bs on a busy host (no difference in one on a quiet one). Inlined: `micro` runs its full
- * tiles through it, and as a call that made the train step about 2% slower (paired A/Bs; inlined: 0.98-1.00).
+ * the 4 x 8 micro-kernel with the loops over tiles around it in one function (a call per tile slowed the decode step
+ * down). Inlined, also into `micro`, which runs its full tiles through it (as a call it slowed the train step down).
  */
 // @ts-ignore: decorator
 @inline function tiles(M: i32, N: i32, K: i32, pa: usize, pb: usize, c: usize, ldc: i32, alpha: f32, beta: i32): void {

@@ -5,6 +5,8 @@
 #include <immintrin.h>
 #include <algorithm>
 #include <cmath>
+#include <cstdarg>
+#include <cstdio>
 #include <cstdint>
 #include <cstring>
 #include <atomic>
@@ -22,45 +24,77 @@ static size_t g_size = 0;
 static inline float* F(double off) { return reinterpret_cast<float*>(g_base + static_cast<size_t>(off)); }
 static inline int32_t* I(double off) { return reinterpret_cast<int32_t*>(g_base + static_cast<size_t>(off)); }
 
-// ---------- own gemm: C = alpha op(A) op(B) + beta C, packed 6x16 AVX2/FMA micro-kernel ----------
+static inline float hsum8(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_hadd_ps(s, s);
+  s = _mm_hadd_ps(s, s);
+  return _mm_cvtss_f32(s);
+}
+
+// ---------- the 6x16 AVX2/FMA micro-kernel of both packed GEMMs (own::gemm and decode.inc's gemm_panels) ----------
+namespace tile {
+constexpr int MR = 6, NR = 16;  // 6 x 16 outputs = 12 accumulators
+
+/**
+ * C (M, ncols) = alpha A P (+ bias) (+ C when acc), M <= MR: A packed k-major in a block of MR rows (MR floats per k,
+ * the first M used), P a panel of B packed k-major (NR floats per k, ncols <= NR of them real).
+ */
+template <int M>
+static inline void micro(int K, const float* A, const float* P, float* C, int ldc, int ncols, float alpha, const float* bias, bool acc) {
+  __m256 s[M][2];
+  for (int i = 0; i < M; i++) s[i][0] = s[i][1] = _mm256_setzero_ps();
+  for (int k = 0; k < K; k++) {
+    __m256 b0 = _mm256_loadu_ps(P + (size_t)k * NR), b1 = _mm256_loadu_ps(P + (size_t)k * NR + 8);
+    for (int i = 0; i < M; i++) {
+      __m256 a = _mm256_broadcast_ss(A + (size_t)k * MR + i);
+      s[i][0] = _mm256_fmadd_ps(a, b0, s[i][0]);
+      s[i][1] = _mm256_fmadd_ps(a, b1, s[i][1]);
+    }
+  }
+  __m256 al = _mm256_set1_ps(alpha), bv0 = _mm256_setzero_ps(), bv1 = bv0;
+  if (bias) {
+    alignas(32) float bb[NR];
+    for (int c = 0; c < NR; c++) bb[c] = c < ncols ? bias[c] : 0.f;
+    bv0 = _mm256_load_ps(bb);
+    bv1 = _mm256_load_ps(bb + 8);
+  }
+  for (int i = 0; i < M; i++) {
+    float* row = C + (size_t)i * ldc;
+    __m256 r0 = s[i][0], r1 = s[i][1];
+    if (alpha != 1.f) { r0 = _mm256_mul_ps(r0, al); r1 = _mm256_mul_ps(r1, al); }
+    if (bias) { r0 = _mm256_add_ps(r0, bv0); r1 = _mm256_add_ps(r1, bv1); }
+    if (ncols == NR) {
+      if (acc) { r0 = _mm256_add_ps(r0, _mm256_loadu_ps(row)); r1 = _mm256_add_ps(r1, _mm256_loadu_ps(row + 8)); }
+      _mm256_storeu_ps(row, r0);
+      _mm256_storeu_ps(row + 8, r1);
+    } else {
+      alignas(32) float t[NR];
+      _mm256_store_ps(t, r0);
+      _mm256_store_ps(t + 8, r1);
+      for (int c = 0; c < ncols; c++) row[c] = acc ? row[c] + t[c] : t[c];
+    }
+  }
+}
+
+/** micro<m> for a block of m <= MR rows. */
+static inline void block(int m, int K, const float* A, const float* P, float* C, int ldc, int ncols, float alpha, const float* bias, bool acc) {
+  switch (m) {
+    case 6: micro<6>(K, A, P, C, ldc, ncols, alpha, bias, acc); break;
+    case 5: micro<5>(K, A, P, C, ldc, ncols, alpha, bias, acc); break;
+    case 4: micro<4>(K, A, P, C, ldc, ncols, alpha, bias, acc); break;
+    case 3: micro<3>(K, A, P, C, ldc, ncols, alpha, bias, acc); break;
+    case 2: micro<2>(K, A, P, C, ldc, ncols, alpha, bias, acc); break;
+    default: micro<1>(K, A, P, C, ldc, ncols, alpha, bias, acc); break;
+  }
+}
+}  // namespace tile
+
+// ---------- own gemm: C = alpha op(A) op(B) + beta C, blocked and packed for tile::micro ----------
 namespace own {
-constexpr int MR = 6, NR = 16, KC = 256, MC = 120, NC = 2048;
+constexpr int MR = tile::MR, NR = tile::NR, KC = 256, MC = 120, NC = 2048;
 static thread_local std::vector<float> packA, packB;
 
 static inline float at(const float* X, bool t, int ld, int i, int k) { return t ? X[(size_t)k * ld + i] : X[(size_t)i * ld + k]; }
-
-static void micro(int kc, const float* pa, const float* pb, float* c, int ldc, int m, int n, float alpha, bool beta) {
-  __m256 acc[MR][2];
-  for (int i = 0; i < MR; i++) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
-  for (int k = 0; k < kc; k++) {
-    __m256 b0 = _mm256_loadu_ps(pb), b1 = _mm256_loadu_ps(pb + 8);
-    for (int i = 0; i < MR; i++) {
-      __m256 a = _mm256_broadcast_ss(pa + i);
-      acc[i][0] = _mm256_fmadd_ps(a, b0, acc[i][0]);
-      acc[i][1] = _mm256_fmadd_ps(a, b1, acc[i][1]);
-    }
-    pa += MR;
-    pb += NR;
-  }
-  __m256 al = _mm256_set1_ps(alpha);
-  if (m == MR && n == NR) {
-    for (int i = 0; i < MR; i++) {
-      float* row = c + (size_t)i * ldc;
-      __m256 r0 = _mm256_mul_ps(acc[i][0], al), r1 = _mm256_mul_ps(acc[i][1], al);
-      if (beta) { r0 = _mm256_add_ps(r0, _mm256_loadu_ps(row)); r1 = _mm256_add_ps(r1, _mm256_loadu_ps(row + 8)); }
-      _mm256_storeu_ps(row, r0);
-      _mm256_storeu_ps(row + 8, r1);
-    }
-    return;
-  }
-  alignas(32) float tile[MR * NR];
-  for (int i = 0; i < MR; i++) {
-    _mm256_store_ps(tile + i * NR, _mm256_mul_ps(acc[i][0], al));
-    _mm256_store_ps(tile + i * NR + 8, _mm256_mul_ps(acc[i][1], al));
-  }
-  for (int i = 0; i < m; i++)
-    for (int j = 0; j < n; j++) c[(size_t)i * ldc + j] = (beta ? c[(size_t)i * ldc + j] : 0.f) + tile[i * NR + j];
-}
 
 static void gemm(bool tA, bool tB, int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb, bool accumulate, float* C, int ldc) {
   if (K == 0) {
@@ -90,8 +124,8 @@ static void gemm(bool tA, bool tB, int M, int N, int K, float alpha, const float
         }
         for (int jr = 0; jr < nc; jr += NR)
           for (int ir = 0; ir < mc; ir += MR)
-            micro(kc, packA.data() + (size_t)ir * kc, packB.data() + (size_t)jr * kc, C + (size_t)(ic + ir) * ldc + jc + jr, ldc,
-                  std::min(MR, mc - ir), std::min(NR, nc - jr), alpha, beta);
+            tile::block(std::min(MR, mc - ir), kc, packA.data() + (size_t)ir * kc, packB.data() + (size_t)jr * kc, C + (size_t)(ic + ir) * ldc + jc + jr,
+                        ldc, std::min(NR, nc - jr), alpha, nullptr, beta);
       }
     }
   }
@@ -106,13 +140,6 @@ static void gemm_any(bool tA, bool tB, int M, int N, int K, float alpha, const f
 #else
   own::gemm(tA, tB, M, N, K, alpha, A, lda, B, ldb, accumulate, C, ldc);
 #endif
-}
-
-static inline float hsum8_early(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_hadd_ps(s, s);
-  s = _mm_hadd_ps(s, s);
-  return _mm_cvtss_f32(s);
 }
 
 // ---------- a persistent helper thread with work stealing ----------
@@ -177,10 +204,7 @@ static void gemm_nt_small(int M, int N, int K, float alpha, const float* A, int 
     __m256 acc = _mm256_setzero_ps();
     int k = 0;
     for (; k + 8 <= K; k += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(x + k), _mm256_loadu_ps(y + k), acc);
-    __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-    s4 = _mm_hadd_ps(s4, s4);
-    s4 = _mm_hadd_ps(s4, s4);
-    float s = _mm_cvtss_f32(s4);
+    float s = hsum8(acc);
     for (; k < K; k++) s += x[k] * y[k];
     return s;
   };
@@ -204,7 +228,7 @@ static void gemm_nt_small(int M, int N, int K, float alpha, const float* A, int 
       }
       for (int r = 0; r < 2; r++)
         for (int q = 0; q < 4; q++) {
-          float v = hsum8_early(s[r][q]);
+          float v = hsum8(s[r][q]);
           const float* x = r ? a1 : a0;
           const float* y = b0 + (size_t)q * ldb;
           for (int kk = k; kk < K; kk++) v += x[kk] * y[kk];
@@ -262,13 +286,6 @@ static inline __m256 exp8(__m256 x) {
   return _mm256_mul_ps(y, _mm256_castsi256_ps(n));
 }
 
-static inline float hsum8(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_hadd_ps(s, s);
-  s = _mm_hadd_ps(s, s);
-  return _mm_cvtss_f32(s);
-}
-
 static inline float dot(const float* x, const float* y, int n) {
   __m256 acc = _mm256_setzero_ps();
   int i = 0;
@@ -320,24 +337,60 @@ static void split2(int n, double macs, Fn&& work) {  // work(p0, p1) over [0, n)
 }
 
 // ---------- N-API plumbing ----------
-#define ARGS(n)                                                   \
-  size_t argc = n;                                                \
-  napi_value argv[n];                                             \
-  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);     \
-  double a[n];                                                    \
-  for (size_t i = 0; i < n; i++) napi_get_value_double(env, argv[i], &a[i]);
+// Every call is checked at the boundary: a wrong argument count or type throws a TypeError naming the function (not
+// a read of garbage), as does any failed napi_* call, and no kernel runs before setMemory.
+constexpr size_t MAX_ARGS = 32;
+
+/** Throws `fmt` (printf-style) as a JS TypeError; returns false so callers can `return fail(...)`. */
+static bool fail(napi_env env, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+static bool fail(napi_env env, const char* fmt, ...) {
+  char msg[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  bool pending = false;
+  if (napi_is_exception_pending(env, &pending) == napi_ok && !pending) napi_throw_type_error(env, nullptr, msg);
+  return false;
+}
+
+/** The call's arguments into argv, exactly n of them. */
+static bool get_args(napi_env env, napi_callback_info info, const char* name, size_t n, napi_value* argv) {
+  size_t argc = MAX_ARGS;
+  napi_value all[MAX_ARGS];
+  if (napi_get_cb_info(env, info, &argc, all, nullptr, nullptr) != napi_ok) return fail(env, "ragen native %s: napi_get_cb_info failed", name);
+  if (argc != n) return fail(env, "ragen native %s: expected %zu arguments, got %zu", name, n, argc);
+  for (size_t i = 0; i < n; i++) argv[i] = all[i];
+  return true;
+}
+
+/** Exactly n number arguments into a[], with the arena set. */
+static bool read_args(napi_env env, napi_callback_info info, const char* name, size_t n, double* a) {
+  napi_value argv[MAX_ARGS];
+  if (!get_args(env, info, name, n, argv)) return false;
+  for (size_t i = 0; i < n; i++)  // napi_number_expected for anything but a number
+    if (napi_get_value_double(env, argv[i], &a[i]) != napi_ok) return fail(env, "ragen native %s: argument %zu must be a number", name, i);
+  if (g_base == nullptr) return fail(env, "ragen native %s: setMemory has not been called", name);
+  return true;
+}
+
+#define ARGS(name, n)                                     \
+  static_assert((n) <= MAX_ARGS, "too many arguments");   \
+  double a[n];                                            \
+  if (!read_args(env, info, name, n, a)) return nullptr;
 
 static napi_value SetMemory(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
   napi_value argv[1];
-  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  if (!get_args(env, info, "setMemory", 1, argv)) return nullptr;
   napi_typedarray_type type;
   size_t length;
   void* data;
   napi_value ab;
   size_t offset;
-  if (napi_get_typedarray_info(env, argv[0], &type, &length, &data, &ab, &offset) != napi_ok || data == nullptr) {
-    napi_throw_error(env, nullptr, "setMemory: expected a Float32Array over the arena");
+  bool is_typed = false;
+  if (napi_is_typedarray(env, argv[0], &is_typed) != napi_ok || !is_typed ||
+      napi_get_typedarray_info(env, argv[0], &type, &length, &data, &ab, &offset) != napi_ok || type != napi_float32_array || data == nullptr) {
+    fail(env, "ragen native setMemory: expected a Float32Array over the arena");
     return nullptr;
   }
   g_base = static_cast<uint8_t*>(data);
@@ -345,20 +398,25 @@ static napi_value SetMemory(napi_env env, napi_callback_info info) {
   return nullptr;
 }
 
-static napi_value Info(napi_env env, napi_callback_info) {
+static napi_value Info(napi_env env, napi_callback_info info) {
+  napi_value argv[1];
+  if (!get_args(env, info, "info", 0, argv)) return nullptr;
   napi_value s;
 #if RAGEN_HAVE_CBLAS
   const char* text = "openblas sgemm; own avx2/fma gemm in attention (2 threads)";
 #else
   const char* text = "own avx2/fma gemm; attention on 2 threads";
 #endif
-  napi_create_string_utf8(env, text, NAPI_AUTO_LENGTH, &s);
+  if (napi_create_string_utf8(env, text, NAPI_AUTO_LENGTH, &s) != napi_ok) {
+    fail(env, "ragen native info: napi_create_string_utf8 failed");
+    return nullptr;
+  }
   return s;
 }
 
 // gemm(tA, tB, M, N, K, a, lda, b, ldb, c, ldc, alpha, accumulate, batch, strideA, strideB, strideC)
 static napi_value Gemm(napi_env env, napi_callback_info info) {
-  ARGS(17);
+  ARGS("gemm", 17);
   bool tA = a[0] != 0, tB = a[1] != 0, acc = a[12] != 0;
   int M = (int)a[2], N = (int)a[3], K = (int)a[4], batch = (int)a[13];
   size_t sA = (size_t)a[14], sB = (size_t)a[15], sC = (size_t)a[16];
@@ -370,7 +428,7 @@ static napi_value Gemm(napi_env env, napi_callback_info info) {
 
 // attention(q, k, v, out, probs, B, Hq, Hkv, T, S, D, offset, scale, keyValid)
 static napi_value Attention(napi_env env, napi_callback_info info) {
-  ARGS(14);
+  ARGS("attention", 14);
   int B = (int)a[5], Hq = (int)a[6], Hkv = (int)a[7], T = (int)a[8], S = (int)a[9], D = (int)a[10], offset = (int)a[11];
   float scale = (float)a[12];
   const int32_t* kvalid = a[13] != 0 ? I(a[13]) : nullptr;
@@ -416,7 +474,7 @@ static napi_value Attention(napi_env env, napi_callback_info info) {
 
 // attentionBackward(g, q, k, v, probs, dq, dk, dv, B, Hq, Hkv, T, S, D, scale)
 static napi_value AttentionBackward(napi_env env, napi_callback_info info) {
-  ARGS(15);
+  ARGS("attentionBackward", 15);
   int B = (int)a[8], Hq = (int)a[9], Hkv = (int)a[10], T = (int)a[11], S = (int)a[12], D = (int)a[13];
   float scale = (float)a[14];
   int grp = Hq / Hkv, R = grp * T;
@@ -469,7 +527,10 @@ static napi_value Init(napi_env env, napi_value exports) {
     {"decodeLayer", nullptr, DecodeLayer, nullptr, nullptr, nullptr, napi_default, nullptr},
     {"decodeHead", nullptr, DecodeHead, nullptr, nullptr, nullptr, napi_default, nullptr},
   };
-  napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props);
+  if (napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props) != napi_ok) {
+    napi_throw_error(env, nullptr, "ragen native: napi_define_properties failed");
+    return nullptr;
+  }
   return exports;
 }
 

@@ -1,5 +1,5 @@
-// A/B of the two sampling paths on one backend: the op-by-op path and the fused one-call-per-layer kernels
-// (src/model/decode-fast.ts), on `ragen bench engine`'s decode workload (64 x 64-token prompts, 128 new tokens).
+// A/B of the two sampling paths on one backend: the op-by-op path and the fused decode kernels
+// (src/model/decode-fast.ts, Backend.decodeKernels), on `ragen bench engine`'s decode workload (64 x 64-token prompts, 128 new tokens).
 // `--new-tokens 1` times the prefill alone (and the first token's sampling). Each fused call also prints where its
 // time went: FastDecoder.prefill (0 when the backend prefills op by op), the mean of its steps, and sampling.
 // Usage: npx tsx scripts/decode-ab.ts [--backend wasm] [--rounds 3] [--new-tokens 128] [--only fused|op-by-op]
@@ -11,7 +11,7 @@ import { setBackend, type BackendName } from '../src/tensor/index.js';
 import { Rng } from '../src/util/index.js';
 
 const { values } = parseArgs({ options: { backend: { type: 'string', default: 'wasm' }, rounds: { type: 'string', default: '3' }, 'new-tokens': { type: 'string', default: String(DEFAULT_WORKLOAD.newTokens) }, only: { type: 'string' } } });
-await setBackend(values.backend as BackendName);
+setBackend(values.backend as BackendName);
 const model = Transformer.init(BENCH_MODEL, 0);
 const w = DEFAULT_WORKLOAD;
 const rng = new Rng(0);

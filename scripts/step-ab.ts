@@ -1,8 +1,8 @@
-// Paired A/B of a wasm decode-kernel change, for a host too noisy for separate timed runs (decode calls swing 10-30%
-// from one minute to the next here, while a change worth having may be 3%). The control block's last int
+// Paired A/B of a wasm decode-kernel change, for a host too noisy for separate timed runs (decode calls swing more from
+// one minute to the next than a change worth having). The control block's last int
 // (EXPERIMENT_ADDR) is set before each fused decode step: 0 on even steps, 1 on odd ones. To compare two versions of a
 // kernel, branch on it in assembly/ for the experiment, e.g. `if (load<i32>(512 * 1024 + 60) == 1) { new } else { old }`,
-// rebuild (`RAGEN_NO_NATIVE=1 node scripts/build-kernels.mjs`) and run this. Neighbouring steps are ~11 ms apart,
+// rebuild (`RAGEN_NO_NATIVE=1 node scripts/build-kernels.mjs`) and run this. Neighbouring steps are milliseconds apart,
 // so the host's slow spells hit both versions alike. With no kernel reading the flag it is an A/A run: its spread is
 // the noise floor. Take the branch out again before committing.
 // Usage: npx tsx scripts/step-ab.ts [--rounds 3]
@@ -12,11 +12,12 @@ import { FastDecoder } from '../src/model/decode-fast.js';
 import { generate, Transformer } from '../src/model/index.js';
 import { CONTROL_ADDR } from '../src/tensor/arena.js';
 import { setBackend } from '../src/tensor/index.js';
+import type { WasmBackend } from '../src/tensor/wasm-backend.js';
 import { Rng } from '../src/util/index.js';
 
 const EXPERIMENT_ADDR = CONTROL_ADDR + 60; // unused by the thread pool (src/tensor/thread-pool.ts)
 const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' } } });
-await setBackend('wasm');
+const arena = (setBackend('wasm') as WasmBackend).arena;
 const model = Transformer.init(BENCH_MODEL, 0);
 const w = DEFAULT_WORKLOAD;
 const rng = new Rng(0);
@@ -27,9 +28,9 @@ const ratios: number[] = []; // each odd step's time over the even step before i
 let steps = 0, previous = 0;
 const proto = FastDecoder.prototype as unknown as Record<string, (...a: unknown[]) => unknown>;
 const [step, prefill] = [proto.step!, proto.prefill!];
-proto.step = function (this: { arena: { i32: Int32Array } }, ...a: unknown[]) {
+proto.step = function (this: unknown, ...a: unknown[]) {
   const variant = steps++ % 2;
-  this.arena.i32[EXPERIMENT_ADDR >> 2] = variant;
+  arena.i32[EXPERIMENT_ADDR >> 2] = variant;
   const t0 = performance.now();
   const r = step.apply(this, a);
   const ms = performance.now() - t0;
@@ -38,8 +39,8 @@ proto.step = function (this: { arena: { i32: Int32Array } }, ...a: unknown[]) {
   previous = ms;
   return r;
 };
-proto.prefill = function (this: { arena: { i32: Int32Array } }, ...a: unknown[]) {
-  this.arena.i32[EXPERIMENT_ADDR >> 2] = 0;
+proto.prefill = function (this: unknown, ...a: unknown[]) {
+  arena.i32[EXPERIMENT_ADDR >> 2] = 0;
   steps = 0;
   return prefill.apply(this, a);
 };

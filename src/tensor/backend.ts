@@ -1,5 +1,6 @@
 // The kernel-backend interface: coarse kernels (gemm, norms, attention, fused losses, optimizer step),
-// each with an explicit backward kernel. Buffers are opaque handles: reading data out is an explicit call.
+// each with an explicit backward kernel, and optionally a fused decode step. Buffers are opaque handles:
+// reading data out is an explicit call.
 
 /** The backends a user can pick. `js64` is the float64 reference used by gradient checks. */
 export type BackendName = 'js' | 'js64' | 'wasm' | 'native';
@@ -72,8 +73,11 @@ export interface Backend {
   alloc(n: number): Buf;
   free(buf: Buf): void;
   write(buf: Buf, src: ArrayLike<number>, offset?: number): void;
-  /** A copy of `length` elements from `offset` (an explicit read-out: data may not live in JS memory). */
-  read(buf: Buf, offset?: number, length?: number): Float32Array;
+  /**
+   * A copy of `length` elements from `offset` (an explicit read-out: data may not live in JS memory). With `out` (at
+   * least `length` long) a backend may copy into it instead of a new array: the copy is the returned array either way.
+   */
+  read(buf: Buf, offset?: number, length?: number, out?: Float32Array): Float32Array;
   fill(buf: Buf, value: number, offset?: number, length?: number): void;
   /** rows x cols block copy between strided layouts; adds into dst when accumulate. */
   copyBlock(src: Buf, srcOff: number, srcStride: number, dst: Buf, dstOff: number, dstStride: number, rows: number, cols: number, accumulate: boolean): void;
@@ -127,4 +131,88 @@ export interface Backend {
   adamw(p: Buf, g: Buf, m: Buf, v: Buf, n: number, h: AdamWStep): void;
   sumSquares(x: Buf, n: number): number;
   allFinite(x: Buf, n: number): boolean;
+
+  /**
+   * The fused decode kernels for a decoder of `dims` whose KV cache holds `capacity` slots per sequence, or absent
+   * where the model decodes op by op (the js backends). src/model/decode-fast.ts drives them.
+   */
+  decodeKernels?(dims: DecoderDims, capacity: number): DecodeKernels;
+}
+
+/** The shapes of a Llama / Qwen2-family decoder, as the fused decode needs them. */
+export interface DecoderDims {
+  /** Hidden size, query heads, KV heads, head dimension, MLP width, vocabulary size. */
+  C: number;
+  H: number;
+  Hkv: number;
+  D: number;
+  F: number;
+  V: number;
+  /** RMSNorm epsilon. */
+  eps: number;
+}
+
+/** One decoder layer for the fused decode: norm weights as stored, matrices packed by `DecodeKernels.pack`, its KV cache. */
+export interface DecodeLayer {
+  inNorm: Buf;
+  /** q | k | v (((H + 2 Hkv) D), C), its bias or null. */
+  qkv: Buf;
+  qkvBias: Buf | null;
+  /** o_proj (C, H D), its bias or null. */
+  o: Buf;
+  oBias: Buf | null;
+  postNorm: Buf;
+  /** gate | up (2F, C). */
+  gateUp: Buf;
+  /** down_proj (C, F). */
+  down: Buf;
+  /** Qwen3's per-head q / k RMSNorm weights (D), or null. */
+  qNorm: Buf | null;
+  kNorm: Buf | null;
+  /** The layer's cache, (sequences, Hkv, capacity, D) each. */
+  keys: Buf;
+  values: Buf;
+}
+
+/**
+ * One fused call: rows [0, rows) of `h` (T consecutive tokens of each of the sequences seq0, seq0 + 1, ...; the first
+ * at cache slot `start`) through every layer (their keys and values appended to the cache, each attending to its
+ * sequence's slots up to its own), then each sequence's last row through the final norm and the LM head into rows
+ * seq0, seq0 + 1, ... of logits, probs and lse. T = 1 decodes one token per sequence; T > 1 prefills prompts.
+ */
+export interface DecodeCall {
+  layers: readonly DecodeLayer[];
+  /** The final RMSNorm weight (C) and the LM head packed (V, C). */
+  norm: Buf;
+  head: Buf;
+  /** (rows, C): the rows' token embeddings on entry; scratch afterwards. */
+  h: Buf;
+  /** (rows, D): cos (D/2) | sin (D/2) of each row's RoPE position. */
+  rope: Buf;
+  /** (sequences, capacity) key mask of the whole cache (0 hides a slot), or null when every slot is real. */
+  keyValid: Int32Array | null;
+  rows: number;
+  T: number;
+  seq0: number;
+  start: number;
+  /** (sequences, V), (sequences, V), (sequences): logits, softmax(logits * invTemp) and log-sum-exp(logits). */
+  logits: Buf;
+  probs: Buf;
+  lse: Buf;
+  /** 1 / temperature; 0 (greedy) leaves probs untouched. */
+  invTemp: number;
+}
+
+/** A backend's fused decode kernels for one decoder shape and cache capacity; `dispose` frees their scratch. */
+export interface DecodeKernels {
+  /** Whether a call takes T > 1 tokens per sequence (prompts); otherwise only T = 1 and seq0 = 0. */
+  readonly prefills: boolean;
+  /** Threads that split a call's sequences between them (a sequence's rows stay on one). */
+  readonly threads: number;
+  /** Floats of W (N, K) once packed. */
+  packedLength(N: number, K: number): number;
+  /** out = W (N, K) in the kernels' panel layout. */
+  pack(w: Buf, out: Buf, N: number, K: number): void;
+  run(call: DecodeCall): void;
+  dispose(): void;
 }

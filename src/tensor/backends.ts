@@ -1,5 +1,5 @@
 // Which kernel backend new tensors use: `setBackend`, `getBackend`, env var RAGEN_BACKEND.
-// Default: native when built and loadable, else wasm, else (with a logged line) the js reference.
+// Default: native when built and loadable, else wasm, else the js reference; a fallback prints one line saying why.
 
 import { ConfigError, didYouMean } from '../util/index.js';
 import type { Backend, BackendName } from './backend.js';
@@ -66,15 +66,18 @@ export function getBackend(): Backend {
   if (current) return current;
   const env = typeof process !== 'undefined' ? process.env?.RAGEN_BACKEND : undefined;
   if (env) return setBackend(env as BackendName);
+  const why: string[] = [];
   for (const name of ['native', 'wasm'] as const) {
     if (!loaders.has(name)) continue;
     try {
-      return setBackend(name);
-    } catch {
-      // try the next one
+      const b = setBackend(name);
+      if (why.length > 0) console.warn(`ragen tensor: using the ${name} backend (${why.join('; ')})`);
+      return b;
+    } catch (e) {
+      why.push((e as Error).message);
     }
   }
-  if (loaders.has('wasm')) console.warn('ragen tensor: neither the native nor the wasm kernels could be loaded; using the slow js reference backend. Run `npm run build`.');
+  if (loaders.has('wasm')) console.warn(`ragen tensor: using the slow js reference backend (${why.join('; ')}). Run \`npm run build\`.`);
   return setBackend('js');
 }
 

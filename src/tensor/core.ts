@@ -14,7 +14,7 @@ export type { AttentionOptions } from './nn.js';
 export { AdamW, clipGradNorm, gradNorm, gradsAreFinite } from './optim.js';
 export type { AdamWOptions, AdamWState } from './optim.js';
 export { setBackend, getBackend, loadBackend, backendAvailable, useBackend, backendNames, memoryStats, simdPeak } from './backends.js';
-export type { Backend, BackendName, Buf, GemmArgs, AttentionDims, AdamWStep } from './backend.js';
+export type { Backend, BackendName, Buf, GemmArgs, AttentionDims, AdamWStep, DecoderDims, DecodeLayer, DecodeCall, DecodeKernels } from './backend.js';
 export { finiteDifferenceCheck, compareWithReference } from './grad-check.js';
 export type { CheckInput, GradCheckResult } from './grad-check.js';
 

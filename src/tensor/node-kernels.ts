@@ -1,5 +1,6 @@
 // Node loader of the kernels built by `npm run build` (scripts/build-kernels.mjs): the WASM module
-// (relaxed-SIMD build when V8 accepts it) with a worker thread, and the optional native addon.
+// (relaxed-SIMD build when V8 accepts it, else the plain SIMD build with a line saying why) with a worker thread,
+// and the optional native addon, each checked against its declared functions.
 
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -10,9 +11,10 @@ import { setFlagsFromString } from 'node:v8';
 import { Worker } from 'node:worker_threads';
 import { Arena } from './arena.js';
 import { registerBackendLoader } from './backends.js';
-import { NativeBackend, type NativeAddon } from './native-backend.js';
+import { NATIVE_ADDON_ARITY, NativeBackend, type NativeAddon } from './native-backend.js';
 import { WORKER_SOURCE, createThreadPool, workerInitData, type ThreadPool } from './thread-pool.js';
-import { WasmBackend, type WasmKernels } from './wasm-backend.js';
+import { WasmBackend, checkKernels } from './wasm-backend.js';
+import { WASM_KERNEL_ARITY, type WasmKernels } from './wasm-kernels.js';
 
 /** The package root (where build/ lives), found from this file in src/ or dist/src/. */
 export function packageRoot(): string {
@@ -29,14 +31,17 @@ export function packageRoot(): string {
 function compileKernels(dir: string): { module: WebAssembly.Module; variant: string } {
   const plain = join(dir, 'ragen.wasm'), relaxed = join(dir, 'ragen-relaxed.wasm');
   if (!existsSync(plain)) throw new Error(`${plain} is missing; run \`npm run build\` (it compiles assembly/ with AssemblyScript)`);
-  if (existsSync(relaxed) && process.env.RAGEN_WASM_RELAXED !== '0') {
+  if (process.env.RAGEN_WASM_RELAXED === '0') return { module: new WebAssembly.Module(readFileSync(plain)), variant: 'simd' };
+  let why = `${relaxed} is missing`;
+  if (existsSync(relaxed)) {
     try {
       setFlagsFromString('--experimental-wasm-relaxed-simd'); // Node 20 ships relaxed SIMD behind this flag
       return { module: new WebAssembly.Module(readFileSync(relaxed)), variant: 'simd+relaxed' };
-    } catch {
-      // this V8 does not accept relaxed SIMD: use the plain build
+    } catch (e) {
+      why = `this V8 rejects relaxed SIMD: ${(e as Error).message}`;
     }
   }
+  console.warn(`ragen tensor: wasm kernels without relaxed-SIMD FMA (slower matmuls) because ${why}; RAGEN_WASM_RELAXED=0 picks them quietly`);
   return { module: new WebAssembly.Module(readFileSync(plain)), variant: 'simd' };
 }
 
@@ -48,7 +53,7 @@ function sharedKernels() {
   const { module, variant } = compileKernels(join(packageRoot(), 'build', 'kernels'));
   const arena = new Arena();
   const inst = new WebAssembly.Instance(module, { env: { memory: arena.memory, abort: () => { throw new Error('wasm abort'); } } });
-  shared = { arena, kernels: inst.exports as unknown as WasmKernels, module, variant };
+  shared = { arena, kernels: checkKernels(inst.exports), module, variant };
   return shared;
 }
 
@@ -64,7 +69,7 @@ function sharedPool(): ThreadPool | null {
   if (s.pool !== undefined) return s.pool;
   s.pool = null;
   if (threadCount() < 2) return null;
-  const names = Object.keys(s.kernels).filter((n) => typeof s.kernels[n] === 'function');
+  const names = Object.keys(WASM_KERNEL_ARITY);
   const boot = "init((typeof require === 'function' ? require('node:worker_threads') : process.getBuiltinModule('node:worker_threads')).workerData);";
   const worker = new Worker(`${WORKER_SOURCE}\n${boot}`, {
     eval: true,
@@ -86,9 +91,11 @@ function loadWasm(): WasmBackend {
 function loadNative(): NativeBackend {
   const file = join(packageRoot(), 'build', 'native', 'ragen_native.node');
   if (!existsSync(file)) throw new Error(`${file} is missing (the native addon is optional; \`npm run build\` builds it when g++ is available)`);
-  const addon = createRequire(import.meta.url)(file) as NativeAddon;
+  const addon = createRequire(import.meta.url)(file) as Record<string, unknown>;
+  const missing = Object.keys(NATIVE_ADDON_ARITY).filter((name) => typeof addon[name] !== 'function');
+  if (missing.length > 0) throw new Error(`${file} lacks ${missing.join(', ')} (built from older sources); rebuild it with \`npm run build\``);
   const s = sharedKernels();
-  return new NativeBackend(s.kernels, s.arena, sharedPool(), addon, s.variant);
+  return new NativeBackend(s.kernels, s.arena, sharedPool(), addon as unknown as NativeAddon, s.variant);
 }
 
 registerBackendLoader('wasm', loadWasm);

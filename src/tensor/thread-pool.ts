@@ -2,10 +2,15 @@
 // shared memory; a job is a kernel name and its arguments in a control block, handed over with Atomics.
 
 import { CONTROL_ADDR } from './arena.js';
+import type { WasmKernels } from './wasm-kernels.js';
+
+/** A kernel of the wasm module, and its argument list. */
+export type KernelName = keyof WasmKernels;
+export type KernelArgs<K extends KernelName> = Parameters<WasmKernels[K]>;
 
 /** Runs one kernel on two threads: argsWorker on the worker, argsMain here, and waits for both. */
 export interface ThreadPool {
-  run(fn: string, argsMain: number[], argsWorker: number[]): void;
+  run<K extends KernelName>(fn: K, argsMain: KernelArgs<K>, argsWorker: KernelArgs<K>): void;
   close(): void;
 }
 
@@ -90,7 +95,7 @@ export function workerInitData(module: WebAssembly.Module, memory: WebAssembly.M
  * The main-thread side. `terminate` stops the worker. Waits up to `readyTimeoutMs` for the worker to start;
  * returns null (after calling terminate) if it does not.
  */
-export function createThreadPool(memory: WebAssembly.Memory, exports: Record<string, (...a: number[]) => number>, names: string[], terminate: () => void, readyTimeoutMs = 10000): ThreadPool | null {
+export function createThreadPool(memory: WebAssembly.Memory, exports: WasmKernels, names: string[], terminate: () => void, readyTimeoutMs = 10000): ThreadPool | null {
   const ctl = new Int32Array(memory.buffer, CONTROL_ADDR, 16);
   const args = new Float64Array(memory.buffer, ARGS_ADDR, MAX_ARGS);
   Atomics.wait(ctl, 3, 0, readyTimeoutMs);
@@ -105,10 +110,11 @@ export function createThreadPool(memory: WebAssembly.Memory, exports: Record<str
     run(fn, argsMain, argsWorker) {
       const id = index.get(fn);
       if (id === undefined) throw new Error(`thread pool: unknown kernel ${fn}`);
+      const call = exports[fn] as (...a: number[]) => unknown;
       const t0 = performance.now();
       if (backoff.serial(t0)) {
-        exports[fn]!(...argsMain);
-        exports[fn]!(...argsWorker);
+        call(...argsMain);
+        call(...argsWorker);
         return;
       }
       for (let i = 0; i < argsWorker.length; i++) args[i] = argsWorker[i]!;
@@ -118,9 +124,9 @@ export function createThreadPool(memory: WebAssembly.Memory, exports: Record<str
       Atomics.store(ctl, 6, seq);
       Atomics.store(ctl, 0, seq);
       Atomics.notify(ctl, 0);
-      exports[fn]!(...argsMain);
+      call(...argsMain);
       if (Atomics.compareExchange(ctl, 6, seq, 0) === seq) {
-        exports[fn]!(...argsWorker); // the worker has not started it: do it here
+        call(...argsWorker); // the worker has not started it: do it here
         return;
       }
       const t1 = performance.now();

@@ -2,14 +2,26 @@
 // large kernels split across a worker thread. No Node APIs here (browsers can use it); see node-kernels.ts.
 
 import { Arena, ArenaBuf } from './arena.js';
-import type { AdamWStep, AttentionDims, Backend, BackendName, BinaryOp, Buf, GemmArgs, UnaryOp } from './backend.js';
+import type { AdamWStep, AttentionDims, Backend, BackendName, BinaryOp, Buf, DecodeKernels, DecoderDims, GemmArgs, UnaryOp } from './backend.js';
 import { BINARY_OPS, UNARY_OPS } from './backend.js';
+import { WasmDecodeKernels } from './decode-kernels.js';
 import { ropeAngle, ropeInvFreq } from './js-nn-kernels.js';
-import type { ThreadPool } from './thread-pool.js';
+import type { KernelArgs, KernelName, ThreadPool } from './thread-pool.js';
+import { WASM_KERNEL_ARITY, type WasmKernels } from './wasm-kernels.js';
 
-type Fn = (...args: number[]) => number;
-/** The exports of assembly/index.ts. */
-export type WasmKernels = Record<string, Fn>;
+/**
+ * The exports of an instantiated kernel module as `WasmKernels`, after checking that each declared function is there
+ * with its parameter count (a module built from other sources would otherwise read garbage arguments).
+ */
+export function checkKernels(exports: Record<string, unknown>): WasmKernels {
+  const wrong = Object.entries(WASM_KERNEL_ARITY).flatMap(([name, n]) => {
+    const f = exports[name];
+    if (typeof f !== 'function') return [`${name} is missing`];
+    return f.length === n ? [] : [`${name} takes ${f.length} arguments, not ${n}`];
+  });
+  if (wrong.length > 0) throw new Error(`the wasm kernel module does not match src/tensor/wasm-kernels.ts (${wrong.join('; ')}); rebuild it with \`npm run build\``);
+  return exports as unknown as WasmKernels;
+}
 
 const GEMM_SPLIT_MACS = 1 << 18; // below this many multiply-adds one thread is faster than a handshake
 const ELEMWISE_SPLIT = 1 << 16;
@@ -29,18 +41,16 @@ export class WasmBackend implements Backend {
   constructor(readonly k: WasmKernels, readonly arena: Arena, readonly pool: ThreadPool | null, readonly variant: string) {}
 
   /**
-   * The f32x4 multiply-add rate of one thread, GFLOP/s (best of 5 runs of ~7 ms at 3.7 GHz): the ceiling of any kernel
-   * of this module on this machine. NaN when the module predates the probe.
+   * The f32x4 multiply-add rate of one thread, GFLOP/s (best of 5 runs): the ceiling of any kernel of this module on
+   * this machine.
    */
   fmaPeakGflops(): number {
-    const probe = this.k.fmaProbe;
-    if (typeof probe !== 'function') return NaN;
     const n = 1 << 22; // 96 flops a round
-    probe(n, 1);
+    this.k.fmaProbe(n, 1);
     let best = Infinity;
     for (let r = 0; r < 5; r++) {
       const t0 = performance.now();
-      probe(n, 1);
+      this.k.fmaProbe(n, 1);
       best = Math.min(best, performance.now() - t0);
     }
     return (96 * n) / best / 1e6;
@@ -62,10 +72,11 @@ export class WasmBackend implements Backend {
   }
 
   /** Run kernel `fn` with per-thread argument lists (one list: this thread only). */
-  protected par(fn: string, argsMain: number[], argsWorker?: number[]): void {
+  protected par<K extends KernelName>(fn: K, argsMain: KernelArgs<K>, argsWorker?: KernelArgs<K>): void {
+    const call = this.k[fn] as (...a: number[]) => unknown;
     if (argsWorker && this.pool) this.pool.run(fn, argsMain, argsWorker);
-    else this.k[fn]!(...argsMain);
-    if (argsWorker && !this.pool) this.k[fn]!(...argsWorker);
+    else call(...argsMain);
+    if (argsWorker && !this.pool) call(...argsWorker);
   }
 
   /** Copy ids into the arena for the duration of fn. */
@@ -88,19 +99,22 @@ export class WasmBackend implements Backend {
   write(buf: Buf, src: ArrayLike<number>, offset = 0): void {
     this.arena.f32.set(src, (p(buf) >>> 2) + offset);
   }
-  read(buf: Buf, offset = 0, length = buf.length - offset): Float32Array {
+  read(buf: Buf, offset = 0, length = buf.length - offset, out?: Float32Array): Float32Array {
     const s = (p(buf) >>> 2) + offset;
-    return this.arena.f32.slice(s, s + length);
+    if (!out || out.length < length) return this.arena.f32.slice(s, s + length);
+    out.set(this.arena.f32.subarray(s, s + length));
+    return out.subarray(0, length);
   }
   fill(buf: Buf, value: number, offset = 0, length = buf.length - offset): void {
-    this.k.fill!(p(buf) + offset * 4, length, value);
+    this.k.fill(p(buf) + offset * 4, length, value);
   }
   copyBlock(src: Buf, srcOff: number, srcStride: number, dst: Buf, dstOff: number, dstStride: number, rows: number, cols: number, accumulate: boolean): void {
-    this.k.copyBlock!(p(src) + srcOff * 4, srcStride, p(dst) + dstOff * 4, dstStride, rows, cols, accumulate ? 1 : 0);
+    this.k.copyBlock(p(src) + srcOff * 4, srcStride, p(dst) + dstOff * 4, dstStride, rows, cols, accumulate ? 1 : 0);
   }
   permute(src: Buf, dst: Buf, shape: readonly number[], perm: readonly number[]): void {
     const st = [shape[1]! * shape[2]! * shape[3]!, shape[2]! * shape[3]!, shape[3]!, 1];
-    this.k.permute4!(p(src), p(dst), ...perm.map((q) => shape[q]!), ...perm.map((q) => st[q]!));
+    const n = perm.map((q) => shape[q]!), s = perm.map((q) => st[q]!);
+    this.k.permute4(p(src), p(dst), n[0]!, n[1]!, n[2]!, n[3]!, s[0]!, s[1]!, s[2]!, s[3]!);
   }
 
   binary(op: BinaryOp, a: Buf, b: Buf, out: Buf, n: number, m: number, inner: number): void {
@@ -109,36 +123,36 @@ export class WasmBackend implements Backend {
     const period = inner === 1 ? m : inner * m;
     const half = Math.floor(n / period / 2) * period;
     if (n >= ELEMWISE_SPLIT && half > 0) this.par('binary', [code, p(a), p(b), p(out), half, m, inner], [code, p(a) + half * 4, p(b), p(out) + half * 4, n - half, m, inner]);
-    else this.k.binary!(code, p(a), p(b), p(out), n, m, inner);
+    else this.k.binary(code, p(a), p(b), p(out), n, m, inner);
   }
   reduceBroadcast(g: Buf, a: Buf | null, out: Buf, n: number, m: number, inner: number): void {
-    this.k.reduceBroadcast!(p(g), a ? p(a) : 0, p(out), n, m, inner);
+    this.k.reduceBroadcast(p(g), a ? p(a) : 0, p(out), n, m, inner);
   }
   unary(op: UnaryOp, x: Buf, out: Buf, n: number): void {
     const code = UNARY_OPS.indexOf(op);
     const h = (n >> 3) << 2;
     if (n >= ELEMWISE_SPLIT) this.par('unary', [code, p(x), p(out), h], [code, p(x) + h * 4, p(out) + h * 4, n - h]);
-    else this.k.unary!(code, p(x), p(out), n);
+    else this.k.unary(code, p(x), p(out), n);
   }
   unaryBackward(op: UnaryOp, x: Buf, y: Buf, g: Buf, out: Buf, n: number): void {
     const code = UNARY_OPS.indexOf(op);
     const h = (n >> 3) << 2, o = h * 4;
     if (n >= ELEMWISE_SPLIT) this.par('unaryBackward', [code, p(x), p(y), p(g), p(out), h], [code, p(x) + o, p(y) + o, p(g) + o, p(out) + o, n - h]);
-    else this.k.unaryBackward!(code, p(x), p(y), p(g), p(out), n);
+    else this.k.unaryBackward(code, p(x), p(y), p(g), p(out), n);
   }
   affine(x: Buf, out: Buf, n: number, s: number, t: number): void {
-    this.k.affine!(p(x), p(out), n, s, t);
+    this.k.affine(p(x), p(out), n, s, t);
   }
   axpy(alpha: number, x: Buf, y: Buf, n: number): void {
     const h = (n >> 3) << 2, o = h * 4;
     if (n >= ELEMWISE_SPLIT) this.par('axpy', [alpha, p(x), p(y), h], [alpha, p(x) + o, p(y) + o, n - h]);
-    else this.k.axpy!(alpha, p(x), p(y), n);
+    else this.k.axpy(alpha, p(x), p(y), n);
   }
   sumAxis(x: Buf, out: Buf, outer: number, len: number, inner: number): void {
-    this.k.sumAxis!(p(x), p(out), outer, len, inner);
+    this.k.sumAxis(p(x), p(out), outer, len, inner);
   }
   expandAxis(g: Buf, out: Buf, outer: number, len: number, inner: number, s: number): void {
-    this.k.expandAxis!(p(g), p(out), outer, len, inner, s);
+    this.k.expandAxis(p(g), p(out), outer, len, inner, s);
   }
 
   gemm(a: GemmArgs): void {
@@ -149,20 +163,20 @@ export class WasmBackend implements Backend {
     if (a.transB && !a.transA && M <= SMALL_M) {
       // few rows (decoding): dot products, no packing; two threads split the columns
       const h = (N >> 3) << 2;
-      const args = (n0: number, n: number): number[] =>
+      const args = (n0: number, n: number): KernelArgs<'gemmNTBatched'> =>
         [M, n, K, pa, lda, pb + n0 * K * 4, ldb, pc + n0 * 4, N, a.alpha, acc, a.batch, a.strideA, a.strideB, a.strideC];
       if (this.pool && h > 0 && M * N * K * a.batch >= GEMM_SPLIT_MACS && (a.strideC !== 0 || a.batch === 1)) this.par('gemmNTBatched', args(0, h), args(h, N - h));
-      else this.k.gemmNTBatched!(...args(0, N));
+      else this.k.gemmNTBatched(...args(0, N));
       return;
     }
-    const s0 = this.scratchFor(0, this.k.gemmScratchBytes!());
+    const s0 = this.scratchFor(0, this.k.gemmScratchBytes());
     const big = M * N * K * a.batch >= GEMM_SPLIT_MACS && this.pool;
     if (!big) {
-      this.k.gemmBatched!(tA, tB, M, N, K, pa, lda, pb, ldb, pc, N, a.alpha, acc, a.batch, a.strideA, a.strideB, a.strideC, s0);
+      this.k.gemmBatched(tA, tB, M, N, K, pa, lda, pb, ldb, pc, N, a.alpha, acc, a.batch, a.strideA, a.strideB, a.strideC, s0);
       return;
     }
-    const s1 = this.scratchFor(1, this.k.gemmScratchBytes!());
-    const common = (m: number, n: number, offA: number, offB: number, offC: number, batch: number, bOff: number, s: number): number[] =>
+    const s1 = this.scratchFor(1, this.k.gemmScratchBytes());
+    const common = (m: number, n: number, offA: number, offB: number, offC: number, batch: number, bOff: number, s: number): KernelArgs<'gemmBatched'> =>
       [tA, tB, m, n, K, pa + offA * 4 + bOff * a.strideA * 4, lda, pb + offB * 4 + bOff * a.strideB * 4, ldb, pc + offC * 4 + bOff * a.strideC * 4, N, a.alpha, acc, batch, a.strideA, a.strideB, a.strideC, s];
     if (a.batch >= 2 && a.strideC !== 0) {
       const hb = a.batch >> 1;
@@ -176,24 +190,24 @@ export class WasmBackend implements Backend {
       const offB2 = a.transB ? hn * K : hn;
       this.par('gemmBatched', common(M, hn, 0, 0, 0, a.batch, 0, s0), common(M, N - hn, 0, offB2, hn, a.batch, 0, s1));
     } else {
-      this.k.gemmBatched!(tA, tB, M, N, K, pa, lda, pb, ldb, pc, N, a.alpha, acc, a.batch, a.strideA, a.strideB, a.strideC, s0);
+      this.k.gemmBatched(tA, tB, M, N, K, pa, lda, pb, ldb, pc, N, a.alpha, acc, a.batch, a.strideA, a.strideB, a.strideC, s0);
     }
   }
 
   embedding(w: Buf, ids: Int32Array, out: Buf, C: number): void {
-    this.withInts(ids, (ip) => this.k.embedding!(p(w), ip, p(out), ids.length, C));
+    this.withInts(ids, (ip) => this.k.embedding(p(w), ip, p(out), ids.length, C));
   }
   embeddingBackward(g: Buf, ids: Int32Array, dw: Buf, C: number): void {
-    this.withInts(ids, (ip) => this.k.embeddingBackward!(p(g), ip, p(dw), ids.length, C));
+    this.withInts(ids, (ip) => this.k.embeddingBackward(p(g), ip, p(dw), ids.length, C));
   }
   rmsNorm(x: Buf, w: Buf, y: Buf, rstd: Buf, rows: number, C: number, eps: number): void {
     const h = rows >> 1;
     if (rows * C >= ELEMWISE_SPLIT && h > 0)
       this.par('rmsNorm', [p(x), p(w), p(y), p(rstd), h, C, eps], [p(x) + h * C * 4, p(w), p(y) + h * C * 4, p(rstd) + h * 4, rows - h, C, eps]);
-    else this.k.rmsNorm!(p(x), p(w), p(y), p(rstd), rows, C, eps);
+    else this.k.rmsNorm(p(x), p(w), p(y), p(rstd), rows, C, eps);
   }
   rmsNormBackward(g: Buf, x: Buf, w: Buf, rstd: Buf, dx: Buf, dw: Buf, rows: number, C: number): void {
-    this.k.rmsNormBackward!(p(g), p(x), p(w), p(rstd), p(dx), p(dw), rows, C);
+    this.k.rmsNormBackward(p(g), p(x), p(w), p(rstd), p(dx), p(dw), rows, C);
   }
 
   /** cos/sin table of the positions (cached: every layer reuses the same positions). */
@@ -217,25 +231,26 @@ export class WasmBackend implements Backend {
   }
   rope(x: Buf, out: Buf, B: number, H: number, T: number, D: number, positions: Int32Array, theta: number, inverse: boolean): void {
     const tab = this.ropeTable(positions, D, theta);
-    this.k.rope!(p(x), p(out), B, H, T, D, tab, positions.length === B * T && B > 1 ? 1 : 0, inverse ? -1 : 1);
+    this.k.rope(p(x), p(out), B, H, T, D, tab, positions.length === B * T && B > 1 ? 1 : 0, inverse ? -1 : 1);
   }
   swiglu(gate: Buf, up: Buf, out: Buf, n: number): void {
     const h = (n >> 3) << 2, o = h * 4;
     if (n >= ELEMWISE_SPLIT) this.par('swiglu', [p(gate), p(up), p(out), h], [p(gate) + o, p(up) + o, p(out) + o, n - h]);
-    else this.k.swiglu!(p(gate), p(up), p(out), n);
+    else this.k.swiglu(p(gate), p(up), p(out), n);
   }
   swigluBackward(g: Buf, gate: Buf, up: Buf, dgate: Buf, dup: Buf, n: number): void {
     const h = (n >> 3) << 2, o = h * 4;
     if (n >= ELEMWISE_SPLIT)
       this.par('swigluBackward', [p(g), p(gate), p(up), p(dgate), p(dup), h], [p(g) + o, p(gate) + o, p(up) + o, p(dgate) + o, p(dup) + o, n - h]);
-    else this.k.swigluBackward!(p(g), p(gate), p(up), p(dgate), p(dup), n);
+    else this.k.swigluBackward(p(g), p(gate), p(up), p(dgate), p(dup), n);
   }
   /** Row-split a kernel whose arguments are (buffers with `rows` rows of C) + rows + trailing args. */
-  private rowSplit(fn: string, bufs: [number, number][], rows: number, C: number, tail: number[]): void {
+  private rowSplit(fn: 'softmax' | 'softmaxBackward' | 'logprobTarget' | 'logprobTargetBackward' | 'entropy' | 'entropyBackward',
+    bufs: [number, number][], rows: number, C: number, tail: number[]): void {
     const h = rows >> 1;
-    const at = (r: number): number[] => bufs.map(([ptr, width]) => ptr + r * width * 4);
-    if (rows * C >= ELEMWISE_SPLIT && h > 0) this.par(fn, [...at(0), h, ...tail], [...at(h), rows - h, ...tail]);
-    else this.k[fn]!(...at(0), rows, ...tail);
+    const args = (r: number, n: number) => [...bufs.map(([ptr, width]) => ptr + r * width * 4), n, ...tail] as KernelArgs<typeof fn>;
+    if (rows * C >= ELEMWISE_SPLIT && h > 0) this.par(fn, args(0, h), args(h, rows - h));
+    else this.par(fn, args(0, rows));
   }
   softmax(x: Buf, y: Buf, rows: number, C: number, log: boolean): void {
     this.rowSplit('softmax', [[p(x), C], [p(y), C]], rows, C, [C, log ? 1 : 0]);
@@ -260,38 +275,43 @@ export class WasmBackend implements Backend {
   attention(q: Buf, k: Buf, v: Buf, out: Buf, probs: Buf, d: AttentionDims, keyValid: Int32Array | null): void {
     const run = (kv: number): void => {
       const pairs = d.B * d.Hkv, R = (d.Hq / d.Hkv) * d.T;
-      const sb = this.k.attentionScratchBytes!(R, d.S);
-      const args = (p0: number, p1: number, s: number): number[] =>
+      const sb = this.k.attentionScratchBytes(R, d.S);
+      const args = (p0: number, p1: number, s: number): KernelArgs<'attention'> =>
         [p(q), p(k), p(v), p(out), p(probs), d.B, d.Hq, d.Hkv, d.T, d.S, d.D, d.offset, d.scale, kv, p0, p1, s];
       const h = pairs >> 1;
       if (this.pool && h > 0 && d.B * d.Hq * d.T * d.S * d.D >= GEMM_SPLIT_MACS)
         this.par('attention', args(0, h, this.scratchFor(0, sb)), args(h, pairs, this.scratchFor(1, sb)));
-      else this.k.attention!(...args(0, pairs, this.scratchFor(0, sb)));
+      else this.k.attention(...args(0, pairs, this.scratchFor(0, sb)));
     };
     if (keyValid) this.withInts(keyValid, run);
     else run(0);
   }
   attentionBackward(g: Buf, q: Buf, k: Buf, v: Buf, probs: Buf, dq: Buf, dk: Buf, dv: Buf, d: AttentionDims): void {
     const pairs = d.B * d.Hkv, R = (d.Hq / d.Hkv) * d.T;
-    const sb = this.k.attentionScratchBytes!(R, d.S);
-    const args = (p0: number, p1: number, s: number): number[] =>
+    const sb = this.k.attentionScratchBytes(R, d.S);
+    const args = (p0: number, p1: number, s: number): KernelArgs<'attentionBackward'> =>
       [p(g), p(q), p(k), p(v), p(probs), p(dq), p(dk), p(dv), d.B, d.Hq, d.Hkv, d.T, d.S, d.D, d.scale, p0, p1, s];
     const h = pairs >> 1;
     if (this.pool && h > 0 && d.B * d.Hq * d.T * d.S * d.D >= GEMM_SPLIT_MACS)
       this.par('attentionBackward', args(0, h, this.scratchFor(0, sb)), args(h, pairs, this.scratchFor(1, sb)));
-    else this.k.attentionBackward!(...args(0, pairs, this.scratchFor(0, sb)));
+    else this.k.attentionBackward(...args(0, pairs, this.scratchFor(0, sb)));
   }
 
   adamw(pp: Buf, g: Buf, m: Buf, v: Buf, n: number, s: AdamWStep): void {
-    const hp = [s.lr, s.beta1, s.beta2, s.eps, s.weightDecay, s.bc1, s.bc2];
+    const hp = [s.lr, s.beta1, s.beta2, s.eps, s.weightDecay, s.bc1, s.bc2] as const;
     const h = (n >> 3) << 2, o = h * 4;
     if (n >= ELEMWISE_SPLIT) this.par('adamw', [p(pp), p(g), p(m), p(v), h, ...hp], [p(pp) + o, p(g) + o, p(m) + o, p(v) + o, n - h, ...hp]);
-    else this.k.adamw!(p(pp), p(g), p(m), p(v), n, ...hp);
+    else this.k.adamw(p(pp), p(g), p(m), p(v), n, ...hp);
   }
   sumSquares(x: Buf, n: number): number {
-    return this.k.sumSquares!(p(x), n);
+    return this.k.sumSquares(p(x), n);
   }
   allFinite(x: Buf, n: number): boolean {
-    return this.k.allFinite!(p(x), n) === 1;
+    return this.k.allFinite(p(x), n) === 1;
+  }
+
+  /** assembly/decode.ts's fused step: one call per thread runs every layer and the head; prompts are prefilled the same way. */
+  decodeKernels(dims: DecoderDims, capacity: number): DecodeKernels {
+    return new WasmDecodeKernels(this.k, this.arena, this.pool, dims, capacity);
   }
 }

@@ -3,7 +3,7 @@
 // ragen.wasm with `shared: true` where SharedArrayBuffer is available.
 
 import { Arena } from './arena.js';
-import { WasmBackend, type WasmKernels } from './wasm-backend.js';
+import { WasmBackend, checkKernels } from './wasm-backend.js';
 
 export interface CreateWasmOptions {
   /** The module imports a shared memory (ragen.wasm / ragen-relaxed.wasm). @default false (ragen-single.wasm) */
@@ -18,5 +18,5 @@ export async function createWasmBackend(source: ArrayBuffer | ArrayBufferView | 
   const module = await WebAssembly.compile(bytes);
   const arena = new Arena(opts.initialBytes, opts.shared ?? false);
   const inst = new WebAssembly.Instance(module, { env: { memory: arena.memory, abort: () => { throw new Error('wasm abort'); } } });
-  return new WasmBackend(inst.exports as unknown as WasmKernels, arena, null, 'simd');
+  return new WasmBackend(checkKernels(inst.exports), arena, null, 'simd');
 }
