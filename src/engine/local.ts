@@ -65,6 +65,19 @@ export class TokenStats {
   reset(): void {
     this.forwardReal = this.forwardPadded = this.backwardReal = this.backwardPadded = 0;
   }
+
+  /** Count one packed batch of a pass (its shared prefix once). */
+  count(pass: 'forward' | 'backward', packed: PackedBatch): void {
+    const real = packed.lengths.reduce((a, L) => a + L - 1, 0);
+    const padded = packed.B * packed.T + packed.prefix.ids.length;
+    if (pass === 'forward') {
+      this.forwardReal += real;
+      this.forwardPadded += padded;
+    } else {
+      this.backwardReal += real;
+      this.backwardPadded += padded;
+    }
+  }
 }
 
 /** The in-process engine: policy (optionally LoRA), frozen reference and critic on our own kernels (src/model, src/tensor). */
@@ -140,8 +153,7 @@ export class LocalEngine implements TrainableEngine {
       noGrad(() =>
         tidy(() => {
           const packed = this.pack(batch, rows);
-          this.tokenStats.forwardReal += packed.lengths.reduce((a, L) => a + L - 1, 0);
-          this.tokenStats.forwardPadded += packed.B * packed.T + packed.prefix.ids.length;
+          this.tokenStats.count('forward', packed);
           const t = this.outputs(packed, options.role, want);
           for (const key of ['logprobs', 'entropy', 'values'] as const) {
             if (t[key] && out[key]) tokenAligned(packed, t[key].toFloat32Array(), t.prefix?.[key]?.toFloat32Array() ?? null, out[key], T, rows);
@@ -159,8 +171,7 @@ export class LocalEngine implements TrainableEngine {
     const { B, T } = batch;
     return tidy(() => {
       const packed = this.pack(batch);
-      this.tokenStats.backwardReal += packed.lengths.reduce((a, L) => a + L - 1, 0);
-      this.tokenStats.backwardPadded += packed.B * packed.T + packed.prefix.ids.length;
+      this.tokenStats.count('backward', packed);
       const t = this.outputs(packed, options.role, { entropy: (options.entropy ?? false) && options.role !== 'critic', values }, this.dropoutRng);
       const aligned = (key: 'logprobs' | 'entropy' | 'values') => tokenAligned(packed, t[key]!.toFloat32Array(), t.prefix?.[key]?.toFloat32Array() ?? null, new Float32Array(B * T), T);
       const result: ForwardResult = { logprobs: t.logprobs ? aligned('logprobs') : new Float32Array(B * T) };
