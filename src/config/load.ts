@@ -8,6 +8,7 @@ import { ConfigError, didYouMean } from '../util/index.js';
 import { ConfigSchema, type RagenConfig } from './schema.js';
 import { expandAliases, findAlias } from './aliases.js';
 import { checkOverridePath, crossFieldErrors, findUnknownKeys, issueMessage } from './errors.js';
+import { migrateSavedConfig } from './migrate.js';
 import { clone, deepMerge, getPath, isPlainObject, parseOverride, setPath } from './overrides.js';
 
 /** One source of config values: a preset file, a saved run config, or data built in code. */
@@ -192,7 +193,12 @@ export function saveConfig(config: RagenConfig, dir: string): string {
 export function loadSavedConfig(pathOrDir: string, overrides: readonly string[] = []): RagenConfig {
   const file = existsSync(pathOrDir) && statSync(pathOrDir).isDirectory() ? join(pathOrDir, CONFIG_FILE) : pathOrDir;
   if (!existsSync(file)) throw new ConfigError(`No saved config at \`${shortPath(file)}\` (a run directory holds \`${CONFIG_FILE}\`).`);
-  return resolveConfig(readConfigLayers(file), overrides);
+  const layers = readConfigLayers(file).map((layer) => {
+    const m = migrateSavedConfig(layer.data as Record<string, unknown>, layer.source);
+    if (m.changes.length > 0) process.stderr.write(`ragen: \`${layer.source}\` was saved with old config keys; read as today's: ${m.changes.join(', ')}\n`);
+    return { ...layer, data: m.data };
+  });
+  return resolveConfig(layers, overrides);
 }
 
 /** Deep-freeze plain data in place and return it. */
