@@ -4,7 +4,7 @@ import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'no
 import { join } from 'node:path';
 import { createRunDir, runPaths, type RunPaths } from '../metrics/index.js';
 import { CheckpointError } from '../util/index.js';
-import { loadSavedConfig, saveConfig, type RagenConfig } from '../config/index.js';
+import { checkResumeOverrides, loadSavedConfig, saveConfig, type RagenConfig } from '../config/index.js';
 import { checkpointMetrics, latestCheckpoint, metricsUpTo, readCheckpoint, type CheckpointRef, type CheckpointState, MANIFEST_FILE, METRICS_COPY } from './checkpoint-io.js';
 
 /** The env part of a run's directory name: `name`, else the training tags joined by `+`. */
@@ -40,6 +40,7 @@ export interface ResumedRun {
  * so the continued run writes exactly what an uninterrupted one would have.
  */
 export function resumeRun(runDir: string, overrides: readonly string[] = []): ResumedRun {
+  checkResumeOverrides(overrides);
   const paths = runPaths(runDir);
   if (!existsSync(paths.config)) throw new CheckpointError(`\`${runDir}\` is not a run directory (no config.yaml).`);
   const checkpoint = latestCheckpoint(paths.checkpoints);
