@@ -9,7 +9,7 @@ import { ConfigSchema, type RagenConfig } from './schema.js';
 import { expandAliases, findAlias } from './aliases.js';
 import { checkOverridePath, crossFieldErrors, findUnknownKeys, issueMessage } from './errors.js';
 import { migrateSavedConfig } from './migrate.js';
-import { clone, deepMerge, getPath, isPlainObject, parseOverride, setPath } from './overrides.js';
+import { clone, deepMerge, getPath, isPlainObject, nonPlainData, parseOverride, setPath } from './overrides.js';
 
 /** One source of config values: a preset file, a saved run config, or data built in code. */
 export interface ConfigLayer {
@@ -128,13 +128,20 @@ export function readConfigLayers(file: string, seen: readonly string[] = []): Co
     throw new ConfigError(`Config file \`${shortPath(abs)}\` is not valid YAML: ${e.message.split('\n')[0]}`);
   }
   if (!isPlainObject(data)) throw new ConfigError(`Config file \`${shortPath(abs)}\` must hold a YAML mapping (key: value lines), not ${Array.isArray(data) ? 'a list' : typeof data}.`);
+  const bad = nonPlainData(data);
+  if (bad) throw new ConfigError(`Config file \`${shortPath(abs)}\`: ${bad}.`);
   const { extends: ext, ...own } = data;
   const parents = ext === undefined ? [] : Array.isArray(ext) ? ext : [ext];
   const layers: ConfigLayer[] = [];
   for (const p of parents) {
     if (typeof p !== 'string') throw new ConfigError(`\`extends\` in \`${shortPath(abs)}\` must be a file name or a list of them, got ${JSON.stringify(p)}.`);
     const sibling = resolve(dirname(abs), p);
-    const target = existsSync(sibling) ? sibling : existsSync(`${sibling}.yaml`) ? `${sibling}.yaml` : presetPath(p);
+    let target: string;
+    try {
+      target = existsSync(sibling) ? sibling : existsSync(`${sibling}.yaml`) ? `${sibling}.yaml` : presetPath(p);
+    } catch (err) {
+      throw new ConfigError(`\`extends: ${p}\` in \`${shortPath(abs)}\`: ${(err as Error).message}`);
+    }
     layers.push(...readConfigLayers(target, [...seen, abs]));
   }
   layers.push({ source: shortPath(abs), data: own });

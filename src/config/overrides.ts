@@ -35,7 +35,26 @@ export function parseOverride(text: string): Override {
       throw new ConfigError(`Bad override \`${text}\`: the value \`${raw}\` is not valid YAML (${(err as Error).message.split('\n')[0]}). Quote strings with special characters: \`${rawKey}='...'\`.`);
     }
   }
+  const bad = nonPlainData(value);
+  if (bad) throw new ConfigError(`Bad override \`${text}\`: ${bad}.`);
   return { path: rawKey.split('.'), value, text };
+}
+
+/**
+ * What makes parsed YAML unfit as config data, as a sentence, or null: a number that is not finite (YAML reads `1e400`
+ * and `.inf` as Infinity, `.nan` as NaN) or an anchor holding an alias to itself (a cycle, which no config can mean).
+ */
+export function nonPlainData(value: unknown, path: string[] = [], seen: unknown[] = []): string | null {
+  const where = path.length > 0 ? `\`${path.join('.')}\`` : 'the value';
+  if (typeof value === 'number' && !Number.isFinite(value)) return `${where} reads as ${value}; config numbers must be finite`;
+  if (typeof value !== 'object' || value === null) return null;
+  if (seen.includes(value)) return `${where} is an alias inside its own YAML anchor; config data must be a plain tree`;
+  const entries = Array.isArray(value) ? value.map((v, i) => [String(i), v] as const) : Object.entries(value);
+  for (const [k, v] of entries) {
+    const bad = nonPlainData(v, [...path, k], [...seen, value]);
+    if (bad) return bad;
+  }
+  return null;
 }
 
 /** Merge `over` into a deep copy of `base`: objects merge key by key, anything else (arrays included) replaces. */
