@@ -1,4 +1,4 @@
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, test, vi } from 'vitest';
@@ -119,5 +119,25 @@ describe('ragen eval', () => {
     expect((await run('eval', '--env', 'game_2048', '--policy', 'oracle')).err).toMatch(/has no solver/);
     mkdirSync(join(tmp, 'empty'), { recursive: true });
     expect(() => resolveModelDir(join(tmp, 'empty'))).toThrow(/No model in/);
+  });
+
+  test('an --out that cannot be written fails before any rollout, with exit code 2, and leaves no file', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ragen-eval-out-'));
+    const file = join(dir, 'a-file');
+    writeFileSync(file, 'x');
+    for (const out of [join(file, 'eval.jsonl'), dir]) {
+      const t0 = performance.now();
+      const r = await run('eval', '--env', 'SimpleSokoban', '--policy', 'random', '--groups', '64', '--out', out);
+      expect(r.code).toBe(2);
+      expect(r.err).toContain(`Cannot write --out \`${out}\``);
+      expect(r.err).not.toMatch(/\n\s+at /); // no stack
+      expect(performance.now() - t0).toBeLessThan(5000);
+    }
+    expect(readdirSync(dir).sort()).toEqual(['a-file']);
+    // A good --out appears whole, with no .tmp beside it.
+    const good = join(dir, 'sub', 'ok.jsonl');
+    expect((await run('eval', '--env', 'SimpleSokoban', '--policy', 'random', '--groups', '2', '--out', good)).code).toBe(0);
+    expect(readdirSync(join(dir, 'sub'))).toEqual(['ok.jsonl']);
+    expect(readFileSync(good, 'utf8').trim().split('\n')).toHaveLength(2);
   });
 });

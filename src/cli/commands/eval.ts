@@ -1,7 +1,7 @@
 // `ragen eval`: validation rollouts of a policy (a model, the env's solver, or random actions) on env tags;
 // prints success, pass@k and the other rollout metrics per tag and writes the trajectories as JSONL.
-import { existsSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import type { Command } from 'commander';
 import { EnvGroups, agentConfig, enginePolicy, oraclePolicy, randomPolicy, episodeRecord, rollout, writeEpisodeRecords, type AgentConfig, type Policy, type RolloutBatch } from '../../agent/index.js';
 import { envSpec, resolveEnvId } from '../../env/index.js';
@@ -107,6 +107,22 @@ export function resolveModelDir(dir: string): string {
   throw new UsageError(`No model in \`${dir}\`: expected config.json there, or a run directory with checkpoints/step-N/config.json.`);
 }
 
+/**
+ * Check that `--out` can be written before any rollout runs (so a bad path fails now, not after the work): its folder
+ * is created and an empty `<out>.tmp` beside it, which receives the records and is renamed into place at the end.
+ */
+function openOut(out: string): string {
+  const tmp = `${out}.tmp`;
+  try {
+    if (existsSync(out) && statSync(out).isDirectory()) throw new Error('it is a directory');
+    mkdirSync(dirname(out), { recursive: true });
+    writeFileSync(tmp, '');
+  } catch (err) {
+    throw new UsageError(`Cannot write --out \`${out}\` (${(err as Error).message}); give a file path in a writable folder. Nothing was run.`);
+  }
+  return tmp;
+}
+
 /** Run the evaluation `opts` describe and return its report (writes --out when given). */
 export async function runEval(opts: EvalOptions): Promise<EvalReport> {
   if (opts.run && opts.preset) throw new UsageError('Give --run or --preset, not both.');
@@ -147,12 +163,21 @@ export async function runEval(opts: EvalOptions): Promise<EvalReport> {
   const tokenizer = loadTokenizer(tokDir);
   const temperature = opts.greedy ? 0 : (opts.temperature ?? samplingOf(base ?? defaultConfig(), 'val', seed).temperature);
   const policy = await makePolicy(policyName, cfg, tokenizer, modelDir, temperature, seed);
+  const tmp = opts.out !== undefined ? openOut(opts.out) : undefined;
   const groups = new EnvGroups({ tags, groupSize, mode: 'val', seed });
   const t0 = performance.now();
-  const batch = await rollout({ groups, policy, tokenizer, agent: cfg });
+  let batch: RolloutBatch;
+  try {
+    batch = await rollout({ groups, policy, tokenizer, agent: cfg });
+    if (tmp) {
+      writeEpisodeRecords(tmp, batch.episodes.map((e) => episodeRecord(e, cfg)));
+      renameSync(tmp, opts.out!); // the file appears whole, or not at all
+    }
+  } finally {
+    if (tmp) rmSync(tmp, { force: true });
+    await groups.close();
+  }
   const seconds = (performance.now() - t0) / 1000;
-  await groups.close();
-  if (opts.out) writeEpisodeRecords(opts.out, batch.episodes.map((e) => episodeRecord(e, cfg)));
   return {
     policy: policy.name,
     envs: tags.map((t) => t.env),
