@@ -32,7 +32,7 @@ export class EpisodeContext {
   private readonly sealed: TokenChain[] = [];
   private minStart = 0;
   private current: { view: TurnView; userText: string } | undefined;
-  /** Whole turns dropped from the context to fit `maxContextTokens`. */
+  /** Whole turns dropped from the context to fit `maxContextTokens`, counting a turn whose prompt alone did not fit. */
   truncations = 0;
   private readonly prefill: string;
   private readonly stopIds: Set<number>;
@@ -115,7 +115,12 @@ export class EpisodeContext {
         this.current = { view, userText };
         return candidate.ids.slice();
       }
-      if (w >= n) return undefined;
+      if (w >= n) {
+        // The current turn's prompt alone does not fit: it is dropped too, so a `context_full` end
+        // always counts (an episode whose first prompt is too long would otherwise report 0).
+        this.truncations++;
+        return undefined;
+      }
       w++;
       this.minStart = w;
       this.truncations++;

@@ -7,6 +7,7 @@ export { EpisodeContext, type ResponseRecord } from './episode-context.js';
 export { EnvGroups, type EnvGroupsOptions, type EnvTagSpec, type EnvSlot, type TurnStep } from './env-groups.js';
 export { enginePolicy, oraclePolicy, randomPolicy, scriptedGeneration, formatAnswer, stopSettings, type Policy, type PolicyRequest, type EngineSampling } from './policies.js';
 export { rollout, episodeMessages, type Episode, type EpisodeTurn, type EndReason, type RolloutBatch, type RolloutOptions } from './rollout.js';
+export { firstPrompts, type FirstPrompt } from './first-prompt.js';
 export { computeMetrics, type TagMetrics } from './metrics.js';
 export { collate, type TokenBatch } from './collate.js';
 export { episodeRecord, writeEpisodeRecords, type EpisodeRecord, type TurnRecord, type TrainingFields } from './trajectories.js';

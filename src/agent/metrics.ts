@@ -13,7 +13,8 @@ const mean = (xs: readonly number[]): number => (xs.length === 0 ? 0 : xs.reduce
  * `num_actions` (executed), `num_turns`, `action_valid_ratio` and `action_effective_ratio` (over the
  * attempted actions of the episode; 0 when none), `episodic_return` (env rewards), `score` (with
  * format penalties), `response_length` (sampled tokens per turn), `format_error_rate` (turns whose
- * response did not parse), `context_truncations` (turns dropped from the context), `episodes`, and
+ * response did not parse), `context_truncations` (turns dropped from the context, including the
+ * turn an episode ending `context_full` could not prompt), `episodes`, and
  * `info/<key>` for every numeric field of the final info (envs' own metrics).
  */
 export function computeMetrics(episodes: readonly Episode[], groupSize: number): Record<string, TagMetrics> {

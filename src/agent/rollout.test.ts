@@ -170,6 +170,17 @@ describe('rollout: exact token bookkeeping with a real model', () => {
 });
 
 describe('rollout: context length', () => {
+  it('counts an episode whose first prompt does not fit as truncated (context_full, zero turns)', async () => {
+    const cfg = agentConfig({ maxNewTokens: 40, maxTurns: 6, maxContextTokens: 60 });
+    const batch = await run(tiny, cfg, 2, 1);
+    for (const e of batch.episodes) {
+      expect(e.turns).toHaveLength(0);
+      expect(e.endReason).toBe('context_full');
+      expect(e.contextTruncations).toBe(1);
+    }
+    expect(batch.metrics['TestCorridor']!['context_truncations']).toBe(1);
+  });
+
   it('drops whole oldest turns to fit maxContextTokens, counts it, and starts a new sample', async () => {
     const cfg = agentConfig({ maxNewTokens: 40, maxTurns: 6, maxContextTokens: 330, stopAtAnswer: false });
     const batch = await run(tiny, cfg, 2, 1);

@@ -63,7 +63,7 @@ export interface Episode {
   score: number;
   numActions: number;
   endReason: EndReason;
-  /** Whole turns dropped from the context to fit `maxContextTokens`. */
+  /** Whole turns dropped from the context to fit `maxContextTokens`; a `context_full` end counts the turn it could not prompt. */
   contextTruncations: number;
   finalObservation: string;
 }
@@ -99,15 +99,17 @@ interface SlotState {
   episode: Episode;
 }
 
+/** The system message of a slot's episodes (its env's instruction, legend, actions and action cap). */
+export function slotSystemPrompt(slot: EnvSlot, cfg: AgentConfig): string {
+  return systemPrompt({ instruction: slot.env.instruction, legend: slot.env.legend, actionNames: slot.env.actionNames, maxActionsPerEpisode: slot.maxActions }, cfg);
+}
+
 /** Run one batch of episodes to the end. */
 export async function rollout(opts: RolloutOptions): Promise<RolloutBatch> {
   const { groups, policy, tokenizer, agent: cfg } = opts;
   const observations = await groups.reset(opts.resetSeed);
   const states: SlotState[] = groups.slots.map((slot, i) => {
-    const system = systemPrompt(
-      { instruction: slot.env.instruction, legend: slot.env.legend, actionNames: slot.env.actionNames, maxActionsPerEpisode: slot.maxActions },
-      cfg,
-    );
+    const system = slotSystemPrompt(slot, cfg);
     return {
       ctx: new EpisodeContext(tokenizer, cfg, system),
       obs: observations[i]!,

@@ -28,7 +28,7 @@ describe('ragen play', () => {
     const env = makeEnv('Bandit');
     env.reset({ seed: 4 });
     const [a, b] = env.actionNames!;
-    const { code, out, err } = await run('play', 'bandit', '--seed', '4', '--actions', `nobody || ${a} || ${b}`, '--json');
+    const { code, out, err } = await run('play', 'bandit', '--seed', '4', '--actions', `nobody || ${a} || ${b}`, '--json', '--max-actions', '3');
     expect(code).toBe(0);
     const rec = JSON.parse(out) as PlayRecord;
     expect(Object.keys(rec)).toEqual(['envId', 'seed', 'initial', 'steps']);
@@ -41,15 +41,30 @@ describe('ragen play', () => {
     expect(err).toMatch(/ended after 2 action\(s\); ignored the remaining 1/);
   });
   test('--config values parse as JSON and reach the env', async () => {
-    const { out } = await run('play', 'MetamathQA', '--seed', '0', '--actions', 'x || y', '--json', '--config', 'maxAttempts=2');
+    const { out } = await run('play', 'MetamathQA', '--seed', '0', '--actions', 'x || y', '--json', '--config', 'maxAttempts=2', '--max-actions', '2');
     const rec = JSON.parse(out) as PlayRecord;
     expect(rec.steps.map((s) => s.terminated)).toEqual([false, true]);
   });
   test('--config may be repeated; non-JSON values stay strings', async () => {
-    const { out } = await run('play', 'MetamathQA', '--config', 'maxAttempts=2', '--config', 'dataPath=data/metamathqa/val.jsonl', '--actions', 'x || y', '--json');
+    const { out } = await run('play', 'MetamathQA', '--config', 'maxAttempts=2', '--config', 'dataPath=data/metamathqa/val.jsonl', '--actions', 'x || y', '--json', '--max-actions', '2');
     const rec = JSON.parse(out) as PlayRecord;
     expect(rec.steps.map((s) => s.terminated)).toEqual([false, true]);
     expect(rec.steps[1]!.info.correctAnswer).toBe((await import('../env/index.js')).envSpec('MetamathQA').solve!({ dataPath: 'data/metamathqa/val.jsonl', maxAttempts: 2 }, 0)![0]);
+  });
+  test.each([
+    ['SimpleSudoku', 'x'],
+    ['game_2048', 'x'],
+    ['Bandit', 'nobody'],
+  ])('%s: a scripted episode ends truncated at the action cap `ragen envs --json` lists', async (id, action) => {
+    const rows = JSON.parse((await run('envs', '--json')).out) as { id: string; maxActionsPerEpisode: number }[];
+    const cap = rows.find((r) => r.id === id)!.maxActionsPerEpisode;
+    const { code, out, err } = await run('play', id, '--seed', '0', '--actions', Array.from({ length: cap + 30 }, () => action).join(' || '), '--json');
+    expect(code).toBe(0);
+    const rec = JSON.parse(out) as PlayRecord;
+    expect(rec.steps).toHaveLength(cap);
+    expect([rec.steps.at(-1)!.terminated, rec.steps.at(-1)!.truncated]).toEqual([false, true]);
+    expect(rec.steps.slice(0, -1).every((s) => !s.terminated && !s.truncated)).toBe(true);
+    expect(err).toContain(`ended after ${cap} action(s) (the action cap; --max-actions changes it); ignored the remaining 30.`);
   });
   test('--max-actions truncates the episode', async () => {
     const { out } = await run('play', 'Bandit', '--actions', 'x || y || z', '--json', '--max-actions', '2');

@@ -39,5 +39,6 @@ export { parseOverride, type Override } from './overrides.js';
 export { CONFIG_ALIASES, type ConfigAlias } from './aliases.js';
 export { RAGEN_KEYS, ragenKeyHint, type RagenKey } from './ragen-keys.js';
 export { checkRunConfig, trainEpisodesPerStep, valEpisodes, type RunCheckOptions } from './check.js';
+export { checkPromptBudget } from './prompt-budget.js';
 export { envGroupsOptions, samplingOf } from './rollout-options.js';
 export { checkResumeOverrides, resumable, RESUMABLE_KEYS } from './resume.js';

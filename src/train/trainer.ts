@@ -7,7 +7,7 @@ import { KLController } from '../algo/index.js';
 import { ConsoleSink, JsonlSink, MetricLogger, rolloutFile, summaryTable, type LoggerState, type MetricSink, type RunPaths, type SummaryRow } from '../metrics/index.js';
 import { writeCheckpoint } from './checkpoint-io.js';
 import type { CollapseEma } from './collapse-step.js';
-import { checkRunConfig, envGroupsOptions, type RagenConfig } from '../config/index.js';
+import { checkPromptBudget, checkRunConfig, envGroupsOptions, type RagenConfig } from '../config/index.js';
 import { EarlyStopTracker, type EarlyStop, type EarlyStopState } from './early-stop.js';
 import { EarlyWarningMonitor, type EarlyWarningState } from './early-warning-step.js';
 import { openModels, type TrainerModels } from './engine-setup.js';
@@ -74,11 +74,13 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     startStep = r.checkpoint.step;
     saved = (r.state.trainer ?? {}) as Partial<LoopState>;
     models = options.models ?? (await openModels(config, r.checkpoint.dir));
+    await promptsFit(config, models, options.models === undefined);
   } else {
     if (!options.config) throw new TypeError('train: give `config` (a fresh run) or `resume` (a run directory).');
     config = options.config;
     checkRunConfig(config, { skipModel: options.models !== undefined });
     models = options.models ?? (await openModels(config));
+    await promptsFit(config, models, options.models === undefined);
     paths = createRun(config);
   }
   const { engine, tokenizer } = models;
@@ -160,4 +162,14 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   const tags = config.env.val.map((v) => v.tag);
   const summary: SummaryRow[] = [...new Set(tags)].map((tag) => ({ tag, ...(valBefore?.[tag] !== undefined ? { before: valBefore[tag] } : {}), ...(lastVal?.[tag] !== undefined ? { after: lastVal[tag] } : {}) }));
   return { runDir: paths.root, config, startStep, lastStep, earlyStop, summary, summaryText: summaryTable(summary) };
+}
+
+/** The context budget holds every tag's first prompt (before any step or run directory); frees `models` it owns on failure. */
+async function promptsFit(config: RagenConfig, models: TrainerModels, owned: boolean): Promise<void> {
+  try {
+    await checkPromptBudget(config, models.tokenizer);
+  } catch (err) {
+    if (owned) models.engine.dispose();
+    throw err;
+  }
 }

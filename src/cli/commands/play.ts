@@ -2,7 +2,7 @@
 import type { Readable, Writable } from 'node:stream';
 import { createInterface } from 'node:readline';
 import type { Command } from 'commander';
-import { makeEnv, resolveEnvId, type Env, type EnvInfo, type EnvMode, type StepResult } from '../../env/index.js';
+import { envSpec, makeEnv, resolveEnvId, type Env, type EnvInfo, type EnvMode, type StepResult } from '../../env/index.js';
 import { addEpisodeOptions, parseActions, parseConfigPairs, parsePositiveInt } from './env-options.js';
 
 interface PlayOptions {
@@ -12,6 +12,8 @@ interface PlayOptions {
   actions?: string;
   maxActions?: number;
   json?: boolean;
+  /** The action cap in force (`maxActions` or the env's own). */
+  cap?: number;
 }
 
 /** The `--json` output of `ragen play`. */
@@ -36,12 +38,15 @@ export function register(program: Command): void {
     .description('Play an environment: interactively in a terminal, or scripted with --actions.')
     .argument('<envId>', 'environment id (see `ragen envs`)'))
     .option('--actions <list>', 'actions to play, separated by || (as in an agent answer)')
-    .option('--max-actions <n>', 'truncate the episode after n actions', parsePositiveInt('--max-actions'))
+    .option('--max-actions <n>', "truncate the episode after n actions, unrecognised ones included (default: the env's per-episode cap, `ragen envs --json`)", parsePositiveInt('--max-actions'))
     .option('--json', 'print {envId, seed, initial, steps} as JSON')
     .addHelpText('after', EXAMPLES)
     .action(async (envId: string, opts: PlayOptions) => {
       const id = resolveEnvId(envId);
-      const env = makeEnv(id, parseConfigPairs(opts.config), opts.maxActions ? { maxActions: opts.maxActions } : {});
+      // Every env gets its training cap, not only those that end episodes themselves. Unlike EnvGroups,
+      // unrecognised names count too, so no scripted episode outlives the cap.
+      opts.cap = opts.maxActions ?? envSpec(id).maxActionsPerEpisode;
+      const env = makeEnv(id, parseConfigPairs(opts.config), { maxActions: opts.cap });
       try {
         if (opts.actions === undefined && !opts.json && process.stdin.isTTY) {
           await playInteractive(env, id, opts.seed, opts.mode, process.stdin, process.stdout);
@@ -66,7 +71,8 @@ async function playScripted(env: Env, id: string, opts: PlayOptions): Promise<vo
   let ended = false;
   for (const [i, action] of actions.entries()) {
     if (ended) {
-      console.error(`ragen: the episode ended after ${i} action(s); ignored the remaining ${actions.length - i}.`);
+      const atCap = record.steps.at(-1)!.truncated && i === opts.cap;
+      console.error(`ragen: the episode ended after ${i} action(s)${atCap ? ' (the action cap; --max-actions changes it)' : ''}; ignored the remaining ${actions.length - i}.`);
       break;
     }
     const r = await env.step(action);
