@@ -7,6 +7,7 @@ import { KLController } from '../algo/index.js';
 import { ConsoleSink, JsonlSink, MetricLogger, rolloutFile, summaryTable, type LoggerState, type MetricSink, type RunPaths, type SummaryRow } from '../metrics/index.js';
 import { writeCheckpoint } from './checkpoint-io.js';
 import type { CollapseEma } from './collapse-step.js';
+import { registerRemoteEnvs } from '../env/remote/index.js';
 import { checkPromptBudget, checkRunConfig, envGroupsOptions, type RagenConfig } from '../config/index.js';
 import { EarlyStopTracker, type EarlyStop, type EarlyStopState } from './early-stop.js';
 import { EarlyWarningMonitor, type EarlyWarningState } from './early-warning-step.js';
@@ -69,6 +70,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   if (options.resume !== undefined) {
     const r = resumeRun(options.resume, options.overrides ?? []);
     config = r.config;
+    await registerRemoteEnvs(envTags(config));
     checkRunConfig(config, { skipModel: options.models !== undefined });
     paths = r.paths;
     startStep = r.checkpoint.step;
@@ -78,6 +80,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   } else {
     if (!options.config) throw new TypeError('train: give `config` (a fresh run) or `resume` (a run directory).');
     config = options.config;
+    await registerRemoteEnvs(envTags(config));
     checkRunConfig(config, { skipModel: options.models !== undefined });
     models = options.models ?? (await openModels(config));
     await promptsFit(config, models, options.models === undefined);
@@ -172,4 +175,9 @@ async function promptsFit(config: RagenConfig, models: TrainerModels, owned: boo
     if (owned) models.engine.dispose();
     throw err;
   }
+}
+
+/** Every env tag of the config (train and val), for connecting the `remote:` ones before the run starts. */
+function envTags(config: RagenConfig): string[] {
+  return [...config.env.train, ...config.env.val].map((e) => e.tag);
 }

@@ -3,7 +3,7 @@
 import WebSocket from 'ws';
 import { ConfigError, RagenError, ResetNeededError } from '../../util/index.js';
 import type { Env, EnvInfo, ResetOptions, ResetResult, StepResult } from '../core.js';
-import { parseServerMessage, type ClientMessage, type ObservationData, type ServerMessage } from './protocol.js';
+import { parseServerMessage, type ClientMessage, type ErrorData, type ObservationData, type ServerMessage } from './protocol.js';
 
 /** A remote env failed in a way the caller cannot fix by changing its input: the connection, a timeout, the server. */
 export class RemoteEnvError extends RagenError {
@@ -48,7 +48,9 @@ export class RemoteEnv implements Env {
   legend: string;
   actionNames: readonly string[] | undefined;
   private ws: WebSocket | undefined;
-  private pending: { resolve: (m: ServerMessage) => void; reject: (e: Error) => void; timer: NodeJS.Timeout } | undefined;
+  private pending: { resolve: (m: ServerMessage) => void; reject: (e: Error) => void; timer: NodeJS.Timeout; type: string } | undefined;
+  /** A typed error the server sent unasked just before closing (CONFIG_ERROR at connect, IDLE_TIMEOUT...). */
+  private goodbye: ErrorData | undefined;
   private lastRender = '';
   /** Why the current session ended, for the error of the next step. */
   private lost: string | undefined;
@@ -120,6 +122,7 @@ export class RemoteEnv implements Env {
         await new Promise((r) => setTimeout(r, 250 * 2 ** (k - 1)));
       }
       try {
+        this.goodbye = undefined;
         this.ws = await this.open();
         this.lost = undefined;
         return;
@@ -158,7 +161,10 @@ export class RemoteEnv implements Env {
     }
     if (!pending) {
       // Unsolicited: the server's goodbye (IDLE_TIMEOUT, SERVER_SHUTDOWN...) before it closes.
-      if (parsed.message.type === 'error') this.lost = `${parsed.message.data.code}: ${parsed.message.data.message}`;
+      if (parsed.message.type === 'error') {
+        this.goodbye = parsed.message.data;
+        this.lost = `${parsed.message.data.code}: ${parsed.message.data.message}`;
+      }
       return;
     }
     this.pending = undefined;
@@ -173,7 +179,8 @@ export class RemoteEnv implements Env {
     if (pending) {
       this.pending = undefined;
       clearTimeout(pending.timer);
-      pending.reject(new RemoteEnvError('CONNECTION_LOST', `The env server at ${this.url} closed the session while a request was waiting (${this.lost}); the episode is lost. reset() opens a new session.`));
+      if (this.goodbye) pending.reject(this.errorOf(this.goodbye, pending.type));
+      else pending.reject(new RemoteEnvError('CONNECTION_LOST', `The env server at ${this.url} closed the session while a request was waiting (${this.lost}); the episode is lost. reset() opens a new session.`));
     } else if (this.episodeRunning) {
       this.log(`[remote-env] ${this.url}: session lost mid-episode (${this.lost})`);
     }
@@ -189,21 +196,28 @@ export class RemoteEnv implements Env {
         ws.terminate(); // the session's state is unknown now: drop it
         reject(new RemoteEnvError('TIMEOUT', `The env server at ${this.url} did not answer ${msg.type} within ${this.timeoutMs / 1000} s (RemoteEnvOptions.timeoutS); the session is dropped and the episode lost.`));
       }, this.timeoutMs);
-      this.pending = { resolve, reject, timer };
+      if (this.goodbye) {
+        clearTimeout(timer);
+        return reject(this.errorOf(this.goodbye, msg.type)); // refused before we asked: the server is closing
+      }
+      this.pending = { resolve, reject, timer, type: msg.type };
       ws.send(JSON.stringify(msg));
     });
+  }
+
+  /** The exception for a server error: the caller's mistakes as ResetNeededError / ConfigError, the rest RemoteEnvError. */
+  private errorOf(data: ErrorData, what: string): Error {
+    const { code, message } = data;
+    if (code === 'RESET_NEEDED') return new ResetNeededError(message);
+    if (code === 'VALIDATION_ERROR' || code === 'CONFIG_ERROR' || code === 'UNKNOWN_ENV') return new ConfigError(`${this.url}: ${message}`);
+    return new RemoteEnvError(code, `The env server at ${this.url} answered ${what} with ${code}: ${message}`);
   }
 
   /** The observation data of a reply, or the reply's error as the matching exception. */
   private observationOf(reply: ServerMessage, what: 'reset' | 'step'): ObservationData {
     if (reply.type === 'error') {
-      const { code, message } = reply.data;
-      if (code === 'RESET_NEEDED') {
-        this.episodeRunning = false;
-        throw new ResetNeededError(message);
-      }
-      if (code === 'VALIDATION_ERROR' || code === 'CONFIG_ERROR' || code === 'UNKNOWN_ENV') throw new ConfigError(`${this.url}: ${message}`);
-      throw new RemoteEnvError(code, `The env server at ${this.url} answered ${what} with ${code}: ${message}`);
+      if (reply.data.code === 'RESET_NEEDED') this.episodeRunning = false;
+      throw this.errorOf(reply.data, what);
     }
     if (reply.type !== 'observation' || typeof reply.data.observation?.text !== 'string') {
       throw new RemoteEnvError('PROTOCOL_ERROR', `The env server at ${this.url} answered ${what} with ${JSON.stringify(reply).slice(0, 120)}, not an observation with observation.text.`);

@@ -202,7 +202,7 @@ export class EnvServer {
       const bytes = byteLength(data);
       if (bytes > this.options.maxMessageBytes) {
         this.stats.errors++;
-        this.options.log(`[env-serve] session ${session.id}: message of ${bytes} bytes over the limit of ${this.options.maxMessageBytes}`);
+        this.options.log(`[env-serve] session ${session.id} (${session.envId}): MESSAGE_TOO_LARGE: ${bytes} bytes, over the limit of ${this.options.maxMessageBytes}`);
         this.reply(ws, { type: 'error', data: { code: 'MESSAGE_TOO_LARGE', message: `The message has ${bytes} bytes; this server takes at most ${this.options.maxMessageBytes} (--max-message-bytes).`, bytes, max_bytes: this.options.maxMessageBytes } });
         return;
       }
