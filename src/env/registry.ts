@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { ConfigError, EnvNotFoundError, didYouMean } from '../util/index.js';
 import type { Env } from './core.js';
-import { wrapEnv, type WrapOptions } from './wrappers.js';
+import { wrapEnv, type WrapOptions } from './wrap-env.js';
 
 /** Everything the registry knows about one env id. `C` is the env's validated config type. */
 export interface EnvSpec<C extends Record<string, unknown> = Record<string, unknown>> {
