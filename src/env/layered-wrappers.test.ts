@@ -2,6 +2,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { EnvGroups } from '../agent/index.js';
 import { checkEnv, envSpec, invalidInfo, makeEnv, resolveEnvConfig, wrapEnv, type Env, type StepResult, type WrapOptions } from './index.js';
 import { EnvServer, RemoteEnv } from './remote/index.js';
 import { EpisodeRecorder, FormatPenalty, ObservationTruncation, RewardScale } from './layered-wrappers.js';
@@ -80,6 +81,20 @@ describe('layered wrappers', () => {
     expect(r[2]!.info.episodeReturn).toBeCloseTo(19.9);
     expect(JSON.parse(readFileSync(path, 'utf8').trim()).episodeReturn).toBeCloseTo(19.9);
     await expect(async () => env.step('a')).rejects.toThrow(/after the episode ended/);
+  });
+});
+
+describe('EnvGroups tag wrappers', () => {
+  it('stack the given wrappers on every env of the tag', async () => {
+    const make = (wrappers?: WrapOptions) => new EnvGroups({ tags: [{ env: 'SimpleSokoban', nGroups: 1, ...(wrappers ? { wrappers } : {}) }], groupSize: 2, mode: 'train', seed: 5 });
+    const plain = make();
+    const scaled = make({ rewardScale: { scale: 10 } });
+    await plain.reset();
+    await scaled.reset();
+    const a = await plain.step(plain.slots[0]!, ['Up', 'Left']);
+    const b = await scaled.step(scaled.slots[0]!, ['Up', 'Left']);
+    expect(a.reward).not.toBe(0);
+    expect(b.reward).toBeCloseTo(10 * a.reward);
   });
 });
 
