@@ -5,6 +5,7 @@ import os from 'node:os';
 import type { Command } from 'commander';
 import { benchEnv, listEnvs, resolveEnvId, type BenchEnvResult } from '../../env/index.js';
 import { parsePositive, parsePositiveInt } from './env-options.js';
+import { runRemoteBench } from './bench-remote.js';
 
 const subcommands: ((bench: Command) => void)[] = [registerEnvs];
 
@@ -40,9 +41,13 @@ function registerEnvs(bench: Command): void {
     .option('--ids <list>', 'comma-separated env ids (default: every registered id)')
     .option('--seconds <s>', 'wall time of each measurement', parsePositive('--seconds'), 2)
     .option('--repeat <k>', 'measure each id k times and keep the best (on a busy machine)', parsePositiveInt('--repeat'), 1)
+    .option('--remote', 'load test over the wire instead: `ragen env serve` in a child process on loopback, --sessions concurrent sessions per id, steps/s beside in-process (default ids: SimpleSokoban,Bandit,Countdown)')
+    .option('--sessions <n>', 'with --remote: concurrent sessions', parsePositiveInt('--sessions'), 1000)
+    .option('--url <ws://host:port>', 'with --remote: load an already running server instead of starting one')
     .option('--json', 'print {node, cpu, loadAverage, seconds, repeat, results: [...]} as JSON')
-    .addHelpText('after', '\nExamples:\n  $ ragen bench envs\n  $ ragen bench envs --ids CoordSokoban --seconds 5\n  $ ragen bench envs --repeat 3 --json > bench.json')
-    .action(async (opts: { ids?: string; seconds: number; repeat: number; json?: boolean }) => {
+    .addHelpText('after', '\nExamples:\n  $ ragen bench envs\n  $ ragen bench envs --ids CoordSokoban --seconds 5\n  $ ragen bench envs --repeat 3 --json > bench.json\n  $ ragen bench envs --remote --sessions 1000 --seconds 5')
+    .action(async (opts: { ids?: string; seconds: number; repeat: number; json?: boolean; remote?: boolean; sessions: number; url?: string }) => {
+      if (opts.remote) return void (await runRemoteBench(opts));
       const ids = opts.ids ? opts.ids.split(',').map((s) => resolveEnvId(s.trim())) : listEnvs().map((e) => e.id);
       const report: BenchEnvsReport = { node: process.version, cpu: `${os.cpus()[0]?.model ?? 'unknown'} x ${os.cpus().length}`, loadAverage: os.loadavg()[0]!, seconds: opts.seconds, repeat: opts.repeat, results: [] };
       if (!opts.json) {

@@ -1,0 +1,148 @@
+// The load test behind `ragen bench envs --remote`: N concurrent RemoteEnv sessions replaying solver plans
+// against an env server on loopback for a fixed time, beside the same workload on one in-process env.
+import { Rng } from '../../util/index.js';
+import type { Env, EnvMode } from '../core.js';
+import { envSpec, makeEnv, resolveEnvConfig, resolveEnvId } from '../registry.js';
+import { RemoteEnv } from './remote-env.js';
+
+/** Options of `benchRemote`. */
+export interface RemoteBenchOptions {
+  /** Env id (served by the server at `url`). */
+  id: string;
+  /** `ws://host:port` of a server that serves `id`. */
+  url: string;
+  /** Concurrent sessions. @default 1000 */
+  sessions?: number;
+  /** Wall time of the timed phase (remote), and of the in-process run. @default 3 */
+  seconds?: number;
+}
+
+/** What one load test measured. */
+export interface RemoteBenchResult {
+  id: string;
+  sessions: number;
+  /** Time to open every session (one reset each), before the timed phase. */
+  connectSeconds: number;
+  seconds: number;
+  /** Steps answered over the wire, all sessions together. */
+  steps: number;
+  resets: number;
+  stepsPerSecond: number;
+  /** Resets answered per second: with the steps, the server's round trips. */
+  resetsPerSecond: number;
+  /** The same reset + plan workload on one in-process env, one step at a time. */
+  inProcessStepsPerSecond: number;
+  /** Step round-trip latency percentiles (ms) under the load. */
+  p50Ms: number;
+  p99Ms: number;
+  /** Steps or resets that failed (each is a bug or an overload worth reading in the server log). */
+  errors: number;
+  /** The first failure's message, when any. */
+  firstError?: string;
+}
+
+type Plan = { seed: number; actions: string[] };
+
+/** Action plans: the solver's per seed (64 seeds), else 32 random action names per seed. */
+function plansFor(id: string): Plan[] {
+  const spec = envSpec(id);
+  const config = resolveEnvConfig(id);
+  const plans: Plan[] = [];
+  for (let seed = 0; seed < 64; seed++) {
+    const actions = spec.solve?.(config, seed, 'train');
+    if (actions && actions.length > 0) plans.push({ seed, actions });
+  }
+  if (plans.length > 0) return plans;
+  const env = makeEnv(id);
+  const rng = new Rng(7);
+  for (let seed = 0; seed < 64; seed++) {
+    void env.reset({ seed });
+    const names = env.actionNames ?? ['1'];
+    plans.push({ seed, actions: Array.from({ length: 32 }, () => names[rng.int(names.length)]!) });
+  }
+  return plans;
+}
+
+/** Plays plans from `start` (reset, then each action until the episode ends) until `deadline`; counts steps. */
+async function replay(env: Env, plans: Plan[], start: number, deadline: number, mode: EnvMode, latencies?: number[]): Promise<{ steps: number; resets: number; errors: number; firstError?: string }> {
+  let steps = 0;
+  let resets = 0;
+  let errors = 0;
+  let firstError: string | undefined;
+  for (let k = start; performance.now() < deadline; k++) {
+    const plan = plans[k % plans.length]!;
+    try {
+      const r0 = env.reset({ seed: plan.seed, mode });
+      if (r0 instanceof Promise) await r0; // sync envs stay sync: no await in the in-process baseline
+      resets++;
+      for (const action of plan.actions) {
+        const t0 = performance.now();
+        const pending = env.step(action);
+        const r = pending instanceof Promise ? await pending : pending;
+        latencies?.push(performance.now() - t0);
+        steps++;
+        if (r.terminated || r.truncated || performance.now() >= deadline) break;
+      }
+    } catch (err) {
+      errors++; // counted and reported with the first message; a failing session stops replaying
+      firstError ??= String(err);
+      break;
+    }
+  }
+  return { steps, resets, errors, ...(firstError ? { firstError } : {}) };
+}
+
+function percentile(sorted: Float64Array, q: number): number {
+  return sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+}
+
+/** Load-test `sessions` concurrent sessions of `id` at `url`, then the same workload in-process. */
+export async function benchRemote(options: RemoteBenchOptions, progress?: (line: string) => void): Promise<RemoteBenchResult> {
+  const id = resolveEnvId(options.id);
+  const sessions = options.sessions ?? 1000;
+  const seconds = options.seconds ?? 3;
+  const plans = plansFor(id);
+
+  const t0 = performance.now();
+  const envs = Array.from({ length: sessions }, () => new RemoteEnv(`${options.url}/${id}`, { log: () => {}, timeoutS: 60, connectAttempts: 5 }));
+  const opened = await Promise.allSettled(envs.map((env, i) => env.reset({ seed: plans[i % plans.length]!.seed })));
+  const failed = opened.filter((r) => r.status === 'rejected');
+  if (failed.length > 0) {
+    envs.forEach((e) => e.close());
+    throw new Error(`${failed.length} of ${sessions} sessions could not open: ${String((failed[0] as PromiseRejectedResult).reason)}`);
+  }
+  const connectSeconds = (performance.now() - t0) / 1000;
+  progress?.(`${id}: ${sessions} sessions open in ${connectSeconds.toFixed(2)} s; stepping for ${seconds} s`);
+
+  const latencies: number[] = [];
+  const start = performance.now();
+  const deadline = start + seconds * 1000;
+  const runs = await Promise.all(envs.map((env, i) => replay(env, plans, i, deadline, 'train', latencies)));
+  const elapsed = (performance.now() - start) / 1000;
+  envs.forEach((e) => e.close());
+  const steps = runs.reduce((n, r) => n + r.steps, 0);
+  const sorted = Float64Array.from(latencies).sort();
+
+  progress?.(`${id}: in-process, the same workload for ${seconds} s`);
+  const local = makeEnv(id);
+  const l0 = performance.now();
+  const localRun = await replay(local, plans, 0, l0 + seconds * 1000, 'train');
+  const localSeconds = (performance.now() - l0) / 1000;
+  await local.close();
+
+  return {
+    id,
+    sessions,
+    connectSeconds,
+    seconds: elapsed,
+    steps,
+    resets: runs.reduce((n, r) => n + r.resets, 0),
+    stepsPerSecond: steps / elapsed,
+    resetsPerSecond: runs.reduce((n, r) => n + r.resets, 0) / elapsed,
+    inProcessStepsPerSecond: localRun.steps / localSeconds,
+    p50Ms: percentile(sorted, 0.5),
+    p99Ms: percentile(sorted, 0.99),
+    errors: runs.reduce((n, r) => n + r.errors, 0),
+    ...(runs.find((r) => r.firstError) ? { firstError: runs.find((r) => r.firstError)!.firstError! } : {}),
+  };
+}
