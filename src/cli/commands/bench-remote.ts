@@ -61,15 +61,15 @@ export async function runRemoteBench(opts: RemoteBenchCliOptions): Promise<Remot
   try {
     if (!opts.json) {
       console.log(`node ${report.node}, ${report.cpu}, load average ${report.loadAverage.toFixed(2)}, server: ${report.server}, ${opts.sessions} sessions, ${opts.seconds} s per measurement`);
-      console.log(`${'env'.padEnd(16)} ${'sessions'.padStart(8)} ${'remote steps/s'.padStart(15)} ${'resets/s'.padStart(9)} ${'in-process steps/s'.padStart(19)} ${'ratio'.padStart(7)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'connect s'.padStart(9)} ${'errors'.padStart(6)}`);
+      console.log(`${'env'.padEnd(16)} ${'sessions'.padStart(8)} ${'remote steps/s'.padStart(15)} ${'resets/s'.padStart(9)} ${'in-process steps/s'.padStart(19)} ${'ratio'.padStart(7)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'connect s'.padStart(9)} ${'errors'.padStart(6)} ${'server CPU'.padStart(10)} ${'steps/server-CPU-s'.padStart(18)}`);
     }
     for (const id of ids) {
-      const r = await benchRemote({ id, url: server.url, sessions: opts.sessions, seconds: opts.seconds }, opts.json ? undefined : log);
+      const r = await benchRemote({ id, url: server.url, sessions: opts.sessions, seconds: opts.seconds, ...(server.child?.pid ? { serverPid: server.child.pid } : {}) }, opts.json ? undefined : log);
       report.results.push(r);
       if (r.firstError) log(`${id}: ${r.errors} failure(s); the first: ${r.firstError}`);
       if (!opts.json) {
         const ratio = r.stepsPerSecond / r.inProcessStepsPerSecond;
-        console.log(`${id.padEnd(16)} ${String(r.sessions).padStart(8)} ${fmt(r.stepsPerSecond).padStart(15)} ${fmt(r.resetsPerSecond).padStart(9)} ${fmt(r.inProcessStepsPerSecond).padStart(19)} ${ratio.toFixed(3).padStart(7)} ${r.p50Ms.toFixed(1).padStart(7)} ${r.p99Ms.toFixed(1).padStart(7)} ${r.connectSeconds.toFixed(2).padStart(9)} ${String(r.errors).padStart(6)}`);
+        console.log(`${id.padEnd(16)} ${String(r.sessions).padStart(8)} ${fmt(r.stepsPerSecond).padStart(15)} ${fmt(r.resetsPerSecond).padStart(9)} ${fmt(r.inProcessStepsPerSecond).padStart(19)} ${ratio.toFixed(3).padStart(7)} ${r.p50Ms.toFixed(1).padStart(7)} ${r.p99Ms.toFixed(1).padStart(7)} ${r.connectSeconds.toFixed(2).padStart(9)} ${String(r.errors).padStart(6)} ${(r.serverCpuSeconds === null ? '-' : `${((100 * r.serverCpuSeconds) / r.seconds).toFixed(0)}%`).padStart(10)} ${(r.stepsPerServerCpuSecond === null ? '-' : fmt(r.stepsPerServerCpuSecond)).padStart(18)}`);
       }
     }
   } finally {

@@ -8,7 +8,7 @@ describe('benchRemote', () => {
     const server = new EnvServer({ envIds: ['SimpleSokoban'], port: 0, log: () => {} });
     const url = `ws://127.0.0.1:${await server.listen()}`;
     try {
-      const r = await benchRemote({ id: 'SimpleSokoban', url, sessions: 40, seconds: 0.3 });
+      const r = await benchRemote({ id: 'SimpleSokoban', url, sessions: 40, seconds: 0.3, serverPid: process.pid });
       expect(server.stats.sessionsOpened).toBe(40);
       expect(r.errors).toBe(0);
       expect(r.steps).toBeGreaterThan(0);
@@ -17,6 +17,7 @@ describe('benchRemote', () => {
       expect(r.stepsPerSecond).toBeCloseTo(r.steps / r.seconds, 6);
       expect(r.inProcessStepsPerSecond).toBeGreaterThan(0);
       expect(r.p99Ms).toBeGreaterThanOrEqual(r.p50Ms);
+      if (process.platform === 'linux') expect(r.serverCpuSeconds).toBeGreaterThan(0); // read from /proc
     } finally {
       await server.close();
     }

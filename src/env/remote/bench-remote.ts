@@ -1,5 +1,6 @@
 // The load test behind `ragen bench envs --remote`: N concurrent RemoteEnv sessions replaying solver plans
 // against an env server on loopback for a fixed time, beside the same workload on one in-process env.
+import { readFileSync } from 'node:fs';
 import { Rng } from '../../util/index.js';
 import type { Env, EnvMode } from '../core.js';
 import { envSpec, makeEnv, resolveEnvConfig, resolveEnvId } from '../registry.js';
@@ -15,6 +16,8 @@ export interface RemoteBenchOptions {
   sessions?: number;
   /** Wall time of the timed phase (remote), and of the in-process run. @default 3 */
   seconds?: number;
+  /** The server's process id, to read its CPU time during the timed phase (Linux /proc). @default none */
+  serverPid?: number;
 }
 
 /** What one load test measured. */
@@ -39,6 +42,22 @@ export interface RemoteBenchResult {
   errors: number;
   /** The first failure's message, when any. */
   firstError?: string;
+  /** CPU seconds the server process used during the timed phase (null without serverPid or /proc). */
+  serverCpuSeconds: number | null;
+  /** steps / serverCpuSeconds: what one fully busy server core would answer (null when unknown). */
+  stepsPerServerCpuSecond: number | null;
+}
+
+/** utime + stime of a process in seconds from /proc/<pid>/stat (Linux; clock ticks of 100 Hz), or null. */
+function cpuSeconds(pid: number | undefined): number | null {
+  if (pid === undefined) return null;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // fields from the 3rd on (the name may hold spaces)
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return null; // not Linux, or the process is gone: reported as unknown
+  }
 }
 
 type Plan = { seed: number; actions: string[] };
@@ -115,10 +134,13 @@ export async function benchRemote(options: RemoteBenchOptions, progress?: (line:
   progress?.(`${id}: ${sessions} sessions open in ${connectSeconds.toFixed(2)} s; stepping for ${seconds} s`);
 
   const latencies: number[] = [];
+  const cpu0 = cpuSeconds(options.serverPid);
   const start = performance.now();
   const deadline = start + seconds * 1000;
   const runs = await Promise.all(envs.map((env, i) => replay(env, plans, i, deadline, 'train', latencies)));
   const elapsed = (performance.now() - start) / 1000;
+  const cpu1 = cpuSeconds(options.serverPid);
+  const serverCpuSeconds = cpu0 !== null && cpu1 !== null ? cpu1 - cpu0 : null;
   envs.forEach((e) => e.close());
   const steps = runs.reduce((n, r) => n + r.steps, 0);
   const sorted = Float64Array.from(latencies).sort();
@@ -143,6 +165,8 @@ export async function benchRemote(options: RemoteBenchOptions, progress?: (line:
     p50Ms: percentile(sorted, 0.5),
     p99Ms: percentile(sorted, 0.99),
     errors: runs.reduce((n, r) => n + r.errors, 0),
+    serverCpuSeconds,
+    stepsPerServerCpuSecond: serverCpuSeconds ? steps / serverCpuSeconds : null,
     ...(runs.find((r) => r.firstError) ? { firstError: runs.find((r) => r.firstError)!.firstError! } : {}),
   };
 }
