@@ -7,6 +7,7 @@ import { KLController } from '../algo/index.js';
 import { ConsoleSink, JsonlSink, MetricLogger, rolloutFile, summaryTable, type LoggerState, type MetricSink, type RunPaths, type SummaryRow } from '../metrics/index.js';
 import { writeCheckpoint } from './checkpoint-io.js';
 import type { CollapseEma } from './collapse-step.js';
+import { resolveEnvId } from '../env/index.js';
 import { registerRemoteEnvs } from '../env/remote/index.js';
 import { checkPromptBudget, checkRunConfig, envGroupsOptions, type RagenConfig } from '../config/index.js';
 import { EarlyStopTracker, type EarlyStop, type EarlyStopState } from './early-stop.js';
@@ -162,7 +163,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     await groups.close();
     if (!options.models) engine.dispose();
   }
-  const tags = config.env.val.map((v) => v.tag);
+  const tags = config.env.val.map((v) => resolveEnvId(v.tag)); // the ids metrics use (a `remote:` tag's is `<EnvId>@host:port`)
   const summary: SummaryRow[] = [...new Set(tags)].map((tag) => ({ tag, ...(valBefore?.[tag] !== undefined ? { before: valBefore[tag] } : {}), ...(lastVal?.[tag] !== undefined ? { after: lastVal[tag] } : {}) }));
   return { runDir: paths.root, config, startStep, lastStep, earlyStop, summary, summaryText: summaryTable(summary) };
 }

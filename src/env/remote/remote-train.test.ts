@@ -54,6 +54,7 @@ describe('training over remote envs', () => {
     expect(ml.map((r) => r.step)).toEqual([1, 2]);
     expect(Object.keys(ml[1]!)).toContain('val/BanditTest/success');
     expect(mr).toEqual(ml);
+    expect(remote.summaryText).toMatch(new RegExp(`BanditTest@127\\.0\\.0\\.1:${port}\\s+-\\s+\\d`)); // the last validation, per remote tag
     expect(server.stats.resets).toBeGreaterThanOrEqual(2 * 8 + 8); // every episode of both steps and of validation started over the wire
   }, 60_000);
 
