@@ -6,7 +6,7 @@ export {
   type Env, type EnvInfo, type EnvMode, type MaybePromise, type ResetOptions, type ResetResult, type StepResult, invalidInfo, matchActionName,
   type EnvSpec, registerEnv, makeEnv, listEnvs, envSpec, resolveEnvId, resolveEnvConfig,
   Wrapper, OrderEnforcing, TimeLimit, EpisodeStatistics, wrapEnv, type WrapOptions,
-  RewardScale, FormatPenalty, ObservationTruncation, EpisodeRecorder, type RewardScaleOptions, type ObservationTruncationOptions, type EpisodeRecord,
+  RewardScale, FormatPenalty, ObservationTruncation, EpisodeRecorder, type RewardScaleOptions, type ObservationTruncationOptions, type RecordedEpisode,
   checkEnv, checkRegisteredEnv, EnvCheckError, type CheckEnvOptions,
 } from './env/index.js';
 

@@ -117,7 +117,7 @@ export class ObservationTruncation extends Wrapper {
 }
 
 /** One line of an `EpisodeRecorder` file. */
-export interface EpisodeRecord {
+export interface RecordedEpisode {
   seed: number;
   mode: string;
   options?: Record<string, unknown>;
@@ -134,7 +134,7 @@ export interface EpisodeRecord {
  * `finished: false` when a reset or close interrupts it. Records what the agent saw (wrappers inside it applied).
  */
 export class EpisodeRecorder extends Wrapper {
-  private current: EpisodeRecord | undefined;
+  private current: RecordedEpisode | undefined;
 
   constructor(env: Env, readonly path: string) {
     super(env);
