@@ -79,6 +79,27 @@ describe('RemoteEnv failure policy', () => {
     expect((err as RemoteEnvError).code).toBe('CONNECTION_LOST');
   });
 
+  it("reads replies that carry only OpenEnv's part (observation.text, reward, done)", async () => {
+    const wss = new WebSocketServer({ port: 0, host: '127.0.0.1' });
+    await new Promise((r) => wss.once('listening', r));
+    cleanup.push(() => new Promise((r) => wss.close(r)));
+    wss.on('connection', (ws) => {
+      let t = 0;
+      ws.on('message', (raw) => {
+        const msg = JSON.parse(raw.toString());
+        if (msg.type === 'reset') t = 0;
+        else t++;
+        ws.send(JSON.stringify({ type: 'observation', data: { observation: { text: `t=${t} ${msg.data.text ?? ''}` }, reward: msg.type === 'reset' ? null : 0.5, done: t >= 2 } }));
+      });
+    });
+    const env = new RemoteEnv(`ws://127.0.0.1:${(wss.address() as { port: number }).port}/Echo`, quiet);
+    expect(await env.reset({ seed: 0 })).toEqual({ observation: 't=0 ', info: { success: false, actionIsValid: true, actionIsEffective: true } });
+    expect(await env.step('a')).toMatchObject({ observation: 't=1 a', reward: 0.5, terminated: false, truncated: false });
+    expect(await env.step('b')).toMatchObject({ observation: 't=2 b', terminated: true, truncated: false });
+    expect(env.render()).toBe('t=2 b');
+    env.close();
+  });
+
   it('a server that never answers gives TIMEOUT after timeoutS, and an unreachable one CONNECTION_FAILED after its attempts', async () => {
     const wss = new WebSocketServer({ port: 0, host: '127.0.0.1' });
     await new Promise((r) => wss.once('listening', r));
