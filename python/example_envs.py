@@ -4,6 +4,7 @@
 """
 import random
 import sys
+import time
 import os
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -54,7 +55,8 @@ class PySum:
     """Gymnasium style: reset(seed=, options=) -> (obs, info); step(str) -> (obs, reward, terminated, truncated, info).
 
     Answer the sum of two seeded numbers. Right: reward 1, terminated. Wrong: reward 0 and another try;
-    the third wrong answer truncates. A non-number is invalid (the state is unchanged). "raise" raises.
+    the third wrong answer truncates. A non-number is invalid (the state is unchanged). "raise" raises;
+    "sleep" takes a second.
     """
 
     def __init__(self, high=50):
@@ -72,6 +74,8 @@ class PySum:
         text = action.strip()
         if text == "raise":
             raise ValueError("asked to raise")
+        if text == "sleep":  # a slow env, for the bridge's --step-timeout
+            time.sleep(1.0)
         if not text.lstrip("-").isdigit() or len(text) > 12:
             return self._question() + " (not a number)", 0.0, False, False, {"action_is_valid": False, "action_is_effective": False, "reason": "not a number"}
         self.tries += 1

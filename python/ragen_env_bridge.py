@@ -370,7 +370,7 @@ class Session:
 
     async def call(self, fn, *args):
         """Runs an env call in a worker thread under the step limit; env exceptions become EXECUTION_ERROR."""
-        loop = asyncio.get_event_loop()
+        loop = asyncio.get_running_loop()
         try:
             return await asyncio.wait_for(loop.run_in_executor(None, fn, *args), self.bridge.step_timeout)
         except ProtocolError:

@@ -22,13 +22,14 @@ let child: ChildProcess;
 let base: string;
 const logs: string[] = [];
 
-beforeAll(async () => {
-  child = spawn(PYTHON, ['python/ragen_env_bridge.py', '--env', 'python/example_envs.py:ENVS', '--port', '0', '--max-sessions', '12', '--max-message-bytes', '200000'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
-  createInterface({ input: child.stderr! }).on('line', (l) => logs.push(l));
+/** Starts the bridge on the example envs with `flags`; resolves with its process and ws:// base. */
+async function startBridge(flags: string[]): Promise<{ proc: ChildProcess; url: string }> {
+  const proc = spawn(PYTHON, ['python/ragen_env_bridge.py', '--env', 'python/example_envs.py:ENVS', '--port', '0', ...flags], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+  createInterface({ input: proc.stderr! }).on('line', (l) => logs.push(l));
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`the bridge did not start within 15 s: ${logs.join('\n')}`)), 15_000);
-    child.once('exit', (code) => reject(new Error(`the bridge exited with ${code}: ${logs.join('\n')}`)));
-    createInterface({ input: child.stdout! }).on('line', (line) => {
+    proc.once('exit', (code) => reject(new Error(`the bridge exited with ${code}: ${logs.join('\n')}`)));
+    createInterface({ input: proc.stdout! }).on('line', (line) => {
       const m = /ws:\/\/127\.0\.0\.1:(\d+)\//.exec(line);
       if (m) {
         clearTimeout(timer);
@@ -36,7 +37,13 @@ beforeAll(async () => {
       }
     });
   });
-  base = `ws://127.0.0.1:${port}`;
+  return { proc, url: `ws://127.0.0.1:${port}` };
+}
+
+beforeAll(async () => {
+  const bridge = await startBridge(['--max-sessions', '12', '--max-message-bytes', '200000']);
+  child = bridge.proc;
+  base = bridge.url;
 }, 20_000);
 afterAll(() => void child?.kill());
 
@@ -102,6 +109,24 @@ describe('Python bridge', () => {
     for (const m of many) m.ws.close();
     expect(logs.some((l) => /EXECUTION_ERROR|raised/.test(l))).toBe(true);
   });
+
+  it('cuts a slow step off with STEP_TIMEOUT and reaps idle sessions with IDLE_TIMEOUT', async () => {
+    const bridge = await startBridge(['--step-timeout', '0.3', '--idle-timeout', '0.4']);
+    try {
+      const slow = await RawClient.open(`${bridge.url}/PySum`);
+      await slow.ask({ type: 'reset', data: { seed: 0 } });
+      const t0 = Date.now();
+      expect(codeOf(await slow.ask({ type: 'step', data: { text: 'sleep' } }))).toBe('STEP_TIMEOUT');
+      expect(Date.now() - t0).toBeLessThan(900);
+      expect(await slow.closed).toBe(1011);
+      const idle = await RawClient.open(`${bridge.url}/PySum`);
+      await idle.ask({ type: 'reset', data: { seed: 0 } });
+      expect(codeOf(await idle.next(3000))).toBe('IDLE_TIMEOUT');
+      expect(await idle.closed).toBe(1011);
+    } finally {
+      bridge.proc.kill();
+    }
+  }, 20_000);
 
   it('is stepped by StarPO steps of the TypeScript trainer (agent loop, rewards, update)', async () => {
     const tag = `remote:${base}/PyCorridor`;
