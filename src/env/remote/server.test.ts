@@ -1,5 +1,6 @@
 // Hostile clients against the env server: each case gets its typed error (or a clean reap), is logged, and a
 // bystander session stepping beside them keeps getting the same trajectory as an in-process env.
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { invalidInfo, makeEnv, registerEnv, type Env } from '../../index.js';
@@ -152,6 +153,30 @@ describe('env server under hostile clients', () => {
     expect(server.sessionCount).toBe(5);
     expect(lines.some((l) => /closed by the client mid-episode/.test(l))).toBe(true);
     for (const c of open.slice(1)) c.ws.close();
+  });
+
+  it('survives non-HTTP garbage on its port, a bad WebSocket handshake, and a client flooding messages without waiting', async () => {
+    const port = Number(new URL(base).port);
+    await new Promise<void>((resolve) => {
+      const sock = connect(port, '127.0.0.1', () => sock.end('\x00\x01garbage that is not HTTP\r\n\r\n'));
+      sock.on('close', () => resolve());
+      sock.on('error', () => resolve());
+    });
+    const answer = await new Promise<string>((resolve) => {
+      let got = '';
+      const sock = connect(port, '127.0.0.1', () => sock.write('GET /ws/FrozenLake HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: nope\r\n\r\n'));
+      sock.on('data', (d) => (got += d.toString()));
+      sock.on('close', () => resolve(got));
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 400/); // ws refuses the handshake; no session is made
+    const flood = await RawClient.open(`${base}/FrozenLake`);
+    for (let i = 0; i < 100; i++) flood.send({ type: 'state' });
+    const replies = await Promise.all(Array.from({ length: 100 }, () => flood.next()));
+    expect(replies.filter((r) => r.type === 'state').length).toBeGreaterThanOrEqual(32);
+    expect(replies.some((r) => codeOf(r) === 'VALIDATION_ERROR' && r.type === 'error' && /waiting/.test(r.data.message))).toBe(true);
+    flood.ws.close();
+    const health = await (await fetch(`http://127.0.0.1:${port}/health`)).json();
+    expect(health.status).toBe('healthy');
   });
 
   it('reaps idle sessions with IDLE_TIMEOUT', async () => {
