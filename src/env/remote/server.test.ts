@@ -175,7 +175,7 @@ describe('env server under hostile clients', () => {
     expect(replies.filter((r) => r.type === 'state').length).toBeGreaterThanOrEqual(32);
     expect(replies.some((r) => codeOf(r) === 'VALIDATION_ERROR' && r.type === 'error' && /waiting/.test(r.data.message))).toBe(true);
     flood.ws.close();
-    const health = await (await fetch(`http://127.0.0.1:${port}/health`)).json();
+    const health = (await (await fetch(`http://127.0.0.1:${port}/health`)).json()) as { status: string };
     expect(health.status).toBe('healthy');
   });
 
