@@ -133,5 +133,11 @@ describe('RemoteEnv failure policy', () => {
     const id = await registerRemoteEnv(`remote:ws://127.0.0.1:${port}/FrozenLake`);
     expect(id).toBe(`FrozenLake@127.0.0.1:${port}`);
     expect(() => new EnvGroups({ tags: [{ env: `remote:ws://127.0.0.1:${port}/FrozenLake`, nGroups: 1, config: { sizee: 4 } }], groupSize: 1, mode: 'train', seed: 0 })).toThrow(/Did you mean `size`/);
+    // Config values travel to the server: a 3x3 lake comes back.
+    const small = new EnvGroups({ tags: [{ env: `remote:ws://127.0.0.1:${port}/FrozenLake`, nGroups: 1, config: { size: 3 } }], groupSize: 1, mode: 'train', seed: 0 });
+    const [obs] = await small.reset();
+    expect(small.slots[0]!.env.render().trim().split('\n')).toHaveLength(3);
+    expect(obs).toContain('P');
+    await small.close();
   });
 });

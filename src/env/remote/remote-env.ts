@@ -34,6 +34,9 @@ export interface RemoteEnvOptions {
   log?: (line: string) => void;
 }
 
+/** Why a session ended when this client closed it (not worth a log line at the next reset). */
+const CLOSED_HERE = 'closed by this client';
+
 /** Ends `close()` without waiting for the server's close handshake longer than this. */
 const CLOSE_GRACE_MS = 1000;
 
@@ -100,7 +103,7 @@ export class RemoteEnv implements Env {
   close(): void {
     const ws = this.ws;
     this.ws = undefined;
-    this.lost = 'closed by this client';
+    this.lost = CLOSED_HERE;
     this.episodeRunning = false;
     if (!ws || ws.readyState === WebSocket.CLOSED || ws.readyState === WebSocket.CLOSING) return;
     if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify({ type: 'close', data: {} }));
@@ -115,7 +118,7 @@ export class RemoteEnv implements Env {
   private async connect(): Promise<void> {
     const attempts = this.options.connectAttempts ?? 3;
     let last = '';
-    if (this.lost !== undefined && this.ws === undefined && this.everReset) this.log(`[remote-env] ${this.url}: reconnecting (the previous session ended: ${this.lost})`);
+    if (this.lost !== undefined && this.lost !== CLOSED_HERE && this.everReset) this.log(`[remote-env] ${this.url}: reconnecting (the previous session ended: ${this.lost})`);
     for (let k = 0; k < attempts; k++) {
       if (k > 0) {
         this.log(`[remote-env] ${this.url}: connection attempt ${k} failed (${last}); retrying`);

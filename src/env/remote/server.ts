@@ -198,6 +198,7 @@ export class EnvServer {
 
     let queue: Promise<void> = Promise.resolve();
     let queued = 0;
+    let flooded = false;
     ws.on('message', (data: RawData) => {
       const bytes = byteLength(data);
       if (bytes > this.options.maxMessageBytes) {
@@ -208,6 +209,8 @@ export class EnvServer {
       }
       if (queued >= MAX_QUEUED) {
         this.stats.errors++;
+        if (!flooded) this.options.log(`[env-serve] session ${session.id} (${id}): VALIDATION_ERROR: more than ${MAX_QUEUED} messages waiting (logged once per session)`);
+        flooded = true;
         this.reply(ws, { type: 'error', data: { code: 'VALIDATION_ERROR', message: `More than ${MAX_QUEUED} messages are waiting in this session; send the next message after the reply to the previous one.` } });
         return;
       }
