@@ -79,7 +79,7 @@ describe('RemoteEnv failure policy', () => {
     expect((err as RemoteEnvError).code).toBe('CONNECTION_LOST');
   });
 
-  it("reads replies that carry only OpenEnv's part (observation.text, reward, done)", async () => {
+  it("talks to a server that speaks only OpenEnv's part, with its own action and observation fields", async () => {
     const wss = new WebSocketServer({ port: 0, host: '127.0.0.1' });
     await new Promise((r) => wss.once('listening', r));
     cleanup.push(() => new Promise((r) => wss.close(r)));
@@ -89,10 +89,12 @@ describe('RemoteEnv failure policy', () => {
         const msg = JSON.parse(raw.toString());
         if (msg.type === 'reset') t = 0;
         else t++;
-        ws.send(JSON.stringify({ type: 'observation', data: { observation: { text: `t=${t} ${msg.data.text ?? ''}` }, reward: msg.type === 'reset' ? null : 0.5, done: t >= 2 } }));
+        // OpenEnv's echo env: action {message}, observation {echoed_message, message_length}, then reward and done.
+        const echoed = `t=${t} ${msg.data.message ?? ''}`;
+        ws.send(JSON.stringify({ type: 'observation', data: { observation: { echoed_message: echoed, message_length: echoed.length }, reward: msg.type === 'reset' ? null : 0.5, done: t >= 2 } }));
       });
     });
-    const env = new RemoteEnv(`ws://127.0.0.1:${(wss.address() as { port: number }).port}/Echo`, quiet);
+    const env = new RemoteEnv(`ws://127.0.0.1:${(wss.address() as { port: number }).port}/ws`, { ...quiet, actionKey: 'message', observationKey: 'echoed_message' });
     expect(await env.reset({ seed: 0 })).toEqual({ observation: 't=0 ', info: { success: false, actionIsValid: true, actionIsEffective: true } });
     expect(await env.step('a')).toMatchObject({ observation: 't=1 a', reward: 0.5, terminated: false, truncated: false });
     expect(await env.step('b')).toMatchObject({ observation: 't=2 b', terminated: true, truncated: false });

@@ -1,5 +1,5 @@
-// RemoteEnv: the Env contract over one WebSocket session of an env server (ours, the Python bridge, or
-// any server speaking OpenEnv's shape with our `text` action). One request in flight at a time, as Env is sequential.
+// RemoteEnv: the Env contract over one WebSocket session of an env server (ours, the Python bridge, or an
+// OpenEnv server whose action and observation carry one text field). One request in flight at a time, as Env is sequential.
 import WebSocket from 'ws';
 import { ConfigError, RagenError, ResetNeededError } from '../../util/index.js';
 import type { Env, EnvInfo, ResetOptions, ResetResult, StepResult } from '../core.js';
@@ -30,6 +30,13 @@ export interface RemoteEnvOptions {
   instruction?: string;
   legend?: string;
   actionNames?: readonly string[];
+  /**
+   * The action field of a step's `data` and the observation field holding the text. Ours are `text`;
+   * for an OpenEnv server, its action/observation models' text fields (its echo env: `message` and
+   * `echoed_message`). @default 'text'
+   */
+  actionKey?: string;
+  observationKey?: string;
   /** Where reconnects and lost sessions are logged. @default stderr */
   log?: (line: string) => void;
 }
@@ -82,7 +89,7 @@ export class RemoteEnv implements Env {
     if (data.instruction !== undefined) this.instruction = data.instruction;
     if (data.legend !== undefined) this.legend = data.legend;
     this.episodeRunning = true;
-    return { observation: data.observation.text, info: data.info };
+    return { observation: this.textOf(data), info: data.info };
   }
 
   async step(action: string): Promise<StepResult> {
@@ -90,10 +97,10 @@ export class RemoteEnv implements Env {
     if (!this.isOpen()) {
       throw new RemoteEnvError('CONNECTION_LOST', `The session with ${this.url} is closed (${this.lost ?? 'closed'}); the episode is lost. reset() opens a new session.`);
     }
-    const reply = await this.request({ type: 'step', data: { text: action } });
+    const reply = await this.request({ type: 'step', data: { [this.options.actionKey ?? 'text']: action } as { text: string } });
     const data = this.observationOf(reply, 'step');
     if (data.done) this.episodeRunning = false;
-    return { observation: data.observation.text, reward: data.reward ?? 0, terminated: data.terminated ?? data.done, truncated: data.truncated ?? false, info: data.info };
+    return { observation: this.textOf(data), reward: data.reward ?? 0, terminated: data.terminated ?? data.done, truncated: data.truncated ?? false, info: data.info };
   }
 
   render(): string {
@@ -216,17 +223,22 @@ export class RemoteEnv implements Env {
     return new RemoteEnvError(code, `The env server at ${this.url} answered ${what} with ${code}: ${message}`);
   }
 
+  private textOf(data: ObservationData): string {
+    return (data.observation as unknown as Record<string, string>)[this.options.observationKey ?? 'text']!;
+  }
+
   /** The observation data of a reply, or the reply's error as the matching exception. */
   private observationOf(reply: ServerMessage, what: 'reset' | 'step'): ObservationData {
     if (reply.type === 'error') {
       if (reply.data.code === 'RESET_NEEDED') this.episodeRunning = false;
       throw this.errorOf(reply.data, what);
     }
-    if (reply.type !== 'observation' || typeof reply.data.observation?.text !== 'string') {
-      throw new RemoteEnvError('PROTOCOL_ERROR', `The env server at ${this.url} answered ${what} with ${JSON.stringify(reply).slice(0, 120)}, not an observation with observation.text.`);
+    const key = this.options.observationKey ?? 'text';
+    if (reply.type !== 'observation' || typeof (reply.data.observation as Record<string, unknown> | undefined)?.[key] !== 'string') {
+      throw new RemoteEnvError('PROTOCOL_ERROR', `The env server at ${this.url} answered ${what} with ${JSON.stringify(reply).slice(0, 120)}, not an observation with a string observation.${key} (RemoteEnvOptions.observationKey).`);
     }
     const d = reply.data;
-    this.lastRender = typeof d.render === 'string' ? d.render : d.observation.text;
+    this.lastRender = typeof d.render === 'string' ? d.render : this.textOf(d);
     if (d.actionNames !== undefined) this.actionNames = d.actionNames === null ? undefined : d.actionNames;
     d.info = normalizeInfo(d.info);
     return d;
