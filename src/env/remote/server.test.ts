@@ -7,7 +7,7 @@ import { invalidInfo, makeEnv, registerEnv, type Env } from '../../index.js';
 import { EnvServer } from './index.js';
 import { codeOf, RawClient } from './testing.js';
 
-/** A test env whose step takes `delayMs` (async) and throws on the action "crash". */
+/** A test env whose step takes `delayMs` (async), throws on the action "crash" and answers "bigint" with unserialisable info. */
 function testEnv(delayMs: number): Env {
   let t = 0;
   return {
@@ -17,6 +17,7 @@ function testEnv(delayMs: number): Env {
     reset: () => ((t = 0), { observation: 'start', info: invalidInfo('', { actionIsValid: true }) }),
     step: async (action: string) => {
       if (action === 'crash') throw new Error('boom');
+      if (action === 'bigint') return { observation: 'x', reward: 0, terminated: false, truncated: false, info: { success: false, actionIsValid: true, actionIsEffective: true, big: 1n as never } };
       await new Promise((r) => setTimeout(r, delayMs));
       t++;
       return { observation: `t=${t}`, reward: 1, terminated: t >= 2, truncated: false, info: { success: t >= 2, actionIsValid: true, actionIsEffective: true } };
@@ -102,6 +103,8 @@ describe('env server under hostile clients', () => {
   it('reports a throwing env as EXECUTION_ERROR and ends the episode, and a slow async step as STEP_TIMEOUT closing the session', async () => {
     const c = await RawClient.open(`${base}/RemoteTestEnv`);
     await c.ask({ type: 'reset', data: { seed: 0 } });
+    expect(codeOf(await c.ask({ type: 'step', data: { text: 'bigint' } }))).toBe('EXECUTION_ERROR'); // JSON cannot carry it
+    expect(codeOf(await c.ask({ type: 'state', data: {} }))).toBe('state'); // the session still answers
     expect(codeOf(await c.ask({ type: 'step', data: { text: 'crash' } }))).toBe('EXECUTION_ERROR');
     expect(codeOf(await c.ask({ type: 'step', data: { text: 'go' } }))).toBe('RESET_NEEDED');
     expect(codeOf(await c.ask({ type: 'reset', data: { seed: 0 } }))).toBe('observation');

@@ -219,7 +219,14 @@ export class EnvServer {
       queue = queue.then(async () => {
         queued--;
         if (!this.sessions.has(ws)) return;
-        await this.onMessage(ws, session, text);
+        try {
+          await this.onMessage(ws, session, text);
+        } catch (err) {
+          // A bug of ours or an unserialisable env result: answer and log it, keep the session's queue alive.
+          this.stats.errors++;
+          this.options.log(`[env-serve] session ${session.id} (${id}): internal error: ${err instanceof Error ? err.stack : String(err)}`);
+          this.reply(ws, { type: 'error', data: { code: 'EXECUTION_ERROR', message: `The server failed to answer: ${String(err)}` } });
+        }
       });
     });
     ws.on('close', () => {
