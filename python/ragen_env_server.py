@@ -167,16 +167,21 @@ class Session:
                 continue
             try:
                 reply, close = await self.answer(message)
+                data = None if close else json.dumps(reply)
             except ProtocolError as err:
                 await self.error(err.code, str(err))
                 if err.code in _CLOSING:
                     await self.close_frame(1011)
                     return
                 continue
+            except Exception as err:  # render() raising, an unserialisable observation: answered, logged, session kept
+                self.bridge.log("[bridge] session %d (%s): internal error %r" % (self.id, self.env_id, err))
+                await self.error("EXECUTION_ERROR", "The bridge failed to answer: %r" % (err,))
+                continue
             if close:
                 await self.close_frame(1000)
                 return
-            await self.send(reply)
+            await self.frame(0x1, data.encode())
 
     async def answer(self, text):
         try:
