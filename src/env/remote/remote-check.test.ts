@@ -26,10 +26,10 @@ describe('checkEnv over the wire', () => {
   }
 });
 
-/** Reset with `seed`, then play `n` actions drawn from the env's names (or the solver's plan), recording everything. */
-async function play(env: Env, id: string, seed: number): Promise<unknown[]> {
-  const out: unknown[] = [await env.reset({ seed, mode: 'train' }), env.render(), env.instruction, env.actionNames];
-  const plan = envSpec(id).solve?.(resolveEnvConfig(id), seed, 'train');
+/** Reset with `seed` in `mode`, then play up to 12 actions drawn from the env's names (or the solver's plan), recording everything. */
+async function play(env: Env, id: string, seed: number, mode: 'train' | 'val'): Promise<unknown[]> {
+  const out: unknown[] = [await env.reset({ seed, mode }), env.render(), env.instruction, env.legend, env.actionNames];
+  const plan = envSpec(id).solve?.(resolveEnvConfig(id), seed, mode);
   const rng = new Rng(seed + 1);
   for (let t = 0; t < 12; t++) {
     const names = env.actionNames;
@@ -46,9 +46,9 @@ describe('determinism across the wire', () => {
   for (const id of builtins) {
     it(`${id}: same seeds and actions give the same trajectory remotely as in-process`, async () => {
       const remoteId = await registerRemoteEnv(`remote:ws://127.0.0.1:${port}/${id}`);
-      for (const seed of [3, 17]) {
-        const local = await play(makeEnv(id), id, seed);
-        const remote = await play(makeEnv(remoteId), id, seed);
+      for (const [seed, mode] of [[3, 'train'], [17, 'train'], [5, 'val']] as const) {
+        const local = await play(makeEnv(id), id, seed, mode);
+        const remote = await play(makeEnv(remoteId), id, seed, mode);
         expect(remote).toEqual(local);
       }
     });
