@@ -34,7 +34,7 @@ export interface EnvServerOptions {
 /** Messages a client may have waiting before it gets VALIDATION_ERROR (a client must await replies). */
 const MAX_QUEUED = 32;
 
-/** Counters for /health and the load benchmark. */
+/** Counters for the load benchmark and tests. */
 export interface EnvServerStats {
   sessionsOpened: number;
   steps: number;
@@ -43,6 +43,11 @@ export interface EnvServerStats {
   reaped: number;
 }
 
+/**
+ * Serves registered envs: `await new EnvServer({envIds: ['SimpleSokoban']}).listen()` resolves with the
+ * port; each WebSocket connection owns one env instance (`EnvSession`); `close()` ends every session
+ * with SERVER_SHUTDOWN. The protocol is documented in docs/environments.md and typed in protocol.ts.
+ */
 export class EnvServer {
   readonly envIds: string[];
   readonly stats: EnvServerStats = { sessionsOpened: 0, steps: 0, resets: 0, errors: 0, reaped: 0 };
