@@ -123,6 +123,21 @@ describe('RemoteEnv failure policy', () => {
     expect(logs.some((l) => /retrying/.test(l))).toBe(true);
   });
 
+  it('reset opens a new session after the server reaped an idle one, without an error', async () => {
+    const server = new EnvServer({ envIds: ['FrozenLake'], port: 0, idleTimeoutS: 0.15, ...quiet });
+    const port = await server.listen();
+    cleanup.push(() => server.close());
+    const logs: string[] = [];
+    const env = new RemoteEnv(`ws://127.0.0.1:${port}/FrozenLake`, { log: (l) => logs.push(l) });
+    const first = await env.reset({ seed: 1 });
+    await new Promise((r) => setTimeout(r, 600)); // reaped meanwhile
+    expect(server.stats.reaped).toBe(1);
+    expect(await env.reset({ seed: 1 })).toEqual(first);
+    expect(server.stats.sessionsOpened).toBe(2);
+    expect(logs.some((l) => /reconnecting .*IDLE_TIMEOUT/.test(l))).toBe(true);
+    env.close();
+  });
+
   it('maps the server errors a caller can fix: step before reset is ResetNeededError, a bad config ConfigError', async () => {
     const server = new EnvServer({ envIds: ['FrozenLake'], port: 0, ...quiet });
     const port = await server.listen();

@@ -82,9 +82,16 @@ export class RemoteEnv implements Env {
   }
 
   async reset(options: ResetOptions): Promise<ResetResult> {
-    if (!this.isOpen()) await this.connect();
+    const msg: ClientMessage = { type: 'reset', data: { seed: options.seed, mode: options.mode ?? 'train', ...(options.options ? { options: options.options } : {}) } };
+    if (!this.isOpen() || this.reaped()) await this.reconnect();
     this.everReset = true;
-    const reply = await this.request({ type: 'reset', data: { seed: options.seed, mode: options.mode ?? 'train', ...(options.options ? { options: options.options } : {}) } });
+    let reply = await this.request(msg);
+    if (reply.type === 'error' && (reply.data.code === 'IDLE_TIMEOUT' || reply.data.code === 'SERVER_SHUTDOWN')) {
+      // Reaped (or the server restarting) just as we asked: a reset loses nothing, so open a new session once.
+      this.goodbye = reply.data;
+      await this.reconnect();
+      reply = await this.request(msg);
+    }
     const data = this.observationOf(reply, 'reset');
     if (data.instruction !== undefined) this.instruction = data.instruction;
     if (data.legend !== undefined) this.legend = data.legend;
@@ -120,6 +127,21 @@ export class RemoteEnv implements Env {
 
   private isOpen(): boolean {
     return this.ws !== undefined && this.ws.readyState === WebSocket.OPEN;
+  }
+
+  /** The server said it is closing this session (its close frame may not have arrived yet). */
+  private reaped(): boolean {
+    return this.goodbye !== undefined && (this.goodbye.code === 'IDLE_TIMEOUT' || this.goodbye.code === 'SERVER_SHUTDOWN');
+  }
+
+  /** Drops the current socket (if any) and opens a new session. */
+  private async reconnect(): Promise<void> {
+    const old = this.ws;
+    if (old) {
+      this.ws = undefined;
+      old.terminate();
+    }
+    await this.connect();
   }
 
   private async connect(): Promise<void> {
@@ -183,7 +205,8 @@ export class RemoteEnv implements Env {
   }
 
   private onClose(ws: WebSocket, code: number, reason: string): void {
-    if (this.ws === ws) this.ws = undefined;
+    if (this.ws !== undefined && this.ws !== ws) return; // a socket we already replaced: nothing of it is waiting
+    this.ws = undefined;
     this.lost ??= `the server closed the connection (code ${code}${reason ? `, ${reason}` : ''})`;
     const pending = this.pending;
     if (pending) {
