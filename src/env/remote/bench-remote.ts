@@ -5,6 +5,7 @@ import { Rng } from '../../util/index.js';
 import type { Env, EnvMode } from '../core.js';
 import { envSpec, makeEnv, resolveEnvConfig, resolveEnvId } from '../registry.js';
 import { RemoteEnv } from './remote-env.js';
+import { registerRemoteEnv } from './register-remote.js';
 
 /** Options of `benchRemote`. */
 export interface RemoteBenchOptions {
@@ -18,6 +19,11 @@ export interface RemoteBenchOptions {
   seconds?: number;
   /** The server's process id, to read its CPU time during the timed phase (Linux /proc). @default none */
   serverPid?: number;
+  /**
+   * `id` exists only on the server (a Python bridge env): plans are random action names from its
+   * `/metadata` (or the numbers 0..31 for free text), and there is no in-process run. @default false
+   */
+  remoteOnly?: boolean;
 }
 
 /** What one load test measured. */
@@ -33,8 +39,8 @@ export interface RemoteBenchResult {
   stepsPerSecond: number;
   /** Resets answered per second: with the steps, the server's round trips. */
   resetsPerSecond: number;
-  /** The same reset + plan workload on one in-process env, one step at a time. */
-  inProcessStepsPerSecond: number;
+  /** The same reset + plan workload on one in-process env, one step at a time (null for `remoteOnly`). */
+  inProcessStepsPerSecond: number | null;
   /** Step round-trip latency percentiles (ms) under the load. */
   p50Ms: number;
   p99Ms: number;
@@ -62,8 +68,11 @@ function cpuSeconds(pid: number | undefined): number | null {
 
 type Plan = { seed: number; actions: string[] };
 
-/** Action plans: the solver's per seed (64 seeds), else 32 random action names per seed. */
-function plansFor(id: string): Plan[] {
+/**
+ * Action plans: the solver's per seed (64 seeds), else 32 random action names per seed (the names after
+ * a reset; for a remote-only env the names its metadata lists, or the numbers 0..31 for free text).
+ */
+function plansFor(id: string, remoteOnly: boolean): Plan[] {
   const spec = envSpec(id);
   const config = resolveEnvConfig(id);
   const plans: Plan[] = [];
@@ -75,8 +84,8 @@ function plansFor(id: string): Plan[] {
   const env = makeEnv(id);
   const rng = new Rng(7);
   for (let seed = 0; seed < 64; seed++) {
-    void env.reset({ seed });
-    const names = env.actionNames ?? ['1'];
+    if (!remoteOnly) void env.reset({ seed }); // a local env is synchronous; a remote one keeps its metadata's names
+    const names = env.actionNames ?? Array.from({ length: 32 }, (_, k) => String(k));
     plans.push({ seed, actions: Array.from({ length: 32 }, () => names[rng.int(names.length)]!) });
   }
   return plans;
@@ -117,10 +126,11 @@ function percentile(sorted: Float64Array, q: number): number {
 
 /** Load-test `sessions` concurrent sessions of `id` at `url`, then the same workload in-process. */
 export async function benchRemote(options: RemoteBenchOptions, progress?: (line: string) => void): Promise<RemoteBenchResult> {
-  const id = resolveEnvId(options.id);
+  const remoteOnly = options.remoteOnly ?? false;
+  const id = remoteOnly ? options.id : resolveEnvId(options.id);
   const sessions = options.sessions ?? 1000;
   const seconds = options.seconds ?? 3;
-  const plans = plansFor(id);
+  const plans = plansFor(remoteOnly ? await registerRemoteEnv(`remote:${options.url}/${id}`) : id, remoteOnly);
 
   const t0 = performance.now();
   const envs = Array.from({ length: sessions }, () => new RemoteEnv(`${options.url}/${id}`, { log: () => {}, timeoutS: 60, connectAttempts: 5 }));
@@ -145,12 +155,15 @@ export async function benchRemote(options: RemoteBenchOptions, progress?: (line:
   const steps = runs.reduce((n, r) => n + r.steps, 0);
   const sorted = Float64Array.from(latencies).sort();
 
-  progress?.(`${id}: in-process, the same workload for ${seconds} s`);
-  const local = makeEnv(id);
-  const l0 = performance.now();
-  const localRun = await replay(local, plans, 0, l0 + seconds * 1000, 'train');
-  const localSeconds = (performance.now() - l0) / 1000;
-  await local.close();
+  let inProcessStepsPerSecond: number | null = null;
+  if (!remoteOnly) {
+    progress?.(`${id}: in-process, the same workload for ${seconds} s`);
+    const local = makeEnv(id);
+    const l0 = performance.now();
+    const localRun = await replay(local, plans, 0, l0 + seconds * 1000, 'train');
+    inProcessStepsPerSecond = localRun.steps / ((performance.now() - l0) / 1000);
+    await local.close();
+  }
 
   return {
     id,
@@ -161,7 +174,7 @@ export async function benchRemote(options: RemoteBenchOptions, progress?: (line:
     resets: runs.reduce((n, r) => n + r.resets, 0),
     stepsPerSecond: steps / elapsed,
     resetsPerSecond: runs.reduce((n, r) => n + r.resets, 0) / elapsed,
-    inProcessStepsPerSecond: localRun.steps / localSeconds,
+    inProcessStepsPerSecond,
     p50Ms: percentile(sorted, 0.5),
     p99Ms: percentile(sorted, 0.99),
     errors: runs.reduce((n, r) => n + r.errors, 0),

@@ -12,7 +12,7 @@ import { loadTokenizer, tinyTokenizerDir } from '../../tokenizer/index.js';
 import { RecordingEngine } from '../../train/testing.js';
 import { starpoStep } from '../../train/index.js';
 import { checkEnv } from '../check-env.js';
-import { registerRemoteEnv, RemoteEnv } from './index.js';
+import { benchRemote, registerRemoteEnv, RemoteEnv } from './index.js';
 import { codeOf, RawClient } from './testing.js';
 
 /** The interpreter: RAGEN_PYTHON, else python3 on PATH (the bridge needs only the standard library). */
@@ -127,6 +127,13 @@ describe('Python bridge', () => {
       bridge.proc.kill();
     }
   }, 20_000);
+
+  it('is load-tested by benchRemote as a remote-only env (no in-process run)', async () => {
+    const r = await benchRemote({ id: 'PyCorridor', url: base, sessions: 6, seconds: 0.3, remoteOnly: true });
+    expect(r.errors).toBe(0);
+    expect(r.steps).toBeGreaterThan(0);
+    expect(r.inProcessStepsPerSecond).toBeNull();
+  });
 
   it('is stepped by StarPO steps of the TypeScript trainer (agent loop, rewards, update)', async () => {
     const tag = `remote:${base}/PyCorridor`;
