@@ -1,6 +1,6 @@
 """Serve any gym-like Python environment to ragen-ts over the env wire protocol (docs/environments.md).
 
-Standard library only (Python >= 3.8): a small asyncio WebSocket server speaking the same messages as
+Standard library only (tested with Python 3.11): a small asyncio WebSocket server speaking the same messages as
 `ragen env serve` (OpenEnv's {type, data} shape with ragen-ts's extensions), for RAGEN's BaseEnv
 (reset(seed, mode) -> obs; step(action) -> (obs, reward, done, info)) and Gymnasium's API
 (reset(seed=, options=) -> (obs, info); step(action) -> (obs, reward, terminated, truncated, info)).
