@@ -138,6 +138,8 @@ describe('env server under hostile clients', () => {
   });
 
   it('replies CAPACITY_REACHED past maxSessions and reaps a client that vanished mid-episode', async () => {
+    for (let t = 0; server.sessionCount > 0 && t < 100; t++) await new Promise((r) => setTimeout(r, 20)); // earlier tests' closes land
+    expect(server.sessionCount).toBe(0);
     const open: RawClient[] = [];
     while (server.sessionCount < 6) {
       const c = await RawClient.open(`${base}/FrozenLake`);
@@ -152,7 +154,7 @@ describe('env server under hostile clients', () => {
     // A client vanishes mid-episode (TCP torn down without a close frame): its session is freed and logged.
     await open[0]!.ask({ type: 'step', data: { text: 'Down' } });
     open[0]!.ws.terminate();
-    await new Promise((r) => setTimeout(r, 100));
+    for (let t = 0; server.sessionCount > 5 && t < 100; t++) await new Promise((r) => setTimeout(r, 20));
     expect(server.sessionCount).toBe(5);
     expect(lines.some((l) => /closed by the client mid-episode/.test(l))).toBe(true);
     for (const c of open.slice(1)) c.ws.close();
