@@ -1,0 +1,436 @@
+// Problem families read from stdin and print to stdout (the contest style of DeepCoder's TACO and
+// Codeforces sources). Each family: parameters from the seed, a TypeScript oracle for the expected
+// outputs, and a Python reference solution; the tests check the two agree.
+import type { Rng } from '../../util/index.js';
+import { dedent, ints, word, type Family, type TestCase } from './problem.js';
+
+const arrayInput = (a: number[]): string => `${a.length}\n${a.join(' ')}\n`;
+
+const filteredSum: Family = {
+  id: 'filtered-sum',
+  tier: 'easy',
+  style: 'stdin',
+  make(rng) {
+    const k = rng.intBetween(2, 9);
+    const keep = rng.random() < 0.5;
+    const cases = [[k], [1], [k * 3, -k, 5, 7]].concat(Array.from({ length: 7 }, () => ints(rng, rng.intBetween(1, 30), -100, 100)));
+    const answer = (a: number[]): number => a.filter((x) => (x % k === 0) === keep).reduce((s, x) => s + x, 0);
+    const cond = keep ? `x % ${k} == 0` : `x % ${k} != 0`;
+    return {
+      title: `Sum of the numbers ${keep ? '' : 'not '}divisible by ${k}`,
+      statement: `You are given n integers. Print the sum of those that are ${keep ? '' : 'not '}divisible by ${k} (print 0 if there are none).\n\nInput: the first line holds n (1 <= n <= 30); the second line holds the n integers, each between -100 and 100.\nOutput: one integer.`,
+      tests: cases.map((a) => ({ input: arrayInput(a), output: `${answer(a)}\n` })),
+      reference: dedent(`
+        n = int(input())
+        a = list(map(int, input().split()))
+        print(sum(x for x in a if ${cond}))
+      `),
+    };
+  },
+};
+
+const caesar: Family = {
+  id: 'caesar',
+  tier: 'easy',
+  style: 'stdin',
+  make(rng) {
+    const s = rng.intBetween(1, 25);
+    const back = rng.random() < 0.5;
+    const shift = back ? 26 - s : s;
+    const line = (): string => Array.from({ length: rng.intBetween(1, 5) }, () => word(rng, rng.intBetween(1, 8))).join(' ');
+    const cases = ['z', 'abc xyz', ...Array.from({ length: 8 }, line)];
+    const enc = (t: string): string => [...t].map((c) => (c === ' ' ? c : String.fromCharCode(((c.charCodeAt(0) - 97 + shift) % 26) + 97))).join('');
+    return {
+      title: `Shift letters ${back ? 'back' : 'forward'} by ${s}`,
+      statement: `Encrypt a line of text by moving every letter ${s} place${s > 1 ? 's' : ''} ${back ? 'backward' : 'forward'} in the alphabet, wrapping around (${back ? "'a' wraps to 'z'" : "'z' wraps to 'a'"}). Spaces stay as they are.\n\nInput: one line of lowercase letters and single spaces.\nOutput: the encrypted line.`,
+      tests: cases.map((t) => ({ input: `${t}\n`, output: `${enc(t)}\n` })),
+      reference: dedent(`
+        s = input()
+        print(''.join(c if c == ' ' else chr((ord(c) - 97 + ${shift}) % 26 + 97) for c in s))
+      `),
+    };
+  },
+};
+
+const WORDS = ['Fizz', 'Buzz', 'Ping', 'Pong', 'Tick', 'Tock', 'Zip', 'Zap', 'Foo', 'Bar'];
+
+const fizzWords: Family = {
+  id: 'fizz-words',
+  tier: 'easy',
+  style: 'stdin',
+  make(rng) {
+    const a = rng.intBetween(2, 6);
+    let b = rng.intBetween(2, 7);
+    if (b === a) b = a + 1;
+    const [wa, wb] = rng.shuffle([...WORDS]).slice(0, 2) as [string, string];
+    const line = (i: number): string => (i % a === 0 && i % b === 0 ? wa + wb : i % a === 0 ? wa : i % b === 0 ? wb : String(i));
+    const ns = [1, a * b, ...ints(rng, 6, 1, 40)];
+    return {
+      title: `${wa}${wb} with ${a} and ${b}`,
+      statement: `Print the numbers from 1 to n, one a line, but print "${wa}" instead of multiples of ${a}, "${wb}" instead of multiples of ${b}, and "${wa}${wb}" instead of multiples of both.\n\nInput: one integer n (1 <= n <= 50).\nOutput: n lines.`,
+      tests: ns.map((n) => ({ input: `${n}\n`, output: Array.from({ length: n }, (_, i) => line(i + 1)).join('\n') + '\n' })),
+      reference: dedent(`
+        n = int(input())
+        for i in range(1, n + 1):
+            if i % ${a} == 0 and i % ${b} == 0:
+                print('${wa}${wb}')
+            elif i % ${a} == 0:
+                print('${wa}')
+            elif i % ${b} == 0:
+                print('${wb}')
+            else:
+                print(i)
+      `),
+    };
+  },
+};
+
+const STATS = {
+  spread: { text: 'the largest number minus the smallest', ts: (a: number[]) => Math.max(...a) - Math.min(...a), py: 'max(a) - min(a)' },
+  evens: { text: 'how many of the numbers are even', ts: (a: number[]) => a.filter((x) => x % 2 === 0).length, py: 'sum(1 for x in a if x % 2 == 0)' },
+  squares: { text: 'the sum of the squares of the numbers', ts: (a: number[]) => a.reduce((s, x) => s + x * x, 0), py: 'sum(x * x for x in a)' },
+  aboveFirst: { text: 'how many numbers are strictly greater than the first one', ts: (a: number[]) => a.filter((x) => x > a[0]!).length, py: 'sum(1 for x in a if x > a[0])' },
+} as const;
+
+const arrayStat: Family = {
+  id: 'array-stat',
+  tier: 'easy',
+  style: 'stdin',
+  make(rng) {
+    const key = rng.choice(Object.keys(STATS) as (keyof typeof STATS)[]);
+    const stat = STATS[key];
+    const cases = [[5], [2, 2, 2], ...Array.from({ length: 8 }, () => ints(rng, rng.intBetween(1, 25), -50, 50))];
+    return {
+      title: `Array statistic: ${stat.text}`,
+      statement: `Read n integers and print ${stat.text}.\n\nInput: n (1 <= n <= 25) on the first line, the n integers (each between -50 and 50) on the second.\nOutput: one integer.`,
+      tests: cases.map((a) => ({ input: arrayInput(a), output: `${stat.ts(a)}\n` })),
+      reference: dedent(`
+        n = int(input())
+        a = list(map(int, input().split()))
+        print(${stat.py})
+      `),
+    };
+  },
+};
+
+const longestRun: Family = {
+  id: 'longest-run',
+  tier: 'medium',
+  style: 'stdin',
+  make(rng) {
+    const increasing = rng.random() < 0.5;
+    const ok = (x: number, y: number): boolean => (increasing ? y > x : y === x);
+    const answer = (a: number[]): number => {
+      let best = 1;
+      let cur = 1;
+      for (let i = 1; i < a.length; i++) {
+        cur = ok(a[i - 1]!, a[i]!) ? cur + 1 : 1;
+        best = Math.max(best, cur);
+      }
+      return best;
+    };
+    const hi = increasing ? 30 : 3;
+    const cases = [[7], [1, 2, 3, 4], [4, 4, 4, 1], ...Array.from({ length: 8 }, () => ints(rng, rng.intBetween(1, 40), 0, hi))];
+    return {
+      title: increasing ? 'Longest strictly increasing stretch' : 'Longest block of equal neighbours',
+      statement: `Given a sequence of n integers, find the length of the longest contiguous stretch in which ${increasing ? 'each number is strictly greater than the one before it' : 'all numbers are equal'}.\n\nInput: n (1 <= n <= 40), then the n integers on one line.\nOutput: the length.`,
+      tests: cases.map((a) => ({ input: arrayInput(a), output: `${answer(a)}\n` })),
+      reference: dedent(`
+        n = int(input())
+        a = list(map(int, input().split()))
+        best = cur = 1
+        for i in range(1, n):
+            cur = cur + 1 if a[i] ${increasing ? '>' : '=='} a[i - 1] else 1
+            best = max(best, cur)
+        print(best)
+      `),
+    };
+  },
+};
+
+const pairCount: Family = {
+  id: 'pair-count',
+  tier: 'medium',
+  style: 'stdin',
+  make(rng) {
+    const diff = rng.random() < 0.5;
+    const answer = (a: number[], t: number): number => {
+      let c = 0;
+      for (let i = 0; i < a.length; i++) for (let j = i + 1; j < a.length; j++) if ((diff ? Math.abs(a[i]! - a[j]!) : a[i]! + a[j]!) === t) c++;
+      return c;
+    };
+    const cases: [number[], number][] = [[[1], 2], [[3, 3, 3], diff ? 0 : 6]];
+    for (let k = 0; k < 8; k++) cases.push([ints(rng, rng.intBetween(2, 60), 0, 20), rng.intBetween(0, diff ? 10 : 30)]);
+    return {
+      title: diff ? 'Pairs at a given distance' : 'Pairs with a given sum',
+      statement: `Count the pairs of positions i < j such that ${diff ? 'the absolute difference of a[i] and a[j]' : 'a[i] + a[j]'} equals T.\n\nInput: the first line holds n and T; the second the n integers a[1..n] (n <= 60, values between 0 and 20).\nOutput: the number of pairs.`,
+      tests: cases.map(([a, t]) => ({ input: `${a.length} ${t}\n${a.join(' ')}\n`, output: `${answer(a, t)}\n` })),
+      reference: dedent(`
+        n, t = map(int, input().split())
+        a = list(map(int, input().split()))
+        count = 0
+        for i in range(n):
+            for j in range(i + 1, n):
+                if ${diff ? 'abs(a[i] - a[j])' : 'a[i] + a[j]'} == t:
+                    count += 1
+        print(count)
+      `),
+    };
+  },
+};
+
+const BRACKETS = ['()', '[]', '{}', '<>'];
+
+const balanced: Family = {
+  id: 'balanced',
+  tier: 'medium',
+  style: 'stdin',
+  make(rng) {
+    const kinds = rng.shuffle([...BRACKETS]).slice(0, rng.intBetween(2, 3));
+    const opens = kinds.map((k) => k[0]!).join('');
+    const closes = kinds.map((k) => k[1]!).join('');
+    const check = (s: string): boolean => {
+      const stack: string[] = [];
+      for (const c of s) {
+        if (opens.includes(c)) stack.push(c);
+        else if (stack.pop() !== opens[closes.indexOf(c)]) return false;
+      }
+      return stack.length === 0;
+    };
+    const wellFormed = (depth: number): string => {
+      let s = '';
+      while (rng.random() < 0.6 && s.length < 20) {
+        const k = rng.choice(kinds);
+        s += k[0] + (depth < 4 ? wellFormed(depth + 1) : '') + k[1];
+      }
+      return s;
+    };
+    const mutate = (s: string): string => {
+      if (s.length === 0) return rng.choice(kinds)[1]!;
+      const i = rng.int(s.length);
+      const all = opens + closes;
+      return s.slice(0, i) + all[rng.int(all.length)] + s.slice(i + 1);
+    };
+    const strings = [kinds[0]!, kinds[0]![1]! + kinds[0]![0]!, ...Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? wellFormed(0) || kinds[1]! : mutate(wellFormed(0))))];
+    return {
+      title: `Balanced ${kinds.join(' ')}`,
+      statement: `A string over the brackets ${kinds.join(' ')} is balanced when every opening bracket is closed by the matching closing bracket in the right order. Decide whether the given string is balanced.\n\nInput: one non-empty line of bracket characters.\nOutput: YES or NO.`,
+      tests: strings.map((s) => ({ input: `${s}\n`, output: check(s) ? 'YES\n' : 'NO\n' })),
+      reference: dedent(`
+        s = input().strip()
+        pairs = {${kinds.map((k) => `'${k[1]}': '${k[0]}'`).join(', ')}}
+        stack = []
+        ok = True
+        for c in s:
+            if c in pairs:
+                if not stack or stack.pop() != pairs[c]:
+                    ok = False
+                    break
+            else:
+                stack.append(c)
+        print('YES' if ok and not stack else 'NO')
+      `),
+    };
+  },
+};
+
+/** A random grid of `open` / `wall` cells. */
+function grid(rng: Rng, r: number, c: number, wall: string, density: number): string[][] {
+  return Array.from({ length: r }, () => Array.from({ length: c }, () => (rng.random() < density ? wall : '.')));
+}
+
+const gridPath: Family = {
+  id: 'grid-path',
+  tier: 'hard',
+  style: 'stdin',
+  make(rng) {
+    const wall = rng.choice(['#', 'X', '*']);
+    const king = rng.random() < 0.4;
+    const steps = king ? [-1, 0, 1].flatMap((dr) => [-1, 0, 1].map((dc) => [dr, dc] as const)).filter(([a, b]) => a !== 0 || b !== 0) : ([[1, 0], [-1, 0], [0, 1], [0, -1]] as const);
+    const cases: TestCase[] = [];
+    for (let k = 0; k < 10; k++) {
+      const r = rng.intBetween(2, 8);
+      const c = rng.intBetween(2, 8);
+      const g = grid(rng, r, c, wall, k === 0 ? 0 : 0.3);
+      const cells = rng.shuffle(Array.from({ length: r * c }, (_, i) => i)).slice(0, 2) as [number, number];
+      g[Math.floor(cells[0] / c)]![cells[0] % c] = 'S';
+      g[Math.floor(cells[1] / c)]![cells[1] % c] = 'T';
+      const dist = new Map<number, number>([[cells[0], 0]]);
+      const queue = [cells[0]];
+      for (let q = 0; q < queue.length; q++) {
+        const cur = queue[q]!;
+        const [y, x] = [Math.floor(cur / c), cur % c];
+        for (const [dy, dx] of steps) {
+          const ny = y + dy;
+          const nx = x + dx;
+          if (ny < 0 || nx < 0 || ny >= r || nx >= c || g[ny]![nx] === wall || dist.has(ny * c + nx)) continue;
+          dist.set(ny * c + nx, dist.get(cur)! + 1);
+          queue.push(ny * c + nx);
+        }
+      }
+      cases.push({ input: `${r} ${c}\n${g.map((row) => row.join('')).join('\n')}\n`, output: `${dist.get(cells[1]) ?? -1}\n` });
+    }
+    return {
+      title: `Shortest path ${king ? 'with diagonal moves' : 'in a maze'}`,
+      statement: `A grid has free cells '.', walls '${wall}', a start 'S' and a target 'T'. In one move you go to ${king ? 'any of the 8 neighbouring cells (sides and corners)' : 'a cell sharing a side with yours'}, never onto a wall or off the grid. Print the fewest moves from S to T, or -1 if T cannot be reached.\n\nInput: R and C (2 <= R, C <= 8), then R lines of C characters.\nOutput: one integer.`,
+      tests: cases,
+      reference: dedent(`
+        from collections import deque
+        r, c = map(int, input().split())
+        g = [input().strip() for _ in range(r)]
+        start = next((i, j) for i in range(r) for j in range(c) if g[i][j] == 'S')
+        moves = ${king ? '[(a, b) for a in (-1, 0, 1) for b in (-1, 0, 1) if a or b]' : '[(1, 0), (-1, 0), (0, 1), (0, -1)]'}
+        dist = {start: 0}
+        q = deque([start])
+        answer = -1
+        while q:
+            y, x = q.popleft()
+            if g[y][x] == 'T':
+                answer = dist[(y, x)]
+                break
+            for dy, dx in moves:
+                ny, nx = y + dy, x + dx
+                if 0 <= ny < r and 0 <= nx < c and g[ny][nx] != '${wall}' and (ny, nx) not in dist:
+                    dist[(ny, nx)] = dist[(y, x)] + 1
+                    q.append((ny, nx))
+        print(answer)
+      `),
+    };
+  },
+};
+
+const islands: Family = {
+  id: 'islands',
+  tier: 'medium',
+  style: 'stdin',
+  make(rng) {
+    const land = rng.choice(['#', 'L', 'o']);
+    const eight = rng.random() < 0.4;
+    const cases: TestCase[] = [];
+    for (let k = 0; k < 10; k++) {
+      const r = rng.intBetween(1, 9);
+      const c = rng.intBetween(1, 9);
+      const g = grid(rng, r, c, land, k === 0 ? 0 : 0.45);
+      const seen = new Set<number>();
+      let count = 0;
+      for (let s = 0; s < r * c; s++) {
+        if (g[Math.floor(s / c)]![s % c] !== land || seen.has(s)) continue;
+        count++;
+        const stack = [s];
+        seen.add(s);
+        while (stack.length) {
+          const cur = stack.pop()!;
+          const [y, x] = [Math.floor(cur / c), cur % c];
+          for (let dy = -1; dy <= 1; dy++) {
+            for (let dx = -1; dx <= 1; dx++) {
+              if ((dy === 0 && dx === 0) || (!eight && dy !== 0 && dx !== 0)) continue;
+              const ny = y + dy;
+              const nx = x + dx;
+              if (ny < 0 || nx < 0 || ny >= r || nx >= c || g[ny]![nx] !== land || seen.has(ny * c + nx)) continue;
+              seen.add(ny * c + nx);
+              stack.push(ny * c + nx);
+            }
+          }
+        }
+      }
+      cases.push({ input: `${r} ${c}\n${g.map((row) => row.join('')).join('\n')}\n`, output: `${count}\n` });
+    }
+    return {
+      title: `Count the islands (${eight ? '8' : '4'}-connected)`,
+      statement: `A map has water '.' and land '${land}'. Land cells that touch ${eight ? 'by a side or a corner' : 'by a side'} belong to the same island. Count the islands.\n\nInput: R and C (1 <= R, C <= 9), then R lines of C characters.\nOutput: the number of islands.`,
+      tests: cases,
+      reference: dedent(`
+        r, c = map(int, input().split())
+        g = [input().strip() for _ in range(r)]
+        seen = set()
+        count = 0
+        for i in range(r):
+            for j in range(c):
+                if g[i][j] != '${land}' or (i, j) in seen:
+                    continue
+                count += 1
+                stack = [(i, j)]
+                seen.add((i, j))
+                while stack:
+                    y, x = stack.pop()
+                    for dy in (-1, 0, 1):
+                        for dx in (-1, 0, 1):
+                            if (dy == 0 and dx == 0)${eight ? '' : ' or (dy != 0 and dx != 0)'}:
+                                continue
+                            ny, nx = y + dy, x + dx
+                            if 0 <= ny < r and 0 <= nx < c and g[ny][nx] == '${land}' and (ny, nx) not in seen:
+                                seen.add((ny, nx))
+                                stack.append((ny, nx))
+        print(count)
+      `),
+    };
+  },
+};
+
+const lis: Family = {
+  id: 'lis',
+  tier: 'hard',
+  style: 'stdin',
+  make(rng) {
+    const strict = rng.random() < 0.5;
+    const answer = (a: number[]): number => {
+      const best = a.map(() => 1);
+      for (let i = 0; i < a.length; i++) for (let j = 0; j < i; j++) if (strict ? a[j]! < a[i]! : a[j]! <= a[i]!) best[i] = Math.max(best[i]!, best[j]! + 1);
+      return Math.max(...best);
+    };
+    const cases = [[4], [5, 4, 3], [2, 2, 2, 2], ...Array.from({ length: 8 }, () => ints(rng, rng.intBetween(1, 150), 0, rng.intBetween(5, 100)))];
+    return {
+      title: `Longest ${strict ? 'increasing' : 'non-decreasing'} subsequence`,
+      statement: `Delete as few numbers as you like from the sequence (keeping the order of the rest) so that what remains is ${strict ? 'strictly increasing' : 'non-decreasing'}. Print the length of the longest such remainder.\n\nInput: n (1 <= n <= 150), then the n integers.\nOutput: one integer.`,
+      tests: cases.map((a) => ({ input: arrayInput(a), output: `${answer(a)}\n` })),
+      reference: dedent(`
+        import bisect
+        n = int(input())
+        a = list(map(int, input().split()))
+        tails = []
+        for x in a:
+            i = bisect.${strict ? 'bisect_left' : 'bisect_right'}(tails, x)
+            if i == len(tails):
+                tails.append(x)
+            else:
+                tails[i] = x
+        print(len(tails))
+      `),
+    };
+  },
+};
+
+const knapsack: Family = {
+  id: 'knapsack',
+  tier: 'hard',
+  style: 'stdin',
+  make(rng) {
+    const thing = rng.choice(['crate', 'parcel', 'gem', 'book', 'tool']);
+    const cases: TestCase[] = [];
+    for (let k = 0; k < 10; k++) {
+      const n = rng.intBetween(1, 14);
+      const cap = rng.intBetween(k === 0 ? 0 : 1, 100);
+      const items = Array.from({ length: n }, () => [rng.intBetween(1, 40), rng.intBetween(1, 60)] as const);
+      const best = new Array<number>(cap + 1).fill(0);
+      for (const [w, v] of items) for (let c = cap; c >= w; c--) best[c] = Math.max(best[c]!, best[c - w]! + v);
+      cases.push({ input: `${n} ${cap}\n${items.map(([w, v]) => `${w} ${v}`).join('\n')}\n`, output: `${best[cap]}\n` });
+    }
+    return {
+      title: `Pack the ${thing}s`,
+      statement: `Each ${thing} has a weight and a value. Choose some of them (each at most once) with total weight at most W and the largest total value. Print that value.\n\nInput: n and W (1 <= n <= 14, 0 <= W <= 100), then n lines "weight value".\nOutput: the best total value.`,
+      tests: cases,
+      reference: dedent(`
+        n, cap = map(int, input().split())
+        best = [0] * (cap + 1)
+        for _ in range(n):
+            w, v = map(int, input().split())
+            for c in range(cap, w - 1, -1):
+                best[c] = max(best[c], best[c - w] + v)
+        print(best[cap])
+      `),
+    };
+  },
+};
+
+/** The stdin-style families, easy to hard. */
+export const STDIN_FAMILIES: readonly Family[] = [filteredSum, caesar, fizzWords, arrayStat, longestRun, pairCount, balanced, islands, gridPath, lis, knapsack];
