@@ -17,7 +17,9 @@ const cache = new Map<number, Problem[]>();
 export function generateProblem(k: number): Problem {
   const family = FAMILIES[k % FAMILIES.length]!;
   const draft = family.make(new Rng((Math.imul(k + 1, 0x9e3779b1) ^ 0x5bd1e995) >>> 0));
-  return { id: `${family.id}-${k}`, family: family.id, tier: family.tier, style: family.style, ...draft };
+  // Families list their fixed edge cases first and random cases last: the shown examples are random ones.
+  const tests = [...draft.tests.slice(-EXAMPLES), ...draft.tests.slice(0, -EXAMPLES)];
+  return { id: `${family.id}-${k}`, family: family.id, tier: family.tier, style: family.style, ...draft, tests };
 }
 
 /** The first `count` problems (cached). */
