@@ -18,7 +18,11 @@ export class FakeKiminaServer {
   private server: Server | undefined;
   private readonly seen500 = new Set<string>();
 
-  constructor(private readonly theorems: readonly LeanTheorem[]) {}
+  /** `v1`: answers `{results: [r]}` (kimina-lean-server 1.x, RAGEN's client); `v2`: answers the bare `r` of the single-snippet endpoint (2.x). */
+  constructor(
+    private readonly theorems: readonly LeanTheorem[],
+    private readonly api: 'v1' | 'v2' = 'v1',
+  ) {}
 
   /** Starts on 127.0.0.1 (a free port) and resolves with the base URL. */
   async start(): Promise<string> {
@@ -43,12 +47,14 @@ export class FakeKiminaServer {
     for await (const chunk of req) text += chunk;
     const body = JSON.parse(text);
     this.requests.push(body);
-    const snippet = body.snippets[0] as { id: string; code: string };
+    const snippet = (this.api === 'v1' ? body.snippets?.[0] : body.snippet) as { id: string; code: string } | undefined;
+    if (!snippet) return [422, { detail: [{ msg: this.api === 'v1' ? '`snippets` must be provided and non empty' : 'Field required: snippet' }] }];
     if (snippet.code.includes('fake_http_500') && !this.seen500.has(snippet.code)) {
       this.seen500.add(snippet.code);
       return [500, { detail: 'Internal Server Error' }];
     }
-    return [200, { results: [this.judge(snippet.id, snippet.code, body.timeout)] }];
+    const result = this.judge(snippet.id, snippet.code, body.timeout);
+    return [200, this.api === 'v1' ? { results: [result] } : result];
   }
 
   private judge(id: string, code: string, timeout: number): ReplResponse {

@@ -72,10 +72,16 @@ export class KiminaClient {
     this.healthy = true;
   }
 
-  /** Check one Lean snippet: POST /api/check with RAGEN's settings (debug, reuse, tactic infotree). */
+  /**
+   * Check one Lean snippet: POST /api/check with RAGEN's settings (debug, reuse). The body names the
+   * snippet both ways Kimina's server versions read it (`snippets: [..]` up to 1.x, `snippet` in 2.x; each
+   * ignores the other key), and the answer may be `{results: [r]}`, `[r]` or `r`. No infotree is asked
+   * for (RAGEN asks for `tactics`, which 2.x rejects, and never reads it).
+   */
   async check(code: string): Promise<ReplResponse> {
     const id = `ragen-proof-${process.pid}-${++snippetCounter}`;
-    const body = JSON.stringify({ snippets: [{ id, code }], timeout: Math.round(this.options.requestTimeout), debug: true, reuse: true, infotree: 'tactics' });
+    const snippet = { id, code };
+    const body = JSON.stringify({ snippets: [snippet], snippet, timeout: Math.round(this.options.requestTimeout), debug: true, reuse: true });
     let lastError = '';
     for (let attempt = 1; attempt <= this.options.maxRetries; attempt++) {
       try {
@@ -88,11 +94,9 @@ export class KiminaClient {
         } catch {
           throw new Error(`the server answered non-JSON: ${JSON.stringify(text.slice(0, 200))}`);
         }
-        const results = (json as { results?: unknown }).results;
-        if (!Array.isArray(results) || results.length === 0 || typeof results[0] !== 'object' || results[0] === null) {
-          throw new Error(`the answer has no results[0]: ${text.slice(0, 200)}`);
-        }
-        return results[0] as ReplResponse;
+        const first = firstResult(json);
+        if (first === undefined) throw new Error(`the answer is not a check result ({results: [...]}, [...] or {id, response | error}): ${text.slice(0, 200)}`);
+        return first;
       } catch (err) {
         lastError = describe(err);
         if (attempt < this.options.maxRetries) {
@@ -119,6 +123,17 @@ export class KiminaClient {
       clearTimeout(timer);
     }
   }
+}
+
+/** The first check result of an answer in any of the server versions' shapes. */
+function firstResult(json: unknown): ReplResponse | undefined {
+  const isResult = (x: unknown): x is ReplResponse => typeof x === 'object' && x !== null && !Array.isArray(x) && ('response' in x || 'error' in x);
+  if (Array.isArray(json)) return isResult(json[0]) ? json[0] : undefined;
+  if (typeof json === 'object' && json !== null && 'results' in json) {
+    const results = (json as { results: unknown }).results;
+    return Array.isArray(results) && isResult(results[0]) ? results[0] : undefined;
+  }
+  return isResult(json) ? json : undefined;
 }
 
 function describe(err: unknown): string {

@@ -59,7 +59,19 @@ describe('LeanEnv against a stand-in Kimina server', () => {
     const code = fake.requests.at(-1)!.snippets[0]!.code;
     expect(code.startsWith('import Mathlib\nimport Aesop\nset_option maxHeartbeats 0\n')).toBe(true);
     expect(code.endsWith(plan.map((t) => `  ${t}`).join('\n') + '\n')).toBe(true);
-    expect(fake.requests.at(-1)).toMatchObject({ timeout: 30, debug: true, reuse: true, infotree: 'tactics' });
+    expect(fake.requests.at(-1)).toMatchObject({ timeout: 30, debug: true, reuse: true });
+  });
+  test("also speaks kimina-lean-server 2.x's single-snippet shape", async () => {
+    const v2 = new FakeKiminaServer(theorems, 'v2');
+    const v2url = await v2.start();
+    const seed = seedWithProof(1);
+    const env = makeEnv('Lean', { serverUrl: v2url });
+    await env.reset({ seed });
+    const plan = envSpec('Lean').solve!(config(), seed)!;
+    let last;
+    for (const t of plan) last = await env.step(t);
+    expect(last).toMatchObject({ terminated: true, info: { success: true } });
+    await v2.stop();
   });
   test('a rejected tactic costs 1.1 and is not appended; the render shows it with ✗ and the relabelled messages', async () => {
     const seed = seedWithProof(3);
