@@ -141,6 +141,9 @@ Presets (\`configs/\`): one per environment (\`sokoban-ppo\` is the default, \`f
 docs/benchmarks.md says why);
 algorithm switches \`algo/{ppo,grpo,drgrpo,rloo,reinforce-pp,bilevel-gae}\` and filter switches
 \`filter/{none,top-p-0.9,top-p-0.9-linear,top-k-0.25}\` to stack on them: \`--config frozenlake-ppo --config algo/grpo\`.
+\`deepcoder-grpo\` (DeepCoder, needs bubblewrap) and \`lean-ppo\` (Lean, needs a Kimina Lean server) are sized for pretrained models of
+>= 1.5B parameters on a GPU engine instead (each file names the model to download). Each environment's own keys go under
+\`env.config.<Tag>\` (e.g. \`env.config.DeepCoder.sandbox\`, \`env.config.Lean.serverUrl\`); docs/environments.md lists them.
 
 ${sections.join('\n')}
 ## Shorthands
