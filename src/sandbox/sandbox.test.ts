@@ -53,7 +53,7 @@ describe('Sandbox contains hostile programs, each scored as a failure with its r
     expect(r.tests[0]).toMatchObject({ status: 'timeout', error: 'time limit per test exceeded' });
   });
   test('a loop that ignores the alarm hits the CPU limit', async () => {
-    const sb = new Sandbox({ limits: { cpuSeconds: 1, wallSeconds: 6, perTestSeconds: 0.2 } });
+    const sb = new Sandbox({ limits: { cpuSeconds: 1, wallSeconds: 30, perTestSeconds: 0.2 } }); // a loaded machine accrues CPU time slowly
     const r = await sb.run({ code: 'import signal\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nwhile True:\n    pass', style: 'stdin', inputs: [''] });
     expect(r.tests[0]).toMatchObject({ status: 'killed', error: 'CPU time limit (1 s) exceeded' });
   });
@@ -61,7 +61,7 @@ describe('Sandbox contains hostile programs, each scored as a failure with its r
     const sb = new Sandbox({ limits: { cpuSeconds: 10, wallSeconds: 1, perTestSeconds: 0.2 } });
     const r = await sb.run({ code: 'import signal, time\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\nwhile True:\n    time.sleep(1)', style: 'stdin', inputs: [''] });
     expect(r).toMatchObject({ killed: 'wall', tests: [{ status: 'killed', error: 'wall time limit (1 s) exceeded' }] });
-    expect(r.wallSeconds).toBeLessThan(3);
+    expect(r.wallSeconds).toBeLessThan(5);
   });
   test('a fork bomb is killed at its first fork', async () => {
     const r = await run('import os\nwhile True:\n    os.fork()');

@@ -246,7 +246,7 @@ export class Sandbox {
     if (sig) return `crashed (${sig})`;
     if (fatal) return `sandbox harness failed: ${fatal}`;
     if (code !== 0) return `the sandbox exited with status ${code}${stderr ? `: ${stderr.trim().slice(-300)}` : ''}`;
-    return 'no result reported (the program closed or corrupted the result channel)';
+    return 'no result reported (the program ended the process early, e.g. os._exit, or closed its result channel)';
   }
 }
 
