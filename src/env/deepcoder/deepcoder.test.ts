@@ -18,7 +18,11 @@ describe('the generated problem set', () => {
   test('holds 400 problems over every tier and style, with hidden tests', () => {
     expect(all).toHaveLength(400);
     for (const tier of ['easy', 'medium', 'hard']) for (const style of ['stdin', 'call']) expect(all.some((p) => p.tier === tier && p.style === style), `${tier}/${style}`).toBe(true);
-    for (const p of all) expect(p.tests.length).toBeGreaterThanOrEqual(8);
+    for (const p of all) {
+      expect(p.tests.length, p.id).toBeGreaterThanOrEqual(8);
+      expect(new Set(p.tests.map((t) => t.input)).size, `${p.id}: repeated inputs`).toBe(p.tests.length);
+      expect(new Set(p.tests.map((t) => t.output.trim())).size, `${p.id}: one answer passes every test`).toBeGreaterThanOrEqual(2);
+    }
     expect(new Set(all.map((p) => p.family)).size).toBe(FAMILIES.length);
   });
   test('is deterministic per index and varied across indices', () => {

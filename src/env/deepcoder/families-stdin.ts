@@ -64,7 +64,7 @@ const fizzWords: Family = {
     if (b === a) b = a + 1;
     const [wa, wb] = rng.shuffle([...WORDS]).slice(0, 2) as [string, string];
     const line = (i: number): string => (i % a === 0 && i % b === 0 ? wa + wb : i % a === 0 ? wa : i % b === 0 ? wb : String(i));
-    const ns = [1, a * b, ...ints(rng, 6, 1, 40)];
+    const ns = [1, a * b, ...rng.shuffle(Array.from({ length: 49 }, (_, i) => i + 2)).filter((n) => n !== a * b).slice(0, 8)];
     return {
       title: `${wa}${wb} with ${a} and ${b}`,
       statement: `Print the numbers from 1 to n, one a line, but print "${wa}" instead of multiples of ${a}, "${wb}" instead of multiples of ${b}, and "${wa}${wb}" instead of multiples of both.\n\nInput: one integer n (1 <= n <= 50).\nOutput: n lines.`,

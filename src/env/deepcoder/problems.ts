@@ -18,7 +18,9 @@ export function generateProblem(k: number): Problem {
   const family = FAMILIES[k % FAMILIES.length]!;
   const draft = family.make(new Rng((Math.imul(k + 1, 0x9e3779b1) ^ 0x5bd1e995) >>> 0));
   // Families list their fixed edge cases first and random cases last: the shown examples are random ones.
-  const tests = [...draft.tests.slice(-EXAMPLES), ...draft.tests.slice(0, -EXAMPLES)];
+  // A repeated input is dropped (it would weigh twice in passed / total).
+  const seen = new Set<string>();
+  const tests = [...draft.tests.slice(-EXAMPLES), ...draft.tests.slice(0, -EXAMPLES)].filter((t) => !seen.has(t.input) && seen.add(t.input));
   return { id: `${family.id}-${k}`, family: family.id, tier: family.tier, style: family.style, ...draft, tests };
 }
 
