@@ -125,28 +125,31 @@ const twoSum: Family = {
   tier: 'medium',
   style: 'call',
   make(rng) {
-    const name = pick(rng, ['two_sum', 'find_pair', 'pair_indices']);
-    const cases: unknown[][] = [[[1, 2], 3], [[5], 10], [[3, 3, 3], 6]];
+    const diff = rng.random() < 0.4;
+    const name = pick(rng, diff ? ['pair_with_gap', 'find_gap', 'gap_indices'] : ['two_sum', 'find_pair', 'pair_indices']);
+    const cases: unknown[][] = [[[1, 2], 3], [[5], 10], [[3, 3, 3], 6], [[4, 1], -3]];
     for (let k = 0; k < 8; k++) cases.push([ints(rng, rng.intBetween(2, 40), -20, 20), rng.intBetween(-30, 30)]);
+    const rel = diff ? 'nums[j] - nums[i] == target' : 'nums[i] + nums[j] == target';
     return callDraft(
       {
-        title: 'First pair with a given sum',
-        statement: `Write \`${name}(nums, target)\`: return [i, j] with i < j and nums[i] + nums[j] == target, choosing the smallest such j and, for that j, the smallest i. Return [-1, -1] if no pair exists.`,
+        title: diff ? 'First pair with a given gap' : 'First pair with a given sum',
+        statement: `Write \`${name}(nums, target)\`: return [i, j] with i < j and ${rel}, choosing the smallest such j and, for that j, the smallest i. Return [-1, -1] if no pair exists.`,
         functionName: name,
         params: 'nums: list[int], target: int',
         returns: 'list[int]',
         body: `
           first = {}
           for j, x in enumerate(nums):
-              if target - x in first:
-                  return [first[target - x], j]
+              want = ${diff ? 'x - target' : 'target - x'}
+              if want in first:
+                  return [first[want], j]
               first.setdefault(x, j)
           return [-1, -1]
         `,
       },
       cases,
       (nums: number[], target: number) => {
-        for (let j = 0; j < nums.length; j++) for (let i = 0; i < j; i++) if (nums[i]! + nums[j]! === target) return [i, j];
+        for (let j = 0; j < nums.length; j++) for (let i = 0; i < j; i++) if ((diff ? nums[j]! - nums[i]! : nums[i]! + nums[j]!) === target) return [i, j];
         return [-1, -1];
       },
     );
@@ -200,41 +203,56 @@ const runLength: Family = {
   },
 };
 
+const PRIME_ASKS = {
+  count: { name: ['count_primes', 'primes_between', 'prime_count'], title: 'Count the primes in a range', text: 'how many prime numbers p satisfy lo <= p <= hi', returns: "sum(sieve[lo:hi + 1])", empty: '0' },
+  sum: { name: ['sum_primes', 'prime_sum', 'add_primes'], title: 'Add up the primes in a range', text: 'the sum of the prime numbers p with lo <= p <= hi (0 if there are none)', returns: 'sum(p for p in range(lo, hi + 1) if sieve[p])', empty: '0' },
+  largest: { name: ['largest_prime', 'max_prime', 'top_prime'], title: 'The largest prime in a range', text: 'the largest prime number p with lo <= p <= hi, or -1 if there is none', returns: 'max((p for p in range(lo, hi + 1) if sieve[p]), default=-1)', empty: '-1' },
+} as const;
+
 const countPrimes: Family = {
   id: 'count-primes',
   tier: 'medium',
   style: 'call',
   make(rng) {
-    const name = pick(rng, ['count_primes', 'primes_between', 'prime_count']);
-    const cases: unknown[][] = [[0, 1], [2, 2], [1, 100]];
-    for (let k = 0; k < 7; k++) {
+    const key = rng.choice(Object.keys(PRIME_ASKS) as (keyof typeof PRIME_ASKS)[]);
+    const ask = PRIME_ASKS[key];
+    const name = pick(rng, [...ask.name]);
+    const cases: unknown[][] = [[0, 1], [2, 2], [24, 28], [1, 100]];
+    for (let k = 0; k < 6; k++) {
       const lo = rng.intBetween(0, 50_000);
       cases.push([lo, lo + rng.intBetween(0, 20_000)]);
     }
     const isPrime = primeTable();
     return callDraft(
       {
-        title: 'Count the primes in a range',
-        statement: `Write \`${name}(lo, hi)\`: return how many prime numbers p satisfy lo <= p <= hi (0 <= lo <= hi <= 70000).`,
+        title: ask.title,
+        statement: `Write \`${name}(lo, hi)\`: return ${ask.text} (0 <= lo <= hi <= 70000).`,
         functionName: name,
         params: 'lo: int, hi: int',
         returns: 'int',
         body: `
           if hi < 2:
-              return 0
+              return ${ask.empty}
           sieve = bytearray([1]) * (hi + 1)
           sieve[0] = sieve[1] = 0
           for p in range(2, int(hi ** 0.5) + 1):
               if sieve[p]:
                   sieve[p * p::p] = bytearray(len(range(p * p, hi + 1, p)))
-          return sum(sieve[max(lo, 0):hi + 1])
+          return ${ask.returns}
         `,
       },
       cases,
       (lo: number, hi: number) => {
-        let c = 0;
-        for (let n = lo; n <= hi; n++) c += isPrime[n]!;
-        return c;
+        let count = 0;
+        let sum = 0;
+        let largest = -1;
+        for (let n = lo; n <= hi; n++) {
+          if (!isPrime[n]) continue;
+          count++;
+          sum += n;
+          largest = n;
+        }
+        return key === 'count' ? count : key === 'sum' ? sum : largest;
       },
     );
   },
@@ -285,17 +303,28 @@ const minCoins: Family = {
   tier: 'hard',
   style: 'call',
   make(rng) {
-    const name = pick(rng, ['min_coins', 'fewest_coins', 'coin_change']);
+    const ways = rng.random() < 0.4;
+    const name = pick(rng, ways ? ['coin_ways', 'count_change', 'change_ways'] : ['min_coins', 'fewest_coins', 'coin_change']);
     const cases: unknown[][] = [[[1], 0], [[2], 3], [[1, 5, 10, 25], 63]];
     for (let k = 0; k < 7; k++) cases.push([[...new Set(ints(rng, rng.intBetween(1, 5), 2, 30))], rng.intBetween(0, 300)]);
     return callDraft(
       {
-        title: 'Fewest coins',
-        statement: `Write \`${name}(coins, amount)\`: with unlimited coins of the given positive values, return the fewest coins that add up to exactly amount (0 <= amount <= 300), or -1 if it cannot be done.`,
+        title: ways ? 'Ways to make change' : 'Fewest coins',
+        statement: ways
+          ? `Write \`${name}(coins, amount)\`: with unlimited coins of the given distinct positive values, return in how many ways they can add up to exactly amount (0 <= amount <= 300), modulo 1000000007. Order does not matter (1+2 and 2+1 are one way); amount 0 has one way.`
+          : `Write \`${name}(coins, amount)\`: with unlimited coins of the given positive values, return the fewest coins that add up to exactly amount (0 <= amount <= 300), or -1 if it cannot be done.`,
         functionName: name,
         params: 'coins: list[int], amount: int',
         returns: 'int',
-        body: `
+        body: ways
+          ? `
+          ways = [1] + [0] * amount
+          for c in coins:
+              for a in range(c, amount + 1):
+                  ways[a] = (ways[a] + ways[a - c]) % 1000000007
+          return ways[amount]
+        `
+          : `
           best = [0] + [-1] * amount
           for a in range(1, amount + 1):
               options = [best[a - c] for c in coins if c <= a and best[a - c] >= 0]
@@ -305,6 +334,11 @@ const minCoins: Family = {
       },
       cases,
       (coins: number[], amount: number) => {
+        if (ways) {
+          const w = [1, ...new Array<number>(amount).fill(0)];
+          for (const c of coins) for (let a = c; a <= amount; a++) w[a] = (w[a]! + w[a - c]!) % 1_000_000_007;
+          return w[amount];
+        }
         const best = [0, ...new Array<number>(amount).fill(Infinity)];
         for (let a = 1; a <= amount; a++) for (const c of coins) if (c <= a) best[a] = Math.min(best[a]!, best[a - c]! + 1);
         return Number.isFinite(best[amount]!) ? best[amount] : -1;

@@ -90,6 +90,8 @@ const STATS = {
   evens: { text: 'how many of the numbers are even', ts: (a: number[]) => a.filter((x) => x % 2 === 0).length, py: 'sum(1 for x in a if x % 2 == 0)' },
   squares: { text: 'the sum of the squares of the numbers', ts: (a: number[]) => a.reduce((s, x) => s + x * x, 0), py: 'sum(x * x for x in a)' },
   aboveFirst: { text: 'how many numbers are strictly greater than the first one', ts: (a: number[]) => a.filter((x) => x > a[0]!).length, py: 'sum(1 for x in a if x > a[0])' },
+  absSum: { text: 'the sum of the absolute values of the numbers', ts: (a: number[]) => a.reduce((t, x) => t + Math.abs(x), 0), py: 'sum(abs(x) for x in a)' },
+  distinct: { text: 'how many different values occur', ts: (a: number[]) => new Set(a).size, py: 'len(set(a))' },
 } as const;
 
 const arrayStat: Family = {
@@ -113,34 +115,39 @@ const arrayStat: Family = {
   },
 };
 
+const RUNS = {
+  increasing: { text: 'each number is strictly greater than the one before it', title: 'Longest strictly increasing stretch', ts: (x: number, y: number) => y > x, py: '>', hi: 30 },
+  decreasing: { text: 'each number is strictly smaller than the one before it', title: 'Longest strictly decreasing stretch', ts: (x: number, y: number) => y < x, py: '<', hi: 30 },
+  equal: { text: 'all numbers are equal', title: 'Longest block of equal neighbours', ts: (x: number, y: number) => y === x, py: '==', hi: 3 },
+  nonDecreasing: { text: 'no number is smaller than the one before it', title: 'Longest non-decreasing stretch', ts: (x: number, y: number) => y >= x, py: '>=', hi: 12 },
+} as const;
+
 const longestRun: Family = {
   id: 'longest-run',
   tier: 'medium',
   style: 'stdin',
   make(rng) {
-    const increasing = rng.random() < 0.5;
-    const ok = (x: number, y: number): boolean => (increasing ? y > x : y === x);
+    const run = RUNS[rng.choice(Object.keys(RUNS) as (keyof typeof RUNS)[])];
     const answer = (a: number[]): number => {
       let best = 1;
       let cur = 1;
       for (let i = 1; i < a.length; i++) {
-        cur = ok(a[i - 1]!, a[i]!) ? cur + 1 : 1;
+        cur = run.ts(a[i - 1]!, a[i]!) ? cur + 1 : 1;
         best = Math.max(best, cur);
       }
       return best;
     };
-    const hi = increasing ? 30 : 3;
-    const cases = [[7], [1, 2, 3, 4], [4, 4, 4, 1], ...Array.from({ length: 8 }, () => ints(rng, rng.intBetween(1, 40), 0, hi))];
+    const cases = [[7], [1, 2, 3, 4], [4, 4, 4, 1], ...Array.from({ length: 8 }, () => ints(rng, rng.intBetween(1, 40), 0, run.hi))];
     return {
-      title: increasing ? 'Longest strictly increasing stretch' : 'Longest block of equal neighbours',
-      statement: `Given a sequence of n integers, find the length of the longest contiguous stretch in which ${increasing ? 'each number is strictly greater than the one before it' : 'all numbers are equal'}.\n\nInput: n (1 <= n <= 40), then the n integers on one line.\nOutput: the length.`,
+      title: run.title,
+      statement: `Given a sequence of n integers, find the length of the longest contiguous stretch in which ${run.text}.\n\nInput: n (1 <= n <= 40), then the n integers on one line.\nOutput: the length.`,
       tests: cases.map((a) => ({ input: arrayInput(a), output: `${answer(a)}\n` })),
       reference: dedent(`
         n = int(input())
         a = list(map(int, input().split()))
         best = cur = 1
         for i in range(1, n):
-            cur = cur + 1 if a[i] ${increasing ? '>' : '=='} a[i - 1] else 1
+            cur = cur + 1 if a[i] ${run.py} a[i - 1] else 1
             best = max(best, cur)
         print(best)
       `),
@@ -148,22 +155,28 @@ const longestRun: Family = {
   },
 };
 
+const PAIRS = {
+  sum: { title: 'Pairs with a given sum', text: 'a[i] + a[j] equals T', ts: (x: number, y: number, t: number) => x + y === t, py: 'a[i] + a[j] == t', tHi: 30 },
+  diff: { title: 'Pairs at a given distance', text: 'the absolute difference of a[i] and a[j] equals T', ts: (x: number, y: number, t: number) => Math.abs(x - y) === t, py: 'abs(a[i] - a[j]) == t', tHi: 10 },
+  atMost: { title: 'Pairs with a small sum', text: 'a[i] + a[j] is at most T', ts: (x: number, y: number, t: number) => x + y <= t, py: 'a[i] + a[j] <= t', tHi: 30 },
+} as const;
+
 const pairCount: Family = {
   id: 'pair-count',
   tier: 'medium',
   style: 'stdin',
   make(rng) {
-    const diff = rng.random() < 0.5;
+    const pair = PAIRS[rng.choice(Object.keys(PAIRS) as (keyof typeof PAIRS)[])];
     const answer = (a: number[], t: number): number => {
       let c = 0;
-      for (let i = 0; i < a.length; i++) for (let j = i + 1; j < a.length; j++) if ((diff ? Math.abs(a[i]! - a[j]!) : a[i]! + a[j]!) === t) c++;
+      for (let i = 0; i < a.length; i++) for (let j = i + 1; j < a.length; j++) if (pair.ts(a[i]!, a[j]!, t)) c++;
       return c;
     };
-    const cases: [number[], number][] = [[[1], 2], [[3, 3, 3], diff ? 0 : 6]];
-    for (let k = 0; k < 8; k++) cases.push([ints(rng, rng.intBetween(2, 60), 0, 20), rng.intBetween(0, diff ? 10 : 30)]);
+    const cases: [number[], number][] = [[[1], 2], [[3, 3, 3], 6]];
+    for (let k = 0; k < 8; k++) cases.push([ints(rng, rng.intBetween(2, 60), 0, 20), rng.intBetween(0, pair.tHi)]);
     return {
-      title: diff ? 'Pairs at a given distance' : 'Pairs with a given sum',
-      statement: `Count the pairs of positions i < j such that ${diff ? 'the absolute difference of a[i] and a[j]' : 'a[i] + a[j]'} equals T.\n\nInput: the first line holds n and T; the second the n integers a[1..n] (n <= 60, values between 0 and 20).\nOutput: the number of pairs.`,
+      title: pair.title,
+      statement: `Count the pairs of positions i < j such that ${pair.text}.\n\nInput: the first line holds n and T; the second the n integers a[1..n] (n <= 60, values between 0 and 20).\nOutput: the number of pairs.`,
       tests: cases.map(([a, t]) => ({ input: `${a.length} ${t}\n${a.join(' ')}\n`, output: `${answer(a, t)}\n` })),
       reference: dedent(`
         n, t = map(int, input().split())
@@ -171,7 +184,7 @@ const pairCount: Family = {
         count = 0
         for i in range(n):
             for j in range(i + 1, n):
-                if ${diff ? 'abs(a[i] - a[j])' : 'a[i] + a[j]'} == t:
+                if ${pair.py}:
                     count += 1
         print(count)
       `),
@@ -373,20 +386,23 @@ const lis: Family = {
   style: 'stdin',
   make(rng) {
     const strict = rng.random() < 0.5;
+    const down = rng.random() < 0.3;
+    const before = (x: number, y: number): boolean => (down ? (strict ? x > y : x >= y) : strict ? x < y : x <= y);
     const answer = (a: number[]): number => {
       const best = a.map(() => 1);
-      for (let i = 0; i < a.length; i++) for (let j = 0; j < i; j++) if (strict ? a[j]! < a[i]! : a[j]! <= a[i]!) best[i] = Math.max(best[i]!, best[j]! + 1);
+      for (let i = 0; i < a.length; i++) for (let j = 0; j < i; j++) if (before(a[j]!, a[i]!)) best[i] = Math.max(best[i]!, best[j]! + 1);
       return Math.max(...best);
     };
+    const kind = down ? (strict ? 'strictly decreasing' : 'non-increasing') : strict ? 'strictly increasing' : 'non-decreasing';
     const cases = [[4], [5, 4, 3], [2, 2, 2, 2], ...Array.from({ length: 8 }, () => ints(rng, rng.intBetween(1, 150), 0, rng.intBetween(5, 100)))];
     return {
-      title: `Longest ${strict ? 'increasing' : 'non-decreasing'} subsequence`,
-      statement: `Delete as few numbers as you like from the sequence (keeping the order of the rest) so that what remains is ${strict ? 'strictly increasing' : 'non-decreasing'}. Print the length of the longest such remainder.\n\nInput: n (1 <= n <= 150), then the n integers.\nOutput: one integer.`,
+      title: `Longest ${down ? (strict ? 'decreasing' : 'non-increasing') : strict ? 'increasing' : 'non-decreasing'} subsequence`,
+      statement: `Delete as few numbers as you like from the sequence (keeping the order of the rest) so that what remains is ${kind}. Print the length of the longest such remainder.\n\nInput: n (1 <= n <= 150), then the n integers.\nOutput: one integer.`,
       tests: cases.map((a) => ({ input: arrayInput(a), output: `${answer(a)}\n` })),
       reference: dedent(`
         import bisect
         n = int(input())
-        a = list(map(int, input().split()))
+        a = list(map(int, input().split()))${down ? '\n        a = [-x for x in a]' : ''}
         tails = []
         for x in a:
             i = bisect.${strict ? 'bisect_left' : 'bisect_right'}(tails, x)
