@@ -70,21 +70,16 @@ function send(res: ServerResponse, status: number, body: unknown): void {
   res.end(JSON.stringify(body));
 }
 
-/** The body as text, or undefined when it exceeds `max` bytes (the rest is not read). */
+/** The body as text, or undefined when it exceeds `max` bytes (the rest is read and dropped, so the 413 reaches the client). */
 function readBody(req: IncomingMessage, max: number): Promise<string | undefined> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     req.on('data', (c: Buffer) => {
       size += c.length;
-      if (size > max) {
-        resolve(undefined);
-        req.destroy();
-        return;
-      }
-      chunks.push(c);
+      if (size <= max) chunks.push(c);
     });
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('end', () => resolve(size > max ? undefined : Buffer.concat(chunks).toString('utf8')));
     req.on('error', reject);
   });
 }
