@@ -9,12 +9,14 @@ export { BM25Retriever, HttpRetriever, formatResults, MAX_TOP_K, type Retriever,
 export { corpus, passageContent, type Corpus, type Passage } from './corpus.js';
 export { questions, NUM_QUESTIONS, type Question, type QuestionType } from './questions.js';
 export { world, WORLD_SIZE, type World } from './world.js';
+export { loadQuestions, questionFile } from './data.js';
 export { retrievalRecall, type RecallReport } from './recall.js';
 export { startRetrievalServer, type RetrievalServer, type RetrievalServerOptions } from './server.js';
 
 /** SearchQA's config: see {@link SearchQAConfig} for each field's meaning. */
 export const searchqaSchema = z.object({
   corpusSeed: z.number().int().min(0).default(0),
+  dataPath: z.string().default(''),
   retrievalUrl: z.union([z.literal(''), z.url({ protocol: /^https?$/ })]).default(''),
   topK: z.number().int().min(1).max(50).default(5),
   maxSearches: z.number().int().min(1).default(10),
@@ -30,7 +32,7 @@ registerEnv<SearchQAConfig>('SearchQA', {
   schema: searchqaSchema,
   create: (config) => new SearchQAEnv(config),
   maxActionsPerEpisode: 10,
-  /** Search each gold entity, then answer. */
+  /** Search each gold entity, then answer (a question file's questions: answer directly). */
   solve: (config, seed, mode) => {
     const q = searchqaQuestion(config, seed, mode);
     return [...q.queries.map((e) => `search[${e}]`), `finish[${q.answer}]`];

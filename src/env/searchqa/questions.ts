@@ -8,7 +8,10 @@ export type QuestionType = 'single' | 'bridge' | 'comparison';
 export interface Question {
   question: string;
   answer: string;
-  type: QuestionType;
+  /** Other accepted answers (question files may list several); the best-scoring one counts. */
+  aliases?: string[];
+  /** `single`, `bridge`, `comparison`; a question file's own `type`, else `external`. */
+  type: QuestionType | (string & {});
   /** Ids of the passages that together state the answer. */
   gold: string[];
   /** The entity names an oracle searches for, in order (the bridge entity second). */

@@ -3,6 +3,7 @@
 import { ResetNeededError } from '../../util/index.js';
 import { checkResetOptions, invalidInfo, type Env, type EnvInfo, type EnvMode, type ResetOptions, type ResetResult, type StepResult } from '../core.js';
 import { extractAnswer, scoreAnswer } from './answer.js';
+import { loadQuestions, questionFile } from './data.js';
 import { questions, type Question } from './questions.js';
 import { BM25Retriever, formatResults, HttpRetriever, type RetrievalResult, type Retriever } from './retrieval.js';
 
@@ -10,6 +11,8 @@ import { BM25Retriever, formatResults, HttpRetriever, type RetrievalResult, type
 export interface SearchQAConfig {
   /** Seed of the generated world, its corpus and its questions (the episode seed picks a question). @default 0 */
   corpusSeed: number;
+  /** Questions from JSONL instead of the generated ones: a folder with train.jsonl and val.jsonl, or one file for both (`loadQuestions`); pair it with a `retrievalUrl` whose corpus answers them. @default "" */
+  dataPath: string;
   /** A RAGEN-compatible retrieval server (`http://host:port`); empty means in-process BM25 over the corpus. @default "" */
   retrievalUrl: string;
   /** Passages per search (RAGEN's client shows 5; capped at 50). @default 5 */
@@ -36,9 +39,13 @@ export const SEARCHQA_INSTRUCTION =
 
 /** The question an episode poses for `seed` in `mode` (the one `reset({seed, mode})` poses). */
 export function searchqaQuestion(config: SearchQAConfig, seed: number, mode: EnvMode = 'train'): Question {
+  const mod = (a: number, n: number): number => ((a % n) + n) % n;
+  if (config.dataPath) {
+    const file = loadQuestions(questionFile(config.dataPath, mode));
+    return file[mod(seed, file.length)]!;
+  }
   const all = questions(config.corpusSeed);
   const numVal = Math.min(config.numValQuestions, all.length - 1);
-  const mod = (a: number, n: number): number => ((a % n) + n) % n;
   return mode === 'val' ? all[mod(seed, numVal)]! : all[numVal + mod(seed, all.length - numVal)]!;
 }
 
@@ -61,7 +68,8 @@ export function searchqaQuestion(config: SearchQAConfig, seed: number, mode: Env
  * (`[Document i] (ID: d12, Score: 9.871)` and `"Title"\ntext`), or the error when the server failed.
  *
  * ## Starting State
- * A question: `val` mode draws from the first `numValQuestions` questions, `train` from the rest.
+ * A question: `val` mode draws from the first `numValQuestions` questions, `train` from the rest (with
+ * `dataPath`, from the split's file; the seed picks one, `seed mod n`).
  *
  * ## Rewards
  * Searches earn 0. An answer earns 1 for an exact match after SQuAD normalisation, else its token F1 if
@@ -91,6 +99,8 @@ export class SearchQAEnv implements Env {
   private retrievalError = false;
 
   constructor(readonly config: SearchQAConfig) {
+    // A bad question file is a config error at creation, not at the first reset.
+    if (config.dataPath) for (const mode of ['train', 'val'] as const) loadQuestions(questionFile(config.dataPath, mode));
     this.retriever = config.retrievalUrl ? new HttpRetriever(config.retrievalUrl, config.requestTimeoutMs) : new BM25Retriever(config.corpusSeed);
   }
 
@@ -147,7 +157,8 @@ export class SearchQAEnv implements Env {
   }
 
   private finish(answer: string, fallback: boolean): StepResult {
-    const score = scoreAnswer(answer, this.question!.answer);
+    const q = this.question!;
+    const score = [q.answer, ...(q.aliases ?? [])].map((truth) => scoreAnswer(answer, truth)).reduce((best, s) => (s.reward > best.reward ? s : best));
     this.answered = { answer, em: score.exactMatch, f1: score.f1, fallback };
     this.done = true;
     return { observation: this.render(), reward: score.reward, terminated: true, truncated: false, info: this.info(true, true, score.success) };

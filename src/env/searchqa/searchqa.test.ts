@@ -1,4 +1,7 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { checkRegisteredEnv, HOSTILE_ACTIONS } from '../check-env.js';
@@ -266,5 +269,36 @@ describe('SearchQA over HTTP', () => {
 
   test('a retrievalUrl that is not http(s) is a config error', () => {
     expect(() => makeEnv('SearchQA', { retrievalUrl: 'localhost:8000' })).toThrow(/retrievalUrl/);
+  });
+});
+
+describe('SearchQA with a question file (dataPath)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'searchqa-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const write = (name: string, lines: string[]): string => {
+    const file = join(dir, name);
+    writeFileSync(file, lines.join('\n'));
+    return file;
+  };
+
+  test('poses the file\'s questions, accepts any listed answer, and the oracle answers directly', () => {
+    const file = write('hotpot.jsonl', [
+      JSON.stringify({ question: 'Which magazine was started first, Arthur\'s Magazine or First for Women?', answer: "Arthur's Magazine", type: 'comparison' }),
+      JSON.stringify({ question: 'Who wrote Dorkwick?', golden_answers: ['Ana Bel', 'A. Bel'] }),
+    ]);
+    const env = makeEnv('SearchQA', { dataPath: file });
+    expect((env.reset({ seed: 1 }) as any).observation).toContain('Who wrote Dorkwick?');
+    const r = env.step('finish[a. bel]') as any;
+    expect(r.reward).toBe(1);
+    expect(r.info.questionType).toBe('external');
+    const plan = envSpec('SearchQA').solve!(resolveEnvConfig('SearchQA', { dataPath: file }), 0, 'val')!;
+    expect(plan).toEqual(["finish[Arthur's Magazine]"]);
+  });
+
+  test('a malformed file is a ConfigError naming the line and the fix, at creation', () => {
+    const bad = write('bad.jsonl', [JSON.stringify({ question: 'q?', answer: 'a' }), JSON.stringify({ question: 'q2?' })]);
+    expect(() => makeEnv('SearchQA', { dataPath: bad })).toThrow(/bad\.jsonl:2: a record needs `answer`/);
+    expect(() => makeEnv('SearchQA', { dataPath: join(dir, 'missing.jsonl') })).toThrow(/does not exist/);
+    expect(() => makeEnv('SearchQA', { dataPath: dir })).toThrow(/has no train\.jsonl/);
   });
 });
