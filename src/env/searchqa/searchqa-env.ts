@@ -37,6 +37,9 @@ export const SEARCHQA_INSTRUCTION =
   'can be an entity name or keywords) and finish[answer] to give the final answer: a short entity, year, ' +
   'name or yes/no. Some questions need two searches: find the first entity, then the one it leads to.';
 
+/** Retrieval servers whose failure was already reported on stderr. */
+const warned = new Set<string>();
+
 /** The question an episode poses for `seed` in `mode` (the one `reset({seed, mode})` poses). */
 export function searchqaQuestion(config: SearchQAConfig, seed: number, mode: EnvMode = 'train'): Question {
   const mod = (a: number, n: number): number => ((a % n) + n) % n;
@@ -151,6 +154,11 @@ export class SearchQAEnv implements Env {
   /** A failed request is the server's fault, not the agent's: a valid, ineffective step that says why. */
   private searchFailed(query: string, err: unknown): StepResult {
     const reason = err instanceof Error ? err.message : String(err);
+    // Once per URL on stderr too: a run against a dead server must not look like a model that never searches well.
+    if (!warned.has(this.config.retrievalUrl)) {
+      warned.add(this.config.retrievalUrl);
+      console.warn(`ragen: SearchQA search failed (${reason}); episodes go on with the error as the observation and info.retrievalError set. Further failures of this server are not printed.`);
+    }
     this.retrievalError = true;
     this.results = `Search for "${query.slice(0, 100)}" failed: ${reason}`;
     return { observation: this.render(), reward: 0, terminated: false, truncated: false, info: { ...this.info(true, false), reason } };
