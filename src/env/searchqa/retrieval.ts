@@ -75,7 +75,9 @@ export class HttpRetriever implements Retriever {
         signal: AbortSignal.timeout(this.timeoutMs),
       });
     } catch (err) {
-      throw new Error(`retrieval server ${endpoint} did not answer (${(err as Error).message}); start one with \`ragen retrieval serve\` or set retrievalUrl`);
+      const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+      const why = [(err as Error).message, cause?.code ?? cause?.message].filter(Boolean).join(': ');
+      throw new Error(`retrieval server ${endpoint} did not answer (${why}); start one with \`ragen retrieval serve\` or fix retrievalUrl`);
     }
     if (!res.ok) throw new Error(`retrieval server ${endpoint} answered HTTP ${res.status}: ${(await res.text()).slice(0, 200)}`);
     const body = (await res.json().catch(() => undefined)) as { results?: unknown } | undefined;
