@@ -250,7 +250,12 @@ describe('SearchQA over HTTP', () => {
   });
 
   test('a failing server is an observation with the URL and the reason, never a throw', async () => {
-    for (const url of [brokenUrl, 'http://127.0.0.1:9']) {
+    // A port that was just free: nothing listens there (ECONNREFUSED).
+    const probe = createServer();
+    await new Promise<void>((r) => probe.listen(0, '127.0.0.1', () => r()));
+    const closedUrl = `http://127.0.0.1:${(probe.address() as AddressInfo).port}`;
+    await new Promise((r) => probe.close(r));
+    for (const url of [brokenUrl, closedUrl]) {
       const env = makeEnv('SearchQA', { retrievalUrl: url, requestTimeoutMs: 2000 });
       env.reset({ seed: 0 });
       const r = await env.step('search[anything]');
