@@ -1,7 +1,7 @@
 // The WebShop catalogue and its goals, generated from a seed (WebShop ships 1.18M scraped Amazon
 // products and downloads them; here products and goals come from src/env/webshop/vocabulary.ts).
 import { Rng } from '../../util/index.js';
-import { BRAND_SYLLABLES, DEPARTMENTS, REVIEW_WORDS } from './vocabulary.js';
+import { BRAND_SYLLABLES, DEPARTMENTS, EXCLUSIVE_ATTRIBUTES, REVIEW_WORDS } from './vocabulary.js';
 
 /** One product of the catalogue. Option values are unique within a product (clicks name them). */
 export interface Product {
@@ -105,13 +105,25 @@ function sample<T>(rng: Rng, items: readonly T[], k: number): T[] {
   return idx.map((i) => items[i]!);
 }
 
+/** Up to k attributes in list order, no two from the same exclusive group. */
+function sampleCompatible(rng: Rng, items: readonly string[], k: number): string[] {
+  const picked: string[] = [];
+  for (const a of sample(rng, items, items.length)) {
+    if (picked.length === k) break;
+    const group = EXCLUSIVE_ATTRIBUTES.find((g) => g.includes(a));
+    if (group && picked.some((p) => group.includes(p))) continue;
+    picked.push(a);
+  }
+  return picked;
+}
+
 const titleCase = (s: string): string => s.replace(/\b[a-z]/g, (c) => c.toUpperCase());
 
 function makeProduct(rng: Rng, department: string, brands: string[], taken: Map<string, Product>): Product {
   const dep = DEPARTMENTS.find((d) => d.name === department)!;
   const type = rng.choice(dep.types);
   const brand = rng.choice(brands);
-  const attributes = sample(rng, dep.attributes, 2 + rng.int(3));
+  const attributes = sampleCompatible(rng, dep.attributes, 2 + rng.int(3));
   const material = rng.choice(dep.materials);
   const options: Record<string, string[]> = {};
   for (const dim of dep.options) {
@@ -120,8 +132,10 @@ function makeProduct(rng: Rng, department: string, brands: string[], taken: Map<
   }
   const [lo, hi] = dep.price;
   const price = Math.round((lo + rng.random() * (hi - lo)) * 100) / 100;
-  const shown = attributes.slice(0, 1 + rng.int(2));
-  const title = `${brand} ${titleCase(shown.join(' '))} ${titleCase(type)}, ${titleCase(material)}${rng.random() < 0.5 ? ` - ${titleCase(attributes.at(-1)!)}` : ''}`;
+  // Title words: one or two attributes, skipping any that repeats a word of the type ("high protein protein bars").
+  const typeWords = new Set(type.split(' '));
+  const shown = attributes.filter((a) => !a.split(' ').some((w) => typeWords.has(w))).slice(0, 1 + rng.int(2));
+  const title = `${[brand, ...shown.map(titleCase), titleCase(type)].join(' ')}, ${titleCase(material)}${rng.random() < 0.5 ? ` - ${titleCase(attributes.at(-1)!)}` : ''}`;
   const description =
     `The ${brand} ${type} is made of ${material} for everyday use. ` +
     `It is ${attributes.slice(0, -1).join(', ')}${attributes.length > 1 ? ' and ' : ''}${attributes.at(-1)}. ` +

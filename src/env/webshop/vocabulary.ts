@@ -133,6 +133,15 @@ export const DEPARTMENTS: readonly Department[] = [
   },
 ];
 
+/** Attributes no product has together (a shirt is not both slim fit and relaxed fit). */
+export const EXCLUSIVE_ATTRIBUTES: readonly (readonly string[])[] = [
+  ['slim fit', 'relaxed fit', 'loose fit'],
+  ['long sleeve', 'short sleeve'],
+  ['lace up', 'slip on'],
+  ['for small dogs', 'for large dogs'],
+  ['for ages 3 and up', 'for ages 8 and up'],
+];
+
 /** Syllables for brand names (brands are words BM25 can match, and are never English). */
 export const BRAND_SYLLABLES = ['ka', 'lo', 'vi', 'mor', 'zen', 'tri', 'qua', 'bel', 'dro', 'sy', 'nex', 'pal', 'ru', 'ver', 'ton', 'ela', 'gri', 'fo', 'hal', 'ixo'];
 

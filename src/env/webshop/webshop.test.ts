@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import { checkRegisteredEnv, HOSTILE_ACTIONS } from '../check-env.js';
 import { envSpec, makeEnv, resolveEnvConfig } from '../registry.js';
+import { EXCLUSIVE_ATTRIBUTES } from './vocabulary.js';
 import { catalogue, parseWebShopAction, purchaseReward, searchProducts, webshopGoal, type Goal, type Product, type WebShopConfig } from './index.js';
 
 const config = resolveEnvConfig('WebShop') as WebShopConfig;
@@ -18,6 +19,7 @@ describe('the WebShop catalogue', () => {
       expect(p.price).toBeGreaterThan(0);
       const values = Object.values(p.options).flat();
       expect(new Set(values).size).toBe(values.length); // a click names one option value unambiguously
+      for (const group of EXCLUSIVE_ATTRIBUTES) expect(p.attributes.filter((a) => group.includes(a)).length).toBeLessThanOrEqual(1);
     }
     expect(shop.products.filter((p) => Object.keys(p.options).length === 2).length).toBeGreaterThan(shop.products.length / 2);
   });
