@@ -1,6 +1,7 @@
 // Retrievers for SearchQA: in-process BM25 over the generated corpus (MiniSearch), and a client of any
 // server speaking RAGEN's retrieval API (POST /retrieve {query, top_k} -> {results: [{id, content, score}]}).
 import MiniSearch from 'minisearch';
+import { searchTerms } from '../search-terms.js';
 import { corpus, passageContent, type Corpus } from './corpus.js';
 
 /** One retrieved passage, as RAGEN's retrieval server returns it. */
@@ -50,7 +51,7 @@ export class BM25Retriever implements Retriever {
   retrieve(query: string, topK: number): RetrievalResult[] {
     const k = Math.max(1, Math.min(MAX_TOP_K, Math.floor(topK)));
     return engine(this.corpus)
-      .search(query, { combineWith: 'OR' })
+      .search(searchTerms(query), { combineWith: 'OR' })
       .slice(0, k)
       .map((hit) => ({ id: hit.id as string, content: passageContent(this.corpus.byId.get(hit.id as string)!), score: hit.score }));
   }

@@ -1,6 +1,7 @@
 // The WebShop search engine: BM25 over the catalogue with MiniSearch (WebShop uses pyserini's Lucene
 // BM25 over title, description, features and options; MiniSearch scores with BM25+ over the same fields).
 import MiniSearch from 'minisearch';
+import { searchTerms } from '../search-terms.js';
 import type { Catalogue } from './catalogue.js';
 
 /** Results WebShop returns for a query (its `top_n`), shown 10 per page. */
@@ -28,8 +29,8 @@ function engine(c: Catalogue): MiniSearch {
   return ms;
 }
 
-/** The ASINs of the best `TOP_N` products for `query` (any word may match: WebShop's BM25 is an OR query). */
+/** The ASINs of the best `TOP_N` products for `query`'s distinct words (any may match: WebShop's BM25 is an OR query). */
 export function searchProducts(c: Catalogue, query: string): string[] {
-  const hits = engine(c).search(query, { combineWith: 'OR' });
+  const hits = engine(c).search(searchTerms(query), { combineWith: 'OR' });
   return hits.slice(0, TOP_N).map((h) => h.id as string);
 }
