@@ -1,5 +1,5 @@
-// Query clean-up shared by the BM25 searches of WebShop and SearchQA: MiniSearch runs one sub-query per
-// query word, so a long query of repeated common words would cost seconds; distinct words, capped, cost ~ms.
+// Term handling shared by the BM25 searches of WebShop and SearchQA: stop words, and query clean-up (MiniSearch
+// runs one sub-query per query word, so a long query of repeated common words would cost seconds).
 
 /** Most distinct words of a query that are searched; the rest are ignored. */
 export const MAX_QUERY_TERMS = 64;
@@ -13,4 +13,14 @@ export function searchTerms(query: string): string {
     if (seen.size === MAX_QUERY_TERMS) break;
   }
   return [...seen].join(' ');
+}
+
+// Lucene's English stop words (pyserini's default analyzer drops them too): they match most documents, cost
+// most of a query's time and carry no evidence.
+const STOPWORDS = new Set('a an and are as at be but by for if in into is it no not of on or such that the their then there these they this to was will with'.split(' '));
+
+/** MiniSearch's `processTerm` for both engines: lowercase, and drop stop words (null). */
+export function dropStopword(term: string): string | null {
+  const t = term.toLowerCase();
+  return STOPWORDS.has(t) ? null : t;
 }

@@ -1,7 +1,7 @@
 // Retrievers for SearchQA: in-process BM25 over the generated corpus (MiniSearch), and a client of any
 // server speaking RAGEN's retrieval API (POST /retrieve {query, top_k} -> {results: [{id, content, score}]}).
 import MiniSearch from 'minisearch';
-import { searchTerms } from '../search-terms.js';
+import { dropStopword, searchTerms } from '../search-terms.js';
 import { corpus, passageContent, type Corpus } from './corpus.js';
 
 /** One retrieved passage, as RAGEN's retrieval server returns it. */
@@ -20,15 +20,6 @@ export interface Retriever {
 export const MAX_TOP_K = 50;
 
 const engines = new WeakMap<Corpus, MiniSearch>();
-
-// Lucene's English stop words (pyserini's default analyzer drops them too): they match thousands of
-// passages, cost most of a query's time and carry no evidence.
-const STOPWORDS = new Set('a an and are as at be but by for if in into is it no not of on or such that the their then there these they this to was will with'.split(' '));
-
-function dropStopword(term: string): string | null {
-  const t = term.toLowerCase();
-  return STOPWORDS.has(t) ? null : t;
-}
 
 function engine(c: Corpus): MiniSearch {
   let ms = engines.get(c);

@@ -1,7 +1,7 @@
 // The WebShop search engine: BM25 over the catalogue with MiniSearch (WebShop uses pyserini's Lucene
 // BM25 over title, description, features and options; MiniSearch scores with BM25+ over the same fields).
 import MiniSearch from 'minisearch';
-import { searchTerms } from '../search-terms.js';
+import { dropStopword, searchTerms } from '../search-terms.js';
 import type { Catalogue } from './catalogue.js';
 
 /** Results WebShop returns for a query (its `top_n`), shown 10 per page. */
@@ -21,6 +21,7 @@ function engine(c: Catalogue): MiniSearch {
         if (field === 'options') return Object.values(doc.options as Record<string, string[]>).flat().join(' ');
         return doc[field];
       },
+      processTerm: dropStopword,
       searchOptions: { boost: { title: 2, type: 2 } },
     });
     ms.addAll(c.products);
