@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -137,6 +137,13 @@ describe('Sandbox fails closed', () => {
     expect(err).toBeInstanceOf(SandboxUnavailableError);
     expect((err as Error).message).toMatch(/apt-get install -y bubblewrap/);
     expect((err as Error).message).toMatch(/sandbox: none/);
+  });
+  test('a bubblewrap that cannot create namespaces fails the self-test, with its message', async () => {
+    const fakeBwrap = join(hostDir, 'bwrap');
+    writeFileSync(fakeBwrap, '#!/bin/sh\necho "bwrap: setting up uid map: Permission denied" >&2\nexit 1\n', { mode: 0o755 });
+    const err = await new Sandbox({ bwrap: fakeBwrap }).check().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(SandboxUnavailableError);
+    expect((err as Error).message).toMatch(/failed its self-test: the sandbox exited with status 1: bwrap: setting up uid map: Permission denied/);
   });
   test('a Python outside /usr is refused under bubblewrap', async () => {
     const err = await new Sandbox({ python: '/opt/python3' }).check().catch((e: unknown) => e);
