@@ -10,3 +10,5 @@ import './rubiks-cube/index.js';
 import './frozen-lake/index.js';
 import './webshop/index.js';
 import './searchqa/index.js';
+import './deepcoder/index.js';
+import './lean/index.js';
