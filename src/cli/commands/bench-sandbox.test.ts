@@ -1,9 +1,10 @@
 import { describe, expect, test } from 'vitest';
 import { runCli } from '../testing.js';
+import { testSandbox } from '../../sandbox/testing.js';
 import type { SandboxBenchReport } from './bench-sandbox.js';
 
 describe('ragen bench sandbox', () => {
-  test('judges the first references, all passing, and reports programs/s per isolation', async () => {
+  test.runIf(testSandbox())('judges the first references, all passing, and reports programs/s per isolation', async () => {
     const { code, out } = await runCli('bench', 'sandbox', '--problems', '20', '--isolation', 'both', '--json');
     expect(code).toBe(0);
     const report = JSON.parse(out) as SandboxBenchReport;

@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { Sandbox } from '../../sandbox/index.js';
+import { testSandbox } from '../../sandbox/testing.js';
 import { envSpec, makeEnv, resolveEnvConfig } from '../registry.js';
 import { assembleProgram, deepCoderProblem, FAMILIES, generateProblem, generateProblems, renderProblem, testPassed, type DeepCoderConfig, type Problem } from './index.js';
 
@@ -44,7 +45,7 @@ describe('the generated problem set', () => {
     for (let s = 0; s < 20; s++) expect(deepCoderProblem(c, s)).toMatchObject({ tier: 'hard', style: 'call' });
   });
   // All 400 are judged by `ragen bench sandbox` (exit 1 on any failure; docs/benchmarks.md): 80 here keep the suite fast.
-  test('reference solutions of four problems per family (Python) agree with the TypeScript oracles on every test', async () => {
+  test.runIf(testSandbox())('reference solutions of four problems per family (Python) agree with the TypeScript oracles on every test', async () => {
     const sample = FAMILIES.flatMap((_, f) => [0, 1, 2, 3].map((r) => all[f + r * FAMILIES.length]!));
     const scores = await Promise.all(sample.map((p) => score(p, p.reference)));
     expect(scores.map((s, i) => `${sample[i]!.id}: ${s}`)).toEqual(sample.map((p) => `${p.id}: 1`));
@@ -71,7 +72,7 @@ describe('assembleProgram', () => {
 });
 
 // checkEnv runs over every registered id, DeepCoder included, in src/env/check-env.test.ts.
-describe('DeepCoderEnv', () => {
+describe.runIf(testSandbox())('DeepCoderEnv', () => {
   test('shows the statement, examples and starter code; the reference solves it with reward 1', async () => {
     const c = config({ styles: ['call'] });
     const env = makeEnv('DeepCoder', { styles: ['call'] });
