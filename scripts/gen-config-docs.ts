@@ -139,6 +139,11 @@ Presets (\`configs/\`): one per environment (\`sokoban-ppo\` is the default, \`f
 \`metamathqa-ppo\`, \`sudoku-ppo\`, \`2048-ppo\`, \`rubikscube-ppo\`), sized for tiny models on a CPU through \`base.yaml\`, plus
 \`sokoban-grpo\` (\`sokoban-ppo\` filters with top-p 0.9 and \`sokoban-grpo\` inherits it; \`frozenlake-ppo\` adds a k3 KL loss, β 0.05:
 docs/benchmarks.md says why);
+\`webshop-ppo\` and \`searchqa-ppo\` (RAGEN's \`_6_webshop\` / \`_9_search\` settings over the schema defaults, sized for Qwen2.5-3B-Instruct
+on the torch engine; their env keys, e.g. \`env.config.SearchQA.retrievalUrl\`, are in docs/environments.md);
+\`deepcoder-grpo\` (DeepCoder, needs bubblewrap) and \`lean-ppo\` (Lean, needs a Kimina Lean server), sized for pretrained models of
+>= 1.5B parameters on a GPU engine (each file names the model to download; env keys such as \`env.config.DeepCoder.sandbox\` and
+\`env.config.Lean.serverUrl\` are in docs/environments.md);
 algorithm switches \`algo/{ppo,grpo,drgrpo,rloo,reinforce-pp,bilevel-gae}\` and filter switches
 \`filter/{none,top-p-0.9,top-p-0.9-linear,top-k-0.25}\` to stack on them: \`--config frozenlake-ppo --config algo/grpo\`.
 

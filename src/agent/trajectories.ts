@@ -2,6 +2,7 @@
 // `ragen eval --out` write, one line per episode: summary fields, every turn, and the OpenAI `messages`.
 import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { withFileErrors } from '../util/index.js';
 import type { AgentConfig } from './config.js';
 import { episodeMessages, type EndReason, type Episode } from './rollout.js';
 
@@ -98,8 +99,10 @@ export function episodeRecord(e: Episode, cfg: Pick<AgentConfig, 'enableThink'>,
 
 /** Write (or append to) a JSONL file of episode records; creates the folder. */
 export function writeEpisodeRecords(path: string, records: readonly EpisodeRecord[], append = false): void {
-  mkdirSync(dirname(path), { recursive: true });
   const text = records.map((r) => `${JSON.stringify(r)}\n`).join('');
-  if (append) appendFileSync(path, text);
-  else writeFileSync(path, text);
+  withFileErrors('write the episode records', path, () => {
+    mkdirSync(dirname(path), { recursive: true });
+    if (append) appendFileSync(path, text);
+    else writeFileSync(path, text);
+  });
 }

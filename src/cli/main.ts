@@ -1,6 +1,6 @@
 // The `ragen` command: one commander program, one file per subcommand under ./commands.
 import { Command, CommanderError } from 'commander';
-import { RagenError } from '../util/index.js';
+import { fileSystemError, RagenError } from '../util/index.js';
 import { commands } from './commands/index.js';
 
 /** Build the program (exported for tests and for `--help` generation). */
@@ -18,8 +18,10 @@ export async function main(argv: string[]): Promise<number> {
   try {
     await program().parseAsync(argv, { from: 'user' });
     return 0;
-  } catch (err) {
-    if (err instanceof CommanderError) return err.exitCode;
+  } catch (caught) {
+    if (caught instanceof CommanderError) return caught.exitCode;
+    // A filesystem fault that no command annotated still gets its sentence (path, reason, fix) instead of a stack.
+    const err = fileSystemError(caught, 'read or write a file');
     if (err instanceof RagenError) {
       console.error(`ragen: ${err.message}`);
       return 2;

@@ -4,7 +4,7 @@ import { existsSync, readdirSync, readFileSync, statSync, writeFileSync, mkdirSy
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
-import { ConfigError, didYouMean } from '../util/index.js';
+import { ConfigError, didYouMean, withFileErrors } from '../util/index.js';
 import { ConfigSchema, type RagenConfig } from './schema.js';
 import { expandAliases, findAlias } from './aliases.js';
 import { checkOverridePath, crossFieldErrors, findUnknownKeys, issueMessage } from './errors.js';
@@ -190,9 +190,11 @@ export function configToYaml(config: RagenConfig): string {
 
 /** Write `config.yaml` into `dir` (created if needed); returns the file path. */
 export function saveConfig(config: RagenConfig, dir: string): string {
-  mkdirSync(dir, { recursive: true });
   const file = join(dir, CONFIG_FILE);
-  writeFileSync(file, configToYaml(config));
+  withFileErrors('save the config', file, () => {
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(file, configToYaml(config));
+  });
   return file;
 }
 

@@ -8,3 +8,7 @@ import './sudoku/index.js';
 import './game-2048/index.js';
 import './rubiks-cube/index.js';
 import './frozen-lake/index.js';
+import './webshop/index.js';
+import './searchqa/index.js';
+import './deepcoder/index.js';
+import './lean/index.js';

@@ -30,7 +30,7 @@ describe('the env registry', () => {
     const env = makeEnv(id);
     await expect(async () => env.reset({ seed: 0, options: { sed: 1 } })).rejects.toThrow(ConfigError);
     await expect(async () => env.reset({ seed: 0, options: { sed: 1 } })).rejects.toThrow(/reset option `sed`/);
-    await env.reset({ seed: 0 });
+    if (!envSpec(id).requires) await env.reset({ seed: 0 }); // a service env (Lean) needs its server to reset
   });
   test('a misspelt reset option gets a suggestion', () => {
     expect(() => makeEnv('Bandit').reset({ seed: 0, options: { drawSed: 1 } })).toThrow(/Unknown Bandit reset option `drawSed`\. Did you mean `drawSeed`\? Valid options: drawSeed\./);

@@ -14,6 +14,11 @@ export interface EnvSpec<C extends Record<string, unknown> = Record<string, unkn
   /** Config values this id sets over the schema's defaults (RAGEN's per-tag `env_config`). */
   defaults?: Partial<C>;
   create(config: C): Env;
+  /**
+   * An outside service the env cannot run without (e.g. "a Kimina Lean server at serverUrl"): `ragen envs`
+   * names it, and the registry-wide checks (checkEnv, `ragen bench envs`) leave the id to its own tests.
+   */
+  requires?: string;
   /** Most actions one episode may take (RAGEN's `max_actions_per_traj`). */
   maxActionsPerEpisode: number;
   /** The optimal (or a correct) action sequence for a seed, where the problem allows a solver. */

@@ -3,4 +3,4 @@ export { METRICS, METRIC_FAMILIES, describeMetric, isMetricKey, trainEnvMetric, 
 export { MetricLogger, type MetricRecord, type MetricSink, type MetricValues, type LoggerState } from './logger.js';
 export { JsonlSink, readMetricsFile } from './jsonl-sink.js';
 export { ConsoleSink, formatDuration, summaryTable, valSuccessOf, type ConsoleMode, type ConsoleSinkOptions, type SummaryRow } from './console-sink.js';
-export { createRunDir, rolloutFile, runDirName, runPaths, timestamp, type RunPaths } from './run-dir.js';
+export { assertNewRunDir, createRunDir, rolloutFile, runDirName, runPaths, timestamp, type RunPaths } from './run-dir.js';

@@ -2,16 +2,18 @@
 // line written before it died. Non-finite numbers (JSON has none) are written as null.
 import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { withFileErrors } from '../util/index.js';
 import type { MetricRecord, MetricSink } from './logger.js';
 
 /** Appends records to a JSONL file (created with its folder if needed). */
 export class JsonlSink implements MetricSink {
   constructor(readonly file: string) {
-    mkdirSync(dirname(file), { recursive: true });
+    withFileErrors('create the metrics folder', dirname(file), () => mkdirSync(dirname(file), { recursive: true }));
   }
 
   write(record: MetricRecord): void {
-    appendFileSync(this.file, `${JSON.stringify(record, (_k, v) => (typeof v === 'number' && !Number.isFinite(v) ? null : v))}\n`);
+    const line = `${JSON.stringify(record, (_k, v) => (typeof v === 'number' && !Number.isFinite(v) ? null : v))}\n`;
+    withFileErrors('append to the metrics', this.file, () => appendFileSync(this.file, line));
   }
 }
 

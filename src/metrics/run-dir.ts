@@ -1,7 +1,8 @@
 // The run directory (DESIGN.md): runs/<env>__<algo>__<seed>__<timestamp>/ with config.yaml, metrics.jsonl,
 // rollouts/step-N.jsonl, checkpoints/step-N/ and eval/. The dashboard and `ragen eval` read only these files.
-import { existsSync, mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, statSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { UsageError, withFileErrors } from '../util/index.js';
 
 /** The paths inside one run directory. */
 export interface RunPaths {
@@ -43,9 +44,31 @@ export function runDirName(parts: { env: string; algo: string; seed: number; tim
   return [safe(parts.env), safe(parts.algo), String(parts.seed), timestamp(parts.time)].join('__');
 }
 
+/** The files of `root` that make it a run directory (empty when it holds none, or does not exist). */
+function runFilesIn(root: string): string[] {
+  const p = runPaths(root);
+  return [p.config, p.metrics, p.checkpoints, p.rollouts].filter((f) => existsSync(f));
+}
+
 /**
- * Create a fresh run directory with its sub-folders. `root` is used as given; otherwise the name is
- * built under `runsDir`, with `-2`, `-3`... appended if a run of the same name and second exists.
+ * Throw unless a new run may be created at `root`: it must not exist, or be a folder that holds no run (no
+ * config.yaml, metrics.jsonl, checkpoints/ or rollouts/). A new run never writes into an old one's files.
+ */
+export function assertNewRunDir(root: string): void {
+  if (!existsSync(root)) return;
+  if (!statSync(root).isDirectory()) throw new UsageError(`logging.runDir \`${root}\` is a file, not a folder; choose another path.`);
+  const found = runFilesIn(root);
+  if (found.length > 0) {
+    throw new UsageError(
+      `logging.runDir \`${root}\` already holds a run (${found.map((f) => basename(f)).join(', ')}); continue it with \`ragen train --resume ${root}\`, or choose a new logging.runDir (or leave it unset for a fresh runs/<name>/).`,
+    );
+  }
+}
+
+/**
+ * Create a fresh run directory with its sub-folders. `root` is used as given (refused when it holds a run, see
+ * `assertNewRunDir`); otherwise the name is built under `runsDir`, with `-2`, `-3`... appended if a run of the same
+ * name and second exists.
  */
 export function createRunDir(options: { runsDir: string; env: string; algo: string; seed: number; time?: Date; root?: string | null }): RunPaths {
   let root = options.root ?? undefined;
@@ -54,8 +77,9 @@ export function createRunDir(options: { runsDir: string; env: string; algo: stri
     root = base;
     for (let i = 2; existsSync(root); i++) root = `${base}-${i}`;
   }
+  else assertNewRunDir(root);
   const paths = runPaths(root);
-  for (const dir of [paths.root, paths.rollouts, paths.checkpoints, paths.eval]) mkdirSync(dir, { recursive: true });
+  for (const dir of [paths.root, paths.rollouts, paths.checkpoints, paths.eval]) withFileErrors('create the run directory', dir, () => mkdirSync(dir, { recursive: true }));
   return paths;
 }
 

@@ -3,7 +3,7 @@
 // speaks, and the value head (a Linear(hidden, 1) on the final hidden state, as TRL's).
 import { entropy as entropyOp, keep, linear, logprobOfTarget, randn, tensor, zeros, type Tensor } from '../tensor/index.js';
 import { Rng } from '../util/index.js';
-import { expectWeight, type WeightMap } from './safetensors.js';
+import { expectWeight, rejectUnexpected, type WeightMap } from './safetensors.js';
 import type { LayerKV, Transformer } from './transformer.js';
 
 /** The critic's head: value = w . h + b on each final hidden state h. */
@@ -20,6 +20,7 @@ export class ValueHead {
   static fromWeights(loaded: WeightMap, hiddenSize: number, source = 'value_head.safetensors'): ValueHead {
     const w = expectWeight(loaded, 'value_head.weight', [1, hiddenSize], source);
     const b = expectWeight(loaded, 'value_head.bias', [1], source);
+    rejectUnexpected(loaded, new Set(['value_head.weight', 'value_head.bias']), source);
     return new ValueHead(keep(tensor(w.data, w.shape, { requiresGrad: true })), keep(tensor(b.data, b.shape, { requiresGrad: true })));
   }
 

@@ -5,7 +5,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { dropout, keep, linear, matmul, noGrad, rand, scale, tensor, zeros, type Tensor } from '../tensor/index.js';
 import { CheckpointError, ConfigError, didYouMean, Rng } from '../util/index.js';
-import { expectWeight, readSafetensors, writeSafetensors, type WeightMap } from './safetensors.js';
+import { expectWeight, readSafetensors, rejectUnexpected, writeSafetensors, type WeightMap } from './safetensors.js';
 import type { Transformer } from './transformer.js';
 
 /** The linear modules of a decoder layer (PEFT's "all-linear" = all of them; the LM head is never adapted). */
@@ -71,11 +71,13 @@ export class LoraAdapters {
     if (raw.use_dora || raw.use_rslora) throw new CheckpointError(`${cfgPath}: DoRA / rsLoRA adapters are not supported`);
     const lora = new LoraAdapters(normalise({ r: Number(raw.r), alpha: Number(raw.lora_alpha), dropout: Number(raw.lora_dropout ?? 0), targetModules: raw.target_modules as string[] | 'all-linear' }));
     const weights = await readSafetensors(join(dir, 'adapter_model.safetensors'));
+    const source = join(dir, 'adapter_model.safetensors');
     for (const [module, out, inp] of targetShapes(model, lora.modules)) {
-      const a = expectWeight(weights, peftKey(module, 'A'), [lora.config.r, inp], 'adapter_model.safetensors');
-      const b = expectWeight(weights, peftKey(module, 'B'), [out, lora.config.r], 'adapter_model.safetensors');
+      const a = expectWeight(weights, peftKey(module, 'A'), [lora.config.r, inp], source);
+      const b = expectWeight(weights, peftKey(module, 'B'), [out, lora.config.r], source);
       lora.adapters.set(module, { A: keep(tensor(a.data, a.shape, { requiresGrad: true })), B: keep(tensor(b.data, b.shape, { requiresGrad: true })) });
     }
+    rejectUnexpected(weights, new Set([...lora.adapters.keys()].flatMap((m) => [peftKey(m, 'A'), peftKey(m, 'B')])), source);
     model.setBaseTrainable(false);
     model.lora = lora;
     return lora;

@@ -190,5 +190,21 @@ export function expectWeight(weights: WeightMap, name: string, shape: readonly n
   if (w.shape.length !== shape.length || w.shape.some((d, i) => d !== shape[i])) {
     throw new CheckpointError(`${source}: tensor \`${name}\` has shape [${w.shape}], the model expects [${shape}] (does config.json match the weights?)`);
   }
+  const bad = w.data.findIndex((x) => !Number.isFinite(x));
+  if (bad >= 0) {
+    throw new CheckpointError(`${source}: tensor \`${name}\` holds ${w.data[bad]} at element ${bad}; a model with non-finite weights cannot train (a diverged run saves such checkpoints): use an earlier checkpoint.`);
+  }
   return w;
+}
+
+/**
+ * Throw when `weights` holds tensors the model did not take (`used`): a config.json that says 3 layers beside weights
+ * of 4 is a mismatch, not something to ignore. `ignore` names tensors that are known to be harmless extras.
+ */
+export function rejectUnexpected(weights: WeightMap, used: ReadonlySet<string>, source: string, ignore: (name: string) => boolean = () => false): void {
+  const extra = [...weights.keys()].filter((k) => !used.has(k) && !ignore(k));
+  if (extra.length > 0) {
+    const list = extra.slice(0, 4).join(', ') + (extra.length > 4 ? `, ... (${extra.length} in all)` : '');
+    throw new CheckpointError(`${source}: tensors the model does not use: ${list}; does config.json (layers, heads, tied embeddings) match the weights?`);
+  }
 }

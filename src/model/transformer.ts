@@ -6,7 +6,7 @@ import { countParameters, type ModelConfig } from './config.js';
 import type { FusedWeights } from './fused.js';
 import type { KVCache } from './kv-cache.js';
 import type { LoraAdapters } from './lora.js';
-import { expectWeight, type WeightMap } from './safetensors.js';
+import { expectWeight, rejectUnexpected, type WeightMap } from './safetensors.js';
 
 /** One linear projection: HF module path (e.g. `model.layers.0.self_attn.q_proj`), weight (out, in), optional bias. */
 export interface Proj {
@@ -147,6 +147,8 @@ export class Transformer {
       const t = tensor(expectWeight(loaded, name, shape, source).data, shape, { requiresGrad: true });
       weights.set(name, keep(t));
     }
+    // Harmless extras: rotary inverse frequencies (older Llama exports) and a copy of the tied embedding.
+    rejectUnexpected(loaded, new Set(weights.keys()), source, (n) => n.endsWith('rotary_emb.inv_freq') || (config.tieWordEmbeddings && n === 'lm_head.weight'));
     return new Transformer(config, weights);
   }
 

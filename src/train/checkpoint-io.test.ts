@@ -1,8 +1,8 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, truncateSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CheckpointError } from '../util/index.js';
+import { CheckpointError, FileSystemError } from '../util/index.js';
 import { loadSavedConfig, loadConfig } from '../config/index.js';
 import {
   checkpointMetrics,
@@ -13,6 +13,7 @@ import {
   writeCheckpoint,
   type CheckpointState,
   STATE_FILE,
+  verifyCheckpoint,
 } from './checkpoint-io.js';
 
 const fresh = () => join(mkdtempSync(join(tmpdir(), 'ragen-ckpt-')), 'checkpoints');
@@ -35,32 +36,73 @@ describe('checkpoint directories', () => {
     expect(checkpointMetrics(dir).trim().split('\n').map((l) => JSON.parse(l).step)).toEqual([1, 2, 3]);
   });
 
-  it('read a checkpoint of an earlier version, whose state still has the unused `rng: {}`', async () => {
+  it('read a checkpoint of version 1 (sizes only in its manifest, the unused `rng: {}` in its state)', async () => {
     const dir = await writeCheckpoint(fresh(), state(2));
     const file = join(dir, STATE_FILE);
-    const old = { ...JSON.parse(readFileSync(file, 'utf8')), rng: {} };
-    writeFileSync(file, JSON.stringify(old, null, 1)); // the manifest records sizes: update it
+    writeFileSync(file, JSON.stringify({ ...JSON.parse(readFileSync(file, 'utf8')), version: 1, rng: {} }, null, 1));
     const manifest = JSON.parse(readFileSync(join(dir, 'checkpoint.json'), 'utf8'));
-    manifest.files.find((f: { path: string }) => f.path === STATE_FILE).bytes = readFileSync(file).length;
+    manifest.version = 1;
+    manifest.files = manifest.files.map((f: { path: string }) => ({ path: f.path, bytes: readFileSync(join(dir, f.path)).length }));
     writeFileSync(join(dir, 'checkpoint.json'), JSON.stringify(manifest));
     expect(readCheckpoint(dir)).toEqual({ step: 2, data: { trainSeedCounter: 16 } });
   });
 
-  it('ignore an interrupted write (a step-N.tmp left behind) and clean it up on the next write', async () => {
+  it('ignore an interrupted write (a step-N.tmp left behind by a killed process) and clean it up on the next write', async () => {
     const root = fresh();
     await writeCheckpoint(root, state(1));
-    await expect(
-      writeCheckpoint(root, state(2), {
-        writeModel: (d) => {
-          writeFileSync(join(d, 'model.safetensors'), 'partial');
-          throw new Error('killed');
-        },
-      }),
-    ).rejects.toThrow('killed');
-    expect(existsSync(join(root, 'step-2.tmp'))).toBe(true);
+    mkdirSync(join(root, 'step-2.tmp'));
+    writeFileSync(join(root, 'step-2.tmp', 'model.safetensors'), 'partial');
     expect(latestCheckpoint(root)?.step).toBe(1);
     await writeCheckpoint(root, state(3));
     expect(readdirSync(root).sort()).toEqual(['step-1', 'step-3']);
+  });
+
+  it('remove its step-N.tmp when a write fails, and pass the failure on', async () => {
+    const root = fresh();
+    const failing = (d: string) => {
+      writeFileSync(join(d, 'model.safetensors'), 'partial');
+      throw new Error('engine failed');
+    };
+    await expect(writeCheckpoint(root, state(2), { writeModel: failing })).rejects.toThrow('engine failed');
+    expect(readdirSync(root)).toEqual([]);
+  });
+
+  it('name the checkpoint path when the disk is full (ENOSPC carries no file name) and leave no partial files', async () => {
+    const root = fresh();
+    const full = (d: string) => {
+      symlinkSync('/dev/full', join(d, 'model.safetensors')); // writes to /dev/full fail with ENOSPC
+      writeFileSync(join(d, 'model.safetensors'), new Uint8Array(1 << 16));
+    };
+    const err = await writeCheckpoint(root, state(4), { writeModel: full }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(FileSystemError);
+    expect((err as FileSystemError).code).toBe('ENOSPC');
+    expect((err as Error).message).toMatch(/could not write checkpoint step 4: `.*step-4\.tmp`: the disk is full \(ENOSPC\); free space/);
+    expect(readdirSync(root)).toEqual([]);
+  });
+
+  it('verify files by content: a changed byte, a missing file and a garbage trainer state are each named', async () => {
+    const root = fresh();
+    const dir = await writeCheckpoint(root, state(6), { writeModel: (d) => writeFileSync(join(d, 'model.safetensors'), 'weights-0123') });
+    const bytes = readFileSync(join(dir, 'model.safetensors'));
+    bytes[3] ^= 1; // same size, other content: a size check cannot see it
+    writeFileSync(join(dir, 'model.safetensors'), bytes);
+    expect(isCompleteCheckpoint(dir)).toBe(true);
+    expect(() => verifyCheckpoint(dir)).toThrow(/model\.safetensors does not match its SHA-256/);
+    expect(() => readCheckpoint(dir)).toThrow(/model\.safetensors does not match its SHA-256/);
+
+    const dir2 = await writeCheckpoint(root, state(7), { writeModel: (d) => writeFileSync(join(d, 'model.safetensors'), 'w') });
+    rmSync(join(dir2, 'model.safetensors'));
+    expect(() => readCheckpoint(dir2)).toThrow(/model\.safetensors is missing \(listed in checkpoint\.json\)/);
+
+    const dir3 = await writeCheckpoint(root, state(8));
+    const garbage = 'x'.repeat(readFileSync(join(dir3, STATE_FILE)).length);
+    writeFileSync(join(dir3, STATE_FILE), garbage);
+    expect(() => readCheckpoint(dir3)).toThrow(/trainer-state\.json does not match its SHA-256/);
+    // Without a digest (a version-1 manifest) the garbage is still a named CheckpointError, not a JSON stack.
+    const manifest = JSON.parse(readFileSync(join(dir3, 'checkpoint.json'), 'utf8'));
+    for (const f of manifest.files) delete f.sha256;
+    writeFileSync(join(dir3, 'checkpoint.json'), JSON.stringify(manifest));
+    expect(() => readCheckpoint(dir3)).toThrow(/trainer-state\.json is not valid JSON/);
   });
 
   it('find the latest complete checkpoint, skipping ones whose manifest or files are missing or truncated', async () => {

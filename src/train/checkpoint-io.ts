@@ -2,8 +2,9 @@
 // resume: data position, trainer bookkeeping, metrics so far. Model weights and optimizer state are written into
 // the same directory by the engine (Hugging Face layout, its own optimizer/ folder) through `writeModel`.
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
 import { join, relative } from 'node:path';
-import { CheckpointError } from '../util/index.js';
+import { CheckpointError, fileSystemError } from '../util/index.js';
 import { saveConfig, type RagenConfig } from '../config/index.js';
 
 /** The manifest written last into a checkpoint: its presence (with every listed file intact) marks it complete. */
@@ -13,7 +14,7 @@ export const STATE_FILE = 'trainer-state.json';
 /** Metrics of the run up to the checkpoint's step (a copy of metrics.jsonl). */
 export const METRICS_COPY = 'metrics.jsonl';
 const FORMAT = 'ragen-ts-checkpoint';
-const VERSION = 1;
+const VERSION = 2;
 
 /** Everything the trainer needs, besides the model, to continue a run exactly. */
 export interface CheckpointState {
@@ -47,60 +48,105 @@ const stepDir = (root: string, step: number) => join(root, `step-${step}`);
 
 /**
  * Write `checkpoints/step-N/` atomically: everything goes to `step-N.tmp/`, each file is fsynced, the manifest
- * is written last, then the directory is renamed into place. A crash at any point leaves either the old
- * checkpoints or the new complete one; a leftover `.tmp` is ignored and removed by the next write.
+ * (every file's size and SHA-256) is written last, then the directory is renamed into place. A crash at any point
+ * leaves either the old checkpoints or the new complete one; a failed write (disk full, ...) removes its `.tmp`
+ * and throws a FileSystemError naming the path; a leftover `.tmp` is ignored and removed by the next write.
  */
 export async function writeCheckpoint(root: string, state: CheckpointState, options: WriteCheckpointOptions = {}): Promise<string> {
   if (!Number.isInteger(state.step) || state.step < 0) throw new CheckpointError(`checkpoint step must be an integer >= 0, got ${state.step}`);
-  mkdirSync(root, { recursive: true });
-  for (const e of readdirSync(root)) if (e.endsWith('.tmp')) rmSync(join(root, e), { recursive: true, force: true });
   const final = stepDir(root, state.step);
   const tmp = `${final}.tmp`;
-  mkdirSync(tmp, { recursive: true });
+  try {
+    mkdirSync(root, { recursive: true });
+    for (const e of readdirSync(root)) if (e.endsWith('.tmp')) rmSync(join(root, e), { recursive: true, force: true });
+    mkdirSync(tmp, { recursive: true });
 
-  if (options.writeModel) await options.writeModel(tmp);
-  if (options.config) saveConfig(options.config, tmp);
-  writeFileSync(join(tmp, STATE_FILE), JSON.stringify({ format: FORMAT, version: VERSION, ...state }, null, 1));
-  if (options.metricsFile && existsSync(options.metricsFile)) {
-    writeFileSync(join(tmp, METRICS_COPY), metricsUpTo(readFileSync(options.metricsFile, 'utf8'), state.step));
+    if (options.writeModel) await options.writeModel(tmp);
+    if (options.config) saveConfig(options.config, tmp);
+    writeFileSync(join(tmp, STATE_FILE), JSON.stringify({ format: FORMAT, version: VERSION, ...state }, null, 1));
+    if (options.metricsFile && existsSync(options.metricsFile)) {
+      writeFileSync(join(tmp, METRICS_COPY), metricsUpTo(readFileSync(options.metricsFile, 'utf8'), state.step));
+    }
+
+    const files: ManifestFile[] = listFiles(tmp).map((path) => ({ path, bytes: statSync(join(tmp, path)).size, sha256: sha256(join(tmp, path)) }));
+    for (const f of files) fsyncFile(join(tmp, f.path));
+    writeFileSync(join(tmp, MANIFEST_FILE), JSON.stringify({ format: FORMAT, version: VERSION, step: state.step, files }, null, 1));
+    fsyncFile(join(tmp, MANIFEST_FILE));
+    fsyncFile(tmp);
+
+    if (existsSync(final)) {
+      const old = `${final}.old.tmp`; // a `.tmp` name, so a crash between the renames leaves nothing that looks complete
+      renameSync(final, old);
+      renameSync(tmp, final);
+      rmSync(old, { recursive: true, force: true });
+    } else renameSync(tmp, final);
+    fsyncFile(root);
+  } catch (err) {
+    rmSync(tmp, { recursive: true, force: true }); // no partial step-N.tmp left behind
+    throw fileSystemError(err, `write checkpoint step ${state.step}`, tmp);
   }
-
-  const files = listFiles(tmp).map((path) => ({ path, bytes: statSync(join(tmp, path)).size }));
-  for (const f of files) fsyncFile(join(tmp, f.path));
-  writeFileSync(join(tmp, MANIFEST_FILE), JSON.stringify({ format: FORMAT, version: VERSION, step: state.step, files }, null, 1));
-  fsyncFile(join(tmp, MANIFEST_FILE));
-  fsyncFile(tmp);
-
-  if (existsSync(final)) {
-    const old = `${final}.old.tmp`; // a `.tmp` name, so a crash between the renames leaves nothing that looks complete
-    renameSync(final, old);
-    renameSync(tmp, final);
-    rmSync(old, { recursive: true, force: true });
-  } else renameSync(tmp, final);
-  fsyncFile(root);
   if (options.keep !== undefined) pruneCheckpoints(root, options.keep);
   return final;
 }
 
-/** Whether `dir` holds a complete checkpoint: a manifest whose every file exists with its recorded size. */
+/** One file of a checkpoint's manifest (sha256 since manifest version 2; version 1 recorded sizes only). */
+interface ManifestFile {
+  path: string;
+  bytes: number;
+  sha256?: string;
+}
+
+function readManifest(dir: string): { step: number; files: ManifestFile[] } {
+  const path = join(dir, MANIFEST_FILE);
+  if (!existsSync(path)) throw new CheckpointError(`\`${dir}\` is not a complete checkpoint: its ${MANIFEST_FILE} is missing (it was not finished, or was edited by hand); use an earlier step-N directory.`);
+  let m: { format?: unknown; step?: unknown; files?: unknown };
+  try {
+    m = JSON.parse(readFileSync(path, 'utf8')) as typeof m;
+  } catch (err) {
+    throw new CheckpointError(`${path} is not valid JSON (${(err as Error).message}); the checkpoint is damaged, use an earlier step-N directory.`);
+  }
+  if (m.format !== FORMAT || !Array.isArray(m.files)) throw new CheckpointError(`${path} is not a ragen-ts checkpoint manifest (format ${JSON.stringify(m.format)}); use an earlier step-N directory.`);
+  return { step: Number(m.step), files: m.files as ManifestFile[] };
+}
+
+/**
+ * Check a checkpoint by content: every file its manifest lists exists with its recorded size and SHA-256. Throws a
+ * CheckpointError naming the first file that does not (missing, truncated, changed) and what to do.
+ */
+export function verifyCheckpoint(dir: string): void {
+  const { files } = readManifest(dir);
+  for (const f of files) {
+    const path = join(dir, f.path);
+    const fix = 'the checkpoint is damaged; use an earlier step-N directory (or delete this one to resume from the one before)';
+    if (!existsSync(path)) throw new CheckpointError(`checkpoint \`${dir}\`: ${f.path} is missing (listed in ${MANIFEST_FILE}); ${fix}.`);
+    const bytes = statSync(path).size;
+    if (bytes !== f.bytes) throw new CheckpointError(`checkpoint \`${dir}\`: ${f.path} has ${bytes} bytes, ${MANIFEST_FILE} records ${f.bytes}; ${fix}.`);
+    if (f.sha256 !== undefined && sha256(path) !== f.sha256) throw new CheckpointError(`checkpoint \`${dir}\`: ${f.path} does not match its SHA-256 in ${MANIFEST_FILE} (its content changed); ${fix}.`);
+  }
+}
+
+/** Whether `dir` has a manifest whose every file exists with its recorded size (a cheap check; `verifyCheckpoint` reads content). */
 export function isCompleteCheckpoint(dir: string): boolean {
   try {
-    const manifest = JSON.parse(readFileSync(join(dir, MANIFEST_FILE), 'utf8')) as { format: string; files: { path: string; bytes: number }[] };
-    return manifest.format === FORMAT && manifest.files.every((f) => statSync(join(dir, f.path)).size === f.bytes);
+    return readManifest(dir).files.every((f) => statSync(join(dir, f.path)).size === f.bytes);
   } catch {
     return false; // no manifest, unreadable, or a listed file missing: incomplete by definition
   }
 }
 
-/** Complete checkpoints under `root` (a run's `checkpoints/`), oldest first. Temporary and partial ones are skipped. */
-export function listCheckpoints(root: string): CheckpointRef[] {
+/** Every `step-N/` folder under `root` (a run's `checkpoints/`), complete or not, oldest first; `.tmp` folders are skipped. */
+export function checkpointDirs(root: string): CheckpointRef[] {
   if (!existsSync(root)) return [];
   return readdirSync(root)
     .map((name) => /^step-(\d+)$/.exec(name))
     .filter((m): m is RegExpExecArray => m !== null)
     .map((m) => ({ step: Number(m[1]), dir: join(root, m[0]) }))
-    .filter((c) => isCompleteCheckpoint(c.dir))
     .sort((a, b) => a.step - b.step);
+}
+
+/** Complete checkpoints under `root`, oldest first. Temporary and partial ones are skipped. */
+export function listCheckpoints(root: string): CheckpointRef[] {
+  return checkpointDirs(root).filter((c) => isCompleteCheckpoint(c.dir));
 }
 
 /** The newest complete checkpoint under `root`, or undefined. */
@@ -116,14 +162,22 @@ export function pruneCheckpoints(root: string, keep: number): string[] {
   return drop;
 }
 
-/** Read the trainer state of a complete checkpoint. */
+/** Read the trainer state of a checkpoint, after verifying every file by content (`verifyCheckpoint`). */
 export function readCheckpoint(dir: string): CheckpointState {
-  if (!isCompleteCheckpoint(dir)) {
-    throw new CheckpointError(`\`${dir}\` is not a complete checkpoint (its ${MANIFEST_FILE} is missing or a file it lists is missing or truncated); use an earlier step-N directory.`);
+  verifyCheckpoint(dir);
+  const path = join(dir, STATE_FILE);
+  let raw: CheckpointState & { format?: unknown; version?: unknown; rng?: unknown };
+  try {
+    raw = JSON.parse(readFileSync(path, 'utf8')) as typeof raw;
+  } catch (err) {
+    throw new CheckpointError(`${path} is not valid JSON (${(err as Error).message}); the checkpoint is damaged, use an earlier step-N directory.`);
   }
-  const raw = JSON.parse(readFileSync(join(dir, STATE_FILE), 'utf8')) as CheckpointState & { format: string; version: number; rng?: unknown };
-  if (raw.version !== VERSION) throw new CheckpointError(`\`${dir}\`: checkpoint format version ${raw.version}, this ragen-ts reads version ${VERSION}.`);
-  // `rng` (always {}) was written by earlier versions; nothing reads it.
+  if (raw === null || typeof raw !== 'object' || raw.format !== FORMAT) throw new CheckpointError(`${path} is not a ragen-ts trainer state; use an earlier step-N directory.`);
+  if (raw.version !== 1 && raw.version !== VERSION) throw new CheckpointError(`\`${dir}\`: checkpoint format version ${String(raw.version)}, this ragen-ts reads versions 1 and ${VERSION}.`);
+  if (!Number.isInteger(raw.step) || raw.step < 0 || typeof raw.data !== 'object' || raw.data === null) {
+    throw new CheckpointError(`${path}: \`step\` must be an integer >= 0 and \`data\` an object (got step ${JSON.stringify(raw.step)}); the checkpoint is damaged, use an earlier step-N directory.`);
+  }
+  // `rng` (always {}) was written by version 1; nothing reads it.
   const { format: _f, version: _v, rng: _r, ...state } = raw;
   return state;
 }
@@ -148,6 +202,10 @@ function listFiles(dir: string, base = dir): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
     e.isDirectory() ? listFiles(join(dir, e.name), base) : [relative(base, join(dir, e.name))],
   );
+}
+
+function sha256(path: string): string {
+  return createHash('sha256').update(readFileSync(path)).digest('hex');
 }
 
 // fsync a file or a directory (directories make the renames and new entries durable on Linux).

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { createRunDir, runPaths, type RunPaths } from '../metrics/index.js';
 import { CheckpointError } from '../util/index.js';
 import { checkResumeOverrides, loadSavedConfig, saveConfig, type RagenConfig } from '../config/index.js';
-import { checkpointMetrics, latestCheckpoint, metricsUpTo, readCheckpoint, type CheckpointRef, type CheckpointState, MANIFEST_FILE, METRICS_COPY } from './checkpoint-io.js';
+import { checkpointDirs, checkpointMetrics, listCheckpoints, metricsUpTo, readCheckpoint, type CheckpointRef, type CheckpointState, MANIFEST_FILE, METRICS_COPY } from './checkpoint-io.js';
 
 /** The env part of a run's directory name: `name`, else the training tags joined by `+`. */
 export function runEnvName(config: RagenConfig): string {
@@ -43,12 +43,20 @@ export function resumeRun(runDir: string, overrides: readonly string[] = []): Re
   checkResumeOverrides(overrides);
   const paths = runPaths(runDir);
   if (!existsSync(paths.config)) throw new CheckpointError(`\`${runDir}\` is not a run directory (no config.yaml).`);
-  const checkpoint = latestCheckpoint(paths.checkpoints);
+  const checkpoint = checkpointDirs(paths.checkpoints).pop(); // the newest, checked below rather than skipped when damaged
   if (!checkpoint) {
-    throw new CheckpointError(`\`${runDir}\` has no complete checkpoint under checkpoints/ (a step-N/ with ${MANIFEST_FILE}); start it again with \`ragen train --config ${paths.config}\`.`);
+    throw new CheckpointError(`\`${runDir}\` has no checkpoint under checkpoints/ (a step-N/ with ${MANIFEST_FILE}); start it again with \`ragen train --config ${paths.config}\`.`);
+  }
+  let state: CheckpointState;
+  try {
+    state = readCheckpoint(checkpoint.dir); // verifies every file by content first
+  } catch (err) {
+    // The newest checkpoint is damaged: say so by name rather than silently falling back to an older one.
+    const older = listCheckpoints(paths.checkpoints).filter((c) => c.step < checkpoint.step).pop();
+    const hint = older ? ` The newest intact-looking one before it is ${older.dir}: delete ${checkpoint.dir} to resume from step ${older.step}.` : '';
+    throw err instanceof CheckpointError ? new CheckpointError(`${err.message}${hint}`) : err;
   }
   const config = loadSavedConfig(checkpoint.dir, overrides);
-  const state = readCheckpoint(checkpoint.dir);
   const saved = existsSync(join(checkpoint.dir, METRICS_COPY)) ? checkpointMetrics(checkpoint.dir) : existsSync(paths.metrics) ? metricsUpTo(readFileSync(paths.metrics, 'utf8'), checkpoint.step) : '';
   writeFileSync(paths.metrics, saved);
   if (existsSync(paths.rollouts)) {

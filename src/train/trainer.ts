@@ -2,9 +2,11 @@
 // warnings, rollouts saved, early stops checked, validation every `valEvery` steps, a checkpoint every
 // `checkpointEvery`; `resume` continues a run from its latest checkpoint so that the metrics of the remaining
 // steps equal an uninterrupted run's.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { EnvGroups, writeEpisodeRecords } from '../agent/index.js';
 import { KLController } from '../algo/index.js';
-import { ConsoleSink, JsonlSink, MetricLogger, rolloutFile, summaryTable, type LoggerState, type MetricSink, type RunPaths, type SummaryRow } from '../metrics/index.js';
+import { assertNewRunDir, ConsoleSink, JsonlSink, MetricLogger, rolloutFile, summaryTable, type LoggerState, type MetricSink, type RunPaths, type SummaryRow } from '../metrics/index.js';
 import { writeCheckpoint } from './checkpoint-io.js';
 import type { CollapseEma } from './collapse-step.js';
 import { resolveEnvId } from '../env/index.js';
@@ -16,6 +18,7 @@ import { openModels, type TrainerModels } from './engine-setup.js';
 import { createRun, resumeRun } from './run-setup.js';
 import { starpoStep, type StepContext } from './step.js';
 import { validate } from './validate.js';
+import { CheckpointError } from '../util/index.js';
 
 /** Options of `train`: a fresh run from `config`, or `resume` of a run directory. */
 export interface TrainOptions {
@@ -33,6 +36,11 @@ export interface TrainOptions {
   stream?: NodeJS.WritableStream & { isTTY?: boolean };
   /** Use this engine and tokenizer instead of loading `model.path` (tests). */
   models?: TrainerModels;
+  /**
+   * Resume from a checkpoint that lacks its optimizer state with fresh AdamW moments (a warning is printed; the run
+   * then differs from an uninterrupted one). Without it such a resume is refused. @default false
+   */
+  freshOptimizer?: boolean;
 }
 
 /** What a finished (or stopped) run reports. */
@@ -68,6 +76,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   let startStep = 0;
   let saved: Partial<LoopState> = {};
   let models: TrainerModels;
+  let freshMoments = false;
   if (options.resume !== undefined) {
     const r = resumeRun(options.resume, options.overrides ?? []);
     config = r.config;
@@ -75,6 +84,12 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     checkRunConfig(config, { skipModel: options.models !== undefined });
     paths = r.paths;
     startStep = r.checkpoint.step;
+    freshMoments = !existsSync(join(r.checkpoint.dir, 'optimizer'));
+    if (freshMoments && config.trainer.saveOptimizer && !options.freshOptimizer) {
+      throw new CheckpointError(
+        `checkpoint \`${r.checkpoint.dir}\` has no optimizer/ state (trainer.saveOptimizer is on, so it was lost): resuming would restart AdamW's moments and the run would no longer match an uninterrupted one. Resume anyway with \`--fresh-optimizer\`, or from an earlier checkpoint.`,
+      );
+    }
     saved = (r.state.trainer ?? {}) as Partial<LoopState>;
     models = options.models ?? (await openModels(config, r.checkpoint.dir));
     await promptsFit(config, models, options.models === undefined);
@@ -83,6 +98,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     config = options.config;
     await registerRemoteEnvs(envTags(config));
     checkRunConfig(config, { skipModel: options.models !== undefined });
+    if (config.logging.runDir) assertNewRunDir(config.logging.runDir); // before any model is loaded
     models = options.models ?? (await openModels(config));
     await promptsFit(config, models, options.models === undefined);
     paths = createRun(config);
@@ -107,6 +123,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   let earlyStop: EarlyStop | null = null;
   let lastStep = startStep;
   logger.message(`${startStep > 0 ? `resuming after step ${startStep}` : 'run'}: ${paths.root}`);
+  if (freshMoments) logger.message(`warning: the checkpoint has no optimizer state; AdamW starts from fresh moments, so this run will differ from an uninterrupted one`);
   try {
     if (startStep === 0 && t.valBeforeTrain) {
       const v = await validate(config, engine, tokenizer, agent);

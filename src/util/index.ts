@@ -3,3 +3,4 @@ export { Rng } from './rng.js';
 export { assert, assertNever } from './assert.js';
 export { editDistance, nearest, didYouMean } from './suggest.js';
 export { RagenError, ConfigError, EnvNotFoundError, ResetNeededError, ShapeError, CheckpointError, UsageError } from './errors.js';
+export { FileSystemError, fileSystemError, isErrnoError, withFileErrors } from './fs-errors.js';

@@ -3,7 +3,7 @@
 // the file in commands/index.ts as a plain `import './bench-engine.js'`).
 import os from 'node:os';
 import type { Command } from 'commander';
-import { benchEnv, listEnvs, resolveEnvId, type BenchEnvResult } from '../../env/index.js';
+import { benchEnv, envSpec, listEnvs, resolveEnvId, type BenchEnvResult } from '../../env/index.js';
 import { parsePositive, parsePositiveInt } from './env-options.js';
 import { runRemoteBench } from './bench-remote.js';
 
@@ -38,7 +38,7 @@ function registerEnvs(bench: Command): void {
   bench
     .command('envs')
     .description('Resets/s and steps/s per environment id, single-threaded. Steps replay the solver\'s actions (else random action names); only step() calls are timed.')
-    .option('--ids <list>', 'comma-separated env ids (default: every registered id)')
+    .option('--ids <list>', 'comma-separated env ids (default: every registered id that needs no outside service; Lean only when named)')
     .option('--seconds <s>', 'wall time of each measurement', parsePositive('--seconds'), 2)
     .option('--repeat <k>', 'measure each id k times and keep the best (on a busy machine)', parsePositiveInt('--repeat'), 1)
     .option('--remote', 'load test over the wire instead: `ragen env serve` in a child process on loopback, --sessions concurrent sessions per id, steps/s beside in-process (default ids: SimpleSokoban,Bandit,Countdown)')
@@ -49,7 +49,8 @@ function registerEnvs(bench: Command): void {
     .addHelpText('after', '\nExamples:\n  $ ragen bench envs\n  $ ragen bench envs --ids CoordSokoban --seconds 5\n  $ ragen bench envs --repeat 3 --json > bench.json\n  $ ragen bench envs --remote --sessions 1000 --seconds 5')
     .action(async (opts: { ids?: string; seconds: number; repeat: number; json?: boolean; remote?: boolean; sessions: number; url?: string; serverPid?: number }) => {
       if (opts.remote) return void (await runRemoteBench(opts));
-      const ids = opts.ids ? opts.ids.split(',').map((s) => resolveEnvId(s.trim())) : listEnvs().map((e) => e.id);
+      // Envs that need an outside service (Lean's Kimina server) are measured only when named in --ids.
+      const ids = opts.ids ? opts.ids.split(',').map((s) => resolveEnvId(s.trim())) : listEnvs().filter((e) => !envSpec(e.id).requires).map((e) => e.id);
       const report: BenchEnvsReport = { node: process.version, cpu: `${os.cpus()[0]?.model ?? 'unknown'} x ${os.cpus().length}`, loadAverage: os.loadavg()[0]!, seconds: opts.seconds, repeat: opts.repeat, results: [] };
       if (!opts.json) {
         console.log(`node ${report.node}, ${report.cpu}, load average ${report.loadAverage.toFixed(2)}, ${opts.seconds} s per measurement${opts.repeat > 1 ? `, best of ${opts.repeat}` : ''}`);

@@ -7,8 +7,11 @@ import * as solve from './solve.js';
 import * as bench from './bench.js';
 import './bench-engine.js'; // adds `ragen bench engine`
 import './bench-learning.js'; // adds `ragen bench learning`
+import './bench-retrieval.js'; // adds `ragen bench retrieval`
+import * as retrieval from './retrieval.js';
+import './bench-sandbox.js'; // adds `ragen bench sandbox`
 import * as evalCmd from './eval.js';
 import * as trainCmd from './train.js';
 import * as sft from './sft.js';
 
-export const commands: ((program: Command) => void)[] = [trainCmd.register, envs.register, envServe.register, play.register, solve.register, bench.register, evalCmd.register, sft.register];
+export const commands: ((program: Command) => void)[] = [trainCmd.register, envs.register, envServe.register, play.register, solve.register, bench.register, evalCmd.register, sft.register, retrieval.register];

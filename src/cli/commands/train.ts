@@ -13,6 +13,7 @@ export interface TrainCliOptions {
   steps?: number;
   stopAfter?: number;
   printConfig?: boolean;
+  freshOptimizer?: boolean;
 }
 
 const EXAMPLES = `
@@ -37,6 +38,7 @@ export function register(program: Command): void {
     .option('--steps <n>', 'total training steps (trainer.steps)', parsePositiveInt('--steps'))
     .option('--stop-after <k>', 'stop after step k with a checkpoint, resumable with --resume (the schedule still counts --steps)', parsePositiveInt('--stop-after'))
     .option('--print-config', 'print the resolved config as YAML and exit')
+    .option('--fresh-optimizer', 'with --resume: continue from a checkpoint whose optimizer state is missing, with fresh AdamW moments (warns; the run then differs from an uninterrupted one)')
     .addHelpText('after', EXAMPLES)
     .action(async (overrides: string[], opts: TrainCliOptions) => {
       await runTrain(overrides, opts);
@@ -58,9 +60,11 @@ export async function runTrain(overrides: readonly string[], opts: TrainCliOptio
       return;
     }
   } else if (opts.printConfig) throw new UsageError('--print-config shows a fresh run\'s config; a resumed run\'s is <runDir>/config.yaml.');
+  if (opts.freshOptimizer && opts.resume === undefined) throw new UsageError('--fresh-optimizer only applies with --resume <runDir>.');
   const result = await train({
     ...(config ? { config } : { resume: opts.resume!, overrides: all }),
     ...(opts.stopAfter !== undefined ? { stopAfter: opts.stopAfter } : {}),
+    ...(opts.freshOptimizer ? { freshOptimizer: true } : {}),
   });
   const stopped = result.earlyStop ? ` (early stop: ${result.earlyStop.reason})` : result.lastStep < result.config.trainer.steps ? ` (stopped; continue with \`ragen train --resume ${result.runDir}\`)` : '';
   console.log(`\nTrained steps ${result.startStep + 1}-${result.lastStep} of ${result.config.trainer.steps}${stopped}. Run: ${result.runDir}`);
