@@ -43,10 +43,15 @@ export function checkRunConfig(config: RagenConfig, options: RunCheckOptions = {
     });
   }
   const resolved: Record<string, Record<string, unknown>> = {};
-  for (const tag of Object.keys(config.env.config)) {
-    if (!used.has(tag)) {
-      problems.push(`Bad config key \`env.config.${tag}\`: no entry of \`env.train\` or \`env.val\` uses the tag \`${tag}\`.${didYouMean(tag, used)}`);
+  for (const section of ['config', 'wrappers'] as const) {
+    for (const tag of Object.keys(config.env[section])) {
+      if (!used.has(tag)) {
+        problems.push(`Bad config key \`env.${section}.${tag}\`: no entry of \`env.train\` or \`env.val\` uses the tag \`${tag}\`.${didYouMean(tag, used)}`);
+      }
     }
+  }
+  for (const [tag, w] of Object.entries(config.env.wrappers)) {
+    if (w.rewardClip && !(w.rewardClip[0] <= w.rewardClip[1])) problems.push(`Bad config value \`env.wrappers.${tag}.rewardClip\` = [${w.rewardClip.join(', ')}]: give [low, high] with low <= high.`);
   }
   for (const tag of used) {
     if (!ids.includes(tag) && !isRegistered(tag)) continue; // reported above
