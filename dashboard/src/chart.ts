@@ -1,0 +1,133 @@
+// Line charts of metric series with uPlot: several runs on one chart, EMA smoothing (TensorBoard's debiased EMA),
+// and vertical markers (early warnings) on the step axis.
+import uPlot from 'uplot';
+import 'uplot/dist/uPlot.min.css';
+import { h } from './dom.js';
+
+/** One line: a label and (step, value) points; null values are gaps. */
+export interface Line {
+  label: string;
+  points: [number, number | null][];
+  color: string;
+  dash?: number[];
+}
+
+/** A vertical marker at a step. */
+export interface Marker {
+  step: number;
+  label: string;
+  color: string;
+}
+
+export const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#17becf', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22'];
+
+/**
+ * Exponential moving average with the bias correction of TensorBoard's smoothing slider: s_t = w·s_{t-1} + (1−w)·x_t,
+ * divided by 1 − w^n so the first points are not pulled to 0. Gaps (null) are skipped and stay gaps.
+ */
+export function smooth(values: (number | null)[], weight: number): (number | null)[] {
+  if (weight <= 0) return values;
+  let s = 0;
+  let n = 0;
+  return values.map((v) => {
+    if (v === null || !Number.isFinite(v)) return null;
+    s = weight * s + (1 - weight) * v;
+    n++;
+    return s / (1 - weight ** n);
+  });
+}
+
+/** Lines on one shared step axis (uPlot wants aligned columns). */
+function align(lines: readonly Line[], weight: number): uPlot.AlignedData {
+  const steps = [...new Set(lines.flatMap((l) => l.points.map((p) => p[0])))].sort((a, b) => a - b);
+  const cols = lines.map((l) => {
+    const byStep = new Map(l.points);
+    return smooth(steps.map((s) => byStep.get(s) ?? null), weight);
+  });
+  return [steps, ...cols] as uPlot.AlignedData;
+}
+
+function markerPlugin(markers: () => readonly Marker[]): uPlot.Plugin {
+  return {
+    hooks: {
+      draw: [
+        (u: uPlot) => {
+          const ctx = u.ctx;
+          ctx.save();
+          for (const m of markers()) {
+            const x = Math.round(u.valToPos(m.step, 'x', true));
+            if (x < u.bbox.left || x > u.bbox.left + u.bbox.width) continue;
+            ctx.strokeStyle = m.color;
+            ctx.setLineDash([4, 3]);
+            ctx.lineWidth = 1.5 * devicePixelRatio;
+            ctx.beginPath();
+            ctx.moveTo(x, u.bbox.top);
+            ctx.lineTo(x, u.bbox.top + u.bbox.height);
+            ctx.stroke();
+            ctx.fillStyle = m.color;
+            ctx.font = `${10 * devicePixelRatio}px sans-serif`;
+            ctx.fillText(m.label, x + 3, u.bbox.top + 12 * devicePixelRatio);
+          }
+          ctx.restore();
+        },
+      ],
+    },
+  };
+}
+
+/** A chart that can be fed new data (live runs) without being rebuilt. */
+export class Chart {
+  readonly el: HTMLElement;
+  private plot: uPlot | null = null;
+  private lines: Line[] = [];
+  private markers: Marker[] = [];
+  private weight = 0;
+  private readonly body: HTMLElement;
+
+  constructor(readonly title: string, private readonly description = '') {
+    this.body = h('div', { class: 'chart-body' });
+    this.el = h('figure', { class: 'chart', 'data-title': title }, h('figcaption', { title: description }, title), this.body);
+  }
+
+  /** Replace the data (same lines: data only; other lines: the plot is rebuilt). */
+  update(lines: Line[], markers: Marker[] = [], weight = this.weight): void {
+    const sameShape = this.plot !== null && lines.length === this.lines.length && lines.every((l, i) => l.label === this.lines[i]!.label);
+    this.lines = lines;
+    this.markers = markers;
+    this.weight = weight;
+    const data = align(lines, weight);
+    if (sameShape) {
+      this.plot!.setData(data);
+      return;
+    }
+    this.plot?.destroy();
+    this.body.replaceChildren();
+    if (lines.every((l) => l.points.every((p) => p[1] === null))) {
+      this.body.append(h('p', { class: 'empty' }, 'no data logged for this metric'));
+      this.plot = null;
+      return;
+    }
+    const width = Math.max(280, this.body.clientWidth || 440);
+    this.plot = new uPlot(
+      {
+        width,
+        height: 220,
+        scales: { x: { time: false } },
+        axes: [{ label: 'step' }, {}],
+        series: [{ label: 'step' }, ...lines.map((l) => ({ label: l.label, stroke: l.color, width: 1.5, spanGaps: true, points: { show: l.points.length < 40 }, ...(l.dash ? { dash: l.dash } : {}) }))],
+        plugins: [markerPlugin(() => this.markers)],
+      },
+      data,
+      this.body,
+    );
+  }
+
+  /** Smoothing weight in [0, 1). */
+  setSmoothing(weight: number): void {
+    this.update(this.lines, this.markers, weight);
+  }
+
+  destroy(): void {
+    this.plot?.destroy();
+  }
+}
