@@ -37,6 +37,13 @@ export function smooth(values: (number | null)[], weight: number): (number | nul
   });
 }
 
+/** An axis tick: short, and never `-0` for small values (KL is often ~1e-7). */
+function tick(v: number): string {
+  if (v === 0) return '0';
+  const a = Math.abs(v);
+  return a >= 1e4 || a < 1e-3 ? v.toExponential(1) : String(Number(v.toPrecision(3)));
+}
+
 /** Lines on one shared step axis (uPlot wants aligned columns). */
 function align(lines: readonly Line[], weight: number): uPlot.AlignedData {
   const steps = [...new Set(lines.flatMap((l) => l.points.map((p) => p[0])))].sort((a, b) => a - b);
@@ -83,10 +90,17 @@ export class Chart {
   private markers: Marker[] = [];
   private weight = 0;
   private readonly body: HTMLElement;
+  private readonly resize: ResizeObserver;
 
   constructor(readonly title: string, private readonly description = '') {
     this.body = h('div', { class: 'chart-body' });
     this.el = h('figure', { class: 'chart', 'data-title': title }, h('figcaption', { title: description }, title), this.body);
+    // Charts are built before the page is in the document; they take their cell's width once it has one.
+    this.resize = new ResizeObserver(() => {
+      const width = this.body.clientWidth;
+      if (this.plot && width > 0 && Math.abs(width - this.plot.width) > 4) this.plot.setSize({ width, height: 220 });
+    });
+    this.resize.observe(this.body);
   }
 
   /** Replace the data (same lines: data only; other lines: the plot is rebuilt). */
@@ -113,7 +127,7 @@ export class Chart {
         width,
         height: 220,
         scales: { x: { time: false } },
-        axes: [{ label: 'step' }, {}],
+        axes: [{ label: 'step', incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000] }, { values: (_u, splits) => splits.map(tick), size: 60 }],
         series: [{ label: 'step' }, ...lines.map((l) => ({ label: l.label, stroke: l.color, width: 1.5, spanGaps: true, points: { show: l.points.length < 40 }, ...(l.dash ? { dash: l.dash } : {}) }))],
         plugins: [markerPlugin(() => this.markers)],
       },
@@ -128,6 +142,7 @@ export class Chart {
   }
 
   destroy(): void {
+    this.resize.disconnect();
     this.plot?.destroy();
   }
 }

@@ -19,6 +19,7 @@ export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<s
 export function fmt(v: number | null | undefined, kind: 'pct' | 'num' = 'num'): string {
   if (v === null || v === undefined || !Number.isFinite(v)) return '-';
   if (kind === 'pct') return `${(100 * v).toFixed(1)}%`;
+  if (Number.isInteger(v)) return String(v);
   return Math.abs(v) >= 1000 || v === 0 ? v.toFixed(0) : Math.abs(v) >= 1 ? v.toFixed(3) : v.toPrecision(3);
 }
 
