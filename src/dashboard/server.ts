@@ -164,13 +164,6 @@ export async function startDashboard(opts: DashboardOptions): Promise<Dashboard>
     }
     last = now;
   };
-  const timer = setInterval(() => {
-    try {
-      poll();
-    } catch (err) {
-      console.error(`ragen dashboard: watching runs failed: ${(err as Error).message}`);
-    }
-  }, opts.pollMs ?? 1000);
 
   const server = createServer((req, res) => {
     try {
@@ -187,6 +180,14 @@ export async function startDashboard(opts: DashboardOptions): Promise<Dashboard>
     server.once('error', reject);
     server.listen(opts.port ?? 0, host, () => resolveListen());
   });
+  // Started once listening, so a failed listen leaves no timer holding the process open.
+  const timer = setInterval(() => {
+    try {
+      poll();
+    } catch (err) {
+      console.error(`ragen dashboard: watching runs failed: ${(err as Error).message}`);
+    }
+  }, opts.pollMs ?? 1000);
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : opts.port;
   return {
