@@ -44,6 +44,7 @@ function playableEnvs(config: Record<string, unknown> | null): { tag: string; co
   return tags.map((tag) => ({ tag, config: env.config?.[tag] ?? {} }));
 }
 
+/** Yield so the browser paints what was just written (generation blocks the page's thread). */
 const nextFrame = () => new Promise((r) => setTimeout(r, 0));
 
 export async function playPage(params: URLSearchParams): Promise<Page> {
@@ -70,13 +71,14 @@ export async function playPage(params: URLSearchParams): Promise<Page> {
   const envSel = h('select', { id: 'play-env' }, envs.map((e) => h('option', { value: e.tag }, e.tag)));
   const seedIn = h('input', { type: 'number', id: 'play-seed', value: 123, style: { width: '6em' } });
   const tempIn = h('input', { type: 'number', id: 'play-temp', step: 0.1, min: 0, value: valGen.greedy ? 0 : (valGen.temperature ?? 0.5), style: { width: '5em' } });
+  const paceSel = h('select', { id: 'play-pace', title: 'pause before each turn, to watch the board change' }, [0, 300, 1000].map((ms) => h('option', { value: ms, selected: ms === 300 }, ms === 0 ? 'no pause' : `${ms} ms / turn`)));
   const playBtn = h('button', { id: 'play-button' }, 'Play an episode');
   const status = h('p', { id: 'play-status', class: 'muted' }, 'The model runs in this page (WebAssembly); nothing is computed on the server.');
   const turns = h('div', { id: 'play-turns' });
   const board = h('pre', { class: 'board', id: 'play-board' });
   el.append(
     h('p', { class: 'muted' }, run.summary.name),
-    h('div', { class: 'toolbar' }, stepSel, envSel, h('label', {}, 'seed ', seedIn), h('label', {}, 'temperature ', tempIn), playBtn),
+    h('div', { class: 'toolbar' }, stepSel, envSel, h('label', {}, 'seed ', seedIn), h('label', {}, 'temperature ', tempIn), paceSel, playBtn),
     status,
     h('div', { class: 'play-layout' }, h('div', {}, h('h2', {}, 'Board'), board), h('div', {}, h('h2', {}, 'Turns'), turns)),
   );
@@ -108,7 +110,7 @@ export async function playPage(params: URLSearchParams): Promise<Page> {
           pending = h('div', { class: 'turn play-turn', 'data-turn': req.turn }, h('h4', {}, `Turn ${req.turn + 1}`), h('pre', { class: 'observation' }, board.textContent), h('p', { class: 'muted' }, 'thinking...'));
           turns.append(pending);
           status.textContent = `Turn ${req.turn + 1}: generating...`;
-          await nextFrame();
+          await new Promise((r) => setTimeout(r, req.turn === 0 ? 0 : Number(paceSel.value)));
           const out = generate(model, requests.map((r) => r.prompt), {
             maxNewTokens: agent.maxNewTokens,
             temperature,
