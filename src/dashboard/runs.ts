@@ -65,13 +65,16 @@ export class RunIndex {
     this.roots = roots.map((r) => resolve(r));
   }
 
-  /** Every run, newest first; rescanned on each call so new runs appear. */
+  /** Every run's id and folder, without reading its files (cheap: the event stream polls it). */
+  entries(): { id: string; path: string }[] {
+    return this.roots.flatMap((root, i) => this.runNames(root).map((name) => ({ id: `${i}/${name}`, path: isRunDir(root) ? root : join(root, name) })));
+  }
+
+  /** Every run's summary, newest first; rescanned on each call so new runs appear. */
   list(): RunSummary[] {
-    const out: RunSummary[] = [];
-    this.roots.forEach((root, i) => {
-      for (const name of this.runNames(root)) out.push(summarize(`${i}/${name}`, isRunDir(root) ? root : join(root, name)));
-    });
-    return out.sort((a, b) => (b.updated ?? 0) - (a.updated ?? 0));
+    return this.entries()
+      .map((e) => summarize(e.id, e.path))
+      .sort((a, b) => (b.updated ?? 0) - (a.updated ?? 0));
   }
 
   /**

@@ -155,7 +155,7 @@ export async function startDashboard(opts: DashboardOptions): Promise<Dashboard>
   const poll = (): void => {
     if (streams.size === 0) return;
     const now = new Map<string, string>();
-    for (const r of index.list()) now.set(r.id, runSignature(r.path));
+    for (const r of index.entries()) now.set(r.id, runSignature(r.path));
     const changed = [...now].filter(([id, sig]) => last.get(id) !== sig).map(([id]) => id);
     const listingChanged = now.size !== last.size || [...now.keys()].some((id) => !last.has(id));
     if (last.size > 0 || now.size > 0) {

@@ -33,7 +33,7 @@ export async function runsPage(): Promise<Page> {
     compare.setAttribute('href', routeHref('curves', { runs: [...selected].join(',') }));
     compare.classList.toggle('disabled', selected.size === 0);
     table.replaceChildren(
-      h('thead', {}, h('tr', {}, ['', 'run', 'preset / envs', 'algorithm', 'filter', 'seed', 'steps', 'val before', 'val after', 'status', ''].map((c) => h('th', {}, c)))),
+      h('thead', {}, h('tr', {}, ['', 'run', 'name / envs', 'algorithm', 'filter', 'seed', 'steps', 'val before', 'val after', 'status', ''].map((c) => h('th', {}, c)))),
       h(
         'tbody',
         {},
