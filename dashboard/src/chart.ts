@@ -3,6 +3,9 @@
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import { h } from './dom.js';
+import { smooth } from './smooth.js';
+
+export { smooth };
 
 /** One line: a label and (step, value) points; null values are gaps. */
 export interface Line {
@@ -20,22 +23,6 @@ export interface Marker {
 }
 
 export const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#17becf', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22'];
-
-/**
- * Exponential moving average with the bias correction of TensorBoard's smoothing slider: s_t = w·s_{t-1} + (1−w)·x_t,
- * divided by 1 − w^n so the first points are not pulled to 0. Gaps (null) are skipped and stay gaps.
- */
-export function smooth(values: (number | null)[], weight: number): (number | null)[] {
-  if (weight <= 0) return values;
-  let s = 0;
-  let n = 0;
-  return values.map((v) => {
-    if (v === null || !Number.isFinite(v)) return null;
-    s = weight * s + (1 - weight) * v;
-    n++;
-    return s / (1 - weight ** n);
-  });
-}
 
 /** An axis tick: short, and never `-0` for small values (KL is often ~1e-7). */
 function tick(v: number): string {

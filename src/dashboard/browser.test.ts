@@ -158,6 +158,12 @@ describe.skipIf(!browserAvailable())('dashboard in chromium', () => {
     expect(await page.locator('#warnings tr td:first-child').allTextContents()).toEqual(['3', '5']);
     expect(await page.textContent('#regime-now')).toMatch(/template collapse/);
     await shot(page, 'broken-run');
+    // Comparing it with the real run: one legend chip per run, lines named by run.
+    await page.goto(`${dash.url}#/curves?runs=0/bandit-run,0/crashed`);
+    await page.waitForSelector('figure[data-title="Success"] canvas');
+    expect(await page.locator('.run-chip').count()).toBe(2);
+    expect(await page.locator('figure[data-title="Success"] .u-legend').textContent()).toContain('bandit-run · train/success');
+    expect(await page.locator('.problems li').first().textContent()).toMatch(/^crashed: /);
     expect(errors).toEqual([]);
   });
 });
