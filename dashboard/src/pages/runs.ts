@@ -33,7 +33,7 @@ export async function runsPage(): Promise<Page> {
     compare.setAttribute('href', routeHref('curves', { runs: [...selected].join(',') }));
     compare.classList.toggle('disabled', selected.size === 0);
     table.replaceChildren(
-      h('thead', {}, h('tr', {}, ['', 'run', 'name / envs', 'algorithm', 'filter', 'seed', 'steps', 'val before', 'val after', 'status', ''].map((c) => h('th', {}, c)))),
+      h('thead', {}, h('tr', {}, ['', 'run', 'name / envs', 'algorithm', 'filter', 'seed', 'steps', 'val before', 'val after', 'status', 'pages', ''].map((c) => h('th', {}, c)))),
       h(
         'tbody',
         {},
@@ -51,6 +51,7 @@ export async function runsPage(): Promise<Page> {
             h('td', { class: 'num' }, fmt(r.valBefore, 'pct')),
             h('td', { class: 'num' }, fmt(r.valAfter, 'pct')),
             h('td', {}, h('span', { class: `badge ${r.status}` }, r.status)),
+            h('td', { class: 'links' }, (['collapse', 'trajectories', 'eval', 'play'] as const).map((p) => h('a', { href: routeHref(p, { run: r.id }) }, p))),
             h('td', {}, r.problems.length ? h('span', { class: 'warn', title: r.problems.join('\n') }, `⚠ ${r.problems.length} problem${r.problems.length > 1 ? 's' : ''}`) : ''),
           ),
         ),

@@ -112,5 +112,13 @@ export async function trajectoriesPage(params: URLSearchParams): Promise<Page> {
   shown = episodes[0];
   if (shown) detail.replaceChildren(episodeView(shown, scale));
   draw();
-  return { el, runs: [id] };
+  // A live run: new steps join the step list; the episodes shown stay put until another step is picked.
+  const refresh = async () => {
+    const now = await api.run(id);
+    const have = new Set([...stepSel.options].map((o) => o.value));
+    const firstEval = [...stepSel.options].find((o) => o.value.startsWith('eval:')) ?? null;
+    for (const s of now.rolloutSteps) if (!have.has(`step:${s}`)) stepSel.insertBefore(h('option', { value: `step:${s}` }, `step ${s}`), firstEval);
+    for (const f of now.evalFiles) if (!have.has(`eval:${f}`)) stepSel.append(h('option', { value: `eval:${f}` }, `eval/${f}`));
+  };
+  return { el, runs: [id], refresh };
 }
