@@ -89,6 +89,7 @@ export const METRICS = {
   'early_stopped/empty_filtered_steps': '1 when the run stopped after too many consecutive empty batches.',
   'early_stopped/reward_std_collapse': '1 when the run stopped because the in-group reward std collapsed.',
   'early_stopped/low_val_success': '1 when the run stopped because some env\'s validation success stayed near 0.',
+  'early_stopped/early_warning': '1 when the run stopped because a warning listed in `trainer.earlyStop.onWarnings` started.',
 } as const satisfies Record<string, string>;
 
 /** Families of per-env (or per-sample-scheme) keys, with their meaning. `<tag>` is an env id. */
