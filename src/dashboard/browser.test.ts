@@ -2,7 +2,7 @@
 // the runs page is open appears without reload, then every page renders from that run directory, the trajectory
 // viewer shows the episodes' own texts, an eval file's pass@k shows, and the play page finishes an episode with the
 // WASM engine inside the page. Each test saves a screenshot ($RAGEN_SCREENSHOTS, e.g. docs/dashboard, else a temp dir).
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -165,5 +165,19 @@ describe.skipIf(!browserAvailable())('dashboard in chromium', () => {
     expect(await page.locator('figure[data-title="Success"] .u-legend').textContent()).toContain('bandit-run · train/success');
     expect(await page.locator('.problems li').first().textContent()).toMatch(/^crashed: /);
     expect(errors).toEqual([]);
+  });
+
+  it('updates an open curves page when its run appends a step, without reloading', async () => {
+    const dir = join(runsDir, 'appending');
+    mkdirSync(dir);
+    const line = (step: number) => `${JSON.stringify({ step, 'train/success': step / 10, 'actor/entropy': 1 / step })}\n`;
+    writeFileSync(join(dir, 'metrics.jsonl'), line(1));
+    await page.goto(`${dash.url}#/curves?runs=0/appending`);
+    await page.waitForSelector('.run-chip:has-text("step 1")');
+    await page.evaluate(() => ((globalThis as unknown as { sameDocument: boolean }).sameDocument = true));
+    appendFileSync(join(dir, 'metrics.jsonl'), line(2));
+    await page.waitForSelector('.run-chip:has-text("step 2")', { timeout: 10_000 });
+    expect(await page.evaluate(() => (globalThis as unknown as { sameDocument?: boolean }).sameDocument)).toBe(true);
+    await shot(page, 'live-curves');
   });
 });

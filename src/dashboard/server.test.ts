@@ -9,10 +9,10 @@ import { evalSummary, parseJsonl, startDashboard, type Dashboard, type RunDetail
 import type { EpisodeRecord } from '../agent/index.js';
 
 /** GET `path` exactly as written (no URL normalisation), returning status and parsed body. */
-function get(base: string, path: string): Promise<{ status: number; body: Record<string, unknown> }> {
+function get(base: string, path: string, headers: Record<string, string> = {}): Promise<{ status: number; body: Record<string, unknown> }> {
   const { hostname, port } = new URL(base);
   return new Promise((resolve, reject) => {
-    const req = request({ host: hostname, port, path, method: 'GET' }, (res) => {
+    const req = request({ host: hostname, port, path, method: 'GET', headers }, (res) => {
       let text = '';
       res.on('data', (c: Buffer) => (text += c.toString()));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text.startsWith('{') ? (JSON.parse(text) as Record<string, unknown>) : { text } }));
@@ -98,6 +98,12 @@ describe('ragen dashboard server', () => {
     expect((await get(dash.url, '/api/eval?id=0/good&file=metrics.jsonl')).status).toBe(404);
     expect((await get(dash.url, '/api/rollouts?id=0/good&step=-1')).status).toBe(400);
     expect((await get(dash.url, '/api/runs')).status).toBe(200);
+  });
+
+  it('answers only requests addressed to itself (no DNS rebinding)', async () => {
+    const port = new URL(dash.url).port;
+    expect((await get(dash.url, '/api/runs', { host: `evil.example:${port}` })).status).toBe(403);
+    expect((await get(dash.url, '/api/runs', { host: `localhost:${port}` })).status).toBe(200);
   });
 
   it('announces a changed run on the event stream', async () => {

@@ -125,7 +125,10 @@ export async function startDashboard(opts: DashboardOptions): Promise<Dashboard>
     },
   };
 
+  let allowedHosts = new Set<string>();
   const handle = (req: IncomingMessage, res: ServerResponse): void => {
+    // DNS rebinding: a page from another site that resolves its name to 127.0.0.1 still sends its own Host header.
+    if (!allowedHosts.has((req.headers.host ?? '').toLowerCase())) throw new HttpError(403, `Refused Host \`${req.headers.host}\`: open the dashboard as ${[...allowedHosts][0] ?? '127.0.0.1'}.`);
     const raw = req.url ?? '/';
     if (/\.\.|%2e%2e|%2e\.|\.%2e|\\|%5c/i.test(raw)) throw new HttpError(400, `Refused path \`${raw}\`: \`..\` and backslashes are not allowed.`);
     if (req.method !== 'GET' && req.method !== 'HEAD') throw new HttpError(405, `Method ${req.method} not allowed: the dashboard only reads.`);
@@ -190,6 +193,7 @@ export async function startDashboard(opts: DashboardOptions): Promise<Dashboard>
   }, opts.pollMs ?? 1000);
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : opts.port;
+  allowedHosts = new Set([`${host}:${port}`, `localhost:${port}`, `127.0.0.1:${port}`]);
   return {
     server,
     url: `http://${host}:${port}/`,
