@@ -43,6 +43,11 @@ beforeAll(async () => {
   const bad = join(root, 'bad');
   mkdirSync(bad);
   writeFileSync(join(bad, 'metrics.jsonl'), line({ step: 1, 'train/success': 0.5, 'mystery/metric': 3 }) + '{"step": 2, "train/succ');
+  // A run whose config.yaml is not YAML and whose metrics hold a non-object line.
+  const odd = join(root, 'odd');
+  mkdirSync(odd);
+  writeFileSync(join(odd, 'config.yaml'), 'algo: [unclosed\n');
+  writeFileSync(join(odd, 'metrics.jsonl'), '[1, 2]\n' + line({ step: 1, 'train/success': 1 }));
   dash = await startDashboard({ roots: [root], pollMs: 50 });
 });
 
@@ -57,7 +62,11 @@ describe('ragen dashboard server', () => {
     const runs = body['runs'] as RunSummary[];
     const good = runs.find((r) => r.name === 'good')!;
     expect(good).toMatchObject({ id: '0/good', algo: 'grpo', filter: 'top_p 0.9', seed: 7, lastStep: 2, totalSteps: 2, valBefore: 0.25, valAfter: 0.75, status: 'finished', problems: [] });
-    expect(runs.map((r) => r.name).sort()).toEqual(['bad', 'good']);
+    expect(runs.map((r) => r.name).sort()).toEqual(['bad', 'good', 'odd']);
+    const odd = runs.find((r) => r.name === 'odd')!;
+    expect(odd.lastStep).toBe(1);
+    expect(odd.problems.join('\n')).toMatch(/config\.yaml does not parse/);
+    expect(odd.problems.join('\n')).toMatch(/line 1 is not a JSON object/);
   });
 
   it('reports a truncated last line, an unknown metric and a missing config.yaml as problems, keeping the good lines', async () => {
