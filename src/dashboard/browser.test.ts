@@ -179,5 +179,13 @@ describe.skipIf(!browserAvailable())('dashboard in chromium', () => {
     await page.waitForSelector('.run-chip:has-text("step 2")', { timeout: 10_000 });
     expect(await page.evaluate(() => (globalThis as unknown as { sameDocument?: boolean }).sameDocument)).toBe(true);
     await shot(page, 'live-curves');
+    // The runs table sorts by a column on a header click, and reverses on a second click.
+    await page.goto(dash.url);
+    await page.waitForSelector('tr[data-run="0/appending"]');
+    const order = () => page.locator('tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-run')));
+    await page.click('th:has-text("run") >> nth=0');
+    expect(await order()).toEqual(['0/appending', '0/bandit-run', '0/crashed']);
+    await page.click('th:has-text("run") >> nth=0');
+    expect(await order()).toEqual(['0/crashed', '0/bandit-run', '0/appending']);
   });
 });

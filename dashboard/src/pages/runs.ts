@@ -4,6 +4,26 @@ import { api, type RunSummary } from '../api.js';
 import { fmt, h, routeHref } from '../dom.js';
 import type { Page } from '../main.js';
 
+/** Header labels and the summary field each sorts by ('' = not sortable). */
+const COLUMNS: [string, keyof RunSummary | ''][] = [
+  ['', ''], ['run', 'name'], ['name / envs', 'label'], ['algorithm', 'algo'], ['filter', 'filter'], ['seed', 'seed'], ['steps', 'lastStep'],
+  ['val before', 'valBefore'], ['val after', 'valAfter'], ['status', 'status'], ['pages', ''], ['', ''],
+];
+
+/** Runs ordered by a field (`-field`: descending); missing values last; '' keeps the server's order (newest first). */
+function sortRuns(runs: readonly RunSummary[], by: string): RunSummary[] {
+  if (!by) return [...runs];
+  const desc = by.startsWith('-');
+  const key = (desc ? by.slice(1) : by) as keyof RunSummary;
+  return [...runs].sort((a, b) => {
+    const [x, y] = [a[key], b[key]];
+    if (x === null || x === undefined) return 1;
+    if (y === null || y === undefined) return -1;
+    const c = typeof x === 'number' && typeof y === 'number' ? x - y : String(x).localeCompare(String(y));
+    return desc ? -c : c;
+  });
+}
+
 export async function runsPage(): Promise<Page> {
   const el = h('section', { class: 'runs-page' });
   const selected = new Set<string>();
@@ -15,6 +35,7 @@ export async function runsPage(): Promise<Page> {
   const info = h('p', { class: 'muted' });
   el.append(h('h1', {}, 'Runs'), h('div', { class: 'toolbar' }, text, statusSel, algoSel, compare), info, table);
   let runs: RunSummary[] = [];
+  let sortBy = '';
 
   const options = (sel: HTMLSelectElement, values: string[]) => {
     const keep = sel.value;
@@ -24,7 +45,7 @@ export async function runsPage(): Promise<Page> {
 
   const draw = () => {
     const q = text.value.trim().toLowerCase();
-    const shown = runs.filter(
+    const shown = sortRuns(runs, sortBy).filter(
       (r) =>
         (!statusSel.value || r.status === statusSel.value) &&
         (!algoSel.value || r.algo === algoSel.value) &&
@@ -33,7 +54,7 @@ export async function runsPage(): Promise<Page> {
     compare.setAttribute('href', routeHref('curves', { runs: [...selected].join(',') }));
     compare.classList.toggle('disabled', selected.size === 0);
     table.replaceChildren(
-      h('thead', {}, h('tr', {}, ['', 'run', 'name / envs', 'algorithm', 'filter', 'seed', 'steps', 'val before', 'val after', 'status', 'pages', ''].map((c) => h('th', {}, c)))),
+      h('thead', {}, h('tr', {}, COLUMNS.map(([c, key]) => h('th', key ? { class: 'sortable', title: 'sort', onclick: () => { sortBy = sortBy === key ? `-${key}` : key; draw(); } } : {}, c, sortBy === key ? ' ▲' : sortBy === `-${key}` ? ' ▼' : '')))),
       h(
         'tbody',
         {},
@@ -65,11 +86,10 @@ export async function runsPage(): Promise<Page> {
     runs = res.runs;
     options(statusSel, [...new Set(runs.map((r) => r.status))].sort());
     options(algoSel, [...new Set(runs.map((r) => r.algo).filter((a): a is string => a !== null))].sort());
-    if (runs.length === 0) info.textContent = `No runs yet under ${res.roots.join(', ')}: start one with \`ragen train\`; it will appear here.`;
     draw();
     if (runs.length === 0) info.textContent = `No runs yet under ${res.roots.join(', ')}: start one with \`ragen train\`; it will appear here.`;
   };
-  for (const el of [text, statusSel, algoSel]) el.addEventListener('input', draw);
+  for (const control of [text, statusSel, algoSel]) control.addEventListener('input', draw);
   await refresh();
   return { el, runs: [], refresh };
 }

@@ -87,6 +87,8 @@ export async function trajectoriesPage(params: URLSearchParams): Promise<Page> {
   // One colour scale per file: the largest |advantage| of any token (or turn, for records without per-token values).
   const scale = Math.max(1e-6, ...episodes.flatMap((e) => e.turns.flatMap((t) => [Math.abs(t.advantage ?? 0), ...(t.token_advantages ?? []).map(Math.abs)])));
   let shown: EpisodeRecord | undefined;
+  const swatch = (a: number) => h('span', { class: 'swatch', style: { background: advantageColor(a, scale) } }, fmt(a));
+  el.insertBefore(h('p', { class: 'legend', id: 'advantage-legend' }, 'advantage colour: ', swatch(-scale), ' ', swatch(-scale / 2), ' ', swatch(0), ' ', swatch(scale / 2), ' ', swatch(scale)), el.lastElementChild);
 
   const draw = () => {
     const seed = seedIn.value === '' ? null : Number(seedIn.value);
