@@ -26,6 +26,10 @@ export interface TurnRecord {
   advantage: number | null;
   /** Sampled tokens of the turn. */
   tokens: number;
+  /** Each sampled token's text (decoded alone), aligned with `token_advantages`; null outside training. */
+  token_text: string[] | null;
+  /** Advantage of each sampled token as trained on; null outside training or when the filter dropped the group. */
+  token_advantages: number[] | null;
 }
 
 /** One episode as a JSONL line. */
@@ -61,6 +65,8 @@ export interface TrainingFields {
   kept: boolean;
   /** Mean advantage of turn `t` (undefined: not trained on). */
   advantage(turn: number): number | undefined;
+  /** Text and advantage of each sampled token of turn `t` (undefined: not trained on). */
+  tokens?(turn: number): { text: string[]; advantages: number[] } | undefined;
 }
 
 /** The record of an episode; `training` is absent for evaluation. */
@@ -92,6 +98,8 @@ export function episodeRecord(e: Episode, cfg: Pick<AgentConfig, 'enableThink'>,
       format_error: t.formatError ?? null,
       advantage: training?.advantage(t.turn) ?? null,
       tokens: t.tokens.length,
+      token_text: training?.tokens?.(t.turn)?.text ?? null,
+      token_advantages: training?.tokens?.(t.turn)?.advantages ?? null,
     })),
     messages: episodeMessages(e, cfg),
   };

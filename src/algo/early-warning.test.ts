@@ -49,6 +49,22 @@ describe('earlyWarnings', () => {
     expect(r.stats.miZscoreRatio).toBeCloseTo(0.25, 12);
   });
 
+  it('calls an MI drop template collapse only while H(Z|X) holds', () => {
+    const miZscore = [...repeat(4, 10), ...repeat(1, 5)];
+    // H(Z|X) 2.0 -> 1.8 (90% of baseline): the reasoning stays varied while MI falls -> warn, naming the hold.
+    const held = earlyWarnings({ miZscore, conditionalEntropy: [...repeat(2, 10), ...repeat(1.8, 5)] });
+    expect(held.warnings.map((w) => w.kind)).toEqual(['mi_collapse']);
+    expect(held.stats.condEntropyRatio).toBeCloseTo(0.9, 12);
+    expect(held.warnings[0]!.message).toMatch(/while H\(Z\|X\) held at 90% of its baseline/);
+    // H(Z|X) 2.0 -> 1.0: both fell (low-entropy collapse, not template collapse) -> no MI warning.
+    const fell = earlyWarnings({ miZscore, conditionalEntropy: [...repeat(2, 10), ...repeat(1, 5)] });
+    expect(fell.warnings).toEqual([]);
+    expect(fell.stats.condEntropyRatio).toBeCloseTo(0.5, 12);
+    // Exactly at the hold ratio (0.8) still counts as holding; a custom ratio moves the line.
+    expect(earlyWarnings({ miZscore, conditionalEntropy: [...repeat(2, 10), ...repeat(1.6, 5)] }).warnings).toHaveLength(1);
+    expect(earlyWarnings({ miZscore, conditionalEntropy: [...repeat(2, 10), ...repeat(1.6, 5)] }, { condEntropyHoldRatio: 0.9 }).warnings).toEqual([]);
+  });
+
   it('says nothing until the history covers the baseline and a window, and ignores skipped (NaN) steps', () => {
     const r = earlyWarnings({ rewardStd: [...repeat(0.4, 10), 0.01, 0.01] });
     expect(r.warnings).toEqual([]);

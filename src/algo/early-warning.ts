@@ -12,6 +12,8 @@ export interface MetricHistory {
   gradNorm?: ArrayLike<number>;
   /** MI z-score of the reasoning (`collapse/mi_zscore`, RAGEN-2's template-collapse signal). */
   miZscore?: ArrayLike<number>;
+  /** Ĥ(Z|X), the reasoning's entropy given its prompt (`collapse/conditional_entropy`). */
+  conditionalEntropy?: ArrayLike<number>;
 }
 
 /** Thresholds; the baseline is RAGEN's early stop's (the first 10 steps). */
@@ -30,6 +32,11 @@ export interface EarlyWarningConfig {
   gradWindow?: number;
   /** Warn when recent MI z-score < this × baseline. @default 0.5 */
   miWarnRatio?: number;
+  /**
+   * The MI warning is template collapse only while Ĥ(Z|X) holds: recent Ĥ(Z|X) >= this × its baseline (when the
+   * series is given and long enough; without it, the MI drop alone warns). @default 0.8
+   */
+  condEntropyHoldRatio?: number;
 }
 
 export type EarlyWarningKind = 'reward_std_collapse' | 'entropy_drop' | 'grad_norm_spike' | 'mi_collapse';
@@ -54,6 +61,8 @@ export interface EarlyWarningReport {
     gradNormZ?: number;
     /** Recent / baseline MI z-score. */
     miZscoreRatio?: number;
+    /** Recent / baseline Ĥ(Z|X). */
+    condEntropyRatio?: number;
   };
 }
 
@@ -74,7 +83,9 @@ const fmt = (x: number): string => (Math.abs(x) >= 100 || x === 0 ? x.toFixed(1)
  * - reward std: recent mean < rewardStdWarnRatio × the mean of the first baselineSteps steps;
  * - entropy: recent mean < (1 − entropyDropWarn) × baseline;
  * - grad norm: (latest − mean) / std over the previous gradWindow steps > gradSpikeZ;
- * - MI z-score: recent mean < miWarnRatio × baseline (only for a positive baseline).
+ * - MI z-score: recent mean < miWarnRatio × baseline (only for a positive baseline) while Ĥ(Z|X) holds (recent
+ *   >= condEntropyHoldRatio × baseline): RAGEN-2's template collapse, reasoning that stays varied but stops
+ *   depending on the input. When Ĥ(Z|X) falls too, the entropy warning is the one that speaks.
  * Non-finite entries (skipped steps) are ignored. A series needs baselineSteps + window finite values
  * (the grad norm 6) before it is judged.
  */
@@ -142,6 +153,15 @@ export function earlyWarnings(history: MetricHistory, cfg: EarlyWarningConfig = 
     }
   }
 
+  let condEntropyHolds = true;
+  if (history.conditionalEntropy !== undefined) {
+    const br = baselineAndRecent(finite(history.conditionalEntropy), baselineSteps, window);
+    if (br !== undefined && br[0] > 0) {
+      stats.condEntropyRatio = br[1] / br[0];
+      condEntropyHolds = stats.condEntropyRatio >= (cfg.condEntropyHoldRatio ?? 0.8);
+    }
+  }
+
   if (history.miZscore !== undefined) {
     const br = baselineAndRecent(finite(history.miZscore), baselineSteps, window);
     if (br !== undefined && br[0] > 0) {
@@ -149,12 +169,12 @@ export function earlyWarnings(history: MetricHistory, cfg: EarlyWarningConfig = 
       const ratio = recent / base;
       stats.miZscoreRatio = ratio;
       const warnRatio = cfg.miWarnRatio ?? 0.5;
-      if (ratio < warnRatio) {
+      if (ratio < warnRatio && condEntropyHolds) {
         warnings.push({
           kind: 'mi_collapse',
           value: ratio,
           threshold: warnRatio,
-          message: `echo trap ahead: reasoning-prompt MI z-score fell to ${(ratio * 100).toFixed(0)}% of its baseline (${fmt(base)} -> ${fmt(recent)}); reasoning is becoming input-independent (template collapse).`,
+          message: `echo trap ahead: reasoning-prompt MI z-score fell to ${(ratio * 100).toFixed(0)}% of its baseline (${fmt(base)} -> ${fmt(recent)})${stats.condEntropyRatio !== undefined ? ` while H(Z|X) held at ${(stats.condEntropyRatio * 100).toFixed(0)}% of its baseline` : ''}; reasoning is becoming input-independent (template collapse).`,
         });
       }
     }

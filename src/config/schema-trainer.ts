@@ -30,6 +30,8 @@ export const EarlyStopSchema = z.strictObject({
   emptyBatchPatience: z.number().int().min(0).default(5),
   rewardStdCollapse: RewardStdCollapseSchema.prefault({}),
   valSuccessCollapse: ValSuccessCollapseSchema.prefault({}),
+  /** Echo-trap warnings (`early_warning/*`, src/algo/early-warning.ts) that stop the run when they start, e.g. `[mi_collapse]`; [] only warns. @default [] */
+  onWarnings: z.array(z.enum(['reward_std_collapse', 'entropy_drop', 'grad_norm_spike', 'mi_collapse'])).default([]),
 });
 
 /** Mutual-information / reasoning-collapse diagnostics (RAGEN-2), computed on the unfiltered batch. */

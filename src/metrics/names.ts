@@ -82,12 +82,14 @@ export const METRICS = {
   'early_warning/grad_norm_z': 'z-score of this step\'s actor grad norm against the previous 20 steps.',
   'early_warning/grad_norm_spike': '1 when grad_norm_z > 3.',
   'early_warning/mi_zscore_ratio': 'Recent / baseline mean `collapse/mi_zscore` (its own steps only).',
-  'early_warning/mi_collapse': '1 while mi_zscore_ratio < 0.5: reasoning is becoming input-independent (template collapse).',
+  'early_warning/mi_collapse': '1 while mi_zscore_ratio < 0.5 and cond_entropy_ratio >= 0.8: reasoning stays varied but stops depending on the input (template collapse).',
+  'early_warning/cond_entropy_ratio': 'Recent / baseline mean `collapse/conditional_entropy` Ĥ(Z|X) (its own steps only).',
   // validation summary and early stops
   'val/success': 'Mean of `val/<tag>/success` over the validation tags.',
   'early_stopped/empty_filtered_steps': '1 when the run stopped after too many consecutive empty batches.',
   'early_stopped/reward_std_collapse': '1 when the run stopped because the in-group reward std collapsed.',
   'early_stopped/low_val_success': '1 when the run stopped because some env\'s validation success stayed near 0.',
+  'early_stopped/early_warning': '1 when the run stopped because a warning listed in `trainer.earlyStop.onWarnings` started.',
 } as const satisfies Record<string, string>;
 
 /** Families of per-env (or per-sample-scheme) keys, with their meaning. `<tag>` is an env id. */

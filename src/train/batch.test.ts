@@ -40,4 +40,17 @@ describe('early stops', () => {
     expect(t.afterValidation({ A: 0.5, B: 0 })).toBeNull();
     expect(t.afterValidation({ A: 0.5, B: 0.001 })?.reason).toMatch(/B \(0\.001\)/);
   });
+
+  it('stops when a warning listed in onWarnings starts, and only then', () => {
+    const warning = (kind: 'mi_collapse' | 'entropy_drop') => ({ kind, value: 0.2, threshold: 0.5, message: `${kind} message` });
+    const off = new EarlyStopTracker(loadConfig().trainer.earlyStop);
+    expect(off.afterWarnings([warning('mi_collapse')])).toBeNull();
+    const on = new EarlyStopTracker(loadConfig({ overrides: ['trainer.earlyStop.onWarnings=[mi_collapse]'] }).trainer.earlyStop);
+    expect(on.afterWarnings([])).toBeNull();
+    expect(on.afterWarnings([warning('entropy_drop')])).toBeNull();
+    const stop = on.afterWarnings([warning('entropy_drop'), warning('mi_collapse')]);
+    expect(stop?.key).toBe('early_stopped/early_warning');
+    expect(stop?.reason).toMatch(/mi_collapse warning started .*mi_collapse message/);
+    expect(() => loadConfig({ overrides: ['trainer.earlyStop.onWarnings=[mi_colapse]'] })).toThrow(/onWarnings/);
+  });
 });

@@ -1,5 +1,7 @@
 // RAGEN's early stops (inventory 3.6), each with a reason and its `early_stopped/*` key: too many consecutive
-// empty batches after filtering, in-group reward-std collapse, and validation-success collapse.
+// empty batches after filtering, in-group reward-std collapse, and validation-success collapse; plus ours: an
+// echo-trap warning the config lists in `trainer.earlyStop.onWarnings`.
+import type { EarlyWarning } from '../algo/index.js';
 import type { FixedMetricKey } from '../metrics/index.js';
 import type { RagenConfig } from '../config/index.js';
 
@@ -47,6 +49,13 @@ export class EarlyStopTracker {
       };
     }
     return null;
+  }
+
+  /** After a step's warnings: stop when one that started is listed in `onWarnings`. */
+  afterWarnings(started: readonly EarlyWarning[]): EarlyStop | null {
+    const hit = started.find((w) => this.cfg.onWarnings.includes(w.kind));
+    if (!hit) return null;
+    return { key: 'early_stopped/early_warning', reason: `the ${hit.kind} warning started (trainer.earlyStop.onWarnings = [${this.cfg.onWarnings.join(', ')}]): ${hit.message}` };
   }
 
   /** After a validation (not the one before training): `success` per val tag. */

@@ -51,4 +51,27 @@ describe('EarlyWarningMonitor (the trainer\'s echo-trap warnings)', () => {
     expect(last['early_warning/reward_std_ratio']).toBeCloseTo(recent / baseline, 12);
     expect(last['early_warning/reward_std_collapse']).toBe(1);
   });
+
+  it('fires the MI warning on diagnostic steps only while H(Z|X) holds, and resumes a state saved without H(Z|X)', () => {
+    const m = new EarlyWarningMonitor();
+    // An old checkpoint's state has no conditionalEntropy series: the monitor starts one.
+    m.state = { rewardStd: [], entropy: [], gradNorm: [], miZscore: [], active: [] };
+    const kinds: string[] = [];
+    let last: MetricValues = {};
+    for (let step = 1; step <= 16; step++) {
+      const r = m.afterStep({ 'collapse/mi_zscore': step <= 10 ? 4 : 1, 'collapse/conditional_entropy': 2 });
+      kinds.push(...r.started.map((w) => w.kind));
+      last = r.metrics;
+    }
+    for (const k of Object.keys(last)) expect(isMetricKey(k), k).toBe(true);
+    expect(kinds).toEqual(['mi_collapse']);
+    expect(last['early_warning/cond_entropy_ratio']).toBe(1);
+    expect(last['early_warning/mi_collapse']).toBe(1);
+    // The same MI drop with H(Z|X) halving: judged (ratio logged) but quiet.
+    const n = new EarlyWarningMonitor();
+    let quiet: MetricValues = {};
+    for (let step = 1; step <= 16; step++) quiet = n.afterStep({ 'collapse/mi_zscore': step <= 10 ? 4 : 1, 'collapse/conditional_entropy': step <= 10 ? 2 : 1 }).metrics;
+    expect(quiet['early_warning/mi_collapse']).toBe(0);
+    expect(quiet['early_warning/cond_entropy_ratio']).toBeCloseTo(0.5, 12);
+  });
 });

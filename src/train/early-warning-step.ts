@@ -10,6 +10,8 @@ export interface EarlyWarningState {
   entropy: number[];
   gradNorm: number[];
   miZscore: number[];
+  /** Ĥ(Z|X) per diagnostic step (absent in checkpoints written before it was tracked). */
+  conditionalEntropy?: number[];
   /** Warnings active after the last step (a warning's message is printed when it starts). */
   active: EarlyWarningKind[];
 }
@@ -20,6 +22,7 @@ const SOURCES = [
   ['entropy', 'actor/entropy'],
   ['gradNorm', 'actor/grad_norm'],
   ['miZscore', 'collapse/mi_zscore'],
+  ['conditionalEntropy', 'collapse/conditional_entropy'],
 ] as const satisfies readonly (readonly [keyof MetricHistory, keyof MetricValues])[];
 
 /** The stat of each warning and the keys it is logged under. */
@@ -36,7 +39,7 @@ const REPORTS = [
  * values and its latest ones (enough for the recent window and the grad-norm window), so the state stays small.
  */
 export class EarlyWarningMonitor {
-  state: EarlyWarningState = { rewardStd: [], entropy: [], gradNorm: [], miZscore: [], active: [] };
+  state: EarlyWarningState = { rewardStd: [], entropy: [], gradNorm: [], miZscore: [], conditionalEntropy: [], active: [] };
   private readonly head: number;
   private readonly tail: number;
 
@@ -50,12 +53,12 @@ export class EarlyWarningMonitor {
     for (const [series, key] of SOURCES) {
       const v = step[key];
       if (v === undefined || !Number.isFinite(v)) continue;
-      const xs = this.state[series];
+      const xs = (this.state[series] ??= []);
       xs.push(v);
       if (xs.length > this.head + this.tail) xs.splice(this.head, xs.length - this.head - this.tail);
     }
-    const { rewardStd, entropy, gradNorm, miZscore } = this.state;
-    const report = earlyWarnings({ rewardStd, entropy, gradNorm, miZscore }, this.cfg);
+    const { rewardStd, entropy, gradNorm, miZscore, conditionalEntropy } = this.state;
+    const report = earlyWarnings({ rewardStd, entropy, gradNorm, miZscore, ...(conditionalEntropy ? { conditionalEntropy } : {}) }, this.cfg);
     const metrics: MetricValues = {};
     const firing = new Set(report.warnings.map((w) => w.kind));
     for (const [kind, stat, flagKey, statKey] of REPORTS) {
@@ -64,6 +67,7 @@ export class EarlyWarningMonitor {
       metrics[statKey] = value;
       metrics[flagKey] = firing.has(kind) ? 1 : 0;
     }
+    if (report.stats.condEntropyRatio !== undefined) metrics['early_warning/cond_entropy_ratio'] = report.stats.condEntropyRatio;
     const started = report.warnings.filter((w) => !this.state.active.includes(w.kind));
     this.state.active = [...firing];
     return { metrics, started };

@@ -5,7 +5,8 @@ import { describe, expect, it } from 'vitest';
 import { agentConfig, EnvGroups, episodeRecord, randomPolicy, rollout, writeEpisodeRecords } from '../agent/index.js';
 import { registerTestCorridor } from '../agent/testing.js';
 import { loadTokenizer, tinyTokenizerDir } from '../tokenizer/index.js';
-import { episodeRecords } from './rollout-records.js';
+import type { TokenBatch } from '../agent/index.js';
+import { episodeRecords, tokenAdvantages, turnAdvantages } from './rollout-records.js';
 
 registerTestCorridor();
 
@@ -34,12 +35,39 @@ describe('episode records on disk', () => {
       expect(keyPaths(train[i])).toEqual(keyPaths(val[i]));
       for (const k of keyPaths(train[i])) expect(k, 'keys are snake_case').toMatch(/^[a-z0-9_.]+$/);
       // Only the training fields differ: the step, the filter's verdict, the advantages.
-      const strip = (r: Record<string, unknown>) => ({ ...r, step: null, kept: null, turns: (r.turns as object[]).map((t) => ({ ...t, advantage: null })) });
+      const strip = (r: Record<string, unknown>) => ({ ...r, step: null, kept: null, turns: (r.turns as object[]).map((t) => ({ ...t, advantage: null, token_text: null, token_advantages: null })) });
       expect(strip(train[i]!)).toEqual(strip(val[i]!));
     }
     expect(train[0]).toMatchObject({ step: 3, kept: true, end_reason: episodes[0]!.endReason, env: 'TestCorridor' });
     expect((train[0]!.turns as { advantage: number | null }[]).map((t) => t.advantage)).toEqual(episodes[0]!.turns.map((_, k) => (k === 0 ? 0.5 : null)));
     expect(train[2]).toMatchObject({ kept: false });
     expect(val[0]).toMatchObject({ step: null, kept: null, end_reason: episodes[0]!.endReason });
+  });
+});
+
+describe('per-token advantages in rollout records', () => {
+  it('carries each sampled token\'s text and advantage when the trained tokens are the sampled ones, and nothing otherwise', async () => {
+    const tok = loadTokenizer(tinyTokenizerDir());
+    const cfg = agentConfig({ maxTurns: 1, maxNewTokens: 12 });
+    const groups = new EnvGroups({ tags: [{ env: 'TestCorridor', nGroups: 2 }], groupSize: 1, mode: 'val', seed: 3 });
+    const { episodes } = await rollout({ groups, policy: randomPolicy(tok, cfg, 2), tokenizer: tok, agent: cfg });
+    const [e0, e1] = [episodes[0]!, episodes[1]!];
+    const sampled0 = e0.turns[0]!.tokens;
+    const sampled1 = e1.turns[0]!.tokens;
+    // Two rows: row 0 trains episode 0's sampled tokens after a 2-token prompt; row 1 trains other ids for episode 1.
+    const T = 2 + Math.max(sampled0.length, sampled1.length);
+    const ids = new Int32Array(2 * T), lossMask = new Uint8Array(2 * T), turnIds = new Int32Array(2 * T).fill(-1);
+    const adv = new Float32Array(2 * T);
+    sampled0.forEach((id, i) => { ids[2 + i] = id; lossMask[2 + i] = 1; turnIds[2 + i] = 0; adv[2 + i] = i * 0.25 - 1; });
+    sampled1.forEach((id, i) => { ids[T + 2 + i] = id + 1; lossMask[T + 2 + i] = 1; turnIds[T + 2 + i] = 0; adv[T + 2 + i] = 1; });
+    const tokens = { B: 2, T, ids, lossMask, turnIds, episodeIds: Int32Array.from([e0.index, e1.index]) } as unknown as TokenBatch;
+    const records = episodeRecords(1, episodes, new Set([e0.index, e1.index]), turnAdvantages(tokens, adv), null, cfg, { tokens: tokenAdvantages(tokens, adv), decode: (id) => tok.decode([id]) });
+    const t0 = records[0]!.turns[0]!;
+    expect(t0.token_advantages).toEqual(sampled0.map((_, i) => Math.fround(i * 0.25 - 1)));
+    expect(t0.token_text).toEqual(sampled0.map((id) => tok.decode([id])));
+    expect(t0.token_text!.join('')).toBe(tok.decode(sampled0));
+    // Episode 1's trained ids are not its sampled ids: no per-token colours (its turn mean is still there).
+    expect(records[1]!.turns[0]!.token_advantages).toBeNull();
+    expect(records[1]!.turns[0]!.advantage).toBe(1);
   });
 });

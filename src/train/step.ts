@@ -14,7 +14,7 @@ import { collapseDiagnostics, type CollapseEma } from './collapse-step.js';
 import { samplingOf, type RagenConfig } from '../config/index.js';
 import { needsReference } from './engine-setup.js';
 import { optimizerSettings } from './lr-schedule.js';
-import { episodeRecords, turnAdvantages } from './rollout-records.js';
+import { episodeRecords, tokenAdvantages, turnAdvantages } from './rollout-records.js';
 import { generatedTokens, trainMetrics } from './rollout-metrics.js';
 import { updateActor, updateCritic, type BatchSchedule, type UpdateBatch } from './update.js';
 
@@ -251,5 +251,5 @@ export async function starpoStep(ctx: StepContext, step: number): Promise<StepOu
   const trainedTokens = tokens.lengths.reduce((x, y) => x + y, 0) * (optimizerSteps > 0 ? t.ppoEpochs : 0);
   metrics['perf/tokens_per_s'] = (genTokens + trainedTokens) / Math.max(seconds(tStep), 1e-9);
   metrics['perf/rss_mb'] = process.memoryUsage.rss() / 2 ** 20;
-  return out(episodeRecords(step, episodes, keptEpisodes, turnAdvantages(tokens, advantages), limit, agent), false);
+  return out(episodeRecords(step, episodes, keptEpisodes, turnAdvantages(tokens, advantages), limit, agent, { tokens: tokenAdvantages(tokens, advantages), decode: (id) => tokenizer.decode([id]) }), false);
 }

@@ -145,7 +145,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
       if (checkpointSeconds !== undefined) logger.log({ 'timing_s/checkpoint': checkpointSeconds }); // the previous step's write
       if (config.logging.rolloutsEvery > 0 && step % config.logging.rolloutsEvery === 0) writeEpisodeRecords(rolloutFile(paths, step), out.records);
       if (out.empty) logger.message(`step ${step}: the rollout filter kept no group; no update`);
-      earlyStop = tracker.afterStep(out.empty, out.inGroupStd);
+      earlyStop = tracker.afterStep(out.empty, out.inGroupStd) ?? tracker.afterWarnings(w.started);
       const last = step === t.steps || earlyStop !== null;
       if (t.valEvery > 0 && (step % t.valEvery === 0 || last)) {
         const v = await validate(config, engine, tokenizer, agent);

@@ -13,5 +13,6 @@ import './bench-sandbox.js'; // adds `ragen bench sandbox`
 import * as evalCmd from './eval.js';
 import * as trainCmd from './train.js';
 import * as sft from './sft.js';
+import * as dashboard from './dashboard.js';
 
-export const commands: ((program: Command) => void)[] = [trainCmd.register, envs.register, envServe.register, play.register, solve.register, bench.register, evalCmd.register, sft.register, retrieval.register];
+export const commands: ((program: Command) => void)[] = [trainCmd.register, envs.register, envServe.register, play.register, solve.register, bench.register, evalCmd.register, sft.register, retrieval.register, dashboard.register];

@@ -1,0 +1,191 @@
+// The dashboard in a real browser (Debian's chromium driven by playwright-core): a short training run written while
+// the runs page is open appears without reload, then every page renders from that run directory, the trajectory
+// viewer shows the episodes' own texts, an eval file's pass@k shows, and the play page finishes an episode with the
+// WASM engine inside the page. Each test saves a screenshot ($RAGEN_SCREENSHOTS, e.g. docs/dashboard, else a temp dir).
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { EpisodeRecord } from '../agent/index.js';
+import { runEval } from '../cli/commands/eval.js';
+import { loadConfig } from '../config/index.js';
+import { train } from '../train/index.js';
+import { startDashboard, type Dashboard } from './index.js';
+
+const CHROMIUM = process.env.RAGEN_CHROMIUM ?? '/usr/bin/chromium';
+const BUILT = existsSync(join('build', 'dashboard', 'index.html'));
+
+/** Run when chromium and the built page are there; with RAGEN_REQUIRE_BACKENDS=1 (CI) their absence fails instead. */
+function browserAvailable(): boolean {
+  const missing = [!existsSync(CHROMIUM) && `chromium at ${CHROMIUM} (apt-get install chromium, or set RAGEN_CHROMIUM)`, !BUILT && 'build/dashboard/index.html (npm run build)'].filter(Boolean);
+  if (missing.length === 0) return true;
+  if (process.env.RAGEN_REQUIRE_BACKENDS === '1') throw new Error(`RAGEN_REQUIRE_BACKENDS=1 requires the dashboard's browser tests, and these are missing: ${missing.join('; ')}. Unset it to skip them.`);
+  return false;
+}
+
+const shots = process.env.RAGEN_SCREENSHOTS ?? mkdtempSync(join(tmpdir(), 'ragen-shots-'));
+const shot = (page: Page, name: string) => page.screenshot({ path: join(shots, `${name}.png`) });
+
+/** A tiny Bandit PPO run with the shipped model: 2 steps of 2 groups of 4, collapse diagnostics every step. */
+function tinyRun(runDir: string) {
+  return loadConfig({
+    config: 'bandit-ppo',
+    overrides: [
+      `logging.runDir=${runDir}`, 'logging.console=none', 'trainer.steps=2', 'env.train.0.groups=2', 'env.train.0.groupSize=4',
+      'env.val=[{tag: Bandit, groups: 4}]', 'trainer.valEvery=2', 'trainer.collapse.every=1', 'trainer.collapse.numSamples=8',
+    ],
+  });
+}
+
+describe.skipIf(!browserAvailable())('dashboard in chromium', () => {
+  let browser: Browser;
+  let page: Page;
+  let dash: Dashboard;
+  let runsDir: string;
+  let runDir: string;
+  const errors: string[] = [];
+
+  beforeAll(async () => {
+    if (process.env.RAGEN_SCREENSHOTS) mkdirSync(shots, { recursive: true });
+    runsDir = mkdtempSync(join(tmpdir(), 'ragen-dash-runs-'));
+    runDir = join(runsDir, 'bandit-run');
+    dash = await startDashboard({ roots: [runsDir], pollMs: 100 });
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    page.on('pageerror', (e) => errors.push(e.message));
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await dash?.close();
+  });
+
+  it('shows a run being written without a reload, then its validation before and after', async () => {
+    await page.goto(dash.url);
+    await page.waitForSelector('text=No runs yet');
+    const trained = train({ config: tinyRun(runDir) });
+    // The row appears while training runs, from the event stream (the page is never reloaded).
+    await page.waitForSelector('tr[data-run="0/bandit-run"]', { timeout: 30_000 });
+    await trained;
+    await page.waitForSelector('tr[data-run="0/bandit-run"] .badge.finished', { timeout: 10_000 });
+    const cells = await page.locator('tr[data-run="0/bandit-run"] td').allTextContents();
+    const metrics = readFileSync(join(runDir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, number>);
+    const pct = (v: number) => `${(100 * v).toFixed(1)}%`;
+    expect(cells.slice(2, 10)).toEqual(['Bandit', 'gae', 'none', '10000', '2 / 2', pct(metrics[0]!['val/success']!), pct(metrics.at(-1)!['val/success']!), 'finished']);
+    await shot(page, 'runs');
+  });
+
+  it('draws the curves of the run', async () => {
+    await page.goto(`${dash.url}#/curves?runs=0/bandit-run`);
+    for (const title of ['Success', 'Reward', 'Entropy', 'KL', 'Grad norm', 'Kept ratio', 'Timings (s)']) {
+      await page.waitForSelector(`figure[data-title="${title}"] canvas`);
+    }
+    await page.selectOption('#add-metric', 'actor/pg_loss');
+    await page.waitForSelector('figure[data-title="actor/pg_loss"] canvas');
+    await shot(page, 'curves');
+  });
+
+  it('places every collapse-diagnostic step on the regime picture', async () => {
+    await page.goto(`${dash.url}#/collapse?run=0/bandit-run`);
+    await page.waitForSelector('#regimes svg');
+    const logged = readFileSync(join(runDir, 'metrics.jsonl'), 'utf8').split('\n').filter((l) => l.includes('collapse/mi_estimate')).length;
+    expect(logged).toBe(2);
+    expect(await page.locator('#regimes circle').count()).toBe(logged);
+    expect(await page.textContent('#regime-now')).toMatch(/^Step 2: /);
+    await shot(page, 'collapse');
+  });
+
+  it("shows the episodes' own observation, reasoning and per-token advantages", async () => {
+    const records = readFileSync(join(runDir, 'rollouts', 'step-2.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as EpisodeRecord);
+    const pick = records[records.length - 1]!;
+    await page.goto(`${dash.url}#/trajectories?run=0/bandit-run&step=2`);
+    await page.click(`#group-list a[data-episode="${pick.custom_id}"]`);
+    const view = page.locator(`#episode-view[data-episode="${pick.custom_id}"]`);
+    expect(await view.locator('pre.observation').first().textContent()).toBe(pick.turns[0]!.observation);
+    expect(await view.locator('pre.think').first().textContent()).toBe(pick.turns[0]!.think || '(none)');
+    const tokens = pick.turns[0]!.token_text!;
+    expect(tokens.length).toBe(pick.turns[0]!.tokens);
+    expect(await view.locator('pre.response').first().locator('span').count()).toBe(tokens.length);
+    expect(await view.locator('pre.response').first().textContent()).toBe(tokens.join(''));
+    // Search by outcome: only failures listed.
+    await page.selectOption('#outcome-search', 'failure');
+    const listed = await page.locator('#group-list a[data-episode]').count();
+    expect(listed).toBe(records.filter((r) => !r.success).length);
+    await page.selectOption('#outcome-search', '');
+    await shot(page, 'trajectories');
+  });
+
+  it('shows success and pass@k of a ragen eval file', async () => {
+    await runEval({ run: runDir, groups: 3, groupSize: 2, out: join(runDir, 'eval', 'val.jsonl') });
+    await page.goto(`${dash.url}#/eval?run=0/bandit-run`);
+    const table = page.locator('table.eval-table[data-file="val.jsonl"]');
+    await table.waitFor();
+    const eps = readFileSync(join(runDir, 'eval', 'val.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as EpisodeRecord);
+    const rows = await table.locator('tr').allTextContents();
+    for (const env of new Set(eps.map((e) => e.env))) {
+      const mine = eps.filter((e) => e.env === env);
+      const success = mine.filter((e) => e.success).length / mine.length;
+      const seeds = new Set(mine.map((e) => e.seed));
+      const pass = [...seeds].filter((s) => mine.some((e) => e.seed === s && e.success)).length / seeds.size;
+      expect(rows.some((r) => r.startsWith(env) && r.includes(`${(100 * success).toFixed(1)}%`) && r.includes(`${(100 * pass).toFixed(1)}% (pass@2)`)), `${env} in ${rows.join(' | ')}`).toBe(true);
+    }
+    await shot(page, 'eval');
+  });
+
+  it('plays an episode with the WASM engine inside the page', async () => {
+    await page.goto(`${dash.url}#/play?run=0/bandit-run`);
+    await page.click('#play-button');
+    await page.waitForSelector('#play-status[data-done]', { timeout: 30_000 });
+    const status = await page.textContent('#play-status');
+    expect(status).toMatch(/^Episode finished: (success|failure), reward .*engine: wasm in this page/);
+    expect(await page.locator('#play-turns .play-turn').count()).toBeGreaterThan(0);
+    expect(await page.locator('#play-turns pre.actions').count()).toBeGreaterThan(0);
+    await shot(page, 'play');
+  });
+
+  it('explains a broken run directory in the page and marks early warnings on the timeline', async () => {
+    const broken = join(runsDir, 'crashed');
+    mkdirSync(broken);
+    // Hand-written metrics: entropy_drop turns on at step 3 and again at 5; a truncated last line; no config.yaml.
+    const rows = [1, 2, 3, 4, 5].map((step) => ({ step, 'collapse/mi_estimate': 0.5 - 0.05 * step, 'collapse/conditional_entropy': 1, 'early_warning/entropy_drop': step === 3 || step === 5 ? 1 : 0, 'made/up': 1 }));
+    writeFileSync(join(broken, 'metrics.jsonl'), `${rows.map((r) => JSON.stringify(r)).join('\n')}\n{"step": 6, "actor/ent`);
+    await page.goto(`${dash.url}#/collapse?run=0/crashed`);
+    const problems = await page.locator('.problems').textContent();
+    expect(problems).toMatch(/config\.yaml is missing/);
+    expect(problems).toMatch(/last line \(6\) is truncated/);
+    expect(problems).toMatch(/made\/up/);
+    expect(await page.locator('#warnings tr td:first-child').allTextContents()).toEqual(['3', '5']);
+    expect(await page.textContent('#regime-now')).toMatch(/template collapse/);
+    await shot(page, 'broken-run');
+    // Comparing it with the real run: one legend chip per run, lines named by run.
+    await page.goto(`${dash.url}#/curves?runs=0/bandit-run,0/crashed`);
+    await page.waitForSelector('figure[data-title="Success"] canvas');
+    expect(await page.locator('.run-chip').count()).toBe(2);
+    expect(await page.locator('figure[data-title="Success"] .u-legend').textContent()).toContain('bandit-run · train/success');
+    expect(await page.locator('.problems li').first().textContent()).toMatch(/^crashed: /);
+    expect(errors).toEqual([]);
+  });
+
+  it('updates an open curves page when its run appends a step, without reloading', async () => {
+    const dir = join(runsDir, 'appending');
+    mkdirSync(dir);
+    const line = (step: number) => `${JSON.stringify({ step, 'train/success': step / 10, 'actor/entropy': 1 / step })}\n`;
+    writeFileSync(join(dir, 'metrics.jsonl'), line(1));
+    await page.goto(`${dash.url}#/curves?runs=0/appending`);
+    await page.waitForSelector('.run-chip:has-text("step 1")');
+    await page.evaluate(() => ((globalThis as unknown as { sameDocument: boolean }).sameDocument = true));
+    appendFileSync(join(dir, 'metrics.jsonl'), line(2));
+    await page.waitForSelector('.run-chip:has-text("step 2")', { timeout: 10_000 });
+    expect(await page.evaluate(() => (globalThis as unknown as { sameDocument?: boolean }).sameDocument)).toBe(true);
+    await shot(page, 'live-curves');
+    // The runs table sorts by a column on a header click, and reverses on a second click.
+    await page.goto(dash.url);
+    await page.waitForSelector('tr[data-run="0/appending"]');
+    const order = () => page.locator('tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-run')));
+    await page.click('th:has-text("run") >> nth=0');
+    expect(await order()).toEqual(['0/appending', '0/bandit-run', '0/crashed']);
+    await page.click('th:has-text("run") >> nth=0');
+    expect(await order()).toEqual(['0/crashed', '0/bandit-run', '0/appending']);
+  });
+});
