@@ -109,6 +109,8 @@ export function renderConfigDocs(): string {
       rows.push(`| \`${full}\` | ${cell(describeType(child))} | ${cell(show(v))} | ${cell(doc.text)} |`);
       const el = (unwrap(child) as any).def?.element as z.ZodType | undefined;
       if (kindOf(child) === 'array' && el && kindOf(el) === 'object') children.push([el, `${full}.N`, docs.get(names.get(unwrap(el)) ?? '')?.text ?? '']);
+      const value = (unwrap(child) as any).def?.valueType as z.ZodType | undefined;
+      if (kindOf(child) === 'record' && value && kindOf(value) === 'object') children.push([value, `${full}.<tag>`, docs.get(names.get(unwrap(value)) ?? '')?.text ?? '']);
     }
     if (rows.length) sections.push(`## ${key ? `\`${key}\`` : 'Top level'}\n\n${title}\n\n| key | type | default | meaning |\n|---|---|---|---|\n${rows.join('\n')}\n`);
     for (const [child, full, t] of children) walk(child, full, t);

@@ -11,7 +11,8 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 
 /** The public runtime names, by section of src/index.ts (types are checked by tsc, not listed here). */
 const PUBLIC = {
-  env: ['invalidInfo', 'matchActionName', 'registerEnv', 'makeEnv', 'listEnvs', 'envSpec', 'resolveEnvId', 'resolveEnvConfig', 'Wrapper', 'OrderEnforcing', 'TimeLimit', 'EpisodeStatistics', 'wrapEnv', 'checkEnv', 'checkRegisteredEnv', 'EnvCheckError'],
+  env: ['invalidInfo', 'matchActionName', 'registerEnv', 'makeEnv', 'listEnvs', 'envSpec', 'resolveEnvId', 'resolveEnvConfig', 'Wrapper', 'OrderEnforcing', 'TimeLimit', 'EpisodeStatistics', 'wrapEnv', 'checkEnv', 'checkRegisteredEnv', 'EnvCheckError', 'RewardScale', 'FormatPenalty', 'ObservationTruncation', 'EpisodeRecorder'],
+  remote: ['EnvServer', 'RemoteEnv', 'RemoteEnvError', 'registerRemoteEnv', 'registerRemoteEnvs'],
   engine: ['LocalEngine', 'sequenceBatch'],
   model: ['Transformer', 'modelConfig', 'countParameters', 'loadModel', 'saveModel'],
   tokenizer: ['HfTokenizer', 'loadTokenizer', 'loadQwenTokenizer', 'tinyTokenizerDir', 'ChatTemplate'],

@@ -6,8 +6,14 @@ export {
   type Env, type EnvInfo, type EnvMode, type MaybePromise, type ResetOptions, type ResetResult, type StepResult, invalidInfo, matchActionName,
   type EnvSpec, registerEnv, makeEnv, listEnvs, envSpec, resolveEnvId, resolveEnvConfig,
   Wrapper, OrderEnforcing, TimeLimit, EpisodeStatistics, wrapEnv, type WrapOptions,
+  RewardScale, FormatPenalty, ObservationTruncation, EpisodeRecorder, type RewardScaleOptions, type ObservationTruncationOptions, type RecordedEpisode,
   checkEnv, checkRegisteredEnv, EnvCheckError, type CheckEnvOptions,
 } from './env/index.js';
+
+// Environments over the wire (Node only): the server behind `ragen env serve`, the client, `remote:` ids.
+export {
+  EnvServer, type EnvServerOptions, RemoteEnv, RemoteEnvError, type RemoteEnvOptions, registerRemoteEnv, registerRemoteEnvs,
+} from './env/remote/index.js';
 
 // Engines: the seam every backend implements, and the in-process one.
 export {

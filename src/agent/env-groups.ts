@@ -1,7 +1,7 @@
 // The env-group manager (RAGEN's EnvStateManager, inventory section 2.1): envGroups x groupSize envs in
 // per-tag blocks, one seed per group, fresh train seeds each reset, fixed val seeds, action caps.
 import { ConfigError } from '../util/index.js';
-import { envSpec, matchActionName, resolveEnvConfig, resolveEnvId, wrapEnv, type Env, type EnvInfo, type EnvMode, type EnvSpec } from '../env/index.js';
+import { envSpec, matchActionName, resolveEnvConfig, resolveEnvId, wrapEnv, type Env, type EnvInfo, type EnvMode, type EnvSpec, type WrapOptions } from '../env/index.js';
 
 /** One env tag of a batch (RAGEN's `env_configs.tags` + `n_groups`). */
 export interface EnvTagSpec {
@@ -21,6 +21,11 @@ export interface EnvTagSpec {
    * RAGEN's behaviour (its per-instance counter made members' payouts differ). @default none
    */
   resetOptions?: (member: number) => Record<string, unknown>;
+  /**
+   * Wrappers stacked on each env of this tag, local or remote (`wrapEnv`'s documented order), e.g.
+   * `{rewardScale: {scale: 0.1}, observation: {maxChars: 2000}}`. @default only OrderEnforcing
+   */
+  wrappers?: WrapOptions;
 }
 
 /** Settings of an `EnvGroups`. */
@@ -100,7 +105,7 @@ export class EnvGroups {
             tag: id,
             group,
             member: m,
-            env: wrapEnv(spec.create(config)),
+            env: wrapEnv(spec.create(config), t.wrappers),
             config,
             spec,
             maxActions,

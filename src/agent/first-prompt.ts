@@ -20,7 +20,12 @@ export interface FirstPrompt {
  * the agent's own context code (system message, template, prefill), without the context budget.
  */
 export async function firstPrompts(options: EnvGroupsOptions, tokenizer: Tokenizer, cfg: AgentConfig): Promise<FirstPrompt[]> {
-  const groups = new EnvGroups({ ...options, tags: options.tags.map((t) => ({ ...t, nGroups: 1 })), groupSize: 1 });
+  // The tags' wrappers apply (observation truncation shapes the prompt), except the recorder: this probe is no episode.
+  const tags = options.tags.map(({ wrappers, ...t }) => {
+    const { recordEpisodes: _, ...kept } = wrappers ?? {};
+    return { ...t, nGroups: 1, ...(wrappers ? { wrappers: kept } : {}) };
+  });
+  const groups = new EnvGroups({ ...options, tags, groupSize: 1 });
   try {
     const observations = await groups.reset(options.seed);
     const unbounded: AgentConfig = { ...cfg, maxContextTokens: Number.MAX_SAFE_INTEGER };

@@ -2,7 +2,7 @@
 // directory exists, env tags are registered, per-tag env configs fit each env's own schema).
 import { existsSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { envSpec, listEnvs, resolveEnvConfig } from '../env/index.js';
+import { envSpec, listEnvs, resolveEnvConfig, resolveEnvId } from '../env/index.js';
 import { ConfigError, didYouMean, RagenError } from '../util/index.js';
 import type { RagenConfig } from './schema.js';
 
@@ -43,13 +43,18 @@ export function checkRunConfig(config: RagenConfig, options: RunCheckOptions = {
     });
   }
   const resolved: Record<string, Record<string, unknown>> = {};
-  for (const tag of Object.keys(config.env.config)) {
-    if (!used.has(tag)) {
-      problems.push(`Bad config key \`env.config.${tag}\`: no entry of \`env.train\` or \`env.val\` uses the tag \`${tag}\`.${didYouMean(tag, used)}`);
+  for (const section of ['config', 'wrappers'] as const) {
+    for (const tag of Object.keys(config.env[section])) {
+      if (!used.has(tag)) {
+        problems.push(`Bad config key \`env.${section}.${tag}\`: no entry of \`env.train\` or \`env.val\` uses the tag \`${tag}\`.${didYouMean(tag, used)}`);
+      }
     }
   }
+  for (const [tag, w] of Object.entries(config.env.wrappers)) {
+    if (w.rewardClip && !(w.rewardClip[0] <= w.rewardClip[1])) problems.push(`Bad config value \`env.wrappers.${tag}.rewardClip\` = [${w.rewardClip.join(', ')}]: give [low, high] with low <= high.`);
+  }
   for (const tag of used) {
-    if (!ids.includes(tag)) continue;
+    if (!ids.includes(tag) && !isRegistered(tag)) continue; // reported above
     try {
       resolved[tag] = resolveEnvConfig(tag, { ...(config.env.config[tag] ?? {}) });
     } catch (err) {
@@ -69,4 +74,14 @@ export function trainEpisodesPerStep(config: RagenConfig): number {
 /** Validation episodes per validation (Σ groups × groupSize over `env.val`). */
 export function valEpisodes(config: RagenConfig): number {
   return config.env.val.reduce((n, e) => n + e.groups * e.groupSize, 0);
+}
+
+/** Whether `tag` names a registered env through an alias (a connected `remote:` id). */
+function isRegistered(tag: string): boolean {
+  try {
+    resolveEnvId(tag);
+    return true;
+  } catch {
+    return false;
+  }
 }

@@ -66,6 +66,24 @@ export const ValEnvSchema = z.strictObject({
   groupSize: z.number().int().min(1).default(1),
 });
 
+/** Wrappers stacked on every env of one tag, local or remote, in wrapEnv's order (docs/environments.md, Wrappers). */
+export const EnvWrappersSchema = z.strictObject({
+  /** Multiplies every step's reward (RewardScale); the env's own reward stays in `info.rawReward`. @default 1 */
+  rewardScale: z.number().finite().default(1),
+  /** Added to every reward after scaling (RewardScale). @default 0 */
+  rewardShift: z.number().finite().default(0),
+  /** `[low, high]` bounds of the scaled reward (RewardScale); null: no clip. @default null */
+  rewardClip: z.tuple([z.number(), z.number()]).nullable().default(null),
+  /** Added to the reward of every action the env reports invalid, after scaling (FormatPenalty), e.g. -0.1; 0: none. @default 0 */
+  formatPenalty: z.number().finite().default(0),
+  /** Most characters an observation keeps (ObservationTruncation, marked `[... N characters cut]`); null: no limit. @default null */
+  observationMaxChars: z.number().int().min(1).nullable().default(null),
+  /** Which end of a cut observation to keep. @default "head" */
+  observationKeep: z.enum(['head', 'tail']).default('head'),
+  /** Append every episode of this tag, as the agent saw it, to this JSONL file (EpisodeRecorder); null: none. @default null */
+  recordEpisodes: z.string().min(1).nullable().default(null),
+});
+
 /** Which environments to train and validate on (RAGEN's `es_manager` and `custom_envs`). */
 export const EnvSchema = z.strictObject({
   /** Training mixture; each step rolls out every entry's groups. @default [{tag: SimpleSokoban, groups: 8, groupSize: 16}] */
@@ -74,6 +92,8 @@ export const EnvSchema = z.strictObject({
   val: z.array(ValEnvSchema).default([{ tag: 'SimpleSokoban', groups: 512, groupSize: 1 }]),
   /** Per-tag env config overrides, e.g. `{FrozenLake: {successRate: 1}}`, validated by the env's own schema when the run starts (RAGEN's `custom_envs.<tag>.env_config`). @default {} */
   config: z.record(z.string().min(1), z.record(z.string(), z.unknown())).default({}),
+  /** Per-tag wrappers (reward scale/shift/clip, format penalty, observation truncation, episode recording), e.g. `{SimpleSokoban: {rewardScale: 0.5}}`; the same for local and `remote:` envs. @default {} */
+  wrappers: z.record(z.string().min(1), EnvWrappersSchema).default({}),
 });
 
 /** Sampling during validation. */

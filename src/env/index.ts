@@ -2,6 +2,8 @@
 export * from './core.js';
 export * from './registry.js';
 export * from './wrappers.js';
+export * from './layered-wrappers.js';
+export * from './wrap-env.js';
 export { checkEnv, checkRegisteredEnv, EnvCheckError, HOSTILE_ACTIONS, type CheckEnvOptions } from './check-env.js';
 export { benchEnv, type BenchEnvOptions, type BenchEnvResult } from './bench.js';
 import './builtins.js';

@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { ConfigError, EnvNotFoundError, didYouMean } from '../util/index.js';
 import type { Env } from './core.js';
-import { wrapEnv, type WrapOptions } from './wrappers.js';
+import { wrapEnv, type WrapOptions } from './wrap-env.js';
 
 /** Everything the registry knows about one env id. `C` is the env's validated config type. */
 export interface EnvSpec<C extends Record<string, unknown> = Record<string, unknown>> {
@@ -39,12 +39,30 @@ export function registerEnv<C extends Record<string, unknown>>(id: string, spec:
   registry.set(id, spec);
 }
 
+const aliases = new Map<string, string>();
+
 /**
- * The registered id `id` names: the id itself, or the one id equal to it ignoring case
+ * Let `alias` name the registered id `id` (a config's `remote:ws://host:port/Sokoban` names the
+ * remote env registered as `Sokoban@host:port`). Re-pointing an alias is an error.
+ */
+export function registerEnvAlias(alias: string, id: string): void {
+  if (!registry.has(id)) throw new ConfigError(`Cannot alias \`${alias}\` to \`${id}\`: no env has that id.`);
+  const old = aliases.get(alias);
+  if (old !== undefined && old !== id) throw new ConfigError(`The env alias \`${alias}\` already names \`${old}\`.`);
+  aliases.set(alias, id);
+}
+
+/**
+ * The registered id `id` names: the id itself, an alias of it, or the one id equal to it ignoring case
  * (`metamathqa` -> `MetamathQA`). Unknown ids are an error naming the nearest id.
  */
 export function resolveEnvId(id: string): string {
   if (registry.has(id)) return id;
+  const aliased = aliases.get(id);
+  if (aliased !== undefined) return aliased;
+  if (id.startsWith('remote:')) {
+    throw new EnvNotFoundError(`The remote environment \`${id}\` is not connected yet: \`await registerRemoteEnv(${JSON.stringify(id)})\` first (ragen play, eval and train do this for you).`);
+  }
   const lower = id.toLowerCase();
   const same = [...registry.keys()].filter((k) => k.toLowerCase() === lower);
   if (same.length === 1) return same[0]!;

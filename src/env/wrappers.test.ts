@@ -2,7 +2,8 @@ import { describe, expect, test } from 'vitest';
 import { ResetNeededError } from '../util/index.js';
 import type { Env, ResetResult, StepResult } from './core.js';
 import { makeEnv } from './index.js';
-import { EpisodeStatistics, OrderEnforcing, TimeLimit, Wrapper, wrapEnv } from './wrappers.js';
+import { EpisodeStatistics, OrderEnforcing, TimeLimit, Wrapper } from './wrappers.js';
+import { wrapEnv } from './wrap-env.js';
 
 /** An env that never ends, never checks call order, and pays 0.5 per step; optionally async. */
 class Endless implements Env {

@@ -1,4 +1,5 @@
-// Wrappers for what is not an env's business: call order, a cap on actions per episode, episode statistics.
+// Wrappers for what is not an env's business: call order, a cap on actions per episode, episode statistics (the base
+// classes; reward, observation and recording wrappers are in layered-wrappers.ts, their order in wrap-env.ts).
 // Follows Gymnasium's wrappers (OrderEnforcing, TimeLimit, RecordEpisodeStatistics); sync envs stay sync.
 import { ResetNeededError } from '../util/index.js';
 import type { Env, EnvInfo, MaybePromise, ResetOptions, ResetResult, StepResult } from './core.js';
@@ -122,20 +123,4 @@ export class EpisodeStatistics extends Wrapper {
       return { ...r, info };
     });
   }
-}
-
-/** Options of `wrapEnv` / `makeEnv`. Without any, `makeEnv` returns the bare env. */
-export interface WrapOptions {
-  /** Truncate episodes after this many actions (`TimeLimit`). @default no limit */
-  maxActions?: number;
-  /** Add `episodeReturn`, `episodeLength`, `episodeSuccess` to the last info (`EpisodeStatistics`). @default false */
-  episodeStatistics?: boolean;
-}
-
-/** Wraps `env` in the wrappers `options` ask for, always with `OrderEnforcing` outermost. */
-export function wrapEnv(env: Env, options: WrapOptions = {}): Env {
-  let wrapped = env;
-  if (options.maxActions !== undefined) wrapped = new TimeLimit(wrapped, options.maxActions);
-  if (options.episodeStatistics) wrapped = new EpisodeStatistics(wrapped);
-  return new OrderEnforcing(wrapped);
 }

@@ -9,6 +9,8 @@ import { KLController } from '../algo/index.js';
 import { assertNewRunDir, ConsoleSink, JsonlSink, MetricLogger, rolloutFile, summaryTable, type LoggerState, type MetricSink, type RunPaths, type SummaryRow } from '../metrics/index.js';
 import { writeCheckpoint } from './checkpoint-io.js';
 import type { CollapseEma } from './collapse-step.js';
+import { resolveEnvId } from '../env/index.js';
+import { registerRemoteEnvs } from '../env/remote/index.js';
 import { checkPromptBudget, checkRunConfig, envGroupsOptions, type RagenConfig } from '../config/index.js';
 import { EarlyStopTracker, type EarlyStop, type EarlyStopState } from './early-stop.js';
 import { EarlyWarningMonitor, type EarlyWarningState } from './early-warning-step.js';
@@ -78,6 +80,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   if (options.resume !== undefined) {
     const r = resumeRun(options.resume, options.overrides ?? []);
     config = r.config;
+    await registerRemoteEnvs(envTags(config));
     checkRunConfig(config, { skipModel: options.models !== undefined });
     paths = r.paths;
     startStep = r.checkpoint.step;
@@ -93,6 +96,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   } else {
     if (!options.config) throw new TypeError('train: give `config` (a fresh run) or `resume` (a run directory).');
     config = options.config;
+    await registerRemoteEnvs(envTags(config));
     checkRunConfig(config, { skipModel: options.models !== undefined });
     if (config.logging.runDir) assertNewRunDir(config.logging.runDir); // before any model is loaded
     models = options.models ?? (await openModels(config));
@@ -176,7 +180,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     await groups.close();
     if (!options.models) engine.dispose();
   }
-  const tags = config.env.val.map((v) => v.tag);
+  const tags = config.env.val.map((v) => resolveEnvId(v.tag)); // the ids metrics use (a `remote:` tag's is `<EnvId>@host:port`)
   const summary: SummaryRow[] = [...new Set(tags)].map((tag) => ({ tag, ...(valBefore?.[tag] !== undefined ? { before: valBefore[tag] } : {}), ...(lastVal?.[tag] !== undefined ? { after: lastVal[tag] } : {}) }));
   return { runDir: paths.root, config, startStep, lastStep, earlyStop, summary, summaryText: summaryTable(summary) };
 }
@@ -189,4 +193,9 @@ async function promptsFit(config: RagenConfig, models: TrainerModels, owned: boo
     if (owned) models.engine.dispose();
     throw err;
   }
+}
+
+/** Every env tag of the config (train and val), for connecting the `remote:` ones before the run starts. */
+function envTags(config: RagenConfig): string[] {
+  return [...config.env.train, ...config.env.val].map((e) => e.tag);
 }

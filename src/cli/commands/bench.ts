@@ -5,6 +5,7 @@ import os from 'node:os';
 import type { Command } from 'commander';
 import { benchEnv, envSpec, listEnvs, resolveEnvId, type BenchEnvResult } from '../../env/index.js';
 import { parsePositive, parsePositiveInt } from './env-options.js';
+import { runRemoteBench } from './bench-remote.js';
 
 const subcommands: ((bench: Command) => void)[] = [registerEnvs];
 
@@ -40,9 +41,14 @@ function registerEnvs(bench: Command): void {
     .option('--ids <list>', 'comma-separated env ids (default: every registered id that needs no outside service; Lean only when named)')
     .option('--seconds <s>', 'wall time of each measurement', parsePositive('--seconds'), 2)
     .option('--repeat <k>', 'measure each id k times and keep the best (on a busy machine)', parsePositiveInt('--repeat'), 1)
+    .option('--remote', 'load test over the wire instead: `ragen env serve` in a child process on loopback, --sessions concurrent sessions per id, steps/s beside in-process (default ids: SimpleSokoban,Bandit,Countdown)')
+    .option('--sessions <n>', 'with --remote: concurrent sessions', parsePositiveInt('--sessions'), 1000)
+    .option('--url <ws://host:port>', 'with --remote: load an already running server instead of starting one (ids it alone serves, e.g. Python bridge envs, are measured without an in-process run)')
+    .option('--server-pid <pid>', 'with --url: the server process, to report its CPU share (Linux)', parsePositiveInt('--server-pid'))
     .option('--json', 'print {node, cpu, loadAverage, seconds, repeat, results: [...]} as JSON')
-    .addHelpText('after', '\nExamples:\n  $ ragen bench envs\n  $ ragen bench envs --ids CoordSokoban --seconds 5\n  $ ragen bench envs --repeat 3 --json > bench.json')
-    .action(async (opts: { ids?: string; seconds: number; repeat: number; json?: boolean }) => {
+    .addHelpText('after', '\nExamples:\n  $ ragen bench envs\n  $ ragen bench envs --ids CoordSokoban --seconds 5\n  $ ragen bench envs --repeat 3 --json > bench.json\n  $ ragen bench envs --remote --sessions 1000 --seconds 5')
+    .action(async (opts: { ids?: string; seconds: number; repeat: number; json?: boolean; remote?: boolean; sessions: number; url?: string; serverPid?: number }) => {
+      if (opts.remote) return void (await runRemoteBench(opts));
       // Envs that need an outside service (Lean's Kimina server) are measured only when named in --ids.
       const ids = opts.ids ? opts.ids.split(',').map((s) => resolveEnvId(s.trim())) : listEnvs().filter((e) => !envSpec(e.id).requires).map((e) => e.id);
       const report: BenchEnvsReport = { node: process.version, cpu: `${os.cpus()[0]?.model ?? 'unknown'} x ${os.cpus().length}`, loadAverage: os.loadavg()[0]!, seconds: opts.seconds, repeat: opts.repeat, results: [] };

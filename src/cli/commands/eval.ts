@@ -5,6 +5,7 @@ import { dirname, join } from 'node:path';
 import type { Command } from 'commander';
 import { EnvGroups, agentConfig, enginePolicy, oraclePolicy, randomPolicy, episodeRecord, rollout, writeEpisodeRecords, type AgentConfig, type Policy, type RolloutBatch } from '../../agent/index.js';
 import { envSpec, resolveEnvId } from '../../env/index.js';
+import { registerRemoteEnvs } from '../../env/remote/index.js';
 import { loadTokenizer, tinyTokenizerDir, type Tokenizer } from '../../tokenizer/index.js';
 import { defaultConfig, envGroupsOptions, loadConfig, loadSavedConfig, samplingOf, type RagenConfig } from '../../config/index.js';
 import { UsageError } from '../../util/index.js';
@@ -127,6 +128,7 @@ function openOut(out: string): string {
 export async function runEval(opts: EvalOptions): Promise<EvalReport> {
   if (opts.run && opts.preset) throw new UsageError('Give --run or --preset, not both.');
   const base: RagenConfig | undefined = opts.run ? loadSavedConfig(opts.run) : opts.preset ? loadConfig({ config: opts.preset }) : undefined;
+  await registerRemoteEnvs([...(opts.env ?? '').split(',').map((s) => s.trim()), ...(base?.env.val.map((e) => e.tag) ?? [])]);
   let cfg: AgentConfig;
   try {
     cfg = agentConfig({ ...base?.agent, ...(parseConfigPairs(opts.set) as Partial<AgentConfig>) });

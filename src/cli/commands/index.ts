@@ -1,6 +1,7 @@
 // The subcommands, in the order `ragen --help` lists them. Each module exports `register(program)`.
 import type { Command } from 'commander';
 import * as envs from './envs.js';
+import * as envServe from './env-serve.js';
 import * as play from './play.js';
 import * as solve from './solve.js';
 import * as bench from './bench.js';
@@ -14,4 +15,4 @@ import * as trainCmd from './train.js';
 import * as sft from './sft.js';
 import * as dashboard from './dashboard.js';
 
-export const commands: ((program: Command) => void)[] = [trainCmd.register, envs.register, play.register, solve.register, bench.register, evalCmd.register, sft.register, retrieval.register, dashboard.register];
+export const commands: ((program: Command) => void)[] = [trainCmd.register, envs.register, envServe.register, play.register, solve.register, bench.register, evalCmd.register, sft.register, retrieval.register, dashboard.register];

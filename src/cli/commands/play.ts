@@ -3,6 +3,7 @@ import type { Readable, Writable } from 'node:stream';
 import { createInterface } from 'node:readline';
 import type { Command } from 'commander';
 import { envSpec, makeEnv, resolveEnvId, type Env, type EnvInfo, type EnvMode, type StepResult } from '../../env/index.js';
+import { registerRemoteEnvs } from '../../env/remote/index.js';
 import { addEpisodeOptions, parseActions, parseConfigPairs, parsePositiveInt } from './env-options.js';
 
 interface PlayOptions {
@@ -36,12 +37,13 @@ export function register(program: Command): void {
   addEpisodeOptions(program
     .command('play')
     .description('Play an environment: interactively in a terminal, or scripted with --actions.')
-    .argument('<envId>', 'environment id (see `ragen envs`)'))
+    .argument('<envId>', 'environment id (see `ragen envs`), or remote:ws://host:port/<EnvId> for one served by `ragen env serve`'))
     .option('--actions <list>', 'actions to play, separated by || (as in an agent answer)')
     .option('--max-actions <n>', "truncate the episode after n actions, unrecognised ones included (default: the env's per-episode cap, `ragen envs --json`)", parsePositiveInt('--max-actions'))
     .option('--json', 'print {envId, seed, initial, steps} as JSON')
     .addHelpText('after', EXAMPLES)
     .action(async (envId: string, opts: PlayOptions) => {
+      await registerRemoteEnvs([envId]); // remote:ws://host:port/<EnvId>: reads the server's /metadata
       const id = resolveEnvId(envId);
       // Every env gets its training cap, not only those that end episodes themselves. Unlike EnvGroups,
       // unrecognised names count too, so no scripted episode outlives the cap.

@@ -1,0 +1,69 @@
+// `ragen env serve`: the `env` command group and its `serve` subcommand, which serves registered envs over
+// WebSocket sessions in OpenEnv's message shape until Ctrl-C (docs/environments.md, "Serving environments").
+import type { Command } from 'commander';
+import { UsageError } from '../../util/index.js';
+import { EnvServer } from '../../env/remote/index.js';
+import { parsePositive, parsePositiveInt } from './env-options.js';
+
+interface ServeOptions {
+  port: number;
+  host: string;
+  maxSessions: number;
+  idleTimeout: number;
+  maxMessageBytes: number;
+  stepTimeout: number;
+  verbose?: boolean;
+}
+
+const EXAMPLES = `
+Examples:
+  $ ragen env serve SimpleSokoban FrozenLake --port 8765
+  $ curl http://127.0.0.1:8765/metadata
+  $ ragen play remote:ws://127.0.0.1:8765/SimpleSokoban --seed 3 --actions "Up || Left"
+  $ ragen train --config configs/sokoban-ppo.yaml env.train.0.tag=remote:ws://127.0.0.1:8765/SimpleSokoban`;
+
+/** A TCP port (0 = any free port). */
+function parsePort(text: string): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new UsageError(`Bad --port \`${text}\`: give an integer from 0 to 65535 (0 picks a free port).`);
+  return n;
+}
+
+export function register(program: Command): void {
+  const env = program.command('env').description('Environment services: `ragen env serve` serves environments over the network (see also `ragen envs`).');
+  env
+    .command('serve')
+    .description('Serve registered environments over WebSocket sessions (OpenEnv message shape): ws://HOST:PORT/<EnvId>, plus GET /health, /metadata, /schema. Runs until Ctrl-C.')
+    .argument('<envId...>', 'environment ids to serve (see `ragen envs`)')
+    .option('--port <n>', 'TCP port (0 picks a free one)', parsePort, 8765)
+    .option('--host <addr>', 'address to listen on; 0.0.0.0 serves other machines (there is no authentication)', '127.0.0.1')
+    .option('--max-sessions <n>', 'concurrent sessions; past it a connection gets CAPACITY_REACHED', parsePositiveInt('--max-sessions'), 2048)
+    .option('--idle-timeout <s>', 'reap a session after this many seconds without a message', parsePositive('--idle-timeout'), 300)
+    .option('--max-message-bytes <n>', 'largest message handled; a larger one gets MESSAGE_TOO_LARGE', parsePositiveInt('--max-message-bytes'), 1 << 20)
+    .option('--step-timeout <s>', "longest an async env's reset/step may take before STEP_TIMEOUT closes the session", parsePositive('--step-timeout'), 30)
+    .option('--verbose', 'also log every session opened and closed')
+    .addHelpText('after', EXAMPLES)
+    .action(async (ids: string[], opts: ServeOptions) => {
+      const server = new EnvServer({ envIds: ids, host: opts.host, port: opts.port, maxSessions: opts.maxSessions, idleTimeoutS: opts.idleTimeout, maxMessageBytes: opts.maxMessageBytes, stepTimeoutS: opts.stepTimeout, ...(opts.verbose ? { verbose: true } : {}) });
+      let port: number;
+      try {
+        port = await server.listen();
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code === 'EADDRINUSE') throw new UsageError(`Port ${opts.port} on ${opts.host} is in use; pick another with --port (0 picks a free one).`);
+        if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') throw new UsageError(`Cannot listen on --host ${opts.host}: no such local address.`);
+        throw err;
+      }
+      const base = `${opts.host}:${port}`;
+      console.log(`ragen env serve: ${server.envIds.join(', ')} at ws://${base}/<EnvId> (health: http://${base}/health); Ctrl-C stops`);
+      for (const id of server.envIds) console.log(`  remote:ws://${base}/${id}`);
+      await new Promise<void>((resolve) => {
+        const stop = (signal: string): void => {
+          console.log(`ragen env serve: ${signal}, closing ${server.sessionCount} session(s)`);
+          void server.close().then(resolve);
+        };
+        process.once('SIGINT', () => stop('SIGINT'));
+        process.once('SIGTERM', () => stop('SIGTERM'));
+      });
+    });
+}
