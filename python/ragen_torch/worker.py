@@ -90,13 +90,13 @@ class Worker:
                 "stopped": torch.tensor([r[2] == "stop" for r in res], dtype=torch.uint8),
             }
         if op in ("forward", "backward_begin"):
-            ids = bufs["ids"].to(self.device, torch.long)
+            ids = bufs["ids"].reshape(h["B"], h["T"]).to(self.device, torch.long)
             lengths = bufs["lengths"].tolist()
             if op == "forward":
                 return {}, self.roles.forward(h["role"], ids, lengths, bool(h.get("entropy")))
             return {}, self.roles.backward_begin(h["role"], ids, lengths, bool(h.get("entropy")), bool(h.get("values")))
         if op == "backward_end":
-            self.roles.backward_end({k: t.to(self.device) for k, t in bufs.items()})
+            self.roles.backward_end({k: t.reshape(h["B"], h["T"]).to(self.device) for k, t in bufs.items()})
             return {}, {}
         if op == "optimizer_step":
             r = self.optimizer(h["role"]).step(h["settings"])
