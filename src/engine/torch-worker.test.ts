@@ -1,0 +1,104 @@
+// The torch worker's failure modes: garbage on stdout, a hang past the timeout, kill -9 mid-request, a Python
+// exception, and the parent dying (the worker must not outlive it). Each must end in a clear error, never a hang.
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { TorchEngine } from './torch.js';
+import { TorchRequestError, TorchWorker } from './torch-worker.js';
+import { torchPythonForTests } from './torch-testing.js';
+
+const python = torchPythonForTests();
+const TINY = join(import.meta.dirname, '../../models/ragen-tiny');
+
+/** A node one-liner standing in for the worker: it sends a valid handshake frame first when `hello` is set. */
+function fake(body: string, hello = true): string[] {
+  const greet = hello
+    ? `const h=Buffer.from(JSON.stringify({type:'hello',ok:true,protocol:1,torch:'fake',cuda:null,device:'cpu',deviceName:'cpu',precision:'float32',pid:process.pid,buffers:[]}));` +
+      `const p=Buffer.alloc(16);p.write('RGT1',0,'latin1');p.writeUInt32LE(h.length,4);p.writeBigUInt64LE(0n,8);process.stdout.write(Buffer.concat([p,h]));`
+    : '';
+  return [process.execPath, '-e', greet + body];
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function waitGone(pid: number, ms: number): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (!alive(pid)) return true;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return !alive(pid);
+}
+
+describe('TorchWorker failures', () => {
+  it('rejects a worker that prints garbage on stdout, quoting it', async () => {
+    const start = TorchWorker.start({ python: 'unused', command: fake(`console.log('Loading weights... done'); setInterval(() => {}, 1000);`, false), echoStderr: false });
+    await expect(start).rejects.toThrow(/not a protocol frame.*Loading weights/);
+  });
+
+  it('fails a request that runs past its timeout and stops the worker', async () => {
+    const w = await TorchWorker.start({ python: 'unused', command: fake(`process.stdin.on('data', () => {}); setInterval(() => {}, 1000);`), echoStderr: false });
+    const t0 = Date.now();
+    await expect(w.request('forward', {}, {}, 0.5)).rejects.toThrow(/forward ran past its timeout of 0.5 s/);
+    expect(Date.now() - t0).toBeLessThan(5000);
+    expect(await waitGone(w.pid, 3000)).toBe(true);
+    await expect(w.request('forward')).rejects.toThrow(/timeout/); // later requests fail at once
+  });
+
+  it('reports the exit code and the last stderr lines of a worker that dies', async () => {
+    const w = await TorchWorker.start({ python: 'unused', command: fake(`process.stdin.on('data', () => { console.error('CUDA error: an illegal memory access'); setTimeout(() => process.exit(3), 50); });`), echoStderr: false });
+    await expect(w.request('generate')).rejects.toThrow(/exited with code 3[\s\S]*illegal memory access[\s\S]*generate/);
+  });
+});
+
+describe.skipIf(!python)('TorchWorker failures (real worker)', () => {
+  it('turns a Python exception into an error naming its type and message, and keeps serving', async () => {
+    const engine = await TorchEngine.fromPretrained(TINY, { python: python!, echoStderr: false });
+    try {
+      const batch = { B: 1, T: 3, ids: Int32Array.from([1, 2, 3]), attentionMask: Uint8Array.from([1, 1, 1]), lengths: Int32Array.from([3]) };
+      const err = await engine.forward(batch, { role: 'reference' }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(TorchRequestError);
+      expect((err as Error).message).toMatch(/forward failed: ValueError: this engine has no reference model[\s\S]*roles\.py/);
+      expect((await engine.forward(batch, { role: 'policy' })).logprobs.length).toBe(3);
+    } finally {
+      engine.dispose();
+    }
+  }, 30_000);
+
+  it('reports kill -9 during a request with the signal, and fails later requests at once', async () => {
+    const engine = await TorchEngine.fromPretrained(TINY, { python: python!, echoStderr: false });
+    const prompts = Array.from({ length: 16 }, () => [1, 2, 3]);
+    const gen = engine.generate(prompts, { maxNewTokens: 900, temperature: 1, seed: 0 });
+    setTimeout(() => process.kill(engine.pid, 'SIGKILL'), 300);
+    await expect(gen).rejects.toThrow(/killed by signal SIGKILL[\s\S]*generate/);
+    await expect(engine.generate(prompts, { maxNewTokens: 1, temperature: 0, seed: 0 })).rejects.toThrow(/SIGKILL/);
+    engine.dispose();
+  }, 30_000);
+
+  it('does not outlive a parent that is killed with SIGKILL', async () => {
+    // The parent: a node process that starts a worker, prints its pid and waits.
+    const script = `import { TorchWorker } from ${JSON.stringify(join(import.meta.dirname, 'torch-worker.ts'))};
+const w = await TorchWorker.start({ python: ${JSON.stringify(python)}, device: 'cpu' });
+console.log('PID ' + w.pid); setInterval(() => {}, 1000);`;
+    const parent = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const pid = await new Promise<number>((resolve, reject) => {
+      let out = '';
+      parent.stdout!.on('data', (d: Buffer) => {
+        out += d.toString();
+        const m = /PID (\d+)/.exec(out);
+        if (m) resolve(Number(m[1]));
+      });
+      parent.on('exit', (code) => reject(new Error(`parent exited early (${code}): ${out}`)));
+    });
+    expect(alive(pid)).toBe(true);
+    parent.kill('SIGKILL');
+    expect(await waitGone(pid, 5000), `worker ${pid} still running after its parent was killed`).toBe(true);
+  }, 30_000);
+});
