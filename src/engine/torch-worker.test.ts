@@ -1,8 +1,11 @@
 // The torch worker's failure modes: garbage on stdout, a hang past the timeout, kill -9 mid-request, a Python
 // exception, and the parent dying (the worker must not outlive it). Each must end in a clear error, never a hang.
 import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { sequenceBatch } from './batch.js';
 import { TorchEngine } from './torch.js';
 import { TorchRequestError, TorchWorker } from './torch-worker.js';
 import { torchPythonForTests } from './torch-testing.js';
@@ -101,4 +104,33 @@ console.log('PID ' + w.pid); setInterval(() => {}, 1000);`;
     parent.kill('SIGKILL');
     expect(await waitGone(pid, 5000), `worker ${pid} still running after its parent was killed`).toBe(true);
   }, 30_000);
+
+  it('names what is wrong with bad input: no config.json, an architecture it lacks, a device or precision the machine lacks', async () => {
+    const empty = mkdtempSync(join(tmpdir(), 'ragen-torch-bad-'));
+    await expect(TorchEngine.fromPretrained(empty, { python: python! })).rejects.toThrow(/config\.json is missing/);
+    writeFileSync(join(empty, 'config.json'), JSON.stringify({ model_type: 'gpt2', architectures: ['GPT2LMHeadModel'], vocab_size: 10, hidden_size: 8, intermediate_size: 8, num_hidden_layers: 1, num_attention_heads: 2 }));
+    await expect(TorchEngine.fromPretrained(empty, { python: python!, device: 'cpu', echoStderr: false })).rejects.toThrow(/load failed: CheckpointError: .*model_type `gpt2` \(architectures \['GPT2LMHeadModel'\]\) is not supported.*supported: qwen2, qwen3, llama/);
+    await expect(TorchWorker.start({ python: python!, device: 'cpu', precision: 'bfloat16', echoStderr: false })).rejects.toThrow(/bfloat16 needs a CUDA GPU.*use precision float32/);
+    const cuda = await TorchWorker.start({ python: python!, device: 'cuda', echoStderr: false }).then((w) => { w.close(0); return w.info.device; }, (e: Error) => e.message);
+    expect(cuda).toMatch(/^cuda|torch .* sees no CUDA GPU.*use device cpu/);
+  }, 60_000);
+
+  it('gives the same outputs with a small token budget (many chunks) as with one chunk', async () => {
+    const batch = sequenceBatch([[1, 2, 3, 4, 5, 6, 7, 8, 9, 10], [11, 12, 13], [14, 15, 16, 17, 18, 19], [20, 21]]);
+    const small = await TorchEngine.fromPretrained(TINY, { python: python!, tokenBudget: 16, critic: 'shared', echoStderr: false });
+    const big = await TorchEngine.fromPretrained(TINY, { python: python!, critic: 'shared', echoStderr: false });
+    try {
+      for (const role of ['policy', 'critic'] as const) {
+        const [a, b] = [await small.forward(batch, { role, entropy: true }), await big.forward(batch, { role, entropy: true })];
+        for (const k of ['logprobs', 'entropy', 'values'] as const) {
+          if (!b[k]) continue;
+          expect(a[k]!.length).toBe(b[k]!.length);
+          a[k]!.forEach((x, i) => expect(Math.abs(x - b[k]![i]!), `${role} ${k}[${i}]`).toBeLessThan(1e-5));
+        }
+      }
+    } finally {
+      small.dispose();
+      big.dispose();
+    }
+  }, 60_000);
 });
