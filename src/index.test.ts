@@ -12,7 +12,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 /** The public runtime names, by section of src/index.ts (types are checked by tsc, not listed here). */
 const PUBLIC = {
   env: ['invalidInfo', 'matchActionName', 'registerEnv', 'makeEnv', 'listEnvs', 'envSpec', 'resolveEnvId', 'resolveEnvConfig', 'Wrapper', 'OrderEnforcing', 'TimeLimit', 'EpisodeStatistics', 'wrapEnv', 'checkEnv', 'checkRegisteredEnv', 'EnvCheckError'],
-  engine: ['LocalEngine', 'sequenceBatch'],
+  engine: ['LocalEngine', 'TorchEngine', 'sequenceBatch'],
   model: ['Transformer', 'modelConfig', 'countParameters', 'loadModel', 'saveModel'],
   tokenizer: ['HfTokenizer', 'loadTokenizer', 'loadQwenTokenizer', 'tinyTokenizerDir', 'ChatTemplate'],
   agent: ['agentConfig', 'EnvGroups', 'enginePolicy', 'oraclePolicy', 'randomPolicy', 'rollout', 'parseResponse', 'collate', 'episodeRecord', 'writeEpisodeRecords'],
