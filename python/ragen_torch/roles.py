@@ -32,8 +32,8 @@ def load_value_head(directory, hidden, device, generator):
 
 
 class Roles:
-    def __init__(self, device, autocast=None, budget=4096):
-        self.device, self.autocast, self.budget = device, autocast, budget
+    def __init__(self, device, autocast=None, budget=4096, dist=None):
+        self.device, self.autocast, self.budget, self.dist = device, autocast, budget, dist
         self.pending = None  # the graph of a backward waiting for its output gradients
 
     def load(self, a):
@@ -77,9 +77,9 @@ class Roles:
         head = [("value_head.weight", self.value_head.weight), ("value_head.bias", self.value_head.bias)]
         return (self.critic_model.trainable() if self.critic_model is not None else []) + head
 
-    def chunks(self, lengths):
-        """Rows in groups of similar length (longest first) whose padded size fits the token budget."""
-        order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
+    def chunks(self, lengths, rows):
+        """`rows` in groups of similar length (longest first) whose padded size fits the token budget."""
+        order = sorted(rows, key=lambda i: (-lengths[i], i))
         cur = []
         for i in order:
             longest = lengths[cur[0]] if cur else lengths[i]
@@ -114,7 +114,7 @@ class Roles:
         model.set_adapters(adapters)
         parts = []
         try:
-            for rows in self.chunks(lengths):
+            for rows in self.chunks(lengths, self.dist.rows(len(lengths)) if self.dist else range(len(lengths))):
                 L = max(lengths[r] for r in rows)
                 if L < 2:
                     continue
@@ -139,13 +139,13 @@ class Roles:
         return parts
 
     def aligned(self, parts, B, T, keys):
-        """Token-aligned (B, T) float32 CPU arrays of the chunk outputs: entry (b, t) scores token t."""
+        """Token-aligned (B, T) float32 CPU arrays of the chunk outputs (every rank's rows): entry (b, t) scores token t."""
         res = {k: torch.zeros(B, T) for k in keys}
         for rows, L, out in parts:
             idx = torch.tensor(rows)
             for k, t in out.items():
                 res[k][idx, 1:L] = t.detach().float().cpu()
-        return res
+        return {k: self.dist.sum_(v) for k, v in res.items()} if self.dist else res
 
     def keys(self, role, entropy, values):
         keys = ["logprobs"]

@@ -14,6 +14,7 @@ import torch
 
 from . import PROTOCOL_VERSION
 from .checkpoint import save_model
+from .dist import Dist
 from .generate import generate
 from .optim import RoleOptimizer, load_optimizers, save_optimizers
 from .protocol import read_frame, write_frame
@@ -51,9 +52,9 @@ def pick_device(name, precision):
 
 
 class Worker:
-    def __init__(self, device, autocast, budget):
-        self.device = device
-        self.roles = Roles(device, autocast, budget)
+    def __init__(self, device, autocast, budget, dist):
+        self.device, self.dist = device, dist
+        self.roles = Roles(device, autocast, budget, dist)
         self.autocast = autocast
         self.optimizers = {}
         self.pieces = None
@@ -80,7 +81,13 @@ class Worker:
             for n in lens:
                 prompts.append(flat[off : off + n])
                 off += n
-            res = generate(self.roles.policy, prompts, h["params"], self.pieces, self.roles.budget * 16, self.autocast)
+            mine = self.dist.rows(len(prompts))  # each rank samples its share of the prompts with its own seed
+            params = dict(h["params"], seed=int(h["params"]["seed"]) + 1000003 * self.dist.rank)
+            done = generate(self.roles.policy, [prompts[i] for i in mine], params, self.pieces, self.roles.budget * 16, self.autocast)
+            res = [None] * len(prompts)
+            for rows, outs in self.dist.gather((mine, done)):
+                for i, r in zip(rows, outs):
+                    res[i] = r
             tokens = [t for r in res for t in r[0]]
             lps = [x for r in res for x in r[1]]
             return {}, {
@@ -99,6 +106,7 @@ class Worker:
             self.roles.backward_end({k: t.reshape(h["B"], h["T"]).to(self.device) for k, t in bufs.items()})
             return {}, {}
         if op == "optimizer_step":
+            self.dist.sync_grads(self.roles.parameters(h["role"]))
             r = self.optimizer(h["role"]).step(h["settings"])
             norm = r["gradNorm"]
             return {"gradNorm": norm if math.isfinite(norm) else str(norm), "skipped": r["skipped"]}, {}
@@ -107,10 +115,12 @@ class Worker:
             return {}, {}
         if op == "tensors":  # parameters or their gradients by name (tests, tools)
             named = self.roles.parameters(h["role"])
-            pick = (lambda p: p.grad) if h.get("what") == "grad" else (lambda p: p)
-            return {}, {n: (pick(p) if pick(p) is not None else torch.zeros_like(p)).detach().float() for n, p in named}
+            if h.get("what") == "grad":  # summed over ranks without touching the accumulating gradients
+                return {}, {n: self.dist.sum_((p.grad if p.grad is not None else torch.zeros_like(p)).detach().float().clone()) for n, p in named}
+            return {}, {n: p.detach().float() for n, p in named}
         if op == "save":
-            self.save(h)
+            if self.dist.rank == 0:  # the ranks hold the same weights and optimiser state
+                self.save(h)
             return {}, {}
         if op == "load_optimizer":
             load_optimizers(h["dir"], self.optimizer)
@@ -147,30 +157,38 @@ def main(argv=None):
     sys.stdout = sys.stderr
     die_with_parent()
     torch.set_num_threads(int(os.environ.get("RAGEN_TORCH_THREADS", torch.get_num_threads())))
-    hello = {"type": "hello", "protocol": PROTOCOL_VERSION, "torch": torch.__version__, "cuda": torch.version.cuda, "pid": os.getpid()}
+    dist = Dist()
+    lead = dist.rank == 0  # only rank 0 reads requests and writes replies
+    hello = {"type": "hello", "protocol": PROTOCOL_VERSION, "torch": torch.__version__, "cuda": torch.version.cuda, "pid": os.getpid(), "ranks": dist.world}
     try:
-        device, autocast, precision = pick_device(args.device, args.precision)
+        device, autocast, precision = pick_device(args.device if dist.world == 1 or args.device not in ("auto", "cuda") or not torch.cuda.is_available() else f"cuda:{dist.local_rank}", args.precision)
+        dist.init(device)
     except RuntimeError as e:
-        write_frame(out, dict(hello, ok=False, error={"type": "DeviceError", "message": str(e), "traceback": ""}))
+        if lead:
+            write_frame(out, dict(hello, ok=False, error={"type": "DeviceError", "message": str(e), "traceback": ""}))
         return 1
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
-    write_frame(out, dict(hello, ok=True, device=str(device), deviceName=name, precision=precision, sdpa=hasattr(torch.nn.functional, "scaled_dot_product_attention")))
-    worker = Worker(device, autocast, args.token_budget)
+    if lead:
+        write_frame(out, dict(hello, ok=True, device=str(device), deviceName=name, precision=precision, sdpa=hasattr(torch.nn.functional, "scaled_dot_product_attention")))
+    worker = Worker(device, autocast, args.token_budget, dist)
     stdin = sys.stdin.buffer
     while True:
-        frame = read_frame(stdin)
+        frame = dist.share(read_frame(stdin) if lead else None)
         if frame is None:
             return 0  # the parent closed our stdin (or exited)
         h, bufs = frame
         rid, op = h.get("id"), h.get("op")
         if op == "shutdown":
-            write_frame(out, {"id": rid, "ok": True})
+            if lead:
+                write_frame(out, {"id": rid, "ok": True})
             return 0
         try:
             reply, rbufs = worker.handle(op, h, bufs)
-            write_frame(out, dict(reply, id=rid, ok=True), rbufs)
+            if lead:
+                write_frame(out, dict(reply, id=rid, ok=True), rbufs)
         except Exception as e:  # noqa: BLE001 -- every failure goes back to TypeScript as a structured reply
-            write_frame(out, error_reply(rid, e))
+            if lead:
+                write_frame(out, error_reply(rid, e))
         finally:
             del frame, bufs
 

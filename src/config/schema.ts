@@ -40,6 +40,8 @@ export const TorchSchema = z.strictObject({
   device: z.string().regex(/^(auto|cpu|cuda(:\d+)?)$/, 'expected auto, cpu, cuda or cuda:N').default('auto'),
   /** Most tokens (rows x longest row) the worker runs through the model at once; lower it when the worker reports out-of-memory. @default 4096 */
   tokenBudget: z.number().int().min(16).default(4096),
+  /** Data-parallel worker processes on this machine (gloo on CPU, NCCL on CUDA): each holds the model and takes its share of every batch and of the prompts; gradients are summed across them. @default 1 */
+  ranks: z.number().int().min(1).default(1),
 });
 
 /** The policy model and the engine that runs it. */

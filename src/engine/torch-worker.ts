@@ -3,6 +3,7 @@
 // with an error naming the exit code or signal and its last stderr lines; it never hangs the caller.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
 import { encodeFrame, FrameReader, PROTOCOL_VERSION, type Frame, type FrameArray } from './torch-protocol.js';
 
@@ -20,6 +21,11 @@ export interface TorchWorkerOptions {
   startTimeoutS?: number;
   /** Seconds one request may take before the worker is stopped. @default 3600 */
   requestTimeoutS?: number;
+  /**
+   * Data-parallel ranks on this machine (gloo on CPU, NCCL on CUDA, rendezvous through the environment variables
+   * torchrun sets): each rank holds the model and takes its share of every batch; rank 0 talks to this process. @default 1
+   */
+  ranks?: number;
   /** Replace the command (tests: a fake worker); gets no further arguments. */
   command?: string[];
   /** Forward the worker's stderr lines to this process's stderr. @default true */
@@ -35,6 +41,8 @@ export interface TorchHello {
   deviceName: string;
   precision: string;
   pid: number;
+  /** Data-parallel ranks. */
+  ranks: number;
 }
 
 /** A failure of the worker process itself (not of a request it answered). */
@@ -68,6 +76,18 @@ export function workerPackageDir(): string {
   throw new TorchWorkerError(`python/ragen_torch was not found above ${import.meta.dirname}; reinstall ragen-ts (the package ships python/)`);
 }
 
+/** A TCP port free on 127.0.0.1 now (the ranks' rendezvous). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
 export class TorchWorker {
   private readonly reader = new FrameReader();
   private readonly pending = new Map<number, Pending>();
@@ -77,10 +97,15 @@ export class TorchWorker {
   private exited = false;
   private hello!: TorchHello;
 
+  /** Ranks 1.. of a data-parallel worker (rank 0 is `child`). */
+  private helpers: ChildProcess[] = [];
+
   private constructor(private readonly child: ChildProcess, private readonly opts: TorchWorkerOptions) {}
 
   /** Spawn the worker and wait for its handshake. */
   static async start(opts: TorchWorkerOptions): Promise<TorchWorker> {
+    const ranks = opts.ranks ?? 1;
+    if (!Number.isInteger(ranks) || ranks < 1) throw new RangeError(`torch worker: ranks must be a positive integer, got ${ranks}`);
     const args = opts.command ?? [opts.python, '-m', 'ragen_torch', '--device', opts.device ?? 'auto', '--precision', opts.precision ?? 'auto', '--token-budget', String(opts.tokenBudget ?? 4096)];
     const pkg = opts.command ? '' : workerPackageDir();
     const env = {
@@ -90,8 +115,11 @@ export class TorchWorker {
       PYTHONUNBUFFERED: '1',
       RAGEN_PARENT_PID: String(process.pid),
     };
-    const child = spawn(args[0]!, args.slice(1), { env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const dist = (rank: number, port: number) => ({ RANK: String(rank), LOCAL_RANK: String(rank), WORLD_SIZE: String(ranks), LOCAL_WORLD_SIZE: String(ranks), MASTER_ADDR: '127.0.0.1', MASTER_PORT: String(port) });
+    const port = ranks > 1 ? await freePort() : 0;
+    const child = spawn(args[0]!, args.slice(1), { env: ranks > 1 ? { ...env, ...dist(0, port) } : env, stdio: ['pipe', 'pipe', 'pipe'] });
     const w = new TorchWorker(child, opts);
+    for (let r = 1; r < ranks; r++) w.addHelper(spawn(args[0]!, args.slice(1), { env: { ...env, ...dist(r, port) }, stdio: ['ignore', 'ignore', 'pipe'] }), r);
     w.hello = await w.wire(opts.startTimeoutS ?? 120);
     return w;
   }
@@ -130,7 +158,9 @@ export class TorchWorker {
     if (this.exited) return;
     this.failure ??= new TorchWorkerError('torch worker: the engine was disposed');
     this.child.stdin!.end();
-    const t = setTimeout(() => this.child.kill('SIGKILL'), graceS * 1000);
+    const t = setTimeout(() => {
+      for (const c of [this.child, ...this.helpers]) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    }, graceS * 1000);
     t.unref();
     this.setRef(false);
   }
@@ -162,14 +192,7 @@ export class TorchWorker {
         }
         for (const f of frames) this.reply(f);
       });
-      child.stderr!.on('data', (data: Buffer) => {
-        for (const line of data.toString('utf8').split('\n')) {
-          if (!line) continue;
-          this.stderrTail.push(line);
-          if (this.stderrTail.length > 30) this.stderrTail.shift();
-          if (this.opts.echoStderr ?? true) process.stderr.write(`[torch worker] ${line}\n`);
-        }
-      });
+      child.stderr!.on('data', (data: Buffer) => this.stderrLines(data));
       child.stdin!.on('error', () => undefined); // EPIPE after a crash: reported by 'exit' with the reason
       child.on('error', (e) => this.fail(new TorchWorkerError(`torch worker could not be started (${this.opts.command?.[0] ?? this.opts.python}): ${e.message}`)));
       child.on('exit', (code, signal) => {
@@ -179,6 +202,27 @@ export class TorchWorker {
       });
       this.setRef(true);
     });
+  }
+
+  /** Rank `rank` (> 0): its stderr joins the tail; its death fails the worker (rank 0 would wait for it forever). */
+  private addHelper(c: ChildProcess, rank: number): void {
+    this.helpers.push(c);
+    c.stderr!.on('data', (data: Buffer) => this.stderrLines(data, `rank ${rank}: `));
+    c.on('exit', (code, signal) => {
+      if (this.failure) return; // closing: the ranks end when rank 0 does
+      setImmediate(() => this.fail(new TorchWorkerError(`torch worker rank ${rank} (pid ${c.pid}) ${signal ? `was killed by signal ${signal}` : `exited with code ${code}`}.${this.tail()}`)));
+    });
+    c.unref();
+    (c.stderr as unknown as { unref?(): void }).unref?.();
+  }
+
+  private stderrLines(data: Buffer, prefix = ''): void {
+    for (const line of data.toString('utf8').split('\n')) {
+      if (!line) continue;
+      this.stderrTail.push(prefix + line);
+      if (this.stderrTail.length > 30) this.stderrTail.shift();
+      if (this.opts.echoStderr ?? true) process.stderr.write(`[torch worker] ${prefix}${line}\n`);
+    }
   }
 
   private reply(f: Frame): void {
@@ -204,6 +248,7 @@ export class TorchWorker {
     }
     this.pending.clear();
     if (!this.exited) this.child.kill('SIGKILL');
+    for (const h of this.helpers) if (h.exitCode === null && h.signalCode === null) h.kill('SIGKILL');
     this.setRef(false);
   }
 
