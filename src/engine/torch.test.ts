@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LoraAdapters, loadModel, modelConfig, readSafetensors, saveModel, Transformer, ValueHead, writeSafetensors } from '../model/index.js';
+import { loadTokenizer } from '../tokenizer/index.js';
 import { Rng } from '../util/index.js';
 import { sequenceBatch } from './batch.js';
 import { LocalEngine } from './local.js';
@@ -208,6 +209,30 @@ describe.skipIf(!python).each(CASES)('TorchEngine equals LocalEngine on %s', (na
     } finally {
       reloaded.dispose();
       again.dispose();
+    }
+  }, 60_000);
+});
+
+describe.skipIf(!python)('TorchEngine stop strings', () => {
+  it('stops where the local engine stops: greedy completions with stop strings are equal, cut after the token that completes one', async () => {
+    const tok = loadTokenizer(TINY);
+    const decode = (ids: number[]) => tok.decode(ids);
+    const torch = await TorchEngine.fromPretrained(TINY, { python: python!, decode, echoStderr: false });
+    const local = await LocalEngine.fromPretrained(TINY, { decode });
+    try {
+      const prompts = ['Turn 1:\nState:\n#####\n#_P_#\nYou have 2 actions left. Always output: <think>', 'Hello', 'Turn 1:'].map((s) => tok.encode(s));
+      const params = { maxNewTokens: 40, temperature: 0, seed: 0, stopStrings: ['</answer>', ')</think>'] };
+      const [a, b] = [await torch.generate(prompts, params), await local.generate(prompts, params)];
+      expect(a.map((g) => [g.tokens, g.finishReason])).toEqual(b.map((g) => [g.tokens, g.finishReason]));
+      expect(a.some((g) => g.finishReason === 'stop')).toBe(true);
+      for (const g of a.filter((x) => x.finishReason === 'stop')) {
+        expect(params.stopStrings.some((s) => decode(g.tokens).includes(s))).toBe(true);
+        expect(params.stopStrings.some((s) => decode(g.tokens.slice(0, -1)).includes(s))).toBe(false);
+        expect(g.logprobs.length).toBe(g.tokens.length);
+      }
+    } finally {
+      torch.dispose();
+      local.dispose();
     }
   }, 60_000);
 });
