@@ -9,6 +9,7 @@ import os
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+import torch.utils.checkpoint
 
 from .safetensors_io import CheckpointError, load_weights, read_safetensors
 
@@ -188,6 +189,7 @@ class Decoder(nn.Module):
         self.model = Trunk(c)
         self.lm_head = None if c.tied else Linear(c.C, c.V, False)
         self.lora = None  # {"r", "alpha", "dropout", "target_modules"} once adapters are attached
+        self.checkpointing = False  # recompute each layer in backward instead of keeping its activations
 
     def head_weight(self):
         return self.model.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
@@ -209,8 +211,12 @@ class Decoder(nn.Module):
             mask = mask & (key_valid[:, None, None, :S] | own[None, None])
         else:
             mask = mask.expand(B, 1, T, S)
+        recompute = self.checkpointing and cache is None and torch.is_grad_enabled()
         for i, layer in enumerate(self.model.layers):
-            h = layer(h, cos, sin, mask, None if cache is None else cache[i], start)
+            if recompute:  # the RNG state is restored for the recomputation, so LoRA dropout masks repeat
+                h = torch.utils.checkpoint.checkpoint(layer, h, cos, sin, mask, use_reentrant=False)
+            else:
+                h = layer(h, cos, sin, mask, None if cache is None else cache[i], start)
         return self.model.norm(h)
 
     def logits(self, hidden):

@@ -65,6 +65,9 @@ class Roles:
             self.critic_source = src
         elif self.critic_mode is not None:
             raise ValueError(f"critic must be 'shared', 'separate' or null, got {self.critic_mode!r}")
+        for m in (self.policy, self.critic_model):
+            if m is not None:
+                m.checkpointing = bool(a.get("gradientCheckpointing"))
 
     def parameters(self, role):
         """Trainable (name, parameter) of a role, named as the local engine names them."""

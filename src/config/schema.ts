@@ -42,6 +42,8 @@ export const TorchSchema = z.strictObject({
   tokenBudget: z.number().int().min(16).default(4096),
   /** Data-parallel worker processes on this machine (gloo on CPU, NCCL on CUDA): each holds the model and takes its share of every batch and of the prompts; gradients are summed across them. @default 1 */
   ranks: z.number().int().min(1).default(1),
+  /** Recompute each decoder layer's activations during backward instead of keeping them: less memory for long sequences, about a third more compute. @default false */
+  gradientCheckpointing: z.boolean().default(false),
 });
 
 /** The policy model and the engine that runs it. */

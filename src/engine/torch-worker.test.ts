@@ -115,11 +115,18 @@ console.log('PID ' + w.pid); setInterval(() => {}, 1000);`;
     expect(cuda).toMatch(/^cuda|torch .* sees no CUDA GPU.*use device cpu/);
   }, 60_000);
 
-  it('gives the same outputs with a small token budget (many chunks) as with one chunk', async () => {
+  it('gives the same outputs and gradients with a small token budget (many chunks) and gradient checkpointing as without', async () => {
     const batch = sequenceBatch([[1, 2, 3, 4, 5, 6, 7, 8, 9, 10], [11, 12, 13], [14, 15, 16, 17, 18, 19], [20, 21]]);
-    const small = await TorchEngine.fromPretrained(TINY, { python: python!, tokenBudget: 16, critic: 'shared', echoStderr: false });
-    const big = await TorchEngine.fromPretrained(TINY, { python: python!, critic: 'shared', echoStderr: false });
+    const lora = { r: 4, alpha: 8 };
+    const small = await TorchEngine.fromPretrained(TINY, { python: python!, tokenBudget: 16, gradientCheckpointing: true, critic: 'shared', lora, seed: 3, echoStderr: false });
+    const big = await TorchEngine.fromPretrained(TINY, { python: python!, critic: 'shared', lora, seed: 3, echoStderr: false });
     try {
+      for (const e of [small, big]) await e.backward(batch, { role: 'policy', values: true }, (o) => ({ logprobs: o.logprobs.map((_, i) => Math.sin(i)), values: o.values!.map((_, i) => Math.cos(i)) }));
+      const [gs, gb] = [await small.tensors('policy', 'grad'), await big.tensors('policy', 'grad')];
+      for (const [n, g] of gb) {
+        const scale = g.reduce((m, x) => Math.max(m, Math.abs(x)), 0);
+        gs.get(n)!.forEach((x, i) => expect(Math.abs(x - g[i]!), n).toBeLessThanOrEqual(1e-4 * scale + 1e-8));
+      }
       for (const role of ['policy', 'critic'] as const) {
         const [a, b] = [await small.forward(batch, { role, entropy: true }), await big.forward(batch, { role, entropy: true })];
         for (const k of ['logprobs', 'entropy', 'values'] as const) {
