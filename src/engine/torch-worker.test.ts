@@ -70,6 +70,10 @@ describe.skipIf(!python)('TorchWorker failures (real worker)', () => {
       expect(err).toBeInstanceOf(TorchRequestError);
       expect((err as Error).message).toMatch(/forward failed: ValueError: this engine has no reference model[\s\S]*roles\.py/);
       expect((await engine.forward(batch, { role: 'policy' })).logprobs.length).toBe(3);
+      engine.zeroGrad('critic'); // not awaited (void in the seam): its error comes with a later request, once
+      await new Promise((r) => setTimeout(r, 500));
+      await expect(engine.forward(batch, { role: 'policy' })).rejects.toThrow(/zero_grad failed: ValueError: this engine has no critic/);
+      expect((await engine.forward(batch, { role: 'policy' })).logprobs.length).toBe(3);
     } finally {
       engine.dispose();
     }

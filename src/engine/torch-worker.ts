@@ -94,6 +94,8 @@ export class TorchWorker {
   private readonly stderrTail: string[] = [];
   private nextId = 1;
   private failure: Error | null = null;
+  /** The error of a `post`ed request, thrown by the next `request`. */
+  private deferred: Error | null = null;
   private exited = false;
   private hello!: TorchHello;
 
@@ -137,6 +139,11 @@ export class TorchWorker {
   /** Send a request and wait for its reply (rejects with TorchRequestError or TorchWorkerError). */
   request(op: string, header: Record<string, unknown> = {}, buffers: Record<string, FrameArray> = {}, timeoutS = this.opts.requestTimeoutS ?? 3600): Promise<Frame> {
     if (this.failure) return Promise.reject(this.failure);
+    if (this.deferred) {
+      const e = this.deferred;
+      this.deferred = null;
+      return Promise.reject(e);
+    }
     const id = this.nextId++;
     return new Promise<Frame>((resolve, reject) => {
       const timer = setTimeout(() => this.fail(new TorchWorkerError(`torch worker: ${op} ran past its timeout of ${timeoutS} s; the worker (pid ${this.pid}) was stopped.${this.tail()}`)), timeoutS * 1000);
@@ -146,10 +153,10 @@ export class TorchWorker {
     });
   }
 
-  /** A request whose reply nobody awaits (e.g. zeroGrad); a failure surfaces at the next request. */
+  /** A request whose reply nobody awaits (e.g. zeroGrad); its failure is thrown by a later `request` (once). */
   post(op: string, header: Record<string, unknown> = {}): void {
     this.request(op, header).catch((e: Error) => {
-      if (!this.failure) this.failure = e;
+      if (!this.failure) this.deferred ??= e;
     });
   }
 
