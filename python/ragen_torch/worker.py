@@ -156,7 +156,11 @@ def main(argv=None):
     os.dup2(2, 1)  # stray prints (ours, torch's, C libraries') go to stderr, never into the frame stream
     sys.stdout = sys.stderr
     die_with_parent()
-    torch.set_num_threads(int(os.environ.get("RAGEN_TORCH_THREADS", torch.get_num_threads())))
+    # Threads: RAGEN_TORCH_THREADS, else RAGEN_THREADS (the local kernels' setting), else torch's default. On a busy
+    # host fewer threads win by far (OpenMP threads spin while they wait for a core).
+    threads = os.environ.get("RAGEN_TORCH_THREADS") or os.environ.get("RAGEN_THREADS")
+    if threads:
+        torch.set_num_threads(int(threads))
     dist = Dist()
     lead = dist.rank == 0  # only rank 0 reads requests and writes replies
     hello = {"type": "hello", "protocol": PROTOCOL_VERSION, "torch": torch.__version__, "cuda": torch.version.cuda, "pid": os.getpid(), "ranks": dist.world}

@@ -5,6 +5,9 @@ import { findTorchPython, TORCH_MISSING } from './python.js';
 
 let cached: string | null | undefined;
 
+// vitest runs test files in parallel on few cores: one torch thread per worker (more spin and contend).
+process.env.RAGEN_TORCH_THREADS ??= '1';
+
 /** The Python with torch, or null (skip) when there is none and CI does not require it. */
 export function torchPythonForTests(): string | null {
   if (cached !== undefined) return cached;
