@@ -38,6 +38,8 @@ export function encodeFrame(header: Record<string, unknown>, buffers: Record<str
 export class FrameReader {
   private chunks: Buffer[] = [];
   private size = 0;
+  /** Bytes the frame being received needs (its prefix read), so that chunks are joined once, not per chunk. */
+  private need = 16;
 
   /** Feed bytes; returns the frames completed by them. */
   push(data: Buffer): Frame[] {
@@ -45,7 +47,7 @@ export class FrameReader {
     this.size += data.length;
     const frames: Frame[] = [];
     for (;;) {
-      if (this.size < PREFIX) break;
+      if (this.size < this.need) break;
       const buf = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks);
       this.chunks = [buf];
       const magic = buf.toString('latin1', 0, 4);
@@ -53,6 +55,7 @@ export class FrameReader {
       const hlen = buf.readUInt32LE(4);
       const blen = Number(buf.readBigUInt64LE(8));
       const total = PREFIX + hlen + blen;
+      this.need = total;
       if (buf.length < total) break;
       const header = JSON.parse(buf.toString('utf8', PREFIX, PREFIX + hlen)) as Record<string, unknown>;
       const buffers: Record<string, FrameArray> = {};
@@ -72,6 +75,7 @@ export class FrameReader {
       const rest = buf.subarray(total);
       this.chunks = rest.length > 0 ? [rest] : [];
       this.size = rest.length;
+      this.need = PREFIX;
     }
     return frames;
   }
