@@ -1,7 +1,8 @@
 // The torch engine against the local engine on the same checkpoints (the shipped tiny model and a random Qwen3-style
 // model with GQA, attention biases, untied embeddings and q/k norm; each also with LoRA): per-token outputs,
 // gradients, weights after AdamW steps, greedy generations, sampled log-probs, checkpoints both ways.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,6 +13,7 @@ import { sequenceBatch } from './batch.js';
 import { LocalEngine } from './local.js';
 import { TorchEngine } from './torch.js';
 import { torchPythonForTests } from './torch-testing.js';
+import { workerPackageDir } from './torch-worker.js';
 import type { ForwardResult, OutputGradients, SequenceBatch, TrainableRole } from './types.js';
 
 const python = torchPythonForTests();
@@ -230,6 +232,31 @@ describe.skipIf(!python)('TorchEngine stop strings', () => {
         expect(params.stopStrings.some((s) => decode(g.tokens.slice(0, -1)).includes(s))).toBe(false);
         expect(g.logprobs.length).toBe(g.tokens.length);
       }
+    } finally {
+      torch.dispose();
+      local.dispose();
+    }
+  }, 60_000);
+});
+
+describe.skipIf(!python)('TorchEngine reads bf16 / f16 and sharded checkpoints', () => {
+  it.each(['bfloat16', 'float16'])('%s shards load in both engines with the same outputs', async (dtype) => {
+    const dir = join(root, `tiny-${dtype}`);
+    // Written by the worker's own writer: the weights cast to `dtype`, split into ~100 kB shards + index.
+    const script = `import shutil, torch; from ragen_torch.safetensors_io import load_weights, save_weights
+import os; os.makedirs(${JSON.stringify(dir)}, exist_ok=True)
+for f in ("config.json", "tokenizer.json"): shutil.copy(os.path.join(${JSON.stringify(TINY)}, f), ${JSON.stringify(dir)})
+save_weights(${JSON.stringify(dir)}, {k: v.to(torch.${dtype}) for k, v in load_weights(${JSON.stringify(TINY)}).items()}, max_shard_bytes=100_000)`;
+    const r = spawnSync(python!, ['-c', script], { env: { ...process.env, PYTHONPATH: workerPackageDir() }, encoding: 'utf8' });
+    expect(r.status, r.stderr).toBe(0);
+    expect(readdirSync(dir).filter((f) => f.endsWith('.safetensors')).length).toBeGreaterThan(2);
+    const torch = await TorchEngine.fromPretrained(dir, { python: python!, echoStderr: false });
+    const local = await LocalEngine.fromPretrained(dir);
+    try {
+      const batch = batchFor(1024);
+      const [a, b] = [await torch.forward(batch, { role: 'policy', entropy: true }), await local.forward(batch, { role: 'policy', entropy: true })];
+      expect(maxAbsDiff(a.logprobs, b.logprobs)).toBeLessThan(1e-4);
+      expect(maxAbsDiff(a.entropy!, b.entropy!)).toBeLessThan(1e-4);
     } finally {
       torch.dispose();
       local.dispose();
