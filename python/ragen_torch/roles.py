@@ -109,15 +109,18 @@ class Roles:
             return self.critic_model or self.policy, self.value_head, False, True
         raise ValueError(f"role must be 'policy', 'reference' or 'critic', got {role!r}")
 
-    def outputs(self, role, ids, lengths, entropy, values, train):
-        """[(rows, L, {key: (rows, L-1) tensor})]: per-token outputs of each chunk, zero at padding."""
+    def my_chunks(self, lengths):
+        return list(self.chunks(lengths, self.dist.rows(len(lengths)) if self.dist else range(len(lengths))))
+
+    def outputs(self, role, ids, lengths, entropy, values, train, chunks=None):
+        """[(rows, L, {key: (rows, L-1) tensor})]: per-token outputs of each chunk (default: this rank's), zero at padding."""
         model, head, want_lp, adapters = self._model(role, values or role == "critic")
         entropy = entropy and role != "critic"
         model.train(train)
         model.set_adapters(adapters)
         parts = []
         try:
-            for rows in self.chunks(lengths, self.dist.rows(len(lengths)) if self.dist else range(len(lengths))):
+            for rows in self.my_chunks(lengths) if chunks is None else chunks:
                 L = max(lengths[r] for r in rows)
                 if L < 2:
                     continue
@@ -164,19 +167,46 @@ class Roles:
         return self.aligned(parts, ids.shape[0], ids.shape[1], self.keys(role, entropy, False))
 
     def backward_begin(self, role, ids, lengths, entropy, values):
+        """Outputs of a training pass whose gradients come later. One chunk keeps its graph; several run without one
+        and are recomputed chunk by chunk in backward_end (memory of one chunk, at the cost of a second forward),
+        with the RNG state restored so that LoRA dropout draws the same masks."""
         if role not in ("policy", "critic"):
             raise ValueError(f"backward needs role 'policy' or 'critic', got {role!r}")
         self.pending = None
-        with torch.enable_grad():
-            parts = self.outputs(role, ids, lengths, entropy, values, True)
-        self.pending = parts
+        chunks = self.my_chunks(lengths)
+        args = (role, ids, lengths, entropy, values, True)
+        if len(chunks) <= 1:
+            with torch.enable_grad():
+                parts = self.outputs(*args)
+            self.pending = ("graph", parts)
+        else:
+            parts, states = [], []
+            for rows in chunks:
+                states.append(self.rng_state())
+                with torch.no_grad():
+                    parts += self.outputs(*args, chunks=[rows])
+            self.pending = ("recompute", args, list(zip(chunks, states)))
         return self.aligned(parts, ids.shape[0], ids.shape[1], self.keys(role, entropy, values))
 
     def backward_end(self, grads):
-        """Back-propagate sum(grad * output) over the pending graph; `grads` by key, (B, T) on the device."""
-        parts, self.pending = self.pending, None
-        if parts is None:
+        """Back-propagate sum(grad * output) over the pending pass; `grads` by key, (B, T) on the device."""
+        pending, self.pending = self.pending, None
+        if pending is None:
             raise ValueError("backward_end without a pending backward_begin")
+        if pending[0] == "graph":
+            self.surrogate_backward(pending[1], grads)
+            return
+        _, args, chunks = pending
+        saved = self.rng_state()
+        try:
+            for rows, state in chunks:
+                self.set_rng_state(state)
+                with torch.enable_grad():
+                    self.surrogate_backward(self.outputs(*args, chunks=[rows]), grads)
+        finally:
+            self.set_rng_state(saved)
+
+    def surrogate_backward(self, parts, grads):
         loss = None
         for rows, L, out in parts:
             idx = torch.tensor(rows, device=self.device)
@@ -186,3 +216,12 @@ class Roles:
                     loss = term if loss is None else loss + term
         if loss is not None and loss.requires_grad:
             loss.backward()
+
+    def rng_state(self):
+        cuda = torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None
+        return torch.get_rng_state(), cuda
+
+    def set_rng_state(self, state):
+        torch.set_rng_state(state[0])
+        if state[1] is not None:
+            torch.cuda.set_rng_state(state[1], self.device)
