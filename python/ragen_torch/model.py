@@ -294,8 +294,11 @@ def load_decoder(directory, device, adapters=True, generator=None):
     state = {}
     for name, p in model.state_dict(keep_vars=True).items():
         state[name] = expect(weights, name, p.shape, directory)
-    model.load_state_dict(state, assign=True) if _has_assign() else _assign(model, state)
-    model = model.to(device)
+    if _has_assign():
+        model.load_state_dict(state, assign=True)
+    else:
+        _assign(model, state)
+    model = model.to(device).requires_grad_(True)  # assign=True may carry the loaded tensors' requires_grad=False
     adir = os.path.join(directory, "adapter")
     if adapters and os.path.exists(os.path.join(adir, "adapter_config.json")):
         with open(os.path.join(adir, "adapter_config.json")) as f:
