@@ -43,9 +43,11 @@ def pick_device(name, precision):
     if precision == "auto":
         precision = "bfloat16" if device.type == "cuda" and torch.cuda.is_bf16_supported() else "float32"
     if precision == "bfloat16":
-        if device.type != "cuda" or not torch.cuda.is_bf16_supported():
-            raise RuntimeError(f"precision bfloat16 needs a CUDA GPU with bf16 support; device `{name}` lacks it: use precision float32")
-        return device, (lambda: torch.autocast("cuda", dtype=torch.bfloat16)), precision
+        # bf16 compute under autocast, float32 weights, gradients and optimiser state. On the CPU autocast emulates it
+        # (slow): there it serves to check this path without a GPU.
+        if device.type == "cuda" and not torch.cuda.is_bf16_supported():
+            raise RuntimeError(f"precision bfloat16 needs a GPU with bf16 (Ampere or newer); {torch.cuda.get_device_name(device)} lacks it: use precision float32")
+        return device, (lambda: torch.autocast(device.type, dtype=torch.bfloat16)), precision
     if precision != "float32":
         raise RuntimeError(f"precision must be auto, float32 or bfloat16, got `{precision}`")
     return device, None, precision

@@ -38,6 +38,8 @@ export const CriticSchema = z.strictObject({
 export const TorchSchema = z.strictObject({
   /** Where the worker runs the model: `auto` (CUDA when torch sees a GPU, else CPU), `cpu`, `cuda` or `cuda:N`. @default "auto" */
   device: z.string().regex(/^(auto|cpu|cuda(:\d+)?)$/, 'expected auto, cpu, cuda or cuda:N').default('auto'),
+  /** Compute precision: `auto` (bf16 on a GPU that has it, else float32), `float32`, or `bfloat16` (autocast; weights, gradients and AdamW state stay float32; on a CPU emulated and slow). @default "auto" */
+  precision: z.enum(['auto', 'float32', 'bfloat16']).default('auto'),
   /** Most tokens (rows x longest row) the worker runs through the model at once; lower it when the worker reports out-of-memory. @default 4096 */
   tokenBudget: z.number().int().min(16).default(4096),
   /** Data-parallel worker processes on this machine (gloo on CPU, NCCL on CUDA): each holds the model and takes its share of every batch and of the prompts; gradients are summed across them. @default 1 */

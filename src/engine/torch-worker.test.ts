@@ -109,12 +109,12 @@ console.log('PID ' + w.pid); setInterval(() => {}, 1000);`;
     expect(await waitGone(pid, 5000), `worker ${pid} still running after its parent was killed`).toBe(true);
   }, 30_000);
 
-  it('names what is wrong with bad input: no config.json, an architecture it lacks, a device or precision the machine lacks', async () => {
+  it('names what is wrong with bad input: no config.json, an architecture it lacks, a device the machine lacks, an unknown precision', async () => {
     const empty = mkdtempSync(join(tmpdir(), 'ragen-torch-bad-'));
     await expect(TorchEngine.fromPretrained(empty, { python: python! })).rejects.toThrow(/config\.json is missing/);
     writeFileSync(join(empty, 'config.json'), JSON.stringify({ model_type: 'gpt2', architectures: ['GPT2LMHeadModel'], vocab_size: 10, hidden_size: 8, intermediate_size: 8, num_hidden_layers: 1, num_attention_heads: 2 }));
     await expect(TorchEngine.fromPretrained(empty, { python: python!, device: 'cpu', echoStderr: false })).rejects.toThrow(/load failed: CheckpointError: .*model_type `gpt2` \(architectures \['GPT2LMHeadModel'\]\) is not supported.*supported: qwen2, qwen3, llama/);
-    await expect(TorchWorker.start({ python: python!, device: 'cpu', precision: 'bfloat16', echoStderr: false })).rejects.toThrow(/bfloat16 needs a CUDA GPU.*use precision float32/);
+    await expect(TorchWorker.start({ python: python!, device: 'cpu', precision: 'float16', echoStderr: false })).rejects.toThrow(/precision must be auto, float32 or bfloat16, got `float16`/);
     const cuda = await TorchWorker.start({ python: python!, device: 'cuda', echoStderr: false }).then((w) => { w.close(0); return w.info.device; }, (e: Error) => e.message);
     expect(cuda).toMatch(/^cuda|torch .* sees no CUDA GPU.*use device cpu/);
   }, 60_000);

@@ -13,7 +13,7 @@ export interface TorchWorkerOptions {
   python: string;
   /** `auto` (CUDA when torch sees a GPU, else CPU), `cpu`, `cuda`, `cuda:1`. @default 'auto' */
   device?: string;
-  /** `auto` (bf16 autocast on a GPU with bf16, else float32), `float32`, `bfloat16`. @default 'auto' */
+  /** `auto` (bf16 autocast on a GPU with bf16, else float32), `float32`, `bfloat16` (emulated on a CPU, slow). @default 'auto' */
   precision?: string;
   /** Most tokens (rows x longest row) per forward chunk. @default 4096 */
   tokenBudget?: number;
