@@ -70,6 +70,9 @@ describe.skipIf(!python)('TorchWorker failures (real worker)', () => {
       expect(err).toBeInstanceOf(TorchRequestError);
       expect((err as Error).message).toMatch(/forward failed: ValueError: this engine has no reference model[\s\S]*roles\.py/);
       expect((await engine.forward(batch, { role: 'policy' })).logprobs.length).toBe(3);
+      // Bad input is named before it reaches torch.
+      await expect(engine.forward({ ...batch, ids: Int32Array.from([1, 5000, 3]) }, { role: 'policy' })).rejects.toThrow(/batch row 0 holds token id 5000, outside the vocabulary \[0, 1024\)/);
+      await expect(engine.generate([[1, 2]], { maxNewTokens: 4, temperature: -1, seed: 0 })).rejects.toThrow(/temperature must be >= 0/);
       engine.zeroGrad('critic'); // not awaited (void in the seam): its error comes with a later request, once
       await new Promise((r) => setTimeout(r, 500));
       await expect(engine.forward(batch, { role: 'policy' })).rejects.toThrow(/zero_grad failed: ValueError: this engine has no critic/);

@@ -76,8 +76,10 @@ export class TorchEngine implements TrainableEngine {
     const stops = (params.stopStrings ?? []).filter((s) => s.length > 0);
     const decode = this.options.decode;
     if (stops.length > 0 && !decode) throw new ConfigError('stopStrings need a tokenizer: pass `decode` to the torch engine');
+    checkSampling(params);
     prompts.forEach((p, i) => {
       if (p.length === 0) throw new ConfigError(`prompt ${i} is empty; every prompt needs at least one token`);
+      checkIds(p, this.vocabSize, `prompt ${i}`);
     });
     if (stops.length > 0 && !this.vocabSent) {
       // The worker stops a row early on the concatenated texts of its tokens; the exact check below decides.
@@ -110,13 +112,13 @@ export class TorchEngine implements TrainableEngine {
   }
 
   async forward(batch: SequenceBatch, options: { role: ModelRole; entropy?: boolean }): Promise<ForwardResult> {
-    const r = await this.worker.request('forward', { role: options.role, entropy: options.entropy ?? false, B: batch.B, T: batch.T }, batchBuffers(batch));
+    const r = await this.worker.request('forward', { role: options.role, entropy: options.entropy ?? false, B: batch.B, T: batch.T }, this.batchBuffers(batch));
     return result(r.buffers);
   }
 
   async backward(batch: SequenceBatch, options: BackwardOptions, lossGrad: (out: ForwardResult) => OutputGradients): Promise<ForwardResult> {
     const head = { role: options.role, entropy: options.entropy ?? false, values: options.values ?? false, B: batch.B, T: batch.T };
-    const out = result((await this.worker.request('backward_begin', head, batchBuffers(batch))).buffers);
+    const out = result((await this.worker.request('backward_begin', head, this.batchBuffers(batch))).buffers);
     let grads: OutputGradients;
     try {
       grads = lossGrad(out);
@@ -162,11 +164,33 @@ export class TorchEngine implements TrainableEngine {
   dispose(): void {
     this.worker.close();
   }
+
+  /** The batch's arrays, checked here so that a bad batch is named rather than failing inside torch. */
+  private batchBuffers(batch: SequenceBatch): Record<string, FrameArray> {
+    if (batch.ids.length !== batch.B * batch.T) throw new RangeError(`SequenceBatch: ${batch.ids.length} ids for (B, T) = (${batch.B}, ${batch.T})`);
+    for (let b = 0; b < batch.B; b++) {
+      const L = batch.lengths[b]!;
+      if (!(L >= 1 && L <= batch.T)) throw new RangeError(`SequenceBatch: row ${b} has length ${L}; each row needs 1..T = ${batch.T} tokens`);
+      checkIds(batch.ids.subarray(b * batch.T, b * batch.T + L), this.vocabSize, `batch row ${b}`);
+    }
+    return { ids: batch.ids, lengths: batch.lengths };
+  }
 }
 
-function batchBuffers(batch: SequenceBatch): Record<string, FrameArray> {
-  if (batch.ids.length !== batch.B * batch.T) throw new RangeError(`SequenceBatch: ${batch.ids.length} ids for (B, T) = (${batch.B}, ${batch.T})`);
-  return { ids: batch.ids, lengths: batch.lengths };
+function checkIds(ids: ArrayLike<number>, V: number, what: string): void {
+  for (let i = 0; i < ids.length; i++) {
+    const id = ids[i]!;
+    if (!(Number.isInteger(id) && id >= 0 && id < V)) throw new ConfigError(`${what} holds token id ${id}, outside the vocabulary [0, ${V})`);
+  }
+}
+
+/** The local engine's checks of SamplingParams (src/model/generate.ts), with its messages. */
+function checkSampling(o: SamplingParams): void {
+  if (!Number.isInteger(o.maxNewTokens) || o.maxNewTokens < 0) throw new ConfigError(`maxNewTokens must be a non-negative integer, got ${o.maxNewTokens}`);
+  if (!(o.temperature >= 0)) throw new ConfigError(`temperature must be >= 0 (0 = greedy), got ${o.temperature}`);
+  if (o.topP !== undefined && !(o.topP > 0 && o.topP <= 1)) throw new ConfigError(`topP must be in (0, 1], got ${o.topP}`);
+  if (o.topK !== undefined && !(Number.isInteger(o.topK) && o.topK >= 0)) throw new ConfigError(`topK must be a non-negative integer (0 = off), got ${o.topK}`);
+  if (!Number.isSafeInteger(o.seed)) throw new ConfigError(`seed must be an integer, got ${o.seed}`);
 }
 
 function result(bufs: Record<string, FrameArray>): ForwardResult {
