@@ -45,8 +45,10 @@ describe.skipIf(!python)('learning smoke test on the torch engine', () => {
     expect(row!.after!, `Bandit val success ${row!.before} -> ${row!.after}`).toBeGreaterThanOrEqual(row!.before! + MARGIN);
   }, 180_000);
 
-  it('resumes exactly: 1 step + --resume to 2 gives the metrics of an uninterrupted 2-step run (optimizer state through the worker)', async () => {
-    const extra = [`model.path=${MODEL}`, 'model.engine=torch', 'model.torch.device=cpu', ...SMOKE, 'trainer.steps=2', 'trainer.valEvery=0', 'trainer.valBeforeTrain=false', 'env.train=[{tag: Bandit, groups: 2, groupSize: 4}]', 'trainer.miniBatchSize=8', 'trainer.microBatchSize=8', 'trainer.checkpointEvery=1', 'trainer.saveOptimizer=true'];
+  it('resumes exactly: 1 step + --resume to 2 gives the metrics of an uninterrupted 2-step run (optimizer state and reference through the worker)', async () => {
+    const extra = [`model.path=${MODEL}`, 'model.engine=torch', 'model.torch.device=cpu', ...SMOKE, 'trainer.steps=2', 'trainer.valEvery=0', 'trainer.valBeforeTrain=false', 'env.train=[{tag: Bandit, groups: 2, groupSize: 4}]', 'trainer.miniBatchSize=8', 'trainer.microBatchSize=8', 'trainer.checkpointEvery=1', 'trainer.saveOptimizer=true',
+      // GRPO with a KL loss (no critic: a cheaper step) still resumes the optimizer, the reference and the sampler.
+      'algo.advEstimator=grpo', 'algo.lossAgg=seq-mean-token-mean', 'algo.kl.useKlLoss=true', 'agent.maxNewTokens=24', 'env.val=[{tag: Bandit, groups: 2}]'];
     const full = await train({ config: loadConfig({ config: 'bandit-ppo', overrides: [...extra, `logging.runDir=${join(root, 'full')}`] }) });
     const dir = join(root, 'resumed');
     expect((await train({ config: loadConfig({ config: 'bandit-ppo', overrides: [...extra, `logging.runDir=${dir}`] }), stopAfter: 1 })).lastStep).toBe(1);
