@@ -122,7 +122,12 @@ export class TorchWorker {
     const child = spawn(args[0]!, args.slice(1), { env: ranks > 1 ? { ...env, ...dist(0, port) } : env, stdio: ['pipe', 'pipe', 'pipe'] });
     const w = new TorchWorker(child, opts);
     for (let r = 1; r < ranks; r++) w.addHelper(spawn(args[0]!, args.slice(1), { env: { ...env, ...dist(r, port) }, stdio: ['ignore', 'ignore', 'pipe'] }), r);
-    w.hello = await w.wire(opts.startTimeoutS ?? 120);
+    try {
+      w.hello = await w.wire(opts.startTimeoutS ?? 120);
+    } catch (e) {
+      w.close(0); // a refused handshake (wrong protocol, no device) leaves no process behind
+      throw e;
+    }
     return w;
   }
 
