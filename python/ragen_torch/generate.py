@@ -6,6 +6,8 @@ import contextlib
 
 import torch
 
+from .model import HAS_SDPA
+
 
 def pick(logits, temperature, top_k, top_p, generator):
     """Next tokens (B,) from logits (B, V): greedy at temperature 0, else sampled after top-k / top-p filtering."""
@@ -54,9 +56,11 @@ def generate(model, prompts, params, pieces=None, budget=1 << 16, autocast=None)
     dtype = torch.bfloat16 if autocast is not None else model.head_weight().dtype
     cache = [tuple(torch.zeros(n, c.K, cap, c.D, device=dev, dtype=dtype) for _ in range(2)) for _ in range(c.n_layers)]
     with torch.no_grad(), (autocast() if autocast is not None else contextlib.nullcontext()):
-        # Prefill in row ranges so that the (rows, H, P, P) attention scores stay within the token budget.
+        # Prefill in row ranges: activations within the token budget.
         logits = []
         step_rows = max(1, budget // max(P, 1))
+        if not HAS_SDPA:  # the plain attention holds (rows, H, P, P) scores: keep them under 2^27 floats
+            step_rows = max(1, min(step_rows, (1 << 27) // (c.H * P * P)))
         for a in range(0, n, step_rows):
             b = min(n, a + step_rows)
             sub = [(k[a:b], v[a:b]) for k, v in cache]
