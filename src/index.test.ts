@@ -13,7 +13,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const PUBLIC = {
   env: ['invalidInfo', 'matchActionName', 'registerEnv', 'makeEnv', 'listEnvs', 'envSpec', 'resolveEnvId', 'resolveEnvConfig', 'Wrapper', 'OrderEnforcing', 'TimeLimit', 'EpisodeStatistics', 'wrapEnv', 'checkEnv', 'checkRegisteredEnv', 'EnvCheckError', 'RewardScale', 'FormatPenalty', 'ObservationTruncation', 'EpisodeRecorder'],
   remote: ['EnvServer', 'RemoteEnv', 'RemoteEnvError', 'registerRemoteEnv', 'registerRemoteEnvs'],
-  engine: ['LocalEngine', 'sequenceBatch'],
+  engine: ['LocalEngine', 'TorchEngine', 'sequenceBatch'],
   model: ['Transformer', 'modelConfig', 'countParameters', 'loadModel', 'saveModel'],
   tokenizer: ['HfTokenizer', 'loadTokenizer', 'loadQwenTokenizer', 'tinyTokenizerDir', 'ChatTemplate'],
   agent: ['agentConfig', 'EnvGroups', 'enginePolicy', 'oraclePolicy', 'randomPolicy', 'rollout', 'parseResponse', 'collate', 'episodeRecord', 'writeEpisodeRecords'],

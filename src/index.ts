@@ -15,12 +15,13 @@ export {
   EnvServer, type EnvServerOptions, RemoteEnv, RemoteEnvError, type RemoteEnvOptions, registerRemoteEnv, registerRemoteEnvs,
 } from './env/remote/index.js';
 
-// Engines: the seam every backend implements, and the in-process one.
+// Engines: the seam every backend implements, the in-process one and the PyTorch worker.
 export {
   type Engine, type TrainableEngine, type SamplingParams, type Generation, type ModelRole, type TrainableRole, type SequenceBatch, type ForwardResult,
   sequenceBatch,
   type OutputGradients, type BackwardOptions, type OptimizerSettings, type OptimizerStepResult,
   LocalEngine, type LocalEngineOptions, type LocalPretrainedOptions,
+  TorchEngine, type TorchEngineOptions,
 } from './engine/index.js';
 
 // Models of the local engine: Llama / Qwen2 / Qwen3 decoders in Hugging Face layout.

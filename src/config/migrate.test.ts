@@ -17,7 +17,7 @@ describe('saved configs from before the config redesign', () => {
     err.mockRestore();
     const today = loadConfig({ config: 'sokoban-ppo', overrides: ['trainer.steps=8', 'trainer.valBeforeTrain=false', 'trainer.valEvery=0', 'logging.runDir=/tmp/run-base8', 'logging.console=none'] });
     expect(old).toEqual(today);
-    for (const change of ['generation.maxNewTokens -> agent.maxNewTokens', 'agent.contextMode -> agent.contextWindowMode', 'algo.dualClipC -> algo.clipRatioC', 'model.engine dropped']) expect(lines).toContain(change);
+    for (const change of ['generation.maxNewTokens -> agent.maxNewTokens', 'agent.contextMode -> agent.contextWindowMode', 'algo.dualClipC -> algo.clipRatioC', 'model.dtype dropped']) expect(lines).toContain(change);
   });
 
   it('maps rewardMode to useTurnScores and window to maxContextWindow', () => {
@@ -29,9 +29,9 @@ describe('saved configs from before the config redesign', () => {
 
   it('keeps a removed key whose value did something, so the schema refuses it by name', () => {
     const dir = mkdtempSync(join(tmpdir(), 'ragen-migrate-'));
-    writeFileSync(join(dir, 'config.yaml'), 'model:\n  engine: torch\n');
+    writeFileSync(join(dir, 'config.yaml'), 'model:\n  dtype: bfloat16\n');
     expect(() => loadSavedConfig(dir)).toThrow(ConfigError);
-    expect(() => loadSavedConfig(dir)).toThrow(/model\.engine/);
+    expect(() => loadSavedConfig(dir)).toThrow(/model\.dtype/);
     expect(() => migrateSavedConfig({ generation: { maxNewTokens: 8 }, agent: { maxNewTokens: 9 } }, 'x.yaml')).toThrow(/both the old key `generation.maxNewTokens` and its new name/);
   });
 });

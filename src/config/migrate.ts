@@ -16,7 +16,6 @@ const RENAMED: [string, string, string][] = [
 
 /** Removed `model` keys and the one value each could hold that did anything: that value is dropped with the key. */
 const REMOVED_MODEL: Record<string, (v: unknown) => boolean> = {
-  engine: (v) => v === 'local',
   dtype: (v) => v === 'float32',
   threads: () => true, // nothing read it
   openai: () => true, // the openai engine could not train, so a saved training config never used it

@@ -34,10 +34,27 @@ export const CriticSchema = z.strictObject({
   path: z.string().min(1).nullable().default(null),
 });
 
-/** The policy model and how the local engine runs it. */
+/** The torch engine's worker (`model.engine: torch`; docs/gpu.md). */
+export const TorchSchema = z.strictObject({
+  /** Where the worker runs the model: `auto` (CUDA when torch sees a GPU, else CPU), `cpu`, `cuda` or `cuda:N`. @default "auto" */
+  device: z.string().regex(/^(auto|cpu|cuda(:\d+)?)$/, 'expected auto, cpu, cuda or cuda:N').default('auto'),
+  /** Compute precision: `auto` (bf16 on a GPU that has it, else float32), `float32`, or `bfloat16` (autocast; weights, gradients and AdamW state stay float32; on a CPU emulated and slow). @default "auto" */
+  precision: z.enum(['auto', 'float32', 'bfloat16']).default('auto'),
+  /** Most tokens (rows x longest row) the worker runs through the model at once; lower it when the worker reports out-of-memory. @default 4096 */
+  tokenBudget: z.number().int().min(16).default(4096),
+  /** Data-parallel worker processes on this machine (gloo on CPU, NCCL on CUDA): each holds the model and takes its share of every batch and of the prompts; gradients are summed across them. @default 1 */
+  ranks: z.number().int().min(1).default(1),
+  /** Recompute each decoder layer's activations during backward instead of keeping them: less memory for long sequences, about a third more compute. @default false */
+  gradientCheckpointing: z.boolean().default(false),
+});
+
+/** The policy model and the engine that runs it. */
 export const ModelSchema = z.strictObject({
   /** Model directory in Hugging Face layout (`config.json`, `model.safetensors`, `tokenizer.json`): a shipped preset model under `models/` or any downloaded HF checkpoint. Checked when the run starts, not when the config loads. @default "models/ragen-tiny" */
   path: z.string().min(1).default('models/ragen-tiny'),
+  /** Engine holding the models: `local` (in this process, on ragen-ts's own CPU kernels) or `torch` (a PyTorch worker process, CPU or CUDA; needs an interpreter with torch >= 1.13, see docs/gpu.md). @default "local" */
+  engine: z.enum(['local', 'torch']).default('local'),
+  torch: TorchSchema.prefault({}),
   /** Kernel backend of the local engine (in-process TypeScript, float32): `auto` (`native` when its addon is built, else `wasm`, else `js`), `native`, `wasm`, `js`, or `js64` (plain JS in float64, for checks). @default "auto" */
   backend: z.enum(['auto', 'native', 'wasm', 'js', 'js64']).default('auto'),
   lora: LoraSchema.prefault({}),

@@ -9,3 +9,7 @@ export type { LocalEngineOptions, LocalPretrainedOptions } from './local.js';
 export { findTorchPython, pythonCandidates, TORCH_MISSING } from './python.js';
 export { runEngineBench, decodeWeightFlops, BENCH_MODEL, DEFAULT_WORKLOAD } from './bench.js';
 export type { EngineBenchResult, BenchWorkload } from './bench.js';
+export { TorchEngine } from './torch.js';
+export type { TorchEngineOptions } from './torch.js';
+export { TorchWorker, TorchWorkerError, TorchRequestError, workerPackageDir } from './torch-worker.js';
+export type { TorchWorkerOptions, TorchHello } from './torch-worker.js';

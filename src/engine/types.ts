@@ -1,5 +1,5 @@
 // The Engine seam (DESIGN.md): what the agent loop and the trainer ask of any policy backend.
-// Implementations: `local` (in-process, src/model), later `torch` (a PyTorch worker) and `openai` (generation only).
+// Implementations: `local` (in-process, src/model), `torch` (a PyTorch worker, torch.ts), later `openai` (generation only).
 
 import type { SamplingParams } from '../model/index.js';
 

@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { needsCritic } from '../algo/index.js';
 import type { RagenConfig } from '../config/index.js';
-import { LocalEngine, type LocalPretrainedOptions } from '../engine/index.js';
+import { LocalEngine, TorchEngine, type LocalPretrainedOptions } from '../engine/index.js';
 import { loadModel, ValueHead } from '../model/index.js';
 import { getBackend, setBackend } from '../tensor/index.js';
 import { loadTokenizer, tinyTokenizerDir, type Tokenizer } from '../tokenizer/index.js';
@@ -13,7 +13,7 @@ import { ConfigError } from '../util/index.js';
 
 /** The engine and tokenizer of a run. */
 export interface TrainerModels {
-  engine: LocalEngine;
+  engine: LocalEngine | TorchEngine;
   tokenizer: Tokenizer;
 }
 
@@ -44,10 +44,18 @@ export function localEngineOptions(config: RagenConfig): Omit<LocalPretrainedOpt
 }
 
 /**
- * The local engine for `config`, loaded from `model.path`, or from checkpoint directory `from` (with its
+ * The engine of `config` (`model.engine`), loaded from `model.path`, or from checkpoint directory `from` (with its
  * optimizer state when the checkpoint holds one).
  */
 export async function openModels(config: RagenConfig, from?: string): Promise<TrainerModels> {
+  if (config.model.engine !== 'torch') return openLocalModels(config, from);
+  const tokenizer = modelTokenizer(from ?? config.model.path);
+  const opts = { ...localEngineOptions(config), decode: (ids: number[]) => tokenizer.decode(ids) };
+  return { engine: await openTorch(config, opts, tokenizer.vocabSize, from), tokenizer };
+}
+
+/** `openModels` with the local engine whatever `model.engine` says (tests and tools that read its tensors). */
+export async function openLocalModels(config: RagenConfig, from?: string): Promise<{ engine: LocalEngine; tokenizer: Tokenizer }> {
   const m = config.model;
   const dir = from ?? m.path;
   const tokenizer = modelTokenizer(dir);
@@ -81,4 +89,27 @@ export async function openModels(config: RagenConfig, from?: string): Promise<Tr
   }
   if (from && existsSync(join(from, 'optimizer'))) await engine.loadOptimizer(from);
   return { engine, tokenizer };
+}
+
+/** The torch engine for `config` (`model.engine: torch`): the worker loads `model.path`, or checkpoint `from` and its optimizer state. */
+async function openTorch(config: RagenConfig, opts: ReturnType<typeof localEngineOptions> & { decode: (ids: number[]) => string }, tokenizerVocab: number, from?: string): Promise<TorchEngine> {
+  const m = config.model;
+  const tokenizerPath = join(m.path, 'tokenizer.json');
+  const engine = await TorchEngine.fromPretrained(from ?? m.path, {
+    lora: opts.lora ?? null, critic: opts.critic ?? null, reference: opts.reference ?? false, seed: opts.seed ?? 0, decode: opts.decode,
+    device: m.torch.device, precision: m.torch.precision, tokenBudget: m.torch.tokenBudget, ranks: m.torch.ranks, gradientCheckpointing: m.torch.gradientCheckpointing,
+    // Resuming: the critic is the checkpoint's, the reference of a full fine-tune the weights the run started from.
+    ...(from ? { referencePath: m.path } : opts.criticPath ? { criticPath: opts.criticPath } : {}),
+    ...(existsSync(tokenizerPath) ? { tokenizerPath } : {}),
+  });
+  try {
+    if (engine.vocabSize < tokenizerVocab) {
+      throw new ConfigError(`The model in \`${from ?? m.path}\` has ${engine.vocabSize} token embeddings but its tokenizer has ${tokenizerVocab} tokens; put the model's own tokenizer.json in the directory.`);
+    }
+    if (from && existsSync(join(from, 'optimizer'))) await engine.loadOptimizer(from);
+  } catch (e) {
+    engine.dispose();
+    throw e;
+  }
+  return engine;
 }

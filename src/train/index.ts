@@ -20,6 +20,6 @@ export { train, type TrainOptions, type TrainResult } from './trainer.js';
 export { starpoStep, stepSeed, lossHorizon, type StepContext, type StepOutput } from './step.js';
 export { updateActor, updateCritic, miniBatches, type UpdateBatch, type BatchSchedule, type ActorUpdateStats, type CriticUpdateStats } from './update.js';
 export { validate, type Validation } from './validate.js';
-export { openModels, modelTokenizer, localEngineOptions, needsReference, type TrainerModels } from './engine-setup.js';
+export { openModels, openLocalModels, modelTokenizer, localEngineOptions, needsReference, type TrainerModels } from './engine-setup.js';
 export { EarlyStopTracker, type EarlyStop, type EarlyStopState } from './early-stop.js';
 export { collapseDiagnostics, type CollapseSettings, type CollapseEma } from './collapse-step.js';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import '../env/builtins.js';
 import { readMetricsFile } from '../metrics/index.js';
-import { openModels } from './engine-setup.js';
+import { openLocalModels as openModels } from './engine-setup.js';
 import { microConfig, writeMicroModel } from './testing.js';
 import { train } from './trainer.js';
 

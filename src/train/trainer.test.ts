@@ -7,7 +7,7 @@ import { MetricLogger, readMetricsFile } from '../metrics/index.js';
 import { CheckpointError, ConfigError } from '../util/index.js';
 import { loadConfig } from '../config/index.js';
 import { readCheckpoint } from './checkpoint-io.js';
-import { openModels } from './engine-setup.js';
+import { openLocalModels as openModels } from './engine-setup.js';
 import { deterministic, microConfig, writeMicroModel } from './testing.js';
 import { train } from './trainer.js';
 

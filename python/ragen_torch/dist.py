@@ -1,0 +1,70 @@
+"""Data parallel over the ranks `torchrun` starts (gloo on CPU, NCCL on CUDA): rank 0 reads the requests and
+broadcasts them; every rank holds the whole model, takes rows r, r+W, ... of a batch (prompts of a generate), and
+the per-token outputs and the gradients are summed across ranks (the surrogate is a sum over tokens, so the sum of
+the ranks' gradients is the one-rank gradient); every rank then takes the same AdamW step. One rank: all no-ops.
+"""
+import os
+
+import torch
+
+
+class Dist:
+    def __init__(self):
+        self.world = int(os.environ.get("WORLD_SIZE", "1"))
+        self.rank = int(os.environ.get("RANK", "0"))
+        self.local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+        self.device = torch.device("cpu")
+
+    def init(self, device):
+        self.device = device
+        if self.world > 1:
+            import torch.distributed as dist
+
+            dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+
+    def share(self, frame):
+        """Rank 0's frame (None at end of input) on every rank."""
+        if self.world == 1:
+            return frame
+        import torch.distributed as dist
+
+        box = [frame if self.rank == 0 else None]
+        dist.broadcast_object_list(box, src=0)
+        return box[0]
+
+    def rows(self, n):
+        """This rank's rows of n."""
+        return list(range(self.rank, n, self.world))
+
+    def sum_(self, t):
+        """Sum `t` over ranks, in place on this rank's copy (returned, on the CPU if it came from there)."""
+        if self.world == 1:
+            return t
+        import torch.distributed as dist
+
+        on = t.to(self.device)
+        dist.all_reduce(on)
+        return on.to(t.device) if on is not t else t
+
+    def gather(self, obj):
+        """Every rank's `obj`, in rank order."""
+        if self.world == 1:
+            return [obj]
+        import torch.distributed as dist
+
+        out = [None] * self.world
+        dist.all_gather_object(out, obj)
+        return out
+
+    def sync_grads(self, named):
+        """Sum the gradients over ranks; a parameter keeps no gradient only when no rank has one (as on one rank)."""
+        if self.world == 1:
+            return
+        has = torch.tensor([0.0 if p.grad is None else 1.0 for _, p in named])
+        has = self.sum_(has)
+        for (_, p), h in zip(named, has.tolist()):
+            if h == 0:
+                continue
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+            p.grad = self.sum_(p.grad)

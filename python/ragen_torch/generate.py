@@ -1,0 +1,95 @@
+"""Batched sampling with a KV cache, the contract of src/model/generate.ts: prompts left-padded into one cache
+(per-row RoPE positions, a key mask hides the padding), one token per step, finished rows leave the batch; each
+sampled id comes with its log-prob at temperature 1. Temperature, then top-k, then top-p, as Hugging Face's warpers.
+"""
+import contextlib
+
+import torch
+
+from .model import HAS_SDPA
+
+
+def pick(logits, temperature, top_k, top_p, generator):
+    """Next tokens (B,) from logits (B, V): greedy at temperature 0, else sampled after top-k / top-p filtering."""
+    if temperature == 0:
+        return logits.argmax(-1)
+    probs = (logits / temperature).softmax(-1)
+    V = probs.shape[-1]
+    if 0 < top_k < V:
+        kth = probs.topk(top_k, dim=-1).values[:, -1:]
+        probs = probs.masked_fill(probs < kth, 0.0)
+    if top_p < 1:
+        # The nucleus: the shortest run of the most likely tokens whose mass reaches top_p of what is left.
+        s, _ = probs.sort(-1, descending=True)
+        before = s.cumsum(-1) - s
+        kept = before < top_p * s.sum(-1, keepdim=True)
+        threshold = torch.where(kept, s, torch.full_like(s, float("inf"))).min(-1, keepdim=True).values
+        probs = probs.masked_fill(probs < threshold, 0.0)
+    return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+
+
+def generate(model, prompts, params, pieces=None, budget=1 << 16, autocast=None):
+    """Sample completions of `prompts` (lists of ids). Returns [(tokens, logprobs, finish_reason)] in prompt order.
+    `pieces`: each token id's text (stop strings); `autocast`: a factory of the compute-precision context, or None."""
+    dev = model.head_weight().device
+    c = model.config
+    n, max_new = len(prompts), int(params["maxNewTokens"])
+    results = [([], [], "length") for _ in prompts]
+    if n == 0 or max_new == 0:
+        return results
+    temperature, top_k, top_p = float(params["temperature"]), int(params.get("topK") or 0), float(params.get("topP") or 1)
+    stop_ids = set(params.get("stopTokenIds") or [])
+    stops = [s for s in params.get("stopStrings") or [] if s]
+    if stops and pieces is None:
+        raise ValueError("stopStrings need the tokenizer's token texts; the engine sends them at load time")
+    window = max([len(s) for s in stops] + [0]) + 4
+    gen = torch.Generator(device=dev)
+    gen.manual_seed(int(params["seed"]) & ((1 << 63) - 1))
+    P = max(len(p) for p in prompts)
+    cap = P + max_new
+    pads = torch.tensor([P - len(p) for p in prompts], device=dev)
+    ids = torch.zeros(n, P, dtype=torch.long, device=dev)
+    for i, p in enumerate(prompts):
+        ids[i, P - len(p) :] = torch.tensor(p, dtype=torch.long)
+    key_valid = torch.arange(cap, device=dev)[None, :] >= pads[:, None]  # (n, cap)
+    positions = (torch.arange(P, device=dev)[None, :] - pads[:, None]).clamp(min=0)
+    dtype = torch.bfloat16 if autocast is not None else model.head_weight().dtype
+    cache = [tuple(torch.zeros(n, c.K, cap, c.D, device=dev, dtype=dtype) for _ in range(2)) for _ in range(c.n_layers)]
+    with torch.no_grad(), (autocast() if autocast is not None else contextlib.nullcontext()):
+        # Prefill in row ranges: activations within the token budget.
+        logits = []
+        step_rows = max(1, budget // max(P, 1))
+        if not HAS_SDPA:  # the plain attention holds (rows, H, P, P) scores: keep them under 2^27 floats
+            step_rows = max(1, min(step_rows, (1 << 27) // (c.H * P * P)))
+        for a in range(0, n, step_rows):
+            b = min(n, a + step_rows)
+            sub = [(k[a:b], v[a:b]) for k, v in cache]
+            h = model.hidden(ids[a:b], positions[a:b], key_valid[a:b], sub, 0)
+            logits.append(model.logits(h[:, -1]).float())
+        logits = torch.cat(logits)
+        rows = list(range(n))
+        cur = P
+        for step in range(max_new):
+            tok = pick(logits, temperature, top_k, top_p, gen)
+            lp = logits.log_softmax(-1).gather(-1, tok[:, None]).squeeze(-1)
+            done = []
+            for j, (t, l) in enumerate(zip(tok.tolist(), lp.tolist())):
+                toks, lps, _ = results[rows[j]]
+                toks.append(t)
+                lps.append(l)
+                hit = t in stop_ids or (stops and any(s in "".join(pieces[x] if 0 <= x < len(pieces) else "" for x in toks[-window:]) for s in stops))
+                if hit:
+                    results[rows[j]] = (toks, lps, "stop")
+                done.append(hit)
+            if step == max_new - 1 or all(done):
+                break
+            if any(done):  # finished rows leave the batch
+                keep = torch.tensor([j for j, d in enumerate(done) if not d], device=dev)
+                cache = [(k.index_select(0, keep), v.index_select(0, keep)) for k, v in cache]
+                key_valid, pads, tok = key_valid.index_select(0, keep), pads.index_select(0, keep), tok.index_select(0, keep)
+                rows = [r for r, d in zip(rows, done) if not d]
+            pos = (cur - pads)[:, None]
+            h = model.hidden(tok[:, None], pos, key_valid, cache, cur)
+            logits = model.logits(h[:, -1]).float()
+            cur += 1
+    return results

@@ -1,0 +1,107 @@
+"""AdamW with the semantics of src/engine/local-optim.ts: skip (and drop the gradients) on a NaN/Inf gradient, clip
+to a global norm (torch's clip_grad_norm_ coefficient), decoupled weight decay; betas / eps / decay fixed at the
+first step. State saved as `optimizer/<role>.safetensors` (`m.<param>`, `v.<param>`, metadata step) like the local
+engine's, so either engine resumes the other's checkpoint.
+"""
+import math
+import os
+
+import torch
+
+from .safetensors_io import CheckpointError, read_safetensors, write_safetensors
+
+
+class RoleOptimizer:
+    def __init__(self, named):
+        self.named = named
+        self.m = self.v = None
+        self.step_count = 0
+        self.hyper = None
+
+    def zero_grad(self):
+        for _, p in self.named:
+            p.grad = None
+
+    def grad_norm(self):
+        grads = [p.grad for _, p in self.named if p.grad is not None]
+        if not grads:
+            return 0.0
+        return math.sqrt(sum(float(g.double().pow(2).sum()) for g in grads))
+
+    def step(self, s):
+        finite = all(bool(torch.isfinite(p.grad).all()) for _, p in self.named if p.grad is not None)
+        norm = self.grad_norm()
+        if not finite:
+            self.zero_grad()
+            return {"gradNorm": norm, "skipped": True}
+        clip = s.get("maxGradNorm") or 0
+        if clip > 0:
+            coef = clip / (norm + 1e-6)
+            if coef < 1:
+                for _, p in self.named:
+                    if p.grad is not None:
+                        p.grad.mul_(coef)
+        self._ensure(s)
+        lr = float(s["lr"])
+        b1, b2, eps, wd = self.hyper
+        self.step_count += 1
+        bc1, bc2 = 1 - b1 ** self.step_count, 1 - b2 ** self.step_count
+        with torch.no_grad():
+            for i, (_, p) in enumerate(self.named):
+                g = p.grad
+                if g is None:
+                    continue
+                m, v = self.m[i], self.v[i]
+                p.mul_(1 - lr * wd)
+                m.mul_(b1).add_(g, alpha=1 - b1)
+                v.mul_(b2).addcmul_(g, g, value=1 - b2)
+                p.addcdiv_(m, (v.sqrt() / math.sqrt(bc2)).add_(eps), value=-lr / bc1)
+        self.zero_grad()
+        return {"gradNorm": norm, "skipped": False}
+
+    def _ensure(self, s):
+        if self.hyper is None:
+            betas = s.get("betas") or [0.9, 0.999]
+            self.hyper = (float(betas[0]), float(betas[1]), float(s.get("eps", 1e-8)), float(s.get("weightDecay", 0.01)))
+        if self.m is None:
+            self.m = [torch.zeros_like(p) for _, p in self.named]
+            self.v = [torch.zeros_like(p) for _, p in self.named]
+
+    def export(self):
+        if self.m is None:
+            return None
+        w = {}
+        for i, (name, _) in enumerate(self.named):
+            w["m." + name] = self.m[i].float()
+            w["v." + name] = self.v[i].float()
+        return w
+
+    def load(self, weights, step, source):
+        m, v = [], []
+        for name, p in self.named:
+            for key, dst in (("m." + name, m), ("v." + name, v)):
+                t = weights.get(key)
+                if t is None or tuple(t.shape) != tuple(p.shape):
+                    raise CheckpointError(f"{source}: `{key}` missing or not of shape {list(p.shape)}")
+                dst.append(t.to(p.device, torch.float32).clone())
+        self.m, self.v, self.step_count = m, v, step
+
+
+def save_optimizers(directory, optimizers):
+    folder = os.path.join(directory, "optimizer")
+    os.makedirs(folder, exist_ok=True)
+    for role, opt in optimizers.items():
+        w = opt.export()
+        if w is not None:
+            write_safetensors(os.path.join(folder, role + ".safetensors"), w, {"step": opt.step_count})
+
+
+def load_optimizers(directory, get):
+    folder = os.path.join(directory, "optimizer")
+    if not os.path.isdir(folder):
+        raise CheckpointError(f"no optimizer state in {directory} (expected {folder}/); save with optimizer: true")
+    for role in ("policy", "critic"):
+        path = os.path.join(folder, role + ".safetensors")
+        if os.path.exists(path):
+            w, meta = read_safetensors(path)
+            get(role).load(w, int(meta.get("step", 0)), path)

@@ -1,0 +1,227 @@
+"""The worker's models by role, as src/engine/local.ts holds them: the policy (optionally LoRA), a frozen reference
+('base' = the policy with adapters off when LoRA is on) and a critic (a value head on the policy's trunk, or a
+separate model with its head); token-aligned teacher-forced outputs and the backward of sum(grad * output).
+"""
+import contextlib
+import os
+
+import torch
+import torch.nn as nn
+
+from .model import LINEAR_MODULES, load_decoder
+from .safetensors_io import CheckpointError, read_safetensors
+
+VALUE_HEAD_FILE = "value_head.safetensors"
+
+
+def load_value_head(directory, hidden, device, generator):
+    """`value_head.safetensors` of a checkpoint, else a fresh head: normal(0, 0.02) weight, zero bias."""
+    head = nn.Linear(hidden, 1)
+    path = os.path.join(directory, VALUE_HEAD_FILE)
+    with torch.no_grad():
+        if os.path.exists(path):
+            w, _ = read_safetensors(path)
+            for name, p in (("value_head.weight", head.weight), ("value_head.bias", head.bias)):
+                if name not in w or tuple(w[name].shape) != tuple(p.shape):
+                    raise CheckpointError(f"{path}: `{name}` missing or not of shape {list(p.shape)}")
+                p.copy_(w[name].float())
+        else:
+            head.weight.copy_(torch.randn(1, hidden, generator=generator) * 0.02)
+            head.bias.zero_()
+    return head.to(device)
+
+
+class Roles:
+    def __init__(self, device, autocast=None, budget=4096, dist=None):
+        self.device, self.autocast, self.budget, self.dist = device, autocast, budget, dist
+        self.pending = None  # the graph of a backward waiting for its output gradients
+
+    def load(self, a):
+        path, seed = a["path"], int(a.get("seed", 0))
+        torch.manual_seed(seed)  # LoRA dropout
+        gen = torch.Generator().manual_seed(seed + 1)
+        self.source = path
+        self.policy = load_decoder(path, self.device, adapters=True, generator=gen)
+        lora = a.get("lora")
+        if lora and self.policy.lora is None:
+            t = lora.get("targetModules") or "all-linear"
+            targets = LINEAR_MODULES if t == "all-linear" or "all-linear" in t else [m for m in LINEAR_MODULES if m in t]
+            self.policy.attach_lora(int(lora["r"]), float(lora["alpha"]), float(lora.get("dropout") or 0), targets, gen)
+        self.reference = None
+        if a.get("reference"):
+            self.reference = "base" if self.policy.lora else load_decoder(a.get("referencePath") or path, self.device, adapters=False)
+            if self.reference != "base":
+                self.reference.requires_grad_(False)
+        self.critic_mode = a.get("critic")
+        self.critic_model, self.value_head, self.critic_source = None, None, None
+        head_gen = torch.Generator().manual_seed(seed + 2)
+        if self.critic_mode == "shared":
+            self.value_head = load_value_head(path, self.policy.config.C, self.device, head_gen)
+        elif self.critic_mode == "separate":
+            own = os.path.join(path, "critic")
+            src = a.get("criticPath") or (own if os.path.exists(os.path.join(own, "config.json")) else path)
+            self.critic_model = load_decoder(src, self.device, adapters=False)
+            self.value_head = load_value_head(src, self.critic_model.config.C, self.device, head_gen)
+            self.critic_source = src
+        elif self.critic_mode is not None:
+            raise ValueError(f"critic must be 'shared', 'separate' or null, got {self.critic_mode!r}")
+        for m in (self.policy, self.critic_model):
+            if m is not None:
+                m.checkpointing = bool(a.get("gradientCheckpointing"))
+
+    def parameters(self, role):
+        """Trainable (name, parameter) of a role, named as the local engine names them."""
+        if role == "policy":
+            return self.policy.trainable()
+        if role != "critic":
+            raise ValueError(f"role must be 'policy' or 'critic', got {role!r}")
+        if self.value_head is None:
+            raise ValueError("this engine has no critic; load it with critic: 'shared' or 'separate'")
+        head = [("value_head.weight", self.value_head.weight), ("value_head.bias", self.value_head.bias)]
+        return (self.critic_model.trainable() if self.critic_model is not None else []) + head
+
+    def chunks(self, lengths, rows):
+        """`rows` in groups of similar length (longest first) whose padded size fits the token budget."""
+        order = sorted(rows, key=lambda i: (-lengths[i], i))
+        cur = []
+        for i in order:
+            longest = lengths[cur[0]] if cur else lengths[i]
+            if cur and (len(cur) + 1) * longest > self.budget:
+                yield cur
+                cur = []
+            cur.append(i)
+        if cur:
+            yield cur
+
+    def _model(self, role, values):
+        """(model, value head or None, whether log-probs are computed, adapters on) of a role."""
+        if role == "policy":
+            if values and self.critic_mode != "shared":
+                raise ValueError("values in a policy pass need critic mode 'shared'")
+            return self.policy, self.value_head if values else None, True, True
+        if role == "reference":
+            if self.reference is None:
+                raise ValueError("this engine has no reference model; load it with reference: true")
+            return (self.policy, None, True, False) if self.reference == "base" else (self.reference, None, True, True)
+        if role == "critic":
+            if self.value_head is None:
+                raise ValueError("this engine has no critic; load it with critic: 'shared' or 'separate'")
+            return self.critic_model or self.policy, self.value_head, False, True
+        raise ValueError(f"role must be 'policy', 'reference' or 'critic', got {role!r}")
+
+    def my_chunks(self, lengths):
+        return list(self.chunks(lengths, self.dist.rows(len(lengths)) if self.dist else range(len(lengths))))
+
+    def outputs(self, role, ids, lengths, entropy, values, train, chunks=None):
+        """[(rows, L, {key: (rows, L-1) tensor})]: per-token outputs of each chunk (default: this rank's), zero at padding."""
+        model, head, want_lp, adapters = self._model(role, values or role == "critic")
+        entropy = entropy and role != "critic"
+        model.train(train)
+        model.set_adapters(adapters)
+        parts = []
+        try:
+            for rows in self.my_chunks(lengths) if chunks is None else chunks:
+                L = max(lengths[r] for r in rows)
+                if L < 2:
+                    continue
+                idx = torch.tensor(rows, device=self.device)
+                x = ids.index_select(0, idx)[:, :L]
+                lens = torch.tensor([lengths[r] for r in rows], device=self.device)
+                mask = torch.arange(L - 1, device=self.device)[None, :] < (lens - 1)[:, None]
+                with self.autocast() if self.autocast else contextlib.nullcontext():  # grad mode: the caller's
+                    h = model.hidden(x[:, :-1])
+                out = {}
+                if want_lp or entropy:
+                    logp = model.logits(h).float().log_softmax(-1)
+                    if want_lp:
+                        out["logprobs"] = logp.gather(-1, x[:, 1:, None]).squeeze(-1)
+                    if entropy:
+                        out["entropy"] = -(logp.exp() * logp).sum(-1)
+                if head is not None:
+                    out["values"] = head(h.float()).squeeze(-1)
+                parts.append((rows, L, {k: t * mask for k, t in out.items()}))
+        finally:
+            model.set_adapters(True)
+        return parts
+
+    def aligned(self, parts, B, T, keys):
+        """Token-aligned (B, T) float32 CPU arrays of the chunk outputs (every rank's rows): entry (b, t) scores token t."""
+        res = {k: torch.zeros(B, T) for k in keys}
+        for rows, L, out in parts:
+            idx = torch.tensor(rows)
+            for k, t in out.items():
+                res[k][idx, 1:L] = t.detach().float().cpu()
+        return {k: self.dist.sum_(v) for k, v in res.items()} if self.dist else res
+
+    def keys(self, role, entropy, values):
+        keys = ["logprobs"]
+        if entropy and role != "critic":
+            keys.append("entropy")
+        if values or role == "critic":
+            keys.append("values")
+        return keys
+
+    def forward(self, role, ids, lengths, entropy):
+        with torch.no_grad():
+            parts = self.outputs(role, ids, lengths, entropy, False, False)
+        return self.aligned(parts, ids.shape[0], ids.shape[1], self.keys(role, entropy, False))
+
+    def backward_begin(self, role, ids, lengths, entropy, values):
+        """Outputs of a training pass whose gradients come later. One chunk keeps its graph; several run without one
+        and are recomputed chunk by chunk in backward_end (memory of one chunk, at the cost of a second forward),
+        with the RNG state restored so that LoRA dropout draws the same masks."""
+        if role not in ("policy", "critic"):
+            raise ValueError(f"backward needs role 'policy' or 'critic', got {role!r}")
+        self.pending = None
+        chunks = self.my_chunks(lengths)
+        args = (role, ids, lengths, entropy, values, True)
+        if len(chunks) <= 1:
+            with torch.enable_grad():
+                parts = self.outputs(*args)
+            self.pending = ("graph", parts)
+        else:
+            parts, states = [], []
+            for rows in chunks:
+                states.append(self.rng_state())
+                with torch.no_grad():
+                    parts += self.outputs(*args, chunks=[rows])
+            self.pending = ("recompute", args, list(zip(chunks, states)))
+        return self.aligned(parts, ids.shape[0], ids.shape[1], self.keys(role, entropy, values))
+
+    def backward_end(self, grads):
+        """Back-propagate sum(grad * output) over the pending pass; `grads` by key, (B, T) on the device."""
+        pending, self.pending = self.pending, None
+        if pending is None:
+            raise ValueError("backward_end without a pending backward_begin")
+        if pending[0] == "graph":
+            self.surrogate_backward(pending[1], grads)
+            return
+        _, args, chunks = pending
+        saved = self.rng_state()
+        try:
+            for rows, state in chunks:
+                self.set_rng_state(state)
+                with torch.enable_grad():
+                    self.surrogate_backward(self.outputs(*args, chunks=[rows]), grads)
+        finally:
+            self.set_rng_state(saved)
+
+    def surrogate_backward(self, parts, grads):
+        loss = None
+        for rows, L, out in parts:
+            idx = torch.tensor(rows, device=self.device)
+            for k, t in out.items():
+                if k in grads:
+                    term = (t * grads[k].index_select(0, idx)[:, 1:L]).sum()
+                    loss = term if loss is None else loss + term
+        if loss is not None and loss.requires_grad:
+            loss.backward()
+
+    def rng_state(self):
+        cuda = torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None
+        return torch.get_rng_state(), cuda
+
+    def set_rng_state(self, state):
+        torch.set_rng_state(state[0])
+        if state[1] is not None:
+            torch.cuda.set_rng_state(state[1], self.device)

@@ -1,0 +1,203 @@
+"""The worker loop: a handshake, then one request frame in, one reply frame out, in order, until stdin closes.
+Errors become replies {ok: false, error: {type, message, traceback}}; stdout is reserved for frames (anything else
+printed goes to stderr); the process dies with its parent (PR_SET_PDEATHSIG on Linux, stdin EOF elsewhere).
+"""
+import argparse
+import ctypes
+import math
+import os
+import signal
+import sys
+import traceback
+
+import torch
+
+from . import PROTOCOL_VERSION
+from .checkpoint import save_model
+from .dist import Dist
+from .generate import generate
+from .optim import RoleOptimizer, load_optimizers, save_optimizers
+from .protocol import read_frame, write_frame
+from .roles import Roles
+
+
+def die_with_parent():
+    """Ask Linux to SIGKILL this process when the parent exits; exit now if the parent is already gone."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass  # not Linux: stdin EOF still ends the loop
+    expected = os.environ.get("RAGEN_PARENT_PID")
+    if expected and os.getppid() != int(expected):
+        os._exit(1)
+
+
+def pick_device(name, precision):
+    """(device, autocast factory or None, precision name) with a clear error for what the machine lacks."""
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise RuntimeError(f"device `{name}` was asked for, but torch {torch.__version__} sees no CUDA GPU (torch.version.cuda = {torch.version.cuda}); use device cpu or install a CUDA build of torch")
+    device = torch.device(name)
+    if precision == "auto":
+        precision = "bfloat16" if device.type == "cuda" and torch.cuda.is_bf16_supported() else "float32"
+    if precision == "bfloat16":
+        # bf16 compute under autocast, float32 weights, gradients and optimiser state. On the CPU autocast emulates it
+        # (slow): there it serves to check this path without a GPU.
+        if device.type == "cuda" and not torch.cuda.is_bf16_supported():
+            raise RuntimeError(f"precision bfloat16 needs a GPU with bf16 (Ampere or newer); {torch.cuda.get_device_name(device)} lacks it: use precision float32")
+        return device, (lambda: torch.autocast(device.type, dtype=torch.bfloat16)), precision
+    if precision != "float32":
+        raise RuntimeError(f"precision must be auto, float32 or bfloat16, got `{precision}`")
+    return device, None, precision
+
+
+class Worker:
+    def __init__(self, device, autocast, budget, dist):
+        self.device, self.dist = device, dist
+        self.roles = Roles(device, autocast, budget, dist)
+        self.autocast = autocast
+        self.optimizers = {}
+        self.pieces = None
+
+    def optimizer(self, role):
+        if role not in self.optimizers:
+            self.optimizers[role] = RoleOptimizer(self.roles.parameters(role))
+        return self.optimizers[role]
+
+    def handle(self, op, h, bufs):
+        """The reply header and buffers of one request."""
+        if op == "load":
+            self.roles.load(h)
+            self.roles.budget = int(h.get("tokenBudget") or self.roles.budget)
+            c = self.roles.policy.config
+            n = sum(p.numel() for _, p in self.roles.parameters("policy"))
+            return {"vocabSize": c.V, "hiddenSize": c.C, "lora": self.roles.policy.lora is not None, "trainableParameters": n}, {}
+        if op == "vocab":
+            self.pieces = list(h["pieces"])
+            return {}, {}
+        if op == "generate":
+            flat, lens = bufs["prompts"].tolist(), bufs["lengths"].tolist()
+            prompts, off = [], 0
+            for n in lens:
+                prompts.append(flat[off : off + n])
+                off += n
+            mine = self.dist.rows(len(prompts))  # each rank samples its share of the prompts with its own seed
+            params = dict(h["params"], seed=int(h["params"]["seed"]) + 1000003 * self.dist.rank)
+            done = generate(self.roles.policy, [prompts[i] for i in mine], params, self.pieces, self.roles.budget * 16, self.autocast)
+            res = [None] * len(prompts)
+            for rows, outs in self.dist.gather((mine, done)):
+                for i, r in zip(rows, outs):
+                    res[i] = r
+            tokens = [t for r in res for t in r[0]]
+            lps = [x for r in res for x in r[1]]
+            return {}, {
+                "tokens": torch.tensor(tokens, dtype=torch.int32),
+                "logprobs": torch.tensor(lps, dtype=torch.float32),
+                "lengths": torch.tensor([len(r[0]) for r in res], dtype=torch.int32),
+                "stopped": torch.tensor([r[2] == "stop" for r in res], dtype=torch.uint8),
+            }
+        if op in ("forward", "backward_begin"):
+            ids = bufs["ids"].reshape(h["B"], h["T"]).to(self.device, torch.long)
+            lengths = bufs["lengths"].tolist()
+            if op == "forward":
+                return {}, self.roles.forward(h["role"], ids, lengths, bool(h.get("entropy")))
+            return {}, self.roles.backward_begin(h["role"], ids, lengths, bool(h.get("entropy")), bool(h.get("values")))
+        if op == "backward_end":
+            self.roles.backward_end({k: t.reshape(h["B"], h["T"]).to(self.device) for k, t in bufs.items()})
+            return {}, {}
+        if op == "optimizer_step":
+            self.dist.sync_grads(self.roles.parameters(h["role"]))
+            r = self.optimizer(h["role"]).step(h["settings"])
+            norm = r["gradNorm"]
+            return {"gradNorm": norm if math.isfinite(norm) else str(norm), "skipped": r["skipped"]}, {}
+        if op == "zero_grad":
+            self.optimizer(h["role"]).zero_grad()
+            return {}, {}
+        if op == "tensors":  # parameters or their gradients by name (tests, tools)
+            named = self.roles.parameters(h["role"])
+            if h.get("what") == "grad":  # summed over ranks without touching the accumulating gradients
+                return {}, {n: self.dist.sum_((p.grad if p.grad is not None else torch.zeros_like(p)).detach().float().clone()) for n, p in named}
+            return {}, {n: p.detach().float() for n, p in named}
+        if op == "save":
+            if self.dist.rank == 0:  # the ranks hold the same weights and optimiser state
+                self.save(h)
+            return {}, {}
+        if op == "load_optimizer":
+            load_optimizers(h["dir"], self.optimizer)
+            return {}, {}
+        raise ValueError(f"unknown op `{op}`")
+
+    def save(self, h):
+        r, d = self.roles, h["dir"]
+        shared = r.value_head if r.critic_mode == "shared" else None
+        save_model(d, r.policy, shared, r.source, h.get("tokenizerPath"))
+        if r.critic_mode == "separate":
+            save_model(os.path.join(d, "critic"), r.critic_model, r.value_head, r.critic_source)
+        if h.get("optimizer"):
+            save_optimizers(d, self.optimizers)
+
+
+def error_reply(rid, e):
+    tb = traceback.format_exc().strip().splitlines()[-12:]
+    message = str(e)
+    oom = type(e).__name__ == "OutOfMemoryError" or isinstance(e, MemoryError) or "out of memory" in message
+    if oom:
+        message += " (out of memory: lower model.torch.tokenBudget or trainer.microBatchSize)"
+    return {"id": rid, "ok": False, "error": {"type": type(e).__name__, "message": message, "traceback": "\n".join(tb)}}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m ragen_torch", description="ragen-ts's PyTorch worker (speaks frames on stdin/stdout)")
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--precision", default="auto")
+    ap.add_argument("--token-budget", type=int, default=4096)
+    args = ap.parse_args(argv)
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # stray prints (ours, torch's, C libraries') go to stderr, never into the frame stream
+    sys.stdout = sys.stderr
+    die_with_parent()
+    # Threads: RAGEN_TORCH_THREADS, else RAGEN_THREADS (the local kernels' setting), else torch's default. On a busy
+    # host fewer threads win by far (OpenMP threads spin while they wait for a core).
+    threads = os.environ.get("RAGEN_TORCH_THREADS") or os.environ.get("RAGEN_THREADS")
+    if threads:
+        torch.set_num_threads(int(threads))
+    dist = Dist()
+    lead = dist.rank == 0  # only rank 0 reads requests and writes replies
+    hello = {"type": "hello", "protocol": PROTOCOL_VERSION, "torch": torch.__version__, "cuda": torch.version.cuda, "pid": os.getpid(), "ranks": dist.world}
+    try:
+        device, autocast, precision = pick_device(args.device if dist.world == 1 or args.device not in ("auto", "cuda") or not torch.cuda.is_available() else f"cuda:{dist.local_rank}", args.precision)
+        dist.init(device)
+    except RuntimeError as e:
+        if lead:
+            write_frame(out, dict(hello, ok=False, error={"type": "DeviceError", "message": str(e), "traceback": ""}))
+        return 1
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    if lead:
+        write_frame(out, dict(hello, ok=True, device=str(device), deviceName=name, precision=precision, sdpa=hasattr(torch.nn.functional, "scaled_dot_product_attention")))
+    worker = Worker(device, autocast, args.token_budget, dist)
+    stdin = sys.stdin.buffer
+    while True:
+        frame = dist.share(read_frame(stdin) if lead else None)
+        if frame is None:
+            return 0  # the parent closed our stdin (or exited)
+        h, bufs = frame
+        rid, op = h.get("id"), h.get("op")
+        if op == "shutdown":
+            if lead:
+                write_frame(out, {"id": rid, "ok": True})
+            return 0
+        try:
+            reply, rbufs = worker.handle(op, h, bufs)
+            if lead:
+                write_frame(out, dict(reply, id=rid, ok=True), rbufs)
+        except Exception as e:  # noqa: BLE001 -- every failure goes back to TypeScript as a structured reply
+            if lead:
+                write_frame(out, error_reply(rid, e))
+        finally:
+            del frame, bufs
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,278 @@
+// The torch worker process (python/ragen_torch): spawn, handshake, ordered request/reply with timeouts. A worker that
+// dies (kill -9, segfault, OOM kill), writes garbage on stdout or runs past a timeout fails every waiting request
+// with an error naming the exit code or signal and its last stderr lines; it never hangs the caller.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { dirname, join } from 'node:path';
+import { encodeFrame, FrameReader, PROTOCOL_VERSION, type Frame, type FrameArray } from './torch-protocol.js';
+
+/** How to start a worker. */
+export interface TorchWorkerOptions {
+  /** Interpreter with torch (see findTorchPython). */
+  python: string;
+  /** `auto` (CUDA when torch sees a GPU, else CPU), `cpu`, `cuda`, `cuda:1`. @default 'auto' */
+  device?: string;
+  /** `auto` (bf16 autocast on a GPU with bf16, else float32), `float32`, `bfloat16` (emulated on a CPU, slow). @default 'auto' */
+  precision?: string;
+  /** Most tokens (rows x longest row) per forward chunk. @default 4096 */
+  tokenBudget?: number;
+  /** Seconds the handshake may take. @default 120 */
+  startTimeoutS?: number;
+  /** Seconds one request may take before the worker is stopped. @default 3600 */
+  requestTimeoutS?: number;
+  /**
+   * Data-parallel ranks on this machine (gloo on CPU, NCCL on CUDA, rendezvous through the environment variables
+   * torchrun sets): each rank holds the model and takes its share of every batch; rank 0 talks to this process. @default 1
+   */
+  ranks?: number;
+  /** Replace the command (tests: a fake worker); gets no further arguments. */
+  command?: string[];
+  /** Forward the worker's stderr lines to this process's stderr. @default true */
+  echoStderr?: boolean;
+}
+
+/** The worker's handshake. */
+export interface TorchHello {
+  protocol: number;
+  torch: string;
+  cuda: string | null;
+  device: string;
+  deviceName: string;
+  precision: string;
+  pid: number;
+  /** Data-parallel ranks. */
+  ranks: number;
+}
+
+/** A failure of the worker process itself (not of a request it answered). */
+export class TorchWorkerError extends Error {
+  override name = 'TorchWorkerError';
+}
+
+/** An error the worker reported for one request (its Python exception type, message and traceback tail). */
+export class TorchRequestError extends Error {
+  override name = 'TorchRequestError';
+  constructor(readonly op: string, readonly type: string, message: string, readonly traceback: string) {
+    super(`torch worker: ${op} failed: ${type}: ${message}${traceback ? `\n  worker traceback (last lines):\n    ${traceback.split('\n').join('\n    ')}` : ''}`);
+  }
+}
+
+interface Pending {
+  id: number;
+  op: string;
+  resolve: (f: Frame) => void;
+  reject: (e: Error) => void;
+  timer: NodeJS.Timeout;
+}
+
+/** The directory holding the `ragen_torch` package (python/ in the repository or the installed package). */
+export function workerPackageDir(): string {
+  let dir = import.meta.dirname;
+  for (let i = 0; i < 5; i++) {
+    if (existsSync(join(dir, 'python', 'ragen_torch', '__init__.py'))) return join(dir, 'python');
+    dir = dirname(dir);
+  }
+  throw new TorchWorkerError(`python/ragen_torch was not found above ${import.meta.dirname}; reinstall ragen-ts (the package ships python/)`);
+}
+
+/** A TCP port free on 127.0.0.1 now (the ranks' rendezvous). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export class TorchWorker {
+  private readonly reader = new FrameReader();
+  private readonly pending = new Map<number, Pending>();
+  private readonly stderrTail: string[] = [];
+  private nextId = 1;
+  private failure: Error | null = null;
+  /** The error of a `post`ed request, thrown by the next `request`. */
+  private deferred: Error | null = null;
+  private exited = false;
+  private hello!: TorchHello;
+
+  /** Ranks 1.. of a data-parallel worker (rank 0 is `child`). */
+  private helpers: ChildProcess[] = [];
+
+  private constructor(private readonly child: ChildProcess, private readonly opts: TorchWorkerOptions) {}
+
+  /** Spawn the worker and wait for its handshake. */
+  static async start(opts: TorchWorkerOptions): Promise<TorchWorker> {
+    const ranks = opts.ranks ?? 1;
+    if (!Number.isInteger(ranks) || ranks < 1) throw new RangeError(`torch worker: ranks must be a positive integer, got ${ranks}`);
+    const args = opts.command ?? [opts.python, '-m', 'ragen_torch', '--device', opts.device ?? 'auto', '--precision', opts.precision ?? 'auto', '--token-budget', String(opts.tokenBudget ?? 4096)];
+    const pkg = opts.command ? '' : workerPackageDir();
+    const env = {
+      ...process.env,
+      PYTHONPATH: [pkg, process.env.PYTHONPATH].filter(Boolean).join(':'),
+      PYTHONDONTWRITEBYTECODE: '1',
+      PYTHONUNBUFFERED: '1',
+      RAGEN_PARENT_PID: String(process.pid),
+    };
+    const dist = (rank: number, port: number) => ({ RANK: String(rank), LOCAL_RANK: String(rank), WORLD_SIZE: String(ranks), LOCAL_WORLD_SIZE: String(ranks), MASTER_ADDR: '127.0.0.1', MASTER_PORT: String(port) });
+    const port = ranks > 1 ? await freePort() : 0;
+    const child = spawn(args[0]!, args.slice(1), { env: ranks > 1 ? { ...env, ...dist(0, port) } : env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const w = new TorchWorker(child, opts);
+    for (let r = 1; r < ranks; r++) w.addHelper(spawn(args[0]!, args.slice(1), { env: { ...env, ...dist(r, port) }, stdio: ['ignore', 'ignore', 'pipe'] }), r);
+    try {
+      w.hello = await w.wire(opts.startTimeoutS ?? 120);
+    } catch (e) {
+      w.close(0); // a refused handshake (wrong protocol, no device) leaves no process behind
+      throw e;
+    }
+    return w;
+  }
+
+  /** What the worker reported at start (torch and CUDA versions, device, precision). */
+  get info(): TorchHello {
+    return this.hello;
+  }
+
+  /** The worker's process id. */
+  get pid(): number {
+    return this.child.pid ?? -1;
+  }
+
+  /** Send a request and wait for its reply (rejects with TorchRequestError or TorchWorkerError). */
+  request(op: string, header: Record<string, unknown> = {}, buffers: Record<string, FrameArray> = {}, timeoutS = this.opts.requestTimeoutS ?? 3600): Promise<Frame> {
+    if (this.failure) return Promise.reject(this.failure);
+    if (this.deferred) {
+      const e = this.deferred;
+      this.deferred = null;
+      return Promise.reject(e);
+    }
+    const id = this.nextId++;
+    return new Promise<Frame>((resolve, reject) => {
+      const timer = setTimeout(() => this.fail(new TorchWorkerError(`torch worker: ${op} ran past its timeout of ${timeoutS} s; the worker (pid ${this.pid}) was stopped.${this.tail()}`)), timeoutS * 1000);
+      this.pending.set(id, { id, op, resolve, reject, timer });
+      this.setRef(true);
+      this.child.stdin!.write(encodeFrame({ ...header, id, op }, buffers));
+    });
+  }
+
+  /** A request whose reply nobody awaits (e.g. zeroGrad); its failure is thrown by a later `request` (once). */
+  post(op: string, header: Record<string, unknown> = {}): void {
+    this.request(op, header).catch((e: Error) => {
+      if (!this.failure) this.deferred ??= e;
+    });
+  }
+
+  /** Close the worker's stdin (it exits), SIGKILL it if it is still there after `graceS`. */
+  close(graceS = 5): void {
+    if (this.exited) return;
+    this.failure ??= new TorchWorkerError('torch worker: the engine was disposed');
+    this.child.stdin!.end();
+    const t = setTimeout(() => {
+      for (const c of [this.child, ...this.helpers]) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    }, graceS * 1000);
+    t.unref();
+    this.setRef(false);
+  }
+
+  /** Wire the pipes; resolves with the handshake. */
+  private wire(startTimeoutS: number): Promise<TorchHello> {
+    const { child } = this;
+    return new Promise<TorchHello>((resolve, reject) => {
+      let greeted = false;
+      const timer = setTimeout(() => this.fail(new TorchWorkerError(`torch worker: no handshake within ${startTimeoutS} s; it was stopped.${this.tail()}`)), startTimeoutS * 1000);
+      // The handshake waits like a request with id 0.
+      this.pending.set(0, {
+        id: 0, op: 'start', timer,
+        resolve: (f) => {
+          greeted = true;
+          const h = f.header;
+          if (h.ok !== true) return reject(new TorchWorkerError(`torch worker failed to start: ${String((h.error as { message?: string } | undefined)?.message ?? JSON.stringify(h))}`));
+          if (h.protocol !== PROTOCOL_VERSION) return reject(new TorchWorkerError(`torch worker speaks protocol ${String(h.protocol)}, this ragen-ts speaks ${PROTOCOL_VERSION}; use the python/ragen_torch shipped with this version`));
+          resolve(h as unknown as TorchHello);
+        },
+        reject: (e) => (greeted ? undefined : reject(e)),
+      });
+      child.stdout!.on('data', (data: Buffer) => {
+        let frames: Frame[];
+        try {
+          frames = this.reader.push(data);
+        } catch (e) {
+          return this.fail(new TorchWorkerError(`torch worker (pid ${this.pid}): ${(e as Error).message}; it was stopped.${this.tail()}`));
+        }
+        for (const f of frames) this.reply(f);
+      });
+      child.stderr!.on('data', (data: Buffer) => this.stderrLines(data));
+      child.stdin!.on('error', () => undefined); // EPIPE after a crash: reported by 'exit' with the reason
+      child.on('error', (e) => this.fail(new TorchWorkerError(`torch worker could not be started (${this.opts.command?.[0] ?? this.opts.python}): ${e.message}`)));
+      child.on('exit', (code, signal) => {
+        this.exited = true;
+        // stderr may still hold the crash's last lines: read them before failing the waiters.
+        setImmediate(() => this.fail(new TorchWorkerError(`torch worker (pid ${this.pid}) ${signal ? `was killed by signal ${signal}` : `exited with code ${code}`}${signal === 'SIGKILL' ? ' (kill -9 or the kernel OOM killer)' : ''}.${this.tail()}`)));
+      });
+      this.setRef(true);
+    });
+  }
+
+  /** Rank `rank` (> 0): its stderr joins the tail; its death fails the worker (rank 0 would wait for it forever). */
+  private addHelper(c: ChildProcess, rank: number): void {
+    this.helpers.push(c);
+    c.stderr!.on('data', (data: Buffer) => this.stderrLines(data, `rank ${rank}: `));
+    c.on('exit', (code, signal) => {
+      if (this.failure) return; // closing: the ranks end when rank 0 does
+      setImmediate(() => this.fail(new TorchWorkerError(`torch worker rank ${rank} (pid ${c.pid}) ${signal ? `was killed by signal ${signal}` : `exited with code ${code}`}.${this.tail()}`)));
+    });
+    c.unref();
+    (c.stderr as unknown as { unref?(): void }).unref?.();
+  }
+
+  private stderrLines(data: Buffer, prefix = ''): void {
+    for (const line of data.toString('utf8').split('\n')) {
+      if (!line) continue;
+      this.stderrTail.push(prefix + line);
+      if (this.stderrTail.length > 30) this.stderrTail.shift();
+      if (this.opts.echoStderr ?? true) process.stderr.write(`[torch worker] ${prefix}${line}\n`);
+    }
+  }
+
+  private reply(f: Frame): void {
+    const id = f.header.type === 'hello' ? 0 : Number(f.header.id);
+    const p = this.pending.get(id);
+    if (!p) return this.fail(new TorchWorkerError(`torch worker replied to request ${id}, which is not waiting`));
+    this.pending.delete(id);
+    clearTimeout(p.timer);
+    if (this.pending.size === 0) this.setRef(false);
+    if (f.header.ok === false && id !== 0) {
+      const e = f.header.error as { type?: string; message?: string; traceback?: string };
+      return p.reject(new TorchRequestError(p.op, e.type ?? 'Error', e.message ?? '(no message)', e.traceback ?? ''));
+    }
+    p.resolve(f);
+  }
+
+  /** Fail every waiting request and every later one with `e`, and stop the process. */
+  private fail(e: Error): void {
+    if (!this.failure || this.failure.message === 'torch worker: the engine was disposed') this.failure = e;
+    for (const p of this.pending.values()) {
+      clearTimeout(p.timer);
+      p.reject(new TorchWorkerError(p.id === 0 ? e.message : `${e.message}\n  (the request waiting for it: ${p.op})`));
+    }
+    this.pending.clear();
+    if (!this.exited) this.child.kill('SIGKILL');
+    for (const h of this.helpers) if (h.exitCode === null && h.signalCode === null) h.kill('SIGKILL');
+    this.setRef(false);
+  }
+
+  private tail(): string {
+    return this.stderrTail.length > 0 ? ` Last stderr lines:\n  ${this.stderrTail.slice(-12).join('\n  ')}` : ' It wrote nothing on stderr.';
+  }
+
+  /** Keep the Node process alive only while a request waits (an idle worker must not block exit). */
+  private setRef(on: boolean): void {
+    const c = this.child as ChildProcess & { stdout: { ref?(): void; unref?(): void } };
+    for (const s of [c.stdout, c.stderr, c.stdin] as ({ ref?(): void; unref?(): void } | null)[]) (on ? s?.ref : s?.unref)?.call(s);
+    if (on) this.child.ref();
+    else this.child.unref();
+  }
+}

@@ -1,0 +1,215 @@
+// The torch engine: the Engine seam served by a PyTorch worker process (python/ragen_torch) that holds the policy,
+// reference and critic (Hugging Face checkpoints, LoRA, value head), samples with a KV cache, back-propagates the
+// trainer's output gradients and runs AdamW. The loss stays in TypeScript (src/algo), as for the local engine.
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { LoraConfig } from '../model/index.js';
+import { ConfigError } from '../util/index.js';
+import { findTorchPython, TORCH_MISSING } from './python.js';
+import type { FrameArray } from './torch-protocol.js';
+import { TorchWorker, type TorchHello, type TorchWorkerOptions } from './torch-worker.js';
+import type {
+  BackwardOptions, ForwardResult, Generation, ModelRole, OptimizerSettings, OptimizerStepResult, OutputGradients,
+  SamplingParams, SequenceBatch, TrainableEngine, TrainableRole,
+} from './types.js';
+
+/** How `TorchEngine.fromPretrained` sets up the worker and its models. */
+export interface TorchEngineOptions extends Partial<Omit<TorchWorkerOptions, 'python'>> {
+  /** Interpreter with torch; default: the first of $RAGEN_PYTHON, python3, /usr/bin/python3 that imports it. */
+  python?: string;
+  /** LoRA adapters to attach (ignored when the checkpoint already holds an adapter). */
+  lora?: LoraConfig | null;
+  /** Critic layout; a separate critic starts from `criticPath` (default: `dir/critic`, else the policy's checkpoint). @default null */
+  critic?: 'shared' | 'separate' | null;
+  criticPath?: string;
+  /** Keep a frozen reference policy (with LoRA: the base weights, no copy). @default false */
+  reference?: boolean;
+  /** Where the reference of a full fine-tune is loaded from. @default the policy's checkpoint */
+  referencePath?: string;
+  /** Token ids -> text, for stop strings. */
+  decode?: (ids: number[]) => string;
+  /** tokenizer.json copied into saved checkpoints. */
+  tokenizerPath?: string;
+  /** Recompute each layer's activations in backward instead of keeping them (less memory, ~1/3 more compute). @default false */
+  gradientCheckpointing?: boolean;
+  /** Seed of fresh LoRA adapters, a fresh value head and LoRA dropout. @default 0 */
+  seed?: number;
+}
+
+/** The PyTorch engine (`model.engine: torch`). */
+export class TorchEngine implements TrainableEngine {
+  readonly kind = 'torch';
+  private vocabSent = false;
+
+  private constructor(private readonly worker: TorchWorker, private readonly options: TorchEngineOptions, readonly vocabSize: number) {}
+
+  /** Start a worker and load the Hugging Face checkpoint `dir` (with `dir/adapter`, `dir/value_head.safetensors`, `dir/critic`). */
+  static async fromPretrained(dir: string, opts: TorchEngineOptions = {}): Promise<TorchEngine> {
+    if (!existsSync(join(dir, 'config.json'))) throw new ConfigError(`\`${dir}\` is not a model directory: ${join(dir, 'config.json')} is missing (a Hugging Face checkpoint has config.json + model.safetensors).`);
+    const python = opts.python ?? findTorchPython()?.python;
+    if (!python) throw new ConfigError(`model.engine torch needs PyTorch. ${TORCH_MISSING}`);
+    const worker = await TorchWorker.start({ ...opts, python });
+    try {
+      const r = await worker.request('load', {
+        path: resolve(dir), lora: opts.lora ?? null, critic: opts.critic ?? null, reference: opts.reference ?? false, seed: opts.seed ?? 0,
+        tokenBudget: opts.tokenBudget ?? 4096, gradientCheckpointing: opts.gradientCheckpointing ?? false,
+        ...(opts.criticPath ? { criticPath: resolve(opts.criticPath) } : {}), ...(opts.referencePath ? { referencePath: resolve(opts.referencePath) } : {}),
+      });
+      return new TorchEngine(worker, opts, Number(r.header.vocabSize));
+    } catch (e) {
+      worker.close(0);
+      throw e;
+    }
+  }
+
+  /** Torch / CUDA versions, device and precision the worker reported. */
+  get info(): TorchHello {
+    return this.worker.info;
+  }
+
+  /** The worker's process id. */
+  get pid(): number {
+    return this.worker.pid;
+  }
+
+  async generate(prompts: readonly (readonly number[])[], params: SamplingParams): Promise<Generation[]> {
+    const stops = (params.stopStrings ?? []).filter((s) => s.length > 0);
+    const decode = this.options.decode;
+    if (stops.length > 0 && !decode) throw new ConfigError('stopStrings need a tokenizer: pass `decode` to the torch engine');
+    checkSampling(params);
+    prompts.forEach((p, i) => {
+      if (p.length === 0) throw new ConfigError(`prompt ${i} is empty; every prompt needs at least one token`);
+      checkIds(p, this.vocabSize, `prompt ${i}`);
+    });
+    if (stops.length > 0 && !this.vocabSent) {
+      // The worker stops a row early on the concatenated texts of its tokens; the exact check below decides.
+      const pieces = Array.from({ length: this.vocabSize }, (_, i) => decode!([i]));
+      await this.worker.request('vocab', { pieces });
+      this.vocabSent = true;
+    }
+    const lengths = Int32Array.from(prompts, (p) => p.length);
+    const flat = new Int32Array(lengths.reduce((a, b) => a + b, 0));
+    let off = 0;
+    for (const p of prompts) {
+      flat.set(p, off);
+      off += p.length;
+    }
+    const r = await this.worker.request('generate', { params: { ...params, stopStrings: stops } }, { prompts: flat, lengths });
+    const tokens = r.buffers.tokens as Int32Array;
+    const logprobs = r.buffers.logprobs as Float32Array;
+    const lens = r.buffers.lengths as Int32Array;
+    const stopped = r.buffers.stopped as Uint8Array;
+    const out: Generation[] = [];
+    off = 0;
+    for (let i = 0; i < prompts.length; i++) {
+      const n = lens[i]!;
+      const g: Generation = { tokens: Array.from(tokens.subarray(off, off + n)), logprobs: Array.from(logprobs.subarray(off, off + n)), finishReason: stopped[i] ? 'stop' : 'length' };
+      off += n;
+      if (stops.length > 0) truncateAtStop(g, stops, decode!);
+      out.push(g);
+    }
+    return out;
+  }
+
+  async forward(batch: SequenceBatch, options: { role: ModelRole; entropy?: boolean }): Promise<ForwardResult> {
+    const r = await this.worker.request('forward', { role: options.role, entropy: options.entropy ?? false, B: batch.B, T: batch.T }, this.batchBuffers(batch));
+    return result(r.buffers);
+  }
+
+  async backward(batch: SequenceBatch, options: BackwardOptions, lossGrad: (out: ForwardResult) => OutputGradients): Promise<ForwardResult> {
+    const head = { role: options.role, entropy: options.entropy ?? false, values: options.values ?? false, B: batch.B, T: batch.T };
+    const out = result((await this.worker.request('backward_begin', head, this.batchBuffers(batch))).buffers);
+    let grads: OutputGradients;
+    try {
+      grads = lossGrad(out);
+    } catch (e) {
+      await this.worker.request('backward_end', { B: batch.B, T: batch.T }); // drop the pending graph
+      throw e;
+    }
+    const bufs: Record<string, FrameArray> = {};
+    for (const key of ['logprobs', 'entropy', 'values'] as const) {
+      const g = grads[key];
+      if (!g || !out[key]) continue;
+      if (g.length !== batch.B * batch.T) throw new RangeError(`${key} gradient: ${g.length} entries for a (B, T) = (${batch.B}, ${batch.T}) batch; expected ${batch.B * batch.T}`);
+      bufs[key] = g instanceof Float32Array ? g : Float32Array.from(g);
+    }
+    await this.worker.request('backward_end', { B: batch.B, T: batch.T }, bufs);
+    return out;
+  }
+
+  async optimizerStep(role: TrainableRole, settings: OptimizerSettings): Promise<OptimizerStepResult> {
+    const r = await this.worker.request('optimizer_step', { role, settings });
+    const norm = r.header.gradNorm;
+    return { gradNorm: typeof norm === 'number' ? norm : norm === 'inf' ? Infinity : norm === '-inf' ? -Infinity : NaN, skipped: Boolean(r.header.skipped) };
+  }
+
+  zeroGrad(role: TrainableRole): void {
+    this.worker.post('zero_grad', { role });
+  }
+
+  /** A role's trainable parameters (`what: 'param'`) or their gradients (`'grad'`, zeros where none), by name. */
+  async tensors(role: TrainableRole, what: 'param' | 'grad' = 'param'): Promise<Map<string, Float32Array>> {
+    const r = await this.worker.request('tensors', { role, what });
+    return new Map(Object.entries(r.buffers).map(([k, v]) => [k, v as Float32Array]));
+  }
+
+  async save(dir: string, options: { optimizer?: boolean } = {}): Promise<void> {
+    await this.worker.request('save', { dir: resolve(dir), optimizer: options.optimizer ?? false, ...(this.options.tokenizerPath ? { tokenizerPath: resolve(this.options.tokenizerPath) } : {}) });
+  }
+
+  async loadOptimizer(dir: string): Promise<void> {
+    await this.worker.request('load_optimizer', { dir: resolve(dir) });
+  }
+
+  dispose(): void {
+    this.worker.close();
+  }
+
+  /** The batch's arrays, checked here so that a bad batch is named rather than failing inside torch. */
+  private batchBuffers(batch: SequenceBatch): Record<string, FrameArray> {
+    if (batch.ids.length !== batch.B * batch.T) throw new RangeError(`SequenceBatch: ${batch.ids.length} ids for (B, T) = (${batch.B}, ${batch.T})`);
+    for (let b = 0; b < batch.B; b++) {
+      const L = batch.lengths[b]!;
+      if (!(L >= 1 && L <= batch.T)) throw new RangeError(`SequenceBatch: row ${b} has length ${L}; each row needs 1..T = ${batch.T} tokens`);
+      checkIds(batch.ids.subarray(b * batch.T, b * batch.T + L), this.vocabSize, `batch row ${b}`);
+    }
+    return { ids: batch.ids, lengths: batch.lengths };
+  }
+}
+
+function checkIds(ids: ArrayLike<number>, V: number, what: string): void {
+  for (let i = 0; i < ids.length; i++) {
+    const id = ids[i]!;
+    if (!(Number.isInteger(id) && id >= 0 && id < V)) throw new ConfigError(`${what} holds token id ${id}, outside the vocabulary [0, ${V})`);
+  }
+}
+
+/** The local engine's checks of SamplingParams (src/model/generate.ts), with its messages. */
+function checkSampling(o: SamplingParams): void {
+  if (!Number.isInteger(o.maxNewTokens) || o.maxNewTokens < 0) throw new ConfigError(`maxNewTokens must be a non-negative integer, got ${o.maxNewTokens}`);
+  if (!(o.temperature >= 0)) throw new ConfigError(`temperature must be >= 0 (0 = greedy), got ${o.temperature}`);
+  if (o.topP !== undefined && !(o.topP > 0 && o.topP <= 1)) throw new ConfigError(`topP must be in (0, 1], got ${o.topP}`);
+  if (o.topK !== undefined && !(Number.isInteger(o.topK) && o.topK >= 0)) throw new ConfigError(`topK must be a non-negative integer (0 = off), got ${o.topK}`);
+  if (!Number.isSafeInteger(o.seed)) throw new ConfigError(`seed must be an integer, got ${o.seed}`);
+}
+
+function result(bufs: Record<string, FrameArray>): ForwardResult {
+  const out: ForwardResult = { logprobs: bufs.logprobs as Float32Array };
+  if (bufs.entropy) out.entropy = bufs.entropy as Float32Array;
+  if (bufs.values) out.values = bufs.values as Float32Array;
+  return out;
+}
+
+/** The local engine's stop-string rule, applied after sampling: keep tokens up to the first whose decoded tail holds a stop string. */
+function truncateAtStop(g: Generation, stops: readonly string[], decode: (ids: number[]) => string): void {
+  const window = Math.max(...stops.map((s) => s.length)) + 4;
+  for (let k = 1; k <= g.tokens.length; k++) {
+    const text = decode(g.tokens.slice(Math.max(0, k - window), k));
+    if (stops.some((s) => text.includes(s))) {
+      g.tokens.length = k;
+      g.logprobs.length = k;
+      g.finishReason = 'stop';
+      return;
+    }
+  }
+}
