@@ -1,22 +1,20 @@
 // One StarPO step, in RAGEN's order (inventory 3.6) with its bugs left out: rollout -> collapse diagnostics ->
-// reward normalisation -> group filter -> old / reference log-probs -> values -> advantages -> critic update ->
-// actor update. Validation, checkpoints and early stops are the loop's (trainer.ts).
+// reward normalisation -> group filter -> old / reference log-probs -> values -> advantages -> gradient analysis ->
+// critic update -> actor update. Validation, checkpoints and early stops are the loop's (trainer.ts).
 import { collate, enginePolicy, rollout, type AgentConfig, type EnvGroups, type EpisodeRecord, type RolloutBatch } from '../agent/index.js';
-import {
-  applyKLPenalty, computeAdvantage, filterRollouts, lengthWeightAdvantages, needsCritic, normalizeRewards, scaleByKeptRatio,
-  softReweightByGroupStd, type KLController,
-} from '../algo/index.js';
+import { filterRollouts, normalizeRewards, type KLController } from '../algo/index.js';
 import type { TrainableEngine } from '../engine/index.js';
 import type { MetricValues } from '../metrics/index.js';
 import type { Tokenizer } from '../tokenizer/index.js';
-import { applyEpisodeScores, maskedStats, selectRows, takeRows } from './batch.js';
+import { applyEpisodeScores, maskedStats } from './batch.js';
 import { collapseDiagnostics, type CollapseEma } from './collapse-step.js';
 import { samplingOf, type RagenConfig } from '../config/index.js';
-import { needsReference } from './engine-setup.js';
+import { gradAnalysisMetrics, gradientAnalysis } from './grad-analysis.js';
 import { optimizerSettings } from './lr-schedule.js';
 import { episodeRecords, tokenAdvantages, turnAdvantages } from './rollout-records.js';
 import { generatedTokens, trainMetrics } from './rollout-metrics.js';
-import { updateActor, updateCritic, type BatchSchedule, type UpdateBatch } from './update.js';
+import { updateActor, updateCritic, type BatchSchedule } from './update.js';
+import { actorLossConfig, prepareUpdate } from './update-data.js';
 
 /** What one step needs; `kl` and `collapseEma` carry state from step to step. */
 export interface StepContext {
@@ -134,69 +132,32 @@ export async function starpoStep(ctx: StepContext, step: number): Promise<StepOu
   const limit = config.logging.rolloutsPerStep;
   if (keptRows.length === 0) return out(episodeRecords(step, episodes, keptEpisodes, new Map(), limit, agent), true);
 
-  // 4. old log-probs: the sampler's when they are exact (`algo.recomputeOldLogprobs`), else a teacher-forced
-  // recompute (RAGEN's way, right for any engine) that also gives the entropy; reference log-probs; values
-  const tokens = keptRows.length === all.B ? all : selectRows(all, keptRows);
-  const { B, T } = tokens;
-  let oldLogprobs: Float32Array;
-  const recompute = algo.recomputeOldLogprobs === 'auto' ? engine.kind !== 'local' : algo.recomputeOldLogprobs;
-  if (fullForward || recompute) {
-    t0 = performance.now();
-    const fwd = fullForward ? { logprobs: takeRows(fullForward.logprobs, keptRows, all.T), entropy: takeRows(fullForward.entropy!, keptRows, all.T) } : await engine.forward(tokens, { role: 'policy', entropy: true });
-    oldLogprobs = fwd.logprobs;
-    metrics['timing_s/old_log_prob'] = seconds(t0);
-    metrics['actor/entropy'] = maskedStats(fwd.entropy!, tokens.lossMask).mean;
-  } else {
-    // The sampler's log p(token) at temperature 1 under the weights that sampled it: the policy has not changed
-    // since. `actor/entropy` then comes from the actor update's first forward passes.
-    oldLogprobs = tokens.oldLogprobs.map((x, i) => (tokens.lossMask[i] ? x : 0));
-  }
-  let refLogprobs: Float32Array | undefined;
-  if (needsReference(config)) {
-    t0 = performance.now();
-    refLogprobs = (await engine.forward(tokens, { role: 'reference' })).logprobs;
-    metrics['timing_s/ref'] = seconds(t0);
-  }
-  const critic = needsCritic(algo.advEstimator);
-  let values: Float32Array | undefined;
-  if (critic) {
-    t0 = performance.now();
-    values = (await engine.forward(tokens, { role: 'critic' })).values!;
-    metrics['timing_s/values'] = seconds(t0);
-  }
+  // 4-5. old / reference log-probs, values, token rewards, advantages and their modifiers on the kept rows
+  const prepared = await prepareUpdate(engine, config, all, keptRows, { ...(fullForward ? { fullForward } : {}), klBeta: ctx.kl.value, keptRatio: filter.stats.keptRatio });
+  Object.assign(metrics, prepared.metrics);
+  if (prepared.klUpdate) ctx.kl.update(prepared.klUpdate.currentKl, prepared.klUpdate.B);
+  const data = prepared.data;
+  const { tokens, advantages } = data;
+  const critic = data.values !== undefined;
+  const schedule: BatchSchedule = { miniBatchSize: t.miniBatchSize, microBatchSize: t.microBatchSize, epochs: t.ppoEpochs, shuffleSeed: t.shuffle ? stepSeed(config.seed.train ^ 0x2545f491, step) : null, horizon: lossHorizon(config) };
 
-  // 5. token rewards (minus the KL penalty when it is in the reward), advantages, modifiers
-  t0 = performance.now();
-  let rewards: Float64Array = Float64Array.from(tokens.rewards);
-  if (algo.kl.inReward) {
-    const p = applyKLPenalty({ rewards, logprobs: oldLogprobs, refLogprobs: refLogprobs!, mask: tokens.lossMask, B, T, beta: ctx.kl.value, estimator: algo.kl.estimator });
-    rewards = p.rewards;
-    metrics['actor/kl_coef'] = ctx.kl.value;
-    ctx.kl.update(p.currentKl, B);
-  } else if (algo.kl.useKlLoss) metrics['actor/kl_coef'] = algo.kl.coef;
-  const adv = computeAdvantage(
-    { rewards, mask: tokens.lossMask, B, T, ...(values ? { values } : {}), groupIds: tokens.groupIds, episodeIds: tokens.episodeIds, turnIds: tokens.turnIds },
-    { advEstimator: algo.advEstimator, gamma: algo.gamma, lambda: algo.lambda, gammaTurn: algo.gammaTurn, ...(algo.normAdvantages !== null ? { normAdvantages: algo.normAdvantages } : {}) },
-  );
-  let advantages = adv.advantages;
-  const mods = algo.modifiers;
-  if (mods.softReweight && adv.groupStd) advantages = softReweightByGroupStd({ advantages, groupStd: adv.groupStd, B, T }).advantages;
-  if (mods.filterLossScaling !== 'none') advantages = scaleByKeptRatio(advantages, filter.stats.keptRatio, mods.filterLossScaling);
-  if (mods.lengthWeight) advantages = lengthWeightAdvantages({ advantages, mask: tokens.lossMask, B, T });
-  if (mods.zeroTaskAdvantage) advantages = new Float64Array(advantages.length);
-  metrics['timing_s/adv'] = seconds(t0);
-  const a = maskedStats(advantages, tokens.lossMask);
-  Object.assign(metrics, {
-    'critic/advantages_mean': a.mean,
-    'critic/advantages_max': a.max,
-    'critic/advantages_min': a.min,
-    'critic/returns_mean': maskedStats(adv.returns, tokens.lossMask).mean,
-    'critic/score_mean': tokens.scores.reduce((x, y) => x + y, 0) / B,
-  } satisfies MetricValues);
+  // 5b. RAGEN-2's gradient analysis by reward-std bucket, at its cadence: separate passes that leave no gradient
+  const ga = t.gradAnalysis;
+  if (ga.every > 0 && (step === 1 || step % ga.every === 0)) {
+    t0 = performance.now();
+    const groupStd = new Map(filter.groupKeys.map((k, g) => [String(k), filter.groupRewardStd[g]!]));
+    const settings = { buckets: ga.buckets, microBatchSize: t.microBatchSize, horizon: schedule.horizon };
+    const lossCfg = actorLossConfig(config);
+    Object.assign(metrics, gradAnalysisMetrics(await gradientAnalysis(engine, data, groupStd, lossCfg, settings), 'grad_analysis'));
+    if (ga.prefilter) {
+      const everyRow = all.groupIds.map((_, i) => i);
+      const whole = await prepareUpdate(engine, config, all, everyRow, { ...(fullForward ? { fullForward } : {}), klBeta: ctx.kl.value, keptRatio: 1 });
+      Object.assign(metrics, gradAnalysisMetrics(await gradientAnalysis(engine, whole.data, groupStd, lossCfg, settings), 'grad_analysis/prefilter'));
+    }
+    metrics['timing_s/grad_analysis'] = seconds(t0);
+  }
 
   // 6. critic update, then the actor update (after `criticWarmup` steps)
-  const data: UpdateBatch = { tokens, oldLogprobs, advantages, returns: adv.returns, ...(values ? { values } : {}), ...(refLogprobs ? { refLogprobs } : {}) };
-  const schedule: BatchSchedule = { miniBatchSize: t.miniBatchSize, microBatchSize: t.microBatchSize, epochs: t.ppoEpochs, shuffleSeed: t.shuffle ? stepSeed(config.seed.train ^ 0x2545f491, step) : null, horizon: lossHorizon(config) };
   let optimizerSteps = 0;
   if (critic) {
     t0 = performance.now();
@@ -210,28 +171,14 @@ export async function starpoStep(ctx: StepContext, step: number): Promise<StepOu
       'critic/vf_clipfrac': c.vfClipfrac,
       'critic/grad_norm': c.gradNorm,
       'critic/lr': settings.lr,
-      'critic/values_mean': maskedStats(values!, tokens.lossMask).mean,
+      'critic/values_mean': maskedStats(data.values!, tokens.lossMask).mean,
       'timing_s/update_critic': seconds(t0),
     } satisfies MetricValues);
   }
   if (step > t.criticWarmup) {
     t0 = performance.now();
     const settings = optimizerSettings(config, 'actor', step);
-    const u = await updateActor(
-      engine,
-      data,
-      {
-        lossAgg: algo.lossAgg,
-        clipRatioLow: algo.clipRatioLow,
-        clipRatioHigh: algo.clipRatioHigh,
-        clipRatioC: algo.clipRatioC,
-        entropyCoeff: algo.entropyCoeff,
-        klCoef: algo.kl.useKlLoss ? algo.kl.coef : 0,
-        klEstimator: algo.kl.estimator,
-      },
-      schedule,
-      settings,
-    );
+    const u = await updateActor(engine, data, actorLossConfig(config), schedule, settings);
     optimizerSteps = u.optimizerSteps;
     Object.assign(metrics, {
       'actor/pg_loss': u.pgLoss,
