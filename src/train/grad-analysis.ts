@@ -1,11 +1,14 @@
 // RAGEN-2's gradient analysis (inventory 3.5): for groups bucketed by in-group reward std, the gradient norm of
 // each actor-loss term (task, entropy, KL) on its own. Separate backward passes that leave no gradient behind,
 // so training is untouched; RAGEN-2 reads from it how much of the update each signal level drives.
-import { actorLoss, aggNorm, bucketName, entropyBonus, klLoss, rewardStdBuckets, type ActorLossConfig } from '../algo/index.js';
+import { actorLoss, aggNorm, bucketName, entropyBonus, klLoss, rewardStdBuckets, type ActorLossConfig, type RolloutFilterResult } from '../algo/index.js';
+import type { TokenBatch } from '../agent/index.js';
+import type { RagenConfig } from '../config/index.js';
 import type { ForwardResult, OutputGradients, TrainableEngine } from '../engine/index.js';
 import type { MetricValues } from '../metrics/index.js';
 import { selectRows, takeRows } from './batch.js';
 import type { UpdateBatch } from './update.js';
+import { actorLossConfig, lossHorizon, prepareUpdate } from './update-data.js';
 
 /** The three terms of the actor loss, each measured with its own backward pass. */
 export const GRAD_COMPONENTS = ['task', 'entropy', 'kl'] as const;
@@ -151,4 +154,36 @@ export function gradAnalysisMetrics(buckets: readonly GradBucket[], prefix: 'gra
     });
   }
   return m;
+}
+
+/** The buckets of a step's analysis: of the filtered batch, and of the whole batch when `prefilter` is on. */
+export interface StepGradAnalysis {
+  filtered: GradBucket[];
+  prefilter: GradBucket[] | null;
+  metrics: MetricValues;
+}
+
+/**
+ * The analysis of one training step with the config's settings (`trainer.gradAnalysis`, the update's loss and
+ * batching): on `data` (the kept rows, prepared for the update) and, with `prefilter`, on every row of `all`,
+ * prepared the same way. Call it between updates; the policy's gradients are zero before and after.
+ */
+export async function analyzeStep(
+  engine: TrainableEngine,
+  config: RagenConfig,
+  s: { all: TokenBatch; filter: RolloutFilterResult; data: UpdateBatch | null; fullForward?: { logprobs: Float32Array; entropy?: Float32Array }; klBeta: number },
+): Promise<StepGradAnalysis> {
+  const ga = config.trainer.gradAnalysis;
+  const groupStd = new Map(s.filter.groupKeys.map((k, g) => [String(k), s.filter.groupRewardStd[g]!]));
+  const horizon = lossHorizon(config);
+  const settings: GradAnalysisSettings = { buckets: ga.buckets, microBatchSize: config.trainer.microBatchSize, horizon };
+  const loss = actorLossConfig(config);
+  const filtered = s.data ? await gradientAnalysis(engine, s.data, groupStd, loss, settings) : [];
+  let prefilter: GradBucket[] | null = null;
+  if (ga.prefilter) {
+    const everyRow = s.all.groupIds.map((_, i) => i);
+    const whole = await prepareUpdate(engine, config, s.all, everyRow, { ...(s.fullForward ? { fullForward: s.fullForward } : {}), klBeta: s.klBeta, keptRatio: 1 });
+    prefilter = await gradientAnalysis(engine, whole.data, groupStd, loss, settings);
+  }
+  return { filtered, prefilter, metrics: { ...gradAnalysisMetrics(filtered, 'grad_analysis'), ...(prefilter ? gradAnalysisMetrics(prefilter, 'grad_analysis/prefilter') : {}) } };
 }

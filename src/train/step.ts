@@ -1,20 +1,20 @@
 // One StarPO step, in RAGEN's order (inventory 3.6) with its bugs left out: rollout -> collapse diagnostics ->
 // reward normalisation -> group filter -> old / reference log-probs -> values -> advantages -> gradient analysis ->
 // critic update -> actor update. Validation, checkpoints and early stops are the loop's (trainer.ts).
-import { collate, enginePolicy, rollout, type AgentConfig, type EnvGroups, type EpisodeRecord, type RolloutBatch } from '../agent/index.js';
-import { filterRollouts, normalizeRewards, type KLController } from '../algo/index.js';
+import { enginePolicy, rollout, type AgentConfig, type EnvGroups, type EpisodeRecord, type RolloutBatch } from '../agent/index.js';
+import type { KLController } from '../algo/index.js';
 import type { TrainableEngine } from '../engine/index.js';
 import type { MetricValues } from '../metrics/index.js';
 import type { Tokenizer } from '../tokenizer/index.js';
-import { applyEpisodeScores, maskedStats } from './batch.js';
+import { maskedStats } from './batch.js';
 import { collapseDiagnostics, type CollapseEma } from './collapse-step.js';
 import { samplingOf, type RagenConfig } from '../config/index.js';
-import { gradAnalysisMetrics, gradientAnalysis } from './grad-analysis.js';
+import { analyzeStep } from './grad-analysis.js';
 import { optimizerSettings } from './lr-schedule.js';
 import { episodeRecords, tokenAdvantages, turnAdvantages } from './rollout-records.js';
 import { generatedTokens, trainMetrics } from './rollout-metrics.js';
 import { updateActor, updateCritic, type BatchSchedule } from './update.js';
-import { actorLossConfig, prepareUpdate } from './update-data.js';
+import { actorLossConfig, filterBatch, lossHorizon, prepareUpdate } from './update-data.js';
 
 /** What one step needs; `kl` and `collapseEma` carry state from step to step. */
 export interface StepContext {
@@ -46,10 +46,7 @@ export function stepSeed(base: number, step: number): number {
   return (Math.imul(base ^ 0x5bd1e995, 0x27d4eb2d) + Math.imul(step, 0x9e3779b1)) >>> 0;
 }
 
-/** The most loss tokens one sequence can hold (Dr. GRPO's constant horizon for `seq-mean-token-sum-norm`). */
-export function lossHorizon(config: RagenConfig): number {
-  return config.agent.maxNewTokens * (config.agent.contextWindowMode === 'full' ? config.agent.maxTurns : 1);
-}
+export { lossHorizon } from './update-data.js';
 
 const seconds = (t0: number) => (performance.now() - t0) / 1000;
 
@@ -80,40 +77,7 @@ export async function starpoStep(ctx: StepContext, step: number): Promise<StepOu
 
   // 3. reward normalisation (per episode score), then the group filter on the raw episode scores
   t0 = performance.now();
-  const episodes = batch.episodes;
-  const rawScores = Float64Array.from(episodes, (e) => e.score);
-  let samples = batch.samples;
-  if (algo.rewardNorm.method !== 'identity') {
-    const normalized = normalizeRewards({ scores: rawScores, grouping: algo.rewardNorm.grouping, method: algo.rewardNorm.method, groupIds: episodes.map((e) => `${e.tag}/${e.group}`), tags: episodes.map((e) => e.tag) });
-    samples = applyEpisodeScores(samples, rawScores, normalized, config.agent.useTurnScores ? 'turn' : 'episode');
-  }
-  // The whole batch, token-aligned (B, T); the filter keeps a subset of its rows.
-  const all = collate(samples, tokenizer.padTokenId);
-  let entropyByEpisode: Float64Array | undefined;
-  let fullForward: { logprobs: Float32Array; entropy?: Float32Array } | undefined;
-  if (algo.filter.metric === 'entropy' || algo.filter.metric === 'entropy_std') {
-    // The entropy metrics need the policy's entropy before filtering: one forward over every sample, reused below.
-    fullForward = await engine.forward(all, { role: 'policy', entropy: true });
-    const sums = new Float64Array(episodes.length);
-    const counts = new Float64Array(episodes.length);
-    for (let i = 0; i < all.B * all.T; i++) if (all.lossMask[i]) {
-      const e = all.episodeIds[Math.floor(i / all.T)]!;
-      sums[e] += fullForward.entropy![i]!;
-      counts[e]++;
-    }
-    entropyByEpisode = sums.map((x, i) => (counts[i]! > 0 ? x / counts[i]! : 0));
-  }
-  const filter = filterRollouts(
-    {
-      rewards: rawScores,
-      groupIds: episodes.map((e) => `${e.tag}/${e.group}`),
-      lengths: episodes.map((e) => e.turns.reduce((a, x) => a + x.tokens.length, 0)),
-      ...(entropyByEpisode ? { entropy: entropyByEpisode } : {}),
-    },
-    { ...algo.filter },
-  );
-  const keptEpisodes = new Set(filter.keptIndices);
-  const keptRows = samples.map((s, i) => (keptEpisodes.has(s.episode) ? i : -1)).filter((i) => i >= 0);
+  const { episodes, all, filter, keptEpisodes, keptRows, fullForward } = await filterBatch(engine, config, batch, tokenizer.padTokenId);
   Object.assign(metrics, {
     'rollout/in_group_reward_std': filter.stats.reward.std,
     'rollout/in_group_reward_mean': filter.stats.reward.mean,
@@ -145,15 +109,7 @@ export async function starpoStep(ctx: StepContext, step: number): Promise<StepOu
   const ga = t.gradAnalysis;
   if (ga.every > 0 && (step === 1 || step % ga.every === 0)) {
     t0 = performance.now();
-    const groupStd = new Map(filter.groupKeys.map((k, g) => [String(k), filter.groupRewardStd[g]!]));
-    const settings = { buckets: ga.buckets, microBatchSize: t.microBatchSize, horizon: schedule.horizon };
-    const lossCfg = actorLossConfig(config);
-    Object.assign(metrics, gradAnalysisMetrics(await gradientAnalysis(engine, data, groupStd, lossCfg, settings), 'grad_analysis'));
-    if (ga.prefilter) {
-      const everyRow = all.groupIds.map((_, i) => i);
-      const whole = await prepareUpdate(engine, config, all, everyRow, { ...(fullForward ? { fullForward } : {}), klBeta: ctx.kl.value, keptRatio: 1 });
-      Object.assign(metrics, gradAnalysisMetrics(await gradientAnalysis(engine, whole.data, groupStd, lossCfg, settings), 'grad_analysis/prefilter'));
-    }
+    Object.assign(metrics, (await analyzeStep(engine, config, { all, filter, data, ...(fullForward ? { fullForward } : {}), klBeta: ctx.kl.value })).metrics);
     metrics['timing_s/grad_analysis'] = seconds(t0);
   }
 

@@ -1,18 +1,71 @@
-// The per-token inputs of an update for a set of batch rows: old and reference log-probs, values, token rewards
-// (minus an in-reward KL penalty), advantages and their modifiers (step.ts's stages 4-5). The step calls it for the
-// rows the filter kept; the gradient analysis also calls it for every row (its "without the filter" view).
-import type { TokenBatch } from '../agent/index.js';
+// What an update sees of a rollout batch (step.ts's stages 3-5): reward normalisation and the group filter, then for a
+// set of rows the old and reference log-probs, values, token rewards (minus an in-reward KL penalty), advantages and
+// their modifiers. The step prepares the kept rows; the gradient analysis also every row (its unfiltered view).
+import { collate, type Episode, type RolloutBatch, type TokenBatch } from '../agent/index.js';
 import {
-  applyKLPenalty, computeAdvantage, lengthWeightAdvantages, needsCritic, scaleByKeptRatio, softReweightByGroupStd, type ActorLossConfig,
+  applyKLPenalty, computeAdvantage, filterRollouts, lengthWeightAdvantages, needsCritic, normalizeRewards, scaleByKeptRatio, softReweightByGroupStd,
+  type ActorLossConfig, type RolloutFilterResult,
 } from '../algo/index.js';
 import type { TrainableEngine } from '../engine/index.js';
 import type { MetricValues } from '../metrics/index.js';
 import type { RagenConfig } from '../config/index.js';
-import { maskedStats, selectRows, takeRows } from './batch.js';
+import { applyEpisodeScores, maskedStats, selectRows, takeRows } from './batch.js';
 import { needsReference } from './engine-setup.js';
 import type { UpdateBatch } from './update.js';
 
 const seconds = (t0: number) => (performance.now() - t0) / 1000;
+
+/** A rollout batch after reward normalisation and the group filter. */
+export interface FilteredBatch {
+  episodes: Episode[];
+  /** Every sample, token-aligned (B, T); the filter keeps a subset of its rows. */
+  all: TokenBatch;
+  filter: RolloutFilterResult;
+  keptEpisodes: Set<number>;
+  /** Rows of `all` whose episode the filter kept. */
+  keptRows: number[];
+  /** A policy forward over every row (with entropy), made when the filter ranks by entropy. */
+  fullForward?: { logprobs: Float32Array; entropy?: Float32Array };
+}
+
+/** Stage 3: reward normalisation (per episode score), then the group filter on the raw episode scores. */
+export async function filterBatch(engine: TrainableEngine, config: RagenConfig, batch: RolloutBatch, padTokenId: number): Promise<FilteredBatch> {
+  const algo = config.algo;
+  const episodes = batch.episodes;
+  const rawScores = Float64Array.from(episodes, (e) => e.score);
+  let samples = batch.samples;
+  if (algo.rewardNorm.method !== 'identity') {
+    const normalized = normalizeRewards({ scores: rawScores, grouping: algo.rewardNorm.grouping, method: algo.rewardNorm.method, groupIds: episodes.map((e) => `${e.tag}/${e.group}`), tags: episodes.map((e) => e.tag) });
+    samples = applyEpisodeScores(samples, rawScores, normalized, config.agent.useTurnScores ? 'turn' : 'episode');
+  }
+  const all = collate(samples, padTokenId);
+  let entropyByEpisode: Float64Array | undefined;
+  let fullForward: FilteredBatch['fullForward'];
+  if (algo.filter.metric === 'entropy' || algo.filter.metric === 'entropy_std') {
+    // The entropy metrics need the policy's entropy before filtering: one forward over every sample, reused later.
+    fullForward = await engine.forward(all, { role: 'policy', entropy: true });
+    const sums = new Float64Array(episodes.length);
+    const counts = new Float64Array(episodes.length);
+    for (let i = 0; i < all.B * all.T; i++) if (all.lossMask[i]) {
+      const e = all.episodeIds[Math.floor(i / all.T)]!;
+      sums[e] += fullForward.entropy![i]!;
+      counts[e]++;
+    }
+    entropyByEpisode = sums.map((x, i) => (counts[i]! > 0 ? x / counts[i]! : 0));
+  }
+  const filter = filterRollouts(
+    {
+      rewards: rawScores,
+      groupIds: episodes.map((e) => `${e.tag}/${e.group}`),
+      lengths: episodes.map((e) => e.turns.reduce((a, x) => a + x.tokens.length, 0)),
+      ...(entropyByEpisode ? { entropy: entropyByEpisode } : {}),
+    },
+    { ...algo.filter },
+  );
+  const keptEpisodes = new Set(filter.keptIndices);
+  const keptRows = samples.map((s, i) => (keptEpisodes.has(s.episode) ? i : -1)).filter((i) => i >= 0);
+  return { episodes, all, filter, keptEpisodes, keptRows, ...(fullForward ? { fullForward } : {}) };
+}
 
 /** What `prepareUpdate` gives back; it changes no state, so the caller applies `klUpdate` to its controller. */
 export interface PreparedUpdate {
@@ -98,6 +151,11 @@ export async function prepareUpdate(
   } satisfies MetricValues);
   const data: UpdateBatch = { tokens, oldLogprobs, advantages, returns: adv.returns, ...(values ? { values } : {}), ...(refLogprobs ? { refLogprobs } : {}) };
   return { data, metrics, klUpdate };
+}
+
+/** The most loss tokens one sequence can hold (Dr. GRPO's constant horizon for `seq-mean-token-sum-norm`). */
+export function lossHorizon(config: RagenConfig): number {
+  return config.agent.maxNewTokens * (config.agent.contextWindowMode === 'full' ? config.agent.maxTurns : 1);
 }
 
 /** The actor loss settings of the config (`algo.*`): the update's and the gradient analysis's. */
