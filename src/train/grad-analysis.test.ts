@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TokenBatch } from '../agent/index.js';
 import { rewardStdBuckets, type ActorLossConfig } from '../algo/index.js';
 import { LocalEngine } from '../engine/index.js';
+import { describeMetric, isMetricKey } from '../metrics/index.js';
 import { gradAnalysisMetrics, gradientAnalysis, type GradAnalysisSettings } from './grad-analysis.js';
 import { writeMicroModel } from './testing.js';
 import type { UpdateBatch } from './update.js';
@@ -118,6 +119,14 @@ describe('gradientAnalysis (micro model, reference = policy)', () => {
     expect(m['grad_analysis/bucket_3/per_token/kl']).toBeCloseTo(b3.norm.kl / 10, 12);
     expect(m['grad_analysis/all/sample_pct']).toBe(1);
     expect(m['grad_analysis/bucket_1/sample_pct']).toBeCloseTo(1 / 3, 12);
+    // Every key it logs is listed in src/metrics/names.ts with its own meaning; a made-up name is not.
+    const keys = Object.keys({ ...m, ...gradAnalysisMetrics(all, 'grad_analysis/prefilter') });
+    expect(keys.length).toBe(2 * 4 * 19);
+    for (const k of keys) expect(isMetricKey(k), k).toBe(true);
+    expect(describeMetric('grad_analysis/bucket_2/per_token/kl')).toMatch(/loss-token count/);
+    expect(describeMetric('grad_analysis/prefilter/all/reward_std_max')).toMatch(/Largest in-group reward std/);
+    expect(isMetricKey('grad_analysis/bucket_1/made_up')).toBe(false);
+    expect(isMetricKey('grad_analysis/bucket_1/per_token/value')).toBe(false);
   });
 
   it('refuses to run over gradients an update is accumulating', async () => {
