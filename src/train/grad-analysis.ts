@@ -107,6 +107,12 @@ export async function gradientAnalysis(engine: TrainableEngine, data: UpdateBatc
   const out: GradBucket[] = [];
   for (const [name, groups] of named) {
     if (groups.length === 0) continue;
+    // One rank bucket holding every group (few groups kept) is `all` already: reuse its passes.
+    const same = name === 'all' ? out.find((b) => b.groups === keys.length) : undefined;
+    if (same) {
+      out.push({ ...same, name, norm: { ...same.norm }, loss: { ...same.loss } });
+      continue;
+    }
     const rows = groups.flatMap((g) => rowsOf.get(keys[g]!)!).sort((a, b) => a - b);
     const T = data.tokens.T;
     let tokens = 0;
