@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TokenBatch } from '../agent/index.js';
-import { rewardStdBuckets, type ActorLossConfig } from '../algo/index.js';
+import type { ActorLossConfig } from '../algo/index.js';
 import { LocalEngine } from '../engine/index.js';
 import { describeMetric, isMetricKey } from '../metrics/index.js';
 import { gradAnalysisMetrics, gradientAnalysis, type GradAnalysisSettings } from './grad-analysis.js';
@@ -134,19 +134,5 @@ describe('gradientAnalysis (micro model, reference = policy)', () => {
     await engine.backward(data.tokens, { role: 'policy' }, (out) => ({ logprobs: out.logprobs.map(() => 1) }));
     await expect(gradientAnalysis(engine, data, groupStd, loss(), settings())).rejects.toThrow(/already holds gradients/);
     engine.zeroGrad('policy');
-  });
-});
-
-describe('rewardStdBuckets', () => {
-  it('ranks groups by std into equal-count buckets, the remainder in the last', () => {
-    // sorted: g1 (0), g3 (0), g4 (0.3), g0 (0.5), g6 (0.9), g2 (1.2), g5 (2.0); 7 groups / 3 buckets = 2 each + 1
-    expect(rewardStdBuckets([0.5, 0, 1.2, 0, 0.3, 2.0, 0.9], 3)).toEqual([[1, 3], [4, 0], [6, 2, 5]]);
-    expect(rewardStdBuckets([0.4, 0.1, 0.2, 0.3], 2)).toEqual([[1, 2], [3, 0]]);
-    expect(rewardStdBuckets([0.1, 0.2], 3)).toEqual([[], [], [0, 1]]);
-    expect(rewardStdBuckets([], 2)).toEqual([[], []]);
-  });
-  it('rejects a bad bucket count or a non-finite std', () => {
-    expect(() => rewardStdBuckets([1], 0)).toThrow(/bucket count must be an integer >= 1, got 0/);
-    expect(() => rewardStdBuckets([1, Number.NaN], 2)).toThrow(/group 1 has a non-finite reward std/);
   });
 });
