@@ -97,7 +97,8 @@ export async function starpoStep(ctx: StepContext, step: number): Promise<StepOu
   if (keptRows.length === 0) return out(episodeRecords(step, episodes, keptEpisodes, new Map(), limit, agent), true);
 
   // 4-5. old / reference log-probs, values, token rewards, advantages and their modifiers on the kept rows
-  const prepared = await prepareUpdate(engine, config, all, keptRows, { ...(fullForward ? { fullForward } : {}), klBeta: ctx.kl.value, keptRatio: filter.stats.keptRatio });
+  const klBeta = ctx.kl.value; // this step's in-reward β (the controller then adapts it for the next step)
+  const prepared = await prepareUpdate(engine, config, all, keptRows, { ...(fullForward ? { fullForward } : {}), klBeta, keptRatio: filter.stats.keptRatio });
   Object.assign(metrics, prepared.metrics);
   if (prepared.klUpdate) ctx.kl.update(prepared.klUpdate.currentKl, prepared.klUpdate.B);
   const data = prepared.data;
@@ -109,7 +110,7 @@ export async function starpoStep(ctx: StepContext, step: number): Promise<StepOu
   const ga = t.gradAnalysis;
   if (ga.every > 0 && (step === 1 || step % ga.every === 0)) {
     t0 = performance.now();
-    Object.assign(metrics, (await analyzeStep(engine, config, { all, filter, data, ...(fullForward ? { fullForward } : {}), klBeta: ctx.kl.value })).metrics);
+    Object.assign(metrics, (await analyzeStep(engine, config, { all, filter, data, ...(fullForward ? { fullForward } : {}), klBeta })).metrics);
     metrics['timing_s/grad_analysis'] = seconds(t0);
   }
 

@@ -20,6 +20,8 @@ beforeAll(async () => {
   const config = microConfig(model, run, [
     'trainer.keepCheckpoints=2', 'trainer.gradAnalysis.every=1', 'trainer.gradAnalysis.buckets=2', 'trainer.gradAnalysis.prefilter=true',
     'algo.filter.strategy=top_k', 'algo.filter.value=0.5', 'algo.kl.useKlLoss=true', 'algo.kl.coef=0.05', 'algo.kl.estimator=k3', 'algo.entropyCoeff=0.01',
+    // the in-reward penalty too, with the adaptive β the probe must read back from the checkpoint
+    'algo.kl.inReward=true', 'algo.kl.controller.type=adaptive',
   ]);
   await train({ config });
   metrics = readMetricsFile(join(run, 'metrics.jsonl'));
