@@ -9,5 +9,6 @@ import './bench-learning.js'; // adds `ragen bench learning`
 import * as evalCmd from './eval.js';
 import * as trainCmd from './train.js';
 import * as sft from './sft.js';
+import * as serve from './serve.js';
 
-export const commands: ((program: Command) => void)[] = [trainCmd.register, envs.register, play.register, solve.register, bench.register, evalCmd.register, sft.register];
+export const commands: ((program: Command) => void)[] = [trainCmd.register, envs.register, play.register, solve.register, bench.register, evalCmd.register, sft.register, serve.register];

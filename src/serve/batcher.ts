@@ -1,0 +1,167 @@
+// Continuous request batching over the Engine seam: requests that arrive while a batch generates wait
+// together and go into the next `engine.generate` call as one batch (not a queue of single calls).
+import type { Engine, Generation, SamplingParams } from '../engine/index.js';
+
+/** One prompt to complete. */
+export interface BatchJob {
+  prompt: number[];
+  /** Most new tokens of this job (the batch runs to the largest; each job is cut to its own). */
+  maxTokens: number;
+  temperature: number;
+  topP: number;
+  topK: number;
+  stopTokenIds: number[];
+  stopStrings: string[];
+  /** A seeded job runs in a batch of its own, so its tokens depend only on (prompt, settings, seed). */
+  seed?: number;
+}
+
+/** Counters of what the batcher did (the load test and `ragen bench serve` read them). */
+export interface BatcherStats {
+  batches: number;
+  jobs: number;
+  /** Largest batch one generate call took. */
+  maxBatch: number;
+  /** Tokens generated (after cutting each job to its max). */
+  tokens: number;
+}
+
+/** Settings of a Batcher. */
+export interface BatcherOptions {
+  /** Most prompts per generate call. @default 64 */
+  maxBatchSize?: number;
+  /** Seed of the batch seeds of unseeded sampled jobs. @default 0 */
+  seed?: number;
+}
+
+interface Pending {
+  job: BatchJob;
+  key: string;
+  resolve: (g: Generation) => void;
+  reject: (e: unknown) => void;
+  signal: AbortSignal | undefined;
+}
+
+/**
+ * Queues jobs and runs them through `engine.generate` in batches. Jobs whose sampling settings agree share a
+ * call; the rest wait for the next. One call runs at a time: everything submitted while it runs forms the
+ * next batch. Per-row results do not depend on the other rows for greedy jobs (the engines' rows are
+ * independent); sampled jobs draw from the batch's seed, unless they carry their own.
+ */
+export class Batcher {
+  readonly stats: BatcherStats = { batches: 0, jobs: 0, maxBatch: 0, tokens: 0 };
+  private readonly pending: Pending[] = [];
+  private running = false;
+  private scheduled = false;
+  private batchSeed: number;
+  private readonly maxBatchSize: number;
+  private ownKey = 0;
+
+  constructor(
+    private readonly engine: Engine,
+    options: BatcherOptions = {},
+  ) {
+    this.maxBatchSize = options.maxBatchSize ?? 64;
+    this.batchSeed = options.seed ?? 0;
+  }
+
+  /** Jobs waiting for a batch. */
+  get waiting(): number {
+    return this.pending.length;
+  }
+
+  /** Complete one job; an aborted `signal` drops it if it has not started (its promise rejects). */
+  submit(job: BatchJob, signal?: AbortSignal): Promise<Generation> {
+    return new Promise((resolve, reject) => {
+      const key = job.seed !== undefined ? `own:${this.ownKey++}` : batchKey(job);
+      const p: Pending = { job, key, resolve, reject, signal };
+      this.pending.push(p);
+      signal?.addEventListener('abort', () => {
+        const i = this.pending.indexOf(p);
+        if (i >= 0) {
+          this.pending.splice(i, 1);
+          reject(new Error('request aborted before it was batched'));
+        }
+      }, { once: true });
+      this.schedule();
+    });
+  }
+
+  private schedule(): void {
+    if (this.running || this.scheduled) return;
+    this.scheduled = true;
+    // One turn of the event loop first, so requests that arrive together share the first batch too.
+    setImmediate(() => {
+      this.scheduled = false;
+      void this.loop();
+    });
+  }
+
+  private async loop(): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    try {
+      while (this.pending.length > 0) {
+        const key = this.pending[0]!.key;
+        const batch: Pending[] = [];
+        for (let i = 0; i < this.pending.length && batch.length < this.maxBatchSize; ) {
+          if (this.pending[i]!.key === key) batch.push(...this.pending.splice(i, 1));
+          else i++;
+        }
+        await this.run(batch);
+        // Let the sockets deliver what arrived during the call before the next batch is formed.
+        await new Promise((r) => setImmediate(r));
+      }
+    } finally {
+      this.running = false;
+    }
+  }
+
+  private async run(batch: Pending[]): Promise<void> {
+    const first = batch[0]!.job;
+    const params: SamplingParams = {
+      maxNewTokens: Math.max(...batch.map((p) => p.job.maxTokens)),
+      temperature: first.temperature,
+      ...(first.temperature > 0 ? { topP: first.topP, topK: first.topK } : {}),
+      stopTokenIds: first.stopTokenIds,
+      ...(first.stopStrings.length > 0 ? { stopStrings: first.stopStrings } : {}),
+      seed: first.seed ?? this.nextSeed(),
+    };
+    let gens: Generation[];
+    try {
+      gens = await this.engine.generate(batch.map((p) => p.job.prompt), params);
+      if (gens.length !== batch.length) throw new Error(`engine ${this.engine.kind} returned ${gens.length} generations for ${batch.length} prompts`);
+    } catch (err) {
+      for (const p of batch) p.reject(err);
+      return;
+    }
+    this.stats.batches++;
+    this.stats.jobs += batch.length;
+    this.stats.maxBatch = Math.max(this.stats.maxBatch, batch.length);
+    batch.forEach((p, i) => {
+      const g = cut(gens[i]!, p.job.maxTokens);
+      this.stats.tokens += g.tokens.length;
+      p.resolve(g);
+    });
+  }
+
+  private nextSeed(): number {
+    this.batchSeed = (Math.imul(this.batchSeed ^ 0x5bd1e995, 0x9e3779b1) + 0x7f4a7c15) >>> 0;
+    return this.batchSeed;
+  }
+}
+
+/** Jobs with equal keys can share a generate call (max tokens may differ: each is cut to its own). */
+function batchKey(j: BatchJob): string {
+  const filters = j.temperature > 0 ? [j.topP, j.topK] : [];
+  return JSON.stringify([j.temperature, ...filters, j.stopTokenIds, j.stopStrings]);
+}
+
+/**
+ * A generation of a batch that ran to more tokens than this job asked for, cut to `max`: a row's first
+ * `max` tokens do not depend on the batch's limit, and a stop past `max` never happened for this job.
+ */
+export function cut(g: Generation, max: number): Generation {
+  if (g.tokens.length <= max) return g;
+  return { tokens: g.tokens.slice(0, max), logprobs: g.logprobs.slice(0, max), finishReason: 'length' };
+}
