@@ -32,6 +32,12 @@ export interface BatcherOptions {
   maxBatchSize?: number;
   /** Seed of the batch seeds of unseeded sampled jobs. @default 0 */
   seed?: number;
+  /**
+   * How long a batch waits for more jobs before it starts (it starts at once when `maxBatchSize` are waiting).
+   * A synchronous engine blocks the event loop while it generates, so requests are read between batches: the
+   * window lets a burst's requests finish arriving. @default 5
+   */
+  batchWindowMs?: number;
 }
 
 interface Pending {
@@ -56,6 +62,9 @@ export class Batcher {
   private batchSeed: number;
   private readonly maxBatchSize: number;
   private ownKey = 0;
+  private readonly windowMs: number;
+  /** Ends the current batch window early (enough jobs are waiting). */
+  private wake: (() => void) | undefined;
 
   constructor(
     private readonly engine: Engine,
@@ -63,6 +72,7 @@ export class Batcher {
   ) {
     this.maxBatchSize = options.maxBatchSize ?? 64;
     this.batchSeed = options.seed ?? 0;
+    this.windowMs = options.batchWindowMs ?? 5;
   }
 
   /** Jobs waiting for a batch. */
@@ -83,6 +93,7 @@ export class Batcher {
           reject(new Error('request aborted before it was batched'));
         }
       }, { once: true });
+      if (this.pending.length >= this.maxBatchSize) this.wake?.();
       this.schedule();
     });
   }
@@ -90,10 +101,25 @@ export class Batcher {
   private schedule(): void {
     if (this.running || this.scheduled) return;
     this.scheduled = true;
-    // One turn of the event loop first, so requests that arrive together share the first batch too.
     setImmediate(() => {
       this.scheduled = false;
       void this.loop();
+    });
+  }
+
+  /** Wait `batchWindowMs` for more jobs, or less once a full batch is waiting. */
+  private window(): Promise<void> {
+    if (this.windowMs <= 0 || this.pending.length >= this.maxBatchSize) return new Promise((r) => setImmediate(r));
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.wake = undefined;
+        resolve();
+      }, this.windowMs);
+      this.wake = () => {
+        clearTimeout(timer);
+        this.wake = undefined;
+        resolve();
+      };
     });
   }
 
@@ -102,6 +128,9 @@ export class Batcher {
     this.running = true;
     try {
       while (this.pending.length > 0) {
+        // Requests that arrived during the last call (or with the first job) finish arriving, then form the batch.
+        await this.window();
+        if (this.pending.length === 0) break;
         const key = this.pending[0]!.key;
         const batch: Pending[] = [];
         for (let i = 0; i < this.pending.length && batch.length < this.maxBatchSize; ) {
@@ -109,8 +138,6 @@ export class Batcher {
           else i++;
         }
         await this.run(batch);
-        // Let the sockets deliver what arrived during the call before the next batch is formed.
-        await new Promise((r) => setImmediate(r));
       }
     } finally {
       this.running = false;

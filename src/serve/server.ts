@@ -32,6 +32,8 @@ export interface ServeOptions {
   maxConcurrent?: number;
   /** Most prompts per engine.generate call. @default 64 */
   maxBatchSize?: number;
+  /** How long a batch waits for more requests before it starts (see Batcher). @default 5 */
+  batchWindowMs?: number;
   /** Most choices (prompts x n) per request. @default 64 */
   maxChoices?: number;
   /** Seed of the batch seeds of unseeded sampled requests. @default 0 */
@@ -49,7 +51,7 @@ export class OpenAIServer {
   private readonly created = Math.floor(Date.now() / 1000);
 
   constructor(private readonly options: ServeOptions) {
-    this.batcher = new Batcher(options.engine, { maxBatchSize: options.maxBatchSize ?? 64, seed: options.seed ?? 0 });
+    this.batcher = new Batcher(options.engine, { maxBatchSize: options.maxBatchSize ?? 64, seed: options.seed ?? 0, batchWindowMs: options.batchWindowMs ?? 5 });
     this.ctx = {
       tokenizer: options.tokenizer,
       batcher: this.batcher,

@@ -15,6 +15,7 @@ export interface ServeCliOptions {
   maxBodyBytes: number;
   maxConcurrent: number;
   maxBatchSize: number;
+  batchWindowMs: number;
   seed: number;
 }
 
@@ -41,6 +42,7 @@ export function register(program: Command): void {
     .option('--max-body-bytes <n>', 'largest request body', parsePositiveInt('--max-body-bytes'), 1 << 20)
     .option('--max-concurrent <n>', 'generation requests in flight at once; more get 429', parsePositiveInt('--max-concurrent'), 512)
     .option('--max-batch-size <n>', 'most prompts per engine.generate call', parsePositiveInt('--max-batch-size'), 64)
+    .option('--batch-window-ms <ms>', 'how long a batch waits for more requests before it starts', parseNonNegativeInt('--batch-window-ms'), 5)
     .option('--seed <n>', 'seed of the batch seeds of unseeded sampled requests', parseSeed, 0)
     .addHelpText('after', EXAMPLES)
     .action(async (dir: string, opts: ServeCliOptions) => {
@@ -54,6 +56,7 @@ export function register(program: Command): void {
         maxBodyBytes: opts.maxBodyBytes,
         maxConcurrent: opts.maxConcurrent,
         maxBatchSize: opts.maxBatchSize,
+        batchWindowMs: opts.batchWindowMs,
         seed: opts.seed,
         log: (line) => console.error(`[serve] ${line}`),
       });
@@ -79,4 +82,12 @@ function parsePort(text: string): number {
   const n = Number(text);
   if (!Number.isInteger(n) || n < 0 || n > 65535) throw new UsageError(`Bad --port \`${text}\`: give an integer in [0, 65535].`);
   return n;
+}
+
+function parseNonNegativeInt(name: string): (text: string) => number {
+  return (text) => {
+    const n = Number(text);
+    if (!Number.isInteger(n) || n < 0) throw new UsageError(`Bad ${name} \`${text}\`: give an integer >= 0.`);
+    return n;
+  };
 }
