@@ -16,6 +16,14 @@ export interface BatchJob {
   seed?: number;
 }
 
+/** Rejects the jobs of a client that disconnected before its batch started. */
+export class ClientGone extends Error {
+  constructor() {
+    super('the client disconnected before its batch started; its jobs were dropped');
+    this.name = 'ClientGone';
+  }
+}
+
 /** Counters of what the batcher did (the load test and `ragen bench serve` read them). */
 export interface BatcherStats {
   batches: number;
@@ -90,7 +98,7 @@ export class Batcher {
         const i = this.pending.indexOf(p);
         if (i >= 0) {
           this.pending.splice(i, 1);
-          reject(new Error('request aborted before it was batched'));
+          reject(new ClientGone());
         }
       }, { once: true });
       if (this.pending.length >= this.maxBatchSize) this.wake?.();

@@ -4,7 +4,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { Engine } from '../engine/index.js';
 import type { Tokenizer } from '../tokenizer/index.js';
-import { Batcher, type BatcherStats } from './batcher.js';
+import { Batcher, ClientGone, type BatcherStats } from './batcher.js';
 import { ApiError } from './errors.js';
 import { chatBody, chatPromptIds, completionBody, runChoices, streamChoices, type HandlerContext } from './handlers.js';
 import { parseChatRequest, parseCompletionRequest } from './requests.js';
@@ -198,6 +198,10 @@ export class OpenAIServer {
 
   /** Answer a failure: an ApiError as itself, anything else as a 500 whose message says what broke. */
   private fail(res: ServerResponse, err: unknown): void {
+    if (err instanceof ClientGone || res.destroyed) {
+      this.log(`client gone: ${(err as Error)?.message ?? String(err)}`);
+      return;
+    }
     const e = err instanceof ApiError ? err : new ApiError(500, `The server failed on this request: ${(err as Error)?.message ?? String(err)}`, 'server_error', null, 'internal_error');
     if (e.status >= 500) this.log(`500: ${(err as Error)?.stack ?? String(err)}`);
     else if (e.status === 413 || e.status === 429) this.log(`${e.status}: ${e.message}`);
