@@ -12,6 +12,7 @@ export interface ServeCliOptions {
   tokenizer?: string;
   apiKey?: string;
   maxTokens: number;
+  contextLength?: number;
   maxBodyBytes: number;
   maxConcurrent: number;
   maxBatchSize: number;
@@ -39,6 +40,7 @@ export function register(program: Command): void {
     .option('--tokenizer <dir>', "tokenizer directory (default: the checkpoint's own)")
     .option('--api-key <key>', 'require `Authorization: Bearer <key>` (default: $RAGEN_API_KEY, else none)')
     .option('--max-tokens <n>', 'most tokens one choice may generate', parsePositiveInt('--max-tokens'), 1024)
+    .option('--context-length <n>', "prompt + completion tokens per request (default: the model's max_position_embeddings)", parsePositiveInt('--context-length'))
     .option('--max-body-bytes <n>', 'largest request body', parsePositiveInt('--max-body-bytes'), 1 << 20)
     .option('--max-concurrent <n>', 'generation requests in flight at once; more get 429', parsePositiveInt('--max-concurrent'), 512)
     .option('--max-batch-size <n>', 'most prompts per engine.generate call', parsePositiveInt('--max-batch-size'), 64)
@@ -53,6 +55,7 @@ export function register(program: Command): void {
         ...target,
         ...(apiKey ? { apiKey } : {}),
         maxTokens: opts.maxTokens,
+        ...(opts.contextLength !== undefined ? { contextLength: opts.contextLength } : {}),
         maxBodyBytes: opts.maxBodyBytes,
         maxConcurrent: opts.maxConcurrent,
         maxBatchSize: opts.maxBatchSize,
