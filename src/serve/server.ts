@@ -42,7 +42,10 @@ export interface ServeOptions {
   log?: (line: string) => void;
 }
 
-/** An OpenAI-compatible server: GET /v1/models, POST /v1/chat/completions, POST /v1/completions, GET /health. */
+/**
+ * An OpenAI-compatible server: GET /v1/models, POST /v1/chat/completions, POST /v1/completions; plus GET /health and
+ * GET /stats (the batcher's counters: batches, jobs, largest batch, tokens; requests in flight and waiting).
+ */
 export class OpenAIServer {
   readonly http: Server;
   private readonly batcher: Batcher;
@@ -100,6 +103,7 @@ export class OpenAIServer {
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? '/').split('?')[0]!.replace(/\/+$/, '') || '/';
     if (path === '/health') return this.json(res, 200, { status: 'ok' });
+    if (path === '/stats') return this.json(res, 200, { ...this.batcher.stats, inFlight: this.inFlight, waiting: this.batcher.waiting });
     if (this.options.apiKey !== undefined && req.headers.authorization !== `Bearer ${this.options.apiKey}`) {
       throw new ApiError(401, 'Incorrect or missing API key: send `Authorization: Bearer <key>` with the key the server was started with.', 'authentication_error', null, 'invalid_api_key');
     }

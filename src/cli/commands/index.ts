@@ -6,6 +6,7 @@ import * as solve from './solve.js';
 import * as bench from './bench.js';
 import './bench-engine.js'; // adds `ragen bench engine`
 import './bench-learning.js'; // adds `ragen bench learning`
+import './bench-serve.js'; // adds `ragen bench serve`
 import * as evalCmd from './eval.js';
 import * as trainCmd from './train.js';
 import * as sft from './sft.js';
