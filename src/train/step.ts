@@ -1,7 +1,7 @@
 // One StarPO step, in RAGEN's order (inventory 3.6) with its bugs left out: rollout -> collapse diagnostics ->
 // reward normalisation -> group filter -> old / reference log-probs -> values -> advantages -> critic update ->
 // actor update. Validation, checkpoints and early stops are the loop's (trainer.ts).
-import { collate, enginePolicy, rollout, type AgentConfig, type EnvGroups, type EpisodeRecord, type RolloutBatch } from '../agent/index.js';
+import { collate, enginePolicy, rollout, type AgentConfig, type EnvGroups, type EpisodeRecord, type Policy, type RolloutBatch } from '../agent/index.js';
 import {
   applyKLPenalty, computeAdvantage, filterRollouts, lengthWeightAdvantages, needsCritic, normalizeRewards, scaleByKeptRatio,
   softReweightByGroupStd, type KLController,
@@ -17,6 +17,7 @@ import { optimizerSettings } from './lr-schedule.js';
 import { episodeRecords, turnAdvantages } from './rollout-records.js';
 import { generatedTokens, trainMetrics } from './rollout-metrics.js';
 import { updateActor, updateCritic, type BatchSchedule, type UpdateBatch } from './update.js';
+import { correctOffPolicy, tokenStaleness } from './off-policy.js';
 
 /** What one step needs; `kl` and `collapseEma` carry state from step to step. */
 export interface StepContext {
@@ -55,21 +56,55 @@ export function lossHorizon(config: RagenConfig): number {
 
 const seconds = (t0: number) => (performance.now() - t0) / 1000;
 
+/** A step's rollout with its metrics (`train/*`, `timing_s/gen`, `perf/*` of generation). */
+export interface CollectedRollout {
+  batch: RolloutBatch;
+  metrics: MetricValues;
+  genTokens: number;
+}
+
+/**
+ * Step `step`'s rollout (1-based): its seeds depend only on the step. `groups` defaults to the context's;
+ * `wrap` wraps the policy (async rollouts gate each generate call on the policy version).
+ */
+export async function collectRollout(ctx: StepContext, step: number, opts: { groups?: EnvGroups; wrap?: (p: Policy) => Policy } = {}): Promise<CollectedRollout> {
+  const { config, engine, tokenizer, agent } = ctx;
+  const groups = opts.groups ?? ctx.groups;
+  const t0 = performance.now();
+  const base = enginePolicy(engine, tokenizer, agent, samplingOf(config, 'train', stepSeed(config.seed.train, step)));
+  const policy = opts.wrap ? opts.wrap(base) : base;
+  const batch = await rollout({ groups, policy, tokenizer, agent, resetSeed: config.seed.train + (step - 1) * groups.nGroups });
+  const genSeconds = seconds(t0);
+  const genTokens = generatedTokens(batch);
+  const metrics: MetricValues = { ...trainMetrics(batch), 'timing_s/gen': genSeconds, 'perf/total_tokens': genTokens, 'perf/gen_tokens_per_s': genTokens / Math.max(genSeconds, 1e-9) };
+  return { batch, metrics, genTokens };
+}
+
 /** Run training step `step` (1-based). Train seeds: group g of step k gets `seed.train + (k-1)·groups + g`. */
 export async function starpoStep(ctx: StepContext, step: number): Promise<StepOutput> {
+  const tStep = performance.now();
+  return starpoUpdate(ctx, step, await collectRollout(ctx, step), tStep);
+}
+
+/**
+ * How stale each sampled token is (async rollouts): `versionOf(episode, turn)` is the policy version that sampled
+ * that turn, `current` the version being updated; stale tokens get truncated importance weights.
+ */
+export interface OffPolicyInfo {
+  versionOf: (episode: number, turn: number) => number;
+  current: number;
+  /** Truncation C of min(π_old / μ, C). */
+  importanceCap: number;
+}
+
+/** Steps 2-6 of a StarPO step on a collected rollout; `tStep` is when the step's clock started (perf/tokens_per_s). */
+export async function starpoUpdate(ctx: StepContext, step: number, collected: CollectedRollout, tStep: number, offPolicy?: OffPolicyInfo): Promise<StepOutput> {
   const { config, engine, tokenizer, agent } = ctx;
   const algo = config.algo;
   const t = config.trainer;
-  const metrics: MetricValues = {};
-  const tStep = performance.now();
-
-  // 1. rollout
-  let t0 = performance.now();
-  const policy = enginePolicy(engine, tokenizer, agent, samplingOf(config, 'train', stepSeed(config.seed.train, step)));
-  const batch = await rollout({ groups: ctx.groups, policy, tokenizer, agent, resetSeed: config.seed.train + (step - 1) * ctx.groups.nGroups });
-  const genSeconds = seconds(t0);
-  const genTokens = generatedTokens(batch);
-  Object.assign(metrics, trainMetrics(batch), { 'timing_s/gen': genSeconds, 'perf/total_tokens': genTokens, 'perf/gen_tokens_per_s': genTokens / Math.max(genSeconds, 1e-9) } satisfies MetricValues);
+  const { batch, genTokens } = collected;
+  const metrics: MetricValues = { ...collected.metrics };
+  let t0: number;
 
   // 2. collapse diagnostics on the unfiltered batch, on step 1 and every `collapse.every` steps
   const every = t.collapse.every;
@@ -139,7 +174,10 @@ export async function starpoStep(ctx: StepContext, step: number): Promise<StepOu
   const tokens = keptRows.length === all.B ? all : selectRows(all, keptRows);
   const { B, T } = tokens;
   let oldLogprobs: Float32Array;
-  const recompute = algo.recomputeOldLogprobs === 'auto' ? engine.kind !== 'local' : algo.recomputeOldLogprobs;
+  const staleness = offPolicy ? tokenStaleness(tokens, offPolicy) : undefined;
+  const stale = staleness !== undefined && staleness.some((x) => x > 0);
+  // Stale tokens were sampled by an older policy: π_old must be the current one, recomputed.
+  const recompute = stale || (algo.recomputeOldLogprobs === 'auto' ? engine.kind !== 'local' : algo.recomputeOldLogprobs);
   if (fullForward || recompute) {
     t0 = performance.now();
     const fwd = fullForward ? { logprobs: takeRows(fullForward.logprobs, keptRows, all.T), entropy: takeRows(fullForward.entropy!, keptRows, all.T) } : await engine.forward(tokens, { role: 'policy', entropy: true });
@@ -184,6 +222,7 @@ export async function starpoStep(ctx: StepContext, step: number): Promise<StepOu
   if (mods.filterLossScaling !== 'none') advantages = scaleByKeptRatio(advantages, filter.stats.keptRatio, mods.filterLossScaling);
   if (mods.lengthWeight) advantages = lengthWeightAdvantages({ advantages, mask: tokens.lossMask, B, T });
   if (mods.zeroTaskAdvantage) advantages = new Float64Array(advantages.length);
+  if (offPolicy) advantages = correctOffPolicy(advantages, tokens, oldLogprobs, staleness!, offPolicy, metrics);
   metrics['timing_s/adv'] = seconds(t0);
   const a = maskedStats(advantages, tokens.lossMask);
   Object.assign(metrics, {
