@@ -71,14 +71,19 @@ describe('ragen eval --policy openai', () => {
           return void res.end(JSON.stringify({ error: { message: 'overloaded', type: 'server_error', param: null, code: null } }));
         }
         res.writeHead(200, { 'Content-Type': 'application/json' });
-        res.end(JSON.stringify({ id: 'x', object: 'chat.completion', created: 0, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: '<answer>Up</answer>' }, finish_reason: 'stop', logprobs: null }], usage: { prompt_tokens: 11, completion_tokens: 3, total_tokens: 14 } }));
+        res.end(JSON.stringify({ id: 'x', object: 'chat.completion', created: 0, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: '<think>push up</think><answer>Up</answer>' }, finish_reason: 'stop', logprobs: null }], usage: { prompt_tokens: 11, completion_tokens: 3, total_tokens: 14 } }));
       });
     });
     await new Promise<void>((r) => fake.listen(0, '127.0.0.1', r));
     closers.push(() => new Promise((r) => fake.close(() => r())));
     const url = `http://127.0.0.1:${(fake.address() as AddressInfo).port}/v1`;
-    const r = await run('eval', '--env', 'SimpleSokoban', '--policy', 'openai', '--base-url', url, '--model', 'm', '--groups', '1', '--max-turns', '2', '--concurrency', '1', '--json');
+    const out = join(tmp, 'fake.jsonl');
+    const r = await run('eval', '--env', 'SimpleSokoban', '--policy', 'openai', '--base-url', url, '--model', 'm', '--groups', '1', '--max-turns', '2', '--concurrency', '1', '--json', '--out', out);
     expect(r.code, r.err).toBe(0);
+    // The chat reply wrote the <think> tag the loop prefills: it is not doubled, and the answer is played.
+    const [rec] = lines(out) as { turns: { actions: string[]; format_error: string | null; think: string }[]; usage: unknown }[];
+    expect(rec!.turns.map((t) => [t.actions, t.format_error, t.think])).toEqual([[['Up'], null, 'push up'], [['Up'], null, 'push up']]);
+    expect(rec!.usage).toEqual({ prompt_tokens: 22, completion_tokens: 6, requests: 2, retries: 4 });
     const report = JSON.parse(r.out) as EvalReport;
     expect(report.usage).toEqual({ promptTokens: 22, completionTokens: 6, requests: 2, retries: 4 });
     expect(r.err.match(/retry \d\/4/g)).toHaveLength(4);
@@ -87,5 +92,20 @@ describe('ragen eval --policy openai', () => {
     const none = await run('eval', '--env', 'SimpleSokoban', '--policy', 'openai', '--base-url', url, '--model', 'm', '--groups', '1', '--max-retries', '0');
     expect(none.code).toBe(2);
     expect(none.err).toMatch(/refused the request \(429: slow down\)/);
+  });
+});
+
+describe('ragen serve and eval --policy openai: usage errors', () => {
+  test('name what is missing or wrong and exit 2', async () => {
+    const noUrl = await run('eval', '--env', 'SimpleSokoban', '--policy', 'openai', '--model', 'x');
+    expect(noUrl.code).toBe(2);
+    expect(noUrl.err).toMatch(/--policy openai needs --base-url <url> and --model <name>/);
+    const badApi = await run('eval', '--env', 'SimpleSokoban', '--policy', 'openai', '--api', 'grpc');
+    expect(badApi.err).toMatch(/Bad --api `grpc`: give chat or completions/);
+    const noModel = await run('serve', join(tmp, 'nowhere'));
+    expect(noModel.code).toBe(2);
+    expect(noModel.err).toMatch(/No model in `.*nowhere`/);
+    const badPort = await run('serve', TINY_MODEL_DIR, '--port', '70000');
+    expect(badPort.err).toMatch(/Bad --port `70000`/);
   });
 });
