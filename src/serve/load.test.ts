@@ -6,7 +6,9 @@ import { serveTiny } from './testing.js';
 // each answer equal to the engine's own greedy generation of that prompt alone.
 let ctx: Awaited<ReturnType<typeof serveTiny>>;
 beforeAll(async () => {
-  ctx = await serveTiny({ maxBatchSize: 64 });
+  // The client runs in this process and the engine blocks it while generating, so a burst needs a wider window
+  // than the 5 ms default to finish arriving (a client in its own process keeps sending meanwhile).
+  ctx = await serveTiny({ maxBatchSize: 64, batchWindowMs: 50 });
 });
 afterAll(async () => {
   await ctx.server.close();

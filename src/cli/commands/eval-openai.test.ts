@@ -31,7 +31,7 @@ const lines = (path: string) => readFileSync(path, 'utf8').trim().split('\n').ma
 describe('ragen eval --policy openai', () => {
   test('against `ragen serve` of the same checkpoint reproduces `ragen eval --run` (greedy): metrics and every trajectory', async () => {
     const runDir = tinyRun();
-    const server = new OpenAIServer({ ...(await localServeTarget(runDir, resolveModelDir, { name: 'tiny-run' })), contextLength: 8192 });
+    const server = new OpenAIServer({ ...(await localServeTarget(runDir, resolveModelDir, { name: 'tiny-run' })), contextLength: 8192, batchWindowMs: 50 });
     const { url } = await server.listen(0);
     closers.push(() => server.close());
     const common = ['--groups', '6', '--greedy', '--json'];
