@@ -91,6 +91,7 @@ export class Batcher {
   /** Complete one job; an aborted `signal` drops it if it has not started (its promise rejects). */
   submit(job: BatchJob, signal?: AbortSignal): Promise<Generation> {
     return new Promise((resolve, reject) => {
+      if (signal?.aborted) return reject(new ClientGone());
       const key = job.seed !== undefined ? `own:${this.ownKey++}` : batchKey(job);
       const p: Pending = { job, key, resolve, reject, signal };
       this.pending.push(p);

@@ -57,8 +57,9 @@ export async function runChoices(ctx: HandlerContext, req: ChatRequest | Complet
       topK: req.topK,
       stopTokenIds: ctx.stopTokenIds,
       stopStrings: req.stop,
-      // n > 1 with a seed: choice k gets seed + k, so the choices differ and each stays reproducible
-      ...(req.seed !== undefined ? { seed: (req.seed + k) >>> 0 } : {}),
+      // n > 1 with a seed: choice k gets seed + k, so the choices differ and each stays reproducible. Greedy
+      // choices need no seed and batch with anything.
+      ...(req.seed !== undefined && req.temperature > 0 ? { seed: (req.seed + k) >>> 0 } : {}),
     })),
   );
   const gens = await Promise.all(jobs.map((j) => ctx.batcher.submit(j, signal)));
