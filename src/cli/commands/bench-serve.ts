@@ -1,6 +1,7 @@
 // `ragen bench serve`: `ragen serve` in its own process under load from this one through the official openai
 // client on loopback (src/serve/bench.ts), then the engine alone on the same prompts in this process.
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
@@ -54,7 +55,9 @@ addBenchSubcommand((bench: Command) => {
 
 /** `ragen serve <dir> --port 0` as a child process; resolves with its URL once it listens. */
 function startServer(modelDir: string, opts: BenchServeOptions): Promise<{ url: string; stop: () => void }> {
-  const bin = fileURLToPath(new URL('../../../../bin/ragen.js', import.meta.url));
+  // bin/ragen.js of this package: four levels up from dist/src/cli/commands, three from src/cli/commands (tsx).
+  const bin = ['../../../../bin/ragen.js', '../../../bin/ragen.js'].map((p) => fileURLToPath(new URL(p, import.meta.url))).find((p) => existsSync(p));
+  if (!bin) throw new RagenError('bin/ragen.js not found beside this package; run `ragen bench serve` from an installed or built ragen-ts.');
   const child = spawn(process.execPath, [bin, 'serve', modelDir, '--port', '0', '--name', 'bench', '--context-length', '8192', '--max-batch-size', String(opts.maxBatchSize), '--max-concurrent', String(Math.max(512, opts.requests))], { stdio: ['ignore', 'ignore', 'pipe'] });
   return new Promise((resolve, reject) => {
     let err = '';
