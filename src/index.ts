@@ -35,6 +35,7 @@ export {
   agentConfig, type AgentConfig, type ContextWindowMode,
   EnvGroups, type EnvGroupsOptions, type EnvTagSpec,
   type Policy, type PolicyRequest, type EngineSampling, enginePolicy, oraclePolicy, randomPolicy,
+  openaiPolicy, type OpenAIPolicy, type OpenAIPolicyOptions, type EpisodeUsage,
   rollout, type RolloutOptions, type RolloutBatch, type Episode, type EpisodeTurn, type EndReason, type TrainingSample,
   parseResponse, type ParsedResponse,
   collate, type TokenBatch,
@@ -55,7 +56,11 @@ export {
   filterRollouts, selectGroups, type RolloutFilterConfig, type RolloutFilterResult,
   collapseMetrics, type CollapseMetrics,
   earlyWarnings, type EarlyWarning, type EarlyWarningReport, type EarlyWarningConfig, type MetricHistory,
+  truncatedImportanceWeights, type ImportanceInput, type ImportanceWeights,
 } from './algo/index.js';
+
+// Serving: an OpenAI-compatible HTTP server over any Engine (`ragen serve`, docs/serving.md).
+export { OpenAIServer, type ServeOptions, ApiError, localTopLogprobs, type TopLogprobsSource } from './serve/index.js';
 
 // Training: the StarPO trainer and its configuration (YAML presets + dotted overrides, docs/config.md).
 export { train, type TrainOptions, type TrainResult } from './train/index.js';

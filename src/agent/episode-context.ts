@@ -31,7 +31,7 @@ export class EpisodeContext {
   private chain: TokenChain | undefined;
   private readonly sealed: TokenChain[] = [];
   private minStart = 0;
-  private current: { view: TurnView; userText: string } | undefined;
+  private current: { view: TurnView; userText: string; messages: ChatMessage[] } | undefined;
   /** Whole turns dropped from the context to fit `maxContextTokens`, counting a turn whose prompt alone did not fit. */
   truncations = 0;
   private readonly prefill: string;
@@ -96,15 +96,18 @@ export class EpisodeContext {
     for (;;) {
       let candidate: TokenChain;
       let userText: string;
+      let messages: ChatMessage[];
       if (mode === 'single_turn') {
         userText = singleTurnPrompt(this.turns.slice(w, n).map((e) => e.summary), n, view, this.cfg);
         candidate = new TokenChain(n);
-        candidate.extendPrompt(this.render([{ role: 'system', content: this.system }, { role: 'user', content: userText }]), this.tokenizer);
+        messages = [{ role: 'system', content: this.system }, { role: 'user', content: userText }];
+        candidate.extendPrompt(this.render(messages), this.tokenizer);
       } else {
         userText = this.userText(view);
+        messages = this.messages(w, n, userText);
         if (this.chain && this.chain.windowStart === w) {
           candidate = this.chain.clone();
-          candidate.extendPrompt(this.render(this.messages(w, n, userText)), this.tokenizer);
+          candidate.extendPrompt(this.render(messages), this.tokenizer);
         } else {
           candidate = this.replay(w, n, userText);
         }
@@ -112,7 +115,7 @@ export class EpisodeContext {
       if (candidate.ids.length + this.cfg.maxNewTokens <= this.cfg.maxContextTokens) {
         if (this.chain && this.chain !== candidate && candidate.windowStart !== this.chain.windowStart && this.chain.trainable) this.sealed.push(this.chain);
         this.chain = candidate;
-        this.current = { view, userText };
+        this.current = { view, userText, messages };
         return candidate.ids.slice();
       }
       if (w >= n) {
@@ -125,6 +128,14 @@ export class EpisodeContext {
       this.minStart = w;
       this.truncations++;
     }
+  }
+
+  /**
+   * The chat messages the last `prompt` rendered (before the prefilled tag), for policies that take messages
+   * instead of token ids (a chat API). Undefined between `respond` and the next `prompt`.
+   */
+  get promptMessages(): readonly ChatMessage[] | undefined {
+    return this.current?.messages;
   }
 
   /** Record the policy's generation for the prompted turn; returns its text. */

@@ -11,3 +11,4 @@ export { firstPrompts, type FirstPrompt } from './first-prompt.js';
 export { computeMetrics, type TagMetrics } from './metrics.js';
 export { collate, type TokenBatch } from './collate.js';
 export { episodeRecord, writeEpisodeRecords, type EpisodeRecord, type TurnRecord, type TrainingFields } from './trajectories.js';
+export { openaiPolicy, type OpenAIPolicy, type OpenAIPolicyOptions, type EpisodeUsage } from './openai-policy.js';

@@ -2,7 +2,7 @@
 // written in the model's output format (`oracle`), and uniformly random action names (`random`).
 import { Rng, UsageError } from '../util/index.js';
 import type { Engine, Generation, SamplingParams } from '../engine/index.js';
-import type { Tokenizer } from '../tokenizer/index.js';
+import type { ChatMessage, Tokenizer } from '../tokenizer/index.js';
 import type { AgentConfig } from './config.js';
 import type { EnvSlot } from './env-groups.js';
 
@@ -15,6 +15,8 @@ export interface PolicyRequest {
   turn: number;
   /** Actions the env may still take. */
   actionsLeft: number;
+  /** The chat `prompt` renders (without the prefilled tag), for policies that send messages to a chat API. */
+  messages?: readonly ChatMessage[];
 }
 
 /** Anything that answers a batch of prompts with sampled ids and their log-probs. */

@@ -154,7 +154,8 @@ export async function rollout(opts: RolloutOptions): Promise<RolloutBatch> {
         s.ended = 'context_full';
         return;
       }
-      requests.push({ prompt, slot, turn, actionsLeft });
+      const messages = s.ctx.promptMessages;
+      requests.push({ prompt, slot, turn, actionsLeft, ...(messages ? { messages } : {}) });
       active.push(s);
       userTexts.push(s.ctx.userText(view));
     });

@@ -22,3 +22,4 @@ export * from './filter.js';
 export * from './collapse.js';
 export * from './early-warning.js';
 export * from './grad-buckets.js';
+export * from './importance.js';

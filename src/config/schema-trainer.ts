@@ -56,6 +56,20 @@ export const GradAnalysisSchema = z.strictObject({
   prefilter: z.boolean().default(false),
 });
 
+/**
+ * Asynchronous rollouts (off by default): the rollouts of the next `maxStaleness` steps are generated while this
+ * step's update runs, so env latency overlaps training. Stale tokens are corrected with truncated importance weights
+ * (src/algo/importance.ts). Deterministic: each generate call of a rollout runs at a fixed policy version.
+ */
+export const AsyncSchema = z.strictObject({
+  /** Generate rollouts ahead of the update. @default false */
+  enabled: z.boolean().default(false),
+  /** Most policy versions a sample may lag the policy it trains (= rollouts generated ahead); 0 = the synchronous schedule. @default 1 */
+  maxStaleness: z.number().int().min(0).max(8).default(1),
+  /** Truncation C of the importance weights min(π_old / μ, C) on stale tokens. @default 2 */
+  importanceCap: z.number().positive().default(2),
+});
+
 /** The training loop (RAGEN's `trainer` and the optimiser/batch keys of `actor_rollout_ref.actor` and `critic`). */
 export const TrainerSchema = z.strictObject({
   /** StarPO steps (one rollout + update each) (RAGEN's `total_training_steps`). @default 200 */
@@ -101,4 +115,5 @@ export const TrainerSchema = z.strictObject({
   earlyStop: EarlyStopSchema.prefault({}),
   collapse: CollapseSchema.prefault({}),
   gradAnalysis: GradAnalysisSchema.prefault({}),
+  async: AsyncSchema.prefault({}),
 });

@@ -57,6 +57,14 @@ export const METRICS = {
   'collapse/retrieval_accuracy': 'Fraction of reasonings whose own prompt scores them best (template collapse drives it to chance).',
   'collapse/retrieval_chance': 'Retrieval accuracy of a random ranking.',
   'collapse/valid_thinking_rate': 'Fraction of sampled responses with a non-empty <think> block.',
+  // async rollouts (trainer.async; src/train/async-rollouts.ts, src/algo/importance.ts)
+  'async/staleness_mean': 'Mean over loss tokens of the policy versions between the sampler and the update (0 = on-policy).',
+  'async/staleness_max': 'Largest staleness of a loss token this step (at most trainer.async.maxStaleness).',
+  'async/stale_token_frac': 'Fraction of loss tokens sampled by an older policy version.',
+  'async/is_weight_mean': 'Mean truncated importance weight min(π_old / μ, C) over stale tokens (1 when none).',
+  'async/is_truncated_frac': 'Fraction of stale tokens whose ratio π_old / μ exceeded the cap C.',
+  'async/behavior_kl': 'Mean of log μ − log π_old over stale tokens: a k1 estimate of how far the sampler lags.',
+  'timing_s/rollout_wait': 'Time the step waited for its rollout (async: what generation ahead did not hide).',
   // timing (seconds) and throughput
   'timing_s/gen': 'Rollout time (generation and env steps).',
   'timing_s/collapse': 'Collapse diagnostics time.',

@@ -1,7 +1,7 @@
 // One StarPO step, in RAGEN's order (inventory 3.6) with its bugs left out: rollout -> collapse diagnostics ->
 // reward normalisation -> group filter -> old / reference log-probs -> values -> advantages -> gradient analysis ->
 // critic update -> actor update. Validation, checkpoints and early stops are the loop's (trainer.ts).
-import { enginePolicy, rollout, type AgentConfig, type EnvGroups, type EpisodeRecord, type RolloutBatch } from '../agent/index.js';
+import { enginePolicy, rollout, type AgentConfig, type EnvGroups, type EpisodeRecord, type Policy, type RolloutBatch } from '../agent/index.js';
 import type { KLController } from '../algo/index.js';
 import type { TrainableEngine } from '../engine/index.js';
 import type { MetricValues } from '../metrics/index.js';
@@ -50,21 +50,55 @@ export { lossHorizon } from './update-data.js';
 
 const seconds = (t0: number) => (performance.now() - t0) / 1000;
 
+/** A step's rollout with its metrics (`train/*`, `timing_s/gen`, `perf/*` of generation). */
+export interface CollectedRollout {
+  batch: RolloutBatch;
+  metrics: MetricValues;
+  genTokens: number;
+}
+
+/**
+ * Step `step`'s rollout (1-based): its seeds depend only on the step. `groups` defaults to the context's;
+ * `wrap` wraps the policy (async rollouts gate each generate call on the policy version).
+ */
+export async function collectRollout(ctx: StepContext, step: number, opts: { groups?: EnvGroups; wrap?: (p: Policy) => Policy } = {}): Promise<CollectedRollout> {
+  const { config, engine, tokenizer, agent } = ctx;
+  const groups = opts.groups ?? ctx.groups;
+  const t0 = performance.now();
+  const base = enginePolicy(engine, tokenizer, agent, samplingOf(config, 'train', stepSeed(config.seed.train, step)));
+  const policy = opts.wrap ? opts.wrap(base) : base;
+  const batch = await rollout({ groups, policy, tokenizer, agent, resetSeed: config.seed.train + (step - 1) * groups.nGroups });
+  const genSeconds = seconds(t0);
+  const genTokens = generatedTokens(batch);
+  const metrics: MetricValues = { ...trainMetrics(batch), 'timing_s/gen': genSeconds, 'perf/total_tokens': genTokens, 'perf/gen_tokens_per_s': genTokens / Math.max(genSeconds, 1e-9) };
+  return { batch, metrics, genTokens };
+}
+
 /** Run training step `step` (1-based). Train seeds: group g of step k gets `seed.train + (k-1)·groups + g`. */
 export async function starpoStep(ctx: StepContext, step: number): Promise<StepOutput> {
+  const tStep = performance.now();
+  return starpoUpdate(ctx, step, await collectRollout(ctx, step), tStep);
+}
+
+/**
+ * How stale each sampled token is (async rollouts): `versionOf(episode, turn)` is the policy version that sampled
+ * that turn, `current` the version being updated; stale tokens get truncated importance weights.
+ */
+export interface OffPolicyInfo {
+  versionOf: (episode: number, turn: number) => number;
+  current: number;
+  /** Truncation C of min(π_old / μ, C). */
+  importanceCap: number;
+}
+
+/** Steps 2-6 of a StarPO step on a collected rollout; `tStep` is when the step's clock started (perf/tokens_per_s). */
+export async function starpoUpdate(ctx: StepContext, step: number, collected: CollectedRollout, tStep: number, offPolicy?: OffPolicyInfo): Promise<StepOutput> {
   const { config, engine, tokenizer, agent } = ctx;
   const algo = config.algo;
   const t = config.trainer;
-  const metrics: MetricValues = {};
-  const tStep = performance.now();
-
-  // 1. rollout
-  let t0 = performance.now();
-  const policy = enginePolicy(engine, tokenizer, agent, samplingOf(config, 'train', stepSeed(config.seed.train, step)));
-  const batch = await rollout({ groups: ctx.groups, policy, tokenizer, agent, resetSeed: config.seed.train + (step - 1) * ctx.groups.nGroups });
-  const genSeconds = seconds(t0);
-  const genTokens = generatedTokens(batch);
-  Object.assign(metrics, trainMetrics(batch), { 'timing_s/gen': genSeconds, 'perf/total_tokens': genTokens, 'perf/gen_tokens_per_s': genTokens / Math.max(genSeconds, 1e-9) } satisfies MetricValues);
+  const { batch, genTokens } = collected;
+  const metrics: MetricValues = { ...collected.metrics };
+  let t0: number;
 
   // 2. collapse diagnostics on the unfiltered batch, on step 1 and every `collapse.every` steps
   const every = t.collapse.every;
@@ -98,7 +132,7 @@ export async function starpoStep(ctx: StepContext, step: number): Promise<StepOu
 
   // 4-5. old / reference log-probs, values, token rewards, advantages and their modifiers on the kept rows
   const klBeta = ctx.kl.value; // this step's in-reward β (the controller then adapts it for the next step)
-  const prepared = await prepareUpdate(engine, config, all, keptRows, { ...(fullForward ? { fullForward } : {}), klBeta, keptRatio: filter.stats.keptRatio });
+  const prepared = await prepareUpdate(engine, config, all, keptRows, { ...(fullForward ? { fullForward } : {}), klBeta, keptRatio: filter.stats.keptRatio, ...(offPolicy ? { offPolicy } : {}) });
   Object.assign(metrics, prepared.metrics);
   if (prepared.klUpdate) ctx.kl.update(prepared.klUpdate.currentKl, prepared.klUpdate.B);
   const data = prepared.data;

@@ -17,6 +17,7 @@ import { EarlyWarningMonitor, type EarlyWarningState } from './early-warning-ste
 import { openModels, type TrainerModels } from './engine-setup.js';
 import { createRun, resumeRun } from './run-setup.js';
 import { starpoStep, type StepContext } from './step.js';
+import { AsyncRollouts } from './async-rollouts.js';
 import { validate } from './validate.js';
 import { CheckpointError } from '../util/index.js';
 
@@ -123,6 +124,9 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   let earlyStop: EarlyStop | null = null;
   let lastStep = startStep;
   logger.message(`${startStep > 0 ? `resuming after step ${startStep}` : 'run'}: ${paths.root}`);
+  const end = Math.min(t.steps, options.stopAfter ?? Infinity);
+  const ahead = t.async.enabled ? new AsyncRollouts(ctx, { maxStaleness: t.async.maxStaleness, importanceCap: t.async.importanceCap, startStep, endStep: end }) : null;
+  if (ahead) logger.message(`async rollouts: up to ${t.async.maxStaleness} step(s) ahead, importance weights capped at ${t.async.importanceCap}`);
   if (freshMoments) logger.message(`warning: the checkpoint has no optimizer state; AdamW starts from fresh moments, so this run will differ from an uninterrupted one`);
   try {
     if (startStep === 0 && t.valBeforeTrain) {
@@ -133,11 +137,10 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
         logger.flush(0);
       }
     }
-    const end = Math.min(t.steps, options.stopAfter ?? Infinity);
     let checkpointSeconds: number | undefined;
     for (let step = startStep + 1; step <= end; step++) {
       const t0 = performance.now();
-      const out = await starpoStep(ctx, step);
+      const out = ahead ? await ahead.step(step) : await starpoStep(ctx, step);
       logger.log(out.metrics);
       const w = warnings.afterStep(out.metrics);
       logger.log(w.metrics);
@@ -177,6 +180,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     }
   } finally {
     logger.close();
+    await ahead?.close();
     await groups.close();
     if (!options.models) engine.dispose();
   }

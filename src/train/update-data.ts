@@ -11,6 +11,8 @@ import type { MetricValues } from '../metrics/index.js';
 import type { RagenConfig } from '../config/index.js';
 import { applyEpisodeScores, maskedStats, selectRows, takeRows } from './batch.js';
 import { needsReference } from './engine-setup.js';
+import { correctOffPolicy, tokenStaleness } from './off-policy.js';
+import type { OffPolicyInfo } from './step.js';
 import type { UpdateBatch } from './update.js';
 
 const seconds = (t0: number) => (performance.now() - t0) / 1000;
@@ -78,14 +80,15 @@ export interface PreparedUpdate {
 /**
  * Stages 4-5 of a StarPO step on rows `rows` of the whole batch `all`. `fullForward` is a policy forward over every
  * row (with entropy) made earlier for an entropy filter, reused instead of a fresh one; `klBeta` is the in-reward
- * KL coefficient now; `keptRatio` the filter's kept fraction (for `filterLossScaling`).
+ * KL coefficient now; `keptRatio` the filter's kept fraction (for `filterLossScaling`); `offPolicy` (async rollouts) says
+ * which tokens are stale: their old log-probs are recomputed and their advantages importance-weighted.
  */
 export async function prepareUpdate(
   engine: TrainableEngine,
   config: RagenConfig,
   all: TokenBatch,
   rows: readonly number[],
-  o: { fullForward?: { logprobs: Float32Array; entropy?: Float32Array }; klBeta: number; keptRatio: number },
+  o: { fullForward?: { logprobs: Float32Array; entropy?: Float32Array }; klBeta: number; keptRatio: number; offPolicy?: OffPolicyInfo },
 ): Promise<PreparedUpdate> {
   const algo = config.algo;
   const metrics: MetricValues = {};
@@ -95,7 +98,10 @@ export async function prepareUpdate(
   const tokens = rows.length === all.B ? all : selectRows(all, rows);
   const { B, T } = tokens;
   let oldLogprobs: Float32Array;
-  const recompute = algo.recomputeOldLogprobs === 'auto' ? engine.kind !== 'local' : algo.recomputeOldLogprobs;
+  const staleness = o.offPolicy ? tokenStaleness(tokens, o.offPolicy) : undefined;
+  // Stale tokens (async rollouts) were sampled by an older policy: π_old must be the current one, recomputed.
+  const stale = staleness !== undefined && staleness.some((x) => x > 0);
+  const recompute = stale || (algo.recomputeOldLogprobs === 'auto' ? engine.kind !== 'local' : algo.recomputeOldLogprobs);
   let t0 = performance.now();
   if (fullForward || recompute) {
     const fwd = fullForward ? { logprobs: takeRows(fullForward.logprobs, rows, all.T), entropy: takeRows(fullForward.entropy!, rows, all.T) } : await engine.forward(tokens, { role: 'policy', entropy: true });
@@ -140,6 +146,7 @@ export async function prepareUpdate(
   if (mods.filterLossScaling !== 'none') advantages = scaleByKeptRatio(advantages, o.keptRatio, mods.filterLossScaling);
   if (mods.lengthWeight) advantages = lengthWeightAdvantages({ advantages, mask: tokens.lossMask, B, T });
   if (mods.zeroTaskAdvantage) advantages = new Float64Array(advantages.length);
+  if (o.offPolicy) advantages = correctOffPolicy(advantages, tokens, oldLogprobs, staleness!, o.offPolicy, metrics);
   metrics['timing_s/adv'] = seconds(t0);
   const a = maskedStats(advantages, tokens.lossMask);
   Object.assign(metrics, {

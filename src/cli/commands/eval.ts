@@ -3,7 +3,10 @@
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Command } from 'commander';
-import { EnvGroups, agentConfig, enginePolicy, oraclePolicy, randomPolicy, episodeRecord, rollout, writeEpisodeRecords, type AgentConfig, type Policy, type RolloutBatch } from '../../agent/index.js';
+import {
+  EnvGroups, agentConfig, enginePolicy, oraclePolicy, openaiPolicy, randomPolicy, episodeRecord, rollout, writeEpisodeRecords,
+  type AgentConfig, type EpisodeRecord, type EpisodeUsage, type OpenAIPolicy, type Policy, type RolloutBatch,
+} from '../../agent/index.js';
 import { envSpec, resolveEnvId } from '../../env/index.js';
 import { registerRemoteEnvs } from '../../env/remote/index.js';
 import { loadTokenizer, tinyTokenizerDir, type Tokenizer } from '../../tokenizer/index.js';
@@ -11,7 +14,7 @@ import { defaultConfig, envGroupsOptions, loadConfig, loadSavedConfig, samplingO
 import { UsageError } from '../../util/index.js';
 import { parseConfigPairs, parsePositiveInt, parseSeed } from './env-options.js';
 
-const POLICIES = ['oracle', 'random', 'model'] as const;
+const POLICIES = ['oracle', 'random', 'model', 'openai'] as const;
 type PolicyName = (typeof POLICIES)[number];
 
 /** Options of `ragen eval`, as commander parses them. */
@@ -32,6 +35,12 @@ export interface EvalOptions {
   config?: string[];
   json?: boolean;
   out?: string;
+  baseUrl?: string;
+  apiKey?: string;
+  api?: 'chat' | 'completions';
+  concurrency?: number;
+  maxRetries?: number;
+  timeout?: number;
 }
 
 /** The `--json` output. */
@@ -44,6 +53,8 @@ export interface EvalReport {
   episodes: number;
   seconds: number;
   metrics: RolloutBatch['metrics'];
+  /** Tokens the endpoint reported (--policy openai): summed over episodes, and the retries it took. */
+  usage?: { promptTokens: number; completionTokens: number; requests: number; retries: number };
 }
 
 const EXAMPLES = `
@@ -53,7 +64,9 @@ Examples:
   $ ragen eval --run runs/my-run --out eval/val.jsonl        # the run's latest checkpoint, val tags and agent settings
   $ ragen eval --preset frozenlake-ppo --policy oracle
   $ ragen eval --env SimpleSokoban --policy model --model models/ragen-tiny --temperature 0.5 --out eval/sokoban.jsonl
-  $ ragen eval --env SimpleSokoban --policy model --model models/tiny --greedy --set contextWindowMode=limited_multi_turn maxContextWindow=2`;
+  $ ragen eval --env SimpleSokoban --policy model --model models/tiny --greedy --set contextWindowMode=limited_multi_turn maxContextWindow=2
+  $ ragen eval --env CoordSokoban --policy openai --base-url https://api.openai.com/v1 --model gpt-4o-mini --groups 16
+  $ ragen eval --run runs/my-run --policy openai --base-url http://127.0.0.1:8000/v1 --model my-run --api completions --greedy`;
 
 export function register(program: Command): void {
   program
@@ -65,7 +78,13 @@ export function register(program: Command): void {
     .option('--groups <n>', 'groups per env tag (one seed each, from --seed up) [8, or the config\'s]', parsePositiveInt('--groups'))
     .option('--group-size <k>', 'episodes per group (same seed; pass@k uses k) [1, or the config\'s]', parsePositiveInt('--group-size'))
     .option('--policy <name>', `who plays: ${POLICIES.join(' | ')} [oracle, or model with --run/--preset/--model]`, parsePolicy)
-    .option('--model <dir>', 'model directory (Hugging Face layout) or a run directory (its latest checkpoint), for --policy model')
+    .option('--model <dir|name>', 'model directory (Hugging Face layout) or a run directory (its latest checkpoint), for --policy model; the model id, for --policy openai')
+    .option('--base-url <url>', 'OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (`ragen serve`), for --policy openai')
+    .option('--api-key <key>', 'API key for --policy openai (default: $OPENAI_API_KEY)')
+    .option('--api <kind>', 'chat: send the messages (any chat model); completions: send the exact prompt ids and keep the returned token ids (ragen serve, vLLM) [chat]', parseApi)
+    .option('--concurrency <n>', 'requests in flight at once, for --policy openai [16]', parsePositiveInt('--concurrency'))
+    .option('--max-retries <n>', 'retries per request on 429/5xx/timeouts, with backoff, for --policy openai [4]', parseNonNegative('--max-retries'))
+    .option('--timeout <s>', 'seconds per request before it is retried, for --policy openai [120]', parsePositiveInt('--timeout'))
     .option('--tokenizer <dir>', "tokenizer directory (default: the model's own, else models/tokenizer-tiny)")
     .option('--temperature <t>', "sampling temperature [0.5 (RAGEN's validation), or the config's]", parseTemperature)
     .option('--greedy', 'greedy decoding (temperature 0)')
@@ -86,6 +105,19 @@ export function register(program: Command): void {
 function parsePolicy(text: string): PolicyName {
   if (!(POLICIES as readonly string[]).includes(text)) throw new UsageError(`Bad --policy \`${text}\`: give one of ${POLICIES.join(', ')}.`);
   return text as PolicyName;
+}
+
+function parseApi(text: string): 'chat' | 'completions' {
+  if (text !== 'chat' && text !== 'completions') throw new UsageError(`Bad --api \`${text}\`: give chat or completions.`);
+  return text;
+}
+
+function parseNonNegative(name: string): (text: string) => number {
+  return (text) => {
+    const n = Number(text);
+    if (!Number.isInteger(n) || n < 0) throw new UsageError(`Bad ${name} \`${text}\`: give an integer >= 0.`);
+    return n;
+  };
 }
 
 function parseTemperature(text: string): number {
@@ -161,10 +193,15 @@ export async function runEval(opts: EvalOptions): Promise<EvalReport> {
     else if (base) modelDir = resolveModelDir(base.model.path);
     else throw new UsageError('--policy model needs --model <dir> (or --run / --preset).');
   }
+  if (policyName === 'openai') {
+    if (!opts.baseUrl || !opts.model) throw new UsageError('--policy openai needs --base-url <url> and --model <name>, e.g. --base-url http://127.0.0.1:8000/v1 --model ragen-tiny.');
+    if (opts.run) modelDir = resolveModelDir(opts.run); // its tokenizer reads the replies
+  }
   const tokDir = opts.tokenizer ?? (modelDir && existsSync(join(modelDir, 'tokenizer.json')) ? modelDir : tinyTokenizerDir());
   const tokenizer = loadTokenizer(tokDir);
   const temperature = opts.greedy ? 0 : (opts.temperature ?? samplingOf(base ?? defaultConfig(), 'val', seed).temperature);
-  const policy = await makePolicy(policyName, cfg, tokenizer, modelDir, temperature, seed);
+  const policy = policyName === 'openai' ? openaiOf(opts, cfg, tokenizer, temperature, seed) : await makePolicy(policyName, cfg, tokenizer, modelDir, temperature, seed);
+  const usageOf = (e: { index: number }) => ('usage' in policy ? (policy as OpenAIPolicy).usage.get(e.index) : undefined);
   const tmp = opts.out !== undefined ? openOut(opts.out) : undefined;
   const groups = new EnvGroups({ tags, groupSize, mode: 'val', seed });
   const t0 = performance.now();
@@ -172,7 +209,7 @@ export async function runEval(opts: EvalOptions): Promise<EvalReport> {
   try {
     batch = await rollout({ groups, policy, tokenizer, agent: cfg });
     if (tmp) {
-      writeEpisodeRecords(tmp, batch.episodes.map((e) => episodeRecord(e, cfg)));
+      writeEpisodeRecords(tmp, batch.episodes.map((e) => withUsage(episodeRecord(e, cfg), usageOf(e))));
       renameSync(tmp, opts.out!); // the file appears whole, or not at all
     }
   } finally {
@@ -180,6 +217,11 @@ export async function runEval(opts: EvalOptions): Promise<EvalReport> {
     await groups.close();
   }
   const seconds = (performance.now() - t0) / 1000;
+  let usage: EvalReport['usage'];
+  if ('usage' in policy) {
+    usage = { promptTokens: 0, completionTokens: 0, requests: 0, retries: 0 };
+    for (const u of (policy as OpenAIPolicy).usage.values()) for (const k of Object.keys(usage) as (keyof EpisodeUsage)[]) usage[k] += u[k];
+  }
   return {
     policy: policy.name,
     envs: tags.map((t) => t.env),
@@ -189,7 +231,29 @@ export async function runEval(opts: EvalOptions): Promise<EvalReport> {
     episodes: batch.episodes.length,
     seconds,
     metrics: batch.metrics,
+    ...(usage ? { usage } : {}),
   };
+}
+
+function openaiOf(opts: EvalOptions, cfg: AgentConfig, tokenizer: Tokenizer, temperature: number, seed: number): OpenAIPolicy {
+  const apiKey = opts.apiKey ?? process.env['OPENAI_API_KEY'];
+  return openaiPolicy(tokenizer, cfg, {
+    baseURL: opts.baseUrl!,
+    model: opts.model!,
+    ...(apiKey ? { apiKey } : {}),
+    api: opts.api ?? 'chat',
+    temperature,
+    seed,
+    ...(opts.concurrency !== undefined ? { concurrency: opts.concurrency } : {}),
+    ...(opts.maxRetries !== undefined ? { maxRetries: opts.maxRetries } : {}),
+    ...(opts.timeout !== undefined ? { timeoutMs: opts.timeout * 1000 } : {}),
+  });
+}
+
+/** An episode record with the endpoint's token usage of the episode (--policy openai). */
+function withUsage(record: EpisodeRecord, u: EpisodeUsage | undefined): EpisodeRecord & { usage?: Record<string, number> } {
+  if (!u) return record;
+  return { ...record, usage: { prompt_tokens: u.promptTokens, completion_tokens: u.completionTokens, requests: u.requests, retries: u.retries } };
 }
 
 /** Split `--config` pairs: `key` applies to every tag, `Tag.key` (a registered env id before the dot) to that tag only. */
@@ -239,6 +303,7 @@ export function formatTable(r: EvalReport): string {
     `policy ${r.policy}: ${r.episodes} episodes (groups of ${r.groupSize}), seeds from ${r.seed}, ${r.seconds.toFixed(1)} s`,
     line(header),
     ...rows.map(line),
+    ...(r.usage ? [`usage: ${r.usage.promptTokens} prompt + ${r.usage.completionTokens} completion tokens in ${r.usage.requests} requests (${(r.usage.promptTokens / Math.max(1, r.episodes)).toFixed(0)} + ${(r.usage.completionTokens / Math.max(1, r.episodes)).toFixed(0)} per episode), ${r.usage.retries} retries`] : []),
   ].join('\n');
 }
 

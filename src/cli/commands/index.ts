@@ -8,12 +8,14 @@ import * as bench from './bench.js';
 import './bench-engine.js'; // adds `ragen bench engine`
 import './bench-learning.js'; // adds `ragen bench learning`
 import './bench-retrieval.js'; // adds `ragen bench retrieval`
-import * as retrieval from './retrieval.js';
 import './bench-sandbox.js'; // adds `ragen bench sandbox`
+import './bench-serve.js'; // adds `ragen bench serve`
+import * as retrieval from './retrieval.js';
 import * as evalCmd from './eval.js';
 import * as trainCmd from './train.js';
 import * as sft from './sft.js';
+import * as serve from './serve.js';
 import * as dashboard from './dashboard.js';
 import * as probeGrads from './probe-grads.js';
 
-export const commands: ((program: Command) => void)[] = [trainCmd.register, envs.register, envServe.register, play.register, solve.register, bench.register, evalCmd.register, sft.register, retrieval.register, dashboard.register, probeGrads.register];
+export const commands: ((program: Command) => void)[] = [trainCmd.register, envs.register, envServe.register, play.register, solve.register, bench.register, evalCmd.register, sft.register, serve.register, retrieval.register, dashboard.register, probeGrads.register];

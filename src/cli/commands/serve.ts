@@ -1,0 +1,96 @@
+// `ragen serve`: an OpenAI-compatible HTTP server for a checkpoint (src/serve), until Ctrl-C.
+import type { Command } from 'commander';
+import { UsageError } from '../../util/index.js';
+import { parsePositiveInt, parseSeed } from './env-options.js';
+import { resolveModelDir } from './eval.js';
+
+/** Options of `ragen serve`, as commander parses them. */
+export interface ServeCliOptions {
+  host: string;
+  port: number;
+  name?: string;
+  tokenizer?: string;
+  apiKey?: string;
+  maxTokens: number;
+  contextLength?: number;
+  maxBodyBytes: number;
+  maxConcurrent: number;
+  maxBatchSize: number;
+  batchWindowMs: number;
+  seed: number;
+}
+
+const EXAMPLES = `
+Examples:
+  $ ragen serve models/ragen-tiny                       # http://127.0.0.1:8000/v1, model name "ragen-tiny"
+  $ ragen serve runs/my-run --port 8001 --name policy   # the run's latest checkpoint
+  $ RAGEN_API_KEY=secret ragen serve models/ragen-tiny --host 0.0.0.0
+  $ curl http://127.0.0.1:8000/v1/chat/completions -H 'Content-Type: application/json' \\
+      -d '{"model": "ragen-tiny", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 8, "return_token_ids": true}'
+See docs/serving.md.`;
+
+export function register(program: Command): void {
+  program
+    .command('serve')
+    .description('Serve a checkpoint over an OpenAI-compatible HTTP API (chat, completions, streaming, logprobs, token ids).')
+    .argument('<dir>', 'model directory (Hugging Face layout) or run directory (its latest checkpoint)')
+    .option('--host <host>', 'address to listen on', '127.0.0.1')
+    .option('--port <n>', 'port to listen on (0 = any free port)', parsePort, 8000)
+    .option('--name <id>', "the model id clients send (default: the directory's name)")
+    .option('--tokenizer <dir>', "tokenizer directory (default: the checkpoint's own)")
+    .option('--api-key <key>', 'require `Authorization: Bearer <key>` (default: $RAGEN_API_KEY, else none)')
+    .option('--max-tokens <n>', 'most tokens one choice may generate', parsePositiveInt('--max-tokens'), 1024)
+    .option('--context-length <n>', "prompt + completion tokens per request (default: the model's max_position_embeddings)", parsePositiveInt('--context-length'))
+    .option('--max-body-bytes <n>', 'largest request body', parsePositiveInt('--max-body-bytes'), 1 << 20)
+    .option('--max-concurrent <n>', 'generation requests in flight at once; more get 429', parsePositiveInt('--max-concurrent'), 512)
+    .option('--max-batch-size <n>', 'most prompts per engine.generate call', parsePositiveInt('--max-batch-size'), 64)
+    .option('--batch-window-ms <ms>', 'how long a batch waits for more requests before it starts', parseNonNegativeInt('--batch-window-ms'), 5)
+    .option('--seed <n>', 'seed of the batch seeds of unseeded sampled requests', parseSeed, 0)
+    .addHelpText('after', EXAMPLES)
+    .action(async (dir: string, opts: ServeCliOptions) => {
+      const { OpenAIServer, localServeTarget } = await import('../../serve/index.js'); // loads the engine only when serving
+      const target = await localServeTarget(dir, resolveModelDir, { ...(opts.tokenizer ? { tokenizerDir: opts.tokenizer } : {}), ...(opts.name ? { name: opts.name } : {}) });
+      const apiKey = opts.apiKey ?? process.env['RAGEN_API_KEY'];
+      const server = new OpenAIServer({
+        ...target,
+        ...(apiKey ? { apiKey } : {}),
+        maxTokens: opts.maxTokens,
+        ...(opts.contextLength !== undefined ? { contextLength: opts.contextLength } : {}),
+        maxBodyBytes: opts.maxBodyBytes,
+        maxConcurrent: opts.maxConcurrent,
+        maxBatchSize: opts.maxBatchSize,
+        batchWindowMs: opts.batchWindowMs,
+        seed: opts.seed,
+        log: (line) => console.error(`[serve] ${line}`),
+      });
+      let url: string;
+      try {
+        ({ url } = await server.listen(opts.port, opts.host));
+      } catch (err) {
+        throw new UsageError(`Cannot listen on ${opts.host}:${opts.port} (${(err as Error).message}); pick another --port or --host.`);
+      }
+      console.error(`Serving \`${target.modelName}\` (${target.modelDir}, engine ${target.engine.kind}) at ${url}${apiKey ? ' (API key required)' : ''}. Ctrl-C stops.`);
+      await new Promise<void>((resolve) => {
+        const stop = () => {
+          console.error(`Stopping: ${server.stats.jobs} choices in ${server.stats.batches} batches (largest ${server.stats.maxBatch}).`);
+          void server.close().then(resolve);
+        };
+        process.once('SIGINT', stop);
+        process.once('SIGTERM', stop);
+      });
+    });
+}
+
+function parsePort(text: string): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new UsageError(`Bad --port \`${text}\`: give an integer in [0, 65535].`);
+  return n;
+}
+
+function parseNonNegativeInt(name: string): (text: string) => number {
+  return (text) => {
+    const n = Number(text);
+    if (!Number.isInteger(n) || n < 0) throw new UsageError(`Bad ${name} \`${text}\`: give an integer >= 0.`);
+    return n;
+  };
+}

@@ -1,0 +1,203 @@
+// Continuous request batching over the Engine seam: requests that arrive while a batch generates wait
+// together and go into the next `engine.generate` call as one batch (not a queue of single calls).
+import type { Engine, Generation, SamplingParams } from '../engine/index.js';
+
+/** One prompt to complete. */
+export interface BatchJob {
+  prompt: number[];
+  /** Most new tokens of this job (the batch runs to the largest; each job is cut to its own). */
+  maxTokens: number;
+  temperature: number;
+  topP: number;
+  topK: number;
+  stopTokenIds: number[];
+  stopStrings: string[];
+  /** A seeded job runs in a batch of its own, so its tokens depend only on (prompt, settings, seed). */
+  seed?: number;
+}
+
+/** Rejects the jobs of a client that disconnected before its batch started. */
+export class ClientGone extends Error {
+  constructor() {
+    super('the client disconnected before its batch started; its jobs were dropped');
+    this.name = 'ClientGone';
+  }
+}
+
+/** Counters of what the batcher did (the load test and `ragen bench serve` read them). */
+export interface BatcherStats {
+  batches: number;
+  jobs: number;
+  /** Largest batch one generate call took. */
+  maxBatch: number;
+  /** Tokens generated (after cutting each job to its max). */
+  tokens: number;
+}
+
+/** Settings of a Batcher. */
+export interface BatcherOptions {
+  /** Most prompts per generate call. @default 64 */
+  maxBatchSize?: number;
+  /** Seed of the batch seeds of unseeded sampled jobs. @default 0 */
+  seed?: number;
+  /**
+   * How long a batch waits for more jobs before it starts (it starts at once when `maxBatchSize` are waiting).
+   * A synchronous engine blocks the event loop while it generates, so requests are read between batches: the
+   * window lets a burst's requests finish arriving. @default 5
+   */
+  batchWindowMs?: number;
+}
+
+interface Pending {
+  job: BatchJob;
+  key: string;
+  resolve: (g: Generation) => void;
+  reject: (e: unknown) => void;
+  signal: AbortSignal | undefined;
+}
+
+/**
+ * Queues jobs and runs them through `engine.generate` in batches. Jobs whose sampling settings agree share a
+ * call; the rest wait for the next. One call runs at a time: everything submitted while it runs forms the
+ * next batch. Per-row results do not depend on the other rows for greedy jobs (the engines' rows are
+ * independent); sampled jobs draw from the batch's seed, unless they carry their own.
+ */
+export class Batcher {
+  readonly stats: BatcherStats = { batches: 0, jobs: 0, maxBatch: 0, tokens: 0 };
+  private readonly pending: Pending[] = [];
+  private running = false;
+  private scheduled = false;
+  private batchSeed: number;
+  private readonly maxBatchSize: number;
+  private ownKey = 0;
+  private readonly windowMs: number;
+  /** Ends the current batch window early (enough jobs are waiting). */
+  private wake: (() => void) | undefined;
+
+  constructor(
+    private readonly engine: Engine,
+    options: BatcherOptions = {},
+  ) {
+    this.maxBatchSize = options.maxBatchSize ?? 64;
+    this.batchSeed = options.seed ?? 0;
+    this.windowMs = options.batchWindowMs ?? 5;
+  }
+
+  /** Jobs waiting for a batch. */
+  get waiting(): number {
+    return this.pending.length;
+  }
+
+  /** Complete one job; an aborted `signal` drops it if it has not started (its promise rejects). */
+  submit(job: BatchJob, signal?: AbortSignal): Promise<Generation> {
+    return new Promise((resolve, reject) => {
+      if (signal?.aborted) return reject(new ClientGone());
+      const key = job.seed !== undefined ? `own:${this.ownKey++}` : batchKey(job);
+      const p: Pending = { job, key, resolve, reject, signal };
+      this.pending.push(p);
+      signal?.addEventListener('abort', () => {
+        const i = this.pending.indexOf(p);
+        if (i >= 0) {
+          this.pending.splice(i, 1);
+          reject(new ClientGone());
+        }
+      }, { once: true });
+      if (this.pending.length >= this.maxBatchSize) this.wake?.();
+      this.schedule();
+    });
+  }
+
+  private schedule(): void {
+    if (this.running || this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      void this.loop();
+    });
+  }
+
+  /** Wait `batchWindowMs` for more jobs, or less once a full batch is waiting. */
+  private window(): Promise<void> {
+    if (this.windowMs <= 0 || this.pending.length >= this.maxBatchSize) return new Promise((r) => setImmediate(r));
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.wake = undefined;
+        resolve();
+      }, this.windowMs);
+      this.wake = () => {
+        clearTimeout(timer);
+        this.wake = undefined;
+        resolve();
+      };
+    });
+  }
+
+  private async loop(): Promise<void> {
+    if (this.running) return;
+    this.running = true;
+    try {
+      while (this.pending.length > 0) {
+        // Requests that arrived during the last call (or with the first job) finish arriving, then form the batch.
+        await this.window();
+        if (this.pending.length === 0) break;
+        const key = this.pending[0]!.key;
+        const batch: Pending[] = [];
+        for (let i = 0; i < this.pending.length && batch.length < this.maxBatchSize; ) {
+          if (this.pending[i]!.key === key) batch.push(...this.pending.splice(i, 1));
+          else i++;
+        }
+        await this.run(batch);
+      }
+    } finally {
+      this.running = false;
+    }
+  }
+
+  private async run(batch: Pending[]): Promise<void> {
+    const first = batch[0]!.job;
+    const params: SamplingParams = {
+      maxNewTokens: Math.max(...batch.map((p) => p.job.maxTokens)),
+      temperature: first.temperature,
+      ...(first.temperature > 0 ? { topP: first.topP, topK: first.topK } : {}),
+      stopTokenIds: first.stopTokenIds,
+      ...(first.stopStrings.length > 0 ? { stopStrings: first.stopStrings } : {}),
+      seed: first.seed ?? this.nextSeed(),
+    };
+    let gens: Generation[];
+    try {
+      gens = await this.engine.generate(batch.map((p) => p.job.prompt), params);
+      if (gens.length !== batch.length) throw new Error(`engine ${this.engine.kind} returned ${gens.length} generations for ${batch.length} prompts`);
+    } catch (err) {
+      for (const p of batch) p.reject(err);
+      return;
+    }
+    this.stats.batches++;
+    this.stats.jobs += batch.length;
+    this.stats.maxBatch = Math.max(this.stats.maxBatch, batch.length);
+    batch.forEach((p, i) => {
+      const g = cut(gens[i]!, p.job.maxTokens);
+      this.stats.tokens += g.tokens.length;
+      p.resolve(g);
+    });
+  }
+
+  private nextSeed(): number {
+    this.batchSeed = (Math.imul(this.batchSeed ^ 0x5bd1e995, 0x9e3779b1) + 0x7f4a7c15) >>> 0;
+    return this.batchSeed;
+  }
+}
+
+/** Jobs with equal keys can share a generate call (max tokens may differ: each is cut to its own). */
+function batchKey(j: BatchJob): string {
+  const filters = j.temperature > 0 ? [j.topP, j.topK] : [];
+  return JSON.stringify([j.temperature, ...filters, j.stopTokenIds, j.stopStrings]);
+}
+
+/**
+ * A generation of a batch that ran to more tokens than this job asked for, cut to `max`: a row's first
+ * `max` tokens do not depend on the batch's limit, and a stop past `max` never happened for this job.
+ */
+export function cut(g: Generation, max: number): Generation {
+  if (g.tokens.length <= max) return g;
+  return { tokens: g.tokens.slice(0, max), logprobs: g.logprobs.slice(0, max), finishReason: 'length' };
+}

@@ -1,0 +1,141 @@
+// The two generation endpoints: a parsed request -> prompt ids -> batched jobs -> an OpenAI response, whole
+// or as server-sent events. The engine returns whole generations, so a stream sends each finished choice's
+// tokens as chunks (one per token) once its batch is done.
+import type { ServerResponse } from 'node:http';
+import { randomUUID } from 'node:crypto';
+import type { Tokenizer } from '../tokenizer/index.js';
+import type { Batcher } from './batcher.js';
+import { ApiError } from './errors.js';
+import type { ChatRequest, CompletionRequest } from './requests.js';
+import { chatLogprobs, completionLogprobs, completionText, textPieces, usage, type ChoiceResult } from './responses.js';
+import type { TopLogprobsSource } from './top-logprobs.js';
+
+/** What the handlers need from the server. */
+export interface HandlerContext {
+  tokenizer: Tokenizer;
+  batcher: Batcher;
+  modelName: string;
+  /** Prompt + completion tokens must fit in this. */
+  contextLength: number;
+  /** Most tokens one choice may generate. */
+  maxTokens: number;
+  /** Ids that end a generation (the tokenizer's EOS). */
+  stopTokenIds: number[];
+  topLogprobs: TopLogprobsSource | undefined;
+}
+
+/** Chat prompt ids: the checkpoint's chat template over the messages, with the assistant header appended. */
+export function chatPromptIds(ctx: HandlerContext, req: ChatRequest): number[] {
+  let text: string;
+  try {
+    text = ctx.tokenizer.applyChatTemplate(req.messages, { addGenerationPrompt: true, extra: req.templateKwargs });
+  } catch (err) {
+    throw new ApiError(400, `The chat template failed on these messages: ${(err as Error).message}`, 'invalid_request_error', 'messages');
+  }
+  return ctx.tokenizer.encode(text);
+}
+
+/** Run every choice of a request (prompts x n) through the batcher. */
+export async function runChoices(ctx: HandlerContext, req: ChatRequest | CompletionRequest, prompts: number[][], signal: AbortSignal): Promise<ChoiceResult[]> {
+  if (req.topLogprobs > 0 && !ctx.topLogprobs) throw new ApiError(400, 'This engine does not provide top_logprobs; ask for logprobs without alternatives (top_logprobs 0).', 'invalid_request_error', 'top_logprobs', 'unsupported_parameter');
+  const maxes = prompts.map((p, i) => {
+    if (p.length === 0) throw new ApiError(400, `Prompt ${i} encodes to no tokens; give a prompt with text.`, 'invalid_request_error', 'prompt');
+    const room = ctx.contextLength - p.length;
+    const want = req.maxTokens ?? Math.min(ctx.maxTokens, room);
+    if (want > ctx.maxTokens) throw new ApiError(400, `max_tokens ${want} is above this server's limit of ${ctx.maxTokens} tokens per choice; ask for fewer (or restart the server with a higher --max-tokens).`, 'invalid_request_error', 'max_tokens');
+    if (want > room || room <= 0) {
+      throw new ApiError(400, `This model's context is ${ctx.contextLength} tokens; the prompt has ${p.length} and ${req.maxTokens === undefined ? 'no room is left' : `max_tokens asks for ${want}`}. Shorten the prompt or lower max_tokens.`, 'invalid_request_error', 'messages', 'context_length_exceeded');
+    }
+    return want;
+  });
+  const jobs = prompts.flatMap((prompt, i) =>
+    Array.from({ length: req.n }, (_, k) => ({
+      prompt,
+      maxTokens: maxes[i]!,
+      temperature: req.temperature,
+      topP: req.topP,
+      topK: req.topK,
+      stopTokenIds: ctx.stopTokenIds,
+      stopStrings: req.stop,
+      // n > 1 with a seed: choice k gets seed + k, so the choices differ and each stays reproducible. Greedy
+      // choices need no seed and batch with anything.
+      ...(req.seed !== undefined && req.temperature > 0 ? { seed: (req.seed + k) >>> 0 } : {}),
+    })),
+  );
+  const gens = await Promise.all(jobs.map((j) => ctx.batcher.submit(j, signal)));
+  return Promise.all(
+    gens.map(async (gen, index) => {
+      const prompt = jobs[index]!.prompt;
+      const top = req.topLogprobs > 0 ? await ctx.topLogprobs!(prompt, gen.tokens, req.topLogprobs) : undefined;
+      return { index, prompt, gen, text: completionText(ctx.tokenizer, gen, ctx.stopTokenIds, req.stop), top };
+    }),
+  );
+}
+
+/** The body of a non-streamed chat completion. */
+export function chatBody(ctx: HandlerContext, req: ChatRequest, prompt: number[], choices: ChoiceResult[]): Record<string, unknown> {
+  return {
+    id: `chatcmpl-${randomUUID()}`,
+    object: 'chat.completion',
+    created: Math.floor(Date.now() / 1000),
+    model: ctx.modelName,
+    choices: choices.map((c) => ({
+      index: c.index,
+      message: { role: 'assistant', content: c.text },
+      logprobs: req.logprobs ? chatLogprobs(ctx.tokenizer, c) : null,
+      finish_reason: c.gen.finishReason,
+      ...(req.returnTokenIds ? { token_ids: c.gen.tokens } : {}),
+    })),
+    usage: usage([prompt], choices),
+    ...(req.returnTokenIds ? { prompt_token_ids: prompt } : {}),
+  };
+}
+
+/** The body of a non-streamed completion. */
+export function completionBody(ctx: HandlerContext, req: CompletionRequest, prompts: number[][], choices: ChoiceResult[]): Record<string, unknown> {
+  return {
+    id: `cmpl-${randomUUID()}`,
+    object: 'text_completion',
+    created: Math.floor(Date.now() / 1000),
+    model: ctx.modelName,
+    choices: choices.map((c) => ({
+      index: c.index,
+      text: c.text,
+      logprobs: req.logprobs ? completionLogprobs(ctx.tokenizer, c) : null,
+      finish_reason: c.gen.finishReason,
+      ...(req.returnTokenIds ? { prompt_token_ids: c.prompt, token_ids: c.gen.tokens } : {}),
+    })),
+    usage: usage(prompts, choices),
+  };
+}
+
+/** Send choices as server-sent events: per choice one chunk per sampled token, then its finish; usage if asked; [DONE]. */
+export function streamChoices(ctx: HandlerContext, res: ServerResponse, req: ChatRequest | CompletionRequest, prompts: number[][], choices: ChoiceResult[]): void {
+  const chat = req.kind === 'chat';
+  const head = { id: `${chat ? 'chatcmpl' : 'cmpl'}-${randomUUID()}`, object: chat ? 'chat.completion.chunk' : 'text_completion', created: Math.floor(Date.now() / 1000), model: ctx.modelName };
+  const send = (data: unknown): void => {
+    if (!res.destroyed) res.write(`data: ${JSON.stringify(data)}\n\n`);
+  };
+  for (const c of choices) {
+    if (chat) {
+      send({ ...head, choices: [{ index: c.index, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }], ...(req.returnTokenIds ? { prompt_token_ids: c.prompt } : {}) });
+    }
+    const pieces = textPieces(ctx.tokenizer, c.gen, c.text);
+    let offset = 0;
+    pieces.forEach((piece, i) => {
+      const last = i === pieces.length - 1;
+      const ids = req.returnTokenIds ? { token_ids: [c.gen.tokens[i]!] } : {};
+      const finish = last ? c.gen.finishReason : null;
+      if (chat) {
+        send({ ...head, choices: [{ index: c.index, delta: { content: piece }, logprobs: req.logprobs ? chatLogprobs(ctx.tokenizer, c, i, i + 1) : null, finish_reason: finish, ...ids }] });
+      } else {
+        const lp = req.logprobs ? completionLogprobs(ctx.tokenizer, c, i, i + 1, offset) : null;
+        send({ ...head, choices: [{ index: c.index, text: piece, logprobs: lp, finish_reason: finish, ...ids, ...(i === 0 && req.returnTokenIds ? { prompt_token_ids: c.prompt } : {}) }] });
+      }
+      offset += piece.length;
+    });
+    if (pieces.length === 0) send({ ...head, choices: [{ index: c.index, ...(chat ? { delta: {} } : { text: '' }), logprobs: null, finish_reason: c.gen.finishReason }] });
+  }
+  if (req.includeUsage) send({ ...head, choices: [], usage: usage(prompts, choices) });
+  if (!res.destroyed) res.end('data: [DONE]\n\n');
+}
