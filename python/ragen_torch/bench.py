@@ -19,6 +19,7 @@ from .model import load_decoder
 from .optim import RoleOptimizer
 from .random_checkpoint import SHAPES, write_random_checkpoint
 from .roles import Roles
+from .safetensors_io import CheckpointError
 from .worker import pick_device
 
 # Dense bf16 tensor-core peaks (FLOP/s) by GPU name, from the vendor's data sheets; first match wins.
@@ -76,7 +77,7 @@ def rollout_ours(model, contexts, a, autocast, budget, V, gen):
     params = {"maxNewTokens": a.new_tokens, "temperature": 1.0, "topK": 0, "topP": 1.0, "seed": a.seed, "stopTokenIds": []}
     total, seconds = 0, 0.0
     for turn in range(a.turns):
-        out, dt = timed(model.head_weight().device, lambda: generate(model, contexts, dict(params, seed=a.seed + turn), None, budget, autocast))
+        out, dt = timed(model.head_weight().device, lambda: generate(model, contexts, dict(params, seed=a.seed + turn), None, budget * 16, autocast))
         seconds += dt
         total += sum(len(r[0]) for r in out)
         contexts = [c + r[0] + torch.randint(0, V, (a.obs_tokens,), generator=gen).tolist() for c, r in zip(contexts, out)]
@@ -172,7 +173,7 @@ def parse(argv):
     ap.add_argument("--new-tokens", type=int, default=400)
     ap.add_argument("--prompt-tokens", type=int, default=200)
     ap.add_argument("--obs-tokens", type=int, default=50)
-    ap.add_argument("--micro-batch", type=int, default=8)
+    ap.add_argument("--micro-batch", type=int, default=4)
     ap.add_argument("--token-budget", type=int, default=16384)
     ap.add_argument("--peak-tflops", type=float, help="the device's bf16 peak, when its name is not in the table")
     ap.add_argument("--no-transformers", action="store_true", help="skip transformers even when importable")
@@ -181,7 +182,27 @@ def parse(argv):
 
 
 def main(argv=None):
+    """Exit 0 with the JSON report; 2 on bad input (a named error line on stderr); 3 when the device ran out of memory."""
     a = parse(argv)
+    try:
+        return run(a)
+    except (CheckpointError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except RuntimeError as e:
+        if type(e).__name__ != "OutOfMemoryError" and "out of memory" not in str(e):
+            if "sees no CUDA GPU" in str(e) or "needs a GPU" in str(e):
+                print(f"error: {e}", file=sys.stderr)
+                return 2
+            raise
+        print(f"error: out of memory ({str(e).splitlines()[0]}): lower --micro-batch ({a.micro_batch}), --token-budget ({a.token_budget}) "
+              f"or --trajectories ({a.trajectories})", file=sys.stderr)
+        return 3
+
+
+def run(a):
+    if a.model and not os.path.isdir(a.model):
+        raise ValueError(f"--model {a.model}: not a directory (give a Hugging Face model directory with config.json + *.safetensors)")
     threads = os.environ.get("RAGEN_TORCH_THREADS") or os.environ.get("RAGEN_THREADS")
     if threads:
         torch.set_num_threads(int(threads))

@@ -10,6 +10,7 @@ import './bench-learning.js'; // adds `ragen bench learning`
 import './bench-retrieval.js'; // adds `ragen bench retrieval`
 import * as retrieval from './retrieval.js';
 import './bench-sandbox.js'; // adds `ragen bench sandbox`
+import './bench-gpu.js'; // adds `ragen bench gpu`
 import * as evalCmd from './eval.js';
 import * as trainCmd from './train.js';
 import * as sft from './sft.js';
