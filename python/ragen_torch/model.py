@@ -114,6 +114,13 @@ def attention(q, k, v, mask):
     return att.softmax(-1) @ v
 
 
+def repeat_kv(x, g):
+    """(B, K, S, D) -> (B, K*g, S, D), each head repeated g times in a row: repeat_interleave's result through
+    expand + reshape, which never syncs with the host (so a CUDA graph can capture it)."""
+    B, K, S, D = x.shape
+    return x[:, :, None].expand(B, K, g, S, D).reshape(B, K * g, S, D)
+
+
 class Attention(nn.Module):
     def __init__(self, c):
         super().__init__()
@@ -146,8 +153,7 @@ class Attention(nn.Module):
             cache[1][:, :, start : start + T] = v
             k, v = cache[0][:, :, : start + T], cache[1][:, :, : start + T]
         if c.H != c.K:  # grouped-query attention: kv head j serves query heads j*g .. (j+1)*g - 1
-            k = k.repeat_interleave(c.H // c.K, dim=1)
-            v = v.repeat_interleave(c.H // c.K, dim=1)
+            k, v = repeat_kv(k, c.H // c.K), repeat_kv(v, c.H // c.K)
         y = attention(q, k, v, mask).transpose(1, 2).reshape(B, T, c.H * c.D)
         return self.o_proj(y)
 

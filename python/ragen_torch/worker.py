@@ -139,13 +139,36 @@ class Worker:
             save_optimizers(d, self.optimizers)
 
 
-def error_reply(rid, e):
+def is_oom(e):
+    """CUDA's OutOfMemoryError, Python's MemoryError, or torch's CPU allocator failing."""
+    m = str(e)
+    return type(e).__name__ == "OutOfMemoryError" or isinstance(e, MemoryError) or "out of memory" in m or "can't allocate memory" in m
+
+
+def oom_hint(op, h, bufs, budget):
+    """What to lower after an out-of-memory error in request `op`, with the sizes the request ran with."""
+    if op == "generate" and bufs.get("lengths") is not None:
+        lens = bufs["lengths"].tolist()
+        new = int(h.get("params", {}).get("maxNewTokens", 0))
+        return (f"generate sampled {len(lens)} prompts at once (longest {max(lens, default=0)} tokens + {new} new, all held in one KV "
+                f"cache; prefill runs up to 16 x model.torch.tokenBudget = {16 * budget} tokens at once): lower the rollouts per step "
+                f"(env.train.N.groups x groupSize), the turn's max new tokens, or model.torch.tokenBudget (now {budget})")
+    if op in ("forward", "backward_begin", "backward_end") and "B" in h:
+        return (f"{op} ran {h['B']} rows x {h['T']} tokens in chunks of at most model.torch.tokenBudget = {budget} tokens: lower "
+                f"model.torch.tokenBudget (e.g. to {max(1, budget // 2)}) or trainer.microBatchSize (this micro-batch had {h['B']} rows), "
+                "or set model.torch.gradientCheckpointing: true")
+    return f"lower model.torch.tokenBudget (now {budget}) or trainer.microBatchSize"
+
+
+def error_reply(rid, e, op=None, h=None, bufs=None, budget=None):
     tb = traceback.format_exc().strip().splitlines()[-12:]
     message = str(e)
-    oom = type(e).__name__ == "OutOfMemoryError" or isinstance(e, MemoryError) or "out of memory" in message
-    if oom:
-        message += " (out of memory: lower model.torch.tokenBudget or trainer.microBatchSize)"
-    return {"id": rid, "ok": False, "error": {"type": type(e).__name__, "message": message, "traceback": "\n".join(tb)}}
+    error = {"type": type(e).__name__, "message": message, "traceback": "\n".join(tb)}
+    if is_oom(e):
+        hint = oom_hint(op, h or {}, bufs or {}, budget or 0)
+        error["message"] = f"{message.splitlines()[0] if message else 'out of memory'} (out of memory: {hint})"
+        error["outOfMemory"] = {"op": op, "tokenBudget": budget, "hint": hint}
+    return {"id": rid, "ok": False, "error": error}
 
 
 def main(argv=None):
@@ -193,8 +216,12 @@ def main(argv=None):
             if lead:
                 write_frame(out, dict(reply, id=rid, ok=True), rbufs)
         except Exception as e:  # noqa: BLE001 -- every failure goes back to TypeScript as a structured reply
+            if is_oom(e):  # free what the failed request held, so the next (smaller) one can run
+                worker.roles.pending = None
+                if device.type == "cuda":
+                    torch.cuda.empty_cache()
             if lead:
-                write_frame(out, error_reply(rid, e))
+                write_frame(out, error_reply(rid, e, op, h, bufs, worker.roles.budget))
         finally:
             del frame, bufs
 
