@@ -4,6 +4,7 @@ CUDA it is captured once as a CUDA graph and replayed, so a step costs one launc
 """
 import contextlib
 import os
+import sys
 
 import torch
 
@@ -55,14 +56,19 @@ class StaticStep:
         self.tok.index_copy_(0, live, tok[:, None])  # finished rows keep their last token; their outputs are dropped
         self.pos.copy_((cur - self.pads)[:, None])
         self.cur.fill_(cur)
-        if not self.graph:
-            with self._ctx():
-                out = self._run()
-        else:
-            if self.captured is None:
+        if self.graph and self.captured is None:
+            try:
                 self._capture()
+            except RuntimeError as e:  # an op this torch cannot capture: decode on without the graph, and say so
+                print(f"[ragen_torch] CUDA graph capture of the decode step failed ({str(e).splitlines()[0]}); decoding with "
+                      "the static cache without a graph (RAGEN_TORCH_DECODE=static skips the attempt)", file=sys.stderr, flush=True)
+                self.graph, self.captured = False, None
+        if self.graph:
             self.captured.replay()
             out = self.out
+        else:
+            with self._ctx():
+                out = self._run()
         return out.index_select(0, live)
 
     def _capture(self):
