@@ -143,21 +143,28 @@ def starpo_step(roles, contexts, a, device, peak_flops, n_params):
     }
 
 
-def compare_logits(model, path, hf, device, autocast, V, seed):
-    """Max |ours - transformers'| logits on 2 random sequences of 64 tokens: float32, and bf16 when the device runs it."""
+def our_logits(model, device, autocast, V, seed):
+    """Our logits (CPU float32) on 2 random sequences of 64 tokens, in float32 and, when the device runs it, bf16;
+    taken before the update changes the weights."""
     gen = torch.Generator().manual_seed(seed)
-    ids = torch.randint(0, V, (2, 64), generator=gen).to(device)
+    ids = torch.randint(0, V, (2, 64), generator=gen)
+    out = {}
+    with torch.no_grad():
+        for name, ac in [("float32", None)] + ([("bfloat16", autocast)] if autocast is not None else []):
+            with ac() if ac else contextlib.nullcontext():
+                out[name] = model.logits(model.hidden(ids.to(device))).float().cpu()
+    return ids, out
+
+
+def compare_logits(path, hf, device, ids, ours):
+    """Max |ours - transformers'| logits on the same checkpoint and sequences, per precision."""
     res = {}
-    cases = [("float32", None, torch.float32)]
-    if autocast is not None:
-        cases.append(("bfloat16", autocast, torch.bfloat16))
-    for name, ac, dtype in cases:
+    for name, theirs_ours in ours.items():
+        dtype = torch.bfloat16 if name == "bfloat16" else torch.float32
         ref = hf.AutoModelForCausalLM.from_pretrained(path, torch_dtype=dtype).to(device).eval()
         with torch.no_grad():
-            theirs = ref(input_ids=ids).logits.float()
-            with ac() if ac else contextlib.nullcontext():
-                ours = model.logits(model.hidden(ids)).float()
-        res[name] = {"maxAbsDiff": float((ours - theirs).abs().max()), "maxAbsLogit": float(theirs.abs().max())}
+            theirs = ref(input_ids=ids.to(device)).logits.float().cpu()
+        res[name] = {"maxAbsDiff": float((theirs_ours - theirs).abs().max()), "maxAbsLogit": float(theirs.abs().max())}
         del ref
     return res
 
@@ -231,6 +238,7 @@ def run(a):
             "shape": {"trajectories": a.trajectories, "turns": a.turns, "newTokens": a.new_tokens, "promptTokens": a.prompt_tokens, "obsTokens": a.obs_tokens, "microBatch": a.micro_batch},
             "bf16PeakTflops": peak / 1e12 if peak else None,
         }
+        logit_ids, ours = our_logits(model, device, autocast, c.V, a.seed)
         reset_peak(device)
         tokens, seconds, contexts = rollout_ours(model, prompts, a, autocast, a.token_budget, c.V, torch.Generator().manual_seed(a.seed + 1))
         rollout_peak = peak_memory(device)
@@ -246,13 +254,13 @@ def run(a):
             log(why)
             report["transformers"] = {"available": False, "note": why}
         else:
-            del roles  # room for transformers' copy
+            del roles, model  # room for transformers' copy
             ref = hf.AutoModelForCausalLM.from_pretrained(path, torch_dtype=torch.bfloat16 if autocast else torch.float32).to(device).eval()
             ht, hs = rollout_hf(ref, prompts, a, c.V, torch.Generator().manual_seed(a.seed + 1), device)
             del ref
             report["transformers"] = {"available": True, "version": hf.__version__, "rolloutTokens": ht, "rolloutSeconds": hs,
                                       "tokensPerSecond": ht / hs, "rolloutSpeedup": (tokens / seconds) / (ht / hs),
-                                      "logits": compare_logits(model, path, hf, device, autocast, c.V, a.seed)}
+                                      "logits": compare_logits(path, hf, device, logit_ids, ours)}
         print(json.dumps(report), file=sys.__stdout__, flush=True)
         return 0
     finally:

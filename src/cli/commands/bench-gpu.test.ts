@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { runCli } from '../testing.js';
 import { torchPythonForTests } from '../../engine/torch-testing.js';
@@ -35,6 +36,28 @@ describe('ragen bench gpu', () => {
     expect(out).toMatch(/rollout +[\d,]+ tokens\/s +skipped \(--no-transformers\)/);
     expect(out).toMatch(/MFU - \(no bf16 peak known for cpu; pass --peak-tflops\)/);
     expect(out).toMatch(/StarPO step .* rollout [\d.]+ s, old log-probs [\d.]+ s, ref log-probs [\d.]+ s, update [\d.]+ s/);
+  }, 60_000);
+
+  test.runIf(python)("with transformers importable (a test double wrapping our decoder): the ratio, and float32 logits equal to the checkpoint's", async () => {
+    const saved = process.env.PYTHONPATH;
+    process.env.PYTHONPATH = join(import.meta.dirname, 'fixtures/fake-transformers');
+    try {
+      const { code, out, err } = await runCli('bench', 'gpu', ...SMALL, '--json');
+      expect(code, err).toBe(0);
+      const [r] = JSON.parse(out) as GpuBenchReport[];
+      const t = r!.transformers;
+      if (!t.available) throw new Error('the transformers double was not picked up');
+      expect(t.version).toBe('test-double');
+      expect(t.rolloutTokens).toBe(r!.rollout.tokens);
+      expect(t.rolloutSpeedup).toBeCloseTo(r!.rollout.tokensPerSecond / t.tokensPerSecond, 9);
+      // The same decoder on the same checkpoint: exactly equal logits, which holds only if ours were taken from the
+      // checkpoint's weights (before the update moved them).
+      expect(t.logits.float32!.maxAbsDiff).toBe(0);
+      expect(t.logits.float32!.maxAbsLogit).toBeGreaterThan(0);
+    } finally {
+      if (saved === undefined) delete process.env.PYTHONPATH;
+      else process.env.PYTHONPATH = saved;
+    }
   }, 60_000);
 
   test('bad input is a usage error naming it', async () => {
