@@ -1,6 +1,7 @@
-"""The decode step over a static KV cache: every row stays in the preallocated cache (finished rows are masked: their
-outputs are dropped), positions and the write index are tensors, so the step has fixed shapes and no host sync; on
-CUDA it is captured once as a CUDA graph and replayed, so a step costs one launch instead of hundreds of Python ops.
+"""The decode step over a static KV cache: the rows stay in the preallocated cache (finished ones are computed and their
+outputs dropped, until generate.py moves the live half into a smaller cache), positions and the write index are
+tensors, so the step has fixed shapes and no host sync; on CUDA it is captured once as a CUDA graph and replayed, so a
+step costs one launch instead of hundreds of Python ops.
 """
 import contextlib
 import os
@@ -30,6 +31,7 @@ class StaticStep:
     def __init__(self, model, cache, key_valid, pads, graph=False, autocast=None):
         self.model, self.cache, self.key_valid, self.pads = model, cache, key_valid, pads
         n, dev = key_valid.shape[0], key_valid.device
+        self.rows = n
         self.tok = torch.zeros(n, 1, dtype=torch.long, device=dev)
         self.pos = torch.zeros(n, 1, dtype=torch.long, device=dev)
         self.cur = torch.zeros(1, dtype=torch.long, device=dev)

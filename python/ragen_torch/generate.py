@@ -1,6 +1,7 @@
 """Batched sampling with a KV cache, the contract of src/model/generate.ts: prompts left-padded into one cache
-(per-row RoPE positions, a key mask hides the padding), one token per step, finished rows leave the batch; each
-sampled id comes with its log-prob at temperature 1. Temperature, then top-k, then top-p, as Hugging Face's warpers.
+(per-row RoPE positions, a key mask hides the padding), one token per step; finished rows leave the batch (at once in
+eager mode, in decode.py's static and graph modes each time half of the rows are done); each sampled id comes with its
+log-prob at temperature 1. Temperature, then top-k, then top-p, as Hugging Face's warpers.
 """
 import contextlib
 
@@ -91,12 +92,17 @@ def generate(model, prompts, params, pieces=None, budget=1 << 16, autocast=None,
             if any(done):  # finished rows leave the batch
                 keep = torch.tensor([j for j, d in enumerate(done) if not d], device=dev)
                 tok = tok.index_select(0, keep)
+                rows = [r for r, d in zip(rows, done) if not d]
                 if static is None:
                     cache = [(k.index_select(0, keep), v.index_select(0, keep)) for k, v in cache]
                     key_valid, pads = key_valid.index_select(0, keep), pads.index_select(0, keep)
-                else:  # the static cache keeps its shape: finished rows are computed and dropped
+                else:  # the static cache keeps its shape: finished rows are computed and their outputs dropped,
                     live = live.index_select(0, keep)
-                rows = [r for r, d in zip(rows, done) if not d]
+                    if len(rows) <= static.rows // 2:  # until half are done: then a cache of the live rows (and a
+                        cache = [(k.index_select(0, live), v.index_select(0, live)) for k, v in cache]  # new graph)
+                        key_valid, pads = key_valid.index_select(0, live), pads.index_select(0, live)
+                        static = StaticStep(model, cache, key_valid, pads, static.graph, autocast)
+                        live = torch.arange(len(rows), device=dev)
             if static is None:
                 pos = (cur - pads)[:, None]
                 h = model.hidden(tok[:, None], pos, key_valid, cache, cur)

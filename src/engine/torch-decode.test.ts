@@ -1,5 +1,5 @@
 // The torch worker's static-cache decode step (python/ragen_torch/decode.py, the path CUDA graphs capture) against the
-// eager one on the CPU: the same tokens and log-probs, with rows finishing at different steps (masked, not removed).
+// eager one on the CPU: the same tokens and log-probs, with rows finishing at different steps (masked, then compacted).
 import { spawnSync } from 'node:child_process';
 import { describe, expect, test } from 'vitest';
 import { torchPythonForTests } from './torch-testing.js';
@@ -19,8 +19,19 @@ g = torch.Generator().manual_seed(1)
 prompts = [torch.randint(0, 256, (n,), generator=g).tolist() for n in (3, 9, 5, 12, 1, 7)]
 cases = {"greedy": dict(temperature=0), "sampled": dict(temperature=1.0, topK=50, topP=0.9),
          "stops": dict(temperature=1.0, stopTokenIds=list(range(0, 256, 10)))}
-out = {k: {mode: generate(m, prompts, dict(maxNewTokens=16, seed=5, **p), None, 64, None, mode) for mode in ("eager", "static")} for k, p in cases.items()}
-print(json.dumps(out))
+import ragen_torch.generate as G
+class Counted(G.StaticStep):  # counts the static caches a call builds: compaction makes more than one
+    made = 0
+    def __init__(self, *a, **k):
+        Counted.made += 1
+        super().__init__(*a, **k)
+G.StaticStep = Counted
+out, caches = {}, {}
+for k, p in cases.items():
+    Counted.made = 0
+    out[k] = {mode: generate(m, prompts, dict(maxNewTokens=16, seed=5, **p), None, 64, None, mode) for mode in ("eager", "static")}
+    caches[k] = Counted.made
+print(json.dumps({"out": out, "caches": caches}))
 `;
 
 type Result = [number[], number[], string][];
@@ -30,10 +41,10 @@ function run(code: string, env: Record<string, string> = {}) {
 }
 
 describe.runIf(python)('torch worker: static-cache decode', () => {
-  test('gives the eager decode tokens and log-probs (greedy, sampled, rows stopping early)', () => {
+  test('gives the eager decode tokens and log-probs (greedy, sampled, rows stopping early and compacted)', () => {
     const r = run(SCRIPT);
     expect(r.status, r.stderr).toBe(0);
-    const out = JSON.parse(r.stdout) as Record<string, { eager: Result; static: Result }>;
+    const { out, caches } = JSON.parse(r.stdout) as { out: Record<string, { eager: Result; static: Result }>; caches: Record<string, number> };
     for (const [name, { eager, static: st }] of Object.entries(out)) {
       expect(st.map((x) => x[0]), name).toEqual(eager.map((x) => x[0]));
       expect(st.map((x) => x[2]), name).toEqual(eager.map((x) => x[2]));
@@ -46,6 +57,9 @@ describe.runIf(python)('torch worker: static-cache decode', () => {
     // The stop case must really have rows leaving at different steps, or it would not exercise the masking.
     const lengths = new Set(out.stops!.eager.map((x) => x[0].length));
     expect(lengths.size).toBeGreaterThan(2);
+    // 6 rows: the live half moves to a smaller cache once 3 are done (and again at 1); with none done, one cache.
+    expect(caches.stops).toBeGreaterThan(1);
+    expect(caches.greedy).toBe(1);
   }, 60_000);
 
   test('RAGEN_TORCH_DECODE: a bad value and graph without CUDA are named errors', () => {
