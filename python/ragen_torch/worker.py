@@ -111,6 +111,10 @@ class Worker:
             self.dist.sync_grads(self.roles.parameters(h["role"]))
             r = self.optimizer(h["role"]).step(h["settings"])
             norm = r["gradNorm"]
+            if self.device.type == "cuda" and self.dist.rank == 0:  # the memory of a training step, on ragen's stderr
+                peak = torch.cuda.max_memory_allocated(self.device)
+                print(f"{h['role']} step: peak GPU memory {peak / 2**30:.2f} GiB since the last step (torch.cuda.max_memory_allocated)", file=sys.stderr, flush=True)
+                torch.cuda.reset_peak_memory_stats(self.device)
             return {"gradNorm": norm if math.isfinite(norm) else str(norm), "skipped": r["skipped"]}, {}
         if op == "zero_grad":
             self.optimizer(h["role"]).zero_grad()
