@@ -201,6 +201,11 @@ class Decoder(nn.Module):
         self.lora = None  # {"r", "alpha", "dropout", "target_modules"} once adapters are attached
         self.checkpointing = False  # recompute each layer in backward instead of keeping its activations
 
+    def forward(self, ids, with_logits=False):
+        """Hidden states (and logits) through the module call, so FSDP's hooks (fsdp.py) gather the weights around it."""
+        h = self.hidden(ids)
+        return (h, self.logits(h)) if with_logits else h
+
     def head_weight(self):
         return self.model.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
 

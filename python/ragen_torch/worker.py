@@ -15,7 +15,9 @@ import torch
 from . import PROTOCOL_VERSION
 from .checkpoint import save_model
 from .dist import Dist
+from .fsdp import full, gathered_state, is_sharded
 from .generate import generate
+from .model import Decoder
 from .optim import RoleOptimizer, load_optimizers, save_optimizers
 from .protocol import read_frame, write_frame
 from .roles import Roles
@@ -63,7 +65,7 @@ class Worker:
 
     def optimizer(self, role):
         if role not in self.optimizers:
-            self.optimizers[role] = RoleOptimizer(self.roles.parameters(role))
+            self.optimizers[role] = RoleOptimizer(self.roles.parameters(role), self.dist)
         return self.optimizers[role]
 
     def handle(self, op, h, bufs):
@@ -85,7 +87,7 @@ class Worker:
                 off += n
             mine = self.dist.rows(len(prompts))  # each rank samples its share of the prompts with its own seed
             params = dict(h["params"], seed=int(h["params"]["seed"]) + 1000003 * self.dist.rank)
-            done = generate(self.roles.policy, [prompts[i] for i in mine], params, self.pieces, self.roles.budget * 16, self.autocast)
+            done = generate(self.roles.rollout_model(), [prompts[i] for i in mine], params, self.pieces, self.roles.budget * 16, self.autocast)
             res = [None] * len(prompts)
             for rows, outs in self.dist.gather((mine, done)):
                 for i, r in zip(rows, outs):
@@ -122,10 +124,10 @@ class Worker:
         if op == "tensors":  # parameters or their gradients by name (tests, tools)
             named = self.roles.parameters(h["role"])
             if h.get("what") == "grad":  # summed over ranks without touching the accumulating gradients
-                return {}, {n: self.dist.sum_((p.grad if p.grad is not None else torch.zeros_like(p)).detach().float().clone()) for n, p in named}
-            return {}, {n: p.detach().float() for n, p in named}
+                return {}, {n: self.grad_sum(p) for n, p in named}
+            return {}, {n: full(p.detach()).float().cpu() for n, p in named}
         if op == "save":
-            if self.dist.rank == 0:  # the ranks hold the same weights and optimiser state
+            if self.dist.rank == 0 or self.roles.sharded():  # replicated: rank 0's copy; sharded: all gather
                 self.save(h)
             return {}, {}
         if op == "load_optimizer":
@@ -133,14 +135,41 @@ class Worker:
             return {}, {}
         raise ValueError(f"unknown op `{op}`")
 
+    def grad_sum(self, p):
+        """A parameter's gradient summed over ranks (every rank joins the same collectives, gradient or not)."""
+        if is_sharded(p):  # reduce-scattered as the mean over ranks; FSDP gives every rank a gradient or none
+            return torch.zeros(p.shape) if p.grad is None else full(p.grad.detach()).float().cpu() * self.dist.world
+        return self.dist.sum_((p.grad if p.grad is not None else torch.zeros_like(p)).detach().float().clone()).cpu()
+
     def save(self, h):
         r, d = self.roles, h["dir"]
-        shared = r.value_head if r.critic_mode == "shared" else None
-        save_model(d, r.policy, shared, r.source, h.get("tokenizerPath"))
-        if r.critic_mode == "separate":
-            save_model(os.path.join(d, "critic"), r.critic_model, r.value_head, r.critic_source)
+        lead = self.dist.rank == 0
+        policy, critic = r.policy, r.critic_model
+        if r.sharded():  # whole weights gathered on every rank, kept in a CPU copy on rank 0 only
+            policy = gathered_copy(r.policy, lead)
+            critic = gathered_copy(r.critic_model, lead) if r.critic_mode == "separate" else None
         if h.get("optimizer"):
-            save_optimizers(d, self.optimizers)
+            save_optimizers(d, self.optimizers, write=lead)
+        if not lead:
+            return
+        shared = r.value_head if r.critic_mode == "shared" else None
+        save_model(d, policy, shared, r.source, h.get("tokenizerPath"))
+        if r.critic_mode == "separate":
+            save_model(os.path.join(d, "critic"), critic, r.value_head, r.critic_source)
+
+
+def gathered_copy(model, keep):
+    """A CPU float32 Decoder (adapters included) holding a sharded model's whole weights when `keep`, else None; every
+    rank must call it (the all-gathers)."""
+    state = gathered_state(model, keep)
+    if not keep:
+        return None
+    copy = Decoder(model.config)
+    if model.lora is not None:
+        lo = model.lora
+        copy.attach_lora(lo["r"], lo["alpha"], lo["dropout"], lo["target_modules"], None)
+    copy.load_state_dict(state)
+    return copy
 
 
 def is_oom(e):
