@@ -25,6 +25,8 @@ class Dist:
         if self.world > 1:
             import torch.distributed as dist
 
+            if device.type == "cuda":  # NCCL and FSDP's default device mesh use the current device: this rank's GPU
+                torch.cuda.set_device(device)
             dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
 
     def max_int(self, n):

@@ -14,7 +14,7 @@ def fully_shard_api():
     for name in ("torch.distributed.fsdp", "torch.distributed._composable.fsdp"):
         try:
             fn = getattr(importlib.import_module(name), "fully_shard", None)
-        except ImportError:
+        except Exception:  # noqa: BLE001 -- ImportError, or e.g. torch 1.13's FSDP failing to import on Python 3.11
             fn = None
         if fn is not None:
             return fn
