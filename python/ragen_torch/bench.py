@@ -75,6 +75,7 @@ def rollout_ours(model, contexts, a, autocast, budget, V, gen):
     """The multi-turn rollout with our sampler: per turn, every context gets up to --new-tokens sampled tokens, then
     --obs-tokens random 'observation' tokens. Returns (generated tokens, seconds, final contexts)."""
     params = {"maxNewTokens": a.new_tokens, "temperature": 1.0, "topK": 0, "topP": 1.0, "seed": a.seed, "stopTokenIds": []}
+    generate(model, contexts[:2], dict(params, maxNewTokens=4), None, budget * 16, autocast)  # warm-up: CUDA/cuBLAS set-up
     total, seconds = 0, 0.0
     for turn in range(a.turns):
         out, dt = timed(model.head_weight().device, lambda: generate(model, contexts, dict(params, seed=a.seed + turn), None, budget * 16, autocast))
@@ -88,6 +89,9 @@ def rollout_ours(model, contexts, a, autocast, budget, V, gen):
 def rollout_hf(hf_model, contexts, a, V, gen, device):
     """The same rollout shape through transformers' generate (sampling, exactly --new-tokens a turn)."""
     total, seconds = 0, 0.0
+    with torch.no_grad():  # warm-up, as ours
+        w = torch.tensor([contexts[0][:8]] * 2, device=device)
+        hf_model.generate(input_ids=w, attention_mask=torch.ones_like(w), max_new_tokens=4, do_sample=True, pad_token_id=0)
     for turn in range(a.turns):
         P = max(len(c) for c in contexts)
         ids = torch.zeros(len(contexts), P, dtype=torch.long)
