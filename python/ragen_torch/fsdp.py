@@ -39,6 +39,15 @@ def shard(model):
     return model
 
 
+def reshard(model):
+    """Put every FSDP group of `model` back to its shards. FSDP keeps the root's weights gathered after a forward;
+    parameters read then (to build an optimizer, to save) would be the gathered copies, not the sharded parameters."""
+    for m in model.modules():
+        if hasattr(m, "reshard") and hasattr(m, "unshard"):  # FSDP2 modules (FSDP<Class>) have both
+            m.reshard()
+    return model
+
+
 def is_sharded(t):
     return t is not None and hasattr(t, "placements") and hasattr(t, "to_local")
 

@@ -83,6 +83,7 @@ class Roles:
         LoRA merged) refreshed from the shards at each call, so decoding needs no collectives."""
         if not self.sharded():
             return self.policy
+        fsdp.reshard(self.policy)
         if self.rollout_copy is None:
             with torch.device("meta"):  # torch >= 2 (FSDP2 needs 2.4): no host copy of the weights
                 copy = Decoder(self.policy.config).to(torch.bfloat16 if self.autocast else torch.float32)
@@ -90,7 +91,11 @@ class Roles:
         return fsdp.merged_copy(self.policy, self.rollout_copy, self.rollout_copy.head_weight().dtype)
 
     def parameters(self, role):
-        """Trainable (name, parameter) of a role, named as the local engine names them."""
+        """Trainable (name, parameter) of a role, named as the local engine names them (the shards, with FSDP)."""
+        if self.sharded():
+            for m in (self.policy, self.critic_model):
+                if m is not None:
+                    fsdp.reshard(m)
         if role == "policy":
             return self.policy.trainable()
         if role != "critic":

@@ -146,6 +146,7 @@ class Worker:
         lead = self.dist.rank == 0
         policy, critic = r.policy, r.critic_model
         if r.sharded():  # whole weights gathered on every rank, kept in a CPU copy on rank 0 only
+            r.parameters("policy")  # (puts the models back to their shards)
             policy = gathered_copy(r.policy, lead)
             critic = gathered_copy(r.critic_model, lead) if r.critic_mode == "separate" else None
         if h.get("optimizer"):
