@@ -206,15 +206,16 @@ class Roles:
             parts = self.outputs(role, ids, lengths, entropy, False, False)
         return self.aligned(parts, ids.shape[0], ids.shape[1], self.keys(role, entropy, False))
 
-    def backward_begin(self, role, ids, lengths, entropy, values):
+    def backward_begin(self, role, ids, lengths, entropy, values, diagnostic=False):
         """Outputs of a training pass whose gradients come later. One chunk keeps its graph; several run without one
         and are recomputed chunk by chunk in backward_end (memory of one chunk, at the cost of a second forward),
-        with the RNG state restored so that LoRA dropout draws the same masks."""
+        with the RNG state restored so that LoRA dropout draws the same masks. A `diagnostic` pass (gradient analysis)
+        runs without dropout, so it draws nothing from the RNG and leaves the training passes' masks as they were."""
         if role not in ("policy", "critic"):
             raise ValueError(f"backward needs role 'policy' or 'critic', got {role!r}")
         self.pending = None
         chunks = self.my_chunks(lengths)
-        args = (role, ids, lengths, entropy, values, True)
+        args = (role, ids, lengths, entropy, values, not diagnostic)
         if len(chunks) <= 1:
             with torch.enable_grad():
                 parts = self.outputs(*args)

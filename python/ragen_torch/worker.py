@@ -105,7 +105,7 @@ class Worker:
             lengths = bufs["lengths"].tolist()
             if op == "forward":
                 return {}, self.roles.forward(h["role"], ids, lengths, bool(h.get("entropy")))
-            return {}, self.roles.backward_begin(h["role"], ids, lengths, bool(h.get("entropy")), bool(h.get("values")))
+            return {}, self.roles.backward_begin(h["role"], ids, lengths, bool(h.get("entropy")), bool(h.get("values")), bool(h.get("diagnostic")))
         if op == "backward_end":
             self.roles.backward_end({k: t.reshape(h["B"], h["T"]).to(self.device) for k, t in bufs.items()})
             return {}, {}
@@ -118,6 +118,10 @@ class Worker:
                 print(f"{h['role']} step: peak GPU memory {peak / 2**30:.2f} GiB since the last step (torch.cuda.max_memory_allocated)", file=sys.stderr, flush=True)
                 torch.cuda.reset_peak_memory_stats(self.device)
             return {"gradNorm": norm if math.isfinite(norm) else str(norm), "skipped": r["skipped"]}, {}
+        if op == "grad_norm":  # the global gradient norm now (summed over ranks), the accumulating gradients untouched
+            named = self.roles.parameters(h["role"])
+            sq = sum(float(self.dist.sum_((p.grad if p.grad is not None else torch.zeros_like(p)).detach().float().clone()).double().pow(2).sum()) for _, p in named)
+            return {"gradNorm": math.sqrt(sq) if math.isfinite(sq) else str(sq)}, {}
         if op == "zero_grad":
             self.optimizer(h["role"]).zero_grad()
             return {}, {}

@@ -21,3 +21,4 @@ export * from './value-loss.js';
 export * from './filter.js';
 export * from './collapse.js';
 export * from './early-warning.js';
+export * from './grad-buckets.js';

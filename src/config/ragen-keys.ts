@@ -116,6 +116,10 @@ export const RAGEN_KEYS: readonly RagenKey[] = [
   { ragen: '…num_samples (collapse detector)', ours: 'trainer.collapse.numSamples' },
   { ragen: '…first_turn_enabled', ours: 'trainer.collapse.firstTurn' },
   { ragen: '…multi_turn_enabled', ours: 'trainer.collapse.multiTurn' },
+  { ragen: 'trainer.gradient_analysis_every', ours: 'trainer.gradAnalysis.every', note: 'RAGEN also needs `gradient_analysis_mode`; here every > 0 turns it on' },
+  { ragen: 'trainer.gradient_analysis_num_buckets', ours: 'trainer.gradAnalysis.buckets' },
+  { ragen: 'trainer.gradient_analysis_log_prefilter', ours: 'trainer.gradAnalysis.prefilter' },
+  { ragen: 'trainer.gradient_analysis_only', ours: null, note: '`ragen probe-grads --run DIR` probes a checkpoint' },
 ];
 
 /** Our key for a RAGEN key typed by a user (exact match on the full dotted key), if we know one. */

@@ -46,6 +46,16 @@ export const CollapseSchema = z.strictObject({
   multiTurn: z.boolean().default(true),
 });
 
+/** RAGEN-2's gradient analysis by reward-std bucket (src/train/grad-analysis.ts; RAGEN's `gradient_analysis_*`). */
+export const GradAnalysisSchema = z.strictObject({
+  /** Run the analysis on step 1 and every this many steps; 0 never (RAGEN's `gradient_analysis_every`). @default 0 */
+  every: z.number().int().min(0).default(0),
+  /** Equal-count buckets of groups ranked by in-group reward std (RAGEN-2's default is 6). @default 6 */
+  buckets: z.number().int().min(1).default(6),
+  /** Also analyse the whole batch before the rollout filter (`grad_analysis/prefilter/*`; RAGEN's `gradient_analysis_log_prefilter`). @default false */
+  prefilter: z.boolean().default(false),
+});
+
 /** The training loop (RAGEN's `trainer` and the optimiser/batch keys of `actor_rollout_ref.actor` and `critic`). */
 export const TrainerSchema = z.strictObject({
   /** StarPO steps (one rollout + update each) (RAGEN's `total_training_steps`). @default 200 */
@@ -90,4 +100,5 @@ export const TrainerSchema = z.strictObject({
   saveOptimizer: z.boolean().default(true),
   earlyStop: EarlyStopSchema.prefault({}),
   collapse: CollapseSchema.prefault({}),
+  gradAnalysis: GradAnalysisSchema.prefault({}),
 });

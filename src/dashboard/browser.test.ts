@@ -27,13 +27,14 @@ function browserAvailable(): boolean {
 const shots = process.env.RAGEN_SCREENSHOTS ?? mkdtempSync(join(tmpdir(), 'ragen-shots-'));
 const shot = (page: Page, name: string) => page.screenshot({ path: join(shots, `${name}.png`) });
 
-/** A tiny Bandit PPO run with the shipped model: 2 steps of 2 groups of 4, collapse diagnostics every step. */
+/** A tiny Bandit PPO run with the shipped model: 2 steps of 2 groups of 4, collapse diagnostics and gradient analysis every step. */
 function tinyRun(runDir: string) {
   return loadConfig({
     config: 'bandit-ppo',
     overrides: [
       `logging.runDir=${runDir}`, 'logging.console=none', 'trainer.steps=2', 'env.train.0.groups=2', 'env.train.0.groupSize=4',
       'env.val=[{tag: Bandit, groups: 4}]', 'trainer.valEvery=2', 'trainer.collapse.every=1', 'trainer.collapse.numSamples=8',
+      'trainer.gradAnalysis.every=1', 'trainer.gradAnalysis.buckets=2', 'trainer.gradAnalysis.prefilter=true',
     ],
   });
 }
@@ -93,7 +94,19 @@ describe.skipIf(!browserAvailable())('dashboard in chromium', () => {
     expect(logged).toBe(2);
     expect(await page.locator('#regimes circle').count()).toBe(logged);
     expect(await page.textContent('#regime-now')).toMatch(/^Step 2: /);
+    // The gradient-analysis table: step 2's buckets before the filter, with the sample counts training logged.
+    const last = JSON.parse(readFileSync(join(runDir, 'metrics.jsonl'), 'utf8').trim().split('\n').at(-1)!) as Record<string, number>;
+    const buckets = ['bucket_1', 'bucket_2', 'all'].filter((b) => `grad_analysis/prefilter/${b}/task` in last);
+    expect(buckets).toContain('all');
+    expect(await page.locator('#grad-analysis tr[data-bucket]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-bucket')))).toEqual(buckets);
+    expect(await page.textContent('#grad-analysis p')).toMatch(/^Step 2, before the filter/);
+    for (const b of buckets) {
+      expect(await page.locator(`#grad-analysis tr[data-bucket="${b}"] td:nth-child(3)`).textContent()).toBe(String(last[`grad_analysis/prefilter/${b}/sample_count`]));
+    }
+    await page.waitForSelector('figure[data-title="Task gradient norm per token, by reward-std bucket"] canvas');
     await shot(page, 'collapse');
+    await page.locator('#grad-analysis').scrollIntoViewIfNeeded();
+    await shot(page, 'grad-analysis');
   });
 
   it("shows the episodes' own observation, reasoning and per-token advantages", async () => {
@@ -157,6 +170,7 @@ describe.skipIf(!browserAvailable())('dashboard in chromium', () => {
     expect(problems).toMatch(/made\/up/);
     expect(await page.locator('#warnings tr td:first-child').allTextContents()).toEqual(['3', '5']);
     expect(await page.textContent('#regime-now')).toMatch(/template collapse/);
+    expect(await page.textContent('#no-grad-analysis')).toMatch(/trainer\.gradAnalysis\.every/);
     await shot(page, 'broken-run');
     // Comparing it with the real run: one legend chip per run, lines named by run.
     await page.goto(`${dash.url}#/curves?runs=0/bandit-run,0/crashed`);

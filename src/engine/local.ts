@@ -2,7 +2,7 @@
 // src/tensor's CPU kernels. Implements generate / forward, and backward + optimizerStep for the trainer.
 import { join } from 'node:path';
 import { existsSync } from 'node:fs';
-import { add, getBackend, mul, noGrad, setBackend, sum, tensor, tidy, type BackendName, type Tensor } from '../tensor/index.js';
+import { add, getBackend, gradNorm, mul, noGrad, setBackend, sum, tensor, tidy, type BackendName, type Tensor } from '../tensor/index.js';
 import {
   commonPrefixLength, generate, LoraAdapters, loadModel, packedGradient, packTokens, saveModel, tokenAligned, tokenForward, Transformer, ValueHead,
   type LoraConfig, type ModelConfig, type PackedBatch, type TokenOutputs,
@@ -172,7 +172,7 @@ export class LocalEngine implements TrainableEngine {
     return tidy(() => {
       const packed = this.pack(batch);
       this.tokenStats.count('backward', packed);
-      const t = this.outputs(packed, options.role, { entropy: (options.entropy ?? false) && options.role !== 'critic', values }, this.dropoutRng);
+      const t = this.outputs(packed, options.role, { entropy: (options.entropy ?? false) && options.role !== 'critic', values }, options.diagnostic ? undefined : this.dropoutRng);
       const aligned = (key: 'logprobs' | 'entropy' | 'values') => tokenAligned(packed, t[key]!.toFloat32Array(), t.prefix?.[key]?.toFloat32Array() ?? null, new Float32Array(B * T), T);
       const result: ForwardResult = { logprobs: t.logprobs ? aligned('logprobs') : new Float32Array(B * T) };
       if (t.entropy) result.entropy = aligned('entropy');
@@ -203,6 +203,10 @@ export class LocalEngine implements TrainableEngine {
 
   zeroGrad(role: TrainableRole): void {
     this.optimizer(role).zeroGrad();
+  }
+
+  async gradNorm(role: TrainableRole): Promise<number> {
+    return gradNorm(this.parameters(role).map(([, t]) => t));
   }
 
   /** Trainable parameters of a role, by name (LoRA: PEFT keys; critic: `value_head.*` and, when separate, its model). */

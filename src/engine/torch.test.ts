@@ -137,6 +137,10 @@ describe.skipIf(!python).each(CASES)('TorchEngine equals LocalEngine on %s', (na
       expect(t.size).toBeGreaterThan(0);
       expect([...t.values()].some((g) => maxAbs(g) > 0), `${role}: some gradient is non-zero`).toBe(true);
       expectSameTensors(t, localTensors(local, role, 'grad'), { rel: 1e-4, abs: 1e-8 });
+      const [normT, normL] = [await torch.gradNorm(role), await local.gradNorm(role)];
+      expect(normT).toBeGreaterThan(0);
+      expect(Math.abs(normT - normL) / normL, `${role}: gradNorm`).toBeLessThan(1e-4);
+      expect(await torch.gradNorm(role), 'gradNorm leaves the gradients as they are').toBe(normT);
       torch.zeroGrad(role);
       local.zeroGrad(role);
     }

@@ -117,7 +117,7 @@ export class TorchEngine implements TrainableEngine {
   }
 
   async backward(batch: SequenceBatch, options: BackwardOptions, lossGrad: (out: ForwardResult) => OutputGradients): Promise<ForwardResult> {
-    const head = { role: options.role, entropy: options.entropy ?? false, values: options.values ?? false, B: batch.B, T: batch.T };
+    const head = { role: options.role, entropy: options.entropy ?? false, values: options.values ?? false, diagnostic: options.diagnostic ?? false, B: batch.B, T: batch.T };
     const out = result((await this.worker.request('backward_begin', head, this.batchBuffers(batch))).buffers);
     let grads: OutputGradients;
     try {
@@ -139,8 +139,11 @@ export class TorchEngine implements TrainableEngine {
 
   async optimizerStep(role: TrainableRole, settings: OptimizerSettings): Promise<OptimizerStepResult> {
     const r = await this.worker.request('optimizer_step', { role, settings });
-    const norm = r.header.gradNorm;
-    return { gradNorm: typeof norm === 'number' ? norm : norm === 'inf' ? Infinity : norm === '-inf' ? -Infinity : NaN, skipped: Boolean(r.header.skipped) };
+    return { gradNorm: wireNumber(r.header.gradNorm), skipped: Boolean(r.header.skipped) };
+  }
+
+  async gradNorm(role: TrainableRole): Promise<number> {
+    return wireNumber((await this.worker.request('grad_norm', { role })).header.gradNorm);
   }
 
   zeroGrad(role: TrainableRole): void {
@@ -212,4 +215,9 @@ function truncateAtStop(g: Generation, stops: readonly string[], decode: (ids: n
       return;
     }
   }
+}
+
+/** A float the worker sent: a JSON number, or 'inf' / '-inf' / 'nan' (JSON has no non-finite numbers). */
+function wireNumber(x: unknown): number {
+  return typeof x === 'number' ? x : x === 'inf' ? Infinity : x === '-inf' ? -Infinity : NaN;
 }

@@ -71,6 +71,11 @@ export interface BackwardOptions {
   entropy?: boolean;
   /** With a shared-trunk critic and role 'policy': also compute values in the same pass. */
   values?: boolean;
+  /**
+   * A diagnostic pass (gradient analysis): no dropout, so the training passes' dropout noise stream is not
+   * advanced and turning a diagnostic on leaves training bit-identical. @default false
+   */
+  diagnostic?: boolean;
 }
 
 /** Optimiser settings of one step (AdamW, decoupled weight decay). */
@@ -110,6 +115,8 @@ export interface TrainableEngine extends Engine {
   optimizerStep(role: TrainableRole, settings: OptimizerSettings): Promise<OptimizerStepResult>;
   /** Drop accumulated gradients of a role. */
   zeroGrad(role: TrainableRole): void;
+  /** Global L2 norm of the role's accumulated gradients (0 when none), without clipping or stepping. */
+  gradNorm(role: TrainableRole): Promise<number>;
   /** Write the models in Hugging Face layout (and, when asked, the optimiser state) into `dir`. */
   save(dir: string, options?: { optimizer?: boolean }): Promise<void>;
   /** Restore optimiser state written by `save(dir, {optimizer: true})`. */

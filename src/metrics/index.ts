@@ -1,5 +1,5 @@
 // metrics: metric names, the logger that averages per interval, its sinks (console, JSONL), the run directory.
-export { METRICS, METRIC_FAMILIES, describeMetric, isMetricKey, trainEnvMetric, valEnvMetric, type FixedMetricKey, type MetricKey } from './names.js';
+export { METRICS, METRIC_FAMILIES, GRAD_ANALYSIS_NAMES, describeMetric, isMetricKey, trainEnvMetric, valEnvMetric, type FixedMetricKey, type MetricKey } from './names.js';
 export { MetricLogger, type MetricRecord, type MetricSink, type MetricValues, type LoggerState } from './logger.js';
 export { JsonlSink, readMetricsFile } from './jsonl-sink.js';
 export { ConsoleSink, formatDuration, summaryTable, valSuccessOf, type ConsoleMode, type ConsoleSinkOptions, type SummaryRow } from './console-sink.js';

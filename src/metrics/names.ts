@@ -60,6 +60,7 @@ export const METRICS = {
   // timing (seconds) and throughput
   'timing_s/gen': 'Rollout time (generation and env steps).',
   'timing_s/collapse': 'Collapse diagnostics time.',
+  'timing_s/grad_analysis': 'Gradient analysis time (`trainer.gradAnalysis`), both views.',
   'timing_s/filter': 'Rollout filter time.',
   'timing_s/old_log_prob': 'Forward pass for old log-probs and entropy.',
   'timing_s/ref': 'Reference-model forward pass.',
@@ -98,7 +99,26 @@ export const METRIC_FAMILIES = {
   'val/<tag>/<name>': 'Per-env validation metric (same names as train); `val/<tag>/success` drives the validation early stop.',
   'collapse_first_turn_sample/<name>': 'Collapse diagnostics on first-turn (prompt, reasoning) pairs, all statistics.',
   'collapse_trajectory_sample/<name>': 'Collapse diagnostics on pairs drawn from all turns, all statistics.',
+  'grad_analysis/<bucket>/<name>': 'Gradient analysis (`trainer.gradAnalysis`) of the filtered batch, per reward-std bucket (`bucket_1` = lowest std, ..., `all`); names in GRAD_ANALYSIS_NAMES.',
+  'grad_analysis/prefilter/<bucket>/<name>': 'The same gradient analysis on the whole batch, before the rollout filter (`trainer.gradAnalysis.prefilter`).',
 } as const;
+
+/** The `<name>`s of a `grad_analysis/<bucket>/` family key (src/train/grad-analysis.ts), with their meaning. */
+export const GRAD_ANALYSIS_NAMES = {
+  task: 'Global L2 norm of the policy gradient of the task (clipped policy-gradient) loss over the bucket.',
+  entropy: 'Gradient norm of the entropy term (−entropyCoeff × aggregated entropy); 0 when entropyCoeff is 0.',
+  kl: 'Gradient norm of the KL-loss term (kl.coef × aggregated KL to the reference); 0 without algo.kl.useKlLoss.',
+  'per_sample/<term>': 'The term\'s gradient norm / the bucket\'s sample count (task, entropy, kl).',
+  'per_token/<term>': 'The term\'s gradient norm / the bucket\'s loss-token count (task, entropy, kl).',
+  'loss/<term>': 'The term\'s value over the bucket, aggregated as the update aggregates a mini-batch (task, entropy, kl).',
+  sample_count: 'Training sequences in the bucket.',
+  sample_pct: 'The bucket\'s share of the analysed batch\'s sequences.',
+  token_count: 'Loss tokens in the bucket.',
+  group_count: 'Rollout groups in the bucket.',
+  reward_std_mean: 'Mean in-group reward std of the bucket\'s groups.',
+  reward_std_min: 'Smallest in-group reward std in the bucket.',
+  reward_std_max: 'Largest in-group reward std in the bucket.',
+} as const satisfies Record<string, string>;
 
 /** A fixed metric key. */
 export type FixedMetricKey = keyof typeof METRICS;
@@ -108,7 +128,8 @@ export type MetricKey =
   | `train/${string}/${string}`
   | `val/${string}/${string}`
   | `collapse_first_turn_sample/${string}`
-  | `collapse_trajectory_sample/${string}`;
+  | `collapse_trajectory_sample/${string}`
+  | `grad_analysis/${string}/${string}`;
 
 /** `train/<tag>/<name>`. */
 export const trainEnvMetric = (tag: string, name: string): MetricKey => `train/${tag}/${name}`;
@@ -120,11 +141,19 @@ const FAMILY_PATTERNS: [RegExp, keyof typeof METRIC_FAMILIES][] = [
   [/^val\/[^/]+\/.+$/, 'val/<tag>/<name>'],
   [/^collapse_first_turn_sample\/.+$/, 'collapse_first_turn_sample/<name>'],
   [/^collapse_trajectory_sample\/.+$/, 'collapse_trajectory_sample/<name>'],
+  [/^grad_analysis\/prefilter\/[^/]+\/.+$/, 'grad_analysis/prefilter/<bucket>/<name>'],
+  [/^grad_analysis\/[^/]+\/.+$/, 'grad_analysis/<bucket>/<name>'],
 ];
 
 /** The meaning of a key (for the dashboard's tooltips), or undefined for an unknown key. */
 export function describeMetric(key: string): string | undefined {
   if (Object.hasOwn(METRICS, key)) return METRICS[key as FixedMetricKey];
+  const grad = /^grad_analysis\/(?:prefilter\/)?[^/]+\/(.+)$/.exec(key);
+  if (grad) {
+    // Only the analysis's own names: `per_sample/task` is listed as `per_sample/<term>`.
+    const name = grad[1]!.replace(/^(per_sample|per_token|loss)\/(task|entropy|kl)$/, '$1/<term>');
+    return Object.hasOwn(GRAD_ANALYSIS_NAMES, name) ? GRAD_ANALYSIS_NAMES[name as keyof typeof GRAD_ANALYSIS_NAMES] : undefined;
+  }
   const family = FAMILY_PATTERNS.find(([re]) => re.test(key));
   return family ? METRIC_FAMILIES[family[1]] : undefined;
 }

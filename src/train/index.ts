@@ -23,3 +23,6 @@ export { validate, type Validation } from './validate.js';
 export { openModels, openLocalModels, modelTokenizer, localEngineOptions, needsReference, type TrainerModels } from './engine-setup.js';
 export { EarlyStopTracker, type EarlyStop, type EarlyStopState } from './early-stop.js';
 export { collapseDiagnostics, type CollapseSettings, type CollapseEma } from './collapse-step.js';
+export { gradientAnalysis, analyzeStep, gradAnalysisMetrics, GRAD_COMPONENTS, type GradBucket, type GradComponent, type GradAnalysisSettings, type StepGradAnalysis } from './grad-analysis.js';
+export { probeGradients, formatProbe, type ProbeOptions, type ProbeReport } from './grad-probe.js';
+export { prepareUpdate, filterBatch, actorLossConfig, type PreparedUpdate, type FilteredBatch } from './update-data.js';

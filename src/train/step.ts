@@ -1,22 +1,20 @@
 // One StarPO step, in RAGEN's order (inventory 3.6) with its bugs left out: rollout -> collapse diagnostics ->
-// reward normalisation -> group filter -> old / reference log-probs -> values -> advantages -> critic update ->
-// actor update. Validation, checkpoints and early stops are the loop's (trainer.ts).
-import { collate, enginePolicy, rollout, type AgentConfig, type EnvGroups, type EpisodeRecord, type RolloutBatch } from '../agent/index.js';
-import {
-  applyKLPenalty, computeAdvantage, filterRollouts, lengthWeightAdvantages, needsCritic, normalizeRewards, scaleByKeptRatio,
-  softReweightByGroupStd, type KLController,
-} from '../algo/index.js';
+// reward normalisation -> group filter -> old / reference log-probs -> values -> advantages -> gradient analysis ->
+// critic update -> actor update. Validation, checkpoints and early stops are the loop's (trainer.ts).
+import { enginePolicy, rollout, type AgentConfig, type EnvGroups, type EpisodeRecord, type RolloutBatch } from '../agent/index.js';
+import type { KLController } from '../algo/index.js';
 import type { TrainableEngine } from '../engine/index.js';
 import type { MetricValues } from '../metrics/index.js';
 import type { Tokenizer } from '../tokenizer/index.js';
-import { applyEpisodeScores, maskedStats, selectRows, takeRows } from './batch.js';
+import { maskedStats } from './batch.js';
 import { collapseDiagnostics, type CollapseEma } from './collapse-step.js';
 import { samplingOf, type RagenConfig } from '../config/index.js';
-import { needsReference } from './engine-setup.js';
+import { analyzeStep } from './grad-analysis.js';
 import { optimizerSettings } from './lr-schedule.js';
 import { episodeRecords, tokenAdvantages, turnAdvantages } from './rollout-records.js';
 import { generatedTokens, trainMetrics } from './rollout-metrics.js';
-import { updateActor, updateCritic, type BatchSchedule, type UpdateBatch } from './update.js';
+import { updateActor, updateCritic, type BatchSchedule } from './update.js';
+import { actorLossConfig, filterBatch, lossHorizon, prepareUpdate } from './update-data.js';
 
 /** What one step needs; `kl` and `collapseEma` carry state from step to step. */
 export interface StepContext {
@@ -48,10 +46,7 @@ export function stepSeed(base: number, step: number): number {
   return (Math.imul(base ^ 0x5bd1e995, 0x27d4eb2d) + Math.imul(step, 0x9e3779b1)) >>> 0;
 }
 
-/** The most loss tokens one sequence can hold (Dr. GRPO's constant horizon for `seq-mean-token-sum-norm`). */
-export function lossHorizon(config: RagenConfig): number {
-  return config.agent.maxNewTokens * (config.agent.contextWindowMode === 'full' ? config.agent.maxTurns : 1);
-}
+export { lossHorizon } from './update-data.js';
 
 const seconds = (t0: number) => (performance.now() - t0) / 1000;
 
@@ -82,40 +77,7 @@ export async function starpoStep(ctx: StepContext, step: number): Promise<StepOu
 
   // 3. reward normalisation (per episode score), then the group filter on the raw episode scores
   t0 = performance.now();
-  const episodes = batch.episodes;
-  const rawScores = Float64Array.from(episodes, (e) => e.score);
-  let samples = batch.samples;
-  if (algo.rewardNorm.method !== 'identity') {
-    const normalized = normalizeRewards({ scores: rawScores, grouping: algo.rewardNorm.grouping, method: algo.rewardNorm.method, groupIds: episodes.map((e) => `${e.tag}/${e.group}`), tags: episodes.map((e) => e.tag) });
-    samples = applyEpisodeScores(samples, rawScores, normalized, config.agent.useTurnScores ? 'turn' : 'episode');
-  }
-  // The whole batch, token-aligned (B, T); the filter keeps a subset of its rows.
-  const all = collate(samples, tokenizer.padTokenId);
-  let entropyByEpisode: Float64Array | undefined;
-  let fullForward: { logprobs: Float32Array; entropy?: Float32Array } | undefined;
-  if (algo.filter.metric === 'entropy' || algo.filter.metric === 'entropy_std') {
-    // The entropy metrics need the policy's entropy before filtering: one forward over every sample, reused below.
-    fullForward = await engine.forward(all, { role: 'policy', entropy: true });
-    const sums = new Float64Array(episodes.length);
-    const counts = new Float64Array(episodes.length);
-    for (let i = 0; i < all.B * all.T; i++) if (all.lossMask[i]) {
-      const e = all.episodeIds[Math.floor(i / all.T)]!;
-      sums[e] += fullForward.entropy![i]!;
-      counts[e]++;
-    }
-    entropyByEpisode = sums.map((x, i) => (counts[i]! > 0 ? x / counts[i]! : 0));
-  }
-  const filter = filterRollouts(
-    {
-      rewards: rawScores,
-      groupIds: episodes.map((e) => `${e.tag}/${e.group}`),
-      lengths: episodes.map((e) => e.turns.reduce((a, x) => a + x.tokens.length, 0)),
-      ...(entropyByEpisode ? { entropy: entropyByEpisode } : {}),
-    },
-    { ...algo.filter },
-  );
-  const keptEpisodes = new Set(filter.keptIndices);
-  const keptRows = samples.map((s, i) => (keptEpisodes.has(s.episode) ? i : -1)).filter((i) => i >= 0);
+  const { episodes, all, filter, keptEpisodes, keptRows, fullForward } = await filterBatch(engine, config, batch, tokenizer.padTokenId);
   Object.assign(metrics, {
     'rollout/in_group_reward_std': filter.stats.reward.std,
     'rollout/in_group_reward_mean': filter.stats.reward.mean,
@@ -134,69 +96,25 @@ export async function starpoStep(ctx: StepContext, step: number): Promise<StepOu
   const limit = config.logging.rolloutsPerStep;
   if (keptRows.length === 0) return out(episodeRecords(step, episodes, keptEpisodes, new Map(), limit, agent), true);
 
-  // 4. old log-probs: the sampler's when they are exact (`algo.recomputeOldLogprobs`), else a teacher-forced
-  // recompute (RAGEN's way, right for any engine) that also gives the entropy; reference log-probs; values
-  const tokens = keptRows.length === all.B ? all : selectRows(all, keptRows);
-  const { B, T } = tokens;
-  let oldLogprobs: Float32Array;
-  const recompute = algo.recomputeOldLogprobs === 'auto' ? engine.kind !== 'local' : algo.recomputeOldLogprobs;
-  if (fullForward || recompute) {
-    t0 = performance.now();
-    const fwd = fullForward ? { logprobs: takeRows(fullForward.logprobs, keptRows, all.T), entropy: takeRows(fullForward.entropy!, keptRows, all.T) } : await engine.forward(tokens, { role: 'policy', entropy: true });
-    oldLogprobs = fwd.logprobs;
-    metrics['timing_s/old_log_prob'] = seconds(t0);
-    metrics['actor/entropy'] = maskedStats(fwd.entropy!, tokens.lossMask).mean;
-  } else {
-    // The sampler's log p(token) at temperature 1 under the weights that sampled it: the policy has not changed
-    // since. `actor/entropy` then comes from the actor update's first forward passes.
-    oldLogprobs = tokens.oldLogprobs.map((x, i) => (tokens.lossMask[i] ? x : 0));
-  }
-  let refLogprobs: Float32Array | undefined;
-  if (needsReference(config)) {
-    t0 = performance.now();
-    refLogprobs = (await engine.forward(tokens, { role: 'reference' })).logprobs;
-    metrics['timing_s/ref'] = seconds(t0);
-  }
-  const critic = needsCritic(algo.advEstimator);
-  let values: Float32Array | undefined;
-  if (critic) {
-    t0 = performance.now();
-    values = (await engine.forward(tokens, { role: 'critic' })).values!;
-    metrics['timing_s/values'] = seconds(t0);
-  }
+  // 4-5. old / reference log-probs, values, token rewards, advantages and their modifiers on the kept rows
+  const klBeta = ctx.kl.value; // this step's in-reward β (the controller then adapts it for the next step)
+  const prepared = await prepareUpdate(engine, config, all, keptRows, { ...(fullForward ? { fullForward } : {}), klBeta, keptRatio: filter.stats.keptRatio });
+  Object.assign(metrics, prepared.metrics);
+  if (prepared.klUpdate) ctx.kl.update(prepared.klUpdate.currentKl, prepared.klUpdate.B);
+  const data = prepared.data;
+  const { tokens, advantages } = data;
+  const critic = data.values !== undefined;
+  const schedule: BatchSchedule = { miniBatchSize: t.miniBatchSize, microBatchSize: t.microBatchSize, epochs: t.ppoEpochs, shuffleSeed: t.shuffle ? stepSeed(config.seed.train ^ 0x2545f491, step) : null, horizon: lossHorizon(config) };
 
-  // 5. token rewards (minus the KL penalty when it is in the reward), advantages, modifiers
-  t0 = performance.now();
-  let rewards: Float64Array = Float64Array.from(tokens.rewards);
-  if (algo.kl.inReward) {
-    const p = applyKLPenalty({ rewards, logprobs: oldLogprobs, refLogprobs: refLogprobs!, mask: tokens.lossMask, B, T, beta: ctx.kl.value, estimator: algo.kl.estimator });
-    rewards = p.rewards;
-    metrics['actor/kl_coef'] = ctx.kl.value;
-    ctx.kl.update(p.currentKl, B);
-  } else if (algo.kl.useKlLoss) metrics['actor/kl_coef'] = algo.kl.coef;
-  const adv = computeAdvantage(
-    { rewards, mask: tokens.lossMask, B, T, ...(values ? { values } : {}), groupIds: tokens.groupIds, episodeIds: tokens.episodeIds, turnIds: tokens.turnIds },
-    { advEstimator: algo.advEstimator, gamma: algo.gamma, lambda: algo.lambda, gammaTurn: algo.gammaTurn, ...(algo.normAdvantages !== null ? { normAdvantages: algo.normAdvantages } : {}) },
-  );
-  let advantages = adv.advantages;
-  const mods = algo.modifiers;
-  if (mods.softReweight && adv.groupStd) advantages = softReweightByGroupStd({ advantages, groupStd: adv.groupStd, B, T }).advantages;
-  if (mods.filterLossScaling !== 'none') advantages = scaleByKeptRatio(advantages, filter.stats.keptRatio, mods.filterLossScaling);
-  if (mods.lengthWeight) advantages = lengthWeightAdvantages({ advantages, mask: tokens.lossMask, B, T });
-  if (mods.zeroTaskAdvantage) advantages = new Float64Array(advantages.length);
-  metrics['timing_s/adv'] = seconds(t0);
-  const a = maskedStats(advantages, tokens.lossMask);
-  Object.assign(metrics, {
-    'critic/advantages_mean': a.mean,
-    'critic/advantages_max': a.max,
-    'critic/advantages_min': a.min,
-    'critic/returns_mean': maskedStats(adv.returns, tokens.lossMask).mean,
-    'critic/score_mean': tokens.scores.reduce((x, y) => x + y, 0) / B,
-  } satisfies MetricValues);
+  // 5b. RAGEN-2's gradient analysis by reward-std bucket, at its cadence: separate passes that leave no gradient
+  const ga = t.gradAnalysis;
+  if (ga.every > 0 && (step === 1 || step % ga.every === 0)) {
+    t0 = performance.now();
+    Object.assign(metrics, (await analyzeStep(engine, config, { all, filter, data, ...(fullForward ? { fullForward } : {}), klBeta })).metrics);
+    metrics['timing_s/grad_analysis'] = seconds(t0);
+  }
 
   // 6. critic update, then the actor update (after `criticWarmup` steps)
-  const data: UpdateBatch = { tokens, oldLogprobs, advantages, returns: adv.returns, ...(values ? { values } : {}), ...(refLogprobs ? { refLogprobs } : {}) };
-  const schedule: BatchSchedule = { miniBatchSize: t.miniBatchSize, microBatchSize: t.microBatchSize, epochs: t.ppoEpochs, shuffleSeed: t.shuffle ? stepSeed(config.seed.train ^ 0x2545f491, step) : null, horizon: lossHorizon(config) };
   let optimizerSteps = 0;
   if (critic) {
     t0 = performance.now();
@@ -210,28 +128,14 @@ export async function starpoStep(ctx: StepContext, step: number): Promise<StepOu
       'critic/vf_clipfrac': c.vfClipfrac,
       'critic/grad_norm': c.gradNorm,
       'critic/lr': settings.lr,
-      'critic/values_mean': maskedStats(values!, tokens.lossMask).mean,
+      'critic/values_mean': maskedStats(data.values!, tokens.lossMask).mean,
       'timing_s/update_critic': seconds(t0),
     } satisfies MetricValues);
   }
   if (step > t.criticWarmup) {
     t0 = performance.now();
     const settings = optimizerSettings(config, 'actor', step);
-    const u = await updateActor(
-      engine,
-      data,
-      {
-        lossAgg: algo.lossAgg,
-        clipRatioLow: algo.clipRatioLow,
-        clipRatioHigh: algo.clipRatioHigh,
-        clipRatioC: algo.clipRatioC,
-        entropyCoeff: algo.entropyCoeff,
-        klCoef: algo.kl.useKlLoss ? algo.kl.coef : 0,
-        klEstimator: algo.kl.estimator,
-      },
-      schedule,
-      settings,
-    );
+    const u = await updateActor(engine, data, actorLossConfig(config), schedule, settings);
     optimizerSteps = u.optimizerSteps;
     Object.assign(metrics, {
       'actor/pg_loss': u.pgLoss,

@@ -148,6 +148,10 @@ export class RecordingEngine implements TrainableEngine {
   }
 
   zeroGrad(): void {}
+  /** Has no weights: 0, as after `zeroGrad`. */
+  async gradNorm(): Promise<number> {
+    return 0;
+  }
   async save(): Promise<void> {}
   async loadOptimizer(): Promise<void> {}
   dispose(): void {}

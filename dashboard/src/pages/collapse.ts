@@ -1,10 +1,12 @@
 // The collapse view of one run (RAGEN-2): MI Î(X;Z) and Ĥ(Z|X) over steps, the two-axis picture of reasoning regimes
-// (cross-input distinguishability vs within-input diversity), and the early warnings marked on the timeline.
+// (cross-input distinguishability vs within-input diversity), the early warnings marked on the timeline, and the
+// gradient analysis by reward-std bucket when the run logged it.
 import { api, type RunDetail } from '../api.js';
 import { Chart, type Line, type Marker } from '../chart.js';
 import { errorBox, fmt, h, problemsBox } from '../dom.js';
 import type { Page } from '../main.js';
 import { series } from './curves.js';
+import { gradLines, gradTable } from './grad-analysis.js';
 
 const WARNINGS: [string, string, string][] = [
   ['early_warning/reward_std_collapse', 'reward-std collapse', '#d62728'],
@@ -100,7 +102,9 @@ export async function collapsePage(params: URLSearchParams): Promise<Page> {
   const picture = h('div', {});
   const warnings = h('div', {});
   const grid = h('div', { class: 'chart-grid' });
-  el.append(head, problems, h('div', { class: 'collapse-top' }, picture, warnings), grid);
+  const grads = h('div', {});
+  const gradChart = new Chart('Task gradient norm per token, by reward-std bucket', 'grad_analysis/<bucket>/per_token/task (before the filter when logged): trainer.gradAnalysis, docs/training.md');
+  el.append(head, problems, h('div', { class: 'collapse-top' }, picture, warnings), grid, h('div', { class: 'collapse-top' }, grads, gradChart.el));
   const charts: [Chart, [string, number[]?][]][] = [
     [new Chart('Î(X;Z) mutual information'), [['collapse/mi_estimate'], ['collapse/mi_upper_bound', [4, 4]]]],
     [new Chart('Ĥ(Z|X) and Ĥ(Z)'), [['collapse/conditional_entropy'], ['collapse/reasoning_entropy', [4, 4]]]],
@@ -128,7 +132,9 @@ export async function collapsePage(params: URLSearchParams): Promise<Page> {
       const lines: Line[] = keys.map(([k, dash], i) => ({ label: k, points: series(run, k), color: colors[i % colors.length]!, ...(dash ? { dash } : {}) }));
       chart.update(lines.filter((l) => l.points.length > 0), markers, 0);
     }
+    grads.replaceChildren(gradTable(run));
+    gradChart.update(gradLines(run), markers, 0);
   };
   await refresh();
-  return { el, runs: [id], refresh, destroy: () => charts.forEach(([c]) => c.destroy()) };
+  return { el, runs: [id], refresh, destroy: () => [...charts.map(([c]) => c), gradChart].forEach((c) => c.destroy()) };
 }

@@ -15,5 +15,6 @@ import * as evalCmd from './eval.js';
 import * as trainCmd from './train.js';
 import * as sft from './sft.js';
 import * as dashboard from './dashboard.js';
+import * as probeGrads from './probe-grads.js';
 
-export const commands: ((program: Command) => void)[] = [trainCmd.register, envs.register, envServe.register, play.register, solve.register, bench.register, evalCmd.register, sft.register, retrieval.register, dashboard.register];
+export const commands: ((program: Command) => void)[] = [trainCmd.register, envs.register, envServe.register, play.register, solve.register, bench.register, evalCmd.register, sft.register, retrieval.register, dashboard.register, probeGrads.register];
