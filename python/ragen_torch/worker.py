@@ -120,7 +120,7 @@ class Worker:
             return {"gradNorm": norm if math.isfinite(norm) else str(norm), "skipped": r["skipped"]}, {}
         if op == "grad_norm":  # the global gradient norm now (summed over ranks), the accumulating gradients untouched
             named = self.roles.parameters(h["role"])
-            sq = sum(float(self.dist.sum_((p.grad if p.grad is not None else torch.zeros_like(p)).detach().float().clone()).double().pow(2).sum()) for _, p in named)
+            sq = sum(float(self.grad_sum(p).double().pow(2).sum()) for _, p in named)
             return {"gradNorm": math.sqrt(sq) if math.isfinite(sq) else str(sq)}, {}
         if op == "zero_grad":
             self.optimizer(h["role"]).zero_grad()
