@@ -184,7 +184,7 @@ def parse(argv):
     ap.add_argument("--new-tokens", type=int, default=400)
     ap.add_argument("--prompt-tokens", type=int, default=200)
     ap.add_argument("--obs-tokens", type=int, default=50)
-    ap.add_argument("--micro-batch", type=int, default=4)
+    ap.add_argument("--micro-batch", type=int, default=2)
     ap.add_argument("--token-budget", type=int, default=16384)
     ap.add_argument("--peak-tflops", type=float, help="the device's bf16 peak, when its name is not in the table")
     ap.add_argument("--no-transformers", action="store_true", help="skip transformers even when importable")

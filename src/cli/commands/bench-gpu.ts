@@ -132,7 +132,7 @@ addBenchSubcommand((bench: Command) => {
     .option('--new-tokens <n>', 'tokens sampled per turn (no stop tokens: every turn samples exactly this many)', parsePositiveInt('--new-tokens'), 400)
     .option('--prompt-tokens <n>', 'random prompt tokens before the first turn', parsePositiveInt('--prompt-tokens'), 200)
     .option('--obs-tokens <n>', 'random observation tokens appended after each turn', parsePositiveInt('--obs-tokens'), 50)
-    .option('--micro-batch <n>', 'trajectories per backward in the update; keep it x the trajectory length under --token-budget, or the micro-batch is split and recomputed (time the MFU counts)', parsePositiveInt('--micro-batch'), 4)
+    .option('--micro-batch <n>', 'trajectories per backward in the update; keep it x the trajectory length under --token-budget, or the micro-batch is split and recomputed (time the MFU counts)', parsePositiveInt('--micro-batch'), 2)
     .option('--token-budget <n>', 'model.torch.tokenBudget: most tokens run through the model at once', parsePositiveInt('--token-budget'), 16384)
     .option('--peak-tflops <x>', "the device's dense bf16 peak in TFLOP/s, for a GPU the built-in table (H100, H200, A100) lacks", parsePositive('--peak-tflops'))
     .option('--no-transformers', 'skip the transformers comparison even when it is importable')
