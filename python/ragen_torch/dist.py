@@ -2,6 +2,7 @@
 broadcasts them; every rank holds the whole model, takes rows r, r+W, ... of a batch (prompts of a generate), and
 the per-token outputs and the gradients are summed across ranks (the surrogate is a sum over tokens, so the sum of
 the ranks' gradients is the one-rank gradient); every rank then takes the same AdamW step. One rank: all no-ops.
+On several CUDA ranks the models are sharded with FSDP2 instead (fsdp.py): each rank then steps its own shard.
 """
 import os
 
@@ -14,13 +15,29 @@ class Dist:
         self.rank = int(os.environ.get("RANK", "0"))
         self.local_rank = int(os.environ.get("LOCAL_RANK", "0"))
         self.device = torch.device("cpu")
+        self.sharded = False
 
     def init(self, device):
+        from .fsdp import wanted
+
         self.device = device
+        self.sharded = wanted(device, self.world)  # FSDP2 on CUDA ranks (fsdp.py); else every rank holds the whole model
         if self.world > 1:
             import torch.distributed as dist
 
+            if device.type == "cuda":  # NCCL and FSDP's default device mesh use the current device: this rank's GPU
+                torch.cuda.set_device(device)
             dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+
+    def max_int(self, n):
+        """The largest `n` over ranks."""
+        if self.world == 1:
+            return n
+        import torch.distributed as dist
+
+        t = torch.tensor([n], device=self.device)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        return int(t.item())
 
     def share(self, frame):
         """Rank 0's frame (None at end of input) on every rank."""
@@ -57,9 +74,16 @@ class Dist:
         return out
 
     def sync_grads(self, named):
-        """Sum the gradients over ranks; a parameter keeps no gradient only when no rank has one (as on one rank)."""
+        """Sum the gradients over ranks; a parameter keeps no gradient only when no rank has one (as on one rank).
+        FSDP-sharded ones arrive reduce-scattered as the mean over ranks: scaled to the sum."""
         if self.world == 1:
             return
+        from .fsdp import is_sharded, local
+
+        for _, p in named:
+            if is_sharded(p) and p.grad is not None:
+                local(p.grad).mul_(self.world)
+        named = [(n, p) for n, p in named if not is_sharded(p)]
         has = torch.tensor([0.0 if p.grad is None else 1.0 for _, p in named])
         has = self.sum_(has)
         for (_, p), h in zip(named, has.tolist()):

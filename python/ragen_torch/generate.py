@@ -1,11 +1,13 @@
 """Batched sampling with a KV cache, the contract of src/model/generate.ts: prompts left-padded into one cache
-(per-row RoPE positions, a key mask hides the padding), one token per step, finished rows leave the batch; each
-sampled id comes with its log-prob at temperature 1. Temperature, then top-k, then top-p, as Hugging Face's warpers.
+(per-row RoPE positions, a key mask hides the padding), one token per step; finished rows leave the batch (at once in
+eager mode, in decode.py's static and graph modes each time half of the rows are done); each sampled id comes with its
+log-prob at temperature 1. Temperature, then top-k, then top-p, as Hugging Face's warpers.
 """
 import contextlib
 
 import torch
 
+from .decode import StaticStep, decode_mode
 from .model import HAS_SDPA
 
 
@@ -28,10 +30,12 @@ def pick(logits, temperature, top_k, top_p, generator):
     return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
 
 
-def generate(model, prompts, params, pieces=None, budget=1 << 16, autocast=None):
+def generate(model, prompts, params, pieces=None, budget=1 << 16, autocast=None, mode=None):
     """Sample completions of `prompts` (lists of ids). Returns [(tokens, logprobs, finish_reason)] in prompt order.
-    `pieces`: each token id's text (stop strings); `autocast`: a factory of the compute-precision context, or None."""
+    `pieces`: each token id's text (stop strings); `autocast`: a factory of the compute-precision context, or None;
+    `mode`: the decode step, eager (rows leave the cache), static or graph (decode.py); default decode_mode()."""
     dev = model.head_weight().device
+    mode = mode or decode_mode(dev)
     c = model.config
     n, max_new = len(prompts), int(params["maxNewTokens"])
     results = [([], [], "length") for _ in prompts]
@@ -68,6 +72,8 @@ def generate(model, prompts, params, pieces=None, budget=1 << 16, autocast=None)
             logits.append(model.logits(h[:, -1]).float())
         logits = torch.cat(logits)
         rows = list(range(n))
+        static = None if mode == "eager" else StaticStep(model, cache, key_valid, pads, mode == "graph", autocast)
+        live = torch.arange(n, device=dev)  # static: the cache rows still sampling
         cur = P
         for step in range(max_new):
             tok = pick(logits, temperature, top_k, top_p, gen)
@@ -85,11 +91,23 @@ def generate(model, prompts, params, pieces=None, budget=1 << 16, autocast=None)
                 break
             if any(done):  # finished rows leave the batch
                 keep = torch.tensor([j for j, d in enumerate(done) if not d], device=dev)
-                cache = [(k.index_select(0, keep), v.index_select(0, keep)) for k, v in cache]
-                key_valid, pads, tok = key_valid.index_select(0, keep), pads.index_select(0, keep), tok.index_select(0, keep)
+                tok = tok.index_select(0, keep)
                 rows = [r for r, d in zip(rows, done) if not d]
-            pos = (cur - pads)[:, None]
-            h = model.hidden(tok[:, None], pos, key_valid, cache, cur)
-            logits = model.logits(h[:, -1]).float()
+                if static is None:
+                    cache = [(k.index_select(0, keep), v.index_select(0, keep)) for k, v in cache]
+                    key_valid, pads = key_valid.index_select(0, keep), pads.index_select(0, keep)
+                else:  # the static cache keeps its shape: finished rows are computed and their outputs dropped,
+                    live = live.index_select(0, keep)
+                    if len(rows) <= static.rows // 2:  # until half are done: then a cache of the live rows (and a
+                        cache = [(k.index_select(0, live), v.index_select(0, live)) for k, v in cache]  # new graph)
+                        key_valid, pads = key_valid.index_select(0, live), pads.index_select(0, live)
+                        static = StaticStep(model, cache, key_valid, pads, static.graph, autocast)
+                        live = torch.arange(len(rows), device=dev)
+            if static is None:
+                pos = (cur - pads)[:, None]
+                h = model.hidden(tok[:, None], pos, key_valid, cache, cur)
+                logits = model.logits(h[:, -1]).float()
+            else:
+                logits = static(tok, live, cur)
             cur += 1
     return results

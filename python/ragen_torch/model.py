@@ -114,6 +114,13 @@ def attention(q, k, v, mask):
     return att.softmax(-1) @ v
 
 
+def repeat_kv(x, g):
+    """(B, K, S, D) -> (B, K*g, S, D), each head repeated g times in a row: repeat_interleave's result through
+    expand + reshape, which never syncs with the host (so a CUDA graph can capture it)."""
+    B, K, S, D = x.shape
+    return x[:, :, None].expand(B, K, g, S, D).reshape(B, K * g, S, D)
+
+
 class Attention(nn.Module):
     def __init__(self, c):
         super().__init__()
@@ -137,13 +144,16 @@ class Attention(nn.Module):
         q, k = q.transpose(1, 2), k.transpose(1, 2)  # (B, H or K, T, D)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
-        if cache is not None:  # (keys, values) of (B, K, capacity, D): write this step, attend over all so far
+        if cache is not None and torch.is_tensor(start):  # static decode (decode.py): write at a tensor index, attend
+            cache[0].index_copy_(2, start, k.to(cache[0].dtype))  # over the whole cache; the mask hides what is not written yet
+            cache[1].index_copy_(2, start, v.to(cache[1].dtype))
+            k, v = cache
+        elif cache is not None:  # (keys, values) of (B, K, capacity, D): write this step, attend over all so far
             cache[0][:, :, start : start + T] = k
             cache[1][:, :, start : start + T] = v
             k, v = cache[0][:, :, : start + T], cache[1][:, :, : start + T]
         if c.H != c.K:  # grouped-query attention: kv head j serves query heads j*g .. (j+1)*g - 1
-            k = k.repeat_interleave(c.H // c.K, dim=1)
-            v = v.repeat_interleave(c.H // c.K, dim=1)
+            k, v = repeat_kv(k, c.H // c.K), repeat_kv(v, c.H // c.K)
         y = attention(q, k, v, mask).transpose(1, 2).reshape(B, T, c.H * c.D)
         return self.o_proj(y)
 
@@ -190,6 +200,11 @@ class Decoder(nn.Module):
         self.lm_head = None if c.tied else Linear(c.C, c.V, False)
         self.lora = None  # {"r", "alpha", "dropout", "target_modules"} once adapters are attached
         self.checkpointing = False  # recompute each layer in backward instead of keeping its activations
+
+    def forward(self, ids, with_logits=False):
+        """Hidden states (and logits) through the module call, so FSDP's hooks (fsdp.py) gather the weights around it."""
+        h = self.hidden(ids)
+        return (h, self.logits(h)) if with_logits else h
 
     def head_weight(self):
         return self.model.embed_tokens.weight if self.lm_head is None else self.lm_head.weight

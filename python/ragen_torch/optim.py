@@ -8,12 +8,17 @@ import os
 
 import torch
 
+from .fsdp import full_like_param, is_sharded, local, shard_like_param
 from .safetensors_io import CheckpointError, read_safetensors, write_safetensors
 
 
 class RoleOptimizer:
-    def __init__(self, named):
+    """AdamW over (name, parameter) pairs. With FSDP (fsdp.py) the parameters are sharded: each rank updates its own
+    shard, and the norm and the finiteness check are summed over ranks (`dist`)."""
+
+    def __init__(self, named, dist=None):
         self.named = named
+        self.dist = dist if dist is not None and any(is_sharded(p) for _, p in named) else None
         self.m = self.v = None
         self.step_count = 0
         self.hyper = None
@@ -22,14 +27,25 @@ class RoleOptimizer:
         for _, p in self.named:
             p.grad = None
 
+    def _sum(self, sharded, replicated):
+        """sharded summed over ranks, plus replicated (the same on every rank)."""
+        if self.dist is None:
+            return sharded + replicated
+        return float(self.dist.sum_(torch.tensor([sharded], dtype=torch.float64))[0]) + replicated
+
     def grad_norm(self):
-        grads = [p.grad for _, p in self.named if p.grad is not None]
-        if not grads:
-            return 0.0
-        return math.sqrt(sum(float(g.double().pow(2).sum()) for g in grads))
+        sq = [0.0, 0.0]  # sharded, replicated
+        for _, p in self.named:
+            if p.grad is not None:
+                sq[0 if is_sharded(p) else 1] += float(local(p.grad).double().pow(2).sum())
+        return math.sqrt(self._sum(*sq))
 
     def step(self, s):
-        finite = all(bool(torch.isfinite(p.grad).all()) for _, p in self.named if p.grad is not None)
+        bad = [0.0, 0.0]
+        for _, p in self.named:
+            if p.grad is not None and not bool(torch.isfinite(local(p.grad)).all()):
+                bad[0 if is_sharded(p) else 1] += 1
+        finite = self._sum(*bad) == 0
         norm = self.grad_norm()
         if not finite:
             self.zero_grad()
@@ -40,17 +56,17 @@ class RoleOptimizer:
             if coef < 1:
                 for _, p in self.named:
                     if p.grad is not None:
-                        p.grad.mul_(coef)
+                        local(p.grad).mul_(coef)
         self._ensure(s)
         lr = float(s["lr"])
         b1, b2, eps, wd = self.hyper
         self.step_count += 1
         bc1, bc2 = 1 - b1 ** self.step_count, 1 - b2 ** self.step_count
         with torch.no_grad():
-            for i, (_, p) in enumerate(self.named):
-                g = p.grad
-                if g is None:
+            for i, (_, param) in enumerate(self.named):
+                if param.grad is None:
                     continue
+                p, g = local(param), local(param.grad)  # the whole tensor, or this rank's shard of it
                 m, v = self.m[i], self.v[i]
                 p.mul_(1 - lr * wd)
                 m.mul_(b1).add_(g, alpha=1 - b1)
@@ -64,16 +80,16 @@ class RoleOptimizer:
             betas = s.get("betas") or [0.9, 0.999]
             self.hyper = (float(betas[0]), float(betas[1]), float(s.get("eps", 1e-8)), float(s.get("weightDecay", 0.01)))
         if self.m is None:
-            self.m = [torch.zeros_like(p) for _, p in self.named]
-            self.v = [torch.zeros_like(p) for _, p in self.named]
+            self.m = [torch.zeros_like(local(p)) for _, p in self.named]
+            self.v = [torch.zeros_like(local(p)) for _, p in self.named]
 
     def export(self):
         if self.m is None:
             return None
         w = {}
-        for i, (name, _) in enumerate(self.named):
-            w["m." + name] = self.m[i].float()
-            w["v." + name] = self.v[i].float()
+        for i, (name, p) in enumerate(self.named):  # sharded state is gathered whole (every rank must call this)
+            w["m." + name] = full_like_param(self.m[i], p).float()
+            w["v." + name] = full_like_param(self.v[i], p).float()
         return w
 
     def load(self, weights, step, source):
@@ -83,16 +99,18 @@ class RoleOptimizer:
                 t = weights.get(key)
                 if t is None or tuple(t.shape) != tuple(p.shape):
                     raise CheckpointError(f"{source}: `{key}` missing or not of shape {list(p.shape)}")
-                dst.append(t.to(p.device, torch.float32).clone())
+                dst.append(shard_like_param(t.to(local(p).device, torch.float32), p).clone())
         self.m, self.v, self.step_count = m, v, step
 
 
-def save_optimizers(directory, optimizers):
+def save_optimizers(directory, optimizers, write=True):
+    """Write each role's state; with FSDP every rank calls this (the gathers) and only rank 0 has `write`."""
     folder = os.path.join(directory, "optimizer")
-    os.makedirs(folder, exist_ok=True)
+    if write:
+        os.makedirs(folder, exist_ok=True)
     for role, opt in optimizers.items():
         w = opt.export()
-        if w is not None:
+        if w is not None and write:
             write_safetensors(os.path.join(folder, role + ".safetensors"), w, {"step": opt.step_count})
 
 

@@ -8,7 +8,8 @@ import os
 import torch
 import torch.nn as nn
 
-from .model import LINEAR_MODULES, load_decoder
+from . import fsdp
+from .model import LINEAR_MODULES, Decoder, load_decoder
 from .safetensors_io import CheckpointError, read_safetensors
 
 VALUE_HEAD_FILE = "value_head.safetensors"
@@ -68,9 +69,33 @@ class Roles:
         for m in (self.policy, self.critic_model):
             if m is not None:
                 m.checkpointing = bool(a.get("gradientCheckpointing"))
+        self.rollout_copy = None
+        if self.sharded():
+            for m in (self.policy, self.reference, self.critic_model):
+                if m is not None and m != "base":
+                    fsdp.shard(m)
+
+    def sharded(self):
+        return bool(self.dist and self.dist.sharded)
+
+    def rollout_model(self):
+        """The model `generate` samples from: the policy, or with FSDP an unsharded copy of it (bf16 under autocast,
+        LoRA merged) refreshed from the shards at each call, so decoding needs no collectives."""
+        if not self.sharded():
+            return self.policy
+        fsdp.reshard(self.policy)
+        if self.rollout_copy is None:
+            with torch.device("meta"):  # torch >= 2 (FSDP2 needs 2.4): no host copy of the weights
+                copy = Decoder(self.policy.config).to(torch.bfloat16 if self.autocast else torch.float32)
+            self.rollout_copy = copy.to_empty(device=self.device).eval()
+        return fsdp.merged_copy(self.policy, self.rollout_copy, self.rollout_copy.head_weight().dtype)
 
     def parameters(self, role):
-        """Trainable (name, parameter) of a role, named as the local engine names them."""
+        """Trainable (name, parameter) of a role, named as the local engine names them (the shards, with FSDP)."""
+        if self.sharded():
+            for m in (self.policy, self.critic_model):
+                if m is not None:
+                    fsdp.reshard(m)
         if role == "policy":
             return self.policy.trainable()
         if role != "critic":
@@ -110,7 +135,10 @@ class Roles:
         raise ValueError(f"role must be 'policy', 'reference' or 'critic', got {role!r}")
 
     def my_chunks(self, lengths):
-        return list(self.chunks(lengths, self.dist.rows(len(lengths)) if self.dist else range(len(lengths))))
+        mine = list(self.chunks(lengths, self.dist.rows(len(lengths)) if self.dist else range(len(lengths))))
+        if self.sharded():  # FSDP's collectives need the same passes on every rank: empty chunks pad the count
+            mine += [[] for _ in range(self.dist.max_int(len(mine)) - len(mine))]
+        return mine
 
     def outputs(self, role, ids, lengths, entropy, values, train, chunks=None):
         """[(rows, L, {key: (rows, L-1) tensor})]: per-token outputs of each chunk (default: this rank's), zero at padding."""
@@ -121,18 +149,20 @@ class Roles:
         parts = []
         try:
             for rows in self.my_chunks(lengths) if chunks is None else chunks:
-                L = max(lengths[r] for r in rows)
+                L = max((lengths[r] for r in rows), default=0)
                 if L < 2:
+                    if self.sharded():  # this rank still joins the pass (a 1-token dummy whose outputs count 0)
+                        parts.append(self.dummy_pass(model, head))
                     continue
                 idx = torch.tensor(rows, device=self.device)
                 x = ids.index_select(0, idx)[:, :L]
                 lens = torch.tensor([lengths[r] for r in rows], device=self.device)
                 mask = torch.arange(L - 1, device=self.device)[None, :] < (lens - 1)[:, None]
                 with self.autocast() if self.autocast else contextlib.nullcontext():  # grad mode: the caller's
-                    h = model.hidden(x[:, :-1])
+                    h, logits = model(x[:, :-1], with_logits=True) if want_lp or entropy else (model(x[:, :-1]), None)
                 out = {}
-                if want_lp or entropy:
-                    logp = model.logits(h).float().log_softmax(-1)
+                if logits is not None:
+                    logp = logits.float().log_softmax(-1)
                     if want_lp:
                         out["logprobs"] = logp.gather(-1, x[:, 1:, None]).squeeze(-1)
                     if entropy:
@@ -144,10 +174,20 @@ class Roles:
             model.set_adapters(True)
         return parts
 
+    def dummy_pass(self, model, head):
+        with self.autocast() if self.autocast else contextlib.nullcontext():
+            h, logits = model(torch.zeros(1, 1, dtype=torch.long, device=self.device), with_logits=True)
+        zero = logits.float().sum() * 0
+        if head is not None:
+            zero = zero + head(h.float()).sum() * 0
+        return ([], 0, {"dummy": zero})
+
     def aligned(self, parts, B, T, keys):
         """Token-aligned (B, T) float32 CPU arrays of the chunk outputs (every rank's rows): entry (b, t) scores token t."""
         res = {k: torch.zeros(B, T) for k in keys}
         for rows, L, out in parts:
+            if not rows:
+                continue
             idx = torch.tensor(rows)
             for k, t in out.items():
                 res[k][idx, 1:L] = t.detach().float().cpu()
@@ -210,6 +250,9 @@ class Roles:
     def surrogate_backward(self, parts, grads):
         loss = None
         for rows, L, out in parts:
+            if not rows:  # FSDP's dummy pass: a zero term, so that this rank's backward joins the collectives too
+                loss = out["dummy"] if loss is None else loss + out["dummy"]
+                continue
             idx = torch.tensor(rows, device=self.device)
             for k, t in out.items():
                 if k in grads:

@@ -15,7 +15,9 @@ import torch
 from . import PROTOCOL_VERSION
 from .checkpoint import save_model
 from .dist import Dist
+from .fsdp import full, gathered_state, is_sharded
 from .generate import generate
+from .model import Decoder
 from .optim import RoleOptimizer, load_optimizers, save_optimizers
 from .protocol import read_frame, write_frame
 from .roles import Roles
@@ -63,7 +65,7 @@ class Worker:
 
     def optimizer(self, role):
         if role not in self.optimizers:
-            self.optimizers[role] = RoleOptimizer(self.roles.parameters(role))
+            self.optimizers[role] = RoleOptimizer(self.roles.parameters(role), self.dist)
         return self.optimizers[role]
 
     def handle(self, op, h, bufs):
@@ -85,7 +87,7 @@ class Worker:
                 off += n
             mine = self.dist.rows(len(prompts))  # each rank samples its share of the prompts with its own seed
             params = dict(h["params"], seed=int(h["params"]["seed"]) + 1000003 * self.dist.rank)
-            done = generate(self.roles.policy, [prompts[i] for i in mine], params, self.pieces, self.roles.budget * 16, self.autocast)
+            done = generate(self.roles.rollout_model(), [prompts[i] for i in mine], params, self.pieces, self.roles.budget * 16, self.autocast)
             res = [None] * len(prompts)
             for rows, outs in self.dist.gather((mine, done)):
                 for i, r in zip(rows, outs):
@@ -111,10 +113,14 @@ class Worker:
             self.dist.sync_grads(self.roles.parameters(h["role"]))
             r = self.optimizer(h["role"]).step(h["settings"])
             norm = r["gradNorm"]
+            if self.device.type == "cuda" and self.dist.rank == 0:  # the memory of a training step, on ragen's stderr
+                peak = torch.cuda.max_memory_allocated(self.device)
+                print(f"{h['role']} step: peak GPU memory {peak / 2**30:.2f} GiB since the last step (torch.cuda.max_memory_allocated)", file=sys.stderr, flush=True)
+                torch.cuda.reset_peak_memory_stats(self.device)
             return {"gradNorm": norm if math.isfinite(norm) else str(norm), "skipped": r["skipped"]}, {}
         if op == "grad_norm":  # the global gradient norm now (summed over ranks), the accumulating gradients untouched
             named = self.roles.parameters(h["role"])
-            sq = sum(float(self.dist.sum_((p.grad if p.grad is not None else torch.zeros_like(p)).detach().float().clone()).double().pow(2).sum()) for _, p in named)
+            sq = sum(float(self.grad_sum(p).double().pow(2).sum()) for _, p in named)
             return {"gradNorm": math.sqrt(sq) if math.isfinite(sq) else str(sq)}, {}
         if op == "zero_grad":
             self.optimizer(h["role"]).zero_grad()
@@ -122,10 +128,10 @@ class Worker:
         if op == "tensors":  # parameters or their gradients by name (tests, tools)
             named = self.roles.parameters(h["role"])
             if h.get("what") == "grad":  # summed over ranks without touching the accumulating gradients
-                return {}, {n: self.dist.sum_((p.grad if p.grad is not None else torch.zeros_like(p)).detach().float().clone()) for n, p in named}
-            return {}, {n: p.detach().float() for n, p in named}
+                return {}, {n: self.grad_sum(p) for n, p in named}
+            return {}, {n: full(p.detach()).float().cpu() for n, p in named}
         if op == "save":
-            if self.dist.rank == 0:  # the ranks hold the same weights and optimiser state
+            if self.dist.rank == 0 or self.roles.sharded():  # replicated: rank 0's copy; sharded: all gather
                 self.save(h)
             return {}, {}
         if op == "load_optimizer":
@@ -133,23 +139,74 @@ class Worker:
             return {}, {}
         raise ValueError(f"unknown op `{op}`")
 
+    def grad_sum(self, p):
+        """A parameter's gradient summed over ranks (every rank joins the same collectives, gradient or not)."""
+        if is_sharded(p):  # reduce-scattered as the mean over ranks; FSDP gives every rank a gradient or none
+            return torch.zeros(p.shape) if p.grad is None else full(p.grad.detach()).float().cpu() * self.dist.world
+        return self.dist.sum_((p.grad if p.grad is not None else torch.zeros_like(p)).detach().float().clone()).cpu()
+
     def save(self, h):
         r, d = self.roles, h["dir"]
-        shared = r.value_head if r.critic_mode == "shared" else None
-        save_model(d, r.policy, shared, r.source, h.get("tokenizerPath"))
-        if r.critic_mode == "separate":
-            save_model(os.path.join(d, "critic"), r.critic_model, r.value_head, r.critic_source)
+        lead = self.dist.rank == 0
+        policy, critic = r.policy, r.critic_model
+        if r.sharded():  # whole weights gathered on every rank, kept in a CPU copy on rank 0 only
+            r.parameters("policy")  # (puts the models back to their shards)
+            policy = gathered_copy(r.policy, lead)
+            critic = gathered_copy(r.critic_model, lead) if r.critic_mode == "separate" else None
         if h.get("optimizer"):
-            save_optimizers(d, self.optimizers)
+            save_optimizers(d, self.optimizers, write=lead)
+        if not lead:
+            return
+        shared = r.value_head if r.critic_mode == "shared" else None
+        save_model(d, policy, shared, r.source, h.get("tokenizerPath"))
+        if r.critic_mode == "separate":
+            save_model(os.path.join(d, "critic"), critic, r.value_head, r.critic_source)
 
 
-def error_reply(rid, e):
+def gathered_copy(model, keep):
+    """A CPU float32 Decoder (adapters included) holding a sharded model's whole weights when `keep`, else None; every
+    rank must call it (the all-gathers)."""
+    state = gathered_state(model, keep)
+    if not keep:
+        return None
+    copy = Decoder(model.config)
+    if model.lora is not None:
+        lo = model.lora
+        copy.attach_lora(lo["r"], lo["alpha"], lo["dropout"], lo["target_modules"], None)
+    copy.load_state_dict(state)
+    return copy
+
+
+def is_oom(e):
+    """CUDA's OutOfMemoryError, Python's MemoryError, or torch's CPU allocator failing."""
+    m = str(e)
+    return type(e).__name__ == "OutOfMemoryError" or isinstance(e, MemoryError) or "out of memory" in m or "can't allocate memory" in m
+
+
+def oom_hint(op, h, bufs, budget):
+    """What to lower after an out-of-memory error in request `op`, with the sizes the request ran with."""
+    if op == "generate" and bufs.get("lengths") is not None:
+        lens = bufs["lengths"].tolist()
+        new = int(h.get("params", {}).get("maxNewTokens", 0))
+        return (f"generate sampled {len(lens)} prompts at once (longest {max(lens, default=0)} tokens + {new} new, all held in one KV "
+                f"cache; prefill runs up to 16 x model.torch.tokenBudget = {16 * budget} tokens at once): lower the rollouts per step "
+                f"(env.train.N.groups x groupSize), the turn's max new tokens, or model.torch.tokenBudget (now {budget})")
+    if op in ("forward", "backward_begin", "backward_end") and "B" in h:
+        return (f"{op} ran {h['B']} rows x {h['T']} tokens in chunks of at most model.torch.tokenBudget = {budget} tokens: lower "
+                f"model.torch.tokenBudget (e.g. to {max(1, budget // 2)}) or trainer.microBatchSize (this micro-batch had {h['B']} rows), "
+                "or set model.torch.gradientCheckpointing: true")
+    return f"lower model.torch.tokenBudget (now {budget}) or trainer.microBatchSize"
+
+
+def error_reply(rid, e, op=None, h=None, bufs=None, budget=None):
     tb = traceback.format_exc().strip().splitlines()[-12:]
     message = str(e)
-    oom = type(e).__name__ == "OutOfMemoryError" or isinstance(e, MemoryError) or "out of memory" in message
-    if oom:
-        message += " (out of memory: lower model.torch.tokenBudget or trainer.microBatchSize)"
-    return {"id": rid, "ok": False, "error": {"type": type(e).__name__, "message": message, "traceback": "\n".join(tb)}}
+    error = {"type": type(e).__name__, "message": message, "traceback": "\n".join(tb)}
+    if is_oom(e):
+        hint = oom_hint(op, h or {}, bufs or {}, budget or 0)
+        error["message"] = f"{message.splitlines()[0] if message else 'out of memory'} (out of memory: {hint})"
+        error["outOfMemory"] = {"op": op, "tokenBudget": budget, "hint": hint}
+    return {"id": rid, "ok": False, "error": error}
 
 
 def main(argv=None):
@@ -197,8 +254,12 @@ def main(argv=None):
             if lead:
                 write_frame(out, dict(reply, id=rid, ok=True), rbufs)
         except Exception as e:  # noqa: BLE001 -- every failure goes back to TypeScript as a structured reply
+            if is_oom(e):  # free what the failed request held, so the next (smaller) one can run
+                worker.roles.pending = None
+                if device.type == "cuda":
+                    torch.cuda.empty_cache()
             if lead:
-                write_frame(out, error_reply(rid, e))
+                write_frame(out, error_reply(rid, e, op, h, bufs, worker.roles.budget))
         finally:
             del frame, bufs
 

@@ -42,7 +42,7 @@ export const TorchSchema = z.strictObject({
   precision: z.enum(['auto', 'float32', 'bfloat16']).default('auto'),
   /** Most tokens (rows x longest row) the worker runs through the model at once; lower it when the worker reports out-of-memory. @default 4096 */
   tokenBudget: z.number().int().min(16).default(4096),
-  /** Data-parallel worker processes on this machine (gloo on CPU, NCCL on CUDA): each holds the model and takes its share of every batch and of the prompts; gradients are summed across them. @default 1 */
+  /** Data-parallel worker processes on this machine (gloo on CPU, NCCL on CUDA): each takes its share of every batch and of the prompts; gradients are summed across them. Each holds the whole model, except on CUDA with torch >= 2.4, where FSDP2 shards it across them (not yet run on a GPU; `RAGEN_TORCH_FSDP=0` turns it off; docs/gpu.md). @default 1 */
   ranks: z.number().int().min(1).default(1),
   /** Recompute each decoder layer's activations during backward instead of keeping them: less memory for long sequences, about a third more compute. @default false */
   gradientCheckpointing: z.boolean().default(false),
