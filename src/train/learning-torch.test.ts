@@ -8,29 +8,11 @@ import '../env/builtins.js';
 import { loadConfig } from '../config/index.js';
 import { torchPythonForTests } from '../engine/torch-testing.js';
 import { readMetricsFile } from '../metrics/index.js';
-import { deterministic } from './testing.js';
+import { deterministic, LEARNING_SMOKE } from './testing.js';
 import { train } from './trainer.js';
 
-const MODEL = join(import.meta.dirname, '../../models/ragen-tiny');
+const { MODEL, MARGIN, SMOKE } = LEARNING_SMOKE; // the local smoke test's run and margin (see the reasoning there)
 const python = torchPythonForTests();
-
-// The settings and the margin of learning.test.ts (see the reasoning there: a rise of 8 of 32 greedy seeds).
-const MARGIN = 0.25;
-const SMOKE = [
-  'env.train=[{tag: Bandit, groups: 4, groupSize: 4}]',
-  'env.val=[{tag: Bandit, groups: 32}]',
-  'env.config={Bandit: {hiArmHiscoreProb: 1}}',
-  'generation.val.greedy=true',
-  'agent.maxNewTokens=32',
-  'trainer.steps=6',
-  'trainer.actorLr=3e-4',
-  'trainer.miniBatchSize=16',
-  'trainer.microBatchSize=16',
-  'trainer.valEvery=6',
-  'trainer.checkpointEvery=0',
-  'trainer.collapse.every=0',
-  'logging.console=none',
-];
 
 const root = mkdtempSync(join(tmpdir(), 'ragen-learning-torch-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
