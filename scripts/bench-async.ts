@@ -1,10 +1,13 @@
-// Wall-time gain of async rollouts (trainer.async) where it matters: envs with latency. An in-process stand-in
-// for a remote env server: `LatentSokoban` is SimpleSokoban whose reset and step each wait `--latency-ms`
-// (the wait is a timer, so it overlaps whatever else runs: the next update, as a network round trip would).
+// Wall-time gain of async rollouts (trainer.async) where it matters: envs with latency. `--env remote` (default):
+// SimpleSokoban served by `ragen env serve --step-delay-ms <--latency-ms>` in a child process, trained through its
+// `remote:ws://...` id (a real env server: WebSocket sessions, a delay per reset and step). `--env inprocess`: the
+// stand-in `LatentSokoban`, SimpleSokoban whose reset and step each await a `--latency-ms` timer in this process.
 // Trains --model (models/ragen-tiny, which plays valid moves, so every turn steps the env; `micro` is a 2-layer random
 // model that mostly does not) for --steps steps synchronously, then with trainer.async (maxStaleness --staleness),
-// --rounds times each. Usage: npx tsx scripts/bench-async.ts [--latency-ms 1000] [--steps 6] [--staleness 1] [--rounds 1]
+// --rounds times each. Usage: npx tsx scripts/bench-async.ts [--env remote|inprocess] [--latency-ms 1000] [--steps 6] [--staleness 1] [--rounds 1]
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createInterface } from 'node:readline';
 import os from 'node:os';
 import { join } from 'node:path';
 import '../src/env/builtins.js';
@@ -24,6 +27,9 @@ const rounds = arg('rounds', 1);
 const staleness = arg('staleness', 1);
 const mi = process.argv.indexOf('--model');
 const modelArg = mi >= 0 ? process.argv[mi + 1]! : 'models/ragen-tiny';
+const ei = process.argv.indexOf('--env');
+const envMode = ei >= 0 ? process.argv[ei + 1]! : 'remote';
+if (envMode !== 'remote' && envMode !== 'inprocess') throw new Error(`--env ${envMode}: give remote or inprocess`);
 
 if (steps < staleness + 2) throw new Error(`--steps ${steps} leaves no steady state after the first ${staleness + 1} steps; give at least ${staleness + 2}`);
 const steadyFrom = staleness + 2;
@@ -47,6 +53,28 @@ registerEnv('LatentSokoban', {
   },
 });
 
+/** `ragen env serve SimpleSokoban --port 0 --step-delay-ms <latency>` in a child process; resolves with its env id. */
+async function startEnvServer(): Promise<{ tag: string; stop: () => void }> {
+  const main = new URL('../src/cli/main.ts', import.meta.url).pathname;
+  const script = `const { main } = await import(${JSON.stringify(main)}); process.exitCode = await main(['env', 'serve', 'SimpleSokoban', '--port', '0', '--step-delay-ms', '${latencyMs}']);`;
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const lines = createInterface({ input: child.stdout! });
+  const tag = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('ragen env serve did not start within 30 s')), 30_000);
+    child.once('exit', (code) => reject(new Error(`ragen env serve exited with ${code} before serving`)));
+    lines.on('line', (line) => {
+      const m = /(remote:ws:\/\/\S+\/SimpleSokoban)/.exec(line);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]!);
+      }
+    });
+  });
+  return { tag, stop: () => child.kill('SIGTERM') };
+}
+const remote = envMode === 'remote' ? await startEnvServer() : undefined;
+const trainTag = remote ? `"${remote.tag}"` : 'LatentSokoban';
+
 const root = mkdtempSync(join(os.tmpdir(), 'ragen-bench-async-'));
 const modelDir = modelArg === 'micro' ? await writeMicroModel(join(root, 'micro')) : modelArg;
 let run = 0;
@@ -61,7 +89,7 @@ async function oneRun(asyncOn: boolean): Promise<{ perStep: number; steady: numb
       `model.path=${modelDir}`,
       `logging.runDir=${join(root, `run-${++run}`)}`,
       'logging.console=none',
-      'env.train=[{tag: LatentSokoban, groups: 4, groupSize: 4}]',
+      `env.train=[{tag: ${trainTag}, groups: 4, groupSize: 4}]`,
       'env.val=[{tag: SimpleSokoban, groups: 1}]',
       'agent.maxTurns=3',
       `trainer.steps=${steps}`,
@@ -87,14 +115,19 @@ async function oneRun(asyncOn: boolean): Promise<{ perStep: number; steady: numb
 }
 
 console.log(`node ${process.version}, ${os.cpus()[0]?.model ?? 'cpu'} x ${os.cpus().length}, load average ${os.loadavg()[0]!.toFixed(2)}`);
-console.log(`${modelArg}, LatentSokoban (${latencyMs} ms per reset/step), 16 episodes x 3 turns per step (sokoban-ppo's agent settings), ${steps} steps, best of ${rounds}`);
+const where = remote ? `SimpleSokoban on \`ragen env serve --step-delay-ms ${latencyMs}\` (${remote.tag})` : `LatentSokoban (in-process, ${latencyMs} ms timer per reset/step)`;
+console.log(`${modelArg}, ${where}, 16 episodes x 3 turns per step (sokoban-ppo's agent settings), ${steps} steps, best of ${rounds}`);
 let bestSync = { perStep: Infinity, steady: Infinity };
 let bestAsync = { perStep: Infinity, steady: Infinity, wait: 0, staleFrac: 0 };
-for (let i = 0; i < rounds; i++) {
-  const s = await oneRun(false);
-  if (s.perStep < bestSync.perStep) bestSync = s;
-  const a = await oneRun(true);
-  if (a.perStep < bestAsync.perStep) bestAsync = a;
+try {
+  for (let i = 0; i < rounds; i++) {
+    const s = await oneRun(false);
+    if (s.perStep < bestSync.perStep) bestSync = s;
+    const a = await oneRun(true);
+    if (a.perStep < bestAsync.perStep) bestAsync = a;
+  }
+} finally {
+  remote?.stop();
 }
 if (!process.argv.includes("--keep")) rmSync(root, { recursive: true, force: true });
 else console.log(`runs kept in ${root}`);

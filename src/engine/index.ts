@@ -1,6 +1,6 @@
 // engine: the Engine interface and its implementations.
 export type {
-  Engine, SamplingParams, Generation, ModelRole, SequenceBatch, ForwardResult,
+  Engine, SamplingParams, SampledToken, Generation, ModelRole, SequenceBatch, ForwardResult,
   TrainableEngine, TrainableRole, OutputGradients, BackwardOptions, OptimizerSettings, OptimizerStepResult,
 } from './types.js';
 export { sequenceBatch, rowTokens } from './batch.js';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { existsSync } from 'node:fs';
 import { add, getBackend, gradNorm, mul, noGrad, setBackend, sum, tensor, tidy, type BackendName, type Tensor } from '../tensor/index.js';
 import {
-  commonPrefixLength, generate, LoraAdapters, loadModel, packedGradient, packTokens, saveModel, tokenAligned, tokenForward, Transformer, ValueHead,
+  commonPrefixLength, generate, generateYielding, LoraAdapters, loadModel, packedGradient, packTokens, saveModel, tokenAligned, tokenForward, Transformer, ValueHead,
   type LoraConfig, type ModelConfig, type PackedBatch, type TokenOutputs,
 } from '../model/index.js';
 import { loadTokenizer } from '../tokenizer/index.js';
@@ -140,7 +140,9 @@ export class LocalEngine implements TrainableEngine {
 
   async generate(prompts: readonly (readonly number[])[], params: SamplingParams): Promise<Generation[]> {
     const decode = this.options.decode;
-    return generate(this.policy, prompts, { ...params, ...(decode ? { decode } : {}) });
+    const opts = { ...params, ...(decode ? { decode } : {}) };
+    // A caller that reads tokens per step (streaming) also gets the event loop back between steps to send them.
+    return params.onTokens ? generateYielding(this.policy, prompts, opts) : generate(this.policy, prompts, opts);
   }
 
   async forward(batch: SequenceBatch, options: { role: ModelRole; entropy?: boolean }): Promise<ForwardResult> {

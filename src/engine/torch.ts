@@ -94,7 +94,9 @@ export class TorchEngine implements TrainableEngine {
       flat.set(p, off);
       off += p.length;
     }
-    const r = await this.worker.request('generate', { params: { ...params, stopStrings: stops } }, { prompts: flat, lengths });
+    // The worker returns whole generations: `onTokens` (per-step streaming) is not sent and not called.
+    const { onTokens: _perStep, ...wire } = params;
+    const r = await this.worker.request('generate', { params: { ...wire, stopStrings: stops } }, { prompts: flat, lengths });
     const tokens = r.buffers.tokens as Int32Array;
     const logprobs = r.buffers.logprobs as Float32Array;
     const lens = r.buffers.lengths as Int32Array;

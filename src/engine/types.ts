@@ -1,9 +1,9 @@
 // The Engine seam (DESIGN.md): what the agent loop and the trainer ask of any policy backend.
 // Implementations: `local` (in-process, src/model), `torch` (a PyTorch worker, torch.ts), later `openai` (generation only).
 
-import type { SamplingParams } from '../model/index.js';
+import type { SampledToken, SamplingParams } from '../model/index.js';
 
-export type { SamplingParams };
+export type { SampledToken, SamplingParams };
 
 /** One sampled completion: the exact ids sampled, their log-probs under the sampling policy. */
 export interface Generation {

@@ -25,6 +25,23 @@ export interface SamplingParams {
   stopStrings?: string[];
   /** Same prompts, settings and seed -> same tokens. */
   seed: number;
+  /**
+   * Called after each decode step with the token each still-running sequence sampled in it (what streaming reads).
+   * The tokens reported for a prompt are exactly its completion's tokens, in order. Engines that cannot report
+   * per step (the torch worker) do not call it.
+   */
+  onTokens?: (sampled: readonly SampledToken[]) => void;
+}
+
+/** One token of one sequence, as `onTokens` reports it. */
+export interface SampledToken {
+  /** Which prompt (its index in the `prompts` given to generate). */
+  index: number;
+  token: number;
+  /** log p(token) at temperature 1. */
+  logprob: number;
+  /** True when this token ended the sequence (a stop id or stop string), not counting the `maxNewTokens` limit. */
+  stopped: boolean;
 }
 
 /** Sampling settings plus what only the caller knows. */
@@ -56,6 +73,28 @@ export interface Completion {
 
 /** Sample completions of `prompts`; each sampled token comes with its log-prob at temperature 1. */
 export function generate(model: Transformer, prompts: readonly (readonly number[])[], opts: GenerateOptions): Completion[] {
+  const steps = generateSteps(model, prompts, opts);
+  for (;;) {
+    const r = steps.next();
+    if (r.done) return r.value;
+  }
+}
+
+/**
+ * `generate` that gives the event loop a turn after each decode step (a server flushes the streamed tokens and
+ * reads new requests meanwhile). Same tokens as `generate`.
+ */
+export async function generateYielding(model: Transformer, prompts: readonly (readonly number[])[], opts: GenerateOptions): Promise<Completion[]> {
+  const steps = generateSteps(model, prompts, opts);
+  for (;;) {
+    const r = steps.next();
+    if (r.done) return r.value;
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+}
+
+/** The decode loop of `generate`, paused (a `yield`) after each step's tokens are recorded. */
+function* generateSteps(model: Transformer, prompts: readonly (readonly number[])[], opts: GenerateOptions): Generator<void, Completion[]> {
   validate(model, prompts, opts);
   const c = model.config;
   const V = c.vocabSize;
@@ -99,6 +138,7 @@ export function generate(model: Transformer, prompts: readonly (readonly number[
       } else {
         ({ tokens, logprobs: lps } = fast!.sample(sampler, settings, rowRngs));
       }
+      const sampled: SampledToken[] | undefined = opts.onTokens ? [] : undefined;
       for (let j = 0; j < B; j++) {
         const i = rows[j]!;
         if (done[j]) continue;
@@ -109,7 +149,10 @@ export function generate(model: Transformer, prompts: readonly (readonly number[
           g.finishReason = 'stop';
           done[j] = true;
         }
+        sampled?.push({ index: i, token: tokens[j]!, logprob: lps[j]!, stopped: done[j]! });
       }
+      if (sampled) opts.onTokens!(sampled);
+      yield;
       if (step === opts.maxNewTokens - 1) break;
       const finished = done.filter(Boolean).length;
       if (finished === B) break;

@@ -1,6 +1,6 @@
 // Continuous request batching over the Engine seam: requests that arrive while a batch generates wait
 // together and go into the next `engine.generate` call as one batch (not a queue of single calls).
-import type { Engine, Generation, SamplingParams } from '../engine/index.js';
+import type { Engine, Generation, SampledToken, SamplingParams } from '../engine/index.js';
 
 /** One prompt to complete. */
 export interface BatchJob {
@@ -14,6 +14,12 @@ export interface BatchJob {
   stopStrings: string[];
   /** A seeded job runs in a batch of its own, so its tokens depend only on (prompt, settings, seed). */
   seed?: number;
+  /**
+   * Streaming: called with each token of this job as the engine samples it (per decode step on engines that report
+   * steps, else all at once when the batch ends); the calls spell out exactly the tokens of the job's Generation.
+   * The job's promise resolves as soon as its last token is out, even while the rest of its batch runs on.
+   */
+  onToken?: (token: number, logprob: number) => void;
 }
 
 /** Rejects the jobs of a client that disconnected before its batch started. */
@@ -155,6 +161,7 @@ export class Batcher {
 
   private async run(batch: Pending[]): Promise<void> {
     const first = batch[0]!.job;
+    const streams = batch.some((p) => p.job.onToken) ? batch.map((p) => new JobStream(p)) : undefined;
     const params: SamplingParams = {
       maxNewTokens: Math.max(...batch.map((p) => p.job.maxTokens)),
       temperature: first.temperature,
@@ -162,13 +169,16 @@ export class Batcher {
       stopTokenIds: first.stopTokenIds,
       ...(first.stopStrings.length > 0 ? { stopStrings: first.stopStrings } : {}),
       seed: first.seed ?? this.nextSeed(),
+      ...(streams ? { onTokens: (sampled: readonly SampledToken[]) => {
+        for (const t of sampled) streams[t.index]!.push(t.token, t.logprob, t.stopped);
+      } } : {}),
     };
     let gens: Generation[];
     try {
       gens = await this.engine.generate(batch.map((p) => p.job.prompt), params);
       if (gens.length !== batch.length) throw new Error(`engine ${this.engine.kind} returned ${gens.length} generations for ${batch.length} prompts`);
     } catch (err) {
-      for (const p of batch) p.reject(err);
+      batch.forEach((p, i) => (streams?.[i]?.settled ? undefined : p.reject(err)));
       return;
     }
     this.stats.batches++;
@@ -177,7 +187,8 @@ export class Batcher {
     batch.forEach((p, i) => {
       const g = cut(gens[i]!, p.job.maxTokens);
       this.stats.tokens += g.tokens.length;
-      p.resolve(g);
+      if (streams) streams[i]!.end(g);
+      else p.resolve(g);
     });
   }
 
@@ -200,4 +211,43 @@ function batchKey(j: BatchJob): string {
 export function cut(g: Generation, max: number): Generation {
   if (g.tokens.length <= max) return g;
   return { tokens: g.tokens.slice(0, max), logprobs: g.logprobs.slice(0, max), finishReason: 'length' };
+}
+
+/**
+ * The tokens of one job of a streaming batch: forwards them to the job's `onToken` (up to its own max tokens) and
+ * resolves the job at its last token. At the batch's end, `end` sends what the engine did not report per step and
+ * checks that the reported tokens are the Generation's (what a client trains on must be what was sampled).
+ */
+class JobStream {
+  private readonly tokens: number[] = [];
+  private readonly logprobs: number[] = [];
+  settled = false;
+
+  constructor(private readonly p: Pending) {}
+
+  push(token: number, logprob: number, stopped: boolean): void {
+    if (this.settled) return;
+    this.tokens.push(token);
+    this.logprobs.push(logprob);
+    this.p.job.onToken?.(token, logprob);
+    const full = this.tokens.length >= this.p.job.maxTokens;
+    if (stopped || full) this.settle({ tokens: this.tokens, logprobs: this.logprobs, finishReason: stopped ? 'stop' : 'length' });
+  }
+
+  end(g: Generation): void {
+    if (this.settled) return;
+    const n = this.tokens.length;
+    if (n > g.tokens.length || this.tokens.some((t, i) => t !== g.tokens[i])) {
+      this.settled = true;
+      this.p.reject(new Error(`engine reported tokens [${this.tokens.join(', ')}] per step but returned [${g.tokens.join(', ')}]`));
+      return;
+    }
+    for (let i = n; i < g.tokens.length; i++) this.p.job.onToken?.(g.tokens[i]!, g.logprobs[i]!);
+    this.settle(g);
+  }
+
+  private settle(g: Generation): void {
+    this.settled = true;
+    this.p.resolve(g);
+  }
 }

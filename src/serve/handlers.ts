@@ -1,10 +1,9 @@
 // The two generation endpoints: a parsed request -> prompt ids -> batched jobs -> an OpenAI response, whole
-// or as server-sent events. The engine returns whole generations, so a stream sends each finished choice's
-// tokens as chunks (one per token) once its batch is done.
+// or as server-sent events sent after generation (requests with top_logprobs; token by token is stream.ts).
 import type { ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import type { Tokenizer } from '../tokenizer/index.js';
-import type { Batcher } from './batcher.js';
+import type { Batcher, BatchJob } from './batcher.js';
 import { ApiError } from './errors.js';
 import type { ChatRequest, CompletionRequest } from './requests.js';
 import { chatLogprobs, completionLogprobs, completionText, textPieces, usage, type ChoiceResult } from './responses.js';
@@ -35,8 +34,8 @@ export function chatPromptIds(ctx: HandlerContext, req: ChatRequest): number[] {
   return ctx.tokenizer.encode(text);
 }
 
-/** Run every choice of a request (prompts x n) through the batcher. */
-export async function runChoices(ctx: HandlerContext, req: ChatRequest | CompletionRequest, prompts: number[][], signal: AbortSignal): Promise<ChoiceResult[]> {
+/** The batcher jobs of a request's choices (prompts x n, choice k of prompt i at i*n + k), after its limits are checked. */
+export function choiceJobs(ctx: HandlerContext, req: ChatRequest | CompletionRequest, prompts: number[][]): BatchJob[] {
   if (req.topLogprobs > 0 && !ctx.topLogprobs) throw new ApiError(400, 'This engine does not provide top_logprobs; ask for logprobs without alternatives (top_logprobs 0).', 'invalid_request_error', 'top_logprobs', 'unsupported_parameter');
   const maxes = prompts.map((p, i) => {
     if (p.length === 0) throw new ApiError(400, `Prompt ${i} encodes to no tokens; give a prompt with text.`, 'invalid_request_error', 'prompt');
@@ -48,7 +47,7 @@ export async function runChoices(ctx: HandlerContext, req: ChatRequest | Complet
     }
     return want;
   });
-  const jobs = prompts.flatMap((prompt, i) =>
+  return prompts.flatMap((prompt, i) =>
     Array.from({ length: req.n }, (_, k) => ({
       prompt,
       maxTokens: maxes[i]!,
@@ -62,6 +61,11 @@ export async function runChoices(ctx: HandlerContext, req: ChatRequest | Complet
       ...(req.seed !== undefined && req.temperature > 0 ? { seed: (req.seed + k) >>> 0 } : {}),
     })),
   );
+}
+
+/** Run every choice of a request (prompts x n) through the batcher. */
+export async function runChoices(ctx: HandlerContext, req: ChatRequest | CompletionRequest, prompts: number[][], signal: AbortSignal): Promise<ChoiceResult[]> {
+  const jobs = choiceJobs(ctx, req, prompts);
   const gens = await Promise.all(jobs.map((j) => ctx.batcher.submit(j, signal)));
   return Promise.all(
     gens.map(async (gen, index) => {

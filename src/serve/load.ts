@@ -1,9 +1,10 @@
 // Opening what `ragen serve` serves: a model directory or a run directory (its latest checkpoint) on the
-// local engine, with its own tokenizer and top_logprobs scoring.
-import { existsSync } from 'node:fs';
+// local engine (with top_logprobs scoring) or the torch engine, with the checkpoint's own tokenizer.
+import { existsSync, readFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
-import { LocalEngine } from '../engine/index.js';
-import { loadTokenizer, tinyTokenizerDir } from '../tokenizer/index.js';
+import { LocalEngine, TorchEngine } from '../engine/index.js';
+import { configFromHF } from '../model/index.js';
+import { loadTokenizer, tinyTokenizerDir, type Tokenizer } from '../tokenizer/index.js';
 import { UsageError } from '../util/index.js';
 import type { ServeOptions } from './server.js';
 import { localTopLogprobs } from './top-logprobs.js';
@@ -11,18 +12,41 @@ import { localTopLogprobs } from './top-logprobs.js';
 /** A model directory: `dir` itself if it holds config.json, else the highest `checkpoints/step-N` of a run. */
 export type ModelDirResolver = (dir: string) => string;
 
-/**
- * The engine, tokenizer and model facts `OpenAIServer` needs for a checkpoint on the local engine. The tokenizer
- * is the checkpoint's own (tokenizer.json + tokenizer_config.json with its chat template), else `tokenizerDir`.
- */
-export async function localServeTarget(dir: string, resolveModelDir: ModelDirResolver, opts: { tokenizerDir?: string; name?: string } = {}): Promise<Pick<ServeOptions, 'engine' | 'tokenizer' | 'modelName' | 'contextLength' | 'vocabSize' | 'topLogprobs'> & { modelDir: string }> {
-  const modelDir = resolveModelDir(dir);
-  const tokDir = opts.tokenizerDir ?? (existsSync(join(modelDir, 'tokenizer.json')) ? modelDir : undefined);
+/** What `OpenAIServer` needs for a checkpoint, plus where it came from and how to free its engine. */
+export type ServeTarget = Pick<ServeOptions, 'engine' | 'tokenizer' | 'modelName' | 'contextLength' | 'vocabSize' | 'topLogprobs'> & {
+  modelDir: string;
+  /** Free the engine (the torch engine's worker process). */
+  dispose(): void;
+};
+
+/** Settings of the torch engine when serving (`ragen serve --engine torch`). */
+export interface TorchServeOptions {
+  /** `auto`, `cpu`, `cuda`, `cuda:1`. @default 'auto' */
+  device?: string;
+  /** `auto`, `float32`, `bfloat16`. @default 'auto' */
+  precision?: string;
+  /** Interpreter with torch (default: found as the torch engine finds it). */
+  python?: string;
+}
+
+/** The checkpoint's own tokenizer (tokenizer.json + tokenizer_config.json with its chat template), else `tokenizerDir`. */
+function openTokenizer(modelDir: string, tokenizerDir: string | undefined): { tokenizer: Tokenizer; tokDir: string } {
+  const tokDir = tokenizerDir ?? (existsSync(join(modelDir, 'tokenizer.json')) ? modelDir : undefined);
   if (!tokDir) throw new UsageError(`\`${modelDir}\` has no tokenizer.json; pass --tokenizer <dir> (e.g. ${tinyTokenizerDir()}).`);
-  const tokenizer = loadTokenizer(tokDir);
+  return { tokenizer: loadTokenizer(tokDir), tokDir };
+}
+
+function checkVocab(tokenizer: Tokenizer, tokDir: string, modelVocab: number): void {
+  if (tokenizer.vocabSize > modelVocab) throw new UsageError(`The tokenizer of \`${tokDir}\` has ${tokenizer.vocabSize} ids but the model's vocabulary has ${modelVocab}; give the model's own tokenizer with --tokenizer.`);
+}
+
+/** A checkpoint on the local engine, whose `top_logprobs` come from a teacher-forced pass of the same model. */
+export async function localServeTarget(dir: string, resolveModelDir: ModelDirResolver, opts: { tokenizerDir?: string; name?: string } = {}): Promise<ServeTarget> {
+  const modelDir = resolveModelDir(dir);
+  const { tokenizer, tokDir } = openTokenizer(modelDir, opts.tokenizerDir);
   const engine = await LocalEngine.fromPretrained(modelDir, { decode: (ids) => tokenizer.decode(ids) });
   const cfg = engine.policy.config;
-  if (tokenizer.vocabSize > cfg.vocabSize) throw new UsageError(`The tokenizer of \`${tokDir}\` has ${tokenizer.vocabSize} ids but the model's vocabulary has ${cfg.vocabSize}; give the model's own tokenizer with --tokenizer.`);
+  checkVocab(tokenizer, tokDir, cfg.vocabSize);
   return {
     modelDir,
     engine,
@@ -31,5 +55,39 @@ export async function localServeTarget(dir: string, resolveModelDir: ModelDirRes
     contextLength: cfg.maxPositionEmbeddings,
     vocabSize: cfg.vocabSize,
     topLogprobs: localTopLogprobs(engine.policy),
+    dispose: () => engine.dispose(),
+  };
+}
+
+/**
+ * A checkpoint on the torch engine (a PyTorch worker process). Its worker returns whole generations, so streams
+ * are sent when a batch finishes; it has no `top_logprobs` source (such requests get a 400).
+ */
+export async function torchServeTarget(dir: string, resolveModelDir: ModelDirResolver, opts: { tokenizerDir?: string; name?: string; torch?: TorchServeOptions } = {}): Promise<ServeTarget> {
+  const modelDir = resolveModelDir(dir);
+  const { tokenizer, tokDir } = openTokenizer(modelDir, opts.tokenizerDir);
+  const cfg = configFromHF(JSON.parse(readFileSync(join(modelDir, 'config.json'), 'utf8')) as Record<string, unknown>, join(modelDir, 'config.json'));
+  const t = opts.torch ?? {};
+  const engine = await TorchEngine.fromPretrained(modelDir, {
+    decode: (ids) => tokenizer.decode(ids),
+    ...(t.device ? { device: t.device } : {}),
+    ...(t.precision ? { precision: t.precision } : {}),
+    ...(t.python ? { python: t.python } : {}),
+  });
+  try {
+    checkVocab(tokenizer, tokDir, engine.vocabSize);
+  } catch (e) {
+    engine.dispose();
+    throw e;
+  }
+  return {
+    modelDir,
+    engine,
+    tokenizer,
+    modelName: opts.name ?? basename(resolve(dir)),
+    contextLength: cfg.maxPositionEmbeddings,
+    vocabSize: engine.vocabSize,
+    topLogprobs: undefined,
+    dispose: () => engine.dispose(),
   };
 }

@@ -8,6 +8,7 @@ import { Batcher, ClientGone, type BatcherStats } from './batcher.js';
 import { ApiError } from './errors.js';
 import { chatBody, chatPromptIds, completionBody, runChoices, streamChoices, type HandlerContext } from './handlers.js';
 import { parseChatRequest, parseCompletionRequest } from './requests.js';
+import { streamIncremental } from './stream.js';
 import type { TopLogprobsSource } from './top-logprobs.js';
 
 /** What `OpenAIServer` serves and its limits. */
@@ -140,6 +141,8 @@ export class OpenAIServer {
     res.on('close', () => {
       if (!res.writableFinished) abort.abort();
     });
+    // Token by token, except with top_logprobs: the alternatives come from a teacher-forced pass after generation.
+    if (parsed.stream && parsed.topLogprobs === 0) return streamIncremental(this.ctx, res, parsed, prompts, abort.signal);
     const choices = await runChoices(this.ctx, parsed, prompts, abort.signal);
     if (res.destroyed) return;
     if (parsed.stream) {

@@ -18,6 +18,7 @@ describe('ragen env serve', () => {
     [['env', 'serve', 'FrozenLak'], /Did you mean `FrozenLake`/],
     [['env', 'serve', 'FrozenLake', '--port', '70000'], /Bad --port `70000`/],
     [['env', 'serve', 'FrozenLake', '--max-sessions', '0'], /Bad --max-sessions/],
+    [['env', 'serve', 'FrozenLake', '--step-delay-ms', '-5'], /Bad --step-delay-ms `-5`/],
     [['bench', 'envs', '--remote', '--url', 'http://x/'], /Bad --url/],
   ])('ragen %j exits 2 with a message naming the fix', async (argv, message) => {
     const { code, err } = await runCli(...argv);

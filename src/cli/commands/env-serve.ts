@@ -12,6 +12,7 @@ interface ServeOptions {
   idleTimeout: number;
   maxMessageBytes: number;
   stepTimeout: number;
+  stepDelayMs: number;
   verbose?: boolean;
 }
 
@@ -29,6 +30,13 @@ function parsePort(text: string): number {
   return n;
 }
 
+/** Milliseconds >= 0. */
+function parseDelay(text: string): number {
+  const n = Number(text);
+  if (!(Number.isFinite(n) && n >= 0) || text.trim() === '') throw new UsageError(`Bad --step-delay-ms \`${text}\`: give milliseconds >= 0 (0 = no added delay).`);
+  return n;
+}
+
 export function register(program: Command): void {
   const env = program.command('env').description('Environment services: `ragen env serve` serves environments over the network (see also `ragen envs`).');
   env
@@ -41,10 +49,11 @@ export function register(program: Command): void {
     .option('--idle-timeout <s>', 'reap a session after this many seconds without a message', parsePositive('--idle-timeout'), 300)
     .option('--max-message-bytes <n>', 'largest message handled; a larger one gets MESSAGE_TOO_LARGE', parsePositiveInt('--max-message-bytes'), 1 << 20)
     .option('--step-timeout <s>', "longest an async env's reset/step may take before STEP_TIMEOUT closes the session", parsePositive('--step-timeout'), 30)
+    .option('--step-delay-ms <ms>', 'benchmarking aid: wait this long before each reset and step (the latency of a slow or distant env)', parseDelay, 0)
     .option('--verbose', 'also log every session opened and closed')
     .addHelpText('after', EXAMPLES)
     .action(async (ids: string[], opts: ServeOptions) => {
-      const server = new EnvServer({ envIds: ids, host: opts.host, port: opts.port, maxSessions: opts.maxSessions, idleTimeoutS: opts.idleTimeout, maxMessageBytes: opts.maxMessageBytes, stepTimeoutS: opts.stepTimeout, ...(opts.verbose ? { verbose: true } : {}) });
+      const server = new EnvServer({ envIds: ids, host: opts.host, port: opts.port, maxSessions: opts.maxSessions, idleTimeoutS: opts.idleTimeout, maxMessageBytes: opts.maxMessageBytes, stepTimeoutS: opts.stepTimeout, stepDelayMs: opts.stepDelayMs, ...(opts.verbose ? { verbose: true } : {}) });
       let port: number;
       try {
         port = await server.listen();
@@ -55,7 +64,7 @@ export function register(program: Command): void {
         throw err;
       }
       const base = `${opts.host}:${port}`;
-      console.log(`ragen env serve: ${server.envIds.join(', ')} at ws://${base}/<EnvId> (health: http://${base}/health); Ctrl-C stops`);
+      console.log(`ragen env serve: ${server.envIds.join(', ')} at ws://${base}/<EnvId> (health: http://${base}/health)${opts.stepDelayMs > 0 ? `, ${opts.stepDelayMs} ms added to each reset and step` : ''}; Ctrl-C stops`);
       for (const id of server.envIds) console.log(`  remote:ws://${base}/${id}`);
       await new Promise<void>((resolve) => {
         const stop = (signal: string): void => {

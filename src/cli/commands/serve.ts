@@ -18,12 +18,16 @@ export interface ServeCliOptions {
   maxBatchSize: number;
   batchWindowMs: number;
   seed: number;
+  engine: 'local' | 'torch';
+  device?: string;
+  precision?: string;
 }
 
 const EXAMPLES = `
 Examples:
   $ ragen serve models/ragen-tiny                       # http://127.0.0.1:8000/v1, model name "ragen-tiny"
   $ ragen serve runs/my-run --port 8001 --name policy   # the run's latest checkpoint
+  $ ragen serve models/ragen-tiny --engine torch --device cpu   # a PyTorch worker generates
   $ RAGEN_API_KEY=secret ragen serve models/ragen-tiny --host 0.0.0.0
   $ curl http://127.0.0.1:8000/v1/chat/completions -H 'Content-Type: application/json' \\
       -d '{"model": "ragen-tiny", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 8, "return_token_ids": true}'
@@ -46,10 +50,19 @@ export function register(program: Command): void {
     .option('--max-batch-size <n>', 'most prompts per engine.generate call', parsePositiveInt('--max-batch-size'), 64)
     .option('--batch-window-ms <ms>', 'how long a batch waits for more requests before it starts', parseNonNegativeInt('--batch-window-ms'), 5)
     .option('--seed <n>', 'seed of the batch seeds of unseeded sampled requests', parseSeed, 0)
+    .option('--engine <kind>', 'local (in-process kernels; streams token by token, top_logprobs) or torch (a PyTorch worker; streams per batch)', parseEngine, 'local')
+    .option('--device <device>', 'torch engine: auto (CUDA when there is a GPU), cpu, cuda, cuda:1 (default: auto)')
+    .option('--precision <p>', 'torch engine: auto (bf16 autocast on a GPU), float32, bfloat16 (default: auto)')
     .addHelpText('after', EXAMPLES)
     .action(async (dir: string, opts: ServeCliOptions) => {
-      const { OpenAIServer, localServeTarget } = await import('../../serve/index.js'); // loads the engine only when serving
-      const target = await localServeTarget(dir, resolveModelDir, { ...(opts.tokenizer ? { tokenizerDir: opts.tokenizer } : {}), ...(opts.name ? { name: opts.name } : {}) });
+      if (opts.engine !== 'torch' && (opts.device !== undefined || opts.precision !== undefined)) {
+        throw new UsageError('--device and --precision set the torch engine; add --engine torch (or drop them).');
+      }
+      const { OpenAIServer, localServeTarget, torchServeTarget } = await import('../../serve/index.js'); // loads the engine only when serving
+      const common = { ...(opts.tokenizer ? { tokenizerDir: opts.tokenizer } : {}), ...(opts.name ? { name: opts.name } : {}) };
+      const target = opts.engine === 'torch'
+        ? await torchServeTarget(dir, resolveModelDir, { ...common, torch: { ...(opts.device ? { device: opts.device } : {}), ...(opts.precision ? { precision: opts.precision } : {}) } })
+        : await localServeTarget(dir, resolveModelDir, common);
       const apiKey = opts.apiKey ?? process.env['RAGEN_API_KEY'];
       const server = new OpenAIServer({
         ...target,
@@ -67,13 +80,17 @@ export function register(program: Command): void {
       try {
         ({ url } = await server.listen(opts.port, opts.host));
       } catch (err) {
+        target.dispose();
         throw new UsageError(`Cannot listen on ${opts.host}:${opts.port} (${(err as Error).message}); pick another --port or --host.`);
       }
       console.error(`Serving \`${target.modelName}\` (${target.modelDir}, engine ${target.engine.kind}) at ${url}${apiKey ? ' (API key required)' : ''}. Ctrl-C stops.`);
       await new Promise<void>((resolve) => {
         const stop = () => {
           console.error(`Stopping: ${server.stats.jobs} choices in ${server.stats.batches} batches (largest ${server.stats.maxBatch}).`);
-          void server.close().then(resolve);
+          void server.close().then(() => {
+            target.dispose();
+            resolve();
+          });
         };
         process.once('SIGINT', stop);
         process.once('SIGTERM', stop);
@@ -93,4 +110,9 @@ function parseNonNegativeInt(name: string): (text: string) => number {
     if (!Number.isInteger(n) || n < 0) throw new UsageError(`Bad ${name} \`${text}\`: give an integer >= 0.`);
     return n;
   };
+}
+
+function parseEngine(text: string): 'local' | 'torch' {
+  if (text !== 'local' && text !== 'torch') throw new UsageError(`Bad --engine \`${text}\`: give local or torch.`);
+  return text;
 }

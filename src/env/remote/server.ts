@@ -25,6 +25,11 @@ export interface EnvServerOptions {
   maxMessageBytes?: number;
   /** Longest an async env's reset/step may take; past it STEP_TIMEOUT closes the session. @default 30 */
   stepTimeoutS?: number;
+  /**
+   * Milliseconds each reset and step waits before it runs: a benchmarking aid that gives a fast env the latency
+   * of a slow or far-away one (`ragen env serve --step-delay-ms`; scripts/bench-async.ts). @default 0
+   */
+  stepDelayMs?: number;
   /** Where log lines go (errors, reaps, clients gone mid-episode). @default stderr */
   log?: (line: string) => void;
   /** Also log every session opened and closed normally. @default false */
@@ -68,6 +73,7 @@ export class EnvServer {
       idleTimeoutS: options.idleTimeoutS ?? 300,
       maxMessageBytes: options.maxMessageBytes ?? 1 << 20,
       stepTimeoutS: options.stepTimeoutS ?? 30,
+      stepDelayMs: options.stepDelayMs ?? 0,
       log: options.log ?? ((line) => process.stderr.write(`${line}\n`)),
       verbose: options.verbose ?? false,
     };
@@ -193,7 +199,7 @@ export class EnvServer {
     }
     let session: EnvSession;
     try {
-      session = new EnvSession(this.nextId++, id, envSpec(id).create(config), this.options.stepTimeoutS * 1000);
+      session = new EnvSession(this.nextId++, id, envSpec(id).create(config), this.options.stepTimeoutS * 1000, this.options.stepDelayMs);
     } catch (err) {
       return refuse('FACTORY_ERROR', `Creating ${id} failed: ${String(err)}`);
     }

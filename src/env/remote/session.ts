@@ -27,6 +27,8 @@ export class EnvSession {
     readonly envId: string,
     readonly env: Env,
     private readonly stepTimeoutMs: number,
+    /** Wait this long before each reset and step (a benchmarking aid: a slow env or a far-away server). */
+    private readonly stepDelayMs = 0,
   ) {}
 
   /** The reply to `msg`. Never throws: env failures become error replies. */
@@ -46,6 +48,7 @@ export class EnvSession {
 
   private async reset(data: Extract<ClientMessage, { type: 'reset' }>['data']): Promise<Handled> {
     let r: ResetResult;
+    await this.delay();
     try {
       r = await this.withTimeout(() => this.env.reset({ seed: data.seed ?? 0, mode: data.mode ?? 'train', ...(data.options ? { options: data.options } : {}) }));
     } catch (err) {
@@ -67,6 +70,7 @@ export class EnvSession {
       return error('RESET_NEEDED', message);
     }
     let r: StepResult;
+    await this.delay();
     try {
       r = await this.withTimeout(() => this.env.step(action));
     } catch (err) {
@@ -108,6 +112,11 @@ export class EnvSession {
     if (err instanceof ResetNeededError) return error('RESET_NEEDED', err.message);
     if (err instanceof RagenError) return error('VALIDATION_ERROR', `${what} rejected its input: ${err.message}`);
     return error('EXECUTION_ERROR', `The env threw during ${what}: ${err instanceof Error ? err.message : String(err)}. The episode is over; reset to start a new one.`);
+  }
+
+  /** The configured per-call latency; a timer, so other sessions run meanwhile as they would beside a slow env. */
+  private delay(): Promise<void> | void {
+    if (this.stepDelayMs > 0) return new Promise((resolve) => setTimeout(resolve, this.stepDelayMs));
   }
 
   /** Runs an env call under the per-step limit. A sync env cannot be interrupted, only an async one. */
