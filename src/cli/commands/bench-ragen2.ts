@@ -73,9 +73,8 @@ addBenchSubcommand((bench: Command) => {
       const command = `ragen bench ragen2 --report-only --runs-dir ${opts.runsDir}`;
       const report = () => ragen2Report(opts.runsDir, opts.outDir, opts.drop, configs.map((c) => c.name), command);
       if (overrides.length && opts.reportOnly) throw new UsageError(`--report-only trains nothing, so overrides mean nothing to it; drop \`${overrides.join(' ')}\`.`);
-      if (!opts.reportOnly) {
-        await runStudy({ runsDir: opts.runsDir, configs, seeds, overrides, afterRun: async () => void (await report()) });
-      }
-      console.log(`\n${await report()}`);
+      let last: string | null = null; // the report made after the last run trained, if any
+      if (!opts.reportOnly) await runStudy({ runsDir: opts.runsDir, configs, seeds, overrides, afterRun: async () => void (last = await report()) });
+      console.log(`\n${last ?? (await report())}`);
     });
 });
