@@ -59,8 +59,9 @@ addBenchSubcommand((bench: Command) => {
     .option('--drop <fraction>', 'a validation this far below the best earlier one counts as "success fell"', parseDrop, 0.1)
     .addHelpText('after', [
       '',
-      'Each run takes ~10 minutes on 2 idle cores (60 steps); 4 configs x 3 seeds is hours. Interrupt it any time and run',
-      'the same command again: it skips finished runs and resumes the interrupted one from its last checkpoint.',
+      'Each run takes 10-15 minutes on 2 idle cores (60 steps); 4 configs x 3 seeds is hours. Interrupt it any time and run',
+      'the same command again: it skips finished runs and resumes the interrupted one from its last checkpoint with the',
+      'config saved in it (overrides apply to runs not yet started).',
       '',
       'Examples:',
       '  $ ragen bench ragen2 --runs-dir /work/ragen2-runs --seeds 10000 --out-dir /work/ragen2-runs/report',
