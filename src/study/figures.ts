@@ -52,18 +52,30 @@ export function collapseFigure(s: StudySummary): Figure {
   return { name: 'collapse', width: W, height: H, svg: svgDocument(W, H, body.join('\n')) };
 }
 
+/** A config's seed-mean (Ĥ(Z|X), Î) averaged over 10-step bins (steps 1-10, 11-20, ...: one diagnostic is noisy), labelled by the bin's last step. */
+export function binned(c: ConfigSummary, width = 10): { x: number; y: number; step: number }[] {
+  const hz = new Map(c.hzx.map((p) => [p.step, p.mean]));
+  const bins = new Map<number, { x: number[]; y: number[] }>();
+  for (const p of c.mi) {
+    if (!hz.has(p.step)) continue;
+    const key = Math.max(1, Math.ceil(p.step / width)) * width;
+    const b = bins.get(key) ?? { x: [], y: [] };
+    b.x.push(hz.get(p.step)!);
+    b.y.push(p.mean);
+    bins.set(key, b);
+  }
+  const mean = (xs: number[]) => xs.reduce((a, v) => a + v, 0) / xs.length;
+  return [...bins.entries()].sort((a, b) => a[0] - b[0]).map(([step, b]) => ({ x: mean(b.x), y: mean(b.y), step }));
+}
+
 /**
  * RAGEN-2's two axes: x = Ĥ(Z|X) (within-input diversity), y = Î(X;Z) (cross-input distinguishability), each config's
- * seed-mean path over diagnostic steps (open circle = first, filled = last). The dashed lines cross at the mean of the
+ * seed-mean path over 10-step bins (open circle = steps 1-10, filled = the last bin; each point labelled by its bin's last step). The dashed lines cross at the mean of the
  * configs' first points (all start from the same model), splitting the four regimes.
  */
 export function regimeFigure(s: StudySummary): Figure {
   const W = 760, H = 560;
-  const paths = s.configs.map((c, i) => {
-    const hz = new Map(c.hzx.map((p) => [p.step, p.mean]));
-    const pts = c.mi.filter((p) => hz.has(p.step)).map((p) => ({ x: hz.get(p.step)!, y: p.mean, step: p.step }));
-    return { c, i, pts };
-  });
+  const paths = s.configs.map((c, i) => ({ c, i, pts: binned(c) }));
   const firsts = paths.filter((p) => p.pts.length > 0).map((p) => p.pts[0]!);
   const base = firsts.length ? { x: firsts.reduce((a, p) => a + p.x, 0) / firsts.length, y: firsts.reduce((a, p) => a + p.y, 0) / firsts.length } : null;
   const spec: PanelSpec = {
@@ -103,10 +115,11 @@ export function regimeFigure(s: StudySummary): Figure {
   for (const { i, pts } of paths) {
     if (pts.length === 0) continue;
     const first = pts[0]!, last = pts.at(-1)!;
+    for (const p of pts) body.push(`<text x="${X(p.x) + 6}" y="${Y(p.y) - 6}" class="tick" fill="${configColor(i)}">${p.step}</text>`);
     body.push(`<circle cx="${X(first.x)}" cy="${Y(first.y)}" r="6" fill="#fff" stroke="${configColor(i)}" stroke-width="2"><title>step ${first.step}</title></circle>`);
     body.push(`<circle cx="${X(last.x)}" cy="${Y(last.y)}" r="6" fill="${configColor(i)}" stroke="#333"><title>step ${last.step}</title></circle>`);
   }
-  body.push(`<text x="60" y="${H - 4}" class="note">Seed-mean path per config: open circle = first diagnostic step, filled = last; dashed: mean first point.</text>`);
+  body.push(`<text x="60" y="${H - 4}" class="note">Seed means over 10-step bins, labelled by the bin's last step: open = steps 1-10, filled = last; dashed: their mean start.</text>`);
   return { name: 'regimes', width: W, height: H, svg: svgDocument(W, H, body.join('\n')) };
 }
 

@@ -1,6 +1,6 @@
 // The RAGEN-2 study as a markdown section for docs/benchmarks.md: one row per config (mean ± sd over finished seeds)
 // and one row per run (its curve's landmarks: when success fell, when each warning first fired, when MI halved).
-import { earliestWarning, WARNING_KINDS, type Spread, type StudyRun, type StudySummary } from './summary.js';
+import { earliestWarning, endMeans, END_WINDOW, WARNING_KINDS, type Spread, type StudyRun, type StudySummary } from './summary.js';
 
 const pct = (x: number | null | undefined) => (x === null || x === undefined || !Number.isFinite(x) ? '-' : `${(100 * x).toFixed(1)}%`);
 const num = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? '-' : x.toFixed(3));
@@ -13,10 +13,8 @@ export function fmtSpread(s: Spread | null, signed = false): string {
 }
 
 function firstLast(series: { step: number; mean: number }[]): string {
-  if (series.length === 0) return '-';
-  const a = series[0]!;
-  const b = series.at(-1)!;
-  return `${num(a.mean)} (step ${a.step}) → ${num(b.mean)} (step ${b.step})`;
+  const m = endMeans(series, (p) => p.mean);
+  return m ? `${num(m.early)} → ${num(m.late)}` : '-';
 }
 
 function warningsOf(run: StudyRun): string {
@@ -47,9 +45,9 @@ export function studyMarkdown(s: StudySummary, meta: string, command: string): s
     '',
     `${meta} Command: \`${command}\`. ${status}`,
     '',
-    `Val success: \`val/success\` on the preset's 64 fixed SimpleSokoban seeds; "after" is the last validation of a finished run. Spread: ± sample sd over seeds, (min to max). "Success fell": the first validation at least ${(100 * s.drop).toFixed(0)} points below the best validation before it. "MI halved": the first collapse-diagnostic step where Î(X;Z) (\`collapse/mi_estimate\`) is at most half its step-1 value. End regime: the last diagnostic step's quadrant against step 1 (Î up/down, Ĥ(Z|X) up/down), as the dashboard's collapse view splits it.`,
+    `Val success: \`val/success\` on the preset's 64 fixed SimpleSokoban seeds; "after" is the last validation of a finished run. Spread: ± sample sd over seeds, (min to max). "Success fell": the first validation at least ${(100 * s.drop).toFixed(0)} points below the best validation before it. "MI halved": the first collapse-diagnostic step where Î(X;Z) (\`collapse/mi_estimate\`) is at most half its step-1 value. Î and Ĥ(Z|X) "first → last": the seed mean averaged over the diagnostics of steps 1-${END_WINDOW} and of the last ${END_WINDOW} steps (one diagnostic scores 64 pairs and is noisy). End regime: the quadrant of the last ${END_WINDOW} steps' mean against the first ${END_WINDOW} steps' (Î up or down, Ĥ(Z|X) up or down), RAGEN-2's four regimes as the dashboard's collapse view names them.`,
     '',
-    '| config | finished | val success before | after | change | Î(X;Z) mean, first → last | Ĥ(Z|X) mean, first → last | runs with MI halved | runs where success fell | of those, a warning fired first |',
+    '| config | finished | val success before | after | change | Î(X;Z), steps 1-10 → last 10 | Ĥ(Z|X), steps 1-10 → last 10 | runs with MI halved | runs where success fell | of those, a warning fired first |',
     '|---|---:|---|---|---|---|---|---:|---:|---:|',
     ...configRows,
     '',

@@ -5,7 +5,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { firstFall, niceTicks, regimeFigure, runStudy, scale, spread, studyMarkdown, studyPlan, studyRunState, successFigure, summarizeStudy, type StudySummary } from './index.js';
+import { binned, endMeans, firstFall, niceTicks, regimeFigure, runStudy, scale, spread, studyMarkdown, studyPlan, studyRunState, successFigure, summarizeStudy, type StudySummary } from './index.js';
 
 function writeRun(dir: string, steps: number, lines: Record<string, number>[], tail = ''): void {
   mkdirSync(dir, { recursive: true });
@@ -18,7 +18,8 @@ let s: StudySummary;
 
 beforeAll(() => {
   root = mkdtempSync(join(tmpdir(), 'ragen2-study-'));
-  // alpha seed 1: success 25% -> 50% -> 30% (fell at 20), entropy warning from step 15, MI 1.0 -> 0.3 while Ĥ(Z|X) rises.
+  // alpha seed 1: success 25% -> 50% -> 30% (fell at 20), entropy warning from step 15; MI 0.7 over steps 1-10 -> 0.3,
+  // Ĥ(Z|X) 0.55 -> 0.6: template collapse.
   writeRun(join(root, 'alpha__seed1'), 20, [
     { step: 0, 'val/success': 0.25 },
     { step: 1, 'collapse/mi_estimate': 1.0, 'collapse/conditional_entropy': 0.5 },
@@ -29,12 +30,12 @@ beforeAll(() => {
     { step: 16, 'early_warning/entropy_drop': 1, 'early_warning/reward_std_collapse': 1 },
     { step: 20, 'val/success': 0.3, 'collapse/mi_estimate': 0.3, 'collapse/conditional_entropy': 0.6 },
   ]);
-  // alpha seed 2: success 25% -> 35% -> 45%, no warning, MI rises while Ĥ(Z|X) falls.
+  // alpha seed 2: success 25% -> 35% -> 45%, no warning; MI ends above its steps 1-10 mean (0.85), Ĥ(Z|X) too (0.45).
   writeRun(join(root, 'alpha__seed2'), 20, [
     { step: 0, 'val/success': 0.25 },
     { step: 1, 'collapse/mi_estimate': 0.8, 'collapse/conditional_entropy': 0.5 },
     { step: 10, 'val/success': 0.35, 'collapse/mi_estimate': 0.9, 'collapse/conditional_entropy': 0.4 },
-    { step: 20, 'val/success': 0.45, 'collapse/mi_estimate': 1.0, 'collapse/conditional_entropy': 0.45 },
+    { step: 20, 'val/success': 0.45, 'collapse/mi_estimate': 1.0, 'collapse/conditional_entropy': 0.5 },
   ]);
   // beta seed 7: stopped at step 12 of 20, its last line cut by a crash.
   writeRun(join(root, 'beta__seed7'), 20, [{ step: 0, 'val/success': 0.1 }, { step: 10, 'val/success': 0.2 }, { step: 12 }], '{"step": 13, "val/succ');
@@ -52,7 +53,7 @@ describe('the study summary', () => {
     const [a1, a2] = s.configs[1]!.runs;
     expect(a1).toMatchObject({ before: 0.25, after: 0.3, successFell: 20, miHalved: 10, endRegime: 'template collapse', stepsDone: 20, status: 'finished' });
     expect(a1!.firstWarning).toEqual({ entropy_drop: 15, reward_std_collapse: 16, grad_norm_spike: null, mi_collapse: null });
-    expect(a2).toMatchObject({ before: 0.25, after: 0.45, successFell: null, miHalved: null, endRegime: 'compressed, input-grounded' });
+    expect(a2).toMatchObject({ before: 0.25, after: 0.45, successFell: null, miHalved: null, endRegime: 'diverse, input-grounded' });
   });
 
   it('averages finished runs over seeds with the sample sd, and series step by step', () => {
@@ -90,6 +91,12 @@ describe('the study helpers', () => {
     expect(firstFall([{ step: 0, success: 0.2 }, { step: 10, success: 0.15 }, { step: 20, success: 0.05 }], 0.1)).toBe(20);
     expect(firstFall([{ step: 0, success: 0.3 }, { step: 10, success: 0.2 }], 0.1)).toBe(10);
     expect(firstFall([{ step: 0, success: 0.3 }, { step: 10, success: 0.21 }], 0.1)).toBeNull();
+  });
+
+  it('end means average steps 1-10 and the last 10 steps', () => {
+    const pts = [1, 2, 10, 11, 48, 52, 60].map((step) => ({ step, v: step }));
+    expect(endMeans(pts, (p) => p.v)).toEqual({ early: 13 / 3, late: 56 }); // (1+2+10)/3; steps 52 and 60 (> 50)
+    expect(endMeans([{ step: 3, v: 1 }], (p) => p.v)).toBeNull(); // no step after 10
   });
 
   it('spread is the mean, sample sd, min and max', () => {
@@ -136,7 +143,18 @@ describe('the figures', () => {
   it('split the regime picture at the configs\' first diagnostic point', () => {
     const svg = regimeFigure(s).svg;
     for (const q of ['diverse, input-grounded', 'compressed, input-grounded', 'template collapse', 'low-entropy collapse']) expect(svg).toContain(q);
-    expect(svg).toContain('<title>step 1</title>');
+    expect(svg).toContain('<title>step 10</title>');
     expect(svg).toContain('<title>step 20</title>');
+  });
+
+  it('average the regime path over 10-step bins of the seed means', () => {
+    // alpha's seed means: step 1 (Ĥ 0.5, Î 0.9), 5 (0.55, 0.7), 10 (0.5, 0.65), 20 (0.55, 0.65).
+    const [b10, b20] = binned(s.configs[1]!);
+    expect(b10!.step).toBe(10);
+    expect(b10!.x).toBeCloseTo(1.55 / 3, 12);
+    expect(b10!.y).toBeCloseTo(0.75, 12);
+    expect(b20).toMatchObject({ step: 20 });
+    expect(b20!.x).toBeCloseTo(0.55, 12);
+    expect(b20!.y).toBeCloseTo(0.65, 12);
   });
 });

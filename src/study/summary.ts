@@ -38,7 +38,7 @@ export interface StudyRun {
   successFell: number | null;
   /** First diagnostic step at which Î(X;Z) is at most half its first value (null when it never is, or starts <= 0). */
   miHalved: number | null;
-  /** RAGEN-2's quadrant of the last diagnostic step against the first (split as the dashboard's collapse view). */
+  /** RAGEN-2's quadrant of the mean over the last 10 steps' diagnostics against the mean over steps 1-10 (single diagnostics are noisy). */
   endRegime: string | null;
 }
 
@@ -112,6 +112,26 @@ export function regimeOf(p: { mi: number; hzx: number }, base: { mi: number; hzx
   return p.hzx >= base.hzx ? 'template collapse' : 'low-entropy collapse';
 }
 
+/** Steps averaged at each end of a run for its regime and for the tables' first/last values. */
+export const END_WINDOW = 10;
+
+/** Mean of `value` over points with step <= END_WINDOW and over the last END_WINDOW steps (null if they overlap or are empty). */
+export function endMeans<T extends { step: number }>(points: T[], value: (p: T) => number): { early: number; late: number } | null {
+  if (points.length === 0) return null;
+  const last = points.at(-1)!.step;
+  const early = points.filter((p) => p.step <= END_WINDOW);
+  const late = points.filter((p) => p.step > Math.max(END_WINDOW, last - END_WINDOW));
+  if (early.length === 0 || late.length === 0) return null;
+  const mean = (ps: T[]) => ps.reduce((a, p) => a + value(p), 0) / ps.length;
+  return { early: mean(early), late: mean(late) };
+}
+
+function endRegime(collapse: CollapsePoint[]): string | null {
+  const mi = endMeans(collapse, (p) => p.mi);
+  const hzx = endMeans(collapse, (p) => p.hzx);
+  return mi && hzx ? regimeOf({ mi: mi.late, hzx: hzx.late }, { mi: mi.early, hzx: hzx.early }) : null;
+}
+
 /** Read one run directory named `<config>__seed<N>`. */
 export function readStudyRun(dir: string, config: string, seed: number, drop: number): { run: StudyRun; problems: string[] } {
   const s = summarizeRun('study', dir);
@@ -139,7 +159,7 @@ export function readStudyRun(dir: string, config: string, seed: number, drop: nu
     firstWarning,
     successFell: firstFall(val, drop),
     miHalved: halved?.step ?? null,
-    endRegime: first && collapse.length > 1 ? regimeOf(collapse.at(-1)!, first) : null,
+    endRegime: endRegime(collapse),
   };
   return { run, problems: s.problems.map((p) => `${dir}: ${p}`) };
 }
