@@ -37,7 +37,7 @@ export function successFigure(s: StudySummary): Figure {
     markers,
     yFormat: (v) => `${v}`,
   };
-  const notes = `▲ a run's first early warning (early_warning/*). ${s.configs.map(seedsNote).join('; ')}.`;
+  const notes = `▼ a run's first early warning (early_warning/*). ${s.configs.map(seedsNote).join('; ')}.`;
   const body = [legend(s.configs.map((c, i) => ({ label: c.name, color: configColor(i) })), 60, 16), panel(spec), `<text x="60" y="${H - 6}" class="note">${escapeText(notes)}</text>`];
   return { name: 'success', width: W, height: H, svg: svgDocument(W, H, body.join('\n')) };
 }
