@@ -11,6 +11,7 @@ import './bench-retrieval.js'; // adds `ragen bench retrieval`
 import './bench-sandbox.js'; // adds `ragen bench sandbox`
 import './bench-serve.js'; // adds `ragen bench serve`
 import './bench-gpu.js'; // adds `ragen bench gpu`
+import './bench-ragen2.js'; // adds `ragen bench ragen2`
 import * as retrieval from './retrieval.js';
 import * as evalCmd from './eval.js';
 import * as trainCmd from './train.js';
