@@ -235,8 +235,9 @@ def main(argv=None):
             write_frame(out, dict(hello, ok=False, error={"type": "DeviceError", "message": str(e), "traceback": ""}))
         return 1
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    pids = dist.gather(os.getpid())
     if lead:
-        write_frame(out, dict(hello, ok=True, device=str(device), deviceName=name, precision=precision, sdpa=hasattr(torch.nn.functional, "scaled_dot_product_attention")))
+        write_frame(out, dict(hello, ok=True, pids=pids, device=str(device), deviceName=name, precision=precision, sdpa=hasattr(torch.nn.functional, "scaled_dot_product_attention")))
     worker = Worker(device, autocast, args.token_budget, dist)
     stdin = sys.stdin.buffer
     while True:

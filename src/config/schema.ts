@@ -37,16 +37,20 @@ export const CriticSchema = z.strictObject({
 /** The torch engine's worker (`model.engine: torch`; docs/gpu.md). */
 export const TorchSchema = z.strictObject({
   /** Where the worker runs the model: `auto` (CUDA when torch sees a GPU, else CPU), `cpu`, `cuda` or `cuda:N`. @default "auto" */
-  device: z.string().regex(/^(auto|cpu|cuda(:\d+)?)$/, 'expected auto, cpu, cuda or cuda:N').default('auto'),
+  device: z.string().regex(/^(auto|cpu|cuda(:\d+)?)$/, 'auto, cpu, cuda or cuda:N').default('auto'),
   /** Compute precision: `auto` (bf16 on a GPU that has it, else float32), `float32`, or `bfloat16` (autocast; weights, gradients and AdamW state stay float32; on a CPU emulated and slow). @default "auto" */
   precision: z.enum(['auto', 'float32', 'bfloat16']).default('auto'),
   /** Most tokens (rows x longest row) the worker runs through the model at once; lower it when the worker reports out-of-memory. @default 4096 */
   tokenBudget: z.number().int().min(16).default(4096),
-  /** Data-parallel worker processes on this machine (gloo on CPU, NCCL on CUDA): each takes its share of every batch and of the prompts; gradients are summed across them. Each holds the whole model, except on CUDA with torch >= 2.4, where FSDP2 shards it across them (not yet run on a GPU; `RAGEN_TORCH_FSDP=0` turns it off; docs/gpu.md). @default 1 */
+  /** Data-parallel worker processes on this machine, launched with torchrun (gloo on CPU, NCCL on CUDA): each takes its share of every batch and of the prompts; gradients are summed across them. Each holds the whole model, except on CUDA with torch >= 2.4, where FSDP2 shards it across them (not yet run on a GPU; `RAGEN_TORCH_FSDP=0` turns it off; docs/gpu.md). @default 1 */
   ranks: z.number().int().min(1).default(1),
+  /** Machines taking part, `ranks` processes on each (torchrun's `--nnodes`, static rendezvous): this one is node 0 and prints the command to run on the others (docs/gpu.md). @default 1 */
+  nodes: z.number().int().min(1).default(1),
+  /** `host:port` of this machine's rendezvous store as the other nodes reach it; needed when `nodes` > 1. null: 127.0.0.1 and a free port. @default null */
+  master: z.string().regex(/^(\[[^\]]+\]|[^:\s]+):\d{1,5}$/, 'host:port, e.g. 10.0.0.1:29500').nullable().default(null),
   /** Recompute each decoder layer's activations during backward instead of keeping them: less memory for long sequences, about a third more compute. @default false */
   gradientCheckpointing: z.boolean().default(false),
-});
+}).refine((t) => t.nodes === 1 || t.master !== null, { message: 'several nodes need `master`, this machine\'s host:port as the other nodes reach it (e.g. model.torch.master=10.0.0.1:29500)', path: ['master'] });
 
 /** The policy model and the engine that runs it. */
 export const ModelSchema = z.strictObject({

@@ -5,6 +5,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
+import { RagenError } from '../util/index.js';
 import { encodeFrame, FrameReader, PROTOCOL_VERSION, type Frame, type FrameArray } from './torch-protocol.js';
 
 /** How to start a worker. */
@@ -22,10 +23,17 @@ export interface TorchWorkerOptions {
   /** Seconds one request may take before the worker is stopped. @default 3600 */
   requestTimeoutS?: number;
   /**
-   * Data-parallel ranks on this machine (gloo on CPU, NCCL on CUDA, rendezvous through the environment variables
-   * torchrun sets): each rank holds the model and takes its share of every batch; rank 0 talks to this process. @default 1
+   * Data-parallel ranks on this machine, launched with torchrun (gloo on CPU, NCCL on CUDA): each takes its share of
+   * every batch; global rank 0 talks to this process. @default 1
    */
   ranks?: number;
+  /**
+   * Machines taking part (torchrun's `--nnodes`); this one is node 0, the others are started with `nodeCommand`.
+   * @default 1
+   */
+  nodes?: number;
+  /** `host:port` of node 0's rendezvous store, reachable from every node; needed when `nodes` > 1. @default 127.0.0.1 and a free port */
+  master?: string;
   /** Replace the command (tests: a fake worker); gets no further arguments. */
   command?: string[];
   /** Forward the worker's stderr lines to this process's stderr. @default true */
@@ -41,18 +49,17 @@ export interface TorchHello {
   deviceName: string;
   precision: string;
   pid: number;
-  /** Data-parallel ranks. */
+  /** Data-parallel ranks (all nodes). */
   ranks: number;
+  /** Every rank's process id, in rank order. */
+  pids: number[];
 }
 
 /** A failure of the worker process itself (not of a request it answered). */
-export class TorchWorkerError extends Error {
-  override name = 'TorchWorkerError';
-}
+export class TorchWorkerError extends RagenError {}
 
 /** An error the worker reported for one request (its Python exception type, message and traceback tail). */
-export class TorchRequestError extends Error {
-  override name = 'TorchRequestError';
+export class TorchRequestError extends RagenError {
   constructor(readonly op: string, readonly type: string, message: string, readonly traceback: string) {
     super(`torch worker: ${op} failed: ${type}: ${message}${traceback ? `\n  worker traceback (last lines):\n    ${traceback.split('\n').join('\n    ')}` : ''}`);
   }
@@ -92,6 +99,7 @@ export class TorchWorker {
   private readonly reader = new FrameReader();
   private readonly pending = new Map<number, Pending>();
   private readonly stderrTail: string[] = [];
+  private stderrPartial = '';
   private nextId = 1;
   private failure: Error | null = null;
   /** The error of a `post`ed request, thrown by the next `request`. */
@@ -99,16 +107,22 @@ export class TorchWorker {
   private exited = false;
   private hello!: TorchHello;
 
-  /** Ranks 1.. of a data-parallel worker (rank 0 is `child`). */
-  private helpers: ChildProcess[] = [];
+  private constructor(private readonly child: ChildProcess, private readonly opts: TorchWorkerOptions, private readonly torchrun: { python: string; launch: string[]; worker: string[] } | null) {}
 
-  private constructor(private readonly child: ChildProcess, private readonly opts: TorchWorkerOptions) {}
-
-  /** Spawn the worker and wait for its handshake. */
+  /** Spawn the worker (through torchrun when it has several ranks) and wait for its handshake. */
   static async start(opts: TorchWorkerOptions): Promise<TorchWorker> {
-    const ranks = opts.ranks ?? 1;
-    if (!Number.isInteger(ranks) || ranks < 1) throw new RangeError(`torch worker: ranks must be a positive integer, got ${ranks}`);
-    const args = opts.command ?? [opts.python, '-m', 'ragen_torch', '--device', opts.device ?? 'auto', '--precision', opts.precision ?? 'auto', '--token-budget', String(opts.tokenBudget ?? 4096)];
+    const [ranks, nodes] = [opts.ranks ?? 1, opts.nodes ?? 1];
+    for (const [k, v] of [['ranks', ranks], ['nodes', nodes]] as const) {
+      if (!Number.isInteger(v) || v < 1) throw new RangeError(`torch worker: ${k} must be a positive integer, got ${v}`);
+    }
+    if (nodes > 1 && !opts.master) throw new RangeError(`torch worker: ${nodes} nodes need model.torch.master, this machine's host:port that the other nodes can reach (e.g. 10.0.0.1:29500)`);
+    const master = opts.master ?? `127.0.0.1:${await freePort()}`;
+    const m = /^(\[[^\]]+\]|[^:\s]+):(\d{1,5})$/.exec(master);
+    if (!m || Number(m[2]) > 65535) throw new RangeError(`torch worker: master must be host:port, got \`${master}\``);
+    const worker = ['-m', 'ragen_torch', '--device', opts.device ?? 'auto', '--precision', opts.precision ?? 'auto', '--token-budget', String(opts.tokenBudget ?? 4096)];
+    // torchrun's static rendezvous: node ranks are fixed, so global rank 0 (which reads our requests) is on this machine.
+    const torchrun = ranks * nodes === 1 ? null : { python: opts.python, launch: ['-m', 'ragen_torch.launch', `--nnodes=${nodes}`, `--nproc_per_node=${ranks}`, `--master_addr=${m[1]}`, `--master_port=${m[2]}`, '--max_restarts=0', '--monitor_interval=0.5'], worker };
+    const args = opts.command ?? (torchrun ? [opts.python, ...torchrun.launch, '--node_rank=0', ...worker] : [opts.python, ...worker]);
     const pkg = opts.command ? '' : workerPackageDir();
     const env = {
       ...process.env,
@@ -117,18 +131,27 @@ export class TorchWorker {
       PYTHONUNBUFFERED: '1',
       RAGEN_PARENT_PID: String(process.pid),
     };
-    const dist = (rank: number, port: number) => ({ RANK: String(rank), LOCAL_RANK: String(rank), WORLD_SIZE: String(ranks), LOCAL_WORLD_SIZE: String(ranks), MASTER_ADDR: '127.0.0.1', MASTER_PORT: String(port) });
-    const port = ranks > 1 ? await freePort() : 0;
-    const child = spawn(args[0]!, args.slice(1), { env: ranks > 1 ? { ...env, ...dist(0, port) } : env, stdio: ['pipe', 'pipe', 'pipe'] });
-    const w = new TorchWorker(child, opts);
-    for (let r = 1; r < ranks; r++) w.addHelper(spawn(args[0]!, args.slice(1), { env: { ...env, ...dist(r, port) }, stdio: ['ignore', 'ignore', 'pipe'] }), r);
+    const child = spawn(args[0]!, args.slice(1), { env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const w = new TorchWorker(child, opts, torchrun);
+    const wait = opts.startTimeoutS ?? (nodes > 1 ? 1800 : 120);
+    if (nodes > 1) process.stderr.write(`torch worker: waiting up to ${wait} s for ${nodes - 1} more node(s); on node k (1..${nodes - 1}) run, in a checkout of this ragen-ts version:\n  ${w.nodeCommand(1).replace('--node_rank=1', '--node_rank=k')}\n`);
     try {
-      w.hello = await w.wire(opts.startTimeoutS ?? 120);
+      w.hello = await w.wire(wait);
     } catch (e) {
       w.close(0); // a refused handshake (wrong protocol, no device) leaves no process behind
       throw e;
     }
     return w;
+  }
+
+  /**
+   * The shell command that starts node `nodeRank`'s share of the ranks on another machine (the same torchrun
+   * arguments with that node rank; `torchrun` itself works in place of `python -m ragen_torch.launch` on torch >= 2).
+   */
+  nodeCommand(nodeRank: number): string {
+    if (!this.torchrun) throw new RangeError('torch worker: this worker runs as one process; nodeCommand needs ranks or nodes above 1');
+    const { python, launch, worker } = this.torchrun;
+    return `PYTHONPATH=${quote(workerPackageDir())} ${[python, ...launch, `--node_rank=${nodeRank}`, ...worker].map(quote).join(' ')}`;
   }
 
   /** What the worker reported at start (torch and CUDA versions, device, precision). */
@@ -171,7 +194,7 @@ export class TorchWorker {
     this.failure ??= new TorchWorkerError('torch worker: the engine was disposed');
     this.child.stdin!.end();
     const t = setTimeout(() => {
-      for (const c of [this.child, ...this.helpers]) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+      if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGKILL');
     }, graceS * 1000);
     t.unref();
     this.setRef(false);
@@ -216,24 +239,16 @@ export class TorchWorker {
     });
   }
 
-  /** Rank `rank` (> 0): its stderr joins the tail; its death fails the worker (rank 0 would wait for it forever). */
-  private addHelper(c: ChildProcess, rank: number): void {
-    this.helpers.push(c);
-    c.stderr!.on('data', (data: Buffer) => this.stderrLines(data, `rank ${rank}: `));
-    c.on('exit', (code, signal) => {
-      if (this.failure) return; // closing: the ranks end when rank 0 does
-      setImmediate(() => this.fail(new TorchWorkerError(`torch worker rank ${rank} (pid ${c.pid}) ${signal ? `was killed by signal ${signal}` : `exited with code ${code}`}.${this.tail()}`)));
-    });
-    c.unref();
-    (c.stderr as unknown as { unref?(): void }).unref?.();
-  }
-
-  private stderrLines(data: Buffer, prefix = ''): void {
-    for (const line of data.toString('utf8').split('\n')) {
-      if (!line) continue;
-      this.stderrTail.push(prefix + line);
+  /** Complete stderr lines join the tail (and the console); a partial last line waits for its end. */
+  private stderrLines(data: Buffer): void {
+    const lines = (this.stderrPartial + data.toString('utf8')).split('\n');
+    this.stderrPartial = lines.pop()!;
+    for (const line of lines) {
+      if (!line.trim()) continue;
+      if (this.opts.echoStderr ?? true) process.stderr.write(`[torch worker] ${line}\n`);
+      if (/^\s*[\^~]+\s*$/.test(line)) continue; // Python's underlines of the failing expression: noise in a 12-line tail
+      this.stderrTail.push(line);
       if (this.stderrTail.length > 30) this.stderrTail.shift();
-      if (this.opts.echoStderr ?? true) process.stderr.write(`[torch worker] ${prefix}${line}\n`);
     }
   }
 
@@ -260,12 +275,12 @@ export class TorchWorker {
     }
     this.pending.clear();
     if (!this.exited) this.child.kill('SIGKILL');
-    for (const h of this.helpers) if (h.exitCode === null && h.signalCode === null) h.kill('SIGKILL');
     this.setRef(false);
   }
 
   private tail(): string {
-    return this.stderrTail.length > 0 ? ` Last stderr lines:\n  ${this.stderrTail.slice(-12).join('\n  ')}` : ' It wrote nothing on stderr.';
+    const lines = this.stderrPartial.trim() ? [...this.stderrTail, this.stderrPartial] : this.stderrTail;
+    return lines.length > 0 ? ` Last stderr lines:\n  ${lines.slice(-12).join('\n  ')}` : ' It wrote nothing on stderr.';
   }
 
   /** Keep the Node process alive only while a request waits (an idle worker must not block exit). */
@@ -275,4 +290,9 @@ export class TorchWorker {
     if (on) this.child.ref();
     else this.child.unref();
   }
+}
+
+/** `s` as one POSIX shell word. */
+function quote(s: string): string {
+  return /^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
 }

@@ -1,0 +1,45 @@
+"""`torchrun` for the worker's data-parallel ranks: `python -m ragen_torch.launch <torchrun arguments>`.
+
+It is PyTorch's own launcher (torch.distributed.run, in this process) with two additions:
+- the launcher dies with the process that started it (PR_SET_PDEATHSIG; SIGKILL, since torchrun handles SIGTERM only
+  between its blocking calls), and the workers, which die with their parent (worker.py), know it as that parent;
+- on torch < 2.0 under Python >= 3.11 (Debian's python3-torch 1.13), torchrun's parser of `--redirects` and `--tee`
+  returns None for "0" (Python 3.11 no longer iterates the zero flag of an IntFlag) and every launch crashes; the
+  parser is mended here. Newer torch needs nothing: plain `torchrun` with the same arguments works as well.
+"""
+import ctypes
+import os
+import signal
+import sys
+
+
+def mend_std_parser():
+    from torch.distributed.elastic.multiprocessing import api
+
+    if api.Std.from_str("0") is not None:
+        return
+    parse = api.Std.from_str.__func__
+
+    def from_str(cls, vm):
+        return api.Std.NONE if vm.strip() == "0" else parse(cls, vm)
+
+    api.Std.from_str = classmethod(from_str)
+
+
+def main(argv=None):
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass  # not Linux: the workers still end when rank 0's stdin closes
+    expected = os.environ.get("RAGEN_PARENT_PID")
+    if expected and os.getppid() != int(expected):
+        os._exit(1)  # the parent is already gone
+    os.environ["RAGEN_PARENT_PID"] = str(os.getpid())
+    mend_std_parser()
+    from torch.distributed import run
+
+    run.main(sys.argv[1:] if argv is None else argv)
+
+
+if __name__ == "__main__":
+    main()
