@@ -14,11 +14,12 @@ beforeAll(async () => {
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 describe('ragen bench learning', () => {
-  it('resolves run names: the defaults by name, anything else as presets joined by +', () => {
+  it('resolves run names: the defaults by name, anything else as presets and key=value overrides joined by +', () => {
     expect(learningRuns(undefined).map((r) => r.name)).toContain('sokoban-ppo+no-filter');
-    expect(learningRuns('bandit-ppo,sokoban-ppo+filter/top-k-0.25')).toEqual([
+    expect(learningRuns('bandit-ppo,sokoban-ppo+filter/top-k-0.25,sokoban-ppo+model.engine=torch+trainer.steps=3')).toEqual([
       { name: 'bandit-ppo', presets: ['bandit-ppo'] },
-      { name: 'sokoban-ppo+filter/top-k-0.25', presets: ['sokoban-ppo', 'filter/top-k-0.25'] },
+      { name: 'sokoban-ppo+filter/top-k-0.25', presets: ['sokoban-ppo', 'filter/top-k-0.25'], overrides: [] },
+      { name: 'sokoban-ppo+model.engine=torch+trainer.steps=3', presets: ['sokoban-ppo'], overrides: ['model.engine=torch', 'trainer.steps=3'] },
     ]);
   });
 

@@ -12,10 +12,11 @@ import { ConfigError, RagenError } from '../../util/index.js';
 import { addBenchSubcommand } from './bench.js';
 import { parsePositiveInt } from './env-options.js';
 
-/** One benchmark run: a name and the presets merged for it. */
+/** One benchmark run: a name, the presets merged for it and its own overrides (after the command's). */
 export interface LearningRunSpec {
   name: string;
   presets: string[];
+  overrides?: string[];
 }
 
 /** The issue's evidence: PPO on Sokoban and FrozenLake, GRPO, Bandit, and top-p 0.9 filtering (sokoban-ppo's) beside none. */
@@ -72,7 +73,7 @@ addBenchSubcommand((bench: Command) => {
     .command('learning')
     .description('Train presets and report validation success before/after with curves, kept ratio and step time (JSON + a markdown section for docs/benchmarks.md).')
     .argument('[overrides...]', 'config overrides applied to every run, e.g. trainer.valEvery=5')
-    .option('--runs <list>', `comma-separated runs: names of the defaults (${DEFAULT_RUNS.map((r) => r.name).join(', ')}) or presets joined by + (e.g. sokoban-ppo+filter/top-k-0.25)`)
+    .option('--runs <list>', `comma-separated runs: names of the defaults (${DEFAULT_RUNS.map((r) => r.name).join(', ')}) or presets and key=value overrides joined by + (e.g. sokoban-ppo+filter/top-k-0.25, sokoban-ppo+model.engine=torch)`)
     .option('--steps <n>', 'training steps per run (trainer.steps; default: each preset\'s)', parsePositiveInt('--steps'))
     .option('--out <file.json>', 'write the report here [<runs-dir>/report-<time>.json]')
     .option('--runs-dir <dir>', 'parent of the run directories', 'runs/bench-learning')
@@ -86,7 +87,10 @@ addBenchSubcommand((bench: Command) => {
 /** Resolve `--runs` into specs. */
 export function learningRuns(list: string | undefined): LearningRunSpec[] {
   if (!list) return DEFAULT_RUNS;
-  return list.split(',').map((s) => s.trim()).filter((s) => s !== '').map((name) => DEFAULT_RUNS.find((r) => r.name === name) ?? { name, presets: name.split('+') });
+  return list.split(',').map((s) => s.trim()).filter((s) => s !== '').map((name) => {
+    const parts = name.split('+');
+    return DEFAULT_RUNS.find((r) => r.name === name) ?? { name, presets: parts.filter((p) => !p.includes('=')), overrides: parts.filter((p) => p.includes('=')) };
+  });
 }
 
 /** Check every run's config first (a missing model fails in seconds, not after an hour), then train them in turn. */
@@ -97,7 +101,7 @@ export async function benchLearning(overrides: readonly string[], opts: Learning
   const problems: string[] = [];
   for (const spec of specs) {
     try {
-      const config = loadConfig({ config: spec.presets, overrides: [...overrides, ...(opts.steps ? [`trainer.steps=${opts.steps}`] : []), `logging.runDir=${join(opts.runsDir, `${spec.name.replace(/[^\w.+-]+/g, '-')}__${stamp}`)}`] });
+      const config = loadConfig({ config: spec.presets, overrides: [...overrides, ...(opts.steps ? [`trainer.steps=${opts.steps}`] : []), ...(spec.overrides ?? []), `logging.runDir=${join(opts.runsDir, `${spec.name.replace(/[^\w.+-]+/g, '-')}__${stamp}`)}`] });
       checkRunConfig(config);
       configs.push(config);
     } catch (err) {
