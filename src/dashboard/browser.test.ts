@@ -197,8 +197,11 @@ describe.skipIf(!browserAvailable())('dashboard in chromium', () => {
     await page.goto(dash.url);
     await page.waitForSelector('tr[data-run="0/appending"]');
     const order = () => page.locator('tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-run')));
+    const marked = () => page.locator('thead th').evaluateAll((ths) => ths.filter((t) => /[▲▼]/.test(t.textContent ?? '')).map((t) => t.textContent));
+    expect(await marked(), 'no column is marked before a sort').toEqual([]);
     await page.click('th:has-text("run") >> nth=0');
     expect(await order()).toEqual(['0/appending', '0/bandit-run', '0/crashed']);
+    expect(await marked()).toEqual(['run ▲']);
     await page.click('th:has-text("run") >> nth=0');
     expect(await order()).toEqual(['0/crashed', '0/bandit-run', '0/appending']);
   });

@@ -54,7 +54,7 @@ export async function runsPage(): Promise<Page> {
     compare.setAttribute('href', routeHref('curves', { runs: [...selected].join(',') }));
     compare.classList.toggle('disabled', selected.size === 0);
     table.replaceChildren(
-      h('thead', {}, h('tr', {}, COLUMNS.map(([c, key]) => h('th', key ? { class: 'sortable', title: 'sort', onclick: () => { sortBy = sortBy === key ? `-${key}` : key; draw(); } } : {}, c, sortBy === key ? ' ▲' : sortBy === `-${key}` ? ' ▼' : '')))),
+      h('thead', {}, h('tr', {}, COLUMNS.map(([c, key]) => h('th', key ? { class: 'sortable', title: 'sort', onclick: () => { sortBy = sortBy === key ? `-${key}` : key; draw(); } } : {}, c, key && sortBy === key ? ' ▲' : key && sortBy === `-${key}` ? ' ▼' : '')))),
       h(
         'tbody',
         {},
