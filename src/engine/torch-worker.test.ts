@@ -59,6 +59,13 @@ describe('TorchWorker failures', () => {
     const w = await TorchWorker.start({ python: 'unused', command: fake(`process.stdin.on('data', () => { console.error('CUDA error: an illegal memory access'); setTimeout(() => process.exit(3), 50); });`), echoStderr: false });
     await expect(w.request('generate')).rejects.toThrow(/exited with code 3[\s\S]*illegal memory access[\s\S]*generate/);
   });
+
+  it("names every rank of torchrun's failure summary, whichever it lists as the root cause, in chunks cut mid-line", async () => {
+    const summary = ['Failures:', '[1]:', '  rank      : 1 (local_rank: 1)', '  exitcode  : -9 (pid: 4242)', '  traceback : Signal 9 (SIGKILL) received by PID 4242', 'Root Cause (first observed failure):', '[0]:', '  rank      : 0 (local_rank: 0)', '  exitcode  : 1 (pid: 4241)', '  traceback : To enable traceback see: ...', '='.repeat(40)].join('\n');
+    const halves = [summary.slice(0, 50), summary.slice(50)];
+    const w = await TorchWorker.start({ python: 'unused', command: fake(`process.stdin.on('data', () => { process.stderr.write(${JSON.stringify(halves[0])}); setTimeout(() => { process.stderr.write(${JSON.stringify(halves[1] + '\n')}); setTimeout(() => process.exit(1), 50); }, 50); });`), echoStderr: false });
+    await expect(w.request('forward')).rejects.toThrow(/exited with code 1\. torchrun reports: rank 1 \(pid 4242\) was killed by signal 9 \(SIGKILL[^)]*\); rank 0 \(pid 4241\) exited with code 1\./);
+  });
 });
 
 describe.skipIf(!python)('TorchWorker failures (real worker)', () => {

@@ -100,6 +100,9 @@ export class TorchWorker {
   private readonly pending = new Map<number, Pending>();
   private readonly stderrTail: string[] = [];
   private stderrPartial = '';
+  /** Ranks torchrun reported as failed (from its summary on stderr), in the order it listed them. */
+  private readonly failedRanks = new Map<number, string>();
+  private summaryRank = -1;
   private nextId = 1;
   private failure: Error | null = null;
   /** The error of a `post`ed request, thrown by the next `request`. */
@@ -233,7 +236,7 @@ export class TorchWorker {
       child.on('exit', (code, signal) => {
         this.exited = true;
         // stderr may still hold the crash's last lines: read them before failing the waiters.
-        setImmediate(() => this.fail(new TorchWorkerError(`torch worker (pid ${this.pid}) ${signal ? `was killed by signal ${signal}` : `exited with code ${code}`}${signal === 'SIGKILL' ? ' (kill -9 or the kernel OOM killer)' : ''}.${this.tail()}`)));
+        setImmediate(() => this.fail(new TorchWorkerError(`torch worker (pid ${this.pid}) ${signal ? `was killed by signal ${signal}` : `exited with code ${code}`}${signal === 'SIGKILL' ? ' (kill -9 or the kernel OOM killer)' : ''}.${this.ranksFailed()}${this.tail()}`)));
       });
       this.setRef(true);
     });
@@ -246,6 +249,7 @@ export class TorchWorker {
     for (const line of lines) {
       if (!line.trim()) continue;
       if (this.opts.echoStderr ?? true) process.stderr.write(`[torch worker] ${line}\n`);
+      this.readSummary(line);
       if (/^\s*[\^~]+\s*$/.test(line)) continue; // Python's underlines of the failing expression: noise in a 12-line tail
       this.stderrTail.push(line);
       if (this.stderrTail.length > 30) this.stderrTail.shift();
@@ -276,6 +280,22 @@ export class TorchWorker {
     this.pending.clear();
     if (!this.exited) this.child.kill('SIGKILL');
     this.setRef(false);
+  }
+
+  /** torchrun's failure summary names each failed rank (`rank : 1 (local_rank: 1)`, then `exitcode : -9 (pid: N)`). */
+  private readSummary(line: string): void {
+    const rank = /^\s*rank\s*:\s*(\d+) \(local_rank: \d+\)/.exec(line);
+    if (rank) this.summaryRank = Number(rank[1]);
+    const exit = /^\s*exitcode\s*:\s*(-?\d+) \(pid: (\d+)\)/.exec(line);
+    if (exit && this.summaryRank >= 0) {
+      const c = Number(exit[1]);
+      this.failedRanks.set(this.summaryRank, `rank ${this.summaryRank} (pid ${exit[2]}) ${c < 0 ? `was killed by signal ${-c}${c === -9 ? ' (SIGKILL: kill -9 or the OOM killer)' : ''}` : `exited with code ${c}`}`);
+      this.summaryRank = -1;
+    }
+  }
+
+  private ranksFailed(): string {
+    return this.failedRanks.size ? ` torchrun reports: ${[...this.failedRanks.values()].join('; ')}.` : '';
   }
 
   private tail(): string {
