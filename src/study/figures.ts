@@ -31,7 +31,7 @@ export function successFigure(s: StudySummary): Figure {
   const markers = s.configs.flatMap((c, i) => c.runs.map((r) => ({ r, w: earliestWarning(r) })).filter((x) => x.w !== null).map(({ r, w }) => ({ x: w!.step, color: configColor(i), title: `${c.name} seed ${r.seed}: ${w!.kind} at step ${w!.step}` })));
   const spec: PanelSpec = {
     x: 0, y: 30, width: W, height: H - 60,
-    title: 'Validation success on SimpleSokoban (mean over seeds, band = min to max)',
+    title: 'Validation success (mean over seeds, band = min to max)',
     xLabel: 'training step', yLabel: 'val success (%)',
     series: s.configs.map((c, i) => bandSeries(c, i, c.val, 100)),
     markers,

@@ -30,7 +30,7 @@ function warnedFirst(run: StudyRun): string {
 }
 
 /** The markdown section; `meta` is the date/machine line. */
-export function studyMarkdown(s: StudySummary, meta: string, command: string): string {
+export function studyMarkdown(s: StudySummary, meta: string, command: string, figures = 'ragen2'): string {
   const runs = s.configs.flatMap((c) => c.runs);
   const done = runs.filter((r) => r.after !== null);
   const status = runs.length === 0 ? 'No runs yet.' : `Runs finished: ${done.length} of ${runs.length} started (${runs.map((r) => `${r.config} seed ${r.seed}: ${r.after !== null ? 'finished' : `${r.status}, step ${r.stepsDone}/${r.stepsPlanned ?? '?'}`}`).join('; ')}).`;
@@ -45,7 +45,7 @@ export function studyMarkdown(s: StudySummary, meta: string, command: string): s
     '',
     `${meta} Command: \`${command}\`. ${status}`,
     '',
-    `Val success: \`val/success\` on the fixed validation seeds of \`env.val\` (64 SimpleSokoban seeds in the presets); "after" is the last validation of a finished run. Spread: ± sample sd over seeds, (min to max). "Success fell": the first validation at least ${(100 * s.drop).toFixed(0)} points below the best validation before it. "MI halved": the first collapse-diagnostic step where Î(X;Z) (\`collapse/mi_estimate\`) is at most half its step-1 value. Î and Ĥ(Z|X) "first → last": the seed mean averaged over the diagnostics of steps 1-${END_WINDOW} and of the last ${END_WINDOW} steps (one diagnostic scores 64 pairs and is noisy). End regime: the quadrant of the last ${END_WINDOW} steps' mean against the first ${END_WINDOW} steps' (Î up or down, Ĥ(Z|X) up or down), RAGEN-2's four regimes as the dashboard's collapse view names them.`,
+    `Val success: \`val/success\` on the fixed validation seeds of \`env.val\` (64 seeds of the validation env in the presets); "after" is the last validation of a finished run. Spread: ± sample sd over seeds, (min to max). "Success fell": the first validation at least ${(100 * s.drop).toFixed(0)} points below the best validation before it. "MI halved": the first collapse-diagnostic step where Î(X;Z) (\`collapse/mi_estimate\`) is at most half its step-1 value. Î and Ĥ(Z|X) "first → last": the seed mean averaged over the diagnostics of steps 1-${END_WINDOW} and of the last ${END_WINDOW} steps (one diagnostic scores 64 pairs and is noisy). End regime: the quadrant of the last ${END_WINDOW} steps' mean against the first ${END_WINDOW} steps' (Î up or down, Ĥ(Z|X) up or down), RAGEN-2's four regimes as the dashboard's collapse view names them.`,
     '',
     '| config | finished | val success before | after | change | Î(X;Z), steps 1-10 → last 10 | Ĥ(Z|X), steps 1-10 → last 10 | runs with MI halved | runs where success fell | of those, a warning fired first |',
     '|---|---:|---|---|---|---|---|---:|---:|---:|',
@@ -55,9 +55,9 @@ export function studyMarkdown(s: StudySummary, meta: string, command: string): s
     '|---|---:|---|---:|---:|---:|---:|---:|---|---|---:|---|',
     ...runRows,
     '',
-    '![Validation success per config](ragen2/success.png)',
-    '![Î(X;Z) and Ĥ(Z|X) per config](ragen2/collapse.png)',
-    '![The two-axis regime picture](ragen2/regimes.png)',
+    `![Validation success per config](${figures}/success.png)`,
+    `![Î(X;Z) and Ĥ(Z|X) per config](${figures}/collapse.png)`,
+    `![The two-axis regime picture](${figures}/regimes.png)`,
     ...(s.problems.length ? ['', 'Problems reading the runs:', '', ...s.problems.map((p) => `- ${p}`)] : []),
   ].join('\n');
 }

@@ -83,6 +83,8 @@ describe('the study summary', () => {
     expect(md).toContain('| alpha | 2/2 | 25.0% ± 0.0 (25.0 to 25.0, n=2) | 37.5% ± 10.6 (30.0 to 45.0, n=2) | +12.5 pts ± 10.6 (+5.0 to +20.0, n=2) |');
     expect(md).toContain('| alpha | 1 | finished | 20/20 | 25.0% | 30.0% | 50.0% | 20 | reward_std_collapse @16, entropy_drop @15 | yes (5 steps ahead) | 10 | template collapse |');
     expect(md).toMatch(/Runs finished: 2 of 3 started .*beta seed 7: (running|stopped), step 12\/20/);
+    expect(md).toContain('](ragen2/regimes.png)');
+    expect(studyMarkdown(s, 'Date x.', 'c', 'ragen2/frozenlake')).toContain('](ragen2/frozenlake/regimes.png)');
   });
 });
 

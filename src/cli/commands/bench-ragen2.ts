@@ -3,7 +3,7 @@
 // the summary as JSON and markdown and the figures as PNG, from whatever runs exist.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
-import { join } from 'node:path';
+import { join, relative, sep } from 'node:path';
 import type { Command } from 'commander';
 import { runStudy, STUDY_CONFIGS, STUDY_OVERRIDES, STUDY_SEEDS, studyConfigs, studyFigures, studyMarkdown, summarizeStudy, writePngs } from '../../study/index.js';
 import { UsageError } from '../../util/index.js';
@@ -37,7 +37,8 @@ function parseDrop(v: string): number {
 export async function ragen2Report(runsDir: string, outDir: string, drop: number, order: string[], command: string): Promise<string> {
   const summary = summarizeStudy(runsDir, { drop, order });
   const meta = `Date ${new Date().toISOString().slice(0, 10)}. ${os.cpus()[0]?.model ?? 'unknown'} x ${os.cpus().length}, Node ${process.version}, 1-minute load average ${os.loadavg()[0]!.toFixed(2)} when the report was made (the machine is shared: step times are noisy, success numbers are not).`;
-  const md = studyMarkdown(summary, meta, command);
+  // Figure links relative to docs/, where the section is pasted (docs/benchmarks.md).
+  const md = studyMarkdown(summary, meta, command, relative('docs', outDir).split(sep).join('/'));
   mkdirSync(outDir, { recursive: true });
   writeFileSync(join(outDir, 'summary.json'), `${JSON.stringify(summary, null, 2)}\n`);
   writeFileSync(join(outDir, 'summary.md'), `${md}\n`);
