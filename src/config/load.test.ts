@@ -228,3 +228,14 @@ describe('saved configs', () => {
     expect(loadSavedConfig(file, ['trainer.steps=9']).trainer.steps).toBe(9);
   });
 });
+
+describe('the torch engine across machines (model.torch.nodes, model.torch.master)', () => {
+  it('needs master with several nodes, takes host:port forms, and refuses other values by key', () => {
+    expect(err(() => withOverrides('model.torch.nodes=2'))).toMatch(/`model.torch.master`.*several nodes need `master`/);
+    for (const master of ['10.0.0.1:29500', 'node-0.cluster:29500', '[fe80::1]:29500']) {
+      expect(withOverrides('model.torch.nodes=2', `model.torch.master='${master}'`).model.torch.master).toBe(master);
+    }
+    for (const bad of ['10.0.0.1', 'host:port', 'a b:1']) expect(err(() => withOverrides(`model.torch.master=${bad}`))).toMatch(/`model.torch.master`.*host:port, e.g. 10.0.0.1:29500/);
+    expect(withOverrides().model.torch).toMatchObject({ nodes: 1, master: null });
+  });
+});

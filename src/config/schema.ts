@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { agentConfigSchema } from '../agent/index.js';
 import { AlgoSchema } from './schema-algo.js';
 import { TrainerSchema } from './schema-trainer.js';
+import { HOST_PORT } from '../util/index.js';
 
 /** Seeds of the environment groups (RAGEN's `seed`). */
 export const SeedSchema = z.strictObject({
@@ -47,7 +48,7 @@ export const TorchSchema = z.strictObject({
   /** Machines taking part, `ranks` processes on each (torchrun's `--nnodes`, static rendezvous): this one is node 0 and prints the command to run on the others (docs/gpu.md). @default 1 */
   nodes: z.number().int().min(1).default(1),
   /** `host:port` of this machine's rendezvous store as the other nodes reach it; needed when `nodes` > 1. null: 127.0.0.1 and a free port. @default null */
-  master: z.string().regex(/^(\[[^\]]+\]|[^:\s]+):\d{1,5}$/, 'host:port, e.g. 10.0.0.1:29500').nullable().default(null),
+  master: z.string().regex(HOST_PORT, 'host:port, e.g. 10.0.0.1:29500').nullable().default(null),
   /** Recompute each decoder layer's activations during backward instead of keeping them: less memory for long sequences, about a third more compute. @default false */
   gradientCheckpointing: z.boolean().default(false),
 }).refine((t) => t.nodes === 1 || t.master !== null, { message: 'several nodes need `master`, this machine\'s host:port as the other nodes reach it (e.g. model.torch.master=10.0.0.1:29500)', path: ['master'] });

@@ -5,6 +5,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { RagenError } from '../util/index.js';
 import { sequenceBatch } from './batch.js';
 import { TorchEngine } from './torch.js';
 import { TorchRequestError, TorchWorker } from './torch-worker.js';
@@ -61,10 +62,13 @@ describe('TorchWorker failures', () => {
   });
 
   it("names every rank of torchrun's failure summary, whichever it lists as the root cause, in chunks cut mid-line", async () => {
-    const summary = ['Failures:', '[1]:', '  rank      : 1 (local_rank: 1)', '  exitcode  : -9 (pid: 4242)', '  traceback : Signal 9 (SIGKILL) received by PID 4242', 'Root Cause (first observed failure):', '[0]:', '  rank      : 0 (local_rank: 0)', '  exitcode  : 1 (pid: 4241)', '  traceback : To enable traceback see: ...', '='.repeat(40)].join('\n');
+    const summary = ['Failures:', '[1]:', '  rank      : 1 (local_rank: 1)', '  exitcode  : -9 (pid: 4242)', '  traceback : Signal 9 (SIGKILL) received by PID 4242', 'Root Cause (first observed failure):', '[0]:', '  rank      : 0 (local_rank: 0)', '  exitcode  : 1 (pid: 4241)', '  traceback : To enable traceback see: ...', '='.repeat(40), 'Traceback (most recent call last):', '    run(args)', '    ^^^^^^^^^', 'RuntimeError: gloo connection closed'].join('\n');
     const halves = [summary.slice(0, 50), summary.slice(50)];
     const w = await TorchWorker.start({ python: 'unused', command: fake(`process.stdin.on('data', () => { process.stderr.write(${JSON.stringify(halves[0])}); setTimeout(() => { process.stderr.write(${JSON.stringify(halves[1] + '\n')}); setTimeout(() => process.exit(1), 50); }, 50); });`), echoStderr: false });
-    await expect(w.request('forward')).rejects.toThrow(/exited with code 1\. torchrun reports: rank 1 \(pid 4242\) was killed by signal 9 \(SIGKILL[^)]*\); rank 0 \(pid 4241\) exited with code 1\./);
+    const e = (await w.request('forward').then(() => new Error('the request succeeded'), (x: unknown) => x)) as Error;
+    expect(e.message).toMatch(/exited with code 1\. torchrun reports: rank 1 \(pid 4242\) was killed by signal 9 \(SIGKILL[^)]*\); rank 0 \(pid 4241\) exited with code 1\./);
+    expect(e.message, "Python's ^^^ underlines stay out of the tail").not.toMatch(/\^\^\^/);
+    expect(e, 'the CLI prints RagenErrors as one message, not a stack').toBeInstanceOf(RagenError);
   });
 });
 

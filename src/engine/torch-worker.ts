@@ -5,7 +5,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
-import { RagenError } from '../util/index.js';
+import { HOST_PORT, RagenError } from '../util/index.js';
 import { encodeFrame, FrameReader, PROTOCOL_VERSION, type Frame, type FrameArray } from './torch-protocol.js';
 
 /** How to start a worker. */
@@ -120,7 +120,7 @@ export class TorchWorker {
     }
     if (nodes > 1 && !opts.master) throw new RangeError(`torch worker: ${nodes} nodes need model.torch.master, this machine's host:port that the other nodes can reach (e.g. 10.0.0.1:29500)`);
     const master = opts.master ?? `127.0.0.1:${await freePort()}`;
-    const m = /^(\[[^\]]+\]|[^:\s]+):(\d{1,5})$/.exec(master);
+    const m = HOST_PORT.exec(master);
     if (!m || Number(m[2]) > 65535) throw new RangeError(`torch worker: master must be host:port, got \`${master}\``);
     const worker = ['-m', 'ragen_torch', '--device', opts.device ?? 'auto', '--precision', opts.precision ?? 'auto', '--token-budget', String(opts.tokenBudget ?? 4096)];
     // torchrun's static rendezvous: node ranks are fixed, so global rank 0 (which reads our requests) is on this machine.
@@ -137,7 +137,7 @@ export class TorchWorker {
     const child = spawn(args[0]!, args.slice(1), { env, stdio: ['pipe', 'pipe', 'pipe'] });
     const w = new TorchWorker(child, opts, torchrun);
     const wait = opts.startTimeoutS ?? (nodes > 1 ? 1800 : 120);
-    if (nodes > 1) process.stderr.write(`torch worker: waiting up to ${wait} s for ${nodes - 1} more node(s); on node k (1..${nodes - 1}) run, in a checkout of this ragen-ts version:\n  ${w.nodeCommand(1).replace('--node_rank=1', '--node_rank=k')}\n`);
+    if (nodes > 1) process.stderr.write(`torch worker: waiting up to ${wait} s for ${nodes - 1} more node(s); on node k (1..${nodes - 1}) run, in a checkout of this ragen-ts version:\n  ${w.nodeCommand('k')}\n`);
     try {
       w.hello = await w.wire(wait);
     } catch (e) {
@@ -149,9 +149,10 @@ export class TorchWorker {
 
   /**
    * The shell command that starts node `nodeRank`'s share of the ranks on another machine (the same torchrun
-   * arguments with that node rank; `torchrun` itself works in place of `python -m ragen_torch.launch` on torch >= 2).
+   * arguments with that node rank, or a placeholder such as `k`; `torchrun` itself works in place of
+   * `python -m ragen_torch.launch` on torch >= 2).
    */
-  nodeCommand(nodeRank: number): string {
+  nodeCommand(nodeRank: number | string): string {
     if (!this.torchrun) throw new RangeError('torch worker: this worker runs as one process; nodeCommand needs ranks or nodes above 1');
     const { python, launch, worker } = this.torchrun;
     return `PYTHONPATH=${quote(workerPackageDir())} ${[python, ...launch, `--node_rank=${nodeRank}`, ...worker].map(quote).join(' ')}`;
