@@ -40,23 +40,24 @@ function checkVocab(tokenizer: Tokenizer, tokDir: string, modelVocab: number): v
   if (tokenizer.vocabSize > modelVocab) throw new UsageError(`The tokenizer of \`${tokDir}\` has ${tokenizer.vocabSize} ids but the model's vocabulary has ${modelVocab}; give the model's own tokenizer with --tokenizer.`);
 }
 
+/** The target of an opened engine: its vocabulary checked against the tokenizer (the engine is freed if it fails). */
+function target(engine: LocalEngine | TorchEngine, dir: string, modelDir: string, opened: { tokenizer: Tokenizer; tokDir: string }, name: string | undefined, sizes: { contextLength: number; vocabSize: number }, topLogprobs: ServeTarget['topLogprobs']): ServeTarget {
+  try {
+    checkVocab(opened.tokenizer, opened.tokDir, sizes.vocabSize);
+  } catch (e) {
+    engine.dispose();
+    throw e;
+  }
+  return { modelDir, engine, tokenizer: opened.tokenizer, modelName: name ?? basename(resolve(dir)), ...sizes, topLogprobs, dispose: () => engine.dispose() };
+}
+
 /** A checkpoint on the local engine, whose `top_logprobs` come from a teacher-forced pass of the same model. */
 export async function localServeTarget(dir: string, resolveModelDir: ModelDirResolver, opts: { tokenizerDir?: string; name?: string } = {}): Promise<ServeTarget> {
   const modelDir = resolveModelDir(dir);
-  const { tokenizer, tokDir } = openTokenizer(modelDir, opts.tokenizerDir);
-  const engine = await LocalEngine.fromPretrained(modelDir, { decode: (ids) => tokenizer.decode(ids) });
+  const opened = openTokenizer(modelDir, opts.tokenizerDir);
+  const engine = await LocalEngine.fromPretrained(modelDir, { decode: (ids) => opened.tokenizer.decode(ids) });
   const cfg = engine.policy.config;
-  checkVocab(tokenizer, tokDir, cfg.vocabSize);
-  return {
-    modelDir,
-    engine,
-    tokenizer,
-    modelName: opts.name ?? basename(resolve(dir)),
-    contextLength: cfg.maxPositionEmbeddings,
-    vocabSize: cfg.vocabSize,
-    topLogprobs: localTopLogprobs(engine.policy),
-    dispose: () => engine.dispose(),
-  };
+  return target(engine, dir, modelDir, opened, opts.name, { contextLength: cfg.maxPositionEmbeddings, vocabSize: cfg.vocabSize }, localTopLogprobs(engine.policy));
 }
 
 /**
@@ -65,29 +66,14 @@ export async function localServeTarget(dir: string, resolveModelDir: ModelDirRes
  */
 export async function torchServeTarget(dir: string, resolveModelDir: ModelDirResolver, opts: { tokenizerDir?: string; name?: string; torch?: TorchServeOptions } = {}): Promise<ServeTarget> {
   const modelDir = resolveModelDir(dir);
-  const { tokenizer, tokDir } = openTokenizer(modelDir, opts.tokenizerDir);
+  const opened = openTokenizer(modelDir, opts.tokenizerDir);
   const cfg = configFromHF(JSON.parse(readFileSync(join(modelDir, 'config.json'), 'utf8')) as Record<string, unknown>, join(modelDir, 'config.json'));
   const t = opts.torch ?? {};
   const engine = await TorchEngine.fromPretrained(modelDir, {
-    decode: (ids) => tokenizer.decode(ids),
+    decode: (ids) => opened.tokenizer.decode(ids),
     ...(t.device ? { device: t.device } : {}),
     ...(t.precision ? { precision: t.precision } : {}),
     ...(t.python ? { python: t.python } : {}),
   });
-  try {
-    checkVocab(tokenizer, tokDir, engine.vocabSize);
-  } catch (e) {
-    engine.dispose();
-    throw e;
-  }
-  return {
-    modelDir,
-    engine,
-    tokenizer,
-    modelName: opts.name ?? basename(resolve(dir)),
-    contextLength: cfg.maxPositionEmbeddings,
-    vocabSize: engine.vocabSize,
-    topLogprobs: undefined,
-    dispose: () => engine.dispose(),
-  };
+  return target(engine, dir, modelDir, opened, opts.name, { contextLength: cfg.maxPositionEmbeddings, vocabSize: engine.vocabSize }, undefined);
 }
