@@ -11,6 +11,7 @@ import torch.nn as nn
 from . import fsdp
 from .model import LINEAR_MODULES, Decoder, load_decoder
 from .safetensors_io import CheckpointError, read_safetensors
+from .token_stats import plain_token_stats_from_logits, token_stats
 
 VALUE_HEAD_FILE = "value_head.safetensors"
 
@@ -158,15 +159,21 @@ class Roles:
                 x = ids.index_select(0, idx)[:, :L]
                 lens = torch.tensor([lengths[r] for r in rows], device=self.device)
                 mask = torch.arange(L - 1, device=self.device)[None, :] < (lens - 1)[:, None]
-                with self.autocast() if self.autocast else contextlib.nullcontext():  # grad mode: the caller's
-                    h, logits = model(x[:, :-1], with_logits=True) if want_lp or entropy else (model(x[:, :-1]), None)
                 out = {}
-                if logits is not None:
-                    logp = logits.float().log_softmax(-1)
-                    if want_lp:
-                        out["logprobs"] = logp.gather(-1, x[:, 1:, None]).squeeze(-1)
-                    if entropy:
-                        out["entropy"] = -(logp.exp() * logp).sum(-1)
+                with self.autocast() if self.autocast else contextlib.nullcontext():  # grad mode: the caller's
+                    if (want_lp or entropy) and self.sharded():
+                        # FSDP gathers the head's weight only inside the module call: the logits are made there.
+                        h, logits = model(x[:, :-1], with_logits=True)
+                        logp, ent = plain_token_stats_from_logits(logits, x[:, 1:], entropy)
+                    else:
+                        h = model(x[:, :-1])
+                        if want_lp or entropy:  # one chunk of logits at a time, never the (rows, L, V) tensor
+                            logp, ent = token_stats(h.reshape(-1, h.shape[-1]), model.head_weight(), x[:, 1:].reshape(-1), entropy)
+                            logp, ent = logp.view(x.shape[0], L - 1), None if ent is None else ent.view(x.shape[0], L - 1)
+                if want_lp:
+                    out["logprobs"] = logp
+                if entropy:
+                    out["entropy"] = ent
                 if head is not None:
                     out["values"] = head(h.float()).squeeze(-1)
                 parts.append((rows, L, {k: t * mask for k, t in out.items()}))
