@@ -30,10 +30,11 @@ def pick(logits, temperature, top_k, top_p, generator):
     return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
 
 
-def generate(model, prompts, params, pieces=None, budget=1 << 16, autocast=None, mode=None):
+def generate(model, prompts, params, pieces=None, budget=1 << 16, autocast=None, mode=None, share_prompts=True):
     """Sample completions of `prompts` (lists of ids). Returns [(tokens, logprobs, finish_reason)] in prompt order.
     `pieces`: each token id's text (stop strings); `autocast`: a factory of the compute-precision context, or None;
-    `mode`: the decode step, eager (rows leave the cache), static or graph (decode.py); default decode_mode()."""
+    `mode`: the decode step, eager (rows leave the cache), static or graph (decode.py); default decode_mode();
+    `share_prompts`: prefill each distinct prompt once (False: every row its own prefill, the reference)."""
     dev = model.head_weight().device
     mode = mode or decode_mode(dev)
     c = model.config
@@ -58,19 +59,35 @@ def generate(model, prompts, params, pieces=None, budget=1 << 16, autocast=None,
     key_valid = torch.arange(cap, device=dev)[None, :] >= pads[:, None]  # (n, cap)
     positions = (torch.arange(P, device=dev)[None, :] - pads[:, None]).clamp(min=0)
     dtype = torch.bfloat16 if autocast is not None else model.head_weight().dtype
-    cache = [tuple(torch.zeros(n, c.K, cap, c.D, device=dev, dtype=dtype) for _ in range(2)) for _ in range(c.n_layers)]
+    # Identical prompts (a group's first turn: G copies of one initial state) are prefilled once and their cache rows
+    # copied: the same left padding and positions give the same keys, values and logits.
+    first, inverse, uniq = {}, [], []  # uniq: the rows prefilled; inverse: each row's place among them
+    for i, p in enumerate(prompts):
+        key = tuple(p) if share_prompts else i
+        if key not in first:
+            first[key] = len(uniq)
+            uniq.append(i)
+        inverse.append(first[key])
+    U = len(uniq)
+    cache = [tuple(torch.zeros(U, c.K, cap, c.D, device=dev, dtype=dtype) for _ in range(2)) for _ in range(c.n_layers)]
     with torch.no_grad(), (autocast() if autocast is not None else contextlib.nullcontext()):
         # Prefill in row ranges: activations within the token budget.
         logits = []
         step_rows = max(1, budget // max(P, 1))
         if not HAS_SDPA:  # the plain attention holds (rows, H, P, P) scores: keep them under 2^27 floats
             step_rows = max(1, min(step_rows, (1 << 27) // (c.H * P * P)))
-        for a in range(0, n, step_rows):
-            b = min(n, a + step_rows)
+        rows_u = torch.tensor(uniq, device=dev)
+        ids_u, pos_u, valid_u = ids.index_select(0, rows_u), positions.index_select(0, rows_u), key_valid.index_select(0, rows_u)
+        for a in range(0, U, step_rows):
+            b = min(U, a + step_rows)
             sub = [(k[a:b], v[a:b]) for k, v in cache]
-            h = model.hidden(ids[a:b], positions[a:b], key_valid[a:b], sub, 0)
+            h = model.hidden(ids_u[a:b], pos_u[a:b], valid_u[a:b], sub, 0)
             logits.append(model.logits(h[:, -1]).float())
         logits = torch.cat(logits)
+        if U < n:
+            expand = torch.tensor(inverse, device=dev)
+            cache = [(k.index_select(0, expand), v.index_select(0, expand)) for k, v in cache]
+            logits = logits.index_select(0, expand)
         rows = list(range(n))
         static = None if mode == "eager" else StaticStep(model, cache, key_valid, pads, mode == "graph", autocast)
         live = torch.arange(n, device=dev)  # static: the cache rows still sampling
