@@ -43,8 +43,11 @@ sys.exit(3)`);
   it('reads one tensor stored past byte 2^31 of a sparse file without reading the file whole', () => {
     const path = join(root, 'big.safetensors');
     // The header and tail written here by hand (the format's spec), the 2.4 GB of zeros between them left sparse.
-    const r = py(`import json, os, struct
+    const r = py(`import json, os, resource, struct
 from ragen_torch.safetensors_io import read_safetensors
+# 512 MB of address space beyond what is mapped now: reading the 2.4 GB file whole would raise MemoryError.
+mapped = int(open("/proc/self/statm").read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+resource.setrlimit(resource.RLIMIT_AS, (mapped + (512 << 20), resource.RLIM_INFINITY))
 big = 600_000_000
 h = json.dumps({"big": {"dtype": "F32", "shape": [big], "data_offsets": [0, 4 * big]}, "tail": {"dtype": "F32", "shape": [2, 2], "data_offsets": [4 * big, 4 * big + 16]}}).encode()
 with open(${JSON.stringify(path)}, "wb") as f:
