@@ -1,5 +1,5 @@
 """Saving the worker's models as src/model/checkpoint.ts does: config.json + generation_config.json + model.safetensors
-(float32, sharded past 2 GiB), the LoRA adapter in PEFT's layout under adapter/, value_head.safetensors, a separate
+(float32, sharded past max_shard_bytes, 1 GiB by default), the LoRA adapter in PEFT's layout under adapter/, value_head.safetensors, a separate
 critic under critic/, tokenizer files copied; the local engine and transformers / PEFT load the result.
 """
 import json
@@ -18,7 +18,7 @@ def peft_config(lora, base=".."):
     }
 
 
-def save_model(directory, model, value_head=None, source=None, tokenizer_path=None):
+def save_model(directory, model, value_head=None, source=None, tokenizer_path=None, max_shard_bytes=None):
     os.makedirs(directory, exist_ok=True)
     raw = dict(model.config.raw, torch_dtype="float32")
     with open(os.path.join(directory, "config.json"), "w") as f:
@@ -30,7 +30,7 @@ def save_model(directory, model, value_head=None, source=None, tokenizer_path=No
         ids = {k: raw[k] for k in ("bos_token_id", "eos_token_id", "pad_token_id") if k in raw}
         with open(os.path.join(directory, "generation_config.json"), "w") as f:
             json.dump(ids, f, indent=2)
-    save_weights(directory, {k: v.float() for k, v in model.base_state().items()})
+    save_weights(directory, {k: v.float() for k, v in model.base_state().items()}, max_shard_bytes)
     if model.lora is not None:
         adir = os.path.join(directory, "adapter")
         os.makedirs(adir, exist_ok=True)

@@ -1,7 +1,8 @@
 """AdamW with the semantics of src/engine/local-optim.ts: skip (and drop the gradients) on a NaN/Inf gradient, clip
 to a global norm (torch's clip_grad_norm_ coefficient), decoupled weight decay; betas / eps / decay fixed at the
-first step. State saved as `optimizer/<role>.safetensors` (`m.<param>`, `v.<param>`, metadata step) like the local
-engine's, so either engine resumes the other's checkpoint.
+first step. State saved as `optimizer/<role>.safetensors` (`m.<param>`, `v.<param>`, metadata step), sharded past the
+shard size into `<role>-0000i-of-0000n.safetensors` + `<role>.safetensors.index.json`, like the local engine's, so
+either engine resumes the other's checkpoint.
 """
 import math
 import os
@@ -9,7 +10,7 @@ import os
 import torch
 
 from .fsdp import full_like_param, is_sharded, local, shard_like_param
-from .safetensors_io import CheckpointError, read_safetensors, write_safetensors
+from .safetensors_io import CheckpointError, load_weight_files, save_weights
 
 
 class RoleOptimizer:
@@ -103,7 +104,7 @@ class RoleOptimizer:
         self.m, self.v, self.step_count = m, v, step
 
 
-def save_optimizers(directory, optimizers, write=True):
+def save_optimizers(directory, optimizers, write=True, max_shard_bytes=None):
     """Write each role's state; with FSDP every rank calls this (the gathers) and only rank 0 has `write`."""
     folder = os.path.join(directory, "optimizer")
     if write:
@@ -111,7 +112,7 @@ def save_optimizers(directory, optimizers, write=True):
     for role, opt in optimizers.items():
         w = opt.export()
         if w is not None and write:
-            write_safetensors(os.path.join(folder, role + ".safetensors"), w, {"step": opt.step_count})
+            save_weights(folder, w, max_shard_bytes, file=role + ".safetensors", metadata={"step": opt.step_count})
 
 
 def load_optimizers(directory, get):
@@ -119,7 +120,7 @@ def load_optimizers(directory, get):
     if not os.path.isdir(folder):
         raise CheckpointError(f"no optimizer state in {directory} (expected {folder}/); save with optimizer: true")
     for role in ("policy", "critic"):
-        path = os.path.join(folder, role + ".safetensors")
-        if os.path.exists(path):
-            w, meta = read_safetensors(path)
+        file = role + ".safetensors"
+        if os.path.exists(os.path.join(folder, file)) or os.path.exists(os.path.join(folder, file + ".index.json")):
+            w, meta, path = load_weight_files(folder, file)
             get(role).load(w, int(meta.get("step", 0)), path)

@@ -18,65 +18,110 @@ class CheckpointError(Exception):
     """A checkpoint file is missing or malformed."""
 
 
+DEFAULT_MAX_SHARD_BYTES = 1 << 30  # well under 2 GiB, as src/model/safetensors.ts
+_PIECE = 256 << 20  # bytes per read/write call: memory stays at one tensor, never a whole file
+
+
+def _tensor_view(t):
+    """A contiguous CPU tensor's bytes as a writable memoryview, without a copy (no numpy needed)."""
+    n = t.numel() * t.element_size()
+    return memoryview((ctypes.c_ubyte * n).from_address(t.data_ptr())).cast("B")
+
+
 def tensor_bytes(t):
-    """Raw bytes of a contiguous CPU tensor (no numpy needed)."""
+    """Raw bytes of a contiguous CPU tensor (a copy; small tensors only)."""
     return ctypes.string_at(t.data_ptr(), t.numel() * t.element_size())
 
 
-def read_safetensors(path):
-    """Tensors of one file by name (dtype as stored), and the header's __metadata__."""
+def _read_exact(f, view, path):
+    done = 0
+    while done < len(view):
+        n = f.readinto(view[done : done + _PIECE])
+        if not n:
+            raise CheckpointError(f"{path}: truncated safetensors file (ended {len(view) - done} bytes before a tensor's end)")
+        done += n
+
+
+def read_safetensors(path, only=None):
+    """Tensors of one file by name (dtype as stored), and the header's __metadata__. Read by parts (the length, the
+    header, then each tensor at its offset) so files of any size load; `only(name)` picks the tensors to read."""
     if not os.path.exists(path):
         raise CheckpointError(f"safetensors file not found: {path}")
+    size = os.path.getsize(path)
     with open(path, "rb") as f:
-        raw = f.read()
-    if len(raw) < 8:
-        raise CheckpointError(f"{path}: not a safetensors file ({len(raw)} bytes)")
-    (n,) = struct.unpack("<Q", raw[:8])
-    try:
-        header = json.loads(raw[8 : 8 + n])
-    except ValueError as e:
-        raise CheckpointError(f"{path}: unreadable safetensors header ({e})")
-    body = memoryview(raw)[8 + n :]
-    out = {}
-    for name, e in header.items():
-        if name == "__metadata__":
-            continue
-        if e["dtype"] not in DTYPES:
-            raise CheckpointError(f"{path}: tensor {name} has dtype {e['dtype']}; supported: {', '.join(DTYPES)}")
-        a, b = e["data_offsets"]
-        dtype = DTYPES[e["dtype"]]
-        t = torch.frombuffer(bytearray(body[a:b]), dtype=dtype) if b > a else torch.empty(0, dtype=dtype)
-        out[name] = t.reshape(e["shape"])
+        if size < 8:
+            raise CheckpointError(f"{path}: not a safetensors file ({size} bytes)")
+        (n,) = struct.unpack("<Q", f.read(8))
+        if 8 + n > size:
+            raise CheckpointError(f"{path}: truncated safetensors file (header says {n} bytes of JSON, file has {size - 8} after the length)")
+        try:
+            header = json.loads(f.read(n))
+        except ValueError as e:
+            raise CheckpointError(f"{path}: unreadable safetensors header ({e})")
+        start, data_len, last = 8 + n, size - 8 - n, 0
+        for name, e in header.items():
+            if name == "__metadata__":
+                continue
+            if e["dtype"] not in DTYPES:
+                raise CheckpointError(f"{path}: tensor {name} has dtype {e['dtype']}; supported: {', '.join(DTYPES)}")
+            a, b = e["data_offsets"]
+            numel = 1
+            for d in e["shape"]:
+                numel *= d
+            need = numel * torch.empty(0, dtype=DTYPES[e["dtype"]]).element_size()
+            if b - a != need:
+                raise CheckpointError(f"{path}: tensor {name} spans {b - a} bytes but shape {e['shape']} of {e['dtype']} needs {need}")
+            if b > data_len:
+                raise CheckpointError(f"{path}: truncated safetensors file (tensor {name} ends at byte {b} of a {data_len}-byte data section)")
+            last = max(last, b)
+        if last < data_len:
+            raise CheckpointError(f"{path}: {data_len - last} trailing bytes after the last tensor (its tensors end at byte {last} of a {data_len}-byte data section); the file is damaged or not one safetensors file: use an earlier checkpoint")
+        out = {}
+        for name, e in header.items():
+            if name == "__metadata__" or (only is not None and not only(name)):
+                continue
+            a, b = e["data_offsets"]
+            t = torch.empty(e["shape"], dtype=DTYPES[e["dtype"]])
+            if b > a:
+                f.seek(start + a)
+                _read_exact(f, _tensor_view(t), path)
+            out[name] = t
     return out, header.get("__metadata__", {}) or {}
 
 
 def write_safetensors(path, tensors, metadata=None):
-    """Write tensors (converted to contiguous CPU, dtype kept) with an optional string metadata dict."""
-    header, blobs, offset = {}, [], 0
+    """Write tensors (each moved to contiguous CPU as it is written, dtype kept) with an optional string metadata dict:
+    the header first, then tensor by tensor, so no copy of the whole file is ever in memory."""
+    header, offset = {}, 0
     if metadata:
         header["__metadata__"] = {k: str(v) for k, v in metadata.items()}
     for name, t in tensors.items():
-        t = t.detach().to("cpu").contiguous()
-        data = tensor_bytes(t) if t.numel() > 0 else b""
-        header[name] = {"dtype": NAMES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
-        offset += len(data)
-        blobs.append(data)
+        nbytes = t.numel() * t.element_size()
+        header[name] = {"dtype": NAMES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + nbytes]}
+        offset += nbytes
     h = json.dumps(header).encode()
     h += b" " * ((8 - len(h) % 8) % 8)
     tmp = path + ".tmp"
     with open(tmp, "wb") as f:
         f.write(struct.pack("<Q", len(h)))
         f.write(h)
-        for blob in blobs:
-            f.write(blob)
+        for t in tensors.values():
+            if t.numel() == 0:
+                continue
+            t = t.detach().to("cpu").contiguous()
+            view = _tensor_view(t)
+            for i in range(0, len(view), _PIECE):
+                f.write(view[i : i + _PIECE])
     os.replace(tmp, path)
 
 
-def load_weights(directory, file="model.safetensors"):
-    """All weights of a checkpoint directory: `model.safetensors` or the shards of its index."""
+def load_weight_files(directory, file="model.safetensors"):
+    """(weights, metadata, path) of `directory/file` or of the shards of `file.index.json` (metadata of the first
+    shard: save_weights writes the same metadata into each)."""
     single = os.path.join(directory, file)
     if os.path.exists(single):
-        return read_safetensors(single)[0]
+        w, meta = read_safetensors(single)
+        return w, meta, single
     index = single + ".index.json"
     if not os.path.exists(index):
         raise CheckpointError(f"no weights in {directory}: expected {file} or {file}.index.json (only safetensors checkpoints are supported)")
@@ -84,17 +129,27 @@ def load_weights(directory, file="model.safetensors"):
         weight_map = json.load(f).get("weight_map")
     if not weight_map:
         raise CheckpointError(f'{index}: missing "weight_map"')
-    out = {}
+    out, meta = {}, None
     for shard in dict.fromkeys(weight_map.values()):
-        out.update(read_safetensors(os.path.join(directory, shard))[0])
+        w, m = read_safetensors(os.path.join(directory, shard))
+        out.update(w)
+        meta = m if meta is None else meta
     for name, shard in weight_map.items():
         if name not in out:
             raise CheckpointError(f"{index} maps `{name}` to {shard}, but that shard does not hold it")
-    return out
+    return out, meta or {}, index
 
 
-def save_weights(directory, tensors, max_shard_bytes=2 << 30, file="model.safetensors"):
-    """`model.safetensors`, or shards `model-0000i-of-0000n.safetensors` + index when larger than max_shard_bytes."""
+def load_weights(directory, file="model.safetensors"):
+    """All weights of a checkpoint directory: `model.safetensors` or the shards of its index."""
+    return load_weight_files(directory, file)[0]
+
+
+def save_weights(directory, tensors, max_shard_bytes=None, file="model.safetensors", metadata=None):
+    """`file`, or shards `<stem>-0000i-of-0000n.safetensors` + `file.index.json` (Hugging Face's layout:
+    metadata.total_size, weight_map) past max_shard_bytes of data (default 1 GiB); `metadata` goes into each file."""
+    max_shard_bytes = max_shard_bytes or DEFAULT_MAX_SHARD_BYTES
+    os.makedirs(directory, exist_ok=True)
     shards, size = [{}], 0
     for name, t in tensors.items():
         nbytes = t.numel() * t.element_size()
@@ -103,17 +158,24 @@ def save_weights(directory, tensors, max_shard_bytes=2 << 30, file="model.safete
             size = 0
         shards[-1][name] = t
         size += nbytes
+    index = os.path.join(directory, file + ".index.json")
     if len(shards) == 1:
-        write_safetensors(os.path.join(directory, file), shards[0])
-        return
+        write_safetensors(os.path.join(directory, file), shards[0], metadata)
+        if os.path.exists(index):  # a stale index of an older sharded save here
+            os.remove(index)
+        return [file]
+    if os.path.exists(os.path.join(directory, file)):  # loaders prefer the single file: an older one must not shadow the shards
+        os.remove(os.path.join(directory, file))
     stem = file[: -len(".safetensors")]
     n = len(shards)
-    weight_map, total = {}, 0
+    weight_map, total, names = {}, 0, []
     for i, shard in enumerate(shards):
         name = f"{stem}-{i + 1:05d}-of-{n:05d}.safetensors"
-        write_safetensors(os.path.join(directory, name), shard)
+        write_safetensors(os.path.join(directory, name), shard, metadata)
+        names.append(name)
         for k, t in shard.items():
             weight_map[k] = name
             total += t.numel() * t.element_size()
-    with open(os.path.join(directory, file + ".index.json"), "w") as f:
+    with open(index, "w") as f:
         json.dump({"metadata": {"total_size": total}, "weight_map": weight_map}, f, indent=2)
+    return names + [file + ".index.json"]

@@ -154,13 +154,13 @@ class Worker:
             policy = gathered_copy(r.policy, lead)
             critic = gathered_copy(r.critic_model, lead) if r.critic_mode == "separate" else None
         if h.get("optimizer"):
-            save_optimizers(d, self.optimizers, write=lead)
+            save_optimizers(d, self.optimizers, write=lead, max_shard_bytes=h.get("maxShardBytes"))
         if not lead:
             return
         shared = r.value_head if r.critic_mode == "shared" else None
-        save_model(d, policy, shared, r.source, h.get("tokenizerPath"))
+        save_model(d, policy, shared, r.source, h.get("tokenizerPath"), h.get("maxShardBytes"))
         if r.critic_mode == "separate":
-            save_model(os.path.join(d, "critic"), critic, r.value_head, r.critic_source)
+            save_model(os.path.join(d, "critic"), critic, r.value_head, r.critic_source, max_shard_bytes=h.get("maxShardBytes"))
 
 
 def gathered_copy(model, keep):

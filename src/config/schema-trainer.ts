@@ -112,6 +112,8 @@ export const TrainerSchema = z.strictObject({
   keepCheckpoints: z.number().int().min(1).default(1),
   /** Save optimizer state with checkpoints (needed for an exact resume). @default true */
   saveOptimizer: z.boolean().default(true),
+  /** Checkpoint weights and optimizer state are split into Hugging Face index + shards past this many bytes per file (1 GiB by default; any size loads, no file is read whole). @default 1073741824 */
+  checkpointShardBytes: z.number().int().positive().default(2 ** 30),
   earlyStop: EarlyStopSchema.prefault({}),
   collapse: CollapseSchema.prefault({}),
   gradAnalysis: GradAnalysisSchema.prefault({}),

@@ -1,7 +1,7 @@
 // engine: the Engine interface and its implementations.
 export type {
   Engine, SamplingParams, SampledToken, Generation, ModelRole, SequenceBatch, ForwardResult,
-  TrainableEngine, TrainableRole, OutputGradients, BackwardOptions, OptimizerSettings, OptimizerStepResult,
+  TrainableEngine, TrainableRole, OutputGradients, BackwardOptions, OptimizerSettings, OptimizerStepResult, EngineSaveOptions,
 } from './types.js';
 export { sequenceBatch, rowTokens } from './batch.js';
 export { LocalEngine, TokenStats } from './local.js';

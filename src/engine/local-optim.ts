@@ -1,10 +1,11 @@
-// Per-role optimiser of the local engine: non-finite check, global-norm clipping, AdamW; and its state
-// saved as safetensors (`optimizer/<role>.safetensors`: `m.<param>`, `v.<param>`, step in the metadata).
+// Per-role optimiser of the local engine: non-finite check, global-norm clipping, AdamW; and its state saved as
+// safetensors in Hugging Face's layout (`optimizer/<role>.safetensors`, or its shards + `<role>.safetensors.index.json`
+// past the shard size: `m.<param>`, `v.<param>`, step in every file's metadata).
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AdamW, clipGradNorm, gradNorm, gradsAreFinite, type Tensor } from '../tensor/index.js';
-import { parseSafetensors, serializeSafetensors, expectWeight, type WeightMap } from '../model/index.js';
+import { expectWeight, loadWeightFiles, saveWeights, type WeightMap } from '../model/index.js';
 import { CheckpointError } from '../util/index.js';
 import type { OptimizerSettings, OptimizerStepResult, TrainableRole } from './types.js';
 
@@ -73,13 +74,13 @@ export class RoleOptimizer {
   }
 }
 
-/** Write each role's optimiser state into `dir/optimizer/`. */
-export async function saveOptimizerStates(dir: string, optimizers: ReadonlyMap<TrainableRole, RoleOptimizer>): Promise<void> {
-  await mkdir(join(dir, 'optimizer'), { recursive: true });
+/** Write each role's optimiser state into `dir/optimizer/`, sharded past `maxShardBytes` (see `saveWeights`). */
+export async function saveOptimizerStates(dir: string, optimizers: ReadonlyMap<TrainableRole, RoleOptimizer>, maxShardBytes?: number): Promise<void> {
+  await mkdir(join(dir, 'optimizer'), { recursive: true }); // present even before the first step: load checks for it
   for (const [role, opt] of optimizers) {
     const st = opt.exportState();
     if (!st) continue;
-    await writeFile(join(dir, 'optimizer', `${role}.safetensors`), serializeSafetensors(st.weights, { step: String(st.step) }));
+    await saveWeights(join(dir, 'optimizer'), st.weights, { file: `${role}.safetensors`, metadata: { step: String(st.step) }, ...(maxShardBytes === undefined ? {} : { maxShardBytes }) });
   }
 }
 
@@ -88,9 +89,9 @@ export async function loadOptimizerStates(dir: string, get: (role: TrainableRole
   const folder = join(dir, 'optimizer');
   if (!existsSync(folder)) throw new CheckpointError(`no optimizer state in ${dir} (expected ${folder}/); save with {optimizer: true}`);
   for (const role of ['policy', 'critic'] as const) {
-    const path = join(folder, `${role}.safetensors`);
-    if (!existsSync(path)) continue;
-    const { weights, metadata } = parseSafetensors(await readFile(path), path);
+    const file = `${role}.safetensors`;
+    if (!existsSync(join(folder, file)) && !existsSync(join(folder, `${file}.index.json`))) continue;
+    const { weights, metadata, path } = await loadWeightFiles(folder, file);
     get(role).importState(Number(metadata.step ?? 0), weights, path);
   }
 }

@@ -11,7 +11,7 @@ import { loadTokenizer } from '../tokenizer/index.js';
 import { ConfigError, Rng } from '../util/index.js';
 import { RoleOptimizer, loadOptimizerStates, saveOptimizerStates } from './local-optim.js';
 import type {
-  BackwardOptions, ForwardResult, Generation, ModelRole, OptimizerSettings, OptimizerStepResult, OutputGradients,
+  BackwardOptions, EngineSaveOptions, ForwardResult, Generation, ModelRole, OptimizerSettings, OptimizerStepResult, OutputGradients,
   SamplingParams, SequenceBatch, TrainableEngine, TrainableRole,
 } from './types.js';
 
@@ -219,11 +219,12 @@ export class LocalEngine implements TrainableEngine {
     return this.critic.mode === 'separate' ? [...this.critic.model.parameters(), ...head] : head;
   }
 
-  async save(dir: string, options: { optimizer?: boolean } = {}): Promise<void> {
+  async save(dir: string, options: EngineSaveOptions = {}): Promise<void> {
     const shared = this.critic?.mode === 'shared' ? this.critic.valueHead : null;
-    await saveModel(dir, this.policy, { valueHead: shared, ...(this.options.tokenizerPath ? { tokenizerPath: this.options.tokenizerPath } : {}) });
-    if (this.critic?.mode === 'separate') await saveModel(join(dir, 'critic'), this.critic.model, { valueHead: this.critic.valueHead });
-    if (options.optimizer) await saveOptimizerStates(dir, this.optimizers);
+    const shard = options.maxShardBytes === undefined ? {} : { maxShardBytes: options.maxShardBytes };
+    await saveModel(dir, this.policy, { valueHead: shared, ...shard, ...(this.options.tokenizerPath ? { tokenizerPath: this.options.tokenizerPath } : {}) });
+    if (this.critic?.mode === 'separate') await saveModel(join(dir, 'critic'), this.critic.model, { valueHead: this.critic.valueHead, ...shard });
+    if (options.optimizer) await saveOptimizerStates(dir, this.optimizers, options.maxShardBytes);
   }
 
   async loadOptimizer(dir: string): Promise<void> {

@@ -9,7 +9,7 @@ import { findTorchPython, TORCH_MISSING } from './python.js';
 import type { FrameArray } from './torch-protocol.js';
 import { TorchWorker, type TorchHello, type TorchWorkerOptions } from './torch-worker.js';
 import type {
-  BackwardOptions, ForwardResult, Generation, ModelRole, OptimizerSettings, OptimizerStepResult, OutputGradients,
+  BackwardOptions, EngineSaveOptions, ForwardResult, Generation, ModelRole, OptimizerSettings, OptimizerStepResult, OutputGradients,
   SamplingParams, SequenceBatch, TrainableEngine, TrainableRole,
 } from './types.js';
 
@@ -158,8 +158,13 @@ export class TorchEngine implements TrainableEngine {
     return new Map(Object.entries(r.buffers).map(([k, v]) => [k, v as Float32Array]));
   }
 
-  async save(dir: string, options: { optimizer?: boolean } = {}): Promise<void> {
-    await this.worker.request('save', { dir: resolve(dir), optimizer: options.optimizer ?? false, ...(this.options.tokenizerPath ? { tokenizerPath: resolve(this.options.tokenizerPath) } : {}) });
+  async save(dir: string, options: EngineSaveOptions = {}): Promise<void> {
+    await this.worker.request('save', {
+      dir: resolve(dir),
+      optimizer: options.optimizer ?? false,
+      ...(options.maxShardBytes === undefined ? {} : { maxShardBytes: options.maxShardBytes }),
+      ...(this.options.tokenizerPath ? { tokenizerPath: resolve(this.options.tokenizerPath) } : {}),
+    });
   }
 
   async loadOptimizer(dir: string): Promise<void> {

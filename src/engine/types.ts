@@ -46,6 +46,14 @@ export interface ForwardResult {
  * What the agent loop and the trainer ask of any policy backend: batched sampling that keeps the exact ids and their
  * log-probs, and teacher-forced per-token outputs of a role's model on a token batch.
  */
+/** Options of `Engine.save`. */
+export interface EngineSaveOptions {
+  /** Also write the optimiser state (`optimizer/<role>.safetensors`), needed for an exact resume. @default false */
+  optimizer?: boolean;
+  /** Shard weights and optimiser state past this many bytes per file (Hugging Face's index layout). @default 1 GiB */
+  maxShardBytes?: number;
+}
+
 export interface Engine {
   /** e.g. 'local', 'torch', 'openai'. */
   readonly kind: string;
@@ -118,7 +126,7 @@ export interface TrainableEngine extends Engine {
   /** Global L2 norm of the role's accumulated gradients (0 when none), without clipping or stepping. */
   gradNorm(role: TrainableRole): Promise<number>;
   /** Write the models in Hugging Face layout (and, when asked, the optimiser state) into `dir`. */
-  save(dir: string, options?: { optimizer?: boolean }): Promise<void>;
+  save(dir: string, options?: EngineSaveOptions): Promise<void>;
   /** Restore optimiser state written by `save(dir, {optimizer: true})`. */
   loadOptimizer(dir: string): Promise<void>;
   /** Free the models. */

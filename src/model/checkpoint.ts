@@ -20,7 +20,7 @@ export interface SaveOptions {
   valueHead?: ValueHead | null;
   /** Path of a tokenizer.json (and its tokenizer_config.json, if beside it) to copy in. */
   tokenizerPath?: string;
-  /** Split model.safetensors into shards above this size. @default 2 GiB */
+  /** Split model.safetensors into Hugging Face index + shards above this many bytes. @default DEFAULT_MAX_SHARD_BYTES (1 GiB) */
   maxShardBytes?: number;
 }
 

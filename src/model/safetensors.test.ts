@@ -1,9 +1,11 @@
-import { mkdtempSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CheckpointError } from '../util/index.js';
-import { expectWeight, halfToFloat, loadWeights, parseSafetensors, saveWeights, serializeSafetensors, type WeightMap } from './safetensors.js';
+import {
+  expectWeight, halfToFloat, loadWeightFiles, loadWeights, parseSafetensors, readSafetensors, readSafetensorsFile, saveWeights, serializeSafetensors, writeSafetensors, type WeightMap,
+} from './safetensors.js';
 
 function sample(): WeightMap {
   return new Map([
@@ -75,5 +77,74 @@ describe('safetensors', () => {
     writeFileSync(join(dir, 'model.safetensors.index.json'), JSON.stringify({ weight_map: { a: 'gone.safetensors' } }));
     await expect(loadWeights(dir)).rejects.toThrow(/safetensors file not found: .*gone.safetensors/);
     expect(existsSync(join(dir, 'gone.safetensors'))).toBe(false);
+  });
+
+  it('refuses a file with bytes after its last tensor, in memory and on disk, naming the file and the byte counts', async () => {
+    const good = serializeSafetensors(sample());
+    const bad = new Uint8Array(good.length + 3);
+    bad.set(good);
+    expect(() => parseSafetensors(bad, 'x.safetensors')).toThrow(/x.safetensors: 3 trailing bytes after the last tensor \(its tensors end at byte 32 of a 35-byte data section\)/);
+    const dir = mkdtempSync(join(tmpdir(), 'st-'));
+    writeFileSync(join(dir, 'model.safetensors'), bad);
+    await expect(loadWeights(dir)).rejects.toThrow(CheckpointError);
+    await expect(readSafetensors(join(dir, 'model.safetensors'))).rejects.toThrow(/model.safetensors: 3 trailing bytes .* 35-byte data section/);
+    writeFileSync(join(dir, 'model.safetensors'), good.subarray(0, good.length - 4));
+    await expect(readSafetensors(join(dir, 'model.safetensors'))).rejects.toThrow(/model.safetensors: truncated safetensors file \(tensor `model.norm.weight` ends at byte 32 of a 28-byte data section\)/);
+  });
+
+  it('writes files byte for byte as the format lays them out, and reads them back by parts', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'st-'));
+    const path = join(dir, 'w.safetensors');
+    await writeSafetensors(path, sample(), { step: '7' });
+    expect(readFileSync(path).equals(Buffer.from(serializeSafetensors(sample(), { step: '7' })))).toBe(true);
+    const { weights, metadata } = await readSafetensorsFile(path);
+    expect(metadata).toEqual({ step: '7' });
+    expect([...weights.get('model.embed_tokens.weight')!.data]).toEqual([...sample().get('model.embed_tokens.weight')!.data]);
+  });
+
+  it('writes the same metadata into every shard, and a later unsharded save replaces the index', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'st-'));
+    const files = await saveWeights(dir, sample(), { maxShardBytes: 24, file: 'policy.safetensors', metadata: { step: '3' } });
+    expect(files).toEqual(['policy-00001-of-00002.safetensors', 'policy-00002-of-00002.safetensors', 'policy.safetensors.index.json']);
+    expect(JSON.parse(readFileSync(join(dir, 'policy.safetensors.index.json'), 'utf8')).metadata.total_size).toBe(6 * 4 + 2 * 4);
+    const back = await loadWeightFiles(dir, 'policy.safetensors');
+    expect(back.metadata).toEqual({ step: '3' });
+    expect(back.path).toBe(join(dir, 'policy.safetensors.index.json'));
+    expect((await readSafetensorsFile(join(dir, 'policy-00002-of-00002.safetensors'))).metadata).toEqual({ step: '3' });
+    await saveWeights(dir, sample(), { file: 'policy.safetensors' });
+    expect(existsSync(join(dir, 'policy.safetensors.index.json'))).toBe(false);
+    await saveWeights(dir, sample(), { maxShardBytes: 24, file: 'policy.safetensors' });
+    expect(existsSync(join(dir, 'policy.safetensors'))).toBe(false); // would shadow the new shards
+  });
+});
+
+describe('safetensors files over 2 GiB (sparse: no disk used)', () => {
+  it('reads one tensor stored past byte 2^31 without reading the file whole', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'st-big-'));
+    try {
+      const path = join(dir, 'model.safetensors');
+      const big = 600_000_000; // float32 elements: 2.4 GB of zeros before the tensor we read
+      const json = JSON.stringify({ big: { dtype: 'F32', shape: [big], data_offsets: [0, 4 * big] }, tail: { dtype: 'F32', shape: [2, 2], data_offsets: [4 * big, 4 * big + 16] } });
+      const head = Buffer.alloc(8 + json.length);
+      head.writeBigUInt64LE(BigInt(json.length), 0);
+      head.write(json, 8);
+      writeFileSync(path, head);
+      const tailAt = 8 + json.length + 4 * big;
+      truncateSync(path, tailAt + 16);
+      const fd = openSync(path, 'r+');
+      writeSync(fd, Buffer.from(Float32Array.from([1.5, -2, 3, 1e-3]).buffer), 0, 16, tailAt);
+      closeSync(fd);
+      expect(statSync(path).size).toBeGreaterThan(2 ** 31);
+      expect(() => readFileSync(path)).toThrow(/greater than 2 GiB/); // what reading it whole meets
+      const { weights } = await readSafetensorsFile(path, (name) => name === 'tail');
+      expect([...weights.keys()]).toEqual(['tail']);
+      expect(weights.get('tail')!.shape).toEqual([2, 2]);
+      expect([...weights.get('tail')!.data]).toEqual([1.5, -2, 3, Math.fround(1e-3)]);
+      truncateSync(path, tailAt + 12); // the same file cut short by 4 bytes is refused by its header alone
+      await expect(readSafetensorsFile(path, () => false)).rejects.toThrow(/truncated safetensors file \(tensor `tail` ends at byte 2400000016 of a 2400000012-byte data section\)/);
+      expect(readdirSync(dir)).toEqual(['model.safetensors']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

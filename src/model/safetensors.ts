@@ -1,10 +1,11 @@
 // safetensors read/write (https://huggingface.co/docs/safetensors): an 8-byte little-endian header length,
 // a JSON header {name: {dtype, shape, data_offsets}}, then raw little-endian data. We read F32/BF16/F16 into
-// float32 and write F32; sharded checkpoints use `model.safetensors.index.json` ({metadata, weight_map}).
+// float32 and write F32, by parts (header, then tensor by tensor: files of any size); sharded checkpoints use
+// `model.safetensors.index.json` ({metadata: {total_size}, weight_map}).
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, open, readFile, rm, writeFile, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
-import { CheckpointError } from '../util/index.js';
+import { CheckpointError, fileSystemError } from '../util/index.js';
 
 /** One named float32 array with its row-major shape. */
 export interface WeightData {
@@ -18,24 +19,25 @@ export type WeightMap = Map<string, WeightData>;
 const SUPPORTED = ['F32', 'BF16', 'F16'] as const;
 const BYTES: Record<string, number> = { F64: 8, F32: 4, F16: 2, BF16: 2, I64: 8, I32: 4, I16: 2, I8: 1, U8: 1, BOOL: 1 };
 
-/** Parse a safetensors buffer. `source` names the file in error messages. */
-export function parseSafetensors(bytes: Uint8Array, source = '<buffer>'): { weights: WeightMap; metadata: Record<string, string> } {
-  if (bytes.byteLength < 8) throw new CheckpointError(`${source}: truncated safetensors file (${bytes.byteLength} bytes, the 8-byte header length is missing)`);
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const headerLen = Number(view.getBigUint64(0, true));
-  if (8 + headerLen > bytes.byteLength) {
-    throw new CheckpointError(`${source}: truncated safetensors file (header says ${headerLen} bytes of JSON, file has ${bytes.byteLength - 8} after the length)`);
-  }
-  let header: Record<string, unknown>;
-  try {
-    header = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + headerLen))) as Record<string, unknown>;
-  } catch (err) {
-    throw new CheckpointError(`${source}: the safetensors header is not valid JSON (${(err as Error).message})`);
-  }
-  const dataStart = 8 + headerLen;
-  const dataLen = bytes.byteLength - dataStart;
-  const weights: WeightMap = new Map();
+/** One tensor's entry in a safetensors header, checked against the data section's size. */
+interface HeaderEntry {
+  name: string;
+  dtype: string;
+  shape: number[];
+  numel: number;
+  /** Byte range within the data section. */
+  begin: number;
+  end: number;
+}
+
+/**
+ * Check a parsed header against a data section of `dataLen` bytes: known dtypes, spans that match the shapes, no
+ * tensor past the end (a truncated file) and no bytes after the last tensor (a file with a tail of something else).
+ */
+function checkHeader(header: Record<string, unknown>, dataLen: number, source: string): { entries: HeaderEntry[]; metadata: Record<string, string> } {
+  const entries: HeaderEntry[] = [];
   let metadata: Record<string, string> = {};
+  let last = 0;
   for (const [name, entry] of Object.entries(header)) {
     if (name === '__metadata__') {
       metadata = (entry ?? {}) as Record<string, string>;
@@ -52,19 +54,47 @@ export function parseSafetensors(bytes: Uint8Array, source = '<buffer>'): { weig
       throw new CheckpointError(`${source}: tensor \`${name}\` spans ${end - begin} bytes but shape [${shape}] of ${dtype} needs ${numel * BYTES[dtype]!}`);
     }
     if (end > dataLen) throw new CheckpointError(`${source}: truncated safetensors file (tensor \`${name}\` ends at byte ${end} of a ${dataLen}-byte data section)`);
-    weights.set(name, { shape: [...shape], data: decode(bytes.subarray(dataStart + begin, dataStart + end), dtype, numel) });
+    entries.push({ name, dtype, shape: [...shape], numel, begin, end });
+    last = Math.max(last, end);
+  }
+  if (last < dataLen) {
+    throw new CheckpointError(`${source}: ${dataLen - last} trailing bytes after the last tensor (its tensors end at byte ${last} of a ${dataLen}-byte data section); the file is damaged or not one safetensors file: use an earlier checkpoint.`);
+  }
+  return { entries, metadata };
+}
+
+function parseHeaderJson(bytes: Uint8Array, source: string): Record<string, unknown> {
+  try {
+    return JSON.parse(new TextDecoder().decode(bytes)) as Record<string, unknown>;
+  } catch (err) {
+    throw new CheckpointError(`${source}: the safetensors header is not valid JSON (${(err as Error).message})`);
+  }
+}
+
+/** Parse a safetensors buffer held in memory (files go through `readSafetensorsFile`). `source` names it in errors. */
+export function parseSafetensors(bytes: Uint8Array, source = '<buffer>'): { weights: WeightMap; metadata: Record<string, string> } {
+  if (bytes.byteLength < 8) throw new CheckpointError(`${source}: truncated safetensors file (${bytes.byteLength} bytes, the 8-byte header length is missing)`);
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const headerLen = Number(view.getBigUint64(0, true));
+  if (8 + headerLen > bytes.byteLength) {
+    throw new CheckpointError(`${source}: truncated safetensors file (header says ${headerLen} bytes of JSON, file has ${bytes.byteLength - 8} after the length)`);
+  }
+  const dataStart = 8 + headerLen;
+  const { entries, metadata } = checkHeader(parseHeaderJson(bytes.subarray(8, dataStart), source), bytes.byteLength - dataStart, source);
+  const weights: WeightMap = new Map();
+  for (const e of entries) {
+    const raw = new Uint8Array(e.end - e.begin);
+    raw.set(bytes.subarray(dataStart + e.begin, dataStart + e.end)); // a fresh, aligned copy
+    weights.set(e.name, { shape: e.shape, data: decode(raw, e.dtype, e.numel) });
   }
   return { weights, metadata };
 }
 
+/** `raw` (a fresh buffer, offset 0) as float32; F32 is viewed in place, not copied. */
 function decode(raw: Uint8Array, dtype: string, numel: number): Float32Array {
+  if (dtype === 'F32') return new Float32Array(raw.buffer, raw.byteOffset, numel);
   const out = new Float32Array(numel);
-  if (dtype === 'F32') {
-    new Uint8Array(out.buffer).set(raw); // copy: `raw` may be unaligned
-    return out;
-  }
-  const u16 = new Uint16Array(numel);
-  new Uint8Array(u16.buffer).set(raw);
+  const u16 = new Uint16Array(raw.buffer, raw.byteOffset, numel);
   if (dtype === 'BF16') {
     const u32 = new Uint32Array(out.buffer);
     for (let i = 0; i < numel; i++) u32[i] = u16[i]! << 16;
@@ -84,8 +114,8 @@ export function halfToFloat(h: number): number {
   return sign * (1 + frac / 1024) * 2 ** (exp - 15);
 }
 
-/** Serialise weights as F32 safetensors (header padded to 8 bytes, tensors in map order). */
-export function serializeSafetensors(weights: WeightMap, metadata: Record<string, string> = { format: 'pt' }): Uint8Array {
+/** The 8-byte length and the JSON header (padded to 8 bytes) of weights saved as F32 in map order, and the data size. */
+function headerBytes(weights: WeightMap, metadata: Record<string, string>): { head: Uint8Array; dataBytes: number } {
   const header: Record<string, unknown> = { __metadata__: metadata };
   let offset = 0;
   for (const [name, w] of weights) {
@@ -96,11 +126,19 @@ export function serializeSafetensors(weights: WeightMap, metadata: Record<string
   }
   let json = JSON.stringify(header);
   json += ' '.repeat((8 - ((json.length + 8) % 8)) % 8);
-  const headerBytes = new TextEncoder().encode(json);
-  const out = new Uint8Array(8 + headerBytes.length + offset);
-  new DataView(out.buffer).setBigUint64(0, BigInt(headerBytes.length), true);
-  out.set(headerBytes, 8);
-  let at = 8 + headerBytes.length;
+  const text = new TextEncoder().encode(json);
+  const head = new Uint8Array(8 + text.length);
+  new DataView(head.buffer).setBigUint64(0, BigInt(text.length), true);
+  head.set(text, 8);
+  return { head, dataBytes: offset };
+}
+
+/** Serialise weights as F32 safetensors into one buffer (for small in-memory uses; files go through `writeSafetensors`). */
+export function serializeSafetensors(weights: WeightMap, metadata: Record<string, string> = { format: 'pt' }): Uint8Array {
+  const { head, dataBytes } = headerBytes(weights, metadata);
+  const out = new Uint8Array(head.length + dataBytes);
+  out.set(head, 0);
+  let at = head.length;
   for (const w of weights.values()) {
     out.set(new Uint8Array(w.data.buffer, w.data.byteOffset, w.data.byteLength), at);
     at += w.data.byteLength;
@@ -108,49 +146,140 @@ export function serializeSafetensors(weights: WeightMap, metadata: Record<string
   return out;
 }
 
-/** Read one safetensors file. */
-export async function readSafetensors(path: string): Promise<WeightMap> {
-  if (!existsSync(path)) throw new CheckpointError(`safetensors file not found: ${path}`);
-  return parseSafetensors(await readFile(path), path).weights;
-}
+// Node reads and writes at most 2 GiB - 1 per call; pieces of 256 MiB keep every call well inside that.
+const PIECE = 256 * 2 ** 20;
 
-/** Write one safetensors file (F32). */
-export async function writeSafetensors(path: string, weights: WeightMap, metadata?: Record<string, string>): Promise<void> {
-  await writeFile(path, serializeSafetensors(weights, metadata));
+async function readAt(fh: FileHandle, into: Uint8Array, position: number, path: string): Promise<void> {
+  for (let done = 0; done < into.byteLength; ) {
+    const n = Math.min(PIECE, into.byteLength - done);
+    const { bytesRead } = await fh.read(into, done, n, position + done);
+    if (bytesRead === 0) throw new CheckpointError(`${path}: truncated safetensors file (ended at byte ${position + done} while reading)`);
+    done += bytesRead;
+  }
 }
 
 /**
- * Load the weights of a Hugging Face checkpoint directory: `model.safetensors`, or the shards listed
- * in `model.safetensors.index.json`.
+ * Read one safetensors file by parts: the 8-byte length, the header, then each tensor at its offset, so files of any
+ * size load (Node refuses whole-file reads past 2 GiB). `only` picks the tensors to read; the header is checked whole.
  */
-export async function loadWeights(dir: string, file = 'model.safetensors'): Promise<WeightMap> {
+export async function readSafetensorsFile(path: string, only?: (name: string) => boolean): Promise<{ weights: WeightMap; metadata: Record<string, string> }> {
+  if (!existsSync(path)) throw new CheckpointError(`safetensors file not found: ${path}`);
+  const fh = await withFileErrorsAsync('read safetensors', path, () => open(path, 'r'));
+  try {
+    const size = (await fh.stat()).size;
+    if (size < 8) throw new CheckpointError(`${path}: truncated safetensors file (${size} bytes, the 8-byte header length is missing)`);
+    const len = new Uint8Array(8);
+    await readAt(fh, len, 0, path);
+    const headerLen = Number(new DataView(len.buffer).getBigUint64(0, true));
+    if (8 + headerLen > size) throw new CheckpointError(`${path}: truncated safetensors file (header says ${headerLen} bytes of JSON, file has ${size - 8} after the length)`);
+    const json = new Uint8Array(headerLen);
+    await readAt(fh, json, 8, path);
+    const dataStart = 8 + headerLen;
+    const { entries, metadata } = checkHeader(parseHeaderJson(json, path), size - dataStart, path);
+    const weights: WeightMap = new Map();
+    for (const e of entries) {
+      if (only && !only(e.name)) continue;
+      const raw = new Uint8Array(e.end - e.begin);
+      await readAt(fh, raw, dataStart + e.begin, path);
+      weights.set(e.name, { shape: e.shape, data: decode(raw, e.dtype, e.numel) });
+    }
+    return { weights, metadata };
+  } catch (err) {
+    throw fileSystemError(err, 'read safetensors', path);
+  } finally {
+    await fh.close();
+  }
+}
+
+/** Read one safetensors file (by parts; see `readSafetensorsFile`). */
+export async function readSafetensors(path: string): Promise<WeightMap> {
+  return (await readSafetensorsFile(path)).weights;
+}
+
+/** Write one safetensors file (F32): the header, then each tensor in pieces; no buffer of the whole file is made. */
+export async function writeSafetensors(path: string, weights: WeightMap, metadata: Record<string, string> = { format: 'pt' }): Promise<void> {
+  const { head } = headerBytes(weights, metadata);
+  const fh = await withFileErrorsAsync('write safetensors', path, () => open(path, 'w'));
+  try {
+    await fh.write(head, 0, head.length);
+    for (const w of weights.values()) {
+      const bytes = new Uint8Array(w.data.buffer, w.data.byteOffset, w.data.byteLength);
+      for (let at = 0; at < bytes.length; at += PIECE) await fh.write(bytes, at, Math.min(PIECE, bytes.length - at));
+    }
+  } catch (err) {
+    throw fileSystemError(err, 'write safetensors', path);
+  } finally {
+    await fh.close();
+  }
+}
+
+async function withFileErrorsAsync<T>(action: string, path: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    throw fileSystemError(err, action, path);
+  }
+}
+
+/** Default shard size of `saveWeights`: well under 2 GiB, so that tools that read whole files still read ours. */
+export const DEFAULT_MAX_SHARD_BYTES = 2 ** 30;
+
+/**
+ * Load a Hugging Face weights file with its metadata: `dir/<file>`, or the shards listed in `dir/<file>.index.json`
+ * (metadata from the first shard; `saveWeights` writes the same metadata into every shard).
+ */
+export async function loadWeightFiles(dir: string, file = 'model.safetensors'): Promise<{ weights: WeightMap; metadata: Record<string, string>; path: string }> {
   const single = join(dir, file);
   const index = join(dir, `${file}.index.json`);
-  if (existsSync(single)) return readSafetensors(single);
+  if (existsSync(single)) return { ...(await readSafetensorsFile(single)), path: single };
   if (!existsSync(index)) {
     throw new CheckpointError(`no weights in ${dir}: expected ${file} or ${file}.index.json (only safetensors checkpoints are supported; convert .bin/.pt with transformers' save_pretrained(safe_serialization=True))`);
   }
-  const { weight_map: weightMap } = JSON.parse(await readFile(index, 'utf8')) as { weight_map?: Record<string, string> };
+  let weightMap: Record<string, string> | undefined;
+  try {
+    weightMap = (JSON.parse(await readFile(index, 'utf8')) as { weight_map?: Record<string, string> }).weight_map;
+  } catch (err) {
+    throw err instanceof SyntaxError ? new CheckpointError(`${index} is not valid JSON (${err.message}); the checkpoint is damaged.`) : fileSystemError(err, 'read the weights index', index);
+  }
   if (!weightMap) throw new CheckpointError(`${index}: missing "weight_map"`);
   const out: WeightMap = new Map();
+  let metadata: Record<string, string> | undefined;
   for (const shard of new Set(Object.values(weightMap))) {
-    const shardWeights = await readSafetensors(join(dir, shard));
-    for (const [name, w] of shardWeights) out.set(name, w);
+    const read = await readSafetensorsFile(join(dir, shard));
+    metadata ??= read.metadata;
+    for (const [name, w] of read.weights) out.set(name, w);
   }
   for (const name of Object.keys(weightMap)) {
     if (!out.has(name)) throw new CheckpointError(`${index} maps \`${name}\` to ${weightMap[name]}, but that shard does not hold it`);
   }
-  return out;
+  return { weights: out, metadata: metadata ?? {}, path: index };
+}
+
+/** Load the weights of a Hugging Face checkpoint directory: `model.safetensors`, or the shards of its index. */
+export async function loadWeights(dir: string, file = 'model.safetensors'): Promise<WeightMap> {
+  return (await loadWeightFiles(dir, file)).weights;
+}
+
+/** Options of `saveWeights`. */
+export interface SaveWeightsOptions {
+  /** Start a new shard past this many bytes of tensor data. @default DEFAULT_MAX_SHARD_BYTES (1 GiB) */
+  maxShardBytes?: number;
+  /** The file name (shards are named from its stem). @default 'model.safetensors' */
+  file?: string;
+  /** String metadata written into every file's header. @default {format: 'pt'} */
+  metadata?: Record<string, string>;
 }
 
 /**
  * Save weights into `dir` as `model.safetensors`, or as shards `model-0000i-of-0000n.safetensors` plus
- * `model.safetensors.index.json` when they exceed `maxShardBytes`.
+ * `model.safetensors.index.json` (`metadata.total_size`, `weight_map`) when they exceed `maxShardBytes`.
+ * Returns the file names written.
  */
-export async function saveWeights(dir: string, weights: WeightMap, options: { maxShardBytes?: number; file?: string } = {}): Promise<string[]> {
+export async function saveWeights(dir: string, weights: WeightMap, options: SaveWeightsOptions = {}): Promise<string[]> {
   const file = options.file ?? 'model.safetensors';
-  const maxShard = options.maxShardBytes ?? 2 ** 31;
-  await mkdir(dir, { recursive: true });
+  const maxShard = options.maxShardBytes ?? DEFAULT_MAX_SHARD_BYTES;
+  if (!(maxShard > 0)) throw new CheckpointError(`maxShardBytes must be > 0, got ${maxShard}; pass a shard size in bytes such as ${DEFAULT_MAX_SHARD_BYTES}.`);
+  await withFileErrorsAsync('create the weights folder', dir, () => mkdir(dir, { recursive: true }));
   const shards: WeightMap[] = [new Map()];
   let size = 0;
   let total = 0;
@@ -164,19 +293,22 @@ export async function saveWeights(dir: string, weights: WeightMap, options: { ma
     size += bytes;
     total += bytes;
   }
+  const index = join(dir, `${file}.index.json`);
   if (shards.length === 1) {
-    await writeSafetensors(join(dir, file), weights);
+    await writeSafetensors(join(dir, file), weights, options.metadata);
+    await rm(index, { force: true }); // an older sharded save in the same folder must not be mistaken for this one
     return [file];
   }
+  await rm(join(dir, file), { force: true }); // loaders prefer the single file: an older one would shadow the shards
   const stem = file.replace(/\.safetensors$/, '');
   const pad = (i: number): string => String(i).padStart(5, '0');
   const names = shards.map((_, i) => `${stem}-${pad(i + 1)}-of-${pad(shards.length)}.safetensors`);
   const weightMap: Record<string, string> = {};
   for (let i = 0; i < shards.length; i++) {
-    await writeSafetensors(join(dir, names[i]!), shards[i]!);
+    await writeSafetensors(join(dir, names[i]!), shards[i]!, options.metadata);
     for (const name of shards[i]!.keys()) weightMap[name] = names[i]!;
   }
-  await writeFile(join(dir, `${file}.index.json`), JSON.stringify({ metadata: { total_size: total }, weight_map: weightMap }, null, 2) + '\n');
+  await withFileErrorsAsync('write the weights index', index, () => writeFile(index, JSON.stringify({ metadata: { total_size: total }, weight_map: weightMap }, null, 2) + '\n'));
   return [...names, `${file}.index.json`];
 }
 

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -137,5 +138,23 @@ describe('checkpoint directories', () => {
     });
     const files = JSON.parse(readFileSync(join(dir, 'checkpoint.json'), 'utf8')).files.map((f: { path: string }) => f.path).sort();
     expect(files).toEqual(['config.json', 'critic/model.safetensors', 'trainer-state.json']);
+  });
+});
+
+describe('checkpoints holding a file over 2 GiB (a sparse file: no disk used)', () => {
+  it('hash it by streaming (the digest equals sha256sum of as many zeros: every byte was hashed) and verify it', { timeout: 600_000 }, async () => {
+    // Three passes over 2 GiB (write, sha256sum, verify): ~5 s each on an idle core.
+    const root = fresh();
+    const size = 2 ** 31 + 4096; // past Node's 2 GiB whole-file read limit
+    try {
+      const dir = await writeCheckpoint(root, state(1), { writeModel: (d) => { mkdirSync(join(d, 'optimizer')); writeFileSync(join(d, 'optimizer', 'policy.safetensors'), ''); truncateSync(join(d, 'optimizer', 'policy.safetensors'), size); } });
+      const entry = (JSON.parse(readFileSync(join(dir, 'checkpoint.json'), 'utf8')) as { files: { path: string; bytes: number; sha256: string }[] }).files.find((f) => f.path === 'optimizer/policy.safetensors')!;
+      expect(entry.bytes).toBe(size);
+      const expected = execFileSync('sh', ['-c', `head -c ${size} /dev/zero | sha256sum`], { encoding: 'utf8' }).split(' ')[0];
+      expect(entry.sha256).toBe(expected);
+      expect(readCheckpoint(dir).step).toBe(1); // verifies every file by content first
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 });

@@ -1,10 +1,10 @@
 // Checkpoint directories written atomically (step-N.tmp/, fsync, rename to step-N/), with trainer state for an exact
 // resume: data position, trainer bookkeeping, metrics so far. Model weights and optimizer state are written into
 // the same directory by the engine (Hugging Face layout, its own optimizer/ folder) through `writeModel`.
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { join, relative } from 'node:path';
-import { CheckpointError, fileSystemError } from '../util/index.js';
+import { CheckpointError, fileSystemError, withFileErrors } from '../util/index.js';
 import { saveConfig, type RagenConfig } from '../config/index.js';
 
 /** The manifest written last into a checkpoint: its presence (with every listed file intact) marks it complete. */
@@ -68,7 +68,7 @@ export async function writeCheckpoint(root: string, state: CheckpointState, opti
       writeFileSync(join(tmp, METRICS_COPY), metricsUpTo(readFileSync(options.metricsFile, 'utf8'), state.step));
     }
 
-    const files: ManifestFile[] = listFiles(tmp).map((path) => ({ path, bytes: statSync(join(tmp, path)).size, sha256: sha256(join(tmp, path)) }));
+    const files: ManifestFile[] = listFiles(tmp).map((path) => ({ path, bytes: statSync(join(tmp, path)).size, sha256: sha256File(join(tmp, path)) }));
     for (const f of files) fsyncFile(join(tmp, f.path));
     writeFileSync(join(tmp, MANIFEST_FILE), JSON.stringify({ format: FORMAT, version: VERSION, step: state.step, files }, null, 1));
     fsyncFile(join(tmp, MANIFEST_FILE));
@@ -121,7 +121,7 @@ export function verifyCheckpoint(dir: string): void {
     if (!existsSync(path)) throw new CheckpointError(`checkpoint \`${dir}\`: ${f.path} is missing (listed in ${MANIFEST_FILE}); ${fix}.`);
     const bytes = statSync(path).size;
     if (bytes !== f.bytes) throw new CheckpointError(`checkpoint \`${dir}\`: ${f.path} has ${bytes} bytes, ${MANIFEST_FILE} records ${f.bytes}; ${fix}.`);
-    if (f.sha256 !== undefined && sha256(path) !== f.sha256) throw new CheckpointError(`checkpoint \`${dir}\`: ${f.path} does not match its SHA-256 in ${MANIFEST_FILE} (its content changed); ${fix}.`);
+    if (f.sha256 !== undefined && withFileErrors('verify the checkpoint', path, () => sha256File(path)) !== f.sha256) throw new CheckpointError(`checkpoint \`${dir}\`: ${f.path} does not match its SHA-256 in ${MANIFEST_FILE} (its content changed); ${fix}.`);
   }
 }
 
@@ -204,8 +204,17 @@ function listFiles(dir: string, base = dir): string[] {
   );
 }
 
-function sha256(path: string): string {
-  return createHash('sha256').update(readFileSync(path)).digest('hex');
+/** SHA-256 of a file read in 4 MiB pieces: checkpoints hold files of any size (Node reads no whole file past 2 GiB). */
+export function sha256File(path: string): string {
+  const hash = createHash('sha256');
+  const buf = Buffer.allocUnsafe(4 * 2 ** 20);
+  const fd = openSync(path, 'r');
+  try {
+    for (let n; (n = readSync(fd, buf, 0, buf.length, null)) > 0; ) hash.update(buf.subarray(0, n));
+  } finally {
+    closeSync(fd);
+  }
+  return hash.digest('hex');
 }
 
 // fsync a file or a directory (directories make the renames and new entries durable on Linux).

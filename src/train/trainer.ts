@@ -172,7 +172,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
         await writeCheckpoint(
           paths.checkpoints,
           { step, data: { trainSeedCounter: step * groups.nGroups }, trainer: state as unknown as Record<string, unknown> },
-          { config, writeModel: (dir) => engine.save(dir, { optimizer: t.saveOptimizer }), metricsFile: paths.metrics, keep: t.keepCheckpoints },
+          { config, writeModel: (dir) => engine.save(dir, { optimizer: t.saveOptimizer, maxShardBytes: t.checkpointShardBytes }), metricsFile: paths.metrics, keep: t.keepCheckpoints },
         );
         checkpointSeconds = (performance.now() - c0) / 1000;
       }

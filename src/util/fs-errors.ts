@@ -25,11 +25,21 @@ const REASONS: Record<string, [reason: string, fix: string]> = {
   EISDIR: ['it is a folder where a file is needed', 'check the path'],
   EMFILE: ['too many files are open', 'raise the open-file limit (ulimit -n)'],
   EIO: ['the device reported an I/O error', 'check the disk'],
+  // Node's own codes (not errno) on the same paths: a whole-file read past 2 GiB, a string or buffer past V8's limits.
+  ERR_FS_FILE_TOO_LARGE: ['the file is over 2 GiB, more than Node reads into one buffer', 'read it in pieces (this is a bug in ragen-ts: please report it)'],
+  ERR_STRING_TOO_LONG: ['the file is too large to read as one string', 'check that it is the file you meant'],
+  ERR_BUFFER_TOO_LARGE: ['the data is larger than the largest buffer Node can make', 'check that it is the file you meant'],
+  ERR_FS_EISDIR: ['it is a folder where a file is needed', 'check the path'],
 };
 
-/** True for Node's errno errors (`err.code` like 'ENOSPC'). */
+/**
+ * True for the filesystem errors Node throws: errno errors (`err.code` like 'ENOSPC', 'E2BIG') and Node's own
+ * `ERR_FS_*` codes plus the size limits above (`ERR_FS_FILE_TOO_LARGE` is a RangeError with no errno).
+ */
 export function isErrnoError(err: unknown): err is NodeJS.ErrnoException {
-  return err instanceof Error && typeof (err as NodeJS.ErrnoException).code === 'string' && /^E[A-Z]+$/.test((err as NodeJS.ErrnoException).code!);
+  if (!(err instanceof Error)) return false;
+  const code = (err as NodeJS.ErrnoException).code;
+  return typeof code === 'string' && (/^E[A-Z0-9]+$/.test(code) || /^ERR_FS_[A-Z_]+$/.test(code) || code === 'ERR_STRING_TOO_LONG' || code === 'ERR_BUFFER_TOO_LARGE');
 }
 
 /**
