@@ -158,6 +158,11 @@ async function readAt(fh: FileHandle, into: Uint8Array, position: number, path: 
   }
 }
 
+// Sequential writes in pieces; a short write (allowed by POSIX) continues where it stopped.
+async function writeAll(fh: FileHandle, bytes: Uint8Array): Promise<void> {
+  for (let at = 0; at < bytes.length; ) at += (await fh.write(bytes, at, Math.min(PIECE, bytes.length - at))).bytesWritten;
+}
+
 /**
  * Read one safetensors file by parts: the 8-byte length, the header, then each tensor at its offset, so files of any
  * size load (Node refuses whole-file reads past 2 GiB). `only` picks the tensors to read; the header is checked whole.
@@ -201,11 +206,8 @@ export async function writeSafetensors(path: string, weights: WeightMap, metadat
   const { head } = headerBytes(weights, metadata);
   const fh = await withFileErrorsAsync('write safetensors', path, () => open(path, 'w'));
   try {
-    await fh.write(head, 0, head.length);
-    for (const w of weights.values()) {
-      const bytes = new Uint8Array(w.data.buffer, w.data.byteOffset, w.data.byteLength);
-      for (let at = 0; at < bytes.length; at += PIECE) await fh.write(bytes, at, Math.min(PIECE, bytes.length - at));
-    }
+    await writeAll(fh, head);
+    for (const w of weights.values()) await writeAll(fh, new Uint8Array(w.data.buffer, w.data.byteOffset, w.data.byteLength));
   } catch (err) {
     throw fileSystemError(err, 'write safetensors', path);
   } finally {
