@@ -20,12 +20,16 @@ export function ragenQwenTemplate(version: 'qwen2.5' | 'qwen3'): string {
   return version === 'qwen3' ? RAGEN_QWEN3_TEMPLATE : RAGEN_QWEN25_TEMPLATE;
 }
 
+/** The packaged files, parsed once (11 MB of JSON); callers copy what they change. */
+let packaged: TokenizerFiles | undefined;
+
 /**
  * The tokenizer.json and tokenizer_config.json of a Qwen family from the packaged files: Qwen2.5's without Qwen3's
  * four added tokens, Qwen3's as shipped; `chatTemplate` replaces tokenizer_config.json's `chat_template`.
  */
 export function qwenTokenizerFiles(version: 'qwen2.5' | 'qwen3', chatTemplate?: string): TokenizerFiles {
-  const { tokenizerJson, tokenizerConfig } = readTokenizerFiles(qwenTokenizerDir());
+  packaged ??= readTokenizerFiles(qwenTokenizerDir());
+  const { tokenizerJson, tokenizerConfig } = packaged;
   const config = chatTemplate === undefined ? tokenizerConfig : { ...tokenizerConfig, chat_template: chatTemplate };
   if (version === 'qwen3') return { tokenizerJson, tokenizerConfig: config };
   const added = (tokenizerJson['added_tokens'] ?? []) as { id: number }[];
