@@ -17,7 +17,7 @@ beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), 'ragen-init-train-'));
   model = join(root, 'qwen3-tiny');
   await initModelDir(model, 'qwen3-tiny', { seed: 5 });
-});
+}, 120_000);
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 const shrunk = (modelDir: string, runDir: string) => [
@@ -25,11 +25,11 @@ const shrunk = (modelDir: string, runDir: string) => [
   `model.path=${modelDir}`,
   'model.engine=local',
   `logging.runDir=${runDir}`,
-  'env.train=[{tag: CoordSokoban, groups: 2, groupSize: 2}]',
+  'env.train=[{tag: CoordSokoban, groups: 1, groupSize: 2}]',
   'env.val=[{tag: CoordSokoban, groups: 1}]',
   'agent.maxTurns=2',
-  'agent.maxNewTokens=6',
-  'trainer.miniBatchSize=4',
+  'agent.maxNewTokens=4',
+  'trainer.miniBatchSize=2',
   'trainer.microBatchSize=2',
   'trainer.valEvery=0',
   'trainer.valBeforeTrain=false',
@@ -55,17 +55,16 @@ describe('sokoban-ppo-qwen on a model init Qwen3-shaped directory', () => {
     expect(Object.keys(a[2]!)).toContain('actor/pg_loss');
   });
 
-  it("with Qwen3's own template, `auto` switches to ours and says so once; `model` keeps it and is refused", { timeout: 300_000 }, async () => {
+  // (`model.chatTemplate=model` would keep Qwen3's template here without a refusal: a random model never writes the
+  // `</think>` that makes Qwen3's template rewrite history. src/train/run-tokenizer.test.ts checks the choice itself.)
+  it("with Qwen3's own template, the preset's `auto` switches to ours and says so once", { timeout: 300_000 }, async () => {
     const own = join(root, 'qwen3-own-template');
     await initModelDir(own, 'qwen3-tiny', { seed: 5 });
     copyFileSync(join(qwenTokenizerDir(), 'tokenizer_config.json'), join(own, 'tokenizer_config.json')); // Qwen3's as published
-    const auto = await runCli('train', ...shrunk(own, join(root, 'auto')), '--steps', '1');
+    const auto = await runCli('train', ...shrunk(own, join(root, 'auto')), '--steps', '1', 'agent.maxTurns=1');
     expect(auto.code, auto.err).toBe(0);
     const notes = auto.out.split('\n').filter((l) => l.includes('model.chatTemplate=auto'));
     expect(notes).toHaveLength(1);
     expect(notes[0]).toMatch(/is not append-only \(rendering turn 2 changes earlier text at character \d+.*\); using ragen's append-only Qwen template/);
-    const kept = await runCli('train', ...shrunk(own, join(root, 'kept')), '--steps', '1', 'model.chatTemplate=model');
-    expect(kept.code).toBe(2);
-    expect(kept.err).toMatch(/is not append-only/);
   });
 });
