@@ -38,7 +38,7 @@ const shrunk = (modelDir: string, runDir: string) => [
 ];
 
 describe('sokoban-ppo-qwen on a model init Qwen3-shaped directory', () => {
-  it('trains 2 steps with checkpoints, resumes for the third, and equals an uninterrupted 3-step run', { timeout: 300_000 }, async () => {
+  it('trains 2 steps with checkpoints, resumes for the third, and equals an uninterrupted 3-step run', { timeout: 600_000 }, async () => {
     const full = join(root, 'full');
     const r0 = await runCli('train', ...shrunk(model, full), '--steps', '3');
     expect(r0.code, r0.err).toBe(0);
