@@ -18,7 +18,8 @@ export const QWEN25_DEFAULT_SYSTEM = 'You are Qwen, created by Alibaba Cloud. Yo
  * Our append-only template with Qwen2.5's rendering: every message `<|im_start|>{role}\n{content}<|im_end|>\n`,
  * history verbatim (earlier assistant turns keep their <think> text), Qwen2.5's default system prompt when the
  * first message is not a system one, and `<|im_start|>assistant\n` as the generation prompt. It never raises (no
- * "no user query found"), and rendering n+1 messages always extends the rendering of n.
+ * "no user query found"), and rendering n+1 messages always extends the rendering of n. Any role renders the same way
+ * (a `tool` message as `<|im_start|>tool`, where Qwen2.5's own template wraps it in <tool_response> under `user`).
  */
 export const RAGEN_QWEN25_TEMPLATE =
   "{%- if messages | length == 0 or messages[0].role != 'system' %}{{- '<|im_start|>system\\n" + QWEN25_DEFAULT_SYSTEM + "<|im_end|>\\n' }}{%- endif %}" +

@@ -27,7 +27,7 @@ describe('ragen bench gpu', () => {
     expect(s.peakMemoryBytes).toBeGreaterThanOrEqual(s.rolloutPeakMemoryBytes);
     if (!r!.transformers.available) expect(r!.transformers.note).toBe('transformers not importable: no ratio');
     else expect(r!.transformers.rolloutTokens).toBe(r!.rollout.tokens);
-  }, 60_000);
+  }, 180_000);
 
   test.runIf(python)('prints a human table; no MFU without a known bf16 peak', async () => {
     const { code, out } = await runCli('bench', 'gpu', ...SMALL, '--no-transformers');
@@ -36,7 +36,7 @@ describe('ragen bench gpu', () => {
     expect(out).toMatch(/rollout +[\d,]+ tokens\/s +skipped \(--no-transformers\)/);
     expect(out).toMatch(/MFU - \(no bf16 peak known for cpu; pass --peak-tflops\)/);
     expect(out).toMatch(/StarPO step .* rollout [\d.]+ s, old log-probs [\d.]+ s, ref log-probs [\d.]+ s, update [\d.]+ s/);
-  }, 60_000);
+  }, 180_000);
 
   test.runIf(python)("with transformers importable (a test double wrapping our decoder): the ratio, and float32 logits equal to the checkpoint's", async () => {
     const saved = process.env.PYTHONPATH;
@@ -58,7 +58,7 @@ describe('ragen bench gpu', () => {
       if (saved === undefined) delete process.env.PYTHONPATH;
       else process.env.PYTHONPATH = saved;
     }
-  }, 60_000);
+  }, 180_000);
 
   test('bad input is a usage error naming it', async () => {
     let r = await runCli('bench', 'gpu', '--shape', 'qwen9');

@@ -162,10 +162,15 @@ describe('ragen model init', () => {
   it('refuses an unknown shape and an occupied folder in one sentence each', async () => {
     let r = await runCli('model', 'init', '--shape', 'qwen2.5-05b', '--out', join(root, 'x'));
     expect(r.code).toBe(2);
-    expect(r.err).toMatch(/Bad --shape `qwen2\.5-05b`: give one of qwen2\.5-0\.5b, .*qwen3-tiny, tiny\./);
+    expect(r.err).toMatch(/Bad --shape `qwen2\.5-05b`: give one of qwen2\.5-0\.5b, .*qwen3-tiny, tiny\. Did you mean `qwen2\.5-0\.5b`\?/);
     r = await runCli('model', 'init', '--shape', 'qwen3-tiny', '--out', tinyDirs['qwen3-tiny']!);
     expect(r.code).toBe(2);
     expect(r.err).toMatch(/already holds a model \(config\.json, model\.safetensors\); choose an empty folder or pass --force/);
+    // --force replaces a model, stale shards included.
+    r = await runCli('model', 'init', '--shape', 'qwen3-tiny', '--out', join(root, 'sharded'), '--force');
+    expect(r.code, r.err).toBe(0);
+    expect(readdirSync(join(root, 'sharded')).filter((f) => f.startsWith('model')).sort()).toEqual(['model.safetensors']);
+    expect(json(join(root, 'sharded'), 'config.json')['model_type']).toBe('qwen3');
     r = await runCli('model', 'init', '--shape', 'qwen3-tiny', '--out', join(root, 'y'), '--dtype', 'fp16');
     expect(r.code).toBe(2);
     expect(r.err).toMatch(/Bad --dtype `fp16`: give bf16 or f32\./);

@@ -6,7 +6,7 @@ import cliProgress from 'cli-progress';
 import type { Command } from 'commander';
 import { configFromHF, countParameters, modelShape, shapeNames, writeRandomWeights, type InitDtype } from '../../model/index.js';
 import { qwenTokenizerFiles, ragenQwenTemplate } from '../../tokenizer/index.js';
-import { UsageError, withFileErrors } from '../../util/index.js';
+import { didYouMean, UsageError, withFileErrors } from '../../util/index.js';
 import { parseSeed } from './env-options.js';
 
 /** Options of `ragen model init`, as commander parses them. */
@@ -102,7 +102,8 @@ Writes a model directory that \`ragen train\`, \`ragen eval\`, \`ragen serve\` (
   model.safetensors           random weights N(0, 0.02), norms 1, biases 0, seeded by --seed (same seed, same bytes);
                               model-0000k-of-0000n.safetensors + model.safetensors.index.json above --max-shard-mb
   tokenizer.json              Qwen's tokenizer, shipped through npm (Qwen2.5's: without Qwen3's 4 added tokens)
-  tokenizer_config.json       with ragen's append-only chat template (Qwen2.5's rendering, history verbatim)
+  tokenizer_config.json       with ragen's append-only chat template (Qwen2.5's rendering, history verbatim;
+                              no default system prompt for qwen3 shapes)
 The weights are random: the directory is for measuring speed and memory and for testing the pipeline, not a trained model.
 Shapes: the published qwen2.5-0.5b/1.5b/3b/7b and qwen3-0.6b/1.7b, and qwen2.5-tiny / qwen3-tiny (the full
 vocabulary, width 64, 2 layers: seconds on a CPU; \`tiny\` is qwen2.5-tiny). Sizes in bf16: 0.5b 1.0 GB, 1.5b 3.1 GB,
@@ -126,7 +127,7 @@ export function register(program: Command): void {
     .option('--force', 'replace a model already in --out')
     .addHelpText('after', HELP)
     .action(async (o: InitOptions) => {
-      if (!shapeNames().includes(o.shape)) throw new UsageError(`Bad --shape \`${o.shape}\`: give one of ${shapeNames().join(', ')}.`);
+      if (!shapeNames().includes(o.shape)) throw new UsageError(`Bad --shape \`${o.shape}\`: give one of ${shapeNames().join(', ')}.${didYouMean(o.shape, shapeNames())}`);
       const bar = progress(`writing ${o.shape}`);
       const t0 = Date.now();
       let r: InitResult;
