@@ -1,5 +1,5 @@
-"""Random-weight Hugging Face checkpoints of named Qwen2 shapes (for `ragen bench gpu` and tests): config.json in
-Hugging Face's Qwen2 layout plus safetensors written by our own writer, so transformers and the worker both load it.
+"""Random-weight Hugging Face checkpoints of named Qwen shapes (for `ragen bench gpu` and tests): config.json in
+Hugging Face's layout plus safetensors written by our own writer, so transformers and the worker both load it.
 """
 import json
 import os
@@ -9,19 +9,23 @@ import torch
 from .model import Decoder, ModelConfig
 from .safetensors_io import save_weights
 
-_QWEN2 = {"model_type": "qwen2", "architectures": ["Qwen2ForCausalLM"], "hidden_act": "silu", "rms_norm_eps": 1e-6,
-          "rope_theta": 1000000.0, "max_position_embeddings": 32768, "attention_dropout": 0.0, "use_sliding_window": False,
-          "bos_token_id": 151643, "eos_token_id": 151645}
 
-# The published Qwen2.5 configurations (vocabulary, widths, depths, heads), and a tiny one for CPU tests.
-SHAPES = {
-    "tiny": dict(_QWEN2, vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-                 num_key_value_heads=2, tie_word_embeddings=False, bos_token_id=1, eos_token_id=2),
-    "qwen2.5-0.5b": dict(_QWEN2, vocab_size=151936, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
-                         num_attention_heads=14, num_key_value_heads=2, tie_word_embeddings=True),
-    "qwen2.5-1.5b": dict(_QWEN2, vocab_size=151936, hidden_size=1536, intermediate_size=8960, num_hidden_layers=28,
-                         num_attention_heads=12, num_key_value_heads=2, tie_word_embeddings=True),
-}
+def _read_shapes():
+    """shapes.json beside this file (the table `ragen model init` reads too): each shape's family keys overlaid with its own,
+    aliases (`tiny`) included."""
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "shapes.json")) as f:
+        table = json.load(f)
+    shapes = {}
+    for name, entry in table["shapes"].items():
+        own = {k: v for k, v in entry.items() if k != "family"}
+        shapes[name] = dict(table["families"][entry["family"]], **own)
+    for alias, target in table["aliases"].items():
+        shapes[alias] = shapes[target]
+    return shapes
+
+
+# The published Qwen2.5 / Qwen3 configurations and a tiny one of each family for CPU tests (shapes.json).
+SHAPES = _read_shapes()
 
 
 def write_random_checkpoint(directory, shape, seed=0, dtype=torch.bfloat16):

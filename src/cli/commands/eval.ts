@@ -12,6 +12,7 @@ import { registerRemoteEnvs } from '../../env/remote/index.js';
 import { loadTokenizer, tinyTokenizerDir, type Tokenizer } from '../../tokenizer/index.js';
 import { defaultConfig, envGroupsOptions, loadConfig, loadSavedConfig, samplingOf, type RagenConfig } from '../../config/index.js';
 import { UsageError } from '../../util/index.js';
+import { runTokenizer } from '../../train/index.js';
 import { parseConfigPairs, parsePositiveInt, parseSeed } from './env-options.js';
 
 const POLICIES = ['oracle', 'random', 'model', 'openai'] as const;
@@ -198,7 +199,8 @@ export async function runEval(opts: EvalOptions): Promise<EvalReport> {
     if (opts.run) modelDir = resolveModelDir(opts.run); // its tokenizer reads the replies
   }
   const tokDir = opts.tokenizer ?? (modelDir && existsSync(join(modelDir, 'tokenizer.json')) ? modelDir : tinyTokenizerDir());
-  const tokenizer = loadTokenizer(tokDir);
+  // A run's or preset's `model.chatTemplate` (docs/models.md) applies to its model as in training.
+  const tokenizer = opts.tokenizer === undefined && modelDir ? runTokenizer(modelDir, base?.model.chatTemplate ?? 'model') : loadTokenizer(tokDir);
   const temperature = opts.greedy ? 0 : (opts.temperature ?? samplingOf(base ?? defaultConfig(), 'val', seed).temperature);
   const policy = policyName === 'openai' ? openaiOf(opts, cfg, tokenizer, temperature, seed) : await makePolicy(policyName, cfg, tokenizer, modelDir, temperature, seed);
   const usageOf = (e: { index: number }) => ('usage' in policy ? (policy as OpenAIPolicy).usage.get(e.index) : undefined);
