@@ -16,3 +16,6 @@ export { saveModel, loadModel, loadModelConfig, ADAPTER_DIR, VALUE_HEAD_FILE } f
 export type { SaveOptions } from './checkpoint.js';
 export { Sampler, argmax } from './sampling.js';
 export type { SamplerSettings } from './sampling.js';
+export { isHubId, hubCacheDir, hubRepoDir, cachedHubModel, hubModel } from './hub.js';
+export type { HubModelOptions } from './hub.js';
+export { findModelPath, resolveModelPath, shippedModels, shippedModelsDir } from './model-path.js';
