@@ -27,7 +27,7 @@ export interface PlayRecord {
 
 const EXAMPLES = `
 Examples:
-  $ ragen play SimpleSokoban --seed 3                      # interactive in a terminal; q quits
+  $ ragen play SimpleSokoban --seed 3                      # interactive in a terminal; arrow keys + Enter move, q quits
   $ ragen play SimpleSokoban --seed 3 --actions "Up || Left || Up"
   $ ragen play FrozenLake --seed 1 --actions "Down || Right" --json
   $ ragen play Bandit --seed 0 --config loArmScore=0.2 hiArmHiscoreProb=0.5
