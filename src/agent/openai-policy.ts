@@ -1,6 +1,7 @@
 // A policy behind any OpenAI-compatible endpoint (a hosted API, vLLM, SGLang, `ragen serve`), through the
 // official `openai` client: bounded concurrency, retries with backoff on 429/5xx/timeouts (each logged),
-// token usage per episode. `completions` sends the exact prompt ids and keeps the returned token ids.
+// token usage per episode. `completions` sends the exact prompt ids and keeps the returned token ids. max_tokens is
+// fitted to the server's context when GET /models reports it (vLLM's and `ragen serve`'s `max_model_len`).
 import OpenAI from 'openai';
 import type { Generation } from '../engine/index.js';
 import type { Tokenizer } from '../tokenizer/index.js';
@@ -62,6 +63,8 @@ export function openaiPolicy(tokenizer: Tokenizer, cfg: AgentConfig, o: OpenAIPo
   const log = o.log ?? ((line: string) => console.error(line));
   const usage = new Map<number, EpisodeUsage>();
   const prefill = prefillText(cfg);
+  let context: Promise<number | null> | undefined;
+  const contextLength = () => (context ??= serverContext(client, o, log));
 
   const withRetries = async <T>(what: string, slot: number, fn: () => Promise<T>): Promise<T> => {
     const max = o.maxRetries ?? 4;
@@ -83,7 +86,10 @@ export function openaiPolicy(tokenizer: Tokenizer, cfg: AgentConfig, o: OpenAIPo
 
   const one = async (r: PolicyRequest, call: number, j: number): Promise<Generation> => {
     const seed = o.temperature === 0 ? undefined : (Math.imul((o.seed ?? 0) ^ 0x2545f491, 0x9e3779b1) + Math.imul(call + 1, 0x85ebca6b) + Math.imul(j + 1, 0xc2b2ae35)) >>> 0;
-    const common = { model: o.model, max_tokens: cfg.maxNewTokens, temperature: o.temperature ?? 1, ...(o.topP !== undefined ? { top_p: o.topP } : {}), ...(seed !== undefined ? { seed } : {}) };
+    // A prompt near the context's end gets fewer new tokens instead of a 400 (the server counts prompt + max_tokens).
+    const ctx = await contextLength();
+    const maxTokens = ctx === null ? cfg.maxNewTokens : Math.max(1, Math.min(cfg.maxNewTokens, ctx - r.prompt.length));
+    const common = { model: o.model, max_tokens: maxTokens, temperature: o.temperature ?? 1, ...(o.topP !== undefined ? { top_p: o.topP } : {}), ...(seed !== undefined ? { seed } : {}) };
     const what = `episode ${r.slot.index} turn ${r.turn}`;
     if (api === 'completions') {
       const body = { ...common, prompt: r.prompt, logprobs: 0, return_token_ids: true, ...(cfg.stopAtAnswer ? { stop: ['</answer>'] } : {}) };
@@ -101,7 +107,8 @@ export function openaiPolicy(tokenizer: Tokenizer, cfg: AgentConfig, o: OpenAIPo
       return textGeneration(c.text + (cfg.stopAtAnswer && finishReason === 'stop' && !c.text.includes('</answer>') ? '</answer>' : ''), finishReason, tokenizer, cfg.stopAtAnswer);
     }
     if (!r.messages) throw new Error('openaiPolicy (chat) needs PolicyRequest.messages: run it through `rollout`');
-    const body = { ...common, messages: r.messages.map((m) => ({ role: m.role, content: m.content })) };
+    const stop = cfg.stopAtAnswer ? { stop: ['</answer>'] } : {};
+    const body = { ...common, ...stop, messages: r.messages.map((m) => ({ role: m.role, content: m.content })) };
     const res = (await limit(() => withRetries(what, r.slot.index, () => client.chat.completions.create(body as OpenAI.ChatCompletionCreateParamsNonStreaming)))) as OpenAI.ChatCompletion;
     count(usage, r.slot.index, res.usage);
     const c = res.choices[0];
@@ -110,7 +117,9 @@ export function openaiPolicy(tokenizer: Tokenizer, cfg: AgentConfig, o: OpenAIPo
     let text = c.message.content ?? '';
     const lead = text.trimStart();
     if (lead.startsWith(prefill)) text = lead.slice(prefill.length);
-    return textGeneration(text, c.finish_reason === 'length' ? 'length' : 'stop', tokenizer, true);
+    const finishReason = c.finish_reason === 'length' ? 'length' : 'stop';
+    if (cfg.stopAtAnswer) text = cutAtAnswer(prefill + text, finishReason).slice(prefill.length);
+    return textGeneration(text, finishReason, tokenizer, true);
   };
 
   return {
@@ -118,6 +127,34 @@ export function openaiPolicy(tokenizer: Tokenizer, cfg: AgentConfig, o: OpenAIPo
     usage,
     generate: (requests, call) => Promise.all(requests.map((r, j) => one(r, call, j))),
   };
+}
+
+/**
+ * The reply up to its first `</answer>`, as the agent stops there: text a server wrote past it (one that ignores
+ * `stop`) does not enter the history. A server that stopped on the sequence leaves it out of the text (OpenAI's
+ * rule), so an answer left open by a stop is closed.
+ */
+export function cutAtAnswer(text: string, finishReason: Generation['finishReason']): string {
+  const end = text.indexOf('</answer>');
+  if (end >= 0) return text.slice(0, end + '</answer>'.length);
+  const open = text.lastIndexOf('<answer>');
+  return finishReason === 'stop' && open >= 0 ? `${text}</answer>` : text;
+}
+
+/** The context length the server reports for `o.model` in GET /models, or null when it says none. */
+async function serverContext(client: OpenAI, o: OpenAIPolicyOptions, log: (line: string) => void): Promise<number | null> {
+  try {
+    for await (const m of client.models.list()) {
+      if (m.id !== o.model) continue;
+      const card = m as unknown as Record<string, unknown>;
+      const n = card.max_model_len ?? card.context_length ?? card.context_window;
+      return typeof n === 'number' && n > 0 ? n : null;
+    }
+    return null;
+  } catch (err) {
+    log(`[openai] GET ${o.baseURL}/models failed (${(err as Error).message.split('\n')[0]}); max_tokens is not fitted to the server's context`);
+    return null;
+  }
 }
 
 /** A reply's text as our tokenizer reads it, log-probs 0, EOS appended when the reply ended on its own. */

@@ -1,7 +1,7 @@
 import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, test, vi } from 'vitest';
 import { makeEnv } from '../env/index.js';
-import { playInteractive, type PlayRecord } from './commands/play.js';
+import { playInteractive, translateArrows, type PlayRecord } from './commands/play.js';
 import type { SolveRecord } from './commands/solve.js';
 import { addBenchSubcommand, type BenchEnvsReport } from './commands/bench.js';
 import { runCli } from './testing.js';
@@ -112,6 +112,37 @@ describe('ragen play', () => {
     expect(text).toMatch(new RegExp(`> ${first}\\n${first}: [\\d.]+ points`));
     expect(text).toContain('n: next seed (8)');
     expect(text).toContain('Bandit  seed 8');
+  });
+});
+
+describe('ragen play: arrow keys', () => {
+  const play = async (id: string, typed: string): Promise<string> => {
+    const input = new PassThrough();
+    const output = new PassThrough();
+    const chunks: string[] = [];
+    output.on('data', (c: Buffer) => chunks.push(c.toString()));
+    input.end(typed);
+    await playInteractive(makeEnv(id), id, 3, 'train', input, output);
+    return chunks.join('');
+  };
+
+  test('become the env\'s directional actions (both escape forms a terminal sends), one per key', async () => {
+    const text = await play('SimpleSokoban', '\x1b[A\x1bOD\nq\n');
+    expect(text).toMatch(/\n> Up\n/);
+    expect(text).toMatch(/\n> Left\n/);
+    expect(text).not.toContain('[invalid');
+    expect(text).not.toContain('\x1b');
+  });
+
+  test('in an env without directions are dropped with a hint instead of played as invalid actions', async () => {
+    const text = await play('Bandit', '\x1b[B\nq\n');
+    expect(text).toMatch(/arrow keys play Bandit's actions only when it has Up\/Down\/Left\/Right/);
+    expect(text).not.toContain('[invalid');
+  });
+
+  test('keep the env\'s spelling of the action names', () => {
+    expect(translateArrows('\x1b[C', ['left', 'right']).line.trim()).toBe('|| right ||');
+    expect(translateArrows('\x1b[3~Up', ['Up'])).toEqual({ line: ' Up', unmapped: false }); // Delete: dropped
   });
 });
 

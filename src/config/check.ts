@@ -1,7 +1,8 @@
 // Run-time checks of a resolved config: things the schema cannot know when the file loads (the model
 // directory exists, env tags are registered, per-tag env configs fit each env's own schema).
-import { existsSync, statSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { existsSync } from 'node:fs';
+import { isAbsolute, join, resolve } from 'node:path';
+import { findModelPath, isHubId, shippedModels } from '../model/index.js';
 import { envSpec, listEnvs, resolveEnvConfig, resolveEnvId } from '../env/index.js';
 import { ConfigError, didYouMean, RagenError } from '../util/index.js';
 import type { RagenConfig } from './schema.js';
@@ -19,14 +20,20 @@ export interface RunCheckOptions {
 export function checkRunConfig(config: RagenConfig, options: RunCheckOptions = {}): Record<string, Record<string, unknown>> {
   const problems: string[] = [];
   if (!options.skipModel) {
-    const dir = resolve(config.model.path);
-    if (!existsSync(dir) || !statSync(dir).isDirectory()) {
-      problems.push(`Bad config value \`model.path\` = ${JSON.stringify(config.model.path)}: no such directory (${dir}). Point it at a model in Hugging Face layout (config.json, model.safetensors, tokenizer.json), e.g. one under models/.`);
+    // findModelPath: the user's directory, else a shipped model (`ragen-tiny`), else a cached Hub snapshot. A Hub id
+    // not cached yet passes here: the trainer downloads it (or says why it cannot) before loading.
+    const { path } = config.model;
+    const dir = findModelPath(path);
+    if (dir === null) {
+      if (isAbsolute(path) || !isHubId(path)) {
+        problems.push(`Bad config value \`model.path\` = ${JSON.stringify(path)}: no such directory (${resolve(path)}), no shipped model of that name (${shippedModels().join(', ')}) and no Hub id (owner/name). Point it at a model in Hugging Face layout (config.json, model.safetensors, tokenizer.json).`);
+      }
     } else if (!existsSync(join(dir, 'config.json'))) {
-      problems.push(`Bad config value \`model.path\` = ${JSON.stringify(config.model.path)}: the directory has no config.json, so it is not a model in Hugging Face layout.`);
+      problems.push(`Bad config value \`model.path\` = ${JSON.stringify(path)}: the directory (${dir}) has no config.json, so it is not a model in Hugging Face layout.`);
     }
-    if (config.model.critic.path !== null && !existsSync(resolve(config.model.critic.path))) {
-      problems.push(`Bad config value \`model.critic.path\` = ${JSON.stringify(config.model.critic.path)}: no such directory; use null to start the critic from \`model.path\`.`);
+    const critic = config.model.critic.path;
+    if (critic !== null && findModelPath(critic) === null && (isAbsolute(critic) || !isHubId(critic))) {
+      problems.push(`Bad config value \`model.critic.path\` = ${JSON.stringify(critic)}: no such directory; use null to start the critic from \`model.path\`.`);
     }
   }
   const ids = listEnvs().map((e) => e.id);

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -215,6 +215,28 @@ describe('presets', () => {
     expect(err(() => loadConfig({ config: join(dir, 'bad.yaml') }))).toMatch(/is not valid YAML/);
     writeFileSync(join(dir, 'list.yaml'), '- a\n');
     expect(err(() => loadConfig({ config: join(dir, 'list.yaml') }))).toMatch(/must hold a YAML mapping/);
+  });
+});
+
+describe('model paths in a YAML file', () => {
+  it('resolve next to the file when they are no directory from the working directory; one that is stays the user\'s', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ragen-model-rel-'));
+    mkdirSync(join(dir, 'proj', 'weights', 'm'), { recursive: true });
+    mkdirSync(join(dir, 'elsewhere', 'weights', 'm'), { recursive: true });
+    const file = join(dir, 'proj', 'run.yaml');
+    writeFileSync(file, 'model:\n  path: weights/m\n  critic: {path: weights/m}\n');
+    const cwd = process.cwd();
+    try {
+      process.chdir(dir); // no weights/ here: the file's neighbour is meant
+      const beside = loadConfig({ config: file });
+      expect(beside.model.path).toBe(join(dir, 'proj', 'weights', 'm'));
+      expect(beside.model.critic.path).toBe(join(dir, 'proj', 'weights', 'm'));
+      process.chdir(join(dir, 'elsewhere')); // weights/m exists here: it is the user's path
+      expect(loadConfig({ config: file }).model.path).toBe('weights/m');
+      expect(loadConfig({ config: 'bandit-ppo' }).model.path).toBe('ragen-tiny'); // a name, resolved when the run starts
+    } finally {
+      process.chdir(cwd);
+    }
   });
 });
 

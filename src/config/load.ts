@@ -144,8 +144,25 @@ export function readConfigLayers(file: string, seen: readonly string[] = []): Co
     }
     layers.push(...readConfigLayers(target, [...seen, abs]));
   }
-  layers.push({ source: shortPath(abs), data: own });
+  layers.push({ source: shortPath(abs), data: relativeToFile(own, dirname(abs)) });
   return layers;
+}
+
+/**
+ * A file's `model.path` / `model.critic.path` that is no directory from the working directory but is one next to the
+ * file, made absolute: a preset can name a model beside it, and a path that exists from where the command runs keeps
+ * meaning that one (names like `ragen-tiny` and Hub ids are resolved when the run starts).
+ */
+function relativeToFile(data: Record<string, unknown>, dir: string): Record<string, unknown> {
+  const model = data.model;
+  if (!isPlainObject(model)) return data;
+  const fix = (p: unknown): unknown => {
+    if (typeof p !== 'string' || p === '' || isAbsolute(p) || existsSync(resolve(p))) return p;
+    const beside = resolve(dir, p);
+    return existsSync(beside) && statSync(beside).isDirectory() ? beside : p;
+  };
+  const critic = isPlainObject(model.critic) && 'path' in model.critic ? { critic: { ...model.critic, path: fix(model.critic.path) } } : {};
+  return { ...data, model: { ...model, ...('path' in model ? { path: fix(model.path) } : {}), ...critic } };
 }
 
 /** The folder of shipped presets: `configs/` at the package root. */

@@ -55,8 +55,8 @@ export const TorchSchema = z.strictObject({
 
 /** The policy model and the engine that runs it. */
 export const ModelSchema = z.strictObject({
-  /** Model directory in Hugging Face layout (`config.json`, `model.safetensors`, `tokenizer.json`): a shipped preset model under `models/` or any downloaded HF checkpoint. Checked when the run starts, not when the config loads. @default "models/ragen-tiny" */
-  path: z.string().min(1).default('models/ragen-tiny'),
+  /** Model directory in Hugging Face layout (`config.json`, `model.safetensors`, `tokenizer.json`): the name of a model shipped in this package's models/ (`ragen-tiny`), or a Hugging Face Hub id (`Qwen/Qwen2.5-0.5B-Instruct`, from the local Hub cache, downloaded when missing). A directory that exists wins. Checked when the run starts, not when the config loads. @default "ragen-tiny" */
+  path: z.string().min(1).default('ragen-tiny'),
   /** Chat template of the run: `model` (the model directory's own), `ragen-qwen` (ragen's append-only Qwen template: `<|im_start|>role\ncontent<|im_end|>\n` with history verbatim, Qwen2.5's default system prompt, none for model_type qwen3; needs Qwen's tokenizer), or `auto` (the model's own when it is append-only, else `ragen-qwen`, said once on the console: Qwen3's own template drops earlier reasoning, which exact multi-turn token bookkeeping cannot follow). The Qwen presets use `auto`. @default "model" */
   chatTemplate: z.enum(['auto', 'model', 'ragen-qwen']).default('model'),
   /** Engine holding the models: `local` (in this process, on ragen-ts's own CPU kernels) or `torch` (a PyTorch worker process, CPU or CUDA; needs an interpreter with torch >= 1.13, see docs/gpu.md). @default "local" */

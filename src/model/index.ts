@@ -20,3 +20,6 @@ export { writeRandomWeights } from './random-init.js';
 export type { InitDtype, RandomWeightsOptions } from './random-init.js';
 export { modelShape, shapeNames, shapeTablePath } from './shapes.js';
 export type { ModelShape, ShapeFamily } from './shapes.js';
+export { isHubId, hubCacheDir, hubRepoDir, cachedHubModel, hubModel } from './hub.js';
+export type { HubModelOptions } from './hub.js';
+export { findModelPath, resolveModelPath, shippedModels, shippedModelsDir } from './model-path.js';

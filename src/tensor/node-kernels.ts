@@ -90,7 +90,11 @@ function loadWasm(): WasmBackend {
 
 function loadNative(): NativeBackend {
   const file = join(packageRoot(), 'build', 'native', 'ragen_native.node');
-  if (!existsSync(file)) throw new Error(`${file} is missing (the native addon is optional; \`npm run build\` builds it when g++ is available)`);
+  if (!existsSync(file)) {
+    // An installed package ships no addon (it is compiled for the building machine's CPU) and no sources to build one.
+    if (!existsSync(join(packageRoot(), 'native', 'binding.gyp'))) throw new Error('the optional native addon is not part of the installed package');
+    throw new Error(`${file} is missing (the native addon is optional; \`npm run build\` builds it when g++ is available)`);
+  }
   const addon = createRequire(import.meta.url)(file) as Record<string, unknown>;
   const missing = Object.keys(NATIVE_ADDON_ARITY).filter((name) => typeof addon[name] !== 'function');
   if (missing.length > 0) throw new Error(`${file} lacks ${missing.join(', ')} (built from older sources); rebuild it with \`npm run build\``);

@@ -1,6 +1,9 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../config/index.js';
-import { localEngineOptions, needsReference } from './engine-setup.js';
+import { localEngineOptions, needsReference, withModelPaths } from './engine-setup.js';
 
 describe('engine options from the config', () => {
   it('load LoRA only with a rank, a critic only for GAE estimators, a reference only for KL', () => {
@@ -21,5 +24,30 @@ describe('engine options from the config', () => {
     expect(needsReference(loadConfig({ overrides: ['algo.kl.inReward=true'] }))).toBe(true);
     expect(needsReference(loadConfig({ overrides: ['model.reference=never'] }))).toBe(false);
     expect(needsReference(loadConfig({}))).toBe(false);
+  });
+});
+
+describe('the model directories a run starts from', () => {
+  it('are the shipped model for its name, and the cached snapshot for a Hub id (HF_HUB_CACHE), with no network', async () => {
+    const shipped = await withModelPaths(loadConfig({ config: 'bandit-ppo' }));
+    expect(shipped.model.path).toBe(resolve(import.meta.dirname, '../../models/ragen-tiny'));
+    expect(Object.isFrozen(shipped.model)).toBe(true);
+    const cache = mkdtempSync(join(tmpdir(), 'ragen-hf-cache-'));
+    const snap = join(cache, 'models--org--m', 'snapshots', 'c0ffee');
+    mkdirSync(snap, { recursive: true });
+    writeFileSync(join(snap, 'config.json'), '{}');
+    mkdirSync(join(cache, 'models--org--m', 'refs'));
+    writeFileSync(join(cache, 'models--org--m', 'refs', 'main'), 'c0ffee');
+    const saved = { ...process.env };
+    try {
+      Object.assign(process.env, { HF_HUB_CACHE: cache, HF_HUB_OFFLINE: '1' });
+      const hub = await withModelPaths(loadConfig({ overrides: ['model.path=org/m', 'model.critic.path=ragen-tiny'] }));
+      expect(hub.model.path).toBe(snap);
+      expect(hub.model.critic.path).toBe(shipped.model.path);
+      await expect(withModelPaths(loadConfig({ overrides: ['model.path=org/absent'] }))).rejects.toThrow(join(cache, 'models--org--absent'));
+    } finally {
+      process.env = saved;
+      rmSync(cache, { recursive: true, force: true });
+    }
   });
 });

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { needsCritic } from '../algo/index.js';
 import type { RagenConfig } from '../config/index.js';
 import { LocalEngine, TorchEngine, type LocalPretrainedOptions } from '../engine/index.js';
-import { loadModel, ValueHead } from '../model/index.js';
+import { loadModel, resolveModelPath, ValueHead } from '../model/index.js';
 import { getBackend, setBackend } from '../tensor/index.js';
 import type { Tokenizer } from '../tokenizer/index.js';
 import { ConfigError } from '../util/index.js';
@@ -21,6 +21,20 @@ export interface TrainerModels {
 /** The tokenizer of a model directory (its tokenizer.json), else the shipped tiny tokenizer; `chatTemplate` as `model.chatTemplate`. */
 export function modelTokenizer(dir: string, chatTemplate: ChatTemplateChoice = 'model'): Tokenizer {
   return runTokenizer(dir, chatTemplate);
+}
+
+/**
+ * `config` with `model.path` and `model.critic.path` as the directories they mean (the user's path, a shipped model
+ * such as `ragen-tiny`, or a Hub id's snapshot, downloaded if needed): the run's saved config then names the exact
+ * weights it started from.
+ */
+export async function withModelPaths(config: RagenConfig): Promise<RagenConfig> {
+  const m = config.model;
+  const path = await resolveModelPath(m.path);
+  const criticPath = m.critic.path === null ? null : await resolveModelPath(m.critic.path, { key: 'model.critic.path' });
+  if (path === m.path && criticPath === m.critic.path) return config;
+  const critic = Object.freeze({ ...m.critic, path: criticPath });
+  return Object.freeze({ ...config, model: Object.freeze({ ...m, path, critic }) });
 }
 
 /** Whether the run needs the frozen reference model (`model.reference`; `auto` = a KL term is on). */

@@ -100,4 +100,17 @@ describe('ragen sft', () => {
     expect(model.config.vocabSize).toBe(tokenizer.vocabSize);
     expect(JSON.parse(readFileSync(join(out, 'sft_args.json'), 'utf8')).steps).toBe(3);
   });
+
+  test('--model takes a shipped model by name; a name that is nothing is one sentence naming the flag', async () => {
+    const out = join(mkdtempSync(join(tmpdir(), 'ragen-sft-')), 'model');
+    const err: string[] = [];
+    vi.spyOn(console, 'error').mockImplementation((...a: unknown[]) => void err.push(a.join(' ')));
+    const code = await main(['sft', '--env', 'Bandit', '--episodes', '2', '--steps', '1', '--batch', '2', '--model', 'ragen-tiny', '--val-every', '0', '--val-groups', '1', '--progress', 'none', '--out', out]);
+    const bad = await main(['sft', '--env', 'Bandit', '--model', 'no-such-model', '--out', out]);
+    vi.restoreAllMocks();
+    expect(code, err.join('\n')).toBe(0);
+    expect(existsSync(join(out, 'model.safetensors'))).toBe(true);
+    expect(bad).toBe(2);
+    expect(err.join('\n')).toMatch(/Bad --model = "no-such-model": .*ragen-tiny/);
+  });
 });

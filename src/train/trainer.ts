@@ -14,7 +14,7 @@ import { registerRemoteEnvs } from '../env/remote/index.js';
 import { checkPromptBudget, checkRunConfig, envGroupsOptions, type RagenConfig } from '../config/index.js';
 import { EarlyStopTracker, type EarlyStop, type EarlyStopState } from './early-stop.js';
 import { EarlyWarningMonitor, type EarlyWarningState } from './early-warning-step.js';
-import { openModels, type TrainerModels } from './engine-setup.js';
+import { openModels, withModelPaths, type TrainerModels } from './engine-setup.js';
 import { createRun, resumeRun } from './run-setup.js';
 import { starpoStep, type StepContext } from './step.js';
 import { AsyncRollouts } from './async-rollouts.js';
@@ -83,6 +83,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     config = r.config;
     await registerRemoteEnvs(envTags(config));
     checkRunConfig(config, { skipModel: options.models !== undefined });
+    if (!options.models) config = await withModelPaths(config); // a Hub id not cached yet downloads here
     paths = r.paths;
     startStep = r.checkpoint.step;
     freshMoments = !existsSync(join(r.checkpoint.dir, 'optimizer'));
@@ -99,6 +100,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     config = options.config;
     await registerRemoteEnvs(envTags(config));
     checkRunConfig(config, { skipModel: options.models !== undefined });
+    if (!options.models) config = await withModelPaths(config); // a Hub id not cached yet downloads here
     if (config.logging.runDir) assertNewRunDir(config.logging.runDir); // before any model is loaded
     models = options.models ?? (await openModels(config));
     await promptsFit(config, models, options.models === undefined);

@@ -60,8 +60,8 @@ describe('ragen eval --policy openai', () => {
     const fake = createServer((req, res) => {
       req.resume();
       req.on('end', () => {
+        if (req.url?.includes('/models')) return void res.end('{}'); // the context lookup: no length reported
         calls++;
-        if (req.url?.includes('/models')) return void res.end('{}');
         if (calls % 3 === 1) {
           res.writeHead(429, { 'Content-Type': 'application/json', 'Retry-After': '0.01' });
           return void res.end(JSON.stringify({ error: { message: 'slow down', type: 'rate_limit_error', param: null, code: null } }));
@@ -93,6 +93,26 @@ describe('ragen eval --policy openai', () => {
     expect(none.code).toBe(2);
     expect(none.err).toMatch(/refused the request \(429: slow down\)/);
   });
+});
+
+describe('ragen eval --policy openai --api chat against `ragen serve`, default flags', () => {
+  test('plays episodes of 3+ turns: stop at </answer>, the reply cut there, max_tokens fitted to the served context', async () => {
+    // The shipped model served as `ragen serve ragen-tiny` serves it: its own context (1024 positions), no flags.
+    const server = new OpenAIServer({ ...(await localServeTarget('ragen-tiny', resolveModelDir)), batchWindowMs: 20 });
+    const { url } = await server.listen(0);
+    closers.push(() => server.close());
+    const cards = (await (await fetch(`${url}/models`)).json()) as { data: { id: string; max_model_len: number }[] };
+    expect(cards.data).toEqual([expect.objectContaining({ id: 'ragen-tiny', max_model_len: 1024 })]);
+    const out = join(tmp, 'chat.jsonl');
+    const r = await run('eval', '--env', 'SimpleSokoban', '--policy', 'openai', '--base-url', url, '--model', 'ragen-tiny', '--groups', '4', '--json', '--out', out);
+    expect(r.code, r.err).toBe(0);
+    const recs = lines(out) as { turns: { response: string }[] }[];
+    expect(Math.max(...recs.map((e) => e.turns.length))).toBeGreaterThanOrEqual(3);
+    const responses = recs.flatMap((e) => e.turns.map((t) => t.response));
+    // Nothing after the answer entered the history, and the answers were closed.
+    for (const text of responses) expect(text.replace(/<\/answer>[\s\S]*$/, '</answer>')).toBe(text);
+    expect(responses.filter((t) => t.endsWith('</answer>')).length).toBeGreaterThan(responses.length / 2);
+  }, 120_000);
 });
 
 describe('ragen serve and eval --policy openai: usage errors', () => {

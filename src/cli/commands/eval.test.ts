@@ -141,3 +141,12 @@ describe('ragen eval', () => {
     expect(readFileSync(good, 'utf8').trim().split('\n')).toHaveLength(2);
   });
 });
+
+describe('ragen eval --help', () => {
+  test('its --policy model examples name models that exist (shipped names resolve from any folder)', async () => {
+    const { out } = await run('eval', '--help');
+    const models = [...out.matchAll(/--policy model --model (\S+)/g)].map((m) => m[1]!);
+    expect(models.length).toBeGreaterThan(0);
+    for (const m of models) expect(() => resolveModelDir(m), m).not.toThrow();
+  });
+});

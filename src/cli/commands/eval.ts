@@ -11,6 +11,7 @@ import { envSpec, resolveEnvId } from '../../env/index.js';
 import { registerRemoteEnvs } from '../../env/remote/index.js';
 import { loadTokenizer, tinyTokenizerDir, type Tokenizer } from '../../tokenizer/index.js';
 import { defaultConfig, envGroupsOptions, loadConfig, loadSavedConfig, samplingOf, type RagenConfig } from '../../config/index.js';
+import { findModelPath, isHubId, resolveModelPath, shippedModels } from '../../model/index.js';
 import { UsageError } from '../../util/index.js';
 import { runTokenizer } from '../../train/index.js';
 import { parseConfigPairs, parsePositiveInt, parseSeed } from './env-options.js';
@@ -64,8 +65,8 @@ Examples:
   $ ragen eval --env Countdown --policy random --groups 32 --json
   $ ragen eval --run runs/my-run --out eval/val.jsonl        # the run's latest checkpoint, val tags and agent settings
   $ ragen eval --preset frozenlake-ppo --policy oracle
-  $ ragen eval --env SimpleSokoban --policy model --model models/ragen-tiny --temperature 0.5 --out eval/sokoban.jsonl
-  $ ragen eval --env SimpleSokoban --policy model --model models/tiny --greedy --set contextWindowMode=limited_multi_turn maxContextWindow=2
+  $ ragen eval --env SimpleSokoban --policy model --model ragen-tiny --temperature 0.5 --out eval/sokoban.jsonl
+  $ ragen eval --env SimpleSokoban --policy model --model ragen-tiny --greedy --set contextWindowMode=limited_multi_turn maxContextWindow=2
   $ ragen eval --env CoordSokoban --policy openai --base-url https://api.openai.com/v1 --model gpt-4o-mini --groups 16
   $ ragen eval --run runs/my-run --policy openai --base-url http://127.0.0.1:8000/v1 --model my-run --api completions --greedy`;
 
@@ -79,7 +80,7 @@ export function register(program: Command): void {
     .option('--groups <n>', 'groups per env tag (one seed each, from --seed up) [8, or the config\'s]', parsePositiveInt('--groups'))
     .option('--group-size <k>', 'episodes per group (same seed; pass@k uses k) [1, or the config\'s]', parsePositiveInt('--group-size'))
     .option('--policy <name>', `who plays: ${POLICIES.join(' | ')} [oracle, or model with --run/--preset/--model]`, parsePolicy)
-    .option('--model <dir|name>', 'model directory (Hugging Face layout) or a run directory (its latest checkpoint), for --policy model; the model id, for --policy openai')
+    .option('--model <dir|name>', 'model directory (Hugging Face layout), a run directory (its latest checkpoint), a shipped model (ragen-tiny) or a Hub id (Qwen/Qwen2.5-0.5B-Instruct), for --policy model; the model id, for --policy openai')
     .option('--base-url <url>', 'OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (`ragen serve`), for --policy openai')
     .option('--api-key <key>', 'API key for --policy openai (default: $OPENAI_API_KEY)')
     .option('--api <kind>', 'chat: send the messages (any chat model); completions: send the exact prompt ids and keep the returned token ids (ragen serve, vLLM) [chat]', parseApi)
@@ -127,8 +128,12 @@ function parseTemperature(text: string): number {
   return t;
 }
 
-/** A model directory: `dir` itself if it holds config.json, else the highest `checkpoints/step-N` of a run. */
-export function resolveModelDir(dir: string): string {
+/**
+ * A model directory: `spec` itself if it holds config.json, else the highest `checkpoints/step-N` of a run; `spec` may
+ * also name a shipped model (`ragen-tiny`) or a Hub id in the local cache (see `fetchHubModel` for downloads).
+ */
+export function resolveModelDir(spec: string): string {
+  const dir = findModelPath(spec) ?? spec;
   if (existsSync(join(dir, 'config.json'))) return dir;
   const ckpts = join(dir, 'checkpoints');
   if (existsSync(ckpts)) {
@@ -138,7 +143,12 @@ export function resolveModelDir(dir: string): string {
       .sort((a, b) => b.step - a.step);
     if (steps.length > 0) return join(ckpts, steps[0]!.name);
   }
-  throw new UsageError(`No model in \`${dir}\`: expected config.json there, or a run directory with checkpoints/step-N/config.json.`);
+  throw new UsageError(`No model in \`${spec}\`: expected config.json there, or a run directory with checkpoints/step-N/config.json, a shipped model (${shippedModels().join(', ')}) or a Hub id (owner/name).`);
+}
+
+/** Download `spec` into the Hugging Face cache when it is a Hub id that is neither a local directory nor cached. */
+export async function fetchHubModel(spec: string): Promise<void> {
+  if (isHubId(spec) && findModelPath(spec) === null) await resolveModelPath(spec);
 }
 
 /**
@@ -189,6 +199,8 @@ export async function runEval(opts: EvalOptions): Promise<EvalReport> {
   const policyName = opts.policy ?? (base || opts.model ? 'model' : 'oracle');
   let modelDir: string | undefined;
   if (policyName === 'model') {
+    if (opts.model) await fetchHubModel(opts.model);
+    else if (!opts.run && base) await fetchHubModel(base.model.path);
     if (opts.model) modelDir = resolveModelDir(opts.model);
     else if (opts.run) modelDir = resolveModelDir(opts.run);
     else if (base) modelDir = resolveModelDir(base.model.path);

@@ -27,7 +27,7 @@ export interface PlayRecord {
 
 const EXAMPLES = `
 Examples:
-  $ ragen play SimpleSokoban --seed 3                      # interactive in a terminal; q quits
+  $ ragen play SimpleSokoban --seed 3                      # interactive in a terminal; arrow keys + Enter move, q quits
   $ ragen play SimpleSokoban --seed 3 --actions "Up || Left || Up"
   $ ragen play FrozenLake --seed 1 --actions "Down || Right" --json
   $ ragen play Bandit --seed 0 --config loArmScore=0.2 hiArmHiscoreProb=0.5
@@ -112,7 +112,9 @@ export async function playInteractive(env: Env, id: string, seed: number, mode: 
       seed++;
       await start();
     } else if (line !== '') {
-      for (const action of parseActions(line)) {
+      const typed = translateArrows(line, env.actionNames);
+      if (typed.unmapped) say(`(arrow keys play ${id}'s actions only when it has Up/Down/Left/Right; type an action: ${exampleActions(env)})`);
+      for (const action of parseActions(typed.line)) {
         const r = await env.step(action);
         steps.push(r);
         say(formatStep(action, r));
@@ -127,6 +129,28 @@ export async function playInteractive(env: Env, id: string, seed: number, mode: 
   }
   say('');
   rl.close();
+}
+
+const ARROWS: Record<string, string> = { A: 'up', B: 'down', C: 'right', D: 'left' };
+
+/**
+ * A typed line with the terminal's arrow-key escape sequences (ESC [ A or ESC O A ...) turned into the env's
+ * directional actions (`Up`, as the env spells it), one action each; other escape sequences dropped. `unmapped`: an
+ * arrow had no such action (free-text envs, Bandit...) and was dropped too.
+ */
+export function translateArrows(line: string, names: readonly string[] | undefined): { line: string; unmapped: boolean } {
+  let unmapped = false;
+  const text = line.replace(/\x1b(?:\[[0-9;]*|O)([A-Za-z~])/g, (_, key: string) => {
+    const dir = ARROWS[key];
+    if (!dir) return ' ';
+    const name = names?.find((n) => n.toLowerCase() === dir);
+    if (name === undefined) {
+      unmapped = true;
+      return ' ';
+    }
+    return ` || ${name} || `;
+  });
+  return { line: text, unmapped };
 }
 
 function printHeader(env: Env, id: string, seed: number, mode: EnvMode, observation: string, say: (s: string) => void): void {

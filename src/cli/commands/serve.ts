@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import { UsageError } from '../../util/index.js';
 import { parsePositiveInt, parseSeed } from './env-options.js';
-import { resolveModelDir } from './eval.js';
+import { fetchHubModel, resolveModelDir } from './eval.js';
 
 /** Options of `ragen serve`, as commander parses them. */
 export interface ServeCliOptions {
@@ -25,10 +25,10 @@ export interface ServeCliOptions {
 
 const EXAMPLES = `
 Examples:
-  $ ragen serve models/ragen-tiny                       # http://127.0.0.1:8000/v1, model name "ragen-tiny"
+  $ ragen serve ragen-tiny                              # http://127.0.0.1:8000/v1, model name "ragen-tiny"
   $ ragen serve runs/my-run --port 8001 --name policy   # the run's latest checkpoint
-  $ ragen serve models/ragen-tiny --engine torch --device cpu   # a PyTorch worker generates
-  $ RAGEN_API_KEY=secret ragen serve models/ragen-tiny --host 0.0.0.0
+  $ ragen serve ragen-tiny --engine torch --device cpu   # a PyTorch worker generates
+  $ RAGEN_API_KEY=secret ragen serve ragen-tiny --host 0.0.0.0
   $ curl http://127.0.0.1:8000/v1/chat/completions -H 'Content-Type: application/json' \\
       -d '{"model": "ragen-tiny", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 8, "return_token_ids": true}'
 See docs/serving.md.`;
@@ -37,7 +37,7 @@ export function register(program: Command): void {
   program
     .command('serve')
     .description('Serve a checkpoint over an OpenAI-compatible HTTP API (chat, completions, streaming, logprobs, token ids).')
-    .argument('<dir>', 'model directory (Hugging Face layout) or run directory (its latest checkpoint)')
+    .argument('<dir>', 'model directory (Hugging Face layout), run directory (its latest checkpoint), shipped model (ragen-tiny) or Hub id')
     .option('--host <host>', 'address to listen on', '127.0.0.1')
     .option('--port <n>', 'port to listen on (0 = any free port)', parsePort, 8000)
     .option('--name <id>', "the model id clients send (default: the directory's name)")
@@ -58,6 +58,7 @@ export function register(program: Command): void {
       if (opts.engine !== 'torch' && (opts.device !== undefined || opts.precision !== undefined)) {
         throw new UsageError('--device and --precision set the torch engine; add --engine torch (or drop them).');
       }
+      await fetchHubModel(dir);
       const { OpenAIServer, localServeTarget, torchServeTarget } = await import('../../serve/index.js'); // loads the engine only when serving
       const common = { ...(opts.tokenizer ? { tokenizerDir: opts.tokenizer } : {}), ...(opts.name ? { name: opts.name } : {}) };
       const target = opts.engine === 'torch'

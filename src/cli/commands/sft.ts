@@ -6,7 +6,7 @@ import type { Command } from 'commander';
 import { agentConfig, type AgentConfig } from '../../agent/index.js';
 import { resolveEnvId } from '../../env/index.js';
 import { LocalEngine } from '../../engine/index.js';
-import { countParameters, LoraAdapters, Transformer } from '../../model/index.js';
+import { countParameters, LoraAdapters, resolveModelPath, Transformer } from '../../model/index.js';
 import { loadTokenizer, tinyTokenizerDir } from '../../tokenizer/index.js';
 import { ConsoleSink } from '../../metrics/index.js';
 import { loadConfig } from '../../config/index.js';
@@ -113,6 +113,7 @@ export function parseNoise(pairs: readonly string[] = []): Record<string, number
 /** Build the demos, train, validate and save, as `opts` say. */
 export async function runSftCommand(opts: SftCliOptions): Promise<void> {
   if (opts.model && opts.init) throw new UsageError('Give --model <dir> or --init <size>, not both.');
+  if (opts.model) opts = { ...opts, model: await resolveModelPath(opts.model, { flag: '--model' }) }; // ragen-tiny, a Hub id
   const envs = opts.env.split(',').map((s) => s.trim()).filter((s) => s !== '').map(resolveEnvId);
   if (envs.length === 0) throw new UsageError('Give at least one env id to --env, e.g. --env SimpleSokoban.');
   const preset = loadConfig({ config: opts.preset });
