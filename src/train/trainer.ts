@@ -8,6 +8,8 @@ import { EnvGroups, writeEpisodeRecords } from '../agent/index.js';
 import { KLController } from '../algo/index.js';
 import { assertNewRunDir, ConsoleSink, JsonlSink, MetricLogger, rolloutFile, summaryTable, type LoggerState, type MetricSink, type RunPaths, type SummaryRow } from '../metrics/index.js';
 import { writeCheckpoint } from './checkpoint-io.js';
+import { hasOptimizerState, optimizerRoles } from './optimizer-state.js';
+import type { TrainableRole } from '../engine/index.js';
 import type { CollapseEma } from './collapse-step.js';
 import { resolveEnvId } from '../env/index.js';
 import { registerRemoteEnvs } from '../env/remote/index.js';
@@ -15,7 +17,7 @@ import { checkPromptBudget, checkRunConfig, envGroupsOptions, type RagenConfig }
 import { EarlyStopTracker, type EarlyStop, type EarlyStopState } from './early-stop.js';
 import { EarlyWarningMonitor, type EarlyWarningState } from './early-warning-step.js';
 import { openModels, type TrainerModels } from './engine-setup.js';
-import { createRun, resumeRun } from './run-setup.js';
+import { createRun, recordResume, resumeRun } from './run-setup.js';
 import { starpoStep, type StepContext } from './step.js';
 import { AsyncRollouts } from './async-rollouts.js';
 import { validate } from './validate.js';
@@ -68,6 +70,8 @@ interface LoopState {
   logger: LoggerState;
   valBefore: Record<string, number> | null;
   lastVal: Record<string, number> | null;
+  /** Roles whose optimizer state the checkpoint holds (absent in checkpoints of older versions). */
+  optimizerRoles?: TrainableRole[];
 }
 
 /** Train (or continue training) a policy with StarPO; see TrainOptions. */
@@ -77,7 +81,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   let startStep = 0;
   let saved: Partial<LoopState> = {};
   let models: TrainerModels;
-  let freshMoments = false;
+  let lost: string | null = null; // optimizer state a resumed checkpoint lacks
   if (options.resume !== undefined) {
     const r = resumeRun(options.resume, options.overrides ?? []);
     config = r.config;
@@ -85,15 +89,16 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     checkRunConfig(config, { skipModel: options.models !== undefined });
     paths = r.paths;
     startStep = r.checkpoint.step;
-    freshMoments = !existsSync(join(r.checkpoint.dir, 'optimizer'));
-    if (freshMoments && config.trainer.saveOptimizer && !options.freshOptimizer) {
+    saved = (r.state.trainer ?? {}) as Partial<LoopState>;
+    lost = lostOptimizerState(r.checkpoint.dir, saved.optimizerRoles);
+    if (lost !== null && config.trainer.saveOptimizer && !options.freshOptimizer) {
       throw new CheckpointError(
-        `checkpoint \`${r.checkpoint.dir}\` has no optimizer/ state (trainer.saveOptimizer is on, so it was lost): resuming would restart AdamW's moments and the run would no longer match an uninterrupted one. Resume anyway with \`--fresh-optimizer\`, or from an earlier checkpoint.`,
+        `checkpoint \`${r.checkpoint.dir}\` has no ${lost} (trainer.saveOptimizer is on, so it was lost): resuming would restart AdamW's moments and the run would no longer match an uninterrupted one. Resume anyway with \`--fresh-optimizer\`, or from an earlier checkpoint.`,
       );
     }
-    saved = (r.state.trainer ?? {}) as Partial<LoopState>;
     models = options.models ?? (await openModels(config, r.checkpoint.dir));
     await promptsFit(config, models, options.models === undefined);
+    recordResume(paths, config, { afterStep: startStep, overrides: options.overrides ?? [], freshOptimizer: lost !== null });
   } else {
     if (!options.config) throw new TypeError('train: give `config` (a fresh run) or `resume` (a run directory).');
     config = options.config;
@@ -127,7 +132,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   const end = Math.min(t.steps, options.stopAfter ?? Infinity);
   const ahead = t.async.enabled ? new AsyncRollouts(ctx, { maxStaleness: t.async.maxStaleness, importanceCap: t.async.importanceCap, startStep, endStep: end }) : null;
   if (ahead) logger.message(`async rollouts: up to ${t.async.maxStaleness} step(s) ahead, importance weights capped at ${t.async.importanceCap}`);
-  if (freshMoments) logger.message(`warning: the checkpoint has no optimizer state; AdamW starts from fresh moments, so this run will differ from an uninterrupted one`);
+  if (lost !== null) logger.message(`warning: the checkpoint has no ${lost}; AdamW starts from fresh moments there, so this run will differ from an uninterrupted one`);
   try {
     if (startStep === 0 && t.valBeforeTrain) {
       const v = await validate(config, engine, tokenizer, agent);
@@ -169,10 +174,16 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
       if ((t.checkpointEvery > 0 && step % t.checkpointEvery === 0) || step === end || earlyStop) {
         const c0 = performance.now();
         const state: LoopState = { klCoef: kl.value, collapseEma: ctx.collapseEma, earlyStop: tracker.state, earlyWarning: warnings.state, logger: logger.getState(), valBefore, lastVal };
+        // writeCheckpoint serializes `state` after writeModel: the roles whose state the engine wrote are recorded, and a
+        // resume requires each of them (a role without state yet, e.g. the policy during critic warm-up, is not required).
+        const writeModel = async (dir: string) => {
+          await engine.save(dir, { optimizer: t.saveOptimizer });
+          if (t.saveOptimizer) state.optimizerRoles = optimizerRoles(dir);
+        };
         await writeCheckpoint(
           paths.checkpoints,
           { step, data: { trainSeedCounter: step * groups.nGroups }, trainer: state as unknown as Record<string, unknown> },
-          { config, writeModel: (dir) => engine.save(dir, { optimizer: t.saveOptimizer }), metricsFile: paths.metrics, keep: t.keepCheckpoints },
+          { config, writeModel, metricsFile: paths.metrics, keep: t.keepCheckpoints },
         );
         checkpointSeconds = (performance.now() - c0) / 1000;
       }
@@ -202,4 +213,16 @@ async function promptsFit(config: RagenConfig, models: TrainerModels, owned: boo
 /** Every env tag of the config (train and val), for connecting the `remote:` ones before the run starts. */
 function envTags(config: RagenConfig): string[] {
   return [...config.env.train, ...config.env.val].map((e) => e.tag);
+}
+
+/**
+ * What optimizer state checkpoint `dir` lacks, as words for a message ("optimizer/ state", "optimizer state for the
+ * critic (optimizer/critic.safetensors)"), or null when it holds all of it: the whole folder, and every role `recorded`
+ * as saved with it. Checkpoints of older versions record no roles: only the folder is checked there.
+ */
+function lostOptimizerState(dir: string, recorded: readonly TrainableRole[] | undefined): string | null {
+  if (!existsSync(join(dir, 'optimizer'))) return 'optimizer/ state';
+  const missing = (recorded ?? []).filter((role) => !hasOptimizerState(dir, role));
+  if (missing.length === 0) return null;
+  return `optimizer state for the ${missing.join(' and the ')} (${missing.map((r) => `optimizer/${r}.safetensors`).join(', ')}), though it was saved with the checkpoint`;
 }
