@@ -6,7 +6,7 @@ import type { Engine } from '../engine/index.js';
 import type { Tokenizer } from '../tokenizer/index.js';
 import { Batcher, ClientGone, type BatcherStats } from './batcher.js';
 import { ApiError } from './errors.js';
-import { chatBody, chatPromptIds, completionBody, runChoices, streamChoices, type HandlerContext } from './handlers.js';
+import { chatBody, chatPromptIds, completionPromptIds, completionBody, runChoices, streamChoices, type HandlerContext } from './handlers.js';
 import { parseChatRequest, parseCompletionRequest } from './requests.js';
 import { streamIncremental } from './stream.js';
 import type { TopLogprobsSource } from './top-logprobs.js';
@@ -135,7 +135,7 @@ export class OpenAIServer {
     if (parsed.model !== this.options.modelName) {
       throw new ApiError(404, `The model \`${parsed.model}\` does not exist; this server serves \`${this.options.modelName}\`.`, 'invalid_request_error', 'model', 'model_not_found');
     }
-    const prompts = parsed.kind === 'chat' ? [chatPromptIds(this.ctx, parsed)] : parsed.prompts.map((p) => (typeof p === 'string' ? this.options.tokenizer.encode(p) : p));
+    const prompts = parsed.kind === 'chat' ? [chatPromptIds(this.ctx, parsed)] : completionPromptIds(this.ctx, parsed);
     // A client that hangs up before its batch starts takes its jobs out of the queue.
     const abort = new AbortController();
     res.on('close', () => {
