@@ -12,7 +12,7 @@ import { hasOptimizerState, optimizerRoles } from './optimizer-state.js';
 import type { TrainableRole } from '../engine/index.js';
 import type { CollapseEma } from './collapse-step.js';
 import { resolveEnvId } from '../env/index.js';
-import { registerRemoteEnvs } from '../env/remote/index.js';
+import { registerRemoteEnvs, RemoteEnvError } from '../env/remote/index.js';
 import { checkPromptBudget, checkRunConfig, envGroupsOptions, type RagenConfig } from '../config/index.js';
 import { EarlyStopTracker, type EarlyStop, type EarlyStopState } from './early-stop.js';
 import { EarlyWarningMonitor, type EarlyWarningState } from './early-warning-step.js';
@@ -143,9 +143,10 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
       }
     }
     let checkpointSeconds: number | undefined;
+    let lastCheckpoint = startStep;
     for (let step = startStep + 1; step <= end; step++) {
       const t0 = performance.now();
-      const out = ahead ? await ahead.step(step) : await starpoStep(ctx, step);
+      const out = await stepOrExplain(ahead ? ahead.step(step) : starpoStep(ctx, step), step, lastCheckpoint, paths.root);
       logger.log(out.metrics);
       const w = warnings.afterStep(out.metrics);
       logger.log(w.metrics);
@@ -186,6 +187,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
           { config, writeModel, metricsFile: paths.metrics, keep: t.keepCheckpoints },
         );
         checkpointSeconds = (performance.now() - c0) / 1000;
+        lastCheckpoint = step;
       }
       if (earlyStop) break;
     }
@@ -225,4 +227,19 @@ function lostOptimizerState(dir: string, recorded: readonly TrainableRole[] | un
   const missing = (recorded ?? []).filter((role) => !hasOptimizerState(dir, role));
   if (missing.length === 0) return null;
   return `optimizer state for the ${missing.join(' and the ')} (${missing.map((r) => `optimizer/${r}.safetensors`).join(', ')}), though it was saved with the checkpoint`;
+}
+
+/**
+ * The step's output; a remote env lost mid-step (its server died, timed out) fails the step with that sentence plus
+ * what is safe: nothing of the step was written (no metrics line, rollouts or checkpoint), and `--resume` continues
+ * exactly from the last checkpoint once the server is back.
+ */
+async function stepOrExplain<T>(pending: Promise<T>, step: number, lastCheckpoint: number, runDir: string): Promise<T> {
+  try {
+    return await pending;
+  } catch (err) {
+    if (!(err instanceof RemoteEnvError)) throw err;
+    const from = lastCheckpoint > 0 ? `after step ${lastCheckpoint}, its last checkpoint` : 'from the start (no checkpoint was written yet)';
+    throw new RemoteEnvError(err.code, `step ${step} failed: ${err.message.replace(/ reset\(\) opens a new session\.$/, '')} Nothing of step ${step} was saved; once the server is back, \`ragen train --resume ${runDir}\` continues ${from}.`);
+  }
 }
