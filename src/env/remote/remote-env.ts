@@ -90,10 +90,10 @@ export class RemoteEnv implements Env {
 
   async reset(options: ResetOptions): Promise<ResetResult> {
     const msg: ClientMessage = { type: 'reset', data: { seed: options.seed, mode: options.mode ?? 'train', ...(options.options ? { options: options.options } : {}) } };
-    if (!this.isOpen() || this.reaped()) await this.reconnect();
-    this.everReset = true;
     this.seed = options.seed;
     this.steps = 0;
+    if (!this.isOpen() || this.reaped()) await this.reconnect();
+    this.everReset = true;
     let reply = await this.request(msg);
     if (reply.type === 'error' && (reply.data.code === 'IDLE_TIMEOUT' || reply.data.code === 'SERVER_SHUTDOWN')) {
       // Reaped (or the server restarting) just as we asked: a reset loses nothing, so open a new session once.
@@ -178,7 +178,8 @@ export class RemoteEnv implements Env {
         last = (err as Error).message;
       }
     }
-    throw new RemoteEnvError('CONNECTION_FAILED', `Could not connect to the env server at ${this.url} after ${attempts} attempt(s): ${last}. Is \`ragen env serve <EnvId> --port <N>\` running there?`);
+    const episode = this.seed !== undefined ? ` for a new session (episode seed ${this.seed})` : '';
+    throw new RemoteEnvError('CONNECTION_FAILED', `Could not connect to the env server at ${this.url}${episode} after ${attempts} attempt(s): ${last}. Is \`ragen env serve <EnvId> --port <N>\` running there?`);
   }
 
   private open(): Promise<WebSocket> {
