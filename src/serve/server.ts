@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import type { Engine } from '../engine/index.js';
 import type { Tokenizer } from '../tokenizer/index.js';
 import { Batcher, ClientGone, type BatcherStats } from './batcher.js';
+import { longestTokenBytes } from './prompt-bytes.js';
 import { ApiError } from './errors.js';
 import { chatBody, chatPromptIds, completionPromptIds, completionBody, runChoices, streamChoices, type HandlerContext } from './handlers.js';
 import { parseChatRequest, parseCompletionRequest } from './requests.js';
@@ -79,6 +80,7 @@ export class OpenAIServer {
 
   /** Start listening; resolves with the bound port and base URL (…/v1). */
   listen(port = 8000, host = '127.0.0.1'): Promise<{ port: number; url: string }> {
+    longestTokenBytes(this.options.tokenizer); // the prompt byte bound's one pass over the vocabulary, before any request waits on it
     return new Promise((resolve, reject) => {
       this.http.once('error', reject);
       this.http.listen(port, host, () => {
