@@ -5,7 +5,9 @@ and error codes.
 import asyncio
 import base64
 import hashlib
+import hmac
 import json
+import re
 import struct
 import sys
 import time
@@ -22,13 +24,15 @@ _CLOSING = {"CAPACITY_REACHED", "FACTORY_ERROR", "STEP_TIMEOUT", "UNKNOWN_ENV", 
 class Bridge:
     """The server: one EnvAdapter per WebSocket session, the same limits and error codes as `ragen env serve`."""
 
-    def __init__(self, specs, max_sessions=256, idle_timeout=300.0, max_message_bytes=1 << 20, step_timeout=30.0, log=None):
+    def __init__(self, specs, max_sessions=256, idle_timeout=300.0, max_message_bytes=1 << 20, step_timeout=30.0, log=None, token=None):
         self.specs = dict(specs)
+        self.token = token or None  # clients send "Authorization: Bearer <token>" (RAGEN_ENV_TOKEN)
         self.max_sessions = max_sessions
         self.idle_timeout = idle_timeout
         self.max_message_bytes = max_message_bytes
         self.step_timeout = step_timeout
-        self.log = log or (lambda line: print(line, file=sys.stderr, flush=True))
+        write = log or (lambda line: print(line, file=sys.stderr, flush=True))
+        self.log = lambda line: write(escape_control(line))  # client bytes reach log lines: no terminal escapes
         self.sessions = 0
         self._next_id = 1
 
@@ -63,8 +67,16 @@ class Bridge:
                 k, v = line.split(":", 1)
                 headers[k.strip().lower()] = v.strip()
         target = parts[1] if len(parts) >= 2 else "/"
+        authorized = self.authorized(headers)
         if headers.get("upgrade", "").lower() != "websocket":
-            return await self._http(writer, parts[0], target)
+            return await self._http(writer, parts[0], target, authorized)
+        if not authorized:
+            self.log("[bridge] refused a session (%s): missing or wrong token" % target[:200])
+            writer.write(b"HTTP/1.1 401 Unauthorized\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n"
+                         b"This env server needs its token: send `Authorization: Bearer <token>` (set RAGEN_ENV_TOKEN on the client).\n")
+            await writer.drain()
+            writer.close()
+            return
         key = headers.get("sec-websocket-key", "")
         accept = base64.b64encode(hashlib.sha1((key + _WS_GUID).encode()).digest()).decode()
         writer.write(("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
@@ -72,11 +84,21 @@ class Bridge:
         await writer.drain()
         await Session(self, reader, writer, target).run()
 
-    async def _http(self, writer, method, target):
+    def authorized(self, headers):
+        """Whether the request carries the token (always, without one); digests compared in constant time."""
+        if self.token is None:
+            return True
+        got = headers.get("authorization", "")
+        given = got[7:] if got.startswith("Bearer ") else ""
+        return hmac.compare_digest(hashlib.sha256(given.encode()).digest(), hashlib.sha256(self.token.encode()).digest())
+
+    async def _http(self, writer, method, target, authorized=True):
         path = urlsplit(target).path
         routes = {"/health": lambda: {"status": "healthy", "sessions": self.sessions, "maxSessions": self.max_sessions},
                   "/metadata": self.metadata, "/schema": self.schema}
-        if method != "GET" or path not in routes:
+        if path != "/health" and not authorized:
+            status, body = "401 Unauthorized", {"error": "This env server needs its token: send `Authorization: Bearer <token>` (set RAGEN_ENV_TOKEN on the client)."}
+        elif method != "GET" or path not in routes:
             status, body = "404 Not Found", {"error": "No route %s %s: use GET /health, /metadata, /schema or a WebSocket at /<EnvId>." % (method, path)}
         else:
             try:
@@ -318,6 +340,14 @@ class Session:
                 if too_big:
                     return ProtocolError("MESSAGE_TOO_LARGE", "The message has %d bytes; this bridge takes at most %d." % (size, self.bridge.max_message_bytes))
                 return b"".join(chunks).decode("utf-8", errors="replace")
+
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def escape_control(text):
+    """``text`` with control characters (ESC sequences, CR, BEL...) written as \\xNN / \\uNNNN: safe in a terminal."""
+    return _CONTROL.sub(lambda m: "\\x%02x" % ord(m.group()) if ord(m.group()) <= 0xFF else "\\u%04x" % ord(m.group()), text)
 
 
 def _unmask(payload, mask):

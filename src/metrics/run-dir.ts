@@ -1,8 +1,8 @@
 // The run directory (DESIGN.md): runs/<env>__<algo>__<seed>__<timestamp>/ with config.yaml, metrics.jsonl,
 // rollouts/step-N.jsonl, checkpoints/step-N/ and eval/. The dashboard and `ragen eval` read only these files.
-import { existsSync, mkdirSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { UsageError, withFileErrors } from '../util/index.js';
+import { checkCreatable, makeDir, UsageError } from '../util/index.js';
 
 /** The paths inside one run directory. */
 export interface RunPaths {
@@ -55,7 +55,10 @@ function runFilesIn(root: string): string[] {
  * config.yaml, metrics.jsonl, checkpoints/ or rollouts/). A new run never writes into an old one's files.
  */
 export function assertNewRunDir(root: string): void {
-  if (!existsSync(root)) return;
+  if (!existsSync(root)) {
+    checkCreatable(root, 'create the run directory', 'logging.runDir'); // a bad place fails now, not after the model loads
+    return;
+  }
   if (!statSync(root).isDirectory()) throw new UsageError(`logging.runDir \`${root}\` is a file, not a folder; choose another path.`);
   const found = runFilesIn(root);
   if (found.length > 0) {
@@ -79,7 +82,8 @@ export function createRunDir(options: { runsDir: string; env: string; algo: stri
   }
   else assertNewRunDir(root);
   const paths = runPaths(root);
-  for (const dir of [paths.root, paths.rollouts, paths.checkpoints, paths.eval]) withFileErrors('create the run directory', dir, () => mkdirSync(dir, { recursive: true }));
+  const setting = options.root ? 'logging.runDir' : 'logging.runsDir';
+  for (const dir of [paths.root, paths.rollouts, paths.checkpoints, paths.eval]) makeDir(dir, 'create the run directory', setting); // never hangs under /proc
   return paths;
 }
 

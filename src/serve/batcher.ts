@@ -96,21 +96,37 @@ export class Batcher {
 
   /** Complete one job; an aborted `signal` drops it if it has not started (its promise rejects). */
   submit(job: BatchJob, signal?: AbortSignal): Promise<Generation> {
-    return new Promise((resolve, reject) => {
-      if (signal?.aborted) return reject(new ClientGone());
-      const key = job.seed !== undefined ? `own:${this.ownKey++}` : batchKey(job);
-      const p: Pending = { job, key, resolve, reject, signal };
-      this.pending.push(p);
-      signal?.addEventListener('abort', () => {
+    return this.submitAll([job], signal)[0]!;
+  }
+
+  /**
+   * Complete a request's jobs (its choices); an aborted `signal` drops those not started (their promises reject).
+   * One abort listener serves them all: one per job made Node warn (MaxListenersExceededWarning) from n = 11.
+   */
+  submitAll(jobs: readonly BatchJob[], signal?: AbortSignal): Promise<Generation>[] {
+    if (signal?.aborted) return jobs.map(() => Promise.reject(new ClientGone()));
+    const mine: Pending[] = [];
+    const promises = jobs.map(
+      (job) =>
+        new Promise<Generation>((resolve, reject) => {
+          const key = job.seed !== undefined ? `own:${this.ownKey++}` : batchKey(job);
+          const p: Pending = { job, key, resolve, reject, signal };
+          mine.push(p);
+          this.pending.push(p);
+        }),
+    );
+    signal?.addEventListener('abort', () => {
+      for (const p of mine) {
         const i = this.pending.indexOf(p);
         if (i >= 0) {
           this.pending.splice(i, 1);
-          reject(new ClientGone());
+          p.reject(new ClientGone());
         }
-      }, { once: true });
-      if (this.pending.length >= this.maxBatchSize) this.wake?.();
-      this.schedule();
-    });
+      }
+    }, { once: true });
+    if (this.pending.length >= this.maxBatchSize) this.wake?.();
+    this.schedule();
+    return promises;
   }
 
   private schedule(): void {

@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type { Tokenizer } from '../tokenizer/index.js';
 import type { Batcher, BatchJob } from './batcher.js';
 import { ApiError } from './errors.js';
+import { checkPromptBytes } from './prompt-bytes.js';
 import type { ChatRequest, CompletionRequest } from './requests.js';
 import { chatLogprobs, completionLogprobs, completionText, textPieces, usage, type ChoiceResult } from './responses.js';
 import type { TopLogprobsSource } from './top-logprobs.js';
@@ -31,7 +32,14 @@ export function chatPromptIds(ctx: HandlerContext, req: ChatRequest): number[] {
   } catch (err) {
     throw new ApiError(400, `The chat template failed on these messages: ${(err as Error).message}`, 'invalid_request_error', 'messages');
   }
+  checkPromptBytes(text, ctx.tokenizer, ctx.contextLength, 'messages'); // before the tokenizer's work, not after it
   return ctx.tokenizer.encode(text);
+}
+
+/** Completion prompt ids: token ids as given, texts tokenized after their length is bounded (see prompt-bytes.ts). */
+export function completionPromptIds(ctx: HandlerContext, req: CompletionRequest): number[][] {
+  for (const p of req.prompts) if (typeof p === 'string') checkPromptBytes(p, ctx.tokenizer, ctx.contextLength, 'prompt');
+  return req.prompts.map((p) => (typeof p === 'string' ? ctx.tokenizer.encode(p) : p));
 }
 
 /** The batcher jobs of a request's choices (prompts x n, choice k of prompt i at i*n + k), after its limits are checked. */
@@ -66,7 +74,7 @@ export function choiceJobs(ctx: HandlerContext, req: ChatRequest | CompletionReq
 /** Run every choice of a request (prompts x n) through the batcher. */
 export async function runChoices(ctx: HandlerContext, req: ChatRequest | CompletionRequest, prompts: number[][], signal: AbortSignal): Promise<ChoiceResult[]> {
   const jobs = choiceJobs(ctx, req, prompts);
-  const gens = await Promise.all(jobs.map((j) => ctx.batcher.submit(j, signal)));
+  const gens = await Promise.all(ctx.batcher.submitAll(jobs, signal));
   return Promise.all(
     gens.map(async (gen, index) => {
       const prompt = jobs[index]!.prompt;

@@ -67,7 +67,7 @@ export function parseChatRequest(body: unknown, limits: RequestLimits): ChatRequ
   if (kwargs !== undefined && kwargs !== null && (typeof kwargs !== 'object' || Array.isArray(kwargs))) throw badParam('chat_template_kwargs', kwargs, 'Give an object of template variables.');
   const maxTokens = optInt(b, 'max_completion_tokens', 1, Number.MAX_SAFE_INTEGER) ?? optInt(b, 'max_tokens', 1, Number.MAX_SAFE_INTEGER);
   refuseUnsupported(b, ['tools', 'functions', 'response_format', 'audio']);
-  const req: ChatRequest = { kind: 'chat', messages, templateKwargs: (kwargs ?? {}) as Record<string, unknown>, ...sampling(b, maxTokens, logprobs, topLogprobs) };
+  const req: ChatRequest = { kind: 'chat', messages, templateKwargs: (kwargs ?? {}) as Record<string, unknown>, ...sampling(b, maxTokens, logprobs, topLogprobs, limits) };
   checkChoices(req.n, req.n, limits);
   return req;
 }
@@ -80,12 +80,12 @@ export function parseCompletionRequest(body: unknown, limits: RequestLimits): Co
   if (b['suffix'] !== undefined && b['suffix'] !== null) throw new ApiError(400, '`suffix` is not supported by this server.', 'invalid_request_error', 'suffix', 'unsupported_parameter');
   const top = optInt(b, 'logprobs', 0, 5); // the legacy API: an integer count of alternatives, null = off
   const maxTokens = optInt(b, 'max_tokens', 1, Number.MAX_SAFE_INTEGER) ?? 16; // OpenAI's documented default
-  const req: CompletionRequest = { kind: 'completion', prompts, ...sampling(b, maxTokens, top !== undefined, top ?? 0) };
+  const req: CompletionRequest = { kind: 'completion', prompts, ...sampling(b, maxTokens, top !== undefined, top ?? 0, limits) };
   checkChoices(prompts.length * req.n, req.n, limits);
   return req;
 }
 
-function sampling(b: Body, maxTokens: number | undefined, logprobs: boolean, topLogprobs: number): SamplingRequest {
+function sampling(b: Body, maxTokens: number | undefined, logprobs: boolean, topLogprobs: number, limits: RequestLimits): SamplingRequest {
   const model = b['model'];
   if (typeof model !== 'string' || model === '') throw badParam('model', model, 'Give the model name (GET /v1/models lists it).');
   const temperature = optNumber(b, 'temperature', 0, 2) ?? 1;
@@ -113,7 +113,7 @@ function sampling(b: Body, maxTokens: number | undefined, logprobs: boolean, top
     topK: topK < 0 ? 0 : topK,
     seed: seed === undefined ? undefined : seed >>> 0,
     stop: stopList(b['stop']),
-    n: optInt(b, 'n', 1, 128) ?? 1,
+    n: optInt(b, 'n', 1, limits.maxChoices) ?? 1, // the bound the error names is the one the server keeps
     logprobs,
     topLogprobs,
     returnTokenIds: optBool(b, 'return_token_ids') ?? false,

@@ -5,8 +5,9 @@ import type { AddressInfo } from 'node:net';
 import type { Engine } from '../engine/index.js';
 import type { Tokenizer } from '../tokenizer/index.js';
 import { Batcher, ClientGone, type BatcherStats } from './batcher.js';
+import { longestTokenBytes } from './prompt-bytes.js';
 import { ApiError } from './errors.js';
-import { chatBody, chatPromptIds, completionBody, runChoices, streamChoices, type HandlerContext } from './handlers.js';
+import { chatBody, chatPromptIds, completionPromptIds, completionBody, runChoices, streamChoices, type HandlerContext } from './handlers.js';
 import { parseChatRequest, parseCompletionRequest } from './requests.js';
 import { streamIncremental } from './stream.js';
 import type { TopLogprobsSource } from './top-logprobs.js';
@@ -79,6 +80,7 @@ export class OpenAIServer {
 
   /** Start listening; resolves with the bound port and base URL (…/v1). */
   listen(port = 8000, host = '127.0.0.1'): Promise<{ port: number; url: string }> {
+    longestTokenBytes(this.options.tokenizer); // the prompt byte bound's one pass over the vocabulary, before any request waits on it
     return new Promise((resolve, reject) => {
       this.http.once('error', reject);
       this.http.listen(port, host, () => {
@@ -135,7 +137,7 @@ export class OpenAIServer {
     if (parsed.model !== this.options.modelName) {
       throw new ApiError(404, `The model \`${parsed.model}\` does not exist; this server serves \`${this.options.modelName}\`.`, 'invalid_request_error', 'model', 'model_not_found');
     }
-    const prompts = parsed.kind === 'chat' ? [chatPromptIds(this.ctx, parsed)] : parsed.prompts.map((p) => (typeof p === 'string' ? this.options.tokenizer.encode(p) : p));
+    const prompts = parsed.kind === 'chat' ? [chatPromptIds(this.ctx, parsed)] : completionPromptIds(this.ctx, parsed);
     // A client that hangs up before its batch starts takes its jobs out of the queue.
     const abort = new AbortController();
     res.on('close', () => {

@@ -20,33 +20,35 @@ export async function streamIncremental(ctx: HandlerContext, res: ServerResponse
     if (!res.destroyed) res.write(`data: ${JSON.stringify({ ...head, choices: [choice], ...extra })}\n\n`);
   };
   res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', Connection: 'keep-alive' });
-  const results = jobs.map(async (job, index): Promise<ChoiceResult> => {
+  const ids = (id: number) => (req.returnTokenIds ? { token_ids: [id] } : {});
+  const streamed = jobs.map((job, index) => {
     const text = new StreamText(ctx.tokenizer, ctx.stopTokenIds, req.stop);
-    const ids = (id: number) => (req.returnTokenIds ? { token_ids: [id] } : {});
     let count = 0;
     let offset = 0; // legacy logprobs' text_offset: the decoded tokens before this one, as the whole response counts them
     if (chat) send({ index, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }, req.returnTokenIds ? { prompt_token_ids: job.prompt } : {});
-    const gen = await ctx.batcher.submit({
-      ...job,
-      onToken: (id, logprob) => {
-        const piece = text.push(id);
-        const one: Generation = { tokens: [id], logprobs: [logprob], finishReason: 'length' };
-        if (chat) {
-          const lp = req.logprobs ? chatLogprobs(ctx.tokenizer, { index, prompt: job.prompt, gen: one, text: '', top: undefined }) : null;
-          send({ index, delta: { content: piece }, logprobs: lp, finish_reason: null, ...ids(id) });
-        } else {
-          const token = ctx.tokenizer.decode([id]);
-          const lp = req.logprobs ? { tokens: [token], token_logprobs: [logprob], top_logprobs: null, text_offset: [offset] } : null;
-          offset += token.length;
-          send({ index, text: piece, logprobs: lp, finish_reason: null, ...ids(id), ...(count === 0 && req.returnTokenIds ? { prompt_token_ids: job.prompt } : {}) });
-        }
-        count++;
-      },
-    }, signal);
+    const onToken = (id: number, logprob: number): void => {
+      const piece = text.push(id);
+      const one: Generation = { tokens: [id], logprobs: [logprob], finishReason: 'length' };
+      if (chat) {
+        const lp = req.logprobs ? chatLogprobs(ctx.tokenizer, { index, prompt: job.prompt, gen: one, text: '', top: undefined }) : null;
+        send({ index, delta: { content: piece }, logprobs: lp, finish_reason: null, ...ids(id) });
+      } else {
+        const token = ctx.tokenizer.decode([id]);
+        const lp = req.logprobs ? { tokens: [token], token_logprobs: [logprob], top_logprobs: null, text_offset: [offset] } : null;
+        offset += token.length;
+        send({ index, text: piece, logprobs: lp, finish_reason: null, ...ids(id), ...(count === 0 && req.returnTokenIds ? { prompt_token_ids: job.prompt } : {}) });
+      }
+      count++;
+    };
+    return { job: { ...job, onToken }, text };
+  });
+  const gens = ctx.batcher.submitAll(streamed.map((s) => s.job), signal); // one abort listener for all choices
+  const results = gens.map(async (pending, index): Promise<ChoiceResult> => {
+    const gen = await pending;
     const whole = completionText(ctx.tokenizer, gen, ctx.stopTokenIds, req.stop);
-    const rest = text.finish(whole);
+    const rest = streamed[index]!.text.finish(whole);
     send({ index, ...(chat ? { delta: rest ? { content: rest } : {} } : { text: rest }), logprobs: null, finish_reason: gen.finishReason });
-    return { index, prompt: job.prompt, gen, text: whole, top: undefined };
+    return { index, prompt: jobs[index]!.prompt, gen, text: whole, top: undefined };
   });
   const choices = await Promise.all(results);
   if (req.includeUsage && !res.destroyed) res.write(`data: ${JSON.stringify({ ...head, choices: [], usage: usage(prompts, choices) })}\n\n`);

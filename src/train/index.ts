@@ -15,7 +15,8 @@ export {
   type CheckpointState,
   type WriteCheckpointOptions,
 } from './checkpoint-io.js';
-export { createRun, resumeRun, runEnvName, type ResumedRun } from './run-setup.js';
+export { openModelDir } from './checkpoint-read.js';
+export { createRun, recordResume, resumeRun, runEnvName, RESUME_LOG, type ResumedRun } from './run-setup.js';
 export { train, type TrainOptions, type TrainResult } from './trainer.js';
 export { starpoStep, starpoUpdate, collectRollout, stepSeed, lossHorizon, type StepContext, type StepOutput, type CollectedRollout, type OffPolicyInfo } from './step.js';
 export { AsyncRollouts, VersionClock } from './async-rollouts.js';

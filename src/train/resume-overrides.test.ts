@@ -1,8 +1,8 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkResumeOverrides, resumable } from '../config/index.js';
+import { checkResumeOverrides, loadSavedConfig, resumable } from '../config/index.js';
 import '../env/builtins.js';
 import { ConfigError } from '../util/index.js';
 import { microConfig, writeMicroModel } from './testing.js';
@@ -35,5 +35,21 @@ describe('overrides on resume', () => {
     const r = await train({ resume: dir, overrides: ['trainer.steps=3'] });
     expect(r.lastStep).toBe(3);
     expect(r.config.trainer.steps).toBe(3);
+  });
+
+  it('the run directory says what a resume changed: config.yaml as now in effect, and a line in resumes.jsonl', async () => {
+    const dir = join(root, 'logged');
+    await train({ config: microConfig(model, dir), stopAfter: 1 });
+    expect(existsSync(join(dir, 'resumes.jsonl'))).toBe(false);
+    await train({ resume: dir, overrides: ['trainer.steps=3', 'trainer.actorLr=5e-4'], stopAfter: 2 });
+    await train({ resume: dir });
+    const run = loadSavedConfig(join(dir, 'config.yaml'));
+    expect(run.trainer.steps).toBe(3);
+    expect(run.trainer.actorLr).toBe(5e-4);
+    const lines = readFileSync(join(dir, 'resumes.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines.map(({ time: _t, ...rest }) => rest)).toEqual([
+      { after_step: 1, overrides: ['trainer.steps=3', 'trainer.actorLr=5e-4'], fresh_optimizer: false },
+      { after_step: 2, overrides: [], fresh_optimizer: false },
+    ]);
   });
 });

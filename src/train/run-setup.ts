@@ -1,9 +1,9 @@
 // Opening a run: a fresh run directory named from the config (with config.yaml saved), or an interrupted run
 // resumed from its latest complete checkpoint, with metrics and rollouts rolled back to that step.
-import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createRunDir, runPaths, type RunPaths } from '../metrics/index.js';
-import { CheckpointError } from '../util/index.js';
+import { CheckpointError, withFileErrors } from '../util/index.js';
 import { checkResumeOverrides, loadSavedConfig, saveConfig, type RagenConfig } from '../config/index.js';
 import { checkpointDirs, checkpointMetrics, listCheckpoints, metricsUpTo, readCheckpoint, type CheckpointRef, type CheckpointState, MANIFEST_FILE, METRICS_COPY } from './checkpoint-io.js';
 
@@ -66,4 +66,19 @@ export function resumeRun(runDir: string, overrides: readonly string[] = []): Re
     }
   }
   return { config, paths, checkpoint, state };
+}
+
+/** The run directory's log of its resumes: one JSON line each (see `recordResume`). */
+export const RESUME_LOG = 'resumes.jsonl';
+
+/**
+ * Say in the run directory what a resume changed, once it is sure to continue: config.yaml becomes the config now in
+ * effect (overrides applied) and `resumes.jsonl` gains a line with the step resumed after, the overrides, and whether
+ * AdamW restarted from fresh moments. The checkpoints keep the config each was written with.
+ */
+export function recordResume(paths: RunPaths, config: RagenConfig, entry: { afterStep: number; overrides: readonly string[]; freshOptimizer: boolean }): void {
+  saveConfig(config, paths.root);
+  const file = join(paths.root, RESUME_LOG);
+  const line = JSON.stringify({ after_step: entry.afterStep, overrides: entry.overrides, fresh_optimizer: entry.freshOptimizer, time: new Date().toISOString() });
+  withFileErrors('write the resume log', file, () => appendFileSync(file, `${line}\n`));
 }

@@ -8,14 +8,16 @@ import { EnvGroups, writeEpisodeRecords } from '../agent/index.js';
 import { KLController } from '../algo/index.js';
 import { assertNewRunDir, ConsoleSink, JsonlSink, MetricLogger, rolloutFile, summaryTable, type LoggerState, type MetricSink, type RunPaths, type SummaryRow } from '../metrics/index.js';
 import { writeCheckpoint } from './checkpoint-io.js';
+import { hasOptimizerState, optimizerRoles } from './optimizer-state.js';
+import type { TrainableRole } from '../engine/index.js';
 import type { CollapseEma } from './collapse-step.js';
 import { resolveEnvId } from '../env/index.js';
-import { registerRemoteEnvs } from '../env/remote/index.js';
+import { registerRemoteEnvs, RemoteEnvError } from '../env/remote/index.js';
 import { checkPromptBudget, checkRunConfig, envGroupsOptions, type RagenConfig } from '../config/index.js';
 import { EarlyStopTracker, type EarlyStop, type EarlyStopState } from './early-stop.js';
 import { EarlyWarningMonitor, type EarlyWarningState } from './early-warning-step.js';
 import { openModels, withModelPaths, type TrainerModels } from './engine-setup.js';
-import { createRun, resumeRun } from './run-setup.js';
+import { createRun, recordResume, resumeRun } from './run-setup.js';
 import { starpoStep, type StepContext } from './step.js';
 import { AsyncRollouts } from './async-rollouts.js';
 import { validate } from './validate.js';
@@ -68,6 +70,8 @@ interface LoopState {
   logger: LoggerState;
   valBefore: Record<string, number> | null;
   lastVal: Record<string, number> | null;
+  /** Roles whose optimizer state the checkpoint holds (absent in checkpoints of older versions). */
+  optimizerRoles?: TrainableRole[];
 }
 
 /** Train (or continue training) a policy with StarPO; see TrainOptions. */
@@ -77,7 +81,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   let startStep = 0;
   let saved: Partial<LoopState> = {};
   let models: TrainerModels;
-  let freshMoments = false;
+  let lost: string | null = null; // optimizer state a resumed checkpoint lacks
   if (options.resume !== undefined) {
     const r = resumeRun(options.resume, options.overrides ?? []);
     config = r.config;
@@ -86,15 +90,16 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     if (!options.models) config = await withModelPaths(config); // a Hub id not cached yet downloads here
     paths = r.paths;
     startStep = r.checkpoint.step;
-    freshMoments = !existsSync(join(r.checkpoint.dir, 'optimizer'));
-    if (freshMoments && config.trainer.saveOptimizer && !options.freshOptimizer) {
+    saved = (r.state.trainer ?? {}) as Partial<LoopState>;
+    lost = lostOptimizerState(r.checkpoint.dir, saved.optimizerRoles);
+    if (lost !== null && config.trainer.saveOptimizer && !options.freshOptimizer) {
       throw new CheckpointError(
-        `checkpoint \`${r.checkpoint.dir}\` has no optimizer/ state (trainer.saveOptimizer is on, so it was lost): resuming would restart AdamW's moments and the run would no longer match an uninterrupted one. Resume anyway with \`--fresh-optimizer\`, or from an earlier checkpoint.`,
+        `checkpoint \`${r.checkpoint.dir}\` has no ${lost} (trainer.saveOptimizer is on, so it was lost): resuming would restart AdamW's moments and the run would no longer match an uninterrupted one. Resume anyway with \`--fresh-optimizer\`, or from an earlier checkpoint.`,
       );
     }
-    saved = (r.state.trainer ?? {}) as Partial<LoopState>;
     models = options.models ?? (await openModels(config, r.checkpoint.dir));
     await promptsFit(config, models, options.models === undefined);
+    recordResume(paths, config, { afterStep: startStep, overrides: options.overrides ?? [], freshOptimizer: lost !== null });
   } else {
     if (!options.config) throw new TypeError('train: give `config` (a fresh run) or `resume` (a run directory).');
     config = options.config;
@@ -129,7 +134,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   const end = Math.min(t.steps, options.stopAfter ?? Infinity);
   const ahead = t.async.enabled ? new AsyncRollouts(ctx, { maxStaleness: t.async.maxStaleness, importanceCap: t.async.importanceCap, startStep, endStep: end }) : null;
   if (ahead) logger.message(`async rollouts: up to ${t.async.maxStaleness} step(s) ahead, importance weights capped at ${t.async.importanceCap}`);
-  if (freshMoments) logger.message(`warning: the checkpoint has no optimizer state; AdamW starts from fresh moments, so this run will differ from an uninterrupted one`);
+  if (lost !== null) logger.message(`warning: the checkpoint has no ${lost}; AdamW starts from fresh moments there, so this run will differ from an uninterrupted one`);
   try {
     if (startStep === 0 && t.valBeforeTrain) {
       const v = await validate(config, engine, tokenizer, agent);
@@ -140,9 +145,10 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
       }
     }
     let checkpointSeconds: number | undefined;
+    let lastCheckpoint = startStep;
     for (let step = startStep + 1; step <= end; step++) {
       const t0 = performance.now();
-      const out = ahead ? await ahead.step(step) : await starpoStep(ctx, step);
+      const out = await stepOrExplain(ahead ? ahead.step(step) : starpoStep(ctx, step), step, lastCheckpoint, paths.root);
       logger.log(out.metrics);
       const w = warnings.afterStep(out.metrics);
       logger.log(w.metrics);
@@ -171,12 +177,19 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
       if ((t.checkpointEvery > 0 && step % t.checkpointEvery === 0) || step === end || earlyStop) {
         const c0 = performance.now();
         const state: LoopState = { klCoef: kl.value, collapseEma: ctx.collapseEma, earlyStop: tracker.state, earlyWarning: warnings.state, logger: logger.getState(), valBefore, lastVal };
+        // writeCheckpoint serializes `state` after writeModel: the roles whose state the engine wrote are recorded, and a
+        // resume requires each of them (a role without state yet, e.g. the policy during critic warm-up, is not required).
+        const writeModel = async (dir: string) => {
+          await engine.save(dir, { optimizer: t.saveOptimizer, maxShardBytes: t.checkpointShardBytes });
+          if (t.saveOptimizer) state.optimizerRoles = optimizerRoles(dir);
+        };
         await writeCheckpoint(
           paths.checkpoints,
           { step, data: { trainSeedCounter: step * groups.nGroups }, trainer: state as unknown as Record<string, unknown> },
-          { config, writeModel: (dir) => engine.save(dir, { optimizer: t.saveOptimizer, maxShardBytes: t.checkpointShardBytes }), metricsFile: paths.metrics, keep: t.keepCheckpoints },
+          { config, writeModel, metricsFile: paths.metrics, keep: t.keepCheckpoints },
         );
         checkpointSeconds = (performance.now() - c0) / 1000;
+        lastCheckpoint = step;
       }
       if (earlyStop) break;
     }
@@ -204,4 +217,31 @@ async function promptsFit(config: RagenConfig, models: TrainerModels, owned: boo
 /** Every env tag of the config (train and val), for connecting the `remote:` ones before the run starts. */
 function envTags(config: RagenConfig): string[] {
   return [...config.env.train, ...config.env.val].map((e) => e.tag);
+}
+
+/**
+ * What optimizer state checkpoint `dir` lacks, as words for a message ("optimizer/ state", "optimizer state for the
+ * critic (optimizer/critic.safetensors)"), or null when it holds all of it: the whole folder, and every role `recorded`
+ * as saved with it. Checkpoints of older versions record no roles: only the folder is checked there.
+ */
+function lostOptimizerState(dir: string, recorded: readonly TrainableRole[] | undefined): string | null {
+  if (!existsSync(join(dir, 'optimizer'))) return 'optimizer/ state';
+  const missing = (recorded ?? []).filter((role) => !hasOptimizerState(dir, role));
+  if (missing.length === 0) return null;
+  return `optimizer state for the ${missing.join(' and the ')} (${missing.map((r) => `optimizer/${r}.safetensors`).join(', ')}), though it was saved with the checkpoint`;
+}
+
+/**
+ * The step's output; a remote env lost mid-step (its server died, timed out) fails the step with that sentence plus
+ * what is safe: nothing of the step was written (no metrics line, rollouts or checkpoint), and `--resume` continues
+ * exactly from the last checkpoint once the server is back.
+ */
+async function stepOrExplain<T>(pending: Promise<T>, step: number, lastCheckpoint: number, runDir: string): Promise<T> {
+  try {
+    return await pending;
+  } catch (err) {
+    if (!(err instanceof RemoteEnvError)) throw err;
+    const from = lastCheckpoint > 0 ? `after step ${lastCheckpoint}, its last checkpoint` : 'from the start (no checkpoint was written yet)';
+    throw new RemoteEnvError(err.code, `step ${step} failed: ${err.message.replace(/ reset\(\) opens a new session\.$/, '')} Nothing of step ${step} was saved; once the server is back, \`ragen train --resume ${runDir}\` continues ${from}.`);
+  }
 }

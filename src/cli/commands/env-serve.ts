@@ -2,7 +2,7 @@
 // WebSocket sessions in OpenEnv's message shape until Ctrl-C (docs/environments.md, "Serving environments").
 import type { Command } from 'commander';
 import { UsageError } from '../../util/index.js';
-import { EnvServer } from '../../env/remote/index.js';
+import { clientToken, EnvServer, TOKEN_ENV } from '../../env/remote/index.js';
 import { parsePositive, parsePositiveInt } from './env-options.js';
 
 interface ServeOptions {
@@ -14,11 +14,14 @@ interface ServeOptions {
   stepTimeout: number;
   stepDelayMs: number;
   verbose?: boolean;
+  token?: string;
+  insecure?: boolean;
 }
 
 const EXAMPLES = `
 Examples:
   $ ragen env serve SimpleSokoban FrozenLake --port 8765
+  $ RAGEN_ENV_TOKEN=$(openssl rand -hex 16) ragen env serve SimpleSokoban --host 0.0.0.0   # clients set the same RAGEN_ENV_TOKEN
   $ curl http://127.0.0.1:8765/metadata
   $ ragen play remote:ws://127.0.0.1:8765/SimpleSokoban --seed 3 --actions "Up || Left"
   $ ragen train --config configs/sokoban-ppo.yaml env.train.0.tag=remote:ws://127.0.0.1:8765/SimpleSokoban`;
@@ -44,7 +47,9 @@ export function register(program: Command): void {
     .description('Serve registered environments over WebSocket sessions (OpenEnv message shape): ws://HOST:PORT/<EnvId>, plus GET /health, /metadata, /schema. Runs until Ctrl-C.')
     .argument('<envId...>', 'environment ids to serve (see `ragen envs`)')
     .option('--port <n>', 'TCP port (0 picks a free one)', parsePort, 8765)
-    .option('--host <addr>', 'address to listen on; 0.0.0.0 serves other machines (there is no authentication)', '127.0.0.1')
+    .option('--host <addr>', 'address to listen on; 0.0.0.0 serves other machines (needs --token, or --insecure)', '127.0.0.1')
+    .option('--token <token>', `shared token clients must send (they read ${TOKEN_ENV}) [default: $${TOKEN_ENV}]`)
+    .option('--insecure', 'listen beyond loopback without a token (a trusted network only)')
     .option('--max-sessions <n>', 'concurrent sessions; past it a connection gets CAPACITY_REACHED', parsePositiveInt('--max-sessions'), 2048)
     .option('--idle-timeout <s>', 'reap a session after this many seconds without a message', parsePositive('--idle-timeout'), 300)
     .option('--max-message-bytes <n>', 'largest message handled; a larger one gets MESSAGE_TOO_LARGE', parsePositiveInt('--max-message-bytes'), 1 << 20)
@@ -53,7 +58,8 @@ export function register(program: Command): void {
     .option('--verbose', 'also log every session opened and closed')
     .addHelpText('after', EXAMPLES)
     .action(async (ids: string[], opts: ServeOptions) => {
-      const server = new EnvServer({ envIds: ids, host: opts.host, port: opts.port, maxSessions: opts.maxSessions, idleTimeoutS: opts.idleTimeout, maxMessageBytes: opts.maxMessageBytes, stepTimeoutS: opts.stepTimeout, stepDelayMs: opts.stepDelayMs, ...(opts.verbose ? { verbose: true } : {}) });
+      const token = opts.token ?? clientToken();
+      const server = new EnvServer({ envIds: ids, ...(token ? { token } : {}), ...(opts.insecure ? { insecure: true } : {}), host: opts.host, port: opts.port, maxSessions: opts.maxSessions, idleTimeoutS: opts.idleTimeout, maxMessageBytes: opts.maxMessageBytes, stepTimeoutS: opts.stepTimeout, stepDelayMs: opts.stepDelayMs, ...(opts.verbose ? { verbose: true } : {}) });
       let port: number;
       try {
         port = await server.listen();
@@ -66,6 +72,7 @@ export function register(program: Command): void {
       const base = `${opts.host}:${port}`;
       console.log(`ragen env serve: ${server.envIds.join(', ')} at ws://${base}/<EnvId> (health: http://${base}/health)${opts.stepDelayMs > 0 ? `, ${opts.stepDelayMs} ms added to each reset and step` : ''}; Ctrl-C stops`);
       for (const id of server.envIds) console.log(`  remote:ws://${base}/${id}`);
+      if (token) console.log(`  clients send the token: set ${TOKEN_ENV} in their environment`);
       await new Promise<void>((resolve) => {
         const stop = (signal: string): void => {
           console.log(`ragen env serve: ${signal}, closing ${server.sessionCount} session(s)`);

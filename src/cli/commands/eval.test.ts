@@ -8,6 +8,7 @@ import { tinyTokenizerDir } from '../../tokenizer/index.js';
 import { loadConfig, saveConfig } from '../../config/index.js';
 import { resolveModelDir, type EvalReport } from './eval.js';
 import { runCli } from '../testing.js';
+import { writeCheckpoint } from '../../train/index.js';
 
 const run = runCli;
 
@@ -96,10 +97,13 @@ describe('ragen eval', () => {
     const runDir = join(tmp, 'run2');
     saveConfig(loadConfig({ config: 'countdown-ppo', overrides: ['agent.maxNewTokens=6'] }), runDir);
     for (const step of [1, 4]) {
-      const dir = join(runDir, 'checkpoints', `step-${step}`);
       const engine = LocalEngine.create(modelConfig({ vocabSize: 1024, hiddenSize: 16, intermediateSize: 32, numLayers: 1, numHeads: 2, numKvHeads: 1, maxPositionEmbeddings: 4096 }), { seed: step });
-      await engine.save(dir);
-      for (const f of ['tokenizer.json', 'tokenizer_config.json']) copyFileSync(join(tinyTokenizerDir(), f), join(dir, f));
+      await writeCheckpoint(join(runDir, 'checkpoints'), { step, data: {} }, {
+        writeModel: async (dir) => {
+          await engine.save(dir);
+          for (const f of ['tokenizer.json', 'tokenizer_config.json']) copyFileSync(join(tinyTokenizerDir(), f), join(dir, f));
+        },
+      });
     }
     expect(resolveModelDir(runDir)).toBe(join(runDir, 'checkpoints', 'step-4'));
     const r = await run('eval', '--run', runDir, '--groups', '2', '--json');

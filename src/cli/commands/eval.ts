@@ -1,6 +1,6 @@
 // `ragen eval`: validation rollouts of a policy (a model, the env's solver, or random actions) on env tags;
 // prints success, pass@k and the other rollout metrics per tag and writes the trajectories as JSONL.
-import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Command } from 'commander';
 import {
@@ -11,9 +11,9 @@ import { envSpec, resolveEnvId } from '../../env/index.js';
 import { registerRemoteEnvs } from '../../env/remote/index.js';
 import { loadTokenizer, tinyTokenizerDir, type Tokenizer } from '../../tokenizer/index.js';
 import { defaultConfig, envGroupsOptions, loadConfig, loadSavedConfig, samplingOf, type RagenConfig } from '../../config/index.js';
-import { findModelPath, isHubId, resolveModelPath, shippedModels } from '../../model/index.js';
-import { UsageError } from '../../util/index.js';
-import { runTokenizer } from '../../train/index.js';
+import { findModelPath, isHubId, resolveModelPath } from '../../model/index.js';
+import { fileSystemError, makeDir, UsageError, withSetting } from '../../util/index.js';
+import { openModelDir, runTokenizer } from '../../train/index.js';
 import { parseConfigPairs, parsePositiveInt, parseSeed } from './env-options.js';
 
 const POLICIES = ['oracle', 'random', 'model', 'openai'] as const;
@@ -98,9 +98,8 @@ export function register(program: Command): void {
     .option('--out <file.jsonl>', 'write the trajectories (OpenAI messages + metadata) to this JSONL file')
     .addHelpText('after', EXAMPLES)
     .action(async (opts: EvalOptions) => {
-      const report = await runEval(opts);
-      if (opts.json) console.log(JSON.stringify(report, null, 2));
-      else console.log(formatTable(report));
+      // Printed before --out is written, so a full disk loses the file, never the summary.
+      await runEval(opts, (report) => console.log(opts.json ? JSON.stringify(report, null, 2) : formatTable(report)));
     });
 }
 
@@ -129,21 +128,12 @@ function parseTemperature(text: string): number {
 }
 
 /**
- * A model directory: `spec` itself if it holds config.json, else the highest `checkpoints/step-N` of a run; `spec` may
- * also name a shipped model (`ragen-tiny`) or a Hub id in the local cache (see `fetchHubModel` for downloads).
+ * A model directory: `spec` itself if it holds config.json, else the newest `checkpoints/step-N` of a run, verified
+ * against its manifest first as `--resume` does (src/train/checkpoint-read.ts); `spec` may also name a shipped model
+ * (`ragen-tiny`) or a Hub id in the local cache (see `fetchHubModel` for downloads).
  */
 export function resolveModelDir(spec: string): string {
-  const dir = findModelPath(spec) ?? spec;
-  if (existsSync(join(dir, 'config.json'))) return dir;
-  const ckpts = join(dir, 'checkpoints');
-  if (existsSync(ckpts)) {
-    const steps = readdirSync(ckpts)
-      .map((name) => ({ name, step: Number(/^step-(\d+)$/.exec(name)?.[1] ?? NaN) }))
-      .filter((s) => Number.isFinite(s.step) && existsSync(join(ckpts, s.name, 'config.json')))
-      .sort((a, b) => b.step - a.step);
-    if (steps.length > 0) return join(ckpts, steps[0]!.name);
-  }
-  throw new UsageError(`No model in \`${spec}\`: expected config.json there, or a run directory with checkpoints/step-N/config.json, a shipped model (${shippedModels().join(', ')}) or a Hub id (owner/name).`);
+  return openModelDir(findModelPath(spec) ?? spec);
 }
 
 /** Download `spec` into the Hugging Face cache when it is a Hub id that is neither a local directory nor cached. */
@@ -153,22 +143,26 @@ export async function fetchHubModel(spec: string): Promise<void> {
 
 /**
  * Check that `--out` can be written before any rollout runs (so a bad path fails now, not after the work): its folder
- * is created and an empty `<out>.tmp` beside it, which receives the records and is renamed into place at the end.
+ * is created (never under /proc & co., see makeDir), and `<out>.tmp` beside it takes a page of bytes (a full disk
+ * fails here) and is emptied; it receives the records and is renamed into place at the end.
  */
 function openOut(out: string): string {
   const tmp = `${out}.tmp`;
   try {
     if (existsSync(out) && statSync(out).isDirectory()) throw new Error('it is a directory');
-    mkdirSync(dirname(out), { recursive: true });
+    makeDir(dirname(out), 'create the folder of --out', '--out');
+    writeFileSync(tmp, Buffer.alloc(4096, 0x20)); // ENOSPC/EDQUOT now rather than after every episode ran
     writeFileSync(tmp, '');
   } catch (err) {
-    throw new UsageError(`Cannot write --out \`${out}\` (${(err as Error).message}); give a file path in a writable folder. Nothing was run.`);
+    if (existsSync(tmp)) rmSync(tmp, { force: true }); // (rmSync throws ENOTDIR itself when a part of the path is a file)
+    const e = withSetting(fileSystemError(err, 'write --out', tmp), '--out');
+    throw new UsageError(`Cannot write --out \`${out}\` (${(e as Error).message.replace(/\.$/, '')}); give a file path in a writable folder. Nothing was run.`);
   }
   return tmp;
 }
 
-/** Run the evaluation `opts` describe and return its report (writes --out when given). */
-export async function runEval(opts: EvalOptions): Promise<EvalReport> {
+/** Run the evaluation `opts` describe and return its report; `onReport` sees it before --out is written (when given). */
+export async function runEval(opts: EvalOptions, onReport?: (report: EvalReport) => void): Promise<EvalReport> {
   if (opts.run && opts.preset) throw new UsageError('Give --run or --preset, not both.');
   const base: RagenConfig | undefined = opts.run ? loadSavedConfig(opts.run) : opts.preset ? loadConfig({ config: opts.preset }) : undefined;
   await registerRemoteEnvs([...(opts.env ?? '').split(',').map((s) => s.trim()), ...(base?.env.val.map((e) => e.tag) ?? [])]);
@@ -222,12 +216,10 @@ export async function runEval(opts: EvalOptions): Promise<EvalReport> {
   let batch: RolloutBatch;
   try {
     batch = await rollout({ groups, policy, tokenizer, agent: cfg });
-    if (tmp) {
-      writeEpisodeRecords(tmp, batch.episodes.map((e) => withUsage(episodeRecord(e, cfg), usageOf(e))));
-      renameSync(tmp, opts.out!); // the file appears whole, or not at all
-    }
-  } finally {
+  } catch (err) {
     if (tmp) rmSync(tmp, { force: true });
+    throw err;
+  } finally {
     await groups.close();
   }
   const seconds = (performance.now() - t0) / 1000;
@@ -236,7 +228,7 @@ export async function runEval(opts: EvalOptions): Promise<EvalReport> {
     usage = { promptTokens: 0, completionTokens: 0, requests: 0, retries: 0 };
     for (const u of (policy as OpenAIPolicy).usage.values()) for (const k of Object.keys(usage) as (keyof EpisodeUsage)[]) usage[k] += u[k];
   }
-  return {
+  const report: EvalReport = {
     policy: policy.name,
     envs: tags.map((t) => t.env),
     groups: tags[0]!.nGroups,
@@ -247,6 +239,18 @@ export async function runEval(opts: EvalOptions): Promise<EvalReport> {
     metrics: batch.metrics,
     ...(usage ? { usage } : {}),
   };
+  onReport?.(report); // before the file: the summary survives whatever happens to --out
+  if (tmp) {
+    try {
+      writeEpisodeRecords(tmp, batch.episodes.map((e) => withUsage(episodeRecord(e, cfg), usageOf(e))));
+      renameSync(tmp, opts.out!); // the file appears whole, or not at all
+    } catch (err) {
+      throw withSetting(fileSystemError(err, 'write --out', opts.out), '--out');
+    } finally {
+      rmSync(tmp, { force: true });
+    }
+  }
+  return report;
 }
 
 function openaiOf(opts: EvalOptions, cfg: AgentConfig, tokenizer: Tokenizer, temperature: number, seed: number): OpenAIPolicy {

@@ -6,3 +6,4 @@ export { EnvSession } from './session.js';
 export { RemoteEnv, RemoteEnvError, type RemoteEnvOptions } from './remote-env.js';
 export { REMOTE_PREFIX, isRemoteEnvId, parseRemoteTag, registerRemoteEnv, registerRemoteEnvs } from './register-remote.js';
 export { benchRemote, type RemoteBenchOptions, type RemoteBenchResult } from './bench-remote.js';
+export { TOKEN_ENV, clientToken, escapeControl, isLoopback } from './auth.js';

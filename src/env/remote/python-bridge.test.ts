@@ -160,3 +160,42 @@ describe('Python bridge', () => {
     }
   }, 30_000);
 });
+
+describe('Python bridge token and logs', () => {
+  it('checks RAGEN_ENV_TOKEN at the upgrade and on /metadata, and refuses 0.0.0.0 without one', async () => {
+    const guarded = await startBridge(['--token', 'py-token']);
+    try {
+      const port = new URL(guarded.url).port;
+      await expect(new RemoteEnv(`${guarded.url}/PySum`, { connectAttempts: 1, log: () => {} }).reset({ seed: 0 })).rejects.toThrow(/HTTP 401/);
+      const env = new RemoteEnv(`${guarded.url}/PySum`, { token: 'py-token' });
+      expect((await env.reset({ seed: 0 })).observation).toMatch(/\S/);
+      env.close();
+      expect((await fetch(`http://127.0.0.1:${port}/metadata`)).status).toBe(401);
+      expect((await fetch(`http://127.0.0.1:${port}/metadata`, { headers: { authorization: 'Bearer py-token' } })).status).toBe(200);
+      expect((await fetch(`http://127.0.0.1:${port}/health`)).status).toBe(200);
+    } finally {
+      guarded.proc.kill();
+    }
+    await expect(startBridge(['--host', '0.0.0.0'])).rejects.toThrow(/beyond loopback, needs a token: set RAGEN_ENV_TOKEN/);
+  });
+
+  it('escapes control characters of client bytes in its log', async () => {
+    const { connect } = await import('node:net');
+    const from = logs.length;
+    const port = Number(new URL(base).port);
+    // A raw upgrade whose request target holds an OSC sequence (a well-behaved client would percent-encode it).
+    await new Promise<void>((resolve) => {
+      const sock = connect(port, '127.0.0.1', () => {
+        sock.write('GET /\u001b]0;pwned\u0007 HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n');
+      });
+      sock.on('data', () => {});
+      sock.on('close', () => resolve());
+      sock.on('error', () => resolve());
+      setTimeout(() => (sock.destroy(), resolve()), 2000);
+    });
+    await new Promise((r) => setTimeout(r, 100));
+    const fresh = logs.slice(from);
+    expect(fresh.some((l) => l.includes('\\x1b]0;pwned\\x07'))).toBe(true);
+    for (const l of fresh) expect(l).not.toMatch(/[\u0000-\u001f\u007f-\u009f]/);
+  });
+});

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { ConfigError } from '../../util/index.js';
 import { listEnvs, registerEnv, registerEnvAlias, resolveEnvId } from '../registry.js';
 import { RemoteEnv, RemoteEnvError, type RemoteEnvOptions } from './remote-env.js';
+import { authHeaders, clientToken, TOKEN_ENV } from './auth.js';
 
 /** The prefix that marks a remote env id in configs and on the command line. */
 export const REMOTE_PREFIX = 'remote:';
@@ -51,7 +52,7 @@ export async function registerRemoteEnv(tag: string, options: Omit<RemoteEnvOpti
     // not registered yet
   }
   const { wsUrl, httpBase, envName, hostPort } = parseRemoteTag(tag);
-  const meta = await fetchMetadata(httpBase, tag, (options.connectTimeoutS ?? 10) * 1000);
+  const meta = await fetchMetadata(httpBase, tag, (options.connectTimeoutS ?? 10) * 1000, options.token ?? clientToken());
   const envs = meta.envs;
   const picked = envName === null ? (envs.length === 1 ? envs[0] : undefined) : envs.find((e) => e.id.toLowerCase() === envName.toLowerCase());
   if (!picked) {
@@ -79,13 +80,17 @@ export async function registerRemoteEnvs(tags: Iterable<string>, options?: Param
   for (const tag of new Set(tags)) if (isRemoteEnvId(tag)) await registerRemoteEnv(tag, options);
 }
 
-async function fetchMetadata(httpBase: string, tag: string, timeoutMs: number): Promise<{ envs: RemoteEnvMetadata[] }> {
+async function fetchMetadata(httpBase: string, tag: string, timeoutMs: number, token: string | undefined): Promise<{ envs: RemoteEnvMetadata[] }> {
   let body: unknown;
   try {
-    const res = await fetch(`${httpBase}/metadata`, { signal: AbortSignal.timeout(timeoutMs) });
+    const res = await fetch(`${httpBase}/metadata`, { signal: AbortSignal.timeout(timeoutMs), headers: authHeaders(token) });
+    if (res.status === 401) {
+      throw new RemoteEnvError('UNAUTHORIZED', `The env server at ${httpBase} wants its token for the remote env \`${tag}\`${token === undefined ? '' : ', and refused the one given'}: set ${TOKEN_ENV} to the token the server was started with.`);
+    }
     if (!res.ok) throw new Error(`HTTP ${res.status}`);
     body = await res.json();
   } catch (err) {
+    if (err instanceof RemoteEnvError) throw err;
     const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message;
     throw new RemoteEnvError('CONNECTION_FAILED', `Could not read ${httpBase}/metadata for the remote env \`${tag}\` (${cause}). Start the server first, e.g. \`ragen env serve <EnvId> --port ${new URL(httpBase).port || 8765}\`.`);
   }

@@ -3,6 +3,7 @@
 import WebSocket from 'ws';
 import { ConfigError, RagenError, ResetNeededError } from '../../util/index.js';
 import type { Env, EnvInfo, ResetOptions, ResetResult, StepResult } from '../core.js';
+import { authHeaders, clientToken, TOKEN_ENV } from './auth.js';
 import { parseServerMessage, type ClientMessage, type ErrorData, type ObservationData, type ServerMessage } from './protocol.js';
 
 /** A remote env failed in a way the caller cannot fix by changing its input: the connection, a timeout, the server. */
@@ -39,6 +40,8 @@ export interface RemoteEnvOptions {
   observationKey?: string;
   /** Where reconnects and lost sessions are logged. @default stderr */
   log?: (line: string) => void;
+  /** The server's shared token, sent as `Authorization: Bearer <token>`. @default $RAGEN_ENV_TOKEN */
+  token?: string;
 }
 
 /** Why a session ended when this client closed it (not worth a log line at the next reset). */
@@ -68,6 +71,10 @@ export class RemoteEnv implements Env {
   private episodeRunning = false;
   private readonly timeoutMs: number;
   private readonly log: (line: string) => void;
+  /** Sessions opened so far, the current episode's seed and steps: what an error names when a session dies. */
+  private sessions = 0;
+  private seed: number | undefined;
+  private steps = 0;
 
   constructor(
     /** `ws://host:port/<EnvId>` (or `/ws/<EnvId>`, `/ws?env=<EnvId>`). */
@@ -83,6 +90,8 @@ export class RemoteEnv implements Env {
 
   async reset(options: ResetOptions): Promise<ResetResult> {
     const msg: ClientMessage = { type: 'reset', data: { seed: options.seed, mode: options.mode ?? 'train', ...(options.options ? { options: options.options } : {}) } };
+    this.seed = options.seed;
+    this.steps = 0;
     if (!this.isOpen() || this.reaped()) await this.reconnect();
     this.everReset = true;
     let reply = await this.request(msg);
@@ -102,8 +111,9 @@ export class RemoteEnv implements Env {
   async step(action: string): Promise<StepResult> {
     if (!this.everReset) throw new ResetNeededError('Cannot call step() before reset(): call reset({seed}) first.');
     if (!this.isOpen()) {
-      throw new RemoteEnvError('CONNECTION_LOST', `The session with ${this.url} is closed (${this.lost ?? 'closed'}); the episode is lost. reset() opens a new session.`);
+      throw new RemoteEnvError('CONNECTION_LOST', `The ${this.sessionName()} with ${this.url} is closed (${this.lost ?? 'closed'}); the episode is lost. reset() opens a new session.`);
     }
+    this.steps++;
     const reply = await this.request({ type: 'step', data: { [this.options.actionKey ?? 'text']: action } as { text: string } });
     const data = this.observationOf(reply, 'step');
     if (data.done) this.episodeRunning = false;
@@ -123,6 +133,11 @@ export class RemoteEnv implements Env {
     if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify({ type: 'close', data: {} }));
     ws.close(1000);
     setTimeout(() => ws.terminate(), CLOSE_GRACE_MS).unref();
+  }
+
+  /** `session #2 (episode seed 1003, after 4 steps)`: which session of this env, in words. */
+  private sessionName(): string {
+    return `session #${this.sessions}${this.seed !== undefined ? ` (episode seed ${this.seed}, after ${this.steps} step${this.steps === 1 ? '' : 's'})` : ''}`;
   }
 
   private isOpen(): boolean {
@@ -156,20 +171,22 @@ export class RemoteEnv implements Env {
       try {
         this.goodbye = undefined;
         this.ws = await this.open();
+        this.sessions++;
         this.lost = undefined;
         return;
       } catch (err) {
         last = (err as Error).message;
       }
     }
-    throw new RemoteEnvError('CONNECTION_FAILED', `Could not connect to the env server at ${this.url} after ${attempts} attempt(s): ${last}. Is \`ragen env serve <EnvId> --port <N>\` running there?`);
+    const episode = this.seed !== undefined ? ` for a new session (episode seed ${this.seed})` : '';
+    throw new RemoteEnvError('CONNECTION_FAILED', `Could not connect to the env server at ${this.url}${episode} after ${attempts} attempt(s): ${last}. Is \`ragen env serve <EnvId> --port <N>\` running there?`);
   }
 
   private open(): Promise<WebSocket> {
     const config = this.options.config ?? {};
     const url = new URL(this.url);
     if (Object.keys(config).length > 0) url.searchParams.set('config', JSON.stringify(config));
-    const ws = new WebSocket(url, { handshakeTimeout: (this.options.connectTimeoutS ?? 10) * 1000 });
+    const ws = new WebSocket(url, { handshakeTimeout: (this.options.connectTimeoutS ?? 10) * 1000, headers: authHeaders(this.options.token ?? clientToken()) });
     return new Promise((resolve, reject) => {
       ws.once('open', () => {
         ws.removeAllListeners('error');
@@ -179,7 +196,10 @@ export class RemoteEnv implements Env {
         resolve(ws);
       });
       ws.once('error', (err) => reject(err));
-      ws.once('unexpected-response', (_req, res) => reject(new Error(`the server answered the WebSocket upgrade with HTTP ${res.statusCode}`)));
+      ws.once('unexpected-response', (_req, res) => {
+        const why = res.statusCode === 401 ? ` (it wants its token: set ${TOKEN_ENV} to the server's token)` : '';
+        reject(new Error(`the server answered the WebSocket upgrade with HTTP ${res.statusCode}${why}`));
+      });
     });
   }
 
@@ -213,9 +233,9 @@ export class RemoteEnv implements Env {
       this.pending = undefined;
       clearTimeout(pending.timer);
       if (this.goodbye) pending.reject(this.errorOf(this.goodbye, pending.type));
-      else pending.reject(new RemoteEnvError('CONNECTION_LOST', `The env server at ${this.url} closed the session while a request was waiting (${this.lost}); the episode is lost. reset() opens a new session.`));
+      else pending.reject(new RemoteEnvError('CONNECTION_LOST', `The env server at ${this.url} closed the ${this.sessionName()} while its ${pending.type} was waiting (${this.lost}); the episode is lost. reset() opens a new session.`));
     } else if (this.episodeRunning) {
-      this.log(`[remote-env] ${this.url}: session lost mid-episode (${this.lost})`);
+      this.log(`[remote-env] ${this.url}: ${this.sessionName()} lost mid-episode (${this.lost})`);
     }
     this.episodeRunning = false;
   }

@@ -8,6 +8,7 @@ import { RagenError } from '../../util/index.js';
 import { envSpec, resolveEnvConfig, resolveEnvId } from '../registry.js';
 import { CLOSING_CODES, envIdOfPath, parseClientMessage, PROTOCOL_VERSION, type ErrorCode, type ServerMessage } from './protocol.js';
 import { EnvSession, type Handled } from './session.js';
+import { escapeControl, isLoopback, tokenMatches, TOKEN_ENV } from './auth.js';
 
 /** Settings of an `EnvServer` (the flags of `ragen env serve`). */
 export interface EnvServerOptions {
@@ -34,6 +35,13 @@ export interface EnvServerOptions {
   log?: (line: string) => void;
   /** Also log every session opened and closed normally. @default false */
   verbose?: boolean;
+  /**
+   * Shared token clients must send (`Authorization: Bearer <token>`), checked at the WebSocket upgrade and on
+   * /metadata and /schema (/health stays open for probes). @default undefined (no token)
+   */
+  token?: string;
+  /** Listen beyond loopback without a token (anyone who reaches the port gets sessions). @default false */
+  insecure?: boolean;
 }
 
 /** Messages a client may have waiting before it gets VALIDATION_ERROR (a client must await replies). */
@@ -56,7 +64,7 @@ export interface EnvServerStats {
 export class EnvServer {
   readonly envIds: string[];
   readonly stats: EnvServerStats = { sessionsOpened: 0, steps: 0, resets: 0, errors: 0, reaped: 0 };
-  private readonly options: Required<Omit<EnvServerOptions, 'envIds'>>;
+  private readonly options: Required<Omit<EnvServerOptions, 'envIds'>>; // token '' = none
   private readonly sessions = new Map<WebSocket, EnvSession>();
   private http: Server | undefined;
   private wss: WebSocketServer | undefined;
@@ -76,7 +84,14 @@ export class EnvServer {
       stepDelayMs: options.stepDelayMs ?? 0,
       log: options.log ?? ((line) => process.stderr.write(`${line}\n`)),
       verbose: options.verbose ?? false,
+      token: options.token ?? '',
+      insecure: options.insecure ?? false,
     };
+    const write = this.options.log;
+    this.options.log = (line) => write(escapeControl(line)); // client bytes reach log lines: no terminal escapes
+    if (!isLoopback(this.options.host) && this.options.token === '' && !this.options.insecure) {
+      throw new RagenError(`The env server would listen on ${this.options.host}, beyond loopback, with no token: anyone who reaches the port could open sessions. Set ${TOKEN_ENV} (or --token) on the server and its clients, or pass --insecure on a trusted network.`);
+    }
   }
 
   /** Sessions open now. */
@@ -89,7 +104,15 @@ export class EnvServer {
     const http = createServer((req, res) => this.onHttp(req, res));
     // ws closes a connection itself past maxPayload (code 1009); below it, our own limit answers with a typed error.
     const wss = new WebSocketServer({ noServer: true, maxPayload: Math.max(4 * this.options.maxMessageBytes, 16 << 20) });
-    http.on('upgrade', (req, socket, head) => wss.handleUpgrade(req, socket, head, (ws) => this.onConnection(ws, req)));
+    http.on('upgrade', (req, socket, head) => {
+      if (!this.authorized(req)) {
+        this.stats.errors++;
+        this.options.log(`[env-serve] refused a session from ${req.socket.remoteAddress ?? '?'} (${(req.url ?? '/').slice(0, 200)}): missing or wrong token`);
+        socket.end('HTTP/1.1 401 Unauthorized\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\nThis env server needs its token: send `Authorization: Bearer <token>` (set RAGEN_ENV_TOKEN on the client).\n');
+        return;
+      }
+      wss.handleUpgrade(req, socket, head, (ws) => this.onConnection(ws, req));
+    });
     http.on('clientError', (err, socket) => {
       this.options.log(`[env-serve] bad HTTP request: ${err.message}`);
       socket.destroy();
@@ -163,6 +186,7 @@ export class EnvServer {
     try {
       if (req.method !== 'GET') return send(405, { error: `Only GET is served over HTTP (${req.method} ${path}); sessions go over WebSocket at /ws.` });
       if (path === '/health') return send(200, { status: 'healthy', sessions: this.sessions.size, maxSessions: this.options.maxSessions });
+      if (!this.authorized(req)) return send(401, { error: `This env server needs its token: send \`Authorization: Bearer <token>\` (set ${TOKEN_ENV} on the client).` });
       if (path === '/metadata') return send(200, this.metadata());
       if (path === '/schema') return send(200, this.schema());
       send(404, { error: `No route ${path}: use GET /health, /metadata, /schema or a WebSocket at /ws, /ws/<EnvId> or /<EnvId>.` });
@@ -170,6 +194,11 @@ export class EnvServer {
       this.options.log(`[env-serve] HTTP ${path} failed: ${String(err)}`);
       send(500, { error: String(err) });
     }
+  }
+
+  /** Whether `req` carries the server's token (always true when it has none). */
+  private authorized(req: IncomingMessage): boolean {
+    return this.options.token === '' || tokenMatches(req.headers, this.options.token);
   }
 
   private onConnection(ws: WebSocket, req: IncomingMessage): void {
