@@ -5,7 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import '../env/builtins.js';
-import { ConfigError } from '../util/index.js';
+import { readMetricsFile } from '../metrics/index.js';
+import { startWandbStandIn, wandbEnv } from '../metrics/wandb-standin.js';
+import { ConfigError, TrackingError } from '../util/index.js';
 import { microConfig, writeMicroModel } from './testing.js';
 import { train } from './trainer.js';
 
@@ -40,6 +42,35 @@ describe('tracking in a training run', () => {
     await train({ config: microConfig(model, runDir, ['trainer.steps=1']) });
     expect(existsSync(join(runDir, 'tensorboard'))).toBe(false);
     expect(statSync(join(runDir, 'console.log')).size).toBeGreaterThan(0); // the summary table at least
+  });
+
+  it('logs every record to W&B (a local stand-in of its API), and stops before the first step when W&B refuses the key', async () => {
+    const standIn = await startWandbStandIn();
+    const restore = wandbEnv({ WANDB_BASE_URL: standIn.url, WANDB_API_KEY: standIn.key });
+    try {
+      const runDir = join(root, 'run-wandb');
+      await train({ config: microConfig(model, runDir, ['logging.sinks=[jsonl, wandb]', 'logging.wandb.project=micro', 'logging.console=plain']) });
+      const metrics = readMetricsFile(join(runDir, 'metrics.jsonl'));
+      expect(metrics.map((m) => m.step)).toEqual([1, 2]);
+      expect(standIn.seen.history.map((h) => h['_step'])).toEqual(metrics.map((m) => m.step));
+      expect(standIn.seen.history.map((h) => h['actor/pg_loss'])).toEqual(metrics.map((m) => m['actor/pg_loss']));
+      expect(standIn.seen.upserts).toHaveLength(1);
+      expect(standIn.seen.upserts[0]).toMatchObject({ project: 'micro', displayName: 'run-wandb' });
+      expect(standIn.seen.finished).toEqual([{ complete: true, exitcode: 0 }]);
+      expect(readFileSync(join(runDir, 'console.log'), 'utf8')).toMatch(/^W&B: http:\/\/127\.0\.0\.1:\d+\/tester\/micro\/runs\/\S+$/m);
+
+      process.env.WANDB_API_KEY = 'x'.repeat(40);
+      const write = process.stdout.write;
+      const refused = join(root, 'run-wandb-refused');
+      const err = await train({ config: microConfig(model, refused, ['logging.sinks=[jsonl, wandb]']) }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(TrackingError);
+      expect((err as Error).message).toMatch(/WANDB_API_KEY/);
+      expect(process.stdout.write).toBe(write); // the console log let go of the streams
+      expect(existsSync(join(refused, 'metrics.jsonl'))).toBe(false);
+    } finally {
+      restore();
+      await standIn.close();
+    }
   });
 
   it('refuses sinks without jsonl, naming the key and what reads metrics.jsonl', () => {
