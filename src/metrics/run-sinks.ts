@@ -51,6 +51,7 @@ export async function openRunSinks(o: RunSinksOptions): Promise<RunSinks> {
       notes.push(`W&B: ${wandb.url}`);
     }
   } catch (err) {
+    consoleLog.append(`${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}\n`); // printed by the CLI after the log closes
     consoleLog.close();
     throw err;
   }

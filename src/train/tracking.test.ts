@@ -67,6 +67,7 @@ describe('tracking in a training run', () => {
       expect((err as Error).message).toMatch(/WANDB_API_KEY/);
       expect(process.stdout.write).toBe(write); // the console log let go of the streams
       expect(existsSync(join(refused, 'metrics.jsonl'))).toBe(false);
+      expect(readFileSync(join(refused, 'console.log'), 'utf8')).toBe(`TrackingError: ${(err as Error).message}\n`);
     } finally {
       restore();
       await standIn.close();

@@ -69,7 +69,10 @@ export async function curvesPage(params: URLSearchParams): Promise<Page> {
   const refresh = async () => {
     runs = await Promise.all(ids.map((id) => api.run(id)));
     legend.replaceChildren(...runs.map((r, i) => h('span', { class: 'run-chip', style: { borderColor: runs.length > 1 ? PALETTE[i % PALETTE.length] : '#999' } }, `${r.summary.name} (${r.summary.status}, step ${r.summary.lastStep ?? '-'})`)));
-    if (runs.length > 1) diff.replaceChildren(configTable(runs));
+    if (runs.length > 1) {
+      const open = diff.querySelector('details')?.open ?? true; // a live refresh keeps the table folded if it was
+      diff.replaceChildren(configTable(runs, open));
+    }
     problems.replaceChildren(problemsBox(runs.flatMap((r) => r.problems.map((p) => (runs.length > 1 ? `${r.summary.name}: ${p}` : p)))) ?? '');
     const keys = [...new Set(runs.flatMap((r) => [...Object.keys(r.descriptions), ...r.unknownMetrics]))].sort();
     const descriptions = Object.assign({}, ...runs.map((r) => r.descriptions)) as Record<string, string>;
@@ -94,11 +97,11 @@ export async function curvesPage(params: URLSearchParams): Promise<Page> {
 }
 
 /** The config keys where the runs differ, one column per run (its colour on top); identical keys are counted. */
-export function configTable(runs: readonly RunDetail[]): HTMLElement {
+export function configTable(runs: readonly RunDetail[], open = true): HTMLElement {
   const { rows, same } = configDiff(runs.map((r) => r.config));
   const missing = runs.filter((r) => r.config === null).map((r) => r.summary.name);
   const head = h('tr', {}, h('th', {}, 'config key'), runs.map((r, i) => h('th', { style: { borderTop: `4px solid ${PALETTE[i % PALETTE.length]}` } }, r.summary.name)));
   const body = rows.map((row) => h('tr', { 'data-key': row.key }, h('td', {}, row.key), row.values.map((v) => h('td', { class: v === undefined ? 'muted' : '' }, v ?? '-'))));
   const note = `${rows.length} key${rows.length === 1 ? '' : 's'} differ, ${same} are the same${missing.length ? `; no config.yaml: ${missing.join(', ')}` : ''}`;
-  return h('details', { class: 'config-diff', open: true }, h('summary', {}, `Config differences (${note})`), rows.length ? h('table', { id: 'config-diff' }, h('thead', {}, head), h('tbody', {}, body)) : h('p', { class: 'muted' }, 'The configs are identical.'));
+  return h('details', { class: 'config-diff', open }, h('summary', {}, `Config differences (${note})`), rows.length ? h('table', { id: 'config-diff' }, h('thead', {}, head), h('tbody', {}, body)) : h('p', { class: 'muted' }, 'The configs are identical.'));
 }
