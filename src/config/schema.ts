@@ -139,6 +139,16 @@ export const GenerationSchema = z.strictObject({
   val: ValGenerationSchema.prefault({}),
 });
 
+/** The W&B run that `logging.sinks: [jsonl, wandb]` logs to. */
+export const WandbSchema = z.strictObject({
+  /** W&B project; RAGEN's `trainer.project_name`. @default "ragen-ts" */
+  project: z.string().min(1).default('ragen-ts'),
+  /** W&B entity (user or team); null uses the API key's default entity. @default null */
+  entity: z.string().min(1).nullable().default(null),
+  /** Run name shown in W&B; null uses the run directory's name. @default null */
+  name: z.string().min(1).nullable().default(null),
+});
+
 /** Where and how the run logs. */
 export const LoggingSchema = z.strictObject({
   /** Parent directory of run directories. @default "runs" */
@@ -153,6 +163,17 @@ export const LoggingSchema = z.strictObject({
   rolloutsPerStep: z.number().int().min(1).nullable().default(16),
   /** Console output: `auto` (a progress bar on a terminal, plain lines otherwise), `bar`, `plain`, or `none`. @default "auto" */
   console: z.enum(['auto', 'bar', 'plain', 'none']).default('auto'),
+  /**
+   * Where metric records go: `jsonl` (`metrics.jsonl`, always: the dashboard, `ragen eval` and resume read it),
+   * `tensorboard` (event files in `<run>/tensorboard/`), `wandb` (Weights & Biases through the optional `@wandb/sdk`
+   * package; `WANDB_API_KEY` and `WANDB_BASE_URL` as W&B reads them). @default ["jsonl"]
+   */
+  sinks: z
+    .array(z.enum(['jsonl', 'tensorboard', 'wandb']))
+    .default(['jsonl'])
+    .refine((s) => s.includes('jsonl'), 'must include `jsonl`: the dashboard, `ragen eval` and `--resume` read metrics.jsonl; add the others beside it, e.g. [jsonl, tensorboard]')
+    .refine((s) => new Set(s).size === s.length, 'lists a sink twice; name each once'),
+  wandb: WandbSchema.prefault({}),
 });
 
 /** The whole StarPO config: what `ragen train` resolves from defaults, a preset and overrides. */

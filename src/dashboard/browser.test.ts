@@ -1,11 +1,13 @@
 // The dashboard in a real browser (Debian's chromium driven by playwright-core): a short training run written while
 // the runs page is open appears without reload, then every page renders from that run directory, the trajectory
 // viewer shows the episodes' own texts, an eval file's pass@k shows, and the play page finishes an episode with the
-// WASM engine inside the page. Each test saves a screenshot ($RAGEN_SCREENSHOTS, e.g. docs/dashboard, else a temp dir).
+// WASM engine inside the page; two runs compared show their config differences, one-row chart keys, a log scale and CSV
+// export. Each test saves a screenshot ($RAGEN_SCREENSHOTS, e.g. docs/dashboard, else a temp dir).
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EpisodeRecord } from '../agent/index.js';
 import { runEval } from '../cli/commands/eval.js';
@@ -176,7 +178,7 @@ describe.skipIf(!browserAvailable())('dashboard in chromium', () => {
     await page.goto(`${dash.url}#/curves?runs=0/bandit-run,0/crashed`);
     await page.waitForSelector('figure[data-title="Success"] canvas');
     expect(await page.locator('.run-chip').count()).toBe(2);
-    expect(await page.locator('figure[data-title="Success"] .u-legend').textContent()).toContain('bandit-run · train/success');
+    expect(await page.locator('figure[data-title="Success"] .chart-key').textContent()).toBe('train/successval/success');
     expect(await page.locator('.problems li').first().textContent()).toMatch(/^crashed: /);
     expect(errors).toEqual([]);
   });
@@ -204,5 +206,77 @@ describe.skipIf(!browserAvailable())('dashboard in chromium', () => {
     expect(await marked()).toEqual(['run ▲']);
     await page.click('th:has-text("run") >> nth=0');
     expect(await order()).toEqual(['0/crashed', '0/bandit-run', '0/appending']);
+  });
+
+  // Two runs compared: bandit-run and a copy whose config and success values were changed by hand (known differences).
+  type Plotted = { plot: { series: { label: string; dash?: number[] }[]; scales: { y: { distr: number } }; valToPos(v: number, s: string): number } };
+  const records: Record<'bandit-run' | 'bandit-grpo', Record<string, number>[]> = { 'bandit-run': [], 'bandit-grpo': [] };
+  const compare = async () => {
+    await page.goto(`${dash.url}#/curves?runs=0/bandit-run,0/bandit-grpo`);
+    await page.locator('figure[data-title="Success"] canvas').first().waitFor();
+    return page.locator('figure[data-title="Success"]');
+  };
+
+  it('compares runs: a table of the config keys on which they differ', async () => {
+    const other = join(runsDir, 'bandit-grpo');
+    mkdirSync(other);
+    const config = parseYaml(readFileSync(join(runDir, 'config.yaml'), 'utf8')) as { algo: Record<string, unknown>; trainer: Record<string, unknown> };
+    expect([config.algo['advEstimator'], config.trainer['actorLr']]).not.toContain(undefined);
+    const before = [String(config.algo['advEstimator']), String(config.trainer['actorLr'])];
+    config.algo['advEstimator'] = 'grpo';
+    config.trainer['actorLr'] = 0.5;
+    writeFileSync(join(other, 'config.yaml'), toYaml(config));
+    records['bandit-run'] = readFileSync(join(runDir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, number>);
+    records['bandit-grpo'] = records['bandit-run'].map((r) => ({ ...r, ...('train/success' in r ? { 'train/success': 0.9 - r['step']! / 8 } : {}), ...('val/success' in r ? { 'val/success': 0.5 + r['step']! / 8 } : {}) }));
+    writeFileSync(join(other, 'metrics.jsonl'), `${records['bandit-grpo'].map((r) => JSON.stringify(r)).join('\n')}\n`);
+    await compare();
+    const rows = await page.locator('#config-diff tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
+    expect(rows).toEqual([['algo.advEstimator', before[0], 'grpo'], ['trainer.actorLr', before[1], '0.5']]);
+    expect(await page.textContent('.config-diff summary')).toMatch(/^Config differences \(2 keys differ, \d+ are the same\)$/);
+  });
+
+  it('keys each chart in one row that says which dash is which metric, and shows the hovered step\'s values', async () => {
+    const fig = await compare();
+    const items = await fig.locator('.key-item').evaluateAll((els) => els.map((e) => [e.getAttribute('data-key'), e.getAttribute('data-dash')]));
+    const drawn = await fig.evaluate((f) => (f as unknown as Plotted).plot.series.slice(1).map((s) => [s.label, (s.dash ?? []).join(' ')]));
+    expect(items.map((i) => i[0])).toEqual(['train/success', 'val/success']);
+    expect(new Set(items.map((i) => i[1])).size).toBe(2);
+    expect(drawn).toHaveLength(4);
+    for (const [label, dash] of drawn) expect(items.find((i) => label!.endsWith(` · ${i[0]}`))?.[1], label).toBe(dash);
+    expect(await fig.locator('.u-legend').count()).toBe(0);
+    expect((await fig.locator('.chart-key').boundingBox())!.height).toBeLessThan(24);
+    const box = (await fig.locator('.u-over').boundingBox())!;
+    await page.mouse.move(box.x + box.width - 3, box.y + box.height / 2);
+    expect(await fig.locator('.chart-readout').textContent()).toMatch(/^step 2: bandit-run · train\/success [\d.]+ · bandit-run · val\/success [\d.]+ · bandit-grpo · /);
+    await shot(page, 'compare-runs');
+  });
+
+  it('puts a chart on a log scale, where each decade takes the same height', async () => {
+    await compare();
+    const grad = page.locator('figure[data-title="Grad norm"]');
+    await grad.locator('input.log-scale').check();
+    expect(await grad.getAttribute('data-scale')).toBe('log');
+    const log = await grad.evaluate((f) => {
+      const p = (f as unknown as Plotted).plot;
+      return { distr: p.scales.y.distr, d1: p.valToPos(1, 'y') - p.valToPos(10, 'y'), d2: p.valToPos(10, 'y') - p.valToPos(100, 'y') };
+    });
+    expect(log.distr).toBe(3);
+    expect(log.d1).toBeGreaterThan(0);
+    expect(log.d1).toBeCloseTo(log.d2, 3);
+    await grad.screenshot({ path: join(shots, 'log-scale.png') });
+    await grad.locator('input.log-scale').uncheck();
+    expect(await grad.evaluate((f) => (f as unknown as Plotted).plot.scales.y.distr)).toBe(1);
+  });
+
+  it('exports a chart\'s logged values as CSV, one column per line', async () => {
+    const fig = await compare();
+    const [file] = await Promise.all([page.waitForEvent('download'), fig.locator('button.csv').click()]);
+    expect(file.suggestedFilename()).toBe('Success.csv');
+    // Expected from the metrics files, unsmoothed (the page smooths its lines at 0.6).
+    const cols = (['bandit-run', 'bandit-grpo'] as const).flatMap((run) => ['train/success', 'val/success'].map((k) => [run, k] as const));
+    const steps = records['bandit-run'].filter((r) => 'train/success' in r || 'val/success' in r).map((r) => r['step']!);
+    const expected = [`step,${cols.map(([run, k]) => `${run} · ${k}`).join(',')}`, ...steps.map((s) => [s, ...cols.map(([run, k]) => records[run].find((r) => r['step'] === s)?.[k] ?? '')].join(','))];
+    expect(readFileSync((await file.path())!, 'utf8')).toBe(`${expected.join('\n')}\n`);
+    expect(errors).toEqual([]);
   });
 });

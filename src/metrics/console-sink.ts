@@ -2,6 +2,7 @@
 // (cli-progress + picocolors) on a terminal, or one plain line per record when output is piped or logged.
 import cliProgress from 'cli-progress';
 import pc from 'picocolors';
+import { untranscribed } from './console-log.js';
 import type { MetricRecord, MetricSink } from './logger.js';
 
 /** Console modes: `auto` picks `bar` on a TTY and `plain` otherwise. */
@@ -18,6 +19,11 @@ export interface ConsoleSinkOptions {
   stream?: NodeJS.WritableStream & { isTTY?: boolean };
   /** Clock in ms, for the plain mode's ETA (tests pass a fake one). @default Date.now */
   now?: () => number;
+  /**
+   * The run's console log. With one, the bar draws past it (its redraws would fill the file) and each record's plain
+   * line and each message go to it instead, so the log reads like piped output.
+   */
+  transcript?: { append(text: string): void };
 }
 
 /** The latest of the numbers the console shows, remembered across records (validation is not every step). */
@@ -59,6 +65,7 @@ export class ConsoleSink implements MetricSink {
   private live: Live = {};
   private multibar?: cliProgress.MultiBar;
   private bar?: cliProgress.SingleBar;
+  private readonly transcript?: { append(text: string): void };
 
   constructor(options: ConsoleSinkOptions) {
     this.stream = options.stream ?? process.stderr;
@@ -68,9 +75,10 @@ export class ConsoleSink implements MetricSink {
     this.now = options.now ?? Date.now;
     this.started = { time: this.now(), step: options.startStep ?? 0 };
     if (this.mode === 'bar') {
+      this.transcript = options.transcript;
       this.multibar = new cliProgress.MultiBar(
         {
-          stream: this.stream,
+          stream: this.transcript ? untranscribed(this.stream) : this.stream,
           format: `${pc.cyan('{bar}')} {value}/{total} steps | ETA {eta_formatted} | {stats}`,
           hideCursor: true,
           etaBuffer: 20,
@@ -91,13 +99,18 @@ export class ConsoleSink implements MetricSink {
       entropy: r['actor/entropy'] ?? this.live.entropy,
       stepTime: r['timing_s/step'] ?? this.live.stepTime,
     };
-    if (this.mode === 'bar') this.bar!.update(record.step, { stats: this.stats(true) });
-    else if (this.mode === 'plain') this.line(`step ${record.step}/${this.total} | ${this.stats(false)} | eta ${formatDuration(this.etaSeconds(record.step))}`);
+    const plain = `step ${record.step}/${this.total} | ${this.stats(false)} | eta ${formatDuration(this.etaSeconds(record.step))}`;
+    if (this.mode === 'bar') {
+      this.bar!.update(record.step, { stats: this.stats(true) });
+      this.transcript?.append(`${plain}\n`);
+    } else if (this.mode === 'plain') this.line(plain);
   }
 
   message(text: string): void {
-    if (this.mode === 'bar') this.multibar!.log(`${text}\n`);
-    else if (this.mode === 'plain') this.line(text);
+    if (this.mode === 'bar') {
+      this.multibar!.log(`${text}\n`);
+      this.transcript?.append(`${text}\n`);
+    } else if (this.mode === 'plain') this.line(text);
   }
 
   close(): void {

@@ -1,6 +1,11 @@
-// metrics: metric names, the logger that averages per interval, its sinks (console, JSONL), the run directory.
+// metrics: metric names, the logger that averages per interval, its sinks (console, JSONL, TensorBoard, W&B), the run
+// directory and its console log.
 export { METRICS, METRIC_FAMILIES, GRAD_ANALYSIS_NAMES, describeMetric, isMetricKey, trainEnvMetric, valEnvMetric, type FixedMetricKey, type MetricKey } from './names.js';
 export { MetricLogger, type MetricRecord, type MetricSink, type MetricValues, type LoggerState } from './logger.js';
 export { JsonlSink, readMetricsFile } from './jsonl-sink.js';
 export { ConsoleSink, formatDuration, summaryTable, valSuccessOf, type ConsoleMode, type ConsoleSinkOptions, type SummaryRow } from './console-sink.js';
+export { TensorBoardSink, type TensorBoardSinkOptions } from './tensorboard-sink.js';
+export { WandbSink, WANDB_PACKAGE, type WandbSinkOptions } from './wandb-sink.js';
+export { ConsoleLog, plainText, untranscribed } from './console-log.js';
+export { openRunSinks, type RunSinks, type RunSinksOptions, type SinkName } from './run-sinks.js';
 export { assertNewRunDir, createRunDir, rolloutFile, runDirName, runPaths, timestamp, type RunPaths } from './run-dir.js';

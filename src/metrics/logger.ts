@@ -17,7 +17,8 @@ export interface MetricSink {
   write(record: MetricRecord): void;
   /** A free-form line (early stop, checkpoint saved, warning) that must not break a progress bar. */
   message?(text: string): void;
-  close?(): void;
+  /** Flush and release; a remote tracker returns a promise that settles once its upload is done. */
+  close?(): void | Promise<void>;
 }
 
 /** The pending, not yet averaged values: what a checkpoint saves so a resumed run averages the same. */
@@ -83,7 +84,10 @@ export class MetricLogger {
     this.pending = new Map(Object.entries(state).map(([k, v]) => [k, [...v]]));
   }
 
-  close(): void {
-    for (const sink of this.sinks) sink.close?.();
+  /** Close every sink (all of them, even when one fails), then rethrow the first failure. */
+  async close(): Promise<void> {
+    const results = await Promise.allSettled(this.sinks.map(async (sink) => sink.close?.()));
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
   }
 }

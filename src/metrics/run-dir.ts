@@ -17,6 +17,10 @@ export interface RunPaths {
   checkpoints: string;
   /** `ragen eval` outputs. */
   eval: string;
+  /** TensorBoard event files (`logging.sinks` with `tensorboard`). */
+  tensorboard: string;
+  /** Everything the run printed (progress bars as one plain line per record). */
+  consoleLog: string;
 }
 
 /** The paths of the run directory `root` (nothing is created). */
@@ -28,6 +32,8 @@ export function runPaths(root: string): RunPaths {
     rollouts: join(root, 'rollouts'),
     checkpoints: join(root, 'checkpoints'),
     eval: join(root, 'eval'),
+    tensorboard: join(root, 'tensorboard'),
+    consoleLog: join(root, 'console.log'),
   };
 }
 

@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { EnvGroups, writeEpisodeRecords } from '../agent/index.js';
 import { KLController } from '../algo/index.js';
-import { assertNewRunDir, ConsoleSink, JsonlSink, MetricLogger, rolloutFile, summaryTable, type LoggerState, type MetricSink, type RunPaths, type SummaryRow } from '../metrics/index.js';
+import { assertNewRunDir, MetricLogger, openRunSinks, rolloutFile, summaryTable, type LoggerState, type MetricSink, type RunPaths, type RunSinks, type SummaryRow } from '../metrics/index.js';
 import { writeCheckpoint } from './checkpoint-io.js';
 import { hasOptimizerState, optimizerRoles } from './optimizer-state.js';
 import type { TrainableRole } from '../engine/index.js';
@@ -123,14 +123,22 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   const warnings = new EarlyWarningMonitor();
   if (saved.earlyWarning) warnings.state = saved.earlyWarning;
   const ctx: StepContext = { config, engine, tokenizer, agent, groups, kl, collapseEma: saved.collapseEma ?? {} };
-  const sinks: MetricSink[] = [new JsonlSink(paths.metrics), new ConsoleSink({ totalSteps: t.steps, startStep, mode: config.logging.console, ...(options.stream ? { stream: options.stream } : {}) }), ...(options.sinks ?? [])];
-  const logger = new MetricLogger(sinks, { every: config.logging.logEvery });
+  let opened: RunSinks;
+  try {
+    const l = config.logging;
+    opened = await openRunSinks({ paths, sinks: l.sinks, wandb: l.wandb, config, console: l.console, totalSteps: t.steps, startStep, ...(options.stream ? { stream: options.stream } : {}) });
+  } catch (err) {
+    if (!options.models) engine.dispose();
+    throw err;
+  }
+  const logger = new MetricLogger([...opened.sinks, ...(options.sinks ?? [])], { every: config.logging.logEvery });
   if (saved.logger) logger.setState(saved.logger);
   let valBefore = saved.valBefore ?? null;
   let lastVal = saved.lastVal ?? null;
   let earlyStop: EarlyStop | null = null;
   let lastStep = startStep;
   logger.message(`${startStep > 0 ? `resuming after step ${startStep}` : 'run'}: ${paths.root}`);
+  for (const note of opened.notes) logger.message(note);
   const end = Math.min(t.steps, options.stopAfter ?? Infinity);
   const ahead = t.async.enabled ? new AsyncRollouts(ctx, { maxStaleness: t.async.maxStaleness, importanceCap: t.async.importanceCap, startStep, endStep: end }) : null;
   if (ahead) logger.message(`async rollouts: up to ${t.async.maxStaleness} step(s) ahead, importance weights capped at ${t.async.importanceCap}`);
@@ -193,15 +201,25 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
       }
       if (earlyStop) break;
     }
+  } catch (err) {
+    opened.consoleLog.append(`${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}\n`); // the CLI prints it after the log closes
+    opened.consoleLog.close();
+    throw err;
   } finally {
-    logger.close();
-    await ahead?.close();
-    await groups.close();
-    if (!options.models) engine.dispose();
+    try {
+      await logger.close(); // W&B waits for its upload here
+    } finally {
+      await ahead?.close();
+      await groups.close();
+      if (!options.models) engine.dispose();
+    }
   }
   const tags = config.env.val.map((v) => resolveEnvId(v.tag)); // the ids metrics use (a `remote:` tag's is `<EnvId>@host:port`)
   const summary: SummaryRow[] = [...new Set(tags)].map((tag) => ({ tag, ...(valBefore?.[tag] !== undefined ? { before: valBefore[tag] } : {}), ...(lastVal?.[tag] !== undefined ? { after: lastVal[tag] } : {}) }));
-  return { runDir: paths.root, config, startStep, lastStep, earlyStop, summary, summaryText: summaryTable(summary) };
+  const summaryText = summaryTable(summary);
+  opened.consoleLog.append(`Validation success:\n${summaryText}\n`);
+  opened.consoleLog.close();
+  return { runDir: paths.root, config, startStep, lastStep, earlyStop, summary, summaryText };
 }
 
 /** The context budget holds every tag's first prompt (before any step or run directory); frees `models` it owns on failure. */

@@ -25,3 +25,6 @@ export class CheckpointError extends RagenError {}
 
 /** Command-line usage is wrong. */
 export class UsageError extends RagenError {}
+
+/** An experiment tracker (W&B) is missing or refused the run. */
+export class TrackingError extends RagenError {}

@@ -1,7 +1,9 @@
 // Training curves of one or more runs on shared charts (success, reward, entropy, KL, grad norm, kept ratio, timings,
-// plus any logged metric on demand), with EMA smoothing; live runs update in place.
+// plus any logged metric on demand), with EMA smoothing; live runs update in place. Several runs: colours are runs
+// (the chips), dashes are metrics (each chart's key), and a table lists the config keys where the runs differ.
 import { api, type RunDetail } from '../api.js';
 import { Chart, PALETTE, type Line } from '../chart.js';
+import { configDiff } from '../config-diff.js';
 import { errorBox, h, problemsBox } from '../dom.js';
 import type { Page } from '../main.js';
 
@@ -32,7 +34,7 @@ export function linesOf(runs: readonly RunDetail[], keys: readonly string[]): Li
       if (points.length === 0) return;
       const label = runs.length > 1 ? `${run.summary.name} · ${key}` : key;
       const dash = runs.length > 1 ? DASHES[ki % DASHES.length] : undefined;
-      out.push({ label, points, color: PALETTE[(runs.length > 1 ? ri : ki) % PALETTE.length]!, ...(dash ? { dash } : {}) });
+      out.push({ label, key, points, color: PALETTE[(runs.length > 1 ? ri : ki) % PALETTE.length]!, ...(dash ? { dash } : {}) });
     }),
   );
   return out;
@@ -50,8 +52,9 @@ export async function curvesPage(params: URLSearchParams): Promise<Page> {
   const extraSel = h('select', { id: 'add-metric' });
   const problems = h('div', {});
   const legend = h('div', { class: 'run-legend' });
+  const diff = h('div', {});
   const grid = h('div', { class: 'chart-grid' });
-  el.append(h('div', { class: 'toolbar' }, h('label', {}, 'smoothing ', slider, ' ', sliderValue), h('label', {}, 'add a chart ', extraSel)), legend, problems, grid);
+  el.append(h('div', { class: 'toolbar' }, h('label', {}, 'smoothing ', slider, ' ', sliderValue), h('label', {}, 'add a chart ', extraSel)), legend, problems, diff, grid);
   const charts = new Map<string, [Chart, string[]]>();
   let runs: RunDetail[] = [];
 
@@ -66,6 +69,10 @@ export async function curvesPage(params: URLSearchParams): Promise<Page> {
   const refresh = async () => {
     runs = await Promise.all(ids.map((id) => api.run(id)));
     legend.replaceChildren(...runs.map((r, i) => h('span', { class: 'run-chip', style: { borderColor: runs.length > 1 ? PALETTE[i % PALETTE.length] : '#999' } }, `${r.summary.name} (${r.summary.status}, step ${r.summary.lastStep ?? '-'})`)));
+    if (runs.length > 1) {
+      const open = diff.querySelector('details')?.open ?? true; // a live refresh keeps the table folded if it was
+      diff.replaceChildren(configTable(runs, open));
+    }
     problems.replaceChildren(problemsBox(runs.flatMap((r) => r.problems.map((p) => (runs.length > 1 ? `${r.summary.name}: ${p}` : p)))) ?? '');
     const keys = [...new Set(runs.flatMap((r) => [...Object.keys(r.descriptions), ...r.unknownMetrics]))].sort();
     const descriptions = Object.assign({}, ...runs.map((r) => r.descriptions)) as Record<string, string>;
@@ -87,4 +94,14 @@ export async function curvesPage(params: URLSearchParams): Promise<Page> {
   });
   await refresh();
   return { el, runs: ids, refresh, destroy: () => charts.forEach(([c]) => c.destroy()) };
+}
+
+/** The config keys where the runs differ, one column per run (its colour on top); identical keys are counted. */
+export function configTable(runs: readonly RunDetail[], open = true): HTMLElement {
+  const { rows, same } = configDiff(runs.map((r) => r.config));
+  const missing = runs.filter((r) => r.config === null).map((r) => r.summary.name);
+  const head = h('tr', {}, h('th', {}, 'config key'), runs.map((r, i) => h('th', { style: { borderTop: `4px solid ${PALETTE[i % PALETTE.length]}` } }, r.summary.name)));
+  const body = rows.map((row) => h('tr', { 'data-key': row.key }, h('td', {}, row.key), row.values.map((v) => h('td', { class: v === undefined ? 'muted' : '' }, v ?? '-'))));
+  const note = `${rows.length} key${rows.length === 1 ? '' : 's'} differ, ${same} are the same${missing.length ? `; no config.yaml: ${missing.join(', ')}` : ''}`;
+  return h('details', { class: 'config-diff', open }, h('summary', {}, `Config differences (${note})`), rows.length ? h('table', { id: 'config-diff' }, h('thead', {}, head), h('tbody', {}, body)) : h('p', { class: 'muted' }, 'The configs are identical.'));
 }
