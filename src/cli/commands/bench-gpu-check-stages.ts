@@ -153,10 +153,10 @@ function trainOverrides(mode: CheckMode): string[] {
 
 const wallClock = (k: string) => k === 'time' || k.startsWith('timing_s/') || k.startsWith('perf/');
 
-/** The largest difference between two runs' metrics at `step`, wall-clock keys aside. */
-export function compareStep(a: MetricRecord[], b: MetricRecord[], step: number): { equal: boolean; keys: number; maxAbsDiff: number; differing: string[] } {
-  const [ra, rb] = [a.find((r) => r.step === step), b.find((r) => r.step === step)];
-  if (!ra || !rb) throw new Error(`step ${step} is missing from ${ra ? 'the uninterrupted' : 'the resumed'} run's metrics.jsonl`);
+/** The largest difference between an uninterrupted and a resumed run's metrics at `step`, wall-clock keys aside. */
+export function compareStep(uninterrupted: MetricRecord[], resumed: MetricRecord[], step: number): { equal: boolean; keys: number; maxAbsDiff: number; differing: string[] } {
+  const [ra, rb] = [uninterrupted.find((r) => r.step === step), resumed.find((r) => r.step === step)];
+  if (!ra || !rb) throw new Error(`step ${step} is missing from the ${ra ? 'resumed' : 'uninterrupted'} run's metrics.jsonl`);
   const keys = [...new Set([...Object.keys(ra), ...Object.keys(rb)])].filter((k) => !wallClock(k)).sort();
   let maxAbsDiff = 0;
   const differing: string[] = [];

@@ -173,8 +173,8 @@ export async function runGpuCheck(o: CheckOptions): Promise<void> {
         report.mode = mode;
         for (const [j, s] of stages.entries()) if (j > i) report.stages[j]!.limitSeconds = s.limitSeconds[mode];
       }
+      save(); // before the line below, so whoever reads that line finds the stage in the files
       log(`${rec.status} in ${rec.seconds.toFixed(1)} s${rec.peakGpuMemoryBytes === null ? '' : `, peak GPU memory ${gib(rec.peakGpuMemoryBytes)}`}: ${rec.summary}`);
-      save();
     }
   } finally {
     report.finishedAt = new Date().toISOString();
