@@ -84,7 +84,7 @@ const gb = (b: unknown) => (typeof b === 'number' ? `${(b / 2 ** 30).toFixed(1)}
 const versions: CheckStage = {
   name: 'versions',
   title: 'versions and device',
-  limitSeconds: { cuda: 30, cpu: 60 },
+  limitSeconds: { cuda: 25, cpu: 60 },
   async run(ctx) {
     const v = await pythonCheck(ctx, 'versions');
     const gpus = v.gpus as { name: string; memoryBytes: number }[];
@@ -96,7 +96,7 @@ const versions: CheckStage = {
 const decode: CheckStage = {
   name: 'decode',
   title: 'CUDA-graph decode = eager',
-  limitSeconds: { cuda: 45, cpu: 60 },
+  limitSeconds: { cuda: 40, cpu: 60 },
   async run(ctx) {
     const d = await pythonCheck(ctx, 'decode');
     const cases = d.cases as { precision: string; case: string; tokensIdentical: boolean; logprobMaxDiff: number }[];
@@ -110,7 +110,7 @@ const decode: CheckStage = {
 const fsdp: CheckStage = {
   name: 'fsdp',
   title: 'FSDP2, 2 CPU ranks (gloo) = 1 rank',
-  limitSeconds: { cuda: 60, cpu: 90 },
+  limitSeconds: { cuda: 50, cpu: 90 },
   async run(ctx) {
     const f = await pythonCheck(ctx, 'fsdp');
     if (f.skipped) return { status: 'skipped', summary: `skipped: ${f.note}`, details: f };
@@ -123,7 +123,7 @@ const fsdp: CheckStage = {
 const bench: CheckStage = {
   name: 'bench',
   title: '`ragen bench gpu`, quick shape',
-  limitSeconds: { cuda: 170, cpu: 90 },
+  limitSeconds: { cuda: 165, cpu: 90 },
   async run(ctx) {
     const runs = ctx.mode === 'cuda' ? ['qwen2.5-0.5b', 'qwen2.5-1.5b'].map((s) => ['--shape', s, '--run-shape', 'quick']) : [['--shape', 'tiny', '--device', 'cpu', '--run-shape', 'smoke']];
     const reports: BenchReport[] = [];
@@ -179,7 +179,7 @@ const modelShape = (mode: CheckMode) => (mode === 'cuda' ? 'qwen2.5-0.5b' : 'qwe
 const train: CheckStage = {
   name: 'train',
   title: '`ragen train` 2 steps + `--resume` = 3 steps',
-  limitSeconds: { cuda: 120, cpu: 180 },
+  limitSeconds: { cuda: 140, cpu: 180 },
   async run(ctx) {
     const model = join(ctx.work, 'model');
     await modelInit(ctx, modelShape(ctx.mode), model);
@@ -203,7 +203,7 @@ const train: CheckStage = {
 const lora: CheckStage = {
   name: 'lora',
   title: '`ragen train` with LoRA, 1 step + checkpoint',
-  limitSeconds: { cuda: 45, cpu: 120 },
+  limitSeconds: { cuda: 50, cpu: 120 },
   async run(ctx) {
     const model = join(ctx.work, 'model');
     await modelInit(ctx, modelShape(ctx.mode), model);

@@ -10,7 +10,7 @@ import { torchPythonForTests } from '../../engine/torch-testing.js';
 import type { MetricRecord } from '../../metrics/index.js';
 import type { CheckReport } from './bench-gpu-check.js';
 import { runGpuCheck } from './bench-gpu-check.js';
-import { compareStep, type CheckStage } from './bench-gpu-check-stages.js';
+import { CHECK_STAGES, compareStep, type CheckStage } from './bench-gpu-check-stages.js';
 
 const python = torchPythonForTests();
 const root = mkdtempSync(join(tmpdir(), 'ragen-check-test-'));
@@ -59,6 +59,11 @@ describe('the check runner', () => {
     await new Promise((res) => setTimeout(res, 3000));
     expect(existsSync(marker), 'the timed-out stage\'s child kept running').toBe(false);
   }, 30_000);
+});
+
+test('the GPU stage limits leave the whole check under 8 minutes (the issue\'s bound), with 10 s for start-up and clean-up', () => {
+  expect(CHECK_STAGES.map((s) => s.name)).toEqual(['versions', 'decode', 'fsdp', 'bench', 'train', 'lora']);
+  expect(CHECK_STAGES.reduce((t, s) => t + s.limitSeconds.cuda, 0)).toBeLessThanOrEqual(8 * 60 - 10);
 });
 
 describe('compareStep', () => {
