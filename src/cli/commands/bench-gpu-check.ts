@@ -72,6 +72,18 @@ function gpuMemorySampler(enabled: boolean): { stop(): number | null } {
   return { stop: () => (clearInterval(timer), peak) };
 }
 
+/** Process groups of the children running now: killed on a time limit, and when the check itself exits or is
+ *  interrupted (a child in its own group does not get the terminal's Ctrl-C). */
+const live = new Set<number>();
+
+function killGroup(pid: number): void {
+  try {
+    process.kill(-pid, 'SIGKILL');
+  } catch {
+    // the group is already gone
+  }
+}
+
 /** Spawn a child in its own process group (so a time limit kills its children too), forwarding stderr lines. */
 function runChild(cmd: string, args: string[], env: NodeJS.ProcessEnv, signal: AbortSignal, log: (l: string) => void) {
   return new Promise<{ code: number | null; stdout: string; stderrTail: string }>((resolve, reject) => {
@@ -80,13 +92,8 @@ function runChild(cmd: string, args: string[], env: NodeJS.ProcessEnv, signal: A
     let stdout = '';
     let partial = '';
     const tail: string[] = [];
-    const kill = () => {
-      try {
-        process.kill(-child.pid!, 'SIGKILL');
-      } catch {
-        // the group is already gone
-      }
-    };
+    const kill = () => killGroup(child.pid!);
+    if (child.pid) live.add(child.pid);
     signal.addEventListener('abort', kill, { once: true });
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr.on('data', (d: Buffer) => {
@@ -101,6 +108,7 @@ function runChild(cmd: string, args: string[], env: NodeJS.ProcessEnv, signal: A
     });
     child.on('error', reject);
     child.on('close', (code) => {
+      live.delete(child.pid!);
       signal.removeEventListener('abort', kill);
       if (partial.trim()) tail.push(partial);
       resolve({ code, stdout, stderrTail: tail.join('\n') });
@@ -136,6 +144,16 @@ export async function runGpuCheck(o: CheckOptions): Promise<void> {
   };
   save();
   const env = { ...process.env, PYTHONPATH: [workerPackageDir(), process.env.PYTHONPATH].filter(Boolean).join(':') };
+  const killAll = () => live.forEach(killGroup);
+  const interrupted = (sig: NodeJS.Signals) => {
+    killAll();
+    process.stderr.write(`[check] ${sig}: stopped; ${join(o.out, 'check.json')} holds the stages that ended\n`);
+    rmSync(scratch, { recursive: true, force: true });
+    process.exit(sig === 'SIGINT' ? 130 : 143);
+  };
+  process.on('exit', killAll);
+  process.once('SIGINT', interrupted);
+  process.once('SIGTERM', interrupted);
   try {
     for (const [i, stage] of stages.entries()) {
       const rec = report.stages[i]!;
@@ -177,6 +195,9 @@ export async function runGpuCheck(o: CheckOptions): Promise<void> {
       log(`${rec.status} in ${rec.seconds.toFixed(1)} s${rec.peakGpuMemoryBytes === null ? '' : `, peak GPU memory ${gib(rec.peakGpuMemoryBytes)}`}: ${rec.summary}`);
     }
   } finally {
+    process.off('exit', killAll);
+    process.off('SIGINT', interrupted);
+    process.off('SIGTERM', interrupted);
     report.finishedAt = new Date().toISOString();
     save();
     rmSync(scratch, { recursive: true, force: true });
