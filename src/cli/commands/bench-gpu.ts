@@ -210,8 +210,15 @@ addBenchSubcommand((bench: Command) => {
         '\n  $ ragen bench gpu --shape tiny --device cpu --run-shape smoke   # a CPU smoke run' +
         '\n  $ ragen bench gpu --check --out gpu-check   # the GPU check (the tiny version on a machine without CUDA)',
     )
-    .action(async (o: Opts) => {
-      if (o.check) return runGpuCheck({ out: o.out, json: Boolean(o.json) });
+    .action(async (o: Opts, cmd: Command) => {
+      // The check runs fixed stages: a bench flag beside --check would be ignored, so it is refused instead.
+      const given = cmd.options.map((x) => x.attributeName()).filter((k) => cmd.getOptionValueSource(k) === 'cli');
+      if (o.check) {
+        const extra = given.filter((k) => k !== 'check' && k !== 'out' && k !== 'json');
+        if (extra.length) throw new UsageError(`--check runs fixed stages and takes only --out and --json; drop ${extra.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`).join(', ')}.`);
+        return runGpuCheck({ out: o.out, json: Boolean(o.json) });
+      }
+      if (given.includes('out')) throw new UsageError('--out is the folder of --check\'s files; add --check, or drop --out.');
       const resolved = resolveRunShape(o);
       const shapes = o.model ? ['tiny'] : o.shape.split(',').map((s) => s.trim());
       for (const s of shapes) if (!(GPU_BENCH_SHAPES as readonly string[]).includes(s)) throw new UsageError(`Bad --shape \`${s}\`: give one or more of ${GPU_BENCH_SHAPES.join(', ')} (comma-separated).`);
