@@ -2,7 +2,7 @@
 // rewritten as each stage ends) with test stages, the metric comparison, and the CPU smoke run of the real stages.
 // The smoke run starts `node bin/ragen.js` (the check's own children do too): it runs the built dist/ (`npm run build`).
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
@@ -65,6 +65,25 @@ test('the GPU stage limits leave the whole check under 8 minutes (the issue\'s b
   expect(CHECK_STAGES.map((s) => s.name)).toEqual(['versions', 'decode', 'fsdp', 'bench', 'train', 'lora']);
   expect(CHECK_STAGES.reduce((t, s) => t + s.limitSeconds.cuda, 0)).toBeLessThanOrEqual(8 * 60 - 10);
 });
+
+test.runIf(python)('on a GPU, each stage records the peak device memory nvidia-smi reported while it ran (the largest GPU, the largest sample)', async () => {
+  const bin = join(root, 'fake-bin');
+  mkdirSync(bin, { recursive: true });
+  // A stand-in nvidia-smi: two GPUs, memory.used in MiB as the real one prints it with csv,noheader,nounits.
+  writeFileSync(join(bin, 'nvidia-smi'), '#!/bin/sh\necho 1024\necho 3072\n');
+  chmodSync(join(bin, 'nvidia-smi'), 0o755);
+  const saved = process.env.PATH;
+  process.env.PATH = `${bin}:${saved}`;
+  try {
+    const out = join(root, 'memory');
+    const stage: CheckStage = { name: 'wait', title: 'waits', limitSeconds: { cuda: 30, cpu: 30 }, run: async (ctx) => (await ctx.run('sleep', ['1.5']), { status: 'passed', summary: 'ok', details: {} }) };
+    await runGpuCheck({ out, json: false, stages: [stage], mode: 'cuda' });
+    expect(read(out).stages[0]!.peakGpuMemoryBytes).toBe(3072 * 2 ** 20);
+    expect(readFileSync(join(out, 'check.md'), 'utf8')).toMatch(/\| 1 \| waits \| passed \| [\d.]+ s \| 30 s \| 3\.0 GiB \| ok \|/);
+  } finally {
+    process.env.PATH = saved;
+  }
+}, 30_000);
 
 describe('compareStep', () => {
   const row = (step: number, x: Record<string, number>): MetricRecord => ({ step, time: 1000 + step, 'timing_s/gen': 0.5 * step, 'perf/tokens_per_s': 9, ...x });
