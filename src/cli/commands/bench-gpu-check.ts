@@ -5,8 +5,7 @@ import { execFile, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { findTorchPython, TORCH_MISSING } from '../../engine/python.js';
-import { workerPackageDir } from '../../engine/torch-worker.js';
+import { findTorchPython, TORCH_MISSING, workerPackageDir } from '../../engine/index.js';
 import { RagenError, UsageError } from '../../util/index.js';
 import { CHECK_STAGES, type CheckMode, type CheckStage, type StageContext, type StageOutcome, type StageStatus } from './bench-gpu-check-stages.js';
 

@@ -1,5 +1,6 @@
 // `ragen bench gpu`: the torch engine's speed on a model shape (python -m ragen_torch.bench, one run per shape):
 // rollout tokens/s beside transformers' generate, the update's MFU, one StarPO step's engine time, logits parity.
+// `--check` runs the one GPU check instead (bench-gpu-check.ts).
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
