@@ -23,6 +23,21 @@ def version_of(name):
         return None
 
 
+class _Tee:
+    """stderr that is also kept: the decode step says on stderr when CUDA graph capture failed (it then decodes
+    without the graph, so identical tokens alone would not show that the graph ran)."""
+
+    def __init__(self, stream):
+        self.stream, self.text = stream, []
+
+    def write(self, s):
+        self.text.append(s)
+        return self.stream.write(s)
+
+    def flush(self):
+        self.stream.flush()
+
+
 def versions():
     cuda = torch.cuda.is_available()
     out = {
@@ -57,7 +72,7 @@ def decode():
     if cuda:
         torch.cuda.reset_peak_memory_stats(dev)
     bf16 = lambda: torch.autocast(dev.type, dtype=torch.bfloat16)  # noqa: E731
-    cases, ok = [], True
+    cases, ok, tee = [], True, _Tee(sys.stderr)
     # bf16 on a CPU is emulated and not what this stage is for; there eager (finished rows leave the batch) and the
     # static step (they stay) round differently and near-tied random-weight argmaxes flip: float32 only.
     precisions = (("float32", None, 1e-4), ("bfloat16", bf16, 2e-2)) if cuda else (("float32", None, 1e-4),)
@@ -65,7 +80,8 @@ def decode():
         for name, p in (("greedy", dict(temperature=0)), ("stops", dict(temperature=0, stopTokenIds=list(range(0, 256, 10))))):
             params = dict(maxNewTokens=24, seed=5, **p)
             eager = generate(m, prompts, params, None, 4096, autocast, "eager")
-            other = generate(m, prompts, params, None, 4096, autocast, fast)
+            with contextlib.redirect_stderr(tee):
+                other = generate(m, prompts, params, None, 4096, autocast, fast)
             same = [a[0] for a in eager] == [b[0] for b in other]
             diff = max((abs(x - y) for a, b in zip(eager, other) if len(a[1]) == len(b[1]) for x, y in zip(a[1], b[1])), default=0.0)
             stopped = sum(1 for a in eager if a[2] == "stop")
@@ -73,7 +89,10 @@ def decode():
             ok = ok and same and diff < tol
             cases.append(case)
             log(f"decode {precision}/{name}: tokens {'identical' if same else 'DIFFER'}, log-prob max diff {diff:.2e} ({stopped} of 8 rows stopped early)")
-    return {"mode": fast, "passed": ok, "cases": cases, "peakMemoryBytes": torch.cuda.max_memory_allocated(dev) if cuda else None,
+    capture_failed = "CUDA graph capture of the decode step failed" in "".join(tee.text)
+    if capture_failed:
+        log("the CUDA graph was not captured: the cases above ran the static step without it")
+    return {"mode": fast, "passed": ok and not capture_failed, "captureFailed": capture_failed, "cases": cases, "peakMemoryBytes": torch.cuda.max_memory_allocated(dev) if cuda else None,
             "note": None if cuda else "no CUDA: the static decode step (what the CUDA graph captures) against eager, float32 only"}
 
 

@@ -102,7 +102,8 @@ const decode: CheckStage = {
     const cases = d.cases as { precision: string; case: string; tokensIdentical: boolean; logprobMaxDiff: number }[];
     const same = cases.filter((c) => c.tokensIdentical).length;
     const worst = [...new Set(cases.map((c) => c.precision))].map((p) => `${p} ${Math.max(...cases.filter((c) => c.precision === p).map((c) => c.logprobMaxDiff)).toExponential(1)}`);
-    const summary = `${d.mode} vs eager: tokens identical in ${same} of ${cases.length} cases; log-prob max diff ${worst.join(', ')}${d.note ? ` (${d.note})` : ''}`;
+    const failed = d.captureFailed ? 'CUDA graph capture FAILED (the static step ran instead); ' : '';
+    const summary = `${failed}${d.mode} vs eager: tokens identical in ${same} of ${cases.length} cases; log-prob max diff ${worst.join(', ')}${d.note ? ` (${d.note})` : ''}`;
     return { status: d.passed ? 'passed' : 'failed', summary, details: d };
   },
 };
