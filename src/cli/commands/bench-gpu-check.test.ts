@@ -163,6 +163,8 @@ describe.runIf(python)('ragen bench gpu --check without CUDA (the smoke run CI k
     // Debian's torch 1.13 has no fully_shard: the stage says so; with torch >= 2.4 it must pass.
     if (by.fsdp!.status === 'skipped') expect(by.fsdp!.summary).toMatch(/^skipped: torch 1\.\d+ has no FSDP2$/);
     else expect(by.fsdp!.status, by.fsdp!.summary).toBe('passed');
+    const decode = by.decode!.details.cases as { case: string; rowsStopped: number; tokensIdentical: boolean }[];
+    expect(decode.find((c) => c.case === 'stops')!.rowsStopped).toBeGreaterThan(0); // the stop-id case stops rows
     const step3 = by.train!.details.step3 as { equal: boolean; keys: number };
     expect(step3.equal).toBe(true);
     expect(step3.keys).toBeGreaterThan(10);
@@ -171,5 +173,5 @@ describe.runIf(python)('ragen bench gpu --check without CUDA (the smoke run CI k
     expect(stderr).toMatch(/\[check 5\/6 train\] step 3\/3/); // per-step progress of the long stages
     expect(stderr).toMatch(/\[check 4\/6 bench\] .*rollout turn 2\/2/);
     expect(readFileSync(join(out, 'check.md'), 'utf8')).toMatch(/\| 5 \| `ragen train` 2 steps \+ `--resume` = 3 steps \| passed \|/);
-  }, 400_000);
+  }, 1_500_000); // the sum of the CPU stage limits plus start-up
 });
