@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { runCli } from '../testing.js';
 import { torchPythonForTests } from '../../engine/torch-testing.js';
-import type { GpuBenchReport } from './bench-gpu.js';
+import { resolveRunShape, type GpuBenchReport } from './bench-gpu.js';
 
 const python = torchPythonForTests();
 const SMALL = ['--shape', 'tiny', '--device', 'cpu', '--trajectories', '3', '--turns', '2', '--new-tokens', '6', '--prompt-tokens', '5', '--obs-tokens', '3', '--micro-batch', '2'];
@@ -42,12 +42,13 @@ describe('ragen bench gpu', () => {
     const saved = process.env.PYTHONPATH;
     process.env.PYTHONPATH = join(import.meta.dirname, 'fixtures/fake-transformers');
     try {
-      const { code, out, err } = await runCli('bench', 'gpu', ...SMALL, '--json');
+      const { code, out, err } = await runCli('bench', 'gpu', ...SMALL, '--transformers-turns', '2', '--json');
       expect(code, err).toBe(0);
       const [r] = JSON.parse(out) as GpuBenchReport[];
       const t = r!.transformers;
       if (!t.available) throw new Error('the transformers double was not picked up');
       expect(t.version).toBe('test-double');
+      expect(t.turns).toBe(2);
       expect(t.rolloutTokens).toBe(r!.rollout.tokens);
       expect(t.rolloutSpeedup).toBeCloseTo(r!.rollout.tokensPerSecond / t.tokensPerSecond, 9);
       // The same decoder on the same checkpoint: exactly equal logits, which holds only if ours were taken from the
@@ -60,10 +61,53 @@ describe('ragen bench gpu', () => {
     }
   }, 180_000);
 
+  test.runIf(python)('--transformers-turns 1: transformers runs only the first turn; the ratio compares it with our first turn; progress per turn on stderr, also with --json', async () => {
+    const saved = process.env.PYTHONPATH;
+    process.env.PYTHONPATH = join(import.meta.dirname, 'fixtures/fake-transformers');
+    try {
+      const { code, out, err } = await runCli('bench', 'gpu', ...SMALL, '--transformers-turns', '1', '--json');
+      expect(code, err).toBe(0);
+      const [r] = JSON.parse(out) as GpuBenchReport[];
+      const t = r!.transformers;
+      if (!t.available) throw new Error('the transformers double was not picked up');
+      expect(t.turns).toBe(1);
+      expect(t.rolloutTokens).toBe(3 * 6); // one turn of 3 trajectories x 6 tokens
+      expect(r!.rollout.turns.map((x) => x.tokens)).toEqual([18, 18]);
+      const first = r!.rollout.turns[0]!;
+      expect(t.oursTokensPerSecondSameTurns).toBeCloseTo(first.tokens / first.seconds, 6);
+      expect(t.rolloutSpeedup).toBeCloseTo(t.oursTokensPerSecondSameTurns / t.tokensPerSecond, 9);
+      expect(err).toMatch(/rollout turn 1\/2: 18 tokens/);
+      expect(err).toMatch(/rollout turn 2\/2: 18 tokens/);
+      expect(err).toMatch(/transformers turn 1\/1: 18 tokens/);
+      expect(err).not.toMatch(/transformers turn 2/);
+    } finally {
+      if (saved === undefined) delete process.env.PYTHONPATH;
+      else process.env.PYTHONPATH = saved;
+    }
+  }, 60_000);
+
+  test('named run shapes: ragen is 128 x 5 turns x 400 tokens; flags override their fields', () => {
+    const o = { shape: 'x', device: 'cpu', precision: 'auto', microBatch: 2, tokenBudget: 16384, transformers: true, seed: 0, out: 'x' };
+    const ragen = resolveRunShape({ ...o, runShape: 'ragen' });
+    expect([ragen.trajectories, ragen.turns, ragen.newTokens]).toEqual([128, 5, 400]);
+    expect(ragen.transformersTurns).toBeLessThan(ragen.turns); // the ratio costs less than the measurement
+    const quick = resolveRunShape({ ...o, runShape: 'quick', turns: 3 });
+    expect(quick.turns).toBe(3);
+    expect(quick.trajectories * quick.turns * quick.newTokens).toBeLessThan(128 * 5 * 400);
+    expect(() => resolveRunShape({ ...o, runShape: 'huge' })).toThrow(/Bad --run-shape `huge`: give one of smoke, quick, ragen/);
+    expect(() => resolveRunShape({ ...o, runShape: 'quick', transformersTurns: 3 })).toThrow(/--transformers-turns 3 is more than --turns 2/);
+  });
+
   test('bad input is a usage error naming it', async () => {
     let r = await runCli('bench', 'gpu', '--shape', 'qwen9');
     expect(r.code).toBe(2);
     expect(r.err).toMatch(/Bad --shape `qwen9`: give one or more of tiny, qwen2\.5-0\.5b, qwen2\.5-1\.5b/);
+    r = await runCli('bench', 'gpu', '--check', '--shape', 'tiny', '--new-tokens', '4');
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(/--check runs fixed stages and takes only --out and --json; drop --shape, --new-tokens\./);
+    r = await runCli('bench', 'gpu', '--out', 'x');
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(/--out is the folder of --check's files/);
     r = await runCli('bench', 'gpu', '--model', '/nonexistent/model');
     expect(r.code).toBe(2);
     expect(r.err).toMatch(/--model \/nonexistent\/model: no such directory/);

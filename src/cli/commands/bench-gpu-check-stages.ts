@@ -1,0 +1,232 @@
+// The stages of `ragen bench gpu --check` (bench-gpu-check.ts runs them): versions, CUDA-graph decode = eager, FSDP2
+// on CPU ranks, `ragen bench gpu` on the quick shape, `ragen train` with checkpoint + resume = uninterrupted, LoRA.
+// Sizes: the real Qwen2.5 shapes on a GPU; without CUDA the tiny shape and tiny rollouts (CI's smoke run).
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { readMetricsFile, type MetricRecord } from '../../metrics/index.js';
+import { QWEN25_CHAT_TEMPLATE, qwenTokenizerDir } from '../../tokenizer/index.js';
+export type CheckMode = 'cuda' | 'cpu';
+export type StageStatus = 'pending' | 'passed' | 'failed' | 'skipped' | 'timed out';
+
+/** What a stage may do: run child processes that die with the stage's time limit, report progress, keep partials. */
+export interface StageContext {
+  mode: CheckMode;
+  python: string;
+  /** The repository (or installed package) root: bin/ragen.js, python/, models/. */
+  root: string;
+  /** A scratch folder for this stage (model directories, runs): outside --out, removed at the end. */
+  work: string;
+  log(line: string): void;
+  /** Run a child (its stderr forwarded line by line as progress); resolves with its exit code and stdout. */
+  run(cmd: string, args: string[], env?: Record<string, string>): Promise<{ code: number | null; stdout: string; stderrTail: string }>;
+  /** `node bin/ragen.js <args>`. */
+  ragen(args: string[]): Promise<{ code: number | null; stdout: string; stderrTail: string }>;
+  /** Partial details, kept when the stage times out. */
+  partial: Record<string, unknown>;
+}
+
+export interface StageOutcome {
+  status: Exclude<StageStatus, 'pending' | 'timed out'>;
+  summary: string;
+  details: Record<string, unknown>;
+}
+
+export interface CheckStage {
+  name: string;
+  title: string;
+  /** Seconds per mode. The GPU limits add up to 470 s, so the whole check ends within 8 minutes on one H100; the CPU
+   *  ones are ceilings for a loaded CI machine (the tiny shapes of `ragen model init` keep Qwen's 152k vocabulary). */
+  limitSeconds: Record<CheckMode, number>;
+  run(ctx: StageContext): Promise<StageOutcome>;
+}
+
+const lastLine = (s: string) => s.trim().split('\n').pop() ?? '';
+
+/** `python -m ragen_torch.check <name>`'s JSON. */
+async function pythonCheck(ctx: StageContext, name: string): Promise<Record<string, unknown>> {
+  const r = await ctx.run(ctx.python, ['-m', 'ragen_torch.check', name]);
+  if (r.code !== 0) throw new Error(`python -m ragen_torch.check ${name} exited with code ${r.code}: ${lastLine(r.stderrTail)}`);
+  return JSON.parse(lastLine(r.stdout)) as Record<string, unknown>;
+}
+
+/**
+ * A ready model directory (config, random weights, tokenizer, an append-only chat template) of a published shape.
+ * STAND-IN until `ragen model init` lands on main: then the body becomes
+ * `const r = await ctx.ragen(['model', 'init', '--shape', shape, '--out', dir]); if (r.code !== 0) throw ...`.
+ * Until then: `qwen2.5-tiny` is a copy of the shipped models/ragen-tiny (its own small tokenizer), the others are
+ * python/ragen_torch/random_checkpoint.py's weights with the packaged Qwen tokenizer and Qwen2.5's template.
+ */
+async function modelInit(ctx: StageContext, shape: string, dir: string): Promise<void> {
+  if (shape === 'qwen2.5-tiny') {
+    const src = join(ctx.root, 'models', 'ragen-tiny');
+    mkdirSync(dir, { recursive: true });
+    for (const f of ['config.json', 'generation_config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json']) copyFileSync(join(src, f), join(dir, f));
+    return;
+  }
+  const code = `import sys\nfrom ragen_torch.random_checkpoint import write_random_checkpoint\nwrite_random_checkpoint(sys.argv[1], sys.argv[2], 0)`;
+  const r = await ctx.run(ctx.python, ['-c', code, dir, shape]);
+  if (r.code !== 0) throw new Error(`writing the random ${shape} checkpoint failed (exit ${r.code}): ${lastLine(r.stderrTail)}`);
+  const tok = qwenTokenizerDir();
+  copyFileSync(join(tok, 'tokenizer.json'), join(dir, 'tokenizer.json'));
+  const cfg = JSON.parse(readFileSync(join(tok, 'tokenizer_config.json'), 'utf8')) as Record<string, unknown>;
+  writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify({ ...cfg, chat_template: QWEN25_CHAT_TEMPLATE }, null, 2));
+}
+
+/** The fields of `ragen bench gpu --json`'s report (GpuBenchReport in bench-gpu.ts) that the summary shows. */
+interface BenchReport {
+  rollout: { tokensPerSecond: number };
+  update: { mfu: number | null };
+  step: { totalSeconds: number; peakMemoryBytes: number };
+  transformers: { available: false } | { available: true; rolloutSpeedup: number; turns: number };
+}
+
+const gb = (b: unknown) => (typeof b === 'number' ? `${(b / 2 ** 30).toFixed(1)} GiB` : '-');
+
+const versions: CheckStage = {
+  name: 'versions',
+  title: 'versions and device',
+  limitSeconds: { cuda: 25, cpu: 60 },
+  async run(ctx) {
+    const v = await pythonCheck(ctx, 'versions');
+    const gpus = v.gpus as { name: string; memoryBytes: number }[];
+    const device = gpus.length ? `${gpus.length} x ${gpus[0]!.name} (${gb(gpus[0]!.memoryBytes)})` : 'no CUDA GPU';
+    return { status: 'passed', summary: `torch ${v.torch}, CUDA ${v.cuda ?? '-'}, transformers ${v.transformers ?? '-'}, peft ${v.peft ?? '-'}; ${device}`, details: v };
+  },
+};
+
+const decode: CheckStage = {
+  name: 'decode',
+  title: 'CUDA-graph decode = eager',
+  limitSeconds: { cuda: 40, cpu: 60 },
+  async run(ctx) {
+    const d = await pythonCheck(ctx, 'decode');
+    const cases = d.cases as { precision: string; case: string; tokensIdentical: boolean; logprobMaxDiff: number }[];
+    const same = cases.filter((c) => c.tokensIdentical).length;
+    const worst = [...new Set(cases.map((c) => c.precision))].map((p) => `${p} ${Math.max(...cases.filter((c) => c.precision === p).map((c) => c.logprobMaxDiff)).toExponential(1)}`);
+    const failed = d.captureFailed ? 'CUDA graph capture FAILED (the static step ran instead); ' : '';
+    const summary = `${failed}${d.mode} vs eager: tokens identical in ${same} of ${cases.length} cases; log-prob max diff ${worst.join(', ')}${d.note ? ` (${d.note})` : ''}`;
+    return { status: d.passed ? 'passed' : 'failed', summary, details: d };
+  },
+};
+
+const fsdp: CheckStage = {
+  name: 'fsdp',
+  title: 'FSDP2, 2 CPU ranks (gloo) = 1 rank',
+  limitSeconds: { cuda: 50, cpu: 90 },
+  async run(ctx) {
+    const f = await pythonCheck(ctx, 'fsdp');
+    if (f.skipped) return { status: 'skipped', summary: `skipped: ${f.note}`, details: f };
+    const e = (x: unknown) => (x as number).toExponential(1);
+    const summary = `outputs ${e(f.outputsMaxDiff)}, gradients ${e(f.gradientsMaxRelDiff)} (relative), AdamW step ${e(f.stepMaxDiff)}, gathered checkpoint ${e(f.checkpointMaxDiff)}`;
+    return { status: f.passed ? 'passed' : 'failed', summary, details: f };
+  },
+};
+
+const bench: CheckStage = {
+  name: 'bench',
+  title: '`ragen bench gpu`, quick shape',
+  limitSeconds: { cuda: 165, cpu: 180 },
+  async run(ctx) {
+    const runs = ctx.mode === 'cuda' ? ['qwen2.5-0.5b', 'qwen2.5-1.5b'].map((s) => ['--shape', s, '--run-shape', 'quick']) : [['--shape', 'tiny', '--device', 'cpu', '--run-shape', 'smoke']];
+    const reports: BenchReport[] = [];
+    ctx.partial.reports = reports;
+    const parts: string[] = [];
+    for (const args of runs) {
+      const r = await ctx.ragen(['bench', 'gpu', ...args, '--json']);
+      if (r.code !== 0) throw new Error(`ragen bench gpu ${args.join(' ')} exited with code ${r.code}: ${lastLine(r.stderrTail)}`);
+      const rep = (JSON.parse(r.stdout) as BenchReport[])[0]!;
+      reports.push(rep);
+      const t = rep.transformers;
+      const ratio = t.available ? `${t.rolloutSpeedup.toFixed(2)}x transformers (${t.turns} turn${t.turns > 1 ? 's' : ''})` : 'no transformers';
+      const mfu = rep.update.mfu === null ? '' : `, MFU ${(100 * rep.update.mfu).toFixed(1)}%`;
+      parts.push(`${args[1]}: ${Math.round(rep.rollout.tokensPerSecond).toLocaleString('en-US')} tokens/s, ${ratio}${mfu}, step ${rep.step.totalSeconds.toFixed(1)} s, peak ${gb(rep.step.peakMemoryBytes)}`);
+    }
+    return { status: 'passed', summary: parts.join('; '), details: { reports } };
+  },
+};
+
+/** The rollout of the train stages: small enough for the time limit, the preset's algorithm and every other key. */
+function trainOverrides(mode: CheckMode): string[] {
+  const shape = mode === 'cuda'
+    ? ['env.train=[{tag: CoordSokoban, groups: 4, groupSize: 4}]', 'agent.maxTurns=2', 'agent.maxNewTokens=64', 'trainer.miniBatchSize=16', 'trainer.microBatchSize=8']
+    : ['model.torch.device=cpu', 'env.train=[{tag: CoordSokoban, groups: 1, groupSize: 2}]', 'agent.maxTurns=2', 'agent.maxNewTokens=4', 'trainer.miniBatchSize=2', 'trainer.microBatchSize=2'];
+  return [...shape, 'env.val=[{tag: CoordSokoban, groups: 2}]', 'trainer.valBeforeTrain=false', 'trainer.valEvery=0', 'trainer.collapse.every=0'];
+}
+
+const wallClock = (k: string) => k === 'time' || k.startsWith('timing_s/') || k.startsWith('perf/');
+
+/** The largest difference between an uninterrupted and a resumed run's metrics at `step`, wall-clock keys aside. */
+export function compareStep(uninterrupted: MetricRecord[], resumed: MetricRecord[], step: number): { equal: boolean; keys: number; maxAbsDiff: number; differing: string[] } {
+  const [ra, rb] = [uninterrupted.find((r) => r.step === step), resumed.find((r) => r.step === step)];
+  if (!ra || !rb) throw new Error(`step ${step} is missing from the ${ra ? 'resumed' : 'uninterrupted'} run's metrics.jsonl`);
+  const keys = [...new Set([...Object.keys(ra), ...Object.keys(rb)])].filter((k) => !wallClock(k)).sort();
+  let maxAbsDiff = 0;
+  const differing: string[] = [];
+  for (const k of keys) {
+    const [x, y] = [ra[k], rb[k]];
+    if (Object.is(x, y)) continue;
+    differing.push(k);
+    maxAbsDiff = typeof x === 'number' && typeof y === 'number' ? Math.max(maxAbsDiff, Math.abs(x - y)) : Infinity;
+  }
+  return { equal: differing.length === 0, keys: keys.length, maxAbsDiff, differing };
+}
+
+async function trainOk(ctx: StageContext, args: string[]): Promise<void> {
+  const r = await ctx.ragen(['train', ...args]);
+  if (r.code !== 0) throw new Error(`ragen train ${args[0] === '--resume' ? '--resume' : ''} exited with code ${r.code}: ${lastLine(r.stderrTail)}`);
+}
+
+const modelShape = (mode: CheckMode) => (mode === 'cuda' ? 'qwen2.5-0.5b' : 'qwen2.5-tiny');
+
+const train: CheckStage = {
+  name: 'train',
+  title: '`ragen train` 2 steps + `--resume` = 3 steps',
+  limitSeconds: { cuda: 140, cpu: 600 },
+  async run(ctx) {
+    const model = join(ctx.work, 'model');
+    await modelInit(ctx, modelShape(ctx.mode), model);
+    const base = ['--config', 'sokoban-ppo-qwen', `model.path=${model}`, ...trainOverrides(ctx.mode), 'trainer.steps=3'];
+    const [split, full] = [join(ctx.work, 'resumed'), join(ctx.work, 'uninterrupted')];
+    await trainOk(ctx, [...base, `logging.runDir=${split}`, '--stop-after', '2']);
+    ctx.partial.stoppedAfter = 2;
+    await trainOk(ctx, ['--resume', split]);
+    ctx.partial.resumed = true;
+    await trainOk(ctx, [...base, `logging.runDir=${full}`, 'trainer.checkpointEvery=0']);
+    const [mr, mf] = [readMetricsFile(join(split, 'metrics.jsonl')), readMetricsFile(join(full, 'metrics.jsonl'))];
+    const c = compareStep(mf, mr, 3);
+    const details = { model: modelShape(ctx.mode), overrides: trainOverrides(ctx.mode), steps: mr.map((r) => r.step), step3: c, step3Metrics: mr.find((r) => r.step === 3) };
+    const summary = c.equal
+      ? `${modelShape(ctx.mode)}: step-3 metrics of the resumed run equal the uninterrupted run's (${c.keys} keys, wall-clock aside)`
+      : `${modelShape(ctx.mode)}: step-3 metrics differ in ${c.differing.length} of ${c.keys} keys (max |diff| ${c.maxAbsDiff.toExponential(2)}: ${c.differing.slice(0, 4).join(', ')})`;
+    return { status: c.equal ? 'passed' : 'failed', summary, details };
+  },
+};
+
+const lora: CheckStage = {
+  name: 'lora',
+  title: '`ragen train` with LoRA, 1 step + checkpoint',
+  limitSeconds: { cuda: 50, cpu: 300 },
+  async run(ctx) {
+    const model = join(ctx.work, 'model');
+    await modelInit(ctx, modelShape(ctx.mode), model);
+    const dir = join(ctx.work, 'run');
+    await trainOk(ctx, ['--config', 'sokoban-ppo-qwen', `model.path=${model}`, ...trainOverrides(ctx.mode), 'model.lora.rank=8', 'model.lora.alpha=16', 'trainer.steps=1', 'trainer.checkpointEvery=1', `logging.runDir=${dir}`]);
+    const step = readMetricsFile(join(dir, 'metrics.jsonl')).find((r) => r.step === 1);
+    const ckpt = join(dir, 'checkpoints', 'step-1');
+    const files = existsSync(ckpt) ? listFiles(ckpt).map((f) => relative(ckpt, f)) : [];
+    const adapter = files.filter((f) => f.endsWith('adapter_model.safetensors'));
+    const bad = step ? Object.entries(step).filter(([, v]) => typeof v === 'number' && !Number.isFinite(v)).map(([k]) => k) : ['(no step 1)'];
+    const ok = adapter.length > 0 && bad.length === 0;
+    const summary = ok
+      ? `${modelShape(ctx.mode)}, rank 8: step 1 metrics finite, checkpoint with ${adapter.length} adapter file(s) (${files.length} files)`
+      : `${adapter.length ? '' : 'no adapter_model.safetensors in checkpoints/step-1; '}${bad.length ? `non-finite metrics: ${bad.join(', ')}` : ''}`;
+    return { status: ok ? 'passed' : 'failed', summary, details: { model: modelShape(ctx.mode), checkpointFiles: files, step1Metrics: step } };
+  },
+};
+
+function listFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? listFiles(join(dir, e.name)) : [join(dir, e.name)]));
+}
+
+/** The check's stages, in order. */
+export const CHECK_STAGES: CheckStage[] = [versions, decode, fsdp, bench, train, lora];
