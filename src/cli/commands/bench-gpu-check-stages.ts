@@ -1,10 +1,9 @@
 // The stages of `ragen bench gpu --check` (bench-gpu-check.ts runs them): versions, CUDA-graph decode = eager, FSDP2
 // on CPU ranks, `ragen bench gpu` on the quick shape, `ragen train` with checkpoint + resume = uninterrupted, LoRA.
 // Sizes: the real Qwen2.5 shapes on a GPU; without CUDA the tiny shape and tiny rollouts (CI's smoke run).
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { readMetricsFile, type MetricRecord } from '../../metrics/index.js';
-import { QWEN25_CHAT_TEMPLATE, qwenTokenizerDir } from '../../tokenizer/index.js';
 export type CheckMode = 'cuda' | 'cpu';
 export type StageStatus = 'pending' | 'passed' | 'failed' | 'skipped' | 'timed out';
 
@@ -49,27 +48,10 @@ async function pythonCheck(ctx: StageContext, name: string): Promise<Record<stri
   return JSON.parse(lastLine(r.stdout)) as Record<string, unknown>;
 }
 
-/**
- * A ready model directory (config, random weights, tokenizer, an append-only chat template) of a published shape.
- * STAND-IN until `ragen model init` lands on main: then the body becomes
- * `const r = await ctx.ragen(['model', 'init', '--shape', shape, '--out', dir]); if (r.code !== 0) throw ...`.
- * Until then: `qwen2.5-tiny` is a copy of the shipped models/ragen-tiny (its own small tokenizer), the others are
- * python/ragen_torch/random_checkpoint.py's weights with the packaged Qwen tokenizer and Qwen2.5's template.
- */
+/** A ready model directory (config, seeded random weights, Qwen tokenizer, append-only template): `ragen model init`. */
 async function modelInit(ctx: StageContext, shape: string, dir: string): Promise<void> {
-  if (shape === 'qwen2.5-tiny') {
-    const src = join(ctx.root, 'models', 'ragen-tiny');
-    mkdirSync(dir, { recursive: true });
-    for (const f of ['config.json', 'generation_config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json']) copyFileSync(join(src, f), join(dir, f));
-    return;
-  }
-  const code = `import sys\nfrom ragen_torch.random_checkpoint import write_random_checkpoint\nwrite_random_checkpoint(sys.argv[1], sys.argv[2], 0)`;
-  const r = await ctx.run(ctx.python, ['-c', code, dir, shape]);
-  if (r.code !== 0) throw new Error(`writing the random ${shape} checkpoint failed (exit ${r.code}): ${lastLine(r.stderrTail)}`);
-  const tok = qwenTokenizerDir();
-  copyFileSync(join(tok, 'tokenizer.json'), join(dir, 'tokenizer.json'));
-  const cfg = JSON.parse(readFileSync(join(tok, 'tokenizer_config.json'), 'utf8')) as Record<string, unknown>;
-  writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify({ ...cfg, chat_template: QWEN25_CHAT_TEMPLATE }, null, 2));
+  const r = await ctx.ragen(['model', 'init', '--shape', shape, '--out', dir]);
+  if (r.code !== 0) throw new Error(`ragen model init --shape ${shape} exited with code ${r.code}: ${lastLine(r.stderrTail)}`);
 }
 
 /** The fields of `ragen bench gpu --json`'s report (GpuBenchReport in bench-gpu.ts) that the summary shows. */
