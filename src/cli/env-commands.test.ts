@@ -3,7 +3,7 @@ import { afterEach, describe, expect, test, vi } from 'vitest';
 import { makeEnv } from '../env/index.js';
 import { playInteractive, type PlayRecord } from './commands/play.js';
 import type { SolveRecord } from './commands/solve.js';
-import { addBenchSubcommand, type BenchEnvsReport } from './commands/bench.js';
+import { addBenchSubcommand, type BenchEnvsReport } from '../bench/commands/bench.js';
 import { runCli } from './testing.js';
 
 const run = runCli;

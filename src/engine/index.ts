@@ -7,8 +7,6 @@ export { sequenceBatch, rowTokens } from './batch.js';
 export { LocalEngine, TokenStats } from './local.js';
 export type { LocalEngineOptions, LocalPretrainedOptions } from './local.js';
 export { findTorchPython, pythonCandidates, TORCH_MISSING } from './python.js';
-export { runEngineBench, decodeWeightFlops, BENCH_MODEL, DEFAULT_WORKLOAD } from './bench.js';
-export type { EngineBenchResult, BenchWorkload } from './bench.js';
 export { TorchEngine } from './torch.js';
 export type { TorchEngineOptions } from './torch.js';
 export { TorchWorker, TorchWorkerError, TorchRequestError, workerPackageDir } from './torch-worker.js';

@@ -5,4 +5,3 @@ export { ApiError } from './errors.js';
 export { localTopLogprobs, topK, type TopLogprob, type TopLogprobsSource } from './top-logprobs.js';
 export { parseChatRequest, parseCompletionRequest, type ChatRequest, type CompletionRequest, type SamplingRequest } from './requests.js';
 export { localServeTarget, torchServeTarget, type ModelDirResolver, type ServeTarget, type TorchServeOptions } from './load.js';
-export { runServeLoad, runEngineOnly, benchMessage, type ServeBenchOptions, type ServeLoadResult } from './bench.js';

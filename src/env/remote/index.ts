@@ -5,4 +5,3 @@ export { EnvServer, type EnvServerOptions, type EnvServerStats } from './server.
 export { EnvSession } from './session.js';
 export { RemoteEnv, RemoteEnvError, type RemoteEnvOptions } from './remote-env.js';
 export { REMOTE_PREFIX, isRemoteEnvId, parseRemoteTag, registerRemoteEnv, registerRemoteEnvs } from './register-remote.js';
-export { benchRemote, type RemoteBenchOptions, type RemoteBenchResult } from './bench-remote.js';
