@@ -10,7 +10,6 @@ import { BENCH_MODEL, DEFAULT_WORKLOAD, decodeWeightFlops, runEngineBench, type 
 import { configToHF } from '../../model/index.js';
 import { backendAvailable, type BackendName } from '../../tensor/index.js';
 import { RagenError, UsageError } from '../../util/index.js';
-import { addBenchSubcommand } from './bench.js';
 
 /** One row of `--json`: our numbers, PyTorch's, and ours / torch. */
 export interface EngineBenchRow {
@@ -27,7 +26,7 @@ export interface EngineBenchRow {
 
 const BACKENDS: BackendName[] = ['native', 'wasm', 'js'];
 
-addBenchSubcommand((bench: Command) => {
+export function register(bench: Command): void {
   bench
     .command('engine')
     .description('Local engine vs PyTorch (eager, OPENBLAS_NUM_THREADS=2, one torch thread) on a 5M-parameter Qwen2-style model: train step (B8 x T128, fwd+bwd+AdamW), batched decode (64 seqs, 64-token prompts, 128 new tokens), peak RSS.')
@@ -39,7 +38,7 @@ addBenchSubcommand((bench: Command) => {
     .addOption(new Option('--worker <backend>', 'internal: run our side in this process and print its JSON').hideHelp())
     .addHelpText('after', '\nExamples:\n  $ ragen bench engine\n  $ ragen bench engine --backend wasm --json')
     .action((opts: BenchOptions) => benchEngine(opts));
-});
+}
 
 interface BenchOptions {
   json?: boolean;

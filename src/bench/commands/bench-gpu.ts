@@ -6,7 +6,6 @@ import type { Command } from 'commander';
 import { findTorchPython, TORCH_MISSING } from '../../engine/python.js';
 import { workerPackageDir } from '../../engine/torch-worker.js';
 import { UsageError } from '../../util/index.js';
-import { addBenchSubcommand } from './bench.js';
 import { parsePositive, parsePositiveInt, parseSeed } from '../../cli/commands/env-options.js';
 
 /** Model shapes with random weights (python/ragen_torch/random_checkpoint.py). */
@@ -116,7 +115,7 @@ export function formatGpuReport(r: GpuBenchReport): string {
   return lines.join('\n');
 }
 
-addBenchSubcommand((bench: Command) => {
+export function register(bench: Command): void {
   bench
     .command('gpu')
     .description(
@@ -159,4 +158,4 @@ addBenchSubcommand((bench: Command) => {
       }
       if (o.json) console.log(JSON.stringify(reports, null, 2));
     });
-});
+}

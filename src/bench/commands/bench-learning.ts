@@ -9,7 +9,6 @@ import { readMetricsFile, timestamp } from '../../metrics/index.js';
 import { checkRunConfig, loadConfig, type RagenConfig } from '../../config/index.js';
 import { train } from '../../train/index.js';
 import { ConfigError, RagenError } from '../../util/index.js';
-import { addBenchSubcommand } from './bench.js';
 import { parsePositiveInt } from '../../cli/commands/env-options.js';
 
 /** One benchmark run: a name, the presets merged for it and its own overrides (after the command's). */
@@ -68,7 +67,7 @@ interface LearningOptions {
   runsDir: string;
 }
 
-addBenchSubcommand((bench: Command) => {
+export function register(bench: Command): void {
   bench
     .command('learning')
     .description('Train presets and report validation success before/after with curves, kept ratio and step time (JSON + a markdown section for docs/benchmarks.md).')
@@ -82,7 +81,7 @@ addBenchSubcommand((bench: Command) => {
       const report = await benchLearning(overrides, opts);
       console.log(`\n${learningMarkdown(report)}`);
     });
-});
+}
 
 /** Resolve `--runs` into specs. */
 export function learningRuns(list: string | undefined): LearningRunSpec[] {

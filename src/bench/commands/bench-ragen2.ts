@@ -7,7 +7,6 @@ import { join, relative, sep } from 'node:path';
 import type { Command } from 'commander';
 import { runStudy, STUDY_CONFIGS, STUDY_OVERRIDES, STUDY_SEEDS, studyConfigs, studyFigures, studyMarkdown, summarizeStudy, writePngs } from '../study/index.js';
 import { UsageError } from '../../util/index.js';
-import { addBenchSubcommand } from './bench.js';
 
 interface Ragen2Options {
   configs?: string;
@@ -47,7 +46,7 @@ export async function ragen2Report(runsDir: string, outDir: string, drop: number
   return md;
 }
 
-addBenchSubcommand((bench: Command) => {
+export function register(bench: Command): void {
   bench
     .command('ragen2')
     .description('RAGEN-2 on our own runs: PPO and GRPO on SimpleSokoban, with and without the top-p 0.9 filter, over training seeds (resumable); then the summary (JSON + markdown) and PNG figures of success, Î(X;Z), Ĥ(Z|X) and the regime picture.')
@@ -79,4 +78,4 @@ addBenchSubcommand((bench: Command) => {
       if (!opts.reportOnly) await runStudy({ runsDir: opts.runsDir, configs, seeds, overrides, afterRun: async () => void (last = await report()) });
       console.log(`\n${last ?? (await report())}`);
     });
-});
+}

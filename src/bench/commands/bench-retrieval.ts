@@ -4,10 +4,9 @@ import type { Command } from 'commander';
 import os from 'node:os';
 import { HttpRetriever, retrievalRecall } from '../../env/searchqa/index.js';
 import { UsageError } from '../../util/index.js';
-import { addBenchSubcommand } from './bench.js';
 import { parsePositiveInt } from '../../cli/commands/env-options.js';
 
-addBenchSubcommand((bench: Command) => {
+export function register(bench: Command): void {
   bench
     .command('retrieval')
     .description("Recall@k of SearchQA's gold passages under BM25 (or a retrieval server), by question type: the question as the query, and each gold entity's name.")
@@ -29,7 +28,7 @@ addBenchSubcommand((bench: Command) => {
       for (const [type, r] of Object.entries(report.rows)) console.log(`${type.padEnd(12)} ${String(r.questions).padStart(9)} ${pct(r.recall)} ${pct(r.allGold)} ${pct(r.entityRecall)}`);
       console.log('recall: gold passages in the top k for the question text; all gold: every gold passage there; entity: each gold passage for its entity name as the query.');
     });
-});
+}
 
 function parsePositiveIntOrZero(text: string): number {
   const n = Number(text);

@@ -4,7 +4,6 @@ import os from 'node:os';
 import type { Command } from 'commander';
 import { benchJudge, type JudgeBenchResult } from '../judge.js';
 import { UsageError } from '../../util/index.js';
-import { addBenchSubcommand } from './bench.js';
 import { parsePositiveInt } from '../../cli/commands/env-options.js';
 
 /** The `--json` output. */
@@ -16,7 +15,7 @@ export interface SandboxBenchReport {
   results: JudgeBenchResult[];
 }
 
-addBenchSubcommand((bench: Command) => {
+export function register(bench: Command): void {
   bench
     .command('sandbox')
     .description("Programs judged per second: DeepCoder's reference solutions run in the code sandbox on their hidden tests (all must pass; exit 1 otherwise).")
@@ -52,4 +51,4 @@ addBenchSubcommand((bench: Command) => {
       if (opts.json) console.log(JSON.stringify(report, null, 2));
       if (report.results.some((r) => r.failures.length > 0)) process.exitCode = 1;
     });
-});
+}

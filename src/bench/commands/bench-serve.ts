@@ -6,7 +6,6 @@ import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { RagenError } from '../../util/index.js';
-import { addBenchSubcommand } from './bench.js';
 import { parsePositiveInt } from '../../cli/commands/env-options.js';
 import { resolveModelDir } from '../../cli/commands/eval.js';
 
@@ -19,7 +18,7 @@ interface BenchServeOptions {
   json?: boolean;
 }
 
-addBenchSubcommand((bench: Command) => {
+export function register(bench: Command): void {
   bench
     .command('serve')
     .description('ragen serve (own process) under load from the official openai client on loopback, greedy: single-request latency, then N concurrent requests: requests/s, tokens/s, batches; and the engine alone on the same prompts.')
@@ -52,7 +51,7 @@ addBenchSubcommand((bench: Command) => {
       console.log(`batching:         ${load.batches} generate calls, mean batch ${load.meanBatch.toFixed(1)}, largest ${load.maxBatch}; ${load.batchingSpeedup.toFixed(1)}x the one-at-a-time requests/s`);
       console.log(`engine alone:     ${engine.tokensPerS.toFixed(0)} tokens/s on the same prompts in batches of ${opts.maxBatchSize} (no HTTP): the server reaches ${((100 * load.tokensPerS) / engine.tokensPerS).toFixed(0)}%`);
     });
-});
+}
 
 /** `ragen serve <dir> --port 0` as a child process; resolves with its URL once it listens. */
 function startServer(modelDir: string, opts: BenchServeOptions): Promise<{ url: string; stop: () => void }> {

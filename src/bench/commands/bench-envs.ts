@@ -1,27 +1,10 @@
-// `ragen bench`: the benchmark command group. `ragen bench envs` is here; other files add their own
-// subcommands with `addBenchSubcommand((bench) => bench.command('engine')...)` at import time (then list
-// the file in commands/index.ts as a plain `import './bench-engine.js'`).
+// `ragen bench envs`: resets/s and steps/s per environment id, in process or (--remote) over the wire.
 import os from 'node:os';
 import type { Command } from 'commander';
 import { envSpec, listEnvs, resolveEnvId } from '../../env/index.js';
 import { benchEnv, type BenchEnvResult } from '../envs.js';
 import { parsePositive, parsePositiveInt } from '../../cli/commands/env-options.js';
 import { runRemoteBench } from './bench-remote.js';
-
-const subcommands: ((bench: Command) => void)[] = [registerEnvs];
-
-/** Add a `ragen bench <name>` subcommand; call at module load, before `program()` runs. */
-export function addBenchSubcommand(add: (bench: Command) => void): void {
-  subcommands.push(add);
-}
-
-export function register(program: Command): void {
-  const bench = program
-    .command('bench')
-    .description('Benchmarks (each prints what it measured, with the machine).')
-    .addHelpText('after', '\nExamples:\n  $ ragen bench envs\n  $ ragen bench envs --ids CoordSokoban,Bandit --seconds 1 --json');
-  for (const add of subcommands) add(bench);
-}
 
 /** The `--json` output of `ragen bench envs`. */
 export interface BenchEnvsReport {
@@ -35,7 +18,7 @@ export interface BenchEnvsReport {
   results: BenchEnvResult[];
 }
 
-function registerEnvs(bench: Command): void {
+export function register(bench: Command): void {
   bench
     .command('envs')
     .description('Resets/s and steps/s per environment id, single-threaded. Steps replay the solver\'s actions (else random action names); only step() calls are timed.')
