@@ -10,6 +10,7 @@ import { maskedStats } from './batch.js';
 import { collapseDiagnostics, type CollapseEma } from './collapse-step.js';
 import { samplingOf, type RagenConfig } from '../config/index.js';
 import { analyzeStep } from './grad-analysis.js';
+import type { OffPolicyInfo } from './off-policy.js';
 import { optimizerSettings } from './lr-schedule.js';
 import { episodeRecords, tokenAdvantages, turnAdvantages } from './rollout-records.js';
 import { generatedTokens, trainMetrics } from './rollout-metrics.js';
@@ -78,17 +79,6 @@ export async function collectRollout(ctx: StepContext, step: number, opts: { gro
 export async function starpoStep(ctx: StepContext, step: number): Promise<StepOutput> {
   const tStep = performance.now();
   return starpoUpdate(ctx, step, await collectRollout(ctx, step), tStep);
-}
-
-/**
- * How stale each sampled token is (async rollouts): `versionOf(episode, turn)` is the policy version that sampled
- * that turn, `current` the version being updated; stale tokens get truncated importance weights.
- */
-export interface OffPolicyInfo {
-  versionOf: (episode: number, turn: number) => number;
-  current: number;
-  /** Truncation C of min(π_old / μ, C). */
-  importanceCap: number;
 }
 
 /** Steps 2-6 of a StarPO step on a collected rollout; `tStep` is when the step's clock started (perf/tokens_per_s). */

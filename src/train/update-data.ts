@@ -11,8 +11,7 @@ import type { MetricValues } from '../metrics/index.js';
 import type { RagenConfig } from '../config/index.js';
 import { applyEpisodeScores, maskedStats, selectRows, takeRows } from './batch.js';
 import { needsReference } from './engine-setup.js';
-import { correctOffPolicy, tokenStaleness } from './off-policy.js';
-import type { OffPolicyInfo } from './step.js';
+import { correctOffPolicy, tokenStaleness, type OffPolicyInfo } from './off-policy.js';
 import type { UpdateBatch } from './update.js';
 
 const seconds = (t0: number) => (performance.now() - t0) / 1000;
