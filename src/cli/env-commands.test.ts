@@ -150,7 +150,7 @@ describe('ragen bench envs', () => {
   });
   test('ragen bench --help lists every subcommand of the lab, in its list order', async () => {
     const out = (await run('bench', '--help')).out;
-    const names = [...out.matchAll(/^  (\w+)(?: \[options\])?\s{2,}\S/gm)].map((m) => m[1]);
+    const names = [...out.matchAll(/^  (\w+)(?: \S+)*\s{2,}\S/gm)].map((m) => m[1]);
     expect(names.filter((n) => n !== 'help')).toEqual(['envs', 'engine', 'learning', 'retrieval', 'sandbox', 'serve', 'gpu', 'ragen2']);
   });
   test('bad --seconds and unknown ids are exit code 2', async () => {

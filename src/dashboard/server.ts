@@ -6,7 +6,7 @@ import { dirname, extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runPaths } from '../metrics/index.js';
 import { evalSummary, readEvalFile, readRollouts } from './episodes.js';
-import { RunIndex, runDetail } from './runs.js';
+import { RunIndex, runDetail } from '../metrics/index.js';
 
 /** Options of `startDashboard`. */
 export interface DashboardOptions {

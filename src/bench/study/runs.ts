@@ -4,7 +4,7 @@
 import { existsSync, readdirSync, rmSync, writeFileSync, readFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { checkRunConfig, loadConfig, type RagenConfig } from '../../config/index.js';
-import { summarize as summarizeRun } from '../../dashboard/index.js';
+import { summarize as summarizeRun } from '../../metrics/index.js';
 import { train } from '../../train/index.js';
 import { ConfigError, RagenError, UsageError } from '../../util/index.js';
 

@@ -3,7 +3,7 @@
 // mean and spread over seeds. Reads files only, so it summarises whatever has finished (or is still running).
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { readJsonl, summarize as summarizeRun, type RunStatus } from '../../dashboard/index.js';
+import { readJsonl, summarize as summarizeRun, type RunStatus } from '../../metrics/index.js';
 
 /** The early warnings the trainer logs (`early_warning/<kind>` is 1 while one fires). */
 export const WARNING_KINDS = ['reward_std_collapse', 'entropy_drop', 'grad_norm_spike', 'mi_collapse'] as const;

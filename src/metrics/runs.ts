@@ -3,7 +3,8 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { describeMetric, runPaths } from '../metrics/index.js';
+import { describeMetric } from './names.js';
+import { runPaths } from './run-dir.js';
 import { readJsonl } from './jsonl.js';
 
 /** A run's state as the dashboard judges it from its files. */

@@ -1,6 +1,9 @@
 // Reading JSONL written by a run that may still be running or may have crashed: every good line is kept, and each bad
 // one becomes a problem sentence for the page instead of an exception (a crash mid-write leaves a truncated last line).
+// The one reader of run files: the dashboard, the trainer's tests and the lab's study all read through here.
 import { existsSync, readFileSync } from 'node:fs';
+import { RagenError } from '../util/index.js';
+import type { MetricRecord } from './logger.js';
 
 /** Lines that parsed, and one sentence per line that did not (or for a missing file). */
 export interface JsonlRead<T> {
@@ -46,4 +49,15 @@ export function readJsonl<T = Record<string, unknown>>(file: string, source: str
     return { records: [], problems: [`${source} cannot be read (${(err as Error).message}).`] };
   }
   return parseJsonl<T>(text, source, opts);
+}
+
+/**
+ * Read a finished run's metrics.jsonl (null values come back as NaN); a missing file is an empty run. A bad line is an
+ * error here, unlike `readJsonl`: callers compare whole runs, and a silently dropped step would pass for a shorter one.
+ */
+export function readMetricsFile(file: string): MetricRecord[] {
+  if (!existsSync(file)) return [];
+  const { records, problems } = readJsonl<MetricRecord>(file, file, { nullAsNaN: true });
+  if (problems.length > 0) throw new RagenError(`${problems[0]!.replace(/; ignored\.$/, '.')} Rerun the run or remove the line.`);
+  return records;
 }
