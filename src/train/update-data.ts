@@ -159,6 +159,15 @@ export async function prepareUpdate(
   return { data, metrics, klUpdate };
 }
 
+/**
+ * Stages 4-5 on the rows the filter kept, as both the trainer's step and the gradient probe run them (one sequence:
+ * rollout, `filterBatch`, this, then the update or the analysis); null when the filter kept nothing.
+ */
+export async function prepareKept(engine: TrainableEngine, config: RagenConfig, f: FilteredBatch, o: { klBeta: number; offPolicy?: OffPolicyInfo }): Promise<PreparedUpdate | null> {
+  if (f.keptRows.length === 0) return null;
+  return prepareUpdate(engine, config, f.all, f.keptRows, { ...(f.fullForward ? { fullForward: f.fullForward } : {}), klBeta: o.klBeta, keptRatio: f.filter.stats.keptRatio, ...(o.offPolicy ? { offPolicy: o.offPolicy } : {}) });
+}
+
 /** The most loss tokens one sequence can hold (Dr. GRPO's constant horizon for `seq-mean-token-sum-norm`). */
 export function lossHorizon(config: RagenConfig): number {
   return config.agent.maxNewTokens * (config.agent.contextWindowMode === 'full' ? config.agent.maxTurns : 1);
