@@ -79,7 +79,7 @@ export class Chart {
   private readonly body: HTMLElement;
   private readonly resize: ResizeObserver;
 
-  constructor(readonly title: string, private readonly description = '') {
+  constructor(readonly title: string, description = '') {
     this.body = h('div', { class: 'chart-body' });
     this.el = h('figure', { class: 'chart', 'data-title': title }, h('figcaption', { title: description }, title), this.body);
     // Charts are built before the page is in the document; they take their cell's width once it has one.

@@ -5,7 +5,7 @@ import type { Generation } from '../engine/index.js';
 import type { Tokenizer } from '../tokenizer/index.js';
 import type { AgentConfig } from './config.js';
 import type { EnvGroups, EnvSlot } from './env-groups.js';
-import type { EndReason, Episode, EpisodeTurn } from './episode.js';
+import type { EndReason, Episode } from './episode.js';
 import { EpisodeContext } from './episode-context.js';
 import { computeMetrics, type TagMetrics } from './metrics.js';
 import { parseResponse } from './parse.js';

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { findTorchPython, TORCH_MISSING } from '../engine/python.js';
-import { add, mul, noGrad, scale, setBackend, square, sum, tensor, type BackendName, type Tensor } from '../tensor/index.js';
+import { add, mul, noGrad, setBackend, square, sum, tensor, type BackendName, type Tensor } from '../tensor/index.js';
 import { testBackend } from '../tensor/testing.js';
 import { Rng } from '../util/index.js';
 import { saveModel } from './checkpoint.js';

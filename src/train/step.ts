@@ -102,7 +102,7 @@ export async function starpoUpdate(ctx: StepContext, step: number, collected: Co
   // 3. reward normalisation (per episode score), then the group filter on the raw episode scores
   t0 = performance.now();
   const filtered = await filterBatch(engine, config, batch, tokenizer.padTokenId);
-  const { episodes, all, filter, keptEpisodes, keptRows, fullForward } = filtered;
+  const { episodes, filter, keptEpisodes, keptRows } = filtered;
   Object.assign(metrics, {
     'rollout/in_group_reward_std': filter.stats.reward.std,
     'rollout/in_group_reward_mean': filter.stats.reward.mean,

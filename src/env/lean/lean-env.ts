@@ -3,7 +3,7 @@
 import { ResetNeededError } from '../../util/index.js';
 import { checkResetOptions, invalidInfo, type Env, type EnvInfo, type ResetOptions, type ResetResult, type StepResult } from '../core.js';
 import { KiminaClient, type LeanMessage } from './kimina-client.js';
-import { DEFAULT_IMPORTS, generateTheorems, loadTheorems, type LeanTheorem } from './theorems.js';
+import { generateTheorems, loadTheorems, type LeanTheorem } from './theorems.js';
 import { formatMessages, judge, judgeFailure, type LeanVerdict } from './verdict.js';
 
 /** Lean's configuration (RAGEN's LeanEnvConfig, camelCase). */
