@@ -13,7 +13,8 @@ const LAYERS = {
   model: ['util', 'tensor'],
   engine: ['util', 'tensor', 'model', 'tokenizer'],
   agent: ['util', 'env', 'tokenizer', 'engine'],
-  config: ['util', 'env', 'algo', 'tokenizer', 'agent'],
+  // engine for the defaults of its settings (model.torch.tokenBudget), written once there.
+  config: ['util', 'env', 'algo', 'tokenizer', 'engine', 'agent'],
   train: ['util', 'tensor', 'model', 'tokenizer', 'engine', 'env', 'agent', 'algo', 'metrics', 'config'],
   serve: ['util', 'tensor', 'model', 'tokenizer', 'engine'],
   // agent for the type of a rollouts/step-N.jsonl line (EpisodeRecord), written by the agent's trajectories.ts.

@@ -72,7 +72,7 @@ class Worker:
         """The reply header and buffers of one request."""
         if op == "load":
             self.roles.load(h)
-            self.roles.budget = int(h.get("tokenBudget") or self.roles.budget)
+            self.roles.budget = int(h["tokenBudget"])
             c = self.roles.policy.config
             n = sum(p.numel() for _, p in self.roles.parameters("policy"))
             return {"vocabSize": c.V, "hiddenSize": c.C, "lora": self.roles.policy.lora is not None, "trainableParameters": n}, {}
@@ -211,9 +211,10 @@ def error_reply(rid, e, op=None, h=None, bufs=None, budget=None):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m ragen_torch", description="ragen-ts's PyTorch worker (speaks frames on stdin/stdout)")
-    ap.add_argument("--device", default="auto")
-    ap.add_argument("--precision", default="auto")
-    ap.add_argument("--token-budget", type=int, default=4096)
+    # No defaults here: src/engine/torch-worker.ts passes every setting (its defaults are written once, in TypeScript).
+    ap.add_argument("--device", required=True)
+    ap.add_argument("--precision", required=True)
+    ap.add_argument("--token-budget", type=int, required=True)
     args = ap.parse_args(argv)
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # stray prints (ours, torch's, C libraries') go to stderr, never into the frame stream

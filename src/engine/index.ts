@@ -9,5 +9,5 @@ export type { LocalEngineOptions, LocalPretrainedOptions } from './local.js';
 export { findTorchPython, pythonCandidates, TORCH_MISSING } from './python.js';
 export { TorchEngine } from './torch.js';
 export type { TorchEngineOptions } from './torch.js';
-export { TorchWorker, TorchWorkerError, TorchRequestError, workerPackageDir } from './torch-worker.js';
+export { TORCH_TOKEN_BUDGET, TorchWorker, TorchWorkerError, TorchRequestError, workerPackageDir } from './torch-worker.js';
 export type { TorchWorkerOptions, TorchHello } from './torch-worker.js';
