@@ -14,7 +14,7 @@ export function decodePack(w: usize, out: usize, N: i32, K: i32): void {
 /**
  * C (M, N) (+)= A (M, K) W^T (+ bias), W packed by decodePack (the panels gemm's packB makes). A is first copied into
  * blocks of 4 rows, k-major (gemm's packA layout), at `pa` (room for (M + 3) x K floats, then a 4 x 8 tile), so
- * gemm's 4 x 8 kernels run on it (more than 8 accumulators make V8 spill: scripts/wasm-tiles.ts).
+ * gemm's 4 x 8 kernels run on it (more than 8 accumulators make V8 spill: src/bench/scripts/wasm-tiles.ts).
  */
 function gemmPacked(M: i32, N: i32, K: i32, a: usize, pw: usize, bias: usize, acc: i32, c: usize, pa: usize): void {
   const rowBytes = <usize>K << 2; // A packed 4 rows at a time by 4 x 4 transposes (MR = 4)

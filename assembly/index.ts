@@ -2,5 +2,5 @@
 export { gemm, gemmBatched, gemmNT, gemmNTBatched, gemmScratchBytes } from './gemm';
 export { binary, reduceBroadcast, unary, unaryBackward, affine, axpy, copyBlock, permute4, sumAxis, expandAxis, fill, swiglu, swigluBackward, adamw, sumSquares, allFinite } from './elementwise';
 export { rmsNorm, rmsNormBackward, rope, softmax, softmaxBackward, logprobTarget, logprobTargetBackward, entropy, entropyBackward, embedding, embeddingBackward, attention, attentionBackward, attentionScratchBytes } from './nn';
-export { decodePack, decodeLayer, decodeHead, decodeStep } from './decode';
+export { decodePack, decodeStep } from './decode'; // decodeStep runs decodeLayer and decodeHead inside the module
 export { fmaProbe } from './probe';

@@ -122,7 +122,7 @@ export class Chart {
   private readonly logBox: HTMLInputElement;
   private readonly resize: ResizeObserver;
 
-  constructor(readonly title: string, private readonly description = '') {
+  constructor(readonly title: string, description = '') {
     this.body = h('div', { class: 'chart-body' });
     this.key = h('div', { class: 'chart-key' });
     this.readout = h('div', { class: 'chart-readout' });

@@ -7,15 +7,7 @@ import { curvesPage } from './pages/curves.js';
 import { collapsePage } from './pages/collapse.js';
 import { trajectoriesPage } from './pages/trajectories.js';
 import { evalPage } from './pages/eval.js';
-
-/** What a page gives the router. */
-export interface Page {
-  el: HTMLElement;
-  /** Runs it shows (ids); an event about one of them calls `refresh`. Empty: every change refreshes. */
-  runs: string[];
-  refresh?(): Promise<void>;
-  destroy?(): void;
-}
+import type { Page } from './pages/page.js';
 
 type PageFactory = (params: URLSearchParams) => Promise<Page>;
 

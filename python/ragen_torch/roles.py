@@ -34,12 +34,12 @@ def load_value_head(directory, hidden, device, generator):
 
 
 class Roles:
-    def __init__(self, device, autocast=None, budget=4096, dist=None):
+    def __init__(self, device, autocast, budget, dist):
         self.device, self.autocast, self.budget, self.dist = device, autocast, budget, dist
         self.pending = None  # the graph of a backward waiting for its output gradients
 
     def load(self, a):
-        path, seed = a["path"], int(a.get("seed", 0))
+        path, seed = a["path"], int(a["seed"])
         torch.manual_seed(seed)  # LoRA dropout
         gen = torch.Generator().manual_seed(seed + 1)
         self.source = path

@@ -22,6 +22,10 @@ from .optim import RoleOptimizer, load_optimizers, save_optimizers
 from .protocol import read_frame, write_frame
 from .roles import Roles
 
+# Rank r samples its share of the prompts with seed + r * RANK_SEED_STRIDE (a large prime), so each rank draws its
+# own stream and the run stays reproducible for a given number of ranks.
+RANK_SEED_STRIDE = 1000003
+
 
 def die_with_parent():
     """Ask Linux to SIGKILL this process when the parent exits; exit now if the parent is already gone."""
@@ -69,75 +73,92 @@ class Worker:
         return self.optimizers[role]
 
     def handle(self, op, h, bufs):
-        """The reply header and buffers of one request."""
-        if op == "load":
-            self.roles.load(h)
-            self.roles.budget = int(h.get("tokenBudget") or self.roles.budget)
-            c = self.roles.policy.config
-            n = sum(p.numel() for _, p in self.roles.parameters("policy"))
-            return {"vocabSize": c.V, "hiddenSize": c.C, "lora": self.roles.policy.lora is not None, "trainableParameters": n}, {}
-        if op == "vocab":
-            self.pieces = list(h["pieces"])
-            return {}, {}
-        if op == "generate":
-            flat, lens = bufs["prompts"].tolist(), bufs["lengths"].tolist()
-            prompts, off = [], 0
-            for n in lens:
-                prompts.append(flat[off : off + n])
-                off += n
-            mine = self.dist.rows(len(prompts))  # each rank samples its share of the prompts with its own seed
-            params = dict(h["params"], seed=int(h["params"]["seed"]) + 1000003 * self.dist.rank)
-            done = generate(self.roles.rollout_model(), [prompts[i] for i in mine], params, self.pieces, self.roles.budget * 16, self.autocast)
-            res = [None] * len(prompts)
-            for rows, outs in self.dist.gather((mine, done)):
-                for i, r in zip(rows, outs):
-                    res[i] = r
-            tokens = [t for r in res for t in r[0]]
-            lps = [x for r in res for x in r[1]]
-            return {}, {
-                "tokens": torch.tensor(tokens, dtype=torch.int32),
-                "logprobs": torch.tensor(lps, dtype=torch.float32),
-                "lengths": torch.tensor([len(r[0]) for r in res], dtype=torch.int32),
-                "stopped": torch.tensor([r[2] == "stop" for r in res], dtype=torch.uint8),
-            }
-        if op in ("forward", "backward_begin"):
-            ids = bufs["ids"].reshape(h["B"], h["T"]).to(self.device, torch.long)
-            lengths = bufs["lengths"].tolist()
-            if op == "forward":
-                return {}, self.roles.forward(h["role"], ids, lengths, bool(h.get("entropy")))
-            return {}, self.roles.backward_begin(h["role"], ids, lengths, bool(h.get("entropy")), bool(h.get("values")), bool(h.get("diagnostic")))
-        if op == "backward_end":
-            self.roles.backward_end({k: t.reshape(h["B"], h["T"]).to(self.device) for k, t in bufs.items()})
-            return {}, {}
-        if op == "optimizer_step":
-            self.dist.sync_grads(self.roles.parameters(h["role"]))
-            r = self.optimizer(h["role"]).step(h["settings"])
-            norm = r["gradNorm"]
-            if self.device.type == "cuda" and self.dist.rank == 0:  # the memory of a training step, on ragen's stderr
-                peak = torch.cuda.max_memory_allocated(self.device)
-                print(f"{h['role']} step: peak GPU memory {peak / 2**30:.2f} GiB since the last step (torch.cuda.max_memory_allocated)", file=sys.stderr, flush=True)
-                torch.cuda.reset_peak_memory_stats(self.device)
-            return {"gradNorm": norm if math.isfinite(norm) else str(norm), "skipped": r["skipped"]}, {}
-        if op == "grad_norm":  # the global gradient norm now (summed over ranks), the accumulating gradients untouched
-            named = self.roles.parameters(h["role"])
-            sq = sum(float(self.grad_sum(p).double().pow(2).sum()) for _, p in named)
-            return {"gradNorm": math.sqrt(sq) if math.isfinite(sq) else str(sq)}, {}
-        if op == "zero_grad":
-            self.optimizer(h["role"]).zero_grad()
-            return {}, {}
-        if op == "tensors":  # parameters or their gradients by name (tests, tools)
-            named = self.roles.parameters(h["role"])
-            if h.get("what") == "grad":  # summed over ranks without touching the accumulating gradients
-                return {}, {n: self.grad_sum(p) for n, p in named}
-            return {}, {n: full(p.detach()).float().cpu() for n, p in named}
-        if op == "save":
-            if self.dist.rank == 0 or self.roles.sharded():  # replicated: rank 0's copy; sharded: all gather
-                self.save(h)
-            return {}, {}
-        if op == "load_optimizer":
-            load_optimizers(h["dir"], self.optimizer)
-            return {}, {}
-        raise ValueError(f"unknown op `{op}`")
+        """The reply header and buffers of one request: the op's method from the dispatch table OPS."""
+        method = OPS.get(op)
+        if method is None:
+            raise ValueError(f"unknown op `{op}`")
+        return method(self, h, bufs)
+
+    def op_load(self, h, bufs):
+        self.roles.load(h)
+        self.roles.budget = int(h["tokenBudget"])
+        c = self.roles.policy.config
+        n = sum(p.numel() for _, p in self.roles.parameters("policy"))
+        return {"vocabSize": c.V, "hiddenSize": c.C, "lora": self.roles.policy.lora is not None, "trainableParameters": n}, {}
+
+    def op_vocab(self, h, bufs):
+        self.pieces = list(h["pieces"])
+        return {}, {}
+
+    def op_generate(self, h, bufs):
+        flat, lens = bufs["prompts"].tolist(), bufs["lengths"].tolist()
+        prompts, off = [], 0
+        for n in lens:
+            prompts.append(flat[off : off + n])
+            off += n
+        mine = self.dist.rows(len(prompts))  # each rank samples its share of the prompts with its own seed
+        params = dict(h["params"], seed=int(h["params"]["seed"]) + RANK_SEED_STRIDE * self.dist.rank)
+        done = generate(self.roles.rollout_model(), [prompts[i] for i in mine], params, self.pieces, self.roles.budget * 16, self.autocast)
+        res = [None] * len(prompts)
+        for rows, outs in self.dist.gather((mine, done)):
+            for i, r in zip(rows, outs):
+                res[i] = r
+        tokens = [t for r in res for t in r[0]]
+        lps = [x for r in res for x in r[1]]
+        return {}, {
+            "tokens": torch.tensor(tokens, dtype=torch.int32),
+            "logprobs": torch.tensor(lps, dtype=torch.float32),
+            "lengths": torch.tensor([len(r[0]) for r in res], dtype=torch.int32),
+            "stopped": torch.tensor([r[2] == "stop" for r in res], dtype=torch.uint8),
+        }
+
+    def op_forward(self, h, bufs):
+        ids = bufs["ids"].reshape(h["B"], h["T"]).to(self.device, torch.long)
+        return {}, self.roles.forward(h["role"], ids, bufs["lengths"].tolist(), bool(h.get("entropy")))
+
+    def op_backward_begin(self, h, bufs):
+        ids = bufs["ids"].reshape(h["B"], h["T"]).to(self.device, torch.long)
+        return {}, self.roles.backward_begin(h["role"], ids, bufs["lengths"].tolist(), bool(h.get("entropy")), bool(h.get("values")), bool(h.get("diagnostic")))
+
+    def op_backward_end(self, h, bufs):
+        self.roles.backward_end({k: t.reshape(h["B"], h["T"]).to(self.device) for k, t in bufs.items()})
+        return {}, {}
+
+    def op_optimizer_step(self, h, bufs):
+        self.dist.sync_grads(self.roles.parameters(h["role"]))
+        r = self.optimizer(h["role"]).step(h["settings"])
+        norm = r["gradNorm"]
+        if self.device.type == "cuda" and self.dist.rank == 0:  # the memory of a training step, on ragen's stderr
+            peak = torch.cuda.max_memory_allocated(self.device)
+            print(f"{h['role']} step: peak GPU memory {peak / 2**30:.2f} GiB since the last step (torch.cuda.max_memory_allocated)", file=sys.stderr, flush=True)
+            torch.cuda.reset_peak_memory_stats(self.device)
+        return {"gradNorm": norm if math.isfinite(norm) else str(norm), "skipped": r["skipped"]}, {}
+
+    def op_grad_norm(self, h, bufs):
+        """The global gradient norm now (summed over ranks), the accumulating gradients untouched."""
+        named = self.roles.parameters(h["role"])
+        sq = sum(float(self.grad_sum(p).double().pow(2).sum()) for _, p in named)
+        return {"gradNorm": math.sqrt(sq) if math.isfinite(sq) else str(sq)}, {}
+
+    def op_zero_grad(self, h, bufs):
+        self.optimizer(h["role"]).zero_grad()
+        return {}, {}
+
+    def op_tensors(self, h, bufs):
+        """Parameters or their gradients by name (tests, tools)."""
+        named = self.roles.parameters(h["role"])
+        if h.get("what") == "grad":  # summed over ranks without touching the accumulating gradients
+            return {}, {n: self.grad_sum(p) for n, p in named}
+        return {}, {n: full(p.detach()).float().cpu() for n, p in named}
+
+    def op_save(self, h, bufs):
+        if self.dist.rank == 0 or self.roles.sharded():  # replicated: rank 0's copy; sharded: all gather
+            self.save(h)
+        return {}, {}
+
+    def op_load_optimizer(self, h, bufs):
+        load_optimizers(h["dir"], self.optimizer)
+        return {}, {}
 
     def grad_sum(self, p):
         """A parameter's gradient summed over ranks (every rank joins the same collectives, gradient or not)."""
@@ -162,6 +183,22 @@ class Worker:
         if r.critic_mode == "separate":
             save_model(os.path.join(d, "critic"), critic, r.value_head, r.critic_source, max_shard_bytes=h.get("maxShardBytes"))
 
+
+# The dispatch table: each op of the protocol and the Worker method that answers it.
+OPS = {
+    "load": Worker.op_load,
+    "vocab": Worker.op_vocab,
+    "generate": Worker.op_generate,
+    "forward": Worker.op_forward,
+    "backward_begin": Worker.op_backward_begin,
+    "backward_end": Worker.op_backward_end,
+    "optimizer_step": Worker.op_optimizer_step,
+    "grad_norm": Worker.op_grad_norm,
+    "zero_grad": Worker.op_zero_grad,
+    "tensors": Worker.op_tensors,
+    "save": Worker.op_save,
+    "load_optimizer": Worker.op_load_optimizer,
+}
 
 def gathered_copy(model, keep):
     """A CPU float32 Decoder (adapters included) holding a sharded model's whole weights when `keep`, else None; every
@@ -211,9 +248,10 @@ def error_reply(rid, e, op=None, h=None, bufs=None, budget=None):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m ragen_torch", description="ragen-ts's PyTorch worker (speaks frames on stdin/stdout)")
-    ap.add_argument("--device", default="auto")
-    ap.add_argument("--precision", default="auto")
-    ap.add_argument("--token-budget", type=int, default=4096)
+    # No defaults here: src/engine/torch-worker.ts passes every setting (its defaults are written once, in TypeScript).
+    ap.add_argument("--device", required=True)
+    ap.add_argument("--precision", required=True)
+    ap.add_argument("--token-budget", type=int, required=True)
     args = ap.parse_args(argv)
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # stray prints (ours, torch's, C libraries') go to stderr, never into the frame stream

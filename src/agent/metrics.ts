@@ -1,6 +1,6 @@
 // Rollout metrics per env tag (RAGEN's get_rollout_states, inventory section 2.1): success, pass@k over
 // the group, actions, validity and effectiveness, returns, response length, format errors, truncations.
-import type { Episode } from './rollout.js';
+import type { Episode } from './episode.js';
 
 /** Metric name -> value for one env tag. Keys: see `computeMetrics`. */
 export type TagMetrics = Record<string, number>;

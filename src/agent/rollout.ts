@@ -4,7 +4,8 @@ import type { EnvInfo } from '../env/index.js';
 import type { Generation } from '../engine/index.js';
 import type { Tokenizer } from '../tokenizer/index.js';
 import type { AgentConfig } from './config.js';
-import type { EnvGroups, EnvSlot, TurnStep } from './env-groups.js';
+import type { EnvGroups, EnvSlot } from './env-groups.js';
+import type { EndReason, Episode } from './episode.js';
 import { EpisodeContext } from './episode-context.js';
 import { computeMetrics, type TagMetrics } from './metrics.js';
 import { parseResponse } from './parse.js';
@@ -12,61 +13,7 @@ import type { Policy, PolicyRequest } from './policies.js';
 import { prefillText, systemPrompt } from './prompt.js';
 import type { TrainingSample } from './sequence.js';
 
-/** One turn of an episode, everything kept. */
-export interface EpisodeTurn {
-  /** 0-based. */
-  turn: number;
-  /** The observation shown at the start of the turn. */
-  observation: string;
-  /** The user message of the turn as `full` mode shows it (single_turn's summary prompt is in `promptIds`). */
-  userText: string;
-  /** The exact prompt ids the policy saw (template + prefill). */
-  promptIds: number[];
-  /** The decoded sampled text, without the prefilled tag and a final stop token. */
-  response: string;
-  /** The reasoning and answer parsed from it ('' when unparsable). */
-  think: string;
-  answer: string;
-  /** Why the response did not parse, if it did not. */
-  formatError: string | undefined;
-  /** The parsed actions (at most maxActionsPerTurn) and what each did. */
-  actions: TurnStep['actions'];
-  /** Parsed actions beyond the per-turn limit (dropped). */
-  droppedActions: number;
-  /** Sum of the env rewards of the turn. */
-  reward: number;
-  /** The format penalty applied this turn (0 or `formatPenalty`). */
-  penalty: number;
-  info: EnvInfo;
-  /** Sampled ids (all trained on in the turn's own sample), their log-probs, why sampling stopped. */
-  tokens: number[];
-  logprobs: number[];
-  finishReason: Generation['finishReason'];
-}
-
-/** Why an episode ended. */
-export type EndReason = 'terminated' | 'truncated' | 'action_cap' | 'max_turns' | 'context_full';
-
-/** One env's episode. */
-export interface Episode {
-  index: number;
-  tag: string;
-  group: number;
-  member: number;
-  seed: number;
-  system: string;
-  turns: EpisodeTurn[];
-  success: boolean;
-  /** Sum of env rewards (RAGEN's episodic_return). */
-  envReturn: number;
-  /** envReturn + format penalties: what the trainer's reward is. */
-  score: number;
-  numActions: number;
-  endReason: EndReason;
-  /** Whole turns dropped from the context to fit `maxContextTokens`; a `context_full` end counts the turn it could not prompt. */
-  contextTruncations: number;
-  finalObservation: string;
-}
+export type { Episode, EpisodeTurn, EndReason } from './episode.js';
 
 /** What a rollout returns: episodes for logging/eval, samples for training, metrics per tag. */
 export interface RolloutBatch {

@@ -3,6 +3,7 @@
 // the documentation: scripts/gen-config-docs.ts turns it into docs/config.md.
 import { z } from 'zod';
 import { agentConfigSchema } from '../agent/index.js';
+import { TORCH_TOKEN_BUDGET } from '../engine/index.js';
 import { AlgoSchema } from './schema-algo.js';
 import { TrainerSchema } from './schema-trainer.js';
 import { HOST_PORT } from '../util/index.js';
@@ -42,7 +43,7 @@ export const TorchSchema = z.strictObject({
   /** Compute precision: `auto` (bf16 on a GPU that has it, else float32), `float32`, or `bfloat16` (autocast; weights, gradients and AdamW state stay float32; on a CPU emulated and slow). @default "auto" */
   precision: z.enum(['auto', 'float32', 'bfloat16']).default('auto'),
   /** Most tokens (rows x longest row) the worker runs through the model at once; lower it when the worker reports out-of-memory. @default 4096 */
-  tokenBudget: z.number().int().min(16).default(4096),
+  tokenBudget: z.number().int().min(16).default(TORCH_TOKEN_BUDGET),
   /** Data-parallel worker processes on this machine, launched with torchrun (gloo on CPU, NCCL on CUDA): each takes its share of every batch and of the prompts; gradients are summed across them. Each holds the whole model, except on CUDA with torch >= 2.4, where FSDP2 shards it across them (not yet run on a GPU; `RAGEN_TORCH_FSDP=0` turns it off; docs/gpu.md). @default 1 */
   ranks: z.number().int().min(1).default(1),
   /** Machines taking part, `ranks` processes on each (torchrun's `--nnodes`, static rendezvous): this one is node 0 and prints the command to run on the others (docs/gpu.md). @default 1 */

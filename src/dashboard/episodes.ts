@@ -3,7 +3,7 @@
 import { join } from 'node:path';
 import type { EpisodeRecord } from '../agent/index.js';
 import { runPaths } from '../metrics/index.js';
-import { readJsonl } from './jsonl.js';
+import { readJsonl } from '../metrics/index.js';
 
 /** Episode records of one file, and what was wrong with it. */
 export interface EpisodeFile {

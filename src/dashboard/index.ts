@@ -1,5 +1,5 @@
-// dashboard: the Node side of `ragen dashboard` (run-directory readers and the HTTP server); the page is dashboard/.
+// dashboard: the Node side of `ragen dashboard` (the HTTP server and the episode files it shows; run summaries are src/metrics/runs.ts); the page is dashboard/.
 export { startDashboard, packageDir, type Dashboard, type DashboardOptions } from './server.js';
-export { RunIndex, runDetail, summarize, isRunDir, readRunConfig, LIVE_SECONDS, type RunDetail, type RunStatus, type RunSummary } from './runs.js';
 export { evalSummary, readEvalFile, readRollouts, type EpisodeFile, type TagResult } from './episodes.js';
-export { parseJsonl, readJsonl, type JsonlRead } from './jsonl.js';
+// The shapes the server's JSON routes answer with (the page's api.ts reads them).
+export type { RunDetail, RunSummary } from '../metrics/index.js';

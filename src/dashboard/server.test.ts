@@ -5,7 +5,8 @@ import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { evalSummary, parseJsonl, startDashboard, type Dashboard, type RunDetail, type RunSummary } from './index.js';
+import { parseJsonl, type RunDetail, type RunSummary } from '../metrics/index.js';
+import { evalSummary, startDashboard, type Dashboard } from './index.js';
 import type { EpisodeRecord } from '../agent/index.js';
 
 /** GET `path` exactly as written (no URL normalisation), returning status and parsed body. */

@@ -6,7 +6,8 @@ import { dirname, extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runPaths } from '../metrics/index.js';
 import { evalSummary, readEvalFile, readRollouts } from './episodes.js';
-import { RunIndex, runDetail } from './runs.js';
+import { RunIndex, runDetail } from '../metrics/index.js';
+import { RunEvents } from './events.js';
 
 /** Options of `startDashboard`. */
 export interface DashboardOptions {
@@ -74,41 +75,40 @@ function sendFile(res: ServerResponse, file: string): void {
     .pipe(res);
 }
 
-/** What changes when a run is written to: metrics.jsonl's size and time, and the rollout files. */
-function runSignature(dir: string): string {
-  const p = runPaths(dir);
-  const parts: string[] = [];
-  for (const f of [p.metrics, p.config]) parts.push(existsSync(f) ? `${statSync(f).size}:${statSync(f).mtimeMs}` : '-');
-  for (const d of [p.rollouts, p.eval, p.checkpoints]) parts.push(existsSync(d) ? readdirSync(d).length.toString() : '-');
-  return parts.join('|');
+type Route = (q: URLSearchParams, res: ServerResponse) => void;
+
+/** Where the routes read from. */
+interface RouteContext {
+  index: RunIndex;
+  /** Folder of the built page. */
+  assets: string;
+  /** The single-thread WASM kernels the play page runs. */
+  wasm: string;
+  events: RunEvents;
 }
 
-/** Start the server; resolves once it listens. */
-export async function startDashboard(opts: DashboardOptions): Promise<Dashboard> {
-  const index = new RunIndex(opts.roots);
-  const assets = opts.assetsDir ?? join(packageDir(), 'build', 'dashboard');
-  const wasm = join(packageDir(), 'build', 'kernels', 'ragen-single.wasm');
-  const streams = new Set<ServerResponse>();
+/** The run directory of `id`, or a 404 naming the dashboard's folders. */
+function runDir(index: RunIndex, id: string | null): string {
+  const dir = id === null ? null : index.resolve(id);
+  if (dir === null) throw new HttpError(404, `No run \`${id}\` under the dashboard's folders (${index.roots.join(', ')}); pick one from the runs table.`);
+  return dir;
+}
 
-  const runDir = (id: string | null): string => {
-    const dir = id === null ? null : index.resolve(id);
-    if (dir === null) throw new HttpError(404, `No run \`${id}\` under the dashboard's folders (${index.roots.join(', ')}); pick one from the runs table.`);
-    return dir;
-  };
-
-  const routes: Record<string, (q: URLSearchParams, res: ServerResponse) => void> = {
+/** The route table: path -> handler. Anything else is a file of the built page (`staticFile`). */
+function routes({ index, wasm, events }: RouteContext): Record<string, Route> {
+  return {
     '/api/runs': (_q, res) => sendJson(res, 200, { roots: index.roots, runs: index.list() }),
     '/api/run': (q, res) => {
       const id = q.get('id');
-      sendJson(res, 200, runDetail(id ?? '', runDir(id)));
+      sendJson(res, 200, runDetail(id ?? '', runDir(index, id)));
     },
     '/api/rollouts': (q, res) => {
       const step = Number(q.get('step'));
       if (!Number.isInteger(step) || step < 0) throw new HttpError(400, `Bad step \`${q.get('step')}\`: give a step number from the run's rollout list.`);
-      sendJson(res, 200, readRollouts(runDir(q.get('id')), step));
+      sendJson(res, 200, readRollouts(runDir(index, q.get('id')), step));
     },
     '/api/eval': (q, res) => {
-      const dir = runDir(q.get('id'));
+      const dir = runDir(index, q.get('id'));
       const file = q.get('file') ?? '';
       const files = existsSync(runPaths(dir).eval) ? readdirSync(runPaths(dir).eval) : [];
       if (!file.endsWith('.jsonl') || !files.includes(file)) throw new HttpError(404, `No eval file \`${file}\` in this run's eval/ (it has: ${files.join(', ') || 'none'}).`);
@@ -116,61 +116,51 @@ export async function startDashboard(opts: DashboardOptions): Promise<Dashboard>
       sendJson(res, 200, { ...read, summary: evalSummary(read.episodes) });
     },
     '/api/file': (q, res) => {
-      const dir = runDir(q.get('id'));
+      const dir = runDir(index, q.get('id'));
       const path = q.get('path') ?? '';
       if (!PLAY_FILES.test(path)) throw new HttpError(403, `Refused \`${path}\`: only checkpoints/step-N/{config.json,model.safetensors,tokenizer.json,...} are served.`);
       const file = join(dir, path);
       if (!existsSync(file)) throw new HttpError(404, `\`${path}\` is missing in this run.`);
       sendFile(res, file);
     },
+    '/api/events': (_q, res) => events.open(res),
+    '/kernels/ragen-single.wasm': (_q, res) => sendFile(res, wasm),
+    '/favicon.ico': (_q, res) => void res.writeHead(204).end(),
   };
+}
 
+/** The request's URL, once its Host, path and method pass (else an HttpError). */
+function checkRequest(req: IncomingMessage, allowedHosts: ReadonlySet<string>): URL {
+  // DNS rebinding: a page from another site that resolves its name to 127.0.0.1 still sends its own Host header.
+  if (!allowedHosts.has((req.headers.host ?? '').toLowerCase())) throw new HttpError(403, `Refused Host \`${req.headers.host}\`: open the dashboard as ${[...allowedHosts][0] ?? '127.0.0.1'}.`);
+  const raw = req.url ?? '/';
+  if (/\.\.|%2e%2e|%2e\.|\.%2e|\\|%5c/i.test(raw)) throw new HttpError(400, `Refused path \`${raw}\`: \`..\` and backslashes are not allowed.`);
+  if (req.method !== 'GET' && req.method !== 'HEAD') throw new HttpError(405, `Method ${req.method} not allowed: the dashboard only reads.`);
+  return new URL(raw, 'http://localhost');
+}
+
+/** A file of the built page. Looked up in the folder's listing, so a request can only name a file that is there. */
+function staticFile(assets: string, pathname: string, res: ServerResponse): void {
+  const name = pathname === '/' ? 'index.html' : pathname.slice(1);
+  const listing = existsSync(assets) ? readdirSync(assets) : [];
+  if (!listing.includes('index.html')) throw new HttpError(500, `The dashboard page is not built (${assets} has no index.html); run \`npm run build\` in the ragen-ts folder.`);
+  if (!listing.includes(name)) throw new HttpError(404, `Not found: ${pathname}`);
+  sendFile(res, join(assets, name));
+}
+
+/** Start the server; resolves once it listens. */
+export async function startDashboard(opts: DashboardOptions): Promise<Dashboard> {
+  const index = new RunIndex(opts.roots);
+  const events = new RunEvents(index);
+  const assets = opts.assetsDir ?? join(packageDir(), 'build', 'dashboard');
+  const table = routes({ index, assets, wasm: join(packageDir(), 'build', 'kernels', 'ragen-single.wasm'), events });
   let allowedHosts = new Set<string>();
-  const handle = (req: IncomingMessage, res: ServerResponse): void => {
-    // DNS rebinding: a page from another site that resolves its name to 127.0.0.1 still sends its own Host header.
-    if (!allowedHosts.has((req.headers.host ?? '').toLowerCase())) throw new HttpError(403, `Refused Host \`${req.headers.host}\`: open the dashboard as ${[...allowedHosts][0] ?? '127.0.0.1'}.`);
-    const raw = req.url ?? '/';
-    if (/\.\.|%2e%2e|%2e\.|\.%2e|\\|%5c/i.test(raw)) throw new HttpError(400, `Refused path \`${raw}\`: \`..\` and backslashes are not allowed.`);
-    if (req.method !== 'GET' && req.method !== 'HEAD') throw new HttpError(405, `Method ${req.method} not allowed: the dashboard only reads.`);
-    const url = new URL(raw, 'http://localhost');
-    const route = routes[url.pathname];
-    if (route) return route(url.searchParams, res);
-    if (url.pathname === '/api/events') return openEvents(res);
-    if (url.pathname === '/kernels/ragen-single.wasm') return sendFile(res, wasm);
-    if (url.pathname === '/favicon.ico') return void res.writeHead(204).end();
-    const name = url.pathname === '/' ? 'index.html' : url.pathname.slice(1);
-    // Static files are looked up in the folder's listing, so a request can only name a file that is there.
-    const listing = existsSync(assets) ? readdirSync(assets) : [];
-    if (!listing.includes('index.html')) throw new HttpError(500, `The dashboard page is not built (${assets} has no index.html); run \`npm run build\` in the ragen-ts folder.`);
-    if (!listing.includes(name)) throw new HttpError(404, `Not found: ${url.pathname}`);
-    sendFile(res, join(assets, name));
-  };
-
-  const openEvents = (res: ServerResponse): void => {
-    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive' });
-    res.write('retry: 2000\n\n');
-    streams.add(res);
-    res.on('close', () => streams.delete(res));
-  };
-
-  // One poller for all event streams: a run whose files changed is announced as `change`, new or removed runs as `runs`.
-  let last = new Map<string, string>();
-  const poll = (): void => {
-    if (streams.size === 0) return;
-    const now = new Map<string, string>();
-    for (const r of index.entries()) now.set(r.id, runSignature(r.path));
-    const changed = [...now].filter(([id, sig]) => last.get(id) !== sig).map(([id]) => id);
-    const listingChanged = now.size !== last.size || [...now.keys()].some((id) => !last.has(id));
-    if (last.size > 0 || now.size > 0) {
-      if (listingChanged) for (const s of streams) s.write(`event: runs\ndata: ${JSON.stringify([...now.keys()])}\n\n`);
-      if (changed.length > 0) for (const s of streams) s.write(`event: change\ndata: ${JSON.stringify(changed)}\n\n`);
-    }
-    last = now;
-  };
-
   const server = createServer((req, res) => {
     try {
-      handle(req, res);
+      const url = checkRequest(req, allowedHosts);
+      const route = table[url.pathname];
+      if (route) route(url.searchParams, res);
+      else staticFile(assets, url.pathname, res);
     } catch (err) {
       const status = err instanceof HttpError ? err.status : 500;
       if (status === 500) console.error(`ragen dashboard: ${req.url}: ${(err as Error).stack ?? String(err)}`);
@@ -186,7 +176,7 @@ export async function startDashboard(opts: DashboardOptions): Promise<Dashboard>
   // Started once listening, so a failed listen leaves no timer holding the process open.
   const timer = setInterval(() => {
     try {
-      poll();
+      events.poll();
     } catch (err) {
       console.error(`ragen dashboard: watching runs failed: ${(err as Error).message}`);
     }
@@ -199,7 +189,7 @@ export async function startDashboard(opts: DashboardOptions): Promise<Dashboard>
     url: `http://${host}:${port}/`,
     close: async () => {
       clearInterval(timer);
-      for (const s of streams) s.end();
+      events.close();
       await new Promise<void>((r) => server.close(() => r()));
     },
   };

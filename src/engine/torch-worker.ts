@@ -8,6 +8,12 @@ import { dirname, join } from 'node:path';
 import { HOST_PORT, RagenError } from '../util/index.js';
 import { encodeFrame, FrameReader, PROTOCOL_VERSION, type Frame, type FrameArray } from './torch-protocol.js';
 
+/**
+ * The worker's token budget when none is given: model.torch.tokenBudget's schema default too. The worker itself has
+ * no defaults: it receives every setting on its command line and in its requests.
+ */
+export const TORCH_TOKEN_BUDGET = 4096;
+
 /** How to start a worker. */
 export interface TorchWorkerOptions {
   /** Interpreter with torch (see findTorchPython). */
@@ -122,7 +128,7 @@ export class TorchWorker {
     const master = opts.master ?? `127.0.0.1:${await freePort()}`;
     const m = HOST_PORT.exec(master);
     if (!m || Number(m[2]) > 65535) throw new RangeError(`torch worker: master must be host:port, got \`${master}\``);
-    const worker = ['-m', 'ragen_torch', '--device', opts.device ?? 'auto', '--precision', opts.precision ?? 'auto', '--token-budget', String(opts.tokenBudget ?? 4096)];
+    const worker = ['-m', 'ragen_torch', '--device', opts.device ?? 'auto', '--precision', opts.precision ?? 'auto', '--token-budget', String(opts.tokenBudget ?? TORCH_TOKEN_BUDGET)];
     // torchrun's static rendezvous: node ranks are fixed, so global rank 0 (which reads our requests) is on this machine.
     const torchrun = ranks * nodes === 1 ? null : { python: opts.python, launch: ['-m', 'ragen_torch.launch', `--nnodes=${nodes}`, `--nproc_per_node=${ranks}`, `--master_addr=${m[1]}`, `--master_port=${m[2]}`, '--max_restarts=0', '--monitor_interval=0.5'], worker };
     const args = opts.command ?? (torchrun ? [opts.python, ...torchrun.launch, '--node_rank=0', ...worker] : [opts.python, ...worker]);

@@ -7,7 +7,7 @@ import type { LoraConfig } from '../model/index.js';
 import { ConfigError } from '../util/index.js';
 import { findTorchPython, TORCH_MISSING } from './python.js';
 import type { FrameArray } from './torch-protocol.js';
-import { TorchWorker, type TorchHello, type TorchWorkerOptions } from './torch-worker.js';
+import { TORCH_TOKEN_BUDGET, TorchWorker, type TorchHello, type TorchWorkerOptions } from './torch-worker.js';
 import type {
   BackwardOptions, EngineSaveOptions, ForwardResult, Generation, ModelRole, OptimizerSettings, OptimizerStepResult, OutputGradients,
   SamplingParams, SequenceBatch, TrainableEngine, TrainableRole,
@@ -52,7 +52,7 @@ export class TorchEngine implements TrainableEngine {
     try {
       const r = await worker.request('load', {
         path: resolve(dir), lora: opts.lora ?? null, critic: opts.critic ?? null, reference: opts.reference ?? false, seed: opts.seed ?? 0,
-        tokenBudget: opts.tokenBudget ?? 4096, gradientCheckpointing: opts.gradientCheckpointing ?? false,
+        tokenBudget: opts.tokenBudget ?? TORCH_TOKEN_BUDGET, gradientCheckpointing: opts.gradientCheckpointing ?? false,
         ...(opts.criticPath ? { criticPath: resolve(opts.criticPath) } : {}), ...(opts.referencePath ? { referencePath: resolve(opts.referencePath) } : {}),
       });
       return new TorchEngine(worker, opts, Number(r.header.vocabSize));

@@ -5,5 +5,4 @@ export * from './wrappers.js';
 export * from './layered-wrappers.js';
 export * from './wrap-env.js';
 export { checkEnv, checkRegisteredEnv, EnvCheckError, HOSTILE_ACTIONS, type CheckEnvOptions } from './check-env.js';
-export { benchEnv, type BenchEnvOptions, type BenchEnvResult } from './bench.js';
 import './builtins.js';

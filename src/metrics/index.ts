@@ -1,8 +1,10 @@
 // metrics: metric names, the logger that averages per interval, its sinks (console, JSONL, TensorBoard, W&B), the run
-// directory and its console log.
+// directory, its console log, and its one reader (JSONL lines, run summaries) for the dashboard, the trainer's tests and the lab.
 export { METRICS, METRIC_FAMILIES, GRAD_ANALYSIS_NAMES, describeMetric, isMetricKey, trainEnvMetric, valEnvMetric, type FixedMetricKey, type MetricKey } from './names.js';
 export { MetricLogger, type MetricRecord, type MetricSink, type MetricValues, type LoggerState } from './logger.js';
-export { JsonlSink, readMetricsFile } from './jsonl-sink.js';
+export { JsonlSink } from './jsonl-sink.js';
+export { parseJsonl, readJsonl, readMetricsFile, type JsonlRead } from './jsonl.js';
+export { RunIndex, runDetail, summarize, isRunDir, readRunConfig, LIVE_SECONDS, type RunDetail, type RunStatus, type RunSummary } from './runs.js';
 export { ConsoleSink, formatDuration, summaryTable, valSuccessOf, type ConsoleMode, type ConsoleSinkOptions, type SummaryRow } from './console-sink.js';
 export { TensorBoardSink, type TensorBoardSinkOptions } from './tensorboard-sink.js';
 export { WandbSink, WANDB_PACKAGE, type WandbSinkOptions } from './wandb-sink.js';

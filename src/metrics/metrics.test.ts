@@ -1,9 +1,10 @@
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { ppoPolicyLoss } from '../algo/index.js';
+import { RagenError } from '../util/index.js';
 import {
   ConsoleSink,
   JsonlSink,
@@ -98,6 +99,12 @@ describe('JsonlSink', () => {
     expect(back[0]).toEqual({ step: 1, time: 5, 'train/success': 0.5 });
     expect(back[1]!['actor/grad_norm']).toBeNaN();
     expect(readMetricsFile(join(tmp(), 'none.jsonl'))).toEqual([]);
+  });
+  it('reads a corrupt metrics.jsonl as one error naming the file and the line, not a partial run', () => {
+    const file = join(tmp(), 'metrics.jsonl');
+    writeFileSync(file, '{"step":1}\n{"step":2,\n{"step":3}\n');
+    expect(() => readMetricsFile(file)).toThrow(RagenError);
+    expect(() => readMetricsFile(file)).toThrow(/metrics\.jsonl: line 2 is not valid JSON/);
   });
 });
 

@@ -1,26 +1,10 @@
 // Inference copies of the projection weights, fused for fewer, wider GEMMs while sampling: q|k|v in one
 // (HD + 2KD, C) matrix, gate|up in one (2F, C), with any LoRA adapters merged in (W + alpha/r B A).
 import { affine, matmul, noGrad, Tensor } from '../tensor/index.js';
+import { FusedWeights } from './fused-weights.js';
 import type { Proj, Transformer } from './transformer.js';
 
-/** One layer's fused projections (HF weight layout: (out, in)). */
-export interface FusedLayer {
-  qkv: Tensor;
-  qkvBias: Tensor | null;
-  o: Tensor;
-  oBias: Tensor | null;
-  gateUp: Tensor;
-  down: Tensor;
-}
-
-/** Fused inference weights of a model; a snapshot: rebuild after the weights change. */
-export class FusedWeights {
-  constructor(readonly layers: FusedLayer[]) {}
-
-  dispose(): void {
-    for (const l of this.layers) for (const t of [l.qkv, l.qkvBias, l.o, l.oBias, l.gateUp, l.down]) t?.dispose();
-  }
-}
+export { FusedWeights, type FusedLayer } from './fused-weights.js';
 
 /** Stack the effective weights of `projs` (rows in order) into one new (sum out, in) matrix. */
 function stack(model: Transformer, projs: Proj[], part: 'weight' | 'bias'): Tensor {

@@ -57,7 +57,7 @@ export interface GenerateOptions extends SamplingParams {
   /**
    * Decode with the fused kernels (src/model/decode-fast.ts; needs fused weights) when the backend has them: native
    * (one call per layer) and wasm (one call per step, prompts up to 256 tokens prefilled the same way).
-   * `scripts/decode-ab.ts` compares them with the op-by-op path, which false selects.
+   * `src/bench/scripts/decode-ab.ts` compares them with the op-by-op path, which false selects.
    * @default true
    */
   fastDecode?: boolean;

@@ -1,4 +1,4 @@
-// The whole model against PyTorch (tools/torch_ref.py, a plain-torch implementation in float64): logits,
+// The whole model against PyTorch (src/bench/tools/torch_ref.py, a plain-torch implementation in float64): logits,
 // loss and every trainable parameter's gradient, for Qwen2 / Qwen3 / Llama variants with GQA, tied and untied
 // heads, LoRA and a value head. Requires torch (Debian: apt-get install python3-torch); fails without it.
 import { spawnSync } from 'node:child_process';
@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { findTorchPython, TORCH_MISSING } from '../engine/python.js';
-import { add, mul, noGrad, scale, setBackend, square, sum, tensor, type BackendName, type Tensor } from '../tensor/index.js';
+import { add, mul, noGrad, setBackend, square, sum, tensor, type BackendName, type Tensor } from '../tensor/index.js';
 import { testBackend } from '../tensor/testing.js';
 import { Rng } from '../util/index.js';
 import { saveModel } from './checkpoint.js';
@@ -111,8 +111,8 @@ describe('the model matches a plain PyTorch implementation', () => {
       writeFileSync(join(dir, 'inputs.json'), JSON.stringify({ ids: IDS, targets: TARGETS, mask: MASK, value_coef: VALUE_COEF }));
       args.push(dir, join(dir, 'inputs.json'), join(dir, 'out.safetensors'));
     }
-    const r = spawnSync(torch.python, [join(import.meta.dirname, '../../tools/torch_ref.py'), ...args], { encoding: 'utf8', timeout: 120_000 });
-    if (r.status !== 0) throw new Error(`tools/torch_ref.py failed (${r.status}):\n${r.stderr}`);
+    const r = spawnSync(torch.python, [join(import.meta.dirname, '../bench/tools/torch_ref.py'), ...args], { encoding: 'utf8', timeout: 120_000 });
+    if (r.status !== 0) throw new Error(`src/bench/tools/torch_ref.py failed (${r.status}):\n${r.stderr}`);
     for (let i = 0; i < VARIANTS.length; i++) refs.push(await readSafetensors(join(root, `v${i}`, 'out.safetensors')));
   }, 180_000);
 

@@ -1,5 +1,5 @@
 // Checkpoints written by Hugging Face transformers' save_pretrained load here and give transformers' logits.
-// The fixtures were made by `tools/hf_check.py fixtures src/model/fixtures` (transformers 5.18, torch 2.13).
+// The fixtures were made by `src/bench/tools/hf_check.py fixtures src/model/fixtures` (transformers 5.18, torch 2.13).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';

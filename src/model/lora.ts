@@ -6,7 +6,14 @@ import { join } from 'node:path';
 import { dropout, keep, linear, matmul, noGrad, rand, scale, tensor, zeros, type Tensor } from '../tensor/index.js';
 import { CheckpointError, ConfigError, didYouMean, Rng } from '../util/index.js';
 import { expectWeight, readSafetensors, rejectUnexpected, writeSafetensors, type WeightMap } from './safetensors.js';
-import type { Transformer } from './transformer.js';
+
+/** What LoRA needs of the model it adapts: the Transformer, named by shape so lora.ts need not import it. */
+export interface LoraHost {
+  readonly config: { readonly numLayers: number };
+  readonly weights: Map<string, Tensor>;
+  lora: LoraAdapters | null;
+  setBaseTrainable(trainable: boolean): void;
+}
 
 /** The linear modules of a decoder layer (PEFT's "all-linear" = all of them; the LM head is never adapted). */
 export const LINEAR_MODULES = ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'] as const;
@@ -48,7 +55,7 @@ export class LoraAdapters {
    * Attach fresh adapters to `model` (A uniform in +-1/sqrt(in) as PEFT's kaiming_uniform(a=sqrt(5)), B zero)
    * and freeze its base weights.
    */
-  static attach(model: Transformer, config: LoraConfig, seed = 0): LoraAdapters {
+  static attach(model: LoraHost, config: LoraConfig, seed = 0): LoraAdapters {
     const lora = new LoraAdapters(normalise(config));
     const rng = new Rng(seed);
     for (const [module, out, inp] of targetShapes(model, lora.modules)) {
@@ -63,7 +70,7 @@ export class LoraAdapters {
   }
 
   /** Load PEFT adapters from `dir` onto `model` (base frozen). */
-  static async load(model: Transformer, dir: string): Promise<LoraAdapters> {
+  static async load(model: LoraHost, dir: string): Promise<LoraAdapters> {
     const cfgPath = join(dir, 'adapter_config.json');
     if (!existsSync(cfgPath)) throw new CheckpointError(`no LoRA adapter in ${dir}: adapter_config.json is missing`);
     const raw = JSON.parse(await readFile(cfgPath, 'utf8')) as Record<string, unknown>;
@@ -123,7 +130,7 @@ export class LoraAdapters {
   }
 
   /** Fold W += (alpha / r) B A into the base weights, detach the adapters and make the base trainable again. */
-  merge(model: Transformer): void {
+  merge(model: LoraHost): void {
     noGrad(() => {
       for (const [module, ad] of this.adapters) {
         const w = model.weights.get(`${module}.weight`)!;
@@ -167,7 +174,7 @@ function resolveTargets(t: 'all-linear' | string[]): string[] {
 }
 
 /** [module path, out features, in features] for every adapted projection. */
-function targetShapes(model: Transformer, modules: readonly string[]): [string, number, number][] {
+function targetShapes(model: LoraHost, modules: readonly string[]): [string, number, number][] {
   const out: [string, number, number][] = [];
   for (let i = 0; i < model.config.numLayers; i++) {
     for (const m of modules) {

@@ -3,7 +3,7 @@
 import { concat, embedding, isGradEnabled, keep, linear, narrow, noGrad, tidy, permute, randn, rmsNorm, rope, swiglu, causalAttention, add, assignSlice, ones, zeros, tensor, Tensor, type Backend } from '../tensor/index.js';
 import { Rng } from '../util/index.js';
 import { countParameters, type ModelConfig } from './config.js';
-import type { FusedWeights } from './fused.js';
+import type { FusedWeights } from './fused-weights.js';
 import type { KVCache } from './kv-cache.js';
 import type { LoraAdapters } from './lora.js';
 import { expectWeight, rejectUnexpected, type WeightMap } from './safetensors.js';

@@ -54,6 +54,9 @@ export interface BatcherOptions {
   batchWindowMs?: number;
 }
 
+/** The batcher's defaults, the one place they are written (`ragen serve` shows them as its flags' defaults). */
+export const BATCHER_DEFAULTS = { maxBatchSize: 64, batchWindowMs: 5 } as const;
+
 interface Pending {
   job: BatchJob;
   key: string;
@@ -84,9 +87,9 @@ export class Batcher {
     private readonly engine: Engine,
     options: BatcherOptions = {},
   ) {
-    this.maxBatchSize = options.maxBatchSize ?? 64;
+    this.maxBatchSize = options.maxBatchSize ?? BATCHER_DEFAULTS.maxBatchSize;
     this.batchSeed = options.seed ?? 0;
-    this.windowMs = options.batchWindowMs ?? 5;
+    this.windowMs = options.batchWindowMs ?? BATCHER_DEFAULTS.batchWindowMs;
   }
 
   /** Jobs waiting for a batch. */

@@ -1,8 +1,7 @@
 // serve: an OpenAI-compatible HTTP server over any Engine (`ragen serve`), with request batching.
 export { OpenAIServer, type ServeOptions } from './server.js';
-export { Batcher, ClientGone, cut, type BatchJob, type BatcherStats, type BatcherOptions } from './batcher.js';
+export { Batcher, BATCHER_DEFAULTS, ClientGone, cut, type BatchJob, type BatcherStats, type BatcherOptions } from './batcher.js';
 export { ApiError } from './errors.js';
 export { localTopLogprobs, topK, type TopLogprob, type TopLogprobsSource } from './top-logprobs.js';
 export { parseChatRequest, parseCompletionRequest, type ChatRequest, type CompletionRequest, type SamplingRequest } from './requests.js';
 export { localServeTarget, torchServeTarget, type ModelDirResolver, type ServeTarget, type TorchServeOptions } from './load.js';
-export { runServeLoad, runEngineOnly, benchMessage, type ServeBenchOptions, type ServeLoadResult } from './bench.js';

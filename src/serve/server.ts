@@ -56,7 +56,7 @@ export class OpenAIServer {
   private readonly created = Math.floor(Date.now() / 1000);
 
   constructor(private readonly options: ServeOptions) {
-    this.batcher = new Batcher(options.engine, { maxBatchSize: options.maxBatchSize ?? 64, seed: options.seed ?? 0, batchWindowMs: options.batchWindowMs ?? 5 });
+    this.batcher = new Batcher(options.engine, { maxBatchSize: options.maxBatchSize, seed: options.seed ?? 0, batchWindowMs: options.batchWindowMs });
     this.ctx = {
       tokenizer: options.tokenizer,
       batcher: this.batcher,

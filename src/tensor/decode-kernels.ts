@@ -4,7 +4,7 @@
 
 import type { Arena, ArenaBuf } from './arena.js';
 import type { Buf, DecodeCall, DecodeKernels, DecoderDims } from './backend.js';
-import type { NativeAddon } from './native-backend.js';
+import type { NativeAddon } from './native-addon.js';
 import type { ThreadPool } from './thread-pool.js';
 import type { WasmKernels } from './wasm-kernels.js';
 

@@ -2,9 +2,7 @@
 // Generic over Float32Array (`js`) and Float64Array (`js64`, the oracle of gradient checks).
 
 import type { AdamWStep, AttentionDims, Backend, BackendName, BinaryOp, Buf, GemmArgs, UnaryOp } from './backend.js';
-import { refAttention, refAttentionBackward, refEntropy, refEntropyBackward, refLogprobTarget, refLogprobTargetBackward, refRope } from './js-nn-kernels.js';
-
-export type FArr = Float32Array | Float64Array;
+import { refAttention, refAttentionBackward, refEntropy, refEntropyBackward, refLogprobTarget, refLogprobTargetBackward, refRope, type FArr } from './js-nn-kernels.js';
 
 /** A reference backend over JS typed arrays. */
 export class JsBackend implements Backend {

@@ -2,7 +2,9 @@
 // Plain and obviously correct; the WASM and native kernels are tested against these.
 
 import type { AttentionDims } from './backend.js';
-import type { FArr } from './js-backend.js';
+
+/** The arrays the reference kernels run on: float32 (`js`) or float64 (`js64`, the oracle of gradient checks). */
+export type FArr = Float32Array | Float64Array;
 
 /** Inverse frequencies of HF's rotary embedding, rounded to float32 as torch computes them. */
 export function ropeInvFreq(D: number, theta: number): Float32Array {

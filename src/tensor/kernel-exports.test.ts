@@ -6,7 +6,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { describe, expect, it } from 'vitest';
-import { NATIVE_ADDON_ARITY, type NativeAddon } from './native-backend.js';
+import { NATIVE_ADDON_ARITY, type NativeAddon } from './native-addon.js';
 import { packageRoot } from './node-kernels.js';
 import { checkKernels } from './wasm-backend.js';
 import { WASM_KERNEL_ARITY } from './wasm-kernels.js';

@@ -15,7 +15,7 @@ export interface ThreadPool {
 }
 
 // control block: Int32 [0] job seq, [1] done seq, [2] fn index, [3] ready, [4] argc, [5] error, [6] claimable job
-// (its seq, 0 once claimed), [15] left for kernel experiments (scripts/step-ab.ts); Float64 args at +64. The worker's
+// (its seq, 0 once claimed), [15] left for kernel experiments (src/bench/scripts/step-ab.ts); Float64 args at +64. The worker's
 // half is claimed by whichever thread gets to it first: if the worker is not scheduled in time (a busy machine), the
 // main thread runs both halves itself.
 const ARGS_ADDR = CONTROL_ADDR + 64;

@@ -39,8 +39,6 @@ export interface WasmKernels {
   attentionBackward(g: number, q: number, k: number, v: number, probs: number, dq: number, dk: number, dv: number, B: number, Hq: number, Hkv: number, T: number, S: number, D: number, scale: number, p0: number, p1: number, scratch: number): void;
   attentionScratchBytes(R: number, S: number): number;
   decodePack(w: number, out: number, N: number, K: number): void;
-  decodeLayer(h: number, scratch: number, inNorm: number, qkvP: number, qkvBias: number, oP: number, oBias: number, postNorm: number, guP: number, downP: number, kc: number, vc: number, tab: number, qn: number, kn: number, valid: number, B: number, C: number, H: number, Kh: number, D: number, F: number, cap: number, start: number, eps: number, scale: number, T: number, lastOnly: number): void;
-  decodeHead(h: number, scratch: number, norm: number, headP: number, logits: number, B: number, C: number, V: number, eps: number, probs: number, lse: number, invTemp: number): void;
   decodeStep(desc: number, L: number, h: number, scratch: number, tab: number, valid: number, kvOff: number, B: number, C: number, H: number, Kh: number, D: number, F: number, cap: number, start: number, eps: number, scale: number, T: number, norm: number, headP: number, logits: number, V: number, probs: number, lse: number, invTemp: number): void;
   fmaProbe(n: number, x: number): number;
 }
@@ -83,8 +81,6 @@ export const WASM_KERNEL_ARITY: { readonly [K in keyof WasmKernels]: number } = 
   attentionBackward: 18,
   attentionScratchBytes: 2,
   decodePack: 4,
-  decodeLayer: 28,
-  decodeHead: 12,
   decodeStep: 25,
   fmaProbe: 2,
 };

@@ -2,15 +2,15 @@
 // training batch as its next step would, and run the gradient analysis on it without any update.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { EnvGroups, enginePolicy, rollout } from '../agent/index.js';
-import { envGroupsOptions, loadSavedConfig, samplingOf, type RagenConfig } from '../config/index.js';
+import { EnvGroups } from '../agent/index.js';
+import { envGroupsOptions, loadSavedConfig, type RagenConfig } from '../config/index.js';
 import { runPaths } from '../metrics/index.js';
 import { CheckpointError } from '../util/index.js';
 import { isCompleteCheckpoint, listCheckpoints, readCheckpoint } from './checkpoint-io.js';
 import { openModels } from './engine-setup.js';
 import { analyzeStep, type GradBucket } from './grad-analysis.js';
-import { stepSeed } from './step.js';
-import { filterBatch, prepareUpdate } from './update-data.js';
+import { collectRollout } from './step.js';
+import { filterBatch, prepareKept } from './update-data.js';
 
 /** What to probe. */
 export interface ProbeOptions {
@@ -74,16 +74,15 @@ export async function probeGradients(o: ProbeOptions): Promise<ProbeReport> {
     const groups = new EnvGroups(envGroupsOptions(config, 'train'));
     const rolloutStep = step + 1;
     say(`rolling out ${groups.nGroups} groups (the batch of step ${rolloutStep})`);
-    const policy = enginePolicy(engine, tokenizer, config.agent, samplingOf(config, 'train', stepSeed(config.seed.train, rolloutStep)));
-    const batch = await rollout({ groups, policy, tokenizer, agent: config.agent, resetSeed: config.seed.train + step * groups.nGroups });
+    // The trainer's own sequence (step.ts): the step's rollout, the filter, the kept rows' update data.
+    const { batch } = await collectRollout({ config, engine, tokenizer, agent: config.agent, groups }, rolloutStep);
     const f = await filterBatch(engine, config, batch, tokenizer.padTokenId);
     // The KL coefficient the run had reached (the adaptive controller's), else the configured one.
     const saved = state?.trainer?.klCoef;
     const klBeta = typeof saved === 'number' ? saved : config.algo.kl.coef;
-    const fullForward = f.fullForward ? { fullForward: f.fullForward } : {};
-    const data = f.keptRows.length > 0 ? (await prepareUpdate(engine, config, f.all, f.keptRows, { ...fullForward, klBeta, keptRatio: f.filter.stats.keptRatio })).data : null;
+    const data = (await prepareKept(engine, config, f, { klBeta }))?.data ?? null;
     say(`analysing ${config.trainer.gradAnalysis.buckets} buckets (${f.filter.stats.keptCount} of ${f.filter.groupKeys.length} groups kept by the filter)`);
-    const a = await analyzeStep(engine, config, { all: f.all, filter: f.filter, data, ...fullForward, klBeta });
+    const a = await analyzeStep(engine, config, { ...f, data, klBeta });
     return {
       run: o.run,
       model: dir ?? config.model.path,

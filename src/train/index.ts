@@ -18,7 +18,8 @@ export {
 export { openModelDir } from './checkpoint-read.js';
 export { createRun, recordResume, resumeRun, runEnvName, RESUME_LOG, type ResumedRun } from './run-setup.js';
 export { train, type TrainOptions, type TrainResult } from './trainer.js';
-export { starpoStep, starpoUpdate, collectRollout, stepSeed, lossHorizon, type StepContext, type StepOutput, type CollectedRollout, type OffPolicyInfo } from './step.js';
+export { starpoStep, starpoUpdate, collectRollout, stepSeed, lossHorizon, type StepContext, type StepOutput, type CollectedRollout } from './step.js';
+export type { OffPolicyInfo } from './off-policy.js';
 export { AsyncRollouts, VersionClock } from './async-rollouts.js';
 export { updateActor, updateCritic, miniBatches, type UpdateBatch, type BatchSchedule, type ActorUpdateStats, type CriticUpdateStats } from './update.js';
 export { validate, type Validation } from './validate.js';

@@ -3,7 +3,17 @@
 import type { TokenBatch } from '../agent/index.js';
 import { truncatedImportanceWeights } from '../algo/index.js';
 import type { MetricValues } from '../metrics/index.js';
-import type { OffPolicyInfo } from './step.js';
+
+/**
+ * How stale each sampled token is (async rollouts): `versionOf(episode, turn)` is the policy version that sampled
+ * that turn, `current` the version being updated; stale tokens get truncated importance weights.
+ */
+export interface OffPolicyInfo {
+  versionOf: (episode: number, turn: number) => number;
+  current: number;
+  /** Truncation C of min(π_old / μ, C). */
+  importanceCap: number;
+}
 
 /** Versions between the policy that sampled each loss token and the one being updated (0 off the mask). */
 export function tokenStaleness(tokens: TokenBatch, info: OffPolicyInfo): Int32Array {

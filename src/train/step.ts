@@ -10,11 +10,12 @@ import { maskedStats } from './batch.js';
 import { collapseDiagnostics, type CollapseEma } from './collapse-step.js';
 import { samplingOf, type RagenConfig } from '../config/index.js';
 import { analyzeStep } from './grad-analysis.js';
+import type { OffPolicyInfo } from './off-policy.js';
 import { optimizerSettings } from './lr-schedule.js';
 import { episodeRecords, tokenAdvantages, turnAdvantages } from './rollout-records.js';
 import { generatedTokens, trainMetrics } from './rollout-metrics.js';
 import { updateActor, updateCritic, type BatchSchedule } from './update.js';
-import { actorLossConfig, filterBatch, lossHorizon, prepareUpdate } from './update-data.js';
+import { actorLossConfig, filterBatch, lossHorizon, prepareKept } from './update-data.js';
 
 /** What one step needs; `kl` and `collapseEma` carry state from step to step. */
 export interface StepContext {
@@ -61,7 +62,7 @@ export interface CollectedRollout {
  * Step `step`'s rollout (1-based): its seeds depend only on the step. `groups` defaults to the context's;
  * `wrap` wraps the policy (async rollouts gate each generate call on the policy version).
  */
-export async function collectRollout(ctx: StepContext, step: number, opts: { groups?: EnvGroups; wrap?: (p: Policy) => Policy } = {}): Promise<CollectedRollout> {
+export async function collectRollout(ctx: Pick<StepContext, 'config' | 'engine' | 'tokenizer' | 'agent' | 'groups'>, step: number, opts: { groups?: EnvGroups; wrap?: (p: Policy) => Policy } = {}): Promise<CollectedRollout> {
   const { config, engine, tokenizer, agent } = ctx;
   const groups = opts.groups ?? ctx.groups;
   const t0 = performance.now();
@@ -78,17 +79,6 @@ export async function collectRollout(ctx: StepContext, step: number, opts: { gro
 export async function starpoStep(ctx: StepContext, step: number): Promise<StepOutput> {
   const tStep = performance.now();
   return starpoUpdate(ctx, step, await collectRollout(ctx, step), tStep);
-}
-
-/**
- * How stale each sampled token is (async rollouts): `versionOf(episode, turn)` is the policy version that sampled
- * that turn, `current` the version being updated; stale tokens get truncated importance weights.
- */
-export interface OffPolicyInfo {
-  versionOf: (episode: number, turn: number) => number;
-  current: number;
-  /** Truncation C of min(π_old / μ, C). */
-  importanceCap: number;
 }
 
 /** Steps 2-6 of a StarPO step on a collected rollout; `tStep` is when the step's clock started (perf/tokens_per_s). */
@@ -111,7 +101,8 @@ export async function starpoUpdate(ctx: StepContext, step: number, collected: Co
 
   // 3. reward normalisation (per episode score), then the group filter on the raw episode scores
   t0 = performance.now();
-  const { episodes, all, filter, keptEpisodes, keptRows, fullForward } = await filterBatch(engine, config, batch, tokenizer.padTokenId);
+  const filtered = await filterBatch(engine, config, batch, tokenizer.padTokenId);
+  const { episodes, filter, keptEpisodes, keptRows } = filtered;
   Object.assign(metrics, {
     'rollout/in_group_reward_std': filter.stats.reward.std,
     'rollout/in_group_reward_mean': filter.stats.reward.mean,
@@ -128,11 +119,10 @@ export async function starpoUpdate(ctx: StepContext, step: number, collected: Co
   // `timing_s/step` is the loop's (trainer.ts): it times the whole step, validation included.
   const out = (records: EpisodeRecord[], empty: boolean): StepOutput => ({ metrics, records, empty, inGroupStd: filter.stats.reward.std, rollout: batch });
   const limit = config.logging.rolloutsPerStep;
-  if (keptRows.length === 0) return out(episodeRecords(step, episodes, keptEpisodes, new Map(), limit, agent), true);
-
   // 4-5. old / reference log-probs, values, token rewards, advantages and their modifiers on the kept rows
   const klBeta = ctx.kl.value; // this step's in-reward β (the controller then adapts it for the next step)
-  const prepared = await prepareUpdate(engine, config, all, keptRows, { ...(fullForward ? { fullForward } : {}), klBeta, keptRatio: filter.stats.keptRatio, ...(offPolicy ? { offPolicy } : {}) });
+  const prepared = await prepareKept(engine, config, filtered, { klBeta, ...(offPolicy ? { offPolicy } : {}) });
+  if (!prepared) return out(episodeRecords(step, episodes, keptEpisodes, new Map(), limit, agent), true);
   Object.assign(metrics, prepared.metrics);
   if (prepared.klUpdate) ctx.kl.update(prepared.klUpdate.currentKl, prepared.klUpdate.B);
   const data = prepared.data;
@@ -144,7 +134,7 @@ export async function starpoUpdate(ctx: StepContext, step: number, collected: Co
   const ga = t.gradAnalysis;
   if (ga.every > 0 && (step === 1 || step % ga.every === 0)) {
     t0 = performance.now();
-    Object.assign(metrics, (await analyzeStep(engine, config, { all, filter, data, ...(fullForward ? { fullForward } : {}), klBeta })).metrics);
+    Object.assign(metrics, (await analyzeStep(engine, config, { ...filtered, data, klBeta })).metrics);
     metrics['timing_s/grad_analysis'] = seconds(t0);
   }
 

@@ -11,8 +11,7 @@ import type { MetricValues } from '../metrics/index.js';
 import type { RagenConfig } from '../config/index.js';
 import { applyEpisodeScores, maskedStats, selectRows, takeRows } from './batch.js';
 import { needsReference } from './engine-setup.js';
-import { correctOffPolicy, tokenStaleness } from './off-policy.js';
-import type { OffPolicyInfo } from './step.js';
+import { correctOffPolicy, tokenStaleness, type OffPolicyInfo } from './off-policy.js';
 import type { UpdateBatch } from './update.js';
 
 const seconds = (t0: number) => (performance.now() - t0) / 1000;
@@ -158,6 +157,15 @@ export async function prepareUpdate(
   } satisfies MetricValues);
   const data: UpdateBatch = { tokens, oldLogprobs, advantages, returns: adv.returns, ...(values ? { values } : {}), ...(refLogprobs ? { refLogprobs } : {}) };
   return { data, metrics, klUpdate };
+}
+
+/**
+ * Stages 4-5 on the rows the filter kept, as both the trainer's step and the gradient probe run them (one sequence:
+ * rollout, `filterBatch`, this, then the update or the analysis); null when the filter kept nothing.
+ */
+export async function prepareKept(engine: TrainableEngine, config: RagenConfig, f: FilteredBatch, o: { klBeta: number; offPolicy?: OffPolicyInfo }): Promise<PreparedUpdate | null> {
+  if (f.keptRows.length === 0) return null;
+  return prepareUpdate(engine, config, f.all, f.keptRows, { ...(f.fullForward ? { fullForward: f.fullForward } : {}), klBeta: o.klBeta, keptRatio: f.filter.stats.keptRatio, ...(o.offPolicy ? { offPolicy: o.offPolicy } : {}) });
 }
 
 /** The most loss tokens one sequence can hold (Dr. GRPO's constant horizon for `seq-mean-token-sum-norm`). */

@@ -4,7 +4,7 @@
 import { api, type RunDetail } from '../api.js';
 import { Chart, type Line, type Marker } from '../chart.js';
 import { errorBox, fmt, h, problemsBox } from '../dom.js';
-import type { Page } from '../main.js';
+import type { Page } from './page.js';
 import { series } from './curves.js';
 import { gradLines, gradTable } from './grad-analysis.js';
 

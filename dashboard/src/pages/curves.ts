@@ -5,7 +5,7 @@ import { api, type RunDetail } from '../api.js';
 import { Chart, PALETTE, type Line } from '../chart.js';
 import { configDiff } from '../config-diff.js';
 import { errorBox, h, problemsBox } from '../dom.js';
-import type { Page } from '../main.js';
+import type { Page } from './page.js';
 
 /** The standard charts: a title and the metric keys drawn on it. */
 export const CURVE_GROUPS: [string, string[]][] = [

@@ -2,7 +2,7 @@
 // episodes), and the training-time validation per tag from metrics.jsonl.
 import { api } from '../api.js';
 import { errorBox, fmt, h, problemsBox, routeHref } from '../dom.js';
-import type { Page } from '../main.js';
+import type { Page } from './page.js';
 
 export async function evalPage(params: URLSearchParams): Promise<Page> {
   const id = params.get('run') ?? params.get('runs')?.split(',')[0] ?? '';

@@ -7,7 +7,7 @@ import { createWasmBackend, getBackend, useBackend } from '../../../src/tensor/b
 import { HfTokenizer } from '../../../src/tokenizer/index.js';
 import { api, type RunDetail } from '../api.js';
 import { errorBox, fmt, h } from '../dom.js';
-import type { Page } from '../main.js';
+import type { Page } from './page.js';
 
 interface Loaded {
   step: number;

@@ -2,7 +2,7 @@
 // and after, status), text and column filters, and a selection to compare runs' curves.
 import { api, type RunSummary } from '../api.js';
 import { fmt, h, routeHref } from '../dom.js';
-import type { Page } from '../main.js';
+import type { Page } from './page.js';
 
 /** Header labels and the summary field each sorts by ('' = not sortable). */
 const COLUMNS: [string, keyof RunSummary | ''][] = [

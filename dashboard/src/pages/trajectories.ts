@@ -3,7 +3,7 @@
 // seed and outcome.
 import { api, type EpisodeRecord } from '../api.js';
 import { errorBox, fmt, h, problemsBox, routeHref } from '../dom.js';
-import type { Page } from '../main.js';
+import type { Page } from './page.js';
 
 /** Background colour of an advantage: green for positive, red for negative, white at 0; |a| >= scale is full colour. */
 export function advantageColor(a: number | null | undefined, scale: number): string {

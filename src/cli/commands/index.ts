@@ -4,14 +4,7 @@ import * as envs from './envs.js';
 import * as envServe from './env-serve.js';
 import * as play from './play.js';
 import * as solve from './solve.js';
-import * as bench from './bench.js';
-import './bench-engine.js'; // adds `ragen bench engine`
-import './bench-learning.js'; // adds `ragen bench learning`
-import './bench-retrieval.js'; // adds `ragen bench retrieval`
-import './bench-sandbox.js'; // adds `ragen bench sandbox`
-import './bench-serve.js'; // adds `ragen bench serve`
-import './bench-gpu.js'; // adds `ragen bench gpu`
-import './bench-ragen2.js'; // adds `ragen bench ragen2`
+import * as bench from '../../bench/commands/index.js';
 import * as retrieval from './retrieval.js';
 import * as evalCmd from './eval.js';
 import * as trainCmd from './train.js';

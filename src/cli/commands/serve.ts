@@ -1,5 +1,7 @@
 // `ragen serve`: an OpenAI-compatible HTTP server for a checkpoint (src/serve), until Ctrl-C.
 import type { Command } from 'commander';
+// batcher.ts alone (not serve/index.ts): its defaults without loading the server at start-up.
+import { BATCHER_DEFAULTS } from '../../serve/batcher.js';
 import { UsageError } from '../../util/index.js';
 import { parsePositiveInt, parseSeed } from './env-options.js';
 import { fetchHubModel, resolveModelDir } from './eval.js';
@@ -47,8 +49,8 @@ export function register(program: Command): void {
     .option('--context-length <n>', "prompt + completion tokens per request (default: the model's max_position_embeddings)", parsePositiveInt('--context-length'))
     .option('--max-body-bytes <n>', 'largest request body', parsePositiveInt('--max-body-bytes'), 1 << 20)
     .option('--max-concurrent <n>', 'generation requests in flight at once; more get 429', parsePositiveInt('--max-concurrent'), 512)
-    .option('--max-batch-size <n>', 'most prompts per engine.generate call', parsePositiveInt('--max-batch-size'), 64)
-    .option('--batch-window-ms <ms>', 'how long a batch waits for more requests before it starts', parseNonNegativeInt('--batch-window-ms'), 5)
+    .option('--max-batch-size <n>', 'most prompts per engine.generate call', parsePositiveInt('--max-batch-size'), BATCHER_DEFAULTS.maxBatchSize)
+    .option('--batch-window-ms <ms>', 'how long a batch waits for more requests before it starts', parseNonNegativeInt('--batch-window-ms'), BATCHER_DEFAULTS.batchWindowMs)
     .option('--seed <n>', 'seed of the batch seeds of unseeded sampled requests', parseSeed, 0)
     .option('--engine <kind>', 'local (in-process kernels; streams token by token, top_logprobs) or torch (a PyTorch worker; streams per batch)', parseEngine, 'local')
     .option('--device <device>', 'torch engine: auto (CUDA when there is a GPU), cpu, cuda, cuda:1 (default: auto)')

@@ -1,5 +1,6 @@
 // The two-armed bandit of RAGEN (section 1.3 of the inventory): arms named by a (low-risk, high-risk)
 // profession pair, one pull, a steady 0.1 against a 1.0 paid a quarter of the time.
+import { z } from 'zod';
 import { ResetNeededError, Rng } from '../../util/index.js';
 import { checkResetOptions, invalidInfo, matchActionName, type Env, type EnvInfo, type ResetOptions, type ResetResult, type StepResult } from '../core.js';
 
@@ -32,18 +33,20 @@ export const TEST_PAIRS: readonly (readonly [string, string])[] = [
 ];
 
 /** Bandit settings (RAGEN's `BanditEnvConfig`, camelCased). */
-export interface BanditConfig extends Record<string, unknown> {
+export const banditSchema = z.object({
   /** Which name pairs to draw from: `train` (12 pairs) or `test` (8 other pairs). @default 'train' */
-  split: 'train' | 'test';
+  split: z.enum(['train', 'test']).default('train'),
   /** Reward of the low-risk arm, paid every time. @default 0.1 */
-  loArmScore: number;
+  loArmScore: z.number().finite().default(0.1),
   /** Reward of the high-risk arm when it pays. @default 1.0 */
-  hiArmHiscore: number;
+  hiArmHiscore: z.number().finite().default(1.0),
   /** Reward of the high-risk arm when it does not pay. @default 0 */
-  hiArmLoscore: number;
+  hiArmLoscore: z.number().finite().default(0),
   /** Probability that the high-risk arm pays `hiArmHiscore`. @default 0.25 */
-  hiArmHiscoreProb: number;
-}
+  hiArmHiscoreProb: z.number().min(0).max(1).default(0.25),
+});
+
+export type BanditConfig = z.infer<typeof banditSchema>;
 
 /** The arm names of a seed, in arm order, and which position holds the high-risk arm. */
 export function banditArms(split: 'train' | 'test', seed: number): { names: [string, string]; highArm: 0 | 1; rng: Rng } {

@@ -1,20 +1,11 @@
 // Registers RAGEN's bandit tags: `Bandit` (train name pairs) and `BanditTest` (held-out name pairs).
-import { z } from 'zod';
 import { registerEnv } from '../registry.js';
-import { BanditEnv, banditArms, type BanditConfig } from './bandit.js';
+import { BanditEnv, banditArms, type BanditConfig, banditSchema } from './bandit.js';
 
 export { BanditEnv, banditArms, TRAIN_PAIRS, TEST_PAIRS, type BanditConfig } from './bandit.js';
 
-const schema = z.object({
-  split: z.enum(['train', 'test']).default('train'),
-  loArmScore: z.number().finite().default(0.1),
-  hiArmHiscore: z.number().finite().default(1.0),
-  hiArmLoscore: z.number().finite().default(0),
-  hiArmHiscoreProb: z.number().min(0).max(1).default(0.25),
-});
-
 const spec = {
-  schema,
+  schema: banditSchema,
   create: (config: BanditConfig) => new BanditEnv(config),
   maxActionsPerEpisode: 1,
   /** The arm with the higher expected value: the high-risk one by default (0.25 vs 0.1). */

@@ -1,26 +1,30 @@
 // The Countdown environment: reach a target number with an arithmetic expression over given numbers.
 // Follows RAGEN's ragen/env/countdown (TinyZero scoring), with generated tasks and a safe parser instead of eval.
+import { z } from 'zod';
 import { ResetNeededError, Rng } from '../../util/index.js';
 import { checkResetOptions, invalidInfo, type Env, type EnvInfo, type ResetOptions, type ResetResult, type StepResult } from '../core.js';
 import { scoreAnswer } from './expression.js';
 import { generateTask, type CountdownTask } from './generator.js';
 
 /** Countdown's configuration (RAGEN's CountdownEnvConfig, with a generator in place of the data file). */
-export interface CountdownConfig {
-  /** Fewest numbers in a task. @default 3 */
-  minNumbers: number;
-  /** Most numbers in a task. @default 4 */
-  maxNumbers: number;
-  /** Numbers are drawn from 1..maxNumber. @default 100 */
-  maxNumber: number;
-  /** Targets lie in 1..maxTarget. @default 100 */
-  maxTarget: number;
-  /** Reward of a correct answer (RAGEN `score`). @default 1.0 */
-  correctScore: number;
-  /** Reward of an answer with the right numbers but the wrong value (RAGEN `format_score`). @default 0.1 */
-  formatScore: number;
-  [key: string]: unknown;
-}
+export const countdownSchema = z
+  .object({
+    /** Fewest numbers in a task. @default 3 */
+    minNumbers: z.number().int().min(2).max(6).default(3),
+    /** Most numbers in a task. @default 4 */
+    maxNumbers: z.number().int().min(2).max(6).default(4),
+    /** Numbers are drawn from 1..maxNumber. @default 100 */
+    maxNumber: z.number().int().min(1).max(10_000).default(100),
+    /** Targets lie in 1..maxTarget. @default 100 */
+    maxTarget: z.number().int().min(1).max(1_000_000).default(100),
+    /** Reward of a correct answer (RAGEN `score`). @default 1.0 */
+    correctScore: z.number().default(1.0),
+    /** Reward of an answer with the right numbers but the wrong value (RAGEN `format_score`). @default 0.1 */
+    formatScore: z.number().default(0.1),
+  })
+  .refine((c) => c.minNumbers <= c.maxNumbers, { message: 'minNumbers must be <= maxNumbers', path: ['minNumbers'] });
+
+export type CountdownConfig = z.infer<typeof countdownSchema>;
 
 export const COUNTDOWN_INSTRUCTION =
   'You are solving the Countdown puzzle. You should use the num list to create an equation that equals the target. ' +

@@ -1,38 +1,40 @@
 // The DeepCoder environment: write a Python program for a generated problem; its hidden tests run in
 // the sandbox. Follows RAGEN's ragen/env/deepcoder (one submission, passed/total reward, success = all pass).
+import { z } from 'zod';
 import { ResetNeededError } from '../../util/index.js';
-import { Sandbox, type Isolation, type SandboxLimits, type TestRun } from '../../sandbox/index.js';
+import { Sandbox, type SandboxLimits, type TestRun } from '../../sandbox/index.js';
 import { checkResetOptions, invalidInfo, type Env, type EnvInfo, type ResetOptions, type ResetResult, type StepResult } from '../core.js';
 import { assembleProgram } from './answer.js';
-import type { Problem, Style, Tier } from './problem.js';
+import { STYLES, TIERS, type Problem, type Style } from './problem.js';
 import { generateProblems, problemPool, renderProblem } from './problems.js';
 
 /** DeepCoder's configuration (RAGEN's DeepCoderEnvConfig, with a generated set in place of the HF dataset). */
-export interface DeepCoderConfig {
+export const deepCoderSchema = z.object({
   /** Size of the generated problem set; every fifth problem is a validation problem. @default 400 */
-  numProblems: number;
+  numProblems: z.number().int().min(20).max(100_000).default(400),
   /** Difficulty tiers to draw from. @default ['easy', 'medium', 'hard'] */
-  tiers: Tier[];
+  tiers: z.array(z.enum(TIERS)).min(1).default([...TIERS]),
   /** Problem styles to draw from: `stdin` programs and/or `call` (a method of class Solution). @default ['stdin', 'call'] */
-  styles: Style[];
+  styles: z.array(z.enum(STYLES)).min(1).default([...STYLES]),
   /** Submissions per episode (RAGEN `max_steps`); a failed one shows feedback and allows another. @default 1 */
-  maxSteps: number;
+  maxSteps: z.number().int().min(1).default(1),
   /** `bwrap` (namespaces; fails closed when bubblewrap does not work) or `none` (rlimits + seccomp only, host files readable: opt in only on a disposable machine). @default 'bwrap' */
-  sandbox: Isolation;
+  sandbox: z.enum(['bwrap', 'none']).default('bwrap'),
   /** Wall time of one submission (all its tests). RAGEN: 3 s in an unconfined subprocess. @default 10 */
-  wallSeconds: number;
+  wallSeconds: z.number().positive().max(600).default(10),
   /** CPU time of one submission. @default 5 */
-  cpuSeconds: number;
+  cpuSeconds: z.number().positive().max(600).default(5),
   /** Wall time of one test. @default 2 */
-  perTestSeconds: number;
+  perTestSeconds: z.number().positive().max(600).default(2),
   /** Address-space limit, MiB. @default 512 */
-  memoryMB: number;
+  memoryMB: z.number().int().min(64).max(65_536).default(512),
   /** Output limit of one test, bytes. @default 1048576 */
-  outputBytes: number;
+  outputBytes: z.number().int().min(1024).max(1 << 30).default(1 << 20),
   /** Sandboxed programs run at once (per process, shared by every DeepCoder env with the same settings). @default 2 */
-  maxParallel: number;
-  [key: string]: unknown;
-}
+  maxParallel: z.number().int().min(1).max(256).default(2),
+});
+
+export type DeepCoderConfig = z.infer<typeof deepCoderSchema>;
 
 export const DEEPCODER_INSTRUCTION =
   'You are an expert Python programmer. You will be given a programming problem and must write a correct, efficient Python 3 solution that passes hidden tests. ' +

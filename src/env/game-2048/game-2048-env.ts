@@ -1,23 +1,25 @@
 // The 2048 environment: slide tiles Up/Right/Down/Left, merge equal ones, reach the target tile.
 // Follows RAGEN's ragen/env/game_2048 (rewards, spawning, render), with the invalid-move penalty kept.
+import { z } from 'zod';
 import { ResetNeededError, Rng } from '../../util/index.js';
 import { checkResetOptions, invalidInfo, matchActionName, type Env, type EnvInfo, type ResetOptions, type ResetResult, type StepResult } from '../core.js';
 import { Board2048, DIRECTIONS, tileExponent } from './board.js';
 
 /** 2048's configuration (RAGEN's Game2048EnvConfig; keys in camelCase). */
-export interface Game2048Config {
+export const game2048Schema = z.object({
   /** Side of the board. @default 4 */
-  size: number;
+  size: z.number().int().min(2).max(8).default(4),
   /** Probability that a new tile is a 2 (else a 4). RAGEN `two_prob`. @default 0.9 */
-  twoProb: number;
+  twoProb: z.number().min(0).max(1).default(0.9),
   /** Reward 0.1 * log2(merge sum + 1) instead of the merge sum. RAGEN `use_log_reward`. @default true */
-  useLogReward: boolean;
+  useLogReward: z.boolean().default(true),
   /** Reward of a move that changes nothing (applied with or without the log reward). @default -0.1 */
-  invalidMovePenalty: number;
+  invalidMovePenalty: z.number().default(-0.1),
   /** Tile whose presence counts as success. @default 2048 */
-  targetTile: number;
-  [key: string]: unknown;
-}
+  targetTile: z.number().int().min(4).default(2048),
+});
+
+export type Game2048Config = z.infer<typeof game2048Schema>;
 
 /** The task text for a board of side `size` (RAGEN's, which always said 4x4). */
 export function game2048Instruction(size = 4): string {

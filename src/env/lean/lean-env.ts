@@ -1,5 +1,6 @@
 // The Lean environment: prove a theorem one tactic at a time, each candidate proof checked by a Kimina
 // Lean server. Follows RAGEN's ragen/env/lean (acceptance rules, rewards, render).
+import { z } from 'zod';
 import { ResetNeededError } from '../../util/index.js';
 import { checkResetOptions, invalidInfo, type Env, type EnvInfo, type ResetOptions, type ResetResult, type StepResult } from '../core.js';
 import { KiminaClient, type LeanMessage } from './kimina-client.js';
@@ -7,43 +8,44 @@ import { DEFAULT_IMPORTS, generateTheorems, loadTheorems, type LeanTheorem } fro
 import { formatMessages, judge, judgeFailure, type LeanVerdict } from './verdict.js';
 
 /** Lean's configuration (RAGEN's LeanEnvConfig, camelCase). */
-export interface LeanConfig {
+export const leanSchema = z.object({
   /** Base URL of the Kimina Lean server (`server_url`). @default 'http://127.0.0.1:8000' */
-  serverUrl: string;
+  serverUrl: z.string().url().default('http://127.0.0.1:8000'),
   /** API key of a server started with LEAN_SERVER_API_KEY ('' = none). @default '' */
-  apiKey: string;
+  apiKey: z.string().default(''),
   /** Seconds Lean may spend on one check (`request_timeout`). @default 30 */
-  requestTimeout: number;
+  requestTimeout: z.number().positive().default(30),
   /** Seconds one HTTP request may take (`http_timeout`). @default 60 */
-  httpTimeout: number;
+  httpTimeout: z.number().positive().default(60),
   /** Attempts per request (`max_retries`). @default 3 */
-  maxRetries: number;
+  maxRetries: z.number().int().min(1).max(20).default(3),
   /** miniF2F-format JSONL (formal_statement, natural_language_statement); '' = the generated set. @default '' */
-  dataPath: string;
+  dataPath: z.string().default(''),
   /** Size of the generated set (every fifth theorem is a validation theorem). @default 120 */
-  numTheorems: number;
+  numTheorems: z.number().int().min(10).max(100_000).default(120),
   /** Tactics per episode before it is cut off (`max_steps`). @default 100 */
-  maxSteps: number;
+  maxSteps: z.number().int().min(1).default(100),
   /** Reward added every step (`step_penalty`). @default -0.1 */
-  stepPenalty: number;
+  stepPenalty: z.number().default(-0.1),
   /** Added when the tactic is accepted (`valid_step_reward`). @default 1 */
-  validStepReward: number;
+  validStepReward: z.number().default(1),
   /** Added when it is rejected (`invalid_step_reward`). @default -1 */
-  invalidStepReward: number;
+  invalidStepReward: z.number().default(-1),
   /** Added when the proof is complete (`success_reward`). @default 10 */
-  successReward: number;
+  successReward: z.number().default(10),
   /** Added when the check timed out (`timeout_penalty`). @default -1 */
-  timeoutPenalty: number;
+  timeoutPenalty: z.number().default(-1),
   /** Added when `maxSteps` is reached without success (`max_steps_penalty`). @default -2 */
-  maxStepsPenalty: number;
+  maxStepsPenalty: z.number().default(-2),
   /** Header for records without imports (`default_imports`). */
-  defaultImports: string;
+  defaultImports: z.string().default(DEFAULT_IMPORTS),
   /** Characters kept of each Lean message in the render, 0 = all (`message_truncate_limit`). @default 0 */
-  messageTruncateLimit: number;
+  messageTruncateLimit: z.number().int().min(0).default(0),
   /** A tactic longer than this is an invalid action and is not sent. @default 4096 */
-  maxTacticChars: number;
-  [key: string]: unknown;
-}
+  maxTacticChars: z.number().int().min(16).default(4096),
+});
+
+export type LeanConfig = z.infer<typeof leanSchema>;
 
 export const LEAN_INSTRUCTION =
   'You are proving a theorem in Lean 4 with Mathlib. Each action is one tactic (e.g. `intro h`, `nlinarith [sq_nonneg x]`, `norm_num`); ' +

@@ -1,8 +1,7 @@
 // Registers RAGEN's `MetamathQA` tag (also reachable as `MetaMathQA`: ids match case-insensitively).
-import { z } from 'zod';
 import { registerEnv } from '../registry.js';
 import { loadRecords, splitFile } from './data.js';
-import { MetaMathQAEnv, type MetaMathQAConfig } from './metamathqa.js';
+import { MetaMathQAEnv, type MetaMathQAConfig, metaMathQASchema } from './metamathqa.js';
 
 export { MetaMathQAEnv, type MetaMathQAConfig } from './metamathqa.js';
 export { answersMatch, normalizeAnswer, parseNumber, extractAnswer } from './answer.js';
@@ -10,10 +9,7 @@ export { loadRecords, splitFile, shippedDataDir, type QARecord } from './data.js
 
 registerEnv<MetaMathQAConfig>('MetamathQA', {
   description: 'Math word problems from MetaMathQA-format JSONL (shipped: 600 generated arithmetic problems); one answer.',
-  schema: z.object({
-    dataPath: z.string().default(''),
-    maxAttempts: z.number().int().min(1).default(1),
-  }),
+  schema: metaMathQASchema,
   create: (config) => new MetaMathQAEnv(config),
   maxActionsPerEpisode: 1,
   /** The reference answer. */

@@ -1,16 +1,19 @@
 // A static question-answer env over MetaMathQA-format records (inventory section 1.5), with numeric answer matching.
+import { z } from 'zod';
 import { ResetNeededError } from '../../util/index.js';
 import { checkResetOptions, invalidInfo, type Env, type EnvInfo, type ResetOptions, type ResetResult, type StepResult } from '../core.js';
 import { answersMatch } from './answer.js';
 import { loadRecords, splitFile, type QARecord } from './data.js';
 
 /** MetaMathQA settings. */
-export interface MetaMathQAConfig extends Record<string, unknown> {
-  /** A folder with train.jsonl and val.jsonl, or one .jsonl file for both splits; '' = the shipped sample. @default '' */
-  dataPath: string;
-  /** Answers allowed per question; attempt k (from 1) earns 1/2^(k-1) when right (RAGEN's rule). @default 1 */
-  maxAttempts: number;
-}
+export const metaMathQASchema = z.object({
+    /** A folder with train.jsonl and val.jsonl, or one .jsonl file for both splits; '' = the shipped sample. @default '' */
+    dataPath: z.string().default(''),
+    /** Answers allowed per question; attempt k (from 1) earns 1/2^(k-1) when right (RAGEN's rule). @default 1 */
+    maxAttempts: z.number().int().min(1).default(1),
+  });
+
+export type MetaMathQAConfig = z.infer<typeof metaMathQASchema>;
 
 /**
  * ## Description

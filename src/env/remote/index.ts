@@ -5,5 +5,4 @@ export { EnvServer, type EnvServerOptions, type EnvServerStats } from './server.
 export { EnvSession } from './session.js';
 export { RemoteEnv, RemoteEnvError, type RemoteEnvOptions } from './remote-env.js';
 export { REMOTE_PREFIX, isRemoteEnvId, parseRemoteTag, registerRemoteEnv, registerRemoteEnvs } from './register-remote.js';
-export { benchRemote, type RemoteBenchOptions, type RemoteBenchResult } from './bench-remote.js';
 export { TOKEN_ENV, clientToken, escapeControl, isLoopback } from './auth.js';

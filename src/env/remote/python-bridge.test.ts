@@ -12,7 +12,8 @@ import { loadTokenizer, tinyTokenizerDir } from '../../tokenizer/index.js';
 import { RecordingEngine } from '../../train/testing.js';
 import { starpoStep } from '../../train/index.js';
 import { checkEnv } from '../check-env.js';
-import { benchRemote, registerRemoteEnv, RemoteEnv } from './index.js';
+import { benchRemote } from '../../bench/remote.js';
+import { registerRemoteEnv, RemoteEnv } from './index.js';
 import { codeOf, RawClient } from './testing.js';
 
 /** The interpreter: RAGEN_PYTHON, else python3 on PATH (the bridge needs only the standard library). */

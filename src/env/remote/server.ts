@@ -28,7 +28,7 @@ export interface EnvServerOptions {
   stepTimeoutS?: number;
   /**
    * Milliseconds each reset and step waits before it runs: a benchmarking aid that gives a fast env the latency
-   * of a slow or far-away one (`ragen env serve --step-delay-ms`; scripts/bench-async.ts). @default 0
+   * of a slow or far-away one (`ragen env serve --step-delay-ms`; src/bench/scripts/bench-async.ts). @default 0
    */
   stepDelayMs?: number;
   /** Where log lines go (errors, reaps, clients gone mid-episode). @default stderr */

@@ -1,19 +1,12 @@
 // Rubik's cube 2x2: registers the `rubikscube` id (RAGEN's tag: scramble depth 1, 20 moves) with an optimal solver.
-import { z } from 'zod';
 import { registerEnv } from '../registry.js';
 import { MOVE_NAMES, applyMove, solvedCube } from './cube.js';
-import { RubiksCubeEnv, scrambleMoves, type RubiksCubeConfig } from './rubiks-cube-env.js';
+import { RubiksCubeEnv, scrambleMoves, type RubiksCubeConfig, rubiksCubeSchema } from './rubiks-cube-env.js';
 import { solveCube } from './solver.js';
 
-export { RubiksCubeEnv, scrambleMoves, RUBIKS_CUBE_INSTRUCTION, type RubiksCubeConfig } from './rubiks-cube-env.js';
+export { RubiksCubeEnv, scrambleMoves, RUBIKS_CUBE_INSTRUCTION, type RubiksCubeConfig, rubiksCubeSchema } from './rubiks-cube-env.js';
 export { MOVE_NAMES, MOVES, applyMove, isSolved, moveIndex, solvedCube } from './cube.js';
 export { solveCube, cornerFixedGoal } from './solver.js';
-
-/** The cube's config: see {@link RubiksCubeConfig} for each field's meaning. */
-export const rubiksCubeSchema = z.object({
-  scrambleDepth: z.number().int().min(1).max(1000).default(5),
-  maxSteps: z.number().int().min(1).default(20),
-});
 
 /** The optimal (fewest quarter turns) solution of the seed's scramble, as move names. */
 export function solveRubiksCube(config: RubiksCubeConfig, seed: number): string[] {

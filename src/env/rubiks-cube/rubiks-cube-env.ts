@@ -1,17 +1,19 @@
 // The 2x2 Rubik's cube environment: undo a seeded scramble with quarter turns in Singmaster notation.
 // Follows RAGEN's ragen/env/rubikscube (faces, colours, actions, reward, step limit, render).
+import { z } from 'zod';
 import { ResetNeededError, Rng } from '../../util/index.js';
 import { checkResetOptions, invalidInfo, type Env, type EnvInfo, type ResetOptions, type ResetResult, type StepResult } from '../core.js';
 import { COLORS, FACE_NAMES, FACES, MOVE_NAMES, applyMove, inverseMove, isSolved, moveIndex, solvedCube } from './cube.js';
 
 /** The cube's configuration (RAGEN's RubiksCube2x2Config; keys in camelCase). */
-export interface RubiksCubeConfig {
+export const rubiksCubeSchema = z.object({
   /** Random quarter turns applied to a solved cube at reset. RAGEN `scramble_depth`. @default 5 */
-  scrambleDepth: number;
+  scrambleDepth: z.number().int().min(1).max(1000).default(5),
   /** Valid actions after which the episode is truncated. RAGEN `max_steps`. @default 20 */
-  maxSteps: number;
-  [key: string]: unknown;
-}
+  maxSteps: z.number().int().min(1).default(20),
+});
+
+export type RubiksCubeConfig = z.infer<typeof rubiksCubeSchema>;
 
 export const RUBIKS_CUBE_INSTRUCTION =
   "You are solving a 2x2 Rubik's Cube (Pocket Cube). The goal is to restore the cube so that each of the faces consists of a single, unique color.\n" +

@@ -1,5 +1,6 @@
 // The SearchQA environment: answer a question by searching a corpus, then finish[answer].
 // Follows RAGEN's ragen/env/search (from rllm), on a generated corpus with in-process BM25 or a server.
+import { z } from 'zod';
 import { ResetNeededError } from '../../util/index.js';
 import { checkResetOptions, invalidInfo, type Env, type EnvInfo, type EnvMode, type ResetOptions, type ResetResult, type StepResult } from '../core.js';
 import { extractAnswer, scoreAnswer } from './answer.js';
@@ -8,29 +9,30 @@ import { questions, type Question } from './questions.js';
 import { BM25Retriever, formatResults, HttpRetriever, type RetrievalResult, type Retriever } from './retrieval.js';
 
 /** SearchQA's configuration. */
-export interface SearchQAConfig {
+export const searchqaSchema = z.object({
   /** Seed of the generated world, its corpus and its questions (the episode seed picks a question). @default 0 */
-  corpusSeed: number;
+  corpusSeed: z.number().int().min(0).default(0),
   /** Questions from JSONL instead of the generated ones: a folder with train.jsonl and val.jsonl, or one file for both (`loadQuestions`); pair it with a `retrievalUrl` whose corpus answers them. @default "" */
-  dataPath: string;
+  dataPath: z.string().default(''),
   /** A RAGEN-compatible retrieval server (`http://host:port`); empty means in-process BM25 over the corpus. @default "" */
-  retrievalUrl: string;
+  retrievalUrl: z.union([z.literal(''), z.url({ protocol: /^https?$/ })]).default(''),
   /** Passages per search (RAGEN's client shows 5; capped at 50). @default 5 */
-  topK: number;
+  topK: z.number().int().min(1).max(50).default(5),
   /** Searches per episode; the one that reaches it truncates the episode (RAGEN's `max_steps`). @default 10 */
-  maxSearches: number;
+  maxSearches: z.number().int().min(1).default(10),
   /** Questions reserved for `val` mode; `train` uses the rest. @default 500 */
-  numValQuestions: number;
+  numValQuestions: z.number().int().min(1).max(4000).default(500),
   /** Longest accepted query in characters; longer ones are invalid actions. @default 500 */
-  maxQueryLength: number;
+  maxQueryLength: z.number().int().min(1).max(10_000).default(500),
   /** Each retrieved passage is cut to this many characters (RAGEN: 800). @default 800 */
-  docChars: number;
+  docChars: z.number().int().min(1).default(800),
   /** All results of one search are cut to this many characters (RAGEN: 4000). @default 4000 */
-  resultChars: number;
+  resultChars: z.number().int().min(1).default(4000),
   /** Timeout of one request to `retrievalUrl`. @default 10000 */
-  requestTimeoutMs: number;
-  [key: string]: unknown;
-}
+  requestTimeoutMs: z.number().int().min(1).default(10_000),
+});
+
+export type SearchQAConfig = z.infer<typeof searchqaSchema>;
 
 export const SEARCHQA_INSTRUCTION =
   'You answer a question by searching a knowledge base. Use search[query] to retrieve passages (the query ' +

@@ -71,7 +71,7 @@ function word(rng: Rng, syllables: number): string {
 }
 
 /** Draws names until one is new, so every entity name in the world is distinct (questions name them). */
-function uniqueName(rng: Rng, taken: Set<string>, make: () => string): string {
+function uniqueName(taken: Set<string>, make: () => string): string {
   for (;;) {
     const name = make();
     const key = name.toLowerCase();
@@ -99,13 +99,13 @@ function generateWorld(seed: number): World {
   const taken = new Set<string>();
   const countries: Country[] = [];
   for (let i = 0; i < WORLD_SIZE.countries; i++) {
-    countries.push({ name: uniqueName(rng, taken, () => `${word(rng, 2)}ia`), capital: '', year: rng.intBetween(1600, 1960), language: rng.choice(LANGUAGES) });
+    countries.push({ name: uniqueName(taken, () => `${word(rng, 2)}ia`), capital: '', year: rng.intBetween(1600, 1960), language: rng.choice(LANGUAGES) });
   }
   const cities: City[] = [];
   for (let i = 0; i < WORLD_SIZE.cities; i++) {
     const country = countries[i % countries.length]!;
     const city: City = {
-      name: uniqueName(rng, taken, () => `${word(rng, 1 + rng.int(2))}${rng.choice(CITY_SUFFIX)}`),
+      name: uniqueName(taken, () => `${word(rng, 1 + rng.int(2))}${rng.choice(CITY_SUFFIX)}`),
       country: country.name,
       population: rng.intBetween(8, 4000) * 1000 + rng.int(1000),
       founded: rng.intBetween(900, 1800),
@@ -121,7 +121,7 @@ function generateWorld(seed: number): World {
     let studyCity = rng.choice(cities);
     while (studyCity === birthCity) studyCity = rng.choice(cities);
     people.push({
-      name: uniqueName(rng, taken, () => `${word(rng, 1 + rng.int(2))} ${word(rng, 2)}`),
+      name: uniqueName(taken, () => `${word(rng, 1 + rng.int(2))} ${word(rng, 2)}`),
       born: rng.intBetween(Math.max(1820, birthCity.founded + 1), 1995),
       birthCity: birthCity.name,
       occupation: rng.choice(OCCUPATIONS),
@@ -132,7 +132,7 @@ function generateWorld(seed: number): World {
   for (let i = 0; i < WORLD_SIZE.companies; i++) {
     const founder = rng.choice(people.filter((_, j) => j % 5 === i % 5)); // spread founders, cheap draw
     companies.push({
-      name: uniqueName(rng, taken, () => `${word(rng, 2)} ${rng.choice(COMPANY_SUFFIX)}`),
+      name: uniqueName(taken, () => `${word(rng, 2)} ${rng.choice(COMPANY_SUFFIX)}`),
       founded: rng.intBetween(founder.born + 20, Math.min(2024, founder.born + 70)),
       founder: founder.name,
       headquarters: rng.choice(cities).name,
@@ -149,7 +149,7 @@ function generateWorld(seed: number): World {
     const hi = lowerBound(byBirth, year - 19);
     const director = hi > lo ? byBirth[lo + rng.int(hi - lo)]! : byBirth[0]!;
     films.push({
-      title: uniqueName(rng, taken, () => `The ${rng.choice(FILM_ADJ)} ${rng.choice(FILM_NOUN)} of ${word(rng, 2)}`),
+      title: uniqueName(taken, () => `The ${rng.choice(FILM_ADJ)} ${rng.choice(FILM_NOUN)} of ${word(rng, 2)}`),
       year,
       director: director.name,
       genre: rng.choice(GENRES),

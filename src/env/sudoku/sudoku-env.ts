@@ -1,35 +1,37 @@
 // The Sudoku environment: fill a seeded puzzle with a unique solution, one placement per action.
 // Follows RAGEN's ragen/env/sudoku (formats, rewards, render), adding the missing uniqueness check.
+import { z } from 'zod';
 import { ResetNeededError, Rng } from '../../util/index.js';
 import { checkResetOptions, invalidInfo, type Env, type EnvInfo, type ResetOptions, type ResetResult, type StepResult } from '../core.js';
 import { formatPlacement, parsePlacement } from './actions.js';
-import { countSolutions, generatePuzzle, type Difficulty, type Puzzle } from './grid.js';
+import { countSolutions, generatePuzzle, type Puzzle } from './grid.js';
 import { SUDOKU_LEGEND, markConflicts, renderSimple, renderWithFeedback, type SudokuView } from './render.js';
 
 /** Sudoku's configuration (RAGEN's SudokuEnvConfig; keys in camelCase). */
-export interface SudokuConfig {
+export const sudokuSchema = z.object({
   /** Side of the grid: 4, 9 or 16. RAGEN `grid_size`. @default 9 */
-  gridSize: number;
+  gridSize: z.union([z.literal(4), z.literal(9), z.literal(16)]).default(9),
   /** Share of cells left empty: easy 40%, medium 50%, hard 60%. @default 'easy' */
-  difficulty: Difficulty;
+  difficulty: z.enum(['easy', 'medium', 'hard']).default('easy'),
   /** `with_feedback` (alias `detailed`): annotated grid with feedback; `simple`: digits only. @default 'with_feedback' */
-  renderFormat: 'with_feedback' | 'detailed' | 'simple';
+  renderFormat: z.enum(['with_feedback', 'detailed', 'simple']).default('with_feedback'),
   /** Mark repeated digits as *N* and list the conflicting cells. @default true */
-  showConflicts: boolean;
+  showConflicts: z.boolean().default(true),
   /** List the digits still possible for each empty cell once at most 10 remain. @default true */
-  showValidNumbers: boolean;
+  showValidNumbers: z.boolean().default(true),
   /** Placements after which the episode is truncated. @default 81 */
-  maxSteps: number;
+  maxSteps: z.number().int().min(1).default(81),
   /** Reward of an unreadable action, a clue cell or a placement that repeats a digit. @default -0.1 */
-  penalty: number;
+  penalty: z.number().default(-0.1),
   /** Reward for filling an empty cell with its solution digit. @default 1.0 */
-  correctReward: number;
+  correctReward: z.number().default(1.0),
   /** Reward for filling an empty cell with a digit that fits but is not the solution's. @default 0.5 */
-  fitReward: number;
+  fitReward: z.number().default(0.5),
   /** Bonus when the grid is solved. @default 10 */
-  solvedBonus: number;
-  [key: string]: unknown;
-}
+  solvedBonus: z.number().default(10),
+});
+
+export type SudokuConfig = z.infer<typeof sudokuSchema>;
 
 /** The puzzle `reset({seed})` poses for a config. */
 export function sudokuPuzzle(config: SudokuConfig, seed: number): Puzzle {

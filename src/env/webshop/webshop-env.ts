@@ -1,5 +1,6 @@
 // The WebShop environment: find and buy the product an instruction asks for on a simulated web shop.
 // Follows RAGEN's ragen/env/webshop (over WebShop's WebAgentTextEnv), on a generated catalogue.
+import { z } from 'zod';
 import { ResetNeededError } from '../../util/index.js';
 import { checkResetOptions, invalidInfo, type Env, type EnvInfo, type EnvMode, type ResetOptions, type ResetResult, type StepResult } from '../core.js';
 import { catalogue, type Catalogue, type Goal } from './catalogue.js';
@@ -8,17 +9,20 @@ import { purchaseReward } from './reward.js';
 import { searchProducts } from './search.js';
 
 /** WebShop's configuration. */
-export interface WebShopConfig {
-  /** Seed of the generated catalogue and its goals (the episode seed picks the goal). @default 0 */
-  catalogueSeed: number;
-  /** Products in the catalogue, spread over 13 departments; one goal is made from each. @default 2600 */
-  numProducts: number;
-  /** Goals reserved for `val` mode; `train` uses the rest (RAGEN: 500 test, 1000 val, the rest train). @default 500 */
-  numValGoals: number;
-  /** Longest accepted search query in characters; longer ones are invalid actions. @default 500 */
-  maxQueryLength: number;
-  [key: string]: unknown;
-}
+export const webshopSchema = z
+  .object({
+    /** Seed of the generated catalogue and its goals (the episode seed picks the goal). @default 0 */
+    catalogueSeed: z.number().int().min(0).default(0),
+    /** Products in the catalogue, spread over 13 departments; one goal is made from each. @default 2600 */
+    numProducts: z.number().int().min(100).max(100_000).default(2600),
+    /** Goals reserved for `val` mode; `train` uses the rest (RAGEN: 500 test, 1000 val, the rest train). @default 500 */
+    numValGoals: z.number().int().min(1).default(500),
+    /** Longest accepted search query in characters; longer ones are invalid actions. @default 500 */
+    maxQueryLength: z.number().int().min(1).max(10_000).default(500),
+  })
+  .refine((c) => c.numValGoals < c.numProducts, { message: 'numValGoals must be below numProducts (one goal per product; train needs the rest)', path: ['numValGoals'] });
+
+export type WebShopConfig = z.infer<typeof webshopSchema>;
 
 export const WEBSHOP_INSTRUCTION =
   'You are browsing an online shop. Follow the instruction to find and buy the product that matches it. ' +

@@ -1,0 +1,71 @@
+// The import rules of shared/DESIGN.md's module table, checked by dependency-cruiser (`npx depcruise src dashboard`
+// prints violations; src/layering.test.ts runs it in `npm test`). Type-only imports count: a circle of types is a circle.
+
+/** Each library folder under src/ and the folders it may import (besides itself), lower layers first. */
+const LAYERS = {
+  util: [],
+  tensor: ['util'],
+  tokenizer: ['util'],
+  sandbox: ['util'],
+  env: ['util', 'sandbox'],
+  algo: ['util'],
+  metrics: ['util'],
+  model: ['util', 'tensor'],
+  engine: ['util', 'tensor', 'model', 'tokenizer'],
+  agent: ['util', 'env', 'tokenizer', 'engine'],
+  // engine for the defaults of its settings (model.torch.tokenBudget), written once there.
+  config: ['util', 'env', 'algo', 'tokenizer', 'engine', 'agent'],
+  train: ['util', 'tensor', 'model', 'tokenizer', 'engine', 'env', 'agent', 'algo', 'metrics', 'config'],
+  serve: ['util', 'tensor', 'model', 'tokenizer', 'engine'],
+  // agent for the type of a rollouts/step-N.jsonl line (EpisodeRecord), written by the agent's trajectories.ts.
+  dashboard: ['util', 'metrics', 'agent'],
+};
+// Tests and their helpers (`testing.ts`, `*-testing.ts`) may reach across layers; shipped code may not.
+const TESTS = '(\\.test\\.ts|/testing\\.ts|-testing\\.ts)$';
+
+const layerRules = Object.entries(LAYERS).map(([folder, allowed]) => ({
+  name: `layer-${folder}`,
+  comment: `src/${folder} imports only ${allowed.length ? allowed.map((f) => `src/${f}`).join(', ') : 'nothing else in src/'} (shared/DESIGN.md's module table)`,
+  severity: 'error',
+  from: { path: `^src/${folder}/`, pathNot: TESTS },
+  to: { path: `^src/(?!(?:${[folder, ...allowed].join('|')})/)[^/]+/` },
+}));
+
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      comment: 'Import circles tangle load order and layering; move the shared type down to the lower module.',
+      severity: 'error',
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: 'library-not-lab',
+      comment: 'The library never imports the lab (src/bench): it measures the library from outside.',
+      severity: 'error',
+      from: { path: `^src/(?:${Object.keys(LAYERS).join('|')})/|^src/index\\.ts$`, pathNot: TESTS },
+      to: { path: '^src/bench/' },
+    },
+    {
+      name: 'cli-lab-entry-only',
+      comment: 'The CLI registers the lab\'s commands through src/bench/commands/index.ts and imports nothing else of it.',
+      severity: 'error',
+      from: { path: '^src/cli/', pathNot: TESTS },
+      to: { path: '^src/bench/', pathNot: '^src/bench/commands/index\\.ts$' },
+    },
+    ...layerRules,
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '^(dist|build|node_modules)/' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    reporterOptions: {
+      // `npx depcruise src --output-type dot` (or archi) draws the graph by folder.
+      archi: { collapsePattern: '^src/[^/]+' },
+      dot: { collapsePattern: '^src/[^/]+' },
+      text: { highlightFocused: true },
+    },
+  },
+};
