@@ -121,7 +121,7 @@ function toBf16(bits: number): number {
   return ((bits + 0x7fff + ((bits >>> 16) & 1)) >>> 16) & 0xffff;
 }
 
-/** Standard normal draws by Box-Muller, both values of each pair used. */
+/** Standard normal draws by Marsaglia's polar method (no trigonometry), both values of each pair used. */
 function gaussian(rng: Rng): () => number {
   let spare: number | undefined;
   return () => {
@@ -130,9 +130,16 @@ function gaussian(rng: Rng): () => number {
       spare = undefined;
       return s;
     }
-    const r = Math.sqrt(-2 * Math.log(1 - rng.random()));
-    const a = 2 * Math.PI * rng.random();
-    spare = r * Math.sin(a);
-    return r * Math.cos(a);
+    let u: number;
+    let v: number;
+    let s: number;
+    do {
+      u = 2 * rng.random() - 1;
+      v = 2 * rng.random() - 1;
+      s = u * u + v * v;
+    } while (s >= 1 || s === 0);
+    const m = Math.sqrt((-2 * Math.log(s)) / s);
+    spare = v * m;
+    return u * m;
   };
 }
