@@ -34,18 +34,8 @@ export async function writeRandomWeights(dir: string, config: ModelConfig, opts:
   const dtype = opts.dtype ?? 'BF16';
   const width = dtype === 'BF16' ? 2 : 4;
   const maxShard = opts.maxShardBytes ?? 2 ** 30;
-  const tensors = [...weightShapes(config)].map(([name, shape]) => ({ name, shape, numel: shape.reduce((a, b) => a * b, 1) }));
-  const shards: (typeof tensors)[] = [[]];
-  let size = 0;
-  for (const t of tensors) {
-    if (size > 0 && size + t.numel * width > maxShard) {
-      shards.push([]);
-      size = 0;
-    }
-    shards[shards.length - 1]!.push(t);
-    size += t.numel * width;
-  }
-  const parameters = tensors.reduce((a, t) => a + t.numel, 0);
+  const shards = planShards(config, width, maxShard);
+  const parameters = shards.flat().reduce((a, t) => a + t.numel, 0);
   const total = parameters * width;
   const pad = (i: number): string => String(i).padStart(5, '0');
   const names = shards.length === 1 ? ['model.safetensors'] : shards.map((_, i) => `model-${pad(i + 1)}-of-${pad(shards.length)}.safetensors`);
@@ -107,6 +97,32 @@ export async function writeRandomWeights(dir: string, config: ModelConfig, opts:
   const index = 'model.safetensors.index.json';
   await writeFile(join(dir, index), JSON.stringify({ metadata: { total_size: total }, weight_map: weightMap }, null, 2) + '\n');
   return { files: [...names, index], parameters, bytes: total };
+}
+
+/** One tensor to write: its Hugging Face name, shape and element count. */
+export interface PlannedTensor {
+  name: string;
+  shape: number[];
+  numel: number;
+}
+
+/**
+ * `config`'s tensors in file order, cut into shards: a new shard starts before one would pass `maxShardBytes` of data
+ * (`width` bytes an element), so only a single tensor larger than the limit makes a larger shard, alone.
+ */
+export function planShards(config: ModelConfig, width: number, maxShardBytes: number): PlannedTensor[][] {
+  const shards: PlannedTensor[][] = [[]];
+  let size = 0;
+  for (const [name, shape] of weightShapes(config)) {
+    const t = { name, shape, numel: shape.reduce((a, b) => a * b, 1) };
+    if (size > 0 && size + t.numel * width > maxShardBytes) {
+      shards.push([]);
+      size = 0;
+    }
+    shards[shards.length - 1]!.push(t);
+    size += t.numel * width;
+  }
+  return shards;
 }
 
 /** The constant of a tensor that is not random: RMSNorm scales 1, biases 0. */
