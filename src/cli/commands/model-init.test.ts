@@ -101,7 +101,7 @@ describe('ragen model init', () => {
       const { model } = await loadModel(dir);
       expect(model.config.headDim).toBe(shape === 'qwen3-tiny' ? 32 : 16);
       model.dispose();
-    });
+    }, 300_000);
   }
 
   it('same seed, same bytes; another seed, other weights; bf16 is the f32 weights rounded', async () => {
@@ -120,7 +120,7 @@ describe('ragen model init', () => {
     const b16 = (await readSafetensors(join(bf, 'model.safetensors'))).get('model.layers.0.mlp.up_proj.weight')!.data;
     for (let i = 0; i < f32.length; i += 97) expect(Math.abs(b16[i]! - f32[i]!)).toBeLessThanOrEqual(Math.abs(f32[i]!) / 256);
     expect(json(bf, 'config.json')['torch_dtype']).toBe('bfloat16');
-  });
+  }, 300_000);
 
   it("shards in Hugging Face's layout past --max-shard-mb, and the shards load as the single file does", async () => {
     const dir = join(root, 'sharded');
@@ -144,7 +144,7 @@ describe('ragen model init', () => {
     expect(Buffer.from(l1.buffer).equals(Buffer.from(l2.buffer))).toBe(true);
     sharded.dispose();
     single.dispose();
-  });
+  }, 300_000);
 
   const python = torchPythonForTests();
   it.runIf(python)("the torch worker loads each tiny family and computes the local engine's logits", async () => {
@@ -172,7 +172,7 @@ describe('ragen model init', () => {
       expect(err / scale, shape).toBeLessThan(1e-4);
       model.dispose();
     }
-  }, 120_000);
+  }, 300_000);
 
   it('refuses an unknown shape and an occupied folder in one sentence each', async () => {
     let r = await runCli('model', 'init', '--shape', 'qwen2.5-05b', '--out', join(root, 'x'));
@@ -189,5 +189,5 @@ describe('ragen model init', () => {
     r = await runCli('model', 'init', '--shape', 'qwen3-tiny', '--out', join(root, 'y'), '--dtype', 'fp16');
     expect(r.code).toBe(2);
     expect(r.err).toMatch(/Bad --dtype `fp16`: give bf16 or f32\./);
-  });
+  }, 300_000);
 });
