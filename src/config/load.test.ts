@@ -111,7 +111,7 @@ describe('config errors', () => {
   it('treat keys of features that do not exist (yet) as unknown keys', () => {
     for (const [o, shown] of [['model.dtype=bfloat16', '"bfloat16"'], ['model.threads=2', '2'], ['model.openai.baseUrl=http://x', '"http://x"']] as const) {
       const key = o.split('=')[0];
-      expect(err(() => withOverrides(o))).toBe(`Unknown config key \`${key}\` = ${shown} (override \`${o}\`). Valid keys in \`model\`: path, engine, torch, backend, lora, critic, reference.`);
+      expect(err(() => withOverrides(o))).toBe(`Unknown config key \`${key}\` = ${shown} (override \`${o}\`). Valid keys in \`model\`: path, chatTemplate, engine, torch, backend, lora, critic, reference.`);
     }
     expect(err(() => resolveConfig([{ source: 'old.yaml', data: { model: { engine: 'jax' } } }]))).toMatch(/^Bad config value `model.engine` = "jax" \(old.yaml\).*expected one of local, torch/);
     expect(err(() => withOverrides('model.backend=cuda'))).toMatch(/^Bad config value `model.backend` = "cuda" .*expected one of auto, native, wasm, js, js64/);

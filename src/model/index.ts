@@ -16,8 +16,8 @@ export { saveModel, loadModel, loadModelConfig, ADAPTER_DIR, VALUE_HEAD_FILE } f
 export type { SaveOptions } from './checkpoint.js';
 export { Sampler, argmax } from './sampling.js';
 export type { SamplerSettings } from './sampling.js';
-export { writeRandomWeights } from './random-init.js';
-export type { InitDtype, RandomWeightsOptions } from './random-init.js';
+export { writeRandomWeights, planShards } from './random-init.js';
+export type { InitDtype, RandomWeightsOptions, PlannedTensor } from './random-init.js';
 export { modelShape, shapeNames, shapeTablePath } from './shapes.js';
 export type { ModelShape, ShapeFamily } from './shapes.js';
 export { isHubId, hubCacheDir, hubRepoDir, cachedHubModel, hubModel } from './hub.js';

@@ -34,18 +34,8 @@ export async function writeRandomWeights(dir: string, config: ModelConfig, opts:
   const dtype = opts.dtype ?? 'BF16';
   const width = dtype === 'BF16' ? 2 : 4;
   const maxShard = opts.maxShardBytes ?? 2 ** 30;
-  const tensors = [...weightShapes(config)].map(([name, shape]) => ({ name, shape, numel: shape.reduce((a, b) => a * b, 1) }));
-  const shards: (typeof tensors)[] = [[]];
-  let size = 0;
-  for (const t of tensors) {
-    if (size > 0 && size + t.numel * width > maxShard) {
-      shards.push([]);
-      size = 0;
-    }
-    shards[shards.length - 1]!.push(t);
-    size += t.numel * width;
-  }
-  const parameters = tensors.reduce((a, t) => a + t.numel, 0);
+  const shards = planShards(config, width, maxShard);
+  const parameters = shards.flat().reduce((a, t) => a + t.numel, 0);
   const total = parameters * width;
   const pad = (i: number): string => String(i).padStart(5, '0');
   const names = shards.length === 1 ? ['model.safetensors'] : shards.map((_, i) => `model-${pad(i + 1)}-of-${pad(shards.length)}.safetensors`);
@@ -109,6 +99,32 @@ export async function writeRandomWeights(dir: string, config: ModelConfig, opts:
   return { files: [...names, index], parameters, bytes: total };
 }
 
+/** One tensor to write: its Hugging Face name, shape and element count. */
+export interface PlannedTensor {
+  name: string;
+  shape: number[];
+  numel: number;
+}
+
+/**
+ * `config`'s tensors in file order, cut into shards: a new shard starts before one would pass `maxShardBytes` of data
+ * (`width` bytes an element), so only a single tensor larger than the limit makes a larger shard, alone.
+ */
+export function planShards(config: ModelConfig, width: number, maxShardBytes: number): PlannedTensor[][] {
+  const shards: PlannedTensor[][] = [[]];
+  let size = 0;
+  for (const [name, shape] of weightShapes(config)) {
+    const t = { name, shape, numel: shape.reduce((a, b) => a * b, 1) };
+    if (size > 0 && size + t.numel * width > maxShardBytes) {
+      shards.push([]);
+      size = 0;
+    }
+    shards[shards.length - 1]!.push(t);
+    size += t.numel * width;
+  }
+  return shards;
+}
+
 /** The constant of a tensor that is not random: RMSNorm scales 1, biases 0. */
 function fillOf(name: string): number | undefined {
   if (name.endsWith('norm.weight')) return 1;
@@ -121,7 +137,7 @@ function toBf16(bits: number): number {
   return ((bits + 0x7fff + ((bits >>> 16) & 1)) >>> 16) & 0xffff;
 }
 
-/** Standard normal draws by Box-Muller, both values of each pair used. */
+/** Standard normal draws by Marsaglia's polar method (no trigonometry), both values of each pair used. */
 function gaussian(rng: Rng): () => number {
   let spare: number | undefined;
   return () => {
@@ -130,9 +146,16 @@ function gaussian(rng: Rng): () => number {
       spare = undefined;
       return s;
     }
-    const r = Math.sqrt(-2 * Math.log(1 - rng.random()));
-    const a = 2 * Math.PI * rng.random();
-    spare = r * Math.sin(a);
-    return r * Math.cos(a);
+    let u: number;
+    let v: number;
+    let s: number;
+    do {
+      u = 2 * rng.random() - 1;
+      v = 2 * rng.random() - 1;
+      s = u * u + v * v;
+    } while (s >= 1 || s === 0);
+    const m = Math.sqrt((-2 * Math.log(s)) / s);
+    spare = v * m;
+    return u * m;
   };
 }

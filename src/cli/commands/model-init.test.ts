@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { torchPythonForTests } from '../../engine/torch-testing.js';
 import { workerPackageDir } from '../../engine/torch-worker.js';
-import { countParameters, loadModel, loadModelConfig, readSafetensors } from '../../model/index.js';
+import { configFromHF, countParameters, loadModel, loadModelConfig, modelShape, planShards, readSafetensors, weightShapes } from '../../model/index.js';
 import { noGrad, setBackend } from '../../tensor/index.js';
 import { appendOnlyViolation, loadTokenizer } from '../../tokenizer/index.js';
 import { runCli } from '../testing.js';
@@ -47,6 +47,19 @@ describe('ragen model init', () => {
       expect(json(dir, 'generation_config.json')).toEqual({ bos_token_id: 151643, eos_token_id: 151645 });
     });
   }
+
+  it('plans the 7B in bf16 as shards of at most 1 GiB, the embedding and the untied head alone; the 0.5B in one file', () => {
+    const GiB = 2 ** 30;
+    const q7 = configFromHF(modelShape('qwen2.5-7b').config);
+    const shards = planShards(q7, 2, GiB);
+    const big = shards.filter((s) => s.reduce((a, t) => a + 2 * t.numel, 0) > GiB);
+    // 152064 x 3584 bf16 = 1.09e9 bytes, just over 1 GiB: each such tensor gets a shard of its own.
+    expect(big.map((s) => s.map((t) => t.name))).toEqual([['model.embed_tokens.weight'], ['lm_head.weight']]);
+    expect(shards.flat().map((t) => t.name)).toEqual([...weightShapes(q7).keys()]);
+    expect(shards.flat().reduce((a, t) => a + t.numel, 0)).toBe(7615616512);
+    expect(shards.length).toBeGreaterThanOrEqual(15); // 15.2 GB
+    expect(planShards(configFromHF(modelShape('qwen2.5-0.5b').config), 2, GiB)).toHaveLength(1); // 0.99 GB: model.safetensors
+  });
 
   it("ships Qwen2.5's tokenizer for qwen2.5 shapes and Qwen3's for qwen3 ones, each with an append-only template", async () => {
     const q25 = loadTokenizer(join(root, 'cfg-qwen2.5-0.5b'));
@@ -88,7 +101,7 @@ describe('ragen model init', () => {
       const { model } = await loadModel(dir);
       expect(model.config.headDim).toBe(shape === 'qwen3-tiny' ? 32 : 16);
       model.dispose();
-    });
+    }, 300_000);
   }
 
   it('same seed, same bytes; another seed, other weights; bf16 is the f32 weights rounded', async () => {
@@ -107,7 +120,7 @@ describe('ragen model init', () => {
     const b16 = (await readSafetensors(join(bf, 'model.safetensors'))).get('model.layers.0.mlp.up_proj.weight')!.data;
     for (let i = 0; i < f32.length; i += 97) expect(Math.abs(b16[i]! - f32[i]!)).toBeLessThanOrEqual(Math.abs(f32[i]!) / 256);
     expect(json(bf, 'config.json')['torch_dtype']).toBe('bfloat16');
-  });
+  }, 300_000);
 
   it("shards in Hugging Face's layout past --max-shard-mb, and the shards load as the single file does", async () => {
     const dir = join(root, 'sharded');
@@ -121,7 +134,9 @@ describe('ragen model init', () => {
     expect(index.weight_map['lm_head.weight']).toBe('model-00003-of-00003.safetensors');
     setBackend('js');
     const { model: sharded } = await loadModel(dir);
-    const { model: single } = await loadModel(tinyDirs['qwen2.5-tiny']!);
+    const singleDir = join(root, 'single');
+    await initModelDir(singleDir, 'qwen2.5-tiny', { seed: 3, dtype: 'f32' });
+    const { model: single } = await loadModel(singleDir);
     expect(index.metadata.total_size).toBe(4 * countParameters(single.config));
     const ids = Int32Array.from([151644, 872, 198, 6023, 151645]);
     const l1 = noGrad(() => sharded.logits(sharded.hidden(ids, 1, 5)).toFloat32Array());
@@ -129,7 +144,7 @@ describe('ragen model init', () => {
     expect(Buffer.from(l1.buffer).equals(Buffer.from(l2.buffer))).toBe(true);
     sharded.dispose();
     single.dispose();
-  });
+  }, 300_000);
 
   const python = torchPythonForTests();
   it.runIf(python)("the torch worker loads each tiny family and computes the local engine's logits", async () => {
@@ -157,7 +172,7 @@ describe('ragen model init', () => {
       expect(err / scale, shape).toBeLessThan(1e-4);
       model.dispose();
     }
-  }, 120_000);
+  }, 300_000);
 
   it('refuses an unknown shape and an occupied folder in one sentence each', async () => {
     let r = await runCli('model', 'init', '--shape', 'qwen2.5-05b', '--out', join(root, 'x'));
@@ -174,5 +189,5 @@ describe('ragen model init', () => {
     r = await runCli('model', 'init', '--shape', 'qwen3-tiny', '--out', join(root, 'y'), '--dtype', 'fp16');
     expect(r.code).toBe(2);
     expect(r.err).toMatch(/Bad --dtype `fp16`: give bf16 or f32\./);
-  });
+  }, 300_000);
 });
