@@ -1,14 +1,15 @@
-// Soak of training over remote envs (issue "Nothing silent, round two"): `ragen train` over `remote:` envs served
+// Soak of training over remote envs : `ragen train` over `remote:` envs served
 // by two `ragen env serve` processes, one killed (SIGKILL) and restarted every --kill-every s for --minutes; each
 // failed run is resumed once its server is back. Then the run is finished without kills, an uninterrupted run of
 // the same config is trained, and the two metrics.jsonl are compared (wall-clock keys aside).
-//   npx tsx scripts/soak-remote.ts [--minutes 10] [--kill-every 30] [--out /tmp/soak] [key=value ...]
+//   npx tsx src/bench/scripts/soak-remote.ts [--minutes 10] [--kill-every 30] [--out /tmp/soak] [key=value ...]
 // Needs dist/ (npx tsc -p tsconfig.build.json): the processes run bin/ragen.js.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
-import { latestCheckpoint } from '../src/train/index.js';
+import { readMetricsFile } from '../../metrics/index.js';
+import { latestCheckpoint } from '../../train/index.js';
 
 const args = process.argv.slice(2);
 const flag = (name: string, def: string) => {
@@ -56,10 +57,9 @@ function trainProcess(argv: string[]): { done: Promise<{ code: number | null; la
 
 /** metrics.jsonl without wall-clock keys, one record per step. */
 function metricsOf(runDir: string): Record<string, unknown>[] {
-  return readFileSync(join(runDir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => {
-    const r = JSON.parse(l) as Record<string, unknown>;
-    return Object.fromEntries(Object.entries(r).filter(([k]) => k !== 'time' && !k.startsWith('timing_s/') && !k.startsWith('perf/')));
-  });
+  return readMetricsFile(join(runDir, 'metrics.jsonl')).map((r) =>
+    Object.fromEntries(Object.entries(r).filter(([k]) => k !== 'time' && !k.startsWith('timing_s/') && !k.startsWith('perf/'))),
+  );
 }
 
 async function main(): Promise<void> {
