@@ -13,8 +13,9 @@ const LAYERS = {
   model: ['util', 'tensor'],
   engine: ['util', 'tensor', 'model', 'tokenizer'],
   agent: ['util', 'env', 'tokenizer', 'engine'],
-  // engine for the defaults of its settings (model.torch.tokenBudget), written once there.
-  config: ['util', 'env', 'algo', 'tokenizer', 'engine', 'agent'],
+  // engine for the defaults of its settings (model.torch.tokenBudget), written once there; model to check that
+  // model.path names a directory, a shipped model or a Hub id.
+  config: ['util', 'env', 'algo', 'tokenizer', 'model', 'engine', 'agent'],
   train: ['util', 'tensor', 'model', 'tokenizer', 'engine', 'env', 'agent', 'algo', 'metrics', 'config'],
   serve: ['util', 'tensor', 'model', 'tokenizer', 'engine'],
   // agent for the type of a rollouts/step-N.jsonl line (EpisodeRecord), written by the agent's trajectories.ts.
