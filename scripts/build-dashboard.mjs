@@ -43,6 +43,8 @@ await build({
   legalComments: 'none',
   logLevel: 'warning',
   plugins: [nodeStub],
+  // Node-only packages the library imports lazily (Hub downloads, W&B, figures): never called in the browser.
+  external: ['@huggingface/hub', '@wandb/sdk', 'playwright-core'],
 });
 copyFileSync(join(root, 'dashboard', 'index.html'), join(out, 'index.html'));
 console.log(`dashboard: built ${readdirSync(out).length} files in ${out}`);
