@@ -52,7 +52,7 @@ describe('the packed package', () => {
   });
 
   it('`ragen train --config bandit-ppo` runs 2 steps from a folder outside the repository, on the wasm kernels', async () => {
-    const r = await run(bin, ['train', '--config', 'bandit-ppo', 'trainer.steps=2', 'trainer.valBeforeTrain=false', 'trainer.valEvery=0', 'trainer.checkpointEvery=0', 'env.train.0.groups=2', 'env.train.0.groupSize=4', 'logging.runDir=runs/pack'], { cwd: app, env, maxBuffer: 16 << 20 });
+    const r = await run(bin, ['train', '--config', 'bandit-ppo', 'trainer.steps=2', 'trainer.valBeforeTrain=false', 'trainer.valEvery=0', 'trainer.checkpointEvery=0', 'env.train.0.groups=2', 'env.train.0.groupSize=4', 'logging.runDir=runs/pack'], { cwd: app, env, maxBuffer: 16 << 20, timeout: 170_000 }); // killed, not orphaned, if it overruns
     const metrics = readFileSync(join(app, 'runs', 'pack', 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { step: number });
     expect(metrics.map((m) => m.step)).toEqual([1, 2]);
     expect(r.stderr).not.toMatch(/slow js reference backend/);
