@@ -1,0 +1,4 @@
+// gateway: train agents as they are written — an episode-scoped OpenAI-compatible server that records every call.
+export { Gateway, type GatewayOptions } from './server.js';
+export { EpisodeBook, type CallRecord, type EpisodeLog } from './episodes.js';
+export { lowerToolMessages, parseToolCalls, pyJson, toolsSystemText, QWEN_DEFAULT_SYSTEM, type ToolCall } from './qwen-tools.js';
