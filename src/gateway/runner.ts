@@ -11,7 +11,7 @@ export interface AgentProgram {
   /** Wall-clock budget of one episode in seconds; past it the program's process group is killed. */
   timeoutS: number;
   /** Working directory. @default the trainer's */
-  cwd?: string;
+  cwd?: string | null;
   /** Extra environment variables. */
   env?: Record<string, string>;
 }
@@ -59,7 +59,7 @@ export async function runAgentEpisode(gateway: Gateway, program: AgentProgram, t
   let timedOut = false;
   const exit = await new Promise<{ code: number | null; signal: string | null; spawnError?: Error }>((resolve) => {
     const child = spawn('/bin/sh', ['-c', program.command], {
-      cwd: program.cwd,
+      cwd: program.cwd ?? undefined,
       // detached: the program leads a new process group, so the kill below reaches everything it started.
       detached: true,
       stdio: ['ignore', 'ignore', 'pipe'],
