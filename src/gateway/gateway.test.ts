@@ -85,10 +85,42 @@ describe('the gateway', () => {
       expect(res.choices[0]!.message.content).toBe('ok');
       const calls = res.choices[0]!.message.tool_calls as OpenAI.ChatCompletionMessageFunctionToolCall[];
       expect(calls.map((c) => [c.function.name, JSON.parse(c.function.arguments)])).toEqual([['calc', { expr: '1+1' }]]);
-      expect(gw.finish('ep-call').calls[0]!.completionIds).toEqual([...reply, target.tokenizer.eosTokenId]);
+      // The same answer streamed: the call arrives whole in one delta.
+      const stream = await client(baseUrl).chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'q' }], tools, max_tokens: 200, stream: true });
+      let text = '';
+      let finish: string | null = null;
+      const streamed: { id?: string; name?: string; args?: string }[] = [];
+      for await (const chunk of stream) {
+        const d = chunk.choices[0]?.delta;
+        text += d?.content ?? '';
+        for (const t of d?.tool_calls ?? []) streamed[t.index] = { id: t.id, name: t.function?.name, args: t.function?.arguments };
+        finish = chunk.choices[0]?.finish_reason ?? finish;
+      }
+      expect([text, finish, streamed.map((c) => [c.name, JSON.parse(c.args!)])]).toEqual(['ok', 'tool_calls', [['calc', { expr: '1+1' }]]]);
+      const log = gw.finish('ep-call');
+      expect(log.calls.map((c) => c.completionIds)).toEqual([0, 1].map(() => [...reply, target.tokenizer.eosTokenId]));
     } finally {
       await gw.close();
     }
+  });
+
+  it('records a streamed call token-exactly and streams the text the ids decode to', async () => {
+    const { baseUrl } = gateway.open('ep-stream');
+    const messages: OpenAI.ChatCompletionMessageParam[] = [{ role: 'user', content: 'Turn 1: go' }];
+    const stream = await client(baseUrl).chat.completions.create({ model: 'm', messages, max_tokens: 10, temperature: 1, seed: 11, stream: true, stream_options: { include_usage: true } });
+    let text = '';
+    let usage: OpenAI.CompletionUsage | undefined;
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta.content ?? '';
+      usage = chunk.usage ?? usage;
+    }
+    const [rec] = gateway.finish('ep-stream').calls;
+    const tok = target.tokenizer;
+    const [direct] = await target.engine.generate([rec!.promptIds], { maxNewTokens: 10, temperature: 1, topP: 1, topK: 0, stopTokenIds: [tok.eosTokenId], seed: 11 });
+    expect(rec!.completionIds).toEqual(direct!.tokens);
+    expect(rec!.promptIds).toEqual(tok.encode(tok.applyChatTemplate([{ role: 'user', content: 'Turn 1: go' }], { addGenerationPrompt: true }))); // no tools: the model's own template, as ragen serve
+    expect(text).toBe(tok.decode(rec!.completionIds.at(-1) === tok.eosTokenId ? rec!.completionIds.slice(0, -1) : rec!.completionIds));
+    expect(usage?.completion_tokens).toBe(rec!.completionIds.length);
   });
 
   it('takes one finite reward per episode on POST …/reward', async () => {

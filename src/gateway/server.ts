@@ -7,7 +7,7 @@ import type { Engine } from '../engine/index.js';
 import type { Tokenizer } from '../tokenizer/index.js';
 import { ApiError, Batcher, ClientGone, chatPromptIds, parseChatRequest, readJsonBody, runChoices, type HandlerContext } from '../serve/index.js';
 import { EpisodeBook, type EpisodeLog } from './episodes.js';
-import { lowerToolMessages, parseToolCalls } from './qwen-tools.js';
+import { lowerToolMessages, parseToolCalls, type ToolCall } from './qwen-tools.js';
 
 /** What a `Gateway` serves and its limits. */
 export interface GatewayOptions {
@@ -39,7 +39,7 @@ export interface GatewayOptions {
 
 /**
  * Episode-scoped OpenAI routes: GET /episodes/<id>/v1/models, POST /episodes/<id>/v1/chat/completions (with
- * `tools`, non-streaming), POST /episodes/<id>/reward `{"reward": number}`. Only episodes opened with `open` answer.
+ * `tools`; `stream` sent once generation ends), POST /episodes/<id>/reward `{"reward": number}`. Only episodes opened with `open` answer.
  */
 export class Gateway {
   readonly http: Server;
@@ -137,7 +137,6 @@ export class Gateway {
       throw new ApiError(400, `tool_choice ${JSON.stringify(toolChoice)} is not supported by the gateway; leave it out or send "auto".`, 'invalid_request_error', 'tool_choice', 'unsupported_parameter');
     }
     if (b['n'] !== undefined && b['n'] !== null && b['n'] !== 1) throw new ApiError(400, `n ${JSON.stringify(b['n'])}: the gateway records one completion per call; send n 1 (or leave it out).`, 'invalid_request_error', 'n');
-    if (b['stream'] === true) throw new ApiError(400, 'Streaming is not supported by the gateway yet; send stream false (the answer and its recording are the same).', 'invalid_request_error', 'stream', 'unsupported_parameter');
     const lowered = { ...b, model: this.options.modelName, messages: lowerToolMessages(b['messages'], b['tools']), tools: undefined, tool_choice: undefined, parallel_tool_calls: undefined };
     const parsed = parseChatRequest(lowered, { maxChoices: 1, vocabSize: this.options.vocabSize });
     const s = this.options.sampling;
@@ -152,22 +151,17 @@ export class Gateway {
     if (!this.book.get(ep.id)) return this.json(res, 404, new ApiError(404, `Episode ${ep.id} ended while this call ran.`).body());
     ep.calls.push({ index, promptIds: prompt, completionIds: [...gen.tokens], logprobs: [...gen.logprobs], finishReason: gen.finishReason, text });
     const { content, calls } = Array.isArray(b['tools']) && b['tools'].length > 0 ? parseToolCalls(text, `call_${ep.id}_${index}`) : { content: text, calls: [] };
+    const head = { id: `chatcmpl-${randomUUID()}`, created: Math.floor(Date.now() / 1000), model: typeof b['model'] === 'string' ? b['model'] : this.options.modelName };
+    const finish = calls.length > 0 ? 'tool_calls' : gen.finishReason;
+    const usage = { prompt_tokens: prompt.length, completion_tokens: gen.tokens.length, total_tokens: prompt.length + gen.tokens.length };
+    const ids = parsed.returnTokenIds ? { prompt_token_ids: prompt } : {};
+    if (parsed.stream) return sendStream(res, head, content, calls, finish, parsed.includeUsage ? usage : undefined);
     this.json(res, 200, {
-      id: `chatcmpl-${randomUUID()}`,
+      ...head,
       object: 'chat.completion',
-      created: Math.floor(Date.now() / 1000),
-      model: typeof b['model'] === 'string' ? b['model'] : this.options.modelName,
-      choices: [
-        {
-          index: 0,
-          message: { role: 'assistant', content, ...(calls.length > 0 ? { tool_calls: calls } : {}) },
-          logprobs: null,
-          finish_reason: calls.length > 0 ? 'tool_calls' : gen.finishReason,
-          ...(parsed.returnTokenIds ? { token_ids: gen.tokens } : {}),
-        },
-      ],
-      usage: { prompt_tokens: prompt.length, completion_tokens: gen.tokens.length, total_tokens: prompt.length + gen.tokens.length },
-      ...(parsed.returnTokenIds ? { prompt_token_ids: prompt } : {}),
+      choices: [{ index: 0, message: { role: 'assistant', content, ...(calls.length > 0 ? { tool_calls: calls } : {}) }, logprobs: null, finish_reason: finish, ...(parsed.returnTokenIds ? { token_ids: gen.tokens } : {}) }],
+      usage,
+      ...ids,
     });
   }
 
@@ -193,4 +187,21 @@ export class Gateway {
     if (e.status >= 500) this.log(`500: ${(err as Error)?.stack ?? String(err)}`);
     this.json(res, e.status, e.body());
   }
+}
+
+/**
+ * A finished answer as OpenAI's chat stream (generation runs first, as `ragen serve` does for whole-batch engines):
+ * the role, the content, each tool call whole in one delta, the finish reason, usage if asked, then [DONE].
+ */
+function sendStream(res: ServerResponse, head: Record<string, unknown>, content: string | null, calls: readonly ToolCall[], finish: string, usage: Record<string, number> | undefined): void {
+  if (res.destroyed) return;
+  res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', Connection: 'keep-alive' });
+  const send = (choices: unknown[], extra: Record<string, unknown> = {}): void => void res.write(`data: ${JSON.stringify({ ...head, object: 'chat.completion.chunk', choices, ...extra })}\n\n`);
+  const delta = (d: Record<string, unknown>, finishReason: string | null = null) => [{ index: 0, delta: d, logprobs: null, finish_reason: finishReason }];
+  send(delta({ role: 'assistant', content: '' }));
+  if (content) send(delta({ content }));
+  calls.forEach((c, i) => send(delta({ tool_calls: [{ index: i, id: c.id, type: 'function', function: c.function }] })));
+  send(delta({}, finish));
+  if (usage) send([], { usage });
+  res.end('data: [DONE]\n\n');
 }
