@@ -38,10 +38,11 @@ const env = process.env;
 const [, g, m] = /-g(\\d+)-m(\\d+)$/.exec(env.RAGEN_EPISODE).map(Number);
 const client = new OpenAI({ maxRetries: 0 });
 await client.chat.completions.create({ model: 'p', messages: [{ role: 'user', content: 'task ' + env.RAGEN_SEED }], max_tokens: 5 });
+await client.chat.completions.create({ model: 'p', messages: [{ role: 'user', content: 'again' }], max_tokens: 5 }).catch(() => {}); // over maxCalls: 429
 if (g === 0 && m === 0) process.exit(2);
 await fetch(env.RAGEN_REWARD_URL, { method: 'POST', body: JSON.stringify({ reward: g + m / 10 }) });
 `);
-    const program = agentProgram({ command: `node ${JSON.stringify(file)}`, timeoutS: 30, failureReward: -0.5, concurrency: 3 });
+    const program = agentProgram({ command: `node ${JSON.stringify(file)}`, timeoutS: 30, failureReward: -0.5, concurrency: 3, maxCalls: 1 });
     const { batch, outcomes } = await agentRollout(gateway, program, { tag: 'MyAgent', groups: 2, groupSize: 3, seedBase: 100, idPrefix: 'step1' });
 
     expect(outcomes.map((o) => o.status)).toEqual(['crashed', 'ok', 'ok', 'ok', 'ok', 'ok']);
@@ -51,6 +52,7 @@ await fetch(env.RAGEN_REWARD_URL, { method: 'POST', body: JSON.stringify({ rewar
     ]);
     expect(batch.episodes.map((e) => e.success)).toEqual([false, true, true, true, true, true]);
     expect(batch.groupSize).toBe(3);
+    expect(outcomes.map((o) => [o.log.calls.length, o.log.refusedCalls])).toEqual(outcomes.map(() => [1, 1]));
     expect(batch.metrics['MyAgent']!['success']).toBeCloseTo(5 / 6, 10);
     for (const [i, e] of batch.episodes.entries()) {
       const mine = batch.samples.filter((s) => s.episode === i);

@@ -31,6 +31,7 @@ export async function agentRollout(gateway: Gateway, program: AgentProgramConfig
   const outcomes = await runAgentEpisodes(gateway, { command: program.command, timeoutS: program.timeoutS, cwd: program.cwd }, tasks, {
     failureReward: program.failureReward,
     concurrency: program.concurrency,
+    maxCalls: program.maxCalls,
     ...(options.log ? { log: options.log } : {}),
   });
   const episodes = outcomes.map((o, i) => episodeOf(o, i, tasks[i]!.member, options.tag));

@@ -24,18 +24,24 @@ export interface EpisodeLog {
   refusedCalls: number;
 }
 
+/** An episode taking calls: its record so far, calls started (answered or not) and its call limit. */
+export interface OpenEpisode extends EpisodeLog {
+  started: number;
+  maxCalls: number;
+}
+
 /** The episodes a gateway serves: open ones take calls and a reward; closed ones are gone (404). */
 export class EpisodeBook {
-  private readonly open = new Map<string, EpisodeLog & { started: number }>();
+  private readonly open = new Map<string, OpenEpisode>();
 
-  /** Start taking calls for `id`; ids are unique among open episodes. */
-  start(id: string): void {
+  /** Start taking calls for `id` (at most `maxCalls`); ids are unique among open episodes. */
+  start(id: string, maxCalls: number): void {
     if (!/^[A-Za-z0-9_.-]{1,128}$/.test(id)) throw new Error(`Episode id ${JSON.stringify(id)} is not URL-safe; use letters, digits, '_', '.', '-' (at most 128).`);
     if (this.open.has(id)) throw new Error(`Episode ${id} is already open; close it before reusing its id.`);
-    this.open.set(id, { id, calls: [], reward: undefined, refusedCalls: 0, started: 0 });
+    this.open.set(id, { id, calls: [], reward: undefined, refusedCalls: 0, started: 0, maxCalls });
   }
 
-  get(id: string): (EpisodeLog & { started: number }) | undefined {
+  get(id: string): OpenEpisode | undefined {
     return this.open.get(id);
   }
 

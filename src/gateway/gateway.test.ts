@@ -158,5 +158,10 @@ describe('the gateway', () => {
     expect(after.choices).toHaveLength(1);
     gateway.finish('ep-x');
     gateway.finish('ep-after');
+    // A limit of its own for one episode.
+    const one = client(gateway.open('ep-one', { maxCalls: 1 }).baseUrl);
+    await one.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 });
+    await expect(one.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 })).rejects.toMatchObject({ status: 429 });
+    expect(gateway.finish('ep-one').refusedCalls).toBe(1);
   });
 });

@@ -44,6 +44,8 @@ export interface RunOptions {
   failureReward?: number;
   /** Programs running at once. @default 4 */
   concurrency?: number;
+  /** Calls one episode may make (the gateway answers later ones 429); default: the gateway's. */
+  maxCalls?: number;
   /** Bytes of stderr kept per program. @default 4096 */
   stderrBytes?: number;
   log?: (line: string) => void;
@@ -53,7 +55,7 @@ export interface RunOptions {
 export async function runAgentEpisode(gateway: Gateway, program: AgentProgram, task: AgentTask, options: RunOptions = {}): Promise<AgentOutcome> {
   const failureReward = options.failureReward ?? 0;
   const keep = options.stderrBytes ?? 4096;
-  const { baseUrl, rewardUrl } = gateway.open(task.episodeId);
+  const { baseUrl, rewardUrl } = gateway.open(task.episodeId, options.maxCalls !== undefined ? { maxCalls: options.maxCalls } : {});
   const start = Date.now();
   let stderr = '';
   let timedOut = false;

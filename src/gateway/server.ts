@@ -24,7 +24,7 @@ export interface GatewayOptions {
   maxBodyBytes?: number;
   /** Most tokens one call may generate. @default 1024 */
   maxTokens?: number;
-  /** Calls one episode may make; later ones get 429 and are counted as refused. @default 256 */
+  /** Calls one episode may make unless `open` says otherwise; later ones get 429 and are counted as refused. @default 256 */
   maxCallsPerEpisode?: number;
   /** Generation requests in flight at once over all episodes; more get 429. @default 512 */
   maxConcurrent?: number;
@@ -86,10 +86,10 @@ export class Gateway {
     });
   }
 
-  /** Open episode `id`; returns its OpenAI base URL (`…/episodes/<id>/v1`) and reward URL. */
-  open(id: string): { baseUrl: string; rewardUrl: string } {
+  /** Open episode `id` (its call limit `maxCalls`, default the gateway's); returns its OpenAI base URL (`…/episodes/<id>/v1`) and reward URL. */
+  open(id: string, options: { maxCalls?: number } = {}): { baseUrl: string; rewardUrl: string } {
     if (this.base === '') throw new Error('Call listen() before opening episodes.');
-    this.book.start(id);
+    this.book.start(id, options.maxCalls ?? this.options.maxCallsPerEpisode ?? 256);
     return { baseUrl: `${this.base}/episodes/${id}/v1`, rewardUrl: `${this.base}/episodes/${id}/reward` };
   }
 
@@ -113,10 +113,10 @@ export class Gateway {
     if (req.method !== 'POST') throw new ApiError(405, `${req.method} is not allowed on ${rest}; use POST.`, 'invalid_request_error', null, 'method_not_allowed');
     if (rest === '/reward') return this.reward(req, res, ep);
     if (rest !== '/v1/chat/completions') throw new ApiError(404, `Unknown route POST /episodes/${id}${rest}; the gateway has POST …/v1/chat/completions and POST …/reward.`, 'invalid_request_error', null, 'unknown_route');
-    const maxCalls = this.options.maxCallsPerEpisode ?? 256;
+    const maxCalls = ep.maxCalls;
     if (ep.started >= maxCalls) {
       ep.refusedCalls++;
-      throw new ApiError(429, `Episode ${id} made ${ep.started} calls, its limit (maxCallsPerEpisode ${maxCalls}); finish the task with the calls made.`, 'rate_limit_error', null, 'episode_call_limit');
+      throw new ApiError(429, `Episode ${id} made ${ep.started} calls, its limit (maxCalls ${maxCalls}); finish the task with the calls made.`, 'rate_limit_error', null, 'episode_call_limit');
     }
     const maxConcurrent = this.options.maxConcurrent ?? 512;
     if (this.inFlight >= maxConcurrent) throw new ApiError(429, `The gateway is answering ${this.inFlight} calls, its limit (${maxConcurrent}); retry shortly.`, 'rate_limit_error', null, 'rate_limit_exceeded');
