@@ -1,5 +1,6 @@
 // Agent programs (tiny .mjs files using the official `openai` client) run against the gateway over ragen-tiny:
 // a good one, one that crashes, hangs (with a child of its own), reports nothing, floods; and the concurrency bound.
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
@@ -98,6 +99,24 @@ await new Promise(() => setInterval(() => {}, 1000));
     await new Promise((r) => setTimeout(r, 200));
     for (const pid of pids) expect(alive(pid)).toBe(false);
   }, 30_000);
+
+  it('kills the programs still running when the trainer process exits', async () => {
+    const pidFile = join(dir, 'orphan.pid');
+    const script = join(dir, 'trainer.ts');
+    // A stand-in trainer: a gateway that only hands out URLs, one hanging program, then exit mid-episode.
+    writeFileSync(script, `import { writeFileSync } from 'node:fs';
+import { runAgentEpisode } from ${JSON.stringify(join(import.meta.dirname, 'runner.ts'))};
+const gateway = { open: () => ({ baseUrl: 'http://127.0.0.1:9/v1', rewardUrl: 'http://127.0.0.1:9/r' }), finish: () => ({ id: 'e', calls: [], reward: undefined, refusedCalls: 0 }) };
+void runAgentEpisode(gateway as never, { command: 'echo $$ > ${pidFile}; exec sleep 600', timeoutS: 600 }, { episodeId: 'e', seed: 0, group: 0 });
+setTimeout(() => process.exit(0), 1000);
+`);
+    const tsx = join(import.meta.dirname, '..', '..', 'node_modules', '.bin', 'tsx');
+    const r = spawnSync(tsx, [script], { encoding: 'utf8', timeout: 60_000 });
+    expect(r.status).toBe(0);
+    const pid = Number(readFileSync(pidFile, 'utf8'));
+    await new Promise((res) => setTimeout(res, 200));
+    expect(alive(pid)).toBe(false);
+  }, 60_000);
 
   it('survives a flooding program: its calls are capped, its garbage answered as errors, the gateway keeps serving', async () => {
     const cmd = agent('flood', `

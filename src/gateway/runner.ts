@@ -76,6 +76,7 @@ export async function runAgentEpisode(gateway: Gateway, program: AgentProgram, t
         RAGEN_REWARD_URL: rewardUrl,
       },
     });
+    if (child.pid !== undefined) liveGroups.add(child.pid);
     child.stderr!.on('data', (chunk: Buffer) => {
       stderr = (stderr + chunk.toString('utf8')).slice(-keep); // a program that floods stderr costs `keep` bytes
     });
@@ -90,6 +91,7 @@ export async function runAgentEpisode(gateway: Gateway, program: AgentProgram, t
     child.once('exit', (code, signal) => {
       clearTimeout(timer);
       killGroup(child.pid); // whatever the program left running in its group goes with it
+      if (child.pid !== undefined) liveGroups.delete(child.pid);
       resolve({ code, signal });
     });
   });
@@ -116,6 +118,13 @@ export async function runAgentEpisodes(gateway: Gateway, program: AgentProgram, 
   await Promise.all(Array.from({ length: Math.min(concurrency, tasks.length) }, worker));
   return outcomes;
 }
+
+// Programs lead their own process groups (detached), so they would outlive a trainer that exits mid-rollout; the
+// exit hook below kills every group still running (a signal that ends the trainer without `exit` cannot run it).
+const liveGroups = new Set<number>();
+process.once('exit', () => {
+  for (const pid of liveGroups) killGroup(pid);
+});
 
 function killGroup(pid: number | undefined): void {
   if (pid === undefined) return;
