@@ -18,6 +18,9 @@ const LAYERS = {
   config: ['util', 'env', 'algo', 'tokenizer', 'model', 'engine', 'agent'],
   train: ['util', 'tensor', 'model', 'tokenizer', 'engine', 'env', 'agent', 'algo', 'metrics', 'config'],
   serve: ['util', 'tensor', 'model', 'tokenizer', 'engine'],
+  // serve for its request parser, handlers and batcher (the gateway is ragen serve scoped by episode, recording);
+  // agent for the TrainingSample its calls become.
+  gateway: ['util', 'tokenizer', 'engine', 'serve', 'agent'],
   // agent for the type of a rollouts/step-N.jsonl line (EpisodeRecord), written by the agent's trajectories.ts.
   dashboard: ['util', 'metrics', 'agent'],
 };

@@ -64,3 +64,40 @@ export function agentConfig(overrides: Partial<AgentConfig> = {}): AgentConfig {
   }
   return result.data;
 }
+
+/**
+ * An agent program trained through the gateway (the `agent` block of an `env.train` entry: `{agent: {command: "node
+ * my-agent.mjs", timeoutS: 60}, groups, groupSize}`): one run of `command` per episode, see docs/agents.md.
+ */
+export const agentProgramSchema = z.strictObject({
+  /** Shell command run once per episode (`sh -c`), with OPENAI_BASE_URL, OPENAI_API_KEY and RAGEN_SEED/RAGEN_GROUP/RAGEN_EPISODE/RAGEN_REWARD_URL set. */
+  command: z.string().min(1),
+  /** Seconds one episode may take; then the program and everything it started are killed and scored `failureReward`. @default 60 */
+  timeoutS: z.number().positive().default(60),
+  /** Reward of an episode whose program crashed (non-zero exit), timed out or reported no reward. @default 0 */
+  failureReward: z.number().finite().default(0),
+  /** Programs running at once. @default 4 */
+  concurrency: z.number().int().min(1).default(4),
+  /** Working directory of the program; null: the trainer's. @default null */
+  cwd: z.string().min(1).nullable().default(null),
+  /** Calls one episode may make; later ones are answered 429 (a program stuck in a loop). @default 256 */
+  maxCalls: z.number().int().min(1).default(256),
+});
+
+/** An agent program's settings, defaults filled. */
+export type AgentProgramConfig = z.infer<typeof agentProgramSchema>;
+
+/** Validate an `agent` block (defaults filled); a bad one is a ConfigError naming the key, the value and what fits. */
+export function agentProgram(block: unknown, where = 'agent'): AgentProgramConfig {
+  const result = agentProgramSchema.safeParse(block);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0]!;
+  const key = issue.path.join('.');
+  if (issue.code === 'unrecognized_keys') {
+    const known = Object.keys(agentProgramSchema.shape);
+    const bad = issue.keys[0]!;
+    throw new ConfigError(`Unknown key \`${where}.${bad}\`.${didYouMean(bad, known)} Valid keys: ${known.join(', ')}.`);
+  }
+  const value = key === '' ? block : (block as Record<string, unknown> | null)?.[key];
+  throw new ConfigError(`Bad config value \`${where}${key ? `.${key}` : ''}\` = ${JSON.stringify(value)}: ${issue.message}. Example: {command: "node my-agent.mjs", timeoutS: 60}.`);
+}

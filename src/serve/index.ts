@@ -5,3 +5,7 @@ export { ApiError } from './errors.js';
 export { localTopLogprobs, topK, type TopLogprob, type TopLogprobsSource } from './top-logprobs.js';
 export { parseChatRequest, parseCompletionRequest, type ChatRequest, type CompletionRequest, type SamplingRequest } from './requests.js';
 export { localServeTarget, torchServeTarget, type ModelDirResolver, type ServeTarget, type TorchServeOptions } from './load.js';
+export { readJsonBody } from './body.js';
+export { chatPromptIds, runChoices, type HandlerContext } from './handlers.js';
+export type { ChoiceResult } from './responses.js';
+export { badParam, preview } from './errors.js';

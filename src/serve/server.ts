@@ -6,6 +6,7 @@ import type { Engine } from '../engine/index.js';
 import type { Tokenizer } from '../tokenizer/index.js';
 import { Batcher, ClientGone, type BatcherStats } from './batcher.js';
 import { longestTokenBytes } from './prompt-bytes.js';
+import { readJsonBody } from './body.js';
 import { ApiError } from './errors.js';
 import { chatBody, chatPromptIds, completionPromptIds, completionBody, runChoices, streamChoices, type HandlerContext } from './handlers.js';
 import { parseChatRequest, parseCompletionRequest } from './requests.js';
@@ -159,43 +160,8 @@ export class OpenAIServer {
     return { id: this.options.modelName, object: 'model', created: this.created, owned_by: 'ragen', max_model_len: this.options.contextLength };
   }
 
-  /** The request body as JSON, refusing bodies over the limit (413) and bad JSON (400). */
   private readJson(req: IncomingMessage): Promise<unknown> {
-    const max = this.options.maxBodyBytes ?? 1 << 20;
-    const declared = Number(req.headers['content-length']);
-    if (Number.isFinite(declared) && declared > max) return Promise.reject(tooLarge(declared, max));
-    return new Promise((resolve, reject) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      let done = false;
-      req.on('data', (chunk: Buffer) => {
-        if (done) return;
-        size += chunk.length;
-        if (size > max) {
-          done = true;
-          chunks.length = 0;
-          reject(tooLarge(size, max));
-          return;
-        }
-        chunks.push(chunk);
-      });
-      req.on('end', () => {
-        if (done) return;
-        done = true;
-        const text = Buffer.concat(chunks).toString('utf8');
-        try {
-          resolve(JSON.parse(text));
-        } catch (err) {
-          reject(new ApiError(400, `The request body is not valid JSON (${(err as Error).message}); send a JSON object with Content-Type: application/json.`, 'invalid_request_error', null, 'invalid_json'));
-        }
-      });
-      req.on('aborted', () => {
-        if (!done) {
-          done = true;
-          reject(new ApiError(400, 'The client closed the connection before the body was complete.'));
-        }
-      });
-    });
+    return readJsonBody(req, this.options.maxBodyBytes ?? 1 << 20);
   }
 
   private json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
@@ -222,10 +188,6 @@ export class OpenAIServer {
     // After a 413 the rest of the body is not read: close the connection rather than drain it.
     this.json(res, e.status, e.body(), e.status === 413 ? { Connection: 'close' } : {});
   }
-}
-
-function tooLarge(size: number, max: number): ApiError {
-  return new ApiError(413, `The request body is ${size} bytes or more, over this server's limit of ${max} bytes (--max-body-bytes).`, 'invalid_request_error', null, 'request_too_large');
 }
 
 function methodNotAllowed(req: IncomingMessage, allowed: string): ApiError {

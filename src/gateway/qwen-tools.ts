@@ -1,0 +1,136 @@
+// Tools in Qwen's chat format: OpenAI `tools`, assistant `tool_calls` and `tool` results lowered to the plain
+// messages Qwen2.5's chat template would write, and `<tool_call>{json}</tool_call>` in a reply parsed back into calls.
+import type { ChatMessage } from '../tokenizer/index.js';
+import { ApiError, badParam, preview } from '../serve/index.js';
+
+/** Qwen2.5's system prompt when tools are given and the messages have none. */
+export const QWEN_DEFAULT_SYSTEM = 'You are Qwen, created by Alibaba Cloud. You are a helpful assistant.';
+
+/** One function call as OpenAI's chat API carries it (`arguments` is a JSON string). */
+export interface ToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+/**
+ * JSON as Python's `json.dumps` writes it (`", "` and `": "` separators, non-ASCII kept): what `tojson` prints in
+ * Hugging Face's template renderer, so tool schemas and re-rendered calls read as the model saw them in training.
+ */
+export function pyJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value ?? null);
+  if (Array.isArray(value)) return `[${value.map(pyJson).join(', ')}]`;
+  return `{${Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined).map(([k, v]) => `${JSON.stringify(k)}: ${pyJson(v)}`).join(', ')}}`;
+}
+
+/** The text of one call inside an assistant turn, as Qwen2.5's template writes it. */
+function callText(call: { name: string; arguments: unknown }): string {
+  return `<tool_call>\n{"name": "${call.name}", "arguments": ${pyJson(call.arguments)}}\n</tool_call>`;
+}
+
+/** The system text that announces `tools` (Qwen2.5's template, word for word). */
+export function toolsSystemText(system: string, tools: readonly unknown[]): string {
+  return (
+    `${system}\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n` +
+    `You are provided with function signatures within <tools></tools> XML tags:\n<tools>${tools.map((t) => `\n${pyJson(t)}`).join('')}\n</tools>\n\n` +
+    'For each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n' +
+    '<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>'
+  );
+}
+
+/**
+ * OpenAI chat messages (with `tool_calls` and `tool` roles) plus `tools` -> plain {role, content} messages whose
+ * ChatML rendering is Qwen2.5's: tools in the system turn, calls as `<tool_call>` blocks in the assistant turn,
+ * consecutive tool results as `<tool_response>` blocks in one user turn. Any ChatML template (ragen-tiny's,
+ * Qwen's own) then renders them; throws ApiError (400) naming the bad field.
+ */
+export function lowerToolMessages(rawMessages: unknown, tools: unknown): unknown[] {
+  if (!Array.isArray(rawMessages)) return rawMessages as unknown[]; // the serve parser names this error
+  const toolList = checkTools(tools);
+  const out: unknown[] = [];
+  rawMessages.forEach((m, i) => {
+    if (typeof m !== 'object' || m === null) return void out.push(m);
+    const msg = m as Record<string, unknown>;
+    if (msg['role'] === 'tool') {
+      const content = textOf(msg['content'], `messages[${i}].content`);
+      const block = `<tool_response>\n${content}\n</tool_response>`;
+      const prev = rawMessages[i - 1] as Record<string, unknown> | undefined;
+      if (prev?.['role'] === 'tool') (out[out.length - 1] as ChatMessage).content += `\n${block}`;
+      else out.push({ role: 'user', content: block });
+      return;
+    }
+    if (msg['role'] === 'assistant' && Array.isArray(msg['tool_calls']) && msg['tool_calls'].length > 0) {
+      const content = msg['content'] === null || msg['content'] === undefined ? '' : textOf(msg['content'], `messages[${i}].content`);
+      const calls = msg['tool_calls'].map((c, j) => assistantCall(c, `messages[${i}].tool_calls[${j}]`));
+      // Qwen writes '<|im_start|>assistant' + ('\n' + content if any) + '\n<tool_call>...' per call; ChatML writes the
+      // first '\n' itself, so the plain content is that text without its first character.
+      const text = (content ? `\n${content}` : '') + calls.map((c) => `\n${callText(c)}`).join('');
+      return void out.push({ role: 'assistant', content: text.slice(1) });
+    }
+    out.push(msg);
+  });
+  if (toolList.length > 0) {
+    const first = out[0] as Record<string, unknown> | undefined;
+    const hasSystem = first?.['role'] === 'system' && typeof first['content'] === 'string';
+    const system = toolsSystemText(hasSystem ? (first['content'] as string) : QWEN_DEFAULT_SYSTEM, toolList);
+    if (hasSystem) out[0] = { role: 'system', content: system };
+    else out.unshift({ role: 'system', content: system });
+  }
+  return out;
+}
+
+/** Calls in a reply: every well-formed `<tool_call>{"name", "arguments"}</tool_call>`; `content` is the text before the first. */
+export function parseToolCalls(text: string, idPrefix: string): { content: string | null; calls: ToolCall[] } {
+  const calls: ToolCall[] = [];
+  const re = /<tool_call>\s*([\s\S]*?)\s*<\/tool_call>/g;
+  let first = -1;
+  for (let m = re.exec(text); m !== null; m = re.exec(text)) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(m[1]!);
+    } catch {
+      continue; // a malformed call is the model's mistake, left in the text for the agent (and the reward) to see
+    }
+    const p = parsed as { name?: unknown; arguments?: unknown };
+    if (typeof p !== 'object' || p === null || typeof p.name !== 'string' || p.name === '') continue;
+    const args = p.arguments === undefined ? {} : p.arguments;
+    if (typeof args !== 'object' || args === null || Array.isArray(args)) continue;
+    if (first < 0) first = m.index;
+    calls.push({ id: `${idPrefix}-${calls.length}`, type: 'function', function: { name: p.name, arguments: JSON.stringify(args) } });
+  }
+  if (calls.length === 0) return { content: text, calls };
+  const before = text.slice(0, first).replace(/\n$/, '');
+  return { content: before.trim() === '' ? null : before, calls };
+}
+
+function checkTools(tools: unknown): unknown[] {
+  if (tools === undefined || tools === null) return [];
+  if (!Array.isArray(tools)) throw badParam('tools', tools, 'Give an array of {"type": "function", "function": {name, description, parameters}}.');
+  tools.forEach((t, i) => {
+    const f = (t as { type?: unknown; function?: { name?: unknown } } | null)?.function;
+    if ((t as { type?: unknown } | null)?.type !== 'function' || typeof f?.name !== 'string' || f.name === '') {
+      throw badParam(`tools[${i}]`, t, 'Each tool is {"type": "function", "function": {"name": ..., "parameters": {...}}}.');
+    }
+  });
+  return tools;
+}
+
+function assistantCall(c: unknown, param: string): { name: string; arguments: unknown } {
+  const f = (c as { function?: { name?: unknown; arguments?: unknown } } | null)?.function;
+  if (typeof f?.name !== 'string' || f.name === '') throw badParam(param, c, 'Each tool call is {"id", "type": "function", "function": {"name", "arguments"}}.');
+  let args: unknown = f.arguments ?? {};
+  if (typeof args === 'string') {
+    try {
+      args = JSON.parse(args === '' ? '{}' : args);
+    } catch {
+      throw new ApiError(400, `\`${param}.function.arguments\` is not JSON (${preview(args)}); send the arguments the model produced, a JSON object as a string.`, 'invalid_request_error', `${param}.function.arguments`);
+    }
+  }
+  return { name: f.name, arguments: args };
+}
+
+function textOf(content: unknown, param: string): string {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content) && content.every((p) => typeof (p as { text?: unknown } | null)?.text === 'string')) return content.map((p) => (p as { text: string }).text).join('');
+  throw badParam(param, content, 'Give a string or an array of text parts.');
+}

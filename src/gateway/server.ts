@@ -1,0 +1,207 @@
+// The training gateway: an OpenAI-compatible server scoped by episode (`/episodes/<id>/v1/...`) over the policy
+// engine, built from `ragen serve`'s parser, handlers and batcher; it records every call token-exactly for training.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { randomUUID } from 'node:crypto';
+import type { Engine } from '../engine/index.js';
+import type { Tokenizer } from '../tokenizer/index.js';
+import { ApiError, Batcher, ClientGone, chatPromptIds, parseChatRequest, readJsonBody, runChoices, type HandlerContext } from '../serve/index.js';
+import { EpisodeBook, type EpisodeLog } from './episodes.js';
+import { lowerToolMessages, parseToolCalls, type ToolCall } from './qwen-tools.js';
+
+/** What a `Gateway` serves and its limits. */
+export interface GatewayOptions {
+  engine: Engine;
+  tokenizer: Tokenizer;
+  /** The model id `GET .../v1/models` lists; requests may name any model, the policy answers all. */
+  modelName: string;
+  /** Prompt + completion tokens must fit (the model's max_position_embeddings). */
+  contextLength: number;
+  vocabSize: number;
+  /** Fixed sampling for every call (the trainer's rollout settings); when unset, the request's own parameters. */
+  sampling?: { temperature: number; topP: number; topK: number };
+  /** Largest request body. @default 1048576 (1 MiB) */
+  maxBodyBytes?: number;
+  /** Most tokens one call may generate. @default 1024 */
+  maxTokens?: number;
+  /** Calls one episode may make unless `open` says otherwise; later ones get 429 and are counted as refused. @default 256 */
+  maxCallsPerEpisode?: number;
+  /** Generation requests in flight at once over all episodes; more get 429. @default 512 */
+  maxConcurrent?: number;
+  /** Most prompts per engine.generate call. @default 64 */
+  maxBatchSize?: number;
+  /** How long a batch waits for more requests. @default 5 */
+  batchWindowMs?: number;
+  /** Seed of the batch seeds of unseeded requests. @default 0 */
+  seed?: number;
+  log?: (line: string) => void;
+}
+
+/**
+ * Episode-scoped OpenAI routes: GET /episodes/<id>/v1/models, POST /episodes/<id>/v1/chat/completions (with
+ * `tools`; `stream` sent once generation ends), POST /episodes/<id>/reward `{"reward": number}`. Only episodes opened with `open` answer.
+ */
+export class Gateway {
+  readonly http: Server;
+  private readonly batcher: Batcher;
+  private readonly ctx: HandlerContext;
+  private readonly book = new EpisodeBook();
+  private inFlight = 0;
+  private base = '';
+
+  constructor(private readonly options: GatewayOptions) {
+    this.batcher = new Batcher(options.engine, { maxBatchSize: options.maxBatchSize, seed: options.seed ?? 0, batchWindowMs: options.batchWindowMs });
+    this.ctx = {
+      tokenizer: options.tokenizer,
+      batcher: this.batcher,
+      modelName: options.modelName,
+      contextLength: options.contextLength,
+      maxTokens: options.maxTokens ?? 1024,
+      stopTokenIds: [options.tokenizer.eosTokenId],
+      topLogprobs: undefined,
+    };
+    this.http = createServer((req, res) => {
+      res.on('error', (err) => this.log(`response error (client gone?): ${err.message}`));
+      req.on('error', (err) => this.log(`request error: ${err.message}`));
+      this.handle(req, res).catch((err: unknown) => this.fail(res, err));
+    });
+  }
+
+  /** Start listening on loopback; resolves with the base URL (`http://127.0.0.1:<port>`). */
+  listen(port = 0, host = '127.0.0.1'): Promise<string> {
+    return new Promise((resolve, reject) => {
+      this.http.once('error', reject);
+      this.http.listen(port, host, () => {
+        this.http.off('error', reject);
+        this.base = `http://${host}:${(this.http.address() as AddressInfo).port}`;
+        resolve(this.base);
+      });
+    });
+  }
+
+  close(): Promise<void> {
+    return new Promise((resolve) => {
+      this.http.close(() => resolve());
+      this.http.closeAllConnections();
+    });
+  }
+
+  /** Open episode `id` (its call limit `maxCalls`, default the gateway's); returns its OpenAI base URL (`…/episodes/<id>/v1`) and reward URL. */
+  open(id: string, options: { maxCalls?: number } = {}): { baseUrl: string; rewardUrl: string } {
+    if (this.base === '') throw new Error('Call listen() before opening episodes.');
+    this.book.start(id, options.maxCalls ?? this.options.maxCallsPerEpisode ?? 256);
+    return { baseUrl: `${this.base}/episodes/${id}/v1`, rewardUrl: `${this.base}/episodes/${id}/reward` };
+  }
+
+  /** Close episode `id` (later calls get 404) and return what it recorded. */
+  finish(id: string): EpisodeLog {
+    return this.book.finish(id);
+  }
+
+  private log(line: string): void {
+    this.options.log?.(line);
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = (req.url ?? '/').split('?')[0]!.replace(/\/+$/, '');
+    const m = /^\/episodes\/([^/]+)(\/.*)$/.exec(path);
+    if (!m) throw new ApiError(404, `Unknown route ${req.method} ${path}; the gateway answers under /episodes/<id>/v1/ (the URL in OPENAI_BASE_URL).`, 'invalid_request_error', null, 'unknown_route');
+    const [, id, rest] = m as unknown as [string, string, string];
+    const ep = this.book.get(id);
+    if (!ep) throw new ApiError(404, `Episode ${id} is not open (it ended or never started); use the OPENAI_BASE_URL your program was given.`, 'invalid_request_error', null, 'episode_not_found');
+    if (rest === '/v1/models') return this.json(res, 200, { object: 'list', data: [{ id: this.options.modelName, object: 'model', created: 0, owned_by: 'ragen' }] });
+    if (req.method !== 'POST') throw new ApiError(405, `${req.method} is not allowed on ${rest}; use POST.`, 'invalid_request_error', null, 'method_not_allowed');
+    if (rest === '/reward') return this.reward(req, res, ep);
+    if (rest !== '/v1/chat/completions') throw new ApiError(404, `Unknown route POST /episodes/${id}${rest}; the gateway has POST …/v1/chat/completions and POST …/reward.`, 'invalid_request_error', null, 'unknown_route');
+    const maxCalls = ep.maxCalls;
+    if (ep.started >= maxCalls) {
+      ep.refusedCalls++;
+      throw new ApiError(429, `Episode ${id} made ${ep.started} calls, its limit (maxCalls ${maxCalls}); finish the task with the calls made.`, 'rate_limit_error', null, 'episode_call_limit');
+    }
+    const maxConcurrent = this.options.maxConcurrent ?? 512;
+    if (this.inFlight >= maxConcurrent) throw new ApiError(429, `The gateway is answering ${this.inFlight} calls, its limit (${maxConcurrent}); retry shortly.`, 'rate_limit_error', null, 'rate_limit_exceeded');
+    this.inFlight++;
+    try {
+      await this.chat(req, res, ep, ep.started++);
+    } finally {
+      this.inFlight--;
+    }
+  }
+
+  private async chat(req: IncomingMessage, res: ServerResponse, ep: EpisodeLog, index: number): Promise<void> {
+    const body = await readJsonBody(req, this.options.maxBodyBytes ?? 1 << 20);
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ApiError(400, 'The request body must be a JSON object.');
+    const b = body as Record<string, unknown>;
+    const toolChoice = b['tool_choice'];
+    if (toolChoice !== undefined && toolChoice !== null && toolChoice !== 'auto') {
+      throw new ApiError(400, `tool_choice ${JSON.stringify(toolChoice)} is not supported by the gateway; leave it out or send "auto".`, 'invalid_request_error', 'tool_choice', 'unsupported_parameter');
+    }
+    if (b['n'] !== undefined && b['n'] !== null && b['n'] !== 1) throw new ApiError(400, `n ${JSON.stringify(b['n'])}: the gateway records one completion per call; send n 1 (or leave it out).`, 'invalid_request_error', 'n');
+    const lowered = { ...b, model: this.options.modelName, messages: lowerToolMessages(b['messages'], b['tools']), tools: undefined, tool_choice: undefined, parallel_tool_calls: undefined };
+    const parsed = parseChatRequest(lowered, { maxChoices: 1, vocabSize: this.options.vocabSize });
+    const s = this.options.sampling;
+    const request = s ? { ...parsed, temperature: s.temperature, topP: s.topP, topK: s.topK } : parsed;
+    const prompt = chatPromptIds(this.ctx, request);
+    const abort = new AbortController();
+    res.on('close', () => {
+      if (!res.writableFinished) abort.abort();
+    });
+    const [choice] = await runChoices(this.ctx, request, [prompt], abort.signal);
+    const { gen, text } = choice!;
+    if (!this.book.get(ep.id)) return this.json(res, 404, new ApiError(404, `Episode ${ep.id} ended while this call ran.`).body());
+    ep.calls.push({ index, promptIds: prompt, completionIds: [...gen.tokens], logprobs: [...gen.logprobs], finishReason: gen.finishReason, text });
+    const { content, calls } = Array.isArray(b['tools']) && b['tools'].length > 0 ? parseToolCalls(text, `call_${ep.id}_${index}`) : { content: text, calls: [] };
+    const head = { id: `chatcmpl-${randomUUID()}`, created: Math.floor(Date.now() / 1000), model: typeof b['model'] === 'string' ? b['model'] : this.options.modelName };
+    const finish = calls.length > 0 ? 'tool_calls' : gen.finishReason;
+    const usage = { prompt_tokens: prompt.length, completion_tokens: gen.tokens.length, total_tokens: prompt.length + gen.tokens.length };
+    const ids = parsed.returnTokenIds ? { prompt_token_ids: prompt } : {};
+    if (parsed.stream) return sendStream(res, head, content, calls, finish, parsed.includeUsage ? usage : undefined);
+    this.json(res, 200, {
+      ...head,
+      object: 'chat.completion',
+      choices: [{ index: 0, message: { role: 'assistant', content, ...(calls.length > 0 ? { tool_calls: calls } : {}) }, logprobs: null, finish_reason: finish, ...(parsed.returnTokenIds ? { token_ids: gen.tokens } : {}) }],
+      usage,
+      ...ids,
+    });
+  }
+
+  private async reward(req: IncomingMessage, res: ServerResponse, ep: EpisodeLog): Promise<void> {
+    const body = (await readJsonBody(req, 64 * 1024)) as { reward?: unknown } | null;
+    const r = body?.reward;
+    if (typeof r !== 'number' || !Number.isFinite(r)) throw new ApiError(400, `Invalid reward ${JSON.stringify(r ?? null)}; send {"reward": <finite number>}.`, 'invalid_request_error', 'reward');
+    if (ep.reward !== undefined) throw new ApiError(409, `Episode ${ep.id} already reported reward ${ep.reward}; an episode reports one reward.`, 'invalid_request_error', 'reward', 'reward_already_set');
+    ep.reward = r;
+    this.json(res, 200, { ok: true, reward: r });
+  }
+
+  private json(res: ServerResponse, status: number, body: unknown): void {
+    if (res.destroyed || res.headersSent) return;
+    const text = JSON.stringify(body);
+    res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text), ...(status === 413 ? { Connection: 'close' } : {}) });
+    res.end(text);
+  }
+
+  private fail(res: ServerResponse, err: unknown): void {
+    if (err instanceof ClientGone || res.destroyed) return this.log(`client gone: ${(err as Error)?.message ?? String(err)}`);
+    const e = err instanceof ApiError ? err : new ApiError(500, `The gateway failed on this request: ${(err as Error)?.message ?? String(err)}`, 'server_error', null, 'internal_error');
+    if (e.status >= 500) this.log(`500: ${(err as Error)?.stack ?? String(err)}`);
+    this.json(res, e.status, e.body());
+  }
+}
+
+/**
+ * A finished answer as OpenAI's chat stream (generation runs first, as `ragen serve` does for whole-batch engines):
+ * the role, the content, each tool call whole in one delta, the finish reason, usage if asked, then [DONE].
+ */
+function sendStream(res: ServerResponse, head: Record<string, unknown>, content: string | null, calls: readonly ToolCall[], finish: string, usage: Record<string, number> | undefined): void {
+  if (res.destroyed) return;
+  res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', Connection: 'keep-alive' });
+  const send = (choices: unknown[], extra: Record<string, unknown> = {}): void => void res.write(`data: ${JSON.stringify({ ...head, object: 'chat.completion.chunk', choices, ...extra })}\n\n`);
+  const delta = (d: Record<string, unknown>, finishReason: string | null = null) => [{ index: 0, delta: d, logprobs: null, finish_reason: finishReason }];
+  send(delta({ role: 'assistant', content: '' }));
+  if (content) send(delta({ content }));
+  calls.forEach((c, i) => send(delta({ tool_calls: [{ index: i, id: c.id, type: 'function', function: c.function }] })));
+  send(delta({}, finish));
+  if (usage) send([], { usage });
+  res.end('data: [DONE]\n\n');
+}
