@@ -12,7 +12,7 @@ from .safetensors_io import save_weights
 
 def _read_shapes():
     """shapes.json beside this file (the table `ragen model init` reads too): each shape's family keys overlaid with its own,
-    aliases (`tiny`) included."""
+    aliases included."""
     with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "shapes.json")) as f:
         table = json.load(f)
     shapes = {}
@@ -24,8 +24,9 @@ def _read_shapes():
     return shapes
 
 
-# The published Qwen2.5 / Qwen3 configurations and a tiny one of each family for CPU tests (shapes.json).
-SHAPES = _read_shapes()
+# The published Qwen2.5 / Qwen3 configurations and a tiny one of each family (shapes.json), plus `tiny`: the worker's
+# own CPU test shape (a 256-token vocabulary, no tokenizer; not a published family, so `ragen model init` has none).
+SHAPES = dict(_read_shapes(), tiny=dict(_read_shapes()["qwen2.5-tiny"], vocab_size=256, bos_token_id=1, eos_token_id=2))
 
 
 def write_random_checkpoint(directory, shape, seed=0, dtype=torch.bfloat16):

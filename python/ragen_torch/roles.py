@@ -37,6 +37,7 @@ class Roles:
     def __init__(self, device, autocast, budget, dist):
         self.device, self.autocast, self.budget, self.dist = device, autocast, budget, dist
         self.pending = None  # the graph of a backward waiting for its output gradients
+        self.fsdp = False
 
     def load(self, a):
         path, seed = a["path"], int(a["seed"])
@@ -71,7 +72,8 @@ class Roles:
             if m is not None:
                 m.checkpointing = bool(a.get("gradientCheckpointing"))
         self.rollout_copy = None
-        if self.sharded():
+        self.fsdp = self.sharded()  # the models are FSDP modules (their weights gathered only inside the module call)
+        if self.fsdp:
             for m in (self.policy, self.reference, self.critic_model):
                 if m is not None and m != "base":
                     fsdp.shard(m)
@@ -161,7 +163,7 @@ class Roles:
                 mask = torch.arange(L - 1, device=self.device)[None, :] < (lens - 1)[:, None]
                 out = {}
                 with self.autocast() if self.autocast else contextlib.nullcontext():  # grad mode: the caller's
-                    if (want_lp or entropy) and self.sharded():
+                    if (want_lp or entropy) and self.fsdp:
                         # FSDP gathers the head's weight only inside the module call: the logits are made there.
                         h, logits = model(x[:, :-1], with_logits=True)
                         logp, ent = plain_token_stats_from_logits(logits, x[:, 1:], entropy)

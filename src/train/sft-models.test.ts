@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { EnvGroups, agentConfig, enginePolicy, parseResponse, prefillText, rollout, type AgentConfig } from '../agent/index.js';
 import { LocalEngine } from '../engine/index.js';
+import { findModelPath } from '../model/index.js';
 import { loadTokenizer, tinyTokenizerDir } from '../tokenizer/index.js';
 import { checkRunConfig, listPresets, loadConfig } from '../config/index.js';
 
@@ -54,7 +55,7 @@ describe('shipped base models', () => {
       if (config.model.engine === 'torch') continue;
       tested.push(name);
       expect(() => checkRunConfig(config), name).not.toThrow();
-      const args = JSON.parse(readFileSync(join(config.model.path, 'sft_args.json'), 'utf8')) as { agent: AgentConfig; envs: string[] };
+      const args = JSON.parse(readFileSync(join(findModelPath(config.model.path) ?? config.model.path, 'sft_args.json'), 'utf8')) as { agent: AgentConfig; envs: string[] };
       if (!config.env.train.every((e) => args.envs.includes(e.tag))) continue; // a preset for an env the model was not trained on
       const agent = config.agent;
       for (const key of ['contextWindowMode', 'maxContextWindow', 'enableThink', 'actionSep', 'maxNewTokens', 'systemPrefix'] as const) expect(agent[key], `${name}: agent.${key}`).toEqual(args.agent[key]);

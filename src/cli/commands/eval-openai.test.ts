@@ -1,10 +1,11 @@
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { loadConfig, saveConfig } from '../../config/index.js';
+import { writeCheckpoint } from '../../train/index.js';
 import { OpenAIServer, localServeTarget } from '../../serve/index.js';
 import { TINY_MODEL_DIR } from '../../serve/testing.js';
 import { runCli as run } from '../testing.js';
@@ -17,12 +18,14 @@ afterAll(async () => {
 });
 
 /** A run directory whose latest checkpoint is the shipped tiny model (trained on SimpleSokoban). */
-function tinyRun(): string {
+async function tinyRun(): Promise<string> {
   const runDir = join(tmp, 'run');
   saveConfig(loadConfig({ config: 'sokoban-ppo', overrides: ['agent.maxNewTokens=40', 'agent.maxTurns=3'] }), runDir);
-  const ckpt = join(runDir, 'checkpoints', 'step-1');
-  mkdirSync(ckpt, { recursive: true });
-  for (const f of readdirSync(TINY_MODEL_DIR)) if (/\.(json|safetensors)$/.test(f)) copyFileSync(join(TINY_MODEL_DIR, f), join(ckpt, f));
+  await writeCheckpoint(join(runDir, 'checkpoints'), { step: 1, data: {} }, {
+    writeModel: (ckpt) => {
+      for (const f of readdirSync(TINY_MODEL_DIR)) if (/\.(json|safetensors)$/.test(f)) copyFileSync(join(TINY_MODEL_DIR, f), join(ckpt, f));
+    },
+  });
   return runDir;
 }
 
@@ -30,7 +33,7 @@ const lines = (path: string) => readFileSync(path, 'utf8').trim().split('\n').ma
 
 describe('ragen eval --policy openai', () => {
   test('against `ragen serve` of the same checkpoint reproduces `ragen eval --run` (greedy): metrics and every trajectory', async () => {
-    const runDir = tinyRun();
+    const runDir = await tinyRun();
     const server = new OpenAIServer({ ...(await localServeTarget(runDir, resolveModelDir, { name: 'tiny-run' })), contextLength: 8192, batchWindowMs: 50 });
     const { url } = await server.listen(0);
     closers.push(() => server.close());

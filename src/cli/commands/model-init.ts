@@ -106,7 +106,7 @@ Writes a model directory that \`ragen train\`, \`ragen eval\`, \`ragen serve\` (
                               no default system prompt for qwen3 shapes)
 The weights are random: the directory is for measuring speed and memory and for testing the pipeline, not a trained model.
 Shapes: the published qwen2.5-0.5b/1.5b/3b/7b and qwen3-0.6b/1.7b, and qwen2.5-tiny / qwen3-tiny (the full
-vocabulary, width 64, 2 layers: seconds on a CPU; \`tiny\` is qwen2.5-tiny). Sizes in bf16: 0.5b 1.0 GB, 1.5b 3.1 GB,
+vocabulary, width 64, 2 layers: seconds on a CPU). Sizes in bf16: 0.5b 1.0 GB, 1.5b 3.1 GB,
 3b 6.2 GB, 7b 15.2 GB (docs/models.md).
 
 Examples:
