@@ -13,14 +13,18 @@ const out = join(root, 'build', 'dashboard');
 mkdirSync(out, { recursive: true });
 for (const f of readdirSync(out)) rmSync(join(out, f), { recursive: true, force: true });
 
-/** node:* imports become a module with the same export names, each a function that throws when called. */
+/**
+ * node:* imports, and the Node-only packages the library uses on paths the browser never takes (progress bars, Hub
+ * downloads, W&B, figures), become a module with the same export names, each a function that throws when called.
+ */
+const NODE_ONLY = /^(node:.*|cli-progress|@huggingface\/hub|@wandb\/sdk|playwright-core)$/;
 const nodeStub = {
   name: 'node-stub',
   setup(b) {
-    b.onResolve({ filter: /^node:/ }, (args) => ({ path: args.path, namespace: 'node-stub' }));
+    b.onResolve({ filter: NODE_ONLY }, (args) => ({ path: args.path, namespace: 'node-stub' }));
     b.onLoad({ filter: /.*/, namespace: 'node-stub' }, async (args) => {
       // The real module's export names, each a function that throws (constants become undefined-safe stubs too).
-      const names = Object.keys(await import(args.path)).filter((n) => n !== 'default' && /^[A-Za-z_$][\w$]*$/.test(n));
+      const names = Object.keys(await import(args.path).catch(() => ({}))).filter((n) => n !== 'default' && /^[A-Za-z_$][\w$]*$/.test(n));
       const fail = `(name) => function () { throw new Error(${JSON.stringify(args.path)} + '.' + name + ' is not available in the browser'); }`;
       return {
         contents: `const fail = ${fail};\nexport default new Proxy({}, { get: (_t, n) => fail(String(n)) });\n${names.map((n) => `export const ${n} = fail(${JSON.stringify(n)});`).join('\n')}\n`,
@@ -43,8 +47,6 @@ await build({
   legalComments: 'none',
   logLevel: 'warning',
   plugins: [nodeStub],
-  // Node-only packages the library imports lazily (Hub downloads, W&B, figures): never called in the browser.
-  external: ['@huggingface/hub', '@wandb/sdk', 'playwright-core'],
 });
 copyFileSync(join(root, 'dashboard', 'index.html'), join(out, 'index.html'));
 console.log(`dashboard: built ${readdirSync(out).length} files in ${out}`);

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import type { Engine } from '../engine/index.js';
 import type { Tokenizer } from '../tokenizer/index.js';
-import { ApiError, Batcher, ClientGone, chatPromptIds, parseChatRequest, readJsonBody, runChoices, type HandlerContext } from '../serve/index.js';
+import { ApiError, ClientGone, chatPromptIds, parseChatRequest, readJsonBody, runChoices, handlerContext, type HandlerContext } from '../serve/index.js';
 import { EpisodeBook, type EpisodeLog } from './episodes.js';
 import { lowerToolMessages, parseToolCalls, type ToolCall } from './qwen-tools.js';
 
@@ -43,23 +43,13 @@ export interface GatewayOptions {
  */
 export class Gateway {
   readonly http: Server;
-  private readonly batcher: Batcher;
   private readonly ctx: HandlerContext;
   private readonly book = new EpisodeBook();
   private inFlight = 0;
   private base = '';
 
   constructor(private readonly options: GatewayOptions) {
-    this.batcher = new Batcher(options.engine, { maxBatchSize: options.maxBatchSize, seed: options.seed ?? 0, batchWindowMs: options.batchWindowMs });
-    this.ctx = {
-      tokenizer: options.tokenizer,
-      batcher: this.batcher,
-      modelName: options.modelName,
-      contextLength: options.contextLength,
-      maxTokens: options.maxTokens ?? 1024,
-      stopTokenIds: [options.tokenizer.eosTokenId],
-      topLogprobs: undefined,
-    };
+    this.ctx = handlerContext(options.engine, options);
     this.http = createServer((req, res) => {
       res.on('error', (err) => this.log(`response error (client gone?): ${err.message}`));
       req.on('error', (err) => this.log(`request error: ${err.message}`));

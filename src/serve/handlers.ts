@@ -3,7 +3,8 @@
 import type { ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import type { Tokenizer } from '../tokenizer/index.js';
-import type { Batcher, BatchJob } from './batcher.js';
+import type { Engine } from '../engine/index.js';
+import { Batcher, type BatchJob } from './batcher.js';
 import { ApiError } from './errors.js';
 import { checkPromptBytes } from './prompt-bytes.js';
 import type { ChatRequest, CompletionRequest } from './requests.js';
@@ -22,6 +23,12 @@ export interface HandlerContext {
   /** Ids that end a generation (the tokenizer's EOS). */
   stopTokenIds: number[];
   topLogprobs: TopLogprobsSource | undefined;
+}
+
+/** The handlers' context over `engine`: one batcher, the tokenizer's EOS as the stop id, up to `maxTokens` (1024) a choice. */
+export function handlerContext(engine: Engine, o: { tokenizer: Tokenizer; modelName: string; contextLength: number; maxTokens?: number; maxBatchSize?: number; batchWindowMs?: number; seed?: number; topLogprobs?: TopLogprobsSource }): HandlerContext {
+  const batcher = new Batcher(engine, { maxBatchSize: o.maxBatchSize, seed: o.seed ?? 0, batchWindowMs: o.batchWindowMs });
+  return { tokenizer: o.tokenizer, batcher, modelName: o.modelName, contextLength: o.contextLength, maxTokens: o.maxTokens ?? 1024, stopTokenIds: [o.tokenizer.eosTokenId], topLogprobs: o.topLogprobs };
 }
 
 /** Chat prompt ids: the checkpoint's chat template over the messages, with the assistant header appended. */

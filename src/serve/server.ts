@@ -8,7 +8,7 @@ import { Batcher, ClientGone, type BatcherStats } from './batcher.js';
 import { longestTokenBytes } from './prompt-bytes.js';
 import { readJsonBody } from './body.js';
 import { ApiError } from './errors.js';
-import { chatBody, chatPromptIds, completionPromptIds, completionBody, runChoices, streamChoices, type HandlerContext } from './handlers.js';
+import { chatBody, chatPromptIds, completionPromptIds, completionBody, runChoices, streamChoices, handlerContext, type HandlerContext } from './handlers.js';
 import { parseChatRequest, parseCompletionRequest } from './requests.js';
 import { streamIncremental } from './stream.js';
 import type { TopLogprobsSource } from './top-logprobs.js';
@@ -57,16 +57,8 @@ export class OpenAIServer {
   private readonly created = Math.floor(Date.now() / 1000);
 
   constructor(private readonly options: ServeOptions) {
-    this.batcher = new Batcher(options.engine, { maxBatchSize: options.maxBatchSize, seed: options.seed ?? 0, batchWindowMs: options.batchWindowMs });
-    this.ctx = {
-      tokenizer: options.tokenizer,
-      batcher: this.batcher,
-      modelName: options.modelName,
-      contextLength: options.contextLength,
-      maxTokens: options.maxTokens ?? 1024,
-      stopTokenIds: [options.tokenizer.eosTokenId],
-      topLogprobs: options.topLogprobs,
-    };
+    this.ctx = handlerContext(options.engine, options);
+    this.batcher = this.ctx.batcher;
     this.http = createServer((req, res) => {
       res.on('error', (err) => this.log(`response error (client gone?): ${err.message}`));
       req.on('error', (err) => this.log(`request error: ${err.message}`));

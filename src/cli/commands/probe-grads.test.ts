@@ -25,7 +25,7 @@ beforeAll(async () => {
   ]);
   await train({ config });
   metrics = readMetricsFile(join(run, 'metrics.jsonl'));
-});
+}, 180_000); // a 2-step training run: minutes on a loaded 2-core CI machine
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 describe('ragen probe-grads', () => {
