@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { MetricLogger } from './logger.js';
 import { TensorBoardSink } from './tensorboard-sink.js';
 import { crc32c } from './tfrecord.js';
+import { backendsRequired } from '../tensor/testing.js';
 
 const READER = String.raw`
 import json, struct, sys
@@ -78,6 +79,7 @@ print(json.dumps(out))
 const python = [process.env.RAGEN_PYTHON, '/usr/bin/python3', 'python3']
   .filter((p): p is string => Boolean(p))
   .find((p) => spawnSync(p, ['-c', 'import google.protobuf'], { stdio: 'ignore' }).status === 0);
+if (!python && backendsRequired()) throw new Error('RAGEN_REQUIRE_BACKENDS=1 requires python3-protobuf for the TensorBoard reader, and no python3 imports google.protobuf: `apt-get install python3-protobuf`.');
 
 interface Decoded {
   wall_time: number;
