@@ -41,7 +41,7 @@ class _TokenStats(torch.autograd.Function):
             lse = z.logsumexp(-1)
             logp[s:e] = z.gather(-1, targets[s:e, None]).squeeze(-1) - lse
             if want_entropy:
-                ent[s:e] = lse - (z.softmax(-1) * z).sum(-1)  # H = lse - sum_j p_j z_j
+                ent[s:e] = lse - ((z - lse[:, None]).exp() * z).sum(-1)  # H = lse - sum_j p_j z_j, p from the lse already taken
         ctx.save_for_backward(h, w, targets)
         ctx.dtype, ctx.want_entropy, ctx.rows = dtype, want_entropy, rows
         ctx.set_materialize_grads(False)

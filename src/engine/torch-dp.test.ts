@@ -3,10 +3,9 @@
 // gradients and weights of one rank (each rank takes half the rows; gradients are summed across ranks); a rank that
 // dies is reported, and no process outlives the engine.
 import { spawn } from 'node:child_process';
-import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Rng } from '../util/index.js';
+import { freePort, Rng } from '../util/index.js';
 import { sequenceBatch } from './batch.js';
 import { TorchEngine } from './torch.js';
 import { torchPythonForTests } from './torch-testing.js';
@@ -29,14 +28,6 @@ function grads(out: ForwardResult): OutputGradients {
   return { logprobs: out.logprobs.map(() => rng.random() - 0.5), values: out.values!.map(() => rng.random() - 0.5) };
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const srv = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 const alive = (pid: number) => {
   try {

@@ -3,9 +3,8 @@
 // with an error naming the exit code or signal and its last stderr lines; it never hangs the caller.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
-import { HOST_PORT, RagenError } from '../util/index.js';
+import { freePort, HOST_PORT, RagenError } from '../util/index.js';
 import { encodeFrame, FrameReader, PROTOCOL_VERSION, type Frame, type FrameArray } from './torch-protocol.js';
 
 /**
@@ -89,17 +88,6 @@ export function workerPackageDir(): string {
   throw new TorchWorkerError(`python/ragen_torch was not found above ${import.meta.dirname}; reinstall ragen-ts (the package ships python/)`);
 }
 
-/** A TCP port free on 127.0.0.1 now (the ranks' rendezvous). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 export class TorchWorker {
   private readonly reader = new FrameReader();

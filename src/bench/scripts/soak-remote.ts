@@ -6,7 +6,7 @@
 // Needs dist/ (npx tsc -p tsconfig.build.json): the processes run bin/ragen.js.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { freePort } from '../../util/index.js';
 import { join, resolve } from 'node:path';
 import { readMetricsFile } from '../../metrics/index.js';
 import { latestCheckpoint } from '../../train/index.js';
@@ -24,13 +24,6 @@ const bin = resolve('bin/ragen.js');
 const t0 = Date.now();
 const log = (line: string) => console.log(`[soak ${((Date.now() - t0) / 1000).toFixed(0).padStart(4)} s] ${line}`);
 
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
-  const p = (s.address() as { port: number }).port;
-  await new Promise((r) => s.close(r));
-  return p;
-}
 
 /** A `ragen env serve SimpleSokoban` process on `port`, resolved once it answers /health. */
 async function serve(port: number): Promise<ChildProcess> {
