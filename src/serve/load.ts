@@ -4,7 +4,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { LocalEngine, TorchEngine } from '../engine/index.js';
 import { configFromHF } from '../model/index.js';
-import { loadTokenizer, tinyTokenizerDir, type Tokenizer } from '../tokenizer/index.js';
+import { loadTokenizer, runTokenizer, tinyTokenizerDir, type ChatTemplateChoice, type Tokenizer } from '../tokenizer/index.js';
 import { UsageError } from '../util/index.js';
 import type { ServeOptions } from './server.js';
 import { localTopLogprobs } from './top-logprobs.js';
@@ -29,11 +29,26 @@ export interface TorchServeOptions {
   python?: string;
 }
 
-/** The checkpoint's own tokenizer (tokenizer.json + tokenizer_config.json with its chat template), else `tokenizerDir`. */
-function openTokenizer(modelDir: string, tokenizerDir: string | undefined): { tokenizer: Tokenizer; tokDir: string } {
-  const tokDir = tokenizerDir ?? (existsSync(join(modelDir, 'tokenizer.json')) ? modelDir : undefined);
-  if (!tokDir) throw new UsageError(`\`${modelDir}\` has no tokenizer.json; pass --tokenizer <dir> (e.g. ${tinyTokenizerDir()}).`);
-  return { tokenizer: loadTokenizer(tokDir), tokDir };
+/** Which tokenizer and chat template to serve with. */
+export interface ServeTokenizerOptions {
+  /** A tokenizer directory instead of the checkpoint's own (its own chat template). */
+  tokenizerDir?: string;
+  /** The chat template over the checkpoint's own tokenizer, as `model.chatTemplate` picks it in training. @default 'model' */
+  chatTemplate?: ChatTemplateChoice;
+}
+
+/**
+ * The checkpoint's own tokenizer (tokenizer.json + tokenizer_config.json) with the `chatTemplate` choice, so a
+ * run trained on ragen's Qwen template is served with it; else `tokenizerDir` with its own template.
+ */
+function openTokenizer(modelDir: string, opts: ServeTokenizerOptions): { tokenizer: Tokenizer; tokDir: string } {
+  const choice = opts.chatTemplate ?? 'model';
+  if (opts.tokenizerDir !== undefined) {
+    if (choice !== 'model') throw new UsageError(`--chat-template ${choice} applies to the checkpoint's own tokenizer; drop --tokenizer or --chat-template.`);
+    return { tokenizer: loadTokenizer(opts.tokenizerDir), tokDir: opts.tokenizerDir };
+  }
+  if (!existsSync(join(modelDir, 'tokenizer.json'))) throw new UsageError(`\`${modelDir}\` has no tokenizer.json; pass --tokenizer <dir> (e.g. ${tinyTokenizerDir()}).`);
+  return { tokenizer: runTokenizer(modelDir, choice, '--chat-template'), tokDir: modelDir };
 }
 
 function checkVocab(tokenizer: Tokenizer, tokDir: string, modelVocab: number): void {
@@ -52,9 +67,9 @@ function target(engine: LocalEngine | TorchEngine, dir: string, modelDir: string
 }
 
 /** A checkpoint on the local engine, whose `top_logprobs` come from a teacher-forced pass of the same model. */
-export async function localServeTarget(dir: string, resolveModelDir: ModelDirResolver, opts: { tokenizerDir?: string; name?: string } = {}): Promise<ServeTarget> {
+export async function localServeTarget(dir: string, resolveModelDir: ModelDirResolver, opts: ServeTokenizerOptions & { name?: string } = {}): Promise<ServeTarget> {
   const modelDir = resolveModelDir(dir);
-  const opened = openTokenizer(modelDir, opts.tokenizerDir);
+  const opened = openTokenizer(modelDir, opts);
   const engine = await LocalEngine.fromPretrained(modelDir, { decode: (ids) => opened.tokenizer.decode(ids) });
   const cfg = engine.policy.config;
   return target(engine, dir, modelDir, opened, opts.name, { contextLength: cfg.maxPositionEmbeddings, vocabSize: cfg.vocabSize }, localTopLogprobs(engine.policy));
@@ -64,9 +79,9 @@ export async function localServeTarget(dir: string, resolveModelDir: ModelDirRes
  * A checkpoint on the torch engine (a PyTorch worker process). Its worker returns whole generations, so streams
  * are sent when a batch finishes; it has no `top_logprobs` source (such requests get a 400).
  */
-export async function torchServeTarget(dir: string, resolveModelDir: ModelDirResolver, opts: { tokenizerDir?: string; name?: string; torch?: TorchServeOptions } = {}): Promise<ServeTarget> {
+export async function torchServeTarget(dir: string, resolveModelDir: ModelDirResolver, opts: ServeTokenizerOptions & { name?: string; torch?: TorchServeOptions } = {}): Promise<ServeTarget> {
   const modelDir = resolveModelDir(dir);
-  const opened = openTokenizer(modelDir, opts.tokenizerDir);
+  const opened = openTokenizer(modelDir, opts);
   const cfg = configFromHF(JSON.parse(readFileSync(join(modelDir, 'config.json'), 'utf8')) as Record<string, unknown>, join(modelDir, 'config.json'));
   const t = opts.torch ?? {};
   const engine = await TorchEngine.fromPretrained(modelDir, {

@@ -8,9 +8,8 @@ import type { RagenConfig } from '../config/index.js';
 import { LocalEngine, TorchEngine, type LocalPretrainedOptions } from '../engine/index.js';
 import { loadModel, resolveModelPath, ValueHead } from '../model/index.js';
 import { getBackend, setBackend } from '../tensor/index.js';
-import type { Tokenizer } from '../tokenizer/index.js';
+import { runTokenizer, type ChatTemplateChoice, type Tokenizer } from '../tokenizer/index.js';
 import { ConfigError } from '../util/index.js';
-import { runTokenizer, type ChatTemplateChoice } from './run-tokenizer.js';
 
 /** The engine and tokenizer of a run. */
 export interface TrainerModels {

@@ -24,7 +24,6 @@ export { AsyncRollouts, VersionClock } from './async-rollouts.js';
 export { updateActor, updateCritic, miniBatches, type UpdateBatch, type BatchSchedule, type ActorUpdateStats, type CriticUpdateStats } from './update.js';
 export { validate, type Validation } from './validate.js';
 export { openModels, openLocalModels, modelTokenizer, localEngineOptions, needsReference, type TrainerModels } from './engine-setup.js';
-export { runTokenizer, type ChatTemplateChoice } from './run-tokenizer.js';
 export { EarlyStopTracker, type EarlyStop, type EarlyStopState } from './early-stop.js';
 export { collapseDiagnostics, type CollapseSettings, type CollapseEma } from './collapse-step.js';
 export { gradientAnalysis, analyzeStep, gradAnalysisMetrics, GRAD_COMPONENTS, type GradBucket, type GradComponent, type GradAnalysisSettings, type StepGradAnalysis } from './grad-analysis.js';

@@ -9,11 +9,11 @@ import {
 } from '../../agent/index.js';
 import { envSpec, resolveEnvId } from '../../env/index.js';
 import { registerRemoteEnvs } from '../../env/remote/index.js';
-import { loadTokenizer, tinyTokenizerDir, type Tokenizer } from '../../tokenizer/index.js';
+import { loadTokenizer, runTokenizer, tinyTokenizerDir, type Tokenizer } from '../../tokenizer/index.js';
 import { defaultConfig, envGroupsOptions, loadConfig, loadSavedConfig, samplingOf, type RagenConfig } from '../../config/index.js';
 import { findModelPath, isHubId, resolveModelPath } from '../../model/index.js';
 import { fileSystemError, makeDir, UsageError, withSetting } from '../../util/index.js';
-import { openModelDir, runTokenizer } from '../../train/index.js';
+import { openModelDir } from '../../train/index.js';
 import { parseConfigPairs, parsePositiveInt, parseSeed } from './env-options.js';
 
 const POLICIES = ['oracle', 'random', 'model', 'openai'] as const;

@@ -56,7 +56,7 @@ describe('sokoban-ppo-qwen on a model init Qwen3-shaped directory', () => {
   });
 
   // (`model.chatTemplate=model` would keep Qwen3's template here without a refusal: a random model never writes the
-  // `</think>` that makes Qwen3's template rewrite history. src/train/run-tokenizer.test.ts checks the choice itself.)
+  // `</think>` that makes Qwen3's template rewrite history. src/tokenizer/run-tokenizer.test.ts checks the choice itself.)
   it("with Qwen3's own template, the preset's `auto` switches to ours and says so once", { timeout: 300_000 }, async () => {
     const own = join(root, 'qwen3-own-template');
     await initModelDir(own, 'qwen3-tiny', { seed: 5 });

@@ -2,6 +2,9 @@
 import type { Command } from 'commander';
 // batcher.ts alone (not serve/index.ts): its defaults without loading the server at start-up.
 import { BATCHER_DEFAULTS } from '../../serve/batcher.js';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { loadSavedConfig } from '../../config/index.js';
 import { UsageError } from '../../util/index.js';
 import { parsePositiveInt, parseSeed } from './env-options.js';
 import { fetchHubModel, resolveModelDir } from './eval.js';
@@ -12,6 +15,7 @@ export interface ServeCliOptions {
   port: number;
   name?: string;
   tokenizer?: string;
+  chatTemplate?: 'auto' | 'model' | 'ragen-qwen';
   apiKey?: string;
   maxTokens: number;
   contextLength?: number;
@@ -44,6 +48,7 @@ export function register(program: Command): void {
     .option('--port <n>', 'port to listen on (0 = any free port)', parsePort, 8000)
     .option('--name <id>', "the model id clients send (default: the directory's name)")
     .option('--tokenizer <dir>', "tokenizer directory (default: the checkpoint's own)")
+    .option('--chat-template <choice>', "model (the checkpoint's own), ragen-qwen (ragen's append-only Qwen template) or auto, as model.chatTemplate in training (default: a run directory's model.chatTemplate, else model)", parseChatTemplate)
     .option('--api-key <key>', 'require `Authorization: Bearer <key>` (default: $RAGEN_API_KEY, else none)')
     .option('--max-tokens <n>', 'most tokens one choice may generate', parsePositiveInt('--max-tokens'), 1024)
     .option('--context-length <n>', "prompt + completion tokens per request (default: the model's max_position_embeddings)", parsePositiveInt('--context-length'))
@@ -62,7 +67,8 @@ export function register(program: Command): void {
       }
       await fetchHubModel(dir);
       const { OpenAIServer, localServeTarget, torchServeTarget } = await import('../../serve/index.js'); // loads the engine only when serving
-      const common = { ...(opts.tokenizer ? { tokenizerDir: opts.tokenizer } : {}), ...(opts.name ? { name: opts.name } : {}) };
+      const chatTemplate = opts.chatTemplate ?? runChatTemplate(dir);
+      const common = { ...(opts.tokenizer ? { tokenizerDir: opts.tokenizer } : {}), ...(opts.name ? { name: opts.name } : {}), ...(chatTemplate ? { chatTemplate } : {}) };
       const target = opts.engine === 'torch'
         ? await torchServeTarget(dir, resolveModelDir, { ...common, torch: { ...(opts.device ? { device: opts.device } : {}), ...(opts.precision ? { precision: opts.precision } : {}) } })
         : await localServeTarget(dir, resolveModelDir, common);
@@ -113,6 +119,17 @@ function parseNonNegativeInt(name: string): (text: string) => number {
     if (!Number.isInteger(n) || n < 0) throw new UsageError(`Bad ${name} \`${text}\`: give an integer >= 0.`);
     return n;
   };
+}
+
+/** A run directory's `model.chatTemplate` (served as it was trained), else none (the checkpoint's own template). */
+export function runChatTemplate(dir: string): ServeCliOptions['chatTemplate'] {
+  if (!existsSync(join(dir, 'config.yaml')) || !existsSync(join(dir, 'checkpoints'))) return undefined;
+  return loadSavedConfig(dir).model.chatTemplate;
+}
+
+function parseChatTemplate(text: string): NonNullable<ServeCliOptions['chatTemplate']> {
+  if (text !== 'auto' && text !== 'model' && text !== 'ragen-qwen') throw new UsageError(`Bad --chat-template \`${text}\`: give model, ragen-qwen or auto.`);
+  return text;
 }
 
 function parseEngine(text: string): 'local' | 'torch' {

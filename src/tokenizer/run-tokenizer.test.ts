@@ -4,7 +4,7 @@ import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { qwenTokenizerDir, RAGEN_QWEN25_TEMPLATE, RAGEN_QWEN3_TEMPLATE, tinyTokenizerDir } from '../tokenizer/index.js';
+import { qwenTokenizerDir, RAGEN_QWEN25_TEMPLATE, RAGEN_QWEN3_TEMPLATE, tinyTokenizerDir } from './index.js';
 import { ConfigError } from '../util/index.js';
 import { runTokenizer } from './run-tokenizer.js';
 
