@@ -1,10 +1,12 @@
 """Saving the worker's models as src/model/checkpoint.ts does: config.json + generation_config.json + model.safetensors
-(float32, sharded past max_shard_bytes, 1 GiB by default), the LoRA adapter in PEFT's layout under adapter/, value_head.safetensors, a separate
+(float32, cast tensor by tensor as written; sharded past max_shard_bytes, 1 GiB by default), the LoRA adapter in PEFT's layout under adapter/, value_head.safetensors, a separate
 critic under critic/, tokenizer files copied; the local engine and transformers / PEFT load the result.
 """
 import json
 import os
 import shutil
+
+import torch
 
 from .safetensors_io import save_weights, write_safetensors
 
@@ -30,13 +32,13 @@ def save_model(directory, model, value_head=None, source=None, tokenizer_path=No
         ids = {k: raw[k] for k in ("bos_token_id", "eos_token_id", "pad_token_id") if k in raw}
         with open(os.path.join(directory, "generation_config.json"), "w") as f:
             json.dump(ids, f, indent=2)
-    save_weights(directory, {k: v.float() for k, v in model.base_state().items()}, max_shard_bytes)
+    save_weights(directory, model.base_state(), max_shard_bytes, dtype=torch.float32)  # cast tensor by tensor, not a float32 model copy
     if model.lora is not None:
         adir = os.path.join(directory, "adapter")
         os.makedirs(adir, exist_ok=True)
         with open(os.path.join(adir, "adapter_config.json"), "w") as f:
             json.dump(peft_config(model.lora), f, indent=2)
-        write_safetensors(os.path.join(adir, "adapter_model.safetensors"), {k: p.float() for k, p in model.trainable()})
+        write_safetensors(os.path.join(adir, "adapter_model.safetensors"), dict(model.trainable()), dtype=torch.float32)
     if value_head is not None:
         write_safetensors(os.path.join(directory, "value_head.safetensors"), {"value_head.weight": value_head.weight.float(), "value_head.bias": value_head.bias.float()})
     if tokenizer_path:

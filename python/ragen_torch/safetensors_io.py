@@ -89,15 +89,17 @@ def read_safetensors(path, only=None):
     return out, header.get("__metadata__", {}) or {}
 
 
-def write_safetensors(path, tensors, metadata=None):
-    """Write tensors (each moved to contiguous CPU as it is written, dtype kept) with an optional string metadata dict:
-    the header first, then tensor by tensor, so no copy of the whole file is ever in memory."""
+def write_safetensors(path, tensors, metadata=None, dtype=None):
+    """Write tensors (each moved to contiguous CPU, and cast to `dtype` if given, as it is written) with an optional
+    string metadata dict: the header first, then tensor by tensor, so no copy of the whole file or of the whole
+    model in another dtype is ever in memory."""
     header, offset = {}, 0
     if metadata:
         header["__metadata__"] = {k: str(v) for k, v in metadata.items()}
     for name, t in tensors.items():
-        nbytes = t.numel() * t.element_size()
-        header[name] = {"dtype": NAMES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + nbytes]}
+        out = dtype or t.dtype
+        nbytes = t.numel() * torch.empty((), dtype=out).element_size()
+        header[name] = {"dtype": NAMES[out], "shape": list(t.shape), "data_offsets": [offset, offset + nbytes]}
         offset += nbytes
     h = json.dumps(header).encode()
     h += b" " * ((8 - len(h) % 8) % 8)
@@ -108,7 +110,7 @@ def write_safetensors(path, tensors, metadata=None):
         for t in tensors.values():
             if t.numel() == 0:
                 continue
-            t = t.detach().to("cpu").contiguous()
+            t = t.detach().to("cpu", dtype or t.dtype).contiguous()
             view = _tensor_view(t)
             for i in range(0, len(view), _PIECE):
                 f.write(view[i : i + _PIECE])
@@ -145,14 +147,16 @@ def load_weights(directory, file="model.safetensors"):
     return load_weight_files(directory, file)[0]
 
 
-def save_weights(directory, tensors, max_shard_bytes=None, file="model.safetensors", metadata=None):
+def save_weights(directory, tensors, max_shard_bytes=None, file="model.safetensors", metadata=None, dtype=None):
     """`file`, or shards `<stem>-0000i-of-0000n.safetensors` + `file.index.json` (Hugging Face's layout:
-    metadata.total_size, weight_map) past max_shard_bytes of data (default 1 GiB); `metadata` goes into each file."""
+    metadata.total_size, weight_map) past max_shard_bytes of data (default 1 GiB); `metadata` goes into each file;
+    tensors are cast to `dtype` (if given) one at a time as they are written."""
     max_shard_bytes = max_shard_bytes or DEFAULT_MAX_SHARD_BYTES
     os.makedirs(directory, exist_ok=True)
     shards, size = [{}], 0
+    size_of = torch.empty((), dtype=dtype).element_size() if dtype else None
     for name, t in tensors.items():
-        nbytes = t.numel() * t.element_size()
+        nbytes = t.numel() * (size_of or t.element_size())
         if shards[-1] and size + nbytes > max_shard_bytes:
             shards.append({})
             size = 0
@@ -160,7 +164,7 @@ def save_weights(directory, tensors, max_shard_bytes=None, file="model.safetenso
         size += nbytes
     index = os.path.join(directory, file + ".index.json")
     if len(shards) == 1:
-        write_safetensors(os.path.join(directory, file), shards[0], metadata)
+        write_safetensors(os.path.join(directory, file), shards[0], metadata, dtype)
         if os.path.exists(index):  # a stale index of an older sharded save here
             os.remove(index)
         return [file]
@@ -171,11 +175,11 @@ def save_weights(directory, tensors, max_shard_bytes=None, file="model.safetenso
     weight_map, total, names = {}, 0, []
     for i, shard in enumerate(shards):
         name = f"{stem}-{i + 1:05d}-of-{n:05d}.safetensors"
-        write_safetensors(os.path.join(directory, name), shard, metadata)
+        write_safetensors(os.path.join(directory, name), shard, metadata, dtype)
         names.append(name)
         for k, t in shard.items():
             weight_map[k] = name
-            total += t.numel() * t.element_size()
+            total += t.numel() * (size_of or t.element_size())
     with open(index, "w") as f:
         json.dump({"metadata": {"total_size": total}, "weight_map": weight_map}, f, indent=2)
     return names + [file + ".index.json"]

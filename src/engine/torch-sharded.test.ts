@@ -61,6 +61,24 @@ print(sorted(w), w["tail"].shape, w["tail"].flatten().tolist())`);
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout.trim()).toBe("['tail'] torch.Size([2, 2]) [1.5, -2.0, 3.0, 0.25]");
   });
+
+  it('saves bf16 weights as float32 tensor by tensor, never a float32 copy of the whole model', () => {
+    const dir = join(root, 'bf16-save');
+    // 8 tensors of 32 MB in bf16 (64 MB each in float32): 256 MB of headroom fits one float32 tensor at a time, not
+    // the 512 MB float32 copy of all of them.
+    const r = py(`import os, resource, torch
+from ragen_torch.safetensors_io import save_weights, read_safetensors
+w = {f"w{i}": torch.full((4096, 4096), float(i) + 0.5, dtype=torch.bfloat16) for i in range(8)}
+mapped = int(open("/proc/self/statm").read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+resource.setrlimit(resource.RLIMIT_AS, (mapped + (256 << 20), resource.RLIM_INFINITY))
+save_weights(${JSON.stringify(dir)}, w, dtype=torch.float32)
+resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+got, _ = read_safetensors(os.path.join(${JSON.stringify(dir)}, "model.safetensors"), only=lambda n: n == "w3")
+print(got["w3"].dtype, got["w3"].shape, float(got["w3"][0, 0]), os.path.getsize(os.path.join(${JSON.stringify(dir)}, "model.safetensors")) // (1 << 20))`);
+    rmSync(dir, { recursive: true, force: true });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout.trim()).toBe('torch.float32 torch.Size([4096, 4096]) 3.5 512');
+  });
 });
 
 /** Seeded output gradients for every output present. */
