@@ -42,10 +42,11 @@ def make(lora_dropout):
                     lin.lora_B.copy_(torch.randn(lin.lora_B.shape) * 0.2)
     return model, torch.nn.Linear(32, 1)
 
-def roles(model, head, packing, budget, graph_budget):
+def roles(model, head, packing, budget, graph_budget, logits_in_call=False):
     r = Roles(torch.device("cpu"), None, budget, Dist())
     r.policy, r.value_head, r.critic_mode, r.reference, r.critic_model = model, head, "shared", None, None
     r.packing, r.graph_budget = packing, graph_budget
+    r.fsdp = logits_in_call  # FSDP's path (the logits made inside the module call), run here without sharding
     return r
 
 def run(model, head, seed=7, **kw):
@@ -70,6 +71,7 @@ padded = run(model, head, packing=False, budget=10000, graph_budget=10000)
 res["outputs"] = {k: float(v.abs().max()) for k, v in padded[0].items()}
 for name, budget in (("packed, one chunk", 10000), ("packed, several chunks", 40)):
     res[name] = dict(compare(run(model, head, packing=True, budget=budget, graph_budget=budget), padded))
+res["packed, FSDP's path"] = compare(run(model, head, packing=True, budget=40, graph_budget=40, logits_in_call=True), padded)
 # The layout itself: every row's tokens in one bin, in order, positions 0.. and its own segment id.
 lay = Layout(lengths, "cpu")
 W = max(lengths) - 1
@@ -110,7 +112,7 @@ describe.runIf(python)('torch worker: packed rows and kept graphs', () => {
   test('packed rows give the padded rows\' log-probs, entropy and values (1e-5) and gradients (1e-5 relative, per parameter)', () => {
     const out = res().outputs as Record<string, number>;
     for (const k of ['logprobs', 'entropy', 'values']) expect(out[k], `${k} are real numbers`).toBeGreaterThan(0.5);
-    for (const name of ['packed, one chunk', 'packed, several chunks']) {
+    for (const name of ['packed, one chunk', 'packed, several chunks', 'packed, FSDP\'s path']) {
       const d = res()[name] as Diff;
       for (const k of ['logprobs', 'entropy', 'values']) expect(d.out[k], `${name}: ${k}`).toBeLessThan(1e-5);
       expect(d.grad, `${name}: gradients`).toBeLessThan(1e-5);
