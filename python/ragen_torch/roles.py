@@ -189,8 +189,9 @@ class Roles:
         return out
 
     def packed_outputs(self, model, head, want_lp, entropy, x, lens):
-        """The same outputs from the rows packed padding-free into bins (packing.py): only real tokens run through the
-        layers' matmuls, the head and the log-prob; positions restart at each row, attention stays inside it."""
+        """The same outputs from the rows packed into bins (packing.py): the layers run the bins (real tokens and each
+        bin's tail), the head, log-prob and values the real tokens only; positions restart at each row, attention
+        stays inside it."""
         lay = packing.Layout(lens, self.device)
         targets = x[:, 1:].reshape(-1).index_select(0, lay.flat)  # (N,) the real tokens' next tokens
         if (want_lp or entropy) and self.fsdp:
