@@ -13,6 +13,7 @@ import time
 
 import torch
 
+from . import packing
 from .dist import Dist
 from .generate import generate
 from .model import load_decoder
@@ -121,28 +122,36 @@ def padded(contexts, device):
 
 def starpo_step(roles, contexts, a, device, peak_flops, n_params):
     """Old and reference log-probs over the rollout, then one update: backward of random per-token output gradients
-    over micro-batches of --micro-batch trajectories, and an AdamW step."""
+    over micro-batches of --micro-batch trajectories (0: cut by the token budget as the trainer cuts them, one worker
+    chunk each), and an AdamW step."""
     ids, lengths = padded(contexts, device)
     _, old_s = timed(device, lambda: roles.forward("policy", ids, lengths, False))
     _, ref_s = timed(device, lambda: roles.forward("reference", ids, lengths, False))
     opt = RoleOptimizer(roles.parameters("policy"))
     gen = torch.Generator().manual_seed(a.seed)
 
+    if a.micro_batch > 0:
+        micro = [list(range(s, min(s + a.micro_batch, len(contexts)))) for s in range(0, len(contexts), a.micro_batch)]
+    else:  # src/train/micro-batches.ts's cut on one rank: the worker's own chunks
+        micro = list(packing.chunks(lengths, range(len(contexts)), roles.budget, roles.packing))
+
     def update():
-        for s in range(0, len(contexts), a.micro_batch):
-            x, ln = ids[s : s + a.micro_batch], lengths[s : s + a.micro_batch]
+        for rows in micro:
+            x, ln = ids[torch.tensor(rows, device=ids.device)], [lengths[r] for r in rows]
             roles.backward_begin("policy", x, ln, True, False)
             B, T = x.shape
             grads = {"logprobs": torch.randn(B, T, generator=gen).to(device) * 1e-3, "entropy": torch.randn(B, T, generator=gen).to(device) * 1e-4}
             roles.backward_end(grads)
         return opt.step({"lr": 1e-6, "maxGradNorm": 1.0})
 
+    before = dict(roles.passes)
     _, update_s = timed(device, update)
+    passes = {k: v - before[k] for k, v in roles.passes.items()}  # a recomputed pass is a second forward the MFU counts as nothing
     tokens = sum(lengths)
     flops = 6 * n_params * tokens
     return {
         "oldLogprobsSeconds": old_s, "refLogprobsSeconds": ref_s, "updateSeconds": update_s, "updateTokens": tokens,
-        "updateFlops": flops, "updateTflops": flops / update_s / 1e12,
+        "updateFlops": flops, "updateTflops": flops / update_s / 1e12, "updateBackwards": len(micro), **passes,
         "mfu": flops / update_s / peak_flops if peak_flops else None,
     }
 
@@ -185,7 +194,8 @@ def parse(argv):
     ap.add_argument("--new-tokens", type=int, default=400)
     ap.add_argument("--prompt-tokens", type=int, default=200)
     ap.add_argument("--obs-tokens", type=int, default=50)
-    ap.add_argument("--micro-batch", type=int, default=2)
+    ap.add_argument("--micro-batch", type=int, default=2, help="trajectories per backward; 0: cut by --token-budget (rows longest first)")
+    ap.add_argument("--packing", action="store_true", help="model.torch.packing: pack each chunk's rows padding-free")
     ap.add_argument("--token-budget", type=int, default=16384)
     ap.add_argument("--peak-tflops", type=float, help="the device's bf16 peak, when its name is not in the table")
     ap.add_argument("--no-transformers", action="store_true", help="skip transformers even when importable")
@@ -232,6 +242,7 @@ def run(a):
         path = write_random_checkpoint(tmp.name, a.shape, a.seed)
     try:
         roles = Roles(device, autocast, a.token_budget, Dist())
+        roles.packing = a.packing
         roles.load({"path": path, "reference": True, "seed": a.seed})
         model = roles.policy
         c = model.config
@@ -243,7 +254,7 @@ def run(a):
         report = {
             "device": str(device), "deviceName": name, "torch": torch.__version__, "cuda": torch.version.cuda, "precision": precision,
             "decode": decode_mode(device), "model": a.model or f"random {a.shape}", "parameters": n_params,
-            "shape": {"trajectories": a.trajectories, "turns": a.turns, "newTokens": a.new_tokens, "promptTokens": a.prompt_tokens, "obsTokens": a.obs_tokens, "microBatch": a.micro_batch},
+            "shape": {"trajectories": a.trajectories, "turns": a.turns, "newTokens": a.new_tokens, "promptTokens": a.prompt_tokens, "obsTokens": a.obs_tokens, "microBatch": a.micro_batch, "packing": a.packing},
             "bf16PeakTflops": peak / 1e12 if peak else None,
         }
         logit_ids, ours = our_logits(model, device, autocast, c.V, a.seed)
@@ -253,7 +264,7 @@ def run(a):
         report["rollout"] = {"tokens": tokens, "seconds": seconds, "tokensPerSecond": tokens / seconds,
                              "turns": [{"tokens": t, "seconds": s} for t, s in per_turn]}
         step = starpo_step(roles, contexts, a, device, peak, n_params)
-        report["update"] = {k: step[k] for k in ("updateTokens", "updateSeconds", "updateFlops", "updateTflops", "mfu")}
+        report["update"] = {k: step[k] for k in ("updateTokens", "updateSeconds", "updateFlops", "updateTflops", "mfu", "updateBackwards", "forwardPasses", "recomputedPasses")}
         report["step"] = {"rolloutSeconds": seconds, "oldLogprobsSeconds": step["oldLogprobsSeconds"], "refLogprobsSeconds": step["refLogprobsSeconds"],
                           "updateSeconds": step["updateSeconds"], "peakMemoryBytes": max(rollout_peak, peak_memory(device)), "rolloutPeakMemoryBytes": rollout_peak}
         report["step"]["totalSeconds"] = seconds + step["oldLogprobsSeconds"] + step["refLogprobsSeconds"] + step["updateSeconds"]

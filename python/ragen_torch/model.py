@@ -201,16 +201,17 @@ class Decoder(nn.Module):
         self.lora = None  # {"r", "alpha", "dropout", "target_modules"} once adapters are attached
         self.checkpointing = False  # recompute each layer in backward instead of keeping its activations
 
-    def forward(self, ids, with_logits=False):
+    def forward(self, ids, with_logits=False, positions=None, segments=None):
         """Hidden states (and logits) through the module call, so FSDP's hooks (fsdp.py) gather the weights around it."""
-        h = self.hidden(ids)
+        h = self.hidden(ids, positions, segments=segments)
         return (h, self.logits(h)) if with_logits else h
 
     def head_weight(self):
         return self.model.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
 
-    def hidden(self, ids, positions=None, key_valid=None, cache=None, start=0):
-        """ids (B, T); positions (B, T) (default start..); key_valid (B, S) bool over cached + new keys (padding)."""
+    def hidden(self, ids, positions=None, key_valid=None, cache=None, start=0, segments=None):
+        """ids (B, T); positions (B, T) (default start..); key_valid (B, S) bool over cached + new keys (padding);
+        segments (B, T): which packed row each token belongs to (packing.py), attention staying inside it (no cache)."""
         B, T = ids.shape
         dev = ids.device
         if positions is None:
@@ -224,6 +225,8 @@ class Decoder(nn.Module):
             # Hidden keys (left padding); a query always sees itself, so padded rows stay finite.
             own = torch.arange(S, device=dev)[None, :] == q_pos[:, None]
             mask = mask & (key_valid[:, None, None, :S] | own[None, None])
+        elif segments is not None:  # packed rows: a block-diagonal causal mask (a bin's padding tail is one more block)
+            mask = mask & (segments[:, None, :, None] == segments[:, None, None, :])
         else:
             mask = mask.expand(B, 1, T, S)
         recompute = self.checkpointing and cache is None and torch.is_grad_enabled()

@@ -8,7 +8,7 @@ import os
 import torch
 import torch.nn as nn
 
-from . import fsdp
+from . import fsdp, packing
 from .model import LINEAR_MODULES, Decoder, load_decoder
 from .safetensors_io import CheckpointError, read_safetensors
 from .token_stats import plain_token_stats_from_logits, token_stats
@@ -36,8 +36,11 @@ def load_value_head(directory, hidden, device, generator):
 class Roles:
     def __init__(self, device, autocast, budget, dist):
         self.device, self.autocast, self.budget, self.dist = device, autocast, budget, dist
-        self.pending = None  # the graph of a backward waiting for its output gradients
+        self.packing = False  # pack a chunk's rows padding-free (packing.py) instead of padding them to the longest
+        self.graph_budget = budget  # most tokens of graphs one backward keeps for its output gradients (see backward_begin)
+        self.pending = None  # the graphs (or the recipe to recompute them) of a backward waiting for its output gradients
         self.fsdp = False
+        self.passes = {"forwardPasses": 0, "recomputedPasses": 0}  # chunks run through a model (the `stats` op)
 
     def load(self, a):
         path, seed = a["path"], int(a["seed"])
@@ -109,17 +112,11 @@ class Roles:
         return (self.critic_model.trainable() if self.critic_model is not None else []) + head
 
     def chunks(self, lengths, rows):
-        """`rows` in groups of similar length (longest first) whose padded size fits the token budget."""
-        order = sorted(rows, key=lambda i: (-lengths[i], i))
-        cur = []
-        for i in order:
-            longest = lengths[cur[0]] if cur else lengths[i]
-            if cur and (len(cur) + 1) * longest > self.budget:
-                yield cur
-                cur = []
-            cur.append(i)
-        if cur:
-            yield cur
+        """`rows` in groups of similar length (longest first) whose padded (or packed) size fits the token budget."""
+        return packing.chunks(lengths, rows, self.budget, self.packing)
+
+    def chunk_tokens(self, lengths, rows):
+        return packing.chunk_tokens([lengths[r] for r in rows], self.packing)
 
     def _model(self, role, values):
         """(model, value head or None, whether log-probs are computed, adapters on) of a role."""
@@ -161,27 +158,57 @@ class Roles:
                 x = ids.index_select(0, idx)[:, :L]
                 lens = torch.tensor([lengths[r] for r in rows], device=self.device)
                 mask = torch.arange(L - 1, device=self.device)[None, :] < (lens - 1)[:, None]
-                out = {}
+                self.passes["forwardPasses"] += 1
                 with self.autocast() if self.autocast else contextlib.nullcontext():  # grad mode: the caller's
-                    if (want_lp or entropy) and self.fsdp:
-                        # FSDP gathers the head's weight only inside the module call: the logits are made there.
-                        h, logits = model(x[:, :-1], with_logits=True)
-                        logp, ent = plain_token_stats_from_logits(logits, x[:, 1:], entropy)
+                    if self.packing:
+                        out = self.packed_outputs(model, head, want_lp, entropy, x, [lengths[r] for r in rows])
                     else:
-                        h = model(x[:, :-1])
-                        if want_lp or entropy:  # one chunk of logits at a time, never the (rows, L, V) tensor
-                            logp, ent = token_stats(h.reshape(-1, h.shape[-1]), model.head_weight(), x[:, 1:].reshape(-1), entropy)
-                            logp, ent = logp.view(x.shape[0], L - 1), None if ent is None else ent.view(x.shape[0], L - 1)
-                if want_lp:
-                    out["logprobs"] = logp
-                if entropy:
-                    out["entropy"] = ent
-                if head is not None:
-                    out["values"] = head(h.float()).squeeze(-1)
+                        out = self.padded_outputs(model, head, want_lp, entropy, x)
                 parts.append((rows, L, {k: t * mask for k, t in out.items()}))
         finally:
             model.set_adapters(True)
         return parts
+
+    def padded_outputs(self, model, head, want_lp, entropy, x):
+        """{key: (rows, L-1)} of the rows x (rows, L) padded to the longest."""
+        rows, L = x.shape
+        if (want_lp or entropy) and self.fsdp:
+            # FSDP gathers the head's weight only inside the module call: the logits are made there.
+            h, logits = model(x[:, :-1], with_logits=True)
+            logp, ent = plain_token_stats_from_logits(logits, x[:, 1:], entropy)
+        else:
+            h = model(x[:, :-1])
+            if want_lp or entropy:  # one chunk of logits at a time, never the (rows, L, V) tensor
+                logp, ent = token_stats(h.reshape(-1, h.shape[-1]), model.head_weight(), x[:, 1:].reshape(-1), entropy)
+                logp, ent = logp.view(rows, L - 1), None if ent is None else ent.view(rows, L - 1)
+        out = {"logprobs": logp} if want_lp else {}
+        if entropy:
+            out["entropy"] = ent
+        if head is not None:
+            out["values"] = head(h.float()).squeeze(-1)
+        return out
+
+    def packed_outputs(self, model, head, want_lp, entropy, x, lens):
+        """The same outputs from the rows packed into bins (packing.py): the layers run the bins (real tokens and each
+        bin's tail), the head, log-prob and values the real tokens only; positions restart at each row, attention
+        stays inside it."""
+        lay = packing.Layout(lens, self.device)
+        targets = x[:, 1:].reshape(-1).index_select(0, lay.flat)  # (N,) the real tokens' next tokens
+        if (want_lp or entropy) and self.fsdp:
+            h, logits = model(lay.pack(x[:, :-1]), with_logits=True, positions=lay.positions, segments=lay.segments)
+            logits = logits.reshape(-1, logits.shape[-1]).index_select(0, lay.slot)
+            logp, ent = plain_token_stats_from_logits(logits, targets, entropy)
+        else:
+            h = model(lay.pack(x[:, :-1]), positions=lay.positions, segments=lay.segments)
+        h = h.reshape(-1, h.shape[-1]).index_select(0, lay.slot)  # (N, C)
+        if (want_lp or entropy) and not self.fsdp:
+            logp, ent = token_stats(h, model.head_weight(), targets, entropy)
+        out = {"logprobs": lay.unpack(logp)} if want_lp else {}
+        if entropy:
+            out["entropy"] = lay.unpack(ent)
+        if head is not None:
+            out["values"] = lay.unpack(head(h.float()).squeeze(-1))
+        return out
 
     def dummy_pass(self, model, head):
         with self.autocast() if self.autocast else contextlib.nullcontext():
@@ -216,26 +243,36 @@ class Roles:
         return self.aligned(parts, ids.shape[0], ids.shape[1], self.keys(role, entropy, False))
 
     def backward_begin(self, role, ids, lengths, entropy, values, diagnostic=False):
-        """Outputs of a training pass whose gradients come later. One chunk keeps its graph; several run without one
-        and are recomputed chunk by chunk in backward_end (memory of one chunk, at the cost of a second forward),
-        with the RNG state restored so that LoRA dropout draws the same masks. A `diagnostic` pass (gradient analysis)
-        runs without dropout, so it draws nothing from the RNG and leaves the training passes' masks as they were."""
+        """Outputs of a training pass whose gradients come later. Chunks keep their graphs while their tokens together
+        fit `graph_budget` (the first chunk always does); the rest run without one and are recomputed one by one in
+        backward_end (memory of one chunk, at the cost of a second forward), with the RNG state restored so that LoRA
+        dropout draws the same masks. A `diagnostic` pass (gradient analysis) runs without dropout, so it draws nothing
+        from the RNG and leaves the training passes' masks as they were."""
         if role not in ("policy", "critic"):
             raise ValueError(f"backward needs role 'policy' or 'critic', got {role!r}")
         self.pending = None
         chunks = self.my_chunks(lengths)
         args = (role, ids, lengths, entropy, values, not diagnostic)
-        if len(chunks) <= 1:
-            with torch.enable_grad():
-                parts = self.outputs(*args)
-            self.pending = ("graph", parts)
-        else:
-            parts, states = [], []
-            for rows in chunks:
-                states.append(self.rng_state())
+        keep, total = 0, 0
+        for rows in chunks:
+            total += self.chunk_tokens(lengths, rows)
+            if keep > 0 and total > self.graph_budget:
+                break
+            keep += 1
+        if self.sharded():  # FSDP's collectives need the same passes on every rank: the fewest kept graphs of any rank
+            keep = -self.dist.max_int(-keep)
+        graphs, later, parts = [], [], []
+        for k, rows in enumerate(chunks):
+            if k < keep:
+                with torch.enable_grad():
+                    done = self.outputs(*args, chunks=[rows])
+                graphs += done
+                parts += done
+            else:
+                later.append((rows, self.rng_state()))
                 with torch.no_grad():
                     parts += self.outputs(*args, chunks=[rows])
-            self.pending = ("recompute", args, list(zip(chunks, states)))
+        self.pending = (args, graphs, later)
         return self.aligned(parts, ids.shape[0], ids.shape[1], self.keys(role, entropy, values))
 
     def backward_end(self, grads):
@@ -243,18 +280,19 @@ class Roles:
         pending, self.pending = self.pending, None
         if pending is None:
             raise ValueError("backward_end without a pending backward_begin")
-        if pending[0] == "graph":
-            self.surrogate_backward(pending[1], grads)
+        args, graphs, later = pending
+        self.surrogate_backward(graphs, grads)
+        if not later:
             return
-        _, args, chunks = pending
-        saved = self.rng_state()
+        saved, ran = self.rng_state(), self.passes["forwardPasses"]
         try:
-            for rows, state in chunks:
+            for rows, state in later:
                 self.set_rng_state(state)
                 with torch.enable_grad():
                     self.surrogate_backward(self.outputs(*args, chunks=[rows]), grads)
         finally:
             self.set_rng_state(saved)
+            self.passes["recomputedPasses"] += self.passes["forwardPasses"] - ran
 
     def surrogate_backward(self, parts, grads):
         loss = None

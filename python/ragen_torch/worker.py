@@ -82,6 +82,8 @@ class Worker:
     def op_load(self, h, bufs):
         self.roles.load(h)
         self.roles.budget = int(h["tokenBudget"])
+        self.roles.graph_budget = int(h["graphTokenBudget"])
+        self.roles.packing = bool(h["packing"])
         c = self.roles.policy.config
         n = sum(p.numel() for _, p in self.roles.parameters("policy"))
         return {"vocabSize": c.V, "hiddenSize": c.C, "lora": self.roles.policy.lora is not None, "trainableParameters": n}, {}
@@ -140,6 +142,10 @@ class Worker:
         sq = sum(float(self.grad_sum(p).double().pow(2).sum()) for _, p in named)
         return {"gradNorm": math.sqrt(sq) if math.isfinite(sq) else str(sq)}, {}
 
+    def op_stats(self, h, bufs):
+        """Counters of the work done so far: chunks run through a model (all, and those recomputed in backward_end)."""
+        return dict(self.roles.passes), {}
+
     def op_zero_grad(self, h, bufs):
         self.optimizer(h["role"]).zero_grad()
         return {}, {}
@@ -195,6 +201,7 @@ OPS = {
     "optimizer_step": Worker.op_optimizer_step,
     "grad_norm": Worker.op_grad_norm,
     "zero_grad": Worker.op_zero_grad,
+    "stats": Worker.op_stats,
     "tensors": Worker.op_tensors,
     "save": Worker.op_save,
     "load_optimizer": Worker.op_load_optimizer,

@@ -78,7 +78,7 @@ export const TrainerSchema = z.strictObject({
   ppoEpochs: z.number().int().min(1).default(1),
   /** Sequences per optimizer step; a step's batch gives `batch / miniBatchSize` optimizer steps. @default 32 */
   miniBatchSize: z.number().int().min(1).default(32),
-  /** Sequences per forward/backward pass; gradients accumulate over a mini-batch, so this changes memory and speed, not the result. RAGEN uses 1 per GPU. @default 8 */
+  /** Most sequences per forward/backward pass; gradients accumulate over a mini-batch, so this changes memory and speed, not the result. The local engine takes runs of this many rows; the torch engine takes rows longest first and also closes a micro-batch before it outgrows `model.torch.tokenBudget` (one worker pass per call, graph kept): raise it toward `miniBatchSize` to let the budget alone decide. RAGEN uses 1 per GPU. @default 8 */
   microBatchSize: z.number().int().min(1).default(8),
   /** Shuffle the batch before cutting mini-batches (with the run's seeded RNG). @default false */
   shuffle: z.boolean().default(false),

@@ -42,8 +42,12 @@ export const TorchSchema = z.strictObject({
   device: z.string().regex(/^(auto|cpu|cuda(:\d+)?)$/, 'auto, cpu, cuda or cuda:N').default('auto'),
   /** Compute precision: `auto` (bf16 on a GPU that has it, else float32), `float32`, or `bfloat16` (autocast; weights, gradients and AdamW state stay float32; on a CPU emulated and slow). @default "auto" */
   precision: z.enum(['auto', 'float32', 'bfloat16']).default('auto'),
-  /** Most tokens (rows x longest row) the worker runs through the model at once; lower it when the worker reports out-of-memory. @default 4096 */
+  /** Most tokens (rows x longest row; with `packing`, bins x longest) the worker runs through the model at once; lower it when the worker reports out-of-memory. The update cuts its micro-batches by it (rows longest first, at most `trainer.microBatchSize` rows each) so that every backward call is one pass that keeps its graph. @default 4096 */
   tokenBudget: z.number().int().min(16).default(TORCH_TOKEN_BUDGET),
+  /** Pack each pass's rows padding-free: rows placed first-fit, longest first, into bins of the longest row's length, positions restarting at each row and attention kept inside it (a block-diagonal causal mask), so only each bin's tail is padding; passes are then budgeted by bins x longest, and attention costs no more than padded rows. Same outputs and gradients as padding, within float rounding. Pays where a pass's row lengths differ widely; not yet timed on a GPU. @default false */
+  packing: z.boolean().default(false),
+  /** Most tokens of graphs one backward call keeps when its rows span several passes (the trainer's micro-batches are one pass each; a call cut otherwise, e.g. by `ragen bench gpu` or an API user, may span several): the first pass always keeps its graph, later ones while the total fits, the rest run without one and are recomputed in the backward (a second forward, memory of one pass). null: `tokenBudget`. @default null */
+  graphTokenBudget: z.number().int().min(16).nullable().default(null),
   /** Data-parallel worker processes on this machine, launched with torchrun (gloo on CPU, NCCL on CUDA): each takes its share of every batch and of the prompts; gradients are summed across them. Each holds the whole model, except on CUDA with torch >= 2.4, where FSDP2 shards it across them (not yet run on a GPU; `RAGEN_TORCH_FSDP=0` turns it off; docs/gpu.md). @default 1 */
   ranks: z.number().int().min(1).default(1),
   /** Machines taking part, `ranks` processes on each (torchrun's `--nnodes`, static rendezvous): this one is node 0 and prints the command to run on the others (docs/gpu.md). @default 1 */

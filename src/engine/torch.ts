@@ -10,7 +10,7 @@ import type { FrameArray } from './torch-protocol.js';
 import { TORCH_TOKEN_BUDGET, TorchWorker, type TorchHello, type TorchWorkerOptions } from './torch-worker.js';
 import type {
   BackwardOptions, EngineSaveOptions, ForwardResult, Generation, ModelRole, OptimizerSettings, OptimizerStepResult, OutputGradients,
-  SamplingParams, SequenceBatch, TrainableEngine, TrainableRole,
+  SamplingParams, SequenceBatch, TokenBudget, TrainableEngine, TrainableRole,
 } from './types.js';
 
 /** How `TorchEngine.fromPretrained` sets up the worker and its models. */
@@ -34,6 +34,18 @@ export interface TorchEngineOptions extends Partial<Omit<TorchWorkerOptions, 'py
   gradientCheckpointing?: boolean;
   /** Seed of fresh LoRA adapters, a fresh value head and LoRA dropout. @default 0 */
   seed?: number;
+  /** Pack each chunk's rows padding-free (positions reset per row, attention kept inside each row) and budget chunks by bins x longest instead of rows x longest. @default false */
+  packing?: boolean;
+  /** Most tokens of graphs one backward call keeps when its rows span several chunks; chunks past it are recomputed in the backward. @default tokenBudget */
+  graphTokenBudget?: number;
+}
+
+/** The worker's counters (`TorchEngine.stats`). */
+export interface TorchWorkerStats {
+  /** Chunks run through a model so far (forward, backward and recomputation alike). */
+  forwardPasses: number;
+  /** Of those, the chunks a backward ran a second time because their graph was not kept. */
+  recomputedPasses: number;
 }
 
 /** The PyTorch engine (`model.engine: torch`). */
@@ -41,7 +53,12 @@ export class TorchEngine implements TrainableEngine {
   readonly kind = 'torch';
   private vocabSent = false;
 
-  private constructor(private readonly worker: TorchWorker, private readonly options: TorchEngineOptions, readonly vocabSize: number) {}
+  readonly tokenBudget: TokenBudget;
+
+  private constructor(private readonly worker: TorchWorker, private readonly options: TorchEngineOptions, readonly vocabSize: number) {
+    // The worker's rows are split over its ranks, every node's (python/ragen_torch/dist.py), as its handshake counts them.
+    this.tokenBudget = { tokens: options.tokenBudget ?? TORCH_TOKEN_BUDGET, packing: options.packing ?? false, ranks: worker.info.ranks };
+  }
 
   /** Start a worker and load the Hugging Face checkpoint `dir` (with `dir/adapter`, `dir/value_head.safetensors`, `dir/critic`). */
   static async fromPretrained(dir: string, opts: TorchEngineOptions = {}): Promise<TorchEngine> {
@@ -52,7 +69,8 @@ export class TorchEngine implements TrainableEngine {
     try {
       const r = await worker.request('load', {
         path: resolve(dir), lora: opts.lora ?? null, critic: opts.critic ?? null, reference: opts.reference ?? false, seed: opts.seed ?? 0,
-        tokenBudget: opts.tokenBudget ?? TORCH_TOKEN_BUDGET, gradientCheckpointing: opts.gradientCheckpointing ?? false,
+        tokenBudget: opts.tokenBudget ?? TORCH_TOKEN_BUDGET, graphTokenBudget: opts.graphTokenBudget ?? opts.tokenBudget ?? TORCH_TOKEN_BUDGET,
+        packing: opts.packing ?? false, gradientCheckpointing: opts.gradientCheckpointing ?? false,
         ...(opts.criticPath ? { criticPath: resolve(opts.criticPath) } : {}), ...(opts.referencePath ? { referencePath: resolve(opts.referencePath) } : {}),
       });
       return new TorchEngine(worker, opts, Number(r.header.vocabSize));
@@ -146,6 +164,12 @@ export class TorchEngine implements TrainableEngine {
 
   async gradNorm(role: TrainableRole): Promise<number> {
     return wireNumber((await this.worker.request('grad_norm', { role })).header.gradNorm);
+  }
+
+  /** The worker's counters of model passes (tests and benchmarks: a backward that keeps its graph runs each chunk once). */
+  async stats(): Promise<TorchWorkerStats> {
+    const h = (await this.worker.request('stats', {})).header;
+    return { forwardPasses: Number(h.forwardPasses), recomputedPasses: Number(h.recomputedPasses) };
   }
 
   zeroGrad(role: TrainableRole): void {

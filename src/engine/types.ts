@@ -108,12 +108,26 @@ export interface OptimizerStepResult {
 }
 
 /**
+ * How an engine groups a backward call's rows into passes (the torch worker's `model.torch.tokenBudget`): rows longest
+ * first, a pass holding rows while rows x longest (with `packing`, bins x longest, see src/engine/token-budget.ts)
+ * stays within `tokens`, on each of `ranks` data-parallel ranks (rank k takes rows k, k + ranks, ...). A backward call
+ * that is one pass keeps its graph: the forward runs once.
+ */
+export interface TokenBudget {
+  tokens: number;
+  packing: boolean;
+  ranks: number;
+}
+
+/**
  * An engine that can train (local, torch). The trainer runs each micro-batch through `backward`, whose
  * `lossGrad` callback receives the per-token outputs and returns d loss / d output in the same (B, T) layout
  * (closed forms from src/algo); the engine back-propagates the surrogate sum(grad * output), and gradients
  * accumulate until `optimizerStep`. The loss formulas live in the trainer only, for every engine.
  */
 export interface TrainableEngine extends Engine {
+  /** Present when the engine runs a backward call's rows in passes of at most a token budget (torch): the trainer then cuts micro-batches that are one pass each. */
+  readonly tokenBudget?: TokenBudget;
   backward(
     batch: SequenceBatch,
     options: BackwardOptions,

@@ -7,6 +7,7 @@ import type { RagenConfig } from '../config/index.js';
 import type { ForwardResult, OutputGradients, TrainableEngine } from '../engine/index.js';
 import type { MetricValues } from '../metrics/index.js';
 import { selectRows, takeRows } from './batch.js';
+import { microBatches } from './micro-batches.js';
 import type { UpdateBatch } from './update.js';
 import { actorLossConfig, lossHorizon, prepareUpdate } from './update-data.js';
 
@@ -35,7 +36,7 @@ export interface GradBucket {
 /** Settings (the config's `trainer.gradAnalysis` plus the update's batching). */
 export interface GradAnalysisSettings {
   buckets: number;
-  /** Rows per backward pass (gradients accumulate over a bucket). */
+  /** Most rows per backward pass (gradients accumulate over a bucket); cut like the update's (micro-batches.ts). */
   microBatchSize: number;
   /** Dr. GRPO's constant horizon (`lossHorizon`). */
   horizon: number;
@@ -70,8 +71,7 @@ async function measure(engine: TrainableEngine, c: GradComponent, data: UpdateBa
   const T = data.tokens.T;
   const norm = aggNorm(takeRows(data.tokens.lossMask, rows as number[], T), rows.length, T, s.horizon);
   let value = 0;
-  for (let i = 0; i < rows.length; i += s.microBatchSize) {
-    const micro = rows.slice(i, i + s.microBatchSize);
+  for (const micro of microBatches(rows, data.tokens.lengths, s.microBatchSize, engine.tokenBudget)) {
     const batch = selectRows(data.tokens, micro);
     await engine.backward(batch, { role: 'policy', entropy: c === 'entropy', diagnostic: true }, (out) => {
       const r = termGradient(c, out, micro, data, batch.lossMask, norm, loss);

@@ -6,6 +6,7 @@ import { actorLoss, aggNorm, clippedValueLoss, type ActorLossConfig, type AggNor
 import type { OptimizerSettings, TrainableEngine } from '../engine/index.js';
 import { Rng } from '../util/index.js';
 import { selectRows, takeRows } from './batch.js';
+import { microBatches } from './micro-batches.js';
 
 /** A per-token (B, T) array, token-aligned with the batch (the engine's outputs and src/algo's results alike). */
 type TokenArray = Float32Array | Float64Array;
@@ -26,6 +27,7 @@ export interface UpdateBatch {
 /** How a batch is cut into optimizer steps. */
 export interface BatchSchedule {
   miniBatchSize: number;
+  /** Most rows per engine.backward call; an engine with a token budget also cuts by it (micro-batches.ts). */
   microBatchSize: number;
   epochs: number;
   /** Shuffle rows before cutting mini-batches, with this seed per step (null keeps the rollout order). */
@@ -48,12 +50,6 @@ export function miniBatches(B: number, s: Pick<BatchSchedule, 'miniBatchSize' | 
   return out;
 }
 
-function chunk<T>(xs: readonly T[], n: number): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < xs.length; i += n) out.push(xs.slice(i, i + n));
-  return out;
-}
-
 /** Means over the update's optimizer steps (token-weighted where the stat is per token). */
 export interface ActorUpdateStats {
   pgLoss: number;
@@ -69,7 +65,10 @@ export interface ActorUpdateStats {
   entropy: number | null;
 }
 
-/** The policy update: for each mini-batch, accumulate micro-batch gradients of the actor loss, then one optimizer step. */
+/**
+ * The policy update: for each mini-batch, accumulate micro-batch gradients of the actor loss, then one optimizer step.
+ * Micro-batches follow `microBatches`: by the engine's token budget when it has one.
+ */
 export async function updateActor(engine: TrainableEngine, data: UpdateBatch, loss: ActorLossConfig, schedule: BatchSchedule, optimizer: OptimizerSettings): Promise<ActorUpdateStats> {
   const { tokens } = data;
   const T = tokens.T;
@@ -78,7 +77,7 @@ export async function updateActor(engine: TrainableEngine, data: UpdateBatch, lo
   for (const mini of miniBatches(tokens.B, schedule)) {
     const norm: AggNorm = aggNorm(takeRows(tokens.lossMask, mini, T), mini.length, T, schedule.horizon);
     if (norm.tokens === 0) continue;
-    for (const micro of chunk(mini, schedule.microBatchSize)) {
+    for (const micro of microBatches(mini, tokens.lengths, schedule.microBatchSize, engine.tokenBudget)) {
       const batch = selectRows(tokens, micro);
       // Entropy is always computed (cheap next to the LM head) for the `actor/entropy` metric.
       await engine.backward(batch, { role: 'policy', entropy: true }, (out) => {
@@ -153,7 +152,7 @@ export async function updateCritic(
   for (const mini of miniBatches(tokens.B, schedule)) {
     const norm = aggNorm(takeRows(tokens.lossMask, mini, T), mini.length, T, schedule.horizon);
     if (norm.tokens === 0) continue;
-    for (const micro of chunk(mini, schedule.microBatchSize)) {
+    for (const micro of microBatches(mini, tokens.lengths, schedule.microBatchSize, engine.tokenBudget)) {
       const batch = selectRows(tokens, micro);
       await engine.backward(batch, { role: 'critic' }, (out) => {
         const r = clippedValueLoss({
