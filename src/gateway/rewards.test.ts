@@ -76,10 +76,12 @@ describe('task verifiers', () => {
 
     // A command program's exit record is ignored the same way, and the batch counts the overridden episodes.
     writeFileSync(join(dir, 'verify.mjs'), `export default (task, transcript) => task.group * 10 + transcript.length;\n`);
-    const program = agentProgram({ command: `if [ "$RAGEN_GROUP" = 1 ]; then echo '{"reward": 5}'; fi`, verifier: { module: './verify.mjs' }, cwd: dir, timeoutS: 30 });
+    writeFileSync(join(dir, 'agent.mjs'), `await fetch(process.env.OPENAI_BASE_URL + '/chat/completions', { method: 'POST', body: JSON.stringify({ messages: [{ role: 'user', content: 'x' }], max_tokens: 2 }) });
+if (process.env.RAGEN_GROUP === '1') console.log(JSON.stringify({ reward: 5 }));\n`);
+    const program = agentProgram({ command: 'node agent.mjs', verifier: { module: './verify.mjs' }, cwd: dir, timeoutS: 30 });
     const { batch, outcomes } = await agentRollout(gateway, program, { tag: 'Ver', groups: 2, groupSize: 1, seedBase: 0, idPrefix: 'ver' });
-    expect(outcomes.map((o) => [o.status, o.reward, o.ignoredReward])).toEqual([['ok', 0, undefined], ['ok', 10, 5]]);
-    expect(batch.episodes.map((e) => e.score)).toEqual([0, 10]);
+    expect(outcomes.map((o) => [o.status, o.reward, o.ignoredReward])).toEqual([['ok', 1, undefined], ['ok', 11, 5]]);
+    expect(batch.episodes.map((e) => e.score)).toEqual([1, 11]);
     expect(batch.metrics['Ver']!['info/reported_reward_ignored']).toBe(0.5);
   }, 60_000);
 
