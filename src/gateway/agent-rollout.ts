@@ -17,20 +17,23 @@ export interface AgentRolloutOptions {
   seedBase: number;
   /** Makes episode ids unique across rollouts of one gateway (`<prefix>-g<group>-m<member>`). */
   idPrefix: string;
+  /** The agent block's config key, for errors about its modules (e.g. `env.train.0.agent`). @default "agent" */
+  configKey?: string;
   log?: (line: string) => void;
 }
 
 /**
- * Run every episode (bounded by `program.concurrency`) and assemble the batch. The block's modules (an in-process
- * agent, a verifier) are loaded at the first call; a missing file or export is a ConfigError before any episode. An episode's `success` is a reward
+ * Run every episode (bounded by `program.concurrency`) and assemble the batch. An episode's `success` is a reward
  * above 0 from a program that finished (`ok`); its score is the reward trained on (the failure reward otherwise).
+ * The block's modules (an in-process agent, a verifier) load at the first call: a missing file or export is a
+ * ConfigError before any episode runs (call `resolveAgentProgram` at startup to fail even earlier).
  */
 export async function agentRollout(gateway: Gateway, program: AgentProgramConfig, options: AgentRolloutOptions): Promise<{ batch: RolloutBatch; outcomes: AgentOutcome[] }> {
   const tasks: (AgentTask & { member: number })[] = [];
   for (let g = 0; g < options.groups; g++) {
     for (let m = 0; m < options.groupSize; m++) tasks.push({ episodeId: `${options.idPrefix}-g${g}-m${m}`, seed: options.seedBase + g, group: g, member: m });
   }
-  const outcomes = await runAgentEpisodes(gateway, await loaded(program), tasks, {
+  const outcomes = await runAgentEpisodes(gateway, await loaded(program, options.configKey ?? 'agent'), tasks, {
     failureReward: program.failureReward,
     concurrency: program.concurrency,
     maxCalls: program.maxCalls,
@@ -43,10 +46,10 @@ export async function agentRollout(gateway: Gateway, program: AgentProgramConfig
 
 // One load per agent block: its modules are imported (and checked) at the first rollout, i.e. when the run starts.
 const programs = new WeakMap<AgentProgramConfig, Promise<AgentProgram>>();
-function loaded(config: AgentProgramConfig): Promise<AgentProgram> {
+function loaded(config: AgentProgramConfig, where: string): Promise<AgentProgram> {
   let p = programs.get(config);
   if (!p) {
-    p = resolveAgentProgram(config);
+    p = resolveAgentProgram(config, where);
     programs.set(config, p);
     p.catch(() => programs.delete(config)); // a failed load (a ConfigError the caller reports) is retried next time
   }
