@@ -196,7 +196,12 @@ async function inProcess(fn: AgentFunction, timeoutS: number, task: AgentTask, b
   const none = { claimed: undefined, exitCode: null, signal: null, stderr: '' };
   if (end.kind === 'timeout') return { ...none, failed: 'timeout' };
   if (end.kind === 'threw') return { ...none, failed: 'crashed', stderr: errorText(end.error, options.stderrBytes ?? 4096) };
-  const reward = returnedReward(end.value);
+  let reward: number | undefined;
+  try {
+    reward = returnedReward(end.value);
+  } catch (err) {
+    say(`episode ${task.episodeId}: reading the agent's return value threw ${errorText(err, 200).split('\n')[0]}`); // e.g. a getter or a Proxy
+  }
   if (reward === undefined && end.value !== undefined) say(`episode ${task.episodeId}: the agent returned ${describeValue(end.value)}, not a finite number or {reward: <finite number>}; no reward from its return value`);
   return { ...none, failed: null, claimed: reward === undefined ? undefined : { reward, source: 'return' } };
 }
