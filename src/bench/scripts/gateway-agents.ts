@@ -1,6 +1,8 @@
 // What the ways of writing an agent cost on the gateway: episodes/s of an in-process function against a node program
-// (same one call, same reward), and time to the first streamed content delta against the whole answer.
+// (same one call, same reward), and time to the first streamed content delta against the whole answer, from a client
+// in the same process and from curl.
 //   npx tsx src/bench/scripts/gateway-agents.ts [--episodes 8] [--calls 10]
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
@@ -73,4 +75,20 @@ for (let i = 0; i < CALLS; i++) {
   else await plain(i), await streamed(i);
 }
 console.log(`streaming (${(tokens / CALLS).toFixed(1)} tokens/answer, N=${CALLS}): first delta ${(first / CALLS).toFixed(1)} ms, stream end ${(streamEnd / CALLS).toFixed(1)} ms, non-streamed answer ${(whole / CALLS).toFixed(1)} ms`);
+
+// 3. The same from a client in another process (curl, when on PATH): the gateway's own cost per streamed token,
+// without a client parsing chunks on the gateway's event loop.
+const curl = (stream: boolean, seed: number) =>
+  new Promise<number>((resolve) => {
+    const p = spawn('curl', ['-sN', '-o', '/dev/null', '-w', '%{time_total}', '-d', JSON.stringify({ ...long, seed, stream }), `${client.baseURL}/chat/completions`]);
+    let out = '';
+    p.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    p.on('error', () => resolve(NaN));
+    p.on('close', () => resolve(Number(out) * 1000));
+  });
+let curlStream = 0;
+let curlWhole = 0;
+for (let i = 0; i < CALLS; i++) (curlStream += await curl(true, i)), (curlWhole += await curl(false, i));
+if (Number.isFinite(curlStream)) console.log(`from curl: streamed ${(curlStream / CALLS).toFixed(1)} ms, not streamed ${(curlWhole / CALLS).toFixed(1)} ms`);
+else console.log('from curl: skipped (no curl on PATH)');
 await gw.close();
