@@ -96,36 +96,33 @@ interface ProgramEnd {
 export async function runAgentEpisode(gateway: Gateway, program: AgentProgram, task: AgentTask, options: RunOptions = {}): Promise<AgentOutcome> {
   const failureReward = options.failureReward ?? 0;
   const say = options.log ?? (() => {});
+  if (!program.agent && !program.command) throw new Error('An agent program needs a command or an in-process agent function.');
   const { baseUrl, rewardUrl } = gateway.open(task.episodeId, options.maxCalls !== undefined ? { maxCalls: options.maxCalls } : {});
   const start = Date.now();
   const end = program.agent ? await inProcess(program.agent, program.timeoutS, task, baseUrl, rewardUrl, options, say) : await spawnProgram(program, task, baseUrl, rewardUrl, options);
   const log = gateway.finish(task.episodeId);
   const reported = log.reward !== undefined ? { reward: log.reward, source: 'http' as const } : end.claimed;
-  let status: AgentStatus = end.failed ?? (reported ? 'ok' : 'no_reward');
-  let settled: { reward: number; source: RewardSource } | undefined = status === 'ok' ? reported : undefined;
-  let ignoredReward: number | undefined;
-  if (end.failed === null && program.verifier) {
-    const verdict = await verify(program.verifier, task, log, program.timeoutS);
-    ignoredReward = reported?.reward;
-    if (typeof verdict === 'number') settled = { reward: verdict, source: 'verifier' };
-    else {
-      settled = undefined;
-      say(`episode ${task.episodeId}: the verifier failed (${verdict.error}), reward ${failureReward}`);
-    }
-    status = settled ? 'ok' : 'no_reward';
-    if (settled && ignoredReward !== undefined) say(`episode ${task.episodeId}: the program reported reward ${ignoredReward}, ignored: the verifier scores it ${settled.reward}`);
-  }
-  if (status !== 'ok' && !(end.failed === null && program.verifier)) {
+  // A crashed or timed-out program scores failureReward whatever it reported, and is not verified.
+  const verdict = end.failed === null && program.verifier ? await verify(program.verifier, task, log, program.timeoutS) : undefined;
+  let settled: { reward: number; source: RewardSource } | undefined;
+  if (end.failed === null) settled = verdict === undefined ? reported : typeof verdict === 'number' ? { reward: verdict, source: 'verifier' } : undefined;
+  const status: AgentStatus = end.failed ?? (settled ? 'ok' : 'no_reward');
+  const ignoredReward = verdict !== undefined ? reported?.reward : undefined;
+  if (typeof verdict === 'object') {
+    say(`episode ${task.episodeId}: the verifier failed (${verdict.error}), reward ${failureReward}`);
+  } else if (settled?.source === 'verifier' && ignoredReward !== undefined) {
+    say(`episode ${task.episodeId}: the program reported reward ${ignoredReward}, ignored: the verifier scores it ${settled.reward}`);
+  } else if (status !== 'ok') {
     const why = status === 'timeout' ? ` after ${program.timeoutS}s` : '';
     const how = program.agent ? '' : ` (exit ${end.exitCode ?? end.signal})`;
-    say(`episode ${task.episodeId}: ${status}${why}${how}, reward ${failureReward}${end.stderr ? `; ${program.agent ? `error: ${end.stderr.split('\n')[0]}` : `stderr: ${end.stderr.trim().split('\n').slice(-3).join(' | ')}`}` : ''}`);
+    const detail = !end.stderr ? '' : program.agent ? `; error: ${end.stderr.split('\n')[0]}` : `; stderr: ${end.stderr.trim().split('\n').slice(-3).join(' | ')}`;
+    say(`episode ${task.episodeId}: ${status}${why}${how}, reward ${failureReward}${detail}`);
   }
   return { task, status, reward: settled?.reward ?? failureReward, rewardSource: settled?.source ?? null, ignoredReward, log, exitCode: end.exitCode, signal: end.signal, stderrTail: end.stderr, durationMs: Date.now() - start };
 }
 
 /** Start the command in its own process group and wait for it (killing the group at timeoutS); stdout and stderr bounded. */
 async function spawnProgram(program: AgentProgram, task: AgentTask, baseUrl: string, rewardUrl: string, options: RunOptions): Promise<ProgramEnd> {
-  if (!program.command) throw new Error('An agent program needs a command or an in-process agent function.');
   const keep = options.stderrBytes ?? 4096;
   let stderr = '';
   let stdout = '';
