@@ -6,7 +6,7 @@ import { agentProgram } from './config.js';
 
 describe('agentProgram', () => {
   it('takes {command, timeoutS} and fills the rest', () => {
-    expect(agentProgram({ command: 'node my-agent.mjs', timeoutS: 60 })).toEqual({ command: 'node my-agent.mjs', timeoutS: 60, failureReward: 0, concurrency: 4, cwd: null, maxCalls: 256 });
+    expect(agentProgram({ command: 'node my-agent.mjs', timeoutS: 60 })).toEqual({ command: 'node my-agent.mjs', module: null, export: 'default', timeoutS: 60, failureReward: 0, concurrency: 4, cwd: null, maxCalls: 256, verifier: null });
   });
 
   it('names a bad value and an unknown key', () => {
@@ -14,5 +14,13 @@ describe('agentProgram', () => {
     expect(() => agentProgram({ command: 'x', timeoutS: -1 })).toThrow(/`agent\.timeoutS` = -1/);
     expect(() => agentProgram({ command: 'x', timeout: 5 })).toThrow(/Unknown key `agent\.timeout`\. Did you mean `timeoutS`/);
     expect(() => agentProgram('node a.mjs')).toThrow(ConfigError);
+    expect(() => agentProgram({ module: 'a.mjs', verifier: { module: 'v.mjs', exprt: 'f' } })).toThrow(/Unknown key `agent\.verifier\.exprt`\. Did you mean `export`/);
+  });
+
+  it('takes an in-process module and a verifier, and wants exactly one of command and module', () => {
+    expect(agentProgram({ module: './a.mjs', verifier: { module: './v.mjs' } })).toMatchObject({ command: null, module: './a.mjs', export: 'default', verifier: { module: './v.mjs', export: 'default' } });
+    expect(() => agentProgram({ timeoutS: 5 })).toThrow(/exactly one of `command`.*neither is set/);
+    expect(() => agentProgram({ command: 'node a.mjs', module: './a.mjs' })).toThrow(/exactly one of `command` and `module`, both are set/);
+    expect(() => agentProgram({ module: './a.mjs', verifier: { module: '' } })).toThrow(/`agent\.verifier\.module` = ""/);
   });
 });

@@ -65,24 +65,49 @@ export function agentConfig(overrides: Partial<AgentConfig> = {}): AgentConfig {
   return result.data;
 }
 
+/** An exported function of an ES module: `{module: "./verify.mjs", export: "default"}`. */
+export const moduleExportSchema = z.strictObject({
+  /** Path of an ES module (.mjs/.js; .ts only where the trainer runs under tsx), relative to the agent's `cwd` when set, else to the trainer's working directory. */
+  module: z.string().min(1),
+  /** Name of the exported function. @default "default" */
+  export: z.string().min(1).default('default'),
+});
+
 /**
  * An agent program trained through the gateway (the `agent` block of an `env.train` entry: `{agent: {command: "node
- * my-agent.mjs", timeoutS: 60}, groups, groupSize}`): one run of `command` per episode, see docs/agents.md.
+ * my-agent.mjs", timeoutS: 60}, groups, groupSize}`): one run of `command` (or one call of an exported function,
+ * `module`) per episode, see docs/agents.md.
  */
-export const agentProgramSchema = z.strictObject({
-  /** Shell command run once per episode (`sh -c`), with OPENAI_BASE_URL, OPENAI_API_KEY and RAGEN_SEED/RAGEN_GROUP/RAGEN_EPISODE/RAGEN_REWARD_URL set. */
-  command: z.string().min(1),
-  /** Seconds one episode may take; then the program and everything it started are killed and scored `failureReward`. @default 60 */
-  timeoutS: z.number().positive().default(60),
-  /** Reward of an episode whose program crashed (non-zero exit), timed out or reported no reward. @default 0 */
-  failureReward: z.number().finite().default(0),
-  /** Programs running at once. @default 4 */
-  concurrency: z.number().int().min(1).default(4),
-  /** Working directory of the program; null: the trainer's. @default null */
-  cwd: z.string().min(1).nullable().default(null),
-  /** Calls one episode may make; later ones are answered 429 (a program stuck in a loop). @default 256 */
-  maxCalls: z.number().int().min(1).default(256),
-});
+export const agentProgramSchema = z
+  .strictObject({
+    /** Shell command run once per episode (`sh -c`), with OPENAI_BASE_URL, OPENAI_API_KEY and RAGEN_SEED/RAGEN_GROUP/RAGEN_EPISODE/RAGEN_REWARD_URL set. Exactly one of `command` and `module`. @default null */
+    command: z.string().min(1).nullable().default(null),
+    /** In-process agent: an ES module whose export (`export`) is an async function called once per episode with `{baseUrl, apiKey, rewardUrl, seed, group, episodeId, signal}`; it returns the reward (a number or `{reward}`) or reports it over HTTP. Path relative to `cwd` when set, else to the trainer's working directory; checked when the run starts. Exactly one of `command` and `module`. @default null */
+    module: z.string().min(1).nullable().default(null),
+    /** The exported function of `module` to call. @default "default" */
+    export: z.string().min(1).default('default'),
+    /** Seconds one episode may take; then the program and everything it started are killed (an in-process function gets its `signal` aborted and is abandoned) and scored `failureReward`. @default 60 */
+    timeoutS: z.number().positive().default(60),
+    /** Reward of an episode whose program crashed (non-zero exit or a thrown error), timed out or reported no reward. @default 0 */
+    failureReward: z.number().finite().default(0),
+    /** Programs running at once. @default 4 */
+    concurrency: z.number().int().min(1).default(4),
+    /** Working directory of the program, and the base of relative `module` paths; null: the trainer's. @default null */
+    cwd: z.string().min(1).nullable().default(null),
+    /** Calls one episode may make; later ones are answered 429 (a program stuck in a loop). @default 256 */
+    maxCalls: z.number().int().min(1).default(256),
+    /** Task verifier: `{module, export}` of a function `(task, transcript) => number | Promise<number>` (task `{seed, group, episodeId}`, transcript the episode's calls `{messages, tools, completion}`) that computes the reward of every episode whose program finished; a reward the program reported is then ignored (counted in `info/reported_reward_ignored`). null: the program reports its reward. @default null */
+    verifier: moduleExportSchema.nullable().default(null),
+  })
+  .superRefine((cfg, ctx) => {
+    if ((cfg.command === null) === (cfg.module === null)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [cfg.command === null ? 'command' : 'module'],
+        message: cfg.command === null ? 'an agent needs exactly one of `command` (a program, e.g. "node my-agent.mjs") or `module` (an in-process function, e.g. "./my-agent.mjs"); neither is set' : 'an agent takes exactly one of `command` and `module`, both are set; keep one',
+      });
+    }
+  });
 
 /** An agent program's settings, defaults filled. */
 export type AgentProgramConfig = z.infer<typeof agentProgramSchema>;
@@ -94,10 +119,11 @@ export function agentProgram(block: unknown, where = 'agent'): AgentProgramConfi
   const issue = result.error.issues[0]!;
   const key = issue.path.join('.');
   if (issue.code === 'unrecognized_keys') {
-    const known = Object.keys(agentProgramSchema.shape);
+    const known = Object.keys(key === 'verifier' ? moduleExportSchema.shape : agentProgramSchema.shape);
     const bad = issue.keys[0]!;
-    throw new ConfigError(`Unknown key \`${where}.${bad}\`.${didYouMean(bad, known)} Valid keys: ${known.join(', ')}.`);
+    throw new ConfigError(`Unknown key \`${where}.${key ? `${key}.` : ''}${bad}\`.${didYouMean(bad, known)} Valid keys: ${known.join(', ')}.`);
   }
-  const value = key === '' ? block : (block as Record<string, unknown> | null)?.[key];
-  throw new ConfigError(`Bad config value \`${where}${key ? `.${key}` : ''}\` = ${JSON.stringify(value)}: ${issue.message}. Example: {command: "node my-agent.mjs", timeoutS: 60}.`);
+  if (issue.code === 'custom') throw new ConfigError(`\`${where}\`: ${issue.message}.`);
+  const value = issue.path.reduce<unknown>((v, k) => (typeof v === 'object' && v !== null ? (v as Record<PropertyKey, unknown>)[k as PropertyKey] : undefined), block);
+  throw new ConfigError(`Bad config value \`${where}${key ? `.${key}` : ''}\` = ${JSON.stringify(value) ?? 'undefined'}: ${issue.message}. Example: {command: "node my-agent.mjs", timeoutS: 60} or {module: "./my-agent.mjs", timeoutS: 60}.`);
 }

@@ -2,7 +2,8 @@
 // built-in loop returns (episodes, token-exact training samples, per-tag metrics), for the trainer's groups,
 // filters and advantages to consume unchanged.
 import { computeMetrics, type AgentProgramConfig, type Episode, type EpisodeTurn, type RolloutBatch, type TrainingSample } from '../agent/index.js';
-import { runAgentEpisodes, type AgentOutcome, type AgentTask } from './runner.js';
+import { resolveAgentProgram } from './program-module.js';
+import { runAgentEpisodes, type AgentOutcome, type AgentProgram, type AgentTask } from './runner.js';
 import { samplesFromCalls } from './samples.js';
 import type { Gateway } from './server.js';
 
@@ -16,19 +17,23 @@ export interface AgentRolloutOptions {
   seedBase: number;
   /** Makes episode ids unique across rollouts of one gateway (`<prefix>-g<group>-m<member>`). */
   idPrefix: string;
+  /** The agent block's config key, for errors about its modules (e.g. `env.train.0.agent`). @default "agent" */
+  configKey?: string;
   log?: (line: string) => void;
 }
 
 /**
  * Run every episode (bounded by `program.concurrency`) and assemble the batch. An episode's `success` is a reward
  * above 0 from a program that finished (`ok`); its score is the reward trained on (the failure reward otherwise).
+ * The block's modules (an in-process agent, a verifier) load at the first call: a missing file or export is a
+ * ConfigError before any episode runs (call `resolveAgentProgram` at startup to fail even earlier).
  */
 export async function agentRollout(gateway: Gateway, program: AgentProgramConfig, options: AgentRolloutOptions): Promise<{ batch: RolloutBatch; outcomes: AgentOutcome[] }> {
   const tasks: (AgentTask & { member: number })[] = [];
   for (let g = 0; g < options.groups; g++) {
     for (let m = 0; m < options.groupSize; m++) tasks.push({ episodeId: `${options.idPrefix}-g${g}-m${m}`, seed: options.seedBase + g, group: g, member: m });
   }
-  const outcomes = await runAgentEpisodes(gateway, { command: program.command, timeoutS: program.timeoutS, cwd: program.cwd }, tasks, {
+  const outcomes = await runAgentEpisodes(gateway, await loaded(program, options.configKey ?? 'agent'), tasks, {
     failureReward: program.failureReward,
     concurrency: program.concurrency,
     maxCalls: program.maxCalls,
@@ -37,6 +42,18 @@ export async function agentRollout(gateway: Gateway, program: AgentProgramConfig
   const episodes = outcomes.map((o, i) => episodeOf(o, i, tasks[i]!.member, options.tag));
   const samples: TrainingSample[] = outcomes.flatMap((o, i) => samplesFromCalls(o.log.calls, o.reward, { episode: i, group: o.task.group, tag: options.tag }));
   return { batch: { episodes, samples, metrics: computeMetrics(episodes, options.groupSize), groupSize: options.groupSize }, outcomes };
+}
+
+// One load per agent block: its modules are imported (and checked) at the first rollout, i.e. when the run starts.
+const programs = new WeakMap<AgentProgramConfig, Promise<AgentProgram>>();
+function loaded(config: AgentProgramConfig, where: string): Promise<AgentProgram> {
+  let p = programs.get(config);
+  if (!p) {
+    p = resolveAgentProgram(config, where);
+    programs.set(config, p);
+    p.catch(() => programs.delete(config)); // a failed load (a ConfigError the caller reports) is retried next time
+  }
+  return p;
 }
 
 /** An agent episode in the built-in loop's record shape: one turn per call, no env actions, the reward on the last turn. */
@@ -55,7 +72,8 @@ function episodeOf(o: AgentOutcome, index: number, member: number, tag: string):
     droppedActions: 0,
     reward: i === all.length - 1 ? o.reward : 0,
     penalty: 0,
-    info: { success, actionIsValid: true, actionIsEffective: true, ...(o.status === 'ok' ? {} : { reason: o.status }) },
+    // reported_reward_ignored: 1 when a verifier overrode the program's own reward (`train/<tag>/info/...`).
+    info: { success, actionIsValid: true, actionIsEffective: true, reported_reward_ignored: o.ignoredReward === undefined ? 0 : 1, ...(o.status === 'ok' ? {} : { reason: o.status }) },
     tokens: c.completionIds,
     logprobs: c.logprobs,
     finishReason: c.finishReason,

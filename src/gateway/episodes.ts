@@ -13,6 +13,9 @@ export interface CallRecord {
   finishReason: 'stop' | 'length';
   /** The reply's text (what the agent received, before tool-call parsing). */
   text: string;
+  /** The request's `messages` and `tools` as the agent sent them (a task verifier reads them). */
+  messages: unknown[];
+  tools: unknown[] | null;
 }
 
 /** One episode's record: its calls, its reward (undefined until reported) and what was refused. */

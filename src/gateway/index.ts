@@ -3,5 +3,6 @@ export { Gateway, type GatewayOptions } from './server.js';
 export { EpisodeBook, type CallRecord, type EpisodeLog } from './episodes.js';
 export { lowerToolMessages, parseToolCalls, pyJson, toolsSystemText, QWEN_DEFAULT_SYSTEM, type ToolCall } from './qwen-tools.js';
 export { chainCalls, extendsIds, samplesFromCalls, type CallChain } from './samples.js';
-export { runAgentEpisode, runAgentEpisodes, type AgentOutcome, type AgentProgram, type AgentStatus, type AgentTask, type RunOptions } from './runner.js';
+export { exitRecordReward, runAgentEpisode, runAgentEpisodes, type AgentContext, type AgentFunction, type AgentOutcome, type AgentProgram, type AgentStatus, type AgentTask, type RewardSource, type RunOptions, type TaskVerifier, type TranscriptCall } from './runner.js';
+export { loadExport, resolveAgentProgram } from './program-module.js';
 export { agentRollout, type AgentRolloutOptions } from './agent-rollout.js';

@@ -7,7 +7,7 @@ import { chainCalls, samplesFromCalls } from './samples.js';
 let next = 0;
 /** A call record; log-probs are -(id / 100) so each sampled id's log-prob is recognisable. */
 function call(promptIds: number[], completionIds: number[], index = next++): CallRecord {
-  return { index, promptIds, completionIds, logprobs: completionIds.map((id) => -id / 100), finishReason: 'stop', text: '' };
+  return { index, promptIds, completionIds, logprobs: completionIds.map((id) => -id / 100), finishReason: 'stop', text: '', messages: [], tools: null };
 }
 
 describe('samples from calls', () => {

@@ -5,9 +5,11 @@ import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import type { Engine } from '../engine/index.js';
 import type { Tokenizer } from '../tokenizer/index.js';
-import { ApiError, ClientGone, chatPromptIds, parseChatRequest, readJsonBody, runChoices, handlerContext, type HandlerContext } from '../serve/index.js';
+import type { Generation } from '../engine/index.js';
+import { ApiError, ClientGone, chatPromptIds, choiceJobs, completionText, parseChatRequest, readJsonBody, runChoices, handlerContext, type HandlerContext } from '../serve/index.js';
 import { EpisodeBook, type EpisodeLog } from './episodes.js';
-import { lowerToolMessages, parseToolCalls, type ToolCall } from './qwen-tools.js';
+import { lowerToolMessages, parseToolCalls } from './qwen-tools.js';
+import { ChatStream } from './stream.js';
 
 /** What a `Gateway` serves and its limits. */
 export interface GatewayOptions {
@@ -39,7 +41,7 @@ export interface GatewayOptions {
 
 /**
  * Episode-scoped OpenAI routes: GET /episodes/<id>/v1/models, POST /episodes/<id>/v1/chat/completions (with
- * `tools`; `stream` sent once generation ends), POST /episodes/<id>/reward `{"reward": number}`. Only episodes opened with `open` answer.
+ * `tools`; `stream` token by token where the engine reports decode steps), POST /episodes/<id>/reward `{"reward": number}`. Only episodes opened with `open` answer.
  */
 export class Gateway {
   readonly http: Server;
@@ -136,22 +138,33 @@ export class Gateway {
     res.on('close', () => {
       if (!res.writableFinished) abort.abort();
     });
-    const [choice] = await runChoices(this.ctx, request, [prompt], abort.signal);
-    const { gen, text } = choice!;
-    if (!this.book.get(ep.id)) return this.json(res, 404, new ApiError(404, `Episode ${ep.id} ended while this call ran.`).body());
-    ep.calls.push({ index, promptIds: prompt, completionIds: [...gen.tokens], logprobs: [...gen.logprobs], finishReason: gen.finishReason, text });
-    const { content, calls } = Array.isArray(b['tools']) && b['tools'].length > 0 ? parseToolCalls(text, `call_${ep.id}_${index}`) : { content: text, calls: [] };
+    const withTools = Array.isArray(b['tools']) && b['tools'].length > 0;
     const head = { id: `chatcmpl-${randomUUID()}`, created: Math.floor(Date.now() / 1000), model: typeof b['model'] === 'string' ? b['model'] : this.options.modelName };
+    let gen: Generation;
+    let stream: ChatStream | undefined;
+    if (parsed.stream) {
+      // Token by token: the limits are checked (a bad request still gets its status) before the headers go out.
+      const [job] = choiceJobs(this.ctx, { ...request, topLogprobs: 0 }, [prompt]);
+      stream = new ChatStream(res, head, this.ctx, request.stop, withTools);
+      stream.start();
+      gen = await this.ctx.batcher.submit({ ...job!, onToken: (id) => stream!.token(id) }, abort.signal);
+    } else {
+      gen = (await runChoices(this.ctx, request, [prompt], abort.signal))[0]!.gen;
+    }
+    const text = completionText(this.ctx.tokenizer, gen, this.ctx.stopTokenIds, request.stop);
+    if (!this.book.get(ep.id)) throw new ApiError(404, `Episode ${ep.id} ended while this call ran; its answer is not recorded.`, 'invalid_request_error', null, 'episode_not_found');
+    const messages = Array.isArray(b['messages']) ? (b['messages'] as unknown[]) : [];
+    ep.calls.push({ index, promptIds: prompt, completionIds: [...gen.tokens], logprobs: [...gen.logprobs], finishReason: gen.finishReason, text, messages, tools: withTools ? (b['tools'] as unknown[]) : null });
+    const { content, calls } = withTools ? parseToolCalls(text, `call_${ep.id}_${index}`) : { content: text, calls: [] };
     const finish = calls.length > 0 ? 'tool_calls' : gen.finishReason;
     const usage = { prompt_tokens: prompt.length, completion_tokens: gen.tokens.length, total_tokens: prompt.length + gen.tokens.length };
-    const ids = parsed.returnTokenIds ? { prompt_token_ids: prompt } : {};
-    if (parsed.stream) return sendStream(res, head, content, calls, finish, parsed.includeUsage ? usage : undefined);
+    if (stream) return stream.finish(content, calls, finish, parsed.includeUsage ? usage : undefined);
     this.json(res, 200, {
       ...head,
       object: 'chat.completion',
       choices: [{ index: 0, message: { role: 'assistant', content, ...(calls.length > 0 ? { tool_calls: calls } : {}) }, logprobs: null, finish_reason: finish, ...(parsed.returnTokenIds ? { token_ids: gen.tokens } : {}) }],
       usage,
-      ...ids,
+      ...(parsed.returnTokenIds ? { prompt_token_ids: prompt } : {}),
     });
   }
 
@@ -175,23 +188,8 @@ export class Gateway {
     if (err instanceof ClientGone || res.destroyed) return this.log(`client gone: ${(err as Error)?.message ?? String(err)}`);
     const e = err instanceof ApiError ? err : new ApiError(500, `The gateway failed on this request: ${(err as Error)?.message ?? String(err)}`, 'server_error', null, 'internal_error');
     if (e.status >= 500) this.log(`500: ${(err as Error)?.stack ?? String(err)}`);
+    // Mid-stream the status is gone: the error goes in the stream, which ends.
+    if (res.headersSent) return void (res.destroyed ? undefined : res.end(`data: ${JSON.stringify(e.body())}\n\n`));
     this.json(res, e.status, e.body());
   }
-}
-
-/**
- * A finished answer as OpenAI's chat stream (generation runs first, as `ragen serve` does for whole-batch engines):
- * the role, the content, each tool call whole in one delta, the finish reason, usage if asked, then [DONE].
- */
-function sendStream(res: ServerResponse, head: Record<string, unknown>, content: string | null, calls: readonly ToolCall[], finish: string, usage: Record<string, number> | undefined): void {
-  if (res.destroyed) return;
-  res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', Connection: 'keep-alive' });
-  const send = (choices: unknown[], extra: Record<string, unknown> = {}): void => void res.write(`data: ${JSON.stringify({ ...head, object: 'chat.completion.chunk', choices, ...extra })}\n\n`);
-  const delta = (d: Record<string, unknown>, finishReason: string | null = null) => [{ index: 0, delta: d, logprobs: null, finish_reason: finishReason }];
-  send(delta({ role: 'assistant', content: '' }));
-  if (content) send(delta({ content }));
-  calls.forEach((c, i) => send(delta({ tool_calls: [{ index: i, id: c.id, type: 'function', function: c.function }] })));
-  send(delta({}, finish));
-  if (usage) send([], { usage });
-  res.end('data: [DONE]\n\n');
 }

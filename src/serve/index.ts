@@ -6,6 +6,8 @@ export { localTopLogprobs, topK, type TopLogprob, type TopLogprobsSource } from 
 export { parseChatRequest, parseCompletionRequest, type ChatRequest, type CompletionRequest, type SamplingRequest } from './requests.js';
 export { localServeTarget, torchServeTarget, type ModelDirResolver, type ServeTarget, type TorchServeOptions } from './load.js';
 export { readJsonBody } from './body.js';
-export { chatPromptIds, handlerContext, runChoices, type HandlerContext } from './handlers.js';
+export { chatPromptIds, choiceJobs, handlerContext, runChoices, type HandlerContext } from './handlers.js';
+export { StreamText } from './stream-text.js';
+export { completionText } from './responses.js';
 export type { ChoiceResult } from './responses.js';
 export { badParam, preview } from './errors.js';
