@@ -101,6 +101,8 @@ describe('ragen train on an agent program', () => {
       expect(Number.isFinite(m['actor/pg_loss'])).toBe(true);
       expect(m['train/agent/success']).toBeDefined();
     }
+    // collapse diagnostics read agent episodes (one turn per call, empty observations): two groups, two prompts
+    expect(Number.isFinite(metrics[1]!['collapse_first_turn_sample/mi_estimate'])).toBe(true);
     expect(metrics[0]!['val/agent/success']).toBeDefined();
     expect(metrics[2]!['val/agent/success']).toBeDefined();
     expect(full.summary.map((r) => r.tag)).toEqual(['agent']);

@@ -32,7 +32,7 @@ export async function validate(config: RagenConfig, engine: Engine, tokenizer: T
       batches.push(await rollout({ groups, policy, tokenizer, agent }));
     }
     if (gateway) {
-      const plan = { seedBase: config.seed.val + (groups?.nGroups ?? 0), samplingSeed: config.seed.val, idPrefix: `val${++validations}` };
+      const plan = { seedBase: config.seed.val + (groups?.nGroups ?? 0), samplingSeed: config.seed.val, idPrefix: 'val' }; // ids need only be unique within this gateway
       batches.push(...(await agentBatches(gateway, config, 'val', plan)).batches);
     }
     const { metrics, success } = valMetrics(joinBatches(batches));
@@ -44,5 +44,3 @@ export async function validate(config: RagenConfig, engine: Engine, tokenizer: T
     await gateway?.close();
   }
 }
-
-let validations = 0; // episode ids only need to be unique within one gateway; this keeps them distinct in logs too
