@@ -159,7 +159,7 @@ describe('ragen train on an agent program', () => {
   it('mixes built-in env and agent entries in one step: one batch, per-tag metrics, agent groups seeded after the env groups', async () => {
     const a = agentBlock('two');
     const dir = runDir();
-    const config = microConfig(model, dir, [`env.train=[{tag: SimpleSokoban, groups: 2, groupSize: 2}, {agent: ${a.block}, groups: 1, groupSize: 2}]`, 'env.val=[]', 'algo.advEstimator=grpo', 'trainer.steps=2', 'trainer.checkpointEvery=2']);
+    const config = microConfig(model, dir, [`env.train=[{tag: SimpleSokoban, groups: 2, groupSize: 2}, {agent: ${a.block}, groups: 1, groupSize: 2}]`, 'env.val=[]', 'algo.advEstimator=grpo', 'algo.filter.strategy=top_k', 'algo.filter.value=1', 'trainer.steps=2', 'trainer.checkpointEvery=2']);
     await train({ config });
     const [m1, m2] = readMetricsFile(join(dir, 'metrics.jsonl'));
     for (const m of [m1!, m2!]) {
@@ -170,10 +170,12 @@ describe('ragen train on an agent program', () => {
     // step k: env groups take seed.train + (k-1)*3 + {0, 1}, the agent group the next seed
     const seeds = [...logged(a.logDir)].map(([id, e]) => [id.slice(0, 2), e.seed]).sort();
     expect(seeds).toEqual([['s1', config.seed.train + 2], ['s1', config.seed.train + 2], ['s2', config.seed.train + 5], ['s2', config.seed.train + 5]]);
-    type Rec = { env: string; seed: number; turns: { tokens: number; token_advantages?: number[] }[] };
+    type Rec = { env: string; seed: number; kept: boolean; turns: { tokens: number; token_advantages?: number[] }[] };
     const records = readFileSync(join(dir, 'rollouts', 'step-1.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Rec);
-    // the joined batch's samples point at their own episodes: each agent turn carries one advantage per sampled token
-    for (const r of records.filter((x) => x.env === 'agent')) for (const t of r.turns) expect(t.token_advantages?.length).toBe(t.tokens);
+    // the joined batch's samples point at their own episodes: each turn (the filter keeps every group here) carries one
+    // advantage per sampled token
+    expect(records.every((r) => r.kept)).toBe(true);
+    for (const r of records) for (const t of r.turns) expect(t.token_advantages?.length).toBe(t.tokens);
     expect(records.map((r) => [r.env, r.seed])).toEqual([['SimpleSokoban', config.seed.train], ['SimpleSokoban', config.seed.train], ['SimpleSokoban', config.seed.train + 1], ['SimpleSokoban', config.seed.train + 1], ['agent', config.seed.train + 2], ['agent', config.seed.train + 2]]);
   }, 120_000);
 
