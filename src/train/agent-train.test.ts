@@ -179,6 +179,23 @@ describe('ragen train on an agent program', () => {
     expect(records.map((r) => [r.env, r.seed])).toEqual([['SimpleSokoban', config.seed.train], ['SimpleSokoban', config.seed.train], ['SimpleSokoban', config.seed.train + 1], ['SimpleSokoban', config.seed.train + 1], ['agent', config.seed.train + 2], ['agent', config.seed.train + 2]]);
   }, 120_000);
 
+  it('scores failed episodes with failureReward, counts them by status, and says why on the console', async () => {
+    writeFileSync(join(root, 'flaky.mjs'), `
+if (process.env.RAGEN_EPISODE.endsWith('-m1')) { process.stderr.write('boom: the tool server is down\\n'); process.exit(3); }
+await fetch(process.env.RAGEN_REWARD_URL, { method: 'POST', body: JSON.stringify({ reward: 1 }) });
+`);
+    const dir = runDir();
+    const block = `{command: "node ${join(root, 'flaky.mjs')}", timeoutS: 30, failureReward: -1}`;
+    const config = microConfig(model, dir, [`env.train=[{agent: ${block}, groups: 2, groupSize: 2}]`, 'env.val=[]', 'algo.advEstimator=grpo', 'trainer.steps=1', 'logging.console=plain']);
+    let printed = '';
+    const stream = Object.assign(new (await import('node:stream')).Writable({ write: (c, _e, cb) => ((printed += String(c)), cb()) }), { isTTY: false });
+    await train({ config, stream });
+    const [m] = readMetricsFile(join(dir, 'metrics.jsonl'));
+    expect([m!['gateway/episodes_ok'], m!['gateway/episodes_crashed'], m!['gateway/calls']]).toEqual([2, 2, 0]);
+    expect(m!['train/reward_mean']).toBe(0); // two 1s and two failureReward -1s
+    expect(printed).toMatch(/step 1: episode s1-e0-g\d-m1: crashed \(exit 3\), reward -1; stderr: boom: the tool server is down \(and 1 more failed episode\(s\) this step\)/);
+  }, 60_000);
+
   it('moves the policy toward what the program rewards: rewarded tokens gain log-probability, penalised ones lose it', async () => {
     const a = agentBlock('one');
     const dir = runDir();

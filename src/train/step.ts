@@ -29,6 +29,8 @@ export interface StepContext {
   groups: EnvGroups | null;
   /** The training gateway answering the agent entries (`env.train.N.agent`); absent without them. */
   gateway?: Gateway;
+  /** Where a step says why agent episodes failed (the run's console); unset: nowhere. */
+  log?: (line: string) => void;
   /** β of the in-reward KL penalty (fixed or adaptive). */
   kl: KLController;
   collapseEma: CollapseEma;
@@ -68,7 +70,7 @@ export interface CollectedRollout {
  * out in the agent loop, agent entries through the gateway; step k's groups take seeds `seed.train + (k-1)·G + g`
  * (G every entry's groups, the built-in envs' first), and the two batches are joined.
  */
-export async function collectRollout(ctx: Pick<StepContext, 'config' | 'engine' | 'tokenizer' | 'agent' | 'groups' | 'gateway'>, step: number, opts: { groups?: EnvGroups; wrap?: (p: Policy) => Policy } = {}): Promise<CollectedRollout> {
+export async function collectRollout(ctx: Pick<StepContext, 'config' | 'engine' | 'tokenizer' | 'agent' | 'groups' | 'gateway' | 'log'>, step: number, opts: { groups?: EnvGroups; wrap?: (p: Policy) => Policy } = {}): Promise<CollectedRollout> {
   const { config, engine, tokenizer, agent } = ctx;
   const groups = opts.groups ?? ctx.groups;
   const t0 = performance.now();
@@ -84,7 +86,10 @@ export async function collectRollout(ctx: Pick<StepContext, 'config' | 'engine' 
   let gateway: MetricValues = {};
   if (ctx.gateway) {
     const plan = { seedBase: first + (groups?.nGroups ?? 0), samplingSeed: sampler, idPrefix: `s${step}` };
-    const agents = await agentBatches(ctx.gateway, config, 'train', plan);
+    // A failed episode's line carries its stderr tail: the first of the step is shown, the rest counted.
+    const failures: string[] = [];
+    const agents = await agentBatches(ctx.gateway, config, 'train', plan, (line) => failures.push(line));
+    if (failures.length > 0) ctx.log?.(`step ${step}: ${failures[0]}${failures.length > 1 ? ` (and ${failures.length - 1} more failed episode(s) this step)` : ''}`);
     batches.push(...agents.batches);
     gateway = gatewayMetrics(agents.outcomes);
   }

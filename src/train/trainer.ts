@@ -139,6 +139,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   }
   const stopOnSignal = gateway ? exitOnSignal() : undefined;
   const logger = new MetricLogger([...opened.sinks, ...(options.sinks ?? [])], { every: config.logging.logEvery });
+  ctx.log = (line) => logger.message(line);
   if (saved.logger) logger.setState(saved.logger);
   let valBefore = saved.valBefore ?? null;
   let lastVal = saved.lastVal ?? null;
