@@ -44,7 +44,7 @@ if (mode === 'one') {
 const ids = calls.flatMap((c) => c.completion);
 const even = ids.filter((i) => i % 2 === 0).length;
 const reward = mode === 'one' ? (even > 0 ? 1 : -1) : even / ids.length;
-appendFileSync(logDir + '/' + env.RAGEN_EPISODE + '.json', JSON.stringify({ seed: Number(env.RAGEN_SEED), calls, reward }) + '\\n');
+appendFileSync(logDir + '/' + env.RAGEN_EPISODE + '.json', JSON.stringify({ seed: Number(env.RAGEN_SEED), base: env.OPENAI_BASE_URL, calls, reward }) + '\\n');
 const r = await fetch(env.RAGEN_REWARD_URL, { method: 'POST', body: JSON.stringify({ reward }) });
 if (!r.ok) throw new Error('reward ' + r.status);
 `;
@@ -55,6 +55,8 @@ interface LoggedCall {
 }
 interface Logged {
   seed: number;
+  /** The OPENAI_BASE_URL the program was given. */
+  base: string;
   calls: LoggedCall[];
   reward: number;
 }
@@ -194,6 +196,23 @@ await fetch(process.env.RAGEN_REWARD_URL, { method: 'POST', body: JSON.stringify
     expect([m!['gateway/episodes_ok'], m!['gateway/episodes_crashed'], m!['gateway/calls']]).toEqual([2, 2, 0]);
     expect(m!['train/reward_mean']).toBe(0); // two 1s and two failureReward -1s
     expect(printed).toMatch(/step 1: episode s1-e0-g\d-m1: crashed \(exit 3\), reward -1; stderr: boom: the tool server is down \(and 1 more failed episode\(s\) this step\)/);
+  }, 60_000);
+
+  it('closes the gateway and drops its signal handlers when a step fails', async () => {
+    const a = agentBlock('two');
+    const config = microConfig(model, runDir(), [`env.train=[{agent: ${a.block}, groups: 1, groupSize: 2}]`, 'env.val=[]', 'algo.advEstimator=grpo', 'trainer.miniBatchSize=2', 'trainer.steps=1']);
+    const models = await openLocalModels(config);
+    models.engine.backward = () => Promise.reject(new Error('engine fault'));
+    const listeners = () => [process.listenerCount('SIGINT'), process.listenerCount('SIGTERM')];
+    const before = listeners();
+    try {
+      await expect(train({ config, models })).rejects.toThrow('engine fault');
+    } finally {
+      models.engine.dispose();
+    }
+    expect(listeners()).toEqual(before);
+    const base = [...logged(a.logDir).values()][0]!.base;
+    await expect(fetch(`${base}/models`)).rejects.toThrow(); // nothing listens there any more
   }, 60_000);
 
   it('moves the policy toward what the program rewards: rewarded tokens gain log-probability, penalised ones lose it', async () => {
