@@ -19,6 +19,8 @@ export interface AgentRolloutOptions {
   idPrefix: string;
   /** The agent block's config key, for errors about its modules (e.g. `env.train.0.agent`). @default "agent" */
   configKey?: string;
+  /** Sampling seed of the rollout: episode (g, m) samples from a seed mixed from it, g and m (see Gateway.open); unset: batch seeds (not reproducible). */
+  samplingSeed?: number;
   log?: (line: string) => void;
 }
 
@@ -31,7 +33,7 @@ export interface AgentRolloutOptions {
 export async function agentRollout(gateway: Gateway, program: AgentProgramConfig, options: AgentRolloutOptions): Promise<{ batch: RolloutBatch; outcomes: AgentOutcome[] }> {
   const tasks: (AgentTask & { member: number })[] = [];
   for (let g = 0; g < options.groups; g++) {
-    for (let m = 0; m < options.groupSize; m++) tasks.push({ episodeId: `${options.idPrefix}-g${g}-m${m}`, seed: options.seedBase + g, group: g, member: m });
+    for (let m = 0; m < options.groupSize; m++) tasks.push({ episodeId: `${options.idPrefix}-g${g}-m${m}`, seed: options.seedBase + g, group: g, member: m, ...(options.samplingSeed !== undefined ? { samplingSeed: episodeSeed(options.samplingSeed, g, m) } : {}) });
   }
   const outcomes = await runAgentEpisodes(gateway, await loaded(program, options.configKey ?? 'agent'), tasks, {
     failureReward: program.failureReward,
@@ -54,6 +56,11 @@ function loaded(config: AgentProgramConfig, where: string): Promise<AgentProgram
     p.catch(() => programs.delete(config)); // a failed load (a ConfigError the caller reports) is retried next time
   }
   return p;
+}
+
+/** The sampling seed of member m of group g: distinct per episode, so the G members of a group sample differently. */
+function episodeSeed(seed: number, group: number, member: number): number {
+  return (Math.imul(seed ^ 0x2f6b1d3c, 0x85ebca6b) + Math.imul(group + 1, 0xc2b2ae35) + Math.imul(member + 1, 0x27d4eb2f)) >>> 0;
 }
 
 /** An agent episode in the built-in loop's record shape: one turn per call, no env actions, the reward on the last turn. */

@@ -32,6 +32,8 @@ export interface AgentTask {
   episodeId: string;
   seed: number;
   group: number;
+  /** The episode's sampling seed (the gateway derives each call's from it); unset: the batch's. */
+  samplingSeed?: number;
 }
 
 /** One call of an episode as a verifier sees it: the request's messages and tools as sent, the reply's text. */
@@ -97,7 +99,7 @@ export async function runAgentEpisode(gateway: Gateway, program: AgentProgram, t
   const failureReward = options.failureReward ?? 0;
   const say = options.log ?? (() => {});
   if (!program.agent && !program.command) throw new Error('An agent program needs a command or an in-process agent function.');
-  const { baseUrl, rewardUrl } = gateway.open(task.episodeId, options.maxCalls !== undefined ? { maxCalls: options.maxCalls } : {});
+  const { baseUrl, rewardUrl } = gateway.open(task.episodeId, { ...(options.maxCalls !== undefined ? { maxCalls: options.maxCalls } : {}), ...(task.samplingSeed !== undefined ? { seed: task.samplingSeed } : {}) });
   const start = Date.now();
   const end = program.agent ? await inProcess(program.agent, program.timeoutS, task, baseUrl, rewardUrl, options, say) : await spawnProgram(program, task, baseUrl, rewardUrl, options);
   const log = gateway.finish(task.episodeId);

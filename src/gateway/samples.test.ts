@@ -52,14 +52,15 @@ describe('samples from calls', () => {
     expect(chains.map((c) => c.calls)).toEqual([[0, 1]]);
   });
 
-  it('gives every sample the episode reward on its last sampled token, turns numbered per chain', () => {
+  it('gives every sample the episode reward on its last sampled token, turns numbered by the episode\'s calls', () => {
     const samples = samplesFromCalls([call([1, 2], [10, 11], 0), call([1, 2, 10, 11, 3], [12, 13], 1), call([6], [14], 2)], 0.5, { episode: 4, group: 1, tag: 'agent' });
     expect(samples).toHaveLength(2);
     expect(samples[0]!.rewards).toEqual([0, 0, 0, 0, 0, 0, 0.5]);
     expect(samples[0]!.turnIds).toEqual([-1, -1, 0, 0, -1, 1, 1]);
     expect(samples[0]!.turns).toEqual([0, 1]);
     expect(samples[1]!.rewards).toEqual([0, 0.5]);
-    expect(samples[1]!.turnIds).toEqual([-1, 0]);
+    expect(samples[1]!.turnIds).toEqual([-1, 2]); // the episode's third call, though its sample's first
+    expect(samples[1]!.turns).toEqual([2]);
     for (const s of samples) expect([s.score, s.episode, s.group, s.tag, s.length]).toEqual([0.5, 4, 1, 'agent', s.ids.length]);
   });
 

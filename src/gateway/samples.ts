@@ -52,13 +52,15 @@ export function chainCalls(calls: readonly CallRecord[]): CallChain[] {
 
 /**
  * The training samples of one episode: one per chain, the episode's `reward` on each chain's last sampled token
- * (outcome reward, as the built-in loop's `episodeScore`), turns = the chain's calls in order (0, 1, ...).
+ * (outcome reward, as the built-in loop's `episodeScore`). Turns are the episode's, as in the built-in loop: the call
+ * at position k of `calls` (arrival order) is turn k, in whichever chain it landed, so a split episode's records and
+ * per-turn advantages line up with its calls.
  */
 export function samplesFromCalls(calls: readonly CallRecord[], reward: number, meta: { episode: number; group: number; tag: string }): TrainingSample[] {
+  const turnOf = new Map([...calls].sort((a, b) => a.index - b.index).map((c, k) => [c.index, k]));
   return chainCalls(calls).map((chain) => {
     const rewards = new Array<number>(chain.ids.length).fill(0);
     rewards[chain.lossMask.lastIndexOf(1)] = reward;
-    const turnOf = new Map(chain.calls.map((c, i) => [c, i]));
     return {
       ids: chain.ids,
       lossMask: chain.lossMask,
@@ -67,7 +69,7 @@ export function samplesFromCalls(calls: readonly CallRecord[], reward: number, m
       turnIds: chain.callIds.map((c) => (c < 0 ? -1 : turnOf.get(c)!)),
       score: reward,
       ...meta,
-      turns: chain.calls.map((_, i) => i),
+      turns: chain.calls.map((c) => turnOf.get(c)!),
       length: chain.ids.length,
     };
   });

@@ -144,6 +144,15 @@ describe('ragen eval', () => {
     expect(readdirSync(join(dir, 'sub'))).toEqual(['ok.jsonl']);
     expect(readFileSync(good, 'utf8').trim().split('\n')).toHaveLength(2);
   });
+
+  test('refuses a preset that validates agent programs without --env, naming the entries and what to do', async () => {
+    const file = join(tmp, 'agent-val.yaml');
+    writeFileSync(file, 'env:\n  train: [{tag: Bandit, groups: 2, groupSize: 4}]\n  val: [{tag: Bandit, groups: 2}, {agent: {command: "node a.mjs"}, groups: 2}]\ntrainer: {miniBatchSize: 8, microBatchSize: 8}\n');
+    const r = await run('eval', '--preset', file, '--policy', 'random');
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(/validates agent programs \(env\.val\.1\), which `ragen eval` does not run; `ragen train` reports them as `val\/<name>\/success`.*Give --env <ids>/);
+    expect((await run('eval', '--preset', file, '--policy', 'random', '--env', 'Bandit', '--groups', '2')).code).toBe(0);
+  });
 });
 
 describe('ragen eval --help', () => {

@@ -1,0 +1,41 @@
+// The pieces of the agent rollout source that need no program: the gateway's per-step counts, and joining two batches
+// (episodes and samples renumbered so each sample still points at its own episode).
+import { describe, expect, it } from 'vitest';
+import type { Episode, RolloutBatch, TrainingSample } from '../agent/index.js';
+import type { AgentOutcome, AgentStatus } from '../gateway/index.js';
+import { gatewayMetrics, joinBatches } from './agent-source.js';
+
+function outcome(status: AgentStatus, calls: number, refused: number): AgentOutcome {
+  const log = { id: 'e', calls: Array.from({ length: calls }, (_, index) => ({ index, promptIds: [1], completionIds: [2], logprobs: [-1], finishReason: 'stop' as const, text: '', messages: [], tools: null })), reward: undefined, refusedCalls: refused };
+  return { task: { episodeId: 'e', seed: 0, group: 0 }, status, reward: 0, rewardSource: null, ignoredReward: undefined, log, exitCode: 0, signal: null, stderrTail: '', durationMs: 1 };
+}
+
+function batch(tag: string, n: number): RolloutBatch {
+  const episodes = Array.from({ length: n }, (_, index) => ({ index, tag, group: 0, member: index, turns: [] }) as unknown as Episode);
+  const samples = episodes.map((e) => ({ episode: e.index, tag, group: 0, ids: [e.index] }) as unknown as TrainingSample);
+  return { episodes, samples, metrics: { [tag]: { episodes: n } as never }, groupSize: n };
+}
+
+describe('agent rollout source', () => {
+  it('counts calls, refused calls and episodes by status', () => {
+    const m = gatewayMetrics([outcome('ok', 3, 0), outcome('ok', 1, 0), outcome('crashed', 0, 0), outcome('timeout', 2, 5), outcome('no_reward', 2, 0)]);
+    expect(m).toEqual({
+      'gateway/calls': 8,
+      'gateway/refused_calls': 5,
+      'gateway/calls_per_episode': 8 / 5,
+      'gateway/episodes_ok': 2,
+      'gateway/episodes_no_reward': 1,
+      'gateway/episodes_crashed': 1,
+      'gateway/episodes_timeout': 1,
+    });
+    expect(gatewayMetrics([])['gateway/calls_per_episode']).toBe(0);
+  });
+
+  it('joins batches: the second batch\'s episodes and samples move past the first\'s, metrics kept per tag', () => {
+    const j = joinBatches([batch('Env', 3), batch('agent', 2)]);
+    expect(j.episodes.map((e) => [e.index, e.tag])).toEqual([[0, 'Env'], [1, 'Env'], [2, 'Env'], [3, 'agent'], [4, 'agent']]);
+    for (const s of j.samples) expect(j.episodes[s.episode]!.tag).toBe(s.tag);
+    expect(j.samples.map((s) => s.episode)).toEqual([0, 1, 2, 3, 4]);
+    expect(Object.keys(j.metrics)).toEqual(['Env', 'agent']);
+  });
+});
