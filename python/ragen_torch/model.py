@@ -200,6 +200,7 @@ class Decoder(nn.Module):
         self.lm_head = None if c.tied else Linear(c.C, c.V, False)
         self.lora = None  # {"r", "alpha", "dropout", "target_modules"} once adapters are attached
         self.checkpointing = False  # recompute each layer in backward instead of keeping its activations
+        self.compiled = None  # torch.compile'd layers for passes without a KV cache (compiled.py), or None: eager
 
     def forward(self, ids, with_logits=False):
         """Hidden states (and logits) through the module call, so FSDP's hooks (fsdp.py) gather the weights around it."""
@@ -227,7 +228,8 @@ class Decoder(nn.Module):
         else:
             mask = mask.expand(B, 1, T, S)
         recompute = self.checkpointing and cache is None and torch.is_grad_enabled()
-        for i, layer in enumerate(self.model.layers):
+        layers = self.compiled if self.compiled is not None and cache is None else self.model.layers
+        for i, layer in enumerate(layers):
             if recompute:  # the RNG state is restored for the recomputation, so LoRA dropout masks repeat
                 h = torch.utils.checkpoint.checkpoint(layer, h, cos, sin, mask, use_reentrant=False)
             else:
