@@ -144,10 +144,10 @@ class Attention(nn.Module):
         q, k = q.transpose(1, 2), k.transpose(1, 2)  # (B, H or K, T, D)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
-        if cache is not None and torch.is_tensor(start):  # static decode (decode.py): write at a tensor index, attend
-            cache[0].index_copy_(2, start, k.to(cache[0].dtype))  # over the whole cache; the mask hides what is not written yet
-            cache[1].index_copy_(2, start, v.to(cache[1].dtype))
-            k, v = cache
+        if cache is not None and torch.is_tensor(start):  # static decode (decode.py): write at a tensor index, attend over
+            cache[0].index_copy_(2, start, k.to(cache[0].dtype))  # the mask's span of the cache (a bucket past the written
+            cache[1].index_copy_(2, start, v.to(cache[1].dtype))  # keys); the mask hides what is not written yet
+            k, v = cache[0][:, :, : mask.shape[-1]], cache[1][:, :, : mask.shape[-1]]
         elif cache is not None:  # (keys, values) of (B, K, capacity, D): write this step, attend over all so far
             cache[0][:, :, start : start + T] = k
             cache[1][:, :, start : start + T] = v
