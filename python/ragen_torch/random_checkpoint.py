@@ -61,3 +61,23 @@ class _cpu:
 
     def __exit__(self, *a):
         return False
+
+
+def main(argv=None):
+    """python -m ragen_torch.random_checkpoint SHAPE DIR: replace DIR's weights and config by SHAPE's random ones (torch's
+    RNG: seconds for a 7B shape, where `ragen model init` streams them from Node), keeping its tokenizer files."""
+    import glob
+    import sys
+
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 2 or argv[0] not in SHAPES:
+        print(f"usage: python -m ragen_torch.random_checkpoint SHAPE DIR (SHAPE one of {', '.join(SHAPES)})", file=sys.stderr)
+        return 2
+    for old in glob.glob(os.path.join(argv[1], "model*.safetensors*")):
+        os.remove(old)
+    write_random_checkpoint(argv[1], argv[0])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

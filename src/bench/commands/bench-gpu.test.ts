@@ -104,10 +104,16 @@ describe('ragen bench gpu', () => {
     expect(r.err).toMatch(/Bad --shape `qwen9`: give one or more of tiny, qwen2\.5-0\.5b, qwen2\.5-1\.5b/);
     r = await runCli('bench', 'gpu', '--check', '--shape', 'tiny', '--new-tokens', '4');
     expect(r.code).toBe(2);
-    expect(r.err).toMatch(/--check runs fixed stages and takes only --out and --json; drop --shape, --new-tokens\./);
+    expect(r.err).toMatch(/--check runs fixed stages and takes only --out, --stages and --json; drop --shape, --new-tokens\./);
     r = await runCli('bench', 'gpu', '--out', 'x');
     expect(r.code).toBe(2);
     expect(r.err).toMatch(/--out is the folder of --check's files/);
+    r = await runCli('bench', 'gpu', '--stages', 'step');
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(/--stages picks the stages of --check; add --check, or drop --stages\./);
+    r = await runCli('bench', 'gpu', '--check', '--stages', 'step,warp');
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(/Bad --stages `step,warp`: give default, all, or some of versions, bench, rollout, step, lora, decode, train, fsdp/);
     r = await runCli('bench', 'gpu', '--model', '/nonexistent/model');
     expect(r.code).toBe(2);
     expect(r.err).toMatch(/--model \/nonexistent\/model: no such directory/);
