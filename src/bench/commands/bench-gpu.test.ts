@@ -16,6 +16,7 @@ describe('ragen bench gpu', () => {
     const layer = 64 * 64 + 64 + 2 * (64 * 32 + 32) + 64 * 64 + 3 * 64 * 128 + 2 * 64;
     expect(r!.parameters).toBe(2 * 256 * 64 + 2 * layer + 64);
     expect(r!.decode).toBe('eager');
+    expect(r!.rolloutModel).toBe('float32'); // no bf16 rollout copy on a CPU (rolloutCopy auto)
     expect(r!.rollout.tokens).toBe(3 * 2 * 6); // no stop tokens: every turn samples exactly --new-tokens
     expect(r!.rollout.tokensPerSecond).toBeCloseTo(r!.rollout.tokens / r!.rollout.seconds, 6);
     expect(r!.update.updateTokens).toBe(3 * (5 + 2 * (6 + 3)));

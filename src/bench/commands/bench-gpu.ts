@@ -33,6 +33,8 @@ export interface GpuBenchReport {
   precision: string;
   /** The decode step used: eager, static or graph (RAGEN_TORCH_DECODE). */
   decode: string;
+  /** The dtype of the weights the rollout sampled from: bfloat16 (the rollout copy; CUDA with bf16) or float32 (the policy). */
+  rolloutModel: string;
   model: string;
   parameters: number;
   shape: { trajectories: number; turns: number; newTokens: number; promptTokens: number; obsTokens: number; microBatch: number };
@@ -163,7 +165,7 @@ const sec = (s: number) => `${s.toFixed(2)} s`;
 export function formatGpuReport(r: GpuBenchReport): string {
   const s = r.shape;
   const lines = [
-    `${r.model} (${(r.parameters / 1e6).toFixed(1)}M parameters) on ${r.deviceName} (${r.device}), torch ${r.torch}${r.cuda ? ` CUDA ${r.cuda}` : ''}, ${r.precision}, decode ${r.decode}`,
+    `${r.model} (${(r.parameters / 1e6).toFixed(1)}M parameters) on ${r.deviceName} (${r.device}), torch ${r.torch}${r.cuda ? ` CUDA ${r.cuda}` : ''}, ${r.precision}, decode ${r.decode}, rollout weights ${r.rolloutModel}`,
     `rollout shape: ${s.trajectories} trajectories x ${s.turns} turns, ${s.newTokens} new tokens a turn, ${s.promptTokens}-token prompts, ${s.obsTokens} observation tokens a turn`,
   ];
   const t = r.transformers;
