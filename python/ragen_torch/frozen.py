@@ -1,5 +1,5 @@
-"""Weights that do not train, kept in bf16 under bf16 autocast: the frozen reference, and the rollout copy of the
-policy that `generate` samples from (LoRA merged), refreshed lazily after optimizer steps. Autocast over float32
+"""Weights that do not train, kept in bf16 under bf16 autocast: the frozen reference, a LoRA model's base weights, and
+the rollout copy of the policy that `generate` samples from (LoRA merged), refreshed lazily after optimizer steps. Autocast over float32
 weights re-casts every weight at every call (each decode step included); a bf16 copy is cast once.
 """
 import torch
@@ -30,6 +30,16 @@ def empty_decoder(config, device, dtype):
 def freeze_bf16(model):
     """A frozen model in bf16 in place: no gradients, half the memory, no recast per forward under autocast."""
     return model.requires_grad_(False).to(torch.bfloat16)
+
+
+def freeze_bf16_base(model):
+    """A LoRA model's frozen base weights in bf16 in place (the adapters, which train, stay float32): half the memory of
+    a 7B base, and no recast per forward under autocast. Its checkpoints still write float32 base weights (bf16 values)."""
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if ".lora_" not in name:
+                p.data = p.data.to(torch.bfloat16)
+    return model
 
 
 class RolloutCopy:

@@ -10,7 +10,7 @@ import torch.nn as nn
 
 from . import fsdp
 from .compiled import compile_layers
-from .frozen import RolloutCopy, freeze_bf16, rollout_copy_wanted
+from .frozen import RolloutCopy, freeze_bf16, freeze_bf16_base, rollout_copy_wanted
 from .model import LINEAR_MODULES, Decoder, load_decoder
 from .safetensors_io import CheckpointError, read_safetensors
 from .token_stats import plain_token_stats_from_logits, token_stats
@@ -52,6 +52,8 @@ class Roles:
             t = lora.get("targetModules") or "all-linear"
             targets = LINEAR_MODULES if t == "all-linear" or "all-linear" in t else [m for m in LINEAR_MODULES if m in t]
             self.policy.attach_lora(int(lora["r"]), float(lora["alpha"]), float(lora.get("dropout") or 0), targets, gen)
+        if self.autocast and self.policy.lora is not None and not self.sharded():  # (FSDP groups keep one dtype)
+            freeze_bf16_base(self.policy)
         self.reference = None
         if a.get("reference"):
             self.reference = "base" if self.policy.lora else load_decoder(a.get("referencePath") or path, self.device, adapters=False)

@@ -1,5 +1,5 @@
 // The torch worker's frozen bf16 weights (python/ragen_torch/frozen.py) on the CPU, under CPU bf16 autocast: the
-// separate reference is stored in bf16 and scores like the autocast float32 model; the bf16 rollout copy samples what
+// separate reference and a LoRA model's base are stored in bf16 and score like the autocast float32 model; the bf16 rollout copy samples what
 // the float32 policy cast to bf16 (LoRA merged) samples, and is refreshed after an optimizer step.
 import { spawnSync } from 'node:child_process';
 import { describe, expect, test } from 'vitest';
@@ -33,7 +33,17 @@ r = w.roles
 ref = r.forward("reference", ids, lengths, False)["logprobs"]
 pol = r.forward("policy", ids, lengths, False)["logprobs"]  # the float32 weights under autocast, before any step
 f32 = worker(None, reference=True).roles
+# LoRA: the frozen base in bf16, the adapters float32; log-probs beside the float32 base under the same autocast.
+lora = {"r": 4, "alpha": 8}
+lb, lf = worker(bf16, lora=lora).roles, worker(None, lora=lora).roles
+with bf16():
+    lora_f32 = lf.forward("policy", ids, lengths, False)["logprobs"]
+lora_bf16 = lb.forward("policy", ids, lengths, False)["logprobs"]
 print(json.dumps({
+    "loraBaseDtypes": sorted({str(p.dtype) for n, p in lb.policy.named_parameters() if ".lora_" not in n}),
+    "loraAdapterDtypes": sorted({str(p.dtype) for _, p in lb.parameters("policy")}),
+    "loraFloat32BaseDtypes": sorted({str(p.dtype) for p in lf.policy.parameters()}),
+    "loraMaxDiff": float((lora_bf16 - lora_f32).abs().max()),
     "referenceDtypes": sorted({str(p.dtype) for p in r.reference.parameters()}),
     "policyDtypes": sorted({str(p.dtype) for p in r.policy.parameters()}),
     "float32ReferenceDtypes": sorted({str(p.dtype) for p in f32.reference.parameters()}),
@@ -86,13 +96,18 @@ function run(code: string) {
 }
 
 describe.runIf(python)('torch worker: frozen weights in bf16', () => {
-  test('under bf16 autocast the separate reference is stored in bf16 and its log-probs equal the autocast float32 model\'s within bf16 tolerance', () => {
+  test('under bf16 autocast the separate reference and a LoRA model\'s base are stored in bf16 and score like the autocast float32 model within bf16 tolerance', () => {
     const r = run(REFERENCE);
     expect(r.referenceDtypes).toEqual(['torch.bfloat16']);
     expect(r.policyDtypes).toEqual(['torch.float32']); // the trained weights stay float32
     expect(r.float32ReferenceDtypes).toEqual(['torch.float32']); // float32 runs are unchanged
     expect(r.maxLogprob).toBeGreaterThan(1); // log-probs of a 256-token vocabulary: ~5.5, so the tolerance is relative to that
     expect(r.maxDiff).toBeLessThan(2e-2);
+    // LoRA: the frozen base in bf16, the trained adapters float32; float32 runs keep a float32 base.
+    expect(r.loraBaseDtypes).toEqual(['torch.bfloat16']);
+    expect(r.loraAdapterDtypes).toEqual(['torch.float32']);
+    expect(r.loraFloat32BaseDtypes).toEqual(['torch.float32']);
+    expect(r.loraMaxDiff).toBeLessThan(2e-2);
     // rolloutCopy auto: no copy on a CPU (bf16 or not); the float32 policy samples as before.
     expect(r.cpuAutoIsPolicy).toBe(true);
     expect(r.float32AutoIsPolicy).toBe(true);
