@@ -1,7 +1,9 @@
 // model.torch.compile (python/ragen_torch/compiled.py): with torch >= 2 the compiled layers give the eager layers'
 // log-probs and gradients; on a torch without torch.compile (Debian's 1.13) the worker says so once and runs eager.
 import { spawnSync } from 'node:child_process';
-import { describe, expect, test } from 'vitest';
+import { join } from 'node:path';
+import { describe, expect, test, vi } from 'vitest';
+import { TorchEngine } from './torch.js';
 import { torchPythonForTests } from './torch-testing.js';
 import { workerPackageDir } from './torch-worker.js';
 
@@ -45,4 +47,22 @@ describe.runIf(python)('torch worker: model.torch.compile', () => {
       expect(o.gradRelDiff).toBe(0);
     }
   }, 300_000);
+
+  test('TorchEngine passes compile (and rolloutCopy) to the worker: on a torch without torch.compile its one line reaches ragen\'s stderr', async () => {
+    const lines: string[] = [];
+    const spy = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => (lines.push(String(chunk)), true));
+    const engine = await TorchEngine.fromPretrained(join(import.meta.dirname, '../../models/ragen-tiny'), { python: python!, device: 'cpu', compile: true, rolloutCopy: 'none' });
+    try {
+      const has = spawnSync(python!, ['-c', 'import torch; print(hasattr(torch, "compile"))'], { encoding: 'utf8' }).stdout.trim() === 'True';
+      for (let i = 0; i < 40 && !lines.some((l) => l.includes('model.torch.compile')); i++) await new Promise((r) => setTimeout(r, 50));
+      const warned = lines.filter((l) => l.includes('model.torch.compile'));
+      expect(warned.length).toBe(has ? 0 : 1);
+      if (!has) expect(warned[0]).toMatch(/^\[torch worker\] \[ragen_torch\] model\.torch\.compile: torch \S+ has no torch\.compile/);
+      const [g] = await engine.generate([[1, 2, 3]], { maxNewTokens: 3, temperature: 0, seed: 0 });
+      expect(g!.tokens).toHaveLength(3);
+    } finally {
+      spy.mockRestore();
+      engine.dispose();
+    }
+  }, 60_000);
 });
