@@ -64,5 +64,8 @@ describe.runIf(python)('torch worker: model.torch.compile', () => {
       spy.mockRestore();
       engine.dispose();
     }
+    // rolloutCopy reaches the worker too: a value outside the schema (only a caller bypassing it can send one) is named.
+    await expect(TorchEngine.fromPretrained(join(import.meta.dirname, '../../models/ragen-tiny'), { python: python!, device: 'cpu', rolloutCopy: 'half' as never, echoStderr: false }))
+      .rejects.toThrow(/rolloutCopy `half` is not one of auto, bf16, none/);
   }, 60_000);
 });
