@@ -48,9 +48,18 @@ export async function pythonCheck(ctx: StageContext, name: string): Promise<Reco
 }
 
 /** A ready model directory (config, seeded random weights, Qwen tokenizer, append-only template): `ragen model init`. */
-export async function modelInit(ctx: StageContext, shape: string, dir: string): Promise<void> {
+async function modelInit(ctx: StageContext, shape: string, dir: string): Promise<void> {
   const r = await ctx.ragen(['model', 'init', '--shape', shape, '--out', dir]);
   if (r.code !== 0) throw new Error(`ragen model init --shape ${shape} exited with code ${r.code}: ${lastLine(r.stderrTail)}`);
+}
+
+/** A model directory of `shape` for `ragen train`: the family's tiny directory (tokenizer, template) from `ragen model
+ *  init`, its config and weights replaced by `python -m ragen_torch.random_checkpoint` (drawn on the GPU when there is
+ *  one: seconds for 7B, where Node's writer takes minutes; on the CPU the tiny shape's own, so CI runs this path). */
+export async function fastModel(ctx: StageContext, shape: string, dir: string): Promise<void> {
+  await modelInit(ctx, 'qwen2.5-tiny', dir);
+  const r = await ctx.run(ctx.python, ['-m', 'ragen_torch.random_checkpoint', shape, dir]);
+  if (r.code !== 0) throw new Error(`python -m ragen_torch.random_checkpoint ${shape} exited with code ${r.code}: ${lastLine(r.stderrTail)}`);
 }
 
 /** The fields of `ragen bench gpu --json`'s report (GpuBenchReport in bench-gpu.ts) that the summary shows. */
@@ -165,7 +174,7 @@ export const train: CheckStage = {
   limitSeconds: { cuda: 130, cpu: 600 },
   async run(ctx) {
     const model = join(ctx.work, 'model');
-    await modelInit(ctx, modelShape(ctx.mode), model);
+    await fastModel(ctx, modelShape(ctx.mode), model);
     const base = ['--config', 'sokoban-ppo-qwen', `model.path=${model}`, ...trainOverrides(ctx.mode), 'trainer.steps=3'];
     const [split, full] = [join(ctx.work, 'resumed'), join(ctx.work, 'uninterrupted')];
     await trainOk(ctx, [...base, `logging.runDir=${split}`, '--stop-after', '2']);

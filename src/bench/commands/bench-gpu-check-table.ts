@@ -6,7 +6,7 @@ import { join, relative } from 'node:path';
 import { readMetricsFile, type MetricRecord } from '../../metrics/index.js';
 import { UsageError } from '../../util/index.js';
 import {
-  bench, decode, fsdp, gb, lastLine, modelInit, modelShape, train, trainOk, trainOverrides, versions,
+  bench, decode, fastModel, fsdp, gb, lastLine, modelShape, train, trainOk, trainOverrides, versions,
   type BenchReport, type CheckStage, type StageContext,
 } from './bench-gpu-check-stages.js';
 
@@ -79,7 +79,7 @@ const step: CheckStage = {
   limitSeconds: { cuda: 160, cpu: 300 },
   async run(ctx) {
     const model = join(ctx.work, 'model');
-    await modelInit(ctx, modelShape(ctx.mode), model);
+    await fastModel(ctx, modelShape(ctx.mode), model);
     // On a GPU the preset's own rollout (8 groups x 16, 5 turns to the token limit: random weights rarely stop early).
     const shape = ctx.mode === 'cuda' ? ['env.val=[{tag: CoordSokoban, groups: 2}]', 'trainer.valBeforeTrain=false', 'trainer.valEvery=0', 'trainer.collapse.every=0'] : trainOverrides(ctx.mode);
     const overrides = [...shape, 'algo.kl.useKlLoss=true', 'trainer.checkpointEvery=0'];
@@ -89,15 +89,6 @@ const step: CheckStage = {
     return { status: bad.length ? 'failed' : 'passed', summary, details: { model: modelShape(ctx.mode), overrides, peakGpuMemoryByRole: peaks, step1Metrics: s } };
   },
 };
-
-/** A model directory of `shape` for `ragen train`: the family's tiny directory (tokenizer, template) from `ragen model
- *  init`, its weights replaced by torch's RNG (seconds for 7B, where Node's writer takes minutes; on the CPU the tiny
- *  shape's own weights are replaced the same way, so CI runs this path). */
-async function fastModel(ctx: StageContext, shape: string, dir: string): Promise<void> {
-  await modelInit(ctx, 'qwen2.5-tiny', dir);
-  const r = await ctx.run(ctx.python, ['-m', 'ragen_torch.random_checkpoint', shape, dir]);
-  if (r.code !== 0) throw new Error(`python -m ragen_torch.random_checkpoint ${shape} exited with code ${r.code}: ${lastLine(r.stderrTail)}`);
-}
 
 const lora: CheckStage = {
   name: 'lora',
