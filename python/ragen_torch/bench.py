@@ -229,7 +229,7 @@ def run(a):
     if not path:
         tmp = tempfile.TemporaryDirectory(prefix="ragen-bench-gpu-")
         log(f"writing a random-weight {a.shape} checkpoint")
-        path = write_random_checkpoint(tmp.name, a.shape, a.seed)
+        path = write_random_checkpoint(tmp.name, a.shape, a.seed, device=device.type)  # drawn where the model runs: fast on a GPU
     try:
         roles = Roles(device, autocast, a.token_budget, Dist())
         roles.load({"path": path, "reference": True, "seed": a.seed})

@@ -53,7 +53,7 @@ const peakText = (peaks: Record<string, number>) => (Object.keys(peaks).length ?
 const rollout: CheckStage = {
   name: 'rollout',
   title: "rollout tokens/s on RAGEN's shape (128 x 5 turns x 400 tokens), 0.5B, time per turn",
-  limitSeconds: { cuda: 110, cpu: 120 },
+  limitSeconds: { cuda: 105, cpu: 120 },
   async run(ctx) {
     const args = ctx.mode === 'cuda' ? ['--shape', 'qwen2.5-0.5b', '--run-shape', 'ragen'] : ['--shape', 'tiny', '--device', 'cpu', '--run-shape', 'smoke', '--turns', '3'];
     const turns: { turn: number; tokens: number; seconds: number }[] = [];
@@ -76,7 +76,7 @@ const rollout: CheckStage = {
 const step: CheckStage = {
   name: 'step',
   title: 'a whole `ragen train` step (sokoban-ppo-qwen, random 0.5B, full fine-tune, critic and reference) by phase, peak memory',
-  limitSeconds: { cuda: 160, cpu: 300 },
+  limitSeconds: { cuda: 150, cpu: 300 },
   async run(ctx) {
     const model = join(ctx.work, 'model');
     await fastModel(ctx, modelShape(ctx.mode), model);
@@ -93,7 +93,7 @@ const step: CheckStage = {
 const lora: CheckStage = {
   name: 'lora',
   title: '`ragen train` with LoRA (rank 8, shared critic, reference = adapters off), 7B on a GPU: 1 step, time and memory',
-  limitSeconds: { cuda: 165, cpu: 300 },
+  limitSeconds: { cuda: 155, cpu: 300 },
   async run(ctx) {
     const shape = ctx.mode === 'cuda' ? 'qwen2.5-7b' : 'qwen2.5-tiny';
     const model = join(ctx.work, 'model');

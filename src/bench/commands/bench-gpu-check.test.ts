@@ -67,6 +67,11 @@ test('the default stages\' GPU limits fit a 15-minute device window less 2 minut
   expect(CHECK_STAGES.map((s) => s.name)).toEqual(['versions', 'bench', 'rollout', 'step', 'lora', 'decode', 'train', 'fsdp']);
   expect(DEFAULT_STAGES.map((s) => s.name)).toEqual(['versions', 'bench', 'rollout', 'step', 'lora', 'decode', 'train']);
   expect(DEFAULT_STAGES.reduce((t, s) => t + s.limitSeconds.cuda, 0)).toBeLessThanOrEqual(13 * 60);
+  // docs/gpu.md's two commands for a device whose commands stop at 10 minutes: each under 10 minutes, both under 13.
+  const sum = (names: string) => selectStages(names).reduce((t, s) => t + s.limitSeconds.cuda, 0);
+  expect(sum('bench,rollout,step')).toBeLessThanOrEqual(10 * 60 - 60);
+  expect(sum('lora,decode,train')).toBeLessThanOrEqual(10 * 60 - 60);
+  expect(sum('bench,rollout,step') + sum('lora,decode,train')).toBeLessThanOrEqual(13 * 60);
 });
 
 test('--stages: names keep the check\'s order with versions first; default, all; a bad name is a usage error', () => {
