@@ -210,11 +210,13 @@ export function register(bench: Command): void {
       'after',
       '\nRandom weights are written to a temporary directory from the shape\'s Qwen2.5 config unless --model is given. Needs torch (a CUDA build for GPU numbers);' +
         '\ntransformers is used when importable. RAGEN_TORCH_DECODE=eager|static|graph picks the decode step (default: graph on CUDA).' +
-        '\n\n--check runs the one GPU check instead (docs/gpu.md): versions, CUDA-graph decode = eager, FSDP2 on two CPU ranks, this bench on the quick shape,' +
-        '\n`ragen train` with checkpoint and resume, and LoRA; each stage with its own time limit, check.json and check.md written as each ends.' +
+        '\n\n--check runs the one GPU check instead (docs/gpu.md): versions; issue 24\'s table (this bench on the quick shape for 0.5B and 1.5B, the rollout on' +
+        '\nRAGEN\'s shape with each turn\'s time, a whole `ragen train` step by phase with peak memory, 7B with LoRA); CUDA-graph decode = eager; `ragen train`' +
+        '\nwith checkpoint and resume; FSDP2 on two CPU ranks (--stages all). Each stage has its own time limit; check.json and check.md are written as each ends.' +
         '\n\nExamples:\n  $ ragen bench gpu\n  $ ragen bench gpu --shape qwen2.5-0.5b --run-shape quick\n  $ ragen bench gpu --model /models/Qwen2.5-0.5B-Instruct --json > gpu.json' +
         '\n  $ ragen bench gpu --shape tiny --device cpu --run-shape smoke   # a CPU smoke run' +
-        '\n  $ ragen bench gpu --check --out gpu-check   # the GPU check (the tiny version on a machine without CUDA)',
+        '\n  $ ragen bench gpu --check --out gpu-check   # the GPU check (the tiny version on a machine without CUDA)' +
+        '\n  $ ragen bench gpu --check --stages bench,rollout --out gpu-check   # some stages only',
     )
     .action(async (o: Opts, cmd: Command) => {
       // The check runs fixed stages: a bench flag beside --check would be ignored, so it is refused instead.
