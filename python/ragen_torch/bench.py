@@ -239,7 +239,7 @@ def run(a):
     if not path:
         tmp = tempfile.TemporaryDirectory(prefix="ragen-bench-gpu-")
         log(f"writing a random-weight {a.shape} checkpoint")
-        path = write_random_checkpoint(tmp.name, a.shape, a.seed)
+        path = write_random_checkpoint(tmp.name, a.shape, a.seed, device=device.type)  # drawn where the model runs: fast on a GPU
     try:
         roles = Roles(device, autocast, a.token_budget, Dist())
         roles.packing = a.packing
@@ -259,7 +259,11 @@ def run(a):
         }
         logit_ids, ours = our_logits(model, device, autocast, c.V, a.seed)
         reset_peak(device)
-        tokens, seconds, contexts, per_turn = rollout_ours(model, prompts, a, autocast, a.token_budget, c.V, torch.Generator().manual_seed(a.seed + 1))
+        # The model the worker samples from: on CUDA with bf16, the bf16 rollout copy (frozen.py); else the policy.
+        sampler = roles.rollout_model()
+        report["rolloutModel"] = str(sampler.head_weight().dtype).replace("torch.", "")
+        tokens, seconds, contexts, per_turn = rollout_ours(sampler, prompts, a, autocast, a.token_budget, c.V, torch.Generator().manual_seed(a.seed + 1))
+        del sampler
         rollout_peak = peak_memory(device)
         report["rollout"] = {"tokens": tokens, "seconds": seconds, "tokensPerSecond": tokens / seconds,
                              "turns": [{"tokens": t, "seconds": s} for t, s in per_turn]}

@@ -56,7 +56,9 @@ def versions():
 def decode():
     """Greedy and stop-id decoding of 8 ragged prompts on the tiny random shape, float32 and bf16: the CUDA graph
     (on a CPU: the static step that the graph captures) against eager. Tokens must be identical; log-probs are
-    reported as the largest difference, with the GPU test's tolerances (1e-4 float32, 2e-2 bf16)."""
+    reported as the largest difference, with the GPU test's tolerances (1e-4 float32, 2e-2 bf16). The attention bucket
+    is 8 keys here (256 in use), so that every case crosses buckets: a graph captured per bucket, replayed in turn."""
+    from . import decode as decode_step
     from .generate import generate
     from .model import load_decoder
     from .random_checkpoint import write_random_checkpoint
@@ -73,6 +75,7 @@ def decode():
         torch.cuda.reset_peak_memory_stats(dev)
     bf16 = lambda: torch.autocast(dev.type, dtype=torch.bfloat16)  # noqa: E731
     cases, ok, tee = [], True, _Tee(sys.stderr)
+    bucket, decode_step.BUCKET = decode_step.BUCKET, 8  # prompts of up to 12 tokens + 24 new: spans 16, 24, 32, 36
     # Stop ids that make rows stop early whatever the vocabulary: the token each row's greedy decode gives at step
     # 3 + row % 6 (a fixed list such as range(0, 256, 10) is rarely sampled from a 152k-token vocabulary).
     with torch.no_grad():
@@ -94,10 +97,11 @@ def decode():
             ok = ok and same and diff < tol
             cases.append(case)
             log(f"decode {precision}/{name}: tokens {'identical' if same else 'DIFFER'}, log-prob max diff {diff:.2e} ({stopped} of 8 rows stopped early)")
+    decode_step.BUCKET = bucket
     capture_failed = "CUDA graph capture of the decode step failed" in "".join(tee.text)
     if capture_failed:
         log("the CUDA graph was not captured: the cases above ran the static step without it")
-    return {"mode": fast, "passed": ok and not capture_failed, "captureFailed": capture_failed, "cases": cases, "peakMemoryBytes": torch.cuda.max_memory_allocated(dev) if cuda else None,
+    return {"mode": fast, "passed": ok and not capture_failed, "captureFailed": capture_failed, "bucket": 8, "cases": cases, "peakMemoryBytes": torch.cuda.max_memory_allocated(dev) if cuda else None,
             "note": None if cuda else "no CUDA: the static decode step (what the CUDA graph captures) against eager, float32 only"}
 
 

@@ -1,7 +1,9 @@
 """The decode step over a static KV cache: the rows stay in the preallocated cache (finished ones are computed and their
 outputs dropped, until generate.py moves the live half into a smaller cache), positions and the write index are
-tensors, so the step has fixed shapes and no host sync; on CUDA it is captured once as a CUDA graph and replayed, so a
-step costs one launch instead of hundreds of Python ops.
+tensors, so the step has fixed shapes and no host sync; on CUDA it is captured as a CUDA graph and replayed, so a
+step costs one launch instead of hundreds of Python ops. Attention reads the cache's first keys up to the next multiple
+of BUCKET past the write index, not the whole capacity: one graph per bucket, so the step's cost follows the written
+context, and a turn's last steps cost what its first ones do plus the keys written since.
 """
 import contextlib
 import os
@@ -12,6 +14,7 @@ import torch
 from .model import rope_tables
 
 DECODE_MODES = ("eager", "static", "graph")
+BUCKET = 256  # keys attended over: a multiple of this (or the capacity), so graphs are captured once per bucket
 
 
 def decode_mode(device):
@@ -36,14 +39,16 @@ class StaticStep:
         self.pos = torch.zeros(n, 1, dtype=torch.long, device=dev)
         self.cur = torch.zeros(1, dtype=torch.long, device=dev)
         self.keys = torch.arange(key_valid.shape[1], device=dev)[None, :]
+        self.capacity, self.span = key_valid.shape[1], 0  # span: the keys the current bucket attends over
         self.graph, self.autocast = graph, autocast
-        self.captured, self.out = None, None
+        self.captured, self.out, self.pool = None, None, None
 
     def _run(self):
         m, c = self.model, self.model.config
         h = m.model.embed_tokens(self.tok)
         cos, sin = rope_tables(self.pos, c.D, c.theta, h.dtype)
-        mask = (self.key_valid & (self.keys <= self.cur))[:, None, None, :]  # (n, 1, 1, capacity)
+        S = self.span
+        mask = (self.key_valid[:, :S] & (self.keys[:, :S] <= self.cur))[:, None, None, :]  # (n, 1, 1, S): attention reads S keys
         for i, layer in enumerate(m.model.layers):
             h = layer(h, cos, sin, mask, self.cache[i], self.cur)
         return m.logits(m.model.norm(h)[:, -1]).float()
@@ -58,6 +63,9 @@ class StaticStep:
         self.tok.index_copy_(0, live, tok[:, None])  # finished rows keep their last token; their outputs are dropped
         self.pos.copy_((cur - self.pads)[:, None])
         self.cur.fill_(cur)
+        span = min(self.capacity, (cur // BUCKET + 1) * BUCKET)  # covers the key written at `cur`
+        if span != self.span:  # a new bucket: the old graph is never replayed again (the write index only grows)
+            self.span, self.captured = span, None
         if self.graph and self.captured is None:
             try:
                 self._capture()
@@ -82,6 +90,8 @@ class StaticStep:
             for _ in range(2):
                 self._run()
         torch.cuda.current_stream().wait_stream(side)
+        if self.pool is None:  # the buckets' graphs share one memory pool (one is replayed at a time)
+            self.pool = torch.cuda.graph_pool_handle()
         self.captured = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.captured), self._ctx():
+        with torch.cuda.graph(self.captured, pool=self.pool), self._ctx():
             self.out = self._run()

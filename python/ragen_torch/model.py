@@ -144,10 +144,10 @@ class Attention(nn.Module):
         q, k = q.transpose(1, 2), k.transpose(1, 2)  # (B, H or K, T, D)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
-        if cache is not None and torch.is_tensor(start):  # static decode (decode.py): write at a tensor index, attend
-            cache[0].index_copy_(2, start, k.to(cache[0].dtype))  # over the whole cache; the mask hides what is not written yet
-            cache[1].index_copy_(2, start, v.to(cache[1].dtype))
-            k, v = cache
+        if cache is not None and torch.is_tensor(start):  # static decode (decode.py): write at a tensor index, attend over
+            cache[0].index_copy_(2, start, k.to(cache[0].dtype))  # the mask's span of the cache (a bucket past the written
+            cache[1].index_copy_(2, start, v.to(cache[1].dtype))  # keys); the mask hides what is not written yet
+            k, v = cache[0][:, :, : mask.shape[-1]], cache[1][:, :, : mask.shape[-1]]
         elif cache is not None:  # (keys, values) of (B, K, capacity, D): write this step, attend over all so far
             cache[0][:, :, start : start + T] = k
             cache[1][:, :, start : start + T] = v
@@ -200,6 +200,7 @@ class Decoder(nn.Module):
         self.lm_head = None if c.tied else Linear(c.C, c.V, False)
         self.lora = None  # {"r", "alpha", "dropout", "target_modules"} once adapters are attached
         self.checkpointing = False  # recompute each layer in backward instead of keeping its activations
+        self.compiled = None  # torch.compile'd layers for passes without a KV cache (compiled.py), or None: eager
 
     def forward(self, ids, with_logits=False, positions=None, segments=None):
         """Hidden states (and logits) through the module call, so FSDP's hooks (fsdp.py) gather the weights around it."""
@@ -230,7 +231,8 @@ class Decoder(nn.Module):
         else:
             mask = mask.expand(B, 1, T, S)
         recompute = self.checkpointing and cache is None and torch.is_grad_enabled()
-        for i, layer in enumerate(self.model.layers):
+        layers = self.compiled if self.compiled is not None and cache is None else self.model.layers
+        for i, layer in enumerate(layers):
             if recompute:  # the RNG state is restored for the recomputation, so LoRA dropout masks repeat
                 h = torch.utils.checkpoint.checkpoint(layer, h, cos, sin, mask, use_reentrant=False)
             else:

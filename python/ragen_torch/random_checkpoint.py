@@ -29,8 +29,9 @@ def _read_shapes():
 SHAPES = dict(_read_shapes(), tiny=dict(_read_shapes()["qwen2.5-tiny"], vocab_size=256, bos_token_id=1, eos_token_id=2))
 
 
-def write_random_checkpoint(directory, shape, seed=0, dtype=torch.bfloat16):
-    """Write `shape` (a SHAPES key) with weights N(0, 0.02), norms 1, biases 0; returns the directory."""
+def write_random_checkpoint(directory, shape, seed=0, dtype=torch.bfloat16, device="cpu"):
+    """Write `shape` (a SHAPES key) with weights N(0, 0.02), norms 1, biases 0; returns the directory. `device`: where
+    the numbers are drawn (a GPU draws a 7B shape in a second; its numbers differ from the CPU's for the same seed)."""
     if shape not in SHAPES:
         raise ValueError(f"unknown model shape `{shape}`; known: {', '.join(SHAPES)}")
     raw = dict(SHAPES[shape], torch_dtype={torch.bfloat16: "bfloat16", torch.float32: "float32"}[dtype])
@@ -41,7 +42,7 @@ def write_random_checkpoint(directory, shape, seed=0, dtype=torch.bfloat16):
         json.dump({"bos_token_id": raw["bos_token_id"], "eos_token_id": raw["eos_token_id"]}, f, indent=2)
     with torch.device("meta") if hasattr(torch.device, "__enter__") else _cpu():  # torch >= 2: shapes only
         names = {k: tuple(v.shape) for k, v in Decoder(ModelConfig(raw)).state_dict().items()}
-    gen = torch.Generator().manual_seed(seed)
+    gen = torch.Generator(device=device).manual_seed(seed)
     weights = {}
     for name, shape_ in names.items():
         if name.endswith("norm.weight"):
@@ -49,7 +50,7 @@ def write_random_checkpoint(directory, shape, seed=0, dtype=torch.bfloat16):
         elif name.endswith(".bias"):
             t = torch.zeros(shape_)
         else:
-            t = torch.randn(shape_, generator=gen) * 0.02
+            t = (torch.randn(shape_, generator=gen, device=device) * 0.02).to(dtype).cpu()
         weights[name] = t.to(dtype)
     save_weights(directory, weights)
     return directory
@@ -61,3 +62,24 @@ class _cpu:
 
     def __exit__(self, *a):
         return False
+
+
+def main(argv=None):
+    """python -m ragen_torch.random_checkpoint SHAPE DIR: replace DIR's weights and config by SHAPE's random ones, keeping
+    its tokenizer files; drawn on the GPU when torch sees one (seconds for a 7B shape, where `ragen model init` streams
+    them from Node for minutes)."""
+    import glob
+    import sys
+
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 2 or argv[0] not in SHAPES:
+        print(f"usage: python -m ragen_torch.random_checkpoint SHAPE DIR (SHAPE one of {', '.join(SHAPES)})", file=sys.stderr)
+        return 2
+    for old in glob.glob(os.path.join(argv[1], "model*.safetensors*")):
+        os.remove(old)
+    write_random_checkpoint(argv[1], argv[0], device="cuda" if torch.cuda.is_available() else "cpu")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -9,6 +9,8 @@ import torch
 import torch.nn as nn
 
 from . import fsdp, packing
+from .compiled import compile_layers
+from .frozen import RolloutCopy, freeze_bf16, freeze_bf16_base, rollout_copy_wanted
 from .model import LINEAR_MODULES, Decoder, load_decoder
 from .safetensors_io import CheckpointError, read_safetensors
 from .token_stats import plain_token_stats_from_logits, token_stats
@@ -53,11 +55,15 @@ class Roles:
             t = lora.get("targetModules") or "all-linear"
             targets = LINEAR_MODULES if t == "all-linear" or "all-linear" in t else [m for m in LINEAR_MODULES if m in t]
             self.policy.attach_lora(int(lora["r"]), float(lora["alpha"]), float(lora.get("dropout") or 0), targets, gen)
+        if self.autocast and self.policy.lora is not None and not self.sharded():  # (FSDP groups keep one dtype)
+            freeze_bf16_base(self.policy)
         self.reference = None
         if a.get("reference"):
             self.reference = "base" if self.policy.lora else load_decoder(a.get("referencePath") or path, self.device, adapters=False)
             if self.reference != "base":
                 self.reference.requires_grad_(False)
+                if self.autocast:  # frozen: stored in the compute dtype (frozen.py)
+                    freeze_bf16(self.reference)
         self.critic_mode = a.get("critic")
         self.critic_model, self.value_head, self.critic_source = None, None, None
         head_gen = torch.Generator().manual_seed(seed + 2)
@@ -74,7 +80,10 @@ class Roles:
         for m in (self.policy, self.critic_model):
             if m is not None:
                 m.checkpointing = bool(a.get("gradientCheckpointing"))
+        if a.get("compile"):
+            compile_layers([m for m in (self.policy, self.reference, self.critic_model) if m is not None and m != "base"])
         self.rollout_copy = None
+        self.bf16_copy = RolloutCopy() if rollout_copy_wanted(a.get("rolloutCopy", "auto"), self.device, self.autocast) else None
         self.fsdp = self.sharded()  # the models are FSDP modules (their weights gathered only inside the module call)
         if self.fsdp:
             for m in (self.policy, self.reference, self.critic_model):
@@ -86,15 +95,21 @@ class Roles:
 
     def rollout_model(self):
         """The model `generate` samples from: the policy, or with FSDP an unsharded copy of it (bf16 under autocast,
-        LoRA merged) refreshed from the shards at each call, so decoding needs no collectives."""
+        LoRA merged) refreshed from the shards at each call, so decoding needs no collectives; else the bf16 copy when
+        model.torch.rolloutCopy asks for one (frozen.py), refreshed after optimizer steps."""
         if not self.sharded():
-            return self.policy
+            return self.policy if self.bf16_copy is None else self.bf16_copy.get(self.policy)
         fsdp.reshard(self.policy)
         if self.rollout_copy is None:
             with torch.device("meta"):  # torch >= 2 (FSDP2 needs 2.4): no host copy of the weights
                 copy = Decoder(self.policy.config).to(torch.bfloat16 if self.autocast else torch.float32)
             self.rollout_copy = copy.to_empty(device=self.device).eval()
         return fsdp.merged_copy(self.policy, self.rollout_copy, self.rollout_copy.head_weight().dtype)
+
+    def weights_changed(self):
+        """An optimizer step ran: the rollout copy is refreshed at the next generate."""
+        if self.bf16_copy is not None:
+            self.bf16_copy.mark_stale()
 
     def parameters(self, role):
         """Trainable (name, parameter) of a role, named as the local engine names them (the shards, with FSDP)."""

@@ -129,6 +129,7 @@ class Worker:
     def op_optimizer_step(self, h, bufs):
         self.dist.sync_grads(self.roles.parameters(h["role"]))
         r = self.optimizer(h["role"]).step(h["settings"])
+        self.roles.weights_changed()
         norm = r["gradNorm"]
         if self.device.type == "cuda" and self.dist.rank == 0:  # the memory of a training step, on ragen's stderr
             peak = torch.cuda.max_memory_allocated(self.device)

@@ -56,6 +56,10 @@ export const TorchSchema = z.strictObject({
   master: z.string().regex(HOST_PORT, 'host:port, e.g. 10.0.0.1:29500').nullable().default(null),
   /** Recompute each decoder layer's activations during backward instead of keeping them: less memory for long sequences, about a third more compute. @default false */
   gradientCheckpointing: z.boolean().default(false),
+  /** The policy copy rollouts sample from: `bf16` (a bf16 copy, LoRA merged, refreshed at the first generate after each optimizer step: no per-step weight cast under autocast, +2 bytes a parameter), `none` (the float32 policy under autocast), `auto` (`bf16` on CUDA with bf16 precision, else `none`). Under bf16 precision the separate frozen reference and a LoRA model's base weights are stored in bf16 whatever this says. @default "auto" */
+  rolloutCopy: z.enum(['auto', 'bf16', 'none']).default('auto'),
+  /** Experimental, not yet measured on a GPU: `torch.compile` each decoder layer for the teacher-forced passes (log-probs, values, backward; not decoding). Needs torch >= 2.0; on older torch the worker says so and runs eager. @default false */
+  compile: z.boolean().default(false),
 }).refine((t) => t.nodes === 1 || t.master !== null, { message: 'several nodes need `master`, this machine\'s host:port as the other nodes reach it (e.g. model.torch.master=10.0.0.1:29500)', path: ['master'] });
 
 /** The policy model and the engine that runs it. */

@@ -62,6 +62,38 @@ describe.runIf(python)('torch worker: static-cache decode', () => {
     expect(caches.greedy).toBe(1);
   }, 60_000);
 
+  test('attends over the written keys in buckets: spans grow with the write index, across bucket boundaries, with the eager tokens and log-probs', () => {
+    // BUCKET 4 (256 in use) so that 16 new tokens after 12-token prompts cross bucket boundaries: the write index runs
+    // 12..26 in a cache of 12 + 16 = 28 keys, so the spans are 16 (writes 12-15), 20, 24, then 28 (the capacity).
+    const code = SCRIPT.replace('out, caches = {}, {}', [
+      'import ragen_torch.decode as D',
+      'D.BUCKET = 4',
+      'spans = {}',
+      'class Spans(Counted):',
+      '    def __call__(self, tok, live, cur):',
+      '        out = super().__call__(tok, live, cur)',
+      '        spans.setdefault(key, []).append((self.rows, self.span))',
+      '        return out',
+      'G.StaticStep = Spans',
+      'key = None',
+      'out, caches = {}, {}',
+    ].join('\n')).replace('for k, p in cases.items():\n', 'for k, p in cases.items():\n    key = k\n').replace('print(json.dumps({"out": out, "caches": caches}))', 'print(json.dumps({"out": out, "spans": spans}))');
+    const r = run(code);
+    expect(r.status, r.stderr).toBe(0);
+    const { out, spans } = JSON.parse(r.stdout) as { out: Record<string, { eager: Result; static: Result }>; spans: Record<string, [number, number][]> };
+    for (const [name, { eager, static: st }] of Object.entries(out)) {
+      expect(st.map((x) => x[0]), name).toEqual(eager.map((x) => x[0]));
+      eager.forEach((row, i) => row[1].forEach((lp, t) => expect(Math.abs(st[i]![1][t]! - lp), `${name} row ${i} token ${t}`).toBeLessThan(1e-5)));
+    }
+    expect([...new Set(spans.greedy!.map(([, s]) => s))]).toEqual([16, 20, 24, 28]);
+    expect(spans.greedy!.length).toBe(15); // one static step per token after the first
+    // With rows leaving (smaller caches), the spans still never shrink and stay multiples of 4 or the capacity.
+    const stopSpans = spans.stops!.map(([, s]) => s);
+    expect(stopSpans.every((s, i) => i === 0 || s >= stopSpans[i - 1]!)).toBe(true);
+    expect(stopSpans.every((s) => s % 4 === 0 || s === 28)).toBe(true);
+    expect(new Set(spans.stops!.map(([rows]) => rows)).size).toBeGreaterThan(1);
+  }, 60_000);
+
   test('RAGEN_TORCH_DECODE: a bad value and graph without CUDA are named errors', () => {
     const code = [
       'import os, torch',

@@ -32,6 +32,10 @@ export interface TorchEngineOptions extends Partial<Omit<TorchWorkerOptions, 'py
   tokenizerPath?: string;
   /** Recompute each layer's activations in backward instead of keeping them (less memory, ~1/3 more compute). @default false */
   gradientCheckpointing?: boolean;
+  /** The bf16 rollout copy of the policy (`model.torch.rolloutCopy`). @default "auto" */
+  rolloutCopy?: 'auto' | 'bf16' | 'none';
+  /** torch.compile each decoder layer for the teacher-forced passes (`model.torch.compile`, experimental). @default false */
+  compile?: boolean;
   /** Seed of fresh LoRA adapters, a fresh value head and LoRA dropout. @default 0 */
   seed?: number;
   /** Pack each chunk's rows padding-free (positions reset per row, attention kept inside each row) and budget chunks by bins x longest instead of rows x longest. @default false */
@@ -71,6 +75,7 @@ export class TorchEngine implements TrainableEngine {
         path: resolve(dir), lora: opts.lora ?? null, critic: opts.critic ?? null, reference: opts.reference ?? false, seed: opts.seed ?? 0,
         tokenBudget: opts.tokenBudget ?? TORCH_TOKEN_BUDGET, graphTokenBudget: opts.graphTokenBudget ?? opts.tokenBudget ?? TORCH_TOKEN_BUDGET,
         packing: opts.packing ?? false, gradientCheckpointing: opts.gradientCheckpointing ?? false,
+        rolloutCopy: opts.rolloutCopy ?? 'auto', compile: opts.compile ?? false,
         ...(opts.criticPath ? { criticPath: resolve(opts.criticPath) } : {}), ...(opts.referencePath ? { referencePath: resolve(opts.referencePath) } : {}),
       });
       return new TorchEngine(worker, opts, Number(r.header.vocabSize));

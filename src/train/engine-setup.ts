@@ -113,6 +113,7 @@ async function openTorch(config: RagenConfig, opts: ReturnType<typeof localEngin
     lora: opts.lora ?? null, critic: opts.critic ?? null, reference: opts.reference ?? false, seed: opts.seed ?? 0, decode: opts.decode,
     device: m.torch.device, precision: m.torch.precision, tokenBudget: m.torch.tokenBudget, ranks: m.torch.ranks, nodes: m.torch.nodes, ...(m.torch.master ? { master: m.torch.master } : {}), gradientCheckpointing: m.torch.gradientCheckpointing,
     packing: m.torch.packing, ...(m.torch.graphTokenBudget !== null ? { graphTokenBudget: m.torch.graphTokenBudget } : {}),
+    rolloutCopy: m.torch.rolloutCopy, compile: m.torch.compile,
     // Resuming: the critic is the checkpoint's, the reference of a full fine-tune the weights the run started from.
     ...(from ? { referencePath: m.path } : opts.criticPath ? { criticPath: opts.criticPath } : {}),
     ...(existsSync(tokenizerPath) ? { tokenizerPath } : {}),

@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { findTorchPython, TORCH_MISSING, workerPackageDir } from '../../engine/index.js';
 import { RagenError, UsageError } from '../../util/index.js';
-import { CHECK_STAGES, type CheckMode, type CheckStage, type StageContext, type StageOutcome, type StageStatus } from './bench-gpu-check-stages.js';
+import type { CheckMode, CheckStage, StageContext, StageOutcome, StageStatus } from './bench-gpu-check-stages.js';
+import { DEFAULT_STAGES } from './bench-gpu-check-table.js';
 
 /** One stage's row of check.json. */
 export interface StageRecord {
@@ -84,7 +85,7 @@ function killGroup(pid: number): void {
 }
 
 /** Spawn a child in its own process group (so a time limit kills its children too), forwarding stderr lines. */
-function runChild(cmd: string, args: string[], env: NodeJS.ProcessEnv, signal: AbortSignal, log: (l: string) => void) {
+function runChild(cmd: string, args: string[], env: NodeJS.ProcessEnv, signal: AbortSignal, log: (l: string) => void, onLine?: (l: string) => void) {
   return new Promise<{ code: number | null; stdout: string; stderrTail: string }>((resolve, reject) => {
     if (signal.aborted) return reject(new Error('the stage ran out of time'));
     const child = spawn(cmd, args, { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
@@ -103,6 +104,7 @@ function runChild(cmd: string, args: string[], env: NodeJS.ProcessEnv, signal: A
         tail.push(l);
         if (tail.length > 20) tail.shift();
         log(l);
+        onLine?.(l);
       }
     });
     child.on('error', reject);
@@ -118,7 +120,7 @@ function runChild(cmd: string, args: string[], env: NodeJS.ProcessEnv, signal: A
 export interface CheckOptions {
   out: string;
   json: boolean;
-  /** The stages to run (tests); default CHECK_STAGES. */
+  /** The stages to run (`--stages`, tests); default DEFAULT_STAGES. */
   stages?: CheckStage[];
   /** Force the mode instead of the versions stage's answer (tests). */
   mode?: CheckMode;
@@ -131,7 +133,7 @@ export async function runGpuCheck(o: CheckOptions): Promise<void> {
   const root = join(workerPackageDir(), '..');
   mkdirSync(o.out, { recursive: true });
   const scratch = mkdtempSync(join(tmpdir(), 'ragen-gpu-check-'));
-  const stages = o.stages ?? CHECK_STAGES;
+  const stages = o.stages ?? DEFAULT_STAGES;
   let mode: CheckMode = o.mode ?? 'cpu';
   const report: CheckReport = {
     mode, startedAt: new Date().toISOString(), finishedAt: null, node: process.version,
@@ -165,8 +167,8 @@ export async function runGpuCheck(o: CheckOptions): Promise<void> {
       const abort = new AbortController();
       const ctx: StageContext = {
         mode, python: found.python, root, work, log, partial: {},
-        run: (cmd, args, extra) => runChild(cmd, args, { ...env, ...extra }, abort.signal, log),
-        ragen: (args) => runChild(process.execPath, [join(root, 'bin', 'ragen.js'), ...args], env, abort.signal, log),
+        run: (cmd, args, extra, onLine) => runChild(cmd, args, { ...env, ...extra }, abort.signal, log, onLine),
+        ragen: (args, onLine) => runChild(process.execPath, [join(root, 'bin', 'ragen.js'), ...args], env, abort.signal, log, onLine),
       };
       const sampler = gpuMemorySampler(mode === 'cuda');
       const t0 = performance.now();

@@ -16,6 +16,7 @@ describe('ragen bench gpu', () => {
     const layer = 64 * 64 + 64 + 2 * (64 * 32 + 32) + 64 * 64 + 3 * 64 * 128 + 2 * 64;
     expect(r!.parameters).toBe(2 * 256 * 64 + 2 * layer + 64);
     expect(r!.decode).toBe('eager');
+    expect(r!.rolloutModel).toBe('float32'); // no bf16 rollout copy on a CPU (rolloutCopy auto)
     expect(r!.rollout.tokens).toBe(3 * 2 * 6); // no stop tokens: every turn samples exactly --new-tokens
     expect(r!.rollout.tokensPerSecond).toBeCloseTo(r!.rollout.tokens / r!.rollout.seconds, 6);
     expect(r!.update.updateTokens).toBe(3 * (5 + 2 * (6 + 3)));
@@ -104,10 +105,16 @@ describe('ragen bench gpu', () => {
     expect(r.err).toMatch(/Bad --shape `qwen9`: give one or more of tiny, qwen2\.5-0\.5b, qwen2\.5-1\.5b/);
     r = await runCli('bench', 'gpu', '--check', '--shape', 'tiny', '--new-tokens', '4');
     expect(r.code).toBe(2);
-    expect(r.err).toMatch(/--check runs fixed stages and takes only --out and --json; drop --shape, --new-tokens\./);
+    expect(r.err).toMatch(/--check runs fixed stages and takes only --out, --stages and --json; drop --shape, --new-tokens\./);
     r = await runCli('bench', 'gpu', '--out', 'x');
     expect(r.code).toBe(2);
     expect(r.err).toMatch(/--out is the folder of --check's files/);
+    r = await runCli('bench', 'gpu', '--stages', 'step');
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(/--stages picks the stages of --check; add --check, or drop --stages\./);
+    r = await runCli('bench', 'gpu', '--check', '--stages', 'step,warp');
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(/Bad --stages `step,warp`: give default, all, or some of versions, bench, rollout, step, lora, decode, train, fsdp/);
     r = await runCli('bench', 'gpu', '--model', '/nonexistent/model');
     expect(r.code).toBe(2);
     expect(r.err).toMatch(/--model \/nonexistent\/model: no such directory/);

@@ -8,16 +8,18 @@ import { findTorchPython, TORCH_MISSING } from '../../engine/python.js';
 import { workerPackageDir } from '../../engine/torch-worker.js';
 import { UsageError } from '../../util/index.js';
 import { runGpuCheck } from './bench-gpu-check.js';
+import { CHECK_STAGES, DEFAULT_STAGES, selectStages } from './bench-gpu-check-table.js';
 import { parsePositive, parsePositiveInt, parseSeed } from '../../cli/commands/env-options.js';
 
 /** Model shapes with random weights (python/ragen_torch/random_checkpoint.py). */
 export const GPU_BENCH_SHAPES = ['tiny', 'qwen2.5-0.5b', 'qwen2.5-1.5b'] as const;
 
 /** Named rollout shapes (`--run-shape`); explicit flags override their fields. `ragen` is RAGEN's rollout
- *  (128 trajectories x 5 turns x 400 new tokens), `quick` fits about a minute per model on an H100, `smoke` a CPU. */
+ *  (128 trajectories x 5 turns x 400 new tokens), `quick` issue 24's batch-128 shape (about a minute per model on an
+ *  H100), `smoke` a CPU. */
 export const RUN_SHAPES = {
   smoke: { trajectories: 3, turns: 2, newTokens: 6, promptTokens: 5, obsTokens: 3, transformersTurns: 2 },
-  quick: { trajectories: 64, turns: 2, newTokens: 128, promptTokens: 200, obsTokens: 50, transformersTurns: 1 },
+  quick: { trajectories: 128, turns: 2, newTokens: 200, promptTokens: 200, obsTokens: 50, transformersTurns: 1 },
   ragen: { trajectories: 128, turns: 5, newTokens: 400, promptTokens: 200, obsTokens: 50, transformersTurns: 1 },
 } as const;
 export type RunShape = keyof typeof RUN_SHAPES;
@@ -31,6 +33,8 @@ export interface GpuBenchReport {
   precision: string;
   /** The decode step used: eager, static or graph (RAGEN_TORCH_DECODE). */
   decode: string;
+  /** The dtype of the weights the rollout sampled from: bfloat16 (the rollout copy; CUDA with bf16) or float32 (the policy). */
+  rolloutModel: string;
   model: string;
   parameters: number;
   shape: { trajectories: number; turns: number; newTokens: number; promptTokens: number; obsTokens: number; microBatch: number };
@@ -95,6 +99,7 @@ interface Opts {
   json?: boolean;
   check?: boolean;
   out: string;
+  stages?: string;
 }
 
 /** Resolve --run-shape and the flags that override its fields. */
@@ -160,7 +165,7 @@ const sec = (s: number) => `${s.toFixed(2)} s`;
 export function formatGpuReport(r: GpuBenchReport): string {
   const s = r.shape;
   const lines = [
-    `${r.model} (${(r.parameters / 1e6).toFixed(1)}M parameters) on ${r.deviceName} (${r.device}), torch ${r.torch}${r.cuda ? ` CUDA ${r.cuda}` : ''}, ${r.precision}, decode ${r.decode}`,
+    `${r.model} (${(r.parameters / 1e6).toFixed(1)}M parameters) on ${r.deviceName} (${r.device}), torch ${r.torch}${r.cuda ? ` CUDA ${r.cuda}` : ''}, ${r.precision}, decode ${r.decode}, rollout weights ${r.rolloutModel}`,
     `rollout shape: ${s.trajectories} trajectories x ${s.turns} turns, ${s.newTokens} new tokens a turn, ${s.promptTokens}-token prompts, ${s.obsTokens} observation tokens a turn`,
   ];
   const t = r.transformers;
@@ -200,25 +205,29 @@ export function register(bench: Command): void {
     .option('--json', 'print one JSON report per shape, as an array (with --check: the check\'s JSON)')
     .option('--check', 'run the GPU check (stages with time limits) instead of one bench; see --out')
     .option('--out <dir>', 'with --check: the folder for check.json and check.md', 'gpu-check')
+    .option('--stages <list>', `with --check: default (${DEFAULT_STAGES.map((s) => s.name).join(', ')}), all, or some of ${CHECK_STAGES.map((s) => s.name).join(', ')} (versions always runs)`)
     .addHelpText(
       'after',
       '\nRandom weights are written to a temporary directory from the shape\'s Qwen2.5 config unless --model is given. Needs torch (a CUDA build for GPU numbers);' +
         '\ntransformers is used when importable. RAGEN_TORCH_DECODE=eager|static|graph picks the decode step (default: graph on CUDA).' +
-        '\n\n--check runs the one GPU check instead (docs/gpu.md): versions, CUDA-graph decode = eager, FSDP2 on two CPU ranks, this bench on the quick shape,' +
-        '\n`ragen train` with checkpoint and resume, and LoRA; each stage with its own time limit, check.json and check.md written as each ends.' +
+        '\n\n--check runs the one GPU check instead (docs/gpu.md): versions; issue 24\'s table (this bench on the quick shape for 0.5B and 1.5B, the rollout on' +
+        '\nRAGEN\'s shape with each turn\'s time, a whole `ragen train` step by phase with peak memory, 7B with LoRA); CUDA-graph decode = eager; `ragen train`' +
+        '\nwith checkpoint and resume; FSDP2 on two CPU ranks (--stages all). Each stage has its own time limit; check.json and check.md are written as each ends.' +
         '\n\nExamples:\n  $ ragen bench gpu\n  $ ragen bench gpu --shape qwen2.5-0.5b --run-shape quick\n  $ ragen bench gpu --model /models/Qwen2.5-0.5B-Instruct --json > gpu.json' +
         '\n  $ ragen bench gpu --shape tiny --device cpu --run-shape smoke   # a CPU smoke run' +
-        '\n  $ ragen bench gpu --check --out gpu-check   # the GPU check (the tiny version on a machine without CUDA)',
+        '\n  $ ragen bench gpu --check --out gpu-check   # the GPU check (the tiny version on a machine without CUDA)' +
+        '\n  $ ragen bench gpu --check --stages bench,rollout --out gpu-check   # some stages only',
     )
     .action(async (o: Opts, cmd: Command) => {
       // The check runs fixed stages: a bench flag beside --check would be ignored, so it is refused instead.
       const given = cmd.options.map((x) => x.attributeName()).filter((k) => cmd.getOptionValueSource(k) === 'cli');
       if (o.check) {
-        const extra = given.filter((k) => k !== 'check' && k !== 'out' && k !== 'json');
-        if (extra.length) throw new UsageError(`--check runs fixed stages and takes only --out and --json; drop ${extra.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`).join(', ')}.`);
-        return runGpuCheck({ out: o.out, json: Boolean(o.json) });
+        const extra = given.filter((k) => k !== 'check' && k !== 'out' && k !== 'json' && k !== 'stages');
+        if (extra.length) throw new UsageError(`--check runs fixed stages and takes only --out, --stages and --json; drop ${extra.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`).join(', ')}.`);
+        return runGpuCheck({ out: o.out, json: Boolean(o.json), stages: selectStages(o.stages ?? 'default') });
       }
       if (given.includes('out')) throw new UsageError('--out is the folder of --check\'s files; add --check, or drop --out.');
+      if (given.includes('stages')) throw new UsageError('--stages picks the stages of --check; add --check, or drop --stages.');
       const resolved = resolveRunShape(o);
       const shapes = o.model ? ['tiny'] : o.shape.split(',').map((s) => s.trim());
       for (const s of shapes) if (!(GPU_BENCH_SHAPES as readonly string[]).includes(s)) throw new UsageError(`Bad --shape \`${s}\`: give one or more of ${GPU_BENCH_SHAPES.join(', ')} (comma-separated).`);
