@@ -6,3 +6,4 @@ export { qwenTokenizerDir, loadQwenTokenizer, qwenTokenizerFiles, ragenQwenTempl
 export { appendOnlyViolation } from './append-only.js';
 export { trainBpe, bytesToUnicode, byteSymbols, type BpeModel } from './bpe-train.js';
 export { trainTinyTokenizer, tinyTokenizerDir, byteTokenizer, saveTokenizerFiles, tinyPreTokens, TINY_PRETOKENIZE_PATTERN, TINY_SPECIAL_TOKENS, TINY_TAG_TOKENS, type TinyTokenizerOptions } from './tiny.js';
+export { pyJson, toolCallText, toolsBlockText, toolsSystemText, toolResponseText, readToolCallBlocks, type ToolCallBlock } from './tool-format.js';
