@@ -12,11 +12,16 @@ const stdio = { command: process.execPath, args: [fx.server] };
 function mcpEnv(over: Partial<McpConfig> & Record<string, unknown> = {}): McpEnv {
   return new McpEnv(mcpSchema.parse({ server: stdio, tasks: { file: fx.tasks }, verifier: { module: fx.verifier }, ...over }));
 }
+let http: Awaited<ReturnType<typeof startHttpMcpServer>>;
+beforeAll(async () => void (http = await startHttpMcpServer(fx.tools)));
+afterAll(async () => http.stop());
+/** An env on the in-process HTTP server: for tests of the env's own rules, where spawning a process adds only time. */
+const httpEnv = (over: Partial<McpConfig> & Record<string, unknown> = {}) => mcpEnv({ server: { url: http.url }, ...over });
 const call = (name: string, args: unknown) => `<tool_call>{"name": ${JSON.stringify(name)}, "arguments": ${JSON.stringify(args)}}</tool_call>`;
 
 describe('MCP env over stdio', () => {
   let env: McpEnv;
-  beforeAll(() => void (env = mcpEnv()));
+  beforeAll(() => void (env = mcpEnv({ session: 'env' }))); // one process for these tests (spawning node costs ~1 s here)
   afterAll(async () => env.close());
 
   it('shows the task and the tools in Qwen tool format in the first observation', async () => {
@@ -78,27 +83,32 @@ describe('MCP env over stdio', () => {
     expect(r.observation).toBe('<tool_response>\n{"mean": 2.5, "n": 4}\n</tool_response>');
   });
 
-  it('a fresh session per episode: no state leaks; session env keeps one connection', async () => {
+  it('session env keeps one connection (state carries over); session episode starts a fresh one, and close leaves no process', async () => {
     await env.reset({ seed: 0 });
-    await env.step(call('count', {}));
-    expect(((await env.step(call('count', {}))) as StepResult).observation).toContain('\n2\n');
-    await env.reset({ seed: 0 });
-    expect(((await env.step(call('count', {}))) as StepResult).observation).toContain('\n1\n');
-    const kept = mcpEnv({ session: 'env' });
+    const pid = env.serverPid;
+    const before = Number(/\n(\d+)\n/.exec(((await env.step(call('count', {}))) as StepResult).observation)![1]);
+    await env.reset({ seed: 1 });
+    expect(env.serverPid).toBe(pid);
+    expect(((await env.step(call('count', {}))) as StepResult).observation).toContain(`\n${before + 1}\n`);
+    const fresh = mcpEnv();
+    const pids: number[] = [];
     try {
-      await kept.reset({ seed: 0 });
-      const pid = kept.serverPid;
-      await kept.step(call('count', {}));
-      await kept.reset({ seed: 1 });
-      expect(kept.serverPid).toBe(pid);
-      expect(((await kept.step(call('count', {}))) as StepResult).observation).toContain('\n2\n');
+      for (const seed of [0, 1]) {
+        await fresh.reset({ seed });
+        pids.push(fresh.serverPid!);
+        await fresh.step(call('count', {}));
+        expect(((await fresh.step(call('count', {}))) as StepResult).observation).toContain('\n2\n');
+      }
     } finally {
-      await kept.close();
+      await fresh.close();
     }
+    expect(new Set(pids).size).toBe(2);
+    expect(pids.every((p) => p > 0)).toBe(true);
+    expect(pids.filter(processExists)).toEqual([]);
   });
 
   it('the call budget truncates the episode', async () => {
-    const small = mcpEnv({ maxToolCalls: 1 });
+    const small = httpEnv({ maxToolCalls: 1 });
     try {
       await small.reset({ seed: 0 });
       await small.step(call('add', { a: 1, b: 1 }));
@@ -144,20 +154,8 @@ describe('MCP env over stdio', () => {
     }
   });
 
-  it('close leaves no child process behind, for every episode started', async () => {
-    const e = mcpEnv();
-    const pids: number[] = [];
-    for (const seed of [0, 1]) {
-      await e.reset({ seed });
-      pids.push(e.serverPid!);
-    }
-    await e.close();
-    expect(pids.every((p) => p > 0)).toBe(true);
-    expect(pids.filter(processExists)).toEqual([]);
-  });
-
   it('a verifier that returns a bad reward is an error naming the value and the fix', async () => {
-    const e = mcpEnv({ verifier: { module: fx.verifier, export: 'broken' } });
+    const e = httpEnv({ verifier: { module: fx.verifier, export: 'broken' } });
     try {
       await e.reset({ seed: 0 });
       await expect(e.step('5')).rejects.toThrow(/returned \{"reward":"high"\}.*finite number.*return a number or \{reward/);
@@ -167,7 +165,7 @@ describe('MCP env over stdio', () => {
   });
 
   it('a verifier may keep the episode going (done: false)', async () => {
-    const e = mcpEnv({ verifier: { module: fx.verifier, export: 'retry' } });
+    const e = httpEnv({ verifier: { module: fx.verifier, export: 'retry' } });
     try {
       await e.reset({ seed: 0 });
       expect(await e.step('4')).toMatchObject({ reward: -0.1, terminated: false });
@@ -179,25 +177,22 @@ describe('MCP env over stdio', () => {
 });
 
 describe('MCP env over streamable HTTP', () => {
-  let server: Awaited<ReturnType<typeof startHttpMcpServer>>;
-  beforeAll(async () => void (server = await startHttpMcpServer(fx.tools)));
-  afterAll(async () => server.stop());
 
   it('lists tools, calls them and ends the HTTP session on close', async () => {
-    const env: Env = makeEnv('MCP', { server: { url: server.url }, tasks: { file: fx.tasks }, verifier: { module: fx.verifier }, allowedTools: ['add', 'hang'] });
+    const env: Env = makeEnv('MCP', { server: { url: http.url }, tasks: { file: fx.tasks }, verifier: { module: fx.verifier }, allowedTools: ['add', 'hang'] });
     const { observation } = await env.reset({ seed: 0 });
     expect(observation).toContain('"name": "add"');
     expect(observation).not.toContain('"name": "count"');
-    expect(server.sessions()).toBe(1);
+    expect(http.sessions()).toBe(1);
     expect(((await env.step(call('add', { a: 20, b: 22 }))) as StepResult).observation).toBe('<tool_response>\n42\n</tool_response>');
     expect(((await env.step(call('count', {}))) as StepResult).observation).toMatch(/no tool `count`/);
     expect(await env.step('5')).toMatchObject({ reward: 1, terminated: true });
     await env.close();
-    expect(server.sessions()).toBe(0);
+    expect(http.sessions()).toBe(0);
   });
 
   it('a hanging tool times out and a vanished server ends the episode with a reason', async () => {
-    const env = makeEnv('MCP', { server: { url: server.url }, tasks: { file: fx.tasks }, verifier: { module: fx.verifier }, callTimeoutS: 0.3 });
+    const env = makeEnv('MCP', { server: { url: http.url }, tasks: { file: fx.tasks }, verifier: { module: fx.verifier }, callTimeoutS: 0.3 });
     try {
       await env.reset({ seed: 0 });
       expect(((await env.step(call('hang', {}))) as StepResult).info.status).toBe('timeout');
@@ -218,7 +213,7 @@ describe('MCP env config', () => {
     const noServer = mcpEnv({ server: { command: process.execPath, args: ['/nonexistent/server.mjs'] }, connectTimeoutS: 5 });
     await expect(noServer.reset({ seed: 0 })).rejects.toThrow(/Could not connect to the MCP server `.*\/nonexistent\/server.mjs`.*env\.config\.MCP\.server/);
     await noServer.close();
-    const badTool = mcpEnv({ allowedTools: ['ad'] });
+    const badTool = httpEnv({ allowedTools: ['ad'] });
     await expect(badTool.reset({ seed: 0 })).rejects.toThrow(/`allowedTools` names `ad`.*Did you mean `add`/);
     await badTool.close();
     const noFile = mcpEnv({ tasks: { file: 'nope.jsonl' } });

@@ -81,8 +81,8 @@ export class McpEnv implements Env {
 
   async reset({ seed, mode = 'train', options }: ResetOptions): Promise<ResetResult> {
     checkResetOptions('MCP', options, []);
+    this.task = await taskFor(this.config.tasks, seed, mode); // before connecting: a bad tasks file fails without starting a server
     if (this.config.session === 'episode' || !this.conn?.alive) await this.connect();
-    this.task = await taskFor(this.config.tasks, seed, mode);
     this.seed = seed;
     this.mode = mode;
     this.calls = [];

@@ -1,0 +1,51 @@
+// Runs examples/mcp-calculator so it cannot rot: its server, tasks and verifier solve a task through the MCP env when
+// the calls are right, and `ragen train --config examples/mcp-calculator/config.yaml` trains ragen-tiny on it (2 steps).
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/index.js';
+import { makeEnv, type StepResult } from '../../src/env/index.js';
+import { readMetricsFile } from '../../src/metrics/index.js';
+import { runCli } from '../../src/cli/testing.js';
+
+const root = mkdtempSync(join(tmpdir(), 'ragen-mcp-example-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+const CONFIG = 'examples/mcp-calculator/config.yaml';
+
+describe('examples/mcp-calculator', () => {
+  it('the calculator server, tasks and verifier: calling calculate on the task and answering its result scores 1', async () => {
+    const mcp = loadConfig({ config: CONFIG }).env.config['MCP']!;
+    const env = makeEnv('MCP', mcp);
+    try {
+      for (const seed of [0, 5]) {
+        const { observation } = await env.reset({ seed });
+        expect(observation).toContain('"name": "calculate"');
+        expect(observation).not.toContain('write_note'); // allowedTools keeps the block small
+        const expression = /Task: Compute (.*)\.$/.exec(observation)![1]!;
+        const task = JSON.parse(readFileSync('examples/mcp-calculator/tasks.jsonl', 'utf8').trim().split('\n')[seed]!);
+        const r = (await env.step(`<tool_call>{"name": "calculate", "arguments": {"expression": ${JSON.stringify(expression)}}}</tool_call>`)) as StepResult;
+        expect(r.observation).toBe(`<tool_response>\n${task.target}\n</tool_response>`);
+        const bad = (await env.step('<tool_call>{"name": "calculate", "arguments": {"expression": "2 +"}}</tool_call>')) as StepResult;
+        expect(bad.info.actionIsValid).toBe(false);
+        expect(bad.observation).toMatch(/cannot evaluate "2 \+"/);
+        expect(await env.step(String(task.target + 1))).toMatchObject({ reward: 0, terminated: true });
+        await env.reset({ seed });
+        expect(await env.step(`The result is ${task.target}`)).toMatchObject({ reward: 1, terminated: true });
+      }
+    } finally {
+      await env.close();
+    }
+  });
+
+  it('`ragen train --config examples/mcp-calculator/config.yaml` runs two steps of ragen-tiny to the end', async () => {
+    const runDir = join(root, 'run');
+    const r = await runCli('train', '--config', CONFIG, `logging.runDir=${runDir}`, 'trainer.steps=2', 'env.train=[{tag: MCP, groups: 1, groupSize: 2}]', 'env.val=[{tag: MCP, groups: 1}]', 'trainer.valEvery=2', 'trainer.miniBatchSize=2', 'trainer.microBatchSize=2', 'agent.maxNewTokens=12', 'agent.maxTurns=2', 'trainer.collapse.every=0', 'trainer.checkpointEvery=0', 'algo.advEstimator=grpo');
+    expect(r.code, r.err).toBe(0);
+    expect(r.err).toMatch(/step 2\/2/);
+    const rows = readMetricsFile(join(runDir, 'metrics.jsonl'));
+    expect(rows.map((m) => m.step)).toEqual([0, 1, 2]);
+    expect(Number.isFinite(rows[2]!['actor/pg_loss'])).toBe(true);
+    expect(rows[2]).toHaveProperty('val/MCP/success');
+  }, 120_000);
+});
