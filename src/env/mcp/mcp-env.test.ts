@@ -3,20 +3,21 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeEnv, resolveEnvConfig, type Env, type StepResult } from '../index.js';
 import { McpEnv } from './mcp-env.js';
-import { mcpSchema, type McpConfig } from './schema.js';
+import type { z } from 'zod';
+import { mcpSchema } from './schema.js';
 import { processExists, startHttpMcpServer, writeMcpFixtures } from './testing.js';
 
 const fx = writeMcpFixtures();
 const stdio = { command: process.execPath, args: [fx.server] };
 
-function mcpEnv(over: Partial<McpConfig> & Record<string, unknown> = {}): McpEnv {
+function mcpEnv(over: Partial<z.input<typeof mcpSchema>> = {}): McpEnv {
   return new McpEnv(mcpSchema.parse({ server: stdio, tasks: { file: fx.tasks }, verifier: { module: fx.verifier }, ...over }));
 }
 let http: Awaited<ReturnType<typeof startHttpMcpServer>>;
 beforeAll(async () => void (http = await startHttpMcpServer(fx.tools)));
 afterAll(async () => http.stop());
 /** An env on the in-process HTTP server: for tests of the env's own rules, where spawning a process adds only time. */
-const httpEnv = (over: Partial<McpConfig> & Record<string, unknown> = {}) => mcpEnv({ server: { url: http.url }, ...over });
+const httpEnv = (over: Partial<z.input<typeof mcpSchema>> = {}) => mcpEnv({ server: { url: http.url }, ...over });
 const call = (name: string, args: unknown) => `<tool_call>{"name": ${JSON.stringify(name)}, "arguments": ${JSON.stringify(args)}}</tool_call>`;
 
 describe('MCP env over stdio', () => {
