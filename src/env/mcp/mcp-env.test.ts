@@ -165,6 +165,17 @@ describe('MCP env over stdio', () => {
     }
   });
 
+  it('tasks from a module: task(seed, mode) poses the task and the verifier sees it', async () => {
+    const e = httpEnv({ tasks: { module: fx.taskModule } });
+    try {
+      expect((await e.reset({ seed: 21, mode: 'val' })).observation).toMatch(/Task: What is 21 \+ 21\? \(val\)$/);
+      await e.step(call('add', { a: 21, b: 21 }));
+      expect(await e.step('42')).toMatchObject({ reward: 1, terminated: true });
+    } finally {
+      await e.close();
+    }
+  });
+
   it('a verifier may keep the episode going (done: false)', async () => {
     const e = httpEnv({ verifier: { module: fx.verifier, export: 'retry' } });
     try {
@@ -210,7 +221,9 @@ describe('MCP env over streamable HTTP', () => {
 
 describe('MCP env config', () => {
   it('a missing server, a bad tasks file and an unknown allowed tool are errors that say the fix', async () => {
-    expect(() => resolveEnvConfig('MCP', { tasks: { file: fx.tasks }, verifier: { module: fx.verifier } })).toThrow(/`server`/);
+    const unset = makeEnv('MCP', { tasks: { file: fx.tasks }, verifier: { module: fx.verifier } });
+    await expect(Promise.resolve().then(() => unset.reset({ seed: 0 }))).rejects.toThrow(/needs `env.config.MCP.server`, which is not set; give e.g. \{command/);
+    expect(() => resolveEnvConfig('MCP', { server: { url: 'not a url' } })).toThrow(/`server.url` = .*Invalid URL/);
     const noServer = mcpEnv({ server: { command: process.execPath, args: ['/nonexistent/server.mjs'] }, connectTimeoutS: 5 });
     await expect(noServer.reset({ seed: 0 })).rejects.toThrow(/Could not connect to the MCP server `.*\/nonexistent\/server.mjs`.*env\.config\.MCP\.server/);
     await noServer.close();

@@ -6,7 +6,7 @@ import { ConfigError, RagenError, ResetNeededError, didYouMean } from '../../uti
 import { readToolCallBlocks, toolResponseText, toolsBlockText } from '../../tokenizer/index.js';
 import { checkResetOptions, invalidInfo, type Env, type EnvInfo, type EnvMode, type ResetOptions, type ResetResult, type StepResult } from '../core.js';
 import { McpConnection, describeServer, type McpTool } from './connection.js';
-import type { McpConfig } from './schema.js';
+import type { McpConfig, ReadyMcpConfig } from './schema.js';
 import { taskFor, verify, type McpCallRecord, type McpTask } from './user-code.js';
 
 /** The MCP server could not be started, reached or listed at reset (the episode cannot begin). */
@@ -79,9 +79,19 @@ export class McpEnv implements Env {
     return this.conn?.pid ?? null;
   }
 
+  /** The config with its three required keys checked: a ConfigError naming the first one missing, with an example. */
+  private ready(): ReadyMcpConfig {
+    const c = this.config;
+    const example = { server: '{command: node, args: [my-server.mjs]} or {url: "http://127.0.0.1:3000/mcp"}', tasks: '{file: tasks.jsonl}', verifier: '{module: verify.mjs, export: verify}' };
+    for (const key of ['server', 'tasks', 'verifier'] as const) {
+      if (c[key] === null) throw new ConfigError(`The MCP env needs \`env.config.MCP.${key}\`, which is not set; give e.g. ${example[key]} (docs/agents.md, "MCP tool servers as environments").`);
+    }
+    return c as ReadyMcpConfig;
+  }
+
   async reset({ seed, mode = 'train', options }: ResetOptions): Promise<ResetResult> {
     checkResetOptions('MCP', options, []);
-    this.task = await taskFor(this.config.tasks, seed, mode); // before connecting: a bad tasks file fails without starting a server
+    this.task = await taskFor(this.ready().tasks, seed, mode); // before connecting: a bad tasks file fails without starting a server
     if (this.config.session === 'episode' || !this.conn?.alive) await this.connect();
     this.seed = seed;
     this.mode = mode;
@@ -96,11 +106,12 @@ export class McpEnv implements Env {
     await this.conn?.close();
     this.conn = undefined;
     const timeoutMs = this.config.connectTimeoutS * 1000;
-    const name = describeServer(this.config.server);
+    const server = this.ready().server;
+    const name = describeServer(server);
     let conn: McpConnection;
     let listed: McpTool[];
     try {
-      conn = await McpConnection.connect(this.config.server, timeoutMs);
+      conn = await McpConnection.connect(server, timeoutMs);
     } catch (err) {
       throw new McpServerError(`Could not connect to the MCP server \`${name}\`: ${(err as Error).message}. Check \`env.config.MCP.server\` (is the command right, or the server up at that URL?).`);
     }
@@ -166,7 +177,7 @@ export class McpEnv implements Env {
   private async answer(action: string): Promise<StepResult> {
     const answer = action.trim();
     if (answer === '') return this.invalid(`The answer is empty; call a tool with ${CALL_FORMAT} or give the final answer as text.`, 'invalid_call');
-    const verdict = await verify(this.config.verifier, { task: this.task!, calls: this.calls.slice(), answer, seed: this.seed, mode: this.mode });
+    const verdict = await verify(this.ready().verifier, { task: this.task!, calls: this.calls.slice(), answer, seed: this.seed, mode: this.mode });
     const info = this.info({ success: verdict.success, actionIsValid: true, actionIsEffective: true, status: 'answer' });
     if (verdict.done) {
       this.done = true;

@@ -42,12 +42,12 @@ export const tasksSchema = z.union([
 
 /** Configuration of the `MCP` env. */
 export const mcpSchema = z.object({
-  /** The MCP server: `{command, args, env, cwd}` (stdio) or `{url, headers}` (streamable HTTP). Required. */
-  server: z.union([stdioServerSchema, httpServerSchema]),
-  /** Where each episode's task comes from: `{file}` or `{module, export}` (default export `task`). Required. */
-  tasks: tasksSchema,
-  /** The reward function `{module, export}` (default export `verify`): gets `{task, calls, answer, seed, mode}`, returns `{reward, success?, done?}`. Required. */
-  verifier: moduleRefSchema('verify'),
+  /** The MCP server: `{command, args, env, cwd}` (stdio) or `{url, headers}` (streamable HTTP); must be set (reset says so). @default null */
+  server: z.union([stdioServerSchema, httpServerSchema]).nullable().default(null),
+  /** Where each episode's task comes from: `{file}` or `{module, export}` (default export `task`); must be set. @default null */
+  tasks: tasksSchema.nullable().default(null),
+  /** The reward function `{module, export}` (default export `verify`): gets `{task, calls, answer, seed, mode}`, returns `{reward, success?, done?}`; must be set. @default null */
+  verifier: moduleRefSchema('verify').nullable().default(null),
   /** Tool calls one episode may make (calls that reached the server, errors included); the next one truncates the episode. @default 8 */
   maxToolCalls: z.number().int().min(1).default(8),
   /** Names of the server's tools the model sees and may call; null: all of them. @default null */
@@ -71,4 +71,6 @@ export const mcpSchema = z.object({
 });
 
 export type McpConfig = z.infer<typeof mcpSchema>;
-export type McpServerConfig = McpConfig['server'];
+export type McpServerConfig = NonNullable<McpConfig['server']>;
+/** The config once `server`, `tasks` and `verifier` are known to be set. */
+export type ReadyMcpConfig = McpConfig & { server: McpServerConfig; tasks: NonNullable<McpConfig['tasks']>; verifier: NonNullable<McpConfig['verifier']> };

@@ -32,7 +32,7 @@ export function registerTools(server, { exit }) {
 `;
 
 /** A temp directory holding `tools.mjs`, the stdio server `server.mjs`, `tasks.jsonl` and `verify.mjs`. */
-export function writeMcpFixtures(): { dir: string; server: string; tasks: string; verifier: string; tools: string } {
+export function writeMcpFixtures(): { dir: string; server: string; tasks: string; taskModule: string; verifier: string; tools: string } {
   const dir = mkdtempSync(join(tmpdir(), 'ragen-mcp-'));
   const tools = join(dir, 'tools.mjs');
   writeFileSync(tools, TOOLS_SOURCE);
@@ -49,6 +49,8 @@ await server.connect(new StdioServerTransport());
   );
   const tasks = join(dir, 'tasks.jsonl');
   writeFileSync(tasks, ['{"prompt": "What is 2 + 3?", "target": 5}', '{"prompt": "What is 10 + 7?", "target": 17}'].join('\n'));
+  const taskModule = join(dir, 'tasks.mjs');
+  writeFileSync(taskModule, 'export const task = (seed, mode) => ({ prompt: `What is ${seed} + ${seed}? (${mode})`, target: 2 * seed });\n');
   const verifier = join(dir, 'verify.mjs');
   // reward 1 for the target after at least one add call, 0.5 for the target without one, 0 otherwise
   writeFileSync(
@@ -61,7 +63,7 @@ export const retry = ({ answer, task }) => ({ reward: Number(answer) === task.ta
 export const broken = () => ({ reward: 'high' });
 `,
   );
-  return { dir, server, tasks, verifier, tools };
+  return { dir, server, tasks, taskModule, verifier, tools };
 }
 
 function readBody(req: IncomingMessage): Promise<unknown> {

@@ -4,7 +4,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ConfigError, RagenError } from '../../util/index.js';
-import type { McpConfig } from './schema.js';
+import type { ReadyMcpConfig } from './schema.js';
 
 /** A task: what the model is asked (`prompt`) plus anything the verifier needs (e.g. `target`). */
 export interface McpTask {
@@ -128,7 +128,7 @@ export function loadTaskFile(path: string): McpTask[] {
 }
 
 /** The task of `seed`: task `seed mod n` of the file (both modes), or what the module's function returns. */
-export async function taskFor(tasks: McpConfig['tasks'], seed: number, mode: 'train' | 'val'): Promise<McpTask> {
+export async function taskFor(tasks: ReadyMcpConfig['tasks'], seed: number, mode: 'train' | 'val'): Promise<McpTask> {
   if ('file' in tasks) {
     const all = loadTaskFile(tasks.file);
     return all[((seed % all.length) + all.length) % all.length]!;
@@ -142,7 +142,7 @@ export async function taskFor(tasks: McpConfig['tasks'], seed: number, mode: 'tr
 }
 
 /** Run the verifier and check its verdict: a finite reward, optional boolean `success` and `done`. */
-export async function verify(ref: McpConfig['verifier'], input: VerifierInput): Promise<Verdict> {
+export async function verify(ref: ReadyMcpConfig['verifier'], input: VerifierInput): Promise<Verdict> {
   const fn = await loadFunction(ref.module, ref.export, 'verifier');
   let out: unknown;
   try {
