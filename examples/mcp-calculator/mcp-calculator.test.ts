@@ -1,6 +1,6 @@
 // Runs examples/mcp-calculator so it cannot rot: its server, tasks and verifier solve a task through the MCP env when
 // the calls are right, and `ragen train --config examples/mcp-calculator/config.yaml` trains ragen-tiny on it (2 steps).
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -8,10 +8,31 @@ import { loadConfig } from '../../src/config/index.js';
 import { makeEnv, type StepResult } from '../../src/env/index.js';
 import { readMetricsFile } from '../../src/metrics/index.js';
 import { runCli } from '../../src/cli/testing.js';
+import { mcpAgentEnv, type McpServerConfig } from '../../src/env/mcp/index.js';
+import { Gateway, runAgentEpisode } from '../../src/gateway/index.js';
+import { localServeTarget } from '../../src/serve/index.js';
+import { TINY_MODEL_DIR } from '../../src/serve/testing.js';
+import { loadTokenizer, tinyTokenizerDir } from '../../src/tokenizer/index.js';
 
 const root = mkdtempSync(join(tmpdir(), 'ragen-mcp-example-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 const CONFIG = 'examples/mcp-calculator/config.yaml';
+
+/** Live processes running this checkout's calculator server (cmdline and working directory), from /proc. */
+function calculatorServers(): number[] {
+  const pids: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const cmd = readFileSync(`/proc/${name}/cmdline`, 'utf8');
+      const state = readFileSync(`/proc/${name}/status`, 'utf8');
+      if (cmd.includes('mcp-calculator/server.mjs') && readlinkSync(`/proc/${name}/cwd`) === process.cwd() && !/State:\s+Z/.test(state)) pids.push(Number(name));
+    } catch {
+      // the process ended while we looked
+    }
+  }
+  return pids;
+}
 
 describe('examples/mcp-calculator', () => {
   it('the calculator server, tasks and verifier: calling calculate on the task and answering its result scores 1', async () => {
@@ -36,6 +57,7 @@ describe('examples/mcp-calculator', () => {
     } finally {
       await env.close();
     }
+    expect(calculatorServers()).toEqual([]);
   });
 
   it('`ragen train --config examples/mcp-calculator/config.yaml` runs two steps of ragen-tiny to the end', async () => {
@@ -47,5 +69,26 @@ describe('examples/mcp-calculator', () => {
     expect(rows.map((m) => m.step)).toEqual([0, 1, 2]);
     expect(Number.isFinite(rows[2]!['actor/pg_loss'])).toBe(true);
     expect(rows[2]).toHaveProperty('val/MCP/success');
+    expect(calculatorServers()).toEqual([]); // every episode's server stopped when the run closed its envs
+  }, 120_000);
+
+  it('the same server from an agent program: agent.mjs reaches it through RAGEN_MCP_*, its tools reach the policy, its reward comes back', async () => {
+    const server = loadConfig({ config: CONFIG }).env.config['MCP']!['server'] as McpServerConfig;
+    const target = await localServeTarget(TINY_MODEL_DIR, (d) => d, { name: 'tiny' });
+    const gateway = new Gateway({ ...target, maxTokens: 12 });
+    await gateway.listen(0);
+    try {
+      const program = { command: 'node examples/mcp-calculator/agent.mjs', timeoutS: 60, env: { ...mcpAgentEnv(server), AGENT_MAX_TURNS: '1', AGENT_MAX_TOKENS: '12' } };
+      const out = await runAgentEpisode(gateway, program, { episodeId: 'mcp-0', seed: 0, group: 0 });
+      expect(out.status, out.stderrTail).toBe('ok');
+      expect([0, 1]).toContain(out.reward);
+      expect(out.log.calls.length).toBe(1);
+      const prompt = loadTokenizer(tinyTokenizerDir()).decode(out.log.calls[0]!.promptIds);
+      expect(prompt).toContain('<tools>\n{"type": "function", "function": {"name": "calculate"');
+      expect(prompt).toContain('Compute ');
+      expect(calculatorServers()).toEqual([]); // the stdio server the program started went with its process group
+    } finally {
+      await gateway.close();
+    }
   }, 120_000);
 });

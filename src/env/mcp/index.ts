@@ -5,6 +5,7 @@ import { mcpSchema, type McpConfig } from './schema.js';
 
 export { McpEnv, McpServerError } from './mcp-env.js';
 export { McpConnection, describeServer, resultText, type McpTool, type CallOutcome } from './connection.js';
+export { mcpAgentEnv } from './agent-env.js';
 export { mcpSchema, stdioServerSchema, httpServerSchema, tasksSchema, type McpConfig, type McpServerConfig } from './schema.js';
 export { loadTaskFile, taskFor, verify, McpUserCodeError, type McpTask, type McpCallRecord, type VerifierInput, type Verdict, type Verifier } from './user-code.js';
 
