@@ -60,6 +60,16 @@ describe('examples/mcp-calculator', () => {
     expect(calculatorServers()).toEqual([]);
   });
 
+  it('`ragen play MCP` plays a scripted episode against the calculator server', async () => {
+    const r = await runCli('play', 'MCP', '--seed', '0', '--json', '--config', 'server={"command": "node", "args": ["examples/mcp-calculator/server.mjs"]}',
+      'tasks={"file": "examples/mcp-calculator/tasks.jsonl"}', 'verifier={"module": "examples/mcp-calculator/verify.mjs"}',
+      '--actions', '<tool_call>{"name": "calculate", "arguments": {"expression": "24 * 4 - 97"}}</tool_call> || -1');
+    expect(r.code, r.err).toBe(0);
+    const played = JSON.parse(r.out) as { steps: { observation: string; reward: number; terminated: boolean }[] };
+    expect(played.steps.map((s) => [s.observation.split('\n')[1], s.reward, s.terminated])).toEqual([['-1', 0, false], ['Reward: 1', 1, true]]);
+    expect(calculatorServers()).toEqual([]);
+  });
+
   it('`ragen train --config examples/mcp-calculator/config.yaml` runs two steps of ragen-tiny to the end', async () => {
     const runDir = join(root, 'run');
     const r = await runCli('train', '--config', CONFIG, `logging.runDir=${runDir}`, 'trainer.steps=2', 'env.train=[{tag: MCP, groups: 1, groupSize: 2}]', 'env.val=[{tag: MCP, groups: 1}]', 'trainer.valEvery=2', 'trainer.miniBatchSize=2', 'trainer.microBatchSize=2', 'agent.maxNewTokens=12', 'agent.maxTurns=2', 'trainer.collapse.every=0', 'trainer.checkpointEvery=0', 'algo.advEstimator=grpo');
