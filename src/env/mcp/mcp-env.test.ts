@@ -1,7 +1,7 @@
 // The MCP env against servers written with the SDK: stdio (a temp script run with node) and streamable HTTP (in
 // process, port 0): the tools block, results, every invalid-call kind, the verifier, server death and hangs, cleanup.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeEnv, resolveEnvConfig, type Env, type StepResult } from '../index.js';
+import { checkEnv, makeEnv, resolveEnvConfig, type Env, type StepResult } from '../index.js';
 import { McpEnv } from './mcp-env.js';
 import type { z } from 'zod';
 import { mcpSchema } from './schema.js';
@@ -213,6 +213,19 @@ describe('MCP env over streamable HTTP', () => {
       expect(r.truncated).toBe(true);
       expect(['server_closed', 'server_error']).toContain(r.info.status);
       expect(r.info.reason).toMatch(/MCP server `http:\/\/127\.0\.0\.1:\d+\/mcp`/);
+    } finally {
+      await env.close();
+    }
+  });
+});
+
+describe('MCP env conformance', () => {
+  it('passes checkEnv over HTTP (determinism across instances, hostile actions, reset-before-step), with a solver from the tasks', async () => {
+    const targets = [5, 17]; // the fixture's tasks.jsonl: 2 + 3 and 10 + 7
+    const solve = (seed: number) => [call('add', { a: seed % 2 ? 10 : 2, b: seed % 2 ? 7 : 3 }), String(targets[seed % 2])];
+    const env = httpEnv();
+    try {
+      await checkEnv(env, { seeds: [0, 1], solve, make: () => httpEnv(), maxSteps: 20 });
     } finally {
       await env.close();
     }
