@@ -237,6 +237,8 @@ describe('MCP env config', () => {
     const unset = makeEnv('MCP', { tasks: { file: fx.tasks }, verifier: { module: fx.verifier } });
     await expect(Promise.resolve().then(() => unset.reset({ seed: 0 }))).rejects.toThrow(/needs `env.config.MCP.server`, which is not set; give e.g. \{command/);
     expect(() => resolveEnvConfig('MCP', { server: { url: 'not a url' } })).toThrow(/`server.url` = .*Invalid URL/);
+    expect(() => resolveEnvConfig('MCP', { tasks: { fil: 'x.jsonl' } })).toThrow(/`tasks` = \{"fil":"x.jsonl"\}: give \{file: "tasks.jsonl"\}/);
+    expect(() => resolveEnvConfig('MCP', { server: { command: 'node', arg: ['x'] } })).toThrow(/Unrecognized key: "arg"/);
     const noServer = mcpEnv({ server: { command: process.execPath, args: ['/nonexistent/server.mjs'] }, connectTimeoutS: 5 });
     await expect(noServer.reset({ seed: 0 })).rejects.toThrow(/Could not connect to the MCP server `.*\/nonexistent\/server.mjs`.*env\.config\.MCP\.server/);
     await noServer.close();

@@ -38,7 +38,7 @@ export const tasksSchema = z.union([
     file: z.string().min(1),
   }),
   moduleRefSchema('task'),
-]);
+], { error: 'give {file: "tasks.jsonl"} (a .json array or .jsonl file) or {module: "tasks.mjs", export: "task"}' });
 
 /** Configuration of the `MCP` env. */
 export const mcpSchema = z.object({
