@@ -60,6 +60,20 @@ describe('examples/mcp-calculator', () => {
     expect(calculatorServers()).toEqual([]);
   });
 
+  it('the notes tools keep notes for one episode (a fresh server session per episode)', async () => {
+    const env = makeEnv('MCP', { ...loadConfig({ config: CONFIG }).env.config['MCP']!, allowedTools: ['write_note', 'read_notes'] });
+    const tool = (name: string, args: object) => `<tool_call>{"name": "${name}", "arguments": ${JSON.stringify(args)}}</tool_call>`;
+    try {
+      await env.reset({ seed: 0 });
+      expect(((await env.step(tool('write_note', { text: 'carry 1' }))) as StepResult).observation).toContain('saved note 1');
+      expect(((await env.step(tool('read_notes', {}))) as StepResult).observation).toBe('<tool_response>\n1. carry 1\n</tool_response>');
+      await env.reset({ seed: 0 });
+      expect(((await env.step(tool('read_notes', {}))) as StepResult).observation).toContain('no notes');
+    } finally {
+      await env.close();
+    }
+  });
+
   it('`ragen play MCP` plays a scripted episode against the calculator server', async () => {
     const r = await runCli('play', 'MCP', '--seed', '0', '--json', '--config', 'server={"command": "node", "args": ["examples/mcp-calculator/server.mjs"]}',
       'tasks={"file": "examples/mcp-calculator/tasks.jsonl"}', 'verifier={"module": "examples/mcp-calculator/verify.mjs"}',
