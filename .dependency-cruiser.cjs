@@ -7,7 +7,8 @@ const LAYERS = {
   tensor: ['util'],
   tokenizer: ['util'],
   sandbox: ['util'],
-  env: ['util', 'sandbox'],
+  // tokenizer for Qwen's tool format (the MCP env shows tools and reads calls as the gateway does).
+  env: ['util', 'sandbox', 'tokenizer'],
   algo: ['util'],
   metrics: ['util'],
   model: ['util', 'tensor'],

@@ -1,7 +1,10 @@
 // Tools in Qwen's chat format: OpenAI `tools`, assistant `tool_calls` and `tool` results lowered to the plain
 // messages Qwen2.5's chat template would write, and `<tool_call>{json}</tool_call>` in a reply parsed back into calls.
-import type { ChatMessage } from '../tokenizer/index.js';
+import { pyJson, toolCallText as callText, toolResponseText, toolsSystemText, type ChatMessage } from '../tokenizer/index.js';
 import { ApiError, badParam, preview } from '../serve/index.js';
+
+// The format's text pieces live in src/tokenizer (the MCP env writes the same tools block); re-exported for the gateway's users.
+export { pyJson, toolsSystemText };
 
 /** Qwen2.5's system prompt when tools are given and the messages have none. */
 export const QWEN_DEFAULT_SYSTEM = 'You are Qwen, created by Alibaba Cloud. You are a helpful assistant.';
@@ -11,31 +14,6 @@ export interface ToolCall {
   id: string;
   type: 'function';
   function: { name: string; arguments: string };
-}
-
-/**
- * JSON as Python's `json.dumps` writes it (`", "` and `": "` separators, non-ASCII kept): what `tojson` prints in
- * Hugging Face's template renderer, so tool schemas and re-rendered calls read as the model saw them in training.
- */
-export function pyJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value ?? null);
-  if (Array.isArray(value)) return `[${value.map(pyJson).join(', ')}]`;
-  return `{${Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined).map(([k, v]) => `${JSON.stringify(k)}: ${pyJson(v)}`).join(', ')}}`;
-}
-
-/** The text of one call inside an assistant turn, as Qwen2.5's template writes it. */
-function callText(call: { name: string; arguments: unknown }): string {
-  return `<tool_call>\n{"name": "${call.name}", "arguments": ${pyJson(call.arguments)}}\n</tool_call>`;
-}
-
-/** The system text that announces `tools` (Qwen2.5's template, word for word). */
-export function toolsSystemText(system: string, tools: readonly unknown[]): string {
-  return (
-    `${system}\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n` +
-    `You are provided with function signatures within <tools></tools> XML tags:\n<tools>${tools.map((t) => `\n${pyJson(t)}`).join('')}\n</tools>\n\n` +
-    'For each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n' +
-    '<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>'
-  );
 }
 
 /**
@@ -53,7 +31,7 @@ export function lowerToolMessages(rawMessages: unknown, tools: unknown): unknown
     const msg = m as Record<string, unknown>;
     if (msg['role'] === 'tool') {
       const content = textOf(msg['content'], `messages[${i}].content`);
-      const block = `<tool_response>\n${content}\n</tool_response>`;
+      const block = toolResponseText(content);
       const prev = rawMessages[i - 1] as Record<string, unknown> | undefined;
       if (prev?.['role'] === 'tool') (out[out.length - 1] as ChatMessage).content += `\n${block}`;
       else out.push({ role: 'user', content: block });
