@@ -12,3 +12,4 @@ import './webshop/index.js';
 import './searchqa/index.js';
 import './deepcoder/index.js';
 import './lean/index.js';
+import './guess-number/index.js';

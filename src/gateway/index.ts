@@ -5,3 +5,4 @@ export { lowerToolMessages, parseToolCalls, pyJson, toolsSystemText, QWEN_DEFAUL
 export { chainCalls, extendsIds, samplesFromCalls, type CallChain } from './samples.js';
 export { runAgentEpisode, runAgentEpisodes, type AgentOutcome, type AgentProgram, type AgentStatus, type AgentTask, type RunOptions } from './runner.js';
 export { agentRollout, type AgentRolloutOptions } from './agent-rollout.js';
+export { toolDemoCalls, toolDemoSamples, type DemoToolStep, type ToolDemo } from './tool-demos.js';

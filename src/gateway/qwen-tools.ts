@@ -24,7 +24,7 @@ export function pyJson(value: unknown): string {
 }
 
 /** The text of one call inside an assistant turn, as Qwen2.5's template writes it. */
-function callText(call: { name: string; arguments: unknown }): string {
+export function callText(call: { name: string; arguments: unknown }): string {
   return `<tool_call>\n{"name": "${call.name}", "arguments": ${pyJson(call.arguments)}}\n</tool_call>`;
 }
 
