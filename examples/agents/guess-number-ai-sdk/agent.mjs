@@ -35,7 +35,7 @@ try {
     tools: { guess },
     // one model call per guess; stop once the number is found or the guesses are spent
     stopWhen: [stepCountIs(MAX_GUESSES), () => found],
-    maxOutputTokens: 48,
+    maxOutputTokens: 64, // a call in Qwen's format is ~50 tokens of the tiny tokenizer
     maxRetries: 0,
   });
 } catch (err) {

@@ -35,11 +35,12 @@ async function main(): Promise<void> {
     options: {
       base: { type: 'string', default: 'models/ragen-tiny' },
       out: { type: 'string', default: 'models/guess-number-tiny' },
-      episodes: { type: 'string', default: '500' },
-      steps: { type: 'string', default: '300' },
-      batch: { type: 'string', default: '16' },
-      lr: { type: 'string', default: '1e-3' },
-      'eval-episodes': { type: 'string', default: '32' },
+      episodes: { type: 'string', default: '400' },
+      'builtin-episodes': { type: 'string', default: '120' },
+      steps: { type: 'string', default: '120' },
+      batch: { type: 'string', default: '8' },
+      lr: { type: 'string', default: '2e-3' },
+      'eval-episodes': { type: 'string', default: '16' },
     },
   });
   const num = (k: keyof typeof values) => {
@@ -52,7 +53,8 @@ async function main(): Promise<void> {
   const engine = await LocalEngine.fromPretrained(values.base!, { decode: (ids) => tokenizer.decode(ids), seed: 0 });
   const preset = loadConfig({ config: 'guessnumber-ppo' });
   const agent = agentConfig(preset.agent);
-  const builtIn = await buildDemos(tokenizer, agent, { envs: ['GuessNumber'], episodes: num('episodes') });
+  // the built-in demos are short (one sequence per turn), the tool-call ones long (a whole episode): fewer of the former
+  const builtIn = await buildDemos(tokenizer, agent, { envs: ['GuessNumber'], episodes: num('builtin-episodes') });
   const tools = guessNumberToolSamples(tokenizer, num('episodes'));
   const samples = [...builtIn.samples, ...tools];
   console.error(`demos: ${builtIn.samples.length} built-in sequences, ${tools.length} tool-call sequences (longest ${Math.max(...tools.map((s) => s.length))} tokens)`);
