@@ -16,7 +16,8 @@ const LAYERS = {
   // engine for the defaults of its settings (model.torch.tokenBudget), written once there; model to check that
   // model.path names a directory, a shipped model or a Hub id.
   config: ['util', 'env', 'algo', 'tokenizer', 'model', 'engine', 'agent'],
-  train: ['util', 'tensor', 'model', 'tokenizer', 'engine', 'env', 'agent', 'algo', 'metrics', 'config'],
+  // gateway for agent programs as a rollout source (env.train.N.agent).
+  train: ['util', 'tensor', 'model', 'tokenizer', 'engine', 'env', 'agent', 'algo', 'metrics', 'config', 'gateway'],
   serve: ['util', 'tensor', 'model', 'tokenizer', 'engine'],
   // serve for its request parser, handlers and batcher (the gateway is ragen serve scoped by episode, recording);
   // agent for the TrainingSample its calls become.

@@ -67,7 +67,8 @@ function readJsDoc(): Map<string, Doc> {
 }
 
 const cell = (s: string): string => s.replace(/\|/g, '\\|');
-const show = (v: unknown): string => (v === undefined ? '(required)' : `\`${JSON.stringify(v)}\``);
+// `optional`: the field may be left out (an alternative to another key, e.g. `tag` or `agent` of an env entry).
+const show = (v: unknown, optional = false): string => (v === undefined ? (optional ? '(unset)' : '(required)') : `\`${JSON.stringify(v)}\``);
 
 /** The whole of docs/config.md. Throws if a field lacks JSDoc or its `@default` disagrees with the schema. */
 export function renderConfigDocs(): string {
@@ -106,7 +107,7 @@ export function renderConfigDocs(): string {
           problems.push(`\`${full}\`: JSDoc says @default ${doc.default}, the schema's default is ${JSON.stringify(v)}`);
         }
       }
-      rows.push(`| \`${full}\` | ${cell(describeType(child))} | ${cell(show(v))} | ${cell(doc.text)} |`);
+      rows.push(`| \`${full}\` | ${cell(describeType(child))} | ${cell(show(v, child.safeParse(undefined).success))} | ${cell(doc.text)} |`);
       const el = (unwrap(child) as any).def?.element as z.ZodType | undefined;
       if (kindOf(child) === 'array' && el && kindOf(el) === 'object') children.push([el, `${full}.N`, docs.get(names.get(unwrap(el)) ?? '')?.text ?? '']);
       const value = (unwrap(child) as any).def?.valueType as z.ZodType | undefined;

@@ -40,12 +40,13 @@ export function checkRunConfig(config: RagenConfig, options: RunCheckOptions = {
   const used = new Set<string>();
   for (const split of ['train', 'val'] as const) {
     config.env[split].forEach((entry, i) => {
+      if (entry.tag === undefined) return; // an agent program: the gateway runs it, no registry involved
       used.add(entry.tag);
       try {
         envSpec(entry.tag);
       } catch (err) {
         if (!(err instanceof RagenError)) throw err;
-        problems.push(`Bad config value \`env.${split}.${i}.tag\` = ${JSON.stringify(entry.tag)}: no environment has this id.${didYouMean(entry.tag, ids)} Run \`ragen envs\` for the list.`);
+        problems.push(`Bad config value \`env.${split}.${i}.tag\` = ${JSON.stringify(entry.tag)}: no environment has this id.${didYouMean(entry.tag!, ids)} Run \`ragen envs\` for the list.`);
       }
     });
   }

@@ -8,6 +8,7 @@ import { needsCritic } from '../algo/index.js';
 import { isPlainObject, leafPaths } from './overrides.js';
 import { ragenKeyHint } from './ragen-keys.js';
 import { allKeys, childSchema, kindOf, objectKeys } from './schema-walk.js';
+import { entryErrors, tagEntries } from './env-entries.js';
 
 
 // Every valid dotted key, shorthands included (they are valid to type).
@@ -165,7 +166,8 @@ export function crossFieldErrors(c: RagenConfig): string[] {
       out.push(`Bad config: \`env.${split}.${odd}.groupSize\` = ${entries[odd]!.groupSize} differs from \`env.${split}.0.groupSize\` = ${entries[0]!.groupSize}; all groups of a ${split === 'train' ? 'step' : 'validation'} have one size (as RAGEN's es_manager).`);
     }
   }
-  const trainTags = c.env.train.map((e) => e.tag);
+  out.push(...entryErrors(c));
+  const trainTags = tagEntries(c, 'train').map((e) => e.tag);
   const dup = trainTags.find((t, i) => trainTags.indexOf(t) !== i);
   if (dup !== undefined) out.push(`Bad config: \`env.train\` lists \`${dup}\` twice; give it one entry with more groups.`);
   return out;

@@ -41,4 +41,5 @@ export { RAGEN_KEYS, ragenKeyHint, type RagenKey } from './ragen-keys.js';
 export { checkRunConfig, trainEpisodesPerStep, valEpisodes, type RunCheckOptions } from './check.js';
 export { checkPromptBudget } from './prompt-budget.js';
 export { envGroupsOptions, samplingOf } from './rollout-options.js';
+export { agentEntries, agentEntryName, entryTags, envTags, tagEntries, type AgentEntry } from './env-entries.js';
 export { checkResumeOverrides, resumable, RESUMABLE_KEYS } from './resume.js';

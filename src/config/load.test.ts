@@ -137,7 +137,7 @@ describe('config errors', () => {
     );
     expect(err(() => withOverrides('trainer.steps=ten'))).toBe('Bad config value `trainer.steps` = "ten" (override `trainer.steps=ten`): expected a number, got a string.');
     expect(err(() => withOverrides('trainer.steps=1.5'))).toBe('Bad config value `trainer.steps` = 1.5 (override `trainer.steps=1.5`): expected an integer, got a non-integer number.');
-    expect(err(() => withOverrides('env.train=[{groups: 3}]'))).toBe('Missing config value `env.train.0.tag` (override `env.train=[{groups: 3}]`): required, expected a string.');
+    expect(err(() => withOverrides('env.train=[{groups: 3}]'))).toMatch(/^Bad config: `env.train.0` has neither `tag` nor `agent`; give a built-in env/);
   });
 
   it('attribute a bad value to the layer that set it', () => {

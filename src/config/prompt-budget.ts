@@ -4,6 +4,7 @@ import { firstPrompts } from '../agent/index.js';
 import type { Tokenizer } from '../tokenizer/index.js';
 import { ConfigError } from '../util/index.js';
 import { envGroupsOptions } from './rollout-options.js';
+import { tagEntries } from './env-entries.js';
 import type { RagenConfig } from './schema.js';
 
 /**
@@ -16,7 +17,7 @@ export async function checkPromptBudget(config: RagenConfig, tokenizer: Tokenize
   const problems: string[] = [];
   let least = 0;
   for (const split of ['train', 'val'] as const) {
-    if (config.env[split].length === 0) continue;
+    if (tagEntries(config, split).length === 0) continue; // agent programs render their own prompts (the gateway checks each call)
     for (const p of await firstPrompts(envGroupsOptions(config, split), tokenizer, config.agent)) {
       if (p.needed <= maxContextTokens) continue;
       least = Math.max(least, p.needed);

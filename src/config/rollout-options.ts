@@ -3,10 +3,11 @@
 import type { EngineSampling, EnvGroupsOptions } from '../agent/index.js';
 import type { WrapOptions } from '../env/index.js';
 import type { RagenConfig } from './schema.js';
+import { tagEntries } from './env-entries.js';
 
-/** The env-group manager settings of the training or the validation split. */
+/** The env-group manager settings of the built-in env entries (`tag`) of the training or the validation split. */
 export function envGroupsOptions(config: RagenConfig, mode: 'train' | 'val'): EnvGroupsOptions {
-  const entries = config.env[mode];
+  const entries = tagEntries(config, mode);
   const cap = config.agent.maxActionsPerEpisode;
   return {
     tags: entries.map((e) => ({

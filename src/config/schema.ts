@@ -2,7 +2,7 @@
 // Sections owned by another module are that module's own schema (`agent` is src/agent's). The JSDoc text is
 // the documentation: scripts/gen-config-docs.ts turns it into docs/config.md.
 import { z } from 'zod';
-import { agentConfigSchema } from '../agent/index.js';
+import { agentConfigSchema, agentProgramSchema } from '../agent/index.js';
 import { TORCH_TOKEN_BUDGET } from '../engine/index.js';
 import { AlgoSchema } from './schema-algo.js';
 import { TrainerSchema } from './schema-trainer.js';
@@ -71,20 +71,31 @@ export const ModelSchema = z.strictObject({
   reference: z.enum(['auto', 'always', 'never']).default('auto'),
 });
 
-/** One training entry of `env.train`: an env id and how many groups of it each step rolls out. */
+/**
+ * One training entry of `env.train`: a built-in env (`tag`) or an agent program run through the training gateway
+ * (`agent`, docs/agents.md), exactly one of the two, and how many groups of it each step rolls out.
+ */
 export const TrainEnvSchema = z.strictObject({
-  /** Registered environment id (RAGEN's tag), e.g. `SimpleSokoban`, `FrozenLake`, `Bandit`; checked against the registry when the run starts. */
-  tag: z.string().min(1),
+  /** Registered environment id (RAGEN's tag), e.g. `SimpleSokoban`, `FrozenLake`, `Bandit`; checked against the registry when the run starts. Give this or `agent`. */
+  tag: z.string().min(1).optional(),
+  /** An agent program trained through the gateway, e.g. `{command: "node my-agent.mjs", timeoutS: 60}`: one run of it per episode, its OpenAI calls answered by the policy (docs/agents.md). Give this or `tag`. */
+  agent: agentProgramSchema.optional(),
+  /** Metric tag of an `agent` entry (`train/<name>/success`); unset: `agent`, or `agent-<N>` (N the entry's index) when the split has several agent entries. Only for `agent` entries. */
+  name: z.string().regex(/^[\w.+-]+$/, 'letters, digits, `_`, `.`, `+`, `-` only').optional(),
   /** Groups of this env per step (RAGEN's `env_configs.n_groups`). @default 8 */
   groups: z.number().int().min(1).default(8),
   /** Envs per group; all members of a group start from the same seed, so they are G samples of one prompt (RAGEN's `group_size`). Every entry of `env.train` must use the same size. @default 16 */
   groupSize: z.number().int().min(1).default(16),
 });
 
-/** One validation entry of `env.val`. */
+/** One validation entry of `env.val`: a built-in env (`tag`) or an agent program (`agent`), exactly one of the two. */
 export const ValEnvSchema = z.strictObject({
-  /** Registered environment id (RAGEN's tag); checked when the run starts. */
-  tag: z.string().min(1),
+  /** Registered environment id (RAGEN's tag); checked when the run starts. Give this or `agent`. */
+  tag: z.string().min(1).optional(),
+  /** An agent program validated through the gateway (validation sampling), the same block as in `env.train`. Give this or `tag`. */
+  agent: agentProgramSchema.optional(),
+  /** Metric tag of an `agent` entry (`val/<name>/success`); unset: `agent`, or `agent-<N>` when the split has several agent entries. Only for `agent` entries. */
+  name: z.string().regex(/^[\w.+-]+$/, 'letters, digits, `_`, `.`, `+`, `-` only').optional(),
   /** Validation groups (distinct seeds) of this env. @default 512 */
   groups: z.number().int().min(1).default(512),
   /** Samples per validation seed; above 1 also reports `pass@groupSize`. Every entry of `env.val` must use the same size. @default 1 */
@@ -111,9 +122,9 @@ export const EnvWrappersSchema = z.strictObject({
 
 /** Which environments to train and validate on (RAGEN's `es_manager` and `custom_envs`). */
 export const EnvSchema = z.strictObject({
-  /** Training mixture; each step rolls out every entry's groups. @default [{tag: SimpleSokoban, groups: 8, groupSize: 16}] */
+  /** Training mixture; each step rolls out every entry's groups (built-in envs and agent programs, concatenated into one batch). @default [{tag: SimpleSokoban, groups: 8, groupSize: 16}] */
   train: z.array(TrainEnvSchema).min(1).default([{ tag: 'SimpleSokoban', groups: 8, groupSize: 16 }]),
-  /** Validation set; each entry is reported as `val/<tag>/success`. @default [{tag: SimpleSokoban, groups: 512, groupSize: 1}] */
+  /** Validation set; each entry is reported as `val/<tag>/success` (an agent entry as `val/<name>/success`). @default [{tag: SimpleSokoban, groups: 512, groupSize: 1}] */
   val: z.array(ValEnvSchema).default([{ tag: 'SimpleSokoban', groups: 512, groupSize: 1 }]),
   /** Per-tag env config overrides, e.g. `{FrozenLake: {successRate: 1}}`, validated by the env's own schema when the run starts (RAGEN's `custom_envs.<tag>.env_config`). @default {} */
   config: z.record(z.string().min(1), z.record(z.string(), z.unknown())).default({}),

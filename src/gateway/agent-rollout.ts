@@ -16,6 +16,8 @@ export interface AgentRolloutOptions {
   seedBase: number;
   /** Makes episode ids unique across rollouts of one gateway (`<prefix>-g<group>-m<member>`). */
   idPrefix: string;
+  /** Sampling seed of the rollout: episode (g, m) samples from a seed mixed from it, g and m (see Gateway.open); unset: batch seeds (not reproducible). */
+  samplingSeed?: number;
   log?: (line: string) => void;
 }
 
@@ -26,7 +28,7 @@ export interface AgentRolloutOptions {
 export async function agentRollout(gateway: Gateway, program: AgentProgramConfig, options: AgentRolloutOptions): Promise<{ batch: RolloutBatch; outcomes: AgentOutcome[] }> {
   const tasks: (AgentTask & { member: number })[] = [];
   for (let g = 0; g < options.groups; g++) {
-    for (let m = 0; m < options.groupSize; m++) tasks.push({ episodeId: `${options.idPrefix}-g${g}-m${m}`, seed: options.seedBase + g, group: g, member: m });
+    for (let m = 0; m < options.groupSize; m++) tasks.push({ episodeId: `${options.idPrefix}-g${g}-m${m}`, seed: options.seedBase + g, group: g, member: m, ...(options.samplingSeed !== undefined ? { samplingSeed: episodeSeed(options.samplingSeed, g, m) } : {}) });
   }
   const outcomes = await runAgentEpisodes(gateway, { command: program.command, timeoutS: program.timeoutS, cwd: program.cwd }, tasks, {
     failureReward: program.failureReward,
@@ -37,6 +39,11 @@ export async function agentRollout(gateway: Gateway, program: AgentProgramConfig
   const episodes = outcomes.map((o, i) => episodeOf(o, i, tasks[i]!.member, options.tag));
   const samples: TrainingSample[] = outcomes.flatMap((o, i) => samplesFromCalls(o.log.calls, o.reward, { episode: i, group: o.task.group, tag: options.tag }));
   return { batch: { episodes, samples, metrics: computeMetrics(episodes, options.groupSize), groupSize: options.groupSize }, outcomes };
+}
+
+/** The sampling seed of member m of group g: distinct per episode, so the G members of a group sample differently. */
+function episodeSeed(seed: number, group: number, member: number): number {
+  return (Math.imul(seed ^ 0x2f6b1d3c, 0x85ebca6b) + Math.imul(group + 1, 0xc2b2ae35) + Math.imul(member + 1, 0x27d4eb2f)) >>> 0;
 }
 
 /** An agent episode in the built-in loop's record shape: one turn per call, no env actions, the reward on the last turn. */

@@ -21,6 +21,8 @@ export interface AgentTask {
   episodeId: string;
   seed: number;
   group: number;
+  /** The episode's sampling seed (the gateway derives each call's from it); unset: the batch's. */
+  samplingSeed?: number;
 }
 
 /** How an episode ended: `ok` (exit 0 with a reward), `no_reward` (exit 0 without one), `crashed`, `timeout`. */
@@ -55,7 +57,7 @@ export interface RunOptions {
 export async function runAgentEpisode(gateway: Gateway, program: AgentProgram, task: AgentTask, options: RunOptions = {}): Promise<AgentOutcome> {
   const failureReward = options.failureReward ?? 0;
   const keep = options.stderrBytes ?? 4096;
-  const { baseUrl, rewardUrl } = gateway.open(task.episodeId, options.maxCalls !== undefined ? { maxCalls: options.maxCalls } : {});
+  const { baseUrl, rewardUrl } = gateway.open(task.episodeId, { ...(options.maxCalls !== undefined ? { maxCalls: options.maxCalls } : {}), ...(task.samplingSeed !== undefined ? { seed: task.samplingSeed } : {}) });
   const start = Date.now();
   let stderr = '';
   let timedOut = false;

@@ -47,6 +47,8 @@ export class Gateway {
   private readonly book = new EpisodeBook();
   private inFlight = 0;
   private base = '';
+  /** Sampling seeds of open episodes that were given one (see `open`). */
+  private readonly seeds = new Map<string, number>();
 
   constructor(private readonly options: GatewayOptions) {
     this.ctx = handlerContext(options.engine, options);
@@ -76,15 +78,22 @@ export class Gateway {
     });
   }
 
-  /** Open episode `id` (its call limit `maxCalls`, default the gateway's); returns its OpenAI base URL (`…/episodes/<id>/v1`) and reward URL. */
-  open(id: string, options: { maxCalls?: number } = {}): { baseUrl: string; rewardUrl: string } {
+  /**
+   * Open episode `id` (its call limit `maxCalls`, default the gateway's); returns its OpenAI base URL (`…/episodes/<id>/v1`)
+   * and reward URL. With `seed`, call k samples with seed `callSeed(seed, k)` whatever the request says, so an episode's
+   * tokens depend on its seed and prompts only, not on which calls of other episodes shared its batch (the trainer's
+   * same seed -> same metrics; such calls run in batches of their own).
+   */
+  open(id: string, options: { maxCalls?: number; seed?: number } = {}): { baseUrl: string; rewardUrl: string } {
     if (this.base === '') throw new Error('Call listen() before opening episodes.');
     this.book.start(id, options.maxCalls ?? this.options.maxCallsPerEpisode ?? 256);
+    if (options.seed !== undefined) this.seeds.set(id, options.seed);
     return { baseUrl: `${this.base}/episodes/${id}/v1`, rewardUrl: `${this.base}/episodes/${id}/reward` };
   }
 
   /** Close episode `id` (later calls get 404) and return what it recorded. */
   finish(id: string): EpisodeLog {
+    this.seeds.delete(id);
     return this.book.finish(id);
   }
 
@@ -130,7 +139,8 @@ export class Gateway {
     const lowered = { ...b, model: this.options.modelName, messages: lowerToolMessages(b['messages'], b['tools']), tools: undefined, tool_choice: undefined, parallel_tool_calls: undefined };
     const parsed = parseChatRequest(lowered, { maxChoices: 1, vocabSize: this.options.vocabSize });
     const s = this.options.sampling;
-    const request = s ? { ...parsed, temperature: s.temperature, topP: s.topP, topK: s.topK } : parsed;
+    const seed = this.seeds.get(ep.id);
+    const request = { ...parsed, ...(s ? { temperature: s.temperature, topP: s.topP, topK: s.topK } : {}), ...(seed !== undefined ? { seed: callSeed(seed, index) } : {}) };
     const prompt = chatPromptIds(this.ctx, request);
     const abort = new AbortController();
     res.on('close', () => {
@@ -177,6 +187,11 @@ export class Gateway {
     if (e.status >= 500) this.log(`500: ${(err as Error)?.stack ?? String(err)}`);
     this.json(res, e.status, e.body());
   }
+}
+
+/** The sampling seed of call `index` of an episode opened with seed `seed` (a 32-bit mix, distinct per call). */
+export function callSeed(seed: number, index: number): number {
+  return (Math.imul((seed ^ 0x68e31da4) >>> 0, 0x5bd1e995) + Math.imul(index + 1, 0x9e3779b1)) >>> 0;
 }
 
 /**

@@ -65,6 +65,14 @@ export const METRICS = {
   'async/is_truncated_frac': 'Fraction of stale tokens whose ratio π_old / μ exceeded the cap C.',
   'async/behavior_kl': 'Mean of log μ − log π_old over stale tokens: a k1 estimate of how far the sampler lags.',
   'timing_s/rollout_wait': 'Time the step waited for its rollout (async: what generation ahead did not hide).',
+  // the training gateway (agent programs as episodes, env.train.N.agent; src/gateway)
+  'gateway/calls': 'Chat calls the gateway answered this step, over every agent episode.',
+  'gateway/refused_calls': 'Calls refused (429) for going over an episode\'s `maxCalls`.',
+  'gateway/calls_per_episode': 'Mean answered calls per agent episode.',
+  'gateway/episodes_ok': 'Agent episodes that exited 0 and reported a reward.',
+  'gateway/episodes_no_reward': 'Agent episodes that exited 0 without reporting a reward (scored `failureReward`).',
+  'gateway/episodes_crashed': 'Agent episodes whose program exited non-zero or did not start (scored `failureReward`).',
+  'gateway/episodes_timeout': 'Agent episodes killed at `timeoutS` (scored `failureReward`).',
   // timing (seconds) and throughput
   'timing_s/gen': 'Rollout time (generation and env steps).',
   'timing_s/collapse': 'Collapse diagnostics time.',

@@ -126,6 +126,7 @@ export class AsyncRollouts {
     this.clock = new VersionClock(opts.startStep);
     this.nextStart = opts.startStep + 1;
     // One set of env slots per rollout in flight (steps k..k+n); the context's own is the first.
+    if (!ctx.groups || ctx.gateway) throw new Error('async rollouts run built-in env entries only (the config check refuses agent entries with trainer.async)');
     this.ring = [ctx.groups, ...Array.from({ length: opts.maxStaleness }, () => new EnvGroups(envGroupsOptions(ctx.config, 'train')))];
   }
 

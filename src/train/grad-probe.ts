@@ -3,7 +3,8 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { EnvGroups } from '../agent/index.js';
-import { envGroupsOptions, loadSavedConfig, type RagenConfig } from '../config/index.js';
+import { agentEntries, envGroupsOptions, loadSavedConfig, tagEntries, type RagenConfig } from '../config/index.js';
+import { openGateway } from './agent-source.js';
 import { runPaths } from '../metrics/index.js';
 import { CheckpointError } from '../util/index.js';
 import { isCompleteCheckpoint, listCheckpoints, readCheckpoint } from './checkpoint-io.js';
@@ -71,11 +72,18 @@ export async function probeGradients(o: ProbeOptions): Promise<ProbeReport> {
   say(`loading ${dir ?? config.model.path}`);
   const { engine, tokenizer } = dir ? await openModels(config, dir) : await openModels(config);
   try {
-    const groups = new EnvGroups(envGroupsOptions(config, 'train'));
+    const groups = tagEntries(config, 'train').length > 0 ? new EnvGroups(envGroupsOptions(config, 'train')) : null;
     const rolloutStep = step + 1;
-    say(`rolling out ${groups.nGroups} groups (the batch of step ${rolloutStep})`);
+    say(`rolling out ${config.env.train.reduce((n, e) => n + e.groups, 0)} groups (the batch of step ${rolloutStep})`);
     // The trainer's own sequence (step.ts): the step's rollout, the filter, the kept rows' update data.
-    const { batch } = await collectRollout({ config, engine, tokenizer, agent: config.agent, groups }, rolloutStep);
+    const gateway = agentEntries(config, 'train').length > 0 ? await openGateway(config, engine, tokenizer, 'train') : undefined;
+    let batch;
+    try {
+      ({ batch } = await collectRollout({ config, engine, tokenizer, agent: config.agent, groups, ...(gateway ? { gateway } : {}) }, rolloutStep));
+    } finally {
+      await groups?.close();
+      await gateway?.close();
+    }
     const f = await filterBatch(engine, config, batch, tokenizer.padTokenId);
     // The KL coefficient the run had reached (the adaptive controller's), else the configured one.
     const saved = state?.trainer?.klCoef;

@@ -4,12 +4,12 @@ import { appendFileSync, existsSync, readdirSync, readFileSync, rmSync, writeFil
 import { join } from 'node:path';
 import { createRunDir, runPaths, type RunPaths } from '../metrics/index.js';
 import { CheckpointError, withFileErrors } from '../util/index.js';
-import { checkResumeOverrides, loadSavedConfig, saveConfig, type RagenConfig } from '../config/index.js';
+import { checkResumeOverrides, entryTags, loadSavedConfig, saveConfig, type RagenConfig } from '../config/index.js';
 import { checkpointDirs, checkpointMetrics, listCheckpoints, metricsUpTo, readCheckpoint, type CheckpointRef, type CheckpointState, MANIFEST_FILE, METRICS_COPY } from './checkpoint-io.js';
 
 /** The env part of a run's directory name: `name`, else the training tags joined by `+`. */
 export function runEnvName(config: RagenConfig): string {
-  return config.name ?? [...new Set(config.env.train.map((e) => e.tag))].join('+');
+  return config.name ?? [...new Set(entryTags(config, 'train'))].join('+');
 }
 
 /** Create `runs/<env>__<algo>__<seed>__<timestamp>/` (or `logging.runDir`) and save the config in it. */

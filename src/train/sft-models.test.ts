@@ -56,7 +56,7 @@ describe('shipped base models', () => {
       tested.push(name);
       expect(() => checkRunConfig(config), name).not.toThrow();
       const args = JSON.parse(readFileSync(join(findModelPath(config.model.path) ?? config.model.path, 'sft_args.json'), 'utf8')) as { agent: AgentConfig; envs: string[] };
-      if (!config.env.train.every((e) => args.envs.includes(e.tag))) continue; // a preset for an env the model was not trained on
+      if (!config.env.train.every((e) => e.tag !== undefined && args.envs.includes(e.tag))) continue; // a preset for an env the model was not trained on
       const agent = config.agent;
       for (const key of ['contextWindowMode', 'maxContextWindow', 'enableThink', 'actionSep', 'maxNewTokens', 'systemPrefix'] as const) expect(agent[key], `${name}: agent.${key}`).toEqual(args.agent[key]);
     }

@@ -16,6 +16,8 @@ import { episodeRecords, tokenAdvantages, turnAdvantages } from './rollout-recor
 import { generatedTokens, trainMetrics } from './rollout-metrics.js';
 import { updateActor, updateCritic, type BatchSchedule } from './update.js';
 import { actorLossConfig, filterBatch, lossHorizon, prepareKept } from './update-data.js';
+import { agentBatches, gatewayMetrics, joinBatches } from './agent-source.js';
+import type { Gateway } from '../gateway/index.js';
 
 /** What one step needs; `kl` and `collapseEma` carry state from step to step. */
 export interface StepContext {
@@ -23,8 +25,10 @@ export interface StepContext {
   engine: TrainableEngine;
   tokenizer: Tokenizer;
   agent: AgentConfig;
-  /** The training env groups (mode 'train'). */
-  groups: EnvGroups;
+  /** The training env groups (mode 'train') of the built-in env entries; null when every entry is an agent program. */
+  groups: EnvGroups | null;
+  /** The training gateway answering the agent entries (`env.train.N.agent`); absent without them. */
+  gateway?: Gateway;
   /** β of the in-reward KL penalty (fixed or adaptive). */
   kl: KLController;
   collapseEma: CollapseEma;
@@ -60,18 +64,34 @@ export interface CollectedRollout {
 
 /**
  * Step `step`'s rollout (1-based): its seeds depend only on the step. `groups` defaults to the context's;
- * `wrap` wraps the policy (async rollouts gate each generate call on the policy version).
+ * `wrap` wraps the policy (async rollouts gate each generate call on the policy version). Built-in env entries roll
+ * out in the agent loop, agent entries through the gateway; step k's groups take seeds `seed.train + (k-1)·G + g`
+ * (G every entry's groups, the built-in envs' first), and the two batches are joined.
  */
-export async function collectRollout(ctx: Pick<StepContext, 'config' | 'engine' | 'tokenizer' | 'agent' | 'groups'>, step: number, opts: { groups?: EnvGroups; wrap?: (p: Policy) => Policy } = {}): Promise<CollectedRollout> {
+export async function collectRollout(ctx: Pick<StepContext, 'config' | 'engine' | 'tokenizer' | 'agent' | 'groups' | 'gateway'>, step: number, opts: { groups?: EnvGroups; wrap?: (p: Policy) => Policy } = {}): Promise<CollectedRollout> {
   const { config, engine, tokenizer, agent } = ctx;
   const groups = opts.groups ?? ctx.groups;
   const t0 = performance.now();
-  const base = enginePolicy(engine, tokenizer, agent, samplingOf(config, 'train', stepSeed(config.seed.train, step)));
-  const policy = opts.wrap ? opts.wrap(base) : base;
-  const batch = await rollout({ groups, policy, tokenizer, agent, resetSeed: config.seed.train + (step - 1) * groups.nGroups });
+  const sampler = stepSeed(config.seed.train, step);
+  const allGroups = config.env.train.reduce((n, e) => n + e.groups, 0);
+  const first = config.seed.train + (step - 1) * allGroups;
+  const batches: RolloutBatch[] = [];
+  if (groups) {
+    const base = enginePolicy(engine, tokenizer, agent, samplingOf(config, 'train', sampler));
+    const policy = opts.wrap ? opts.wrap(base) : base;
+    batches.push(await rollout({ groups, policy, tokenizer, agent, resetSeed: first }));
+  }
+  let gateway: MetricValues = {};
+  if (ctx.gateway) {
+    const plan = { seedBase: first + (groups?.nGroups ?? 0), samplingSeed: sampler, idPrefix: `s${step}` };
+    const agents = await agentBatches(ctx.gateway, config, 'train', plan);
+    batches.push(...agents.batches);
+    gateway = gatewayMetrics(agents.outcomes);
+  }
+  const batch = joinBatches(batches);
   const genSeconds = seconds(t0);
   const genTokens = generatedTokens(batch);
-  const metrics: MetricValues = { ...trainMetrics(batch), 'timing_s/gen': genSeconds, 'perf/total_tokens': genTokens, 'perf/gen_tokens_per_s': genTokens / Math.max(genSeconds, 1e-9) };
+  const metrics: MetricValues = { ...trainMetrics(batch), ...gateway, 'timing_s/gen': genSeconds, 'perf/total_tokens': genTokens, 'perf/gen_tokens_per_s': genTokens / Math.max(genSeconds, 1e-9) };
   return { batch, metrics, genTokens };
 }
 

@@ -13,7 +13,9 @@ import type { TrainableRole } from '../engine/index.js';
 import type { CollapseEma } from './collapse-step.js';
 import { resolveEnvId } from '../env/index.js';
 import { registerRemoteEnvs, RemoteEnvError } from '../env/remote/index.js';
-import { checkPromptBudget, checkRunConfig, envGroupsOptions, type RagenConfig } from '../config/index.js';
+import { agentEntries, checkPromptBudget, checkRunConfig, entryTags, envGroupsOptions, envTags, tagEntries, type RagenConfig } from '../config/index.js';
+import { openGateway } from './agent-source.js';
+import type { Gateway } from '../gateway/index.js';
 import { EarlyStopTracker, type EarlyStop, type EarlyStopState } from './early-stop.js';
 import { EarlyWarningMonitor, type EarlyWarningState } from './early-warning-step.js';
 import { openModels, withModelPaths, type TrainerModels } from './engine-setup.js';
@@ -114,7 +116,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   const { engine, tokenizer } = models;
   const t = config.trainer;
   const agent = config.agent;
-  const groups = new EnvGroups(envGroupsOptions(config, 'train'));
+  const groups = tagEntries(config, 'train').length > 0 ? new EnvGroups(envGroupsOptions(config, 'train')) : null;
   const klCfg = config.algo.kl;
   const kl = new KLController(klCfg.controller.type === 'fixed' ? { type: 'fixed', klCoef: klCfg.coef } : { type: 'adaptive', klCoef: klCfg.coef, targetKl: klCfg.controller.target, horizon: klCfg.controller.horizon });
   if (saved.klCoef !== undefined) kl.value = saved.klCoef;
@@ -124,13 +126,18 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   if (saved.earlyWarning) warnings.state = saved.earlyWarning;
   const ctx: StepContext = { config, engine, tokenizer, agent, groups, kl, collapseEma: saved.collapseEma ?? {} };
   let opened: RunSinks;
+  let gateway: Gateway | undefined;
   try {
     const l = config.logging;
     opened = await openRunSinks({ paths, sinks: l.sinks, wandb: l.wandb, config, console: l.console, totalSteps: t.steps, startStep, ...(options.stream ? { stream: options.stream } : {}) });
+    // One gateway for the run's agent entries (closed in the finally below; a signal exits through the runner's exit hook).
+    if (agentEntries(config, 'train').length > 0) gateway = ctx.gateway = await openGateway(config, engine, tokenizer, 'train', (line) => opened.consoleLog.append(`gateway: ${line}\n`));
   } catch (err) {
+    await groups?.close();
     if (!options.models) engine.dispose();
     throw err;
   }
+  const stopOnSignal = gateway ? exitOnSignal() : undefined;
   const logger = new MetricLogger([...opened.sinks, ...(options.sinks ?? [])], { every: config.logging.logEvery });
   if (saved.logger) logger.setState(saved.logger);
   let valBefore = saved.valBefore ?? null;
@@ -193,7 +200,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
         };
         await writeCheckpoint(
           paths.checkpoints,
-          { step, data: { trainSeedCounter: step * groups.nGroups }, trainer: state as unknown as Record<string, unknown> },
+          { step, data: { trainSeedCounter: step * config.env.train.reduce((n, e) => n + e.groups, 0) }, trainer: state as unknown as Record<string, unknown> },
           { config, writeModel, metricsFile: paths.metrics, keep: t.keepCheckpoints },
         );
         checkpointSeconds = (performance.now() - c0) / 1000;
@@ -210,11 +217,14 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
       await logger.close(); // W&B waits for its upload here
     } finally {
       await ahead?.close();
-      await groups.close();
+      await groups?.close();
+      await gateway?.close();
+      stopOnSignal?.();
       if (!options.models) engine.dispose();
     }
   }
-  const tags = config.env.val.map((v) => resolveEnvId(v.tag)); // the ids metrics use (a `remote:` tag's is `<EnvId>@host:port`)
+  // the ids metrics use (a `remote:` tag's is `<EnvId>@host:port`; an agent entry's is its name)
+  const tags = config.env.val.map((v, i) => (v.tag !== undefined ? resolveEnvId(v.tag) : entryTags(config, 'val')[i]!));
   const summary: SummaryRow[] = [...new Set(tags)].map((tag) => ({ tag, ...(valBefore?.[tag] !== undefined ? { before: valBefore[tag] } : {}), ...(lastVal?.[tag] !== undefined ? { after: lastVal[tag] } : {}) }));
   const summaryText = summaryTable(summary);
   opened.consoleLog.append(`Validation success:\n${summaryText}\n`);
@@ -232,9 +242,19 @@ async function promptsFit(config: RagenConfig, models: TrainerModels, owned: boo
   }
 }
 
-/** Every env tag of the config (train and val), for connecting the `remote:` ones before the run starts. */
-function envTags(config: RagenConfig): string[] {
-  return [...config.env.train, ...config.env.val].map((e) => e.tag);
+/**
+ * While agent programs may run: SIGINT / SIGTERM exit the process (130 / 143) through `process.exit`, whose exit hook
+ * (src/gateway/runner.ts) kills every program's process group, instead of dying with them still running. Returns the undo.
+ */
+function exitOnSignal(): () => void {
+  const onInt = () => process.exit(130);
+  const onTerm = () => process.exit(143);
+  process.once('SIGINT', onInt);
+  process.once('SIGTERM', onTerm);
+  return () => {
+    process.off('SIGINT', onInt);
+    process.off('SIGTERM', onTerm);
+  };
 }
 
 /**

@@ -1,10 +1,11 @@
 // Validation: the fixed `env.val` seeds rolled out with validation sampling (RAGEN's `_validate`), reported as
 // `val/<tag>/<name>` and `val/success`. The sampler seed is fixed too, so two validations differ only by the policy.
-import { EnvGroups, enginePolicy, rollout, type AgentConfig } from '../agent/index.js';
+import { EnvGroups, enginePolicy, rollout, type AgentConfig, type RolloutBatch } from '../agent/index.js';
 import type { Engine } from '../engine/index.js';
 import type { MetricValues } from '../metrics/index.js';
 import type { Tokenizer } from '../tokenizer/index.js';
-import { envGroupsOptions, samplingOf, type RagenConfig } from '../config/index.js';
+import { agentEntries, envGroupsOptions, samplingOf, tagEntries, type RagenConfig } from '../config/index.js';
+import { agentBatches, joinBatches, openGateway } from './agent-source.js';
 import { valMetrics } from './rollout-metrics.js';
 
 /** A validation's outcome. */
@@ -15,19 +16,33 @@ export interface Validation {
   seconds: number;
 }
 
-/** Roll out the validation set once; null when `env.val` is empty. */
+/**
+ * Roll out the validation set once; null when `env.val` is empty. Agent entries run through a gateway of their own
+ * with validation sampling, their groups seeded after the built-in envs' (`seed.val + g`), the same every validation.
+ */
 export async function validate(config: RagenConfig, engine: Engine, tokenizer: Tokenizer, agent: AgentConfig): Promise<Validation | null> {
   if (config.env.val.length === 0) return null;
   const t0 = performance.now();
-  const groups = new EnvGroups(envGroupsOptions(config, 'val'));
+  const groups = tagEntries(config, 'val').length > 0 ? new EnvGroups(envGroupsOptions(config, 'val')) : null;
+  const gateway = agentEntries(config, 'val').length > 0 ? await openGateway(config, engine, tokenizer, 'val') : null;
   try {
-    const policy = enginePolicy(engine, tokenizer, agent, samplingOf(config, 'val', config.seed.val));
-    const batch = await rollout({ groups, policy, tokenizer, agent });
-    const { metrics, success } = valMetrics(batch);
+    const batches: RolloutBatch[] = [];
+    if (groups) {
+      const policy = enginePolicy(engine, tokenizer, agent, samplingOf(config, 'val', config.seed.val));
+      batches.push(await rollout({ groups, policy, tokenizer, agent }));
+    }
+    if (gateway) {
+      const plan = { seedBase: config.seed.val + (groups?.nGroups ?? 0), samplingSeed: config.seed.val, idPrefix: `val${++validations}` };
+      batches.push(...(await agentBatches(gateway, config, 'val', plan)).batches);
+    }
+    const { metrics, success } = valMetrics(joinBatches(batches));
     const seconds = (performance.now() - t0) / 1000;
     metrics['timing_s/val'] = seconds;
     return { metrics, success, seconds };
   } finally {
-    await groups.close();
+    await groups?.close();
+    await gateway?.close();
   }
 }
+
+let validations = 0; // episode ids only need to be unique within one gateway; this keeps them distinct in logs too

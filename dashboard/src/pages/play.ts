@@ -39,8 +39,9 @@ async function loadCheckpoint(run: RunDetail, step: number): Promise<Loaded> {
 
 /** The envs the run validates on, with their config (what `ragen eval --run` would play). */
 function playableEnvs(config: Record<string, unknown> | null): { tag: string; config: Record<string, unknown> }[] {
-  const env = (config?.['env'] ?? {}) as { val?: { tag: string }[]; train?: { tag: string }[]; config?: Record<string, Record<string, unknown>> };
-  const tags = [...new Set([...(env.val ?? []), ...(env.train ?? [])].map((t) => t.tag))];
+  const env = (config?.['env'] ?? {}) as { val?: { tag?: string }[]; train?: { tag?: string }[]; config?: Record<string, Record<string, unknown>> };
+  // Agent-program entries (`agent`, no `tag`) run outside the browser: only built-in envs are playable.
+  const tags = [...new Set([...(env.val ?? []), ...(env.train ?? [])].flatMap((t) => (t.tag !== undefined ? [t.tag] : [])))];
   return tags.map((tag) => ({ tag, config: env.config?.[tag] ?? {} }));
 }
 

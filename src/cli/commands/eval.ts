@@ -10,7 +10,7 @@ import {
 import { envSpec, resolveEnvId } from '../../env/index.js';
 import { registerRemoteEnvs } from '../../env/remote/index.js';
 import { loadTokenizer, tinyTokenizerDir, type Tokenizer } from '../../tokenizer/index.js';
-import { defaultConfig, envGroupsOptions, loadConfig, loadSavedConfig, samplingOf, type RagenConfig } from '../../config/index.js';
+import { agentEntries, defaultConfig, envGroupsOptions, loadConfig, loadSavedConfig, samplingOf, tagEntries, type RagenConfig } from '../../config/index.js';
 import { findModelPath, isHubId, resolveModelPath } from '../../model/index.js';
 import { fileSystemError, makeDir, UsageError, withSetting } from '../../util/index.js';
 import { openModelDir, runTokenizer } from '../../train/index.js';
@@ -165,7 +165,11 @@ function openOut(out: string): string {
 export async function runEval(opts: EvalOptions, onReport?: (report: EvalReport) => void): Promise<EvalReport> {
   if (opts.run && opts.preset) throw new UsageError('Give --run or --preset, not both.');
   const base: RagenConfig | undefined = opts.run ? loadSavedConfig(opts.run) : opts.preset ? loadConfig({ config: opts.preset }) : undefined;
-  await registerRemoteEnvs([...(opts.env ?? '').split(',').map((s) => s.trim()), ...(base?.env.val.map((e) => e.tag) ?? [])]);
+  if (base && !opts.env && agentEntries(base, 'val').length > 0) {
+    const which = agentEntries(base, 'val').map((e) => `env.val.${e.index}`).join(', ');
+    throw new UsageError(`${opts.run ? `Run \`${opts.run}\`` : `Preset \`${opts.preset}\``} validates agent programs (${which}), which \`ragen eval\` does not run; \`ragen train\` reports them as \`val/<name>/success\` (before training and at every validation). Give --env <ids> to evaluate built-in envs.`);
+  }
+  await registerRemoteEnvs([...(opts.env ?? '').split(',').map((s) => s.trim()), ...(base ? tagEntries(base, 'val').map((e) => e.tag) : [])]);
   let cfg: AgentConfig;
   try {
     cfg = agentConfig({ ...base?.agent, ...(parseConfigPairs(opts.set) as Partial<AgentConfig>) });
