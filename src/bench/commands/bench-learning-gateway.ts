@@ -2,13 +2,12 @@
 // same task in the built-in loop (3 training seeds each), and what one chat call costs through the gateway.
 import { Gateway } from '../../gateway/index.js';
 import { localServeTarget } from '../../serve/index.js';
-import type { LearningRunSpec } from './bench-learning.js';
 
 /** Training seeds of the comparison (`seed.train`; validation seeds stay the presets'). */
 export const GATEWAY_SEEDS = [10000, 20000, 30000];
 
 /** The comparison's runs: the agent program through the gateway, then the built-in env, per seed. */
-export const GATEWAY_RUNS: LearningRunSpec[] = GATEWAY_SEEDS.flatMap((seed, i) => [
+export const GATEWAY_RUNS: { name: string; presets: string[]; overrides: string[] }[] = GATEWAY_SEEDS.flatMap((seed, i) => [
   { name: `guessnumber-gateway-s${i + 1}`, presets: ['guessnumber-agent-ppo'], overrides: [`seed.train=${seed}`] },
   { name: `guessnumber-builtin-s${i + 1}`, presets: ['guessnumber-ppo'], overrides: [`seed.train=${seed}`] },
 ]);
