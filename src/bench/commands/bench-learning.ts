@@ -116,7 +116,8 @@ export async function benchLearning(overrides: readonly string[], opts: Learning
   }
   if (problems.length) {
     const modelHint = problems.some((p) => p.includes('`model.path`')) ? '\nThe presets train the shipped base models under models/; build them with `ragen sft` (docs/models.md) or pass model.path=<dir>.' : '';
-    throw new ConfigError(`bench learning cannot start:\n${problems.join('\n')}${modelHint}`);
+    const gatewayHint = problems.some((p) => p.includes('guess-number-tiny')) ? '\nThe guessnumber presets start from models/guess-number-tiny: make it with `npx tsx examples/agents/guess-number-ai-sdk/sft.ts` (docs/agents.md).' : '';
+    throw new ConfigError(`bench learning cannot start:\n${problems.join('\n')}${modelHint}${gatewayHint}`);
   }
   const report: LearningReport = { date: new Date().toISOString(), node: process.version, cpu: `${os.cpus()[0]?.model ?? 'unknown'} x ${os.cpus().length}`, loadAverage: os.loadavg()[0]!, overrides: [...overrides], runs: [] };
   for (const [i, spec] of specs.entries()) {
