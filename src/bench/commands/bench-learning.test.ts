@@ -70,6 +70,7 @@ describe('ragen bench learning', () => {
       ['guessnumber-gateway-s3', 'guessnumber-agent-ppo', 'seed.train=30000'],
       ['guessnumber-builtin-s3', 'guessnumber-ppo', 'seed.train=30000'],
     ]);
+    expect(learningRuns('guessnumber-builtin-s2')).toEqual([{ name: 'guessnumber-builtin-s2', presets: ['guessnumber-ppo'], overrides: ['seed.train=20000'] }]);
   });
 
   it('the gateway comparison table: a row per run, the mean of each path over its seeds, and the per-call overhead', () => {

@@ -94,7 +94,7 @@ export function learningRuns(list: string | undefined): LearningRunSpec[] {
   return list.split(',').map((s) => s.trim()).filter((s) => s !== '').flatMap((name) => {
     if (name === 'gateway') return GATEWAY_RUNS;
     const parts = name.split('+');
-    return DEFAULT_RUNS.find((r) => r.name === name) ?? { name, presets: parts.filter((p) => !p.includes('=')), overrides: parts.filter((p) => p.includes('=')) };
+    return DEFAULT_RUNS.find((r) => r.name === name) ?? GATEWAY_RUNS.find((r) => r.name === name) ?? { name, presets: parts.filter((p) => !p.includes('=')), overrides: parts.filter((p) => p.includes('=')) };
   });
 }
 
