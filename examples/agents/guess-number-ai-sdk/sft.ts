@@ -70,6 +70,9 @@ async function main(): Promise<void> {
   const viaGateway = await gatewaySuccess(values.out!, { episodes: num('eval-episodes'), seedBase: 123, temperature: preset.generation.val.temperature });
   const summary = {
     command: `npx tsx examples/agents/guess-number-ai-sdk/sft.ts ${process.argv.slice(2).join(' ')}`.trim(),
+    // what `ragen sft` records too: the envs and agent settings of the demos (sft-models.test.ts checks presets against them)
+    envs: ['GuessNumber'],
+    agent,
     loss: [result.firstLoss, result.finalLoss],
     builtInSuccess: result.valSuccess['GuessNumber'],
     gatewaySuccess: viaGateway.success,
