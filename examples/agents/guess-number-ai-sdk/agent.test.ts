@@ -1,17 +1,19 @@
 // The AI SDK example end to end: agent.mjs run by the gateway's runner over a scripted policy that plays binary
 // search in Qwen's tool format. The agent's tool calls reach its tool (each answer is in the next call's prompt),
-// the calls are the SFT demos token for token, the ids trained on are the ids sampled, and the reward arrives.
+// the calls are the SFT demos token for token, the ids trained on are the ids sampled, and the reward arrives;
+// then one greedy episode on the SFT'd model, whose recorded log-probs are the engine's own.
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Generation, SamplingParams } from '../../../src/engine/index.js';
+import { sequenceBatch, type Generation, type SamplingParams } from '../../../src/engine/index.js';
 import { loadTokenizer, type Tokenizer } from '../../../src/index.js';
 import { agentProgram } from '../../../src/agent/index.js';
 import { ScriptedEngine } from '../../../src/agent/testing.js';
 import { TINY_MODEL_DIR } from '../../../src/serve/testing.js';
+import { localServeTarget } from '../../../src/serve/index.js';
 import { Gateway, agentRollout, toolDemoCalls } from '../../../src/gateway/index.js';
 import { binarySearchGuesses, guessNumberSecret } from '../../../src/env/guess-number/index.js';
 import { guessNumberDemo } from './demos.js';
-import { MAX_NUMBER, secretOf } from './task.mjs';
+import { MAX_NUMBER, answer, secretOf } from './task.mjs';
 
 /** Binary search read off the prompt: the guesses in its tool calls and the answers in its tool responses. */
 function binarySearchPolicy(prompt: string): string {
@@ -80,3 +82,37 @@ describe('the Vercel AI SDK guess-number agent through the gateway', () => {
     expect(secretOf(4_000_000_123)).toBe(guessNumberSecret(4_000_000_123, MAX_NUMBER));
   });
 });
+
+describe('the AI SDK agent on its SFT\'d model (models/guess-number-tiny)', () => {
+  it('samples real tool calls whose answers reach the next prompt, and records the ids the model sampled', async () => {
+    const target = await localServeTarget(join(import.meta.dirname, '..', '..', '..', 'models', 'guess-number-tiny'), (d) => d, { name: 'policy' });
+    const real = new Gateway({ ...target, maxTokens: 64, sampling: { temperature: 0, topP: 1, topK: 0 } });
+    await real.listen(0);
+    try {
+      const program = agentProgram({ command: `node ${JSON.stringify(join(import.meta.dirname, 'agent.mjs'))}`, timeoutS: 60 });
+      const { batch, outcomes } = await agentRollout(real, program, { tag: 'GuessNumberAgent', groups: 1, groupSize: 1, seedBase: 124, idPrefix: 'real' });
+      const [o] = outcomes;
+      expect([o!.status, o!.stderrTail]).toEqual(['ok', '']);
+      const calls = o!.log.calls;
+      expect(calls.length).toBeGreaterThanOrEqual(2);
+      const secret = secretOf(124); // 15: binary search needs 4 guesses
+      for (const [k, c] of calls.entries()) {
+        // The engine's own teacher-forced log-probs of the recorded ids are the recorded ones: these ids were sampled.
+        const seq = [...c.promptIds, ...c.completionIds];
+        const out = await target.engine.forward(sequenceBatch([seq]), { role: 'policy' });
+        const scored = Array.from(out.logprobs.slice(c.promptIds.length, seq.length));
+        scored.forEach((lp, t) => expect(lp).toBeCloseTo(c.logprobs[t]!, 3));
+        // The guess this call made, answered by the agent's tool, is in the next call's prompt.
+        const n = /"arguments": \{"n": (\d+)\}/.exec(c.text)?.[1];
+        if (k + 1 < calls.length) expect(tokenizer.decode(calls[k + 1]!.promptIds).endsWith(`<tool_response>\n${answer(Number(n), secret)}\n</tool_response><|im_end|>\n<|im_start|>assistant\n`)).toBe(true);
+      }
+      expect(o!.reward).toBe(calls.some((c) => c.text.includes(`{"n": ${secret}}`)) ? 1 : 0);
+      const trained = batch.samples.flatMap((s) => s.ids.filter((_, t) => s.lossMask[t] === 1));
+      expect(trained).toEqual(calls.flatMap((c) => c.completionIds));
+    } finally {
+      await real.close();
+      target.dispose();
+    }
+  }, 60_000);
+});
+

@@ -1,6 +1,6 @@
 // Warm start of the guess-number example: a short SFT of ragen-tiny on binary-search demonstrations in both formats
 // (the AI SDK agent's tool calls as the gateway renders them, and GuessNumber in the built-in loop), then success
-// of each through its own path. `npx tsx examples/agents/guess-number-ai-sdk/sft.ts [--steps 300] [--out dir]`.
+// of each through its own path. `npx tsx examples/agents/guess-number-ai-sdk/sft.ts [--steps 120] [--out dir]`.
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { writeFileSync } from 'node:fs';
