@@ -17,7 +17,7 @@ for (const f of readdirSync(out)) rmSync(join(out, f), { recursive: true, force:
  * node:* imports, and the Node-only packages the library uses on paths the browser never takes (progress bars, Hub
  * downloads, W&B, figures), become a module with the same export names, each a function that throws when called.
  */
-const NODE_ONLY = /^(node:.*|cli-progress|@huggingface\/hub|@wandb\/sdk|playwright-core)$/;
+const NODE_ONLY = /^(node:.*|cli-progress|@huggingface\/hub|@wandb\/sdk|playwright-core|@modelcontextprotocol\/sdk\/.*)$/;
 const nodeStub = {
   name: 'node-stub',
   setup(b) {

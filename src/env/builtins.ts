@@ -13,3 +13,4 @@ import './searchqa/index.js';
 import './deepcoder/index.js';
 import './lean/index.js';
 import './mcp/index.js';
+import './guess-number/index.js';

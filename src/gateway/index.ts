@@ -6,3 +6,4 @@ export { chainCalls, extendsIds, samplesFromCalls, type CallChain } from './samp
 export { exitRecordReward, runAgentEpisode, runAgentEpisodes, type AgentContext, type AgentFunction, type AgentOutcome, type AgentProgram, type AgentStatus, type AgentTask, type RewardSource, type RunOptions, type TaskVerifier, type TranscriptCall } from './runner.js';
 export { loadExport, resolveAgentProgram } from './program-module.js';
 export { agentRollout, type AgentRolloutOptions } from './agent-rollout.js';
+export { toolDemoCalls, toolDemoSamples, type DemoToolStep, type ToolDemo } from './tool-demos.js';

@@ -4,7 +4,7 @@ import { pyJson, toolCallText as callText, toolResponseText, toolsSystemText, ty
 import { ApiError, badParam, preview } from '../serve/index.js';
 
 // The format's text pieces live in src/tokenizer (the MCP env writes the same tools block); re-exported for the gateway's users.
-export { pyJson, toolsSystemText };
+export { callText, pyJson, toolsSystemText };
 
 /** Qwen2.5's system prompt when tools are given and the messages have none. */
 export const QWEN_DEFAULT_SYSTEM = 'You are Qwen, created by Alibaba Cloud. You are a helpful assistant.';

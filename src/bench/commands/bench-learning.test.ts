@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { writeMicroModel } from '../../train/testing.js';
 import { main } from '../../cli/main.js';
 import { learningMarkdown, learningRuns, type LearningReport } from './bench-learning.js';
+import { gatewayMarkdown } from './bench-learning-gateway.js';
 
 let root: string;
 beforeAll(async () => {
@@ -57,5 +58,34 @@ describe('ragen bench learning', () => {
     expect(run.steps[0]!.keptRatio).toBe(1);
     expect(logs.join('\n')).toContain('| bandit-ppo | Bandit | gae | none | 1/1 |');
     expect(learningMarkdown(report)).toMatch(/- bandit-ppo: 0: \d+\.\d%, 1: \d+\.\d%/);
+  });
+
+  it('`--runs gateway` is the agent through the gateway and the built-in env, 3 training seeds each', () => {
+    const runs = learningRuns('gateway');
+    expect(runs.map((r) => [r.name, r.presets[0], r.overrides![0]])).toEqual([
+      ['guessnumber-gateway-s1', 'guessnumber-agent-ppo', 'seed.train=10000'],
+      ['guessnumber-builtin-s1', 'guessnumber-ppo', 'seed.train=10000'],
+      ['guessnumber-gateway-s2', 'guessnumber-agent-ppo', 'seed.train=20000'],
+      ['guessnumber-builtin-s2', 'guessnumber-ppo', 'seed.train=20000'],
+      ['guessnumber-gateway-s3', 'guessnumber-agent-ppo', 'seed.train=30000'],
+      ['guessnumber-builtin-s3', 'guessnumber-ppo', 'seed.train=30000'],
+    ]);
+    expect(learningRuns('guessnumber-builtin-s2')).toEqual([{ name: 'guessnumber-builtin-s2', presets: ['guessnumber-ppo'], overrides: ['seed.train=20000'] }]);
+  });
+
+  it('the gateway comparison table: a row per run, the mean of each path over its seeds, and the per-call overhead', () => {
+    const run = (name: string, before: number, after: number, episodesPerS: number) => ({ name, before: { t: before }, after: { t: after }, stepsDone: 4, episodesPerS, meanStepSeconds: 10 });
+    const lines = gatewayMarkdown(
+      [run('guessnumber-gateway-s1', 0.25, 0.5, 1), run('guessnumber-gateway-s2', 0.25, 0.25, 2), run('guessnumber-builtin-s1', 0.5, 0.75, 8), run('sokoban-ppo', 0, 1, 1)],
+      { calls: 20, promptTokens: 431, completionTokens: 50, engineMs: 100, gatewayMs: 103.5, overheadMs: 3.5 },
+    );
+    expect(lines.filter((l) => l.startsWith('| guessnumber') || l.startsWith('| **'))).toEqual([
+      '| guessnumber-gateway-s1 | 4 | 25.0% | 50.0% | +25.0 pts | 1.00 | 10.0 |',
+      '| guessnumber-gateway-s2 | 4 | 25.0% | 25.0% | +0.0 pts | 2.00 | 10.0 |',
+      '| guessnumber-builtin-s1 | 4 | 50.0% | 75.0% | +25.0 pts | 8.00 | 10.0 |',
+      '| **gateway, mean of 2 seeds** | 4/4 | 25.0% | 37.5% | +12.5 pts | 1.50 | 10.0 |',
+    ]);
+    expect(lines.at(-1)).toBe('Per chat call (greedy, 431-token prompt with the tools block, 50 tokens out, 20 calls each): engine 100.0 ms, through the gateway 103.5 ms, overhead 3.5 ms.');
+    expect(gatewayMarkdown([run('sokoban-ppo', 0, 1, 1)], undefined)).toEqual([]);
   });
 });

@@ -10,6 +10,7 @@ import { checkRunConfig, loadConfig, type RagenConfig } from '../../config/index
 import { train } from '../../train/index.js';
 import { ConfigError, RagenError } from '../../util/index.js';
 import { parsePositiveInt } from '../../cli/commands/env-options.js';
+import { GATEWAY_RUNS, gatewayMarkdown, measureGatewayOverhead, type GatewayOverhead } from './bench-learning-gateway.js';
 
 /** One benchmark run: a name, the presets merged for it and its own overrides (after the command's). */
 export interface LearningRunSpec {
@@ -41,6 +42,8 @@ export interface LearningRunResult {
   seconds: number;
   meanStepSeconds: number;
   meanKeptRatio: number;
+  /** Training episodes per second of rollout time (`timing_s/gen`), mean over steps. */
+  episodesPerS: number;
   /** `val/<tag>/success` before training and at the last validation. */
   before: Record<string, number>;
   after: Record<string, number>;
@@ -58,6 +61,8 @@ export interface LearningReport {
   loadAverage: number;
   overrides: string[];
   runs: LearningRunResult[];
+  /** With the gateway comparison (`--runs gateway`): one chat call through the gateway against the engine. */
+  gatewayOverhead?: GatewayOverhead;
 }
 
 interface LearningOptions {
@@ -72,11 +77,11 @@ export function register(bench: Command): void {
     .command('learning')
     .description('Train presets and report validation success before/after with curves, kept ratio and step time (JSON + a markdown section for docs/benchmarks.md).')
     .argument('[overrides...]', 'config overrides applied to every run, e.g. trainer.valEvery=5')
-    .option('--runs <list>', `comma-separated runs: names of the defaults (${DEFAULT_RUNS.map((r) => r.name).join(', ')}) or presets and key=value overrides joined by + (e.g. sokoban-ppo+filter/top-k-0.25, sokoban-ppo+model.engine=torch)`)
+    .option('--runs <list>', `comma-separated runs: names of the defaults (${DEFAULT_RUNS.map((r) => r.name).join(', ')}), \`gateway\` (the AI SDK guess-number agent through the gateway beside GuessNumber in the built-in loop, 3 seeds each) or presets and key=value overrides joined by + (e.g. sokoban-ppo+filter/top-k-0.25, sokoban-ppo+model.engine=torch)`)
     .option('--steps <n>', 'training steps per run (trainer.steps; default: each preset\'s)', parsePositiveInt('--steps'))
     .option('--out <file.json>', 'write the report here [<runs-dir>/report-<time>.json]')
     .option('--runs-dir <dir>', 'parent of the run directories', 'runs/bench-learning')
-    .addHelpText('after', '\nExamples:\n  $ ragen bench learning\n  $ ragen bench learning --runs sokoban-ppo,sokoban-ppo+top-p-0.9 --steps 30 trainer.valEvery=5\n  $ ragen bench learning --runs bandit-ppo --out bench-bandit.json')
+    .addHelpText('after', '\nExamples:\n  $ ragen bench learning\n  $ ragen bench learning --runs sokoban-ppo,sokoban-ppo+top-p-0.9 --steps 30 trainer.valEvery=5\n  $ ragen bench learning --runs bandit-ppo --out bench-bandit.json\n  $ ragen bench learning --runs gateway')
     .action(async (overrides: string[], opts: LearningOptions) => {
       const report = await benchLearning(overrides, opts);
       console.log(`\n${learningMarkdown(report)}`);
@@ -86,9 +91,10 @@ export function register(bench: Command): void {
 /** Resolve `--runs` into specs. */
 export function learningRuns(list: string | undefined): LearningRunSpec[] {
   if (!list) return DEFAULT_RUNS;
-  return list.split(',').map((s) => s.trim()).filter((s) => s !== '').map((name) => {
+  return list.split(',').map((s) => s.trim()).filter((s) => s !== '').flatMap((name) => {
+    if (name === 'gateway') return GATEWAY_RUNS;
     const parts = name.split('+');
-    return DEFAULT_RUNS.find((r) => r.name === name) ?? { name, presets: parts.filter((p) => !p.includes('=')), overrides: parts.filter((p) => p.includes('=')) };
+    return DEFAULT_RUNS.find((r) => r.name === name) ?? GATEWAY_RUNS.find((r) => r.name === name) ?? { name, presets: parts.filter((p) => !p.includes('=')), overrides: parts.filter((p) => p.includes('=')) };
   });
 }
 
@@ -110,7 +116,8 @@ export async function benchLearning(overrides: readonly string[], opts: Learning
   }
   if (problems.length) {
     const modelHint = problems.some((p) => p.includes('`model.path`')) ? '\nThe presets train the shipped base models under models/; build them with `ragen sft` (docs/models.md) or pass model.path=<dir>.' : '';
-    throw new ConfigError(`bench learning cannot start:\n${problems.join('\n')}${modelHint}`);
+    const gatewayHint = problems.some((p) => p.includes('guess-number-tiny')) ? '\nThe guessnumber presets start from models/guess-number-tiny: make it with `npx tsx examples/agents/guess-number-ai-sdk/sft.ts` (docs/agents.md).' : '';
+    throw new ConfigError(`bench learning cannot start:\n${problems.join('\n')}${modelHint}${gatewayHint}`);
   }
   const report: LearningReport = { date: new Date().toISOString(), node: process.version, cpu: `${os.cpus()[0]?.model ?? 'unknown'} x ${os.cpus().length}`, loadAverage: os.loadavg()[0]!, overrides: [...overrides], runs: [] };
   for (const [i, spec] of specs.entries()) {
@@ -124,6 +131,12 @@ export async function benchLearning(overrides: readonly string[], opts: Learning
     writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`); // after every run, so a long benchmark keeps what it has
     console.error(`report: ${out}`);
   }
+  const gatewayRun = specs.findIndex((s) => GATEWAY_RUNS.some((g) => g.name === s.name));
+  if (gatewayRun >= 0) {
+    console.error('gateway overhead per call...');
+    report.gatewayOverhead = await measureGatewayOverhead(configs[gatewayRun]!.model.path);
+    writeFileSync(opts.out ?? join(opts.runsDir, `report-${stamp}.json`), `${JSON.stringify(report, null, 2)}\n`);
+  }
   return report;
 }
 
@@ -134,6 +147,7 @@ function summarize(spec: LearningRunSpec, config: RagenConfig, runDir: string, s
   const trained = records.filter((r) => r.step > 0);
   const mean = (xs: number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : Number.NaN);
   const f = config.algo.filter;
+  const episodesPerStep = config.env.train.reduce((a, e) => a + e.groups * e.groupSize, 0);
   return {
     name: spec.name,
     presets: spec.presets,
@@ -147,6 +161,7 @@ function summarize(spec: LearningRunSpec, config: RagenConfig, runDir: string, s
     seconds,
     meanStepSeconds: mean(trained.map((r) => r['timing_s/step']!).filter((x) => x !== undefined)),
     meanKeptRatio: mean(trained.map((r) => r['rollout/filter_kept_ratio']!).filter((x) => x !== undefined)),
+    episodesPerS: mean(trained.map((r) => episodesPerStep / r['timing_s/gen']!).filter((x) => Number.isFinite(x))),
     before: vals[0]?.step === 0 ? perTag(vals[0]) : {},
     after: vals.length && vals[vals.length - 1]!.step > 0 ? perTag(vals[vals.length - 1]!) : {},
     valCurve: vals.map((r) => ({ step: r.step, success: r['val/success']! })),
@@ -179,5 +194,6 @@ export function learningMarkdown(r: LearningReport): string {
     'Validation success (mean over val envs) by step:',
     '',
     ...curves,
+    ...gatewayMarkdown(r.runs, r.gatewayOverhead),
   ].join('\n');
 }

@@ -1,9 +1,8 @@
 // One MCP client session through the official SDK: stdio (a child process per session) or streamable HTTP (an
 // HTTP session per connection), with a timeout on every request and the tool result flattened to text.
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { pyJson } from '../../tokenizer/index.js';
 import type { McpServerConfig } from './schema.js';
 
@@ -29,6 +28,19 @@ export function describeServer(server: McpServerConfig): string {
 
 const STDERR_KEEP = 400;
 
+/** The SDK's pieces this file uses, imported at the first connection: loading them costs every `ragen` command ~0.5 s. */
+async function loadSdk() {
+  const [client, stdio, http, types] = await Promise.all([
+    import('@modelcontextprotocol/sdk/client/index.js'),
+    import('@modelcontextprotocol/sdk/client/stdio.js'),
+    import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
+    import('@modelcontextprotocol/sdk/types.js'),
+  ]);
+  return { Client: client.Client, StdioClientTransport: stdio.StdioClientTransport, getDefaultEnvironment: stdio.getDefaultEnvironment, StreamableHTTPClientTransport: http.StreamableHTTPClientTransport, ErrorCode: types.ErrorCode, McpError: types.McpError };
+}
+type Sdk = Awaited<ReturnType<typeof loadSdk>>;
+let sdk: Promise<Sdk> | undefined;
+
 /** A connected MCP session. `connect` starts it; `close` ends it (and its process) and never throws. */
 export class McpConnection {
   private closed = false;
@@ -37,6 +49,7 @@ export class McpConnection {
   private lostReason: string | undefined;
 
   private constructor(
+    private readonly sdk: Sdk,
     private readonly client: Client,
     private readonly transport: StdioClientTransport | StreamableHTTPClientTransport,
     readonly server: McpServerConfig,
@@ -44,20 +57,21 @@ export class McpConnection {
 
   /** Connect (start the process or open the HTTP session) and initialize within `timeoutMs`; throws the SDK's error. */
   static async connect(server: McpServerConfig, timeoutMs: number): Promise<McpConnection> {
+    const m = await (sdk ??= loadSdk());
     const transport =
       'url' in server
-        ? new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers: server.headers } })
-        : new StdioClientTransport({
+        ? new m.StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers: server.headers } })
+        : new m.StdioClientTransport({
             command: server.command,
             args: server.args,
             // the SDK's safe defaults (PATH, HOME, ...) plus the configured variables
-            env: { ...getDefaultEnvironment(), ...server.env },
+            env: { ...m.getDefaultEnvironment(), ...server.env },
             ...(server.cwd !== null ? { cwd: server.cwd } : {}),
             stderr: 'pipe', // kept (the last lines) for the reason of a death instead of flooding the trainer's terminal
           });
-    const client = new Client({ name: 'ragen-ts', version: '1' });
-    const conn = new McpConnection(client, transport, server);
-    if (transport instanceof StdioClientTransport) {
+    const client = new m.Client({ name: 'ragen-ts', version: '1' });
+    const conn = new McpConnection(m, client, transport, server);
+    if (transport instanceof m.StdioClientTransport) {
       transport.stderr?.on('data', (chunk: Buffer) => (conn.stderrTail = (conn.stderrTail + chunk.toString('utf8')).slice(-STDERR_KEEP)));
     }
     client.onclose = () => {
@@ -74,7 +88,7 @@ export class McpConnection {
 
   /** The child process id (stdio), for checks that it is gone after `close`. */
   get pid(): number | null {
-    return this.transport instanceof StdioClientTransport ? this.transport.pid : null;
+    return this.transport instanceof this.sdk.StdioClientTransport ? this.transport.pid : null;
   }
 
   /** Whether the session is still usable. */
@@ -105,6 +119,7 @@ export class McpConnection {
   }
 
   private failure(err: unknown): CallOutcome {
+    const { McpError, ErrorCode } = this.sdk;
     const stderr = this.stderrTail.trim() ? ` Its last stderr: ${JSON.stringify(this.stderrTail.trim().slice(-200))}.` : '';
     if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) {
       return { ok: false, kind: 'timeout', message: `the MCP server \`${describeServer(this.server)}\` did not answer within the call timeout (callTimeoutS); make the tool faster or raise callTimeoutS.` };
@@ -121,7 +136,7 @@ export class McpConnection {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    if (this.transport instanceof StreamableHTTPClientTransport && this.lostReason === undefined) {
+    if (this.transport instanceof this.sdk.StreamableHTTPClientTransport && this.lostReason === undefined) {
       // best effort: a server that is gone cannot end its session, and that must not fail the env's close
       await this.transport.terminateSession().catch(() => undefined);
     }

@@ -1,6 +1,5 @@
 // The MCP environment: an MCP server's tools are the actions, their results the observations, and a verifier the user
 // writes gives the reward. Tools are shown and calls read in Qwen2.5's tool format (src/tokenizer/tool-format.ts).
-import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import type { JsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import { ConfigError, RagenError, ResetNeededError, didYouMean } from '../../util/index.js';
 import { readToolCallBlocks, toolResponseText, toolsBlockText } from '../../tokenizer/index.js';
@@ -134,6 +133,7 @@ export class McpEnv implements Env {
     this.conn = conn;
     if (listed.map((t) => t.name).join('\n') !== this.tools.map((t) => t.name).join('\n') || this.validators.size === 0) {
       this.validators = new Map();
+      const { AjvJsonSchemaValidator } = await import('@modelcontextprotocol/sdk/validation/ajv'); // at first use, as connection.ts loads the SDK
       const ajv = new AjvJsonSchemaValidator();
       for (const t of listed) this.validators.set(t.name, ajv.getValidator(t.inputSchema as never));
     }

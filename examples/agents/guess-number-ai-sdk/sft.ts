@@ -1,0 +1,85 @@
+// Warm start of the guess-number example: a short SFT of ragen-tiny on binary-search demonstrations in both formats
+// (the AI SDK agent's tool calls as the gateway renders them, and GuessNumber in the built-in loop), then success
+// of each through its own path. `npx tsx examples/agents/guess-number-ai-sdk/sft.ts [--steps 120] [--out dir]`.
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { writeFileSync } from 'node:fs';
+import { agentConfig, loadConfig, loadTokenizer, LocalEngine } from '../../../src/index.js';
+import { agentProgram } from '../../../src/agent/index.js';
+import { buildDemos } from '../../../src/train/sft-demos.js';
+import { runSft } from '../../../src/train/sft.js';
+import { localServeTarget } from '../../../src/serve/index.js';
+import { Gateway, agentRollout } from '../../../src/gateway/index.js';
+import { guessNumberToolSamples } from './demos.js';
+
+const HERE = import.meta.dirname;
+
+/** Success of the AI SDK agent through a gateway over the model in `dir`: one episode per seed from `seedBase`. */
+export async function gatewaySuccess(dir: string, o: { episodes: number; seedBase: number; temperature: number; concurrency?: number }): Promise<{ success: number; episodesPerS: number }> {
+  const target = await localServeTarget(dir, (d) => d, { name: 'policy' });
+  const gateway = new Gateway({ ...target, sampling: { temperature: o.temperature, topP: 1, topK: 0 } });
+  await gateway.listen(0);
+  try {
+    const program = agentProgram({ command: `node ${JSON.stringify(join(HERE, 'agent.mjs'))}`, timeoutS: 60, concurrency: o.concurrency ?? 4 });
+    const t0 = performance.now();
+    const { batch } = await agentRollout(gateway, program, { tag: 'GuessNumberAgent', groups: o.episodes, groupSize: 1, seedBase: o.seedBase, idPrefix: 'eval' });
+    return { success: batch.episodes.filter((e) => e.success).length / o.episodes, episodesPerS: o.episodes / ((performance.now() - t0) / 1000) };
+  } finally {
+    await gateway.close();
+    target.dispose();
+  }
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      base: { type: 'string', default: 'models/ragen-tiny' },
+      out: { type: 'string', default: 'models/guess-number-tiny' },
+      episodes: { type: 'string', default: '400' },
+      'builtin-episodes': { type: 'string', default: '120' },
+      steps: { type: 'string', default: '120' },
+      batch: { type: 'string', default: '8' },
+      lr: { type: 'string', default: '2e-3' },
+      'eval-episodes': { type: 'string', default: '16' },
+    },
+  });
+  const num = (k: keyof typeof values) => {
+    const x = Number(values[k]);
+    if (!(x > 0)) throw new Error(`--${k} must be a number > 0, got ${JSON.stringify(values[k])}.`);
+    return x;
+  };
+  const t0 = performance.now();
+  const tokenizer = loadTokenizer(values.base!);
+  const engine = await LocalEngine.fromPretrained(values.base!, { decode: (ids) => tokenizer.decode(ids), seed: 0 });
+  const preset = loadConfig({ config: 'guessnumber-ppo' });
+  const agent = agentConfig(preset.agent);
+  // the built-in demos are short (one sequence per turn), the tool-call ones long (a whole episode): fewer of the former
+  const builtIn = await buildDemos(tokenizer, agent, { envs: ['GuessNumber'], episodes: num('builtin-episodes') });
+  const tools = guessNumberToolSamples(tokenizer, num('episodes'));
+  const samples = [...builtIn.samples, ...tools];
+  console.error(`demos: ${builtIn.samples.length} built-in sequences, ${tools.length} tool-call sequences (longest ${Math.max(...tools.map((s) => s.length))} tokens)`);
+  const result = await runSft(engine, tokenizer, agent, samples, {
+    steps: num('steps'),
+    batch: num('batch'),
+    lr: num('lr'),
+    out: values.out!,
+    val: { envs: ['GuessNumber'], groups: num('eval-episodes'), seed: 123, temperature: preset.generation.val.temperature },
+    onStep: (step, s) => step % 25 === 0 && console.error(`step ${step}: loss ${s.loss.toFixed(4)} (${s.seconds.toFixed(2)} s)`),
+  });
+  engine.dispose();
+  const viaGateway = await gatewaySuccess(values.out!, { episodes: num('eval-episodes'), seedBase: 123, temperature: preset.generation.val.temperature });
+  const summary = {
+    command: `npx tsx examples/agents/guess-number-ai-sdk/sft.ts ${process.argv.slice(2).join(' ')}`.trim(),
+    // what `ragen sft` records too: the envs and agent settings of the demos (sft-models.test.ts checks presets against them)
+    envs: ['GuessNumber'],
+    agent,
+    loss: [result.firstLoss, result.finalLoss],
+    builtInSuccess: result.valSuccess['GuessNumber'],
+    gatewaySuccess: viaGateway.success,
+    seconds: (performance.now() - t0) / 1000,
+  };
+  writeFileSync(join(values.out!, 'sft_args.json'), `${JSON.stringify(summary, null, 2)}\n`);
+  console.error(JSON.stringify(summary));
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) await main();
