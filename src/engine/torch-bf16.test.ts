@@ -20,7 +20,7 @@ dev = torch.device("cpu")
 bf16 = lambda: torch.autocast("cpu", dtype=torch.bfloat16)
 def worker(autocast, **load):
     w = Worker(dev, autocast, 4096, Dist())
-    w.op_load(dict({"path": d, "seed": 0, "tokenBudget": 4096}, **load), {})
+    w.op_load(dict({"path": d, "seed": 0, "tokenBudget": 4096, "graphTokenBudget": 4096, "packing": False}, **load), {})
     return w
 `;
 

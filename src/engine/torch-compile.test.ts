@@ -20,7 +20,7 @@ ids = torch.randint(0, 256, (3, 16), generator=torch.Generator().manual_seed(2))
 lengths = [16, 11, 7]
 def run(compile):
     w = Worker(torch.device("cpu"), None, 4096, Dist())
-    w.op_load({"path": d, "seed": 0, "tokenBudget": 4096, "compile": compile}, {})
+    w.op_load({"path": d, "seed": 0, "tokenBudget": 4096, "graphTokenBudget": 4096, "packing": False, "compile": compile}, {})
     lp = w.roles.backward_begin("policy", ids, lengths, True, False)
     w.roles.backward_end({"logprobs": torch.ones(3, 16), "entropy": torch.ones(3, 16)})
     grads = torch.cat([p.grad.flatten() for _, p in w.roles.parameters("policy")])

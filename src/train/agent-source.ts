@@ -60,6 +60,7 @@ export async function agentBatches(gateway: Gateway, config: RagenConfig, mode: 
       groupSize: e.groupSize,
       seedBase: seed,
       idPrefix: `${plan.idPrefix}-e${e.index}`,
+      configKey: `env.${mode}.${e.index}.agent`,
       samplingSeed: (plan.samplingSeed + Math.imul(e.index, 0x632be5ab)) >>> 0,
       ...(log ? { log } : {}),
     });

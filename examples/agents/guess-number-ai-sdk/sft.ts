@@ -72,6 +72,7 @@ async function main(): Promise<void> {
     command: `npx tsx examples/agents/guess-number-ai-sdk/sft.ts ${process.argv.slice(2).join(' ')}`.trim(),
     // what `ragen sft` records too: the envs and agent settings of the demos (sft-models.test.ts checks presets against them)
     envs: ['GuessNumber'],
+    envConfig: {},
     agent,
     loss: [result.firstLoss, result.finalLoss],
     builtInSuccess: result.valSuccess['GuessNumber'],
