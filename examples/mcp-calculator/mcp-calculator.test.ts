@@ -8,8 +8,9 @@ import { loadConfig } from '../../src/config/index.js';
 import { makeEnv, type StepResult } from '../../src/env/index.js';
 import { readMetricsFile } from '../../src/metrics/index.js';
 import { runCli } from '../../src/cli/testing.js';
-import { mcpAgentEnv, type McpServerConfig } from '../../src/env/mcp/index.js';
-import { Gateway, runAgentEpisode } from '../../src/gateway/index.js';
+import { agentProgram } from '../../src/agent/index.js';
+import type { McpServerConfig } from '../../src/env/mcp/index.js';
+import { Gateway, resolveAgentProgram, runAgentEpisode } from '../../src/gateway/index.js';
 import { localServeTarget } from '../../src/serve/index.js';
 import { TINY_MODEL_DIR } from '../../src/serve/testing.js';
 import { loadTokenizer, tinyTokenizerDir } from '../../src/tokenizer/index.js';
@@ -102,7 +103,8 @@ describe('examples/mcp-calculator', () => {
     const gateway = new Gateway({ ...target, maxTokens: 12 });
     await gateway.listen(0);
     try {
-      const program = { command: 'node examples/mcp-calculator/agent.mjs', timeoutS: 60, env: { ...mcpAgentEnv(server), AGENT_MAX_TURNS: '1', AGENT_MAX_TOKENS: '12' } };
+      // the `agent` block as a config gives it: the server as `mcp` (RAGEN_MCP_* for the program), extra variables as `env`
+      const program = await resolveAgentProgram(agentProgram({ command: 'node examples/mcp-calculator/agent.mjs', timeoutS: 60, mcp: server, env: { AGENT_MAX_TURNS: '1', AGENT_MAX_TOKENS: '12' } }));
       const out = await runAgentEpisode(gateway, program, { episodeId: 'mcp-0', seed: 0, group: 0 });
       expect(out.status, out.stderrTail).toBe('ok');
       expect([0, 1]).toContain(out.reward);

@@ -2,11 +2,11 @@
 // unknown keys are one-sentence errors naming the key.
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../util/index.js';
-import { agentProgram } from './config.js';
+import { agentProgram, programEnv } from './config.js';
 
 describe('agentProgram', () => {
   it('takes {command, timeoutS} and fills the rest', () => {
-    expect(agentProgram({ command: 'node my-agent.mjs', timeoutS: 60 })).toEqual({ command: 'node my-agent.mjs', module: null, export: 'default', timeoutS: 60, failureReward: 0, concurrency: 4, cwd: null, maxCalls: 256, verifier: null });
+    expect(agentProgram({ command: 'node my-agent.mjs', timeoutS: 60 })).toEqual({ command: 'node my-agent.mjs', module: null, export: 'default', timeoutS: 60, failureReward: 0, concurrency: 4, cwd: null, maxCalls: 256, verifier: null, env: {}, mcp: null });
   });
 
   it('names a bad value and an unknown key', () => {
@@ -22,5 +22,15 @@ describe('agentProgram', () => {
     expect(() => agentProgram({ timeoutS: 5 })).toThrow(/exactly one of `command`.*neither is set/);
     expect(() => agentProgram({ command: 'node a.mjs', module: './a.mjs' })).toThrow(/exactly one of `command` and `module`, both are set/);
     expect(() => agentProgram({ module: './a.mjs', verifier: { module: '' } })).toThrow(/`agent\.verifier\.module` = ""/);
+  });
+
+  it('gives a command program its `env` and its MCP server as RAGEN_MCP_* variables, and refuses them on a module agent', () => {
+    const http = agentProgram({ command: 'node a.mjs', env: { K: 'v' }, mcp: { url: 'http://127.0.0.1:3000/mcp' } });
+    expect(programEnv(http)).toEqual({ K: 'v', RAGEN_MCP_URL: 'http://127.0.0.1:3000/mcp', RAGEN_MCP_HEADERS: '{}' });
+    const stdio = agentProgram({ command: 'node a.mjs', mcp: { command: 'node', args: ['server.mjs'] } });
+    expect(programEnv(stdio)).toEqual({ RAGEN_MCP_COMMAND: 'node', RAGEN_MCP_ARGS: '["server.mjs"]', RAGEN_MCP_ENV: '{}' });
+    expect(programEnv(agentProgram({ command: 'node a.mjs' }))).toEqual({});
+    expect(() => agentProgram({ module: './a.mjs', mcp: { url: 'http://127.0.0.1:3000/mcp' } }, 'env.train.0.agent')).toThrow(/`env\.train\.0\.agent`: `env` and `mcp` set the environment of a `command` program/);
+    expect(() => agentProgram({ command: 'x', mcp: { url: 'not a url' } })).toThrow(ConfigError);
   });
 });

@@ -1,6 +1,7 @@
 // The agent loop's settings (RAGEN's `agent_proxy`, `es_manager.format_penalty` and the rollout's token budgets):
 // one zod schema, which is also the `agent` section of the run config (src/config), so the loop reads that section as is.
 import { z } from 'zod';
+import { httpServerSchema, mcpAgentEnv, stdioServerSchema } from '../env/mcp/index.js';
 import { ConfigError, didYouMean } from '../util/index.js';
 
 /** Which context each turn's generation sees, and how training samples are cut. */
@@ -98,8 +99,15 @@ export const agentProgramSchema = z
     maxCalls: z.number().int().min(1).default(256),
     /** Task verifier: `{module, export}` of a function `(task, transcript) => number | Promise<number>` (task `{seed, group, episodeId}`, transcript the episode's calls `{messages, tools, completion}`) that computes the reward of every episode whose program finished; a reward the program reported is then ignored (counted in `info/reported_reward_ignored`). null: the program reports its reward. @default null */
     verifier: moduleExportSchema.nullable().default(null),
+    /** Variables added to a `command` program's environment (after the trainer's own, before OPENAI_BASE_URL and the RAGEN_* task variables). @default {} */
+    env: z.record(z.string(), z.string()).default({}),
+    /** An MCP tool server the `command` program uses (`{command, args, env, cwd}` for stdio, `{url, headers}` for streamable HTTP, as `env.config.MCP.server`), given to it as RAGEN_MCP_URL/RAGEN_MCP_HEADERS or RAGEN_MCP_COMMAND/RAGEN_MCP_ARGS/RAGEN_MCP_ENV/RAGEN_MCP_CWD (a stdio server is started by the program, in its process group). null: none. @default null */
+    mcp: z.union([stdioServerSchema, httpServerSchema]).nullable().default(null),
   })
   .superRefine((cfg, ctx) => {
+    if (cfg.module !== null && (cfg.mcp !== null || Object.keys(cfg.env).length > 0)) {
+      ctx.addIssue({ code: 'custom', path: [cfg.mcp !== null ? 'mcp' : 'env'], message: '`env` and `mcp` set the environment of a `command` program; an in-process `module` agent reads its own settings (drop them, or run it as a command)' });
+    }
     if ((cfg.command === null) === (cfg.module === null)) {
       ctx.addIssue({
         code: 'custom',
@@ -111,6 +119,11 @@ export const agentProgramSchema = z
 
 /** An agent program's settings, defaults filled. */
 export type AgentProgramConfig = z.infer<typeof agentProgramSchema>;
+
+/** The variables a `command` program gets from its block: `env`, then its MCP server's RAGEN_MCP_* (docs/agents.md). */
+export function programEnv(config: AgentProgramConfig): Record<string, string> {
+  return { ...config.env, ...(config.mcp ? mcpAgentEnv(config.mcp) : {}) };
+}
 
 /** Validate an `agent` block (defaults filled); a bad one is a ConfigError naming the key, the value and what fits. */
 export function agentProgram(block: unknown, where = 'agent'): AgentProgramConfig {

@@ -1,5 +1,5 @@
 // agent: the context manager (prompts, parsing, exact token assembly), the env-group manager and the rollout loop.
-export { agentConfig, agentConfigSchema, agentProgram, agentProgramSchema, CONTEXT_WINDOW_MODES, type AgentConfig, type AgentProgramConfig, type ContextWindowMode } from './config.js';
+export { agentConfig, agentConfigSchema, agentProgram, agentProgramSchema, programEnv, CONTEXT_WINDOW_MODES, type AgentConfig, type AgentProgramConfig, type ContextWindowMode } from './config.js';
 export { systemPrompt, turnPrompt, singleTurnPrompt, prefillText, formatInstruction, formatReward, INVALID_WARNING, type PromptEnv, type TurnView, type TurnSummary } from './prompt.js';
 export { parseResponse, STRIPPED_MARKERS, type ParsedResponse, type ParseOptions } from './parse.js';
 export { TokenChain, chainToSample, type TrainingSample } from './sequence.js';

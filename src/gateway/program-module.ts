@@ -4,7 +4,7 @@
 import { existsSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { AgentProgramConfig } from '../agent/index.js';
+import { programEnv, type AgentProgramConfig } from '../agent/index.js';
 import { ConfigError } from '../util/index.js';
 import type { AgentFunction, AgentProgram, TaskVerifier } from './runner.js';
 
@@ -31,5 +31,5 @@ export async function resolveAgentProgram(config: AgentProgramConfig, where = 'a
   const base = config.cwd === null ? process.cwd() : resolve(config.cwd);
   const agent = config.module === null ? null : ((await loadExport({ module: config.module, export: config.export }, base, `${where}.module`)) as AgentFunction);
   const verifier = config.verifier === null ? null : ((await loadExport(config.verifier, base, `${where}.verifier.module`)) as TaskVerifier);
-  return { command: config.command, agent, verifier, timeoutS: config.timeoutS, cwd: config.cwd };
+  return { command: config.command, agent, verifier, timeoutS: config.timeoutS, cwd: config.cwd, env: programEnv(config) };
 }
