@@ -8,21 +8,18 @@ import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentProgram } from '../agent/index.js';
-import { localServeTarget } from '../serve/index.js';
-import { TINY_MODEL_DIR } from '../serve/testing.js';
 import { ConfigError } from '../util/index.js';
 import { agentRollout } from './agent-rollout.js';
 import type { AgentContext } from './in-process.js';
 import { runAgentEpisode, runAgentEpisodes } from './runner.js';
-import { Gateway } from './server.js';
+import type { Gateway } from './server.js';
+import { tinyGateway } from './testing.js';
 
 const dir = mkdtempSync(join(os.tmpdir(), 'ragen-in-process-'));
 let gateway: Gateway;
 
 beforeAll(async () => {
-  const target = await localServeTarget(TINY_MODEL_DIR, (d) => d, { name: 'tiny' });
-  gateway = new Gateway({ ...target, maxTokens: 8 });
-  await gateway.listen(0);
+  gateway = await tinyGateway({ maxTokens: 8 });
 });
 afterAll(async () => {
   await gateway.close();

@@ -7,12 +7,11 @@ import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentProgram } from '../agent/index.js';
-import { localServeTarget } from '../serve/index.js';
-import { TINY_MODEL_DIR } from '../serve/testing.js';
 import { agentRollout } from './agent-rollout.js';
 import type { AgentContext } from './in-process.js';
 import { exitRecordReward, runAgentEpisode, type AgentTask, type TranscriptCall } from './runner.js';
-import { Gateway } from './server.js';
+import type { Gateway } from './server.js';
+import { tinyGateway } from './testing.js';
 
 const dir = mkdtempSync(join(os.tmpdir(), 'ragen-rewards-'));
 let gateway: Gateway;
@@ -20,9 +19,7 @@ const task = (episodeId: string, seed = 0, group = 0) => ({ episodeId, seed, gro
 const tools = [{ type: 'function' as const, function: { name: 'calc', parameters: { type: 'object', properties: { expr: { type: 'string' } } } } }];
 
 beforeAll(async () => {
-  const target = await localServeTarget(TINY_MODEL_DIR, (d) => d, { name: 'tiny' });
-  gateway = new Gateway({ ...target, maxTokens: 8 });
-  await gateway.listen(0);
+  gateway = await tinyGateway({ maxTokens: 8 });
 });
 afterAll(async () => {
   await gateway.close();

@@ -6,11 +6,10 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { localServeTarget } from '../serve/index.js';
-import { TINY_MODEL_DIR } from '../serve/testing.js';
 import { runAgentEpisode, runAgentEpisodes } from './runner.js';
 import { samplesFromCalls } from './samples.js';
-import { Gateway } from './server.js';
+import type { Gateway } from './server.js';
+import { tinyGateway } from './testing.js';
 
 const OPENAI = pathToFileURL(join(import.meta.dirname, '..', '..', 'node_modules', 'openai', 'index.mjs')).href;
 const dir = mkdtempSync(join(os.tmpdir(), 'ragen-agents-'));
@@ -38,9 +37,7 @@ const alive = (pid: number): boolean => {
 };
 
 beforeAll(async () => {
-  const target = await localServeTarget(TINY_MODEL_DIR, (d) => d, { name: 'tiny' });
-  gateway = new Gateway({ ...target, maxCallsPerEpisode: 5, maxBodyBytes: 8192, maxTokens: 16 });
-  await gateway.listen(0);
+  gateway = await tinyGateway({ maxCallsPerEpisode: 5, maxBodyBytes: 8192, maxTokens: 16 });
 });
 afterAll(async () => {
   await gateway.close();

@@ -3,7 +3,9 @@
 import { describe, expect, it } from 'vitest';
 import type { Episode, RolloutBatch, TrainingSample } from '../agent/index.js';
 import type { AgentOutcome, AgentStatus } from '../gateway/index.js';
-import { gatewayMetrics, joinBatches } from './agent-source.js';
+import { loadConfig } from '../config/index.js';
+import type { Gateway } from '../gateway/index.js';
+import { agentBatches, gatewayMetrics, joinBatches } from './agent-source.js';
 
 function outcome(status: AgentStatus, calls: number, refused: number): AgentOutcome {
   const log = { id: 'e', calls: Array.from({ length: calls }, (_, index) => ({ index, promptIds: [1], completionIds: [2], logprobs: [-1], finishReason: 'stop' as const, text: '', messages: [], tools: null })), reward: undefined, refusedCalls: refused };
@@ -37,5 +39,11 @@ describe('agent rollout source', () => {
     for (const s of j.samples) expect(j.episodes[s.episode]!.tag).toBe(s.tag);
     expect(j.samples.map((s) => s.episode)).toEqual([0, 1, 2, 3, 4]);
     expect(Object.keys(j.metrics)).toEqual(['Env', 'agent']);
+  });
+
+  it("names the entry's config key when its in-process module is missing (before any episode opens on the gateway)", async () => {
+    const config = loadConfig({ config: 'bandit-ppo', overrides: ['env.train=[{tag: Bandit, groups: 1, groupSize: 2}, {agent: {module: ./no-such-agent.mjs}, groups: 1, groupSize: 2}]'] });
+    const untouched = new Proxy({}, { get: (_t, k) => { throw new Error(`the gateway was used (${String(k)})`); } }) as Gateway;
+    await expect(agentBatches(untouched, config, 'train', { seedBase: 0, samplingSeed: 0, idPrefix: 's1' })).rejects.toThrow(/`env\.train\.1\.agent\.module`/);
   });
 });
