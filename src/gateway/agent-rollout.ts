@@ -5,6 +5,7 @@ import { computeMetrics, type AgentProgramConfig, type Episode, type EpisodeTurn
 import { resolveAgentProgram } from './program-module.js';
 import { runAgentEpisodes, type AgentOutcome, type AgentProgram, type AgentTask } from './runner.js';
 import { samplesFromCalls } from './samples.js';
+import { unparsedToolCall } from './qwen-tools.js';
 import type { Gateway } from './server.js';
 
 /** Which episodes one rollout runs. */
@@ -63,7 +64,7 @@ function episodeSeed(seed: number, group: number, member: number): number {
   return (Math.imul(seed ^ 0x2f6b1d3c, 0x85ebca6b) + Math.imul(group + 1, 0xc2b2ae35) + Math.imul(member + 1, 0x27d4eb2f)) >>> 0;
 }
 
-/** An agent episode in the built-in loop's record shape: one turn per call, no env actions, the reward on the last turn. */
+/** An agent episode in the built-in loop's record shape: one turn per call, no env actions, the reward on the last turn, a format error per garbled tool call. */
 function episodeOf(o: AgentOutcome, index: number, member: number, tag: string): Episode {
   const success = o.status === 'ok' && o.reward > 0;
   const turns: EpisodeTurn[] = o.log.calls.map((c, i, all) => ({
@@ -74,7 +75,8 @@ function episodeOf(o: AgentOutcome, index: number, member: number, tag: string):
     response: c.text,
     think: '',
     answer: '',
-    formatError: undefined,
+    // a reply holding tool-call text that does not parse: the format error of an agent call (`format_error_rate`)
+    formatError: c.tools !== null && unparsedToolCall(c.text) ? 'the reply holds tool-call text that is not a well-formed <tool_call>' : undefined,
     actions: [],
     droppedActions: 0,
     reward: i === all.length - 1 ? o.reward : 0,

@@ -4,7 +4,7 @@ import { Template } from '@huggingface/jinja';
 import { describe, expect, it } from 'vitest';
 import { CHATML_TEMPLATE, QWEN25_CHAT_TEMPLATE } from '../tokenizer/index.js';
 import { ApiError } from '../serve/index.js';
-import { lowerToolMessages, parseToolCalls, pyJson } from './qwen-tools.js';
+import { lowerToolMessages, parseToolCalls, pyJson, unparsedToolCall } from './qwen-tools.js';
 
 const qwen = new Template(QWEN25_CHAT_TEMPLATE);
 const chatml = new Template(CHATML_TEMPLATE);
@@ -72,6 +72,14 @@ describe("Qwen's tool format", () => {
       expect(parseToolCalls(reply, 'x')).toEqual({ content: reply, calls: [] });
     }
     expect(parseToolCalls('<tool_call>{"name": "calc", "arguments": {}}</tool_call>', 'x').content).toBeNull();
+  });
+
+  it('tells a reply with unparsed tool-call text from one with calls or plain content only', () => {
+    const good = '<tool_call>\n{"name": "calc", "arguments": {"expr": "1"}}\n</tool_call>';
+    for (const reply of [good, `${good}\n${good}`, 'Done: 4.', `Thinking.\n${good}`]) expect(unparsedToolCall(reply), reply).toBe(false);
+    for (const reply of ['<tool_call>{"name": "calc", "arguments": </tool_call>', `${good}\n<tool_call>{"arguments": {}}</tool_call>`, '<tool_call>\n{"name": "calc"', '</totool_call>{"name": "calc"}', `${good}</tool_call>`]) {
+      expect(unparsedToolCall(reply), reply).toBe(true);
+    }
   });
 
   it('round-trips: a parsed reply sent back renders as the reply the model wrote', () => {

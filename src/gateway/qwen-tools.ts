@@ -63,22 +63,35 @@ export function parseToolCalls(text: string, idPrefix: string): { content: strin
   const re = /<tool_call>\s*([\s\S]*?)\s*<\/tool_call>/g;
   let first = -1;
   for (let m = re.exec(text); m !== null; m = re.exec(text)) {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(m[1]!);
-    } catch {
-      continue; // a malformed call is the model's mistake, left in the text for the agent (and the reward) to see
-    }
-    const p = parsed as { name?: unknown; arguments?: unknown };
-    if (typeof p !== 'object' || p === null || typeof p.name !== 'string' || p.name === '') continue;
+    if (!isCall(m[1]!)) continue; // a malformed call is the model's mistake, left in the text for the agent (and the reward) to see
+    const p = JSON.parse(m[1]!) as { name: string; arguments?: unknown };
     const args = p.arguments === undefined ? {} : p.arguments;
-    if (typeof args !== 'object' || args === null || Array.isArray(args)) continue;
     if (first < 0) first = m.index;
     calls.push({ id: `${idPrefix}-${calls.length}`, type: 'function', function: { name: p.name, arguments: JSON.stringify(args) } });
   }
   if (calls.length === 0) return { content: text, calls };
   const before = text.slice(0, first).replace(/\n$/, '');
   return { content: before.trim() === '' ? null : before, calls };
+}
+
+/**
+ * True when a reply holds tool-call text that is not a well-formed call: once every well-formed `<tool_call>` block is
+ * removed, `tool_call` still appears (a block whose JSON did not parse, one never closed, a misspelt tag around the
+ * word). A reply with no call at all (plain content) is not counted; garbles that lose the word itself are missed.
+ */
+export function unparsedToolCall(text: string): boolean {
+  const rest = text.replace(/<tool_call>\s*([\s\S]*?)\s*<\/tool_call>/g, (block, body: string) => (isCall(body) ? '' : block));
+  return rest.includes('tool_call');
+}
+
+function isCall(body: string): boolean {
+  try {
+    const p = JSON.parse(body) as { name?: unknown; arguments?: unknown } | null;
+    const args = p?.arguments === undefined ? {} : p.arguments;
+    return typeof p === 'object' && p !== null && typeof p.name === 'string' && p.name !== '' && typeof args === 'object' && args !== null && !Array.isArray(args);
+  } catch {
+    return false;
+  }
 }
 
 function checkTools(tools: unknown): unknown[] {

@@ -73,6 +73,7 @@ export const METRICS = {
   'gateway/episodes_no_reward': 'Agent episodes that exited 0 without reporting a reward (scored `failureReward`).',
   'gateway/episodes_crashed': 'Agent episodes whose program exited non-zero or did not start (scored `failureReward`).',
   'gateway/episodes_timeout': 'Agent episodes killed at `timeoutS` (scored `failureReward`).',
+  'gateway/unparsed_tool_call_rate': 'Share of calls offered tools whose reply holds `tool_call` text that is not a well-formed call (the policy garbled the format).',
   // timing (seconds) and throughput
   'timing_s/gen': 'Rollout time (generation and env steps).',
   'timing_s/collapse': 'Collapse diagnostics time.',

@@ -29,8 +29,18 @@ describe('agent rollout source', () => {
       'gateway/episodes_no_reward': 1,
       'gateway/episodes_crashed': 1,
       'gateway/episodes_timeout': 1,
+      'gateway/unparsed_tool_call_rate': 0,
     });
     expect(gatewayMetrics([])['gateway/calls_per_episode']).toBe(0);
+  });
+
+  it('counts the calls offered tools whose reply garbles a tool call, among those calls only', () => {
+    const ok = '<tool_call>\n{"name": "guess", "arguments": {"n": 8}}\n</tool_call>';
+    const replies: [string, boolean][] = [[ok, true], ['<tool_call>\n{"name": "guess", "arguments": {"n": 8}\n</tool_call>', true], ['</ol_call>\n{"name": "g"}</tool_call>', true], ['plain words', true], [ok.replace('tool_call>', 'tool_call'), true], ['<tool_call>{"name": 3}</tool_call>', false]];
+    const o = outcome('ok', replies.length, 0);
+    o.log.calls.forEach((c, i) => Object.assign(c, { text: replies[i]![0], tools: replies[i]![1] ? [{}] : null }));
+    // tools offered on 5 calls: the well-formed one and the plain text are fine; the missing brace, the garbled tag and the unclosed block are not
+    expect(gatewayMetrics([o])['gateway/unparsed_tool_call_rate']).toBeCloseTo(3 / 5);
   });
 
   it('joins batches: the second batch\'s episodes and samples move past the first\'s, metrics kept per tag', () => {

@@ -3,7 +3,7 @@
 import type { RolloutBatch } from '../agent/index.js';
 import { agentEntries, samplingOf, type RagenConfig } from '../config/index.js';
 import { LocalEngine, type Engine } from '../engine/index.js';
-import { agentRollout, Gateway, type AgentOutcome } from '../gateway/index.js';
+import { agentRollout, Gateway, unparsedToolCall, type AgentOutcome } from '../gateway/index.js';
 import type { MetricValues } from '../metrics/index.js';
 import type { Tokenizer } from '../tokenizer/index.js';
 import { configFromHF, findModelPath } from '../model/index.js';
@@ -84,9 +84,13 @@ export function joinBatches(batches: readonly RolloutBatch[]): RolloutBatch {
   return out;
 }
 
-/** The gateway's metrics of a rollout: calls, refused calls, episodes by status, mean calls per episode. */
+/**
+ * The gateway's metrics of a rollout: calls, refused calls, episodes by status, mean calls per episode, and the share
+ * of calls offered tools whose reply holds tool-call text that does not parse (`unparsedToolCall`; 0 with no such calls).
+ */
 export function gatewayMetrics(outcomes: readonly AgentOutcome[]): MetricValues {
   const calls = outcomes.reduce((n, o) => n + o.log.calls.length, 0);
+  const withTools = outcomes.flatMap((o) => o.log.calls.filter((c) => c.tools !== null));
   const count = (status: AgentOutcome['status']) => outcomes.filter((o) => o.status === status).length;
   return {
     'gateway/calls': calls,
@@ -96,5 +100,6 @@ export function gatewayMetrics(outcomes: readonly AgentOutcome[]): MetricValues 
     'gateway/episodes_no_reward': count('no_reward'),
     'gateway/episodes_crashed': count('crashed'),
     'gateway/episodes_timeout': count('timeout'),
+    'gateway/unparsed_tool_call_rate': withTools.length > 0 ? withTools.filter((c) => unparsedToolCall(c.text)).length / withTools.length : 0,
   };
 }

@@ -188,11 +188,13 @@ await fetch(process.env.RAGEN_REWARD_URL, { method: 'POST', body: JSON.stringify
 `);
     const dir = runDir();
     const block = `{command: "node ${join(root, 'flaky.mjs')}", timeoutS: 30, failureReward: -1}`;
-    const config = microConfig(model, dir, [`env.train=[{agent: ${block}, groups: 2, groupSize: 2}]`, 'env.val=[]', 'algo.advEstimator=grpo', 'trainer.steps=1', 'logging.console=plain']);
+    const config = microConfig(model, dir, [`env.train=[{agent: ${block}, groups: 2, groupSize: 2}]`, `env.val=[{agent: ${block}, groups: 2, groupSize: 2}]`, 'trainer.valBeforeTrain=true', 'trainer.valEvery=1', 'algo.advEstimator=grpo', 'trainer.steps=1', 'logging.console=plain']);
     let printed = '';
     const stream = Object.assign(new (await import('node:stream')).Writable({ write: (c, _e, cb) => ((printed += String(c)), cb()) }), { isTTY: false });
     await train({ config, stream });
-    const [m] = readMetricsFile(join(dir, 'metrics.jsonl'));
+    const m = readMetricsFile(join(dir, 'metrics.jsonl')).find((r) => r['step'] === 1 && r['gateway/calls'] !== undefined);
+    // validation's failures are said too (before training and after step 1), not only a lower val/agent/success
+    expect(printed.match(/validation: episode val-e0-g\d-m1: crashed \(exit 3\), reward -1; stderr: boom: the tool server is down \(and 1 more failed episode\(s\)\)/g)).toHaveLength(2);
     expect([m!['gateway/episodes_ok'], m!['gateway/episodes_crashed'], m!['gateway/calls']]).toEqual([2, 2, 0]);
     expect(m!['train/reward_mean']).toBe(0); // two 1s and two failureReward -1s
     expect(printed).toMatch(/step 1: episode s1-e0-g\d-m1: crashed \(exit 3\), reward -1; stderr: boom: the tool server is down \(and 1 more failed episode\(s\) this step\)/);

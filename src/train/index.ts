@@ -22,7 +22,7 @@ export { starpoStep, starpoUpdate, collectRollout, stepSeed, lossHorizon, type S
 export type { OffPolicyInfo } from './off-policy.js';
 export { AsyncRollouts, VersionClock } from './async-rollouts.js';
 export { updateActor, updateCritic, miniBatches, type UpdateBatch, type BatchSchedule, type ActorUpdateStats, type CriticUpdateStats } from './update.js';
-export { validate, type Validation } from './validate.js';
+export { validate, validationBatch, type Validation } from './validate.js';
 export { openModels, openLocalModels, modelTokenizer, localEngineOptions, needsReference, type TrainerModels } from './engine-setup.js';
 export { EarlyStopTracker, type EarlyStop, type EarlyStopState } from './early-stop.js';
 export { collapseDiagnostics, type CollapseSettings, type CollapseEma } from './collapse-step.js';

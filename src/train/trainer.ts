@@ -153,7 +153,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   if (lost !== null) logger.message(`warning: the checkpoint has no ${lost}; AdamW starts from fresh moments there, so this run will differ from an uninterrupted one`);
   try {
     if (startStep === 0 && t.valBeforeTrain) {
-      const v = await validate(config, engine, tokenizer, agent);
+      const v = await validate(config, engine, tokenizer, agent, ctx.log);
       if (v) {
         valBefore = v.success;
         logger.log(v.metrics);
@@ -175,7 +175,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
       earlyStop = tracker.afterStep(out.empty, out.inGroupStd) ?? tracker.afterWarnings(w.started);
       const last = step === t.steps || earlyStop !== null;
       if (t.valEvery > 0 && (step % t.valEvery === 0 || last)) {
-        const v = await validate(config, engine, tokenizer, agent);
+        const v = await validate(config, engine, tokenizer, agent, ctx.log);
         if (v) {
           lastVal = v.success;
           logger.log(v.metrics);

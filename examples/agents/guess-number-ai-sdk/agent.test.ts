@@ -77,6 +77,24 @@ describe('the Vercel AI SDK guess-number agent through the gateway', () => {
     expect(batch.samples.map((s) => s.score)).toEqual([1, 1]);
   }, 60_000);
 
+  it('a garbled second call ends the episode unscored and is counted as that turn\'s format error', async () => {
+    // binary search, but the second call loses a closing brace: the SDK sees text, not a call, and the episode ends
+    const garbling = new ScriptedEngine(tokenizer, (prompt) => (prompt.includes('<tool_response>') ? binarySearchPolicy(prompt).replace('}}', '}') : binarySearchPolicy(prompt)));
+    const g = new Gateway({ engine: garbling, tokenizer, modelName: 'policy', contextLength: 1024, vocabSize: tokenizer.vocabSize, maxTokens: 64 });
+    await g.listen(0);
+    try {
+      const program = agentProgram({ command: `node ${JSON.stringify(join(import.meta.dirname, 'agent.mjs'))}`, timeoutS: 30 });
+      // seed 7's number is not binary search's first guess (8), so every episode makes a second call
+      const { batch } = await agentRollout(g, program, { tag: 'GuessNumberAgent', groups: 1, groupSize: 1, seedBase: 7, idPrefix: 'garbled' });
+      const [episode] = batch.episodes;
+      expect(episode!.turns.map((t) => t.formatError !== undefined)).toEqual([false, true]);
+      expect([episode!.success, episode!.score]).toEqual([false, 0]);
+      expect(batch.metrics['GuessNumberAgent']!['format_error_rate']).toBe(0.5);
+    } finally {
+      await g.close();
+    }
+  }, 60_000);
+
   it('hides the same number as the built-in GuessNumber env for every seed', () => {
     for (let seed = 0; seed < 2000; seed += 7) expect(secretOf(seed)).toBe(guessNumberSecret(seed, MAX_NUMBER));
     expect(secretOf(4_000_000_123)).toBe(guessNumberSecret(4_000_000_123, MAX_NUMBER));

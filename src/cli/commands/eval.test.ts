@@ -145,14 +145,41 @@ describe('ragen eval', () => {
     expect(readFileSync(good, 'utf8').trim().split('\n')).toHaveLength(2);
   });
 
-  test('refuses a preset that validates agent programs without --env, naming the entries and what to do', async () => {
+  test('a preset with agent programs: its whole val set through the gateway, seeds from --seed, --groups per entry; other policies refused', async () => {
+    // The program's reward is its task seed's parity, once the model answered its one call: which seeds ran shows in success.
+    writeFileSync(join(tmp, 'parity.mjs'), `export async function solve(ctx) {
+  const r = await fetch(ctx.baseUrl + '/chat/completions', { method: 'POST', body: JSON.stringify({ messages: [{ role: 'user', content: 'hi' }], max_tokens: 3 }) });
+  const body = await r.json();
+  return r.status === 200 && body.usage.completion_tokens > 0 ? ctx.seed % 2 : -5;
+}
+`);
     const file = join(tmp, 'agent-val.yaml');
-    writeFileSync(file, 'env:\n  train: [{tag: Bandit, groups: 2, groupSize: 4}]\n  val: [{tag: Bandit, groups: 2}, {agent: {command: "node a.mjs"}, groups: 2}]\ntrainer: {miniBatchSize: 8, microBatchSize: 8}\n');
-    const r = await run('eval', '--preset', file, '--policy', 'random');
-    expect(r.code).toBe(2);
-    expect(r.err).toMatch(/validates agent programs \(env\.val\.1\), which `ragen eval` does not run; `ragen train` reports them as `val\/<name>\/success`.*Give --env <ids>/);
+    writeFileSync(file, `env:\n  train: [{tag: Bandit, groups: 2, groupSize: 4}]\n  val: [{tag: Bandit, groups: 2}, {agent: {module: ${JSON.stringify(join(tmp, 'parity.mjs'))}, export: solve}, name: Parity, groups: 3}]\ntrainer: {miniBatchSize: 8, microBatchSize: 8}\n`);
+    const refused = await run('eval', '--preset', file, '--policy', 'random');
+    expect(refused.code).toBe(2);
+    expect(refused.err).toMatch(/--policy random does not apply to agent programs \(env\.val\.1\); leave it out, or give --env <ids>/);
+    const out = join(tmp, 'agents.jsonl');
+    const r = await run('eval', '--preset', file, '--seed', '100', '--json', '--out', out);
+    expect(r.code, r.err).toBe(0);
+    const report = JSON.parse(r.out) as EvalReport;
+    expect(report.envs).toEqual(['Bandit', 'Parity']);
+    expect(report.episodes).toBe(5);
+    expect(report.metrics['Parity']!['success']).toBeCloseTo(1 / 3); // agent groups follow Bandit's 2: seeds 102, 103, 104
+    const records = readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    expect(records.filter((x) => x.env === 'Parity').map((x) => [x.seed, x.success])).toEqual([[102, false], [103, true], [104, false]]);
+    const more = JSON.parse((await run('eval', '--preset', file, '--seed', '100', '--groups', '3', '--json')).out) as EvalReport;
+    expect(more.episodes).toBe(6);
+    expect(more.metrics['Parity']!['success']).toBeCloseTo(2 / 3); // seeds 103, 104, 105
     expect((await run('eval', '--preset', file, '--policy', 'random', '--env', 'Bandit', '--groups', '2')).code).toBe(0);
-  });
+    // A program that fails is said on stderr (first failure, how many more), not only a success of 0.
+    writeFileSync(join(tmp, 'broken.mjs'), 'export async function solve() { throw new Error("no such tool: calc"); }\n');
+    const broken = join(tmp, 'broken.yaml');
+    writeFileSync(broken, readFileSync(file, 'utf8').replace('parity.mjs', 'broken.mjs'));
+    const b = await run('eval', '--preset', broken, '--json');
+    expect(b.code, b.err).toBe(0);
+    expect((JSON.parse(b.out) as EvalReport).metrics['Parity']!['success']).toBe(0);
+    expect(b.err).toMatch(/validation: .*no such tool: calc.*\(and 2 more failed episode\(s\)\)/);
+  }, 60_000);
 });
 
 describe('ragen eval --help', () => {

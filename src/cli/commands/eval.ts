@@ -13,7 +13,7 @@ import { loadTokenizer, runTokenizer, tinyTokenizerDir, type Tokenizer } from '.
 import { agentEntries, defaultConfig, envGroupsOptions, loadConfig, loadSavedConfig, samplingOf, tagEntries, type RagenConfig } from '../../config/index.js';
 import { findModelPath, isHubId, resolveModelPath } from '../../model/index.js';
 import { fileSystemError, makeDir, UsageError, withSetting } from '../../util/index.js';
-import { openModelDir } from '../../train/index.js';
+import { openModelDir, validationBatch } from '../../train/index.js';
 import { parseConfigPairs, parsePositiveInt, parseSeed } from './env-options.js';
 
 const POLICIES = ['oracle', 'random', 'model', 'openai'] as const;
@@ -64,6 +64,7 @@ Examples:
   $ ragen eval --env SimpleSokoban,CoordFrozenLake --policy oracle
   $ ragen eval --env Countdown --policy random --groups 32 --json
   $ ragen eval --run runs/my-run --out eval/val.jsonl        # the run's latest checkpoint, val tags and agent settings
+  $ ragen eval --run runs/my-agent-run --seed 1123          # a run whose val set holds agent programs (docs/agents.md)
   $ ragen eval --preset frozenlake-ppo --policy oracle
   $ ragen eval --env SimpleSokoban --policy model --model ragen-tiny --temperature 0.5 --out eval/sokoban.jsonl
   $ ragen eval --env SimpleSokoban --policy model --model ragen-tiny --greedy --set contextWindowMode=limited_multi_turn maxContextWindow=2
@@ -75,7 +76,7 @@ export function register(program: Command): void {
     .command('eval')
     .description('Validation rollouts: success, pass@k and other metrics per env tag; trajectories as JSONL.')
     .option('--env <ids>', 'comma-separated env ids (see `ragen envs`); default: the val tags of --run/--preset')
-    .option('--run <dir>', "a run directory: its latest checkpoint, its config's val tags, agent and sampling settings")
+    .option('--run <dir>', "a run directory: its latest checkpoint, its config's val set (agent programs included), agent and sampling settings")
     .option('--preset <name>', "a preset (see configs/): its model, val tags, agent and sampling settings")
     .option('--groups <n>', 'groups per env tag (one seed each, from --seed up) [8, or the config\'s]', parsePositiveInt('--groups'))
     .option('--group-size <k>', 'episodes per group (same seed; pass@k uses k) [1, or the config\'s]', parsePositiveInt('--group-size'))
@@ -165,10 +166,7 @@ function openOut(out: string): string {
 export async function runEval(opts: EvalOptions, onReport?: (report: EvalReport) => void): Promise<EvalReport> {
   if (opts.run && opts.preset) throw new UsageError('Give --run or --preset, not both.');
   const base: RagenConfig | undefined = opts.run ? loadSavedConfig(opts.run) : opts.preset ? loadConfig({ config: opts.preset }) : undefined;
-  if (base && !opts.env && agentEntries(base, 'val').length > 0) {
-    const which = agentEntries(base, 'val').map((e) => `env.val.${e.index}`).join(', ');
-    throw new UsageError(`${opts.run ? `Run \`${opts.run}\`` : `Preset \`${opts.preset}\``} validates agent programs (${which}), which \`ragen eval\` does not run; \`ragen train\` reports them as \`val/<name>/success\` (before training and at every validation). Give --env <ids> to evaluate built-in envs.`);
-  }
+  if (base && !opts.env && agentEntries(base, 'val').length > 0) return evalAgents(base, opts, onReport);
   await registerRemoteEnvs([...(opts.env ?? '').split(',').map((s) => s.trim()), ...(base ? tagEntries(base, 'val').map((e) => e.tag) : [])]);
   let cfg: AgentConfig;
   try {
@@ -244,17 +242,80 @@ export async function runEval(opts: EvalOptions, onReport?: (report: EvalReport)
     ...(usage ? { usage } : {}),
   };
   onReport?.(report); // before the file: the summary survives whatever happens to --out
-  if (tmp) {
-    try {
-      writeEpisodeRecords(tmp, batch.episodes.map((e) => withUsage(episodeRecord(e, cfg), usageOf(e))));
-      renameSync(tmp, opts.out!); // the file appears whole, or not at all
-    } catch (err) {
-      throw withSetting(fileSystemError(err, 'write --out', opts.out), '--out');
-    } finally {
-      rmSync(tmp, { force: true });
-    }
-  }
+  if (tmp) writeRecords(tmp, opts.out!, batch.episodes.map((e) => withUsage(episodeRecord(e, cfg), usageOf(e))));
   return report;
+}
+
+/**
+ * The validation set of a run or preset that holds agent programs (`env.val.N.agent`): the whole set, built-in tags
+ * and agent entries, rolled out as `ragen train` validates (src/train/validate.ts), by the model on the local engine;
+ * --groups, --group-size, --seed, --temperature/--greedy and --set apply, and with --run and the same seed the
+ * numbers are the run's last `val/*`.
+ */
+async function evalAgents(base: RagenConfig, opts: EvalOptions, onReport?: (report: EvalReport) => void): Promise<EvalReport> {
+  const which = agentEntries(base, 'val').map((e) => `env.val.${e.index}`).join(', ');
+  const refuse = (what: string) => new UsageError(`${what} does not apply to agent programs (${which}); leave it out, or give --env <ids> to evaluate built-in envs.`);
+  if (opts.policy && opts.policy !== 'model') throw refuse(`--policy ${opts.policy}`);
+  if (opts.config?.length) throw refuse('--config');
+  if (opts.maxTurns !== undefined) throw refuse('--max-turns');
+  let agent: AgentConfig;
+  try {
+    agent = agentConfig({ ...base.agent, ...(parseConfigPairs(opts.set) as Partial<AgentConfig>) });
+  } catch (err) {
+    throw new UsageError(`Bad --set: ${(err as Error).message}`);
+  }
+  const seed = opts.seed ?? base.seed.val;
+  const val = base.generation.val;
+  const config: RagenConfig = {
+    ...base,
+    agent,
+    seed: { ...base.seed, val: seed },
+    generation: { ...base.generation, val: opts.greedy ? { ...val, greedy: true } : opts.temperature !== undefined ? { temperature: opts.temperature, greedy: opts.temperature === 0 } : val },
+    env: { ...base.env, val: base.env.val.map((e) => ({ ...e, ...(opts.groups !== undefined ? { groups: opts.groups } : {}), ...(opts.groupSize !== undefined ? { groupSize: opts.groupSize } : {}) })) },
+  };
+  const spec = opts.model ?? opts.run ?? base.model.path;
+  await fetchHubModel(spec);
+  const modelDir = resolveModelDir(spec);
+  const tokenizer = opts.tokenizer !== undefined ? loadTokenizer(opts.tokenizer) : runTokenizer(modelDir, base.model.chatTemplate);
+  const tmp = opts.out !== undefined ? openOut(opts.out) : undefined;
+  const { LocalEngine } = await import('../../engine/index.js');
+  const engine = await LocalEngine.fromPretrained(modelDir, { decode: (ids) => tokenizer.decode(ids) });
+  const t0 = performance.now();
+  let batch: RolloutBatch;
+  try {
+    batch = (await validationBatch(config, engine, tokenizer, agent, (line) => console.error(line)))!;
+  } catch (err) {
+    if (tmp) rmSync(tmp, { force: true });
+    throw err;
+  } finally {
+    engine.dispose();
+  }
+  const first = config.env.val[0]!;
+  const report: EvalReport = {
+    policy: `model ${modelDir}`,
+    envs: Object.keys(batch.metrics),
+    groups: first.groups,
+    groupSize: batch.groupSize,
+    seed,
+    episodes: batch.episodes.length,
+    seconds: (performance.now() - t0) / 1000,
+    metrics: batch.metrics,
+  };
+  onReport?.(report);
+  if (tmp) writeRecords(tmp, opts.out!, batch.episodes.map((e) => episodeRecord(e, agent)));
+  return report;
+}
+
+/** The records into `tmp`, renamed onto `out`: the file appears whole, or not at all. */
+function writeRecords(tmp: string, out: string, records: EpisodeRecord[]): void {
+  try {
+    writeEpisodeRecords(tmp, records);
+    renameSync(tmp, out);
+  } catch (err) {
+    throw withSetting(fileSystemError(err, 'write --out', out), '--out');
+  } finally {
+    rmSync(tmp, { force: true });
+  }
 }
 
 function openaiOf(opts: EvalOptions, cfg: AgentConfig, tokenizer: Tokenizer, temperature: number, seed: number): OpenAIPolicy {
