@@ -6,7 +6,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runAgentEpisode, runAgentEpisodes } from './runner.js';
+import { runAgentEpisode, runAgentEpisodes, stderrGist } from './runner.js';
 import { samplesFromCalls } from './samples.js';
 import type { Gateway } from './server.js';
 import { tinyGateway } from './testing.js';
@@ -75,6 +75,15 @@ await reward(Number(env.RAGEN_SEED) / 10 + Number(env.RAGEN_GROUP));
     const missing = await runAgentEpisode(gateway, { command: 'definitely-not-a-command-xyz', timeoutS: 60 }, { episodeId: 'missing-1', seed: 0, group: 0 });
     expect([missing.status, missing.reward]).toEqual(['crashed', 0]);
   }, 60_000);
+
+  it("says a crash by its error line: Node's and Python's messages, not the stack or banner after them", () => {
+    const node = spawnSync(process.execPath, [join(dir, 'no-such-agent.mjs')], { encoding: 'utf8' }).stderr;
+    expect(node.trim().split('\n').at(-1)).toMatch(/^Node\.js v/); // what the last lines alone showed
+    expect(stderrGist(node)).toBe(`Error: Cannot find module '${join(dir, 'no-such-agent.mjs')}'`);
+    const python = spawnSync('python3', ['-c', 'def f():\n    raise ValueError("seed 3 has no task")\nf()'], { encoding: 'utf8' }).stderr;
+    expect(stderrGist(python)).toBe('ValueError: seed 3 has no task');
+    expect(stderrGist('starting\nboom: the tool server is down\n\n')).toBe('starting | boom: the tool server is down');
+  });
 
   it('kills a hanging program and the child it started at the time budget', async () => {
     const pidFile = join(dir, 'hang.pids');

@@ -117,10 +117,20 @@ export async function runAgentEpisode(gateway: Gateway, program: AgentProgram, t
   } else if (status !== 'ok') {
     const why = status === 'timeout' ? ` after ${program.timeoutS}s` : '';
     const how = program.agent ? '' : ` (exit ${end.exitCode ?? end.signal})`;
-    const detail = !end.stderr ? '' : program.agent ? `; error: ${end.stderr.split('\n')[0]}` : `; stderr: ${end.stderr.trim().split('\n').slice(-3).join(' | ')}`;
+    const detail = !end.stderr ? '' : program.agent ? `; error: ${end.stderr.split('\n')[0]}` : `; stderr: ${stderrGist(end.stderr)}`;
     say(`episode ${task.episodeId}: ${status}${why}${how}, reward ${failureReward}${detail}`);
   }
   return { task, status, reward: settled?.reward ?? failureReward, rewardSource: settled?.source ?? null, ignoredReward, log, exitCode: end.exitCode, signal: end.signal, stderrTail: end.stderr, durationMs: Date.now() - start };
+}
+
+/**
+ * What a failed program's stderr says in one line: its last error line (`Error: Cannot find module ...`,
+ * `ValueError: ...`: Node's and Python's crashes end in a stack or a version banner, not in the message), else its
+ * last three lines.
+ */
+export function stderrGist(stderr: string): string {
+  const lines = stderr.split('\n').map((l) => l.trim()).filter((l) => l !== '');
+  return [...lines].reverse().find((l) => /^[\w.]*(Error|Exception)\b:?/.test(l)) ?? lines.slice(-3).join(' | ');
 }
 
 /** Start the command in its own process group and wait for it (killing the group at timeoutS); stdout and stderr bounded. */
