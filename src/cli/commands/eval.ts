@@ -292,7 +292,7 @@ async function evalAgents(base: RagenConfig, opts: EvalOptions, onReport?: (repo
   }
   const first = config.env.val[0]!;
   const report: EvalReport = {
-    policy: `model ${modelDir}`,
+    policy: `model(local): ${modelDir}`,
     envs: Object.keys(batch.metrics),
     groups: first.groups,
     groupSize: batch.groupSize,
