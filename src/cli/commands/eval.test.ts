@@ -167,6 +167,10 @@ describe('ragen eval', () => {
     expect(report.metrics['Parity']!['success']).toBeCloseTo(1 / 3); // agent groups follow Bandit's 2: seeds 102, 103, 104
     const records = readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
     expect(records.filter((x) => x.env === 'Parity').map((x) => [x.seed, x.success])).toEqual([[102, false], [103, true], [104, false]]);
+    // the table: an agent row has no env actions to be valid or effective
+    const table = (await run('eval', '--preset', file, '--seed', '100')).out.split('\n');
+    expect(table.find((l) => l.startsWith('Parity'))!.split(/\s+/).slice(4, 6)).toEqual(['-', '-']);
+    expect(table.find((l) => l.startsWith('Bandit'))!.split(/\s+/)[4]).toMatch(/^\d+\.\d%$/);
     const more = JSON.parse((await run('eval', '--preset', file, '--seed', '100', '--groups', '3', '--json')).out) as EvalReport;
     expect(more.episodes).toBe(6);
     expect(more.metrics['Parity']!['success']).toBeCloseTo(2 / 3); // seeds 103, 104, 105

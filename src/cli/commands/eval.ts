@@ -57,6 +57,8 @@ export interface EvalReport {
   metrics: RolloutBatch['metrics'];
   /** Tokens the endpoint reported (--policy openai): summed over episodes, and the retries it took. */
   usage?: { promptTokens: number; completionTokens: number; requests: number; retries: number };
+  /** The tags that are agent programs (their episodes take no env actions: the action columns do not apply). */
+  agents?: string[];
 }
 
 const EXAMPLES = `
@@ -300,6 +302,7 @@ async function evalAgents(base: RagenConfig, opts: EvalOptions, onReport?: (repo
     episodes: batch.episodes.length,
     seconds: (performance.now() - t0) / 1000,
     metrics: batch.metrics,
+    agents: agentEntries(config, 'val').map((e) => e.name),
   };
   onReport?.(report);
   if (tmp) writeRecords(tmp, opts.out!, batch.episodes.map((e) => episodeRecord(e, agent)));
@@ -379,7 +382,8 @@ export function formatTable(r: EvalReport): string {
     ['ctx_trunc', 'context_truncations', fix(2)],
   ];
   const header = ['env', ...cols.map((c) => c[0])];
-  const rows = Object.entries(r.metrics).map(([tag, m]) => [tag, ...cols.map(([, key, f]) => f(m[key] ?? 0))]);
+  const envOnly = new Set(['action_valid_ratio', 'action_effective_ratio']); // an agent program's episodes take no env actions
+  const rows = Object.entries(r.metrics).map(([tag, m]) => [tag, ...cols.map(([, key, f]) => (r.agents?.includes(tag) && envOnly.has(key) ? '-' : f(m[key] ?? 0)))]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
   const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
   return [
