@@ -60,14 +60,13 @@ export function lowerToolMessages(rawMessages: unknown, tools: unknown): unknown
 /** Calls in a reply: every well-formed `<tool_call>{"name", "arguments"}</tool_call>`; `content` is the text before the first. */
 export function parseToolCalls(text: string, idPrefix: string): { content: string | null; calls: ToolCall[] } {
   const calls: ToolCall[] = [];
-  const re = /<tool_call>\s*([\s\S]*?)\s*<\/tool_call>/g;
+  const re = new RegExp(CALL_BLOCK, 'g');
   let first = -1;
   for (let m = re.exec(text); m !== null; m = re.exec(text)) {
-    if (!isCall(m[1]!)) continue; // a malformed call is the model's mistake, left in the text for the agent (and the reward) to see
-    const p = JSON.parse(m[1]!) as { name: string; arguments?: unknown };
-    const args = p.arguments === undefined ? {} : p.arguments;
+    const call = parseCall(m[1]!);
+    if (!call) continue; // a malformed call is the model's mistake, left in the text for the agent (and the reward) to see
     if (first < 0) first = m.index;
-    calls.push({ id: `${idPrefix}-${calls.length}`, type: 'function', function: { name: p.name, arguments: JSON.stringify(args) } });
+    calls.push({ id: `${idPrefix}-${calls.length}`, type: 'function', function: { name: call.name, arguments: JSON.stringify(call.arguments) } });
   }
   if (calls.length === 0) return { content: text, calls };
   const before = text.slice(0, first).replace(/\n$/, '');
@@ -80,18 +79,24 @@ export function parseToolCalls(text: string, idPrefix: string): { content: strin
  * word). A reply with no call at all (plain content) is not counted; garbles that lose the word itself are missed.
  */
 export function unparsedToolCall(text: string): boolean {
-  const rest = text.replace(/<tool_call>\s*([\s\S]*?)\s*<\/tool_call>/g, (block, body: string) => (isCall(body) ? '' : block));
+  const rest = text.replace(new RegExp(CALL_BLOCK, 'g'), (block, body: string) => (parseCall(body) ? '' : block));
   return rest.includes('tool_call');
 }
 
-function isCall(body: string): boolean {
+/** A `<tool_call>` block, its body in group 1 (whitespace around it outside). */
+const CALL_BLOCK = /<tool_call>\s*([\s\S]*?)\s*<\/tool_call>/.source;
+
+/** A block's body as a call: JSON with a non-empty string `name` and object `arguments` (absent = {}); else null. */
+function parseCall(body: string): { name: string; arguments: object } | null {
+  let p: { name?: unknown; arguments?: unknown } | null;
   try {
-    const p = JSON.parse(body) as { name?: unknown; arguments?: unknown } | null;
-    const args = p?.arguments === undefined ? {} : p.arguments;
-    return typeof p === 'object' && p !== null && typeof p.name === 'string' && p.name !== '' && typeof args === 'object' && args !== null && !Array.isArray(args);
+    p = JSON.parse(body) as typeof p;
   } catch {
-    return false;
+    return null;
   }
+  if (typeof p !== 'object' || p === null || typeof p.name !== 'string' || p.name === '') return null;
+  const args = p.arguments === undefined ? {} : p.arguments;
+  return typeof args === 'object' && args !== null && !Array.isArray(args) ? { name: p.name, arguments: args } : null;
 }
 
 function checkTools(tools: unknown): unknown[] {

@@ -1,7 +1,7 @@
 // `ragen eval`: validation rollouts of a policy (a model, the env's solver, or random actions) on env tags;
 // prints success, pass@k and the other rollout metrics per tag and writes the trajectories as JSONL.
 import { existsSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname } from 'node:path';
 import type { Command } from 'commander';
 import {
   EnvGroups, agentConfig, enginePolicy, oraclePolicy, openaiPolicy, randomPolicy, episodeRecord, rollout, writeEpisodeRecords,
@@ -170,12 +170,7 @@ export async function runEval(opts: EvalOptions, onReport?: (report: EvalReport)
   const base: RagenConfig | undefined = opts.run ? loadSavedConfig(opts.run) : opts.preset ? loadConfig({ config: opts.preset }) : undefined;
   if (base && !opts.env && agentEntries(base, 'val').length > 0) return evalAgents(base, opts, onReport);
   await registerRemoteEnvs([...(opts.env ?? '').split(',').map((s) => s.trim()), ...(base ? tagEntries(base, 'val').map((e) => e.tag) : [])]);
-  let cfg: AgentConfig;
-  try {
-    cfg = agentConfig({ ...base?.agent, ...(parseConfigPairs(opts.set) as Partial<AgentConfig>) });
-  } catch (err) {
-    throw new UsageError(`Bad --set: ${(err as Error).message}`);
-  }
+  const cfg = agentOf(base, opts);
   const baseGroups = base ? envGroupsOptions(base, 'val') : undefined;
   const envConfig = envConfigOverrides(parseConfigPairs(opts.config));
   const seed = opts.seed ?? (base ?? defaultConfig()).seed.val;
@@ -196,21 +191,12 @@ export async function runEval(opts: EvalOptions, onReport?: (report: EvalReport)
   }
   const policyName = opts.policy ?? (base || opts.model ? 'model' : 'oracle');
   let modelDir: string | undefined;
-  if (policyName === 'model') {
-    if (opts.model) await fetchHubModel(opts.model);
-    else if (!opts.run && base) await fetchHubModel(base.model.path);
-    if (opts.model) modelDir = resolveModelDir(opts.model);
-    else if (opts.run) modelDir = resolveModelDir(opts.run);
-    else if (base) modelDir = resolveModelDir(base.model.path);
-    else throw new UsageError('--policy model needs --model <dir> (or --run / --preset).');
-  }
+  if (policyName === 'model') modelDir = await modelDirOf(opts, base);
   if (policyName === 'openai') {
     if (!opts.baseUrl || !opts.model) throw new UsageError('--policy openai needs --base-url <url> and --model <name>, e.g. --base-url http://127.0.0.1:8000/v1 --model ragen-tiny.');
     if (opts.run) modelDir = resolveModelDir(opts.run); // its tokenizer reads the replies
   }
-  const tokDir = opts.tokenizer ?? (modelDir && existsSync(join(modelDir, 'tokenizer.json')) ? modelDir : tinyTokenizerDir());
-  // A run's or preset's `model.chatTemplate` (docs/models.md) applies to its model as in training.
-  const tokenizer = opts.tokenizer === undefined && modelDir ? runTokenizer(modelDir, base?.model.chatTemplate ?? 'model') : loadTokenizer(tokDir);
+  const tokenizer = tokenizerOf(opts, modelDir, base);
   const temperature = opts.greedy ? 0 : (opts.temperature ?? samplingOf(base ?? defaultConfig(), 'val', seed).temperature);
   const policy = policyName === 'openai' ? openaiOf(opts, cfg, tokenizer, temperature, seed) : await makePolicy(policyName, cfg, tokenizer, modelDir, temperature, seed);
   const usageOf = (e: { index: number }) => ('usage' in policy ? (policy as OpenAIPolicy).usage.get(e.index) : undefined);
@@ -260,12 +246,7 @@ async function evalAgents(base: RagenConfig, opts: EvalOptions, onReport?: (repo
   if (opts.policy && opts.policy !== 'model') throw refuse(`--policy ${opts.policy}`);
   if (opts.config?.length) throw refuse('--config');
   if (opts.maxTurns !== undefined) throw refuse('--max-turns');
-  let agent: AgentConfig;
-  try {
-    agent = agentConfig({ ...base.agent, ...(parseConfigPairs(opts.set) as Partial<AgentConfig>) });
-  } catch (err) {
-    throw new UsageError(`Bad --set: ${(err as Error).message}`);
-  }
+  const agent = agentOf(base, opts);
   const seed = opts.seed ?? base.seed.val;
   const val = base.generation.val;
   const config: RagenConfig = {
@@ -275,13 +256,10 @@ async function evalAgents(base: RagenConfig, opts: EvalOptions, onReport?: (repo
     generation: { ...base.generation, val: opts.greedy ? { ...val, greedy: true } : opts.temperature !== undefined ? { temperature: opts.temperature, greedy: opts.temperature === 0 } : val },
     env: { ...base.env, val: base.env.val.map((e) => ({ ...e, ...(opts.groups !== undefined ? { groups: opts.groups } : {}), ...(opts.groupSize !== undefined ? { groupSize: opts.groupSize } : {}) })) },
   };
-  const spec = opts.model ?? opts.run ?? base.model.path;
-  await fetchHubModel(spec);
-  const modelDir = resolveModelDir(spec);
-  const tokenizer = opts.tokenizer !== undefined ? loadTokenizer(opts.tokenizer) : runTokenizer(modelDir, base.model.chatTemplate);
+  const modelDir = await modelDirOf(opts, base);
+  const tokenizer = tokenizerOf(opts, modelDir, base);
   const tmp = opts.out !== undefined ? openOut(opts.out) : undefined;
-  const { LocalEngine } = await import('../../engine/index.js');
-  const engine = await LocalEngine.fromPretrained(modelDir, { decode: (ids) => tokenizer.decode(ids) });
+  const engine = await localEngine(modelDir, tokenizer);
   const t0 = performance.now();
   let batch: RolloutBatch;
   try {
@@ -362,9 +340,36 @@ function envConfigOverrides(pairs: Record<string, unknown>): { of(env: string): 
 async function makePolicy(name: PolicyName, cfg: AgentConfig, tokenizer: Tokenizer, modelDir: string | undefined, temperature: number, seed: number): Promise<Policy> {
   if (name === 'oracle') return oraclePolicy(tokenizer, cfg);
   if (name === 'random') return randomPolicy(tokenizer, cfg, seed);
+  return enginePolicy(await localEngine(modelDir!, tokenizer), tokenizer, cfg, { temperature, seed });
+}
+
+/** The model on the local engine (loaded only when a model plays). */
+async function localEngine(modelDir: string, tokenizer: Tokenizer) {
   const { LocalEngine } = await import('../../engine/index.js');
-  const engine = await LocalEngine.fromPretrained(modelDir!, { decode: (ids) => tokenizer.decode(ids) });
-  return enginePolicy(engine, tokenizer, cfg, { temperature, seed });
+  return LocalEngine.fromPretrained(modelDir, { decode: (ids) => tokenizer.decode(ids) });
+}
+
+/** The agent settings: the config's (or the defaults), with --set over them. */
+function agentOf(base: RagenConfig | undefined, opts: EvalOptions): AgentConfig {
+  try {
+    return agentConfig({ ...base?.agent, ...(parseConfigPairs(opts.set) as Partial<AgentConfig>) });
+  } catch (err) {
+    throw new UsageError(`Bad --set: ${(err as Error).message}`);
+  }
+}
+
+/** The model --policy model plays: --model, else the run's latest checkpoint, else the preset's `model.path` (Hub ids fetched first). */
+async function modelDirOf(opts: EvalOptions, base: RagenConfig | undefined): Promise<string> {
+  const spec = opts.model ?? opts.run ?? base?.model.path;
+  if (spec === undefined) throw new UsageError('--policy model needs --model <dir> (or --run / --preset).');
+  if (spec !== opts.run) await fetchHubModel(spec);
+  return resolveModelDir(spec);
+}
+
+/** --tokenizer, else the model's own with the run's or preset's `model.chatTemplate` (docs/models.md) as in training, else the tiny one. */
+function tokenizerOf(opts: EvalOptions, modelDir: string | undefined, base: RagenConfig | undefined): Tokenizer {
+  if (opts.tokenizer !== undefined) return loadTokenizer(opts.tokenizer);
+  return modelDir ? runTokenizer(modelDir, base?.model.chatTemplate ?? 'model') : loadTokenizer(tinyTokenizerDir());
 }
 
 /** The report as a fixed-width table, one row per env tag. */
