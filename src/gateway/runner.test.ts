@@ -66,11 +66,13 @@ await reward(Number(env.RAGEN_SEED) / 10 + Number(env.RAGEN_GROUP));
   it('scores a crashing program and one that reports no reward with the failure reward', async () => {
     const crash = agent('crash', `await client.chat.completions.create({ model: 'p', messages: [{ role: 'user', content: 'hi' }], max_tokens: 3 });\nawait reward(1);\nthrow new Error('agent bug');`);
     const silent = agent('silent', `await client.chat.completions.create({ model: 'p', messages: [{ role: 'user', content: 'hi' }], max_tokens: 3 });`);
-    const c = await runAgentEpisode(gateway, { command: crash, timeoutS: 60 }, { episodeId: 'crash-1', seed: 0, group: 0 }, { failureReward: -1 });
+    const said: string[] = [];
+    const c = await runAgentEpisode(gateway, { command: crash, timeoutS: 60 }, { episodeId: 'crash-1', seed: 0, group: 0 }, { failureReward: -1, log: (l) => said.push(l) });
     const s = await runAgentEpisode(gateway, { command: silent, timeoutS: 60 }, { episodeId: 'silent-1', seed: 0, group: 0 }, { failureReward: -1 });
     // The crashing program did report 1 before it threw: a crash scores the failure reward all the same.
     expect([c.status, c.reward, c.exitCode, c.log.calls.length, c.log.reward]).toEqual(['crashed', -1, 1, 1, 1]);
     expect(c.stderrTail).toMatch(/agent bug/);
+    expect(said).toEqual(['episode crash-1: crashed (exit 1), reward -1; stderr: Error: agent bug']); // the error line, not the stack after it
     expect([s.status, s.reward, s.exitCode]).toEqual(['no_reward', -1, 0]);
     const missing = await runAgentEpisode(gateway, { command: 'definitely-not-a-command-xyz', timeoutS: 60 }, { episodeId: 'missing-1', seed: 0, group: 0 });
     expect([missing.status, missing.reward]).toEqual(['crashed', 0]);

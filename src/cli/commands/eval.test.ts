@@ -5,8 +5,8 @@ import { afterEach, describe, expect, test, vi } from 'vitest';
 import { LocalEngine } from '../../engine/index.js';
 import { modelConfig } from '../../model/index.js';
 import { tinyTokenizerDir } from '../../tokenizer/index.js';
-import { loadConfig, saveConfig } from '../../config/index.js';
-import { resolveModelDir, type EvalReport } from './eval.js';
+import { loadConfig, samplingOf, saveConfig } from '../../config/index.js';
+import { agentEvalConfig, resolveModelDir, type EvalReport } from './eval.js';
 import { runCli } from '../testing.js';
 import { writeCheckpoint } from '../../train/index.js';
 
@@ -184,6 +184,29 @@ describe('ragen eval', () => {
     expect((JSON.parse(b.out) as EvalReport).metrics['Parity']!['success']).toBe(0);
     expect(b.err).toMatch(/validation: .*no such tool: calc.*\(and 2 more failed episode\(s\)\)/);
   }, 60_000);
+});
+
+describe('ragen eval of agent programs: the options reach the config the val set runs with', () => {
+  const base = loadConfig({ config: 'guessnumber-agent-ppo' });
+  test('--greedy and --temperature set validation sampling (what the gateway samples with), --seed the task seeds', () => {
+    expect(samplingOf(agentEvalConfig(base, {}), 'val', 0).temperature).toBe(samplingOf(base, 'val', 0).temperature);
+    expect(samplingOf(agentEvalConfig(base, { greedy: true }), 'val', 0).temperature).toBe(0);
+    expect(samplingOf(agentEvalConfig(base, { temperature: 0.9 }), 'val', 0).temperature).toBe(0.9);
+    expect(agentEvalConfig(base, { seed: 777 }).seed.val).toBe(777);
+  });
+  test('--groups and --group-size apply to every val entry; --set to the agent settings', () => {
+    const c = agentEvalConfig(base, { groups: 5, groupSize: 3, set: ['maxNewTokens=32'] });
+    expect(c.env.val.map((e) => [e.groups, e.groupSize])).toEqual(base.env.val.map(() => [5, 3]));
+    expect(c.agent.maxNewTokens).toBe(32);
+    expect(() => agentEvalConfig(base, { set: ['maxNewTokens=-1'] })).toThrow(/Bad --set/);
+  });
+  test('refuses what does not apply to agent programs, by name', async () => {
+    for (const [args, what] of [[['--config', 'x=1'], '--config'], [['--max-turns', '2'], '--max-turns'], [['--policy', 'oracle'], '--policy oracle']] as const) {
+      const r = await run('eval', '--preset', 'guessnumber-agent-ppo', ...args);
+      expect(r.code, what).toBe(2);
+      expect(r.err).toContain(`${what} does not apply to agent programs (env.val.0)`);
+    }
+  });
 });
 
 describe('ragen eval --help', () => {

@@ -246,16 +246,9 @@ async function evalAgents(base: RagenConfig, opts: EvalOptions, onReport?: (repo
   if (opts.policy && opts.policy !== 'model') throw refuse(`--policy ${opts.policy}`);
   if (opts.config?.length) throw refuse('--config');
   if (opts.maxTurns !== undefined) throw refuse('--max-turns');
-  const agent = agentOf(base, opts);
-  const seed = opts.seed ?? base.seed.val;
-  const val = base.generation.val;
-  const config: RagenConfig = {
-    ...base,
-    agent,
-    seed: { ...base.seed, val: seed },
-    generation: { ...base.generation, val: opts.greedy ? { ...val, greedy: true } : opts.temperature !== undefined ? { temperature: opts.temperature, greedy: opts.temperature === 0 } : val },
-    env: { ...base.env, val: base.env.val.map((e) => ({ ...e, ...(opts.groups !== undefined ? { groups: opts.groups } : {}), ...(opts.groupSize !== undefined ? { groupSize: opts.groupSize } : {}) })) },
-  };
+  const config = agentEvalConfig(base, opts);
+  const { agent } = config;
+  const seed = config.seed.val;
   const modelDir = await modelDirOf(opts, base);
   const tokenizer = tokenizerOf(opts, modelDir, base);
   const tmp = opts.out !== undefined ? openOut(opts.out) : undefined;
@@ -285,6 +278,18 @@ async function evalAgents(base: RagenConfig, opts: EvalOptions, onReport?: (repo
   onReport?.(report);
   if (tmp) writeRecords(tmp, opts.out!, batch.episodes.map((e) => episodeRecord(e, agent)));
   return report;
+}
+
+/** The config an agent val set is evaluated with: --set, --seed, --temperature/--greedy, --groups and --group-size over the base's. */
+export function agentEvalConfig(base: RagenConfig, opts: EvalOptions): RagenConfig {
+  const val = base.generation.val;
+  return {
+    ...base,
+    agent: agentOf(base, opts),
+    seed: { ...base.seed, val: opts.seed ?? base.seed.val },
+    generation: { ...base.generation, val: opts.greedy ? { ...val, greedy: true } : opts.temperature !== undefined ? { temperature: opts.temperature, greedy: opts.temperature === 0 } : val },
+    env: { ...base.env, val: base.env.val.map((e) => ({ ...e, ...(opts.groups !== undefined ? { groups: opts.groups } : {}), ...(opts.groupSize !== undefined ? { groupSize: opts.groupSize } : {}) })) },
+  };
 }
 
 /** The records into `tmp`, renamed onto `out`: the file appears whole, or not at all. */
