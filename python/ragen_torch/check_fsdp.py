@@ -1,7 +1,8 @@
 """`ragen bench gpu --check`'s FSDP2 stage: the tiny random shape sharded with fully_shard over two CPU ranks (gloo)
-against one unsharded copy: outputs, gradients, an AdamW step, and a checkpoint gathered whole and read back.
-Runs on the CPU so one GPU suffices; torch without fully_shard (Debian's 1.13) reports the stage as skipped.
-NOT RUN YET: no torch >= 2.4 was at hand when it was written (see docs/gpu.md).
+against one unsharded copy: outputs, gradients (scaled to the sum over ranks as the worker scales them,
+fsdp.sum_scale), an AdamW step, and a checkpoint gathered whole and read back. Runs on the CPU so one GPU suffices;
+a torch whose FSDP2 cannot run on CPU ranks (< 2.7) reports the stage as skipped. The worker's own sharded path is
+tested the same way by src/engine/torch-dp.test.ts.
 """
 import json
 import os
@@ -10,7 +11,7 @@ import tempfile
 
 import torch
 
-from .fsdp import full, fully_shard_api, gathered_state
+from .fsdp import cpu_supported, full, fully_shard_api, gathered_state, sum_scale
 from .model import load_decoder
 from .random_checkpoint import write_random_checkpoint
 from .safetensors_io import save_weights
@@ -24,10 +25,11 @@ def log(*a):
 
 
 def fsdp():
-    if fully_shard_api() is None:
+    if not cpu_supported():
         v = ".".join(torch.__version__.split("+")[0].split(".")[:2])
-        log(f"skipped: torch {v} has no FSDP2")
-        return {"skipped": True, "note": f"torch {v} has no FSDP2"}
+        why = "has no FSDP2" if fully_shard_api() is None else "cannot run FSDP2 on CPU ranks (torch >= 2.7 can)"
+        log(f"skipped: torch {v} {why}")
+        return {"skipped": True, "note": f"torch {v} {why}"}
     os.environ["CUDA_VISIBLE_DEVICES"] = ""  # the ranks run on the CPU (gloo), whatever GPU the machine has
     with tempfile.TemporaryDirectory(prefix="ragen-check-fsdp-") as tmp:
         ckpt = write_random_checkpoint(os.path.join(tmp, "model"), "tiny", 7, torch.float32)
@@ -60,25 +62,28 @@ def _rank(rank, tmp, ckpt):
     g = torch.Generator().manual_seed(0)
     ids = torch.randint(0, model.config.V, (4, 10), generator=g)
     w = torch.randn(4, 10, model.config.V, generator=g)  # a linear loss: d loss / d logits = w
-    # Each rank runs its half of the rows; FSDP averages the ranks' gradients, so the one-rank loss is the mean of
-    # the two halves' losses.
+    # Each rank runs its half of the rows; the ranks' gradients, scaled as the worker scales them, are the sum of the
+    # two halves' gradients: the one-rank gradient of the whole batch.
+    scale = sum_scale(cpu, WORLD)
     _, logits = model(ids[rank::WORLD], with_logits=True)
     (logits * w[rank::WORLD]).sum().backward()
     _, ref_logits = ref(ids, with_logits=True)
-    ((ref_logits * w).sum() / WORLD).backward()
+    (ref_logits * w).sum().backward()
 
     out = torch.tensor([_max_diff(logits, ref_logits[rank::WORLD])])
     dist.all_reduce(out, op=dist.ReduceOp.MAX)
     ref_params = dict(ref.named_parameters())
     grad_worst, grad_rel = "", 0.0
     for name, p in model.named_parameters():  # full() is a collective: every rank walks the same names in order
-        gf, gr = full(p.grad), ref_params[name].grad
+        gf, gr = full(p.grad) * scale, ref_params[name].grad
         rel = _max_diff(gf, gr) / (float(gr.abs().max()) + 1e-12)
         if rel > grad_rel:
             grad_worst, grad_rel = name, rel
     if rank == 0:
         log(f"outputs max diff {float(out):.2e}; gradients max relative diff {grad_rel:.2e} ({grad_worst})")
 
+    for p in model.parameters():
+        p.grad.mul_(scale)  # the worker's sync_grads
     for m in (model, ref):
         torch.optim.AdamW(m.parameters(), lr=LR, weight_decay=0.01).step()
     step_diff = 0.0
@@ -99,7 +104,7 @@ def _rank(rank, tmp, ckpt):
         log(f"gathered checkpoint read back: max diff to the one-rank weights {ckpt_diff:.2e}")
         tol = {"outputs": 1e-4, "gradientsRelative": 1e-3, "step": 0.25 * LR, "checkpoint": 0.25 * LR}
         result = {
-            "ranks": WORLD, "backend": "gloo", "device": "cpu", "torch": torch.__version__,
+            "ranks": WORLD, "backend": "gloo", "sumScale": scale, "device": "cpu", "torch": torch.__version__,
             "outputsMaxDiff": float(out), "gradientsMaxRelDiff": grad_rel, "gradientsWorst": grad_worst,
             "stepMaxDiff": step_diff, "checkpointMaxDiff": ckpt_diff, "tolerances": tol,
             "passed": float(out) < tol["outputs"] and grad_rel < tol["gradientsRelative"] and step_diff < tol["step"] and ckpt_diff < tol["checkpoint"],

@@ -16,6 +16,7 @@ class Dist:
         self.local_rank = int(os.environ.get("LOCAL_RANK", "0"))
         self.device = torch.device("cpu")
         self.sharded = False
+        self.sum_scale = 1  # FSDP's reduce-scattered gradients times this are the sum over ranks (fsdp.sum_scale)
 
     def init(self, device):
         from .fsdp import wanted
@@ -25,9 +26,20 @@ class Dist:
         if self.world > 1:
             import torch.distributed as dist
 
+            import importlib
+
+            from .launch import mend_tcp_store
+
+            rendezvous = importlib.import_module("torch.distributed.rendezvous")  # the module (the package's attribute is a function)
+            if hasattr(rendezvous, "TCPStore"):
+                mend_tcp_store(rendezvous)  # torch built without libuv (launch.py)
             if device.type == "cuda":  # NCCL and FSDP's default device mesh use the current device: this rank's GPU
                 torch.cuda.set_device(device)
             dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+            if self.sharded:
+                from .fsdp import sum_scale
+
+                self.sum_scale = sum_scale(device, self.world)
 
     def max_int(self, n):
         """The largest `n` over ranks."""
@@ -75,14 +87,14 @@ class Dist:
 
     def sync_grads(self, named):
         """Sum the gradients over ranks; a parameter keeps no gradient only when no rank has one (as on one rank).
-        FSDP-sharded ones arrive reduce-scattered as the mean over ranks: scaled to the sum."""
+        FSDP-sharded ones arrive reduce-scattered (as the mean over ranks on NCCL): scaled to the sum (fsdp.sum_scale)."""
         if self.world == 1:
             return
         from .fsdp import is_sharded, local
 
         for _, p in named:
             if is_sharded(p) and p.grad is not None:
-                local(p.grad).mul_(self.world)
+                local(p.grad).mul_(self.sum_scale)
         named = [(n, p) for n, p in named if not is_sharded(p)]
         has = torch.tensor([0.0 if p.grad is None else 1.0 for _, p in named])
         has = self.sum_(has)

@@ -1,7 +1,8 @@
 """FSDP2 sharding of the worker's models over CUDA ranks (torch >= 2.4, `fully_shard`): each decoder layer is one
 shard group, the root (embeddings, final norm, head) another; ranks then hold 1/N of the weights, gradients and AdamW
 state. Helpers here turn sharded tensors (DTensors) into local shards and full tensors for the optimizer, checkpoints
-and the rollout copy. NOT RUN ON A GPU YET (Debian's torch 1.13 has no fully_shard): see docs/gpu.md's Status.
+and the rollout copy. RAGEN_TORCH_FSDP=all shards CPU (gloo) ranks too, which is how it is tested without GPUs
+(src/engine/torch-dp.test.ts, torch >= 2.7); NOT RUN ON GPUs YET: see docs/gpu.md's Status.
 """
 import importlib
 import os
@@ -21,12 +22,23 @@ def fully_shard_api():
     return None
 
 
+def cpu_supported():
+    """Whether this torch's FSDP2 runs on CPU ranks (gloo): torch >= 2.7, whose CPU streams have the event calls
+    FSDP2 makes. torch 2.4-2.6 fail there."""
+    return fully_shard_api() is not None and hasattr(torch.cpu.Stream, "record_event")
+
+
 def wanted(device, world):
-    """Shard when several CUDA ranks run, torch has fully_shard, and RAGEN_TORCH_FSDP is not 0."""
+    """Shard when several ranks run, torch has fully_shard and RAGEN_TORCH_FSDP asks for it: 1 (the default) on CUDA
+    ranks, `all` on CPU ranks too (gloo; to run the sharded path without GPUs), 0 never."""
     flag = os.environ.get("RAGEN_TORCH_FSDP", "1")
-    if flag not in ("0", "1"):
-        raise RuntimeError(f"RAGEN_TORCH_FSDP=`{flag}`: use 1 (shard with FSDP2 on several CUDA ranks, the default) or 0 (every rank holds the whole model)")
-    return world > 1 and device.type == "cuda" and flag == "1" and fully_shard_api() is not None
+    if flag not in ("0", "1", "all"):
+        raise RuntimeError(f"RAGEN_TORCH_FSDP=`{flag}`: use 1 (shard with FSDP2 on several CUDA ranks, the default), all (on CPU ranks too) or 0 (every rank holds the whole model)")
+    if world == 1 or flag == "0":
+        return False
+    if flag == "all" and not cpu_supported():
+        raise RuntimeError(f"RAGEN_TORCH_FSDP=all: torch {torch.__version__} cannot run FSDP2 on CPU ranks (torch >= 2.7 can); use RAGEN_TORCH_FSDP=1 (shard CUDA ranks where torch has FSDP2) or 0")
+    return fully_shard_api() is not None and (device.type == "cuda" or flag == "all")
 
 
 def shard(model):
@@ -37,6 +49,20 @@ def shard(model):
         fully_shard(layer)
     fully_shard(model)
     return model
+
+
+def sum_scale(device, world):
+    """The factor that turns FSDP's reduce-scattered gradients into their sum over ranks: `world` where FSDP averages
+    them (it asks the collective for ReduceOp.AVG, which NCCL computes), 1 where the backend sums instead (gloo on
+    torch 2.6 takes AVG as SUM without a word). Measured, not assumed: a one-weight-per-rank module sharded like the
+    models, whose gradient is 1 on every rank, reads back as 1 (mean) or `world` (sum). Every rank must join."""
+    probe = torch.nn.Linear(1, world, bias=False).to(device)
+    fully_shard_api()(probe)
+    probe(torch.ones(1, 1, device=device)).sum().backward()
+    got = float(full(probe.weight.grad).float().mean())
+    if abs(got - 1) > 1e-3 and abs(got - world) > 1e-3:
+        raise RuntimeError(f"FSDP's gradient reduction gave {got} for a gradient of 1 on each of {world} ranks (expected 1 or {world})")
+    return world if abs(got - 1) <= 1e-3 else 1
 
 
 def reshard(model):

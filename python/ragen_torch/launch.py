@@ -5,7 +5,11 @@ It is PyTorch's own launcher (torch.distributed.run, in this process) with two a
   between its blocking calls), and the workers, which die with their parent (worker.py), know it as that parent;
 - on torch < 2.0 under Python >= 3.11 (Debian's python3-torch 1.13), torchrun's parser of `--redirects` and `--tee`
   returns None for "0" (Python 3.11 no longer iterates the zero flag of an IntFlag) and every launch crashes; the
-  parser is mended here. Newer torch needs nothing: plain `torchrun` with the same arguments works as well.
+  parser is mended here;
+- on torch >= 2.4 built without libuv (Debian's python3-torch 2.6), torchrun's static rendezvous asks TCPStore for
+  its libuv backend, which such builds refuse, and every launch crashes; the store falls back to the classic backend
+  here, and in the ranks' own stores (dist.py).
+Other torch builds need nothing: plain `torchrun` with the same arguments works as well.
 """
 import ctypes
 import os
@@ -26,6 +30,24 @@ def mend_std_parser():
     api.Std.from_str = classmethod(from_str)
 
 
+def mend_tcp_store(module):
+    """Let `module`'s TCPStore fall back to the classic backend where torch was built without libuv."""
+    Store = module.TCPStore
+    if getattr(Store, "mended", False):
+        return
+
+    def store(*args, **kwargs):
+        try:
+            return Store(*args, **kwargs)
+        except RuntimeError as e:
+            if "libuv" not in str(e) or "use_libuv" in kwargs and not kwargs["use_libuv"]:
+                raise
+            return Store(*args, **dict(kwargs, use_libuv=False))
+
+    store.mended = True
+    module.TCPStore = store
+
+
 def main(argv=None):
     try:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
@@ -36,6 +58,12 @@ def main(argv=None):
         os._exit(1)  # the parent is already gone
     os.environ["RAGEN_PARENT_PID"] = str(os.getpid())
     mend_std_parser()
+    try:
+        from torch.distributed.elastic.rendezvous import static_tcp_rendezvous
+    except ImportError:
+        static_tcp_rendezvous = None
+    if static_tcp_rendezvous is not None and hasattr(static_tcp_rendezvous, "TCPStore"):
+        mend_tcp_store(static_tcp_rendezvous)
     from torch.distributed import run
 
     run.main(sys.argv[1:] if argv is None else argv)

@@ -169,8 +169,8 @@ class Worker:
 
     def grad_sum(self, p):
         """A parameter's gradient summed over ranks (every rank joins the same collectives, gradient or not)."""
-        if is_sharded(p):  # reduce-scattered as the mean over ranks; FSDP gives every rank a gradient or none
-            return torch.zeros(p.shape) if p.grad is None else full(p.grad.detach()).float().cpu() * self.dist.world
+        if is_sharded(p):  # reduce-scattered (fsdp.sum_scale); FSDP gives every rank a gradient or none
+            return torch.zeros(p.shape) if p.grad is None else full(p.grad.detach()).float().cpu() * self.dist.sum_scale
         return self.dist.sum_((p.grad if p.grad is not None else torch.zeros_like(p)).detach().float().clone()).cpu()
 
     def save(self, h):
@@ -283,7 +283,7 @@ def main(argv=None):
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     pids = dist.gather(os.getpid())
     if lead:
-        write_frame(out, dict(hello, ok=True, pids=pids, device=str(device), deviceName=name, precision=precision, sdpa=hasattr(torch.nn.functional, "scaled_dot_product_attention")))
+        write_frame(out, dict(hello, ok=True, pids=pids, device=str(device), deviceName=name, precision=precision, sharded=dist.sharded, sdpa=hasattr(torch.nn.functional, "scaled_dot_product_attention")))
     worker = Worker(device, autocast, args.token_budget, dist)
     stdin = sys.stdin.buffer
     while True:

@@ -1,18 +1,38 @@
 // Data parallel in the torch worker, launched with torchrun: two gloo ranks on one node, and two "nodes" of one rank
 // each (node 1 started with the command the engine prints for it), on the same global batch give the outputs,
 // gradients and weights of one rank (each rank takes half the rows; gradients are summed across ranks); a rank that
-// dies is reported, and no process outlives the engine.
-import { spawn } from 'node:child_process';
+// dies is reported, and no process outlives the engine. The same with the models sharded by FSDP2 over two CPU ranks
+// (RAGEN_TORCH_FSDP=all), where the interpreter's torch can (>= 2.7; Debian's 1.13 cannot, and refuses by name).
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, Rng } from '../util/index.js';
 import { sequenceBatch } from './batch.js';
 import { TorchEngine } from './torch.js';
 import { torchPythonForTests } from './torch-testing.js';
+import { workerPackageDir } from './torch-worker.js';
 import type { ForwardResult, OutputGradients } from './types.js';
 
 const python = torchPythonForTests();
 const TINY = join(import.meta.dirname, '../../models/ragen-tiny');
+/** Whether the interpreter's torch runs FSDP2 on CPU ranks (python/ragen_torch/fsdp.py's cpu_supported). */
+const fsdpOnCpu =
+  python !== null &&
+  spawnSync(python, ['-c', 'from ragen_torch.fsdp import cpu_supported; print(cpu_supported())'], { encoding: 'utf8', env: { ...process.env, PYTHONPATH: workerPackageDir() } }).stdout.trim() === 'True';
+
+/** Start an engine whose worker sees RAGEN_TORCH_FSDP=`flag` (read once, at its start). */
+async function withFsdp(flag: string, start: () => Promise<TorchEngine>): Promise<TorchEngine> {
+  const before = process.env.RAGEN_TORCH_FSDP;
+  process.env.RAGEN_TORCH_FSDP = flag;
+  try {
+    return await start();
+  } finally {
+    if (before === undefined) delete process.env.RAGEN_TORCH_FSDP;
+    else process.env.RAGEN_TORCH_FSDP = before;
+  }
+}
 
 function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
   expect(a.length).toBe(b.length);
@@ -25,9 +45,56 @@ const maxAbs = (a: ArrayLike<number>) => maxAbsDiff(a, new Float32Array(a.length
 
 function grads(out: ForwardResult): OutputGradients {
   const rng = new Rng(8);
-  return { logprobs: out.logprobs.map(() => rng.random() - 0.5), values: out.values!.map(() => rng.random() - 0.5) };
+  return { logprobs: out.logprobs.map(() => rng.random() - 0.5), ...(out.values ? { values: out.values.map(() => rng.random() - 0.5) } : {}) };
 }
 
+
+function testBatch() {
+  const rng = new Rng(4);
+  return sequenceBatch(Array.from({ length: 5 }, (_, b) => Array.from({ length: 4 + 3 * b }, () => Math.floor(rng.random() * 1000))));
+}
+
+/** Backward passes of the test batch for the policy and the critic (`shared`: one pass; `separate`: two). */
+async function backwardBoth(e: TorchEngine, critic: 'shared' | 'separate') {
+  const batch = testBatch();
+  await e.backward(batch, { role: 'policy', values: critic === 'shared' }, grads);
+  if (critic === 'separate') await e.backward(batch, { role: 'critic' }, grads);
+}
+
+/** Each of `many` (several ranks) gives `one`'s outputs, gradients of both roles (1e-4 relative), optimizer step,
+ * weights after it and greedy samples, from the same weights. Leaves every engine one policy step further. */
+async function expectSameAsOneRank(one: TorchEngine, many: TorchEngine[], names: string[], critic: 'shared' | 'separate') {
+  const batch = testBatch();
+  const roles = ['policy', 'critic'] as const;
+  const a = await one.forward(batch, { role: 'policy', entropy: true });
+  await backwardBoth(one, critic);
+  const settings = { lr: 1e-3, maxGradNorm: 1 };
+  const g1 = new Map<string, Map<string, Float32Array>>();
+  for (const role of roles) g1.set(role, await one.tensors(role, 'grad'));
+  const s1 = await one.optimizerStep('policy', settings);
+  const w1 = await one.tensors('policy');
+  const prompts = [[1, 2, 3], [40, 41], [7], [9, 10, 11, 12]];
+  const greedy = { maxNewTokens: 6, temperature: 0, seed: 0 };
+  const samples = (await one.generate(prompts, greedy)).map((g) => g.tokens);
+  for (const [k, two] of many.entries()) {
+    const what = names[k]!;
+    const b = await two.forward(batch, { role: 'policy', entropy: true });
+    expect(maxAbsDiff(a.logprobs, b.logprobs), what).toBeLessThan(1e-5);
+    expect(maxAbsDiff(a.entropy!, b.entropy!), what).toBeLessThan(1e-5);
+    await backwardBoth(two, critic);
+    for (const role of roles) {
+      const g2 = await two.tensors(role, 'grad');
+      expect([...g2.keys()]).toEqual([...g1.get(role)!.keys()]);
+      for (const [n, g] of g1.get(role)!) expect(maxAbsDiff(g2.get(n)!, g), `${what}: ${n}`).toBeLessThanOrEqual(1e-4 * maxAbs(g) + 1e-8);
+      expect(Math.max(...[...g1.get(role)!.values()].map(maxAbs))).toBeGreaterThan(0);
+    }
+    const s2 = await two.optimizerStep('policy', settings);
+    expect(Math.abs(s1.gradNorm - s2.gradNorm), what).toBeLessThan(1e-4 * s1.gradNorm);
+    const w2 = await two.tensors('policy');
+    for (const [n, w] of w1) expect(maxAbsDiff(w2.get(n)!, w), `${what}: ${n}`).toBeLessThan(0.25 * settings.lr); // see torch.test.ts on Adam
+    expect((await two.generate(prompts, greedy)).map((g) => g.tokens), what).toEqual(samples);
+  }
+}
 
 const alive = (pid: number) => {
   try {
@@ -45,8 +112,7 @@ async function gone(pids: number[], withinMs = 10_000): Promise<boolean> {
 
 describe.skipIf(!python)('TorchEngine with two data-parallel ranks (torchrun, gloo)', () => {
   const engines: TorchEngine[] = [];
-  const rng = new Rng(4);
-  const batch = sequenceBatch(Array.from({ length: 5 }, (_, b) => Array.from({ length: 4 + 3 * b }, () => Math.floor(rng.random() * 1000))));
+  const batch = testBatch();
   const opts = { python: python!, device: 'cpu', critic: 'shared', lora: { r: 4, alpha: 8 }, echoStderr: false } as const;
   beforeAll(async () => {
     engines.push(await TorchEngine.fromPretrained(TINY, { ...opts, ranks: 1 }));
@@ -71,34 +137,8 @@ describe.skipIf(!python)('TorchEngine with two data-parallel ranks (torchrun, gl
 
   it('equals one rank: outputs, gradients (1e-4 relative), the step and the weights after it, greedy samples', async () => {
     const [one, ...many] = engines as [TorchEngine, TorchEngine, TorchEngine];
-    expect(many.map((e) => e.info.ranks)).toEqual([2, 2]);
-    const a = await one.forward(batch, { role: 'policy', entropy: true });
-    await one.backward(batch, { role: 'policy', values: true }, grads);
-    const settings = { lr: 1e-3, maxGradNorm: 1 };
-    const g1 = { policy: await one.tensors('policy', 'grad'), critic: await one.tensors('critic', 'grad') };
-    const s1 = await one.optimizerStep('policy', settings);
-    const w1 = await one.tensors('policy');
-    const prompts = [[1, 2, 3], [40, 41], [7], [9, 10, 11, 12]];
-    const greedy = { maxNewTokens: 6, temperature: 0, seed: 0 };
-    const samples = (await one.generate(prompts, greedy)).map((g) => g.tokens);
-    for (const [k, two] of many.entries()) {
-      const what = k === 0 ? '2 ranks on one node' : '2 nodes';
-      const b = await two.forward(batch, { role: 'policy', entropy: true });
-      expect(maxAbsDiff(a.logprobs, b.logprobs), what).toBeLessThan(1e-5);
-      expect(maxAbsDiff(a.entropy!, b.entropy!), what).toBeLessThan(1e-5);
-      await two.backward(batch, { role: 'policy', values: true }, grads);
-      for (const role of ['policy', 'critic'] as const) {
-        const g2 = await two.tensors(role, 'grad');
-        expect([...g2.keys()]).toEqual([...g1[role].keys()]);
-        for (const [n, g] of g1[role]) expect(maxAbsDiff(g2.get(n)!, g), `${what}: ${n}`).toBeLessThanOrEqual(1e-4 * maxAbs(g) + 1e-8);
-        expect(Math.max(...[...g1[role].values()].map(maxAbs))).toBeGreaterThan(0);
-      }
-      const s2 = await two.optimizerStep('policy', settings);
-      expect(Math.abs(s1.gradNorm - s2.gradNorm), what).toBeLessThan(1e-4 * s1.gradNorm);
-      const w2 = await two.tensors('policy');
-      for (const [n, w] of w1) expect(maxAbsDiff(w2.get(n)!, w), `${what}: ${n}`).toBeLessThan(0.25 * settings.lr); // see torch.test.ts on Adam
-      expect((await two.generate(prompts, greedy)).map((g) => g.tokens), what).toEqual(samples);
-    }
+    expect(many.map((e) => [e.info.ranks, e.info.sharded])).toEqual([[2, false], [2, false]]);
+    await expectSameAsOneRank(one, many, ['2 ranks on one node', '2 nodes'], 'shared');
   }, 90_000);
 
   it('node 1 ends when node 0 is disposed', async () => {
@@ -129,5 +169,64 @@ describe.skipIf(!python)('TorchEngine with two data-parallel ranks (torchrun, gl
     expect(pids.every(alive)).toBe(true);
     node.kill('SIGKILL');
     expect(await gone(pids)).toBe(true);
+  }, 60_000);
+});
+
+describe.runIf(fsdpOnCpu)('TorchEngine with the models sharded by FSDP2 over two CPU ranks (RAGEN_TORCH_FSDP=all)', () => {
+  const engines: TorchEngine[] = [];
+  const dir = mkdtempSync(join(tmpdir(), 'ragen-fsdp-'));
+  const start = async (opts: Parameters<typeof TorchEngine.fromPretrained>[1], path = TINY, ranks = 1) => {
+    const e = await withFsdp('all', () => TorchEngine.fromPretrained(path, { ...opts, python: python!, device: 'cpu', echoStderr: false, ranks }));
+    engines.push(e);
+    expect(e.info.sharded).toBe(ranks > 1);
+    return e;
+  };
+  afterAll(() => {
+    engines.forEach((e) => e.dispose());
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('LoRA with a shared critic: equals one rank (outputs, gradients, the step, weights, greedy samples)', async () => {
+    const opts = { critic: 'shared', lora: { r: 4, alpha: 8 } } as const;
+    await expectSameAsOneRank(await start(opts), [await start(opts, TINY, 2)], ['FSDP2, LoRA'], 'shared');
+  }, 90_000);
+
+  it('a full fine-tune with a separate critic and a reference: equals one rank; its checkpoint and optimizer state, written whole, resume on one rank exactly (and one rank\'s on the shards)', async () => {
+    const opts = { critic: 'separate', reference: true } as const;
+    const [one, two] = [await start(opts), await start(opts, TINY, 2)];
+    await expectSameAsOneRank(one, [two], ['FSDP2, full fine-tune'], 'separate');
+    const batch = testBatch();
+    const [r1, r2] = [await one.forward(batch, { role: 'reference' }), await two.forward(batch, { role: 'reference' })];
+    expect(maxAbsDiff(r1.logprobs, r2.logprobs)).toBeLessThan(1e-5);
+    await one.save(join(dir, 'one'), { optimizer: true });
+    await two.save(join(dir, 'two'), { optimizer: true });
+    // The sharded ranks' checkpoint loads on one rank, and one rank's on the shards; a step from each equals one more
+    // step of the engine that wrote it.
+    const fromTwo = await start(opts, join(dir, 'two'));
+    const fromOne = await start(opts, join(dir, 'one'), 2);
+    const w = await two.tensors('policy');
+    for (const [n, t] of await fromTwo.tensors('policy')) expect(maxAbsDiff(t, w.get(n)!), n).toBeLessThan(1e-6);
+    await fromTwo.loadOptimizer(join(dir, 'two'));
+    await fromOne.loadOptimizer(join(dir, 'one'));
+    const settings = { lr: 1e-3, maxGradNorm: 1 };
+    for (const e of [one, two, fromTwo, fromOne]) {
+      await backwardBoth(e, 'separate');
+      await e.optimizerStep('policy', settings);
+      await e.optimizerStep('critic', settings);
+    }
+    for (const role of ['policy', 'critic'] as const) {
+      const [a, b, c, d] = await Promise.all([one, two, fromTwo, fromOne].map((e) => e.tensors(role)));
+      for (const [n, t] of a!) {
+        expect(maxAbsDiff(c!.get(n)!, b!.get(n)!), `resumed on one rank: ${n}`).toBeLessThan(1e-5);
+        expect(maxAbsDiff(d!.get(n)!, t), `resumed on the shards: ${n}`).toBeLessThan(1e-5);
+      }
+    }
+  }, 180_000);
+});
+
+describe.runIf(python !== null && !fsdpOnCpu)('RAGEN_TORCH_FSDP=all on a torch that cannot shard CPU ranks', () => {
+  it('is refused at start, naming the torch version and the fix', async () => {
+    const started = withFsdp('all', () => TorchEngine.fromPretrained(TINY, { python: python!, device: 'cpu', echoStderr: false, ranks: 2 }));
+    await expect(started).rejects.toThrow(/RAGEN_TORCH_FSDP=all: torch \S+ cannot run FSDP2 on CPU ranks \(torch >= 2\.7 can\); use RAGEN_TORCH_FSDP=1/);
   }, 60_000);
 });

@@ -58,6 +58,8 @@ export interface TorchHello {
   ranks: number;
   /** Every rank's process id, in rank order. */
   pids: number[];
+  /** Whether the ranks shard the models with FSDP2 (python/ragen_torch/fsdp.py) rather than each holding them whole. */
+  sharded: boolean;
 }
 
 /** A failure of the worker process itself (not of a request it answered). */
