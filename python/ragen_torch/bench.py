@@ -16,7 +16,6 @@ import torch
 from . import packing
 from .dist import Dist
 from .generate import generate
-from .model import load_decoder
 from .optim import RoleOptimizer
 from .random_checkpoint import SHAPES, write_random_checkpoint
 from .roles import Roles
