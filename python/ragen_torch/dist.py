@@ -4,6 +4,7 @@ the per-token outputs and the gradients are summed across ranks (the surrogate i
 the ranks' gradients is the one-rank gradient); every rank then takes the same AdamW step. One rank: all no-ops.
 On several CUDA ranks the models are sharded with FSDP2 instead (fsdp.py): each rank then steps its own shard.
 """
+import importlib
 import os
 
 import torch
@@ -26,13 +27,10 @@ class Dist:
         if self.world > 1:
             import torch.distributed as dist
 
-            import importlib
+            if os.environ.get("RAGEN_TORCH_NO_LIBUV") == "1":  # set by launch.py: torch was built without libuv
+                from .launch import mend_tcp_store
 
-            from .launch import mend_tcp_store
-
-            rendezvous = importlib.import_module("torch.distributed.rendezvous")  # the module (the package's attribute is a function)
-            if hasattr(rendezvous, "TCPStore"):
-                mend_tcp_store(rendezvous)  # torch built without libuv (launch.py)
+                mend_tcp_store(importlib.import_module("torch.distributed.rendezvous"))  # the module, not the function
             if device.type == "cuda":  # NCCL and FSDP's default device mesh use the current device: this rank's GPU
                 torch.cuda.set_device(device)
             dist.init_process_group("nccl" if device.type == "cuda" else "gloo")

@@ -30,19 +30,30 @@ def mend_std_parser():
     api.Std.from_str = classmethod(from_str)
 
 
+def libuv_missing():
+    """Whether this torch asks TCPStore for libuv by default but was built without it (a master store on a free port
+    is asked for it once: torch < 2.4 has no such argument, builds with libuv start it)."""
+    from datetime import timedelta
+
+    from torch.distributed import TCPStore
+
+    try:
+        TCPStore("127.0.0.1", 0, 1, True, timedelta(seconds=5), wait_for_workers=False, use_libuv=True)
+    except TypeError:
+        return False
+    except RuntimeError as e:
+        return "libuv" in str(e)
+    return False
+
+
 def mend_tcp_store(module):
-    """Let `module`'s TCPStore fall back to the classic backend where torch was built without libuv."""
+    """Have `module`'s TCPStore use the classic backend, on a torch built without libuv (libuv_missing)."""
     Store = module.TCPStore
     if getattr(Store, "mended", False):
         return
 
     def store(*args, **kwargs):
-        try:
-            return Store(*args, **kwargs)
-        except RuntimeError as e:
-            if "libuv" not in str(e) or "use_libuv" in kwargs and not kwargs["use_libuv"]:
-                raise
-            return Store(*args, **dict(kwargs, use_libuv=False))
+        return Store(*args, **dict(kwargs, use_libuv=False))
 
     store.mended = True
     module.TCPStore = store
@@ -58,12 +69,11 @@ def main(argv=None):
         os._exit(1)  # the parent is already gone
     os.environ["RAGEN_PARENT_PID"] = str(os.getpid())
     mend_std_parser()
-    try:
+    if libuv_missing():
         from torch.distributed.elastic.rendezvous import static_tcp_rendezvous
-    except ImportError:
-        static_tcp_rendezvous = None
-    if static_tcp_rendezvous is not None and hasattr(static_tcp_rendezvous, "TCPStore"):
+
         mend_tcp_store(static_tcp_rendezvous)
+        os.environ["RAGEN_TORCH_NO_LIBUV"] = "1"  # the ranks' stores too (dist.py), without asking again
     from torch.distributed import run
 
     run.main(sys.argv[1:] if argv is None else argv)
