@@ -1,6 +1,6 @@
 // The torch worker's failure modes: garbage on stdout, a hang past the timeout, kill -9 mid-request, a Python
 // exception, and the parent dying (the worker must not outlive it). Each must end in a clear error, never a hang.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { RagenError } from '../util/index.js';
 import { sequenceBatch } from './batch.js';
 import { TorchEngine } from './torch.js';
-import { TorchRequestError, TorchWorker } from './torch-worker.js';
+import { TorchRequestError, TorchWorker, workerPackageDir } from './torch-worker.js';
 import { torchPythonForTests } from './torch-testing.js';
 
 const python = torchPythonForTests();
@@ -132,6 +132,19 @@ console.log('PID ' + w.pid); setInterval(() => {}, 1000);`;
     const cuda = await TorchWorker.start({ python: python!, device: 'cuda', echoStderr: false }).then((w) => { w.close(0); return w.info.device; }, (e: Error) => e.message);
     expect(cuda).toMatch(/^cuda|torch .* sees no CUDA GPU.*use device cpu/);
   }, 60_000);
+
+  it("names the reference BLAS among the libraries torch mapped (Debian's python3-torch without OpenBLAS), and not OpenBLAS or MKL", () => {
+    const lines = {
+      reference: '7f1c2a000000-7f1c2a0a0000 r-xp 00012000 fe:01 123 /usr/lib/x86_64-linux-gnu/blas/libblas.so.3.12.1',
+      openblas: '7f1c2a000000-7f1c2a0a0000 r-xp 00012000 fe:01 123 /usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3',
+      mkl: '7f1c2a000000-7f1c2a0a0000 r-xp 00012000 fe:01 123 /venv/lib/python3.12/site-packages/torch/lib/libmkl_core.so',
+      anonymous: '7f1c2a000000-7f1c2a0a0000 rw-p 00000000 00:00 0',
+    };
+    const script = 'import json, sys\nfrom ragen_torch.worker import reference_blas\nprint(json.dumps({k: reference_blas(v) for k, v in json.loads(sys.argv[1]).items()}))';
+    const r = spawnSync(python!, ['-c', script, JSON.stringify(lines)], { encoding: 'utf8', env: { ...process.env, PYTHONPATH: workerPackageDir() } });
+    expect(r.status, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({ reference: '/usr/lib/x86_64-linux-gnu/blas/libblas.so.3.12.1', openblas: null, mkl: null, anonymous: null });
+  }, 30_000);
 
   it('gives the same outputs and gradients with a small token budget (many chunks) and gradient checkpointing as without', async () => {
     const batch = sequenceBatch([[1, 2, 3, 4, 5, 6, 7, 8, 9, 10], [11, 12, 13], [14, 15, 16, 17, 18, 19], [20, 21]]);
