@@ -222,6 +222,18 @@ describe.runIf(fsdpOnCpu)('TorchEngine with the models sharded by FSDP2 over two
       }
     }
   }, 180_000);
+
+  it('bf16 (autocast, the GPU default): a full fine-tune equals one rank; LoRA stays within bf16 noise of float32 (one rank stores its frozen base in bf16, the shards keep float32)', async () => {
+    const batch = testBatch();
+    const logprobs = async (e: TorchEngine) => (await e.forward(batch, { role: 'policy' })).logprobs;
+    const full = { critic: 'separate', reference: true, precision: 'bfloat16' } as const;
+    const [one, two] = [await start(full), await start(full, TINY, 2)];
+    expect(two.info.precision).toBe('bfloat16');
+    expect(maxAbsDiff(await logprobs(one), await logprobs(two))).toBeLessThan(1e-5);
+    const lora = { critic: 'shared', lora: { r: 4, alpha: 8 } } as const;
+    const [f32, sharded] = [await start({ ...lora, precision: 'float32' }), await start({ ...lora, precision: 'bfloat16' }, TINY, 2)];
+    expect(maxAbsDiff(await logprobs(f32), await logprobs(sharded))).toBeLessThan(0.25); // docs/gpu.md's bf16 tolerance
+  }, 120_000);
 });
 
 describe.runIf(python !== null && !fsdpOnCpu)('RAGEN_TORCH_FSDP=all on a torch that cannot shard CPU ranks', () => {
