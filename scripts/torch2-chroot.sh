@@ -20,7 +20,7 @@ share=$(dirname "$project") # bound at the same path inside, so that paths in re
 
 command -v debootstrap >/dev/null || { apt-get update -qq && apt-get install -y -qq debootstrap; }
 [ -x "$root/usr/bin/python3" ] || debootstrap --variant=minbase trixie "$root" http://deb.debian.org/debian
-for d in /proc /dev /sys /tmp "$share"; do
+for d in /proc /dev /sys /tmp "${TMPDIR:-/tmp}" "$share"; do
   mkdir -p "$root$d"
   mountpoint -q "$root$d" || mount --bind "$d" "$root$d"
 done
