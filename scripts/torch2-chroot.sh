@@ -11,16 +11,16 @@
 # and all-gathers that keep the gathered parameters' autograd version counters. Both are patched into the chroot's
 # copy of torch here (the chroot's only), so that src/engine/torch-dp.test.ts's FSDP2 tests run; without the patches
 # they are skipped and the refusal of RAGEN_TORCH_FSDP=all is tested instead. Run as root (debootstrap, chroot,
-# bind mounts); the bind mounts of /proc, /dev, /tmp and the project's parent folder do not survive a reboot: run the
+# bind mounts); the bind mounts of /proc, /dev, /tmp and the project's folder do not survive a reboot: run the
 # script again to restore them (it skips what is done).
 set -eu
 root=${1:?usage: sh scripts/torch2-chroot.sh <folder for the chroot>}
 project=$(cd "$(dirname "$0")/.." && pwd)
-share=$(dirname "$project") # bound at the same path inside, so that paths in requests mean the same thing
+# The project, /tmp and $TMPDIR are bound at the same paths inside, so that paths in requests mean the same thing.
 
 command -v debootstrap >/dev/null || { apt-get update -qq && apt-get install -y -qq debootstrap; }
 [ -x "$root/usr/bin/python3" ] || debootstrap --variant=minbase trixie "$root" http://deb.debian.org/debian
-for d in /proc /dev /sys /tmp "${TMPDIR:-/tmp}" "$share"; do
+for d in /proc /dev /sys /tmp "${TMPDIR:-/tmp}" "$project"; do
   mkdir -p "$root$d"
   mountpoint -q "$root$d" || mount --bind "$d" "$root$d"
 done
