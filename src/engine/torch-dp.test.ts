@@ -138,6 +138,7 @@ describe.skipIf(!python)('TorchEngine with two data-parallel ranks (torchrun, gl
   it('equals one rank: outputs, gradients (1e-4 relative), the step and the weights after it, greedy samples', async () => {
     const [one, ...many] = engines as [TorchEngine, TorchEngine, TorchEngine];
     expect(many.map((e) => [e.info.ranks, e.info.sharded])).toEqual([[2, false], [2, false]]);
+    expect(many[0]!.describe()).toMatch(/^torch engine: torch \S+ on cpu, float32, 2 ranks each holding the whole model$/);
     await expectSameAsOneRank(one, many, ['2 ranks on one node', '2 nodes'], 'shared');
   }, 90_000);
 
@@ -179,6 +180,7 @@ describe.runIf(fsdpOnCpu)('TorchEngine with the models sharded by FSDP2 over two
     const e = await withFsdp('all', () => TorchEngine.fromPretrained(path, { ...opts, python: python!, device: 'cpu', echoStderr: false, ranks }));
     engines.push(e);
     expect(e.info.sharded).toBe(ranks > 1);
+    if (ranks > 1) expect(e.describe()).toMatch(/, 2 ranks sharding the models with FSDP2$/);
     return e;
   };
   afterAll(() => {

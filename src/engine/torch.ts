@@ -90,6 +90,14 @@ export class TorchEngine implements TrainableEngine {
     return this.worker.info;
   }
 
+  /** One line for the run's console: torch's version, the device, the precision and how the ranks hold the models. */
+  describe(): string {
+    const i = this.info;
+    const device = i.deviceName && i.deviceName !== i.device ? `${i.device} (${i.deviceName})` : i.device;
+    const ranks = i.ranks === 1 ? '' : `, ${i.ranks} ranks ${i.sharded ? 'sharding the models with FSDP2' : 'each holding the whole model'}`;
+    return `torch engine: torch ${i.torch}${i.cuda ? ` (CUDA ${i.cuda})` : ''} on ${device}, ${i.precision}${ranks}`;
+  }
+
   /** The worker's process id. */
   get pid(): number {
     return this.worker.pid;

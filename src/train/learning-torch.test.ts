@@ -20,8 +20,10 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 describe.skipIf(!python)('learning smoke test on the torch engine', () => {
   it('PPO (GAE, separate critic) with model.engine=torch raises greedy Bandit success by a clear margin within 6 steps', async () => {
     const config = loadConfig({ config: 'bandit-ppo', overrides: [`model.path=${MODEL}`, 'model.engine=torch', 'model.torch.device=cpu', `logging.runDir=${join(root, 'ppo')}`, ...SMOKE] });
-    const r = await train({ config });
+    const lines: string[] = [];
+    const r = await train({ config, sinks: [{ write() {}, message: (line: string) => lines.push(line) }] });
     expect(r.lastStep).toBe(6);
+    expect(lines.filter((l) => l.startsWith('torch engine:'))).toEqual([expect.stringMatching(/^torch engine: torch \S+ on cpu, float32$/)]); // the run says what runs it
     const row = r.summary.find((s) => s.tag === 'Bandit');
     expect(row?.before, 'validation before training').toBeTypeOf('number');
     expect(row!.after!, `Bandit val success ${row!.before} -> ${row!.after}`).toBeGreaterThanOrEqual(row!.before! + MARGIN);
