@@ -49,14 +49,7 @@ def libuv_missing():
 def mend_tcp_store(module):
     """Have `module`'s TCPStore use the classic backend, on a torch built without libuv (libuv_missing)."""
     Store = module.TCPStore
-    if getattr(Store, "mended", False):
-        return
-
-    def store(*args, **kwargs):
-        return Store(*args, **dict(kwargs, use_libuv=False))
-
-    store.mended = True
-    module.TCPStore = store
+    module.TCPStore = lambda *args, **kwargs: Store(*args, **dict(kwargs, use_libuv=False))
 
 
 def main(argv=None):

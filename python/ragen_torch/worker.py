@@ -226,8 +226,8 @@ def reference_blas(maps):
     """The netlib reference BLAS's path when this process mapped it (`maps`: /proc/self/maps's text), else None.
     Debian's python3-torch links libblas.so.3, which is that library unless OpenBLAS is installed: torch's CPU matrix
     products then run ~50x slower (a 512 x 512 product: 120 ms against 2.2 ms on this project's machine)."""
-    for line in maps.splitlines():
-        path = line.split()[-1] if len(line.split()) >= 6 else ""
+    for fields in map(str.split, maps.splitlines()):
+        path = fields[5] if len(fields) >= 6 else ""  # address, perms, offset, dev, inode, path
         if os.path.basename(path).startswith("libblas.so") and os.path.basename(os.path.dirname(path)) == "blas":
             return path
     return None
