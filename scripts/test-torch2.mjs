@@ -4,7 +4,7 @@
 // RAGEN_TORCH2_PYTHON (`sh scripts/torch2-chroot.sh <folder>` makes one; .ci/run does); skipped, and says so, without.
 import { spawnSync } from 'node:child_process';
 
-const FILES = ['src/engine/torch.test.ts', 'src/engine/torch-dp.test.ts', 'src/engine/torch-compile.test.ts'];
+const FILES = ['src/engine/torch.test.ts', 'src/engine/torch-dp.test.ts', 'src/engine/torch-fsdp.test.ts', 'src/engine/torch-compile.test.ts'];
 const python = process.env.RAGEN_TORCH2_PYTHON;
 
 if (!python) {

@@ -1,6 +1,8 @@
 // The parts of the torch worker's FSDP path (python/ragen_torch/fsdp.py) that run without FSDP, on the CPU: ranks
 // padded to the same number of passes with dummy chunks give the same outputs and gradients as unpadded, and the
-// rollout copy with LoRA merged gives the adapted model's logits. fully_shard itself needs torch >= 2.4 on CUDA.
+// rollout copy with LoRA merged gives the adapted model's logits. Also RAGEN_TORCH_FSDP's choices, the GPU check's
+// fsdp stage (two sharded CPU ranks where torch can, torch >= 2.7: the torch 2 lane) and the reference-BLAS warning.
+// The worker's own sharded path is src/engine/torch-dp.test.ts.
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
@@ -76,5 +78,52 @@ describe.runIf(python)('torch worker: FSDP logic on the CPU', () => {
     expect(res.grads).toBeLessThan(1e-6);
     expect(res.loraEffect).toBeGreaterThan(1e-3); // the adapters matter, so merging them is checked
     expect(res.merged).toBeLessThan(1e-4);
+  }, 60_000);
+
+  test('RAGEN_TORCH_FSDP: 1 shards CUDA ranks only, all CPU ranks too (or is refused where torch cannot), 0 never; a bad value names the choices', () => {
+    const script = [
+      'import json, os, torch',
+      'from ragen_torch.fsdp import cpu_supported, fully_shard_api, wanted',
+      'cpu, cuda, out = torch.device("cpu"), torch.device("cuda"), {}',
+      'for flag in ("1", "0", "all", "yes"):',
+      '    os.environ["RAGEN_TORCH_FSDP"] = flag',
+      '    for name, dev, world in (("cpu2", cpu, 2), ("cuda2", cuda, 2), ("cuda1", cuda, 1)):',
+      '        try:',
+      '            out[f"{flag} {name}"] = wanted(dev, world)',
+      '        except RuntimeError as e:',
+      '            out[f"{flag} {name}"] = str(e)',
+      'print(json.dumps({"out": out, "fsdp": fully_shard_api() is not None, "cpu": cpu_supported()}))',
+    ].join('\n');
+    const r = spawnSync(python!, ['-c', script], { encoding: 'utf8', env: { ...process.env, PYTHONPATH: workerPackageDir() }, timeout: 60_000 });
+    expect(r.status, r.stderr).toBe(0);
+    const { out, fsdp, cpu } = JSON.parse(r.stdout) as { out: Record<string, boolean | string>; fsdp: boolean; cpu: boolean };
+    expect([out['1 cpu2'], out['1 cuda2'], out['1 cuda1']]).toEqual([false, fsdp, false]);
+    expect([out['0 cpu2'], out['0 cuda2'], out['0 cuda1']]).toEqual([false, false, false]);
+    if (cpu) expect([out['all cpu2'], out['all cuda2'], out['all cuda1']]).toEqual([true, true, false]);
+    else expect(out['all cpu2']).toMatch(/^RAGEN_TORCH_FSDP=all: torch \S+ cannot run FSDP2 on CPU ranks \(torch >= 2\.7 can\); use RAGEN_TORCH_FSDP=1/);
+    for (const k of ['yes cpu2', 'yes cuda2', 'yes cuda1']) expect(out[k]).toMatch(/^RAGEN_TORCH_FSDP=`yes`: use 1 .*, all \(on CPU ranks too\) or 0/);
+  }, 60_000);
+
+  test("the GPU check's fsdp stage: two sharded CPU ranks = one rank, gradients scaled as the worker scales them; skipped by name where torch cannot shard CPU ranks", () => {
+    const r = spawnSync(python!, ['-m', 'ragen_torch.check', 'fsdp'], { encoding: 'utf8', env: { ...process.env, PYTHONPATH: workerPackageDir() }, timeout: 120_000 });
+    expect(r.status, r.stderr).toBe(0);
+    const res = JSON.parse(r.stdout.trim().split('\n').pop()!) as { skipped?: boolean; note?: string; passed?: boolean; sumScale?: number; gradientsMaxRelDiff?: number };
+    if (res.skipped) expect(res.note).toMatch(/^torch \d+\.\d+ (has no FSDP2|cannot run FSDP2 on CPU ranks \(torch >= 2\.7 can\))$/);
+    else {
+      expect(res.passed).toBe(true);
+      expect([1, 2]).toContain(res.sumScale);
+      expect(res.gradientsMaxRelDiff).toBeLessThan(1e-3);
+    }
+  }, 120_000);
+
+  test("the worker's warning about the reference BLAS: its path and the fix, on stderr", () => {
+    const script = [
+      'import io, ragen_torch.worker as w',
+      'w.open = lambda path, *a, **k: io.StringIO("7f00-7f10 r-xp 0 fe:01 9 /usr/lib/x86_64-linux-gnu/blas/libblas.so.3\\n") if path == "/proc/self/maps" else open(path, *a, **k)',
+      'w.warn_reference_blas()',
+    ].join('\n');
+    const r = spawnSync(python!, ['-c', script], { encoding: 'utf8', env: { ...process.env, PYTHONPATH: workerPackageDir() }, timeout: 60_000 });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/^\[ragen_torch\] torch's CPU matrix products run on the reference BLAS \(\/usr\/lib\/x86_64-linux-gnu\/blas\/libblas\.so\.3\), ~50x slower than OpenBLAS: install OpenBLAS \(Debian\/Ubuntu: apt-get install libopenblas0\)/);
   }, 60_000);
 });
