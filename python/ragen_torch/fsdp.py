@@ -28,16 +28,24 @@ def cpu_supported():
     return fully_shard_api() is not None and hasattr(torch.cpu.Stream, "record_event")
 
 
-def wanted(device, world):
-    """Shard when several ranks run, torch has fully_shard and RAGEN_TORCH_FSDP asks for it: 1 (the default) on CUDA
-    ranks, `all` on CPU ranks too (gloo; to run the sharded path without GPUs), 0 never."""
+def checked_flag(world):
+    """RAGEN_TORCH_FSDP's value, refused by name where it is not one of the three or asks `world` ranks of this torch
+    for what they cannot do. The launcher asks before it starts any rank, so a refusal is one message, not one per
+    rank."""
     flag = os.environ.get("RAGEN_TORCH_FSDP", "1")
     if flag not in ("0", "1", "all"):
         raise RuntimeError(f"RAGEN_TORCH_FSDP=`{flag}`: use 1 (shard with FSDP2 on several CUDA ranks, the default), all (on CPU ranks too) or 0 (every rank holds the whole model)")
+    if flag == "all" and world > 1 and not cpu_supported():
+        raise RuntimeError(f"RAGEN_TORCH_FSDP=all: torch {torch.__version__} cannot run FSDP2 on CPU ranks (torch >= 2.7 can); use RAGEN_TORCH_FSDP=1 (shard CUDA ranks where torch has FSDP2) or 0")
+    return flag
+
+
+def wanted(device, world):
+    """Shard when several ranks run, torch has fully_shard and RAGEN_TORCH_FSDP asks for it: 1 (the default) on CUDA
+    ranks, `all` on CPU ranks too (gloo; to run the sharded path without GPUs), 0 never."""
+    flag = checked_flag(world)
     if world == 1 or flag == "0":
         return False
-    if flag == "all" and not cpu_supported():
-        raise RuntimeError(f"RAGEN_TORCH_FSDP=all: torch {torch.__version__} cannot run FSDP2 on CPU ranks (torch >= 2.7 can); use RAGEN_TORCH_FSDP=1 (shard CUDA ranks where torch has FSDP2) or 0")
     return fully_shard_api() is not None and (device.type == "cuda" or flag == "all")
 
 

@@ -1,6 +1,6 @@
 """`torchrun` for the worker's data-parallel ranks: `python -m ragen_torch.launch <torchrun arguments>`.
 
-It is PyTorch's own launcher (torch.distributed.run, in this process) with two additions:
+It is PyTorch's own launcher (torch.distributed.run, in this process) with these additions:
 - the launcher dies with the process that started it (PR_SET_PDEATHSIG; SIGKILL, since torchrun handles SIGTERM only
   between its blocking calls), and the workers, which die with their parent (worker.py), know it as that parent;
 - on torch < 2.0 under Python >= 3.11 (Debian's python3-torch 1.13), torchrun's parser of `--redirects` and `--tee`
@@ -9,6 +9,7 @@ It is PyTorch's own launcher (torch.distributed.run, in this process) with two a
 - on torch >= 2.4 built without libuv (Debian's python3-torch 2.6), torchrun's static rendezvous asks TCPStore for
   its libuv backend, which such builds refuse, and every launch crashes; the store falls back to the classic backend
   here, and in the ranks' own stores (dist.py).
+It also refuses a RAGEN_TORCH_FSDP this torch cannot honour before any rank starts (fsdp.checked_flag).
 Other torch builds need nothing: plain `torchrun` with the same arguments works as well.
 """
 import ctypes
@@ -61,6 +62,12 @@ def main(argv=None):
     if expected and os.getppid() != int(expected):
         os._exit(1)  # the parent is already gone
     os.environ["RAGEN_PARENT_PID"] = str(os.getpid())
+    from .fsdp import checked_flag
+
+    try:
+        checked_flag(world=2)  # it starts several ranks
+    except RuntimeError as e:
+        sys.exit(f"RuntimeError: {e}")  # before any rank starts: one message, the one the engine reports
     mend_std_parser()
     if libuv_missing():
         from torch.distributed.elastic.rendezvous import static_tcp_rendezvous

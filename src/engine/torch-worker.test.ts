@@ -70,6 +70,15 @@ describe('TorchWorker failures', () => {
     expect(e.message, "Python's ^^^ underlines stay out of the tail").not.toMatch(/\^\^\^/);
     expect(e, 'the CLI prints RagenErrors as one message, not a stack').toBeInstanceOf(RagenError);
   });
+
+  it("names the first Python error a rank printed even when torchrun's summary fills the tail", async () => {
+    const rank = ['Traceback (most recent call last):', '  File "worker.py", line 9, in main', 'RuntimeError: RAGEN_TORCH_FSDP=all: torch 2.6 cannot run FSDP2 on CPU ranks'];
+    const summary = Array.from({ length: 14 }, (_, i) => `  summary line ${i}`).concat('torch.distributed.elastic.multiprocessing.errors.ChildFailedError: worker.py FAILED');
+    const w = await TorchWorker.start({ python: 'unused', command: fake(`process.stdin.on('data', () => { console.error(${JSON.stringify([...rank, ...summary].join('\n'))}); setTimeout(() => process.exit(1), 50); });`), echoStderr: false });
+    const e = (await w.request('forward').then(() => new Error('the request succeeded'), (x: unknown) => x)) as Error;
+    expect(e.message).toMatch(/exited with code 1\. The first error it printed: RuntimeError: RAGEN_TORCH_FSDP=all: torch 2\.6 cannot run FSDP2 on CPU ranks Last stderr lines:/);
+    expect(e.message.match(/cannot run FSDP2/g), 'said once').toHaveLength(1);
+  });
 });
 
 describe.skipIf(!python)('TorchWorker failures (real worker)', () => {

@@ -91,6 +91,9 @@ export function workerPackageDir(): string {
 }
 
 
+/** The last line of a Python traceback: the exception's (dotted) class name, a colon, its message. */
+const PYTHON_ERROR = /^\s*[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt): \S/;
+
 export class TorchWorker {
   private readonly reader = new FrameReader();
   private readonly pending = new Map<number, Pending>();
@@ -99,6 +102,8 @@ export class TorchWorker {
   /** Ranks torchrun reported as failed (from its summary on stderr), in the order it listed them. */
   private readonly failedRanks = new Map<number, string>();
   private summaryRank = -1;
+  /** The first Python exception line on stderr (`RuntimeError: ...`): a rank's cause, which torchrun's summary pushes out of the tail. */
+  private firstError = '';
   private nextId = 1;
   private failure: Error | null = null;
   /** The error of a `post`ed request, thrown by the next `request`. */
@@ -247,6 +252,7 @@ export class TorchWorker {
       if (!line.trim()) continue;
       if (this.opts.echoStderr ?? true) process.stderr.write(`[torch worker] ${line}\n`);
       this.readSummary(line);
+      if (!this.firstError && PYTHON_ERROR.test(line)) this.firstError = line.trim();
       if (/^\s*[\^~]+\s*$/.test(line)) continue; // Python's underlines of the failing expression: noise in a 12-line tail
       this.stderrTail.push(line);
       if (this.stderrTail.length > 30) this.stderrTail.shift();
@@ -296,8 +302,9 @@ export class TorchWorker {
   }
 
   private tail(): string {
-    const lines = this.stderrPartial.trim() ? [...this.stderrTail, this.stderrPartial] : this.stderrTail;
-    return lines.length > 0 ? ` Last stderr lines:\n  ${lines.slice(-12).join('\n  ')}` : ' It wrote nothing on stderr.';
+    const lines = (this.stderrPartial.trim() ? [...this.stderrTail, this.stderrPartial] : this.stderrTail).slice(-12);
+    const first = this.firstError && !lines.some((l) => l.trim() === this.firstError) ? ` The first error it printed: ${this.firstError}` : '';
+    return lines.length > 0 ? `${first} Last stderr lines:\n  ${lines.join('\n  ')}` : ' It wrote nothing on stderr.';
   }
 
   /** Keep the Node process alive only while a request waits (an idle worker must not block exit). */
