@@ -14,13 +14,13 @@ import { torchPythonForTests } from './torch-testing.js';
 const python = torchPythonForTests();
 const TINY = join(import.meta.dirname, '../../models/ragen-tiny');
 
+/** JavaScript that writes a valid handshake frame on stdout. */
+const GREET = `{const h=Buffer.from(JSON.stringify({type:'hello',ok:true,protocol:1,torch:'fake',cuda:null,device:'cpu',deviceName:'cpu',precision:'float32',pid:process.pid,buffers:[]}));` +
+  `const p=Buffer.alloc(16);p.write('RGT1',0,'latin1');p.writeUInt32LE(h.length,4);p.writeBigUInt64LE(0n,8);process.stdout.write(Buffer.concat([p,h]));}`;
+
 /** A node one-liner standing in for the worker: it sends a valid handshake frame first when `hello` is set. */
 function fake(body: string, hello = true): string[] {
-  const greet = hello
-    ? `const h=Buffer.from(JSON.stringify({type:'hello',ok:true,protocol:1,torch:'fake',cuda:null,device:'cpu',deviceName:'cpu',precision:'float32',pid:process.pid,buffers:[]}));` +
-      `const p=Buffer.alloc(16);p.write('RGT1',0,'latin1');p.writeUInt32LE(h.length,4);p.writeBigUInt64LE(0n,8);process.stdout.write(Buffer.concat([p,h]));`
-    : '';
-  return [process.execPath, '-e', greet + body];
+  return [process.execPath, '-e', (hello ? GREET : '') + body];
 }
 
 function alive(pid: number): boolean {
@@ -78,6 +78,13 @@ describe('TorchWorker failures', () => {
     const e = (await w.request('forward').then(() => new Error('the request succeeded'), (x: unknown) => x)) as Error;
     expect(e.message).toMatch(/exited with code 1\. The first error it printed: RuntimeError: RAGEN_TORCH_FSDP=all: torch 2\.6 cannot run FSDP2 on CPU ranks Last stderr lines:/);
     expect(e.message.match(/cannot run FSDP2/g), 'said once').toHaveLength(1);
+  });
+
+  it('does not name an error printed before the worker last answered', async () => {
+    const w = await TorchWorker.start({ python: 'unused', command: fake(`console.error('ValueError: an old, handled one'); setTimeout(() => ${GREET}, 200); process.stdin.on('data', () => { console.error('RuntimeError: the new one'); for (let i = 0; i < 14; i++) console.error('  summary ' + i); setTimeout(() => process.exit(1), 50); });`, false), echoStderr: false });
+    const e = (await w.request('forward').then(() => new Error('the request succeeded'), (x: unknown) => x)) as Error;
+    expect(e.message).toMatch(/The first error it printed: RuntimeError: the new one/);
+    expect(e.message).not.toMatch(/old, handled/);
   });
 });
 

@@ -102,7 +102,7 @@ export class TorchWorker {
   /** Ranks torchrun reported as failed (from its summary on stderr), in the order it listed them. */
   private readonly failedRanks = new Map<number, string>();
   private summaryRank = -1;
-  /** The first Python exception line on stderr (`RuntimeError: ...`): a rank's cause, which torchrun's summary pushes out of the tail. */
+  /** The first Python exception line on stderr (`RuntimeError: ...`) since the last reply: a rank's cause, which torchrun's summary pushes out of the tail. */
   private firstError = '';
   private nextId = 1;
   private failure: Error | null = null;
@@ -265,6 +265,7 @@ export class TorchWorker {
     if (!p) return this.fail(new TorchWorkerError(`torch worker replied to request ${id}, which is not waiting`));
     this.pending.delete(id);
     clearTimeout(p.timer);
+    this.firstError = ''; // it answered: what it printed before is not why it dies later
     if (this.pending.size === 0) this.setRef(false);
     if (f.header.ok === false && id !== 0) {
       const e = f.header.error as { type?: string; message?: string; traceback?: string };
