@@ -145,4 +145,6 @@ export interface TrainableEngine extends Engine {
   loadOptimizer(dir: string): Promise<void>;
   /** Free the models. */
   dispose(): void;
+  /** One line for a run's console saying what runs the models, where that is worth saying (torch: version, device, ranks). */
+  describe?(): string;
 }

@@ -9,7 +9,7 @@ import { KLController } from '../algo/index.js';
 import { assertNewRunDir, MetricLogger, openRunSinks, rolloutFile, summaryTable, type LoggerState, type MetricSink, type RunPaths, type RunSinks, type SummaryRow } from '../metrics/index.js';
 import { writeCheckpoint } from './checkpoint-io.js';
 import { hasOptimizerState, optimizerRoles } from './optimizer-state.js';
-import { TorchEngine, type TrainableRole } from '../engine/index.js';
+import type { TrainableRole } from '../engine/index.js';
 import type { CollapseEma } from './collapse-step.js';
 import { resolveEnvId } from '../env/index.js';
 import { registerRemoteEnvs, RemoteEnvError } from '../env/remote/index.js';
@@ -147,7 +147,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   let lastStep = startStep;
   logger.message(`${startStep > 0 ? `resuming after step ${startStep}` : 'run'}: ${paths.root}`);
   for (const note of opened.notes) logger.message(note);
-  if (engine instanceof TorchEngine) logger.message(engine.describe());
+  if ('describe' in engine) logger.message(engine.describe()); // engines that say what runs them (TrainableEngine.describe)
   const end = Math.min(t.steps, options.stopAfter ?? Infinity);
   const ahead = t.async.enabled ? new AsyncRollouts(ctx, { maxStaleness: t.async.maxStaleness, importanceCap: t.async.importanceCap, startStep, endStep: end }) : null;
   if (ahead) logger.message(`async rollouts: up to ${t.async.maxStaleness} step(s) ahead, importance weights capped at ${t.async.importanceCap}`);
