@@ -3,7 +3,7 @@
 // gradients and weights of one rank (each rank takes half the rows; gradients are summed across ranks); a rank that
 // dies is reported, and no process outlives the engine. The same with the models sharded by FSDP2 over two CPU ranks
 // (RAGEN_TORCH_FSDP=all), where the interpreter's torch can (>= 2.7; Debian's 1.13 cannot, and refuses by name).
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,16 +11,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, Rng } from '../util/index.js';
 import { sequenceBatch } from './batch.js';
 import { TorchEngine } from './torch.js';
-import { torchPythonForTests } from './torch-testing.js';
-import { workerPackageDir } from './torch-worker.js';
+import { runWorkerPython, torchPythonForTests } from './torch-testing.js';
 import type { ForwardResult, OutputGradients } from './types.js';
 
 const python = torchPythonForTests();
 const TINY = join(import.meta.dirname, '../../models/ragen-tiny');
 /** Whether the interpreter's torch runs FSDP2 on CPU ranks (python/ragen_torch/fsdp.py's cpu_supported). */
 const fsdpOnCpu =
-  python !== null &&
-  spawnSync(python, ['-c', 'from ragen_torch.fsdp import cpu_supported; print(cpu_supported())'], { encoding: 'utf8', env: { ...process.env, PYTHONPATH: workerPackageDir() } }).stdout.trim() === 'True';
+  python !== null && runWorkerPython(python, ['-c', 'from ragen_torch.fsdp import cpu_supported; print(cpu_supported())']).stdout.trim() === 'True';
 
 /** Start an engine whose worker sees RAGEN_TORCH_FSDP=`flag` (read once, at its start). */
 async function withFsdp(flag: string, start: () => Promise<TorchEngine>): Promise<TorchEngine> {

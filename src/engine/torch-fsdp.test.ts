@@ -3,11 +3,9 @@
 // rollout copy with LoRA merged gives the adapted model's logits. Also RAGEN_TORCH_FSDP's choices, the GPU check's
 // fsdp stage (two sharded CPU ranks where torch can, torch >= 2.7: the torch 2 lane) and the reference-BLAS warning.
 // The worker's own sharded path is src/engine/torch-dp.test.ts.
-import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { torchPythonForTests } from './torch-testing.js';
-import { workerPackageDir } from './torch-worker.js';
+import { runWorkerPython, torchPythonForTests } from './torch-testing.js';
 
 const python = torchPythonForTests();
 const TINY = join(import.meta.dirname, '../../models/ragen-tiny');
@@ -67,7 +65,7 @@ print(json.dumps(res))
 
 describe.runIf(python)('torch worker: FSDP logic on the CPU', () => {
   test('dummy passes pad a rank without changing its outputs or gradients; the rollout copy merges LoRA exactly', () => {
-    const r = spawnSync(python!, ['-c', SCRIPT, TINY], { encoding: 'utf8', env: { ...process.env, PYTHONPATH: workerPackageDir() }, timeout: 60_000 });
+    const r = runWorkerPython(python!, ['-c', SCRIPT, TINY]);
     expect(r.status, r.stderr).toBe(0);
     const res = JSON.parse(r.stdout) as { chunks: number[]; forward: number; outputs: number; grads: number; gradNorm: number; merged: number; loraEffect: number };
     expect(res.chunks[1]).toBe(res.chunks[0]! + 3); // the padding really happened (and with several chunks: the recompute path)
@@ -94,7 +92,7 @@ describe.runIf(python)('torch worker: FSDP logic on the CPU', () => {
       '            out[f"{flag} {name}"] = str(e)',
       'print(json.dumps({"out": out, "fsdp": fully_shard_api() is not None, "cpu": cpu_supported()}))',
     ].join('\n');
-    const r = spawnSync(python!, ['-c', script], { encoding: 'utf8', env: { ...process.env, PYTHONPATH: workerPackageDir() }, timeout: 60_000 });
+    const r = runWorkerPython(python!, ['-c', script]);
     expect(r.status, r.stderr).toBe(0);
     const { out, fsdp, cpu } = JSON.parse(r.stdout) as { out: Record<string, boolean | string>; fsdp: boolean; cpu: boolean };
     expect([out['1 cpu2'], out['1 cuda2'], out['1 cuda1']]).toEqual([false, fsdp, false]);
@@ -105,7 +103,7 @@ describe.runIf(python)('torch worker: FSDP logic on the CPU', () => {
   }, 60_000);
 
   test("the GPU check's fsdp stage: two sharded CPU ranks = one rank, gradients scaled as the worker scales them; skipped by name where torch cannot shard CPU ranks", () => {
-    const r = spawnSync(python!, ['-m', 'ragen_torch.check', 'fsdp'], { encoding: 'utf8', env: { ...process.env, PYTHONPATH: workerPackageDir() }, timeout: 120_000 });
+    const r = runWorkerPython(python!, ['-m', 'ragen_torch.check', 'fsdp'], 120_000);
     expect(r.status, r.stderr).toBe(0);
     const res = JSON.parse(r.stdout.trim().split('\n').pop()!) as { skipped?: boolean; note?: string; passed?: boolean; sumScale?: number; gradientsMaxRelDiff?: number };
     if (res.skipped) expect(res.note).toMatch(/^torch \d+\.\d+ (has no FSDP2|cannot run FSDP2 on CPU ranks \(torch >= 2\.7 can\))$/);
@@ -122,7 +120,7 @@ describe.runIf(python)('torch worker: FSDP logic on the CPU', () => {
       'w.open = lambda path, *a, **k: io.StringIO("7f00-7f10 r-xp 0 fe:01 9 /usr/lib/x86_64-linux-gnu/blas/libblas.so.3\\n") if path == "/proc/self/maps" else open(path, *a, **k)',
       'w.warn_reference_blas()',
     ].join('\n');
-    const r = spawnSync(python!, ['-c', script], { encoding: 'utf8', env: { ...process.env, PYTHONPATH: workerPackageDir() }, timeout: 60_000 });
+    const r = runWorkerPython(python!, ['-c', script]);
     expect(r.status, r.stderr).toBe(0);
     expect(r.stderr).toMatch(/^\[ragen_torch\] torch's CPU matrix products run on the reference BLAS \(\/usr\/lib\/x86_64-linux-gnu\/blas\/libblas\.so\.3\), ~50x slower than OpenBLAS: install OpenBLAS \(Debian\/Ubuntu: apt-get install libopenblas0\)/);
   }, 60_000);

@@ -1,7 +1,9 @@
 // Test helper: the interpreter the torch engine tests use. Without PyTorch they are skipped, unless
 // RAGEN_REQUIRE_BACKENDS=1 (CI), where a missing torch is a failure that says how to install it.
+import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import { backendsRequired } from '../tensor/testing.js';
 import { findTorchPython, TORCH_MISSING } from './python.js';
+import { workerPackageDir } from './torch-worker.js';
 
 let cached: string | null | undefined;
 
@@ -14,4 +16,9 @@ export function torchPythonForTests(): string | null {
   cached = findTorchPython()?.python ?? null;
   if (!cached && backendsRequired()) throw new Error(`RAGEN_REQUIRE_BACKENDS=1 requires PyTorch for the torch engine tests, and none was found. ${TORCH_MISSING}`);
   return cached;
+}
+
+/** Run `python` with `args` (`-c` and a script, `-m` and a module) where the worker's package imports (python/ on PYTHONPATH). */
+export function runWorkerPython(python: string, args: string[], timeoutMs = 60_000): SpawnSyncReturns<string> {
+  return spawnSync(python, args, { encoding: 'utf8', env: { ...process.env, PYTHONPATH: workerPackageDir() }, timeout: timeoutMs });
 }

@@ -1,6 +1,6 @@
 // The torch worker's failure modes: garbage on stdout, a hang past the timeout, kill -9 mid-request, a Python
 // exception, and the parent dying (the worker must not outlive it). Each must end in a clear error, never a hang.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,8 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { RagenError } from '../util/index.js';
 import { sequenceBatch } from './batch.js';
 import { TorchEngine } from './torch.js';
-import { TorchRequestError, TorchWorker, workerPackageDir } from './torch-worker.js';
-import { torchPythonForTests } from './torch-testing.js';
+import { TorchRequestError, TorchWorker } from './torch-worker.js';
+import { runWorkerPython, torchPythonForTests } from './torch-testing.js';
 
 const python = torchPythonForTests();
 const TINY = join(import.meta.dirname, '../../models/ragen-tiny');
@@ -157,7 +157,7 @@ console.log('PID ' + w.pid); setInterval(() => {}, 1000);`;
       anonymous: '7f1c2a000000-7f1c2a0a0000 rw-p 00000000 00:00 0',
     };
     const script = 'import json, sys\nfrom ragen_torch.worker import reference_blas\nprint(json.dumps({k: reference_blas(v) for k, v in json.loads(sys.argv[1]).items()}))';
-    const r = spawnSync(python!, ['-c', script, JSON.stringify(lines)], { encoding: 'utf8', env: { ...process.env, PYTHONPATH: workerPackageDir() } });
+    const r = runWorkerPython(python!, ['-c', script, JSON.stringify(lines)]);
     expect(r.status, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout)).toEqual({ reference: '/usr/lib/x86_64-linux-gnu/blas/libblas.so.3.12.1', openblas: null, mkl: null, anonymous: null });
   }, 30_000);
