@@ -4,7 +4,7 @@
 // dies is reported, and no process outlives the engine. The same with the models sharded by FSDP2 over two CPU ranks
 // (RAGEN_TORCH_FSDP=all), where the interpreter's torch can (>= 2.7; Debian's 1.13 cannot, and refuses by name).
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -240,5 +240,19 @@ describe.runIf(python !== null && !fsdpOnCpu)('RAGEN_TORCH_FSDP=all on a torch t
   it('is refused at start, naming the torch version and the fix', async () => {
     const started = withFsdp('all', () => TorchEngine.fromPretrained(TINY, { python: python!, device: 'cpu', echoStderr: false, ranks: 2 }));
     await expect(started).rejects.toThrow(/RAGEN_TORCH_FSDP=all: torch \S+ cannot run FSDP2 on CPU ranks \(torch >= 2\.7 can\); use RAGEN_TORCH_FSDP=1/);
+  }, 60_000);
+
+  it('is refused by the launcher, before any rank starts: one message', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ragen-launch-'));
+    try {
+      const rank = join(dir, 'rank.py');
+      writeFileSync(rank, `open(${JSON.stringify(join(dir, 'started'))}, "w").close()\n`);
+      const r = runWorkerPython(python!, ['-m', 'ragen_torch.launch', '--standalone', '--nproc_per_node=2', rank], 60_000, { RAGEN_TORCH_FSDP: 'all' });
+      expect(r.status).toBe(1);
+      expect(r.stderr.trim()).toMatch(/^RuntimeError: RAGEN_TORCH_FSDP=all: torch \S+ cannot run FSDP2 on CPU ranks \(torch >= 2\.7 can\); use RAGEN_TORCH_FSDP=1 [^\n]*$/);
+      expect(existsSync(join(dir, 'started')), 'a rank started').toBe(false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   }, 60_000);
 });

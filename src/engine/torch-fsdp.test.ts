@@ -98,7 +98,10 @@ describe.runIf(python)('torch worker: FSDP logic on the CPU', () => {
     expect([out['1 cpu2'], out['1 cuda2'], out['1 cuda1']]).toEqual([false, fsdp, false]);
     expect([out['0 cpu2'], out['0 cuda2'], out['0 cuda1']]).toEqual([false, false, false]);
     if (cpu) expect([out['all cpu2'], out['all cuda2'], out['all cuda1']]).toEqual([true, true, false]);
-    else expect(out['all cpu2']).toMatch(/^RAGEN_TORCH_FSDP=all: torch \S+ cannot run FSDP2 on CPU ranks \(torch >= 2\.7 can\); use RAGEN_TORCH_FSDP=1/);
+    else {
+      expect(out['all cpu2']).toMatch(/^RAGEN_TORCH_FSDP=all: torch \S+ cannot run FSDP2 on CPU ranks \(torch >= 2\.7 can\); use RAGEN_TORCH_FSDP=1/);
+      expect(out['all cuda1'], 'one rank shards nothing: not refused').toBe(false);
+    }
     for (const k of ['yes cpu2', 'yes cuda2', 'yes cuda1']) expect(out[k]).toMatch(/^RAGEN_TORCH_FSDP=`yes`: use 1 .*, all \(on CPU ranks too\) or 0/);
   }, 60_000);
 

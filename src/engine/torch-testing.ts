@@ -18,7 +18,8 @@ export function torchPythonForTests(): string | null {
   return cached;
 }
 
-/** Run `python` with `args` (`-c` and a script, `-m` and a module) where the worker's package imports (python/ on PYTHONPATH). */
-export function runWorkerPython(python: string, args: string[], timeoutMs = 60_000): SpawnSyncReturns<string> {
-  return spawnSync(python, args, { encoding: 'utf8', env: { ...process.env, PYTHONPATH: workerPackageDir() }, timeout: timeoutMs });
+/** Run `python` with `args` (`-c` and a script, `-m` and a module) where the worker's package imports (python/ on
+ *  PYTHONPATH), with `env` added to this process's environment. */
+export function runWorkerPython(python: string, args: string[], timeoutMs = 60_000, env: NodeJS.ProcessEnv = {}): SpawnSyncReturns<string> {
+  return spawnSync(python, args, { encoding: 'utf8', env: { ...process.env, ...env, PYTHONPATH: workerPackageDir() }, timeout: timeoutMs });
 }
