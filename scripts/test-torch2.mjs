@@ -3,6 +3,7 @@
 // main run cannot reach on Debian bookworm's torch 1.13. Runs those test files again with the interpreter named by
 // RAGEN_TORCH2_PYTHON (`sh scripts/torch2-chroot.sh <folder>` makes one; .ci/run does); skipped, and says so, without.
 import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
 
 const FILES = ['src/engine/torch.test.ts', 'src/engine/torch-dp.test.ts', 'src/engine/torch-fsdp.test.ts', 'src/engine/torch-compile.test.ts'];
 const python = process.env.RAGEN_TORCH2_PYTHON;
@@ -15,6 +16,13 @@ const v = spawnSync(python, ['-c', 'import torch; print(torch.__version__)'], { 
 const major = Number(/^(\d+)\./.exec(v.stdout ?? '')?.[1]);
 if (v.status !== 0 || !(major >= 2)) {
   console.error(`torch 2 lane: RAGEN_TORCH2_PYTHON=${python} ${v.status !== 0 ? `does not import torch: ${(v.stderr ?? '').trim().split('\n').pop()}` : `has torch ${v.stdout.trim()}, not 2.x`}; unset it or point it at an interpreter with torch >= 2`);
+  process.exit(1);
+}
+// A chroot's interpreter sees this project only through a bind mount (torch2-chroot.sh makes it); one that shows a
+// deleted folder, or none, would fail every test with "No module named ragen_torch". Say that once instead.
+const pkg = spawnSync(python, ['-c', 'import ragen_torch'], { encoding: 'utf8', env: { ...process.env, PYTHONPATH: join(process.cwd(), 'python') } });
+if (pkg.status !== 0) {
+  console.error(`torch 2 lane: RAGEN_TORCH2_PYTHON=${python} does not see this project's python/ragen_torch from ${process.cwd()} (${(pkg.stderr ?? '').trim().split('\n').pop()}); for a chroot, run \`sudo sh scripts/torch2-chroot.sh <its folder>\` again from this clone to bind it`);
   process.exit(1);
 }
 console.log(`torch 2 lane: ${FILES.join(', ')} with torch ${v.stdout.trim()} (${python})`);

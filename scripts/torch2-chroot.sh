@@ -1,8 +1,8 @@
 #!/bin/sh
 # Debian trixie's python3-torch (2.6, CPU) in a chroot beside the project, for running the torch worker's torch >= 2
 # paths without a GPU: scaled_dot_product_attention, torch.compile (inductor's C++ backend), meta-device loading,
-# torchrun on a torch built without libuv, and FSDP2 on CPU ranks. CI runs the tests on Debian's 1.13 only; this is
-# how a developer runs them on torch 2:
+# torchrun on a torch built without libuv, and FSDP2 on CPU ranks. `npm test`'s torch 2 lane (scripts/test-torch2.mjs)
+# runs those tests with it where RAGEN_TORCH2_PYTHON names its python3 (.ci/run sets it up); by hand:
 #
 #   sudo sh scripts/torch2-chroot.sh /opt/trixie        # ~3 minutes, ~1.5 GB; Debian's mirror only
 #   RAGEN_PYTHON=/opt/trixie/python3 npx vitest run src/engine/torch-dp.test.ts src/engine/torch-compile.test.ts
@@ -12,17 +12,22 @@
 # copy of torch here (the chroot's only), so that src/engine/torch-dp.test.ts's FSDP2 tests run; without the patches
 # they are skipped and the refusal of RAGEN_TORCH_FSDP=all is tested instead. Run as root (debootstrap, chroot,
 # bind mounts); the bind mounts of /proc, /dev, /tmp and the project's folder do not survive a reboot: run the
-# script again to restore them (it skips what is done).
+# script again to restore them (it skips what is done, and binds again a folder whose bind shows one since deleted:
+# a clone removed and made again at the same path).
 set -eu
 root=${1:?usage: sh scripts/torch2-chroot.sh <folder for the chroot>}
-project=$(cd "$(dirname "$0")/.." && pwd)
+project=$(cd "$(dirname "$0")/.." && pwd -P)
 # The project, /tmp and $TMPDIR are bound at the same paths inside, so that paths in requests mean the same thing.
 
 command -v debootstrap >/dev/null || { apt-get update -qq && apt-get install -y -qq debootstrap; }
 [ -x "$root/usr/bin/python3" ] || debootstrap --variant=minbase trixie "$root" http://deb.debian.org/debian
+# A folder is in place when the chroot's path shows the same inode. A bind made before the folder was deleted and made
+# again (a fresh clone at the same path) still counts as a mount point but shows the old, empty folder: unmount it.
+same() { [ "$(stat -c %d:%i "$1")" = "$(stat -c %d:%i "$2" 2>/dev/null)" ]; }
 for d in /proc /dev /sys /tmp "${TMPDIR:-/tmp}" "$project"; do
   mkdir -p "$root$d"
-  mountpoint -q "$root$d" || mount --bind "$d" "$root$d"
+  if mountpoint -q "$root$d" && ! same "$d" "$root$d"; then umount -l "$root$d"; fi
+  same "$d" "$root$d" || mount --bind "$d" "$root$d"
 done
 cp /etc/resolv.conf "$root/etc/resolv.conf"
 chroot "$root" sh -c 'python3 -c "import torch" 2>/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-torch libopenblas0-pthread python3-numpy python3-setuptools libtorch-dev g++; }'
@@ -57,8 +62,9 @@ EOF
 cat > "$root/python3" <<EOF
 #!/bin/sh
 # The chroot's python3, run in the caller's folder with the caller's environment (RAGEN_PYTHON points here).
-exec chroot "$root" /usr/bin/env -C "\$PWD" python3 "\$@"
+exec chroot "$root" /usr/bin/env -C "\$(pwd -P)" python3 "\$@"
 EOF
 chmod +x "$root/python3"
 "$root/python3" -c 'import torch, torch.distributed.fsdp as f; print("torch", torch.__version__, "with FSDP2:", hasattr(f, "fully_shard"))'
+(cd "$project" && "$root/python3" -c 'import os, sys; os.path.isfile("python/ragen_torch/__init__.py") or sys.exit("the chroot does not show the project folder '"$project"'")')
 echo "ready: RAGEN_PYTHON=$root/python3"
