@@ -2,7 +2,7 @@
 // the same path (CI on a machine it has used before) leaves the chroot's bind showing the old, empty folder: the
 // script binds it again, and the lane says so once instead of failing every test with "No module named ragen_torch".
 import { spawnSync } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -34,36 +34,60 @@ const chroot = wrapper ? dirname(wrapper) : '';
 const canChroot = !!wrapper && existsSync(join(chroot, 'usr', 'bin', 'python3')) && process.getuid?.() === 0;
 
 describe.runIf(canChroot)('scripts/torch2-chroot.sh', () => {
-  // Outside /tmp, $TMPDIR and this project, which the chroot shows already: the script must bind it itself.
-  let project = '';
+  // Folders outside /tmp, $TMPDIR and this project, which the chroot shows already: the script must bind them itself.
+  const bases: string[] = [];
   afterAll(() => {
-    if (!project) return;
-    spawnSync('umount', ['-l', join(chroot, project)]);
-    rmSync(dirname(project), { recursive: true, force: true });
+    for (const base of bases) {
+      for (const name of ['clone', 'link']) spawnSync('umount', ['-l', join(chroot, base, name)]);
+      rmSync(join(chroot, base), { recursive: true, force: true }); // the mount points made inside the chroot
+      rmSync(base, { recursive: true, force: true });
+    }
   });
+  function newBase(): string {
+    bases.push(mkdtempSync('/var/tmp/ragen-chroot-'));
+    return bases.at(-1)!;
+  }
 
-  function clone(marker: string): void {
+  /** A stand-in clone at `project`: the script, the worker package's marker file and a `marker` naming this copy. */
+  function clone(project: string, marker: string): void {
     rmSync(project, { recursive: true, force: true });
     mkdirSync(join(project, 'python', 'ragen_torch'), { recursive: true });
     cpSync(join(ROOT, 'scripts', 'torch2-chroot.sh'), join(project, 'scripts', 'torch2-chroot.sh'));
     writeFileSync(join(project, 'python', 'ragen_torch', '__init__.py'), '');
     writeFileSync(join(project, 'marker'), marker);
   }
-  const setUp = () => spawnSync('sh', [join(project, 'scripts', 'torch2-chroot.sh'), chroot], { encoding: 'utf8', timeout: 300_000 });
-  const seen = () => spawnSync(wrapper!, ['-c', 'print(open("marker").read())'], { cwd: project, encoding: 'utf8', timeout: 60_000 });
+  const setUp = (project: string) => spawnSync('sh', [join(project, 'scripts', 'torch2-chroot.sh'), chroot], { encoding: 'utf8', timeout: 300_000 });
+  /** The chroot's python3 reading `marker` in `cwd`, from a shell whose PWD is `cwd` as spelled. */
+  const seen = (cwd: string) =>
+    spawnSync(wrapper!, ['-c', 'print(open("marker").read())'], { cwd, env: { ...process.env, PWD: cwd }, encoding: 'utf8', timeout: 60_000 });
 
   it('binds again a clone deleted and made again at the same path', () => {
-    project = join(mkdtempSync('/var/tmp/ragen-chroot-'), 'clone');
-    clone('first');
-    const first = setUp();
+    const project = join(newBase(), 'clone');
+    clone(project, 'first');
+    const first = setUp(project);
     expect(first.status, first.stderr).toBe(0);
-    expect(seen().stdout.trim()).toBe('first');
+    expect(seen(project).stdout.trim()).toBe('first');
 
-    clone('second'); // the old bind now shows a deleted folder
-    const second = setUp();
+    clone(project, 'second'); // the old bind now shows a deleted folder
+    const second = setUp(project);
     expect(second.status, second.stderr).toBe(0);
-    const r = seen();
+    const r = seen(project);
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout.trim()).toBe('second');
+  }, 600_000);
+
+  it('binds a clone reached through a symbolic link by its real path, which is the one Node runs the worker in', () => {
+    const base = newBase();
+    const project = join(base, 'clone');
+    clone(project, 'linked');
+    const link = join(base, 'link');
+    symlinkSync(project, link);
+    const r = setUp(link);
+    expect(r.status, r.stderr).toBe(0);
+    for (const cwd of [project, link]) {
+      const s = seen(cwd);
+      expect(s.status, `${cwd}: ${s.stderr}`).toBe(0);
+      expect(s.stdout.trim()).toBe('linked');
+    }
   }, 600_000);
 });
