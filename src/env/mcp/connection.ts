@@ -19,7 +19,7 @@ export interface McpTool {
  */
 export type CallOutcome =
   | { ok: true; text: string; isError: boolean }
-  | { ok: false; kind: 'timeout' | 'server_closed' | 'server_error'; message: string };
+  | { ok: false; kind: 'timeout' | 'server_closed' | 'server_error' | 'result_too_large'; message: string };
 
 /** How the server is named in messages: its command line or its URL. */
 export function describeServer(server: McpServerConfig): string {
@@ -74,6 +74,11 @@ export class McpConnection {
     if (transport instanceof m.StdioClientTransport) {
       transport.stderr?.on('data', (chunk: Buffer) => (conn.stderrTail = (conn.stderrTail + chunk.toString('utf8')).slice(-STDERR_KEEP)));
     }
+    client.onerror = (err: Error) => {
+      // the stdio transport drops a message past its read buffer and closes; say that, not "the connection closed"
+      const big = /ReadBuffer exceeded maximum size of (\d+) bytes/.exec(err.message);
+      if (big) conn.lostReason ??= `it sent a message larger than the MCP SDK's stdio limit of ${big[1]} bytes (a tool result that big cannot be read); make the tool return less`;
+    };
     client.onclose = () => {
       if (!conn.closed) conn.lostReason ??= 'the connection closed';
     };
@@ -123,6 +128,9 @@ export class McpConnection {
     const stderr = this.stderrTail.trim() ? ` Its last stderr: ${JSON.stringify(this.stderrTail.trim().slice(-200))}.` : '';
     if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) {
       return { ok: false, kind: 'timeout', message: `the MCP server \`${describeServer(this.server)}\` did not answer within the call timeout (callTimeoutS); make the tool faster or raise callTimeoutS.` };
+    }
+    if (this.lostReason?.startsWith('it sent a message larger')) {
+      return { ok: false, kind: 'result_too_large', message: `the MCP server \`${describeServer(this.server)}\` ended the call: ${this.lostReason}.` };
     }
     if (this.lostReason !== undefined || this.closed || (err instanceof McpError && err.code === ErrorCode.ConnectionClosed)) {
       return { ok: false, kind: 'server_closed', message: `the MCP server \`${describeServer(this.server)}\` closed the connection during the call (${(err as Error).message}).${stderr}` };

@@ -5,7 +5,8 @@ import { checkEnv, makeEnv, resolveEnvConfig, type Env, type StepResult } from '
 import { McpEnv } from './mcp-env.js';
 import type { z } from 'zod';
 import { mcpSchema } from './schema.js';
-import { processExists, startHttpMcpServer, writeMcpFixtures } from './testing.js';
+import { processExists, startHttpMcpServer, writeMcpFixtures, writeRawToolsServer } from './testing.js';
+import { refCycle } from './tool-schemas.js';
 
 const fx = writeMcpFixtures();
 const stdio = { command: process.execPath, args: [fx.server] };
@@ -248,5 +249,56 @@ describe('MCP env config', () => {
     const noFile = mcpEnv({ tasks: { file: 'nope.jsonl' } });
     await expect(noFile.reset({ seed: 0 })).rejects.toThrow(/tasks file `nope.jsonl` does not exist/);
     await noFile.close();
+  });
+});
+
+describe('MCP tool lists from hostile or broken servers (issue 34, item 15)', () => {
+  const obj = (extra: Record<string, unknown>) => ({ type: 'object', ...extra });
+  const rawEnv = (tools: unknown[], resultChars = 1) =>
+    mcpEnv({ server: { command: process.execPath, args: [writeRawToolsServer(fx.dir, tools, resultChars)] }, connectTimeoutS: 20, callTimeoutS: 20 });
+
+  it('item 15: finds $ref loops that never reach the data, and allows recursion through properties', () => {
+    expect(refCycle(obj({ $ref: '#' }))).toEqual(['#', '#']);
+    expect(refCycle(obj({ properties: { a: { $ref: '#/properties/a' } } }))).toEqual(['#/properties/a', '#/properties/a']);
+    expect(refCycle({ definitions: { a: { allOf: [{ $ref: '#/definitions/b' }] }, b: { anyOf: [{ type: 'null' }, { $ref: '#/definitions/a' }] } }, $ref: '#/definitions/a' })).not.toBeNull();
+    const tree = obj({ definitions: { n: obj({ properties: { kids: { type: 'array', items: { $ref: '#/definitions/n' } } } }) }, properties: { root: { $ref: '#/definitions/n' } } });
+    expect(refCycle(tree)).toBeNull();
+    expect(refCycle(obj({ properties: { a: { type: 'number' } }, required: ['a'] }))).toBeNull();
+  });
+
+  it('item 15: a self-referential $ref schema is refused at reset naming the tool (was an uncaught RangeError)', async () => {
+    const env = rawEnv([{ name: 'ok', inputSchema: obj({}) }, { name: 'loop', inputSchema: obj({ properties: { a: { $ref: '#/properties/a' } } }) }]);
+    await expect(env.reset({ seed: 0 })).rejects.toThrow(/cannot be used: the input schema of tool `loop` has a `\$ref` cycle .*#\/properties\/a -> #\/properties\/a/);
+    await env.close();
+    const root = rawEnv([{ name: 'self', inputSchema: obj({ $ref: '#' }) }]);
+    await expect(root.reset({ seed: 0 })).rejects.toThrow(/tool `self` has a `\$ref` cycle/);
+    await root.close();
+  });
+
+  it('item 15: two tools with the same name are refused at reset', async () => {
+    const env = rawEnv([{ name: 'add', inputSchema: obj({ properties: { a: { type: 'number' } } }) }, { name: 'add', inputSchema: obj({ properties: { a: { type: 'string' } } }) }]);
+    await expect(env.reset({ seed: 0 })).rejects.toThrow(/lists two tools named `add`/);
+    await env.close();
+  });
+
+  it('item 15: a schema nested past the limit, and one that does not compile, are refused naming the tool', async () => {
+    let deep: Record<string, unknown> = { type: 'number' };
+    for (let i = 0; i < 80; i++) deep = obj({ properties: { d: deep } });
+    const env = rawEnv([{ name: 'deep', inputSchema: deep }]);
+    await expect(env.reset({ seed: 0 })).rejects.toThrow(/tool `deep` is nested deeper than 64 levels/);
+    await env.close();
+    const bad = rawEnv([{ name: 'weird', inputSchema: obj({ properties: { a: { type: 'no-such-type' } } }) }]);
+    await expect(bad.reset({ seed: 0 })).rejects.toThrow(/input schema of tool `weird` does not compile/);
+    await bad.close();
+  });
+
+  it('item 15: a result past the SDK\'s 10 MiB stdio limit is reported as too large, not as a closed connection', async () => {
+    const env = rawEnv([{ name: 'big', inputSchema: obj({}) }], 11 * 1024 * 1024);
+    await env.reset({ seed: 0 });
+    const r = (await env.step(call('big', {}))) as StepResult;
+    expect(r.truncated).toBe(true);
+    expect(r.info.status).toBe('result_too_large');
+    expect(String(r.info.reason)).toMatch(/larger than the MCP SDK's stdio limit of 10485760 bytes.*make the tool return less/);
+    await env.close();
   });
 });

@@ -6,6 +6,7 @@ import { readToolCallBlocks, toolResponseText, toolsBlockText } from '../../toke
 import { checkResetOptions, invalidInfo, type Env, type EnvInfo, type EnvMode, type ResetOptions, type ResetResult, type StepResult } from '../core.js';
 import { McpConnection, describeServer, type McpTool } from './connection.js';
 import type { McpConfig, ReadyMcpConfig } from './schema.js';
+import { compileToolValidators, toolListProblem } from './tool-schemas.js';
 import { taskFor, verify, type McpCallRecord, type McpTask } from './user-code.js';
 
 /** The MCP server could not be started, reached or listed at reset (the episode cannot begin). */
@@ -48,7 +49,7 @@ function functionOf(t: McpTool): Record<string, unknown> {
  *
  * ## Info
  * `success` (the verifier's), `actionIsValid`, `actionIsEffective` (a call that returned a result), `reason`,
- * `status` (`result`, `tool_error`, `invalid_call`, `answer`, `max_tool_calls`, `timeout`, `server_closed`,
+ * `status` (`result`, `tool_error`, `invalid_call`, `answer`, `max_tool_calls`, `timeout`, `server_closed`, `result_too_large`,
  * `server_error`), `toolCalls` (calls that reached the server so far).
  *
  * ## Arguments
@@ -130,13 +131,22 @@ export class McpEnv implements Env {
       }
       listed = listed.filter((t) => allowed.includes(t.name));
     }
-    this.conn = conn;
+    const problem = toolListProblem(listed);
+    if (problem !== null) {
+      await conn.close();
+      throw new McpServerError(`The MCP server \`${name}\` cannot be used: ${problem}.`);
+    }
     if (listed.map((t) => t.name).join('\n') !== this.tools.map((t) => t.name).join('\n') || this.validators.size === 0) {
-      this.validators = new Map();
       const { AjvJsonSchemaValidator } = await import('@modelcontextprotocol/sdk/validation/ajv'); // at first use, as connection.ts loads the SDK
       const ajv = new AjvJsonSchemaValidator();
-      for (const t of listed) this.validators.set(t.name, ajv.getValidator(t.inputSchema as never));
+      const validators = compileToolValidators(listed, (schema) => ajv.getValidator(schema as never));
+      if (typeof validators === 'string') {
+        await conn.close();
+        throw new McpServerError(`The MCP server \`${name}\` cannot be used: ${validators}.`);
+      }
+      this.validators = validators;
     }
+    this.conn = conn;
     this.tools = listed;
   }
 
@@ -149,7 +159,12 @@ export class McpEnv implements Env {
     if (!block.ok) return this.invalid(`Invalid tool call: ${block.reason}; write ${CALL_FORMAT}.`, 'invalid_call');
     const names = this.tools.map((t) => t.name);
     if (!names.includes(block.name)) return this.invalid(`There is no tool \`${block.name}\`.${didYouMean(block.name, names)} Call one of: ${names.join(', ')}.`, 'invalid_call');
-    const check = this.validators.get(block.name)!(block.arguments);
+    let check: ReturnType<JsonSchemaValidator<unknown>>;
+    try {
+      check = this.validators.get(block.name)!(block.arguments);
+    } catch (err) {
+      return this.invalid(`The arguments for \`${block.name}\` could not be checked against its schema (${(err as Error).message}); the server's schema for it is broken.`, 'invalid_call');
+    }
     if (!check.valid) return this.invalid(`Invalid arguments for \`${block.name}\`: ${check.errorMessage}; give arguments that match its parameters.`, 'invalid_call');
     if (this.calls.length >= this.config.maxToolCalls) {
       this.done = true;

@@ -66,6 +66,26 @@ export const broken = () => ({ reward: 'high' });
   return { dir, server, tasks, taskModule, verifier, tools };
 }
 
+/**
+ * A stdio server written with the SDK's low-level `Server`, which lists `tools` exactly as given (raw JSON schemas, so
+ * schemas the high-level API would not produce: `$ref` loops, duplicate names). Every call answers `resultChars` "x"s.
+ */
+export function writeRawToolsServer(dir: string, tools: unknown[], resultChars = 1): string {
+  const server = join(dir, `raw-server-${randomUUID()}.mjs`);
+  writeFileSync(
+    server,
+    `import { Server } from ${JSON.stringify(url('@modelcontextprotocol/sdk/server/index.js'))};
+import { StdioServerTransport } from ${JSON.stringify(url('@modelcontextprotocol/sdk/server/stdio.js'))};
+import { CallToolRequestSchema, ListToolsRequestSchema } from ${JSON.stringify(url('@modelcontextprotocol/sdk/types.js'))};
+const server = new Server({ name: 'raw-tools', version: '1' }, { capabilities: { tools: {} } });
+server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: ${JSON.stringify(tools)} }));
+server.setRequestHandler(CallToolRequestSchema, async () => ({ content: [{ type: 'text', text: 'x'.repeat(${resultChars}) }] }));
+await server.connect(new StdioServerTransport());
+`,
+  );
+  return server;
+}
+
 function readBody(req: IncomingMessage): Promise<unknown> {
   return new Promise((resolve, reject) => {
     let body = '';
