@@ -27,7 +27,7 @@ export const agentConfigSchema = z
     contextWindowMode: z.enum(CONTEXT_WINDOW_MODES).default('full'),
     /** Turns kept in view (the current one included) by `limited_multi_turn` and `single_turn`; null keeps all (RAGEN's `max_context_window`, where -1 means all). Not allowed with `full`, which always keeps every turn (RAGEN ignores it there). @default null */
     maxContextWindow: z.number().int().min(1).nullable().default(null),
-    /** Longest prompt + response in tokens (RAGEN's `max_model_len`): the oldest whole turns are dropped from the context until the prompt plus `maxNewTokens` fits; each drop is counted (`context_truncations`). `ragen train` refuses a budget below an env's first prompt plus `maxNewTokens`. @default 3600 */
+    /** Longest prompt + response in tokens (RAGEN's `max_model_len`): the oldest whole turns are dropped from the context until the prompt plus `maxNewTokens` fits; each drop is counted (`context_truncations`). `ragen train` and `ragen eval` refuse a budget below an env's first prompt plus `maxNewTokens`, and one past the model's positions (`max_position_embeddings`). @default 3600 */
     maxContextTokens: z.number().int().min(16).default(3600),
     /** Most tokens sampled per turn (RAGEN's `response_length`); also stated in the prompt. @default 400 */
     maxNewTokens: z.number().int().min(1).default(400),

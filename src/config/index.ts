@@ -39,7 +39,7 @@ export { parseOverride, type Override } from './overrides.js';
 export { CONFIG_ALIASES, type ConfigAlias } from './aliases.js';
 export { RAGEN_KEYS, ragenKeyHint, type RagenKey } from './ragen-keys.js';
 export { checkRunConfig, trainEpisodesPerStep, valEpisodes, type RunCheckOptions } from './check.js';
-export { checkPromptBudget } from './prompt-budget.js';
+export { checkPromptBudget, checkPromptsFit, type PromptSet } from './prompt-budget.js';
 export { envGroupsOptions, samplingOf } from './rollout-options.js';
 export { agentEntries, agentEntryName, entryTags, envTags, tagEntries, type AgentEntry } from './env-entries.js';
 export { checkResumeOverrides, resumable, RESUMABLE_KEYS } from './resume.js';

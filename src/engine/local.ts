@@ -138,6 +138,11 @@ export class LocalEngine implements TrainableEngine {
     return new LocalEngine({ policy, reference, critic, seed, ...(decode ? { decode } : {}), ...(hasTokenizer ? { tokenizerPath } : {}) });
   }
 
+  /** The model's position table (max_position_embeddings): a prompt plus its generation must fit it. */
+  get maxPositions(): number {
+    return this.policy.config.maxPositionEmbeddings;
+  }
+
   async generate(prompts: readonly (readonly number[])[], params: SamplingParams): Promise<Generation[]> {
     const decode = this.options.decode;
     const opts = { ...params, ...(decode ? { decode } : {}) };

@@ -167,6 +167,14 @@ describe.skipIf(!python).each(CASES)('TorchEngine equals LocalEngine on %s', (na
     }
   });
 
+  it('item 12 (issue 34): refuses a prompt plus generation past the position table, as the local engine does', async () => {
+    expect(torch.maxPositions).toBe(local.maxPositions);
+    const prompt = Array.from({ length: torch.maxPositions - 4 }, (_, i) => 1 + (i % 50));
+    const past = /has \d+ tokens and may generate 5 more .* past the model's \d+ positions/;
+    await expect(torch.generate([prompt], { maxNewTokens: 5, temperature: 0, seed: 0 })).rejects.toThrow(past);
+    await expect(local.generate([prompt], { maxNewTokens: 5, temperature: 0, seed: 0 })).rejects.toThrow(past);
+  });
+
   it('holds the same weights after three AdamW steps with clipping, and reports the same gradient norms', async () => {
     const settings = { lr: 1e-3, weightDecay: 0.01, maxGradNorm: 0.5 };
     const before = await torch.tensors('policy');

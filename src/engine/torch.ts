@@ -1,9 +1,9 @@
 // The torch engine: the Engine seam served by a PyTorch worker process (python/ragen_torch) that holds the policy,
 // reference and critic (Hugging Face checkpoints, LoRA, value head), samples with a KV cache, back-propagates the
 // trainer's output gradients and runs AdamW. The loss stays in TypeScript (src/algo), as for the local engine.
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { LoraConfig } from '../model/index.js';
+import { contextPastPositions, type LoraConfig } from '../model/index.js';
 import { ConfigError } from '../util/index.js';
 import { findTorchPython, TORCH_MISSING } from './python.js';
 import type { FrameArray } from './torch-protocol.js';
@@ -59,7 +59,13 @@ export class TorchEngine implements TrainableEngine {
 
   readonly tokenBudget: TokenBudget;
 
-  private constructor(private readonly worker: TorchWorker, private readonly options: TorchEngineOptions, readonly vocabSize: number) {
+  private constructor(
+    private readonly worker: TorchWorker,
+    private readonly options: TorchEngineOptions,
+    readonly vocabSize: number,
+    /** The model's position table (config.json's max_position_embeddings; Infinity where it names none). */
+    readonly maxPositions: number,
+  ) {
     // The worker's rows are split over its ranks, every node's (python/ragen_torch/dist.py), as its handshake counts them.
     this.tokenBudget = { tokens: options.tokenBudget ?? TORCH_TOKEN_BUDGET, packing: options.packing ?? false, ranks: worker.info.ranks };
   }
@@ -78,7 +84,7 @@ export class TorchEngine implements TrainableEngine {
         rolloutCopy: opts.rolloutCopy ?? 'auto', compile: opts.compile ?? false,
         ...(opts.criticPath ? { criticPath: resolve(opts.criticPath) } : {}), ...(opts.referencePath ? { referencePath: resolve(opts.referencePath) } : {}),
       });
-      return new TorchEngine(worker, opts, Number(r.header.vocabSize));
+      return new TorchEngine(worker, opts, Number(r.header.vocabSize), configPositions(dir));
     } catch (e) {
       worker.close(0);
       throw e;
@@ -110,6 +116,7 @@ export class TorchEngine implements TrainableEngine {
     checkSampling(params);
     prompts.forEach((p, i) => {
       if (p.length === 0) throw new ConfigError(`prompt ${i} is empty; every prompt needs at least one token`);
+      if (p.length + params.maxNewTokens > this.maxPositions) throw new ConfigError(contextPastPositions(p.length, params.maxNewTokens, this.maxPositions, `prompt ${i}`));
       checkIds(p, this.vocabSize, `prompt ${i}`);
     });
     if (stops.length > 0 && !this.vocabSent) {
@@ -264,4 +271,12 @@ function truncateAtStop(g: Generation, stops: readonly string[], decode: (ids: n
 /** A float the worker sent: a JSON number, or 'inf' / '-inf' / 'nan' (JSON has no non-finite numbers). */
 function wireNumber(x: unknown): number {
   return typeof x === 'number' ? x : x === 'inf' ? Infinity : x === '-inf' ? -Infinity : NaN;
+}
+
+/** `max_position_embeddings` of a model directory's config.json (a VLM's `text_config` too); Infinity where none is given. */
+function configPositions(dir: string): number {
+  const json = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')) as Record<string, unknown>;
+  const text = (json['text_config'] ?? {}) as Record<string, unknown>;
+  const n = json['max_position_embeddings'] ?? text['max_position_embeddings'];
+  return typeof n === 'number' && n > 0 ? n : Infinity;
 }

@@ -219,8 +219,15 @@ function validate(model: Transformer, prompts: readonly (readonly number[])[], o
   if (o.topK !== undefined && !(Number.isInteger(o.topK) && o.topK >= 0)) throw new ConfigError(`topK must be a non-negative integer (0 = off), got ${o.topK}`);
   if ((o.stopStrings?.length ?? 0) > 0 && !o.decode) throw new ConfigError('stopStrings need a tokenizer: pass `decode` (or give the engine a tokenizer)');
   const V = model.config.vocabSize;
+  const P = model.config.maxPositionEmbeddings;
   prompts.forEach((p, i) => {
     if (p.length === 0) throw new ConfigError(`prompt ${i} is empty; every prompt needs at least one token`);
+    if (p.length + o.maxNewTokens > P) throw new ConfigError(contextPastPositions(p.length, o.maxNewTokens, P, `prompt ${i}`));
     for (const id of p) if (!(Number.isInteger(id) && id >= 0 && id < V)) throw new ConfigError(`prompt ${i} holds token id ${id}, outside the vocabulary [0, ${V})`);
   });
+}
+
+/** Why a prompt plus its generation cannot run: past the model's position table (max_position_embeddings). */
+export function contextPastPositions(promptTokens: number, maxNewTokens: number, positions: number, what = 'the prompt'): string {
+  return `${what} has ${promptTokens} tokens and may generate ${maxNewTokens} more (${promptTokens + maxNewTokens} in all), past the model's ${positions} positions (its max_position_embeddings); shorten the prompt or generate fewer tokens, or use a model with a longer context.`;
 }

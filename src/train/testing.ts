@@ -19,13 +19,15 @@ export interface MicroModelOptions {
   numHeads?: number;
   intermediateSize?: number;
   seed?: number;
+  /** The position table. @default 2048 */
+  maxPositionEmbeddings?: number;
 }
 
 /** Write a seeded random-init Qwen2-style model (vocab of the tiny tokenizer, tokenizer.json copied) into `dir`. */
 export async function writeMicroModel(dir: string, o: MicroModelOptions = {}): Promise<string> {
   const tokDir = tinyTokenizerDir();
   const vocabSize = loadTokenizer(tokDir).vocabSize;
-  const cfg = modelConfig({ vocabSize, hiddenSize: o.hiddenSize ?? 32, intermediateSize: o.intermediateSize ?? 64, numLayers: o.numLayers ?? 2, numHeads: o.numHeads ?? 4, maxPositionEmbeddings: 2048 });
+  const cfg = modelConfig({ vocabSize, hiddenSize: o.hiddenSize ?? 32, intermediateSize: o.intermediateSize ?? 64, numLayers: o.numLayers ?? 2, numHeads: o.numHeads ?? 4, maxPositionEmbeddings: o.maxPositionEmbeddings ?? 2048 });
   const model = Transformer.init(cfg, o.seed ?? 1);
   await saveModel(dir, model, { tokenizerPath: join(tokDir, 'tokenizer.json') });
   model.dispose();

@@ -237,7 +237,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
 /** The context budget holds every tag's first prompt (before any step or run directory); frees `models` it owns on failure. */
 async function promptsFit(config: RagenConfig, models: TrainerModels, owned: boolean): Promise<void> {
   try {
-    await checkPromptBudget(config, models.tokenizer);
+    await checkPromptBudget(config, models.tokenizer, models.engine.maxPositions);
   } catch (err) {
     if (owned) models.engine.dispose();
     throw err;

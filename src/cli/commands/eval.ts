@@ -10,8 +10,8 @@ import {
 import { envSpec, resolveEnvId } from '../../env/index.js';
 import { registerRemoteEnvs } from '../../env/remote/index.js';
 import { loadTokenizer, runTokenizer, tinyTokenizerDir, type Tokenizer } from '../../tokenizer/index.js';
-import { agentEntries, defaultConfig, envGroupsOptions, loadConfig, loadSavedConfig, samplingOf, tagEntries, type RagenConfig } from '../../config/index.js';
-import { findModelPath, isHubId, resolveModelPath } from '../../model/index.js';
+import { agentEntries, checkPromptsFit, defaultConfig, envGroupsOptions, loadConfig, loadSavedConfig, samplingOf, tagEntries, type RagenConfig } from '../../config/index.js';
+import { findModelPath, isHubId, loadModelConfig, resolveModelPath } from '../../model/index.js';
 import { fileSystemError, makeDir, UsageError, withSetting } from '../../util/index.js';
 import { openModelDir, validationBatch } from '../../train/index.js';
 import { parseConfigPairs, parsePositiveInt, parseSeed } from './env-options.js';
@@ -197,6 +197,9 @@ export async function runEval(opts: EvalOptions, onReport?: (report: EvalReport)
     if (opts.run) modelDir = resolveModelDir(opts.run); // its tokenizer reads the replies
   }
   const tokenizer = tokenizerOf(opts, modelDir, base);
+  // what `ragen train` refuses, eval refuses: a budget no first prompt fits, or one past the model's positions
+  const positions = policyName === 'model' ? (await loadModelConfig(modelDir!)).maxPositionEmbeddings : Infinity;
+  await checkPromptsFit([{ label: opts.env ? '--env' : 'env.val', options: { tags, groupSize, mode: 'val', seed } }], tokenizer, cfg, positions);
   const temperature = opts.greedy ? 0 : (opts.temperature ?? samplingOf(base ?? defaultConfig(), 'val', seed).temperature);
   const policy = policyName === 'openai' ? openaiOf(opts, cfg, tokenizer, temperature, seed) : await makePolicy(policyName, cfg, tokenizer, modelDir, temperature, seed);
   const usageOf = (e: { index: number }) => ('usage' in policy ? (policy as OpenAIPolicy).usage.get(e.index) : undefined);
