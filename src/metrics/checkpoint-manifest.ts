@@ -49,26 +49,38 @@ export interface VerifiedCheckpoint extends CheckpointManifest {
 /** A manifest without digests, refused without `allowUnverified` (not damage: an earlier step is no way out). */
 export class UnverifiedCheckpointError extends CheckpointError {}
 
-const DAMAGED = 'the checkpoint is damaged; use an earlier step-N directory, or delete this one';
+const DAMAGED = 'use an earlier step-N directory, or delete this one';
+
+/**
+ * A checkpoint that is not what its manifest says (a file missing, changed, unlisted; the manifest missing or not
+ * one): `problem` says what, `fix` what to do. A reader that picked the checkpoint as a run's newest replaces `fix`
+ * with the ways out it knows (src/train/checkpoint-read.ts `openNewest`).
+ */
+export class DamagedCheckpointError extends CheckpointError {
+  /** `fix` undefined: the checkpoint is damaged, and the way out is an earlier step or deleting it. */
+  constructor(readonly dir: string, readonly problem: string, readonly fix?: string) {
+    super(`checkpoint \`${dir}\`: ${problem}; ${fix ?? DAMAGED}.`);
+  }
+}
 
 /** Read `dir`'s checkpoint.json; a CheckpointError naming the file when it is missing or not a manifest. */
 export function readManifest(dir: string): CheckpointManifest {
   const path = join(dir, MANIFEST_FILE);
-  if (!existsSync(path)) throw new CheckpointError(`\`${dir}\` is not a complete checkpoint: its ${MANIFEST_FILE} is missing (it was not finished, or was edited by hand); use an earlier step-N directory, or delete this one.`);
+  if (!existsSync(path)) throw new DamagedCheckpointError(dir, `its ${MANIFEST_FILE} is missing, so it is not a complete checkpoint (it was not finished, or was edited by hand)`);
   let m: { format?: unknown; step?: unknown; files?: unknown };
   try {
     m = JSON.parse(withFileErrors('read the checkpoint manifest', path, () => readFileSync(path, 'utf8'))) as typeof m;
   } catch (err) {
     if (!(err instanceof SyntaxError)) throw err;
-    throw new CheckpointError(`${path} is not valid JSON (${err.message}); ${DAMAGED}.`);
+    throw new DamagedCheckpointError(dir, `its ${MANIFEST_FILE} is not valid JSON (${err.message})`);
   }
   if (m === null || typeof m !== 'object' || m.format !== CHECKPOINT_FORMAT || !Array.isArray(m.files)) {
-    throw new CheckpointError(`${path} is not a ragen-ts checkpoint manifest (format ${JSON.stringify(m?.format)}); ${DAMAGED}.`);
+    throw new DamagedCheckpointError(dir, `its ${MANIFEST_FILE} is not a ragen-ts checkpoint manifest (format ${JSON.stringify(m?.format)})`);
   }
   const seen = new Set<string>();
   const files = m.files.map((f: unknown, i) => {
     const e = (f ?? {}) as Partial<ManifestFile>;
-    const bad = (what: string) => new CheckpointError(`${path}: files[${i}] ${what}; ${DAMAGED}.`);
+    const bad = (what: string) => new DamagedCheckpointError(dir, `its ${MANIFEST_FILE}'s files[${i}] ${what}`);
     const p = e.path;
     if (typeof p !== 'string' || p === '' || isAbsolute(p) || p.includes('\\') || posix.normalize(p) !== p || p.startsWith('../') || p === MANIFEST_FILE) {
       throw bad(`has path ${JSON.stringify(p)}, not a file inside the checkpoint`);
@@ -99,18 +111,21 @@ export function verifyCheckpoint(dir: string, opts: VerifyCheckpointOptions = {}
   const names = new Set(manifest.files.map((f) => f.path));
   const unlisted = filesIn(dir).filter((p) => p !== MANIFEST_FILE && !names.has(p));
   if (unlisted.length > 0) {
-    throw new CheckpointError(
-      `checkpoint \`${dir}\`: ${listed(unlisted.map((p) => `\`${p}\``), ' are')} not listed in its ${MANIFEST_FILE}, so ${unlisted.length > 1 ? 'they were' : 'it was'} added after the checkpoint was written and would be loaded unverified; move ${unlisted.length > 1 ? 'them' : 'it'} out of the checkpoint.`,
+    const them = unlisted.length > 1 ? 'them' : 'it';
+    throw new DamagedCheckpointError(
+      dir,
+      `${listed(unlisted.map((p) => `\`${p}\``), ' are')} not listed in its ${MANIFEST_FILE} (added after the checkpoint was written, ${them === 'it' ? 'it' : 'they'} would be loaded unverified)`,
+      `move ${them} out of the checkpoint`,
     );
   }
   for (const f of manifest.files) {
     const path = join(dir, f.path);
-    if (!existsSync(path)) throw new CheckpointError(`checkpoint \`${dir}\`: ${f.path} is missing (listed in ${MANIFEST_FILE}); ${DAMAGED}.`);
+    if (!existsSync(path)) throw new DamagedCheckpointError(dir, `${f.path} is missing (listed in ${MANIFEST_FILE})`);
     const st = statSync(path);
-    if (!st.isFile()) throw new CheckpointError(`checkpoint \`${dir}\`: ${f.path} is not a file (listed in ${MANIFEST_FILE} as one); ${DAMAGED}.`);
-    if (st.size !== f.bytes) throw new CheckpointError(`checkpoint \`${dir}\`: ${f.path} has ${st.size} bytes, ${MANIFEST_FILE} records ${f.bytes}; ${DAMAGED}.`);
+    if (!st.isFile()) throw new DamagedCheckpointError(dir, `${f.path} is not a file (listed in ${MANIFEST_FILE} as one)`);
+    if (st.size !== f.bytes) throw new DamagedCheckpointError(dir, `${f.path} has ${st.size} bytes, ${MANIFEST_FILE} records ${f.bytes}`);
     if (f.sha256 !== undefined && withFileErrors('verify the checkpoint', path, () => sha256File(path)) !== f.sha256) {
-      throw new CheckpointError(`checkpoint \`${dir}\`: ${f.path} does not match its SHA-256 in ${MANIFEST_FILE} (its content changed); ${DAMAGED}.`);
+      throw new DamagedCheckpointError(dir, `${f.path} does not match its SHA-256 in ${MANIFEST_FILE} (its content changed)`);
     }
   }
   if (sizeOnly.length > 0) {

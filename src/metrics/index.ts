@@ -12,6 +12,6 @@ export { ConsoleLog, plainText, untranscribed } from './console-log.js';
 export { openRunSinks, type RunSinks, type RunSinksOptions, type SinkName } from './run-sinks.js';
 export { assertNewRunDir, createRunDir, rolloutFile, runDirName, runPaths, timestamp, type RunPaths } from './run-dir.js';
 export {
-  ALLOW_UNVERIFIED_FLAG, CHECKPOINT_FORMAT, UnverifiedCheckpointError, CHECKPOINT_VERSION, MANIFEST_FILE, filesIn, isCompleteCheckpoint, readManifest, sha256File, verifyCheckpoint,
+  ALLOW_UNVERIFIED_FLAG, CHECKPOINT_FORMAT, DamagedCheckpointError, UnverifiedCheckpointError, CHECKPOINT_VERSION, MANIFEST_FILE, filesIn, isCompleteCheckpoint, readManifest, sha256File, verifyCheckpoint,
   type CheckpointManifest, type ManifestFile, type VerifiedCheckpoint, type VerifyCheckpointOptions,
 } from './checkpoint-manifest.js';

@@ -3,7 +3,7 @@
 // other file of it is read, and a run's newest step is used or named, never skipped for an older one.
 import { existsSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { MANIFEST_FILE, UnverifiedCheckpointError, verifyCheckpoint, type VerifyCheckpointOptions } from '../metrics/index.js';
+import { DamagedCheckpointError, MANIFEST_FILE, UnverifiedCheckpointError, verifyCheckpoint, type VerifyCheckpointOptions } from '../metrics/index.js';
 import { shippedModels } from '../model/index.js';
 import { CheckpointError, UsageError } from '../util/index.js';
 import { checkpointDirs, listCheckpoints, type CheckpointRef } from './checkpoint-io.js';
@@ -15,9 +15,9 @@ export interface OpenCheckpointOptions extends VerifyCheckpointOptions {
 }
 
 /**
- * `open()` of `newest`, the newest `step-N/` of `run`: when it fails with a CheckpointError (the checkpoint is
- * damaged), the error gains the ways out `wayOut` gives for the complete-looking checkpoint before it (or undefined),
- * so a damaged newest step is named and never replaced silently by an older one.
+ * `open()` of `newest`, the newest `step-N/` of `run`: when it fails because the checkpoint is damaged, the error
+ * names it as the run's newest and gives the ways out `wayOut` says for the complete-looking checkpoint before it (or
+ * undefined), so a damaged newest step is named and never replaced silently by an older one.
  */
 export function openNewest<T>(run: string, newest: CheckpointRef, wayOut: (older: CheckpointRef | undefined) => string, open: () => T): T {
   try {
@@ -25,7 +25,12 @@ export function openNewest<T>(run: string, newest: CheckpointRef, wayOut: (older
   } catch (err) {
     if (!(err instanceof CheckpointError) || err instanceof UnverifiedCheckpointError) throw err;
     const older = listCheckpoints(dirname(newest.dir)).filter((c) => c.step < newest.step).pop();
-    throw new CheckpointError(`${err.message} It is the newest checkpoint of \`${run}\`, which is not skipped for an older one: ${wayOut(older)}.`);
+    const newestOf = `the newest checkpoint of \`${run}\` and is not skipped for an older one`;
+    if (err instanceof DamagedCheckpointError) {
+      const fix = err.fix === undefined ? wayOut(older) : `${err.fix}, or ${wayOut(older)}`;
+      throw new CheckpointError(`checkpoint \`${err.dir}\`: ${err.problem}; it is ${newestOf}: ${fix}.`);
+    }
+    throw new CheckpointError(`${err.message} It is ${newestOf}: ${wayOut(older)}.`);
   }
 }
 
