@@ -106,6 +106,19 @@ describe('item 4: a fresh run that starts from another run\'s checkpoint (model.
   });
 });
 
+describe('item 4: probe-grads --step 0 verifies the initial model when it is a checkpoint', () => {
+  it('item 4: a run whose model.path is a checkpoint with an unlisted file is refused by probe-grads --step 0', async () => {
+    const base = copyRun('probe-base', (step2) => copyFileSync(join(model, 'model.safetensors'), join(step2, 'model.safetensors')));
+    const dir = copyRun('probe-from');
+    const cfg = join(dir, 'config.yaml');
+    writeFileSync(cfg, readFileSync(cfg, 'utf8').replace(`path: ${model}`, `path: ${join(base, 'checkpoints', 'step-2')}`));
+    expect(readFileSync(cfg, 'utf8')).toContain(join(base, 'checkpoints', 'step-2'));
+    const p = await runCli('probe-grads', '--run', dir, '--step', '0', '--groups', '1');
+    expect(p.code, p.err).toBe(2);
+    expect(p.err).toMatch(/step-2`: `model\.safetensors` is not listed in its checkpoint\.json/);
+  });
+});
+
 describe('item 5: a damaged newest checkpoint is named, never skipped', () => {
   it('item 5: a newest step missing its config.json is refused by eval --run and serve, naming the step and both ways out', async () => {
     const dir = copyRun('no-config', (step2) => rmSync(join(step2, 'config.json')));

@@ -9,7 +9,7 @@ import { runPaths } from '../metrics/index.js';
 import { CheckpointError } from '../util/index.js';
 import type { VerifyCheckpointOptions } from '../metrics/index.js';
 import { checkpointDirs, listCheckpoints, readCheckpoint, type CheckpointRef, type CheckpointState } from './checkpoint-io.js';
-import { openNewest } from './checkpoint-read.js';
+import { openModelDir, openNewest } from './checkpoint-read.js';
 import { openModels } from './engine-setup.js';
 import { analyzeStep, type GradBucket } from './grad-analysis.js';
 import { collectRollout } from './step.js';
@@ -75,10 +75,12 @@ function resolveCheckpoint(run: string, step: number | undefined, opts: VerifyCh
 export async function probeGradients(o: ProbeOptions): Promise<ProbeReport> {
   const t0 = performance.now();
   const say = o.onProgress ?? (() => {});
-  const { step, dir, state } = resolveCheckpoint(o.run, o.step, { allowUnverified: o.allowUnverifiedCheckpoint === true });
+  const verify = { allowUnverified: o.allowUnverifiedCheckpoint === true };
+  const { step, dir, state } = resolveCheckpoint(o.run, o.step, verify);
   // The probe always reports the unfiltered view too: it is what a checkpoint probe is for.
   const config: RagenConfig = loadSavedConfig(dir ?? o.run, [...(o.overrides ?? []), 'trainer.gradAnalysis.prefilter=true']);
   say(`loading ${dir ?? config.model.path}`);
+  if (!dir) openModelDir(config.model.path, verify); // the initial model may be another run's checkpoint: verified too
   const { engine, tokenizer } = dir ? await openModels(config, dir) : await openModels(config);
   try {
     const groups = tagEntries(config, 'train').length > 0 ? new EnvGroups(envGroupsOptions(config, 'train')) : null;
