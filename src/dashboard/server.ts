@@ -4,7 +4,8 @@ import { createReadStream, existsSync, readdirSync, readFileSync, statSync } fro
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { dirname, extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { runPaths } from '../metrics/index.js';
+import { filesIn, runPaths, verifyCheckpoint } from '../metrics/index.js';
+import { CheckpointError } from '../util/index.js';
 import { evalSummary, readEvalFile, readRollouts } from './episodes.js';
 import { RunIndex, runDetail } from '../metrics/index.js';
 import { RunEvents } from './events.js';
@@ -21,6 +22,11 @@ export interface DashboardOptions {
   pollMs?: number;
   /** Folder of the built page (index.html, app.js, app.css). @default <package>/build/dashboard */
   assetsDir?: string;
+  /**
+   * Let the play page load a checkpoint whose checkpoint.json has no SHA-256 digests (the version-1 format), its files
+   * checked by size only (`--allow-unverified-checkpoint`). @default false
+   */
+  allowUnverifiedCheckpoint?: boolean;
 }
 
 /** A running dashboard. */
@@ -85,6 +91,33 @@ interface RouteContext {
   /** The single-thread WASM kernels the play page runs. */
   wasm: string;
   events: RunEvents;
+  /** Checks a checkpoint before any of its files is served (see `checkpointGate`). */
+  verified: (stepDir: string) => void;
+}
+
+/**
+ * The check the play page's checkpoint files pass before one is served: the checkpoint is exactly its manifest
+ * (verifyCheckpoint, as `ragen eval --run` and `--resume` check it), else a 409 with its sentence. A checkpoint whose
+ * files have not changed since it passed (same names, sizes, times and inodes) is not hashed again.
+ */
+function checkpointGate(allowUnverified: boolean): (stepDir: string) => void {
+  const passed = new Map<string, string>();
+  const stamp = (dir: string) => filesIn(dir).map((f) => {
+    const st = statSync(join(dir, f));
+    return `${f}:${st.size}:${st.mtimeMs}:${st.ino}`;
+  }).sort().join('|');
+  return (dir) => {
+    const now = stamp(dir);
+    if (passed.get(dir) === now) return;
+    try {
+      verifyCheckpoint(dir, { allowUnverified, warn: (line) => console.error(`ragen dashboard: ${line}`) });
+    } catch (err) {
+      passed.delete(dir);
+      if (err instanceof CheckpointError) throw new HttpError(409, err.message);
+      throw err;
+    }
+    passed.set(dir, now);
+  };
 }
 
 /** The run directory of `id`, or a 404 naming the dashboard's folders. */
@@ -95,7 +128,7 @@ function runDir(index: RunIndex, id: string | null): string {
 }
 
 /** The route table: path -> handler. Anything else is a file of the built page (`staticFile`). */
-function routes({ index, wasm, events }: RouteContext): Record<string, Route> {
+function routes({ index, wasm, events, verified }: RouteContext): Record<string, Route> {
   return {
     '/api/runs': (_q, res) => sendJson(res, 200, { roots: index.roots, runs: index.list() }),
     '/api/run': (q, res) => {
@@ -121,6 +154,7 @@ function routes({ index, wasm, events }: RouteContext): Record<string, Route> {
       if (!PLAY_FILES.test(path)) throw new HttpError(403, `Refused \`${path}\`: only checkpoints/step-N/{config.json,model.safetensors,tokenizer.json,...} are served.`);
       const file = join(dir, path);
       if (!existsSync(file)) throw new HttpError(404, `\`${path}\` is missing in this run.`);
+      verified(dirname(file));
       sendFile(res, file);
     },
     '/api/events': (_q, res) => events.open(res),
@@ -153,7 +187,8 @@ export async function startDashboard(opts: DashboardOptions): Promise<Dashboard>
   const index = new RunIndex(opts.roots);
   const events = new RunEvents(index);
   const assets = opts.assetsDir ?? join(packageDir(), 'build', 'dashboard');
-  const table = routes({ index, assets, wasm: join(packageDir(), 'build', 'kernels', 'ragen-single.wasm'), events });
+  const verified = checkpointGate(opts.allowUnverifiedCheckpoint === true);
+  const table = routes({ index, assets, wasm: join(packageDir(), 'build', 'kernels', 'ragen-single.wasm'), events, verified });
   let allowedHosts = new Set<string>();
   const server = createServer((req, res) => {
     try {

@@ -11,3 +11,7 @@ export { WandbSink, WANDB_PACKAGE, type WandbSinkOptions } from './wandb-sink.js
 export { ConsoleLog, plainText, untranscribed } from './console-log.js';
 export { openRunSinks, type RunSinks, type RunSinksOptions, type SinkName } from './run-sinks.js';
 export { assertNewRunDir, createRunDir, rolloutFile, runDirName, runPaths, timestamp, type RunPaths } from './run-dir.js';
+export {
+  ALLOW_UNVERIFIED_FLAG, CHECKPOINT_FORMAT, DamagedCheckpointError, UnverifiedCheckpointError, CHECKPOINT_VERSION, MANIFEST_FILE, filesIn, isCompleteCheckpoint, readManifest, sha256File, verifyCheckpoint,
+  type CheckpointManifest, type ManifestFile, type VerifiedCheckpoint, type VerifyCheckpointOptions,
+} from './checkpoint-manifest.js';

@@ -37,7 +37,7 @@ describe('checkpoint directories', () => {
     expect(checkpointMetrics(dir).trim().split('\n').map((l) => JSON.parse(l).step)).toEqual([1, 2, 3]);
   });
 
-  it('read a checkpoint of version 1 (sizes only in its manifest, the unused `rng: {}` in its state)', async () => {
+  it('read a checkpoint of version 1 (sizes only in its manifest, the unused `rng: {}` in its state) only when allowed', async () => {
     const dir = await writeCheckpoint(fresh(), state(2));
     const file = join(dir, STATE_FILE);
     writeFileSync(file, JSON.stringify({ ...JSON.parse(readFileSync(file, 'utf8')), version: 1, rng: {} }, null, 1));
@@ -45,7 +45,10 @@ describe('checkpoint directories', () => {
     manifest.version = 1;
     manifest.files = manifest.files.map((f: { path: string }) => ({ path: f.path, bytes: readFileSync(join(dir, f.path)).length }));
     writeFileSync(join(dir, 'checkpoint.json'), JSON.stringify(manifest));
-    expect(readCheckpoint(dir)).toEqual({ step: 2, data: { trainSeedCounter: 16 } });
+    expect(() => readCheckpoint(dir)).toThrow(/records no SHA-256 for .*--allow-unverified-checkpoint/);
+    const warnings: string[] = [];
+    expect(readCheckpoint(dir, { allowUnverified: true, warn: (l) => warnings.push(l) })).toEqual({ step: 2, data: { trainSeedCounter: 16 } });
+    expect(warnings).toEqual([expect.stringMatching(/^warning: checkpoint `.*step-2`: .*trainer-state\.json.* checked by size only/)]);
   });
 
   it('ignore an interrupted write (a step-N.tmp left behind by a killed process) and clean it up on the next write', async () => {
@@ -103,7 +106,7 @@ describe('checkpoint directories', () => {
     const manifest = JSON.parse(readFileSync(join(dir3, 'checkpoint.json'), 'utf8'));
     for (const f of manifest.files) delete f.sha256;
     writeFileSync(join(dir3, 'checkpoint.json'), JSON.stringify(manifest));
-    expect(() => readCheckpoint(dir3)).toThrow(/trainer-state\.json is not valid JSON/);
+    expect(() => readCheckpoint(dir3, { allowUnverified: true, warn: () => {} })).toThrow(/trainer-state\.json is not valid JSON/);
   });
 
   it('find the latest complete checkpoint, skipping ones whose manifest or files are missing or truncated', async () => {

@@ -1,20 +1,21 @@
 // Checkpoint directories written atomically (step-N.tmp/, fsync, rename to step-N/), with trainer state for an exact
 // resume: data position, trainer bookkeeping, metrics so far. Model weights and optimizer state are written into
 // the same directory by the engine (Hugging Face layout, its own optimizer/ folder) through `writeModel`.
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { createHash } from 'node:crypto';
-import { join, relative } from 'node:path';
-import { CheckpointError, fileSystemError, withFileErrors } from '../util/index.js';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { CheckpointError, fileSystemError } from '../util/index.js';
 import { saveConfig, type RagenConfig } from '../config/index.js';
+import {
+  CHECKPOINT_FORMAT as FORMAT, CHECKPOINT_VERSION as VERSION, filesIn, isCompleteCheckpoint, MANIFEST_FILE, sha256File, verifyCheckpoint, type ManifestFile, type VerifyCheckpointOptions,
+} from '../metrics/index.js';
 
-/** The manifest written last into a checkpoint: its presence (with every listed file intact) marks it complete. */
-export const MANIFEST_FILE = 'checkpoint.json';
+// The manifest and its check live with the run directory's layout (src/metrics), where the dashboard reaches them too.
+export { isCompleteCheckpoint, MANIFEST_FILE, sha256File, verifyCheckpoint };
+
 /** Trainer state: step, data position, free-form trainer bookkeeping. */
 export const STATE_FILE = 'trainer-state.json';
 /** Metrics of the run up to the checkpoint's step (a copy of metrics.jsonl). */
 export const METRICS_COPY = 'metrics.jsonl';
-const FORMAT = 'ragen-ts-checkpoint';
-const VERSION = 2;
 
 /** Everything the trainer needs, besides the model, to continue a run exactly. */
 export interface CheckpointState {
@@ -68,7 +69,7 @@ export async function writeCheckpoint(root: string, state: CheckpointState, opti
       writeFileSync(join(tmp, METRICS_COPY), metricsUpTo(readFileSync(options.metricsFile, 'utf8'), state.step));
     }
 
-    const files: ManifestFile[] = listFiles(tmp).map((path) => ({ path, bytes: statSync(join(tmp, path)).size, sha256: sha256File(join(tmp, path)) }));
+    const files: ManifestFile[] = filesIn(tmp).map((path) => ({ path, bytes: statSync(join(tmp, path)).size, sha256: sha256File(join(tmp, path)) }));
     for (const f of files) fsyncFile(join(tmp, f.path));
     writeFileSync(join(tmp, MANIFEST_FILE), JSON.stringify({ format: FORMAT, version: VERSION, step: state.step, files }, null, 1));
     fsyncFile(join(tmp, MANIFEST_FILE));
@@ -87,51 +88,6 @@ export async function writeCheckpoint(root: string, state: CheckpointState, opti
   }
   if (options.keep !== undefined) pruneCheckpoints(root, options.keep);
   return final;
-}
-
-/** One file of a checkpoint's manifest (sha256 since manifest version 2; version 1 recorded sizes only). */
-interface ManifestFile {
-  path: string;
-  bytes: number;
-  sha256?: string;
-}
-
-function readManifest(dir: string): { step: number; files: ManifestFile[] } {
-  const path = join(dir, MANIFEST_FILE);
-  if (!existsSync(path)) throw new CheckpointError(`\`${dir}\` is not a complete checkpoint: its ${MANIFEST_FILE} is missing (it was not finished, or was edited by hand); use an earlier step-N directory.`);
-  let m: { format?: unknown; step?: unknown; files?: unknown };
-  try {
-    m = JSON.parse(readFileSync(path, 'utf8')) as typeof m;
-  } catch (err) {
-    throw new CheckpointError(`${path} is not valid JSON (${(err as Error).message}); the checkpoint is damaged, use an earlier step-N directory.`);
-  }
-  if (m.format !== FORMAT || !Array.isArray(m.files)) throw new CheckpointError(`${path} is not a ragen-ts checkpoint manifest (format ${JSON.stringify(m.format)}); use an earlier step-N directory.`);
-  return { step: Number(m.step), files: m.files as ManifestFile[] };
-}
-
-/**
- * Check a checkpoint by content: every file its manifest lists exists with its recorded size and SHA-256. Throws a
- * CheckpointError naming the first file that does not (missing, truncated, changed) and what to do.
- */
-export function verifyCheckpoint(dir: string): void {
-  const { files } = readManifest(dir);
-  for (const f of files) {
-    const path = join(dir, f.path);
-    const fix = 'the checkpoint is damaged; use an earlier step-N directory (or delete this one to resume from the one before)';
-    if (!existsSync(path)) throw new CheckpointError(`checkpoint \`${dir}\`: ${f.path} is missing (listed in ${MANIFEST_FILE}); ${fix}.`);
-    const bytes = statSync(path).size;
-    if (bytes !== f.bytes) throw new CheckpointError(`checkpoint \`${dir}\`: ${f.path} has ${bytes} bytes, ${MANIFEST_FILE} records ${f.bytes}; ${fix}.`);
-    if (f.sha256 !== undefined && withFileErrors('verify the checkpoint', path, () => sha256File(path)) !== f.sha256) throw new CheckpointError(`checkpoint \`${dir}\`: ${f.path} does not match its SHA-256 in ${MANIFEST_FILE} (its content changed); ${fix}.`);
-  }
-}
-
-/** Whether `dir` has a manifest whose every file exists with its recorded size (a cheap check; `verifyCheckpoint` reads content). */
-export function isCompleteCheckpoint(dir: string): boolean {
-  try {
-    return readManifest(dir).files.every((f) => statSync(join(dir, f.path)).size === f.bytes);
-  } catch {
-    return false; // no manifest, unreadable, or a listed file missing: incomplete by definition
-  }
 }
 
 /** Every `step-N/` folder under `root` (a run's `checkpoints/`), complete or not, oldest first; `.tmp` folders are skipped. */
@@ -162,9 +118,9 @@ export function pruneCheckpoints(root: string, keep: number): string[] {
   return drop;
 }
 
-/** Read the trainer state of a checkpoint, after verifying every file by content (`verifyCheckpoint`). */
-export function readCheckpoint(dir: string): CheckpointState {
-  verifyCheckpoint(dir);
+/** Read the trainer state of a checkpoint, after verifying it is exactly its manifest (`verifyCheckpoint`). */
+export function readCheckpoint(dir: string, opts: VerifyCheckpointOptions = {}): CheckpointState {
+  verifyCheckpoint(dir, opts);
   const path = join(dir, STATE_FILE);
   let raw: CheckpointState & { format?: unknown; version?: unknown; rng?: unknown };
   try {
@@ -196,25 +152,6 @@ export function metricsUpTo(jsonl: string, step: number): string {
     return s === undefined || s <= step;
   });
   return kept.length ? `${kept.join('\n')}\n` : '';
-}
-
-function listFiles(dir: string, base = dir): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
-    e.isDirectory() ? listFiles(join(dir, e.name), base) : [relative(base, join(dir, e.name))],
-  );
-}
-
-/** SHA-256 of a file read in 4 MiB pieces: checkpoints hold files of any size (Node reads no whole file past 2 GiB). */
-export function sha256File(path: string): string {
-  const hash = createHash('sha256');
-  const buf = Buffer.allocUnsafe(4 * 2 ** 20);
-  const fd = openSync(path, 'r');
-  try {
-    for (let n; (n = readSync(fd, buf, 0, buf.length, null)) > 0; ) hash.update(buf.subarray(0, n));
-  } finally {
-    closeSync(fd);
-  }
-  return hash.digest('hex');
 }
 
 // fsync a file or a directory (directories make the renames and new entries durable on Linux).

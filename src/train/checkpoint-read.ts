@@ -1,33 +1,59 @@
-// The model directory every reader of a run's weights opens (`ragen eval --run/--model`, `ragen serve`), checked the
-// way `--resume` checks it: a checkpoint's manifest is verified by content (verifyCheckpoint) before any weight is read.
-import { existsSync, readdirSync } from 'node:fs';
+// Opening a run's checkpoint, the same way on every path that reads one (`ragen train --resume`, `ragen eval --run`,
+// `ragen serve`, `ragen probe-grads`): the checkpoint is verified against its manifest (verifyCheckpoint) before any
+// other file of it is read, and a run's newest step is used or named, never skipped for an older one.
+import { existsSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import { DamagedCheckpointError, MANIFEST_FILE, UnverifiedCheckpointError, verifyCheckpoint, type VerifyCheckpointOptions } from '../metrics/index.js';
 import { shippedModels } from '../model/index.js';
-import { UsageError } from '../util/index.js';
-import { MANIFEST_FILE, verifyCheckpoint } from './checkpoint-io.js';
+import { CheckpointError, UsageError } from '../util/index.js';
+import { checkpointDirs, listCheckpoints, type CheckpointRef } from './checkpoint-io.js';
 
-/**
- * A verified model directory: `dir` itself if it holds config.json, else the newest `checkpoints/step-N/` of a run
- * (the newest by step, not the newest intact one: a damaged checkpoint is named, never skipped). A checkpoint (a
- * folder with checkpoint.json, or a `step-N/` of a run directory) must pass `verifyCheckpoint`; a plain model
- * directory without a manifest (a Hugging Face download, `ragen model init`) loads as it is.
- */
-export function openModelDir(dir: string): string {
-  const modelDir = existsSync(join(dir, 'config.json')) ? dir : newestCheckpoint(dir);
-  if (existsSync(join(modelDir, MANIFEST_FILE)) || isRunCheckpoint(modelDir)) verifyCheckpoint(modelDir);
-  return modelDir;
+/** Options of the readers of a run's checkpoints. */
+export interface OpenCheckpointOptions extends VerifyCheckpointOptions {
+  /** Told (one line) which checkpoint of a run directory is used. */
+  say?: (line: string) => void;
 }
 
-function newestCheckpoint(dir: string): string {
-  const ckpts = join(dir, 'checkpoints');
-  const steps = existsSync(ckpts)
-    ? readdirSync(ckpts)
-        .map((name) => ({ name, step: Number(/^step-(\d+)$/.exec(name)?.[1] ?? NaN) }))
-        .filter((s) => Number.isFinite(s.step) && existsSync(join(ckpts, s.name, 'config.json')))
-        .sort((a, b) => b.step - a.step)
-    : [];
-  if (steps.length === 0) throw new UsageError(`No model in \`${dir}\`: expected config.json there, or a run directory with checkpoints/step-N/config.json, a shipped model (${shippedModels().join(', ')}) or a Hub id (owner/name).`);
-  return join(ckpts, steps[0]!.name);
+/**
+ * `open()` of `newest`, the newest `step-N/` of `run`: when it fails because the checkpoint is damaged, the error
+ * names it as the run's newest and gives the ways out `wayOut` says for the complete-looking checkpoint before it (or
+ * undefined), so a damaged newest step is named and never replaced silently by an older one.
+ */
+export function openNewest<T>(run: string, newest: CheckpointRef, wayOut: (older: CheckpointRef | undefined) => string, open: () => T): T {
+  try {
+    return open();
+  } catch (err) {
+    if (!(err instanceof CheckpointError) || err instanceof UnverifiedCheckpointError) throw err;
+    const older = listCheckpoints(dirname(newest.dir)).filter((c) => c.step < newest.step).pop();
+    const newestOf = `the newest checkpoint of \`${run}\` and is not skipped for an older one`;
+    if (err instanceof DamagedCheckpointError) {
+      const fix = err.fix === undefined ? wayOut(older) : `${err.fix}, or ${wayOut(older)}`;
+      throw new CheckpointError(`checkpoint \`${err.dir}\`: ${err.problem}; it is ${newestOf}: ${fix}.`);
+    }
+    throw new CheckpointError(`${err.message} It is ${newestOf}: ${wayOut(older)}.`);
+  }
+}
+
+/**
+ * A verified model directory: `dir` itself when it is a checkpoint (it holds checkpoint.json, or is a run's
+ * `checkpoints/step-N/`) or a plain model directory (config.json, no manifest: a Hugging Face download, `ragen model
+ * init`, which loads as it is); else the newest `checkpoints/step-N/` of the run `dir`, said through `opts.say`. A
+ * checkpoint must pass `verifyCheckpoint`; a damaged newest step is refused by name with the ways out.
+ */
+export function openModelDir(dir: string, opts: OpenCheckpointOptions = {}): string {
+  if (existsSync(join(dir, MANIFEST_FILE)) || isRunCheckpoint(dir)) {
+    const { step } = verifyCheckpoint(dir, opts);
+    opts.say?.(`using checkpoint \`${dir}\` (step ${step}), verified against its ${MANIFEST_FILE}.`);
+    return dir;
+  }
+  if (existsSync(join(dir, 'config.json'))) return dir;
+  const newest = checkpointDirs(join(dir, 'checkpoints')).pop();
+  if (!newest) throw new UsageError(`No model in \`${dir}\`: expected config.json there, or a run directory with checkpoints/step-N/, a shipped model (${shippedModels().join(', ')}) or a Hub id (owner/name).`);
+  const wayOut = (older: CheckpointRef | undefined) =>
+    older ? `give \`${older.dir}\` instead to use step ${older.step}, or delete \`${newest.dir}\`` : `no complete checkpoint comes before it; delete \`${newest.dir}\` and train the run again`;
+  openNewest(dir, newest, wayOut, () => verifyCheckpoint(newest.dir, opts));
+  opts.say?.(`using checkpoint step ${newest.step} of \`${dir}\` (\`${newest.dir}\`), the newest, verified against its ${MANIFEST_FILE}.`);
+  return newest.dir;
 }
 
 /** `<run>/checkpoints/step-N` of a run directory (one with config.yaml): the trainer always wrote a manifest there. */

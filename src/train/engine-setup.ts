@@ -10,6 +10,8 @@ import { loadModel, resolveModelPath, ValueHead } from '../model/index.js';
 import { getBackend, setBackend } from '../tensor/index.js';
 import { runTokenizer, type ChatTemplateChoice, type Tokenizer } from '../tokenizer/index.js';
 import { ConfigError } from '../util/index.js';
+import type { VerifyCheckpointOptions } from '../metrics/index.js';
+import { openModelDir } from './checkpoint-read.js';
 
 /** The engine and tokenizer of a run. */
 export interface TrainerModels {
@@ -25,12 +27,13 @@ export function modelTokenizer(dir: string, chatTemplate: ChatTemplateChoice = '
 /**
  * `config` with `model.path` and `model.critic.path` as the directories they mean (the user's path, a shipped model
  * such as `ragen-tiny`, or a Hub id's snapshot, downloaded if needed): the run's saved config then names the exact
- * weights it started from.
+ * weights it started from. A path that is a checkpoint (another run's `checkpoints/step-N/`) is verified against its
+ * manifest first, as every reader of a run does (`opts`: see verifyCheckpoint).
  */
-export async function withModelPaths(config: RagenConfig): Promise<RagenConfig> {
+export async function withModelPaths(config: RagenConfig, opts: VerifyCheckpointOptions = {}): Promise<RagenConfig> {
   const m = config.model;
-  const path = await resolveModelPath(m.path);
-  const criticPath = m.critic.path === null ? null : await resolveModelPath(m.critic.path, { key: 'model.critic.path' });
+  const path = openModelDir(await resolveModelPath(m.path), opts);
+  const criticPath = m.critic.path === null ? null : openModelDir(await resolveModelPath(m.critic.path, { key: 'model.critic.path' }), opts);
   if (path === m.path && criticPath === m.critic.path) return config;
   const critic = Object.freeze({ ...m.critic, path: criticPath });
   return Object.freeze({ ...config, model: Object.freeze({ ...m, path, critic }) });

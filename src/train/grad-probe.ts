@@ -7,7 +7,9 @@ import { agentEntries, envGroupsOptions, loadSavedConfig, tagEntries, type Ragen
 import { openGateway } from './agent-source.js';
 import { runPaths } from '../metrics/index.js';
 import { CheckpointError } from '../util/index.js';
-import { isCompleteCheckpoint, listCheckpoints, readCheckpoint } from './checkpoint-io.js';
+import type { VerifyCheckpointOptions } from '../metrics/index.js';
+import { checkpointDirs, listCheckpoints, readCheckpoint, type CheckpointRef, type CheckpointState } from './checkpoint-io.js';
+import { openModelDir, openNewest } from './checkpoint-read.js';
 import { openModels } from './engine-setup.js';
 import { analyzeStep, type GradBucket } from './grad-analysis.js';
 import { collectRollout } from './step.js';
@@ -23,6 +25,8 @@ export interface ProbeOptions {
   overrides?: readonly string[];
   /** Progress lines (stage by stage). */
   onProgress?: (line: string) => void;
+  /** Accept a checkpoint whose manifest has no SHA-256 digests, checked by size only (`--allow-unverified-checkpoint`). @default false */
+  allowUnverifiedCheckpoint?: boolean;
 }
 
 /** The probe's result (also its JSON file). */
@@ -44,32 +48,39 @@ export interface ProbeReport {
   seconds: number;
 }
 
-/** The checkpoint directory of `step` in `run` (the latest complete one when undefined), or the initial model. */
-function resolveCheckpoint(run: string, step: number | undefined): { step: number; dir: string | null } {
+/**
+ * The checkpoint of `step` in `run` (the newest when undefined: named when damaged, never skipped) with its trainer
+ * state, verified against its manifest first; or the initial model (step 0, `dir` null).
+ */
+function resolveCheckpoint(run: string, step: number | undefined, opts: VerifyCheckpointOptions): { step: number; dir: string | null; state: CheckpointState | null } {
   const paths = runPaths(run);
   if (!existsSync(paths.config)) throw new CheckpointError(`\`${run}\` is not a run directory (no config.yaml); give the folder \`ragen train\` wrote, e.g. runs/<name>.`);
-  const complete = existsSync(paths.checkpoints) ? listCheckpoints(paths.checkpoints) : [];
-  const have = complete.length > 0 ? complete.map((c) => c.step).join(', ') : 'none';
-  if (step === 0) return { step: 0, dir: null };
+  if (step === 0) return { step: 0, dir: null, state: null };
+  const all = checkpointDirs(paths.checkpoints);
   if (step === undefined) {
-    const last = complete.at(-1);
-    if (!last) throw new CheckpointError(`\`${run}\` has no complete checkpoint under checkpoints/; probe its initial model with --step 0.`);
-    return { step: last.step, dir: last.dir };
+    const newest = all.at(-1);
+    if (!newest) throw new CheckpointError(`\`${run}\` has no checkpoint under checkpoints/; probe its initial model with --step 0.`);
+    const wayOut = (older: CheckpointRef | undefined) => `${older ? `probe the step before it with --step ${older.step}, or` : 'probe the initial model with --step 0, or'} delete \`${newest.dir}\``;
+    return { step: newest.step, dir: newest.dir, state: openNewest(run, newest, wayOut, () => readCheckpoint(newest.dir, opts)) };
   }
   const dir = join(paths.checkpoints, `step-${step}`);
-  if (!isCompleteCheckpoint(dir)) throw new CheckpointError(`\`${run}\` has no complete checkpoint for step ${step} (complete checkpoints: ${have}); give one of them, or --step 0 for the initial model.`);
-  return { step, dir };
+  if (!all.some((c) => c.step === step)) {
+    const have = listCheckpoints(paths.checkpoints).map((c) => c.step).join(', ') || 'none';
+    throw new CheckpointError(`\`${run}\` has no complete checkpoint for step ${step} (complete checkpoints: ${have}); give one of them, or --step 0 for the initial model.`);
+  }
+  return { step, dir, state: readCheckpoint(dir, opts) };
 }
 
 /** Load the checkpoint, roll out one batch, and analyse its gradients by reward-std bucket (filtered and unfiltered). */
 export async function probeGradients(o: ProbeOptions): Promise<ProbeReport> {
   const t0 = performance.now();
   const say = o.onProgress ?? (() => {});
-  const { step, dir } = resolveCheckpoint(o.run, o.step);
+  const verify = { allowUnverified: o.allowUnverifiedCheckpoint === true };
+  const { step, dir, state } = resolveCheckpoint(o.run, o.step, verify);
   // The probe always reports the unfiltered view too: it is what a checkpoint probe is for.
   const config: RagenConfig = loadSavedConfig(dir ?? o.run, [...(o.overrides ?? []), 'trainer.gradAnalysis.prefilter=true']);
-  const state = dir ? readCheckpoint(dir) : null;
   say(`loading ${dir ?? config.model.path}`);
+  if (!dir) openModelDir(config.model.path, verify); // the initial model may be another run's checkpoint: verified too
   const { engine, tokenizer } = dir ? await openModels(config, dir) : await openModels(config);
   try {
     const groups = tagEntries(config, 'train').length > 0 ? new EnvGroups(envGroupsOptions(config, 'train')) : null;

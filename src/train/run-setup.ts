@@ -5,7 +5,9 @@ import { join } from 'node:path';
 import { createRunDir, runPaths, type RunPaths } from '../metrics/index.js';
 import { CheckpointError, withFileErrors } from '../util/index.js';
 import { checkResumeOverrides, entryTags, loadSavedConfig, saveConfig, type RagenConfig } from '../config/index.js';
-import { checkpointDirs, checkpointMetrics, listCheckpoints, metricsUpTo, readCheckpoint, type CheckpointRef, type CheckpointState, MANIFEST_FILE, METRICS_COPY } from './checkpoint-io.js';
+import type { VerifyCheckpointOptions } from '../metrics/index.js';
+import { checkpointDirs, checkpointMetrics, metricsUpTo, readCheckpoint, type CheckpointRef, type CheckpointState, MANIFEST_FILE, METRICS_COPY } from './checkpoint-io.js';
+import { openNewest } from './checkpoint-read.js';
 
 /** The env part of a run's directory name: `name`, else the training tags joined by `+`. */
 export function runEnvName(config: RagenConfig): string {
@@ -35,11 +37,12 @@ export interface ResumedRun {
 }
 
 /**
- * Reopen `runDir` at its latest complete checkpoint: the saved config (plus `overrides`), the checkpoint's
- * trainer state, metrics.jsonl cut back to the checkpoint's step, and rollout files of later steps removed,
- * so the continued run writes exactly what an uninterrupted one would have.
+ * Reopen `runDir` at its newest checkpoint, verified first (`opts`: see verifyCheckpoint; a damaged one is named, not
+ * skipped): the saved config (plus `overrides`), the checkpoint's trainer state, metrics.jsonl cut back to the
+ * checkpoint's step, and rollout files of later steps removed, so the continued run writes exactly what an
+ * uninterrupted one would have.
  */
-export function resumeRun(runDir: string, overrides: readonly string[] = []): ResumedRun {
+export function resumeRun(runDir: string, overrides: readonly string[] = [], opts: VerifyCheckpointOptions = {}): ResumedRun {
   checkResumeOverrides(overrides);
   const paths = runPaths(runDir);
   if (!existsSync(paths.config)) throw new CheckpointError(`\`${runDir}\` is not a run directory (no config.yaml).`);
@@ -47,15 +50,9 @@ export function resumeRun(runDir: string, overrides: readonly string[] = []): Re
   if (!checkpoint) {
     throw new CheckpointError(`\`${runDir}\` has no checkpoint under checkpoints/ (a step-N/ with ${MANIFEST_FILE}); start it again with \`ragen train --config ${paths.config}\`.`);
   }
-  let state: CheckpointState;
-  try {
-    state = readCheckpoint(checkpoint.dir); // verifies every file by content first
-  } catch (err) {
-    // The newest checkpoint is damaged: say so by name rather than silently falling back to an older one.
-    const older = listCheckpoints(paths.checkpoints).filter((c) => c.step < checkpoint.step).pop();
-    const hint = older ? ` The newest intact-looking one before it is ${older.dir}: delete ${checkpoint.dir} to resume from step ${older.step}.` : '';
-    throw err instanceof CheckpointError ? new CheckpointError(`${err.message}${hint}`) : err;
-  }
+  const wayOut = (older: CheckpointRef | undefined) =>
+    older ? `the newest intact-looking one before it is ${older.dir}: delete ${checkpoint.dir} to resume from step ${older.step}` : 'no complete checkpoint comes before it to resume from';
+  const state = openNewest(runDir, checkpoint, wayOut, () => readCheckpoint(checkpoint.dir, opts));
   const config = loadSavedConfig(checkpoint.dir, overrides);
   const saved = existsSync(join(checkpoint.dir, METRICS_COPY)) ? checkpointMetrics(checkpoint.dir) : existsSync(paths.metrics) ? metricsUpTo(readFileSync(paths.metrics, 'utf8'), checkpoint.step) : '';
   writeFileSync(paths.metrics, saved);

@@ -46,6 +46,12 @@ export interface TrainOptions {
    * then differs from an uninterrupted one). Without it such a resume is refused. @default false
    */
   freshOptimizer?: boolean;
+  /**
+   * Read a checkpoint (the one resumed, or a `model.path` that is another run's checkpoint) whose manifest records no
+   * SHA-256 digests (the version-1 format), its files checked by size only (`--allow-unverified-checkpoint`; a warning
+   * is printed). Without it such a checkpoint is refused. @default false
+   */
+  allowUnverifiedCheckpoint?: boolean;
 }
 
 /** What a finished (or stopped) run reports. */
@@ -84,12 +90,13 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   let saved: Partial<LoopState> = {};
   let models: TrainerModels;
   let lost: string | null = null; // optimizer state a resumed checkpoint lacks
+  const verify = { allowUnverified: options.allowUnverifiedCheckpoint === true }; // for every checkpoint read
   if (options.resume !== undefined) {
-    const r = resumeRun(options.resume, options.overrides ?? []);
+    const r = resumeRun(options.resume, options.overrides ?? [], verify);
     config = r.config;
     await registerRemoteEnvs(envTags(config));
     checkRunConfig(config, { skipModel: options.models !== undefined });
-    if (!options.models) config = await withModelPaths(config); // a Hub id not cached yet downloads here
+    if (!options.models) config = await withModelPaths(config, verify); // a Hub id not cached yet downloads here
     paths = r.paths;
     startStep = r.checkpoint.step;
     saved = (r.state.trainer ?? {}) as Partial<LoopState>;
@@ -107,7 +114,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     config = options.config;
     await registerRemoteEnvs(envTags(config));
     checkRunConfig(config, { skipModel: options.models !== undefined });
-    if (!options.models) config = await withModelPaths(config); // a Hub id not cached yet downloads here
+    if (!options.models) config = await withModelPaths(config, verify); // a Hub id not cached yet downloads here
     if (config.logging.runDir) assertNewRunDir(config.logging.runDir); // before any model is loaded
     models = options.models ?? (await openModels(config));
     await promptsFit(config, models, options.models === undefined);

@@ -51,10 +51,13 @@ describe('ragen eval', () => {
   });
 
   test('--policy model runs a checkpoint through the local engine', async () => {
-    const dir = join(tmp, 'run', 'checkpoints', 'step-3');
     const engine = LocalEngine.create(modelConfig({ vocabSize: 1024, hiddenSize: 16, intermediateSize: 32, numLayers: 1, numHeads: 2, numKvHeads: 1, maxPositionEmbeddings: 4096 }), { seed: 1 });
-    await engine.save(dir);
-    for (const f of ['tokenizer.json', 'tokenizer_config.json']) copyFileSync(join(tinyTokenizerDir(), f), join(dir, f));
+    const dir = await writeCheckpoint(join(tmp, 'run', 'checkpoints'), { step: 3, data: {} }, {
+      writeModel: async (d) => {
+        await engine.save(d);
+        for (const f of ['tokenizer.json', 'tokenizer_config.json']) copyFileSync(join(tinyTokenizerDir(), f), join(d, f));
+      },
+    });
     expect(resolveModelDir(join(tmp, 'run'))).toBe(dir);
     const out = join(tmp, 'model.jsonl');
     const args = ['eval', '--env', 'Countdown', '--policy', 'model', '--model', join(tmp, 'run'), '--groups', '2', '--set', 'maxNewTokens=12', '--json', '--out', out];

@@ -43,6 +43,7 @@ export interface EvalOptions {
   concurrency?: number;
   maxRetries?: number;
   timeout?: number;
+  allowUnverifiedCheckpoint?: boolean;
 }
 
 /** The `--json` output. */
@@ -97,6 +98,7 @@ export function register(program: Command): void {
     .option('--seed <n>', "first validation seed [123 (RAGEN's seed.val), or the config's]", parseSeed)
     .option('--set <key=value...>', 'agent settings, e.g. maxActionsPerTurn=1 enableThink=false (see docs/agent-loop.md)')
     .option('--config <key=value...>', 'env config overrides: key=value for every tag, Tag.key=value for one, e.g. FrozenLake.successRate=1')
+    .option('--allow-unverified-checkpoint', "accept a checkpoint whose checkpoint.json has no SHA-256 digests (the version-1 format), its files checked by size only (warns)")
     .option('--json', 'print the report as JSON')
     .option('--out <file.jsonl>', 'write the trajectories (OpenAI messages + metadata) to this JSONL file')
     .addHelpText('after', EXAMPLES)
@@ -131,12 +133,14 @@ function parseTemperature(text: string): number {
 }
 
 /**
- * A model directory: `spec` itself if it holds config.json, else the newest `checkpoints/step-N` of a run, verified
- * against its manifest first as `--resume` does (src/train/checkpoint-read.ts); `spec` may also name a shipped model
- * (`ragen-tiny`) or a Hub id in the local cache (see `fetchHubModel` for downloads).
+ * A model directory: `spec` itself if it is a checkpoint or holds config.json, else the newest `checkpoints/step-N` of
+ * a run (said on stderr), verified against its manifest first as `--resume` does (src/train/checkpoint-read.ts; a
+ * damaged newest step is refused by name); `spec` may also name a shipped model (`ragen-tiny`) or a Hub id in the local
+ * cache (see `fetchHubModel` for downloads).
  */
-export function resolveModelDir(spec: string): string {
-  return openModelDir(findModelPath(spec) ?? spec);
+export function resolveModelDir(spec: string, opts: { allowUnverified?: boolean } = {}): string {
+  const say = (line: string) => void process.stderr.write(`ragen: ${line}\n`);
+  return openModelDir(findModelPath(spec) ?? spec, { say, warn: say, ...(opts.allowUnverified ? { allowUnverified: true } : {}) });
 }
 
 /** Download `spec` into the Hugging Face cache when it is a Hub id that is neither a local directory nor cached. */
@@ -194,7 +198,7 @@ export async function runEval(opts: EvalOptions, onReport?: (report: EvalReport)
   if (policyName === 'model') modelDir = await modelDirOf(opts, base);
   if (policyName === 'openai') {
     if (!opts.baseUrl || !opts.model) throw new UsageError('--policy openai needs --base-url <url> and --model <name>, e.g. --base-url http://127.0.0.1:8000/v1 --model ragen-tiny.');
-    if (opts.run) modelDir = resolveModelDir(opts.run); // its tokenizer reads the replies
+    if (opts.run) modelDir = resolveModelDir(opts.run, verifyOptions(opts)); // its tokenizer reads the replies
   }
   const tokenizer = tokenizerOf(opts, modelDir, base);
   // what `ragen train` refuses, eval refuses: a budget no first prompt fits, or one past the model's positions
@@ -371,7 +375,12 @@ async function modelDirOf(opts: EvalOptions, base: RagenConfig | undefined): Pro
   const spec = opts.model ?? opts.run ?? base?.model.path;
   if (spec === undefined) throw new UsageError('--policy model needs --model <dir> (or --run / --preset).');
   if (spec !== opts.run) await fetchHubModel(spec);
-  return resolveModelDir(spec);
+  return resolveModelDir(spec, verifyOptions(opts));
+}
+
+/** How checkpoints are verified: `--allow-unverified-checkpoint` accepts a manifest without digests. */
+function verifyOptions(opts: EvalOptions): { allowUnverified?: boolean } {
+  return opts.allowUnverifiedCheckpoint ? { allowUnverified: true } : {};
 }
 
 /** --tokenizer, else the model's own with the run's or preset's `model.chatTemplate` (docs/models.md) as in training, else the tiny one. */

@@ -16,6 +16,7 @@ export interface ProbeGradsOptions {
   groups?: number;
   out?: string;
   json?: boolean;
+  allowUnverifiedCheckpoint?: boolean;
 }
 
 const EXAMPLES = `
@@ -44,6 +45,7 @@ export function register(program: Command): void {
     .option('--groups <n>', "groups per training env tag in the probe's rollout [the run's env.train groups]", parsePositiveInt('--groups'))
     .option('--out <file.json>', 'where to write the JSON report [<run>/grad-probe/step-<N>.json]')
     .option('--json', 'print the JSON report instead of the table')
+    .option('--allow-unverified-checkpoint', "accept a checkpoint whose checkpoint.json has no SHA-256 digests (the version-1 format), its files checked by size only (warns)")
     .addHelpText('after', EXAMPLES)
     .action(async (opts: ProbeGradsOptions) => {
       const report = await runProbe(opts, (line) => process.stderr.write(`probe-grads: ${line}\n`));
@@ -57,7 +59,13 @@ export async function runProbe(opts: ProbeGradsOptions, onProgress?: (line: stri
   const overrides: string[] = [];
   if (opts.buckets !== undefined) overrides.push(`trainer.gradAnalysis.buckets=${opts.buckets}`);
   if (opts.groups !== undefined) overrides.push(`env.train=${JSON.stringify(trainTags(opts.run, opts.groups))}`);
-  const report = await probeGradients({ run: opts.run, ...(opts.step !== undefined ? { step: opts.step } : {}), overrides, ...(onProgress ? { onProgress } : {}) });
+  const report = await probeGradients({
+    run: opts.run,
+    ...(opts.step !== undefined ? { step: opts.step } : {}),
+    overrides,
+    ...(onProgress ? { onProgress } : {}),
+    ...(opts.allowUnverifiedCheckpoint ? { allowUnverifiedCheckpoint: true } : {}),
+  });
   const file = opts.out ?? join(opts.run, 'grad-probe', `step-${report.step}.json`);
   try {
     mkdirSync(dirname(file), { recursive: true });

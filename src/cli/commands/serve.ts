@@ -27,6 +27,7 @@ export interface ServeCliOptions {
   engine: 'local' | 'torch';
   device?: string;
   precision?: string;
+  allowUnverifiedCheckpoint?: boolean;
 }
 
 const EXAMPLES = `
@@ -60,6 +61,7 @@ export function register(program: Command): void {
     .option('--engine <kind>', 'local (in-process kernels; streams token by token, top_logprobs) or torch (a PyTorch worker; streams per batch)', parseEngine, 'local')
     .option('--device <device>', 'torch engine: auto (CUDA when there is a GPU), cpu, cuda, cuda:1 (default: auto)')
     .option('--precision <p>', 'torch engine: auto (bf16 autocast on a GPU), float32, bfloat16 (default: auto)')
+    .option('--allow-unverified-checkpoint', "accept a checkpoint whose checkpoint.json has no SHA-256 digests (the version-1 format), its files checked by size only (warns)")
     .addHelpText('after', EXAMPLES)
     .action(async (dir: string, opts: ServeCliOptions) => {
       if (opts.engine !== 'torch' && (opts.device !== undefined || opts.precision !== undefined)) {
@@ -69,9 +71,10 @@ export function register(program: Command): void {
       const { OpenAIServer, localServeTarget, torchServeTarget } = await import('../../serve/index.js'); // loads the engine only when serving
       const chatTemplate = opts.chatTemplate ?? runChatTemplate(dir);
       const common = { ...(opts.tokenizer ? { tokenizerDir: opts.tokenizer } : {}), ...(opts.name ? { name: opts.name } : {}), ...(chatTemplate ? { chatTemplate } : {}) };
+      const openDir = (d: string) => resolveModelDir(d, opts.allowUnverifiedCheckpoint ? { allowUnverified: true } : {}); // says which checkpoint of a run
       const target = opts.engine === 'torch'
-        ? await torchServeTarget(dir, resolveModelDir, { ...common, torch: { ...(opts.device ? { device: opts.device } : {}), ...(opts.precision ? { precision: opts.precision } : {}) } })
-        : await localServeTarget(dir, resolveModelDir, common);
+        ? await torchServeTarget(dir, openDir, { ...common, torch: { ...(opts.device ? { device: opts.device } : {}), ...(opts.precision ? { precision: opts.precision } : {}) } })
+        : await localServeTarget(dir, openDir, common);
       const apiKey = opts.apiKey ?? process.env['RAGEN_API_KEY'];
       const server = new OpenAIServer({
         ...target,

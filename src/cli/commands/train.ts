@@ -14,6 +14,7 @@ export interface TrainCliOptions {
   stopAfter?: number;
   printConfig?: boolean;
   freshOptimizer?: boolean;
+  allowUnverifiedCheckpoint?: boolean;
 }
 
 const EXAMPLES = `
@@ -39,6 +40,7 @@ export function register(program: Command): void {
     .option('--stop-after <k>', 'stop after step k with a checkpoint, resumable with --resume (the schedule still counts --steps)', parsePositiveInt('--stop-after'))
     .option('--print-config', 'print the resolved config as YAML and exit')
     .option('--fresh-optimizer', 'with --resume: continue from a checkpoint whose optimizer state is missing, with fresh AdamW moments (warns; the run then differs from an uninterrupted one)')
+    .option('--allow-unverified-checkpoint', 'accept a checkpoint (the one --resume continues, or a model.path that is one) whose checkpoint.json has no SHA-256 digests (the version-1 format), its files checked by size only (warns)')
     .addHelpText('after', EXAMPLES)
     .action(async (overrides: string[], opts: TrainCliOptions) => {
       await runTrain(overrides, opts);
@@ -65,6 +67,7 @@ export async function runTrain(overrides: readonly string[], opts: TrainCliOptio
     ...(config ? { config } : { resume: opts.resume!, overrides: all }),
     ...(opts.stopAfter !== undefined ? { stopAfter: opts.stopAfter } : {}),
     ...(opts.freshOptimizer ? { freshOptimizer: true } : {}),
+    ...(opts.allowUnverifiedCheckpoint ? { allowUnverifiedCheckpoint: true } : {}),
   });
   const stopped = result.earlyStop ? ` (early stop: ${result.earlyStop.reason})` : result.lastStep < result.config.trainer.steps ? ` (stopped; continue with \`ragen train --resume ${result.runDir}\`)` : '';
   console.log(`\nTrained steps ${result.startStep + 1}-${result.lastStep} of ${result.config.trainer.steps}${stopped}. Run: ${result.runDir}`);
