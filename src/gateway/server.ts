@@ -194,6 +194,8 @@ export class Gateway {
     } else {
       gen = (await runChoices(this.ctx, request, [prompt], abort.signal))[0]!.gen;
     }
+    // An answer its agent did not wait for is not recorded: the agent never saw it, so it is no turn to train on.
+    if (abort.signal.aborted) throw new ClientGone(`episode ${ep.id}: the agent disconnected before call ${index} was answered; the call is not recorded`);
     const text = completionText(this.ctx.tokenizer, gen, this.ctx.stopTokenIds, request.stop);
     if (!this.book.get(ep.id)) throw new ApiError(404, `Episode ${ep.id} ended while this call ran; its answer is not recorded.`, 'invalid_request_error', null, 'episode_not_found');
     const messages = Array.isArray(b['messages']) ? (b['messages'] as unknown[]) : [];
