@@ -132,8 +132,8 @@ export class TorchEngine implements TrainableEngine {
       flat.set(p, off);
       off += p.length;
     }
-    // The worker returns whole generations: `onTokens` (per-step streaming) is not sent and not called.
-    const { onTokens: _perStep, ...wire } = params;
+    // The worker returns whole generations: `onTokens` (per-step streaming) and `cancelled` are not sent, not called.
+    const { onTokens: _perStep, cancelled: _cancelled, ...wire } = params;
     const r = await this.worker.request('generate', { params: { ...wire, stopStrings: stops } }, { prompts: flat, lengths });
     const tokens = r.buffers.tokens as Int32Array;
     const logprobs = r.buffers.logprobs as Float32Array;

@@ -25,6 +25,8 @@ export interface EpisodeLog {
   reward: number | undefined;
   /** Calls refused for going over the per-episode limit (a flooding program). */
   refusedCalls: number;
+  /** Reward reports refused (409) because the episode already had one. */
+  duplicateRewards: number;
 }
 
 /** An episode taking calls: its record so far, calls started (answered or not) and its call limit. */
@@ -41,7 +43,7 @@ export class EpisodeBook {
   start(id: string, maxCalls: number): void {
     if (!/^[A-Za-z0-9_.-]{1,128}$/.test(id)) throw new Error(`Episode id ${JSON.stringify(id)} is not URL-safe; use letters, digits, '_', '.', '-' (at most 128).`);
     if (this.open.has(id)) throw new Error(`Episode ${id} is already open; close it before reusing its id.`);
-    this.open.set(id, { id, calls: [], reward: undefined, refusedCalls: 0, started: 0, maxCalls });
+    this.open.set(id, { id, calls: [], reward: undefined, refusedCalls: 0, duplicateRewards: 0, started: 0, maxCalls });
   }
 
   get(id: string): OpenEpisode | undefined {
@@ -53,6 +55,6 @@ export class EpisodeBook {
     const ep = this.open.get(id);
     if (!ep) throw new Error(`Episode ${id} is not open.`);
     this.open.delete(id);
-    return { id, calls: [...ep.calls].sort((a, b) => a.index - b.index), reward: ep.reward, refusedCalls: ep.refusedCalls };
+    return { id, calls: [...ep.calls].sort((a, b) => a.index - b.index), reward: ep.reward, refusedCalls: ep.refusedCalls, duplicateRewards: ep.duplicateRewards };
   }
 }

@@ -138,7 +138,7 @@ describe('the gateway', () => {
   });
 
   it('answers unknown episodes, floods and oversized bodies with OpenAI errors, and keeps serving', async () => {
-    const unknown = await fetch(`${gateway.open('ep-x').baseUrl.replace('ep-x', 'nope')}/chat/completions`, { method: 'POST', body: '{}' });
+    const unknown = await fetch(`${gateway.open('ep-x').baseUrl.replace(/\/episodes\/[^/]+/, '/episodes/nope')}/chat/completions`, { method: 'POST', body: '{}' });
     expect(unknown.status).toBe(404);
     expect(((await unknown.json()) as { error: { code: string } }).error.code).toBe('episode_not_found');
     const { baseUrl } = gateway.open('ep-flood');

@@ -43,7 +43,7 @@ describe('in-process agents', () => {
     expect([num.status, num.rewardSource, num.log.calls.length]).toEqual(['ok', 'return', 1]);
     expect(num.reward).toBeCloseTo(2.3, 10);
     expect(seen[0]).toMatchObject({ seed: 3, group: 2, episodeId: 'ip-num', apiKey: expect.any(String) });
-    expect(seen[0]!.baseUrl).toMatch(/\/episodes\/ip-num\/v1$/);
+    expect(seen[0]!.baseUrl).toMatch(/\/episodes\/[\w-]{32}\/v1$/); // the episode's secret, not its id
     const obj = await runAgentEpisode(gateway, { agent: async () => ({ reward: 0.25 }), timeoutS: 30 }, task('ip-obj'));
     expect([obj.status, obj.reward, obj.rewardSource]).toEqual(['ok', 0.25, 'return']);
     const both = await runAgentEpisode(gateway, { agent: async (ctx: AgentContext) => {

@@ -5,7 +5,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 
 /** What an in-process agent is called with. */
 export interface AgentContext {
-  /** The episode's OpenAI base URL (`…/episodes/<id>/v1`): give it to your client as `baseURL`. */
+  /** The episode's OpenAI base URL (`…/episodes/<secret>/v1`, the secret this episode's alone): give it to your client as `baseURL`. */
   baseUrl: string;
   /** A dummy key (clients insist on one; the gateway does not check it). */
   apiKey: string;

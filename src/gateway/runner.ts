@@ -1,10 +1,13 @@
-// Runs a user's agent once per episode against the gateway (a command in its own process group, the episode URL in
-// OPENAI_BASE_URL, the task in RAGEN_* variables, killed with its group at the time budget; or an in-process
-// function), bounded in number, and settles the episode's reward (verifier, HTTP report, exit record / return value).
+// Runs a user's agent once per episode against the gateway (a command in its own session, the episode URL in
+// OPENAI_BASE_URL, the task in RAGEN_* variables, killed with everything it started when it exits or at the time
+// budget; or an in-process function), bounded in number, and settles the episode's reward (verifier, HTTP report,
+// exit record / return value).
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import type { Gateway } from './server.js';
 import type { EpisodeLog } from './episodes.js';
 import { callAgent, describeValue, errorText, returnedReward, type AgentFunction } from './in-process.js';
+import { EPISODE_TAG_VARIABLE, canTrackTree, killEpisodeTree, startTicks } from './process-tree.js';
 
 export type { AgentContext, AgentFunction } from './in-process.js';
 
@@ -19,7 +22,7 @@ export interface AgentProgram {
   agent?: AgentFunction | null;
   /** When set, computes every finished episode's reward from its calls; a reward the program reported is ignored. */
   verifier?: TaskVerifier | null;
-  /** Wall-clock budget of one episode in seconds; past it the program's process group is killed (a function is abandoned). */
+  /** Wall-clock budget of one episode in seconds; past it the program and everything it started are killed (a function is abandoned). */
   timeoutS: number;
   /** Working directory. @default the trainer's */
   cwd?: string | null;
@@ -101,7 +104,7 @@ export async function runAgentEpisode(gateway: Gateway, program: AgentProgram, t
   if (!program.agent && !program.command) throw new Error('An agent program needs a command or an in-process agent function.');
   const { baseUrl, rewardUrl } = gateway.open(task.episodeId, { ...(options.maxCalls !== undefined ? { maxCalls: options.maxCalls } : {}), ...(task.samplingSeed !== undefined ? { seed: task.samplingSeed } : {}) });
   const start = Date.now();
-  const end = program.agent ? await inProcess(program.agent, program.timeoutS, task, baseUrl, rewardUrl, options, say) : await spawnProgram(program, task, baseUrl, rewardUrl, options);
+  const end = program.agent ? await inProcess(program.agent, program.timeoutS, task, baseUrl, rewardUrl, options, say) : await spawnProgram(program, task, baseUrl, rewardUrl, options, say);
   const log = gateway.finish(task.episodeId);
   const reported = log.reward !== undefined ? { reward: log.reward, source: 'http' as const } : end.claimed;
   // A crashed or timed-out program scores failureReward whatever it reported, and is not verified.
@@ -133,16 +136,30 @@ export function stderrGist(stderr: string): string {
   return [...lines].reverse().find((l) => /^[\w.]*(Error|Exception)\b:?/.test(l)) ?? lines.slice(-3).join(' | ');
 }
 
-/** Start the command in its own process group and wait for it (killing the group at timeoutS); stdout and stderr bounded. */
-async function spawnProgram(program: AgentProgram, task: AgentTask, baseUrl: string, rewardUrl: string, options: RunOptions): Promise<ProgramEnd> {
+/**
+ * Start the command in its own session, marked with a random tag (see process-tree.ts), and wait for it; when it exits
+ * or at timeoutS, everything it started is killed. stdout and stderr bounded.
+ */
+async function spawnProgram(program: AgentProgram, task: AgentTask, baseUrl: string, rewardUrl: string, options: RunOptions, say: (line: string) => void): Promise<ProgramEnd> {
   const keep = options.stderrBytes ?? 4096;
+  if (!canTrackTree && !warnedNoTree) {
+    warnedNoTree = true;
+    say(`agent programs: ${process.platform} has no /proc, so only each program's process group is killed at its episode's end; a child it starts detached (its own session) outlives the episode`);
+  }
+  const tag = randomBytes(16).toString('hex');
+  let tree: { root: number; since: number } | undefined;
+  const end = () => {
+    if (!tree) return;
+    const { left } = killEpisodeTree(tree.root, tag, tree.since);
+    if (left > 0) say(`episode ${task.episodeId}: ${left} process(es) the program started could not be killed (not permitted); end them yourself`);
+  };
   let stderr = '';
   let stdout = '';
   let timedOut = false;
   const exit = await new Promise<{ code: number | null; signal: string | null; spawnError?: Error }>((resolve) => {
     const child = spawn('/bin/sh', ['-c', program.command!], {
       cwd: program.cwd ?? undefined,
-      // detached: the program leads a new process group, so the kill below reaches everything it started.
+      // detached: the program leads a new session and process group; with the tag, the kill finds what leaves them.
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
       env: {
@@ -154,15 +171,19 @@ async function spawnProgram(program: AgentProgram, task: AgentTask, baseUrl: str
         RAGEN_GROUP: String(task.group),
         RAGEN_EPISODE: task.episodeId,
         RAGEN_REWARD_URL: rewardUrl,
+        [EPISODE_TAG_VARIABLE]: tag,
       },
     });
-    if (child.pid !== undefined) liveGroups.add(child.pid);
+    if (child.pid !== undefined) {
+      tree = { root: child.pid, since: startTicks(child.pid) };
+      liveTrees.set(child.pid, { tag, since: tree.since });
+    }
     // setEncoding: a character split between two chunks is decoded whole. A flooding program costs `keep` bytes each.
     child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr = (stderr + chunk).slice(-keep)));
     child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout = (stdout + chunk).slice(-keep)));
     const timer = setTimeout(() => {
       timedOut = true;
-      killGroup(child.pid);
+      end();
     }, program.timeoutS * 1000);
     child.once('error', (err) => {
       clearTimeout(timer);
@@ -170,9 +191,9 @@ async function spawnProgram(program: AgentProgram, task: AgentTask, baseUrl: str
     });
     child.once('exit', (code, signal) => {
       clearTimeout(timer);
-      killGroup(child.pid); // whatever the program left running in its group goes with it
-      if (child.pid !== undefined) liveGroups.delete(child.pid);
-      // The exit record needs all of stdout: wait for the pipes to close (bounded: a process that left the group
+      end(); // whatever the program left running goes with it
+      if (child.pid !== undefined) liveTrees.delete(child.pid);
+      // The exit record needs all of stdout: wait for the pipes to close (bounded: a process the kill could not end
       // could hold them open).
       const done = () => resolve({ code, signal });
       const late = setTimeout(done, 1000);
@@ -248,18 +269,11 @@ export async function runAgentEpisodes(gateway: Gateway, program: AgentProgram, 
   return outcomes;
 }
 
-// Programs lead their own process groups (detached), so they would outlive a trainer that exits mid-rollout; the
-// exit hook below kills every group still running (a signal that ends the trainer without `exit` cannot run it).
-const liveGroups = new Set<number>();
+// Programs lead their own sessions (detached), so they would outlive a trainer that exits mid-rollout; the exit hook
+// below kills every program still running and what it started (a signal that ends the trainer without `exit` cannot
+// run it).
+const liveTrees = new Map<number, { tag: string; since: number }>();
+let warnedNoTree = false;
 process.once('exit', () => {
-  for (const pid of liveGroups) killGroup(pid);
+  for (const [root, { tag, since }] of liveTrees) killEpisodeTree(root, tag, since);
 });
-
-function killGroup(pid: number | undefined): void {
-  if (pid === undefined) return;
-  try {
-    process.kill(-pid, 'SIGKILL');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err; // ESRCH: the group is already gone
-  }
-}

@@ -1,8 +1,9 @@
-// The training gateway: an OpenAI-compatible server scoped by episode (`/episodes/<id>/v1/...`) over the policy
-// engine, built from `ragen serve`'s parser, handlers and batcher; it records every call token-exactly for training.
+// The training gateway: an OpenAI-compatible server scoped by episode (`/episodes/<secret>/v1/...`, the secret given
+// only to the episode's program) over the policy engine, built from `ragen serve`'s parser, handlers and batcher; it
+// records every call token-exactly for training.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Engine } from '../engine/index.js';
 import type { Tokenizer } from '../tokenizer/index.js';
 import type { Generation } from '../engine/index.js';
@@ -40,8 +41,10 @@ export interface GatewayOptions {
 }
 
 /**
- * Episode-scoped OpenAI routes: GET /episodes/<id>/v1/models, POST /episodes/<id>/v1/chat/completions (with
- * `tools`; `stream` token by token where the engine reports decode steps), POST /episodes/<id>/reward `{"reward": number}`. Only episodes opened with `open` answer.
+ * Episode-scoped OpenAI routes: GET /episodes/<secret>/v1/models, POST /episodes/<secret>/v1/chat/completions (with
+ * `tools`; `stream` token by token where the engine reports decode steps), POST /episodes/<secret>/reward
+ * `{"reward": number}`. `<secret>` is 192 random bits made by `open` and valid until `finish`: any other path gets 404
+ * and is counted (`takeUnauthorized`), so a process that knows the port and the episode ids cannot write into an episode.
  */
 export class Gateway {
   readonly http: Server;
@@ -51,6 +54,11 @@ export class Gateway {
   private base = '';
   /** Sampling seeds of open episodes that were given one (see `open`). */
   private readonly seeds = new Map<string, number>();
+  /** Open episodes by the digest of their secret, and each id's digest (the secret itself is not kept). */
+  private readonly routes = new Map<string, string>();
+  private readonly digests = new Map<string, string>();
+  /** Requests that named no open episode since the last `takeUnauthorized`. */
+  private unauthorized = 0;
 
   constructor(private readonly options: GatewayOptions) {
     this.ctx = handlerContext(options.engine, options);
@@ -81,22 +89,40 @@ export class Gateway {
   }
 
   /**
-   * Open episode `id` (its call limit `maxCalls`, default the gateway's); returns its OpenAI base URL (`…/episodes/<id>/v1`)
-   * and reward URL. With `seed`, call k samples with seed `callSeed(seed, k)` whatever the request says, so an episode's
+   * Open episode `id` (its call limit `maxCalls`, default the gateway's); returns its OpenAI base URL
+   * (`…/episodes/<secret>/v1`), reward URL and secret: a fresh 192-bit random token, the only way into the episode,
+   * for its program alone (`id` names it in records, never in URLs). With `seed`, call k samples with seed `callSeed(seed, k)` whatever the request says, so an episode's
    * tokens depend on its seed and prompts only, not on which calls of other episodes shared its batch (the trainer's
    * same seed -> same metrics; such calls run in batches of their own).
    */
-  open(id: string, options: { maxCalls?: number; seed?: number } = {}): { baseUrl: string; rewardUrl: string } {
+  open(id: string, options: { maxCalls?: number; seed?: number } = {}): { baseUrl: string; rewardUrl: string; secret: string } {
     if (this.base === '') throw new Error('Call listen() before opening episodes.');
     this.book.start(id, options.maxCalls ?? this.options.maxCallsPerEpisode ?? 256);
     if (options.seed !== undefined) this.seeds.set(id, options.seed);
-    return { baseUrl: `${this.base}/episodes/${id}/v1`, rewardUrl: `${this.base}/episodes/${id}/reward` };
+    const secret = randomBytes(24).toString('base64url');
+    const digest = digestOf(secret);
+    this.routes.set(digest, id);
+    this.digests.set(id, digest);
+    return { baseUrl: `${this.base}/episodes/${secret}/v1`, rewardUrl: `${this.base}/episodes/${secret}/reward`, secret };
   }
 
-  /** Close episode `id` (later calls get 404) and return what it recorded. */
+  /** Close episode `id` (its secret stops working: later calls get 404) and return what it recorded. */
   finish(id: string): EpisodeLog {
     this.seeds.delete(id);
+    const digest = this.digests.get(id);
+    if (digest !== undefined) this.routes.delete(digest);
+    this.digests.delete(id);
     return this.book.finish(id);
+  }
+
+  /**
+   * Requests that reached no open episode (no `/episodes/<secret>/` path, a wrong secret, or an episode that had
+   * ended) since the last call; resets the count. The trainer reads it once per step.
+   */
+  takeUnauthorized(): number {
+    const n = this.unauthorized;
+    this.unauthorized = 0;
+    return n;
   }
 
   private log(line: string): void {
@@ -106,14 +132,21 @@ export class Gateway {
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? '/').split('?')[0]!.replace(/\/+$/, '');
     const m = /^\/episodes\/([^/]+)(\/.*)$/.exec(path);
-    if (!m) throw new ApiError(404, `Unknown route ${req.method} ${path}; the gateway answers under /episodes/<id>/v1/ (the URL in OPENAI_BASE_URL).`, 'invalid_request_error', null, 'unknown_route');
-    const [, id, rest] = m as unknown as [string, string, string];
-    const ep = this.book.get(id);
-    if (!ep) throw new ApiError(404, `Episode ${id} is not open (it ended or never started); use the OPENAI_BASE_URL your program was given.`, 'invalid_request_error', null, 'episode_not_found');
+    if (!m) {
+      this.unauthorized++;
+      throw new ApiError(404, `Unknown route ${req.method} ${path}; the gateway answers under /episodes/<secret>/v1/ (the URL in OPENAI_BASE_URL).`, 'invalid_request_error', null, 'unknown_route');
+    }
+    const [, secret, rest] = m as unknown as [string, string, string];
+    const id = this.routes.get(digestOf(secret));
+    const ep = id === undefined ? undefined : this.book.get(id);
+    if (!ep) {
+      this.unauthorized++;
+      throw new ApiError(404, 'No open episode has this URL (its episode ended, or the secret in it is wrong); use the OPENAI_BASE_URL your program was given.', 'invalid_request_error', null, 'episode_not_found');
+    }
     if (rest === '/v1/models') return this.json(res, 200, { object: 'list', data: [{ id: this.options.modelName, object: 'model', created: 0, owned_by: 'ragen' }] });
     if (req.method !== 'POST') throw new ApiError(405, `${req.method} is not allowed on ${rest}; use POST.`, 'invalid_request_error', null, 'method_not_allowed');
     if (rest === '/reward') return this.reward(req, res, ep);
-    if (rest !== '/v1/chat/completions') throw new ApiError(404, `Unknown route POST /episodes/${id}${rest}; the gateway has POST …/v1/chat/completions and POST …/reward.`, 'invalid_request_error', null, 'unknown_route');
+    if (rest !== '/v1/chat/completions') throw new ApiError(404, `Unknown route POST …${rest} of episode ${ep.id}; the gateway has POST …/v1/chat/completions and POST …/reward.`, 'invalid_request_error', null, 'unknown_route');
     const maxCalls = ep.maxCalls;
     if (ep.started >= maxCalls) {
       ep.refusedCalls++;
@@ -161,6 +194,8 @@ export class Gateway {
     } else {
       gen = (await runChoices(this.ctx, request, [prompt], abort.signal))[0]!.gen;
     }
+    // An answer its agent did not wait for is not recorded: the agent never saw it, so it is no turn to train on.
+    if (abort.signal.aborted) throw new ClientGone(`episode ${ep.id}: the agent disconnected before call ${index} was answered; the call is not recorded`);
     const text = completionText(this.ctx.tokenizer, gen, this.ctx.stopTokenIds, request.stop);
     if (!this.book.get(ep.id)) throw new ApiError(404, `Episode ${ep.id} ended while this call ran; its answer is not recorded.`, 'invalid_request_error', null, 'episode_not_found');
     const messages = Array.isArray(b['messages']) ? (b['messages'] as unknown[]) : [];
@@ -182,7 +217,10 @@ export class Gateway {
     const body = (await readJsonBody(req, 64 * 1024)) as { reward?: unknown } | null;
     const r = body?.reward;
     if (typeof r !== 'number' || !Number.isFinite(r)) throw new ApiError(400, `Invalid reward ${JSON.stringify(r ?? null)}; send {"reward": <finite number>}.`, 'invalid_request_error', 'reward');
-    if (ep.reward !== undefined) throw new ApiError(409, `Episode ${ep.id} already reported reward ${ep.reward}; an episode reports one reward.`, 'invalid_request_error', 'reward', 'reward_already_set');
+    if (ep.reward !== undefined) {
+      ep.duplicateRewards++;
+      throw new ApiError(409, `Episode ${ep.id} already reported reward ${ep.reward}; an episode reports one reward.`, 'invalid_request_error', 'reward', 'reward_already_set');
+    }
     ep.reward = r;
     this.json(res, 200, { ok: true, reward: r });
   }
@@ -202,6 +240,14 @@ export class Gateway {
     if (res.headersSent) return void (res.destroyed ? undefined : res.end(`data: ${JSON.stringify(e.body())}\n\n`));
     this.json(res, e.status, e.body());
   }
+}
+
+/**
+ * Open episodes are found by a digest of their secret: the map's key comparison then leaks nothing about how much of a
+ * guessed secret was right.
+ */
+function digestOf(secret: string): string {
+  return createHash('sha256').update(secret).digest('base64url');
 }
 
 /** The sampling seed of call `index` of an episode opened with seed `seed` (a 32-bit mix, distinct per call). */

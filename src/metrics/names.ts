@@ -68,6 +68,8 @@ export const METRICS = {
   // the training gateway (agent programs as episodes, env.train.N.agent; src/gateway)
   'gateway/calls': 'Chat calls the gateway answered this step, over every agent episode.',
   'gateway/refused_calls': 'Calls refused (429) for going over an episode\'s `maxCalls`.',
+  'gateway/unauthorized_calls': 'Requests refused (404) for naming no open episode: a wrong episode secret in the URL, no `/episodes/<secret>/` path, or an episode that had ended.',
+  'gateway/duplicate_rewards': 'Reward reports refused (409) because their episode already had one.',
   'gateway/calls_per_episode': 'Mean answered calls per agent episode.',
   'gateway/episodes_ok': 'Agent episodes that exited 0 and reported a reward.',
   'gateway/episodes_no_reward': 'Agent episodes that exited 0 without reporting a reward (scored `failureReward`).',

@@ -31,6 +31,12 @@ export interface SamplingParams {
    * per step (the torch worker) do not call it.
    */
   onTokens?: (sampled: readonly SampledToken[]) => void;
+  /**
+   * Asked after each decode step for every running sequence (by prompt index): true stops it there, keeping what it
+   * sampled (finish reason `length`), e.g. a streamed answer whose client went away. Engines without per-step
+   * decoding (the torch worker) do not ask.
+   */
+  cancelled?: (index: number) => boolean;
 }
 
 /** One token of one sequence, as `onTokens` reports it. */
@@ -152,6 +158,7 @@ function* generateSteps(model: Transformer, prompts: readonly (readonly number[]
         sampled?.push({ index: i, token: tokens[j]!, logprob: lps[j]!, stopped: done[j]! });
       }
       if (sampled) opts.onTokens!(sampled);
+      if (opts.cancelled) for (let j = 0; j < B; j++) if (!done[j] && opts.cancelled(rows[j]!)) done[j] = true;
       yield;
       if (step === opts.maxNewTokens - 1) break;
       const finished = done.filter(Boolean).length;

@@ -22,10 +22,10 @@ export interface BatchJob {
   onToken?: (token: number, logprob: number) => void;
 }
 
-/** Rejects the jobs of a client that disconnected before its batch started. */
+/** Rejects the jobs of a client that disconnected: dropped before their batch started, or stopped in it. */
 export class ClientGone extends Error {
-  constructor() {
-    super('the client disconnected before its batch started; its jobs were dropped');
+  constructor(message = 'the client disconnected before its batch started; its jobs were dropped') {
+    super(message);
     this.name = 'ClientGone';
   }
 }
@@ -191,6 +191,8 @@ export class Batcher {
       ...(streams ? { onTokens: (sampled: readonly SampledToken[]) => {
         for (const t of sampled) streams[t.index]!.push(t.token, t.logprob, t.stopped);
       } } : {}),
+      // A job whose client went away stops at the next decode step (on engines that decode step by step).
+      ...(batch.some((p) => p.signal) ? { cancelled: (i: number) => batch[i]!.signal?.aborted === true } : {}),
     };
     let gens: Generation[];
     try {
@@ -206,7 +208,8 @@ export class Batcher {
     batch.forEach((p, i) => {
       const g = cut(gens[i]!, p.job.maxTokens);
       this.stats.tokens += g.tokens.length;
-      if (streams) streams[i]!.end(g);
+      if (p.signal?.aborted && !streams?.[i]!.settled) p.reject(new ClientGone(`the client disconnected while its job ran; it was stopped after ${g.tokens.length} of at most ${p.job.maxTokens} tokens`));
+      else if (streams) streams[i]!.end(g);
       else p.resolve(g);
     });
   }

@@ -5,10 +5,10 @@ import type { Episode, RolloutBatch, TrainingSample } from '../agent/index.js';
 import type { AgentOutcome, AgentStatus } from '../gateway/index.js';
 import { loadConfig } from '../config/index.js';
 import type { Gateway } from '../gateway/index.js';
-import { agentBatches, gatewayMetrics, joinBatches } from './agent-source.js';
+import { agentBatches, gatewayMetrics, gatewayRefusals, joinBatches } from './agent-source.js';
 
-function outcome(status: AgentStatus, calls: number, refused: number): AgentOutcome {
-  const log = { id: 'e', calls: Array.from({ length: calls }, (_, index) => ({ index, promptIds: [1], completionIds: [2], logprobs: [-1], finishReason: 'stop' as const, text: '', messages: [], tools: null })), reward: undefined, refusedCalls: refused };
+function outcome(status: AgentStatus, calls: number, refused: number, duplicateRewards = 0): AgentOutcome {
+  const log = { id: 'e', calls: Array.from({ length: calls }, (_, index) => ({ index, promptIds: [1], completionIds: [2], logprobs: [-1], finishReason: 'stop' as const, text: '', messages: [], tools: null })), reward: undefined, refusedCalls: refused, duplicateRewards };
   return { task: { episodeId: 'e', seed: 0, group: 0 }, status, reward: 0, rewardSource: null, ignoredReward: undefined, log, exitCode: 0, signal: null, stderrTail: '', durationMs: 1 };
 }
 
@@ -20,10 +20,12 @@ function batch(tag: string, n: number): RolloutBatch {
 
 describe('agent rollout source', () => {
   it('counts calls, refused calls and episodes by status', () => {
-    const m = gatewayMetrics([outcome('ok', 3, 0), outcome('ok', 1, 0), outcome('crashed', 0, 0), outcome('timeout', 2, 5), outcome('no_reward', 2, 0)]);
+    const m = gatewayMetrics([outcome('ok', 3, 0, 2), outcome('ok', 1, 0), outcome('crashed', 0, 0), outcome('timeout', 2, 5), outcome('no_reward', 2, 0, 1)], 7);
     expect(m).toEqual({
       'gateway/calls': 8,
       'gateway/refused_calls': 5,
+      'gateway/unauthorized_calls': 7,
+      'gateway/duplicate_rewards': 3,
       'gateway/calls_per_episode': 8 / 5,
       'gateway/episodes_ok': 2,
       'gateway/episodes_no_reward': 1,
@@ -32,6 +34,12 @@ describe('agent rollout source', () => {
       'gateway/unparsed_tool_call_rate': 0,
     });
     expect(gatewayMetrics([])['gateway/calls_per_episode']).toBe(0);
+  });
+
+  it('item 1: says what the gateway refused in one line with each count, and nothing when it refused nothing', () => {
+    expect(gatewayRefusals(gatewayMetrics([outcome('ok', 1, 0)]))).toBeNull();
+    expect(gatewayRefusals(gatewayMetrics([outcome('ok', 1, 0, 1)], 12))).toBe("the gateway refused 12 request(s) that named no open episode (404: a wrong secret in the URL, or an episode that had ended), 1 second reward(s) of an episode (409: the first one counts)");
+    expect(gatewayRefusals(gatewayMetrics([outcome('ok', 1, 4)]))).toBe("the gateway refused 4 call(s) over an episode's maxCalls (429)");
   });
 
   it('counts the calls offered tools whose reply garbles a tool call, among those calls only', () => {

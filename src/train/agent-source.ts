@@ -48,8 +48,11 @@ export interface AgentRolloutPlan {
   idPrefix: string;
 }
 
-/** Every agent entry of `mode`, rolled out through `gateway`; one batch (groups numbered per entry) and the outcomes. */
-export async function agentBatches(gateway: Gateway, config: RagenConfig, mode: 'train' | 'val', plan: AgentRolloutPlan, log?: (line: string) => void): Promise<{ batches: RolloutBatch[]; outcomes: AgentOutcome[] }> {
+/**
+ * Every agent entry of `mode`, rolled out through `gateway`; one batch (groups numbered per entry), the outcomes, and
+ * the requests the gateway refused for naming no open episode since the last rollout (`Gateway.takeUnauthorized`).
+ */
+export async function agentBatches(gateway: Gateway, config: RagenConfig, mode: 'train' | 'val', plan: AgentRolloutPlan, log?: (line: string) => void): Promise<{ batches: RolloutBatch[]; outcomes: AgentOutcome[]; unauthorized: number }> {
   const batches: RolloutBatch[] = [];
   const outcomes: AgentOutcome[] = [];
   let seed = plan.seedBase;
@@ -68,7 +71,7 @@ export async function agentBatches(gateway: Gateway, config: RagenConfig, mode: 
     batches.push(r.batch);
     outcomes.push(...r.outcomes);
   }
-  return { batches, outcomes };
+  return { batches, outcomes, unauthorized: gateway.takeUnauthorized() };
 }
 
 /** Join rollout batches of one group size: episodes and samples renumbered to their place in the joined batch. */
@@ -85,16 +88,19 @@ export function joinBatches(batches: readonly RolloutBatch[]): RolloutBatch {
 }
 
 /**
- * The gateway's metrics of a rollout: calls, refused calls, episodes by status, mean calls per episode, and the share
- * of calls offered tools whose reply holds tool-call text that does not parse (`unparsedToolCall`; 0 with no such calls).
+ * The gateway's metrics of a rollout: calls, refused calls, requests that named no open episode (`unauthorized`, see
+ * `agentBatches`), second rewards, episodes by status, mean calls per episode, and the share of calls offered tools
+ * whose reply holds tool-call text that does not parse (`unparsedToolCall`; 0 with no such calls).
  */
-export function gatewayMetrics(outcomes: readonly AgentOutcome[]): MetricValues {
+export function gatewayMetrics(outcomes: readonly AgentOutcome[], unauthorized = 0): MetricValues {
   const calls = outcomes.reduce((n, o) => n + o.log.calls.length, 0);
   const withTools = outcomes.flatMap((o) => o.log.calls.filter((c) => c.tools !== null));
   const count = (status: AgentOutcome['status']) => outcomes.filter((o) => o.status === status).length;
   return {
     'gateway/calls': calls,
     'gateway/refused_calls': outcomes.reduce((n, o) => n + o.log.refusedCalls, 0),
+    'gateway/unauthorized_calls': unauthorized,
+    'gateway/duplicate_rewards': outcomes.reduce((n, o) => n + o.log.duplicateRewards, 0),
     'gateway/calls_per_episode': outcomes.length > 0 ? calls / outcomes.length : 0,
     'gateway/episodes_ok': count('ok'),
     'gateway/episodes_no_reward': count('no_reward'),
@@ -102,4 +108,18 @@ export function gatewayMetrics(outcomes: readonly AgentOutcome[]): MetricValues 
     'gateway/episodes_timeout': count('timeout'),
     'gateway/unparsed_tool_call_rate': withTools.length > 0 ? withTools.filter((c) => unparsedToolCall(c.text)).length / withTools.length : 0,
   };
+}
+
+/**
+ * What the gateway refused in a rollout, as one console line (null when nothing was): requests that named no open
+ * episode (404), second rewards (409) and calls over `maxCalls` (429), each with its count.
+ */
+export function gatewayRefusals(m: MetricValues): string | null {
+  const n = (key: keyof MetricValues) => m[key] ?? 0;
+  const parts = [
+    n('gateway/unauthorized_calls') > 0 ? `${n('gateway/unauthorized_calls')} request(s) that named no open episode (404: a wrong secret in the URL, or an episode that had ended)` : '',
+    n('gateway/duplicate_rewards') > 0 ? `${n('gateway/duplicate_rewards')} second reward(s) of an episode (409: the first one counts)` : '',
+    n('gateway/refused_calls') > 0 ? `${n('gateway/refused_calls')} call(s) over an episode's maxCalls (429)` : '',
+  ].filter((p) => p !== '');
+  return parts.length > 0 ? `the gateway refused ${parts.join(', ')}` : null;
 }

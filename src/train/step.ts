@@ -16,7 +16,7 @@ import { episodeRecords, tokenAdvantages, turnAdvantages } from './rollout-recor
 import { generatedTokens, trainMetrics } from './rollout-metrics.js';
 import { updateActor, updateCritic, type BatchSchedule } from './update.js';
 import { actorLossConfig, filterBatch, lossHorizon, prepareKept } from './update-data.js';
-import { agentBatches, gatewayMetrics, joinBatches } from './agent-source.js';
+import { agentBatches, gatewayMetrics, gatewayRefusals, joinBatches } from './agent-source.js';
 import type { Gateway } from '../gateway/index.js';
 
 /** What one step needs; `kl` and `collapseEma` carry state from step to step. */
@@ -91,7 +91,9 @@ export async function collectRollout(ctx: Pick<StepContext, 'config' | 'engine' 
     const agents = await agentBatches(ctx.gateway, config, 'train', plan, (line) => failures.push(line));
     if (failures.length > 0) ctx.log?.(`step ${step}: ${failures[0]}${failures.length > 1 ? ` (and ${failures.length - 1} more failed episode(s) this step)` : ''}`);
     batches.push(...agents.batches);
-    gateway = gatewayMetrics(agents.outcomes);
+    gateway = gatewayMetrics(agents.outcomes, agents.unauthorized);
+    const refused = gatewayRefusals(gateway);
+    if (refused) ctx.log?.(`step ${step}: ${refused}`);
   }
   const batch = joinBatches(batches);
   const genSeconds = seconds(t0);

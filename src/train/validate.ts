@@ -5,7 +5,7 @@ import type { Engine } from '../engine/index.js';
 import type { MetricValues } from '../metrics/index.js';
 import type { Tokenizer } from '../tokenizer/index.js';
 import { agentEntries, envGroupsOptions, samplingOf, tagEntries, type RagenConfig } from '../config/index.js';
-import { agentBatches, joinBatches, openGateway } from './agent-source.js';
+import { agentBatches, gatewayMetrics, gatewayRefusals, joinBatches, openGateway } from './agent-source.js';
 import { valMetrics } from './rollout-metrics.js';
 
 /** A validation's outcome. */
@@ -47,8 +47,11 @@ export async function validationBatch(config: RagenConfig, engine: Engine, token
     if (gateway) {
       const plan = { seedBase: config.seed.val + (groups?.nGroups ?? 0), samplingSeed: config.seed.val, idPrefix: 'val' }; // ids need only be unique within this gateway
       const failures: string[] = [];
-      batches.push(...(await agentBatches(gateway, config, 'val', plan, (line) => failures.push(line))).batches);
+      const agents = await agentBatches(gateway, config, 'val', plan, (line) => failures.push(line));
+      batches.push(...agents.batches);
       if (failures.length > 0) log?.(`validation: ${failures[0]}${failures.length > 1 ? ` (and ${failures.length - 1} more failed episode(s))` : ''}`);
+      const refused = gatewayRefusals(gatewayMetrics(agents.outcomes, agents.unauthorized));
+      if (refused) log?.(`validation: ${refused}`);
     }
     return joinBatches(batches);
   } finally {

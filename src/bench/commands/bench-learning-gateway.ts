@@ -32,7 +32,7 @@ export async function measureGatewayOverhead(modelDir: string, calls = 20, maxTo
   const gateway = new Gateway({ ...target, batchWindowMs: 0 });
   const base = await gateway.listen(0);
   try {
-    const { baseUrl } = gateway.open('overhead', { maxCalls: 1e9 });
+    let { baseUrl } = gateway.open('overhead', { maxCalls: 1e9 });
     const body = JSON.stringify({
       model: 'policy',
       max_tokens: maxTokens,
@@ -48,7 +48,7 @@ export async function measureGatewayOverhead(modelDir: string, calls = 20, maxTo
     };
     await viaGateway();
     const first = gateway.finish('overhead').calls[0]!;
-    gateway.open('overhead', { maxCalls: 1e9 });
+    ({ baseUrl } = gateway.open('overhead', { maxCalls: 1e9 })); // a new episode: a new secret in its URL
     const direct = async (): Promise<void> => {
       await target.engine.generate([first.promptIds], { maxNewTokens: maxTokens, temperature: 0, topP: 1, topK: 0, stopTokenIds: [target.tokenizer.eosTokenId], seed: 0 });
     };
