@@ -6,3 +6,4 @@ export { RagenError, ConfigError, EnvNotFoundError, ResetNeededError, ShapeError
 export { FileSystemError, fileSystemError, isErrnoError, withFileErrors } from './fs-errors.js';
 export { makeDir, writeFileAt, checkCreatable, pseudoFilesystemOf, existingAncestor, withSetting } from './make-dir.js';
 export { HOST_PORT, freePort } from './host-port.js';
+export { checkExposure, isLoopback, type Exposure } from './exposure.js';
