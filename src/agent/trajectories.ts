@@ -1,8 +1,8 @@
 // Episodes on disk: the one JSONL record (snake_case) that both `rollouts/step-N.jsonl` (the trainer) and
 // `ragen eval --out` write, one line per episode: summary fields, every turn, and the OpenAI `messages`.
-import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { appendFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { withFileErrors } from '../util/index.js';
+import { makeDir, withFileErrors, writeFileAt } from '../util/index.js';
 import type { AgentConfig } from './config.js';
 import { episodeMessages, type EndReason, type Episode } from './rollout.js';
 
@@ -108,9 +108,7 @@ export function episodeRecord(e: Episode, cfg: Pick<AgentConfig, 'enableThink'>,
 /** Write (or append to) a JSONL file of episode records; creates the folder. */
 export function writeEpisodeRecords(path: string, records: readonly EpisodeRecord[], append = false): void {
   const text = records.map((r) => `${JSON.stringify(r)}\n`).join('');
-  withFileErrors('write the episode records', path, () => {
-    mkdirSync(dirname(path), { recursive: true });
-    if (append) appendFileSync(path, text);
-    else writeFileSync(path, text);
-  });
+  if (!append) return writeFileAt(path, text, 'write the episode records');
+  makeDir(dirname(path), 'write the episode records');
+  withFileErrors('write the episode records', path, () => appendFileSync(path, text));
 }

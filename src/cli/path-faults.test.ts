@@ -42,6 +42,22 @@ describe('paths under pseudo filesystems', () => {
   }, 300_000);
 });
 
+describe('item 14: model init and probe-grads under /proc', () => {
+  it('item 14: `model init --out /proc/x` and `probe-grads --out /proc/x/p.json` fail with one sentence naming --out instead of hanging', async () => {
+    const [init, probe] = await Promise.all([
+      cliProcess(['model', 'init', '--shape', 'qwen2.5-tiny', '--out', '/proc/ragen-x'], 90_000),
+      cliProcess(['probe-grads', '--run', join(root, 'no-run'), '--out', '/proc/ragen-x/p.json'], 90_000),
+    ]);
+    for (const r of [init, probe]) {
+      expect(r.timedOut).toBe(false);
+      expect(r.code).toBe(2);
+      expect(r.err).not.toMatch(/\n\s+at /);
+    }
+    expect(init.err).toMatch(/^ragen: could not write the model folder: `\/proc\/ragen-x` is under `\/proc`, a proc pseudo filesystem .*; point --out at a folder on a disk\.$/m);
+    expect(probe.err).toMatch(/^ragen: Cannot write --out `\/proc\/ragen-x\/p\.json` .*proc pseudo filesystem.*Nothing was probed\.$/m);
+  }, 200_000);
+});
+
 describe.runIf(canMount)('mounts (needs tmpfs mounts: root)', () => {
   it('a run directory on a read-only mount names EROFS, not ENOENT', async () => {
     const ro = mountTmpfs('ro,size=64k')!;

@@ -1,10 +1,10 @@
 // Loading the StarPO config: typed defaults <- preset YAML (with `extends`) <- `dotted.key=value` overrides,
 // validated once into a frozen, complete object; saved as config.yaml in every run and checkpoint.
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
-import { ConfigError, didYouMean, withFileErrors } from '../util/index.js';
+import { ConfigError, didYouMean, writeFileAt } from '../util/index.js';
 import { ConfigSchema, type RagenConfig } from './schema.js';
 import { expandAliases, findAlias } from './aliases.js';
 import { checkOverridePath, crossFieldErrors, findUnknownKeys, issueMessage } from './errors.js';
@@ -208,10 +208,7 @@ export function configToYaml(config: RagenConfig): string {
 /** Write `config.yaml` into `dir` (created if needed); returns the file path. */
 export function saveConfig(config: RagenConfig, dir: string): string {
   const file = join(dir, CONFIG_FILE);
-  withFileErrors('save the config', file, () => {
-    mkdirSync(dir, { recursive: true });
-    writeFileSync(file, configToYaml(config));
-  });
+  writeFileAt(file, configToYaml(config), 'save the config');
   return file;
 }
 

@@ -3,6 +3,7 @@
 import { createReadStream, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { dirname, extname, join } from 'node:path';
+import { hostname, networkInterfaces } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { filesIn, runPaths, verifyCheckpoint } from '../metrics/index.js';
 import { CheckpointError } from '../util/index.js';
@@ -182,6 +183,14 @@ function staticFile(assets: string, pathname: string, res: ServerResponse): void
   sendFile(res, join(assets, name));
 }
 
+/**
+ * This machine's names for the Host check of a wildcard bind (`--host 0.0.0.0 --insecure`): its host name and every
+ * interface address, so other machines may open it by those while a foreign name (DNS rebinding) is still refused.
+ */
+function localAddresses(): string[] {
+  return [hostname(), ...Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((i) => i.address))];
+}
+
 /** Start the server; resolves once it listens. */
 export async function startDashboard(opts: DashboardOptions): Promise<Dashboard> {
   const index = new RunIndex(opts.roots);
@@ -218,7 +227,7 @@ export async function startDashboard(opts: DashboardOptions): Promise<Dashboard>
   }, opts.pollMs ?? 1000);
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : opts.port;
-  allowedHosts = new Set([`${host}:${port}`, `localhost:${port}`, `127.0.0.1:${port}`]);
+  allowedHosts = new Set([host, 'localhost', '127.0.0.1', ...(host === '0.0.0.0' || host === '::' ? localAddresses() : [])].map((h) => (h.includes(':') ? `[${h}]:${port}` : `${h}:${port}`).toLowerCase()));
   return {
     server,
     url: `http://${host}:${port}/`,

@@ -1,8 +1,9 @@
 // The reward, observation and recording wrappers that stack on any Env, local or remote (RemoteEnv):
 // reward scaling, a penalty for invalid actions, observation truncation, JSONL episode recording.
 // Follows Gymnasium's TransformReward / TransformObservation / RecordEpisodeStatistics; `wrapEnv` fixes their order.
-import { appendFileSync, mkdirSync } from 'node:fs';
+import { appendFileSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { makeDir } from '../util/index.js';
 import type { Env, EnvInfo, MaybePromise, ResetOptions, ResetResult, StepResult } from './core.js';
 import { mapMaybe, Wrapper } from './wrappers.js';
 
@@ -138,7 +139,7 @@ export class EpisodeRecorder extends Wrapper {
 
   constructor(env: Env, readonly path: string) {
     super(env);
-    mkdirSync(dirname(path), { recursive: true });
+    makeDir(dirname(path), 'create the folder of the episode recording');
   }
 
   override reset(options: ResetOptions): MaybePromise<ResetResult> {

@@ -11,6 +11,7 @@ import { ApiError, ClientGone, chatPromptIds, choiceJobs, completionText, parseC
 import { EpisodeBook, type EpisodeLog } from './episodes.js';
 import { lowerToolMessages, parseToolCalls } from './qwen-tools.js';
 import { ChatStream } from './stream.js';
+import { checkExposure } from '../util/index.js';
 
 /** What a `Gateway` serves and its limits. */
 export interface GatewayOptions {
@@ -71,6 +72,7 @@ export class Gateway {
 
   /** Start listening on loopback; resolves with the base URL (`http://127.0.0.1:<port>`). */
   listen(port = 0, host = '127.0.0.1'): Promise<string> {
+    checkExposure({ server: 'the training gateway', host }); // never beyond loopback: it offers no --insecure
     return new Promise((resolve, reject) => {
       this.http.once('error', reject);
       this.http.listen(port, host, () => {

@@ -6,7 +6,7 @@ import { JsonlSink } from './jsonl-sink.js';
 import type { MetricSink } from './logger.js';
 import type { RunPaths } from './run-dir.js';
 import { TensorBoardSink } from './tensorboard-sink.js';
-import { WandbSink } from './wandb-sink.js';
+import { WandbSink, wandbMode, wandbOfflineNote } from './wandb-sink.js';
 
 export type SinkName = 'jsonl' | 'tensorboard' | 'wandb';
 
@@ -39,14 +39,20 @@ export async function openRunSinks(o: RunSinksOptions): Promise<RunSinks> {
   const consoleLog = ConsoleLog.open(o.paths.consoleLog);
   const sinks: MetricSink[] = [new JsonlSink(o.paths.metrics)];
   const notes: string[] = [];
+  let consoleSink: ConsoleSink | undefined; // made last; W&B's line about a lost server goes above its progress bar
+  const warn = (line: string): void => {
+    if (consoleSink && o.console !== 'none') consoleSink.message(line);
+    else (o.stream ?? process.stderr).write(`${line}\n`); // stderr is transcribed into console.log
+  };
   try {
     if (o.sinks.includes('tensorboard')) {
       sinks.push(new TensorBoardSink({ dir: o.paths.tensorboard, startStep: o.startStep }));
       notes.push(`TensorBoard: tensorboard --logdir ${o.paths.tensorboard}`);
     }
-    if (o.sinks.includes('wandb')) {
+    if (o.sinks.includes('wandb') && wandbMode() === 'offline') notes.push(wandbOfflineNote());
+    else if (o.sinks.includes('wandb')) {
       const name = o.wandb.name ?? o.paths.root.split(/[\\/]/).filter(Boolean).pop()!;
-      const wandb = await WandbSink.open({ project: o.wandb.project, entity: o.wandb.entity, name, config: o.config });
+      const wandb = await WandbSink.open({ project: o.wandb.project, entity: o.wandb.entity, name, config: o.config, warn });
       sinks.push(wandb);
       notes.push(`W&B: ${wandb.url}`);
     }
@@ -55,6 +61,7 @@ export async function openRunSinks(o: RunSinksOptions): Promise<RunSinks> {
     consoleLog.close();
     throw err;
   }
-  sinks.push(new ConsoleSink({ totalSteps: o.totalSteps, startStep: o.startStep, mode: o.console, transcript: consoleLog, ...(o.stream ? { stream: o.stream } : {}) }));
+  consoleSink = new ConsoleSink({ totalSteps: o.totalSteps, startStep: o.startStep, mode: o.console, transcript: consoleLog, ...(o.stream ? { stream: o.stream } : {}) });
+  sinks.push(consoleSink);
   return { sinks, notes, consoleLog };
 }

@@ -21,6 +21,8 @@ export interface WandbStandIn {
   seen: WandbSeen;
   reset(): void;
   close(): Promise<void>;
+  /** Stop at once, dropping open connections: W&B lost mid-run. */
+  kill(): Promise<void>;
 }
 
 const body = (req: IncomingMessage) =>
@@ -66,12 +68,17 @@ export async function startWandbStandIn(): Promise<WandbStandIn> {
     },
     reset: () => void (state.seen = fresh()),
     close: () => new Promise<void>((r) => server.close(() => r())),
+    kill: () =>
+      new Promise<void>((r) => {
+        server.close(() => r());
+        server.closeAllConnections();
+      }),
   };
 }
 
 /** Set W&B's environment variables for a test; returns a function that restores them. */
-export function wandbEnv(vars: { WANDB_API_KEY?: string; WANDB_BASE_URL?: string }): () => void {
-  const saved = { WANDB_API_KEY: process.env.WANDB_API_KEY, WANDB_BASE_URL: process.env.WANDB_BASE_URL };
+export function wandbEnv(vars: { WANDB_API_KEY?: string; WANDB_BASE_URL?: string; WANDB_MODE?: string }): () => void {
+  const saved = { WANDB_API_KEY: process.env.WANDB_API_KEY, WANDB_BASE_URL: process.env.WANDB_BASE_URL, WANDB_MODE: process.env.WANDB_MODE };
   Object.assign(process.env, vars);
   return () => {
     for (const [name, v] of Object.entries(saved)) {

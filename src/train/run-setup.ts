@@ -28,6 +28,29 @@ export function createRun(config: RagenConfig, options: { time?: Date } = {}): R
   return paths;
 }
 
+/**
+ * Undo a fresh run that failed before its first step (W&B refused it, a gateway did not open): remove what
+ * `createRun` made (config.yaml, the empty sub-folders, an empty metrics.jsonl), keeping console.log, which records
+ * the failure and which a new run appends to. The folder then holds no run, so the same command can run again.
+ * Returns a sentence for the error. Anything the run did write (a non-empty file, a checkpoint) is left alone.
+ */
+export function abandonRun(paths: RunPaths): string {
+  const emptyDir = (d: string) => existsSync(d) && readdirSync(d).length === 0;
+  withFileErrors('remove the unstarted run', paths.root, () => {
+    if (existsSync(paths.metrics) && readFileSync(paths.metrics, 'utf8') === '') rmSync(paths.metrics);
+    for (const d of [paths.checkpoints, paths.rollouts, paths.eval]) if (emptyDir(d)) rmSync(d, { recursive: true });
+    if (!existsSync(paths.metrics) && !existsSync(paths.checkpoints) && !existsSync(paths.rollouts)) rmSync(paths.config, { force: true });
+  });
+  return `\`${paths.root}\` keeps only its console.log, so the same command can run again.`;
+}
+
+/** A folder beside `dir` that does not exist yet: `dir-2`, `dir-3`, ... */
+function freshSibling(dir: string): string {
+  let n = 2;
+  while (existsSync(`${dir}-${n}`)) n++;
+  return `${dir}-${n}`;
+}
+
 /** What a resumed run continues from. */
 export interface ResumedRun {
   config: RagenConfig;
@@ -48,7 +71,7 @@ export function resumeRun(runDir: string, overrides: readonly string[] = [], opt
   if (!existsSync(paths.config)) throw new CheckpointError(`\`${runDir}\` is not a run directory (no config.yaml).`);
   const checkpoint = checkpointDirs(paths.checkpoints).pop(); // the newest, checked below rather than skipped when damaged
   if (!checkpoint) {
-    throw new CheckpointError(`\`${runDir}\` has no checkpoint under checkpoints/ (a step-N/ with ${MANIFEST_FILE}); start it again with \`ragen train --config ${paths.config}\`.`);
+    throw new CheckpointError(`\`${runDir}\` has no checkpoint under checkpoints/ (a step-N/ with ${MANIFEST_FILE}): nothing to resume. Start it again from its config into a new folder with \`ragen train --config ${paths.config} logging.runDir=${freshSibling(runDir)}\` (or delete \`${runDir}\` and rerun the command that started it).`);
   }
   const wayOut = (older: CheckpointRef | undefined) =>
     older ? `the newest intact-looking one before it is ${older.dir}: delete ${checkpoint.dir} to resume from step ${older.step}` : 'no complete checkpoint comes before it to resume from';

@@ -1,12 +1,12 @@
 // Supervised fine-tuning on solver demonstrations (the warm start of StarPO): cross-entropy on the
 // demonstrated (loss-mask) tokens only, AdamW with warmup + cosine, periodic validation through the agent loop.
-import { mkdirSync, writeFileSync, appendFileSync } from 'node:fs';
+import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { collate, EnvGroups, enginePolicy, rollout, type AgentConfig, type TokenBatch, type TrainingSample } from '../agent/index.js';
 import type { TrainableEngine, ForwardResult, OutputGradients } from '../engine/index.js';
 import { modelConfig, type ModelConfig } from '../model/index.js';
 import type { Tokenizer } from '../tokenizer/index.js';
-import { ConfigError, Rng, didYouMean } from '../util/index.js';
+import { ConfigError, Rng, didYouMean, writeFileAt } from '../util/index.js';
 import { lrAt } from './lr-schedule.js';
 
 /**
@@ -119,8 +119,7 @@ export async function runSft(engine: TrainableEngine, tokenizer: Tokenizer, agen
   const schedule = { kind: 'warmup_cosine' as const, warmupSteps: opts.warmupSteps ?? Math.min(100, Math.floor(opts.steps / 10)), minLrRatio: opts.minLrRatio ?? 0.1, totalSteps: opts.steps };
   const logPath = opts.out ? join(opts.out, 'sft_log.jsonl') : undefined;
   if (opts.out) {
-    mkdirSync(opts.out, { recursive: true });
-    writeFileSync(logPath!, '');
+    writeFileAt(logPath!, '', 'create the SFT log', '--out');
   }
   const log = (rec: Record<string, unknown>) => logPath && appendFileSync(logPath, JSON.stringify(rec) + '\n');
   let order: number[] = [];

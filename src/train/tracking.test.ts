@@ -7,7 +7,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import '../env/builtins.js';
 import { readMetricsFile } from '../metrics/index.js';
 import { startWandbStandIn, wandbEnv } from '../metrics/wandb-standin.js';
-import { ConfigError, TrackingError } from '../util/index.js';
+import { CheckpointError, ConfigError, TrackingError } from '../util/index.js';
+import { runCli } from '../cli/testing.js';
+import { createRun } from './run-setup.js';
 import { microConfig, writeMicroModel } from './testing.js';
 import { train } from './trainer.js';
 
@@ -67,12 +69,46 @@ describe('tracking in a training run', () => {
       expect((err as Error).message).toMatch(/WANDB_API_KEY/);
       expect(process.stdout.write).toBe(write); // the console log let go of the streams
       expect(existsSync(join(refused, 'metrics.jsonl'))).toBe(false);
-      expect(readFileSync(join(refused, 'console.log'), 'utf8')).toBe(`TrackingError: ${(err as Error).message}\n`);
+      const [said, note] = (err as Error).message.split(/ (?=`[^`]+` keeps only its console\.log)/);
+      expect(note).toBe(`\`${refused}\` keeps only its console.log, so the same command can run again.`);
+      expect(readFileSync(join(refused, 'console.log'), 'utf8')).toBe(`TrackingError: ${said}\n`);
     } finally {
       restore();
       await standIn.close();
     }
   });
+
+  it('item 13: a W&B start failure with an explicit logging.runDir leaves nothing that blocks the same command once W&B answers', async () => {
+    const standIn = await startWandbStandIn();
+    const restore = wandbEnv({ WANDB_BASE_URL: standIn.url, WANDB_API_KEY: 'x'.repeat(40) });
+    try {
+      const runDir = join(root, 'run-retry');
+      const config = () => microConfig(model, runDir, ['logging.sinks=[jsonl, wandb]', 'trainer.steps=1']);
+      const err = await train({ config: config() }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(TrackingError);
+      expect((err as Error).message).toMatch(/so the same command can run again\.$/);
+      process.env.WANDB_API_KEY = standIn.key; // the cause is gone
+      const r = await train({ config: config() });
+      expect(r.runDir).toBe(runDir);
+      expect(readMetricsFile(join(runDir, 'metrics.jsonl')).map((m) => m.step)).toContain(1);
+      expect(readFileSync(join(runDir, 'console.log'), 'utf8')).toMatch(/^TrackingError: W&B at .* refused the run/m); // the failure's record stays
+    } finally {
+      restore();
+      await standIn.close();
+    }
+  }, 180_000);
+
+  it("item 13: --resume of a run that never reached a checkpoint advises a command that works", async () => {
+    const runDir = join(root, 'run-no-checkpoint');
+    createRun(microConfig(model, runDir, ['trainer.steps=1'])); // what a run stopped during its first step leaves
+    const err = await train({ resume: runDir }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(CheckpointError);
+    const advised = /`ragen train (--config \S+ logging\.runDir=\S+)`/.exec((err as Error).message);
+    expect(advised, (err as Error).message).not.toBeNull();
+    const r = await runCli('train', ...advised![1]!.split(' '));
+    expect(r.code, r.err).toBe(0);
+    expect(existsSync(join(`${runDir}-2`, 'checkpoints'))).toBe(true);
+  }, 180_000);
 
   it('refuses sinks without jsonl, naming the key and what reads metrics.jsonl', () => {
     expect(() => microConfig(model, join(root, 'x'), ['logging.sinks=[tensorboard]'])).toThrow(ConfigError);

@@ -19,7 +19,7 @@ import type { Gateway } from '../gateway/index.js';
 import { EarlyStopTracker, type EarlyStop, type EarlyStopState } from './early-stop.js';
 import { EarlyWarningMonitor, type EarlyWarningState } from './early-warning-step.js';
 import { openModels, withModelPaths, type TrainerModels } from './engine-setup.js';
-import { createRun, recordResume, resumeRun } from './run-setup.js';
+import { abandonRun, createRun, recordResume, resumeRun } from './run-setup.js';
 import { starpoStep, type StepContext } from './step.js';
 import { AsyncRollouts } from './async-rollouts.js';
 import { validate } from './validate.js';
@@ -142,6 +142,8 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   } catch (err) {
     await groups?.close();
     if (!options.models) engine.dispose();
+    // A fresh run that never took a step must not block its own retry ("already holds a run", then "no checkpoint").
+    if (options.resume === undefined && err instanceof Error) err.message = `${err.message.replace(/\.?$/, '.')} ${abandonRun(paths)}`;
     throw err;
   }
   const stopOnSignal = gateway ? exitOnSignal() : undefined;

@@ -4,5 +4,6 @@ export { assert, assertNever } from './assert.js';
 export { editDistance, nearest, didYouMean } from './suggest.js';
 export { RagenError, ConfigError, EnvNotFoundError, ResetNeededError, ShapeError, CheckpointError, UsageError, TrackingError } from './errors.js';
 export { FileSystemError, fileSystemError, isErrnoError, withFileErrors } from './fs-errors.js';
-export { makeDir, checkCreatable, pseudoFilesystemOf, existingAncestor, withSetting } from './make-dir.js';
+export { makeDir, writeFileAt, checkCreatable, pseudoFilesystemOf, existingAncestor, withSetting } from './make-dir.js';
 export { HOST_PORT, freePort } from './host-port.js';
+export { checkExposure, isLoopback, type Exposure } from './exposure.js';

@@ -1,7 +1,7 @@
 // Creating a folder a user named, without Node's recursive-mkdir faults: it loops forever under /proc and reports a
 // read-only mount as ENOENT. We walk up to the first existing ancestor, refuse pseudo filesystems by name, check that
 // ancestor is a writable folder, then create the missing parts one level at a time (each mkdir gives its true errno).
-import { accessSync, constants, mkdirSync, statfsSync, statSync } from 'node:fs';
+import { accessSync, constants, mkdirSync, statfsSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { FileSystemError, fileSystemError } from './fs-errors.js';
 
@@ -84,6 +84,20 @@ export function makeDir(path: string, action: string, setting?: string): void {
     const missing: string[] = [];
     for (let p = target; p !== base; p = dirname(p)) missing.unshift(p);
     for (const p of missing) mkdirSync(p); // one level at a time: each failure carries its true errno
+  } catch (err) {
+    throw withSetting(fileSystemError(err, action, path), setting);
+  }
+}
+
+/**
+ * Write `data` to file `path`, its folder made first by `makeDir` (so never under /proc & co., never hanging); errno
+ * errors (EROFS, ENOSPC, EACCES, ...) come out as FileSystemErrors naming `path` and `setting`. The one way shipped
+ * code writes a file a user named (src/fs-rule.test.ts holds the rest to it).
+ */
+export function writeFileAt(path: string, data: string | Uint8Array, action: string, setting?: string): void {
+  makeDir(dirname(resolve(path)), action, setting);
+  try {
+    writeFileSync(path, data);
   } catch (err) {
     throw withSetting(fileSystemError(err, action, path), setting);
   }

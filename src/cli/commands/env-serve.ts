@@ -1,7 +1,7 @@
 // `ragen env serve`: the `env` command group and its `serve` subcommand, which serves registered envs over
 // WebSocket sessions in OpenEnv's message shape until Ctrl-C (docs/environments.md, "Serving environments").
 import type { Command } from 'commander';
-import { UsageError } from '../../util/index.js';
+import { checkExposure, UsageError } from '../../util/index.js';
 import { clientToken, EnvServer, TOKEN_ENV } from '../../env/remote/index.js';
 import { parsePositive, parsePositiveInt } from './env-options.js';
 
@@ -69,6 +69,8 @@ export function register(program: Command): void {
         if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') throw new UsageError(`Cannot listen on --host ${opts.host}: no such local address.`);
         throw err;
       }
+      const warning = checkExposure(server.exposure(port));
+      if (warning) console.error(warning);
       const base = `${opts.host}:${port}`;
       console.log(`ragen env serve: ${server.envIds.join(', ')} at ws://${base}/<EnvId> (health: http://${base}/health)${opts.stepDelayMs > 0 ? `, ${opts.stepDelayMs} ms added to each reset and step` : ''}; Ctrl-C stops`);
       for (const id of server.envIds) console.log(`  remote:ws://${base}/${id}`);

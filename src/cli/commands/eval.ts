@@ -1,6 +1,6 @@
 // `ragen eval`: validation rollouts of a policy (a model, the env's solver, or random actions) on env tags;
 // prints success, pass@k and the other rollout metrics per tag and writes the trajectories as JSONL.
-import { existsSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, renameSync, rmSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Command } from 'commander';
 import {
@@ -12,7 +12,7 @@ import { registerRemoteEnvs } from '../../env/remote/index.js';
 import { loadTokenizer, runTokenizer, tinyTokenizerDir, type Tokenizer } from '../../tokenizer/index.js';
 import { agentEntries, checkPromptsFit, defaultConfig, envGroupsOptions, loadConfig, loadSavedConfig, samplingOf, tagEntries, type RagenConfig } from '../../config/index.js';
 import { findModelPath, isHubId, loadModelConfig, resolveModelPath } from '../../model/index.js';
-import { fileSystemError, makeDir, UsageError, withSetting } from '../../util/index.js';
+import { fileSystemError, makeDir, UsageError, withSetting, writeFileAt } from '../../util/index.js';
 import { openModelDir, validationBatch } from '../../train/index.js';
 import { parseConfigPairs, parsePositiveInt, parseSeed } from './env-options.js';
 
@@ -158,8 +158,8 @@ function openOut(out: string): string {
   try {
     if (existsSync(out) && statSync(out).isDirectory()) throw new Error('it is a directory');
     makeDir(dirname(out), 'create the folder of --out', '--out');
-    writeFileSync(tmp, Buffer.alloc(4096, 0x20)); // ENOSPC/EDQUOT now rather than after every episode ran
-    writeFileSync(tmp, '');
+    writeFileAt(tmp, Buffer.alloc(4096, 0x20), 'write --out', '--out'); // ENOSPC/EDQUOT now rather than after every episode ran
+    writeFileAt(tmp, '', 'write --out', '--out');
   } catch (err) {
     if (existsSync(tmp)) rmSync(tmp, { force: true }); // (rmSync throws ENOTDIR itself when a part of the path is a file)
     const e = withSetting(fileSystemError(err, 'write --out', tmp), '--out');

@@ -1,12 +1,12 @@
 // `ragen model init`: a ready model directory from a named published shape (python/ragen_torch/shapes.json): config.json
 // as Hugging Face publishes it, random weights streamed to safetensors, and the offline Qwen tokenizer with our template.
-import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import cliProgress from 'cli-progress';
 import type { Command } from 'commander';
 import { configFromHF, countParameters, modelShape, shapeNames, writeRandomWeights, type InitDtype } from '../../model/index.js';
 import { qwenTokenizerFiles, ragenQwenTemplate } from '../../tokenizer/index.js';
-import { didYouMean, UsageError, withFileErrors } from '../../util/index.js';
+import { didYouMean, makeDir, UsageError, withFileErrors, writeFileAt } from '../../util/index.js';
 import { parseSeed } from './env-options.js';
 
 /** Options of `ragen model init`, as commander parses them. */
@@ -46,10 +46,10 @@ export async function initModelDir(
   const hf: Record<string, unknown> = { ...shape.config, torch_dtype: dtype.torch };
   const config = configFromHF(hf, `shape ${shape.name}`);
   const tokenizer = qwenTokenizerFiles(shape.family, ragenQwenTemplate(shape.family));
+  makeDir(out, 'write the model folder', '--out'); // never Node's recursive mkdir: it loops forever under /proc
   withFileErrors('write the model folder', out, () => {
-    mkdirSync(out, { recursive: true });
     for (const f of stale) rmSync(join(out, f));
-    const json = (file: string, value: unknown) => writeFileSync(join(out, file), JSON.stringify(value, null, 2) + '\n');
+    const json = (file: string, value: unknown) => writeFileAt(join(out, file), JSON.stringify(value, null, 2) + '\n', 'write the model folder', '--out');
     json('config.json', hf);
     json('generation_config.json', { bos_token_id: hf['bos_token_id'], eos_token_id: hf['eos_token_id'] });
     json('tokenizer.json', tokenizer.tokenizerJson);

@@ -1,11 +1,10 @@
 // `ragen probe-grads`: RAGEN-2's gradient analysis of one checkpoint, alone: one rollout, then per reward-std bucket
 // the gradient norms of the task, entropy and KL terms, printed as a table and written as JSON.
-import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Command } from 'commander';
 import { loadSavedConfig } from '../../config/index.js';
 import { formatProbe, probeGradients, type ProbeReport } from '../../train/grad-probe.js';
-import { UsageError } from '../../util/index.js';
+import { checkCreatable, UsageError, withSetting, writeFileAt } from '../../util/index.js';
 import { parsePositiveInt } from './env-options.js';
 
 /** Options of `ragen probe-grads`, as commander parses them. */
@@ -59,6 +58,14 @@ export async function runProbe(opts: ProbeGradsOptions, onProgress?: (line: stri
   const overrides: string[] = [];
   if (opts.buckets !== undefined) overrides.push(`trainer.gradAnalysis.buckets=${opts.buckets}`);
   if (opts.groups !== undefined) overrides.push(`env.train=${JSON.stringify(trainTags(opts.run, opts.groups))}`);
+  if (opts.out !== undefined) {
+    // Checked before the probe's minutes of work; a path under /proc & co. is refused by name, never hangs.
+    try {
+      checkCreatable(dirname(opts.out), 'create the folder of --out', '--out');
+    } catch (err) {
+      throw new UsageError(`Cannot write --out \`${opts.out}\` (${(withSetting(err, '--out') as Error).message.replace(/\.$/, '')}); give a file path in a writable folder. Nothing was probed.`);
+    }
+  }
   const report = await probeGradients({
     run: opts.run,
     ...(opts.step !== undefined ? { step: opts.step } : {}),
@@ -68,10 +75,9 @@ export async function runProbe(opts: ProbeGradsOptions, onProgress?: (line: stri
   });
   const file = opts.out ?? join(opts.run, 'grad-probe', `step-${report.step}.json`);
   try {
-    mkdirSync(dirname(file), { recursive: true });
-    writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
+    writeFileAt(file, `${JSON.stringify(report, null, 2)}\n`, 'write the report', opts.out !== undefined ? '--out' : undefined);
   } catch (err) {
-    throw new UsageError(`Cannot write the report to \`${file}\` (${(err as Error).message}); give --out a file path in a writable folder.`);
+    throw new UsageError(`Cannot write the report to \`${file}\` (${(err as Error).message.replace(/\.$/, '')}); give --out a file path in a writable folder.`);
   }
   onProgress?.(`wrote ${file}`);
   return { ...report, file };

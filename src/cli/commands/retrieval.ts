@@ -2,7 +2,7 @@
 // corpus, so SearchQA (or anything speaking that API) can search it over HTTP.
 import type { Command } from 'commander';
 import { startRetrievalServer } from '../../env/searchqa/index.js';
-import { UsageError } from '../../util/index.js';
+import { checkExposure, UsageError, type Exposure } from '../../util/index.js';
 
 const EXAMPLES = `
 Examples:
@@ -29,10 +29,13 @@ export function register(program: Command): void {
     .command('serve')
     .description('Serve BM25 over the generated SearchQA corpus: POST /retrieve {query, top_k} -> {results: [{id, content, score}]}, GET /health. Runs until interrupted.')
     .option('--port <n>', 'port to listen on (RAGEN\'s server uses 8000)', parsePort, 8000)
-    .option('--host <addr>', 'address to bind (0.0.0.0 exposes it to the network)', '127.0.0.1')
+    .option('--host <addr>', 'address to bind; beyond loopback (0.0.0.0) needs --insecure: the API has no access control', '127.0.0.1')
+    .option('--insecure', 'listen beyond loopback (a trusted network only: anyone who reaches it can query)')
     .option('--corpus-seed <n>', 'world seed of the corpus (SearchQA\'s corpusSeed; must match the env\'s for its questions)', parseSeedOption, 0)
     .addHelpText('after', EXAMPLES)
-    .action(async (opts: { port: number; host: string; corpusSeed: number }) => {
+    .action(async (opts: { port: number; host: string; corpusSeed: number; insecure?: boolean }) => {
+      const exposure = (port?: number): Exposure => ({ server: 'ragen retrieval serve', host: opts.host, ...(port ? { port } : {}), insecure: opts.insecure === true });
+      checkExposure(exposure());
       console.error(`ragen: building the corpus of world ${opts.corpusSeed} and its BM25 index...`);
       let server;
       try {
@@ -43,6 +46,8 @@ export function register(program: Command): void {
         if (code === 'EADDRNOTAVAIL') throw new UsageError(`Cannot bind --host ${opts.host}: not an address of this machine.`);
         throw err;
       }
+      const warning = checkExposure(exposure(Number(new URL(server.url).port)));
+      if (warning) console.error(warning);
       console.log(`Retrieval server listening on ${server.url} (POST /retrieve, GET /health); Ctrl-C stops it.`);
       const stop = (): void => void server!.close().then(() => process.exit(0));
       process.once('SIGINT', stop);

@@ -5,7 +5,7 @@ import { BATCHER_DEFAULTS } from '../../serve/batcher.js';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadSavedConfig } from '../../config/index.js';
-import { UsageError } from '../../util/index.js';
+import { checkExposure, UsageError, type Exposure } from '../../util/index.js';
 import { parsePositiveInt, parseSeed } from './env-options.js';
 import { fetchHubModel, resolveModelDir } from './eval.js';
 
@@ -17,6 +17,7 @@ export interface ServeCliOptions {
   tokenizer?: string;
   chatTemplate?: 'auto' | 'model' | 'ragen-qwen';
   apiKey?: string;
+  insecure?: boolean;
   maxTokens: number;
   contextLength?: number;
   maxBodyBytes: number;
@@ -45,12 +46,13 @@ export function register(program: Command): void {
     .command('serve')
     .description('Serve a checkpoint over an OpenAI-compatible HTTP API (chat, completions, streaming, logprobs, token ids).')
     .argument('<dir>', 'model directory (Hugging Face layout), run directory (its latest checkpoint), shipped model (ragen-tiny) or Hub id')
-    .option('--host <host>', 'address to listen on', '127.0.0.1')
+    .option('--host <host>', 'address to listen on; beyond loopback (0.0.0.0) needs --api-key, or --insecure', '127.0.0.1')
     .option('--port <n>', 'port to listen on (0 = any free port)', parsePort, 8000)
     .option('--name <id>', "the model id clients send (default: the directory's name)")
     .option('--tokenizer <dir>', "tokenizer directory (default: the checkpoint's own)")
     .option('--chat-template <choice>', "model (the checkpoint's own), ragen-qwen (ragen's append-only Qwen template) or auto, as model.chatTemplate in training (default: a run directory's model.chatTemplate, else model)", parseChatTemplate)
     .option('--api-key <key>', 'require `Authorization: Bearer <key>` (default: $RAGEN_API_KEY, else none)')
+    .option('--insecure', 'listen beyond loopback without an API key (a trusted network only)')
     .option('--max-tokens <n>', 'most tokens one choice may generate', parsePositiveInt('--max-tokens'), 1024)
     .option('--context-length <n>', "prompt + completion tokens per request (default: the model's max_position_embeddings)", parsePositiveInt('--context-length'))
     .option('--max-body-bytes <n>', 'largest request body', parsePositiveInt('--max-body-bytes'), 1 << 20)
@@ -67,6 +69,9 @@ export function register(program: Command): void {
       if (opts.engine !== 'torch' && (opts.device !== undefined || opts.precision !== undefined)) {
         throw new UsageError('--device and --precision set the torch engine; add --engine torch (or drop them).');
       }
+      const apiKey = opts.apiKey ?? process.env['RAGEN_API_KEY'];
+      const exposure = (port?: number): Exposure => ({ server: 'ragen serve', host: opts.host, ...(port ? { port } : {}), secret: { noun: 'API key', given: Boolean(apiKey), how: '--api-key (or RAGEN_API_KEY)' }, insecure: opts.insecure === true });
+      checkExposure(exposure()); // before loading the model: a refused address costs nothing
       await fetchHubModel(dir);
       const { OpenAIServer, localServeTarget, torchServeTarget } = await import('../../serve/index.js'); // loads the engine only when serving
       const chatTemplate = opts.chatTemplate ?? runChatTemplate(dir);
@@ -75,7 +80,6 @@ export function register(program: Command): void {
       const target = opts.engine === 'torch'
         ? await torchServeTarget(dir, openDir, { ...common, torch: { ...(opts.device ? { device: opts.device } : {}), ...(opts.precision ? { precision: opts.precision } : {}) } })
         : await localServeTarget(dir, openDir, common);
-      const apiKey = opts.apiKey ?? process.env['RAGEN_API_KEY'];
       const server = new OpenAIServer({
         ...target,
         ...(apiKey ? { apiKey } : {}),
@@ -95,6 +99,8 @@ export function register(program: Command): void {
         target.dispose();
         throw new UsageError(`Cannot listen on ${opts.host}:${opts.port} (${(err as Error).message}); pick another --port or --host.`);
       }
+      const warning = checkExposure(exposure(Number(new URL(url).port)));
+      if (warning) console.error(warning);
       console.error(`Serving \`${target.modelName}\` (${target.modelDir}, engine ${target.engine.kind}) at ${url}${apiKey ? ' (API key required)' : ''}. Ctrl-C stops.`);
       await new Promise<void>((resolve) => {
         const stop = () => {

@@ -1,6 +1,6 @@
 // `ragen sft`: supervised fine-tuning on the envs' solver demonstrations, in the agent loop's exact token
 // layout, from scratch (a size preset) or from a checkpoint, full or LoRA; saves a Hugging Face model directory.
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { agentConfig, type AgentConfig } from '../../agent/index.js';
@@ -12,7 +12,7 @@ import { ConsoleSink } from '../../metrics/index.js';
 import { loadConfig } from '../../config/index.js';
 import { buildDemos } from '../../train/sft-demos.js';
 import { presetModelConfig, runSft, SIZE_PRESETS } from '../../train/sft.js';
-import { UsageError } from '../../util/index.js';
+import { UsageError, writeFileAt } from '../../util/index.js';
 import { parseConfigPairs, parsePositiveInt, parseSeed } from './env-options.js';
 
 /** Options of `ragen sft`, as commander parses them. */
@@ -171,9 +171,11 @@ export async function runSftCommand(opts: SftCliOptions): Promise<void> {
     },
   });
   sink.close();
-  writeFileSync(
+  writeFileAt(
     join(opts.out, 'sft_args.json'),
     JSON.stringify({ command: `ragen ${process.argv.slice(2).join(' ')}`, envs, envConfig, noise, agent, steps: opts.steps, batch: opts.batch, lr: opts.lr, seed: opts.seed, episodes: opts.episodes, result: { firstLoss: result.firstLoss, finalLoss: result.finalLoss, seconds: result.seconds, valSuccess: result.valSuccess } }, null, 2) + '\n',
+    'write the SFT arguments',
+    '--out',
   );
   say(`done: ${result.steps} steps in ${result.seconds.toFixed(0)} s, loss ${result.firstLoss.toFixed(4)} -> ${result.finalLoss.toFixed(4)}, val success ${JSON.stringify(result.valSuccess)}; saved ${opts.out}`);
   engine.dispose();

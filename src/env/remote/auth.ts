@@ -2,6 +2,7 @@
 // digests in constant time at the WebSocket upgrade and on HTTP routes; and log text from the wire made inert.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
+export { isLoopback } from '../../util/index.js';
 
 /** The environment variable both sides read the token from (`ragen env serve --token` sets the server's too). */
 export const TOKEN_ENV = 'RAGEN_ENV_TOKEN';
@@ -23,11 +24,6 @@ export function tokenMatches(headers: IncomingHttpHeaders, token: string): boole
   if (!m) return false;
   const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
   return timingSafeEqual(digest(m[1]!), digest(token));
-}
-
-/** Whether `host` listens on loopback only (127.0.0.0/8, ::1, localhost). */
-export function isLoopback(host: string): boolean {
-  return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
 }
 
 /**

@@ -4,11 +4,11 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import { z } from 'zod';
-import { RagenError } from '../../util/index.js';
+import { checkExposure, RagenError, type Exposure } from '../../util/index.js';
 import { envSpec, resolveEnvConfig, resolveEnvId } from '../registry.js';
 import { CLOSING_CODES, envIdOfPath, parseClientMessage, PROTOCOL_VERSION, type ErrorCode, type ServerMessage } from './protocol.js';
 import { EnvSession, type Handled } from './session.js';
-import { escapeControl, isLoopback, tokenMatches, TOKEN_ENV } from './auth.js';
+import { escapeControl, tokenMatches, TOKEN_ENV } from './auth.js';
 
 /** Settings of an `EnvServer` (the flags of `ragen env serve`). */
 export interface EnvServerOptions {
@@ -89,9 +89,12 @@ export class EnvServer {
     };
     const write = this.options.log;
     this.options.log = (line) => write(escapeControl(line)); // client bytes reach log lines: no terminal escapes
-    if (!isLoopback(this.options.host) && this.options.token === '' && !this.options.insecure) {
-      throw new RagenError(`The env server would listen on ${this.options.host}, beyond loopback, with no token: anyone who reaches the port could open sessions. Set ${TOKEN_ENV} (or --token) on the server and its clients, or pass --insecure on a trusted network.`);
-    }
+    checkExposure(this.exposure()); // refuses beyond loopback without a token unless insecure (the CLI prints the warning)
+  }
+
+  /** How this server is exposed, for `checkExposure` (src/util/exposure.ts): the policy every server shares. */
+  exposure(port?: number): Exposure {
+    return { server: 'ragen env serve', host: this.options.host, ...(port !== undefined ? { port } : {}), secret: { noun: 'token', given: this.options.token !== '', how: `${TOKEN_ENV} (or --token) on the server and its clients` }, insecure: this.options.insecure };
   }
 
   /** Sessions open now. */
