@@ -4,6 +4,7 @@ eager mode, in decode.py's static and graph modes each time half of the rows are
 log-prob at temperature 1. Temperature, then top-k, then top-p, as Hugging Face's warpers.
 """
 import contextlib
+import math
 
 import torch
 
@@ -11,11 +12,31 @@ from .decode import StaticStep, decode_mode
 from .model import HAS_SDPA
 
 
+class NonFiniteLogitsError(Exception):
+    """The model computed NaN or infinite logits: no token is sampled from them (src/model/generate.ts's twin)."""
+
+    def __init__(self, model, step, index, position, logprob):
+        if isinstance(logprob, float):  # spelled as JavaScript does (the reply is JSON, which has no NaN)
+            logprob = "NaN" if math.isnan(logprob) else ("Infinity" if logprob > 0 else "-Infinity")
+        self.detail = {"model": model, "step": step, "index": index, "position": position, "logprob": logprob}
+        super().__init__(
+            f"Model `{model}` computed non-finite logits (log-prob {logprob}) at decode step {step} (position {position} of prompt {index}), so no token was sampled: "
+            "its weights overflow float32 in the forward pass (a huge or diverged weight); check the checkpoint or use an earlier one."
+        )
+
+    def renumbered(self, index):
+        """The same error for prompt `index` of the caller's list."""
+        d = self.detail
+        return NonFiniteLogitsError(d["model"], d["step"], index, d["position"], d["logprob"])
+
+
 def pick(logits, temperature, top_k, top_p, generator):
     """Next tokens (B,) from logits (B, V): greedy at temperature 0, else sampled after top-k / top-p filtering."""
     if temperature == 0:
         return logits.argmax(-1)
-    probs = (logits / temperature).softmax(-1)
+    # A row with a NaN or +inf logit softmaxes to NaN, which multinomial refuses with a raw error: such a row draws from
+    # ones instead, and its non-finite log-prob is what generate reports (one test per row, no pass over V here).
+    probs = (logits / temperature).softmax(-1).nan_to_num(nan=1.0)
     V = probs.shape[-1]
     if 0 < top_k < V:
         kth = probs.topk(top_k, dim=-1).values[:, -1:]
@@ -30,11 +51,13 @@ def pick(logits, temperature, top_k, top_p, generator):
     return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
 
 
-def generate(model, prompts, params, pieces=None, budget=1 << 16, autocast=None, mode=None, share_prompts=True):
+def generate(model, prompts, params, pieces=None, budget=1 << 16, autocast=None, mode=None, share_prompts=True, source="(in memory)"):
     """Sample completions of `prompts` (lists of ids). Returns [(tokens, logprobs, finish_reason)] in prompt order.
     `pieces`: each token id's text (stop strings); `autocast`: a factory of the compute-precision context, or None;
     `mode`: the decode step, eager (rows leave the cache), static or graph (decode.py); default decode_mode();
-    `share_prompts`: prefill each distinct prompt once (False: every row its own prefill, the reference)."""
+    `share_prompts`: prefill each distinct prompt once (False: every row its own prefill, the reference); `source`: the
+    model's name in a NonFiniteLogitsError, raised when a sampled token's log-prob (finite exactly when its row's logits
+    are) is not finite."""
     dev = model.head_weight().device
     mode = mode or decode_mode(dev)
     c = model.config
@@ -98,6 +121,8 @@ def generate(model, prompts, params, pieces=None, budget=1 << 16, autocast=None,
             done = []
             for j, (t, l) in enumerate(zip(tok.tolist(), lp.tolist())):
                 toks, lps, _ = results[rows[j]]
+                if not math.isfinite(l):
+                    raise NonFiniteLogitsError(source, step, rows[j], len(prompts[rows[j]]) + step, l)
                 toks.append(t)
                 lps.append(l)
                 hit = t in stop_ids or (stops and any(s in "".join(pieces[x] if 0 <= x < len(pieces) else "" for x in toks[-window:]) for s in stops))

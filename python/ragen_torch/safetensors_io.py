@@ -1,7 +1,8 @@
 """Reading and writing safetensors files and Hugging Face checkpoint directories with torch alone.
 
 The format: u64 little-endian header length, a JSON header {name: {dtype, shape, data_offsets}}, the raw data.
-Uses the `safetensors` package only for nothing: the format is small enough to read directly.
+Uses the `safetensors` package only for nothing: the format is small enough to read directly; headers are checked
+as network input (safetensors_header.py).
 """
 import ctypes
 import json
@@ -10,12 +11,10 @@ import struct
 
 import torch
 
+from .safetensors_header import CheckpointError, check_header, check_header_length
+
 DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16, "F64": torch.float64, "I32": torch.int32, "I64": torch.int64}
 NAMES = {v: k for k, v in DTYPES.items()}
-
-
-class CheckpointError(Exception):
-    """A checkpoint file is missing or malformed."""
 
 
 DEFAULT_MAX_SHARD_BYTES = 1 << 30  # well under 2 GiB, as src/model/safetensors.ts
@@ -52,41 +51,23 @@ def read_safetensors(path, only=None):
         if size < 8:
             raise CheckpointError(f"{path}: not a safetensors file ({size} bytes)")
         (n,) = struct.unpack("<Q", f.read(8))
-        if 8 + n > size:
-            raise CheckpointError(f"{path}: truncated safetensors file (header says {n} bytes of JSON, file has {size - 8} after the length)")
+        check_header_length(n, size, path)
         try:
             header = json.loads(f.read(n))
         except ValueError as e:
             raise CheckpointError(f"{path}: unreadable safetensors header ({e})")
-        start, data_len, last = 8 + n, size - 8 - n, 0
-        for name, e in header.items():
-            if name == "__metadata__":
-                continue
-            if e["dtype"] not in DTYPES:
-                raise CheckpointError(f"{path}: tensor {name} has dtype {e['dtype']}; supported: {', '.join(DTYPES)}")
-            a, b = e["data_offsets"]
-            numel = 1
-            for d in e["shape"]:
-                numel *= d
-            need = numel * torch.empty(0, dtype=DTYPES[e["dtype"]]).element_size()
-            if b - a != need:
-                raise CheckpointError(f"{path}: tensor {name} spans {b - a} bytes but shape {e['shape']} of {e['dtype']} needs {need}")
-            if b > data_len:
-                raise CheckpointError(f"{path}: truncated safetensors file (tensor {name} ends at byte {b} of a {data_len}-byte data section)")
-            last = max(last, b)
-        if last < data_len:
-            raise CheckpointError(f"{path}: {data_len - last} trailing bytes after the last tensor (its tensors end at byte {last} of a {data_len}-byte data section); the file is damaged or not one safetensors file: use an earlier checkpoint")
+        start = 8 + n
+        entries, metadata = check_header(header, size - start, path, list(DTYPES))
         out = {}
-        for name, e in header.items():
-            if name == "__metadata__" or (only is not None and not only(name)):
+        for name, dtype, shape, a, b in entries:
+            if only is not None and not only(name):
                 continue
-            a, b = e["data_offsets"]
-            t = torch.empty(e["shape"], dtype=DTYPES[e["dtype"]])
+            t = torch.empty(shape, dtype=DTYPES[dtype])
             if b > a:
                 f.seek(start + a)
                 _read_exact(f, _tensor_view(t), path)
             out[name] = t
-    return out, header.get("__metadata__", {}) or {}
+    return out, metadata
 
 
 def write_safetensors(path, tensors, metadata=None, dtype=None):

@@ -16,7 +16,7 @@ from . import PROTOCOL_VERSION
 from .checkpoint import save_model
 from .dist import Dist
 from .fsdp import full, gathered_state, is_sharded
-from .generate import generate
+from .generate import NonFiniteLogitsError, generate
 from .model import Decoder
 from .optim import RoleOptimizer, load_optimizers, save_optimizers
 from .protocol import read_frame, write_frame
@@ -100,7 +100,10 @@ class Worker:
             off += n
         mine = self.dist.rows(len(prompts))  # each rank samples its share of the prompts with its own seed
         params = dict(h["params"], seed=int(h["params"]["seed"]) + RANK_SEED_STRIDE * self.dist.rank)
-        done = generate(self.roles.rollout_model(), [prompts[i] for i in mine], params, self.pieces, self.roles.budget * 16, self.autocast)
+        try:
+            done = generate(self.roles.rollout_model(), [prompts[i] for i in mine], params, self.pieces, self.roles.budget * 16, self.autocast, source=self.roles.source)
+        except NonFiniteLogitsError as e:  # name the prompt by its place in the request, not in this rank's share
+            raise e.renumbered(mine[e.detail["index"]]) from None
         res = [None] * len(prompts)
         for rows, outs in self.dist.gather((mine, done)):
             for i, r in zip(rows, outs):
@@ -269,6 +272,8 @@ def error_reply(rid, e, op=None, h=None, bufs=None, budget=None):
     tb = traceback.format_exc().strip().splitlines()[-12:]
     message = str(e)
     error = {"type": type(e).__name__, "message": message, "traceback": "\n".join(tb)}
+    if isinstance(getattr(e, "detail", None), dict):  # structured fields TypeScript rebuilds its own error from
+        error["detail"] = e.detail
     if is_oom(e):
         hint = oom_hint(op, h or {}, bufs or {}, budget or 0)
         error["message"] = f"{message.splitlines()[0] if message else 'out of memory'} (out of memory: {hint})"

@@ -67,7 +67,14 @@ export class TorchWorkerError extends RagenError {}
 
 /** An error the worker reported for one request (its Python exception type, message and traceback tail). */
 export class TorchRequestError extends RagenError {
-  constructor(readonly op: string, readonly type: string, message: string, readonly traceback: string) {
+  constructor(
+    readonly op: string,
+    readonly type: string,
+    message: string,
+    readonly traceback: string,
+    /** Structured fields of the Python exception (its `detail`), from which a TypeScript error can be rebuilt. */
+    readonly detail?: Record<string, unknown>,
+  ) {
     super(`torch worker: ${op} failed: ${type}: ${message}${traceback ? `\n  worker traceback (last lines):\n    ${traceback.split('\n').join('\n    ')}` : ''}`);
   }
 }
@@ -268,8 +275,8 @@ export class TorchWorker {
     this.firstError = ''; // it answered: what it printed before is not why it dies later
     if (this.pending.size === 0) this.setRef(false);
     if (f.header.ok === false && id !== 0) {
-      const e = f.header.error as { type?: string; message?: string; traceback?: string };
-      return p.reject(new TorchRequestError(p.op, e.type ?? 'Error', e.message ?? '(no message)', e.traceback ?? ''));
+      const e = f.header.error as { type?: string; message?: string; traceback?: string; detail?: Record<string, unknown> };
+      return p.reject(new TorchRequestError(p.op, e.type ?? 'Error', e.message ?? '(no message)', e.traceback ?? '', e.detail));
     }
     p.resolve(f);
   }

@@ -3,11 +3,11 @@
 // trainer's output gradients and runs AdamW. The loss stays in TypeScript (src/algo), as for the local engine.
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { contextPastPositions, type LoraConfig } from '../model/index.js';
+import { contextPastPositions, NonFiniteLogitsError, type LoraConfig } from '../model/index.js';
 import { ConfigError } from '../util/index.js';
 import { findTorchPython, TORCH_MISSING } from './python.js';
 import type { FrameArray } from './torch-protocol.js';
-import { TORCH_TOKEN_BUDGET, TorchWorker, type TorchHello, type TorchWorkerOptions } from './torch-worker.js';
+import { TORCH_TOKEN_BUDGET, TorchRequestError, TorchWorker, type TorchHello, type TorchWorkerOptions } from './torch-worker.js';
 import type {
   BackwardOptions, EngineSaveOptions, ForwardResult, Generation, ModelRole, OptimizerSettings, OptimizerStepResult, OutputGradients,
   SamplingParams, SequenceBatch, TokenBudget, TrainableEngine, TrainableRole,
@@ -134,7 +134,9 @@ export class TorchEngine implements TrainableEngine {
     }
     // The worker returns whole generations: `onTokens` (per-step streaming) and `cancelled` are not sent, not called.
     const { onTokens: _perStep, cancelled: _cancelled, ...wire } = params;
-    const r = await this.worker.request('generate', { params: { ...wire, stopStrings: stops } }, { prompts: flat, lengths });
+    const r = await this.worker.request('generate', { params: { ...wire, stopStrings: stops } }, { prompts: flat, lengths }).catch((e: unknown) => {
+      throw nonFiniteFromWorker(e) ?? e;
+    });
     const tokens = r.buffers.tokens as Int32Array;
     const logprobs = r.buffers.logprobs as Float32Array;
     const lens = r.buffers.lengths as Int32Array;
@@ -229,6 +231,13 @@ export class TorchEngine implements TrainableEngine {
     }
     return { ids: batch.ids, lengths: batch.lengths };
   }
+}
+
+/** The worker's NonFiniteLogitsError (python/ragen_torch/generate.py) as the local engine's, one sentence; else undefined. */
+function nonFiniteFromWorker(e: unknown): NonFiniteLogitsError | undefined {
+  if (!(e instanceof TorchRequestError) || e.type !== 'NonFiniteLogitsError' || !e.detail) return undefined;
+  const d = e.detail;
+  return new NonFiniteLogitsError(String(d['model']), Number(d['step']), Number(d['index']), Number(d['position']), Number(d['logprob']));
 }
 
 function checkIds(ids: ArrayLike<number>, V: number, what: string): void {

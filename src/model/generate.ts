@@ -1,7 +1,7 @@
 // Batched sampling with a KV cache: prompts are left-padded into one cache (per-sequence RoPE positions and
 // a key mask hide the padding), decoded one token per step; finished sequences are compacted out of the batch.
 import { affine, logprobOfTarget, noGrad, softmax, tidy, type Tensor } from '../tensor/index.js';
-import { ConfigError, Rng } from '../util/index.js';
+import { ConfigError, RagenError, Rng } from '../util/index.js';
 import { FastDecoder, hasFastDecode } from './decode-fast.js';
 import { fuseWeights } from './fused.js';
 import { KVCache } from './kv-cache.js';
@@ -77,6 +77,25 @@ export interface Completion {
   finishReason: 'stop' | 'length';
 }
 
+/**
+ * The model computed logits that are not finite (NaN or infinite: its weights overflow float32 in the forward pass,
+ * e.g. a finite but huge weight, or a diverged run): no token is sampled from them. Names the model and the step.
+ */
+export class NonFiniteLogitsError extends RagenError {
+  constructor(
+    readonly model: string,
+    /** The decode step (0 = the first sampled token). */
+    readonly step: number,
+    /** Which prompt. */
+    readonly index: number,
+    /** The position of the token being sampled (prompt length + step). */
+    readonly position: number,
+    logprob: number,
+  ) {
+    super(`Model \`${model}\` computed non-finite logits (log-prob ${logprob}) at decode step ${step} (position ${position} of prompt ${index}), so no token was sampled: its weights overflow float32 in the forward pass (a huge or diverged weight); check the checkpoint or use an earlier one.`);
+  }
+}
+
 /** Sample completions of `prompts`; each sampled token comes with its log-prob at temperature 1. */
 export function generate(model: Transformer, prompts: readonly (readonly number[])[], opts: GenerateOptions): Completion[] {
   const steps = generateSteps(model, prompts, opts);
@@ -149,6 +168,9 @@ function* generateSteps(model: Transformer, prompts: readonly (readonly number[]
         const i = rows[j]!;
         if (done[j]) continue;
         const g = results[i]!;
+        // log p = z[token] - logsumexp(z) is finite exactly when the row's logits are (a NaN or +Inf anywhere makes
+        // the logsumexp NaN): one test per row instead of a pass over the V logits.
+        if (!Number.isFinite(lps[j]!)) throw new NonFiniteLogitsError(model.source, step, i, prompts[i]!.length + step, lps[j]!);
         g.tokens.push(tokens[j]!);
         g.logprobs.push(lps[j]!);
         if (stopIds.has(tokens[j]!) || (stopStrings.length > 0 && hitsStop(opts.decode!, g.tokens, stopStrings, window))) {

@@ -1,7 +1,7 @@
 // Hub ids as model paths: the Hugging Face cache layout written by hand (refs/main -> snapshots/<hash>), the offline
 // miss, and a download through @huggingface/hub from a local stand-in of the Hub's HTTP API.
 import { createServer, type Server } from 'node:http';
-import { mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -57,6 +57,41 @@ describe('Hub ids', () => {
     } finally {
       process.env = saved;
     }
+  });
+
+  it("item 9: a refs/main that leads out of the cache is refused in one sentence, not loaded", async () => {
+    const cache = join(tmp, 'escape');
+    const repo = join(cache, 'models--org--escape');
+    writeCache(cache, 'org/escape');
+    const outside = join(tmp, 'repo', 'models', 'ragen-tiny'); // a model directory outside the cache
+    mkdirSync(outside, { recursive: true });
+    writeFileSync(join(outside, 'config.json'), '{}');
+    for (const ref of ['../../../repo/models/ragen-tiny', outside, 'main/../..', '']) {
+      writeFileSync(join(repo, 'refs', 'main'), `${ref}\n`);
+      const err = (() => {
+        try {
+          return cachedHubModel('org/escape', cache);
+        } catch (e) {
+          return e;
+        }
+      })();
+      expect(err, ref).toBeInstanceOf(ConfigError);
+      expect((err as Error).message).toContain(join(repo, 'refs', 'main'));
+      expect((err as Error).message).toContain(JSON.stringify(ref));
+      expect((err as Error).message.split('\n')).toHaveLength(1);
+      await expect(hubModel('org/escape', { cacheDir: cache, offline: true })).rejects.toThrow(/is not a commit hash/);
+    }
+  });
+
+  it('item 9: a snapshot folder that is a link out of the cache is refused', () => {
+    const cache = join(tmp, 'escape-link');
+    const snap = writeCache(cache, 'org/link');
+    const outside = join(tmp, 'elsewhere');
+    mkdirSync(outside, { recursive: true });
+    writeFileSync(join(outside, 'config.json'), '{}');
+    rmSync(snap, { recursive: true });
+    symlinkSync(outside, snap);
+    expect(() => cachedHubModel('org/link', cache)).toThrow(/resolves to .*elsewhere, outside .*snapshots/);
   });
 
   it('missing offline is one ConfigError naming the cache path', async () => {
@@ -118,6 +153,7 @@ describe('a Hub id missing from the cache', () => {
       seen.push(`${req.method} ${u.pathname}`);
       const entries = Object.entries(files).map(([path, b]) => ({ type: 'file', path, size: b.length, oid: `oid-${path}` }));
       if (u.pathname === '/api/models/org/tiny/revision/main') return json(res, { _id: '1', id: 'org/tiny', sha: COMMIT });
+      if (u.pathname === '/api/models/org/evil/revision/main') return json(res, { _id: '2', id: 'org/evil', sha: '../../../evil' });
       if (u.pathname === `/api/models/org/tiny/tree/${COMMIT}`) return json(res, entries);
       if (u.pathname === `/api/models/org/tiny/paths-info/${COMMIT}`) {
         let body = '';
@@ -155,6 +191,15 @@ describe('a Hub id missing from the cache', () => {
     const before = seen.length;
     expect(await hubModel('org/tiny', { cacheDir: cache, hubUrl: url, offline: true })).toBe(dir);
     expect(seen.length).toBe(before);
+  });
+
+  it('item 9: a Hub that reports a commit that is not a hash is refused before anything is written', async () => {
+    const cache = join(tmp, 'dl-evil');
+    const err = await hubModel('org/evil', { cacheDir: cache, hubUrl: url, progress: null }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as Error).message).toMatch(/reported "\.\.\/\.\.\/\.\.\/evil" as the commit of `main` of `org\/evil`, which is not a commit hash/);
+    expect(existsSync(join(cache, 'evil'))).toBe(false);
+    expect(existsSync(join(cache, 'models--org--evil', 'refs', 'main'))).toBe(false);
   });
 
   it('an unknown repo is one ConfigError naming the cache path', async () => {

@@ -1,9 +1,9 @@
 // Hugging Face Hub ids as model paths (`Qwen/Qwen2.5-0.5B-Instruct`): found in the local Hub cache in the layout the
 // `huggingface_hub` Python library writes (models--owner--name/refs/main -> snapshots/<hash>), else downloaded into it
 // with the official JS client `@huggingface/hub` (imported only then), with a progress bar on stderr.
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { SingleBar } from 'cli-progress';
 import { ConfigError } from '../util/index.js';
 
@@ -25,13 +25,30 @@ export function hubRepoDir(id: string, cacheDir = hubCacheDir()): string {
   return join(cacheDir, `models--${id.split('/').join('--')}`);
 }
 
-/** The cached snapshot `refs/main` points at, if it holds a config.json; else null. */
+/** A commit hash as huggingface_hub writes them into refs/ (its REGEX_COMMIT_HASH). */
+const COMMIT_HASH = /^[0-9a-f]{40}$/;
+
+/**
+ * The cached snapshot `refs/main` points at, if it holds a config.json; else null. The cache is read like network
+ * input: a ref that is not a commit hash, or a snapshot that resolves outside `snapshots/` (a link), is a ConfigError.
+ */
 export function cachedHubModel(id: string, cacheDir = hubCacheDir()): string | null {
   const repo = hubRepoDir(id, cacheDir);
   const ref = join(repo, 'refs', 'main');
   if (!existsSync(ref)) return null;
-  const snapshot = join(repo, 'snapshots', readFileSync(ref, 'utf8').trim());
-  return existsSync(join(snapshot, 'config.json')) ? snapshot : null;
+  const commit = readFileSync(ref, 'utf8').trim();
+  if (!COMMIT_HASH.test(commit)) {
+    throw new ConfigError(`The Hugging Face cache's ${ref} holds ${JSON.stringify(commit)}, which is not a commit hash (40 hex digits naming a folder of ${join(repo, 'snapshots')}); delete ${repo} and download \`${id}\` again.`);
+  }
+  const snapshots = join(repo, 'snapshots');
+  const snapshot = join(snapshots, commit);
+  if (!existsSync(join(snapshot, 'config.json'))) return null;
+  const real = realpathSync(snapshot);
+  const root = realpathSync(snapshots);
+  if (dirname(real) !== root) {
+    throw new ConfigError(`The Hugging Face cache's snapshot ${snapshot} resolves to ${real}, outside ${root}; a snapshot is a folder of the cache: delete ${repo} and download \`${id}\` again.`);
+  }
+  return snapshot;
 }
 
 /** Options of `hubModel`. */
@@ -92,6 +109,7 @@ async function download(id: string, cacheDir: string, opts: HubModelOptions): Pr
   const info = await hub.modelInfo({ name: id, revision: 'main', additionalFields: ['sha'], fetch: counting, ...(hubUrl ? { hubUrl } : {}), ...(accessToken ? { accessToken } : {}) });
   const sha = (info as { sha?: string }).sha;
   if (!sha) throw new Error('the Hub did not report the commit of `main`');
+  if (!COMMIT_HASH.test(sha)) throw new ConfigError(`The Hub at ${hubUrl ?? 'https://huggingface.co'} reported ${JSON.stringify(sha)} as the commit of \`main\` of \`${id}\`, which is not a commit hash (40 hex digits); nothing was downloaded. Check HF_ENDPOINT.`);
   const files: { path: string; size: number }[] = [];
   for await (const entry of hub.listFiles({ ...common, revision: sha, recursive: true })) {
     if (entry.type === 'file' && WANTED.test(entry.path)) files.push({ path: entry.path, size: entry.size });

@@ -10,7 +10,7 @@ export type { LoraConfig } from './lora.js';
 export { ValueHead, commonPrefixLength, packTokens, packSequences, tokenForward, tokenAligned, packedGradient } from './forward.js';
 export type { PackedBatch, PaddedTokens, TokenOutputs } from './forward.js';
 export { KVCache } from './kv-cache.js';
-export { generate, generateYielding, contextPastPositions } from './generate.js';
+export { generate, generateYielding, contextPastPositions, NonFiniteLogitsError } from './generate.js';
 export type { GenerateOptions, SamplingParams, SampledToken, Completion } from './generate.js';
 export { saveModel, loadModel, loadModelConfig, ADAPTER_DIR, VALUE_HEAD_FILE } from './checkpoint.js';
 export type { SaveOptions } from './checkpoint.js';

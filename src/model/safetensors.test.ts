@@ -148,3 +148,74 @@ describe('safetensors files over 2 GiB (sparse: no disk used)', () => {
     }
   });
 });
+
+/** A safetensors file from a header written by hand (any JSON, valid or not) and `dataLen` bytes of data. */
+function rawFile(header: unknown, dataLen: number): Uint8Array {
+  const json = new TextEncoder().encode(JSON.stringify(header));
+  const out = new Uint8Array(8 + json.length + dataLen);
+  new DataView(out.buffer).setBigUint64(0, BigInt(json.length), true);
+  out.set(json, 8);
+  return out;
+}
+
+const q = { dtype: 'F32', shape: [2, 2], data_offsets: [0, 16] };
+const k = { dtype: 'F32', shape: [2, 2], data_offsets: [16, 32] };
+
+describe('item 7: safetensors offsets are checked for range, overlap and coverage', () => {
+  it('accepts tensors that tile the data section, in any header order, zero-sized ones included', () => {
+    const { weights } = parseSafetensors(rawFile({ k, q, e: { dtype: 'F32', shape: [0], data_offsets: [16, 16] } }, 32), 'x.safetensors');
+    expect([...weights.keys()]).toEqual(['k', 'q', 'e']);
+  });
+
+  it("refuses k_proj's data_offsets set equal to q_proj's, naming both tensors", () => {
+    expect(() => parseSafetensors(rawFile({ q, k: { ...k, data_offsets: [0, 16] }, pad: { dtype: 'F32', shape: [4], data_offsets: [16, 32] } }, 32), 'x.safetensors'))
+      .toThrow(/^x.safetensors: tensor `[qk]`'s data_offsets \[0, 16\] overlap tensor `[qk]`'s \[0, 16\]/);
+  });
+
+  it('refuses a negative begin (the header read as weights), naming the file, the tensor and the field', () => {
+    expect(() => parseSafetensors(rawFile({ q: { ...q, data_offsets: [-16, 0] }, k }, 32), 'x.safetensors'))
+      .toThrow(/^x.safetensors: tensor `q` has `data_offsets` = \[-16,0\]; expected a pair \[begin, end\] of non-negative integers/);
+  });
+
+  it('refuses a gap between tensors and offsets past the data section', () => {
+    expect(() => parseSafetensors(rawFile({ q, k: { ...k, data_offsets: [20, 36] } }, 36), 'x.safetensors'))
+      .toThrow(/^x.safetensors: bytes \[16, 20\) of the data section belong to no tensor \(tensor `k`/);
+    expect(() => parseSafetensors(rawFile({ q: { ...q, data_offsets: [2 ** 40, 2 ** 40 + 16] } }, 16), 'x.safetensors'))
+      .toThrow(/^x.safetensors: truncated safetensors file \(tensor `q` ends at byte/);
+  });
+
+  it('refuses a header length past the format limit before reading it', async () => {
+    const bytes = rawFile({ q }, 16);
+    new DataView(bytes.buffer).setBigUint64(0, 2n ** 62n, true);
+    expect(() => parseSafetensors(bytes, 'x.safetensors')).toThrow(/^x.safetensors: the safetensors header length says \d+ bytes, over the 100000000-byte limit/);
+    const dir = mkdtempSync(join(tmpdir(), 'st-'));
+    writeFileSync(join(dir, 'model.safetensors'), bytes);
+    await expect(readSafetensorsFile(join(dir, 'model.safetensors'))).rejects.toThrow(/model.safetensors: the safetensors header length says/);
+  });
+});
+
+describe('item 16: every safetensors header field is typed, one sentence per violation, never a TypeError', () => {
+  const cases: [string, unknown, RegExp][] = [
+    ['a null entry', { q: null }, /^x.safetensors: tensor `q` has header entry null; expected an object \{dtype, shape, data_offsets\}/],
+    ['an entry without data_offsets', { q: { dtype: 'F32', shape: [4] } }, /^x.safetensors: tensor `q` has no `data_offsets`; expected a pair/],
+    ['shape "abc"', { q: { ...q, shape: 'abc' } }, /^x.safetensors: tensor `q` has `shape` = "abc"; expected an array of non-negative integers/],
+    ['a fractional dimension', { q: { ...q, shape: [2.5, 2] } }, /tensor `q` has `shape` = \[2.5,2\]; expected an array of non-negative integers/],
+    ['a numeric dtype', { q: { ...q, dtype: 4 } }, /tensor `q` has `dtype` = 4; expected a dtype name/],
+    ['a one-element data_offsets', { q: { ...q, data_offsets: [0] } }, /tensor `q` has `data_offsets` = \[0\]; expected a pair/],
+    ['metadata that is not string -> string', { __metadata__: { step: 3 }, q }, /^x.safetensors: the header's `__metadata__` = \{"step":3\} is not an object of strings to strings/],
+    ['a header that is an array', [q], /^x.safetensors: the safetensors header is \[.*, not a JSON object of tensors/],
+  ];
+  for (const [what, header, message] of cases) {
+    it(`refuses ${what} with a CheckpointError naming the file and the field`, () => {
+      let err: unknown;
+      try {
+        parseSafetensors(rawFile(header, 16), 'x.safetensors');
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(CheckpointError);
+      expect((err as Error).message).toMatch(message);
+      expect((err as Error).message.split('\n')).toHaveLength(1);
+    });
+  }
+});

@@ -1,10 +1,11 @@
 // safetensors read/write (https://huggingface.co/docs/safetensors): an 8-byte little-endian header length,
 // a JSON header {name: {dtype, shape, data_offsets}}, then raw little-endian data. We read F32/BF16/F16 into
 // float32 and write F32, by parts (header, then tensor by tensor: files of any size); sharded checkpoints use
-// `model.safetensors.index.json` ({metadata: {total_size}, weight_map}).
+// `model.safetensors.index.json` ({metadata: {total_size}, weight_map}). Headers are checked as network input.
 import { existsSync } from 'node:fs';
 import { mkdir, open, readFile, rm, writeFile, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
+import { z } from 'zod';
 import { CheckpointError, fileSystemError } from '../util/index.js';
 
 /** One named float32 array with its row-major shape. */
@@ -30,42 +31,102 @@ interface HeaderEntry {
   end: number;
 }
 
+/** The largest header we read, as the reference implementation (safetensors' MAX_HEADER_SIZE, 100 MB). */
+export const MAX_HEADER_BYTES = 100_000_000;
+
+// A header is network input: every field typed before any is used (a `null` entry, a string shape, a missing
+// data_offsets are each one sentence naming the file, the tensor and the field, never a TypeError).
+const count = z.int().min(0);
+const EntrySchema = z.object({ dtype: z.string(), shape: z.array(count), data_offsets: z.tuple([count, count]) });
+const MetadataSchema = z.record(z.string(), z.string()).nullable();
+const EXPECTED: Record<string, string> = {
+  dtype: `a dtype name (${Object.keys(BYTES).join(', ')})`,
+  shape: 'an array of non-negative integers',
+  data_offsets: 'a pair [begin, end] of non-negative integers',
+};
+
+function show(v: unknown): string {
+  if (v === undefined) return '(missing)';
+  const s = JSON.stringify(v);
+  return s.length > 80 ? `${s.slice(0, 77)}...` : s;
+}
+
+/** The entry of tensor `name`, typed; a CheckpointError naming the file, the tensor and the field otherwise. */
+function typedEntry(name: string, entry: unknown, source: string): z.infer<typeof EntrySchema> {
+  if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) {
+    throw new CheckpointError(`${source}: tensor \`${name}\` has header entry ${show(entry)}; expected an object {dtype, shape, data_offsets}: the file is damaged or not a safetensors file.`);
+  }
+  const r = EntrySchema.safeParse(entry);
+  if (r.success) return r.data;
+  const field = String(r.error.issues[0]!.path[0]);
+  const got = (entry as Record<string, unknown>)[field];
+  throw new CheckpointError(`${source}: tensor \`${name}\` has ${got === undefined ? `no \`${field}\`` : `\`${field}\` = ${show(got)}`}; expected ${EXPECTED[field]}: the file is damaged or not a safetensors file.`);
+}
+
 /**
- * Check a parsed header against a data section of `dataLen` bytes: known dtypes, spans that match the shapes, no
- * tensor past the end (a truncated file) and no bytes after the last tensor (a file with a tail of something else).
+ * Check a parsed header against a data section of `dataLen` bytes, as the reference implementation does: every field
+ * typed, known dtypes, spans that match the shapes, and the tensors tiling the data section exactly (sorted by offset,
+ * each begins where the previous ended, the last ends at `dataLen`): no overlap, no gap, nothing past the end (a
+ * truncated file) and no bytes after the last tensor (a file with a tail of something else).
  */
-function checkHeader(header: Record<string, unknown>, dataLen: number, source: string): { entries: HeaderEntry[]; metadata: Record<string, string> } {
+function checkHeader(header: unknown, dataLen: number, source: string): { entries: HeaderEntry[]; metadata: Record<string, string> } {
+  if (typeof header !== 'object' || header === null || Array.isArray(header)) {
+    throw new CheckpointError(`${source}: the safetensors header is ${show(header)}, not a JSON object of tensors: the file is damaged or not a safetensors file.`);
+  }
   const entries: HeaderEntry[] = [];
   let metadata: Record<string, string> = {};
-  let last = 0;
   for (const [name, entry] of Object.entries(header)) {
     if (name === '__metadata__') {
-      metadata = (entry ?? {}) as Record<string, string>;
+      const m = MetadataSchema.safeParse(entry);
+      if (!m.success) throw new CheckpointError(`${source}: the header's \`__metadata__\` = ${show(entry)} is not an object of strings to strings: the file is damaged or not a safetensors file.`);
+      metadata = m.data ?? {};
       continue;
     }
-    const { dtype, shape, data_offsets: offsets } = entry as { dtype: string; shape: number[]; data_offsets: [number, number] };
-    if (!(dtype in BYTES)) throw new CheckpointError(`${source}: tensor \`${name}\` has unknown dtype ${dtype}`);
+    const { dtype, shape, data_offsets: [begin, end] } = typedEntry(name, entry, source);
+    if (!(dtype in BYTES)) throw new CheckpointError(`${source}: tensor \`${name}\` has unknown dtype ${show(dtype)}; expected ${EXPECTED['dtype']}.`);
     if (!(SUPPORTED as readonly string[]).includes(dtype)) {
       throw new CheckpointError(`${source}: tensor \`${name}\` has dtype ${dtype}; supported: ${SUPPORTED.join(', ')} (convert the checkpoint to float32/bfloat16/float16)`);
     }
     const numel = shape.reduce((a, b) => a * b, 1);
-    const [begin, end] = offsets;
-    if (end - begin !== numel * BYTES[dtype]!) {
-      throw new CheckpointError(`${source}: tensor \`${name}\` spans ${end - begin} bytes but shape [${shape}] of ${dtype} needs ${numel * BYTES[dtype]!}`);
+    const need = numel * BYTES[dtype]!;
+    if (!Number.isSafeInteger(need) || end - begin !== need) {
+      throw new CheckpointError(`${source}: tensor \`${name}\` spans ${end - begin} bytes but shape [${shape}] of ${dtype} needs ${need} (data_offsets [${begin}, ${end}])`);
     }
     if (end > dataLen) throw new CheckpointError(`${source}: truncated safetensors file (tensor \`${name}\` ends at byte ${end} of a ${dataLen}-byte data section)`);
     entries.push({ name, dtype, shape: [...shape], numel, begin, end });
-    last = Math.max(last, end);
   }
-  if (last < dataLen) {
-    throw new CheckpointError(`${source}: ${dataLen - last} trailing bytes after the last tensor (its tensors end at byte ${last} of a ${dataLen}-byte data section); the file is damaged or not one safetensors file: use an earlier checkpoint.`);
+  const sorted = [...entries].sort((a, b) => a.begin - b.begin || a.end - b.end);
+  let at = 0;
+  let prev: HeaderEntry | undefined;
+  for (const e of sorted) {
+    if (e.begin < at) {
+      throw new CheckpointError(`${source}: tensor \`${e.name}\`'s data_offsets [${e.begin}, ${e.end}] overlap tensor \`${prev!.name}\`'s [${prev!.begin}, ${prev!.end}]: the file is damaged or was edited; use an earlier checkpoint or the original file.`);
+    }
+    if (e.begin > at) {
+      throw new CheckpointError(`${source}: bytes [${at}, ${e.begin}) of the data section belong to no tensor (tensor \`${e.name}\`'s data_offsets begin at ${e.begin}): the file is damaged or was edited; use an earlier checkpoint or the original file.`);
+    }
+    at = e.end;
+    prev = e;
+  }
+  if (at < dataLen) {
+    throw new CheckpointError(`${source}: ${dataLen - at} trailing bytes after the last tensor (its tensors end at byte ${at} of a ${dataLen}-byte data section); the file is damaged or not one safetensors file: use an earlier checkpoint.`);
   }
   return { entries, metadata };
 }
 
-function parseHeaderJson(bytes: Uint8Array, source: string): Record<string, unknown> {
+/** The 8-byte header length, checked against the file's size and a sane bound. */
+function checkHeaderLength(headerLen: number, size: number, source: string): void {
+  if (headerLen > MAX_HEADER_BYTES) {
+    throw new CheckpointError(`${source}: the safetensors header length says ${headerLen} bytes, over the ${MAX_HEADER_BYTES}-byte limit of the format: the file is damaged or not a safetensors file.`);
+  }
+  if (8 + headerLen > size) {
+    throw new CheckpointError(`${source}: truncated safetensors file (header says ${headerLen} bytes of JSON, file has ${size - 8} after the length)`);
+  }
+}
+
+function parseHeaderJson(bytes: Uint8Array, source: string): unknown {
   try {
-    return JSON.parse(new TextDecoder().decode(bytes)) as Record<string, unknown>;
+    return JSON.parse(new TextDecoder().decode(bytes)) as unknown;
   } catch (err) {
     throw new CheckpointError(`${source}: the safetensors header is not valid JSON (${(err as Error).message})`);
   }
@@ -76,9 +137,7 @@ export function parseSafetensors(bytes: Uint8Array, source = '<buffer>'): { weig
   if (bytes.byteLength < 8) throw new CheckpointError(`${source}: truncated safetensors file (${bytes.byteLength} bytes, the 8-byte header length is missing)`);
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const headerLen = Number(view.getBigUint64(0, true));
-  if (8 + headerLen > bytes.byteLength) {
-    throw new CheckpointError(`${source}: truncated safetensors file (header says ${headerLen} bytes of JSON, file has ${bytes.byteLength - 8} after the length)`);
-  }
+  checkHeaderLength(headerLen, bytes.byteLength, source);
   const dataStart = 8 + headerLen;
   const { entries, metadata } = checkHeader(parseHeaderJson(bytes.subarray(8, dataStart), source), bytes.byteLength - dataStart, source);
   const weights: WeightMap = new Map();
@@ -176,7 +235,7 @@ export async function readSafetensorsFile(path: string, only?: (name: string) =>
     const len = new Uint8Array(8);
     await readAt(fh, len, 0, path);
     const headerLen = Number(new DataView(len.buffer).getBigUint64(0, true));
-    if (8 + headerLen > size) throw new CheckpointError(`${path}: truncated safetensors file (header says ${headerLen} bytes of JSON, file has ${size - 8} after the length)`);
+    checkHeaderLength(headerLen, size, path);
     const json = new Uint8Array(headerLen);
     await readAt(fh, json, 8, path);
     const dataStart = 8 + headerLen;

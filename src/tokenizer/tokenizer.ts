@@ -4,6 +4,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Tokenizer as HfTokenizerImpl } from '@huggingface/tokenizers';
 import { ConfigError } from '../util/index.js';
+import { checkTokenizerJson } from './tokenizer-json.js';
 import { ChatTemplate, chatTemplateSource, tokenString, type ChatMessage, type ChatTemplateOptions } from './chat-template.js';
 
 /**
@@ -58,6 +59,7 @@ export class HfTokenizer implements Tokenizer {
     options: { chatTemplate?: string } = {},
   ) {
     const { tokenizerJson, tokenizerConfig } = files;
+    checkTokenizerJson(tokenizerJson, name);
     this.impl = new HfTokenizerImpl(tokenizerJson, tokenizerConfig);
     const vocab = ((tokenizerJson['model'] as { vocab?: unknown } | undefined)?.vocab ?? {}) as Record<string, number> | [string, number][];
     let maxId = -1;

@@ -24,6 +24,7 @@ import { starpoStep, type StepContext } from './step.js';
 import { AsyncRollouts } from './async-rollouts.js';
 import { validate } from './validate.js';
 import { CheckpointError } from '../util/index.js';
+import { NonFiniteLogitsError } from '../model/index.js';
 
 /** Options of `train`: a fresh run from `config`, or `resume` of a run directory. */
 export interface TrainOptions {
@@ -283,12 +284,18 @@ function lostOptimizerState(dir: string, recorded: readonly TrainableRole[] | un
 /**
  * The step's output; a remote env lost mid-step (its server died, timed out) fails the step with that sentence plus
  * what is safe: nothing of the step was written (no metrics line, rollouts or checkpoint), and `--resume` continues
- * exactly from the last checkpoint once the server is back.
+ * exactly from the last checkpoint once the server is back. Non-finite logits in the step's rollout are named with the
+ * step the same way.
  */
 async function stepOrExplain<T>(pending: Promise<T>, step: number, lastCheckpoint: number, runDir: string): Promise<T> {
   try {
     return await pending;
   } catch (err) {
+    if (err instanceof NonFiniteLogitsError) {
+      // Nothing is trained on NaN: the step stops at its rollout, and the message says which step.
+      err.message = `step ${step} failed: ${err.message} Nothing of step ${step} was saved (${lastCheckpoint > 0 ? `the last checkpoint is step-${lastCheckpoint}` : 'no checkpoint was written yet'}).`;
+      throw err;
+    }
     if (!(err instanceof RemoteEnvError)) throw err;
     const from = lastCheckpoint > 0 ? `after step ${lastCheckpoint}, its last checkpoint` : 'from the start (no checkpoint was written yet)';
     throw new RemoteEnvError(err.code, `step ${step} failed: ${err.message.replace(/ reset\(\) opens a new session\.$/, '')} Nothing of step ${step} was saved; once the server is back, \`ragen train --resume ${runDir}\` continues ${from}.`);
