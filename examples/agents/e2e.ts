@@ -70,6 +70,20 @@ export function guessNumberAgentSuite(name: ExampleName, label: string): void {
     }, 90_000);
   });
 
+  describe(`the ${label} agent facing a guess outside its schema`, () => {
+    it('a guess of 40 (the zod schema says 1..16) is the model\'s mistake: the program exits 0 with reward 0', async () => {
+      const wild = new ScriptedEngine(tokenizer, () => '<tool_call>\n{"name": "guess", "arguments": {"n": 40}}\n</tool_call><|im_end|>');
+      const g = new Gateway({ engine: wild, tokenizer, modelName: 'policy', contextLength: 1024, vocabSize: tokenizer.vocabSize, maxTokens: 64 });
+      await g.listen(0);
+      try {
+        const { outcomes } = await agentRollout(g, agentProgram({ command: commandOf(name), timeoutS: 60 }), { tag: 'GuessNumberAgent', groups: 1, groupSize: 1, seedBase: 7, idPrefix: `wild-${name}` });
+        expect(outcomes.map((o) => [o.status, o.reward])).toEqual([['ok', 0]]);
+      } finally {
+        await g.close();
+      }
+    }, 90_000);
+  });
+
   describe(`the ${label} agent on the SFT'd model (models/guess-number-tiny)`, () => {
     it('samples real tool calls whose answers reach the next prompt, and records the ids the model sampled', async () => {
       const target = await localServeTarget(GUESS_NUMBER_TINY, (d) => d, { name: 'policy' });

@@ -3,7 +3,7 @@
 // Started once per episode by the training gateway (OPENAI_BASE_URL, RAGEN_SEED, RAGEN_REWARD_URL); docs/agents.md.
 import { ChatOpenAI } from '@langchain/openai';
 import { HumanMessage } from '@langchain/core/messages';
-import { tool } from '@langchain/core/tools';
+import { ToolInputParsingException, tool } from '@langchain/core/tools';
 import { z } from 'zod';
 import { GUESS_TOOL, MAX_GUESSES, MAX_NUMBER, PROMPT, answer, secretOf } from '../guess-number-ai-sdk/task.mjs';
 
@@ -50,8 +50,8 @@ for (let turn = 0; turn < MAX_GUESSES && !found; turn++) {
       messages.push(await guess.invoke(call)); // a ToolMessage answering this call
     } catch (err) {
       // Arguments that fail the schema: LangChain throws ToolInputParsingException; the model's mistake too.
-      if (err?.name !== 'ToolInputParsingException') throw err;
-      console.error(`episode ${process.env.RAGEN_EPISODE}: ${err.name}: ${err.message}`);
+      if (!(err instanceof ToolInputParsingException)) throw err;
+      console.error(`episode ${process.env.RAGEN_EPISODE}: ToolInputParsingException: ${err.message}`);
       turn = MAX_GUESSES;
       break;
     }
