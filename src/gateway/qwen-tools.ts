@@ -1,6 +1,6 @@
 // Tools in Qwen's chat format: OpenAI `tools`, assistant `tool_calls` and `tool` results lowered to the plain
 // messages Qwen2.5's chat template would write, and `<tool_call>{json}</tool_call>` in a reply parsed back into calls.
-import { pyJson, toolCallText as callText, toolResponseText, toolsSystemText, type ChatMessage } from '../tokenizer/index.js';
+import { promptTool, pyJson, toolCallText as callText, toolResponseText, toolsSystemText, type ChatMessage } from '../tokenizer/index.js';
 import { ApiError, badParam, preview } from '../serve/index.js';
 
 // The format's text pieces live in src/tokenizer (the MCP env writes the same tools block); re-exported for the gateway's users.
@@ -18,13 +18,16 @@ export interface ToolCall {
 
 /**
  * OpenAI chat messages (with `tool_calls` and `tool` roles) plus `tools` -> plain {role, content} messages whose
- * ChatML rendering is Qwen2.5's: tools in the system turn, calls as `<tool_call>` blocks in the assistant turn,
- * consecutive tool results as `<tool_response>` blocks in one user turn. Any ChatML template (ragen-tiny's,
- * Qwen's own) then renders them; throws ApiError (400) naming the bad field.
+ * ChatML rendering is Qwen2.5's: tools in the system turn (each as `promptTool` writes it: what a tool schema says
+ * to the model, not the client's validation keys), calls as `<tool_call>` blocks in the assistant turn, consecutive
+ * tool results as `<tool_response>` blocks in one user turn. Any ChatML template (ragen-tiny's, Qwen's own) then
+ * renders them; throws ApiError (400) naming the bad field. With `toolChoice` `none` the tools are checked but not
+ * shown (calls and results already in the history still are).
  */
-export function lowerToolMessages(rawMessages: unknown, tools: unknown): unknown[] {
+export function lowerToolMessages(rawMessages: unknown, tools: unknown, toolChoice: ToolChoice = 'auto'): unknown[] {
   if (!Array.isArray(rawMessages)) return rawMessages as unknown[]; // the serve parser names this error
-  const toolList = checkTools(tools);
+  const checked = checkTools(tools);
+  const toolList = toolChoice === 'none' ? [] : checked;
   const out: unknown[] = [];
   rawMessages.forEach((m, i) => {
     if (typeof m !== 'object' || m === null) return void out.push(m);
@@ -99,16 +102,41 @@ function parseCall(body: string): { name: string; arguments: object } | null {
   return typeof args === 'object' && args !== null && !Array.isArray(args) ? { name: p.name, arguments: args } : null;
 }
 
+/** What the gateway does with `tool_choice`: `auto` (the policy decides) or `none` (no tools shown). */
+export type ToolChoice = 'auto' | 'none';
+
+/**
+ * A request's `tool_choice` as the gateway honours it: absent, null or "auto" -> auto; "none" -> none. "required"
+ * and a named function cannot be honoured (the policy samples freely; forcing a call would mean constraining its
+ * tokens, and what is trained must be what it sampled), so they are a 400 saying so; anything else is a 400 naming
+ * the forms.
+ */
+export function toolChoiceOf(choice: unknown): ToolChoice {
+  if (choice === undefined || choice === null || choice === 'auto') return 'auto';
+  if (choice === 'none') return 'none';
+  const named = (choice as { type?: unknown; function?: { name?: unknown } } | null)?.type === 'function' ? (choice as { function?: { name?: unknown } }).function?.name : undefined;
+  if (choice === 'required' || typeof named === 'string') {
+    const what = choice === 'required' ? '"required"' : `naming function \`${named}\``;
+    throw new ApiError(400, `tool_choice ${what} cannot be enforced by the training gateway: the policy samples its reply freely (and is trained on exactly that), so it cannot be made to call a tool; send "auto" (or leave tool_choice out) and let the reward teach the call, or "none".`, 'invalid_request_error', 'tool_choice', 'unsupported_parameter');
+  }
+  throw badParam('tool_choice', choice, 'Give "auto", "none", "required" or {"type": "function", "function": {"name": ...}}; the gateway honours "auto" and "none".');
+}
+
+/** `tools` checked and written as the prompt shows them (`promptTool`); a bad tool is a 400 naming it. */
 function checkTools(tools: unknown): unknown[] {
   if (tools === undefined || tools === null) return [];
   if (!Array.isArray(tools)) throw badParam('tools', tools, 'Give an array of {"type": "function", "function": {name, description, parameters}}.');
-  tools.forEach((t, i) => {
+  return tools.map((t, i) => {
     const f = (t as { type?: unknown; function?: { name?: unknown } } | null)?.function;
     if ((t as { type?: unknown } | null)?.type !== 'function' || typeof f?.name !== 'string' || f.name === '') {
       throw badParam(`tools[${i}]`, t, 'Each tool is {"type": "function", "function": {"name": ..., "parameters": {...}}}.');
     }
+    try {
+      return promptTool(t as { function: { name: string } });
+    } catch (err) {
+      throw new ApiError(400, `\`tools[${i}].function.parameters\` (${f.name}): ${(err as Error).message}.`, 'invalid_request_error', `tools[${i}].function.parameters`);
+    }
   });
-  return tools;
 }
 
 function assistantCall(c: unknown, param: string): { name: string; arguments: unknown } {

@@ -7,9 +7,9 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Engine } from '../engine/index.js';
 import type { Tokenizer } from '../tokenizer/index.js';
 import type { Generation } from '../engine/index.js';
-import { ApiError, ClientGone, chatPromptIds, choiceJobs, completionText, parseChatRequest, readJsonBody, runChoices, handlerContext, type HandlerContext } from '../serve/index.js';
+import { ApiError, ClientGone, badParam, chatPromptIds, choiceJobs, completionText, parseChatRequest, readJsonBody, runChoices, handlerContext, type HandlerContext } from '../serve/index.js';
 import { EpisodeBook, type EpisodeLog } from './episodes.js';
-import { lowerToolMessages, parseToolCalls } from './qwen-tools.js';
+import { lowerToolMessages, parseToolCalls, toolChoiceOf } from './qwen-tools.js';
 import { ChatStream } from './stream.js';
 import { checkExposure } from '../util/index.js';
 
@@ -148,6 +148,7 @@ export class Gateway {
     if (rest === '/v1/models') return this.json(res, 200, { object: 'list', data: [{ id: this.options.modelName, object: 'model', created: 0, owned_by: 'ragen' }] });
     if (req.method !== 'POST') throw new ApiError(405, `${req.method} is not allowed on ${rest}; use POST.`, 'invalid_request_error', null, 'method_not_allowed');
     if (rest === '/reward') return this.reward(req, res, ep);
+    if (rest === '/v1/responses') throw new ApiError(404, `The gateway serves chat completions, not the Responses API (POST …/v1/responses of episode ${ep.id}); point your client at chat completions: the OpenAI Agents SDK with setOpenAIAPI('chat_completions'), the AI SDK with openai.chat(...), LangChain's ChatOpenAI with useResponsesApi: false.`, 'invalid_request_error', null, 'unknown_route');
     if (rest !== '/v1/chat/completions') throw new ApiError(404, `Unknown route POST …${rest} of episode ${ep.id}; the gateway has POST …/v1/chat/completions and POST …/reward.`, 'invalid_request_error', null, 'unknown_route');
     const maxCalls = ep.maxCalls;
     if (ep.started >= maxCalls) {
@@ -168,12 +169,11 @@ export class Gateway {
     const body = await readJsonBody(req, this.options.maxBodyBytes ?? 1 << 20);
     if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ApiError(400, 'The request body must be a JSON object.');
     const b = body as Record<string, unknown>;
-    const toolChoice = b['tool_choice'];
-    if (toolChoice !== undefined && toolChoice !== null && toolChoice !== 'auto') {
-      throw new ApiError(400, `tool_choice ${JSON.stringify(toolChoice)} is not supported by the gateway; leave it out or send "auto".`, 'invalid_request_error', 'tool_choice', 'unsupported_parameter');
-    }
+    const toolChoice = toolChoiceOf(b['tool_choice']);
+    const parallel = b['parallel_tool_calls'];
+    if (parallel !== undefined && parallel !== null && typeof parallel !== 'boolean') throw badParam('parallel_tool_calls', parallel, 'Give true or false.');
     if (b['n'] !== undefined && b['n'] !== null && b['n'] !== 1) throw new ApiError(400, `n ${JSON.stringify(b['n'])}: the gateway records one completion per call; send n 1 (or leave it out).`, 'invalid_request_error', 'n');
-    const lowered = { ...b, model: this.options.modelName, messages: lowerToolMessages(b['messages'], b['tools']), tools: undefined, tool_choice: undefined, parallel_tool_calls: undefined };
+    const lowered = { ...b, model: this.options.modelName, messages: lowerToolMessages(b['messages'], b['tools'], toolChoice), tools: undefined, tool_choice: undefined, parallel_tool_calls: undefined };
     const parsed = parseChatRequest(lowered, { maxChoices: 1, vocabSize: this.options.vocabSize });
     const s = this.options.sampling;
     const seed = this.seeds.get(ep.id);
@@ -183,7 +183,7 @@ export class Gateway {
     res.on('close', () => {
       if (!res.writableFinished) abort.abort();
     });
-    const withTools = Array.isArray(b['tools']) && b['tools'].length > 0;
+    const withTools = Array.isArray(b['tools']) && b['tools'].length > 0 && toolChoice !== 'none';
     const head = { id: `chatcmpl-${randomUUID()}`, created: Math.floor(Date.now() / 1000), model: typeof b['model'] === 'string' ? b['model'] : this.options.modelName };
     let gen: Generation;
     let stream: ChatStream | undefined;
@@ -203,6 +203,8 @@ export class Gateway {
     const messages = Array.isArray(b['messages']) ? (b['messages'] as unknown[]) : [];
     ep.calls.push({ index, promptIds: prompt, completionIds: [...gen.tokens], logprobs: [...gen.logprobs], finishReason: gen.finishReason, text, messages, tools: withTools ? (b['tools'] as unknown[]) : null });
     const { content, calls } = withTools ? parseToolCalls(text, `call_${ep.id}_${index}`) : { content: text, calls: [] };
+    // Qwen's format has no switch for one call per reply; the program gets every call the policy wrote (and trained on).
+    if (parallel === false && calls.length > 1) this.log(`episode ${ep.id} call ${index}: parallel_tool_calls is false but the policy wrote ${calls.length} calls; all are returned`);
     const finish = calls.length > 0 ? 'tool_calls' : gen.finishReason;
     const usage = { prompt_tokens: prompt.length, completion_tokens: gen.tokens.length, total_tokens: prompt.length + gen.tokens.length };
     if (stream) return stream.finish(content, calls, finish, parsed.includeUsage ? usage : undefined);

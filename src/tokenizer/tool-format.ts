@@ -72,3 +72,86 @@ function readCall(body: string): ToolCallBlock {
   if (typeof args !== 'object' || args === null || Array.isArray(args)) return { ok: false, reason: `"arguments" of \`${p.name}\` is not a JSON object` };
   return { ok: true, name: p.name, arguments: args as Record<string, unknown> };
 }
+
+/**
+ * Keywords a tool's `parameters` keep in the prompt, in the order they are written: the words transformers'
+ * `get_json_schema` uses for a Python function's signature (what Qwen's tool-use data was written with). Everything
+ * else a client sends (`$schema`, `additionalProperties: false`, `minimum`/`maximum`, `title`, `default`, `format`,
+ * `pattern`, ...) is validation for the client's side and only lengthens the prompt; docs/agents.md says why.
+ */
+export const PROMPT_SCHEMA_KEYS = ['type', 'enum', 'items', 'prefixItems', 'properties', 'required', 'additionalProperties', 'anyOf', 'oneOf', 'allOf', 'nullable', 'description'] as const;
+
+/**
+ * One OpenAI function tool as the prompt shows it: `{"type": "function", "function": {name, description,
+ * parameters}}` with `parameters` reduced to `PROMPT_SCHEMA_KEYS` in that order (local `$ref`s inlined, `const` as a
+ * one-value `enum`, a `"null"` type or `{"type": "null"}` alternative as `nullable: true`, empty `required` and
+ * `description` left out) and the function's other keys (`strict`, ...) dropped. So two clients that describe the
+ * same tool render the same text. Throws an Error naming the problem (a `$ref` that is not local or not found).
+ */
+export function promptTool(tool: { function: { name: string; description?: unknown; parameters?: unknown } }): { type: 'function'; function: Record<string, unknown> } {
+  const f = tool.function;
+  const params = f.parameters ?? { type: 'object', properties: {} }; // a function without arguments, as transformers writes it
+  if (typeof params !== 'object' || params === null || Array.isArray(params)) throw new Error(`\`parameters\` must be a JSON schema object, got ${JSON.stringify(params)}`);
+  const description = typeof f.description === 'string' && f.description !== '' ? f.description : undefined;
+  return { type: 'function', function: { name: f.name, ...(description !== undefined ? { description } : {}), parameters: promptSchema(params, params, []) } };
+}
+
+/** `schema` reduced to PROMPT_SCHEMA_KEYS (see promptTool); `root` resolves `$ref`s, `refs` are the ones being inlined (a cycle stops there). */
+function promptSchema(schema: unknown, root: unknown, refs: readonly string[]): unknown {
+  if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) return schema; // `true`, `false`
+  let s = { ...(schema as Record<string, unknown>) };
+  const ref = s['$ref'];
+  if (typeof ref === 'string') {
+    delete s['$ref'];
+    const target = resolveRef(ref, root) as Record<string, unknown>;
+    // A recursive schema is inlined once; the recursion itself is named by its type alone.
+    const inlined = refs.includes(ref) ? (target['type'] !== undefined ? { type: target['type'] } : {}) : (promptSchema(target, root, [...refs, ref]) as Record<string, unknown>);
+    s = { ...inlined, ...s };
+  }
+  if (s['const'] !== undefined && s['enum'] === undefined) s['enum'] = [s['const']];
+  if (Array.isArray(s['type']) && s['type'].includes('null')) {
+    const rest = s['type'].filter((t) => t !== 'null');
+    s['type'] = rest.length === 1 ? rest[0] : rest;
+    s['nullable'] = true;
+  }
+  for (const key of ['anyOf', 'oneOf', 'allOf'] as const) {
+    if (!Array.isArray(s[key])) continue;
+    const isNull = (x: unknown) => (x as { type?: unknown } | null)?.type === 'null' && Object.keys(x as object).length === 1;
+    const members = (s[key] as unknown[]).filter((x) => !isNull(x));
+    if (members.length < (s[key] as unknown[]).length) s['nullable'] = true;
+    if (members.length === 1) {
+      delete s[key];
+      s = { ...(promptSchema(members[0], root, refs) as Record<string, unknown>), ...s };
+    } else s[key] = members;
+  }
+  const out: Record<string, unknown> = {};
+  for (const key of PROMPT_SCHEMA_KEYS) {
+    const v = s[key];
+    if (v === undefined) continue;
+    if (key === 'properties' && typeof v === 'object' && v !== null) out[key] = Object.fromEntries(Object.entries(v).map(([k, p]) => [k, promptSchema(p, root, refs)]));
+    else if (key === 'items' || key === 'additionalProperties') {
+      if (typeof v === 'object' && v !== null) out[key] = Array.isArray(v) ? v.map((x) => promptSchema(x, root, refs)) : promptSchema(v, root, refs); // `additionalProperties: false` says nothing to the model
+    } else if (key === 'prefixItems' || key === 'anyOf' || key === 'oneOf' || key === 'allOf') {
+      if (Array.isArray(v)) out[key] = v.map((x) => promptSchema(x, root, refs));
+    } else if (key === 'required') {
+      if (Array.isArray(v) && v.length > 0) out[key] = v;
+    } else if (key === 'description') {
+      if (typeof v === 'string' && v !== '') out[key] = v;
+    } else if (key === 'nullable') {
+      if (v === true) out[key] = true;
+    } else out[key] = v;
+  }
+  return out;
+}
+
+/** The schema a local `$ref` (`#`, `#/$defs/X`, `#/definitions/X`, any JSON pointer into the root) points at. */
+function resolveRef(ref: string, root: unknown): unknown {
+  if (!ref.startsWith('#')) throw new Error(`\`$ref\` ${JSON.stringify(ref)} is not local; the gateway inlines only references into the tool's own schema (#/$defs/...), so put the definition there`);
+  let at: unknown = root;
+  for (const raw of ref.slice(1).split('/').filter((p) => p !== '')) {
+    const part = decodeURIComponent(raw).replace(/~1/g, '/').replace(/~0/g, '~');
+    at = typeof at === 'object' && at !== null ? (at as Record<string, unknown>)[part] : undefined;
+    if (at === undefined) throw new Error(`\`$ref\` ${JSON.stringify(ref)} points at nothing in the tool's schema; define it under $defs`);
+  }
+  return at;
+}

@@ -1,5 +1,6 @@
 // `ragen bench learning --runs gateway`: the Vercel AI SDK guess-number agent trained through the gateway beside the
-// same task in the built-in loop (3 training seeds each), and what one chat call costs through the gateway.
+// same task in the built-in loop (3 training seeds each), and what one chat call costs through the gateway;
+// `--runs frameworks` adds the same agent written with the OpenAI Agents SDK and with LangChain.js.
 import { Gateway } from '../../gateway/index.js';
 import { localServeTarget } from '../../serve/index.js';
 
@@ -11,6 +12,19 @@ export const GATEWAY_RUNS: { name: string; presets: string[]; overrides: string[
   { name: `guessnumber-gateway-s${i + 1}`, presets: ['guessnumber-agent-ppo'], overrides: [`seed.train=${seed}`] },
   { name: `guessnumber-builtin-s${i + 1}`, presets: ['guessnumber-ppo'], overrides: [`seed.train=${seed}`] },
 ]);
+
+/**
+ * `--runs frameworks`: the same guess-number agent written with each framework (the AI SDK's runs are GATEWAY_RUNS'),
+ * beside the built-in loop, per seed: does the framework a program is written with change what training does?
+ */
+export const FRAMEWORK_RUNS: { name: string; presets: string[]; overrides: string[] }[] = GATEWAY_SEEDS.flatMap((seed, i) => [
+  ...GATEWAY_RUNS.slice(2 * i, 2 * i + 2),
+  { name: `guessnumber-openai-agents-s${i + 1}`, presets: ['guessnumber-agent-openai-agents-ppo'], overrides: [`seed.train=${seed}`] },
+  { name: `guessnumber-langchain-s${i + 1}`, presets: ['guessnumber-agent-langchain-ppo'], overrides: [`seed.train=${seed}`] },
+]);
+
+/** The comparison's paths, as run names spell them (`guessnumber-<path>-s<seed>`), and their labels in the table. */
+const PATHS = { gateway: 'AI SDK agent, gateway', 'openai-agents': 'OpenAI Agents SDK agent, gateway', langchain: 'LangChain.js agent, gateway', builtin: 'built-in loop' } as const;
 
 /** Per-call cost of the gateway: the same greedy call through HTTP + template + recording, and on the engine directly. */
 export interface GatewayOverhead {
@@ -30,6 +44,9 @@ export interface GatewayOverhead {
 export async function measureGatewayOverhead(modelDir: string, calls = 20, maxTokens = 64): Promise<GatewayOverhead> {
   const target = await localServeTarget(modelDir, (d) => d, { name: 'policy' });
   const gateway = new Gateway({ ...target, batchWindowMs: 0 });
+  // A half of engine calls can outlast Node's 5 s keep-alive on a loaded machine: the server then closes the idle
+  // socket as fetch reuses it (ECONNRESET, seen in a 1-step smoke at load ~10).
+  gateway.http.keepAliveTimeout = 10 * 60_000;
   const base = await gateway.listen(0);
   try {
     let { baseUrl } = gateway.open('overhead', { maxCalls: 1e9 });
@@ -87,7 +104,7 @@ const mean = (xs: number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.l
 
 /** The gateway-vs-built-in table: one row per run, a mean row per path, and the per-call overhead. */
 export function gatewayMarkdown(runs: readonly ComparedRun[], overhead: GatewayOverhead | undefined): string[] {
-  const rows = runs.filter((r) => /^guessnumber-(gateway|builtin)-s\d+$/.test(r.name));
+  const rows = runs.filter((r) => /^guessnumber-(gateway|openai-agents|langchain|builtin)-s\d+$/.test(r.name));
   if (rows.length === 0) return [];
   const value = (rec: Record<string, number>) => Object.values(rec)[0];
   const line = (label: string, rs: readonly ComparedRun[]) => {
@@ -95,10 +112,10 @@ export function gatewayMarkdown(runs: readonly ComparedRun[], overhead: GatewayO
     const a = mean(rs.map((r) => value(r.after)!).filter((x) => x !== undefined));
     return `| ${label} | ${rs.map((r) => r.stepsDone).join('/')} | ${pct(b)} | ${pct(a)} | ${Number.isNaN(a - b) ? '-' : `${a - b >= 0 ? '+' : ''}${(100 * (a - b)).toFixed(1)} pts`} | ${mean(rs.map((r) => r.episodesPerS)).toFixed(2)} | ${mean(rs.map((r) => r.meanStepSeconds)).toFixed(1)} |`;
   };
-  const paths = (['gateway', 'builtin'] as const).map((p) => [p, rows.filter((r) => r.name.startsWith(`guessnumber-${p}-`))] as const);
+  const paths = (Object.keys(PATHS) as (keyof typeof PATHS)[]).map((p) => [PATHS[p], rows.filter((r) => r.name.startsWith(`guessnumber-${p}-`))] as const);
   return [
     '',
-    '### The AI SDK agent through the gateway beside the built-in loop (GuessNumber)',
+    '### Agents through the gateway beside the built-in loop (GuessNumber)',
     '',
     '| run | steps | val success before | after | change | train episodes/s | s/step |',
     '|---|---:|---:|---:|---:|---:|---:|',

@@ -73,6 +73,27 @@ describe('ragen bench learning', () => {
     expect(learningRuns('guessnumber-builtin-s2')).toEqual([{ name: 'guessnumber-builtin-s2', presets: ['guessnumber-ppo'], overrides: ['seed.train=20000'] }]);
   });
 
+  it('item 1: `--runs frameworks` is the agent written with each framework beside the built-in loop, 3 training seeds each', () => {
+    const runs = learningRuns('frameworks');
+    expect(runs.filter((r) => r.name.endsWith('-s1')).map((r) => [r.name, r.presets[0], r.overrides![0]])).toEqual([
+      ['guessnumber-gateway-s1', 'guessnumber-agent-ppo', 'seed.train=10000'],
+      ['guessnumber-builtin-s1', 'guessnumber-ppo', 'seed.train=10000'],
+      ['guessnumber-openai-agents-s1', 'guessnumber-agent-openai-agents-ppo', 'seed.train=10000'],
+      ['guessnumber-langchain-s1', 'guessnumber-agent-langchain-ppo', 'seed.train=10000'],
+    ]);
+    expect(runs).toHaveLength(12);
+    expect(new Set(runs.map((r) => r.overrides![0]))).toEqual(new Set(['seed.train=10000', 'seed.train=20000', 'seed.train=30000']));
+    expect(learningRuns('guessnumber-langchain-s3')).toEqual([{ name: 'guessnumber-langchain-s3', presets: ['guessnumber-agent-langchain-ppo'], overrides: ['seed.train=30000'] }]);
+    const run = (name: string, after: number) => ({ name, before: { t: 0.5 }, after: { t: after }, stepsDone: 1, episodesPerS: 1, meanStepSeconds: 10 });
+    const lines = gatewayMarkdown([run('guessnumber-openai-agents-s1', 0.75), run('guessnumber-openai-agents-s2', 0.25), run('guessnumber-langchain-s1', 0.5)], undefined);
+    expect(lines.filter((l) => l.startsWith('| guessnumber') || l.startsWith('| **'))).toEqual([
+      '| guessnumber-openai-agents-s1 | 1 | 50.0% | 75.0% | +25.0 pts | 1.00 | 10.0 |',
+      '| guessnumber-openai-agents-s2 | 1 | 50.0% | 25.0% | -25.0 pts | 1.00 | 10.0 |',
+      '| guessnumber-langchain-s1 | 1 | 50.0% | 50.0% | +0.0 pts | 1.00 | 10.0 |',
+      '| **OpenAI Agents SDK agent, gateway, mean of 2 seeds** | 1/1 | 50.0% | 50.0% | +0.0 pts | 1.00 | 10.0 |',
+    ]);
+  });
+
   it('the gateway comparison table: a row per run, the mean of each path over its seeds, and the per-call overhead', () => {
     const run = (name: string, before: number, after: number, episodesPerS: number) => ({ name, before: { t: before }, after: { t: after }, stepsDone: 4, episodesPerS, meanStepSeconds: 10 });
     const lines = gatewayMarkdown(
@@ -83,7 +104,7 @@ describe('ragen bench learning', () => {
       '| guessnumber-gateway-s1 | 4 | 25.0% | 50.0% | +25.0 pts | 1.00 | 10.0 |',
       '| guessnumber-gateway-s2 | 4 | 25.0% | 25.0% | +0.0 pts | 2.00 | 10.0 |',
       '| guessnumber-builtin-s1 | 4 | 50.0% | 75.0% | +25.0 pts | 8.00 | 10.0 |',
-      '| **gateway, mean of 2 seeds** | 4/4 | 25.0% | 37.5% | +12.5 pts | 1.50 | 10.0 |',
+      '| **AI SDK agent, gateway, mean of 2 seeds** | 4/4 | 25.0% | 37.5% | +12.5 pts | 1.50 | 10.0 |',
     ]);
     expect(lines.at(-1)).toBe('Per chat call (greedy, 431-token prompt with the tools block, 50 tokens out, 20 calls each): engine 100.0 ms, through the gateway 103.5 ms, overhead 3.5 ms.');
     expect(gatewayMarkdown([run('sokoban-ppo', 0, 1, 1)], undefined)).toEqual([]);

@@ -10,7 +10,7 @@ import { checkRunConfig, loadConfig, type RagenConfig } from '../../config/index
 import { train } from '../../train/index.js';
 import { ConfigError, RagenError } from '../../util/index.js';
 import { parsePositiveInt } from '../../cli/commands/env-options.js';
-import { GATEWAY_RUNS, gatewayMarkdown, measureGatewayOverhead, type GatewayOverhead } from './bench-learning-gateway.js';
+import { FRAMEWORK_RUNS, GATEWAY_RUNS, gatewayMarkdown, measureGatewayOverhead, type GatewayOverhead } from './bench-learning-gateway.js';
 
 /** One benchmark run: a name, the presets merged for it and its own overrides (after the command's). */
 export interface LearningRunSpec {
@@ -77,11 +77,11 @@ export function register(bench: Command): void {
     .command('learning')
     .description('Train presets and report validation success before/after with curves, kept ratio and step time (JSON + a markdown section for docs/benchmarks.md).')
     .argument('[overrides...]', 'config overrides applied to every run, e.g. trainer.valEvery=5')
-    .option('--runs <list>', `comma-separated runs: names of the defaults (${DEFAULT_RUNS.map((r) => r.name).join(', ')}), \`gateway\` (the AI SDK guess-number agent through the gateway beside GuessNumber in the built-in loop, 3 seeds each) or presets and key=value overrides joined by + (e.g. sokoban-ppo+filter/top-k-0.25, sokoban-ppo+model.engine=torch)`)
+    .option('--runs <list>', `comma-separated runs: names of the defaults (${DEFAULT_RUNS.map((r) => r.name).join(', ')}), \`gateway\` (the AI SDK guess-number agent through the gateway beside GuessNumber in the built-in loop, 3 seeds each), \`frameworks\` (gateway's runs plus the same agent written with the OpenAI Agents SDK and LangChain.js) or presets and key=value overrides joined by + (e.g. sokoban-ppo+filter/top-k-0.25, sokoban-ppo+model.engine=torch)`)
     .option('--steps <n>', 'training steps per run (trainer.steps; default: each preset\'s)', parsePositiveInt('--steps'))
     .option('--out <file.json>', 'write the report here [<runs-dir>/report-<time>.json]')
     .option('--runs-dir <dir>', 'parent of the run directories', 'runs/bench-learning')
-    .addHelpText('after', '\nExamples:\n  $ ragen bench learning\n  $ ragen bench learning --runs sokoban-ppo,sokoban-ppo+top-p-0.9 --steps 30 trainer.valEvery=5\n  $ ragen bench learning --runs bandit-ppo --out bench-bandit.json\n  $ ragen bench learning --runs gateway')
+    .addHelpText('after', '\nExamples:\n  $ ragen bench learning\n  $ ragen bench learning --runs sokoban-ppo,sokoban-ppo+top-p-0.9 --steps 30 trainer.valEvery=5\n  $ ragen bench learning --runs bandit-ppo --out bench-bandit.json\n  $ ragen bench learning --runs gateway\n  $ ragen bench learning --runs frameworks --steps 20 env.train.0.groupSize=4')
     .action(async (overrides: string[], opts: LearningOptions) => {
       const report = await benchLearning(overrides, opts);
       console.log(`\n${learningMarkdown(report)}`);
@@ -93,8 +93,9 @@ export function learningRuns(list: string | undefined): LearningRunSpec[] {
   if (!list) return DEFAULT_RUNS;
   return list.split(',').map((s) => s.trim()).filter((s) => s !== '').flatMap((name) => {
     if (name === 'gateway') return GATEWAY_RUNS;
+    if (name === 'frameworks') return FRAMEWORK_RUNS;
     const parts = name.split('+');
-    return DEFAULT_RUNS.find((r) => r.name === name) ?? GATEWAY_RUNS.find((r) => r.name === name) ?? { name, presets: parts.filter((p) => !p.includes('=')), overrides: parts.filter((p) => p.includes('=')) };
+    return DEFAULT_RUNS.find((r) => r.name === name) ?? FRAMEWORK_RUNS.find((r) => r.name === name) ?? { name, presets: parts.filter((p) => !p.includes('=')), overrides: parts.filter((p) => p.includes('=')) };
   });
 }
 
@@ -131,7 +132,7 @@ export async function benchLearning(overrides: readonly string[], opts: Learning
     writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`); // after every run, so a long benchmark keeps what it has
     console.error(`report: ${out}`);
   }
-  const gatewayRun = specs.findIndex((s) => GATEWAY_RUNS.some((g) => g.name === s.name));
+  const gatewayRun = specs.findIndex((s) => FRAMEWORK_RUNS.some((g) => g.name === s.name && !g.name.includes('-builtin-')));
   if (gatewayRun >= 0) {
     console.error('gateway overhead per call...');
     report.gatewayOverhead = await measureGatewayOverhead(configs[gatewayRun]!.model.path);
