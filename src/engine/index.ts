@@ -6,6 +6,8 @@ export type {
 export { chunkTokens, fitsOneChunk } from './token-budget.js';
 export { sequenceBatch, rowTokens } from './batch.js';
 export { LocalEngine, TokenStats } from './local.js';
+/** What either engine throws when the policy's logits are not finite (src/model/generate.ts). */
+export { NonFiniteLogitsError } from '../model/index.js';
 export type { LocalEngineOptions, LocalPretrainedOptions } from './local.js';
 export { findTorchPython, pythonCandidates, TORCH_MISSING } from './python.js';
 export { TorchEngine } from './torch.js';

@@ -4,7 +4,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import type { Engine } from '../engine/index.js';
+import { NonFiniteLogitsError, type Engine } from '../engine/index.js';
 import type { Tokenizer } from '../tokenizer/index.js';
 import type { Generation } from '../engine/index.js';
 import { ApiError, ClientGone, badParam, chatPromptIds, choiceJobs, completionText, parseChatRequest, readJsonBody, runChoices, handlerContext, type HandlerContext } from '../serve/index.js';
@@ -58,6 +58,8 @@ export class Gateway {
   /** Open episodes by the digest of their secret, and each id's digest (the secret itself is not kept). */
   private readonly routes = new Map<string, string>();
   private readonly digests = new Map<string, string>();
+  /** See `takeEngineFailure`. */
+  private engineFailure: Error | undefined;
   /** Requests that named no open episode since the last `takeUnauthorized`. */
   private unauthorized = 0;
 
@@ -115,6 +117,16 @@ export class Gateway {
     if (digest !== undefined) this.routes.delete(digest);
     this.digests.delete(id);
     return this.book.finish(id);
+  }
+
+  /**
+   * The first error of the policy itself (non-finite logits) since the last call, which the trainer must stop on as
+   * the built-in loop does: the program only saw a 500, and its episode would otherwise pass as a crashed one.
+   */
+  takeEngineFailure(): Error | undefined {
+    const e = this.engineFailure;
+    this.engineFailure = undefined;
+    return e;
   }
 
   /**
@@ -237,6 +249,7 @@ export class Gateway {
   }
 
   private fail(res: ServerResponse, err: unknown): void {
+    if (err instanceof NonFiniteLogitsError) this.engineFailure ??= err;
     if (err instanceof ClientGone || res.destroyed) return this.log(`client gone: ${(err as Error)?.message ?? String(err)}`);
     const e = err instanceof ApiError ? err : new ApiError(500, `The gateway failed on this request: ${(err as Error)?.message ?? String(err)}`, 'server_error', null, 'internal_error');
     if (e.status >= 500) this.log(`500: ${(err as Error)?.stack ?? String(err)}`);

@@ -67,6 +67,8 @@ export async function agentBatches(gateway: Gateway, config: RagenConfig, mode: 
       samplingSeed: (plan.samplingSeed + Math.imul(e.index, 0x632be5ab)) >>> 0,
       ...(log ? { log } : {}),
     });
+    const failure = gateway.takeEngineFailure();
+    if (failure) throw failure; // the policy broke, not a program: stop the step as the built-in loop does
     seed += e.groups;
     batches.push(r.batch);
     outcomes.push(...r.outcomes);
