@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -66,6 +66,10 @@ describe('contexts within the model (issue 34, item 12)', () => {
     await expect(runEval({ env: 'SimpleSokoban', policy: 'model', model, groups: 2, set: ['maxContextTokens=200'] })).rejects.toThrow(/`--env` tag `SimpleSokoban`: the first prompt .* over `agent.maxContextTokens` = 200/);
     await expect(runEval({ env: 'SimpleSokoban', policy: 'random', groups: 2, set: ['maxContextTokens=200'] })).rejects.toThrow(/over `agent.maxContextTokens` = 200/);
     await expect(runEval({ env: 'SimpleSokoban', policy: 'model', model: short, groups: 2, set: ['maxContextTokens=1024'] })).rejects.toThrow(/past the model's 256 positions/);
+    // a preset whose val set holds agent programs runs its built-in tags through the same check
+    const preset = join(root, 'agents.yaml');
+    writeFileSync(preset, `model: {path: ${JSON.stringify(short)}}\nenv:\n  train: [{tag: Bandit, groups: 2, groupSize: 4}]\n  val: [{tag: Bandit, groups: 2}, {agent: {command: "node -e 0"}, name: Noop, groups: 1}]\ntrainer: {miniBatchSize: 8, microBatchSize: 8}\nagent: {maxContextTokens: 1024}\n`);
+    await expect(runEval({ preset })).rejects.toThrow(/`agent.maxContextTokens` = 1024 is past the model's 256 positions/);
   });
 
   it('item 12: the engine refuses a prompt plus generation past the position table, naming both numbers', async () => {

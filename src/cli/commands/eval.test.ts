@@ -157,7 +157,7 @@ describe('ragen eval', () => {
 }
 `);
     const file = join(tmp, 'agent-val.yaml');
-    writeFileSync(file, `env:\n  train: [{tag: Bandit, groups: 2, groupSize: 4}]\n  val: [{tag: Bandit, groups: 2}, {agent: {module: ${JSON.stringify(join(tmp, 'parity.mjs'))}, export: solve}, name: Parity, groups: 3}]\ntrainer: {miniBatchSize: 8, microBatchSize: 8}\n`);
+    writeFileSync(file, `env:\n  train: [{tag: Bandit, groups: 2, groupSize: 4}]\n  val: [{tag: Bandit, groups: 2}, {agent: {module: ${JSON.stringify(join(tmp, 'parity.mjs'))}, export: solve}, name: Parity, groups: 3}]\ntrainer: {miniBatchSize: 8, microBatchSize: 8}\nagent: {maxNewTokens: 64, maxContextTokens: 1024}\n`);
     const refused = await run('eval', '--preset', file, '--policy', 'random');
     expect(refused.code).toBe(2);
     expect(refused.err).toMatch(/--policy random does not apply to agent programs \(env\.val\.1\); leave it out, or give --env <ids>/);

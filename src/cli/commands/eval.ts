@@ -258,6 +258,9 @@ async function evalAgents(base: RagenConfig, opts: EvalOptions, onReport?: (repo
   const seed = config.seed.val;
   const modelDir = await modelDirOf(opts, base);
   const tokenizer = tokenizerOf(opts, modelDir, base);
+  // the built-in tags of the val set are checked as `ragen train` checks them (agent programs: each call, by the gateway)
+  const builtIn = tagEntries(config, 'val').length > 0 ? [{ label: 'env.val', options: envGroupsOptions(config, 'val') }] : [];
+  await checkPromptsFit(builtIn, tokenizer, agent, (await loadModelConfig(modelDir)).maxPositionEmbeddings);
   const tmp = opts.out !== undefined ? openOut(opts.out) : undefined;
   const engine = await localEngine(modelDir, tokenizer);
   const t0 = performance.now();
