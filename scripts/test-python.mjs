@@ -42,7 +42,8 @@ function refuse(message) {
 function run(p, lane) {
   console.log(`python tier${lane}: ${TESTS} with torch ${p.torch}, pytest ${p.pytest} (${p.python})`);
   // -p no:cacheprovider: no .pytest_cache folder left in the clone
-  const r = spawnSync(p.python, ['-m', 'pytest', '-q', '-p', 'no:cacheprovider', TESTS], { cwd: ROOT, stdio: 'inherit' });
+  const args = ['-m', 'pytest', '-q', '-p', 'no:cacheprovider', TESTS];
+  const r = spawnSync(p.python, args, { cwd: ROOT, stdio: 'inherit' });
   return r.status ?? 1;
 }
 
@@ -60,11 +61,17 @@ for (const python of candidates) {
 }
 const torch2 = process.env.RAGEN_TORCH2_PYTHON ? probe(process.env.RAGEN_TORCH2_PYTHON) : null;
 if (torch2 && lacking(torch2)) {
-  refuse(`torch 2 lane: RAGEN_TORCH2_PYTHON=${lacking(torch2)}; run \`sudo sh scripts/torch2-chroot.sh <its folder>\` again, which binds this clone there and installs python3-torch and python3-pytest`);
+  refuse(
+    `torch 2 lane: RAGEN_TORCH2_PYTHON=${lacking(torch2)}; run \`sudo sh scripts/torch2-chroot.sh <its folder>\` ` +
+      'again, which binds this clone there and installs python3-torch and python3-pytest',
+  );
 }
 if (!chosen) {
-  refuse(`no interpreter has both torch and pytest (${probes.map(lacking).join('; ')}): \`apt-get install python3-pytest\` ` +
-    '(with python3-torch, on Debian/Ubuntu) or `pip install torch pytest`, or point RAGEN_PYTHON at an interpreter with both');
+  refuse(
+    `no interpreter has both torch and pytest (${probes.map(lacking).join('; ')}): ` +
+      '`apt-get install python3-pytest` (with python3-torch, on Debian/Ubuntu) or `pip install torch pytest`, ' +
+      'or point RAGEN_PYTHON at an interpreter with both',
+  );
 }
 let status = chosen ? run(chosen, '') : 0;
 if (torch2 && !lacking(torch2)) status = run(torch2, ' (torch 2 lane)') || status;

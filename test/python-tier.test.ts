@@ -14,7 +14,8 @@ describe('scripts/test-python.mjs', () => {
     try {
       // The probe prints: sees the project, torch's version, then pytest's (here: import fails).
       const python = join(dir, 'python3');
-      writeFileSync(python, `#!/bin/sh\necho True\necho 2.6.0\necho "ModuleNotFoundError: No module named 'pytest'" >&2\nexit 1\n`);
+      const noPytest = `echo "ModuleNotFoundError: No module named 'pytest'" >&2`;
+      writeFileSync(python, `#!/bin/sh\necho True\necho 2.6.0\n${noPytest}\nexit 1\n`);
       chmodSync(python, 0o755);
       const env = { ...process.env, RAGEN_TORCH2_PYTHON: python, RAGEN_REQUIRE_BACKENDS: '1' };
       const r = spawnSync('node', ['scripts/test-python.mjs'], { cwd: ROOT, encoding: 'utf8', env, timeout: 120_000 });

@@ -34,7 +34,7 @@ def make_worker():
 
     def make(path, budget=4096, autocast=None, packing=False, **extra):
         worker = Worker(torch.device("cpu"), autocast, budget, Dist())
-        h = dict({"path": path, "seed": 0, "tokenBudget": budget, "graphTokenBudget": budget, "packing": packing}, **extra)
+        h = {"path": path, "seed": 0, "tokenBudget": budget, "graphTokenBudget": budget, "packing": packing, **extra}
         reply, bufs = worker.handle("load", h, {})
         assert bufs == {}
         return worker, reply

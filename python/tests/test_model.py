@@ -69,7 +69,8 @@ def test_lora_adds_alpha_over_r_times_b_a_x_and_trains_only_the_adapters(checkpo
     with torch.no_grad():  # B starts at zero: the adapted model is the base model
         torch.testing.assert_close(model(x, with_logits=True)[1], base, atol=0, rtol=0)
     names = [n for n, _ in model.trainable()]
-    assert names == [f"base_model.model.model.layers.{i}.{m}.lora_{ab}.weight" for i in range(2) for m in ("self_attn.q_proj", "mlp.down_proj") for ab in "AB"]
+    modules = [f"model.layers.{i}.{m}" for i in range(2) for m in ("self_attn.q_proj", "mlp.down_proj")]
+    assert names == [f"base_model.model.{m}.lora_{ab}.weight" for m in modules for ab in "AB"]
     assert all(not p.requires_grad for n, p in model.named_parameters() if ".lora_" not in n)
     q = model.model.layers[0].self_attn.q_proj
     with torch.no_grad():
@@ -95,7 +96,7 @@ def test_gradient_checkpointing_gives_the_same_gradients(checkpoint):
         torch.testing.assert_close(grads[1][n], grads[0][n], atol=1e-6, rtol=1e-5, msg=n)
 
 
-@pytest.mark.skipif(not HAS_SDPA, reason=f"torch {torch.__version__} has no scaled_dot_product_attention (torch >= 2.0)")
+@pytest.mark.skipif(not HAS_SDPA, reason=f"torch {torch.__version__} lacks scaled_dot_product_attention (torch >= 2.0)")
 def test_sdpa_attention_equals_the_plain_masked_softmax():
     g = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(2, 3, 5, 4, generator=g) for _ in range(3))

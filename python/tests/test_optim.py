@@ -69,7 +69,7 @@ def test_optimizer_state_saved_in_shards_loads_back(tmp_path):
     opt.step({"lr": 0.1})
     save_optimizers(str(tmp_path), {"policy": opt}, max_shard_bytes=24)  # m.a and v.a (12 bytes each) fill a shard
     files = sorted(os.listdir(tmp_path / "optimizer"))
-    assert files == ["policy-00001-of-00003.safetensors", "policy-00002-of-00003.safetensors", "policy-00003-of-00003.safetensors", "policy.safetensors.index.json"]
+    assert files == [f"policy-0000{i}-of-00003.safetensors" for i in (1, 2, 3)] + ["policy.safetensors.index.json"]
     fresh = RoleOptimizer([(n, param([0.0] * p.numel())) for n, p in named])
     load_optimizers(str(tmp_path), lambda role: fresh)
     assert fresh.step_count == 1

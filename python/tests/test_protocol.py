@@ -12,12 +12,14 @@ from ragen_torch.token_stats import plain_token_stats, token_stats
 
 def test_a_frame_is_magic_lengths_json_then_raw_little_endian_buffers():
     f = io.BytesIO()
-    write_frame(f, {"id": 3, "op": "forward"}, {"ids": torch.tensor([[1, -2]], dtype=torch.int32), "w": torch.tensor([0.5])})
+    bufs = {"ids": torch.tensor([[1, -2]], dtype=torch.int32), "w": torch.tensor([0.5])}
+    write_frame(f, {"id": 3, "op": "forward"}, bufs)
     blob = f.getvalue()
     magic, hlen, blen = struct.unpack("<4sIQ", blob[:16])
     header = json.loads(blob[16 : 16 + hlen])
     assert magic == b"RGT1" and blen == 8 + 4
-    assert header == {"id": 3, "op": "forward", "buffers": [{"name": "ids", "dtype": "i32", "shape": [1, 2]}, {"name": "w", "dtype": "f32", "shape": [1]}]}
+    buffers = [{"name": "ids", "dtype": "i32", "shape": [1, 2]}, {"name": "w", "dtype": "f32", "shape": [1]}]
+    assert header == {"id": 3, "op": "forward", "buffers": buffers}
     assert blob[16 + hlen :] == struct.pack("<2if", 1, -2, 0.5)
     h, bufs = read_frame(io.BytesIO(blob))
     assert h == {"id": 3, "op": "forward"} and bufs["ids"].tolist() == [[1, -2]] and bufs["w"].tolist() == [0.5]
@@ -44,7 +46,8 @@ def test_chunked_token_stats_equal_the_whole_logits_computation_in_value_and_gra
     p = z.softmax(-1)
     ent_hand = -(p * p.log()).sum(-1)
     results = []
-    for fn in (lambda: plain_token_stats(h, w, targets), lambda: token_stats(h, w, targets, chunk_bytes=3 * 4 * 11 * 2)):  # 2 rows a chunk
+    two_rows = 3 * 4 * 11 * 2  # bytes of scratch for two rows of 11 logits: four chunks
+    for fn in (lambda: plain_token_stats(h, w, targets), lambda: token_stats(h, w, targets, chunk_bytes=two_rows)):
         lp, ent = fn()
         torch.testing.assert_close(lp.double(), lp_hand, atol=1e-5, rtol=0)
         torch.testing.assert_close(ent.double(), ent_hand, atol=1e-5, rtol=0)

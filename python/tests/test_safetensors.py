@@ -9,7 +9,13 @@ import torch
 
 import tiny
 from ragen_torch.safetensors_header import MAX_HEADER_BYTES
-from ragen_torch.safetensors_io import CheckpointError, load_weight_files, read_safetensors, save_weights, write_safetensors
+from ragen_torch.safetensors_io import (
+    CheckpointError,
+    load_weight_files,
+    read_safetensors,
+    save_weights,
+    write_safetensors,
+)
 
 
 def tensors():
@@ -37,7 +43,8 @@ def test_the_writer_follows_the_format_byte_for_byte(tmp_path):
         torch.testing.assert_close(got[name], want.double(), atol=0, rtol=0, msg=name)
     (n,) = struct.unpack("<Q", open(path, "rb").read(8))
     assert n % 8 == 0  # the data section starts 8-byte aligned, as the reference writer pads it
-    assert [header[k]["dtype"] for k in ("f32", "f64", "f16", "bf16", "i64", "i32")] == ["F32", "F64", "F16", "BF16", "I64", "I32"]
+    names = ("f32", "f64", "f16", "bf16", "i64", "i32")
+    assert [header[k]["dtype"] for k in names] == ["F32", "F64", "F16", "BF16", "I64", "I32"]
 
 
 def test_a_written_file_reads_back_with_dtypes_values_and_metadata(tmp_path):
@@ -76,7 +83,7 @@ def test_save_weights_shards_past_the_limit_and_loads_back_whole(tmp_path):
     d = str(tmp_path)
     w = {f"t{i}": torch.full((10,), float(i)) for i in range(5)}  # 40 bytes each
     files = save_weights(d, w, max_shard_bytes=100)  # two per shard
-    assert files == ["model-00001-of-00003.safetensors", "model-00002-of-00003.safetensors", "model-00003-of-00003.safetensors", "model.safetensors.index.json"]
+    assert files == [f"model-0000{i}-of-00003.safetensors" for i in (1, 2, 3)] + ["model.safetensors.index.json"]
     index = json.load(open(os.path.join(d, "model.safetensors.index.json")))
     assert index["metadata"]["total_size"] == 5 * 40
     assert index["weight_map"] == {"t0": files[0], "t1": files[0], "t2": files[1], "t3": files[1], "t4": files[2]}
@@ -92,7 +99,8 @@ def test_save_weights_shards_past_the_limit_and_loads_back_whole(tmp_path):
 def test_an_index_naming_a_tensor_its_shard_lacks_is_refused(tmp_path):
     d = str(tmp_path)
     tiny.write_st(os.path.join(d, "s1.safetensors"), {"a": torch.ones(2)})
-    json.dump({"weight_map": {"a": "s1.safetensors", "b": "s1.safetensors"}}, open(os.path.join(d, "model.safetensors.index.json"), "w"))
+    with open(os.path.join(d, "model.safetensors.index.json"), "w") as f:
+        json.dump({"weight_map": {"a": "s1.safetensors", "b": "s1.safetensors"}}, f)
     with pytest.raises(CheckpointError, match="maps `b` to s1.safetensors, but that shard does not hold it"):
         load_weight_files(d)
     with pytest.raises(CheckpointError, match="expected model.safetensors or model.safetensors.index.json"):
@@ -147,6 +155,7 @@ def test_a_header_length_past_the_file_or_the_limit_is_refused(tmp_path):
 
 def test_a_null_metadata_and_an_empty_tensor_are_valid(tmp_path):
     path = str(tmp_path / "ok.safetensors")
-    tiny.raw_header(path, {"__metadata__": None, "e": {"dtype": "F32", "shape": [0, 3], "data_offsets": [0, 0]}, "w": F32_2}, struct.pack("<2f", 1.5, -2))
+    empty = {"dtype": "F32", "shape": [0, 3], "data_offsets": [0, 0]}
+    tiny.raw_header(path, {"__metadata__": None, "e": empty, "w": F32_2}, struct.pack("<2f", 1.5, -2))
     got, meta = read_safetensors(path)
     assert meta == {} and got["e"].shape == (0, 3) and got["w"].tolist() == [1.5, -2.0]

@@ -100,8 +100,12 @@ def raw_header(path, header, data, length=None):
         f.write(struct.pack("<Q", len(h) if length is None else length) + h + data)
 
 
+STRUCT = {"F32": ("f", 4), "F64": ("d", 8), "I32": ("i", 4), "I64": ("q", 8), "F16": ("e", 2)}  # struct codes
+
+
 def read_st(path):
-    """({name: float tensor}, header) of a safetensors file, read by the format's description (F32/F64/I32/I64/F16/BF16)."""
+    """({name: float64 tensor}, header) of a safetensors file of F32/F64/I32/I64/F16/BF16, read by the format's
+    description."""
     with open(path, "rb") as f:
         blob = f.read()
     (n,) = struct.unpack("<Q", blob[:8])
@@ -116,7 +120,7 @@ def read_st(path):
         if e["dtype"] == "BF16":  # the top 16 bits of a float32
             vals = [struct.unpack("<f", b"\0\0" + chunk[i : i + 2])[0] for i in range(0, len(chunk), 2)]
         else:
-            code, size = {"F32": ("f", 4), "F64": ("d", 8), "I32": ("i", 4), "I64": ("q", 8), "F16": ("e", 2)}[e["dtype"]]
+            code, size = STRUCT[e["dtype"]]
             vals = list(struct.unpack(f"<{len(chunk) // size}{code}", chunk))
         out[name] = torch.tensor(vals, dtype=torch.float64).reshape(e["shape"])
     return out, header
