@@ -2,7 +2,8 @@
 # Debian trixie's python3-torch (2.6, CPU) in a chroot beside the project, for running the torch worker's torch >= 2
 # paths without a GPU: scaled_dot_product_attention, torch.compile (inductor's C++ backend), meta-device loading,
 # torchrun on a torch built without libuv, and FSDP2 on CPU ranks. `npm test`'s torch 2 lane (scripts/test-torch2.mjs)
-# runs those tests with it where RAGEN_TORCH2_PYTHON names its python3 (.ci/run sets it up); by hand:
+# runs those tests with it where RAGEN_TORCH2_PYTHON names its python3 (.ci/run sets it up), and scripts/test-python.mjs
+# the worker's pytest tier (python/tests) too; by hand:
 #
 #   sudo sh scripts/torch2-chroot.sh /opt/trixie        # ~3 minutes, ~1.5 GB; Debian's mirror only
 #   RAGEN_PYTHON=/opt/trixie/python3 npx vitest run src/engine/torch-dp.test.ts src/engine/torch-compile.test.ts
@@ -30,7 +31,7 @@ for d in /proc /dev /sys /tmp "${TMPDIR:-/tmp}" "$project"; do
   same "$d" "$root$d" || mount --bind "$d" "$root$d"
 done
 cp /etc/resolv.conf "$root/etc/resolv.conf"
-chroot "$root" sh -c 'python3 -c "import torch" 2>/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-torch libopenblas0-pthread python3-numpy python3-setuptools libtorch-dev g++; }'
+chroot "$root" sh -c 'python3 -c "import torch, pytest" 2>/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends python3-torch libopenblas0-pthread python3-numpy python3-setuptools libtorch-dev g++ python3-pytest; }'
 
 chroot "$root" python3 - /usr/lib/python3/dist-packages/torch <<'EOF'
 import re, sys

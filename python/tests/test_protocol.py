@@ -1,0 +1,57 @@
+"""protocol.py (the frames the worker reads and writes) and token_stats.py (chunked log-probs and entropy)."""
+import io
+import json
+import struct
+
+import pytest
+import torch
+
+from ragen_torch.protocol import ProtocolError, read_frame, write_frame
+from ragen_torch.token_stats import plain_token_stats, token_stats
+
+
+def test_a_frame_is_magic_lengths_json_then_raw_little_endian_buffers():
+    f = io.BytesIO()
+    bufs = {"ids": torch.tensor([[1, -2]], dtype=torch.int32), "w": torch.tensor([0.5])}
+    write_frame(f, {"id": 3, "op": "forward"}, bufs)
+    blob = f.getvalue()
+    magic, hlen, blen = struct.unpack("<4sIQ", blob[:16])
+    header = json.loads(blob[16 : 16 + hlen])
+    assert magic == b"RGT1" and blen == 8 + 4
+    buffers = [{"name": "ids", "dtype": "i32", "shape": [1, 2]}, {"name": "w", "dtype": "f32", "shape": [1]}]
+    assert header == {"id": 3, "op": "forward", "buffers": buffers}
+    assert blob[16 + hlen :] == struct.pack("<2if", 1, -2, 0.5)
+    h, bufs = read_frame(io.BytesIO(blob))
+    assert h == {"id": 3, "op": "forward"} and bufs["ids"].tolist() == [[1, -2]] and bufs["w"].tolist() == [0.5]
+    assert read_frame(io.BytesIO(b"")) is None  # end of input
+
+
+def test_a_bad_magic_or_a_nan_in_a_header_is_refused():
+    with pytest.raises(ProtocolError, match="bad frame magic b'XXXX'"):
+        read_frame(io.BytesIO(struct.pack("<4sIQ", b"XXXX", 2, 0) + b"{}"))
+    with pytest.raises(ValueError):
+        write_frame(io.BytesIO(), {"gradNorm": float("nan")})
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_chunked_token_stats_equal_the_whole_logits_computation_in_value_and_gradient(dtype):
+    g = torch.Generator().manual_seed(0)
+    h = torch.randn(7, 5, generator=g, dtype=dtype).requires_grad_(True)
+    w = torch.randn(11, 5, generator=g, dtype=dtype).requires_grad_(True)
+    targets = torch.randint(0, 11, (7,), generator=g)
+    gl, ge = torch.randn(7, generator=g), torch.randn(7, generator=g)
+    # by hand: log p = z_t - logsumexp(z), H = -sum p log p
+    z = (h @ w.t()).double()
+    lp_hand = z.gather(-1, targets[:, None]).squeeze(-1) - z.logsumexp(-1)
+    p = z.softmax(-1)
+    ent_hand = -(p * p.log()).sum(-1)
+    results = []
+    two_rows = 3 * 4 * 11 * 2  # bytes of scratch for two rows of 11 logits: four chunks
+    for fn in (lambda: plain_token_stats(h, w, targets), lambda: token_stats(h, w, targets, chunk_bytes=two_rows)):
+        lp, ent = fn()
+        torch.testing.assert_close(lp.double(), lp_hand, atol=1e-5, rtol=0)
+        torch.testing.assert_close(ent.double(), ent_hand, atol=1e-5, rtol=0)
+        dh, dw = torch.autograd.grad((lp * gl).sum() + (ent * ge).sum(), (h, w))
+        results.append((dh, dw))
+    for a, b in zip(*results):
+        torch.testing.assert_close(b, a, atol=1e-5, rtol=1e-5)

@@ -1,0 +1,78 @@
+// `npm test`'s Python tier: python/tests, pytest tests that call the torch worker's handlers in-process on tiny models
+// (seconds). Runs them with the first interpreter that imports torch and pytest ($RAGEN_PYTHON, python3 on PATH, then
+// Debian's /usr/bin/python3: src/engine/python.ts's order), and again with $RAGEN_TORCH2_PYTHON (the torch 2 lane's
+// interpreter) where set. Without torch or pytest the tier is skipped and says so; with RAGEN_REQUIRE_BACKENDS=1 (CI)
+// that is a failure naming the package to install.
+import { spawnSync } from 'node:child_process';
+import { resolve } from 'node:path';
+
+const ROOT = resolve(import.meta.dirname, '..');
+const TESTS = 'python/tests';
+const required = process.env.RAGEN_REQUIRE_BACKENDS === '1';
+
+/** {python, torch, pytest, project}: the versions it imports (null when it does not) and whether it sees this clone. */
+function probe(python) {
+  const code = [
+    'import os, sys',
+    'print(os.path.isfile("python/ragen_torch/__init__.py"))',
+    'import torch; print(torch.__version__)',
+    'import pytest; print(pytest.__version__)',
+  ].join('\n');
+  const r = spawnSync(python, ['-c', code], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
+  const [project, torch, pytest] = (r.stdout ?? '').trim().split('\n');
+  return { python, project: project === 'True', torch: torch || null, pytest: pytest || null };
+}
+
+/** The sentence for an interpreter that cannot run the tier, or null when it can. */
+function lacking(p) {
+  if (!p.torch) return `${p.python} does not import torch`;
+  if (!p.pytest) return `${p.python} has torch ${p.torch} but not pytest`;
+  if (!p.project) return `${p.python} does not see this clone's python/ragen_torch from ${ROOT}`;
+  return null;
+}
+
+function refuse(message) {
+  if (required) {
+    console.error(`python tier: ${message}; RAGEN_REQUIRE_BACKENDS=1 makes this a failure`);
+    process.exit(1);
+  }
+  console.log(`python tier: skipped (${message})`);
+}
+
+function run(p, lane) {
+  console.log(`python tier${lane}: ${TESTS} with torch ${p.torch}, pytest ${p.pytest} (${p.python})`);
+  // -p no:cacheprovider: no .pytest_cache folder left in the clone
+  const args = ['-m', 'pytest', '-q', '-p', 'no:cacheprovider', TESTS];
+  const r = spawnSync(p.python, args, { cwd: ROOT, stdio: 'inherit' });
+  return r.status ?? 1;
+}
+
+// Every interpreter is probed before any test runs, so that a missing one fails CI at once.
+const candidates = [...new Set([process.env.RAGEN_PYTHON, 'python3', '/usr/bin/python3'].filter(Boolean))];
+const probes = [];
+let chosen = null;
+for (const python of candidates) {
+  const p = probe(python);
+  probes.push(p);
+  if (!lacking(p)) {
+    chosen = p;
+    break;
+  }
+}
+const torch2 = process.env.RAGEN_TORCH2_PYTHON ? probe(process.env.RAGEN_TORCH2_PYTHON) : null;
+if (torch2 && lacking(torch2)) {
+  refuse(
+    `torch 2 lane: RAGEN_TORCH2_PYTHON=${lacking(torch2)}; run \`sudo sh scripts/torch2-chroot.sh <its folder>\` ` +
+      'again, which binds this clone there and installs python3-torch and python3-pytest',
+  );
+}
+if (!chosen) {
+  refuse(
+    `no interpreter has both torch and pytest (${probes.map(lacking).join('; ')}): ` +
+      '`apt-get install python3-pytest` (with python3-torch, on Debian/Ubuntu) or `pip install torch pytest`, ' +
+      'or point RAGEN_PYTHON at an interpreter with both',
+  );
+}
+let status = chosen ? run(chosen, '') : 0;
+if (torch2 && !lacking(torch2)) status = run(torch2, ' (torch 2 lane)') || status;
+process.exit(status);
