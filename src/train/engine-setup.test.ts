@@ -33,11 +33,11 @@ describe('the model directories a run starts from', () => {
     expect(shipped.model.path).toBe(resolve(import.meta.dirname, '../../models/ragen-tiny'));
     expect(Object.isFrozen(shipped.model)).toBe(true);
     const cache = mkdtempSync(join(tmpdir(), 'ragen-hf-cache-'));
-    const snap = join(cache, 'models--org--m', 'snapshots', 'c0ffee');
+    const snap = join(cache, 'models--org--m', 'snapshots', 'c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00');
     mkdirSync(snap, { recursive: true });
     writeFileSync(join(snap, 'config.json'), '{}');
     mkdirSync(join(cache, 'models--org--m', 'refs'));
-    writeFileSync(join(cache, 'models--org--m', 'refs', 'main'), 'c0ffee');
+    writeFileSync(join(cache, 'models--org--m', 'refs', 'main'), 'c0ffee00c0ffee00c0ffee00c0ffee00c0ffee00');
     const saved = { ...process.env };
     try {
       Object.assign(process.env, { HF_HUB_CACHE: cache, HF_HUB_OFFLINE: '1' });
