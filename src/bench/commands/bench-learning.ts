@@ -6,7 +6,7 @@ import os from 'node:os';
 import { dirname, join } from 'node:path';
 import type { Command } from 'commander';
 import { readMetricsFile, timestamp } from '../../metrics/index.js';
-import { checkRunConfig, loadConfig, type RagenConfig } from '../../config/index.js';
+import { checkFlagOverrides, checkRunConfig, loadConfig, type RagenConfig } from '../../config/index.js';
 import { train } from '../../train/index.js';
 import { ConfigError, RagenError } from '../../util/index.js';
 import { parsePositiveInt } from '../../cli/commands/env-options.js';
@@ -107,6 +107,8 @@ export async function benchLearning(overrides: readonly string[], opts: Learning
   const problems: string[] = [];
   for (const spec of specs) {
     try {
+      const flags = [...(opts.steps ? [{ flag: '--steps', key: 'trainer.steps', value: opts.steps }] : []), { flag: '--runs-dir', key: 'logging.runDir' }];
+      checkFlagOverrides(flags, [...overrides, ...(spec.overrides ?? [])]);
       const config = loadConfig({ config: spec.presets, overrides: [...overrides, ...(opts.steps ? [`trainer.steps=${opts.steps}`] : []), ...(spec.overrides ?? []), `logging.runDir=${join(opts.runsDir, `${spec.name.replace(/[^\w.+-]+/g, '-')}__${stamp}`)}`] });
       checkRunConfig(config);
       configs.push(config);
