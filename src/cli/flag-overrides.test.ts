@@ -49,10 +49,10 @@ describe('issue 38 item 3: a flag and an override that disagree', () => {
   });
 
   it('ragen bench ragen2 refuses seed.train= (set by --seeds) and logging.runDir= (set by --runs-dir)', async () => {
-    const seeds = await runCli('bench', 'ragen2', '--runs-dir', '/tmp/never-ragen2', noModel, 'seed.train=5');
+    const seeds = await runCli('bench', 'ragen2', '--runs-dir', '/tmp/never-ragen2', '--out-dir', '/nonexistent/out', noModel, 'seed.train=5');
     expect(seeds.code).toBe(2);
     expect(seeds.err).toContain('`seed.train` is set by `--seeds`');
-    const dir = await runCli('bench', 'ragen2', '--runs-dir', '/tmp/never-ragen2', noModel, 'logging.runDir=/tmp/y');
+    const dir = await runCli('bench', 'ragen2', '--runs-dir', '/tmp/never-ragen2', '--out-dir', '/nonexistent/out', noModel, 'logging.runDir=/tmp/y');
     expect(dir.code).toBe(2);
     expect(dir.err).toContain('`logging.runDir` is set by `--runs-dir`');
   });
