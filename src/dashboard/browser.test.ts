@@ -90,9 +90,9 @@ describe.skipIf(!browserAvailable())('dashboard in chromium', () => {
     try {
       await page.goto(`${dash.url}#/runs`);
       await page.waitForSelector('#loading .spinner');
-      await page.waitForFunction(() => /Runs page: loading the run list: 0 of 1 request done, \d+\.\d s/.test(document.querySelector('#loading-text')?.textContent ?? ''));
+      await expect.poll(() => page.textContent('#loading-text'), { timeout: 10_000 }).toMatch(/Runs page: loading the run list: 0 of 1 request done, \d+\.\d s/);
       const t1 = await page.textContent('#loading-text');
-      await page.waitForFunction((before) => document.querySelector('#loading-text')?.textContent !== before, t1); // the seconds count
+      await expect.poll(() => page.textContent('#loading-text'), { timeout: 10_000 }).not.toBe(t1); // the seconds count
       expect(await page.locator('table.runs').count()).toBe(0); // no data yet
       release();
       await page.waitForSelector('main[data-page="runs"] .runs-page');
@@ -110,7 +110,7 @@ describe.skipIf(!browserAvailable())('dashboard in chromium', () => {
     });
     try {
       await page.goto(`${dash.url}#/curves?runs=0/one,0/two`);
-      await page.waitForFunction(() => /Curves page: loading run 0\/one, run 0\/two: 0 of 2 requests done/.test(document.querySelector('#loading-text')?.textContent ?? ''));
+      await expect.poll(() => page.textContent('#loading-text'), { timeout: 10_000 }).toMatch(/Curves page: loading run 0\/one, run 0\/two: 0 of 2 requests done/);
       releaseRuns();
       await page.waitForSelector('main .error, main [role="alert"]');
     } finally {
