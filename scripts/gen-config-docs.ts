@@ -133,6 +133,13 @@ A run's config is resolved in this order, later winning:
    \`agent.enableThink=false\`, \`agent.maxContextWindow=null\`, \`model.lora.targetModules=[q_proj,v_proj]\`,
    \`env.train=[{tag: Bandit, groups: 8}]\`. List items are addressed by index (\`env.train.0.groups=4\`; the next index appends).
 
+A flag and an override: a flag that is shorthand for a key (\`ragen train --steps\` for \`trainer.steps\`; \`ragen bench learning
+--steps\`) and an override of the same key must agree: \`--steps 1 trainer.steps=abc\` or \`--steps 1 trainer.steps=2\` is refused
+with a sentence naming both (and, for a bad value, why it is bad), and \`--steps 2 trainer.steps=2\` is accepted. Neither wins by
+its place on the line. Keys a command sets per run are its flags' alone: \`logging.runDir\` under \`--runs-dir\` (\`ragen bench
+learning\`, \`ragen bench ragen2\`) and \`seed.train\` under \`--seeds\` (\`ragen bench ragen2\`). \`ragen eval --max-turns\`
+and \`--set maxTurns=\` follow the same rule.
+
 Everything is validated at load: an unknown key or a bad value is an error naming the full key, the value, where it came from,
 the reason and the nearest valid key. Things only the run can check (the model directory exists, env tags are registered,
 \`env.config.<tag>\` fits the env's own schema) are checked when the run starts. The resolved config is written to

@@ -8,6 +8,7 @@ import { collapsePage } from './pages/collapse.js';
 import { trajectoriesPage } from './pages/trajectories.js';
 import { evalPage } from './pages/eval.js';
 import type { Page } from './pages/page.js';
+import { onProgress, progressText, resetProgress } from './progress.js';
 
 type PageFactory = (params: URLSearchParams) => Promise<Page>;
 
@@ -23,6 +24,7 @@ const PAGES: Record<string, [string, PageFactory]> = {
 const main = h('main', { id: 'page' });
 const nav = h('nav', {});
 const status = h('span', { class: 'live', id: 'live' }, 'connecting...');
+document.getElementById('boot')?.remove();
 document.body.append(h('header', {}, h('span', { class: 'brand' }, 'ragen observatory'), nav, status), main);
 
 let current: Page | null = null;
@@ -56,18 +58,36 @@ async function render(): Promise<void> {
   const name = pageName();
   current?.destroy?.();
   current = null;
-  main.replaceChildren(h('p', { class: 'loading' }, 'loading...'));
+  const stopProgress = showProgress(name);
   let page: Page;
   try {
     page = await PAGES[name]![1](routeParams());
   } catch (err) {
     if (token === rendering) main.replaceChildren(errorBox((err as Error).message));
     return;
+  } finally {
+    stopProgress();
   }
   if (token !== rendering) return page.destroy?.();
   current = page;
   main.replaceChildren(page.el);
   main.dataset['page'] = name;
+}
+
+/** The loading line of page `name`: a spinner, what it waits for and how far it got (src/progress.ts), kept current. */
+function showProgress(name: string): () => void {
+  resetProgress();
+  const t0 = performance.now();
+  const text = h('span', { id: 'loading-text' });
+  const update = () => (text.textContent = `${PAGES[name]![0]} page: ${progressText((performance.now() - t0) / 1000)}`);
+  update();
+  main.replaceChildren(h('p', { class: 'loading', id: 'loading', role: 'status' }, h('span', { class: 'spinner', 'aria-hidden': 'true' }), text));
+  const unsubscribe = onProgress(update);
+  const timer = setInterval(update, 100);
+  return () => {
+    unsubscribe();
+    clearInterval(timer);
+  };
 }
 
 window.addEventListener('hashchange', () => void render());

@@ -43,3 +43,4 @@ export { checkPromptBudget, checkPromptsFit, type PromptSet } from './prompt-bud
 export { envGroupsOptions, samplingOf } from './rollout-options.js';
 export { agentEntries, agentEntryName, entryTags, envTags, tagEntries, type AgentEntry } from './env-entries.js';
 export { checkResumeOverrides, resumable, RESUMABLE_KEYS } from './resume.js';
+export { checkFlagOverrides, type FlagSetting } from './flag-overrides.js';

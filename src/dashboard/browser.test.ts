@@ -79,6 +79,46 @@ describe.skipIf(!browserAvailable())('dashboard in chromium', () => {
     await shot(page, 'runs');
   });
 
+  it('issue 38 item 4: says what is loading and how far it got while the API is slow, before the data', async () => {
+    // Each request waits until the test has read the loading line (a slow server, made deterministic).
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    await page.route(/\/api\/(runs|run\?)/, async (route) => {
+      await held;
+      await route.continue();
+    });
+    try {
+      await page.goto(`${dash.url}#/runs`);
+      await page.waitForSelector('#loading .spinner');
+      await expect.poll(() => page.textContent('#loading-text'), { timeout: 10_000 }).toMatch(/Runs page: loading the run list: 0 of 1 request done, \d+\.\d s/);
+      const t1 = await page.textContent('#loading-text');
+      await expect.poll(() => page.textContent('#loading-text'), { timeout: 10_000 }).not.toBe(t1); // the seconds count
+      expect(await page.locator('table.runs').count()).toBe(0); // no data yet
+      release();
+      await page.waitForSelector('main[data-page="runs"] .runs-page');
+      expect(await page.locator('#loading').count()).toBe(0);
+    } finally {
+      release();
+      await page.unroute(/\/api\/(runs|run\?)/);
+    }
+    // several runs: each named, counted as they arrive
+    let releaseRuns!: () => void;
+    const heldRuns = new Promise<void>((r) => (releaseRuns = r));
+    await page.route(/\/api\/run\?/, async (route) => {
+      await heldRuns;
+      await route.continue();
+    });
+    try {
+      await page.goto(`${dash.url}#/curves?runs=0/one,0/two`);
+      await expect.poll(() => page.textContent('#loading-text'), { timeout: 10_000 }).toMatch(/Curves page: loading run 0\/one, run 0\/two: 0 of 2 requests done/);
+      releaseRuns();
+      await page.waitForSelector('main .error, main [role="alert"]');
+    } finally {
+      releaseRuns();
+      await page.unroute(/\/api\/run\?/);
+    }
+  });
+
   it('draws the curves of the run', async () => {
     await page.goto(`${dash.url}#/curves?runs=0/bandit-run`);
     for (const title of ['Success', 'Reward', 'Entropy', 'KL', 'Grad norm', 'Kept ratio', 'Timings (s)']) {

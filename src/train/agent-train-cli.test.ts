@@ -81,6 +81,40 @@ setTimeout(() => {}, 120_000);
     await new Promise((r) => setTimeout(r, 200)); // SIGKILL is delivered asynchronously
     expect(alive(pid)).toBe(false);
   }, 120_000);
+
+  it('issue 38 item 3: Ctrl-C with agent programs exits 130 saying what was kept and the resume command', async () => {
+    const pidFile = join(root, 'later.pid');
+    const count = join(root, 'later.count');
+    // the first step's two episodes answer; later ones hang (and say so), so SIGINT lands in step 2's rollout
+    writeFileSync(join(root, 'later.mjs'), `
+import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+appendFileSync(${JSON.stringify(count)}, 'x');
+if (readFileSync(${JSON.stringify(count)}, 'utf8').length > 2) {
+  writeFileSync(${JSON.stringify(pidFile)}, String(process.pid));
+  setTimeout(() => {}, 120_000);
+} else {
+  await fetch(process.env.OPENAI_BASE_URL + '/chat/completions', { method: 'POST', body: JSON.stringify({ messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 }) });
+  await fetch(process.env.RAGEN_REWARD_URL, { method: 'POST', body: JSON.stringify({ reward: 1 }) });
+}
+`);
+    const file = configFile('later', 'later.mjs', 3);
+    writeFileSync(file, readFileSync(file, 'utf8').replace('valEvery: 0,', 'valEvery: 0, checkpointEvery: 1,'));
+    const { child, exit } = ragenTrain(file);
+    const t0 = Date.now();
+    while (!existsSync(pidFile) || readFileSync(pidFile, 'utf8') === '') {
+      if (Date.now() - t0 > 90_000) throw new Error('step 2 never started');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    child.kill('SIGINT');
+    const { code, out } = await exit;
+    expect(code, out).toBe(130);
+    const run = join(root, 'later');
+    const said = `ragen: interrupted by SIGINT during step 2 of 3. Kept: the checkpoint of step 1, ${join(run, 'checkpoints', 'step-1')}.\nContinue with: ragen train --resume ${run}\n`;
+    expect(out).toContain(said);
+    expect(readFileSync(join(run, 'console.log'), 'utf8')).toContain(said);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(alive(Number(readFileSync(pidFile, 'utf8')))).toBe(false);
+  }, 120_000);
 });
 
 /** Whether `pid` runs: a zombie (killed, not yet reaped: a container's PID 1 may never reap it) counts as gone. */

@@ -23,6 +23,7 @@ import { abandonRun, createRun, recordResume, resumeRun } from './run-setup.js';
 import { starpoStep, type StepContext } from './step.js';
 import { AsyncRollouts } from './async-rollouts.js';
 import { validate } from './validate.js';
+import { sayOnInterrupt } from './interrupt.js';
 import { CheckpointError } from '../util/index.js';
 import { NonFiniteLogitsError } from '../model/index.js';
 
@@ -147,7 +148,9 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     if (options.resume === undefined && err instanceof Error) err.message = `${err.message.replace(/\.?$/, '.')} ${abandonRun(paths)}`;
     throw err;
   }
-  const stopOnSignal = gateway ? exitOnSignal() : undefined;
+  let current = startStep; // the step being trained, for the interrupt message
+  // Ctrl-C says what was kept and how to continue; with agent programs it exits through process.exit, whose hook kills them
+  const stopOnSignal = sayOnInterrupt({ runDir: paths.root, checkpoints: paths.checkpoints, totalSteps: t.steps, startStep, step: () => current }, { exit: gateway !== undefined });
   const logger = new MetricLogger([...opened.sinks, ...(options.sinks ?? [])], { every: config.logging.logEvery });
   ctx.log = (line) => logger.message(line);
   if (saved.logger) logger.setState(saved.logger);
@@ -174,6 +177,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     let checkpointSeconds: number | undefined;
     let lastCheckpoint = startStep;
     for (let step = startStep + 1; step <= end; step++) {
+      current = step;
       const t0 = performance.now();
       const out = await stepOrExplain(ahead ? ahead.step(step) : starpoStep(ctx, step), step, lastCheckpoint, paths.root);
       logger.log(out.metrics);
@@ -231,7 +235,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
       await ahead?.close();
       await groups?.close();
       await gateway?.close();
-      stopOnSignal?.();
+      stopOnSignal();
       if (!options.models) engine.dispose();
     }
   }
@@ -252,21 +256,6 @@ async function promptsFit(config: RagenConfig, models: TrainerModels, owned: boo
     if (owned) models.engine.dispose();
     throw err;
   }
-}
-
-/**
- * While agent programs may run: SIGINT / SIGTERM exit the process (130 / 143) through `process.exit`, whose exit hook
- * (src/gateway/runner.ts) kills every program's process group, instead of dying with them still running. Returns the undo.
- */
-function exitOnSignal(): () => void {
-  const onInt = () => process.exit(130);
-  const onTerm = () => process.exit(143);
-  process.once('SIGINT', onInt);
-  process.once('SIGTERM', onTerm);
-  return () => {
-    process.off('SIGINT', onInt);
-    process.off('SIGTERM', onTerm);
-  };
 }
 
 /**

@@ -15,24 +15,40 @@ export function editDistance(a: string, b: string): number {
   return prev[b.length]!;
 }
 
-/** The candidate nearest to `name`, or undefined when nothing is reasonably close. */
-export function nearest(name: string, candidates: Iterable<string>): string | undefined {
+/**
+ * The candidates to suggest for `name`, best first: the nearest by edit distance when it is reasonably close, else up
+ * to three that contain `name`, case-insensitively (`Sokoban` -> `SimpleSokoban`, ...), nearest first; empty when
+ * nothing fits.
+ */
+export function suggestions(name: string, candidates: Iterable<string>): string[] {
+  const all = [...new Set(candidates)];
   let best: string | undefined;
   let bestDist = Infinity;
-  for (const c of candidates) {
+  for (const c of all) {
     const d = editDistance(name, c);
     if (d < bestDist) {
       bestDist = d;
       best = c;
     }
   }
-  if (best === undefined) return undefined;
+  if (best === undefined) return [];
   const limit = Math.max(2, Math.floor(Math.max(name.length, best.length) / 3));
-  return bestDist <= limit ? best : undefined;
+  if (bestDist <= limit) return [best];
+  const lower = name.toLowerCase();
+  if (lower.length < 3) return [];
+  // only longer names that contain it: the other way round would offer `model` for `model.dtype`
+  const containing = all.filter((c) => c.toLowerCase().includes(lower));
+  return containing.sort((a, b) => editDistance(name, a) - editDistance(name, b) || a.localeCompare(b)).slice(0, 3);
 }
 
-/** " Did you mean `x`?" or "" — to append to an error message. */
+/** The candidate nearest to `name`, or undefined when nothing is reasonably close (see `suggestions`). */
+export function nearest(name: string, candidates: Iterable<string>): string | undefined {
+  return suggestions(name, candidates)[0];
+}
+
+/** " Did you mean `x`?" (or "`x`, `y` or `z`") or "" — to append to an error message. */
 export function didYouMean(name: string, candidates: Iterable<string>): string {
-  const n = nearest(name, candidates);
-  return n === undefined ? '' : ` Did you mean \`${n}\`?`;
+  const s = suggestions(name, candidates).map((c) => `\`${c}\``);
+  if (s.length === 0) return '';
+  return ` Did you mean ${s.length === 1 ? s[0] : `${s.slice(0, -1).join(', ')} or ${s.at(-1)}`}?`;
 }

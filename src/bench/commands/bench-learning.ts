@@ -1,14 +1,14 @@
 // `ragen bench learning`: learning evidence. Trains presets and records validation success before and after,
 // the validation curve, the filter's kept ratio and the step time, as JSON and as a markdown section for
 // docs/benchmarks.md. A benchmark, not a test: each run takes minutes.
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { dirname, join } from 'node:path';
 import type { Command } from 'commander';
 import { readMetricsFile, timestamp } from '../../metrics/index.js';
-import { checkRunConfig, loadConfig, type RagenConfig } from '../../config/index.js';
+import { checkFlagOverrides, checkRunConfig, listPresets, loadConfig, type RagenConfig } from '../../config/index.js';
 import { train } from '../../train/index.js';
-import { ConfigError, RagenError } from '../../util/index.js';
+import { ConfigError, didYouMean, RagenError, UsageError } from '../../util/index.js';
 import { parsePositiveInt } from '../../cli/commands/env-options.js';
 import { FRAMEWORK_RUNS, GATEWAY_RUNS, gatewayMarkdown, measureGatewayOverhead, type GatewayOverhead } from './bench-learning-gateway.js';
 
@@ -95,7 +95,16 @@ export function learningRuns(list: string | undefined): LearningRunSpec[] {
     if (name === 'gateway') return GATEWAY_RUNS;
     if (name === 'frameworks') return FRAMEWORK_RUNS;
     const parts = name.split('+');
-    return DEFAULT_RUNS.find((r) => r.name === name) ?? FRAMEWORK_RUNS.find((r) => r.name === name) ?? { name, presets: parts.filter((p) => !p.includes('=')), overrides: parts.filter((p) => p.includes('=')) };
+    const known = DEFAULT_RUNS.find((r) => r.name === name) ?? FRAMEWORK_RUNS.find((r) => r.name === name);
+    if (known) return known;
+    const presets = listPresets();
+    for (const part of parts.filter((p) => !p.includes('='))) {
+      if (!presets.includes(part) && !existsSync(part) && !existsSync(`${part}.yaml`)) {
+        const names = [...DEFAULT_RUNS, ...FRAMEWORK_RUNS].map((r) => r.name);
+        throw new UsageError(`Unknown --runs entry \`${part}\`: neither a run name (${DEFAULT_RUNS.map((r) => r.name).join(', ')}, gateway, frameworks, or one of theirs) nor a preset or YAML file.${didYouMean(part, [...names, 'gateway', 'frameworks', ...presets])}`);
+      }
+    }
+    return { name, presets: parts.filter((p) => !p.includes('=')), overrides: parts.filter((p) => p.includes('=')) };
   });
 }
 
@@ -107,6 +116,8 @@ export async function benchLearning(overrides: readonly string[], opts: Learning
   const problems: string[] = [];
   for (const spec of specs) {
     try {
+      const flags = [...(opts.steps ? [{ flag: '--steps', key: 'trainer.steps', value: opts.steps }] : []), { flag: '--runs-dir', key: 'logging.runDir' }];
+      checkFlagOverrides(flags, [...overrides, ...(spec.overrides ?? [])]);
       const config = loadConfig({ config: spec.presets, overrides: [...overrides, ...(opts.steps ? [`trainer.steps=${opts.steps}`] : []), ...(spec.overrides ?? []), `logging.runDir=${join(opts.runsDir, `${spec.name.replace(/[^\w.+-]+/g, '-')}__${stamp}`)}`] });
       checkRunConfig(config);
       configs.push(config);

@@ -7,6 +7,7 @@ import { join, relative, sep } from 'node:path';
 import type { Command } from 'commander';
 import { runStudy, STUDY_CONFIGS, STUDY_OVERRIDES, STUDY_SEEDS, studyConfigs, studyFigures, studyMarkdown, summarizeStudy, writePngs } from '../study/index.js';
 import { UsageError } from '../../util/index.js';
+import { checkFlagOverrides } from '../../config/index.js';
 
 interface Ragen2Options {
   configs?: string;
@@ -74,6 +75,7 @@ export function register(bench: Command): void {
       const command = `ragen bench ragen2 --report-only --runs-dir ${opts.runsDir}`;
       const report = () => ragen2Report(opts.runsDir, opts.outDir, opts.drop, configs.map((c) => c.name), command);
       if (overrides.length && opts.reportOnly) throw new UsageError(`--report-only trains nothing, so overrides mean nothing to it; drop \`${overrides.join(' ')}\`.`);
+      checkFlagOverrides([{ flag: '--seeds', key: 'seed.train' }, { flag: '--runs-dir', key: 'logging.runDir' }], overrides);
       let last: string | null = null; // the report made after the last run trained, if any
       if (!opts.reportOnly) await runStudy({ runsDir: opts.runsDir, configs, seeds, overrides, afterRun: async () => void (last = await report()) });
       console.log(`\n${last ?? (await report())}`);

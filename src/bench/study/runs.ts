@@ -3,10 +3,10 @@
 // so the study resumes: finished runs are skipped, interrupted ones continue from their latest checkpoint.
 import { existsSync, readdirSync, rmSync, writeFileSync, readFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { checkRunConfig, loadConfig, type RagenConfig } from '../../config/index.js';
+import { checkRunConfig, listPresets, loadConfig, type RagenConfig } from '../../config/index.js';
 import { summarize as summarizeRun } from '../../metrics/index.js';
 import { train } from '../../train/index.js';
-import { ConfigError, RagenError, UsageError } from '../../util/index.js';
+import { ConfigError, didYouMean, RagenError, UsageError } from '../../util/index.js';
 
 /** One configuration of the study: a short name (the run directories' prefix) and the presets merged for it. */
 export interface StudyConfig {
@@ -39,7 +39,17 @@ export function studyConfigs(list: string | undefined): StudyConfig[] {
     .split(',')
     .map((s) => s.trim())
     .filter((s) => s !== '')
-    .map((name) => STUDY_CONFIGS.find((c) => c.name === name) ?? { name: name.replace(/[^\w.+-]+/g, '-'), presets: name.split('+') });
+    .map((name) => {
+      const known = STUDY_CONFIGS.find((c) => c.name === name);
+      if (known) return known;
+      const presets = listPresets();
+      for (const part of name.split('+')) {
+        if (!presets.includes(part) && !existsSync(part) && !existsSync(`${part}.yaml`)) {
+          throw new UsageError(`Unknown --configs entry \`${part}\`: neither a study config (${STUDY_CONFIGS.map((c) => c.name).join(', ')}) nor a preset or YAML file.${didYouMean(part, [...STUDY_CONFIGS.map((c) => c.name), ...presets])}`);
+        }
+      }
+      return { name: name.replace(/[^\w.+-]+/g, '-'), presets: name.split('+') };
+    });
 }
 
 /** The fixed run directory of (config, seed). */

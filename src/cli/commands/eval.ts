@@ -175,6 +175,10 @@ export async function runEval(opts: EvalOptions, onReport?: (report: EvalReport)
   if (base && !opts.env && agentEntries(base, 'val').length > 0) return evalAgents(base, opts, onReport);
   await registerRemoteEnvs([...(opts.env ?? '').split(',').map((s) => s.trim()), ...(base ? tagEntries(base, 'val').map((e) => e.tag) : [])]);
   const cfg = agentOf(base, opts);
+  const setTurns = parseConfigPairs(opts.set)['maxTurns'];
+  if (opts.maxTurns !== undefined && setTurns !== undefined && setTurns !== opts.maxTurns) {
+    throw new UsageError(`\`--max-turns ${opts.maxTurns}\` and \`--set maxTurns=${JSON.stringify(setTurns)}\` both set the turns per episode, to different values; give one of them.`);
+  }
   const baseGroups = base ? envGroupsOptions(base, 'val') : undefined;
   const envConfig = envConfigOverrides(parseConfigPairs(opts.config));
   const seed = opts.seed ?? (base ?? defaultConfig()).seed.val;

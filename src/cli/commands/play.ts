@@ -5,6 +5,7 @@ import type { Command } from 'commander';
 import { envSpec, makeEnv, resolveEnvId, type Env, type EnvInfo, type EnvMode, type StepResult } from '../../env/index.js';
 import { registerRemoteEnvs } from '../../env/remote/index.js';
 import { addEpisodeOptions, parseActions, parseConfigPairs, parsePositiveInt } from './env-options.js';
+import { actionKeys, keyCommand, keysHelp, readKeys, type KeyInput } from './play-keys.js';
 
 interface PlayOptions {
   seed: number;
@@ -27,7 +28,8 @@ export interface PlayRecord {
 
 const EXAMPLES = `
 Examples:
-  $ ragen play SimpleSokoban --seed 3                      # interactive in a terminal; arrow keys + Enter move, q quits
+  $ ragen play SimpleSokoban --seed 3                      # interactive in a terminal: arrow keys (or u/d/l/r) move at once, q quits
+  $ ragen play Countdown --seed 1                          # envs without single-key actions read a line per action
   $ ragen play SimpleSokoban --seed 3 --actions "Up || Left || Up"
   $ ragen play FrozenLake --seed 1 --actions "Down || Right" --json
   $ ragen play Bandit --seed 0 --config loArmScore=0.2 hiArmHiscoreProb=0.5
@@ -87,22 +89,27 @@ async function playScripted(env: Env, id: string, opts: PlayOptions): Promise<vo
 }
 
 /**
- * The terminal game: shows the observation, reads an action a line, shows reward and info.
- * `q` quits; after an episode ends, `n` starts the next seed. Streams are parameters for tests.
+ * The terminal game: shows the observation, reads an action, shows reward and info. From a terminal (a TTY with raw
+ * mode) an env whose actions have keys (`actionKeys`: arrows, first letters) plays key by key, at once; otherwise
+ * (pipes, free-text envs) it reads an action a line. `q` quits; after an episode ends, `n` starts the next seed.
+ * Streams are parameters for tests.
  */
 export async function playInteractive(env: Env, id: string, seed: number, mode: EnvMode, input: Readable, output: Writable): Promise<void> {
+  const initial = await env.reset({ seed, mode });
+  const keys = isKeyInput(input) ? actionKeys(env.actionNames) : null;
+  if (keys) return playByKeys(env, id, seed, mode, initial.observation, keys, input as KeyInput, output);
   const say = (s: string): void => void output.write(`${s}\n`);
   const rl = createInterface({ input, output, terminal: false });
   let steps: StepResult[] = [];
   let ended = false;
-  const start = async (): Promise<void> => {
-    const initial = await env.reset({ seed, mode });
-    printHeader(env, id, seed, mode, initial.observation, say);
+  const start = async (first?: string): Promise<void> => {
+    const observation = first ?? (await env.reset({ seed, mode })).observation;
+    printHeader(env, id, seed, mode, observation, say);
     say(`Type an action (${exampleActions(env)}), or q to quit.`);
     steps = [];
     ended = false;
   };
-  await start();
+  await start(initial.observation);
   output.write('action> ');
   for await (const raw of rl) {
     const line = raw.trim();
@@ -129,6 +136,44 @@ export async function playInteractive(env: Env, id: string, seed: number, mode: 
   }
   say('');
   rl.close();
+}
+
+function isKeyInput(input: Readable): boolean {
+  return (input as Partial<KeyInput>).isTTY === true && typeof (input as Partial<KeyInput>).setRawMode === 'function';
+}
+
+/** The key-by-key game (raw mode: lines end in \r\n, as the terminal no longer adds the carriage return). */
+async function playByKeys(env: Env, id: string, seed: number, mode: EnvMode, observation: string, keys: Map<string, string>, input: KeyInput, output: Writable): Promise<void> {
+  const say = (s: string): void => void output.write(`${s.replace(/\r?\n/g, '\r\n')}\r\n`);
+  const help = `${keysHelp(keys)} play at once; q quits`;
+  let steps: StepResult[] = [];
+  let ended = false;
+  const start = (obs: string) => {
+    printHeader(env, id, seed, mode, obs, say);
+    say(`Keys: ${help}.`);
+    steps = [];
+    ended = false;
+  };
+  start(observation);
+  await readKeys(input, output, async (str, key) => {
+    const cmd = keyCommand(str, key, keys, ended);
+    if (cmd.kind === 'quit') return false;
+    if (cmd.kind === 'next') {
+      seed++;
+      start((await env.reset({ seed, mode })).observation);
+    } else if (cmd.kind === 'other') {
+      say(`(keys: ${help})`);
+    } else {
+      const r = await env.step(cmd.action);
+      steps.push(r);
+      say(formatStep(cmd.action, r));
+      if (r.terminated || r.truncated) {
+        ended = true;
+        say(`\n${summary(steps)}\nn: next seed (${seed + 1}), any other key: quit`);
+      }
+    }
+    return true;
+  });
 }
 
 const ARROWS: Record<string, string> = { A: 'up', B: 'down', C: 'right', D: 'left' };

@@ -1,7 +1,7 @@
 // `ragen train`: StarPO training from a preset (default `sokoban-ppo`) with `dotted.key=value` overrides, or the
 // continuation of an interrupted run (`--resume <runDir>`); a progress bar while it runs, a summary table at the end.
 import type { Command } from 'commander';
-import { configToYaml, DEFAULT_PRESET, listPresets, loadConfig, type RagenConfig } from '../../config/index.js';
+import { checkFlagOverrides, configToYaml, DEFAULT_PRESET, listPresets, loadConfig, type RagenConfig } from '../../config/index.js';
 import { train } from '../../train/index.js';
 import { UsageError } from '../../util/index.js';
 import { parsePositiveInt } from './env-options.js';
@@ -50,6 +50,7 @@ export function register(program: Command): void {
 /** Resolve the config (a fresh run) or the resume request, train, and print the summary table. */
 export async function runTrain(overrides: readonly string[], opts: TrainCliOptions): Promise<void> {
   const all = [...overrides, ...(opts.steps !== undefined ? [`trainer.steps=${opts.steps}`] : [])];
+  checkFlagOverrides(opts.steps !== undefined ? [{ flag: '--steps', key: 'trainer.steps', value: opts.steps }] : [], overrides);
   if (opts.resume !== undefined && opts.config) throw new UsageError('Give --resume or --config, not both: a resumed run keeps its saved config (add key=value overrides to change it).');
   for (const o of overrides) {
     if (!o.includes('=')) throw new UsageError(`Bad argument \`${o}\`: overrides are key=value (e.g. trainer.steps=50); presets go after --config.${listPresets().includes(o) ? ` Did you mean \`--config ${o}\`?` : ''}`);
