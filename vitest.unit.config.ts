@@ -1,7 +1,8 @@
-// The unit tier, `npm run test:unit`: the pure modules' tests, for the edit-test loop (under a minute on two cores;
-// `npm test` runs everything). The rule: a folder of pure code is in whole, and a test file in it that starts a process
-// or a server, or takes seconds, is excluded below with the reason. test/unit-setup.ts enforces the first half: there a
-// process start or a server listen fails the test that made it.
+// The unit tier, `npm run test:unit`: the pure modules' tests, for the edit-test loop (within a minute on two free
+// cores; `npm test` runs everything). The rule: a folder of pure code is in whole, and a test file in it that starts a
+// process or a server, or takes seconds, is excluded below with the reason. test/unit-setup.ts enforces the first half:
+// there a process start or a server listen fails the test that made it. Files stay isolated, as in `npm test`: sharing
+// modules across files (--no-isolate) halves the CPU but lets one file's registered envs and backend reach the next.
 import { configDefaults, defineConfig } from 'vitest/config';
 import base from './vitest.config.js';
 
@@ -33,7 +34,7 @@ export default defineConfig({
       'src/util/make-dir.test.ts', // mounts a tmpfs with mount(8)
       'src/metrics/tensorboard-sink.test.ts', // reads the event files back with Python's TensorBoard
       'src/metrics/wandb-sink.test.ts', // the W&B SDK against a stand-in of its API
-      // Slow (CPU seconds of the file alone, past vitest's own ~1.6 s; the whole tier is ~47 s).
+      // Slow (CPU seconds of the file alone, past vitest's own ~1.6 s; the whole tier takes ~50 s of CPU).
       'src/tensor/kernels.test.ts', // 6.3 s: WASM and native kernels against the reference at up to 200k elements
       'src/agent/rollout.test.ts', // 5.3 s: the rollout loop's token bookkeeping with Qwen's tokenizer and templates
       'src/agent/oracle.test.ts', // 3.3 s: every env's oracle through the whole text loop
