@@ -10,7 +10,7 @@ import { forbidProcessesAndServers } from './unit-tier.js';
 
 const ROOT = join(import.meta.dirname, '..');
 
-describe('the unit tier guard', () => {
+describe('item 4: the unit tier guard', () => {
   it('refuses a process start through a named import and a server listen, naming the call and the fix', () => {
     const refused: string[] = [];
     const undo = forbidProcessesAndServers(refused);
@@ -56,7 +56,7 @@ describe('the unit tier guard', () => {
   });
 });
 
-describe('vitest.unit.config.ts', () => {
+describe('item 4: vitest.unit.config.ts', () => {
   const test = unit.test!;
   /** A pattern's files: a folder glob `dir/**\/*.test.ts` or `dir/**` must hold a test file; a path must exist. */
   const exists = (pattern: string): boolean => {
