@@ -1,7 +1,7 @@
 // Warm start of the guess-number example: a short SFT of ragen-tiny on binary-search demonstrations in both formats
 // (the AI SDK agent's tool calls as the gateway renders them, and GuessNumber in the built-in loop), then success
 // of each through its own path. Qwen's tool tags are first added to ragen-tiny as one token each (tool-tokens.ts),
-// as Qwen's tokenizer has them. `npx tsx examples/agents/guess-number-ai-sdk/sft.ts [--steps 120] [--out dir]`.
+// as Qwen's tokenizer has them. `npx tsx examples/agents/guess-number-ai-sdk/sft.ts [--steps 200] [--out dir]`.
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { parseArgs } from 'node:util';
@@ -40,7 +40,7 @@ async function main(): Promise<void> {
       out: { type: 'string', default: 'models/guess-number-tiny' },
       episodes: { type: 'string', default: '400' },
       'builtin-episodes': { type: 'string', default: '120' },
-      steps: { type: 'string', default: '120' },
+      steps: { type: 'string', default: '200' },
       batch: { type: 'string', default: '8' },
       lr: { type: 'string', default: '2e-3' },
       'eval-episodes': { type: 'string', default: '16' },
