@@ -7,7 +7,6 @@ import { sequenceBatch } from '../../src/engine/index.js';
 import { loadTokenizer, type Tokenizer } from '../../src/index.js';
 import { agentProgram } from '../../src/agent/index.js';
 import { ScriptedEngine } from '../../src/agent/testing.js';
-import { TINY_MODEL_DIR } from '../../src/serve/testing.js';
 import { localServeTarget } from '../../src/serve/index.js';
 import { Gateway, agentRollout, toolDemoCalls } from '../../src/gateway/index.js';
 import { binarySearchGuesses } from '../../src/env/guess-number/index.js';
@@ -23,7 +22,7 @@ export function guessNumberAgentSuite(name: ExampleName, label: string): void {
   let engine: RecordingEngine;
   let gateway: Gateway;
   beforeAll(async () => {
-    tokenizer = loadTokenizer(TINY_MODEL_DIR);
+    tokenizer = loadTokenizer(GUESS_NUMBER_TINY); // the SFT'd model's: the demos' prompts are the ids it learnt
     engine = new RecordingEngine(tokenizer, binarySearchPolicy);
     gateway = new Gateway({ engine, tokenizer, modelName: 'policy', contextLength: 1024, vocabSize: tokenizer.vocabSize, maxTokens: 64 });
     await gateway.listen(0);

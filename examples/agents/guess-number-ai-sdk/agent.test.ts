@@ -8,7 +8,6 @@ import { sequenceBatch, type Generation, type SamplingParams } from '../../../sr
 import { loadTokenizer, type Tokenizer } from '../../../src/index.js';
 import { agentProgram } from '../../../src/agent/index.js';
 import { ScriptedEngine } from '../../../src/agent/testing.js';
-import { TINY_MODEL_DIR } from '../../../src/serve/testing.js';
 import { localServeTarget } from '../../../src/serve/index.js';
 import { Gateway, agentRollout, toolDemoCalls } from '../../../src/gateway/index.js';
 import { binarySearchGuesses, guessNumberSecret } from '../../../src/env/guess-number/index.js';
@@ -38,11 +37,14 @@ class RecordingEngine extends ScriptedEngine {
   }
 }
 
+/** The SFT'd model; its tokenizer (ragen-tiny's plus Qwen's tool tags as single tokens) renders every prompt here. */
+const GUESS_NUMBER_TINY = join(import.meta.dirname, '..', '..', '..', 'models', 'guess-number-tiny');
+
 let tokenizer: Tokenizer;
 let engine: RecordingEngine;
 let gateway: Gateway;
 beforeAll(async () => {
-  tokenizer = loadTokenizer(TINY_MODEL_DIR);
+  tokenizer = loadTokenizer(GUESS_NUMBER_TINY);
   engine = new RecordingEngine(tokenizer, binarySearchPolicy);
   gateway = new Gateway({ engine, tokenizer, modelName: 'policy', contextLength: 1024, vocabSize: tokenizer.vocabSize, maxTokens: 64 });
   await gateway.listen(0);
@@ -103,7 +105,7 @@ describe('the Vercel AI SDK guess-number agent through the gateway', () => {
 
 describe('the AI SDK agent on its SFT\'d model (models/guess-number-tiny)', () => {
   it('samples real tool calls whose answers reach the next prompt, and records the ids the model sampled', async () => {
-    const target = await localServeTarget(join(import.meta.dirname, '..', '..', '..', 'models', 'guess-number-tiny'), (d) => d, { name: 'policy' });
+    const target = await localServeTarget(GUESS_NUMBER_TINY, (d) => d, { name: 'policy' });
     const real = new Gateway({ ...target, maxTokens: 64, sampling: { temperature: 0, topP: 1, topK: 0 } });
     await real.listen(0);
     try {

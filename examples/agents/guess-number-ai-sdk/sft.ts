@@ -1,16 +1,19 @@
 // Warm start of the guess-number example: a short SFT of ragen-tiny on binary-search demonstrations in both formats
 // (the AI SDK agent's tool calls as the gateway renders them, and GuessNumber in the built-in loop), then success
-// of each through its own path. `npx tsx examples/agents/guess-number-ai-sdk/sft.ts [--steps 120] [--out dir]`.
+// of each through its own path. Qwen's tool tags are first added to ragen-tiny as one token each (tool-tokens.ts),
+// as Qwen's tokenizer has them. `npx tsx examples/agents/guess-number-ai-sdk/sft.ts [--steps 200] [--out dir]`.
 import { join } from 'node:path';
+import { tmpdir } from 'node:os';
 import { parseArgs } from 'node:util';
-import { writeFileSync } from 'node:fs';
-import { agentConfig, loadConfig, loadTokenizer, LocalEngine } from '../../../src/index.js';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { agentConfig, loadConfig, LocalEngine } from '../../../src/index.js';
 import { agentProgram } from '../../../src/agent/index.js';
 import { buildDemos } from '../../../src/train/sft-demos.js';
 import { runSft } from '../../../src/train/sft.js';
 import { localServeTarget } from '../../../src/serve/index.js';
 import { Gateway, agentRollout } from '../../../src/gateway/index.js';
 import { guessNumberToolSamples } from './demos.js';
+import { withAddedTokens } from './tool-tokens.js';
 
 const HERE = import.meta.dirname;
 
@@ -37,7 +40,7 @@ async function main(): Promise<void> {
       out: { type: 'string', default: 'models/guess-number-tiny' },
       episodes: { type: 'string', default: '400' },
       'builtin-episodes': { type: 'string', default: '120' },
-      steps: { type: 'string', default: '120' },
+      steps: { type: 'string', default: '200' },
       batch: { type: 'string', default: '8' },
       lr: { type: 'string', default: '2e-3' },
       'eval-episodes': { type: 'string', default: '16' },
@@ -49,8 +52,10 @@ async function main(): Promise<void> {
     return x;
   };
   const t0 = performance.now();
-  const tokenizer = loadTokenizer(values.base!);
-  const engine = await LocalEngine.fromPretrained(values.base!, { decode: (ids) => tokenizer.decode(ids), seed: 0 });
+  const tokenizerDir = mkdtempSync(join(tmpdir(), 'gn-tokenizer-'));
+  const { model, tokenizer, added } = await withAddedTokens(values.base!, tokenizerDir);
+  console.error(`added tokens: ${[...added].map(([tag, { id, pieces }]) => `${tag} = ${id} (was ${pieces.length} pieces)`).join(', ')}`);
+  const engine = new LocalEngine({ policy: model, tokenizerPath: join(tokenizerDir, 'tokenizer.json'), decode: (ids) => tokenizer.decode(ids), seed: 0 });
   const preset = loadConfig({ config: 'guessnumber-ppo' });
   const agent = agentConfig(preset.agent);
   // the built-in demos are short (one sequence per turn), the tool-call ones long (a whole episode): fewer of the former
@@ -67,6 +72,7 @@ async function main(): Promise<void> {
     onStep: (step, s) => step % 25 === 0 && console.error(`step ${step}: loss ${s.loss.toFixed(4)} (${s.seconds.toFixed(2)} s)`),
   });
   engine.dispose();
+  rmSync(tokenizerDir, { recursive: true });
   const viaGateway = await gatewaySuccess(values.out!, { episodes: num('eval-episodes'), seedBase: 123, temperature: preset.generation.val.temperature });
   const summary = {
     command: `npx tsx examples/agents/guess-number-ai-sdk/sft.ts ${process.argv.slice(2).join(' ')}`.trim(),
@@ -74,6 +80,7 @@ async function main(): Promise<void> {
     envs: ['GuessNumber'],
     envConfig: {},
     agent,
+    addedTokens: Object.fromEntries([...added].map(([tag, { id }]) => [tag, id])),
     loss: [result.firstLoss, result.finalLoss],
     builtInSuccess: result.valSuccess['GuessNumber'],
     gatewaySuccess: viaGateway.success,
