@@ -8,8 +8,23 @@
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import {
-  actorLoss, agentConfig, clippedValueLoss, collate, computeAdvantage, enginePolicy, EnvGroups, filterRollouts, LocalEngine,
-  loadTokenizer, rollout, type AgentConfig, type Episode, type TokenBatch, type Tokenizer, type TrainableEngine, type TrainingSample,
+  actorLoss,
+  agentConfig,
+  clippedValueLoss,
+  collate,
+  computeAdvantage,
+  enginePolicy,
+  EnvGroups,
+  filterRollouts,
+  LocalEngine,
+  loadTokenizer,
+  rollout,
+  type AgentConfig,
+  type Episode,
+  type TokenBatch,
+  type Tokenizer,
+  type TrainableEngine,
+  type TrainingSample,
 } from '../src/index.js';
 
 /** Every knob of the example, with the defaults of the `sokoban-ppo` preset where it has one. */
@@ -45,9 +60,29 @@ export interface Args {
 }
 
 export const DEFAULTS: Args = {
-  model: 'models/ragen-tiny', env: 'SimpleSokoban', steps: 60, groups: 8, groupSize: 8, maxTurns: 5, maxNewTokens: 64,
-  advantage: 'gae', gamma: 1, lambda: 1, filterTopP: 0.9, actorLr: 1e-4, criticLr: 3e-4, clipLow: 0.2, clipHigh: 0.28,
-  entropyCoeff: 0.001, miniBatchSize: 32, epochs: 1, maxGradNorm: 1, temperature: 1, valEpisodes: 64, seed: 10000, verbose: true,
+  model: 'models/ragen-tiny',
+  env: 'SimpleSokoban',
+  steps: 60,
+  groups: 8,
+  groupSize: 8,
+  maxTurns: 5,
+  maxNewTokens: 64,
+  advantage: 'gae',
+  gamma: 1,
+  lambda: 1,
+  filterTopP: 0.9,
+  actorLr: 1e-4,
+  criticLr: 3e-4,
+  clipLow: 0.2,
+  clipHigh: 0.28,
+  entropyCoeff: 0.001,
+  miniBatchSize: 32,
+  epochs: 1,
+  maxGradNorm: 1,
+  temperature: 1,
+  valEpisodes: 64,
+  seed: 10000,
+  verbose: true,
 };
 
 /** What one training step measured. */
@@ -68,7 +103,12 @@ export interface StepLog {
 // ---------------------------------------------------------------------------------------------------------------
 
 /** `rows` of the step's samples as their own token batch, as wide as the step's (so (rows, T) arrays line up). */
-const batchOf = (samples: readonly TrainingSample[], rows: readonly number[], padId: number, T: number): TokenBatch => collate(rows.map((r) => samples[r]!), padId, T);
+const batchOf = (samples: readonly TrainingSample[], rows: readonly number[], padId: number, T: number): TokenBatch =>
+  collate(
+    rows.map((r) => samples[r]!),
+    padId,
+    T,
+  );
 
 // ---------------------------------------------------------------------------------------------------------------
 // Small helpers
@@ -80,7 +120,9 @@ const successRate = (episodes: readonly Episode[]) => mean(episodes.map((e) => (
 /** Copy `rows` of a (B, T) array. */
 function take(x: ArrayLike<number>, rows: readonly number[], T: number): Float64Array {
   const out = new Float64Array(rows.length * T);
-  rows.forEach((r, i) => { for (let t = 0; t < T; t++) out[i * T + t] = x[r * T + t]!; });
+  rows.forEach((r, i) => {
+    for (let t = 0; t < T; t++) out[i * T + t] = x[r * T + t]!;
+  });
   return out;
 }
 
@@ -97,9 +139,24 @@ function miniBatches(B: number, size: number, seed: number): number[][] {
 }
 
 /** Success rate on fixed validation seeds (one env per seed, temperature 0.5), sampled as `ragen train` validates. */
-async function validate(engine: TrainableEngine, tokenizer: Tokenizer, agent: AgentConfig, args: Args): Promise<number> {
-  const groups = new EnvGroups({ tags: [{ env: args.env, nGroups: args.valEpisodes }], groupSize: 1, mode: 'val', seed: 123 });
-  const batch = await rollout({ groups, policy: enginePolicy(engine, tokenizer, agent, { temperature: 0.5, seed: 123 }), tokenizer, agent });
+async function validate(
+  engine: TrainableEngine,
+  tokenizer: Tokenizer,
+  agent: AgentConfig,
+  args: Args,
+): Promise<number> {
+  const groups = new EnvGroups({
+    tags: [{ env: args.env, nGroups: args.valEpisodes }],
+    groupSize: 1,
+    mode: 'val',
+    seed: 123,
+  });
+  const batch = await rollout({
+    groups,
+    policy: enginePolicy(engine, tokenizer, agent, { temperature: 0.5, seed: 123 }),
+    tokenizer,
+    agent,
+  });
   await groups.close();
   return successRate(batch.episodes);
 }
@@ -109,13 +166,29 @@ async function validate(engine: TrainableEngine, tokenizer: Tokenizer, agent: Ag
 // ---------------------------------------------------------------------------------------------------------------
 
 /** Train `args.steps` StarPO steps; returns each step's log and validation success before / after (null: none). */
-export async function starpo(args: Args): Promise<{ steps: StepLog[]; valBefore: number | null; valAfter: number | null }> {
+export async function starpo(
+  args: Args,
+): Promise<{ steps: StepLog[]; valBefore: number | null; valAfter: number | null }> {
   const print = (line: string) => args.verbose && console.log(line);
   const tokenizer = loadTokenizer(args.model);
-  const engine = await LocalEngine.fromPretrained(args.model, { critic: args.advantage === 'gae' ? 'separate' : null, seed: args.seed });
+  const engine = await LocalEngine.fromPretrained(args.model, {
+    critic: args.advantage === 'gae' ? 'separate' : null,
+    seed: args.seed,
+  });
   // Each turn sees only its own state (the envs are fully observed), one training sample per turn: short sequences.
-  const agent = agentConfig({ maxTurns: args.maxTurns, maxNewTokens: args.maxNewTokens, maxContextTokens: 1024, contextWindowMode: 'limited_multi_turn', maxContextWindow: 1 });
-  const groups = new EnvGroups({ tags: [{ env: args.env, nGroups: args.groups }], groupSize: args.groupSize, mode: 'train', seed: args.seed });
+  const agent = agentConfig({
+    maxTurns: args.maxTurns,
+    maxNewTokens: args.maxNewTokens,
+    maxContextTokens: 1024,
+    contextWindowMode: 'limited_multi_turn',
+    maxContextWindow: 1,
+  });
+  const groups = new EnvGroups({
+    tags: [{ env: args.env, nGroups: args.groups }],
+    groupSize: args.groupSize,
+    mode: 'train',
+    seed: args.seed,
+  });
   const valBefore = args.valEpisodes > 0 ? await validate(engine, tokenizer, agent, args) : null;
   if (valBefore !== null) print(`validation success before training: ${(100 * valBefore).toFixed(1)}%`);
   const logs: StepLog[] = [];
@@ -130,11 +203,27 @@ export async function starpo(args: Args): Promise<{ steps: StepLog[]; valBefore:
     // 2. StarPO's rollout filter: keep the groups whose rewards disagree most (their in-group std is the signal).
     const filter = filterRollouts(
       { rewards: episodes.map((e) => e.score), groupIds: episodes.map((e) => e.group) },
-      { metric: 'reward_std', strategy: 'top_p', value: args.filterTopP, topPMode: 'softmax', type: 'largest', includeZero: true, selectionEps: 0.01 },
+      {
+        metric: 'reward_std',
+        strategy: 'top_p',
+        value: args.filterTopP,
+        topPMode: 'softmax',
+        type: 'largest',
+        includeZero: true,
+        selectionEps: 0.01,
+      },
     );
     const kept = new Set(filter.keptIndices.map((i) => episodes[i]!.index));
     const samples = batch.samples.filter((s) => kept.has(s.episode));
-    const log: StepLog = { step, success: successRate(episodes), rewardMean: mean(episodes.map((e) => e.score)), keptGroups: filter.stats.keptCount, pgLoss: NaN, gradNorm: NaN, vfLoss: null };
+    const log: StepLog = {
+      step,
+      success: successRate(episodes),
+      rewardMean: mean(episodes.map((e) => e.score)),
+      keptGroups: filter.stats.keptCount,
+      pgLoss: NaN,
+      gradNorm: NaN,
+      vfLoss: null,
+    };
     if (samples.length > 0) {
       // 3. One padded (B, T) batch: ids, loss mask (sampled tokens), the sampler's log-probs, token rewards.
       const tokens = collate(samples, tokenizer.padTokenId);
@@ -143,7 +232,15 @@ export async function starpo(args: Args): Promise<{ steps: StepLog[]; valBefore:
       // 4. Advantages: GRPO normalises each episode's score within its group; GAE bootstraps from the critic.
       const values = args.advantage === 'gae' ? (await engine.forward(tokens, { role: 'critic' })).values : undefined;
       const adv = computeAdvantage(
-        { rewards: tokens.rewards, mask: tokens.lossMask, B, T, groupIds: tokens.groupIds, episodeIds: tokens.episodeIds, ...(values ? { values } : {}) },
+        {
+          rewards: tokens.rewards,
+          mask: tokens.lossMask,
+          B,
+          T,
+          groupIds: tokens.groupIds,
+          episodeIds: tokens.episodeIds,
+          ...(values ? { values } : {}),
+        },
         { advEstimator: args.advantage, gamma: args.gamma, lambda: args.lambda, gammaTurn: 1 },
       );
 
@@ -156,7 +253,16 @@ export async function starpo(args: Args): Promise<{ steps: StepLog[]; valBefore:
           const mb = batchOf(samples, rows, tokenizer.padTokenId, T);
           if (values) {
             await engine.backward(mb, { role: 'critic' }, (out) => {
-              const r = clippedValueLoss({ values: out.values!, oldValues: take(values, rows, T), returns: take(adv.returns, rows, T), mask: mb.lossMask, B: mb.B, T, lossAgg: 'token-mean', valueClip: 0.5 });
+              const r = clippedValueLoss({
+                values: out.values!,
+                oldValues: take(values, rows, T),
+                returns: take(adv.returns, rows, T),
+                mask: mb.lossMask,
+                B: mb.B,
+                T,
+                lossAgg: 'token-mean',
+                valueClip: 0.5,
+              });
               vf.push(r.loss);
               return { values: r.grad.values };
             });
@@ -164,8 +270,24 @@ export async function starpo(args: Args): Promise<{ steps: StepLog[]; valBefore:
           }
           await engine.backward(mb, { role: 'policy', entropy: true }, (out) => {
             const r = actorLoss(
-              { logprobs: out.logprobs, entropy: out.entropy!, oldLogprobs: mb.oldLogprobs, advantages: take(adv.advantages, rows, T), mask: mb.lossMask, B: mb.B, T },
-              { lossAgg: 'token-mean', clipRatioLow: args.clipLow, clipRatioHigh: args.clipHigh, clipRatioC: 3, entropyCoeff: args.entropyCoeff, klCoef: 0, klEstimator: 'k1' },
+              {
+                logprobs: out.logprobs,
+                entropy: out.entropy!,
+                oldLogprobs: mb.oldLogprobs,
+                advantages: take(adv.advantages, rows, T),
+                mask: mb.lossMask,
+                B: mb.B,
+                T,
+              },
+              {
+                lossAgg: 'token-mean',
+                clipRatioLow: args.clipLow,
+                clipRatioHigh: args.clipHigh,
+                clipRatioC: 3,
+                entropyCoeff: args.entropyCoeff,
+                klCoef: 0,
+                klEstimator: 'k1',
+              },
             );
             pg.push(r.stats.pgLoss);
             return { logprobs: r.grad.logprobs, ...(r.grad.entropy ? { entropy: r.grad.entropy } : {}) };
@@ -202,7 +324,8 @@ export function parseCommandLine(argv: readonly string[]): Args {
     if (kind === 'number' && !Number.isFinite(v)) throw new Error(`--${key} takes a number, got "${raw}".`);
     (args as unknown as Record<string, unknown>)[k] = v;
   }
-  if (args.advantage !== 'grpo' && args.advantage !== 'gae') throw new Error(`--advantage takes grpo or gae, got "${args.advantage}".`);
+  if (args.advantage !== 'grpo' && args.advantage !== 'gae')
+    throw new Error(`--advantage takes grpo or gae, got "${args.advantage}".`);
   return args;
 }
 

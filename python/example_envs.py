@@ -1,11 +1,12 @@
 """Two small Python envs for the bridge's tests and docs: one in RAGEN's BaseEnv style, one in Gymnasium's.
 
-    python3 python/ragen_env_bridge.py --env python/example_envs.py:ENVS --port 8766
+python3 python/ragen_env_bridge.py --env python/example_envs.py:ENVS --port 8766
 """
+
+import os
 import random
 import sys
 import time
-import os
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ragen_env_bridge import EnvSpec  # noqa: E402
@@ -41,11 +42,18 @@ class PyCorridor:
         self.pos = max(0, self.pos - 1) if action == 1 else min(self.config.length - 1, self.pos + 1)
         self.done = self.pos == self.config.length - 1
         reward = -0.1 + (1.0 if self.done else 0.0)
-        info = {"success": self.done, "action_is_valid": True, "action_is_effective": self.pos != before, "position": self.pos}
+        info = {
+            "success": self.done,
+            "action_is_valid": True,
+            "action_is_effective": self.pos != before,
+            "position": self.pos,
+        }
         return self.render(), reward, self.done, info
 
     def render(self, mode="text"):
-        return "".join("P" if i == self.pos else ("G" if i == self.config.length - 1 else "_") for i in range(self.config.length))
+        return "".join(
+            "P" if i == self.pos else ("G" if i == self.config.length - 1 else "_") for i in range(self.config.length)
+        )
 
     def close(self):
         pass
@@ -77,10 +85,22 @@ class PySum:
         if text == "sleep":  # a slow env, for the bridge's --step-timeout
             time.sleep(1.0)
         if not text.lstrip("-").isdigit() or len(text) > 12:
-            return self._question() + " (not a number)", 0.0, False, False, {"action_is_valid": False, "action_is_effective": False, "reason": "not a number"}
+            return (
+                self._question() + " (not a number)",
+                0.0,
+                False,
+                False,
+                {"action_is_valid": False, "action_is_effective": False, "reason": "not a number"},
+            )
         self.tries += 1
         right = int(text) == self.a + self.b
-        return self._question(), 1.0 if right else 0.0, right, not right and self.tries >= 3, {"success": right, "tries": self.tries}
+        return (
+            self._question(),
+            1.0 if right else 0.0,
+            right,
+            not right and self.tries >= 3,
+            {"success": right, "tries": self.tries},
+        )
 
     def render(self):
         return self._question()
@@ -90,8 +110,19 @@ class PySum:
 
 
 ENVS = {
-    "PyCorridor": EnvSpec(PyCorridor, description="RAGEN-style corridor (Python)", instruction="Walk Right to the goal G. Actions: Left, Right.",
-                          legend="P player, G goal, _ floor", max_actions_per_episode=10, config={"length": 6}),
-    "PySum": EnvSpec(PySum, description="Gymnasium-style sum question (Python)", instruction="Answer the sum as a number.",
-                     max_actions_per_episode=3, config={"high": 50}),
+    "PyCorridor": EnvSpec(
+        PyCorridor,
+        description="RAGEN-style corridor (Python)",
+        instruction="Walk Right to the goal G. Actions: Left, Right.",
+        legend="P player, G goal, _ floor",
+        max_actions_per_episode=10,
+        config={"length": 6},
+    ),
+    "PySum": EnvSpec(
+        PySum,
+        description="Gymnasium-style sum question (Python)",
+        instruction="Answer the sum as a number.",
+        max_actions_per_episode=3,
+        config={"high": 50},
+    ),
 }

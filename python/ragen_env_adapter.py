@@ -1,6 +1,7 @@
 """The adapter half of the Python env bridge: a gym-like env (RAGEN BaseEnv or Gymnasium) seen through ragen-ts's
 Env contract (text actions and observations, scalar info, terminated vs truncated), and the EnvSpec that describes it.
 """
+
 import inspect
 import math
 
@@ -52,7 +53,9 @@ class EnvAdapter:
             kwargs["mode"] = mode
         if options:
             if "options" not in params and not _takes_kwargs(params):
-                raise ProtocolError("VALIDATION_ERROR", "this env takes no reset options; send reset without data.options")
+                raise ProtocolError(
+                    "VALIDATION_ERROR", "this env takes no reset options; send reset without data.options"
+                )
             kwargs["options"] = options
         result = self.env.reset(**kwargs)
         info = {}
@@ -69,8 +72,12 @@ class EnvAdapter:
         if lookup is not None:
             match = [a for n, a in lookup.items() if n.lower() == text.strip().lower()]
             if not match:
-                info = {"success": False, "actionIsValid": False, "actionIsEffective": False,
-                        "reason": "%r is not an action; use one of %s" % (text[:40], ", ".join(lookup))}
+                info = {
+                    "success": False,
+                    "actionIsValid": False,
+                    "actionIsEffective": False,
+                    "reason": "{!r} is not an action; use one of {}".format(text[:40], ", ".join(lookup)),
+                }
                 return self.last_text, 0.0, False, False, info
             action = match[0]
         result = self.env.step(action)
@@ -85,7 +92,7 @@ class EnvAdapter:
             raise TypeError("step() returned %d values; expected 4 (RAGEN/gym) or 5 (Gymnasium)" % len(result))
         reward = float(reward)
         if not math.isfinite(reward):
-            raise ValueError("step() returned a non-finite reward %r" % reward)
+            raise ValueError(f"step() returned a non-finite reward {reward!r}")
         if terminated or truncated:
             self.running = False
         return self._observe(obs), reward, bool(terminated), bool(truncated), _info(info, valid_default=True)
@@ -133,8 +140,17 @@ def _info(raw, valid_default):
 class EnvSpec:
     """What the bridge serves under one id: a factory ``make(**config)`` and the metadata ragen-ts reads."""
 
-    def __init__(self, make, description="", instruction="", legend="", max_actions_per_episode=20,
-                 config=None, action_names=None, observation_to_text=None):
+    def __init__(
+        self,
+        make,
+        description="",
+        instruction="",
+        legend="",
+        max_actions_per_episode=20,
+        config=None,
+        action_names=None,
+        observation_to_text=None,
+    ):
         self.make = make
         self.description = description
         self.instruction = instruction

@@ -8,6 +8,7 @@ Standard library only (tested with Python 3.11): a small asyncio WebSocket serve
     python3 python/ragen_env_bridge.py --env my_envs.py:make_env --id MyEnv --port 8766
     ragen play remote:ws://127.0.0.1:8766/MyEnv --seed 0
 """
+
 import argparse
 import asyncio
 import importlib
@@ -19,7 +20,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ragen_env_adapter import EnvAdapter, EnvSpec, ProtocolError  # noqa: E402,F401  (the public names)
 from ragen_env_server import Bridge  # noqa: E402
 
-
 _LOOPBACK = ("127.", "::1", "localhost")
 
 
@@ -28,8 +28,10 @@ async def serve_async(specs, host="127.0.0.1", port=8766, ready=None, token=None
     ``token`` (clients send it as RAGEN_ENV_TOKEN) is required unless ``insecure``."""
     token = token or os.environ.get("RAGEN_ENV_TOKEN") or None
     if not host.startswith(_LOOPBACK) and token is None and not insecure:
-        raise SystemExit("ragen env bridge: listening on %s, beyond loopback, needs a token: set RAGEN_ENV_TOKEN (or --token) "
-                         "on the bridge and its clients, or pass --insecure on a trusted network." % host)
+        raise SystemExit(
+            f"ragen env bridge: listening on {host}, beyond loopback, needs a token: set RAGEN_ENV_TOKEN (or --token) "
+            "on the bridge and its clients, or pass --insecure on a trusted network."
+        )
     bridge = Bridge(specs, token=token, **limits)
     server = await asyncio.start_server(bridge.handle, host, port, limit=1 << 16)
     bound = server.sockets[0].getsockname()[1]
@@ -41,10 +43,12 @@ async def serve_async(specs, host="127.0.0.1", port=8766, ready=None, token=None
 
 def serve(specs, host="127.0.0.1", port=8766, **limits):  # limits also take token= and insecure=
     """Blocking: serve ``specs`` ({id: EnvSpec}) and print the ``remote:`` ids to use until Ctrl-C."""
+
     def ready(bound):
         print("ragen env bridge: %s at ws://%s:%d/<EnvId>; Ctrl-C stops" % (", ".join(specs), host, bound), flush=True)
         for env_id in specs:
             print("  remote:ws://%s:%d/%s" % (host, bound, env_id), flush=True)
+
     try:
         asyncio.run(serve_async(specs, host, port, ready, **limits))
     except KeyboardInterrupt:
@@ -65,13 +69,25 @@ def _load(target):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description="Serve gym-like Python envs to ragen-ts over the env wire protocol.")
-    p.add_argument("--env", required=True, help="module:attr or file.py:attr: a dict {id: EnvSpec}, an EnvSpec, or a factory make(**config)")
+    p.add_argument(
+        "--env",
+        required=True,
+        help="module:attr or file.py:attr: a dict {id: EnvSpec}, an EnvSpec, or a factory make(**config)",
+    )
     p.add_argument("--id", help="the env id (when --env is a single EnvSpec or factory)")
     p.add_argument("--port", type=int, default=8766, help="TCP port (0 picks a free one)")
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on; beyond loopback needs --token (or --insecure)")
-    p.add_argument("--token", help="shared token clients must send (they read RAGEN_ENV_TOKEN) [default: $RAGEN_ENV_TOKEN]")
-    p.add_argument("--insecure", action="store_true", help="listen beyond loopback without a token (a trusted network only)")
-    p.add_argument("--max-actions", type=int, default=20, help="per-episode action cap reported in /metadata (factories only)")
+    p.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on; beyond loopback needs --token (or --insecure)"
+    )
+    p.add_argument(
+        "--token", help="shared token clients must send (they read RAGEN_ENV_TOKEN) [default: $RAGEN_ENV_TOKEN]"
+    )
+    p.add_argument(
+        "--insecure", action="store_true", help="listen beyond loopback without a token (a trusted network only)"
+    )
+    p.add_argument(
+        "--max-actions", type=int, default=20, help="per-episode action cap reported in /metadata (factories only)"
+    )
     p.add_argument("--max-sessions", type=int, default=256)
     p.add_argument("--idle-timeout", type=float, default=300.0)
     p.add_argument("--max-message-bytes", type=int, default=1 << 20)
@@ -81,10 +97,23 @@ def main(argv=None):
     if isinstance(target, dict):
         specs = target
     else:
-        spec = target if isinstance(target, EnvSpec) else EnvSpec(target, description=args.env, max_actions_per_episode=args.max_actions)
+        spec = (
+            target
+            if isinstance(target, EnvSpec)
+            else EnvSpec(target, description=args.env, max_actions_per_episode=args.max_actions)
+        )
         specs = {args.id or args.env.rpartition(":")[2]: spec}
-    serve(specs, args.host, args.port, max_sessions=args.max_sessions, idle_timeout=args.idle_timeout,
-          max_message_bytes=args.max_message_bytes, step_timeout=args.step_timeout, token=args.token, insecure=args.insecure)
+    serve(
+        specs,
+        args.host,
+        args.port,
+        max_sessions=args.max_sessions,
+        idle_timeout=args.idle_timeout,
+        max_message_bytes=args.max_message_bytes,
+        step_timeout=args.step_timeout,
+        token=args.token,
+        insecure=args.insecure,
+    )
 
 
 if __name__ == "__main__":

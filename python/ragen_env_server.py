@@ -2,6 +2,7 @@
 env wire protocol of `ragen env serve` (src/env/remote/protocol.ts): one EnvAdapter per session, the same limits
 and error codes.
 """
+
 import asyncio
 import base64
 import hashlib
@@ -18,13 +19,30 @@ from ragen_env_adapter import EnvAdapter, ProtocolError
 PROTOCOL_VERSION = 1
 _WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 # The codes after which the server closes the session (see src/env/remote/protocol.ts).
-_CLOSING = {"CAPACITY_REACHED", "FACTORY_ERROR", "STEP_TIMEOUT", "UNKNOWN_ENV", "CONFIG_ERROR", "IDLE_TIMEOUT", "SERVER_SHUTDOWN"}
+_CLOSING = {
+    "CAPACITY_REACHED",
+    "FACTORY_ERROR",
+    "STEP_TIMEOUT",
+    "UNKNOWN_ENV",
+    "CONFIG_ERROR",
+    "IDLE_TIMEOUT",
+    "SERVER_SHUTDOWN",
+}
 
 
 class Bridge:
     """The server: one EnvAdapter per WebSocket session, the same limits and error codes as `ragen env serve`."""
 
-    def __init__(self, specs, max_sessions=256, idle_timeout=300.0, max_message_bytes=1 << 20, step_timeout=30.0, log=None, token=None):
+    def __init__(
+        self,
+        specs,
+        max_sessions=256,
+        idle_timeout=300.0,
+        max_message_bytes=1 << 20,
+        step_timeout=30.0,
+        log=None,
+        token=None,
+    ):
         self.specs = dict(specs)
         self.token = token or None  # clients send "Authorization: Bearer <token>" (RAGEN_ENV_TOKEN)
         self.max_sessions = max_sessions
@@ -40,18 +58,39 @@ class Bridge:
         envs = []
         for env_id, spec in self.specs.items():
             adapter = EnvAdapter(spec.make(**spec.config), spec.action_names, spec.observation_to_text)
-            envs.append({"id": env_id, "description": spec.description, "instruction": spec.instruction, "legend": spec.legend,
-                         "actionNames": adapter.action_names(), "maxActionsPerEpisode": spec.max_actions_per_episode,
-                         "hasSolver": False, "config": spec.config})
+            envs.append(
+                {
+                    "id": env_id,
+                    "description": spec.description,
+                    "instruction": spec.instruction,
+                    "legend": spec.legend,
+                    "actionNames": adapter.action_names(),
+                    "maxActionsPerEpisode": spec.max_actions_per_episode,
+                    "hasSolver": False,
+                    "config": spec.config,
+                }
+            )
             adapter.close()
-        return {"name": "ragen-ts python bridge", "description": "Python environments: " + ", ".join(self.specs),
-                "version": "0.1.0", "protocol": PROTOCOL_VERSION, "envs": envs}
+        return {
+            "name": "ragen-ts python bridge",
+            "description": "Python environments: " + ", ".join(self.specs),
+            "version": "0.1.0",
+            "protocol": PROTOCOL_VERSION,
+            "envs": envs,
+        }
 
     def schema(self):
-        return {"action": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
-                "observation": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
-                "state": {"type": "object", "properties": {"episode_id": {"type": ["string", "null"]}, "step_count": {"type": "integer"}}},
-                "config": {k: {"type": "object", "properties": {key: {} for key in s.config}} for k, s in self.specs.items()}}
+        return {
+            "action": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+            "observation": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+            "state": {
+                "type": "object",
+                "properties": {"episode_id": {"type": ["string", "null"]}, "step_count": {"type": "integer"}},
+            },
+            "config": {
+                k: {"type": "object", "properties": {key: {} for key in s.config}} for k, s in self.specs.items()
+            },
+        }
 
     async def handle(self, reader, writer):
         try:
@@ -71,16 +110,22 @@ class Bridge:
         if headers.get("upgrade", "").lower() != "websocket":
             return await self._http(writer, parts[0], target, authorized)
         if not authorized:
-            self.log("[bridge] refused a session (%s): missing or wrong token" % target[:200])
-            writer.write(b"HTTP/1.1 401 Unauthorized\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n"
-                         b"This env server needs its token: send `Authorization: Bearer <token>` (set RAGEN_ENV_TOKEN on the client).\n")
+            self.log(f"[bridge] refused a session ({target[:200]}): missing or wrong token")
+            writer.write(
+                b"HTTP/1.1 401 Unauthorized\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n"
+                b"This env server needs its token: send `Authorization: Bearer <token>` (set RAGEN_ENV_TOKEN on the client).\n"
+            )
             await writer.drain()
             writer.close()
             return
         key = headers.get("sec-websocket-key", "")
         accept = base64.b64encode(hashlib.sha1((key + _WS_GUID).encode()).digest()).decode()
-        writer.write(("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                      "Sec-WebSocket-Accept: %s\r\n\r\n" % accept).encode())
+        writer.write(
+            (
+                "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                f"Sec-WebSocket-Accept: {accept}\r\n\r\n"
+            ).encode()
+        )
         await writer.drain()
         await Session(self, reader, writer, target).run()
 
@@ -90,24 +135,43 @@ class Bridge:
             return True
         got = headers.get("authorization", "")
         given = got[7:] if got.startswith("Bearer ") else ""
-        return hmac.compare_digest(hashlib.sha256(given.encode()).digest(), hashlib.sha256(self.token.encode()).digest())
+        return hmac.compare_digest(
+            hashlib.sha256(given.encode()).digest(), hashlib.sha256(self.token.encode()).digest()
+        )
 
     async def _http(self, writer, method, target, authorized=True):
         path = urlsplit(target).path
-        routes = {"/health": lambda: {"status": "healthy", "sessions": self.sessions, "maxSessions": self.max_sessions},
-                  "/metadata": self.metadata, "/schema": self.schema}
+        routes = {
+            "/health": lambda: {"status": "healthy", "sessions": self.sessions, "maxSessions": self.max_sessions},
+            "/metadata": self.metadata,
+            "/schema": self.schema,
+        }
         if path != "/health" and not authorized:
-            status, body = "401 Unauthorized", {"error": "This env server needs its token: send `Authorization: Bearer <token>` (set RAGEN_ENV_TOKEN on the client)."}
+            status, body = (
+                "401 Unauthorized",
+                {
+                    "error": "This env server needs its token: send `Authorization: Bearer <token>` (set RAGEN_ENV_TOKEN on the client)."
+                },
+            )
         elif method != "GET" or path not in routes:
-            status, body = "404 Not Found", {"error": "No route %s %s: use GET /health, /metadata, /schema or a WebSocket at /<EnvId>." % (method, path)}
+            status, body = (
+                "404 Not Found",
+                {"error": f"No route {method} {path}: use GET /health, /metadata, /schema or a WebSocket at /<EnvId>."},
+            )
         else:
             try:
                 status, body = "200 OK", routes[path]()
             except Exception as err:  # an env factory failing in /metadata is the server's problem, reported
-                self.log("[bridge] %s failed: %r" % (path, err))
+                self.log(f"[bridge] {path} failed: {err!r}")
                 status, body = "500 Internal Server Error", {"error": repr(err)}
         data = json.dumps(body).encode()
-        writer.write(("HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % (status, len(data))).encode() + data)
+        writer.write(
+            (
+                "HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n"
+                % (status, len(data))
+            ).encode()
+            + data
+        )
         await writer.drain()
         writer.close()
 
@@ -129,8 +193,13 @@ class Session:
     async def run(self):
         b = self.bridge
         if b.sessions >= b.max_sessions:
-            await self.refuse("CAPACITY_REACHED", "The bridge holds its maximum of %d sessions; retry later." % b.max_sessions, 1013,
-                              active_sessions=b.sessions, max_sessions=b.max_sessions)
+            await self.refuse(
+                "CAPACITY_REACHED",
+                "The bridge holds its maximum of %d sessions; retry later." % b.max_sessions,
+                1013,
+                active_sessions=b.sessions,
+                max_sessions=b.max_sessions,
+            )
             return
         url = urlsplit(self.target)
         query = parse_qs(url.query)
@@ -140,7 +209,9 @@ class Session:
             name = next(iter(b.specs))
         match = [k for k in b.specs if name is not None and k.lower() == name.lower()]
         if not match:
-            await self.refuse("UNKNOWN_ENV", "No served env %r; this bridge serves %s." % (name, ", ".join(b.specs)), 1008)
+            await self.refuse(
+                "UNKNOWN_ENV", "No served env {!r}; this bridge serves {}.".format(name, ", ".join(b.specs)), 1008
+            )
             return
         self.env_id = match[0]
         spec = b.specs[self.env_id]
@@ -150,15 +221,17 @@ class Session:
                 raise ValueError("the config query parameter must be a JSON object")
             unknown = [k for k in overrides if k not in spec.config]
             if unknown:
-                raise ValueError("unknown config key %r; valid keys: %s" % (unknown[0], ", ".join(spec.config) or "none"))
+                raise ValueError(
+                    "unknown config key {!r}; valid keys: {}".format(unknown[0], ", ".join(spec.config) or "none")
+                )
             config = dict(spec.config, **overrides)
         except ValueError as err:
-            await self.refuse("CONFIG_ERROR", "Bad config for %s: %s" % (self.env_id, err), 1008)
+            await self.refuse("CONFIG_ERROR", f"Bad config for {self.env_id}: {err}", 1008)
             return
         try:
             self.adapter = EnvAdapter(spec.make(**config), spec.action_names, spec.observation_to_text)
         except Exception as err:
-            await self.refuse("FACTORY_ERROR", "Creating %s failed: %r" % (self.env_id, err), 1008)
+            await self.refuse("FACTORY_ERROR", f"Creating {self.env_id} failed: {err!r}", 1008)
             return
         b.sessions += 1
         reaper = asyncio.ensure_future(self.reap())
@@ -168,7 +241,10 @@ class Session:
             reaper.cancel()
             b.sessions -= 1
             if self.adapter.running:
-                b.log("[bridge] session %d (%s) ended mid-episode (after step %d); env closed" % (self.id, self.env_id, self.step_count))
+                b.log(
+                    "[bridge] session %d (%s) ended mid-episode (after step %d); env closed"
+                    % (self.id, self.env_id, self.step_count)
+                )
             try:
                 self.adapter.close()
             except Exception as err:
@@ -198,7 +274,7 @@ class Session:
                 continue
             except Exception as err:  # render() raising, an unserialisable observation: answered, logged, session kept
                 self.bridge.log("[bridge] session %d (%s): internal error %r" % (self.id, self.env_id, err))
-                await self.error("EXECUTION_ERROR", "The bridge failed to answer: %r" % (err,))
+                await self.error("EXECUTION_ERROR", f"The bridge failed to answer: {err!r}")
                 continue
             if close:
                 await self.close_frame(1000)
@@ -209,7 +285,7 @@ class Session:
         try:
             msg = json.loads(text)
         except ValueError as err:
-            raise ProtocolError("INVALID_JSON", "Invalid JSON (%s)." % err)
+            raise ProtocolError("INVALID_JSON", f"Invalid JSON ({err}).") from err
         if not isinstance(msg, dict):
             raise ProtocolError("VALIDATION_ERROR", "A message must be a JSON object.")
         data = msg.get("data") or {}
@@ -219,17 +295,24 @@ class Session:
         if kind == "close":
             return None, True
         if kind == "state":
-            return {"type": "state", "data": {"episode_id": self.episode_id, "step_count": self.step_count, "env": self.env_id,
-                                              "status": "running" if self.adapter.running else ("new" if self.episodes == 0 else "ended"),
-                                              "render": self.adapter.render() if self.episodes else None}}, False
+            return {
+                "type": "state",
+                "data": {
+                    "episode_id": self.episode_id,
+                    "step_count": self.step_count,
+                    "env": self.env_id,
+                    "status": "running" if self.adapter.running else ("new" if self.episodes == 0 else "ended"),
+                    "render": self.adapter.render() if self.episodes else None,
+                },
+            }, False
         if kind == "reset":
             seed, mode = data.get("seed", 0), data.get("mode", "train")
             if seed is None:
                 seed = 0
             if not isinstance(seed, int) or isinstance(seed, bool):
-                raise ProtocolError("VALIDATION_ERROR", "`data.seed` must be an integer, got %r." % (seed,))
+                raise ProtocolError("VALIDATION_ERROR", f"`data.seed` must be an integer, got {seed!r}.")
             if mode not in ("train", "val"):
-                raise ProtocolError("VALIDATION_ERROR", "`data.mode` must be \"train\" or \"val\", got %r." % (mode,))
+                raise ProtocolError("VALIDATION_ERROR", f'`data.mode` must be "train" or "val", got {mode!r}.')
             obs, info = await self.call(self.adapter.reset, seed, mode, data.get("options"))
             self.step_count = 0
             self.episodes += 1
@@ -244,7 +327,7 @@ class Session:
             obs, reward, terminated, truncated, info = await self.call(self.adapter.step, data["text"])
             self.step_count += 1
             return self.observation(obs, reward, terminated, truncated, info), False
-        raise ProtocolError("UNKNOWN_TYPE", "Unknown message type %r; use reset, step, state or close." % (kind,))
+        raise ProtocolError("UNKNOWN_TYPE", f"Unknown message type {kind!r}; use reset, step, state or close.")
 
     async def call(self, fn, *args):
         """Runs an env call in a worker thread under the step limit; env exceptions become EXECUTION_ERROR."""
@@ -255,17 +338,32 @@ class Session:
             raise
         except asyncio.TimeoutError:
             self.adapter.running = False
-            raise ProtocolError("STEP_TIMEOUT", "The env call took longer than %g s; the session is closed." % self.bridge.step_timeout)
+            raise ProtocolError(
+                "STEP_TIMEOUT", f"The env call took longer than {self.bridge.step_timeout:g} s; the session is closed."
+            ) from None
         except Exception as err:
             self.adapter.running = False
             self.bridge.log("[bridge] session %d (%s): the env raised %r" % (self.id, self.env_id, err))
-            raise ProtocolError("EXECUTION_ERROR", "The env raised %r. The episode is over; reset to start a new one." % (err,))
+            raise ProtocolError(
+                "EXECUTION_ERROR", f"The env raised {err!r}. The episode is over; reset to start a new one."
+            ) from err
 
     def observation(self, text, reward, terminated, truncated, info):
-        return {"type": "observation", "data": {
-            "observation": {"text": text}, "reward": reward, "done": terminated or truncated,
-            "terminated": terminated, "truncated": truncated, "info": info, "render": self.adapter.render(),
-            "actionNames": self.adapter.action_names(), "episode_id": self.episode_id, "step_count": self.step_count}}
+        return {
+            "type": "observation",
+            "data": {
+                "observation": {"text": text},
+                "reward": reward,
+                "done": terminated or truncated,
+                "terminated": terminated,
+                "truncated": truncated,
+                "info": info,
+                "render": self.adapter.render(),
+                "actionNames": self.adapter.action_names(),
+                "episode_id": self.episode_id,
+                "step_count": self.step_count,
+            },
+        }
 
     async def reap(self):
         b = self.bridge
@@ -273,13 +371,13 @@ class Session:
             await asyncio.sleep(min(5.0, max(0.05, b.idle_timeout / 4)))
             if time.monotonic() - self.last_active > b.idle_timeout:
                 b.log("[bridge] session %d (%s) reaped after %g s idle" % (self.id, self.env_id, b.idle_timeout))
-                await self.error("IDLE_TIMEOUT", "No message for %g s; the session is closed." % b.idle_timeout)
+                await self.error("IDLE_TIMEOUT", f"No message for {b.idle_timeout:g} s; the session is closed.")
                 await self.close_frame(1011)
                 self.writer.close()
                 return
 
     async def refuse(self, code, message, close_code, **extra):
-        self.bridge.log("[bridge] refused %s: %s: %s" % (self.target, code, message))
+        self.bridge.log(f"[bridge] refused {self.target}: {code}: {message}")
         await self.error(code, message, **extra)
         await self.close_frame(close_code)
         self.writer.close()
@@ -303,7 +401,11 @@ class Session:
     async def frame(self, opcode, payload):
         n = len(payload)
         head = bytes([0x80 | opcode])
-        head += bytes([n]) if n < 126 else (bytes([126]) + struct.pack("!H", n) if n < 65536 else bytes([127]) + struct.pack("!Q", n))
+        head += (
+            bytes([n])
+            if n < 126
+            else (bytes([126]) + struct.pack("!H", n) if n < 65536 else bytes([127]) + struct.pack("!Q", n))
+        )
         self.writer.write(head + payload)
         await self.writer.drain()
 
@@ -338,7 +440,11 @@ class Session:
                 chunks.append(payload)
             if b0 & 0x80:
                 if too_big:
-                    return ProtocolError("MESSAGE_TOO_LARGE", "The message has %d bytes; this bridge takes at most %d." % (size, self.bridge.max_message_bytes))
+                    return ProtocolError(
+                        "MESSAGE_TOO_LARGE",
+                        "The message has %d bytes; this bridge takes at most %d."
+                        % (size, self.bridge.max_message_bytes),
+                    )
                 return b"".join(chunks).decode("utf-8", errors="replace")
 
 
@@ -347,7 +453,9 @@ _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 def escape_control(text):
     """``text`` with control characters (ESC sequences, CR, BEL...) written as \\xNN / \\uNNNN: safe in a terminal."""
-    return _CONTROL.sub(lambda m: "\\x%02x" % ord(m.group()) if ord(m.group()) <= 0xFF else "\\u%04x" % ord(m.group()), text)
+    return _CONTROL.sub(
+        lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) <= 0xFF else f"\\u{ord(m.group()):04x}", text
+    )
 
 
 def _unmask(payload, mask):

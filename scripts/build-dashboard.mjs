@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Builds the dashboard page (`npm run build`): dashboard/src/main.ts and its pages -> build/dashboard/ (ES modules,
-// CSS, the play page as its own chunk) with esbuild, plus dashboard/index.html. The play page bundles the model, tensor,
+// CSS, the play page as its own chunk) with esbuild, plus dashboard/index.html. The play page bundles the model,
+// tensor,
 // tokenizer, agent and env code for the browser; their Node-only imports (node:fs ...) resolve to a module that throws
 // when called, since the browser path never reads files.
 import { copyFileSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
@@ -17,14 +18,17 @@ for (const f of readdirSync(out)) rmSync(join(out, f), { recursive: true, force:
  * node:* imports, and the Node-only packages the library uses on paths the browser never takes (progress bars, Hub
  * downloads, W&B, figures), become a module with the same export names, each a function that throws when called.
  */
-const NODE_ONLY = /^(node:.*|cli-progress|@huggingface\/hub|@wandb\/sdk|playwright-core|@modelcontextprotocol\/sdk\/.*)$/;
+const NODE_ONLY =
+  /^(node:.*|cli-progress|@huggingface\/hub|@wandb\/sdk|playwright-core|@modelcontextprotocol\/sdk\/.*)$/;
 const nodeStub = {
   name: 'node-stub',
   setup(b) {
     b.onResolve({ filter: NODE_ONLY }, (args) => ({ path: args.path, namespace: 'node-stub' }));
     b.onLoad({ filter: /.*/, namespace: 'node-stub' }, async (args) => {
       // The real module's export names, each a function that throws (constants become undefined-safe stubs too).
-      const names = Object.keys(await import(args.path).catch(() => ({}))).filter((n) => n !== 'default' && /^[A-Za-z_$][\w$]*$/.test(n));
+      const names = Object.keys(await import(args.path).catch(() => ({}))).filter(
+        (n) => n !== 'default' && /^[A-Za-z_$][\w$]*$/.test(n),
+      );
       const fail = `(name) => function () { throw new Error(${JSON.stringify(args.path)} + '.' + name + ' is not available in the browser'); }`;
       return {
         contents: `const fail = ${fail};\nexport default new Proxy({}, { get: (_t, n) => fail(String(n)) });\n${names.map((n) => `export const ${n} = fail(${JSON.stringify(n)});`).join('\n')}\n`,

@@ -17,7 +17,12 @@ import { describeType, kindOf, unwrap } from '../src/config/schema-walk.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 // The files whose exported `*Schema` consts make up the config, and their modules (same order).
-const SCHEMA_FILES = ['src/config/schema.ts', 'src/config/schema-algo.ts', 'src/config/schema-trainer.ts', 'src/agent/config.ts'].map((f) => join(ROOT, f));
+const SCHEMA_FILES = [
+  'src/config/schema.ts',
+  'src/config/schema-algo.ts',
+  'src/config/schema-trainer.ts',
+  'src/agent/config.ts',
+].map((f) => join(ROOT, f));
 const SCHEMA_MODULES: Record<string, unknown>[] = [main, algo, trainer, agent];
 export const DOCS_FILE = join(ROOT, 'docs/config.md');
 
@@ -26,7 +31,10 @@ interface Doc {
   default?: string;
 }
 
-/** JSDoc of every `const X = z.strictObject({...})` (under `X`, refinements chained after it allowed) and of its properties (under `X.prop`). */
+/**
+ * JSDoc of every `const X = z.strictObject({...})` (under `X`, refinements chained after it allowed) and of its
+ * properties (under `X.prop`).
+ */
 function readJsDoc(): Map<string, Doc> {
   const docs = new Map<string, Doc>();
   for (const file of SCHEMA_FILES) {
@@ -52,8 +60,15 @@ function readJsDoc(): Map<string, Doc> {
         if (own) docs.set(name, own);
         let call = decl.initializer;
         // `z.strictObject({...}).superRefine(...)`: walk down the chain to the object call.
-        while (call && ts.isCallExpression(call) && ts.isPropertyAccessExpression(call.expression) && ts.isCallExpression(call.expression.expression)) call = call.expression.expression;
-        if (!call || !ts.isCallExpression(call) || !/^z\s*\.\s*(strict)?[oO]bject$/.test(call.expression.getText(src))) continue;
+        while (
+          call &&
+          ts.isCallExpression(call) &&
+          ts.isPropertyAccessExpression(call.expression) &&
+          ts.isCallExpression(call.expression.expression)
+        )
+          call = call.expression.expression;
+        if (!call || !ts.isCallExpression(call) || !/^z\s*\.\s*(strict)?[oO]bject$/.test(call.expression.getText(src)))
+          continue;
         const arg = call.arguments[0];
         if (!arg || !ts.isObjectLiteralExpression(arg)) continue;
         for (const prop of arg.properties) {
@@ -68,7 +83,8 @@ function readJsDoc(): Map<string, Doc> {
 
 const cell = (s: string): string => s.replace(/\|/g, '\\|');
 // `optional`: the field may be left out (an alternative to another key, e.g. `tag` or `agent` of an env entry).
-const show = (v: unknown, optional = false): string => (v === undefined ? (optional ? '(unset)' : '(required)') : `\`${JSON.stringify(v)}\``);
+const show = (v: unknown, optional = false): string =>
+  v === undefined ? (optional ? '(unset)' : '(required)') : `\`${JSON.stringify(v)}\``;
 
 /** The whole of docs/config.md. Throws if a field lacks JSDoc or its `@default` disagrees with the schema. */
 export function renderConfigDocs(): string {
@@ -104,23 +120,34 @@ export function renderConfigDocs(): string {
       if (v !== undefined) {
         if (doc.default === undefined) problems.push(`\`${full}\`: JSDoc lacks \`@default ${JSON.stringify(v)}\``);
         else if (JSON.stringify(child.parse(parseYaml(doc.default))) !== JSON.stringify(v)) {
-          problems.push(`\`${full}\`: JSDoc says @default ${doc.default}, the schema's default is ${JSON.stringify(v)}`);
+          problems.push(
+            `\`${full}\`: JSDoc says @default ${doc.default}, the schema's default is ${JSON.stringify(v)}`,
+          );
         }
       }
-      rows.push(`| \`${full}\` | ${cell(describeType(child))} | ${cell(show(v, child.safeParse(undefined).success))} | ${cell(doc.text)} |`);
+      rows.push(
+        `| \`${full}\` | ${cell(describeType(child))} | ${cell(show(v, child.safeParse(undefined).success))} | ${cell(doc.text)} |`,
+      );
       const el = (unwrap(child) as any).def?.element as z.ZodType | undefined;
-      if (kindOf(child) === 'array' && el && kindOf(el) === 'object') children.push([el, `${full}.N`, docs.get(names.get(unwrap(el)) ?? '')?.text ?? '']);
+      if (kindOf(child) === 'array' && el && kindOf(el) === 'object')
+        children.push([el, `${full}.N`, docs.get(names.get(unwrap(el)) ?? '')?.text ?? '']);
       const value = (unwrap(child) as any).def?.valueType as z.ZodType | undefined;
-      if (kindOf(child) === 'record' && value && kindOf(value) === 'object') children.push([value, `${full}.<tag>`, docs.get(names.get(unwrap(value)) ?? '')?.text ?? '']);
+      if (kindOf(child) === 'record' && value && kindOf(value) === 'object')
+        children.push([value, `${full}.<tag>`, docs.get(names.get(unwrap(value)) ?? '')?.text ?? '']);
     }
-    if (rows.length) sections.push(`## ${key ? `\`${key}\`` : 'Top level'}\n\n${title}\n\n| key | type | default | meaning |\n|---|---|---|---|\n${rows.join('\n')}\n`);
+    if (rows.length)
+      sections.push(
+        `## ${key ? `\`${key}\`` : 'Top level'}\n\n${title}\n\n| key | type | default | meaning |\n|---|---|---|---|\n${rows.join('\n')}\n`,
+      );
     for (const [child, full, t] of children) walk(child, full, t);
   };
   walk(main.ConfigSchema, '', docs.get('ConfigSchema')?.text ?? '');
   if (problems.length) throw new Error(`config schema docs are incomplete:\n${problems.join('\n')}`);
 
   const aliases = CONFIG_ALIASES.map((a) => `| \`${a.key}: x\` | ${cell(a.doc)} |`).join('\n');
-  const ragen = RAGEN_KEYS.map((k) => `| \`${cell(k.ragen)}\` | ${k.ours ? `\`${k.ours}\`` : '—'} | ${cell(k.note ?? '')} |`).join('\n');
+  const ragen = RAGEN_KEYS.map(
+    (k) => `| \`${cell(k.ragen)}\` | ${k.ours ? `\`${k.ours}\`` : '—'} | ${cell(k.note ?? '')} |`,
+  ).join('\n');
   return `# Configuration reference
 
 <!-- Generated by \`npx tsx scripts/gen-config-docs.ts\` from the JSDoc in src/config/schema*.ts and src/agent/config.ts. Do not edit by hand: a test fails when this file is out of date. -->

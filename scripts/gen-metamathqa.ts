@@ -12,8 +12,45 @@ export interface MathRecord {
   type: string;
 }
 
-const NAMES = ['Ava', 'Ben', 'Chloe', 'Diego', 'Emma', 'Farid', 'Grace', 'Hiro', 'Isla', 'Jonas', 'Keiko', 'Liam', 'Maya', 'Noah', 'Olga', 'Priya', 'Quinn', 'Rosa', 'Sam', 'Tariq', 'Uma', 'Victor', 'Wen', 'Yara', 'Zoe'];
-const ITEMS: [string, string][] = [['notebook', 'notebooks'], ['pen', 'pens'], ['apple', 'apples'], ['sandwich', 'sandwiches'], ['comic book', 'comic books'], ['candle', 'candles'], ['mug', 'mugs'], ['T-shirt', 'T-shirts'], ['plant', 'plants'], ['ticket', 'tickets']];
+const NAMES = [
+  'Ava',
+  'Ben',
+  'Chloe',
+  'Diego',
+  'Emma',
+  'Farid',
+  'Grace',
+  'Hiro',
+  'Isla',
+  'Jonas',
+  'Keiko',
+  'Liam',
+  'Maya',
+  'Noah',
+  'Olga',
+  'Priya',
+  'Quinn',
+  'Rosa',
+  'Sam',
+  'Tariq',
+  'Uma',
+  'Victor',
+  'Wen',
+  'Yara',
+  'Zoe',
+];
+const ITEMS: [string, string][] = [
+  ['notebook', 'notebooks'],
+  ['pen', 'pens'],
+  ['apple', 'apples'],
+  ['sandwich', 'sandwiches'],
+  ['comic book', 'comic books'],
+  ['candle', 'candles'],
+  ['mug', 'mugs'],
+  ['T-shirt', 'T-shirts'],
+  ['plant', 'plants'],
+  ['ticket', 'tickets'],
+];
 const THINGS = ['widgets', 'bottles', 'bricks', 'toys', 'candles', 'chairs', 'jars of jam', 'loaves of bread'];
 const VEHICLES = ['car', 'train', 'bus', 'cyclist', 'boat', 'truck'];
 
@@ -44,8 +81,10 @@ const TEMPLATES: Record<string, Template> = {
   shopping_change(r) {
     const name = r.choice(NAMES);
     const [i1, i2] = r.shuffle([...ITEMS]) as [string, string][];
-    const a = r.intBetween(2, 6), b = r.intBetween(1, 4);
-    const p = r.intBetween(4, 40) / 4, q = r.intBetween(4, 60) / 4;
+    const a = r.intBetween(2, 6),
+      b = r.intBetween(1, 4);
+    const p = r.intBetween(4, 40) / 4,
+      q = r.intBetween(4, 60) / 4;
     const total = a * p + b * q;
     const bill = [20, 50, 100].find((x) => x > total);
     if (bill === undefined) return undefined;
@@ -94,7 +133,9 @@ const TEMPLATES: Record<string, Template> = {
   },
   ages_sum(r) {
     const [a, b] = r.shuffle([...NAMES]) as string[];
-    const young = r.intBetween(3, 40), d = r.intBetween(2, 30), y = r.intBetween(2, 15);
+    const young = r.intBetween(3, 40),
+      d = r.intBetween(2, 30),
+      y = r.intBetween(2, 15);
     const s = 2 * young + d + 2 * y;
     return {
       query: `${a} is ${d} years older than ${b}. In ${y} years the sum of their ages will be ${s}. How old is ${b} now?`,
@@ -104,7 +145,8 @@ const TEMPLATES: Record<string, Template> = {
   },
   ages_multiple(r) {
     const [a, b] = r.shuffle([...NAMES]) as string[];
-    const young = r.intBetween(2, 20), k = r.intBetween(2, 5);
+    const young = r.intBetween(2, 20),
+      k = r.intBetween(2, 5);
     const s = young * (k + 1);
     return {
       query: `${a} is ${k} times as old as ${b}. Together they are ${s} years old. How old is ${a}?`,
@@ -114,9 +156,12 @@ const TEMPLATES: Record<string, Template> = {
   },
   fraction_left(r) {
     const name = r.choice(NAMES);
-    const d1 = r.intBetween(2, 8), d2 = r.intBetween(2, 8);
-    const n1 = r.intBetween(1, d1 - 1), n2 = r.intBetween(1, d2 - 1);
-    const den = d1 * d2, eaten = n1 * d2 + n2 * d1;
+    const d1 = r.intBetween(2, 8),
+      d2 = r.intBetween(2, 8);
+    const n1 = r.intBetween(1, d1 - 1),
+      n2 = r.intBetween(1, d2 - 1);
+    const den = d1 * d2,
+      eaten = n1 * d2 + n2 * d1;
     if (eaten >= den) return undefined;
     return {
       query: `${name} bakes a pie. ${name} eats ${frac(n1, d1)} of it and a friend eats ${frac(n2, d2)} of it. What fraction of the pie is left?`,
@@ -125,7 +170,8 @@ const TEMPLATES: Record<string, Template> = {
     };
   },
   fraction_fill(r) {
-    const q = r.intBetween(2, 8), p = r.intBetween(1, q - 1);
+    const q = r.intBetween(2, 8),
+      p = r.intBetween(1, q - 1);
     const cap = q * r.intBetween(3, 40);
     const container = r.choice(['tank', 'barrel', 'pool', 'bathtub']);
     return {
@@ -161,7 +207,9 @@ const TEMPLATES: Record<string, Template> = {
   },
   cookie_boxes(r) {
     const name = r.choice(NAMES);
-    const b = r.intBetween(2, 8), c = r.intBetween(6, 36), k = r.choice([4, 6, 8, 10, 12]);
+    const b = r.intBetween(2, 8),
+      c = r.intBetween(6, 36),
+      k = r.choice([4, 6, 8, 10, 12]);
     const made = b * c;
     const boxes = r.intBetween(1, Math.floor(made / k));
     const sold = made - boxes * k;
@@ -185,7 +233,8 @@ const TEMPLATES: Record<string, Template> = {
   },
   ratio_share(r) {
     const [a, b] = r.shuffle([...NAMES]) as string[];
-    const x = r.intBetween(1, 7), y = r.intBetween(1, 7);
+    const x = r.intBetween(1, 7),
+      y = r.intBetween(1, 7);
     if (x === y) return undefined;
     const unit = r.intBetween(2, 60) * 5;
     const total = unit * (x + y);
@@ -196,7 +245,9 @@ const TEMPLATES: Record<string, Template> = {
     };
   },
   simple_interest(r) {
-    const p = r.intBetween(2, 50) * 100, rate = r.intBetween(1, 9), t = r.intBetween(1, 6);
+    const p = r.intBetween(2, 50) * 100,
+      rate = r.intBetween(1, 9),
+      t = r.intBetween(1, 6);
     const interest = (p * rate * t) / 100;
     return {
       query: `${r.choice(NAMES)} deposits $${grouped(p)} in an account paying ${rate}% simple interest per year. How many dollars are in the account after ${t} year${t > 1 ? 's' : ''}?`,
@@ -206,7 +257,9 @@ const TEMPLATES: Record<string, Template> = {
   },
   wages(r) {
     const name = r.choice(NAMES);
-    const w = r.intBetween(24, 80) / 2, h = r.intBetween(3, 9), d = r.intBetween(2, 6);
+    const w = r.intBetween(24, 80) / 2,
+      h = r.intBetween(3, 9),
+      d = r.intBetween(2, 6);
     const earned = w * h * d;
     const spent = r.intBetween(1, Math.floor(earned / 10)) * 5;
     return {
@@ -216,7 +269,9 @@ const TEMPLATES: Record<string, Template> = {
     };
   },
   production(r) {
-    const perDay = r.intBetween(12, 400) * 25, days = r.intBetween(3, 30), thing = r.choice(THINGS);
+    const perDay = r.intBetween(12, 400) * 25,
+      days = r.intBetween(3, 30),
+      thing = r.choice(THINGS);
     const weeksOff = r.intBetween(0, Math.floor(days / 7));
     const worked = days - weeksOff;
     return {
@@ -226,7 +281,8 @@ const TEMPLATES: Record<string, Template> = {
     };
   },
   vans_needed(r) {
-    const people = r.intBetween(20, 300), seats = r.intBetween(6, 15);
+    const people = r.intBetween(20, 300),
+      seats = r.intBetween(6, 15);
     const vans = Math.ceil(people / seats);
     if (people % seats === 0) return undefined;
     return {
@@ -237,7 +293,8 @@ const TEMPLATES: Record<string, Template> = {
   },
   unit_price(r) {
     const name = r.choice(NAMES);
-    const kg = r.intBetween(2, 9) / 2, perKg = r.intBetween(4, 24) / 4;
+    const kg = r.intBetween(2, 9) / 2,
+      perKg = r.intBetween(4, 24) / 4;
     const fruit = r.choice(['apples', 'grapes', 'cherries', 'potatoes', 'carrots', 'pears']);
     return {
       query: `${fruit[0]!.toUpperCase()}${fruit.slice(1)} cost ${money(perKg)} per kilogram. ${name} buys ${num(kg)} kilograms. How much does ${name} pay, in dollars?`,

@@ -6,17 +6,72 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 
 const MUTATIONS = [
-  ['negate the actor log-prob gradient', 'src/train/update.ts', 'return { logprobs: r.grad.logprobs,', 'return { logprobs: r.grad.logprobs.map((x) => -x),'],
-  ['negate the critic value gradient', 'src/train/update.ts', 'return { values: r.grad.values };', 'return { values: r.grad.values.map((x) => -x) };'],
-  ['negate every advantage', 'src/train/update-data.ts', 'let advantages = adv.advantages;', 'let advantages = adv.advantages.map((x) => -x);'],
-  ['swap the low and high clip ratios', 'src/train/update-data.ts', 'clipRatioLow: algo.clipRatioLow,\n    clipRatioHigh: algo.clipRatioHigh,', 'clipRatioLow: algo.clipRatioHigh,\n    clipRatioHigh: algo.clipRatioLow,'],
-  ['negate the entropy coefficient', 'src/train/update-data.ts', 'entropyCoeff: algo.entropyCoeff,', 'entropyCoeff: -algo.entropyCoeff,'],
-  ['negate the KL-loss coefficient', 'src/train/update-data.ts', 'klCoef: algo.kl.useKlLoss ? algo.kl.coef : 0,', 'klCoef: algo.kl.useKlLoss ? -algo.kl.coef : 0,'],
-  ['skip reward normalisation', 'src/train/update-data.ts', "if (algo.rewardNorm.method !== 'identity') {", 'if (false) {'],
-  ['swap gamma and lambda in the GAE call', 'src/train/update-data.ts', 'gamma: algo.gamma, lambda: algo.lambda,', 'gamma: algo.lambda, lambda: algo.gamma,'],
-  ['old log-probs = current ones (ratio 1)', 'src/train/update.ts', 'oldLogprobs: takeRows(data.oldLogprobs, micro, T),', 'oldLogprobs: out.logprobs,'],
-  ['negate the surrogate gradient inside the local engine', 'src/engine/local.ts', 'const part = sum(mul(out, tensor(g)));', 'const part = sum(mul(out, tensor(g.map((x) => -x))));'],
-  ['value clip centred on the current values', 'src/train/update.ts', 'oldValues: takeRows(oldValues, micro, T),', 'oldValues: out.values!,'],
+  [
+    'negate the actor log-prob gradient',
+    'src/train/update.ts',
+    'return { logprobs: r.grad.logprobs,',
+    'return { logprobs: r.grad.logprobs.map((x) => -x),',
+  ],
+  [
+    'negate the critic value gradient',
+    'src/train/update.ts',
+    'return { values: r.grad.values };',
+    'return { values: r.grad.values.map((x) => -x) };',
+  ],
+  [
+    'negate every advantage',
+    'src/train/update-data.ts',
+    'let advantages = adv.advantages;',
+    'let advantages = adv.advantages.map((x) => -x);',
+  ],
+  [
+    'swap the low and high clip ratios',
+    'src/train/update-data.ts',
+    'clipRatioLow: algo.clipRatioLow,\n    clipRatioHigh: algo.clipRatioHigh,',
+    'clipRatioLow: algo.clipRatioHigh,\n    clipRatioHigh: algo.clipRatioLow,',
+  ],
+  [
+    'negate the entropy coefficient',
+    'src/train/update-data.ts',
+    'entropyCoeff: algo.entropyCoeff,',
+    'entropyCoeff: -algo.entropyCoeff,',
+  ],
+  [
+    'negate the KL-loss coefficient',
+    'src/train/update-data.ts',
+    'klCoef: algo.kl.useKlLoss ? algo.kl.coef : 0,',
+    'klCoef: algo.kl.useKlLoss ? -algo.kl.coef : 0,',
+  ],
+  [
+    'skip reward normalisation',
+    'src/train/update-data.ts',
+    "if (algo.rewardNorm.method !== 'identity') {",
+    'if (false) {',
+  ],
+  [
+    'swap gamma and lambda in the GAE call',
+    'src/train/update-data.ts',
+    'gamma: algo.gamma, lambda: algo.lambda,',
+    'gamma: algo.lambda, lambda: algo.gamma,',
+  ],
+  [
+    'old log-probs = current ones (ratio 1)',
+    'src/train/update.ts',
+    'oldLogprobs: takeRows(data.oldLogprobs, micro, T),',
+    'oldLogprobs: out.logprobs,',
+  ],
+  [
+    'negate the surrogate gradient inside the local engine',
+    'src/engine/local.ts',
+    'const part = sum(mul(out, tensor(g)));',
+    'const part = sum(mul(out, tensor(g.map((x) => -x))));',
+  ],
+  [
+    'value clip centred on the current values',
+    'src/train/update.ts',
+    'oldValues: takeRows(oldValues, micro, T),',
+    'oldValues: out.values!,',
+  ],
 ];
 
 const tests = process.argv.slice(2);
@@ -25,7 +80,9 @@ let missed = 0;
 for (const [name, file, from, to] of MUTATIONS) {
   const src = readFileSync(file, 'utf8');
   if (src.split(from).length !== 2) {
-    console.log(`STALE   ${name}: the line to mutate is not found exactly once in ${file}; update scripts/mutations.mjs`);
+    console.log(
+      `STALE   ${name}: the line to mutate is not found exactly once in ${file}; update scripts/mutations.mjs`,
+    );
     missed++;
     continue;
   }

@@ -82,7 +82,8 @@ function shippedSources(): Map<string, string> {
     for (const e of readdirSync(dir, { withFileTypes: true })) {
       const p = join(dir, e.name);
       if (e.isDirectory()) walk(p);
-      else if (e.name.endsWith('.ts') && !e.name.endsWith('.test.ts') && !e.name.endsWith('.d.ts')) sources.set(relative(ROOT, p), readFileSync(p, 'utf8'));
+      else if (e.name.endsWith('.ts') && !e.name.endsWith('.test.ts') && !e.name.endsWith('.d.ts'))
+        sources.set(relative(ROOT, p), readFileSync(p, 'utf8'));
     }
   };
   walk(SRC);
@@ -96,20 +97,30 @@ describe('item 14: no raw mkdir/writeFile outside the helpers that know about /p
 
   it('item 14: the allow-list holds no stale entries (a converted file leaves it)', () => {
     const sources = shippedSources();
-    const stale = Object.entries(ALLOWED).filter(([file, n]) => rawCallLines(sources.get(file) ?? '').length < n).map(([file]) => file);
+    const stale = Object.entries(ALLOWED)
+      .filter(([file, n]) => rawCallLines(sources.get(file) ?? '').length < n)
+      .map(([file]) => file);
     expect(stale).toEqual([]);
   });
 
   it('item 14: a planted raw call fails the rule, naming file:line, in a new file and as one more in an allowed one', () => {
     const sources = shippedSources();
     const planted = new Map(sources);
-    planted.set('src/cli/commands/planted.ts', "import { mkdirSync } from 'node:fs';\n\nexport const f = (d: string) => mkdirSync(d, { recursive: true });\n");
+    planted.set(
+      'src/cli/commands/planted.ts',
+      "import { mkdirSync } from 'node:fs';\n\nexport const f = (d: string) => mkdirSync(d, { recursive: true });\n",
+    );
     const io = sources.get('src/train/checkpoint-io.ts')!;
-    planted.set('src/train/checkpoint-io.ts', `${io}\nexport const g = async (p: string) => { await writeFile(p, ''); };\n`);
+    planted.set(
+      'src/train/checkpoint-io.ts',
+      `${io}\nexport const g = async (p: string) => { await writeFile(p, ''); };\n`,
+    );
     const found = violations(planted, ALLOWED);
     expect(found).toContain('src/cli/commands/planted.ts:3');
     expect(found).toContain(`src/train/checkpoint-io.ts:${io.split('\n').length + 1}`);
     // the helpers and comments are not raw calls
-    expect(rawCallLines("writeFileAt(p, 'x', 'save');\n// mkdirSync(p) is what we avoid\nmakeDir(d, 'a');\n")).toEqual([]);
+    expect(rawCallLines("writeFileAt(p, 'x', 'save');\n// mkdirSync(p) is what we avoid\nmakeDir(d, 'a');\n")).toEqual(
+      [],
+    );
   });
 });

@@ -11,22 +11,87 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 
 /** The public runtime names, by section of src/index.ts (types are checked by tsc, not listed here). */
 const PUBLIC = {
-  env: ['invalidInfo', 'matchActionName', 'registerEnv', 'makeEnv', 'listEnvs', 'envSpec', 'resolveEnvId', 'resolveEnvConfig', 'Wrapper', 'OrderEnforcing', 'TimeLimit', 'EpisodeStatistics', 'wrapEnv', 'checkEnv', 'checkRegisteredEnv', 'EnvCheckError', 'RewardScale', 'FormatPenalty', 'ObservationTruncation', 'EpisodeRecorder'],
+  env: [
+    'invalidInfo',
+    'matchActionName',
+    'registerEnv',
+    'makeEnv',
+    'listEnvs',
+    'envSpec',
+    'resolveEnvId',
+    'resolveEnvConfig',
+    'Wrapper',
+    'OrderEnforcing',
+    'TimeLimit',
+    'EpisodeStatistics',
+    'wrapEnv',
+    'checkEnv',
+    'checkRegisteredEnv',
+    'EnvCheckError',
+    'RewardScale',
+    'FormatPenalty',
+    'ObservationTruncation',
+    'EpisodeRecorder',
+  ],
   remote: ['EnvServer', 'RemoteEnv', 'RemoteEnvError', 'registerRemoteEnv', 'registerRemoteEnvs'],
   engine: ['LocalEngine', 'TorchEngine', 'sequenceBatch'],
   model: ['Transformer', 'modelConfig', 'countParameters', 'loadModel', 'saveModel'],
   tokenizer: ['HfTokenizer', 'loadTokenizer', 'loadQwenTokenizer', 'tinyTokenizerDir', 'ChatTemplate'],
-  agent: ['agentConfig', 'EnvGroups', 'enginePolicy', 'oraclePolicy', 'randomPolicy', 'openaiPolicy', 'rollout', 'parseResponse', 'collate', 'episodeRecord', 'writeEpisodeRecords'],
+  agent: [
+    'agentConfig',
+    'EnvGroups',
+    'enginePolicy',
+    'oraclePolicy',
+    'randomPolicy',
+    'openaiPolicy',
+    'rollout',
+    'parseResponse',
+    'collate',
+    'episodeRecord',
+    'writeEpisodeRecords',
+  ],
   algo: [
-    'computeAdvantage', 'needsCritic', 'gae', 'biLevelGae', 'grpoAdvantage', 'rlooAdvantage', 'reinforcePPAdvantage', 'reinforcePPBaselineAdvantage',
-    'softReweightByGroupStd', 'scaleByKeptRatio', 'lengthWeightAdvantages', 'normalizeRewards', 'aggNorm', 'aggLoss',
-    'ppoPolicyLoss', 'entropyBonus', 'actorLoss', 'clippedValueLoss', 'klPenalty', 'klLoss', 'applyKLPenalty', 'KLController',
-    'filterRollouts', 'selectGroups', 'collapseMetrics', 'earlyWarnings', 'truncatedImportanceWeights',
+    'computeAdvantage',
+    'needsCritic',
+    'gae',
+    'biLevelGae',
+    'grpoAdvantage',
+    'rlooAdvantage',
+    'reinforcePPAdvantage',
+    'reinforcePPBaselineAdvantage',
+    'softReweightByGroupStd',
+    'scaleByKeptRatio',
+    'lengthWeightAdvantages',
+    'normalizeRewards',
+    'aggNorm',
+    'aggLoss',
+    'ppoPolicyLoss',
+    'entropyBonus',
+    'actorLoss',
+    'clippedValueLoss',
+    'klPenalty',
+    'klLoss',
+    'applyKLPenalty',
+    'KLController',
+    'filterRollouts',
+    'selectGroups',
+    'collapseMetrics',
+    'earlyWarnings',
+    'truncatedImportanceWeights',
   ],
   serve: ['OpenAIServer', 'ApiError', 'localTopLogprobs'],
   train: ['train', 'loadConfig', 'defaultConfig', 'listPresets'],
   metrics: ['METRICS', 'describeMetric', 'MetricLogger', 'JsonlSink', 'readMetricsFile'],
-  util: ['Rng', 'RagenError', 'ConfigError', 'EnvNotFoundError', 'ResetNeededError', 'ShapeError', 'CheckpointError', 'UsageError'],
+  util: [
+    'Rng',
+    'RagenError',
+    'ConfigError',
+    'EnvNotFoundError',
+    'ResetNeededError',
+    'ShapeError',
+    'CheckpointError',
+    'UsageError',
+  ],
   tensor: ['tensor'],
 };
 
@@ -41,15 +106,29 @@ describe('the package entry (src/index.ts)', () => {
   });
 
   it('keeps internals out: no benchmark, torch-probe, kernel-backend or config-plumbing names at the top level', () => {
-    for (const name of ['BENCH_MODEL', 'TORCH_MISSING', 'runEngineBench', 'findTorchPython', 'setBackend', 'configToYaml', 'agentSettings', 'assert', 'STRIPPED_MARKERS']) {
+    for (const name of [
+      'BENCH_MODEL',
+      'TORCH_MISSING',
+      'runEngineBench',
+      'findTorchPython',
+      'setBackend',
+      'configToYaml',
+      'agentSettings',
+      'assert',
+      'STRIPPED_MARKERS',
+    ]) {
       expect(name in api, name).toBe(false);
     }
     expect(typeof api.tensor.matmul).toBe('function'); // the tensor library is one namespace
   });
 
   it('imports in a fresh Node process (built-in envs registered), as `import ... from "ragen-ts"` would', () => {
-    const script = "const m = await import('./src/index.ts'); console.log(JSON.stringify({ n: Object.keys(m).length, envs: m.listEnvs().length }));";
-    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: root, encoding: 'utf8' });
+    const script =
+      "const m = await import('./src/index.ts'); console.log(JSON.stringify({ n: Object.keys(m).length, envs: m.listEnvs().length }));";
+    const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      cwd: root,
+      encoding: 'utf8',
+    });
     const r = JSON.parse(out.trim().split('\n').pop()!) as { n: number; envs: number };
     expect(r.n).toBe(Object.values(PUBLIC).flat().length);
     expect(r.envs).toBeGreaterThan(10);

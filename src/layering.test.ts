@@ -12,7 +12,11 @@ const DEPCRUISE = join(ROOT, 'node_modules', 'dependency-cruiser', 'bin', 'depen
 
 /** Run dependency-cruiser with the project's rules in `cwd`; its text report and exit status. */
 function cruise(cwd: string, paths: string[]): { status: number | null; report: string } {
-  const r = spawnSync(process.execPath, [DEPCRUISE, '--config', CONFIG, '--output-type', 'err', ...paths], { cwd, encoding: 'utf8', timeout: 240_000 });
+  const r = spawnSync(process.execPath, [DEPCRUISE, '--config', CONFIG, '--output-type', 'err', ...paths], {
+    cwd,
+    encoding: 'utf8',
+    timeout: 240_000,
+  });
   return { status: r.status, report: `${r.stdout}${r.stderr}` };
 }
 
@@ -35,9 +39,13 @@ describe('import rules', () => {
       'src/bench/commands/index.ts': 'export const commands = [];\n',
       'src/algo/up.ts': "import { x } from '../train/uses-lab.js';\nexport const y = x;\n",
       'src/env/up.ts': "import type { A } from '../agent/a.js';\nexport type E = A;\n",
-      'src/cli/deep.ts': "import { lab } from '../bench/lab.js';\nimport { commands } from '../bench/commands/index.js';\nexport const z = [lab, commands];\n",
+      'src/cli/deep.ts':
+        "import { lab } from '../bench/lab.js';\nimport { commands } from '../bench/commands/index.js';\nexport const z = [lab, commands];\n",
       'src/algo/ok.test.ts': "import { x } from '../train/uses-lab.js';\nexport const t = x;\n",
-      'tsconfig.json': JSON.stringify({ compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', strict: true }, include: ['src'] }),
+      'tsconfig.json': JSON.stringify({
+        compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', strict: true },
+        include: ['src'],
+      }),
     };
     for (const [path, text] of Object.entries(files)) {
       mkdirSync(dirname(join(tmp, path)), { recursive: true });

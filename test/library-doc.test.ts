@@ -28,9 +28,15 @@ it('docs/library.md: the environment, its preset and the training script run fro
   mkdirSync(join(dir, 'node_modules'));
   symlinkSync(ROOT, join(dir, 'node_modules', 'ragen-ts'), 'dir'); // as `npm install <tarball>` would place it
   symlinkSync(join(ROOT, 'node_modules', 'zod'), join(dir, 'node_modules', 'zod'), 'dir');
-  const r = await promisify(execFile)(process.execPath, ['train-lamp.mjs'], { cwd: dir, env: { ...process.env, RAGEN_THREADS: '1' } });
+  const r = await promisify(execFile)(process.execPath, ['train-lamp.mjs'], {
+    cwd: dir,
+    env: { ...process.env, RAGEN_THREADS: '1' },
+  });
   expect(r.stdout).toMatch(/2 steps in .*runs\/lamp/);
   expect(r.stdout).toMatch(/Lamp/); // the summary table names the val tag
-  const metrics = readFileSync(join(dir, 'runs', 'lamp', 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { step: number });
+  const metrics = readFileSync(join(dir, 'runs', 'lamp', 'metrics.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as { step: number });
   expect(metrics.filter((m) => m.step > 0).map((m) => m.step)).toEqual([1, 2]);
 }, 180_000);

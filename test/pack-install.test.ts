@@ -20,20 +20,44 @@ let tarball = '';
 beforeAll(async () => {
   // The tarball packs what `npm run build` made (dist/, build/): `prepare` builds it on `npm pack` and `npm publish`;
   // the scripts are skipped here only because CI's `npm ci` has just built it.
-  expect(existsSync(join(ROOT, 'dist', 'src', 'cli', 'main.js')), 'dist/ is missing: run `npm run build` first').toBe(true);
-  const packed = await run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', tmp], { cwd: ROOT, env, maxBuffer: 64 << 20 });
+  expect(existsSync(join(ROOT, 'dist', 'src', 'cli', 'main.js')), 'dist/ is missing: run `npm run build` first').toBe(
+    true,
+  );
+  const packed = await run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', tmp], {
+    cwd: ROOT,
+    env,
+    maxBuffer: 64 << 20,
+  });
   tarball = join(tmp, (JSON.parse(packed.stdout) as { filename: string }[])[0]!.filename);
   mkdirSync(app);
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', private: true, type: 'module' }));
-  await run('npm', ['install', '--omit=dev', '--prefer-offline', '--no-audit', '--no-fund', tarball], { cwd: app, env, maxBuffer: 64 << 20 });
+  await run('npm', ['install', '--omit=dev', '--prefer-offline', '--no-audit', '--no-fund', tarball], {
+    cwd: app,
+    env,
+    maxBuffer: 64 << 20,
+  });
 }, 240_000);
 
 afterAll(() => rmSync(tmp, { recursive: true, force: true }), 120_000);
 
 describe('the packed package', () => {
   it('carries the built kernels, the dashboard page, models, presets, python and data, and no tests', async () => {
-    const list = (await run('tar', ['tzf', tarball], { maxBuffer: 64 << 20 })).stdout.split('\n').map((l) => l.replace(/^package\//, ''));
-    for (const f of ['bin/ragen.js', 'dist/src/index.js', 'dist/src/index.d.ts', 'build/kernels/ragen.wasm', 'build/kernels/ragen-relaxed.wasm', 'build/dashboard/index.html', 'models/ragen-tiny/model.safetensors', 'models/tokenizer-tiny/tokenizer.json', 'configs/bandit-ppo.yaml', 'python/ragen_torch/worker.py', 'data/metamathqa/train.jsonl']) {
+    const list = (await run('tar', ['tzf', tarball], { maxBuffer: 64 << 20 })).stdout
+      .split('\n')
+      .map((l) => l.replace(/^package\//, ''));
+    for (const f of [
+      'bin/ragen.js',
+      'dist/src/index.js',
+      'dist/src/index.d.ts',
+      'build/kernels/ragen.wasm',
+      'build/kernels/ragen-relaxed.wasm',
+      'build/dashboard/index.html',
+      'models/ragen-tiny/model.safetensors',
+      'models/tokenizer-tiny/tokenizer.json',
+      'configs/bandit-ppo.yaml',
+      'python/ragen_torch/worker.py',
+      'data/metamathqa/train.jsonl',
+    ]) {
       expect(list, f).toContain(f);
     }
     expect(list.filter((f) => /\.test\.|^\.ci\/|^src\/|^test\/|__pycache__/.test(f))).toEqual([]);
@@ -42,7 +66,8 @@ describe('the packed package', () => {
   it('installs without a build step: no compiler, no dev dependencies', () => {
     const pkg = join(app, 'node_modules', 'ragen-ts');
     expect(existsSync(join(pkg, 'build', 'kernels', 'ragen.wasm'))).toBe(true);
-    for (const dev of ['typescript', 'assemblyscript', 'playwright-core', 'vitest']) expect(existsSync(join(app, 'node_modules', dev)), dev).toBe(false);
+    for (const dev of ['typescript', 'assemblyscript', 'playwright-core', 'vitest'])
+      expect(existsSync(join(app, 'node_modules', dev)), dev).toBe(false);
   });
 
   it('`ragen --help` lists the commands', async () => {
@@ -52,8 +77,26 @@ describe('the packed package', () => {
   });
 
   it('`ragen train --config bandit-ppo` runs 2 steps from a folder outside the repository, on the wasm kernels', async () => {
-    const r = await run(bin, ['train', '--config', 'bandit-ppo', 'trainer.steps=2', 'trainer.valBeforeTrain=false', 'trainer.valEvery=0', 'trainer.checkpointEvery=0', 'env.train.0.groups=2', 'env.train.0.groupSize=4', 'logging.runDir=runs/pack'], { cwd: app, env, maxBuffer: 16 << 20, timeout: 170_000 }); // killed, not orphaned, if it overruns
-    const metrics = readFileSync(join(app, 'runs', 'pack', 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { step: number });
+    const r = await run(
+      bin,
+      [
+        'train',
+        '--config',
+        'bandit-ppo',
+        'trainer.steps=2',
+        'trainer.valBeforeTrain=false',
+        'trainer.valEvery=0',
+        'trainer.checkpointEvery=0',
+        'env.train.0.groups=2',
+        'env.train.0.groupSize=4',
+        'logging.runDir=runs/pack',
+      ],
+      { cwd: app, env, maxBuffer: 16 << 20, timeout: 170_000 },
+    ); // killed, not orphaned, if it overruns
+    const metrics = readFileSync(join(app, 'runs', 'pack', 'metrics.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { step: number });
     expect(metrics.map((m) => m.step)).toEqual([1, 2]);
     expect(r.stderr).not.toMatch(/slow js reference backend/);
   }, 180_000);
@@ -80,18 +123,29 @@ describe('the packed package', () => {
   });
 
   it("`import { train, loadConfig } from 'ragen-ts'` works in a user's script", async () => {
-    writeFileSync(join(app, 'use.mjs'), [
-      "import { train, loadConfig } from 'ragen-ts';",
-      "const config = loadConfig({ config: 'bandit-ppo', overrides: ['trainer.steps=1'] });",
-      'console.log(JSON.stringify({ train: typeof train, steps: config.trainer.steps, model: config.model.path }));',
-    ].join('\n'));
+    writeFileSync(
+      join(app, 'use.mjs'),
+      [
+        "import { train, loadConfig } from 'ragen-ts';",
+        "const config = loadConfig({ config: 'bandit-ppo', overrides: ['trainer.steps=1'] });",
+        'console.log(JSON.stringify({ train: typeof train, steps: config.trainer.steps, model: config.model.path }));',
+      ].join('\n'),
+    );
     const r = await run(process.execPath, ['use.mjs'], { cwd: app, env });
     expect(JSON.parse(r.stdout)).toEqual({ train: 'function', steps: 1, model: 'ragen-tiny' });
     expect(readdirSync(app)).toContain('node_modules');
   });
 
   it("`from 'ragen-ts'` also resolves inside the repository (self-reference through `exports`)", async () => {
-    const r = await run(process.execPath, ['--input-type=module', '-e', "const m = await import('ragen-ts'); console.log(typeof m.train, typeof m.loadConfig)"], { cwd: ROOT, env });
+    const r = await run(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        "const m = await import('ragen-ts'); console.log(typeof m.train, typeof m.loadConfig)",
+      ],
+      { cwd: ROOT, env },
+    );
     expect(r.stdout.trim()).toBe('function function');
   });
 });

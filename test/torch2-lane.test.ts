@@ -15,9 +15,17 @@ describe('scripts/test-torch2.mjs', () => {
     try {
       // An interpreter with torch 2 whose view of the project is empty, as a chroot's with a stale bind is.
       const python = join(dir, 'python3');
-      writeFileSync(python, `#!/bin/sh\ncase "$2" in *__version__*) echo 2.6.0 ;; *) echo "ModuleNotFoundError: No module named 'ragen_torch'" >&2; exit 1 ;; esac\n`);
+      writeFileSync(
+        python,
+        `#!/bin/sh\ncase "$2" in *__version__*) echo 2.6.0 ;; *) echo "ModuleNotFoundError: No module named 'ragen_torch'" >&2; exit 1 ;; esac\n`,
+      );
       chmodSync(python, 0o755);
-      const r = spawnSync('node', ['scripts/test-torch2.mjs'], { cwd: ROOT, encoding: 'utf8', env: { ...process.env, RAGEN_TORCH2_PYTHON: python }, timeout: 30_000 });
+      const r = spawnSync('node', ['scripts/test-torch2.mjs'], {
+        cwd: ROOT,
+        encoding: 'utf8',
+        env: { ...process.env, RAGEN_TORCH2_PYTHON: python },
+        timeout: 30_000,
+      });
       expect(r.status).toBe(1);
       expect(r.stderr).toContain(`does not see this project's python/ragen_torch from ${ROOT}`);
       expect(r.stderr).toContain('sudo sh scripts/torch2-chroot.sh');
@@ -56,10 +64,16 @@ describe.runIf(canChroot)('scripts/torch2-chroot.sh', () => {
     writeFileSync(join(project, 'python', 'ragen_torch', '__init__.py'), '');
     writeFileSync(join(project, 'marker'), marker);
   }
-  const setUp = (project: string) => spawnSync('sh', [join(project, 'scripts', 'torch2-chroot.sh'), chroot], { encoding: 'utf8', timeout: 300_000 });
+  const setUp = (project: string) =>
+    spawnSync('sh', [join(project, 'scripts', 'torch2-chroot.sh'), chroot], { encoding: 'utf8', timeout: 300_000 });
   /** The chroot's python3 reading `marker` in `cwd`, from a shell whose PWD is `cwd` as spelled. */
   const seen = (cwd: string) =>
-    spawnSync(wrapper!, ['-c', 'print(open("marker").read())'], { cwd, env: { ...process.env, PWD: cwd }, encoding: 'utf8', timeout: 60_000 });
+    spawnSync(wrapper!, ['-c', 'print(open("marker").read())'], {
+      cwd,
+      env: { ...process.env, PWD: cwd },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
 
   it('binds again a clone deleted and made again at the same path', () => {
     const project = join(newBase(), 'clone');

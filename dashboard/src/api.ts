@@ -44,7 +44,15 @@ async function readText(res: Response, received: (bytes: number) => void): Promi
 export const api = {
   runs: () => getJson<{ roots: string[]; runs: RunSummary[] }>('/api/runs', 'the run list'),
   run: (id: string) => getJson<RunDetail>(`/api/run?id=${encodeURIComponent(id)}`, `run ${id}`),
-  rollouts: (id: string, step: number) => getJson<EpisodeFile>(`/api/rollouts?id=${encodeURIComponent(id)}&step=${step}`, `run ${id}: rollouts of step ${step}`),
-  evalFile: (id: string, file: string) => getJson<EpisodeFile & { summary: TagResult[] }>(`/api/eval?id=${encodeURIComponent(id)}&file=${encodeURIComponent(file)}`, `run ${id}: ${file}`),
+  rollouts: (id: string, step: number) =>
+    getJson<EpisodeFile>(
+      `/api/rollouts?id=${encodeURIComponent(id)}&step=${step}`,
+      `run ${id}: rollouts of step ${step}`,
+    ),
+  evalFile: (id: string, file: string) =>
+    getJson<EpisodeFile & { summary: TagResult[] }>(
+      `/api/eval?id=${encodeURIComponent(id)}&file=${encodeURIComponent(file)}`,
+      `run ${id}: ${file}`,
+    ),
   fileUrl: (id: string, path: string) => `/api/file?id=${encodeURIComponent(id)}&path=${encodeURIComponent(path)}`,
 };

@@ -26,7 +26,18 @@ export interface Marker {
   color: string;
 }
 
-export const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#17becf', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22'];
+export const PALETTE = [
+  '#1f77b4',
+  '#d62728',
+  '#2ca02c',
+  '#9467bd',
+  '#ff7f0e',
+  '#17becf',
+  '#8c564b',
+  '#e377c2',
+  '#7f7f7f',
+  '#bcbd22',
+];
 
 /** An axis tick: short, and never `-0` for small values (KL is often ~1e-7). */
 function tick(v: number | null): string {
@@ -62,13 +73,16 @@ function strokeSample(color: string, dash: number[] | undefined): SVGSVGElement 
   svg.setAttribute('width', '28');
   svg.setAttribute('height', '8');
   const line = document.createElementNS(ns, 'line');
-  for (const [k, v] of Object.entries({ x1: 0, y1: 4, x2: 28, y2: 4, stroke: color, 'stroke-width': 2 })) line.setAttribute(k, String(v));
+  for (const [k, v] of Object.entries({ x1: 0, y1: 4, x2: 28, y2: 4, stroke: color, 'stroke-width': 2 }))
+    line.setAttribute(k, String(v));
   if (dash) line.setAttribute('stroke-dasharray', dash.join(' '));
   svg.append(line);
   return svg;
 }
 
-/** The key's entries: one per metric; its colour when all its lines share one (else the run colours tell them apart). */
+/**
+ * The key's entries: one per metric; its colour when all its lines share one (else the run colours tell them apart).
+ */
 export function keyEntries(lines: readonly Line[]): { key: string; color: string | null; dash?: number[] }[] {
   const out = new Map<string, { key: string; color: string | null; dash?: number[] }>();
   for (const l of lines) {
@@ -122,14 +136,42 @@ export class Chart {
   private readonly logBox: HTMLInputElement;
   private readonly resize: ResizeObserver;
 
-  constructor(readonly title: string, description = '') {
+  constructor(
+    readonly title: string,
+    description = '',
+  ) {
     this.body = h('div', { class: 'chart-body' });
     this.key = h('div', { class: 'chart-key' });
     this.readout = h('div', { class: 'chart-readout' });
-    this.logBox = h('input', { type: 'checkbox', class: 'log-scale', onchange: () => this.setLog(this.logBox.checked) });
-    const csv = h('button', { type: 'button', class: 'csv', title: 'the logged values (unsmoothed), one column per line', onclick: () => this.downloadCsv() }, 'CSV');
-    const tools = h('span', { class: 'chart-tools' }, h('label', { title: 'log scale (values <= 0 are left out)' }, this.logBox, 'log'), csv);
-    this.el = h('figure', { class: 'chart', 'data-title': title, 'data-scale': 'linear' }, h('figcaption', {}, h('span', { title: description }, title), tools), this.key, this.body, this.readout);
+    this.logBox = h('input', {
+      type: 'checkbox',
+      class: 'log-scale',
+      onchange: () => this.setLog(this.logBox.checked),
+    });
+    const csv = h(
+      'button',
+      {
+        type: 'button',
+        class: 'csv',
+        title: 'the logged values (unsmoothed), one column per line',
+        onclick: () => this.downloadCsv(),
+      },
+      'CSV',
+    );
+    const tools = h(
+      'span',
+      { class: 'chart-tools' },
+      h('label', { title: 'log scale (values <= 0 are left out)' }, this.logBox, 'log'),
+      csv,
+    );
+    this.el = h(
+      'figure',
+      { class: 'chart', 'data-title': title, 'data-scale': 'linear' },
+      h('figcaption', {}, h('span', { title: description }, title), tools),
+      this.key,
+      this.body,
+      this.readout,
+    );
     // Charts are built before the page is in the document; they take their cell's width once it has one.
     this.resize = new ResizeObserver(() => {
       const width = this.body.clientWidth;
@@ -140,7 +182,11 @@ export class Chart {
 
   /** Replace the data (same lines: data only; other lines: the plot is rebuilt). */
   update(lines: Line[], markers: Marker[] = [], weight = this.weight, rebuild = false): void {
-    const sameShape = !rebuild && this.plot !== null && lines.length === this.lines.length && lines.every((l, i) => l.label === this.lines[i]!.label);
+    const sameShape =
+      !rebuild &&
+      this.plot !== null &&
+      lines.length === this.lines.length &&
+      lines.every((l, i) => l.label === this.lines[i]!.label);
     this.lines = lines;
     this.markers = markers;
     this.weight = weight;
@@ -149,7 +195,16 @@ export class Chart {
       this.plot!.setData(data);
       return;
     }
-    this.key.replaceChildren(...keyEntries(lines).map((e) => h('span', { class: 'key-item', 'data-key': e.key, 'data-dash': (e.dash ?? []).join(' ') }, strokeSample(e.color ?? '#444', e.dash), e.key)));
+    this.key.replaceChildren(
+      ...keyEntries(lines).map((e) =>
+        h(
+          'span',
+          { class: 'key-item', 'data-key': e.key, 'data-dash': (e.dash ?? []).join(' ') },
+          strokeSample(e.color ?? '#444', e.dash),
+          e.key,
+        ),
+      ),
+    );
     this.plot?.destroy();
     this.body.replaceChildren();
     if (lines.every((l) => l.points.every((p) => p[1] === null))) {
@@ -165,8 +220,21 @@ export class Chart {
         // The built-in legend (one row per line under the plot) is replaced by the key above and the readout below.
         legend: { show: false },
         scales: { x: { time: false }, y: this.log ? { distr: 3 } : {} },
-        axes: [{ label: 'step', incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000] }, { values: (_u, splits) => splits.map(tick), size: 60, ...(this.log ? { filter: logTicks } : {}) }],
-        series: [{ label: 'step' }, ...lines.map((l) => ({ label: l.label, stroke: l.color, width: 1.5, spanGaps: true, points: { show: l.points.length < 40 }, ...(l.dash ? { dash: l.dash } : {}) }))],
+        axes: [
+          { label: 'step', incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000] },
+          { values: (_u, splits) => splits.map(tick), size: 60, ...(this.log ? { filter: logTicks } : {}) },
+        ],
+        series: [
+          { label: 'step' },
+          ...lines.map((l) => ({
+            label: l.label,
+            stroke: l.color,
+            width: 1.5,
+            spanGaps: true,
+            points: { show: l.points.length < 40 },
+            ...(l.dash ? { dash: l.dash } : {}),
+          })),
+        ],
         plugins: [markerPlugin(() => this.markers)],
         hooks: { setCursor: [(u: uPlot) => this.showReadout(u)] },
       },

@@ -7,11 +7,14 @@ function field(s: string): string {
 }
 
 /** `step,<label 1>,<label 2>...` then the values, steps ascending. */
-export function seriesCsv(lines: readonly { label: string; points: readonly (readonly [number, number | null])[] }[]): string {
+export function seriesCsv(
+  lines: readonly { label: string; points: readonly (readonly [number, number | null])[] }[],
+): string {
   const steps = [...new Set(lines.flatMap((l) => l.points.map((p) => p[0])))].sort((a, b) => a - b);
   const maps = lines.map((l) => new Map(l.points));
   const rows = [['step', ...lines.map((l) => l.label)].map(field).join(',')];
-  for (const s of steps) rows.push([String(s), ...maps.map((m) => (m.get(s) ?? null) === null ? '' : String(m.get(s)))].join(','));
+  for (const s of steps)
+    rows.push([String(s), ...maps.map((m) => ((m.get(s) ?? null) === null ? '' : String(m.get(s))))].join(','));
   return `${rows.join('\n')}\n`;
 }
 

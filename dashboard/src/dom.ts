@@ -3,7 +3,11 @@
 type Child = Node | string | number | null | undefined | false;
 
 /** `h('div', {class: 'x'}, child...)`: an element with attributes (on* keys become listeners) and children. */
-export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, unknown> = {}, ...children: (Child | Child[])[]): HTMLElementTagNameMap[K] {
+export function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs: Record<string, unknown> = {},
+  ...children: (Child | Child[])[]
+): HTMLElementTagNameMap[K] {
   const el = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) {
     if (v === undefined || v === null || v === false) continue;
@@ -11,7 +15,8 @@ export function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<s
     else if (k === 'style' && typeof v === 'object') Object.assign(el.style, v);
     else el.setAttribute(k, v === true ? '' : String(v));
   }
-  for (const c of children.flat()) if (c !== null && c !== undefined && c !== false) el.append(typeof c === 'number' ? String(c) : c);
+  for (const c of children.flat())
+    if (c !== null && c !== undefined && c !== false) el.append(typeof c === 'number' ? String(c) : c);
   return el;
 }
 
@@ -26,7 +31,16 @@ export function fmt(v: number | null | undefined, kind: 'pct' | 'num' = 'num'): 
 /** The box listing what is wrong with the files behind a page (nothing when all is well). */
 export function problemsBox(problems: readonly string[]): HTMLElement | null {
   if (problems.length === 0) return null;
-  return h('div', { class: 'problems', role: 'alert' }, h('strong', {}, 'Problems with this run directory:'), h('ul', {}, problems.map((p) => h('li', {}, p))));
+  return h(
+    'div',
+    { class: 'problems', role: 'alert' },
+    h('strong', {}, 'Problems with this run directory:'),
+    h(
+      'ul',
+      {},
+      problems.map((p) => h('li', {}, p)),
+    ),
+  );
 }
 
 /** An error message in place of a page's content. */

@@ -46,7 +46,16 @@ function renderNav(): void {
   const name = pageName();
   nav.replaceChildren(
     ...Object.entries(PAGES).map(([key, [label]]) => {
-      const q = key === 'runs' ? '' : key === 'curves' ? (runs.length ? `?runs=${encodeURIComponent(runs.join(','))}` : '') : runs[0] ? `?run=${encodeURIComponent(runs[0])}` : '';
+      const q =
+        key === 'runs'
+          ? ''
+          : key === 'curves'
+            ? runs.length
+              ? `?runs=${encodeURIComponent(runs.join(','))}`
+              : ''
+            : runs[0]
+              ? `?run=${encodeURIComponent(runs[0])}`
+              : '';
       return h('a', { href: `#/${key}${q}`, class: key === name ? 'active' : undefined }, label);
     }),
   );
@@ -81,7 +90,14 @@ function showProgress(name: string): () => void {
   const text = h('span', { id: 'loading-text' });
   const update = () => (text.textContent = `${PAGES[name]![0]} page: ${progressText((performance.now() - t0) / 1000)}`);
   update();
-  main.replaceChildren(h('p', { class: 'loading', id: 'loading', role: 'status' }, h('span', { class: 'spinner', 'aria-hidden': 'true' }), text));
+  main.replaceChildren(
+    h(
+      'p',
+      { class: 'loading', id: 'loading', role: 'status' },
+      h('span', { class: 'spinner', 'aria-hidden': 'true' }),
+      text,
+    ),
+  );
   const unsubscribe = onProgress(update);
   const timer = setInterval(update, 100);
   return () => {

@@ -40,7 +40,11 @@ export function onProgress(f: () => void): () => void {
 }
 
 function size(bytes: number): string {
-  return bytes < 1024 ? `${bytes} B` : bytes < 1024 * 1024 ? `${(bytes / 1024).toFixed(0)} kB` : `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+  return bytes < 1024
+    ? `${bytes} B`
+    : bytes < 1024 * 1024
+      ? `${(bytes / 1024).toFixed(0)} kB`
+      : `${(bytes / 1024 / 1024).toFixed(1)} MB`;
 }
 
 /** One line: what is still loading (with the bytes received), how many of the requests are done, the time so far. */
@@ -48,6 +52,7 @@ export function progressText(seconds: number): string {
   const waiting = loads.filter((l) => !l.done);
   const done = loads.length - waiting.length;
   const items = waiting.map((l) => `${l.what}${l.bytes > 0 ? ` (${size(l.bytes)} received)` : ''}`);
-  const head = waiting.length === 0 ? (loads.length === 0 ? 'starting' : 'drawing the page') : `loading ${items.join(', ')}`;
+  const head =
+    waiting.length === 0 ? (loads.length === 0 ? 'starting' : 'drawing the page') : `loading ${items.join(', ')}`;
   return `${head}: ${done} of ${loads.length} request${loads.length === 1 ? '' : 's'} done, ${seconds.toFixed(1)} s`;
 }

@@ -24,7 +24,14 @@ export function guessNumberAgentSuite(name: ExampleName, label: string, o: { bou
   beforeAll(async () => {
     tokenizer = loadTokenizer(GUESS_NUMBER_TINY); // the SFT'd model's: the demos' prompts are the ids it learnt
     engine = new RecordingEngine(tokenizer, binarySearchPolicy);
-    gateway = new Gateway({ engine, tokenizer, modelName: 'policy', contextLength: 1024, vocabSize: tokenizer.vocabSize, maxTokens: 64 });
+    gateway = new Gateway({
+      engine,
+      tokenizer,
+      modelName: 'policy',
+      contextLength: 1024,
+      vocabSize: tokenizer.vocabSize,
+      maxTokens: 64,
+    });
     await gateway.listen(0);
   });
   afterAll(async () => {
@@ -32,10 +39,19 @@ export function guessNumberAgentSuite(name: ExampleName, label: string, o: { bou
   });
 
   describe(`item 1: the ${label} guess-number agent through the gateway`, () => {
-    it('plays through tool calls with the AI SDK agent\'s prompts, reports its reward, and is trained on exactly what was sampled', async () => {
+    it("plays through tool calls with the AI SDK agent's prompts, reports its reward, and is trained on exactly what was sampled", async () => {
       const program = agentProgram({ command: commandOf(name), timeoutS: 60, concurrency: 2 });
-      const { batch, outcomes } = await agentRollout(gateway, program, { tag: 'GuessNumberAgent', groups: 2, groupSize: 1, seedBase: 7, idPrefix: `e2e-${name}` });
-      expect(outcomes.map((o) => [o.status, o.reward, o.stderrTail])).toEqual([['ok', 1, ''], ['ok', 1, '']]);
+      const { batch, outcomes } = await agentRollout(gateway, program, {
+        tag: 'GuessNumberAgent',
+        groups: 2,
+        groupSize: 1,
+        seedBase: 7,
+        idPrefix: `e2e-${name}`,
+      });
+      expect(outcomes.map((o) => [o.status, o.reward, o.stderrTail])).toEqual([
+        ['ok', 1, ''],
+        ['ok', 1, ''],
+      ]);
       for (const o of outcomes) {
         // Token for token the calls of the AI SDK agent's SFT demos (what guess-number-tiny learnt): same prompts.
         const demo = toolDemoCalls(tokenizer, guessNumberDemo(o.task.seed));
@@ -48,17 +64,34 @@ export function guessNumberAgentSuite(name: ExampleName, label: string, o: { bou
       const trained = batch.samples.flatMap((s) => s.ids.filter((_, t) => s.lossMask[t] === 1));
       expect(trained).toEqual(outcomes.flatMap((o) => o.log.calls.flatMap((c) => c.completionIds)));
       expect([...trained].sort()).toEqual(engine.sampled.flatMap((g) => g.tokens).sort());
-      expect(batch.samples.flatMap((s) => s.logprobs.filter((_, t) => s.lossMask[t] === 1))).toEqual(trained.map(ScriptedEngine.fakeLogprob));
+      expect(batch.samples.flatMap((s) => s.logprobs.filter((_, t) => s.lossMask[t] === 1))).toEqual(
+        trained.map(ScriptedEngine.fakeLogprob),
+      );
       expect(batch.samples.map((s) => s.score)).toEqual([1, 1]);
     }, 90_000);
 
-    it('a garbled second call ends the episode unscored, exit 0, counted as that turn\'s format error', async () => {
-      const garbling = new ScriptedEngine(tokenizer, (p) => (p.includes('<tool_response>') ? binarySearchPolicy(p).replace('}}', '}') : binarySearchPolicy(p)));
-      const g = new Gateway({ engine: garbling, tokenizer, modelName: 'policy', contextLength: 1024, vocabSize: tokenizer.vocabSize, maxTokens: 64 });
+    it("a garbled second call ends the episode unscored, exit 0, counted as that turn's format error", async () => {
+      const garbling = new ScriptedEngine(tokenizer, (p) =>
+        p.includes('<tool_response>') ? binarySearchPolicy(p).replace('}}', '}') : binarySearchPolicy(p),
+      );
+      const g = new Gateway({
+        engine: garbling,
+        tokenizer,
+        modelName: 'policy',
+        contextLength: 1024,
+        vocabSize: tokenizer.vocabSize,
+        maxTokens: 64,
+      });
       await g.listen(0);
       try {
         const program = agentProgram({ command: commandOf(name), timeoutS: 60 });
-        const { batch, outcomes } = await agentRollout(g, program, { tag: 'GuessNumberAgent', groups: 1, groupSize: 1, seedBase: 7, idPrefix: `garbled-${name}` });
+        const { batch, outcomes } = await agentRollout(g, program, {
+          tag: 'GuessNumberAgent',
+          groups: 1,
+          groupSize: 1,
+          seedBase: 7,
+          idPrefix: `garbled-${name}`,
+        });
         expect(outcomes[0]!.status).toBe('ok');
         const [episode] = batch.episodes;
         expect(episode!.turns.map((t) => t.formatError !== undefined)).toEqual([false, true]);
@@ -70,19 +103,36 @@ export function guessNumberAgentSuite(name: ExampleName, label: string, o: { bou
   });
 
   // the AI SDK example's schema has no range: a guess of 40 is answered "lower" and the episode plays on
-  if (o.boundedSchema ?? true) describe(`the ${label} agent facing a guess outside its schema`, () => {
-    it('a guess of 40 (the zod schema says 1..16) is the model\'s mistake: the program exits 0 with reward 0', async () => {
-      const wild = new ScriptedEngine(tokenizer, () => '<tool_call>\n{"name": "guess", "arguments": {"n": 40}}\n</tool_call><|im_end|>');
-      const g = new Gateway({ engine: wild, tokenizer, modelName: 'policy', contextLength: 1024, vocabSize: tokenizer.vocabSize, maxTokens: 64 });
-      await g.listen(0);
-      try {
-        const { outcomes } = await agentRollout(g, agentProgram({ command: commandOf(name), timeoutS: 60 }), { tag: 'GuessNumberAgent', groups: 1, groupSize: 1, seedBase: 7, idPrefix: `wild-${name}` });
-        expect(outcomes.map((o) => [o.status, o.reward])).toEqual([['ok', 0]]);
-      } finally {
-        await g.close();
-      }
-    }, 90_000);
-  });
+  if (o.boundedSchema ?? true)
+    describe(`the ${label} agent facing a guess outside its schema`, () => {
+      it("a guess of 40 (the zod schema says 1..16) is the model's mistake: the program exits 0 with reward 0", async () => {
+        const wild = new ScriptedEngine(
+          tokenizer,
+          () => '<tool_call>\n{"name": "guess", "arguments": {"n": 40}}\n</tool_call><|im_end|>',
+        );
+        const g = new Gateway({
+          engine: wild,
+          tokenizer,
+          modelName: 'policy',
+          contextLength: 1024,
+          vocabSize: tokenizer.vocabSize,
+          maxTokens: 64,
+        });
+        await g.listen(0);
+        try {
+          const { outcomes } = await agentRollout(g, agentProgram({ command: commandOf(name), timeoutS: 60 }), {
+            tag: 'GuessNumberAgent',
+            groups: 1,
+            groupSize: 1,
+            seedBase: 7,
+            idPrefix: `wild-${name}`,
+          });
+          expect(outcomes.map((o) => [o.status, o.reward])).toEqual([['ok', 0]]);
+        } finally {
+          await g.close();
+        }
+      }, 90_000);
+    });
 
   describe(`the ${label} agent on the SFT'd model (models/guess-number-tiny)`, () => {
     it('samples real tool calls whose answers reach the next prompt, and records the ids the model sampled', async () => {
@@ -91,7 +141,13 @@ export function guessNumberAgentSuite(name: ExampleName, label: string, o: { bou
       await real.listen(0);
       try {
         const program = agentProgram({ command: commandOf(name), timeoutS: 90 });
-        const { batch, outcomes } = await agentRollout(real, program, { tag: 'GuessNumberAgent', groups: 1, groupSize: 1, seedBase: 124, idPrefix: `real-${name}` });
+        const { batch, outcomes } = await agentRollout(real, program, {
+          tag: 'GuessNumberAgent',
+          groups: 1,
+          groupSize: 1,
+          seedBase: 124,
+          idPrefix: `real-${name}`,
+        });
         const [o] = outcomes;
         expect([o!.status, o!.stderrTail]).toEqual(['ok', '']);
         const calls = o!.log.calls;
@@ -100,12 +156,23 @@ export function guessNumberAgentSuite(name: ExampleName, label: string, o: { bou
         for (const [k, c] of calls.entries()) {
           const seq = [...c.promptIds, ...c.completionIds];
           const out = await target.engine.forward(sequenceBatch([seq]), { role: 'policy' });
-          Array.from(out.logprobs.slice(c.promptIds.length, seq.length)).forEach((lp, t) => expect(lp).toBeCloseTo(c.logprobs[t]!, 3));
+          Array.from(out.logprobs.slice(c.promptIds.length, seq.length)).forEach((lp, t) =>
+            expect(lp).toBeCloseTo(c.logprobs[t]!, 3),
+          );
           const n = /"arguments": \{"n": (\d+)\}/.exec(c.text)?.[1];
-          if (k + 1 < calls.length) expect(tokenizer.decode(calls[k + 1]!.promptIds).endsWith(`<tool_response>\n${answer(Number(n), secret)}\n</tool_response><|im_end|>\n<|im_start|>assistant\n`)).toBe(true);
+          if (k + 1 < calls.length)
+            expect(
+              tokenizer
+                .decode(calls[k + 1]!.promptIds)
+                .endsWith(
+                  `<tool_response>\n${answer(Number(n), secret)}\n</tool_response><|im_end|>\n<|im_start|>assistant\n`,
+                ),
+            ).toBe(true);
         }
         expect(o!.reward).toBe(calls.some((c) => c.text.includes(`{"n": ${secret}}`)) ? 1 : 0);
-        expect(batch.samples.flatMap((s) => s.ids.filter((_, t) => s.lossMask[t] === 1))).toEqual(calls.flatMap((c) => c.completionIds));
+        expect(batch.samples.flatMap((s) => s.ids.filter((_, t) => s.lossMask[t] === 1))).toEqual(
+          calls.flatMap((c) => c.completionIds),
+        );
       } finally {
         await real.close();
         target.dispose();

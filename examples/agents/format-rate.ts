@@ -9,7 +9,9 @@ import { Gateway, agentRollout, unparsedToolCall } from '../../src/gateway/index
 import { GUESS_NUMBER_TINY } from './e2e.js';
 import { EXAMPLES, commandOf, type ExampleName } from './testing.js';
 
-const { values } = parseArgs({ options: { episodes: { type: 'string', default: '16' }, seed: { type: 'string', default: '500' } } });
+const { values } = parseArgs({
+  options: { episodes: { type: 'string', default: '16' }, seed: { type: 'string', default: '500' } },
+});
 const episodes = Number(values.episodes);
 const target = await localServeTarget(GUESS_NUMBER_TINY, (d) => d, { name: 'policy' });
 try {
@@ -18,12 +20,21 @@ try {
     await gateway.listen(0);
     try {
       const program = agentProgram({ command: commandOf(name), timeoutS: 120, concurrency: 2 });
-      const { outcomes } = await agentRollout(gateway, program, { tag: 'GuessNumberAgent', groups: episodes, groupSize: 1, seedBase: Number(values.seed), idPrefix: name, samplingSeed: 1 });
+      const { outcomes } = await agentRollout(gateway, program, {
+        tag: 'GuessNumberAgent',
+        groups: episodes,
+        groupSize: 1,
+        seedBase: Number(values.seed),
+        idPrefix: name,
+        samplingSeed: 1,
+      });
       const calls = outcomes.flatMap((o) => o.log.calls);
       const unparsed = calls.filter((c) => unparsedToolCall(c.text)).length;
       const ok = outcomes.filter((o) => o.status === 'ok').length;
       const solved = outcomes.filter((o) => (o.reward ?? 0) > 0).length;
-      console.log(`${name}: ${outcomes.length} episodes (${ok} ok), ${calls.length} calls, unparsed tool-call rate ${(unparsed / calls.length).toFixed(3)} (${unparsed}/${calls.length}), success ${solved}/${outcomes.length}`);
+      console.log(
+        `${name}: ${outcomes.length} episodes (${ok} ok), ${calls.length} calls, unparsed tool-call rate ${(unparsed / calls.length).toFixed(3)} (${unparsed}/${calls.length}), success ${solved}/${outcomes.length}`,
+      );
     } finally {
       await gateway.close();
     }

@@ -11,7 +11,8 @@ import { Gateway } from '../../src/gateway/index.js';
 import { captureRequests, type CapturedRequest, type ExampleName } from './testing.js';
 
 const SEED = 7; // hidden number 10: guesses 8 (higher), 12 (lower), 10 (correct) make three calls
-const chatBodies = (requests: CapturedRequest[]) => requests.filter((r) => r.path === '/v1/chat/completions').map((r) => r.body!);
+const chatBodies = (requests: CapturedRequest[]) =>
+  requests.filter((r) => r.path === '/v1/chat/completions').map((r) => r.body!);
 
 let tokenizer: Tokenizer;
 let engine: ScriptedEngine;
@@ -21,8 +22,20 @@ const captured = new Map<ExampleName, Record<string, unknown>[]>();
 beforeAll(async () => {
   tokenizer = loadTokenizer(TINY_MODEL_DIR);
   // two calls in one reply when the prompt says so (the parallel_tool_calls check), else a plain answer
-  engine = new ScriptedEngine(tokenizer, (p) => (p.includes('twice') ? '<tool_call>\n{"name": "guess", "arguments": {"n": 1}}\n</tool_call>\n<tool_call>\n{"name": "guess", "arguments": {"n": 2}}\n</tool_call><|im_end|>' : 'ok<|im_end|>'));
-  gateway = new Gateway({ engine, tokenizer, modelName: 'policy', contextLength: 1024, vocabSize: tokenizer.vocabSize, maxTokens: 256, log: (l) => logs.push(l) });
+  engine = new ScriptedEngine(tokenizer, (p) =>
+    p.includes('twice')
+      ? '<tool_call>\n{"name": "guess", "arguments": {"n": 1}}\n</tool_call>\n<tool_call>\n{"name": "guess", "arguments": {"n": 2}}\n</tool_call><|im_end|>'
+      : 'ok<|im_end|>',
+  );
+  gateway = new Gateway({
+    engine,
+    tokenizer,
+    modelName: 'policy',
+    contextLength: 1024,
+    vocabSize: tokenizer.vocabSize,
+    maxTokens: 256,
+    log: (l) => logs.push(l),
+  });
   await gateway.listen(0);
   for (const name of ['ai-sdk', 'openai-agents', 'langchain'] as const) {
     const { requests, stderr, code } = await captureRequests(name, SEED, [8, 12, 10]);
@@ -36,9 +49,16 @@ afterAll(async () => {
 });
 
 /** The prompt ids the gateway records for `body` sent as one call of a fresh episode (and the call's HTTP status). */
-async function gatewayPrompt(body: unknown, id: string): Promise<{ status: number; promptIds: number[] | undefined; json: Record<string, unknown> }> {
+async function gatewayPrompt(
+  body: unknown,
+  id: string,
+): Promise<{ status: number; promptIds: number[] | undefined; json: Record<string, unknown> }> {
   const { baseUrl } = gateway.open(id);
-  const res = await fetch(`${baseUrl}/chat/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await fetch(`${baseUrl}/chat/completions`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   const json = (await res.json()) as Record<string, unknown>;
   return { status: res.status, promptIds: gateway.finish(id).calls[0]?.promptIds, json };
 }
@@ -48,7 +68,14 @@ describe('item 1: the request shapes of real agent frameworks', () => {
     const bodies = captured.get('ai-sdk')!;
     expect(bodies).toHaveLength(3);
     expect(bodies[0]).toMatchObject({ model: 'policy', max_tokens: 64, tool_choice: 'auto' });
-    expect((bodies[0]!['tools'] as unknown[])[0]).toEqual({ type: 'function', function: { name: 'guess', description: 'Guess the hidden number; answers higher, lower or correct.', parameters: { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] } } });
+    expect((bodies[0]!['tools'] as unknown[])[0]).toEqual({
+      type: 'function',
+      function: {
+        name: 'guess',
+        description: 'Guess the hidden number; answers higher, lower or correct.',
+        parameters: { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] },
+      },
+    });
     expect((bodies[1]!['messages'] as unknown[])[1]).toMatchObject({ role: 'assistant', content: null });
   });
 
@@ -56,7 +83,21 @@ describe('item 1: the request shapes of real agent frameworks', () => {
     const bodies = captured.get('openai-agents')!;
     expect(bodies).toHaveLength(3);
     expect(bodies[0]).toMatchObject({ model: 'policy', max_tokens: 64, stream: false });
-    expect((bodies[0]!['tools'] as unknown[])[0]).toEqual({ type: 'function', function: { name: 'guess', description: 'Guess the hidden number; answers higher, lower or correct.', parameters: { $schema: 'http://json-schema.org/draft-07/schema#', type: 'object', properties: { n: { type: 'integer', minimum: 1, maximum: 16 } }, required: ['n'], additionalProperties: false }, strict: true } });
+    expect((bodies[0]!['tools'] as unknown[])[0]).toEqual({
+      type: 'function',
+      function: {
+        name: 'guess',
+        description: 'Guess the hidden number; answers higher, lower or correct.',
+        parameters: {
+          $schema: 'http://json-schema.org/draft-07/schema#',
+          type: 'object',
+          properties: { n: { type: 'integer', minimum: 1, maximum: 16 } },
+          required: ['n'],
+          additionalProperties: false,
+        },
+        strict: true,
+      },
+    });
     expect((bodies[1]!['messages'] as unknown[])[1]).toMatchObject({ role: 'assistant', content: null });
   });
 
@@ -64,14 +105,21 @@ describe('item 1: the request shapes of real agent frameworks', () => {
     const bodies = captured.get('langchain')!;
     expect(bodies).toHaveLength(3);
     expect(bodies[0]).toMatchObject({ model: 'policy', max_tokens: 64, stream: false });
-    expect((bodies[0]!['tools'] as { function: { parameters: unknown } }[])[0]!.function.parameters).toEqual({ $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object', properties: { n: { type: 'integer', minimum: 1, maximum: 16 } }, required: ['n'], additionalProperties: false });
+    expect((bodies[0]!['tools'] as { function: { parameters: unknown } }[])[0]!.function.parameters).toEqual({
+      $schema: 'https://json-schema.org/draft/2020-12/schema',
+      type: 'object',
+      properties: { n: { type: 'integer', minimum: 1, maximum: 16 } },
+      required: ['n'],
+      additionalProperties: false,
+    });
     expect((bodies[1]!['messages'] as unknown[])[1]).toMatchObject({ role: 'assistant', content: '' });
     expect((bodies[1]!['messages'] as unknown[])[2]).toMatchObject({ role: 'tool', name: 'guess', content: 'higher' });
   });
 
-  it('the gateway accepts every call of every client and renders each to the AI SDK call\'s prompt ids', async () => {
+  it("the gateway accepts every call of every client and renders each to the AI SDK call's prompt ids", async () => {
     const reference: number[][] = [];
-    for (const [k, body] of captured.get('ai-sdk')!.entries()) reference.push((await gatewayPrompt(body, `ref-${k}`)).promptIds!);
+    for (const [k, body] of captured.get('ai-sdk')!.entries())
+      reference.push((await gatewayPrompt(body, `ref-${k}`)).promptIds!);
     expect(reference.map((ids) => ids.length)).toEqual([...reference.map((ids) => ids.length)].sort((a, b) => a - b)); // each call's prompt is longer
     for (const name of ['openai-agents', 'langchain'] as const) {
       for (const [k, body] of captured.get(name)!.entries()) {
@@ -89,7 +137,10 @@ describe('item 1: what the gateway does with tool_choice, parallel_tool_calls an
 
   it('tool_choice "none" shows the policy no tools and returns no calls; "required" and a named function are a 400 saying why', async () => {
     const auto = await gatewayPrompt(body({}), 'tc-auto');
-    const none = await gatewayPrompt(body({ tool_choice: 'none', messages: [{ role: 'user', content: 'Guess twice.' }] }), 'tc-none');
+    const none = await gatewayPrompt(
+      body({ tool_choice: 'none', messages: [{ role: 'user', content: 'Guess twice.' }] }),
+      'tc-none',
+    );
     expect(none.status).toBe(200);
     expect(tokenizer.decode(none.promptIds!)).not.toContain('<tools>');
     expect(tokenizer.decode(auto.promptIds!)).toContain('<tools>');
@@ -107,7 +158,10 @@ describe('item 1: what the gateway does with tool_choice, parallel_tool_calls an
 
   it('parallel_tool_calls true or false is accepted (false with several calls returns them all and logs it); anything else is a 400', async () => {
     for (const parallel of [true, false]) {
-      const r = await gatewayPrompt(body({ parallel_tool_calls: parallel, max_tokens: 256, messages: [{ role: 'user', content: 'Guess twice.' }] }), `par-${parallel}`);
+      const r = await gatewayPrompt(
+        body({ parallel_tool_calls: parallel, max_tokens: 256, messages: [{ role: 'user', content: 'Guess twice.' }] }),
+        `par-${parallel}`,
+      );
       expect(r.status).toBe(200);
       expect((r.json['choices'] as { message: { tool_calls: unknown[] } }[])[0]!.message.tool_calls).toHaveLength(2);
     }
@@ -116,11 +170,16 @@ describe('item 1: what the gateway does with tool_choice, parallel_tool_calls an
     expect([bad.status, (bad.json['error'] as { param: string }).param]).toEqual([400, 'parallel_tool_calls']);
   });
 
-  it('the Agents SDK left on its default (the Responses API) is told to call setOpenAIAPI(\'chat_completions\')', async () => {
+  it("the Agents SDK left on its default (the Responses API) is told to call setOpenAIAPI('chat_completions')", async () => {
     const { baseUrl } = gateway.open('responses');
     try {
-      const runner = new Runner({ modelProvider: new OpenAIProvider({ apiKey: 'ragen-gateway', baseURL: baseUrl, useResponses: true }), tracingDisabled: true });
-      await expect(runner.run(new Agent({ name: 'a', model: 'policy' }), 'hi')).rejects.toThrow(/404.*setOpenAIAPI\('chat_completions'\)/);
+      const runner = new Runner({
+        modelProvider: new OpenAIProvider({ apiKey: 'ragen-gateway', baseURL: baseUrl, useResponses: true }),
+        tracingDisabled: true,
+      });
+      await expect(runner.run(new Agent({ name: 'a', model: 'policy' }), 'hi')).rejects.toThrow(
+        /404.*setOpenAIAPI\('chat_completions'\)/,
+      );
     } finally {
       expect(gateway.finish('responses').calls).toHaveLength(0);
     }

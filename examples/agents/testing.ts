@@ -53,27 +53,66 @@ export interface CapturedRequest {
  * Run one example against a stand-in OpenAI server that records every request and answers chat calls with
  * `guesses` in turn as `guess` tool calls (OpenAI's wire format), then with text; the reward URL answers ok.
  */
-export async function captureRequests(name: ExampleName, seed: number, guesses: readonly number[]): Promise<{ requests: CapturedRequest[]; stderr: string; code: number }> {
+export async function captureRequests(
+  name: ExampleName,
+  seed: number,
+  guesses: readonly number[],
+): Promise<{ requests: CapturedRequest[]; stderr: string; code: number }> {
   const requests: CapturedRequest[] = [];
   let chats = 0;
   const server = createServer((req, res) => {
     let text = '';
     req.on('data', (d: Buffer) => (text += d.toString('utf8')));
     req.on('end', () => {
-      requests.push({ method: req.method ?? '', path: req.url ?? '', body: text ? (JSON.parse(text) as Record<string, unknown>) : null });
+      requests.push({
+        method: req.method ?? '',
+        path: req.url ?? '',
+        body: text ? (JSON.parse(text) as Record<string, unknown>) : null,
+      });
       res.setHeader('Content-Type', 'application/json');
       if (req.url !== '/v1/chat/completions') return void res.end('{"ok": true}');
       const n = guesses[chats++];
-      const message = n === undefined ? { role: 'assistant', content: 'I give up.' } : { role: 'assistant', content: null, tool_calls: [{ id: `call_${chats}`, type: 'function', function: { name: 'guess', arguments: JSON.stringify({ n }) } }] };
-      res.end(JSON.stringify({ id: `c${chats}`, object: 'chat.completion', created: 0, model: 'policy', choices: [{ index: 0, message, finish_reason: n === undefined ? 'stop' : 'tool_calls' }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } }));
+      const message =
+        n === undefined
+          ? { role: 'assistant', content: 'I give up.' }
+          : {
+              role: 'assistant',
+              content: null,
+              tool_calls: [
+                {
+                  id: `call_${chats}`,
+                  type: 'function',
+                  function: { name: 'guess', arguments: JSON.stringify({ n }) },
+                },
+              ],
+            };
+      res.end(
+        JSON.stringify({
+          id: `c${chats}`,
+          object: 'chat.completion',
+          created: 0,
+          model: 'policy',
+          choices: [{ index: 0, message, finish_reason: n === undefined ? 'stop' : 'tool_calls' }],
+          usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+        }),
+      );
     });
   });
   await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   try {
-    const env = { ...process.env, OPENAI_BASE_URL: `${base}/v1`, OPENAI_API_KEY: 'ragen-gateway', RAGEN_SEED: String(seed), RAGEN_EPISODE: 'capture', RAGEN_REWARD_URL: `${base}/reward` };
+    const env = {
+      ...process.env,
+      OPENAI_BASE_URL: `${base}/v1`,
+      OPENAI_API_KEY: 'ragen-gateway',
+      RAGEN_SEED: String(seed),
+      RAGEN_EPISODE: 'capture',
+      RAGEN_REWARD_URL: `${base}/reward`,
+    };
     const { code, stderr } = await new Promise<{ code: number; stderr: string }>((ok) => {
-      execFile('node', [EXAMPLES[name]], { env, timeout: 60_000 }, (err, _out, stderr) => ok({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stderr }));
+      execFile('node', [EXAMPLES[name]], { env, timeout: 60_000 }, (err, _out, stderr) =>
+        ok({ code: err ? ((err as { code?: number }).code ?? 1) : 0, stderr }),
+      );
     });
     return { requests, stderr, code };
   } finally {

@@ -15,11 +15,15 @@ const here = dirname(fileURLToPath(import.meta.url));
 const json = (name, fallback) => (env[name] ? JSON.parse(env[name]) : fallback);
 
 if (!env.RAGEN_MCP_URL && !env.RAGEN_MCP_COMMAND) {
-  console.error('agent.mjs: set RAGEN_MCP_URL (streamable HTTP) or RAGEN_MCP_COMMAND and RAGEN_MCP_ARGS (stdio), e.g. RAGEN_MCP_COMMAND=node RAGEN_MCP_ARGS=\'["examples/mcp-calculator/server.mjs"]\'.');
+  console.error(
+    'agent.mjs: set RAGEN_MCP_URL (streamable HTTP) or RAGEN_MCP_COMMAND and RAGEN_MCP_ARGS (stdio), e.g. RAGEN_MCP_COMMAND=node RAGEN_MCP_ARGS=\'["examples/mcp-calculator/server.mjs"]\'.',
+  );
   process.exit(2);
 }
 const transport = env.RAGEN_MCP_URL
-  ? new StreamableHTTPClientTransport(new URL(env.RAGEN_MCP_URL), { requestInit: { headers: json('RAGEN_MCP_HEADERS', {}) } })
+  ? new StreamableHTTPClientTransport(new URL(env.RAGEN_MCP_URL), {
+      requestInit: { headers: json('RAGEN_MCP_HEADERS', {}) },
+    })
   : new StdioClientTransport({
       command: env.RAGEN_MCP_COMMAND,
       args: json('RAGEN_MCP_ARGS', []),
@@ -32,9 +36,15 @@ await mcp.connect(transport, { timeout: 30_000 });
 const { tools } = await mcp.listTools();
 const functions = tools
   .filter((t) => t.name === 'calculate')
-  .map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.inputSchema } }));
+  .map((t) => ({
+    type: 'function',
+    function: { name: t.name, description: t.description, parameters: t.inputSchema },
+  }));
 
-const tasks = readFileSync(join(here, 'tasks.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+const tasks = readFileSync(join(here, 'tasks.jsonl'), 'utf8')
+  .trim()
+  .split('\n')
+  .map((l) => JSON.parse(l));
 const seed = Number(env.RAGEN_SEED ?? 0);
 const task = tasks[seed % tasks.length];
 const client = new OpenAI({ maxRetries: 0 });
@@ -45,9 +55,18 @@ const messages = [
 const calls = [];
 let answer = '';
 for (let turn = 0; turn < Number(env.AGENT_MAX_TURNS ?? 3); turn++) {
-  const r = await client.chat.completions.create({ model: 'policy', messages, tools: functions, max_tokens: Number(env.AGENT_MAX_TOKENS ?? 48) });
+  const r = await client.chat.completions.create({
+    model: 'policy',
+    messages,
+    tools: functions,
+    max_tokens: Number(env.AGENT_MAX_TOKENS ?? 48),
+  });
   const msg = r.choices[0].message;
-  messages.push({ role: 'assistant', content: msg.content, ...(msg.tool_calls?.length ? { tool_calls: msg.tool_calls } : {}) });
+  messages.push({
+    role: 'assistant',
+    content: msg.content,
+    ...(msg.tool_calls?.length ? { tool_calls: msg.tool_calls } : {}),
+  });
   if (!msg.tool_calls?.length) {
     answer = msg.content ?? '';
     break;
@@ -56,7 +75,11 @@ for (let turn = 0; turn < Number(env.AGENT_MAX_TURNS ?? 3); turn++) {
     let result;
     let isError = true;
     try {
-      const out = await mcp.callTool({ name: c.function.name, arguments: JSON.parse(c.function.arguments) }, undefined, { timeout: 10_000 });
+      const out = await mcp.callTool(
+        { name: c.function.name, arguments: JSON.parse(c.function.arguments) },
+        undefined,
+        { timeout: 10_000 },
+      );
       result = out.content.map((p) => p.text ?? `[${p.type}]`).join('\n');
       isError = out.isError === true;
     } catch (err) {
@@ -67,5 +90,9 @@ for (let turn = 0; turn < Number(env.AGENT_MAX_TURNS ?? 3); turn++) {
   }
 }
 const { reward } = verify({ task, calls, answer, seed, mode: 'train' });
-await fetch(env.RAGEN_REWARD_URL, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ reward }) });
+await fetch(env.RAGEN_REWARD_URL, {
+  method: 'POST',
+  headers: { 'content-type': 'application/json' },
+  body: JSON.stringify({ reward }),
+});
 await mcp.close();

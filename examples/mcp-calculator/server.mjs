@@ -50,20 +50,35 @@ export function evaluate(expr) {
   }
 }
 
-/** One server per MCP session: the notes belong to the session (one episode with the env's default `session: episode`). */
+/**
+ * One server per MCP session: the notes belong to the session (one episode with the env's default `session: episode`).
+ */
 function makeServer() {
   const server = new McpServer({ name: 'ragen-calculator', version: '1.0.0' });
   const text = (t) => ({ content: [{ type: 'text', text: String(t) }] });
-  server.registerTool('calculate', { description: 'Evaluate an arithmetic expression with + - * / and parentheses.', inputSchema: { expression: z.string() } }, async ({ expression }) => {
-    const value = evaluate(expression);
-    return typeof value === 'number' ? text(value) : { isError: true, content: [{ type: 'text', text: value }] };
-  });
+  server.registerTool(
+    'calculate',
+    {
+      description: 'Evaluate an arithmetic expression with + - * / and parentheses.',
+      inputSchema: { expression: z.string() },
+    },
+    async ({ expression }) => {
+      const value = evaluate(expression);
+      return typeof value === 'number' ? text(value) : { isError: true, content: [{ type: 'text', text: value }] };
+    },
+  );
   const notes = [];
-  server.registerTool('write_note', { description: 'Save a note.', inputSchema: { text: z.string() } }, async ({ text: t }) => {
-    notes.push(t);
-    return text(`saved note ${notes.length}`);
-  });
-  server.registerTool('read_notes', { description: 'Read all saved notes.' }, async () => text(notes.length ? notes.map((n, i) => `${i + 1}. ${n}`).join('\n') : 'no notes'));
+  server.registerTool(
+    'write_note',
+    { description: 'Save a note.', inputSchema: { text: z.string() } },
+    async ({ text: t }) => {
+      notes.push(t);
+      return text(`saved note ${notes.length}`);
+    },
+  );
+  server.registerTool('read_notes', { description: 'Read all saved notes.' }, async () =>
+    text(notes.length ? notes.map((n, i) => `${i + 1}. ${n}`).join('\n') : 'no notes'),
+  );
   return server;
 }
 
@@ -86,7 +101,10 @@ if (process.argv.includes('--no-serve')) {
     const id = req.headers['mcp-session-id'];
     let transport = typeof id === 'string' ? sessions.get(id) : undefined;
     if (!transport && req.method === 'POST' && isInitializeRequest(body)) {
-      transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID(), onsessioninitialized: (sid) => sessions.set(sid, transport) });
+      transport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomUUID(),
+        onsessioninitialized: (sid) => sessions.set(sid, transport),
+      });
       transport.onclose = () => sessions.delete(transport.sessionId);
       await makeServer().connect(transport);
     }

@@ -2,4 +2,5 @@
 
 Started by src/engine/torch.ts as `python -m ragen_torch`; speaks the framed protocol of protocol.py on stdin/stdout.
 """
+
 PROTOCOL_VERSION = 1

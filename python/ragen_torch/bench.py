@@ -2,6 +2,7 @@
 transformers' generate, the update's MFU, one StarPO step's engine-side time broken down with peak memory, and our
 logits beside transformers'. Prints progress on stderr and one JSON object on stdout.
 """
+
 import argparse
 import contextlib
 import json
@@ -74,13 +75,27 @@ def import_transformers():
 def rollout_ours(model, contexts, a, autocast, budget, V, gen):
     """The multi-turn rollout with our sampler: per turn, every context gets up to --new-tokens sampled tokens, then
     --obs-tokens random 'observation' tokens. Returns (generated tokens, seconds, final contexts, [(tokens, seconds)] per turn)."""
-    params = {"maxNewTokens": a.new_tokens, "temperature": 1.0, "topK": 0, "topP": 1.0, "seed": a.seed, "stopTokenIds": []}
-    generate(model, contexts[:2], dict(params, maxNewTokens=4), None, budget * 16, autocast)  # warm-up: CUDA/cuBLAS set-up
+    params = {
+        "maxNewTokens": a.new_tokens,
+        "temperature": 1.0,
+        "topK": 0,
+        "topP": 1.0,
+        "seed": a.seed,
+        "stopTokenIds": [],
+    }
+    generate(
+        model, contexts[:2], dict(params, maxNewTokens=4), None, budget * 16, autocast
+    )  # warm-up: CUDA/cuBLAS set-up
     per_turn = []
     for turn in range(a.turns):
-        out, dt = timed(model.head_weight().device, lambda: generate(model, contexts, dict(params, seed=a.seed + turn), None, budget * 16, autocast))
+        out, dt = timed(
+            model.head_weight().device,
+            lambda: generate(model, contexts, dict(params, seed=a.seed + turn), None, budget * 16, autocast),
+        )
         per_turn.append((sum(len(r[0]) for r in out), dt))
-        contexts = [c + r[0] + torch.randint(0, V, (a.obs_tokens,), generator=gen).tolist() for c, r in zip(contexts, out)]
+        contexts = [
+            c + r[0] + torch.randint(0, V, (a.obs_tokens,), generator=gen).tolist() for c, r in zip(contexts, out)
+        ]
         log(f"rollout turn {turn + 1}/{a.turns}: {per_turn[-1][0]} tokens in {dt:.2f} s")
     return sum(t for t, _ in per_turn), sum(s for _, s in per_turn), contexts, per_turn
 
@@ -91,22 +106,35 @@ def rollout_hf(hf_model, contexts, a, V, gen, device):
     total, seconds = 0, 0.0
     with torch.no_grad():  # warm-up, as ours
         w = torch.tensor([contexts[0][:8]] * 2, device=device)
-        hf_model.generate(input_ids=w, attention_mask=torch.ones_like(w), max_new_tokens=4, do_sample=True, pad_token_id=0)
+        hf_model.generate(
+            input_ids=w, attention_mask=torch.ones_like(w), max_new_tokens=4, do_sample=True, pad_token_id=0
+        )
     for turn in range(a.transformers_turns):
         P = max(len(c) for c in contexts)
         ids = torch.zeros(len(contexts), P, dtype=torch.long)
         mask = torch.zeros(len(contexts), P, dtype=torch.long)
         for i, c in enumerate(contexts):
-            ids[i, P - len(c):] = torch.tensor(c)
-            mask[i, P - len(c):] = 1
+            ids[i, P - len(c) :] = torch.tensor(c)
+            mask[i, P - len(c) :] = 1
         ids, mask = ids.to(device), mask.to(device)
-        kw = dict(max_new_tokens=a.new_tokens, min_new_tokens=a.new_tokens, do_sample=True, temperature=1.0, top_k=0, top_p=1.0, pad_token_id=0)
+        kw = dict(
+            max_new_tokens=a.new_tokens,
+            min_new_tokens=a.new_tokens,
+            do_sample=True,
+            temperature=1.0,
+            top_k=0,
+            top_p=1.0,
+            pad_token_id=0,
+        )
         with torch.no_grad():
             out, dt = timed(device, lambda: hf_model.generate(input_ids=ids, attention_mask=mask, **kw))
         new = out[:, P:].cpu()
         seconds += dt
         total += new.numel()
-        contexts = [c + new[i].tolist() + torch.randint(0, V, (a.obs_tokens,), generator=gen).tolist() for i, c in enumerate(contexts)]
+        contexts = [
+            c + new[i].tolist() + torch.randint(0, V, (a.obs_tokens,), generator=gen).tolist()
+            for i, c in enumerate(contexts)
+        ]
         log(f"transformers turn {turn + 1}/{a.transformers_turns}: {new.numel()} tokens in {dt:.2f} s")
     return total, seconds
 
@@ -139,18 +167,29 @@ def starpo_step(roles, contexts, a, device, peak_flops, n_params):
             x, ln = ids[torch.tensor(rows, device=ids.device)], [lengths[r] for r in rows]
             roles.backward_begin("policy", x, ln, True, False)
             B, T = x.shape
-            grads = {"logprobs": torch.randn(B, T, generator=gen).to(device) * 1e-3, "entropy": torch.randn(B, T, generator=gen).to(device) * 1e-4}
+            grads = {
+                "logprobs": torch.randn(B, T, generator=gen).to(device) * 1e-3,
+                "entropy": torch.randn(B, T, generator=gen).to(device) * 1e-4,
+            }
             roles.backward_end(grads)
         return opt.step({"lr": 1e-6, "maxGradNorm": 1.0})
 
     before = dict(roles.passes)
     _, update_s = timed(device, update)
-    passes = {k: v - before[k] for k, v in roles.passes.items()}  # a recomputed pass is a second forward the MFU counts as nothing
+    passes = {
+        k: v - before[k] for k, v in roles.passes.items()
+    }  # a recomputed pass is a second forward the MFU counts as nothing
     tokens = sum(lengths)
     flops = 6 * n_params * tokens
     return {
-        "oldLogprobsSeconds": old_s, "refLogprobsSeconds": ref_s, "updateSeconds": update_s, "updateTokens": tokens,
-        "updateFlops": flops, "updateTflops": flops / update_s / 1e12, "updateBackwards": len(micro), **passes,
+        "oldLogprobsSeconds": old_s,
+        "refLogprobsSeconds": ref_s,
+        "updateSeconds": update_s,
+        "updateTokens": tokens,
+        "updateFlops": flops,
+        "updateTflops": flops / update_s / 1e12,
+        "updateBackwards": len(micro),
+        **passes,
         "mfu": flops / update_s / peak_flops if peak_flops else None,
     }
 
@@ -189,11 +228,18 @@ def parse(argv):
     ap.add_argument("--precision", default="auto")
     ap.add_argument("--trajectories", type=int, default=128)
     ap.add_argument("--turns", type=int, default=5)
-    ap.add_argument("--transformers-turns", type=int, help="turns of transformers' rollout, the first of ours (default: --turns)")
+    ap.add_argument(
+        "--transformers-turns", type=int, help="turns of transformers' rollout, the first of ours (default: --turns)"
+    )
     ap.add_argument("--new-tokens", type=int, default=400)
     ap.add_argument("--prompt-tokens", type=int, default=200)
     ap.add_argument("--obs-tokens", type=int, default=50)
-    ap.add_argument("--micro-batch", type=int, default=2, help="trajectories per backward; 0: cut by --token-budget (rows longest first)")
+    ap.add_argument(
+        "--micro-batch",
+        type=int,
+        default=2,
+        help="trajectories per backward; 0: cut by --token-budget (rows longest first)",
+    )
     ap.add_argument("--packing", action="store_true", help="model.torch.packing: pack each chunk's rows padding-free")
     ap.add_argument("--token-budget", type=int, default=16384)
     ap.add_argument("--peak-tflops", type=float, help="the device's bf16 peak, when its name is not in the table")
@@ -216,8 +262,11 @@ def main(argv=None):
                 print(f"error: {e}", file=sys.stderr)
                 return 2
             raise
-        print(f"error: out of memory ({str(e).splitlines()[0]}): lower --micro-batch ({a.micro_batch}), --token-budget ({a.token_budget}) "
-              f"or --trajectories ({a.trajectories})", file=sys.stderr)
+        print(
+            f"error: out of memory ({str(e).splitlines()[0]}): lower --micro-batch ({a.micro_batch}), --token-budget ({a.token_budget}) "
+            f"or --trajectories ({a.trajectories})",
+            file=sys.stderr,
+        )
         return 3
 
 
@@ -226,7 +275,9 @@ def run(a):
     if not 1 <= a.transformers_turns <= a.turns:
         raise ValueError(f"--transformers-turns {a.transformers_turns}: give 1 to --turns ({a.turns})")
     if a.model and not os.path.isdir(a.model):
-        raise ValueError(f"--model {a.model}: not a directory (give a Hugging Face model directory with config.json + *.safetensors)")
+        raise ValueError(
+            f"--model {a.model}: not a directory (give a Hugging Face model directory with config.json + *.safetensors)"
+        )
     threads = os.environ.get("RAGEN_TORCH_THREADS") or os.environ.get("RAGEN_THREADS")
     if threads:
         torch.set_num_threads(int(threads))
@@ -238,7 +289,9 @@ def run(a):
     if not path:
         tmp = tempfile.TemporaryDirectory(prefix="ragen-bench-gpu-")
         log(f"writing a random-weight {a.shape} checkpoint")
-        path = write_random_checkpoint(tmp.name, a.shape, a.seed, device=device.type)  # drawn where the model runs: fast on a GPU
+        path = write_random_checkpoint(
+            tmp.name, a.shape, a.seed, device=device.type
+        )  # drawn where the model runs: fast on a GPU
     try:
         roles = Roles(device, autocast, a.token_budget, Dist())
         roles.packing = a.packing
@@ -251,9 +304,23 @@ def run(a):
         from .decode import decode_mode
 
         report = {
-            "device": str(device), "deviceName": name, "torch": torch.__version__, "cuda": torch.version.cuda, "precision": precision,
-            "decode": decode_mode(device), "model": a.model or f"random {a.shape}", "parameters": n_params,
-            "shape": {"trajectories": a.trajectories, "turns": a.turns, "newTokens": a.new_tokens, "promptTokens": a.prompt_tokens, "obsTokens": a.obs_tokens, "microBatch": a.micro_batch, "packing": a.packing},
+            "device": str(device),
+            "deviceName": name,
+            "torch": torch.__version__,
+            "cuda": torch.version.cuda,
+            "precision": precision,
+            "decode": decode_mode(device),
+            "model": a.model or f"random {a.shape}",
+            "parameters": n_params,
+            "shape": {
+                "trajectories": a.trajectories,
+                "turns": a.turns,
+                "newTokens": a.new_tokens,
+                "promptTokens": a.prompt_tokens,
+                "obsTokens": a.obs_tokens,
+                "microBatch": a.micro_batch,
+                "packing": a.packing,
+            },
             "bf16PeakTflops": peak / 1e12 if peak else None,
         }
         logit_ids, ours = our_logits(model, device, autocast, c.V, a.seed)
@@ -261,16 +328,42 @@ def run(a):
         # The model the worker samples from: on CUDA with bf16, the bf16 rollout copy (frozen.py); else the policy.
         sampler = roles.rollout_model()
         report["rolloutModel"] = str(sampler.head_weight().dtype).replace("torch.", "")
-        tokens, seconds, contexts, per_turn = rollout_ours(sampler, prompts, a, autocast, a.token_budget, c.V, torch.Generator().manual_seed(a.seed + 1))
+        tokens, seconds, contexts, per_turn = rollout_ours(
+            sampler, prompts, a, autocast, a.token_budget, c.V, torch.Generator().manual_seed(a.seed + 1)
+        )
         del sampler
         rollout_peak = peak_memory(device)
-        report["rollout"] = {"tokens": tokens, "seconds": seconds, "tokensPerSecond": tokens / seconds,
-                             "turns": [{"tokens": t, "seconds": s} for t, s in per_turn]}
+        report["rollout"] = {
+            "tokens": tokens,
+            "seconds": seconds,
+            "tokensPerSecond": tokens / seconds,
+            "turns": [{"tokens": t, "seconds": s} for t, s in per_turn],
+        }
         step = starpo_step(roles, contexts, a, device, peak, n_params)
-        report["update"] = {k: step[k] for k in ("updateTokens", "updateSeconds", "updateFlops", "updateTflops", "mfu", "updateBackwards", "forwardPasses", "recomputedPasses")}
-        report["step"] = {"rolloutSeconds": seconds, "oldLogprobsSeconds": step["oldLogprobsSeconds"], "refLogprobsSeconds": step["refLogprobsSeconds"],
-                          "updateSeconds": step["updateSeconds"], "peakMemoryBytes": max(rollout_peak, peak_memory(device)), "rolloutPeakMemoryBytes": rollout_peak}
-        report["step"]["totalSeconds"] = seconds + step["oldLogprobsSeconds"] + step["refLogprobsSeconds"] + step["updateSeconds"]
+        report["update"] = {
+            k: step[k]
+            for k in (
+                "updateTokens",
+                "updateSeconds",
+                "updateFlops",
+                "updateTflops",
+                "mfu",
+                "updateBackwards",
+                "forwardPasses",
+                "recomputedPasses",
+            )
+        }
+        report["step"] = {
+            "rolloutSeconds": seconds,
+            "oldLogprobsSeconds": step["oldLogprobsSeconds"],
+            "refLogprobsSeconds": step["refLogprobsSeconds"],
+            "updateSeconds": step["updateSeconds"],
+            "peakMemoryBytes": max(rollout_peak, peak_memory(device)),
+            "rolloutPeakMemoryBytes": rollout_peak,
+        }
+        report["step"]["totalSeconds"] = (
+            seconds + step["oldLogprobsSeconds"] + step["refLogprobsSeconds"] + step["updateSeconds"]
+        )
         hf = None if a.no_transformers else import_transformers()
         if hf is None:
             why = "skipped (--no-transformers)" if a.no_transformers else "transformers not importable: no ratio"
@@ -278,15 +371,27 @@ def run(a):
             report["transformers"] = {"available": False, "note": why}
         else:
             del roles, model  # room for transformers' copy
-            ref = hf.AutoModelForCausalLM.from_pretrained(path, torch_dtype=torch.bfloat16 if autocast else torch.float32).to(device).eval()
+            ref = (
+                hf.AutoModelForCausalLM.from_pretrained(path, torch_dtype=torch.bfloat16 if autocast else torch.float32)
+                .to(device)
+                .eval()
+            )
             ht, hs = rollout_hf(ref, prompts, a, c.V, torch.Generator().manual_seed(a.seed + 1), device)
             del ref
             # The ratio compares the same turns: ours over the turns transformers ran (later turns have longer contexts).
             n = a.transformers_turns
             ours_same = sum(t for t, _ in per_turn[:n]) / sum(s for _, s in per_turn[:n])
-            report["transformers"] = {"available": True, "version": hf.__version__, "turns": n, "rolloutTokens": ht, "rolloutSeconds": hs,
-                                      "tokensPerSecond": ht / hs, "oursTokensPerSecondSameTurns": ours_same, "rolloutSpeedup": ours_same / (ht / hs),
-                                      "logits": compare_logits(path, hf, device, logit_ids, ours)}
+            report["transformers"] = {
+                "available": True,
+                "version": hf.__version__,
+                "turns": n,
+                "rolloutTokens": ht,
+                "rolloutSeconds": hs,
+                "tokensPerSecond": ht / hs,
+                "oursTokensPerSecondSameTurns": ours_same,
+                "rolloutSpeedup": ours_same / (ht / hs),
+                "logits": compare_logits(path, hf, device, logit_ids, ours),
+            }
         print(json.dumps(report), file=sys.__stdout__, flush=True)
         return 0
     finally:

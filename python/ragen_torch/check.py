@@ -2,6 +2,7 @@
 transformers, peft, the device) and `decode` (the CUDA-graph decode step against eager decoding, the cases of
 src/engine/torch-gpu.test.ts). Each prints one JSON object on stdout and progress on stderr; `fsdp` is check_fsdp.py.
 """
+
 import contextlib
 import json
 import platform
@@ -41,15 +42,22 @@ class _Tee:
 def versions():
     cuda = torch.cuda.is_available()
     out = {
-        "python": platform.python_version(), "torch": torch.__version__, "cuda": torch.version.cuda, "cudaAvailable": cuda,
-        "transformers": version_of("transformers"), "peft": version_of("peft"),
-        "gpus": [], "cudnn": torch.backends.cudnn.version() if cuda else None,
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "cudaAvailable": cuda,
+        "transformers": version_of("transformers"),
+        "peft": version_of("peft"),
+        "gpus": [],
+        "cudnn": torch.backends.cudnn.version() if cuda else None,
     }
     for i in range(torch.cuda.device_count() if cuda else 0):
         p = torch.cuda.get_device_properties(i)
         out["gpus"].append({"name": p.name, "memoryBytes": p.total_memory, "capability": f"{p.major}.{p.minor}"})
-    log(f"torch {out['torch']}, CUDA {out['cuda']}, transformers {out['transformers']}, peft {out['peft']}, "
-        f"{len(out['gpus'])} GPU(s){': ' + out['gpus'][0]['name'] if out['gpus'] else ''}")
+    log(
+        f"torch {out['torch']}, CUDA {out['cuda']}, transformers {out['transformers']}, peft {out['peft']}, "
+        f"{len(out['gpus'])} GPU(s){': ' + out['gpus'][0]['name'] if out['gpus'] else ''}"
+    )
     return out
 
 
@@ -91,18 +99,39 @@ def decode():
             with contextlib.redirect_stderr(tee):
                 other = generate(m, prompts, params, None, 4096, autocast, fast)
             same = [a[0] for a in eager] == [b[0] for b in other]
-            diff = max((abs(x - y) for a, b in zip(eager, other) if len(a[1]) == len(b[1]) for x, y in zip(a[1], b[1])), default=0.0)
+            diff = max(
+                (abs(x - y) for a, b in zip(eager, other) if len(a[1]) == len(b[1]) for x, y in zip(a[1], b[1])),
+                default=0.0,
+            )
             stopped = sum(1 for a in eager if a[2] == "stop")
-            case = {"precision": precision, "case": name, "tokensIdentical": same, "logprobMaxDiff": diff, "tolerance": tol, "rowsStopped": stopped}
+            case = {
+                "precision": precision,
+                "case": name,
+                "tokensIdentical": same,
+                "logprobMaxDiff": diff,
+                "tolerance": tol,
+                "rowsStopped": stopped,
+            }
             ok = ok and same and diff < tol
             cases.append(case)
-            log(f"decode {precision}/{name}: tokens {'identical' if same else 'DIFFER'}, log-prob max diff {diff:.2e} ({stopped} of 8 rows stopped early)")
+            log(
+                f"decode {precision}/{name}: tokens {'identical' if same else 'DIFFER'}, log-prob max diff {diff:.2e} ({stopped} of 8 rows stopped early)"
+            )
     decode_step.BUCKET = bucket
     capture_failed = "CUDA graph capture of the decode step failed" in "".join(tee.text)
     if capture_failed:
         log("the CUDA graph was not captured: the cases above ran the static step without it")
-    return {"mode": fast, "passed": ok and not capture_failed, "captureFailed": capture_failed, "bucket": 8, "cases": cases, "peakMemoryBytes": torch.cuda.max_memory_allocated(dev) if cuda else None,
-            "note": None if cuda else "no CUDA: the static decode step (what the CUDA graph captures) against eager, float32 only"}
+    return {
+        "mode": fast,
+        "passed": ok and not capture_failed,
+        "captureFailed": capture_failed,
+        "bucket": 8,
+        "cases": cases,
+        "peakMemoryBytes": torch.cuda.max_memory_allocated(dev) if cuda else None,
+        "note": None
+        if cuda
+        else "no CUDA: the static decode step (what the CUDA graph captures) against eager, float32 only",
+    }
 
 
 def main(argv=None):

@@ -4,6 +4,7 @@ fsdp.sum_scale), an AdamW step, and a checkpoint gathered whole and read back. R
 a torch whose FSDP2 cannot run on CPU ranks (< 2.7) reports the stage as skipped. The worker's own sharded path is
 tested the same way by src/engine/torch-dp.test.ts.
 """
+
 import json
 import os
 import sys
@@ -104,10 +105,21 @@ def _rank(rank, tmp, ckpt):
         log(f"gathered checkpoint read back: max diff to the one-rank weights {ckpt_diff:.2e}")
         tol = {"outputs": 1e-4, "gradientsRelative": 1e-3, "step": 0.25 * LR, "checkpoint": 0.25 * LR}
         result = {
-            "ranks": WORLD, "backend": "gloo", "sumScale": scale, "device": "cpu", "torch": torch.__version__,
-            "outputsMaxDiff": float(out), "gradientsMaxRelDiff": grad_rel, "gradientsWorst": grad_worst,
-            "stepMaxDiff": step_diff, "checkpointMaxDiff": ckpt_diff, "tolerances": tol,
-            "passed": float(out) < tol["outputs"] and grad_rel < tol["gradientsRelative"] and step_diff < tol["step"] and ckpt_diff < tol["checkpoint"],
+            "ranks": WORLD,
+            "backend": "gloo",
+            "sumScale": scale,
+            "device": "cpu",
+            "torch": torch.__version__,
+            "outputsMaxDiff": float(out),
+            "gradientsMaxRelDiff": grad_rel,
+            "gradientsWorst": grad_worst,
+            "stepMaxDiff": step_diff,
+            "checkpointMaxDiff": ckpt_diff,
+            "tolerances": tol,
+            "passed": float(out) < tol["outputs"]
+            and grad_rel < tol["gradientsRelative"]
+            and step_diff < tol["step"]
+            and ckpt_diff < tol["checkpoint"],
         }
         with open(os.path.join(tmp, "result.json"), "w") as f:
             json.dump(result, f)

@@ -2,6 +2,7 @@
 (float32, cast tensor by tensor as written; sharded past max_shard_bytes, 1 GiB by default), the LoRA adapter in PEFT's layout under adapter/, value_head.safetensors, a separate
 critic under critic/, tokenizer files copied; the local engine and transformers / PEFT load the result.
 """
+
 import json
 import os
 import shutil
@@ -13,10 +14,25 @@ from .safetensors_io import save_weights, write_safetensors
 
 def peft_config(lora, base=".."):
     return {
-        "peft_type": "LORA", "task_type": "CAUSAL_LM", "base_model_name_or_path": base, "r": lora["r"], "lora_alpha": lora["alpha"],
-        "lora_dropout": lora["dropout"], "target_modules": list(lora["target_modules"]), "bias": "none", "fan_in_fan_out": False,
-        "inference_mode": True, "init_lora_weights": True, "use_rslora": False, "use_dora": False, "modules_to_save": None,
-        "layers_to_transform": None, "layers_pattern": None, "rank_pattern": {}, "alpha_pattern": {}, "revision": None,
+        "peft_type": "LORA",
+        "task_type": "CAUSAL_LM",
+        "base_model_name_or_path": base,
+        "r": lora["r"],
+        "lora_alpha": lora["alpha"],
+        "lora_dropout": lora["dropout"],
+        "target_modules": list(lora["target_modules"]),
+        "bias": "none",
+        "fan_in_fan_out": False,
+        "inference_mode": True,
+        "init_lora_weights": True,
+        "use_rslora": False,
+        "use_dora": False,
+        "modules_to_save": None,
+        "layers_to_transform": None,
+        "layers_pattern": None,
+        "rank_pattern": {},
+        "alpha_pattern": {},
+        "revision": None,
     }
 
 
@@ -26,13 +42,19 @@ def save_model(directory, model, value_head=None, source=None, tokenizer_path=No
     with open(os.path.join(directory, "config.json"), "w") as f:
         json.dump(raw, f, indent=2)
     gen = os.path.join(source, "generation_config.json") if source else None
-    if gen and os.path.exists(gen) and os.path.abspath(gen) != os.path.abspath(os.path.join(directory, "generation_config.json")):
+    if (
+        gen
+        and os.path.exists(gen)
+        and os.path.abspath(gen) != os.path.abspath(os.path.join(directory, "generation_config.json"))
+    ):
         shutil.copyfile(gen, os.path.join(directory, "generation_config.json"))
     elif not gen or not os.path.exists(gen):
         ids = {k: raw[k] for k in ("bos_token_id", "eos_token_id", "pad_token_id") if k in raw}
         with open(os.path.join(directory, "generation_config.json"), "w") as f:
             json.dump(ids, f, indent=2)
-    save_weights(directory, model.base_state(), max_shard_bytes, dtype=torch.float32)  # cast tensor by tensor, not a float32 model copy
+    save_weights(
+        directory, model.base_state(), max_shard_bytes, dtype=torch.float32
+    )  # cast tensor by tensor, not a float32 model copy
     if model.lora is not None:
         adir = os.path.join(directory, "adapter")
         os.makedirs(adir, exist_ok=True)
@@ -40,7 +62,10 @@ def save_model(directory, model, value_head=None, source=None, tokenizer_path=No
             json.dump(peft_config(model.lora), f, indent=2)
         write_safetensors(os.path.join(adir, "adapter_model.safetensors"), dict(model.trainable()), dtype=torch.float32)
     if value_head is not None:
-        write_safetensors(os.path.join(directory, "value_head.safetensors"), {"value_head.weight": value_head.weight.float(), "value_head.bias": value_head.bias.float()})
+        write_safetensors(
+            os.path.join(directory, "value_head.safetensors"),
+            {"value_head.weight": value_head.weight.float(), "value_head.bias": value_head.bias.float()},
+        )
     if tokenizer_path:
         if not os.path.exists(tokenizer_path):
             raise FileNotFoundError(f"tokenizer file not found: {tokenizer_path}")

@@ -5,6 +5,7 @@ step costs one launch instead of hundreds of Python ops. Attention reads the cac
 of BUCKET past the write index, not the whole capacity: one graph per bucket, so the step's cost follows the written
 context, and a turn's last steps cost what its first ones do plus the keys written since.
 """
+
 import contextlib
 import os
 import sys
@@ -21,9 +22,13 @@ def decode_mode(device):
     """RAGEN_TORCH_DECODE (eager | static | graph), else graph on CUDA and eager elsewhere."""
     mode = os.environ.get("RAGEN_TORCH_DECODE") or ("graph" if device.type == "cuda" else "eager")
     if mode not in DECODE_MODES:
-        raise ValueError(f"RAGEN_TORCH_DECODE=`{mode}` is not a decode mode; use one of {', '.join(DECODE_MODES)} (or unset it)")
+        raise ValueError(
+            f"RAGEN_TORCH_DECODE=`{mode}` is not a decode mode; use one of {', '.join(DECODE_MODES)} (or unset it)"
+        )
     if mode == "graph" and device.type != "cuda":
-        raise ValueError(f"RAGEN_TORCH_DECODE=graph needs a CUDA device, the worker runs on {device}; use static or eager")
+        raise ValueError(
+            f"RAGEN_TORCH_DECODE=graph needs a CUDA device, the worker runs on {device}; use static or eager"
+        )
     return mode
 
 
@@ -48,7 +53,9 @@ class StaticStep:
         h = m.model.embed_tokens(self.tok)
         cos, sin = rope_tables(self.pos, c.D, c.theta, h.dtype)
         S = self.span
-        mask = (self.key_valid[:, :S] & (self.keys[:, :S] <= self.cur))[:, None, None, :]  # (n, 1, 1, S): attention reads S keys
+        mask = (self.key_valid[:, :S] & (self.keys[:, :S] <= self.cur))[
+            :, None, None, :
+        ]  # (n, 1, 1, S): attention reads S keys
         for i, layer in enumerate(m.model.layers):
             h = layer(h, cos, sin, mask, self.cache[i], self.cur)
         return m.logits(m.model.norm(h)[:, -1]).float()
@@ -70,8 +77,12 @@ class StaticStep:
             try:
                 self._capture()
             except RuntimeError as e:  # an op this torch cannot capture: decode on without the graph, and say so
-                print(f"[ragen_torch] CUDA graph capture of the decode step failed ({str(e).splitlines()[0]}); decoding with "
-                      "the static cache without a graph (RAGEN_TORCH_DECODE=static skips the attempt)", file=sys.stderr, flush=True)
+                print(
+                    f"[ragen_torch] CUDA graph capture of the decode step failed ({str(e).splitlines()[0]}); decoding with "
+                    "the static cache without a graph (RAGEN_TORCH_DECODE=static skips the attempt)",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 self.graph, self.captured = False, None
         if self.graph:
             self.captured.replay()

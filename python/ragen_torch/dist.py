@@ -4,6 +4,7 @@ the per-token outputs and the gradients are summed across ranks (the surrogate i
 the ranks' gradients is the one-rank gradient); every rank then takes the same AdamW step. One rank: all no-ops.
 On several CUDA ranks the models are sharded with FSDP2 instead (fsdp.py): each rank then steps its own shard.
 """
+
 import importlib
 import os
 
@@ -23,7 +24,9 @@ class Dist:
         from .fsdp import wanted
 
         self.device = device
-        self.sharded = wanted(device, self.world)  # FSDP2 on CUDA ranks (fsdp.py); else every rank holds the whole model
+        self.sharded = wanted(
+            device, self.world
+        )  # FSDP2 on CUDA ranks (fsdp.py); else every rank holds the whole model
         if self.world > 1:
             import torch.distributed as dist
 

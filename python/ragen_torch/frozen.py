@@ -2,6 +2,7 @@
 the rollout copy of the policy that `generate` samples from (LoRA merged), refreshed lazily after optimizer steps. Autocast over float32
 weights re-casts every weight at every call (each decode step included); a bf16 copy is cast once.
 """
+
 import torch
 
 from .fsdp import merged_copy
@@ -14,7 +15,9 @@ def rollout_copy_wanted(setting, device, autocast):
     """model.torch.rolloutCopy: `bf16` always, `none` never, `auto` on CUDA under bf16 autocast (a CPU keeps the float32
     policy: there the copy's memory buys nothing measured)."""
     if setting not in ROLLOUT_COPY_MODES:
-        raise ValueError(f"rolloutCopy `{setting}` is not one of {', '.join(ROLLOUT_COPY_MODES)}; set model.torch.rolloutCopy to one of them")
+        raise ValueError(
+            f"rolloutCopy `{setting}` is not one of {', '.join(ROLLOUT_COPY_MODES)}; set model.torch.rolloutCopy to one of them"
+        )
     return setting == "bf16" or (setting == "auto" and device.type == "cuda" and autocast is not None)
 
 

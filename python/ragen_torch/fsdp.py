@@ -4,6 +4,7 @@ state. Helpers here turn sharded tensors (DTensors) into local shards and full t
 and the rollout copy. RAGEN_TORCH_FSDP=all shards CPU (gloo) ranks too, which is how it is tested without GPUs
 (src/engine/torch-dp.test.ts, torch >= 2.7); NOT RUN ON GPUs YET: see docs/gpu.md's Status.
 """
+
 import importlib
 import os
 
@@ -34,9 +35,13 @@ def checked_flag(world):
     rank."""
     flag = os.environ.get("RAGEN_TORCH_FSDP", "1")
     if flag not in ("0", "1", "all"):
-        raise RuntimeError(f"RAGEN_TORCH_FSDP=`{flag}`: use 1 (shard with FSDP2 on several CUDA ranks, the default), all (on CPU ranks too) or 0 (every rank holds the whole model)")
+        raise RuntimeError(
+            f"RAGEN_TORCH_FSDP=`{flag}`: use 1 (shard with FSDP2 on several CUDA ranks, the default), all (on CPU ranks too) or 0 (every rank holds the whole model)"
+        )
     if flag == "all" and world > 1 and not cpu_supported():
-        raise RuntimeError(f"RAGEN_TORCH_FSDP=all: torch {torch.__version__} cannot run FSDP2 on CPU ranks (torch >= 2.7 can); use RAGEN_TORCH_FSDP=1 (shard CUDA ranks where torch has FSDP2) or 0")
+        raise RuntimeError(
+            f"RAGEN_TORCH_FSDP=all: torch {torch.__version__} cannot run FSDP2 on CPU ranks (torch >= 2.7 can); use RAGEN_TORCH_FSDP=1 (shard CUDA ranks where torch has FSDP2) or 0"
+        )
     return flag
 
 
@@ -69,7 +74,9 @@ def sum_scale(device, world):
     probe(torch.ones(1, 1, device=device)).sum().backward()
     got = float(full(probe.weight.grad).float().mean())
     if abs(got - 1) > 1e-3 and abs(got - world) > 1e-3:
-        raise RuntimeError(f"FSDP's gradient reduction gave {got} for a gradient of 1 on each of {world} ranks (expected 1 or {world})")
+        raise RuntimeError(
+            f"FSDP's gradient reduction gave {got} for a gradient of 1 on each of {world} ranks (expected 1 or {world})"
+        )
     return world if abs(got - 1) <= 1e-3 else 1
 
 

@@ -3,6 +3,7 @@
 eager mode, in decode.py's static and graph modes each time half of the rows are done); each sampled id comes with its
 log-prob at temperature 1. Temperature, then top-k, then top-p, as Hugging Face's warpers.
 """
+
 import contextlib
 import math
 
@@ -51,7 +52,17 @@ def pick(logits, temperature, top_k, top_p, generator):
     return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
 
 
-def generate(model, prompts, params, pieces=None, budget=1 << 16, autocast=None, mode=None, share_prompts=True, source="(in memory)"):
+def generate(
+    model,
+    prompts,
+    params,
+    pieces=None,
+    budget=1 << 16,
+    autocast=None,
+    mode=None,
+    share_prompts=True,
+    source="(in memory)",
+):
     """Sample completions of `prompts` (lists of ids). Returns [(tokens, logprobs, finish_reason)] in prompt order.
     `pieces`: each token id's text (stop strings); `autocast`: a factory of the compute-precision context, or None;
     `mode`: the decode step, eager (rows leave the cache), static or graph (decode.py); default decode_mode();
@@ -65,7 +76,11 @@ def generate(model, prompts, params, pieces=None, budget=1 << 16, autocast=None,
     results = [([], [], "length") for _ in prompts]
     if n == 0 or max_new == 0:
         return results
-    temperature, top_k, top_p = float(params["temperature"]), int(params.get("topK") or 0), float(params.get("topP") or 1)
+    temperature, top_k, top_p = (
+        float(params["temperature"]),
+        int(params.get("topK") or 0),
+        float(params.get("topP") or 1),
+    )
     stop_ids = set(params.get("stopTokenIds") or [])
     stops = [s for s in params.get("stopStrings") or [] if s]
     if stops and pieces is None:
@@ -93,14 +108,18 @@ def generate(model, prompts, params, pieces=None, budget=1 << 16, autocast=None,
         inverse.append(first[key])
     U = len(uniq)
     cache = [tuple(torch.zeros(U, c.K, cap, c.D, device=dev, dtype=dtype) for _ in range(2)) for _ in range(c.n_layers)]
-    with torch.no_grad(), (autocast() if autocast is not None else contextlib.nullcontext()):
+    with torch.no_grad(), autocast() if autocast is not None else contextlib.nullcontext():
         # Prefill in row ranges: activations within the token budget.
         logits = []
         step_rows = max(1, budget // max(P, 1))
         if not HAS_SDPA:  # the plain attention holds (rows, H, P, P) scores: keep them under 2^27 floats
             step_rows = max(1, min(step_rows, (1 << 27) // (c.H * P * P)))
         rows_u = torch.tensor(uniq, device=dev)
-        ids_u, pos_u, valid_u = ids.index_select(0, rows_u), positions.index_select(0, rows_u), key_valid.index_select(0, rows_u)
+        ids_u, pos_u, valid_u = (
+            ids.index_select(0, rows_u),
+            positions.index_select(0, rows_u),
+            key_valid.index_select(0, rows_u),
+        )
         for a in range(0, U, step_rows):
             b = min(U, a + step_rows)
             sub = [(k[a:b], v[a:b]) for k, v in cache]
@@ -119,13 +138,18 @@ def generate(model, prompts, params, pieces=None, budget=1 << 16, autocast=None,
             tok = pick(logits, temperature, top_k, top_p, gen)
             lp = logits.log_softmax(-1).gather(-1, tok[:, None]).squeeze(-1)
             done = []
-            for j, (t, l) in enumerate(zip(tok.tolist(), lp.tolist())):
+            for j, (t, logp) in enumerate(zip(tok.tolist(), lp.tolist())):
                 toks, lps, _ = results[rows[j]]
-                if not math.isfinite(l):
-                    raise NonFiniteLogitsError(source, step, rows[j], len(prompts[rows[j]]) + step, l)
+                if not math.isfinite(logp):
+                    raise NonFiniteLogitsError(source, step, rows[j], len(prompts[rows[j]]) + step, logp)
                 toks.append(t)
-                lps.append(l)
-                hit = t in stop_ids or (stops and any(s in "".join(pieces[x] if 0 <= x < len(pieces) else "" for x in toks[-window:]) for s in stops))
+                lps.append(logp)
+                hit = t in stop_ids or (
+                    stops
+                    and any(
+                        s in "".join(pieces[x] if 0 <= x < len(pieces) else "" for x in toks[-window:]) for s in stops
+                    )
+                )
                 if hit:
                     results[rows[j]] = (toks, lps, "stop")
                 done.append(hit)

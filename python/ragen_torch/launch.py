@@ -12,6 +12,7 @@ It is PyTorch's own launcher (torch.distributed.run, in this process) with these
 It also refuses a RAGEN_TORCH_FSDP this torch cannot honour before any rank starts (fsdp.checked_flag).
 Other torch builds need nothing: plain `torchrun` with the same arguments works as well.
 """
+
 import ctypes
 import os
 import signal

@@ -2,6 +2,7 @@
 untied head), with PEFT-layout LoRA on its linear layers and a KV cache for sampling. Parameter names are Hugging
 Face's, so `state_dict()` keys are the checkpoint's keys. Mirrors src/model/transformer.ts.
 """
+
 import json
 import math
 import os
@@ -30,7 +31,9 @@ class ModelConfig:
                 f"built-in decoder; supported: {', '.join(MODEL_TYPES)}"
             )
         if raw.get("hidden_act", "silu") != "silu":
-            raise CheckpointError(f"{source}: hidden_act `{raw.get('hidden_act')}` is not supported (only silu / SwiGLU)")
+            raise CheckpointError(
+                f"{source}: hidden_act `{raw.get('hidden_act')}` is not supported (only silu / SwiGLU)"
+            )
         rope = raw.get("rope_parameters") or raw.get("rope_scaling") or {}
         if rope.get("rope_type", rope.get("type", "default")) != "default":
             raise CheckpointError(f"{source}: RoPE scaling {json.dumps(rope)} is not supported, only plain RoPE")
@@ -52,13 +55,17 @@ class ModelConfig:
         self.o_bias = False if t == "qwen2" else bias
         self.qk_norm = t == "qwen3"
         if self.H % self.K != 0:
-            raise CheckpointError(f"{source}: num_attention_heads ({self.H}) must be a multiple of num_key_value_heads ({self.K})")
+            raise CheckpointError(
+                f"{source}: num_attention_heads ({self.H}) must be a multiple of num_key_value_heads ({self.K})"
+            )
 
     @staticmethod
     def load(directory):
         path = os.path.join(directory, "config.json")
         if not os.path.exists(path):
-            raise CheckpointError(f"not a model checkpoint: {path} is missing (a Hugging Face model directory has config.json + *.safetensors)")
+            raise CheckpointError(
+                f"not a model checkpoint: {path} is missing (a Hugging Face model directory has config.json + *.safetensors)"
+            )
         with open(path) as f:
             return ModelConfig(json.load(f), path)
 
@@ -144,8 +151,12 @@ class Attention(nn.Module):
         q, k = q.transpose(1, 2), k.transpose(1, 2)  # (B, H or K, T, D)
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
-        if cache is not None and torch.is_tensor(start):  # static decode (decode.py): write at a tensor index, attend over
-            cache[0].index_copy_(2, start, k.to(cache[0].dtype))  # the mask's span of the cache (a bucket past the written
+        if cache is not None and torch.is_tensor(
+            start
+        ):  # static decode (decode.py): write at a tensor index, attend over
+            cache[0].index_copy_(
+                2, start, k.to(cache[0].dtype)
+            )  # the mask's span of the cache (a bucket past the written
             cache[1].index_copy_(2, start, v.to(cache[1].dtype))  # keys); the mask hides what is not written yet
             k, v = cache[0][:, :, : mask.shape[-1]], cache[1][:, :, : mask.shape[-1]]
         elif cache is not None:  # (keys, values) of (B, K, capacity, D): write this step, attend over all so far
@@ -328,7 +339,9 @@ def load_decoder(directory, device, adapters=True, generator=None):
         targets = acfg.get("target_modules") or ["all-linear"]
         targets = LINEAR_MODULES if "all-linear" in targets or targets == "all-linear" else targets
         ad, _ = read_safetensors(os.path.join(adir, "adapter_model.safetensors"))
-        model.attach_lora(int(acfg["r"]), float(acfg["lora_alpha"]), float(acfg.get("lora_dropout") or 0), targets, generator, ad)
+        model.attach_lora(
+            int(acfg["r"]), float(acfg["lora_alpha"]), float(acfg.get("lora_dropout") or 0), targets, generator, ad
+        )
     return model
 
 

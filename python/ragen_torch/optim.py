@@ -4,6 +4,7 @@ first step. State saved as `optimizer/<role>.safetensors` (`m.<param>`, `v.<para
 shard size into `<role>-0000i-of-0000n.safetensors` + `<role>.safetensors.index.json`, like the local engine's, so
 either engine resumes the other's checkpoint.
 """
+
 import math
 import os
 
@@ -62,7 +63,7 @@ class RoleOptimizer:
         lr = float(s["lr"])
         b1, b2, eps, wd = self.hyper
         self.step_count += 1
-        bc1, bc2 = 1 - b1 ** self.step_count, 1 - b2 ** self.step_count
+        bc1, bc2 = 1 - b1**self.step_count, 1 - b2**self.step_count
         with torch.no_grad():
             for i, (_, param) in enumerate(self.named):
                 if param.grad is None:
@@ -79,7 +80,12 @@ class RoleOptimizer:
     def _ensure(self, s):
         if self.hyper is None:
             betas = s.get("betas") or [0.9, 0.999]
-            self.hyper = (float(betas[0]), float(betas[1]), float(s.get("eps", 1e-8)), float(s.get("weightDecay", 0.01)))
+            self.hyper = (
+                float(betas[0]),
+                float(betas[1]),
+                float(s.get("eps", 1e-8)),
+                float(s.get("weightDecay", 0.01)),
+            )
         if self.m is None:
             self.m = [torch.zeros_like(local(p)) for _, p in self.named]
             self.v = [torch.zeros_like(local(p)) for _, p in self.named]

@@ -3,6 +3,7 @@
 row and attention kept inside each row. src/engine/token-budget.ts mirrors `chunk_tokens` and `chunks` exactly, so the
 trainer can cut micro-batches that are one chunk each.
 """
+
 import torch
 
 
@@ -77,8 +78,16 @@ class Layout:
         self.flat = torch.cat(flat).to(device)
         self.slot = torch.cat(slot).to(device)
         size = self.bins * W
-        self.positions = torch.zeros(size, dtype=torch.long, device=device).index_copy(0, self.slot, torch.cat(pos).to(device)).view(self.bins, W)
-        self.segments = torch.full((size,), -1, dtype=torch.long, device=device).index_copy(0, self.slot, torch.cat(seg).to(device)).view(self.bins, W)
+        self.positions = (
+            torch.zeros(size, dtype=torch.long, device=device)
+            .index_copy(0, self.slot, torch.cat(pos).to(device))
+            .view(self.bins, W)
+        )
+        self.segments = (
+            torch.full((size,), -1, dtype=torch.long, device=device)
+            .index_copy(0, self.slot, torch.cat(seg).to(device))
+            .view(self.bins, W)
+        )
 
     def pack(self, x):
         """(rows, L-1) -> (bins, L-1): the real tokens moved to their slots, zeros elsewhere."""

@@ -2,6 +2,7 @@
 length, u64 body length (little-endian), a UTF-8 JSON header, the body. The header's `buffers` lists the arrays the
 body holds, in order: {name, dtype ('i32' | 'f32' | 'u8'), shape}; each is raw little-endian data.
 """
+
 import json
 import struct
 

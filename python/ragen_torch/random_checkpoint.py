@@ -1,6 +1,7 @@
 """Random-weight Hugging Face checkpoints of named Qwen shapes (for `ragen bench gpu` and tests): config.json in
 Hugging Face's layout plus safetensors written by our own writer, so transformers and the worker both load it.
 """
+
 import json
 import os
 
@@ -73,7 +74,10 @@ def main(argv=None):
 
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 2 or argv[0] not in SHAPES:
-        print(f"usage: python -m ragen_torch.random_checkpoint SHAPE DIR (SHAPE one of {', '.join(SHAPES)})", file=sys.stderr)
+        print(
+            f"usage: python -m ragen_torch.random_checkpoint SHAPE DIR (SHAPE one of {', '.join(SHAPES)})",
+            file=sys.stderr,
+        )
         return 2
     for old in glob.glob(os.path.join(argv[1], "model*.safetensors*")):
         os.remove(old)

@@ -2,6 +2,7 @@
 ('base' = the policy with adapters off when LoRA is on) and a critic (a value head on the policy's trunk, or a
 separate model with its head); token-aligned teacher-forced outputs and the backward of sum(grad * output).
 """
+
 import contextlib
 import os
 
@@ -39,8 +40,12 @@ class Roles:
     def __init__(self, device, autocast, budget, dist):
         self.device, self.autocast, self.budget, self.dist = device, autocast, budget, dist
         self.packing = False  # pack a chunk's rows padding-free (packing.py) instead of padding them to the longest
-        self.graph_budget = budget  # most tokens of graphs one backward keeps for its output gradients (see backward_begin)
-        self.pending = None  # the graphs (or the recipe to recompute them) of a backward waiting for its output gradients
+        self.graph_budget = (
+            budget  # most tokens of graphs one backward keeps for its output gradients (see backward_begin)
+        )
+        self.pending = (
+            None  # the graphs (or the recipe to recompute them) of a backward waiting for its output gradients
+        )
         self.fsdp = False
         self.passes = {"forwardPasses": 0, "recomputedPasses": 0}  # chunks run through a model (the `stats` op)
 
@@ -53,13 +58,19 @@ class Roles:
         lora = a.get("lora")
         if lora and self.policy.lora is None:
             t = lora.get("targetModules") or "all-linear"
-            targets = LINEAR_MODULES if t == "all-linear" or "all-linear" in t else [m for m in LINEAR_MODULES if m in t]
+            targets = (
+                LINEAR_MODULES if t == "all-linear" or "all-linear" in t else [m for m in LINEAR_MODULES if m in t]
+            )
             self.policy.attach_lora(int(lora["r"]), float(lora["alpha"]), float(lora.get("dropout") or 0), targets, gen)
         if self.autocast and self.policy.lora is not None and not self.sharded():  # (FSDP groups keep one dtype)
             freeze_bf16_base(self.policy)
         self.reference = None
         if a.get("reference"):
-            self.reference = "base" if self.policy.lora else load_decoder(a.get("referencePath") or path, self.device, adapters=False)
+            self.reference = (
+                "base"
+                if self.policy.lora
+                else load_decoder(a.get("referencePath") or path, self.device, adapters=False)
+            )
             if self.reference != "base":
                 self.reference.requires_grad_(False)
                 if self.autocast:  # frozen: stored in the compute dtype (frozen.py)
@@ -81,9 +92,13 @@ class Roles:
             if m is not None:
                 m.checkpointing = bool(a.get("gradientCheckpointing"))
         if a.get("compile"):
-            compile_layers([m for m in (self.policy, self.reference, self.critic_model) if m is not None and m != "base"])
+            compile_layers(
+                [m for m in (self.policy, self.reference, self.critic_model) if m is not None and m != "base"]
+            )
         self.rollout_copy = None
-        self.bf16_copy = RolloutCopy() if rollout_copy_wanted(a.get("rolloutCopy", "auto"), self.device, self.autocast) else None
+        self.bf16_copy = (
+            RolloutCopy() if rollout_copy_wanted(a.get("rolloutCopy", "auto"), self.device, self.autocast) else None
+        )
         self.fsdp = self.sharded()  # the models are FSDP modules (their weights gathered only inside the module call)
         if self.fsdp:
             for m in (self.policy, self.reference, self.critic_model):

@@ -4,6 +4,7 @@ The format: u64 little-endian header length, a JSON header {name: {dtype, shape,
 Uses the `safetensors` package only for nothing: the format is small enough to read directly; headers are checked
 as network input (safetensors_header.py).
 """
+
 import ctypes
 import json
 import os
@@ -13,7 +14,14 @@ import torch
 
 from .safetensors_header import CheckpointError, check_header, check_header_length
 
-DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16, "F64": torch.float64, "I32": torch.int32, "I64": torch.int64}
+DTYPES = {
+    "F32": torch.float32,
+    "F16": torch.float16,
+    "BF16": torch.bfloat16,
+    "F64": torch.float64,
+    "I32": torch.int32,
+    "I64": torch.int64,
+}
 NAMES = {v: k for k, v in DTYPES.items()}
 
 
@@ -37,7 +45,9 @@ def _read_exact(f, view, path):
     while done < len(view):
         n = f.readinto(view[done : done + _PIECE])
         if not n:
-            raise CheckpointError(f"{path}: truncated safetensors file (ended {len(view) - done} bytes before a tensor's end)")
+            raise CheckpointError(
+                f"{path}: truncated safetensors file (ended {len(view) - done} bytes before a tensor's end)"
+            )
         done += n
 
 
@@ -55,7 +65,7 @@ def read_safetensors(path, only=None):
         try:
             header = json.loads(f.read(n))
         except ValueError as e:
-            raise CheckpointError(f"{path}: unreadable safetensors header ({e})")
+            raise CheckpointError(f"{path}: unreadable safetensors header ({e})") from e
         start = 8 + n
         entries, metadata = check_header(header, size - start, path, list(DTYPES))
         out = {}
@@ -107,7 +117,9 @@ def load_weight_files(directory, file="model.safetensors"):
         return w, meta, single
     index = single + ".index.json"
     if not os.path.exists(index):
-        raise CheckpointError(f"no weights in {directory}: expected {file} or {file}.index.json (only safetensors checkpoints are supported)")
+        raise CheckpointError(
+            f"no weights in {directory}: expected {file} or {file}.index.json (only safetensors checkpoints are supported)"
+        )
     with open(index) as f:
         weight_map = json.load(f).get("weight_map")
     if not weight_map:
@@ -149,7 +161,9 @@ def save_weights(directory, tensors, max_shard_bytes=None, file="model.safetenso
         if os.path.exists(index):  # a stale index of an older sharded save here
             os.remove(index)
         return [file]
-    if os.path.exists(os.path.join(directory, file)):  # loaders prefer the single file: an older one must not shadow the shards
+    if os.path.exists(
+        os.path.join(directory, file)
+    ):  # loaders prefer the single file: an older one must not shadow the shards
         os.remove(os.path.join(directory, file))
     stem = file[: -len(".safetensors")]
     n = len(shards)

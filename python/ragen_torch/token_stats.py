@@ -8,6 +8,7 @@ with a logsumexp, and dropped. The backward recomputes each chunk's logits inste
 so memory holds one chunk's logits, whatever the batch. `plain_token_stats` is the reference computation (the one the
 worker used before): the tests hold the two equal in value and gradient.
 """
+
 import torch
 import torch.nn.functional as F
 
@@ -41,7 +42,9 @@ class _TokenStats(torch.autograd.Function):
             lse = z.logsumexp(-1)
             logp[s:e] = z.gather(-1, targets[s:e, None]).squeeze(-1) - lse
             if want_entropy:
-                ent[s:e] = lse - ((z - lse[:, None]).exp() * z).sum(-1)  # H = lse - sum_j p_j z_j, p from the lse already taken
+                ent[s:e] = lse - ((z - lse[:, None]).exp() * z).sum(
+                    -1
+                )  # H = lse - sum_j p_j z_j, p from the lse already taken
         ctx.save_for_backward(h, w, targets)
         ctx.dtype, ctx.want_entropy, ctx.rows = dtype, want_entropy, rows
         ctx.set_materialize_grads(False)

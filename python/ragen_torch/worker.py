@@ -2,6 +2,7 @@
 Errors become replies {ok: false, error: {type, message, traceback}}; stdout is reserved for frames (anything else
 printed goes to stderr); the process dies with its parent (PR_SET_PDEATHSIG on Linux, stdin EOF elsewhere).
 """
+
 import argparse
 import ctypes
 import math
@@ -44,7 +45,9 @@ def pick_device(name, precision):
     if name == "auto":
         name = "cuda" if torch.cuda.is_available() else "cpu"
     if name.startswith("cuda") and not torch.cuda.is_available():
-        raise RuntimeError(f"device `{name}` was asked for, but torch {torch.__version__} sees no CUDA GPU (torch.version.cuda = {torch.version.cuda}); use device cpu or install a CUDA build of torch")
+        raise RuntimeError(
+            f"device `{name}` was asked for, but torch {torch.__version__} sees no CUDA GPU (torch.version.cuda = {torch.version.cuda}); use device cpu or install a CUDA build of torch"
+        )
     device = torch.device(name)
     if precision == "auto":
         precision = "bfloat16" if device.type == "cuda" and torch.cuda.is_bf16_supported() else "float32"
@@ -52,7 +55,9 @@ def pick_device(name, precision):
         # bf16 compute under autocast, float32 weights, gradients and optimiser state. On the CPU autocast emulates it
         # (slow): there it serves to check this path without a GPU.
         if device.type == "cuda" and not torch.cuda.is_bf16_supported():
-            raise RuntimeError(f"precision bfloat16 needs a GPU with bf16 (Ampere or newer); {torch.cuda.get_device_name(device)} lacks it: use precision float32")
+            raise RuntimeError(
+                f"precision bfloat16 needs a GPU with bf16 (Ampere or newer); {torch.cuda.get_device_name(device)} lacks it: use precision float32"
+            )
         return device, (lambda: torch.autocast(device.type, dtype=torch.bfloat16)), precision
     if precision != "float32":
         raise RuntimeError(f"precision must be auto, float32 or bfloat16, got `{precision}`")
@@ -86,7 +91,12 @@ class Worker:
         self.roles.packing = bool(h["packing"])
         c = self.roles.policy.config
         n = sum(p.numel() for _, p in self.roles.parameters("policy"))
-        return {"vocabSize": c.V, "hiddenSize": c.C, "lora": self.roles.policy.lora is not None, "trainableParameters": n}, {}
+        return {
+            "vocabSize": c.V,
+            "hiddenSize": c.C,
+            "lora": self.roles.policy.lora is not None,
+            "trainableParameters": n,
+        }, {}
 
     def op_vocab(self, h, bufs):
         self.pieces = list(h["pieces"])
@@ -101,7 +111,15 @@ class Worker:
         mine = self.dist.rows(len(prompts))  # each rank samples its share of the prompts with its own seed
         params = dict(h["params"], seed=int(h["params"]["seed"]) + RANK_SEED_STRIDE * self.dist.rank)
         try:
-            done = generate(self.roles.rollout_model(), [prompts[i] for i in mine], params, self.pieces, self.roles.budget * 16, self.autocast, source=self.roles.source)
+            done = generate(
+                self.roles.rollout_model(),
+                [prompts[i] for i in mine],
+                params,
+                self.pieces,
+                self.roles.budget * 16,
+                self.autocast,
+                source=self.roles.source,
+            )
         except NonFiniteLogitsError as e:  # name the prompt by its place in the request, not in this rank's share
             raise e.renumbered(mine[e.detail["index"]]) from None
         res = [None] * len(prompts)
@@ -123,7 +141,14 @@ class Worker:
 
     def op_backward_begin(self, h, bufs):
         ids = bufs["ids"].reshape(h["B"], h["T"]).to(self.device, torch.long)
-        return {}, self.roles.backward_begin(h["role"], ids, bufs["lengths"].tolist(), bool(h.get("entropy")), bool(h.get("values")), bool(h.get("diagnostic")))
+        return {}, self.roles.backward_begin(
+            h["role"],
+            ids,
+            bufs["lengths"].tolist(),
+            bool(h.get("entropy")),
+            bool(h.get("values")),
+            bool(h.get("diagnostic")),
+        )
 
     def op_backward_end(self, h, bufs):
         self.roles.backward_end({k: t.reshape(h["B"], h["T"]).to(self.device) for k, t in bufs.items()})
@@ -136,7 +161,11 @@ class Worker:
         norm = r["gradNorm"]
         if self.device.type == "cuda" and self.dist.rank == 0:  # the memory of a training step, on ragen's stderr
             peak = torch.cuda.max_memory_allocated(self.device)
-            print(f"{h['role']} step: peak GPU memory {peak / 2**30:.2f} GiB since the last step (torch.cuda.max_memory_allocated)", file=sys.stderr, flush=True)
+            print(
+                f"{h['role']} step: peak GPU memory {peak / 2**30:.2f} GiB since the last step (torch.cuda.max_memory_allocated)",
+                file=sys.stderr,
+                flush=True,
+            )
             torch.cuda.reset_peak_memory_stats(self.device)
         return {"gradNorm": norm if math.isfinite(norm) else str(norm), "skipped": r["skipped"]}, {}
 
@@ -191,7 +220,9 @@ class Worker:
         shared = r.value_head if r.critic_mode == "shared" else None
         save_model(d, policy, shared, r.source, h.get("tokenizerPath"), h.get("maxShardBytes"))
         if r.critic_mode == "separate":
-            save_model(os.path.join(d, "critic"), critic, r.value_head, r.critic_source, max_shard_bytes=h.get("maxShardBytes"))
+            save_model(
+                os.path.join(d, "critic"), critic, r.value_head, r.critic_source, max_shard_bytes=h.get("maxShardBytes")
+            )
 
 
 # The dispatch table: each op of the protocol and the Worker method that answers it.
@@ -210,6 +241,7 @@ OPS = {
     "save": Worker.op_save,
     "load_optimizer": Worker.op_load_optimizer,
 }
+
 
 def gathered_copy(model, keep):
     """A CPU float32 Decoder (adapters included) holding a sharded model's whole weights when `keep`, else None; every
@@ -243,14 +275,23 @@ def warn_reference_blas():
     except OSError:
         return  # not Linux
     if path:
-        print(f"[ragen_torch] torch's CPU matrix products run on the reference BLAS ({path}), ~50x slower than OpenBLAS: "
-              "install OpenBLAS (Debian/Ubuntu: apt-get install libopenblas0) and start again", file=sys.stderr, flush=True)
+        print(
+            f"[ragen_torch] torch's CPU matrix products run on the reference BLAS ({path}), ~50x slower than OpenBLAS: "
+            "install OpenBLAS (Debian/Ubuntu: apt-get install libopenblas0) and start again",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def is_oom(e):
     """CUDA's OutOfMemoryError, Python's MemoryError, or torch's CPU allocator failing."""
     m = str(e)
-    return type(e).__name__ == "OutOfMemoryError" or isinstance(e, MemoryError) or "out of memory" in m or "can't allocate memory" in m
+    return (
+        type(e).__name__ == "OutOfMemoryError"
+        or isinstance(e, MemoryError)
+        or "out of memory" in m
+        or "can't allocate memory" in m
+    )
 
 
 def oom_hint(op, h, bufs, budget):
@@ -258,13 +299,17 @@ def oom_hint(op, h, bufs, budget):
     if op == "generate" and bufs.get("lengths") is not None:
         lens = bufs["lengths"].tolist()
         new = int(h.get("params", {}).get("maxNewTokens", 0))
-        return (f"generate sampled {len(lens)} prompts at once (longest {max(lens, default=0)} tokens + {new} new, all held in one KV "
-                f"cache; prefill runs up to 16 x model.torch.tokenBudget = {16 * budget} tokens at once): lower the rollouts per step "
-                f"(env.train.N.groups x groupSize), the turn's max new tokens, or model.torch.tokenBudget (now {budget})")
+        return (
+            f"generate sampled {len(lens)} prompts at once (longest {max(lens, default=0)} tokens + {new} new, all held in one KV "
+            f"cache; prefill runs up to 16 x model.torch.tokenBudget = {16 * budget} tokens at once): lower the rollouts per step "
+            f"(env.train.N.groups x groupSize), the turn's max new tokens, or model.torch.tokenBudget (now {budget})"
+        )
     if op in ("forward", "backward_begin", "backward_end") and "B" in h:
-        return (f"{op} ran {h['B']} rows x {h['T']} tokens in chunks of at most model.torch.tokenBudget = {budget} tokens: lower "
-                f"model.torch.tokenBudget (e.g. to {max(1, budget // 2)}) or trainer.microBatchSize (this micro-batch had {h['B']} rows), "
-                "or set model.torch.gradientCheckpointing: true")
+        return (
+            f"{op} ran {h['B']} rows x {h['T']} tokens in chunks of at most model.torch.tokenBudget = {budget} tokens: lower "
+            f"model.torch.tokenBudget (e.g. to {max(1, budget // 2)}) or trainer.microBatchSize (this micro-batch had {h['B']} rows), "
+            "or set model.torch.gradientCheckpointing: true"
+        )
     return f"lower model.torch.tokenBudget (now {budget}) or trainer.microBatchSize"
 
 
@@ -282,7 +327,9 @@ def error_reply(rid, e, op=None, h=None, bufs=None, budget=None):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m ragen_torch", description="ragen-ts's PyTorch worker (speaks frames on stdin/stdout)")
+    ap = argparse.ArgumentParser(
+        prog="python -m ragen_torch", description="ragen-ts's PyTorch worker (speaks frames on stdin/stdout)"
+    )
     # No defaults here: src/engine/torch-worker.ts passes every setting (its defaults are written once, in TypeScript).
     ap.add_argument("--device", required=True)
     ap.add_argument("--precision", required=True)
@@ -299,9 +346,21 @@ def main(argv=None):
         torch.set_num_threads(int(threads))
     dist = Dist()
     lead = dist.rank == 0  # only rank 0 reads requests and writes replies
-    hello = {"type": "hello", "protocol": PROTOCOL_VERSION, "torch": torch.__version__, "cuda": torch.version.cuda, "pid": os.getpid(), "ranks": dist.world}
+    hello = {
+        "type": "hello",
+        "protocol": PROTOCOL_VERSION,
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "pid": os.getpid(),
+        "ranks": dist.world,
+    }
     try:
-        device, autocast, precision = pick_device(args.device if dist.world == 1 or args.device not in ("auto", "cuda") or not torch.cuda.is_available() else f"cuda:{dist.local_rank}", args.precision)
+        device, autocast, precision = pick_device(
+            args.device
+            if dist.world == 1 or args.device not in ("auto", "cuda") or not torch.cuda.is_available()
+            else f"cuda:{dist.local_rank}",
+            args.precision,
+        )
         dist.init(device)
     except RuntimeError as e:
         if lead:
@@ -312,7 +371,19 @@ def main(argv=None):
         warn_reference_blas()
     pids = dist.gather(os.getpid())
     if lead:
-        write_frame(out, dict(hello, ok=True, pids=pids, device=str(device), deviceName=name, precision=precision, sharded=dist.sharded, sdpa=hasattr(torch.nn.functional, "scaled_dot_product_attention")))
+        write_frame(
+            out,
+            dict(
+                hello,
+                ok=True,
+                pids=pids,
+                device=str(device),
+                deviceName=name,
+                precision=precision,
+                sharded=dist.sharded,
+                sdpa=hasattr(torch.nn.functional, "scaled_dot_product_attention"),
+            ),
+        )
     worker = Worker(device, autocast, args.token_budget, dist)
     stdin = sys.stdin.buffer
     while True:

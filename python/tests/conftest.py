@@ -2,6 +2,7 @@
 `ragen_torch` imports as the worker does, one torch thread (tiny models; the machine is shared), and a worker fixture
 that answers requests in-process through Worker.handle, the dispatch the frame loop uses.
 """
+
 import os
 import sys
 
@@ -12,10 +13,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.dirname(HERE), HERE]
 torch.set_num_threads(1)
 
+import tiny  # noqa: E402
 from ragen_torch.dist import Dist  # noqa: E402
 from ragen_torch.worker import Worker  # noqa: E402
-
-import tiny  # noqa: E402
 
 
 @pytest.fixture

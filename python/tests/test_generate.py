@@ -1,11 +1,11 @@
 """generate.py: greedy decoding against recomputation from scratch (no KV cache), seeds, top-k / top-p, stop ids and
 stop strings, the decode modes, and the error on non-finite logits."""
+
 import math
 
 import pytest
-import torch
-
 import tiny
+import torch
 from ragen_torch.generate import NonFiniteLogitsError, generate, pick
 from ragen_torch.model import load_decoder
 

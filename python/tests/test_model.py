@@ -1,9 +1,9 @@
 """model.py: the decoder of each family against the position-by-position reference (tiny.py), its masks (causal,
 left padding, packed segments), LoRA, gradient checkpointing, and the config and weight checks."""
-import pytest
-import torch
 
+import pytest
 import tiny
+import torch
 from ragen_torch.model import HAS_SDPA, Decoder, ModelConfig, attention, load_decoder
 from ragen_torch.safetensors_io import CheckpointError
 

@@ -1,11 +1,11 @@
 """optim.py: AdamW steps worked out by hand in plain floats, gradient clipping, the skip on a non-finite gradient,
 and the optimizer state's save and load (sharded too)."""
+
 import math
 import os
 
 import pytest
 import torch
-
 from ragen_torch.optim import RoleOptimizer, load_optimizers, save_optimizers
 
 B1, B2, EPS = 0.9, 0.999, 1e-8

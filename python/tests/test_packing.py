@@ -1,9 +1,9 @@
 """packing.py: first-fit bins, the token size of a chunk, chunks under the token budget (worked by hand, then as
 properties over random lengths), and the Layout's pack/unpack."""
+
 import random
 
 import torch
-
 from ragen_torch.packing import Layout, chunk_tokens, chunks, first_fit
 
 

@@ -1,11 +1,11 @@
 """protocol.py (the frames the worker reads and writes) and token_stats.py (chunked log-probs and entropy)."""
+
 import io
 import json
 import struct
 
 import pytest
 import torch
-
 from ragen_torch.protocol import ProtocolError, read_frame, write_frame
 from ragen_torch.token_stats import plain_token_stats, token_stats
 

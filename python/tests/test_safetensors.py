@@ -1,13 +1,13 @@
 """safetensors_io.py and safetensors_header.py: the writer read back by the format's description (tiny.read_st), the
 reader fed files written by hand, sharding with its index, and each header check refusing a damaged file by name."""
+
 import json
 import os
 import struct
 
 import pytest
-import torch
-
 import tiny
+import torch
 from ragen_torch.safetensors_header import MAX_HEADER_BYTES
 from ragen_torch.safetensors_io import (
     CheckpointError,
@@ -119,14 +119,14 @@ F32_2 = {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}
         ({"w": dict(F32_2, shape=[2, -1])}, bytes(8), "`shape` = [2, -1]"),
         ({"w": dict(F32_2, shape=[True, 2])}, bytes(8), "`shape` = [true, 2]"),
         ({"w": dict(F32_2, data_offsets=[0, 8, 9])}, bytes(8), "`data_offsets` = [0, 8, 9]"),
-        ({"w": dict(F32_2, dtype="F8")}, bytes(8), "unknown dtype \"F8\""),
+        ({"w": dict(F32_2, dtype="F8")}, bytes(8), 'unknown dtype "F8"'),
         ({"w": dict(F32_2, dtype="I8", data_offsets=[0, 2])}, bytes(2), "tensor `w` has dtype I8; supported"),
         ({"w": dict(F32_2, data_offsets=[0, 12])}, bytes(12), "spans 12 bytes but shape [2] of F32 needs 8"),
         ({"w": F32_2}, bytes(4), "tensor `w` ends at byte 8 of a 4-byte data section"),
         ({"w": F32_2, "v": dict(F32_2, data_offsets=[4, 12])}, bytes(12), "overlap tensor `w`'s [0, 8]"),
         ({"w": dict(F32_2, data_offsets=[4, 12])}, bytes(12), "bytes [0, 4) of the data section belong to no tensor"),
         ({"w": F32_2}, bytes(12), "4 trailing bytes after the last tensor"),
-        ({"__metadata__": {"step": 3}, "w": F32_2}, bytes(8), "`__metadata__` = {\"step\": 3}"),
+        ({"__metadata__": {"step": 3}, "w": F32_2}, bytes(8), '`__metadata__` = {"step": 3}'),
         (b"{not json", b"", "unreadable safetensors header"),
     ],
 )

@@ -1,14 +1,14 @@
 """worker.py's request handlers, called in-process through Worker.handle (the frame loop's dispatch): load, forward,
 backward_begin / backward_end, grad_norm, optimizer_step, zero_grad, tensors, stats, save, load_optimizer, vocab,
 generate; log-probs and gradients held against the reference model of tiny.py, not against the worker's own code."""
+
 import json
 import math
 import os
 
 import pytest
-import torch
-
 import tiny
+import torch
 from ragen_torch.generate import NonFiniteLogitsError
 from ragen_torch.worker import error_reply, pick_device
 

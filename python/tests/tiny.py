@@ -2,6 +2,7 @@
 safetensors writer (struct + json), Hugging Face config.json dicts of each supported family, and a reference forward
 pass in plain loops (one head, one position at a time) that the Decoder's batched one is held against.
 """
+
 import json
 import math
 import os

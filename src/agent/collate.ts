@@ -29,7 +29,10 @@ export function collate(samples: readonly TrainingSample[], padId: number, T?: n
   const B = samples.length;
   const longest = samples.reduce((m, s) => Math.max(m, s.ids.length), 0);
   const width = T ?? longest;
-  if (longest > width) throw new RangeError(`collate: a sample has ${longest} tokens, more than T = ${width}; raise T or lower agent.maxContextTokens.`);
+  if (longest > width)
+    throw new RangeError(
+      `collate: a sample has ${longest} tokens, more than T = ${width}; raise T or lower agent.maxContextTokens.`,
+    );
   const batch: TokenBatch = {
     B,
     T: width,

@@ -1,5 +1,6 @@
 // The agent loop's settings (RAGEN's `agent_proxy`, `es_manager.format_penalty` and the rollout's token budgets):
-// one zod schema, which is also the `agent` section of the run config (src/config), so the loop reads that section as is.
+// one zod schema, which is also the `agent` section of the run config (src/config), so the loop reads that section as
+// is.
 import { z } from 'zod';
 import { httpServerSchema, mcpAgentEnv, stdioServerSchema } from '../env/mcp/index.js';
 import { ConfigError, didYouMean } from '../util/index.js';
@@ -8,32 +9,64 @@ import { ConfigError, didYouMean } from '../util/index.js';
 export const CONTEXT_WINDOW_MODES = ['full', 'limited_multi_turn', 'single_turn'] as const;
 export type ContextWindowMode = (typeof CONTEXT_WINDOW_MODES)[number];
 
-/** How the agent talks to the environment: turns, action caps, context, token budgets, reward placement (RAGEN's `agent_proxy`). */
+/**
+ * How the agent talks to the environment: turns, action caps, context, token budgets, reward placement (RAGEN's
+ * `agent_proxy`).
+ */
 export const agentConfigSchema = z
   .strictObject({
     /** Most model turns (generate -> step rounds) per episode (RAGEN's `max_turn`). @default 5 */
     maxTurns: z.number().int().min(1).default(5),
-    /** Actions executed per turn; extra actions in one answer are dropped without penalty and counted (RAGEN's `max_actions_per_turn`). @default 2 */
+    /**
+     * Actions executed per turn; extra actions in one answer are dropped without penalty and counted (RAGEN's
+     * `max_actions_per_turn`). @default 2
+     */
     maxActionsPerTurn: z.number().int().min(1).default(2),
-    /** Actions per episode before it is cut off (RAGEN's per-tag `max_actions_per_traj`); null uses each env's own cap. @default null */
+    /**
+     * Actions per episode before it is cut off (RAGEN's per-tag `max_actions_per_traj`); null uses each env's own cap.
+     * @default null
+     */
     maxActionsPerEpisode: z.number().int().min(1).nullable().default(null),
     /** Separator of actions inside `<answer>` (RAGEN's `action_sep`). @default "||" */
     actionSep: z.string().min(1).default('||'),
-    /** Ask for `<think>...</think>` before `<answer>`; `<think>` (or `<answer>`) is prefilled in the prompt (RAGEN's `enable_think`). @default true */
+    /**
+     * Ask for `<think>...</think>` before `<answer>`; `<think>` (or `<answer>`) is prefilled in the prompt (RAGEN's
+     * `enable_think`). @default true
+     */
     enableThink: z.boolean().default(true),
-    /** Reward added once per turn whose answer does not parse or holds no valid action (RAGEN's `format_penalty`). @default -0.1 */
+    /**
+     * Reward added once per turn whose answer does not parse or holds no valid action (RAGEN's `format_penalty`).
+     * @default -0.1
+     */
     formatPenalty: z.number().max(0).default(-0.1),
-    /** `full`: every turn sees the whole episode, one training sequence per episode holding every turn; `limited_multi_turn`: each turn sees the last `maxContextWindow` turns as chat, one sequence per turn; `single_turn`: each turn is a fresh [system, user] chat whose user message summarises the last `maxContextWindow` − 1 turns, one sequence per turn (RAGEN's `context_window_mode`). @default "full" */
+    /**
+     * `full`: every turn sees the whole episode, one training sequence per episode holding every turn;
+     * `limited_multi_turn`: each turn sees the last `maxContextWindow` turns as chat, one sequence per turn;
+     * `single_turn`: each turn is a fresh [system, user] chat whose user message summarises the last `maxContextWindow`
+     * − 1 turns, one sequence per turn (RAGEN's `context_window_mode`). @default "full"
+     */
     contextWindowMode: z.enum(CONTEXT_WINDOW_MODES).default('full'),
-    /** Turns kept in view (the current one included) by `limited_multi_turn` and `single_turn`; null keeps all (RAGEN's `max_context_window`, where -1 means all). Not allowed with `full`, which always keeps every turn (RAGEN ignores it there). @default null */
+    /**
+     * Turns kept in view (the current one included) by `limited_multi_turn` and `single_turn`; null keeps all (RAGEN's
+     * `max_context_window`, where -1 means all). Not allowed with `full`, which always keeps every turn (RAGEN ignores
+     * it there). @default null
+     */
     maxContextWindow: z.number().int().min(1).nullable().default(null),
-    /** Longest prompt + response in tokens (RAGEN's `max_model_len`): the oldest whole turns are dropped from the context until the prompt plus `maxNewTokens` fits; each drop is counted (`context_truncations`). `ragen train` and `ragen eval` refuse a budget below an env's first prompt plus `maxNewTokens`, and one past the model's positions (`max_position_embeddings`). @default 3600 */
+    /**
+     * Longest prompt + response in tokens (RAGEN's `max_model_len`): the oldest whole turns are dropped from the
+     * context until the prompt plus `maxNewTokens` fits; each drop is counted (`context_truncations`). `ragen train`
+     * and `ragen eval` refuse a budget below an env's first prompt plus `maxNewTokens`, and one past the model's
+     * positions (`max_position_embeddings`). @default 3600
+     */
     maxContextTokens: z.number().int().min(16).default(3600),
     /** Most tokens sampled per turn (RAGEN's `response_length`); also stated in the prompt. @default 400 */
     maxNewTokens: z.number().int().min(1).default(400),
     /** Stop sampling at `</answer>` (the chat template's closing tokens are then appended unsampled). @default true */
     stopAtAnswer: z.boolean().default(true),
-    /** Put each turn's reward on that turn's last sampled token instead of the episode's summed reward on its last token (RAGEN's `use_turn_scores`). @default false */
+    /**
+     * Put each turn's reward on that turn's last sampled token instead of the episode's summed reward on its last token
+     * (RAGEN's `use_turn_scores`). @default false
+     */
     useTurnScores: z.boolean().default(false),
     /** First words of the system prompt, before the env's instruction. @default "You're a helpful assistant." */
     systemPrefix: z.string().default("You're a helpful assistant."),
@@ -55,20 +88,28 @@ export type AgentConfig = z.infer<typeof agentConfigSchema>;
 export function agentConfig(overrides: Partial<AgentConfig> = {}): AgentConfig {
   const known = Object.keys(agentConfigSchema.shape);
   for (const key of Object.keys(overrides)) {
-    if (!known.includes(key)) throw new ConfigError(`Unknown agent setting \`${key}\`.${didYouMean(key, known)} Valid keys: ${known.join(', ')}.`);
+    if (!known.includes(key))
+      throw new ConfigError(
+        `Unknown agent setting \`${key}\`.${didYouMean(key, known)} Valid keys: ${known.join(', ')}.`,
+      );
   }
   const result = agentConfigSchema.safeParse(overrides);
   if (!result.success) {
     const issue = result.error.issues[0]!;
     const key = issue.path.join('.');
-    throw new ConfigError(`Bad agent setting \`${key}\` = ${JSON.stringify((overrides as Record<string, unknown>)[key])}: ${issue.message}.`);
+    throw new ConfigError(
+      `Bad agent setting \`${key}\` = ${JSON.stringify((overrides as Record<string, unknown>)[key])}: ${issue.message}.`,
+    );
   }
   return result.data;
 }
 
 /** An exported function of an ES module: `{module: "./verify.mjs", export: "default"}`. */
 export const moduleExportSchema = z.strictObject({
-  /** Path of an ES module (.mjs/.js; .ts only where the trainer runs under tsx), relative to the agent's `cwd` when set, else to the trainer's working directory. */
+  /**
+   * Path of an ES module (.mjs/.js; .ts only where the trainer runs under tsx), relative to the agent's `cwd` when set,
+   * else to the trainer's working directory.
+   */
   module: z.string().min(1),
   /** Name of the exported function. @default "default" */
   export: z.string().min(1).default('default'),
@@ -81,15 +122,29 @@ export const moduleExportSchema = z.strictObject({
  */
 export const agentProgramSchema = z
   .strictObject({
-    /** Shell command run once per episode (`sh -c`), with OPENAI_BASE_URL, OPENAI_API_KEY and RAGEN_SEED/RAGEN_GROUP/RAGEN_EPISODE/RAGEN_REWARD_URL set. Exactly one of `command` and `module`. @default null */
+    /**
+     * Shell command run once per episode (`sh -c`), with OPENAI_BASE_URL, OPENAI_API_KEY and
+     * RAGEN_SEED/RAGEN_GROUP/RAGEN_EPISODE/RAGEN_REWARD_URL set. Exactly one of `command` and `module`. @default null
+     */
     command: z.string().min(1).nullable().default(null),
-    /** In-process agent: an ES module whose export (`export`) is an async function called once per episode with `{baseUrl, apiKey, rewardUrl, seed, group, episodeId, signal}`; it returns the reward (a number or `{reward}`) or reports it over HTTP. Path relative to `cwd` when set, else to the trainer's working directory; checked when the run starts. Exactly one of `command` and `module`. @default null */
+    /**
+     * In-process agent: an ES module whose export (`export`) is an async function called once per episode with
+     * `{baseUrl, apiKey, rewardUrl, seed, group, episodeId, signal}`; it returns the reward (a number or `{reward}`) or
+     * reports it over HTTP. Path relative to `cwd` when set, else to the trainer's working directory; checked when the
+     * run starts. Exactly one of `command` and `module`. @default null
+     */
     module: z.string().min(1).nullable().default(null),
     /** The exported function of `module` to call. @default "default" */
     export: z.string().min(1).default('default'),
-    /** Seconds one episode may take; then the program and everything it started are killed (an in-process function gets its `signal` aborted and is abandoned) and scored `failureReward`. @default 60 */
+    /**
+     * Seconds one episode may take; then the program and everything it started are killed (an in-process function gets
+     * its `signal` aborted and is abandoned) and scored `failureReward`. @default 60
+     */
     timeoutS: z.number().positive().default(60),
-    /** Reward of an episode whose program crashed (non-zero exit or a thrown error), timed out or reported no reward. @default 0 */
+    /**
+     * Reward of an episode whose program crashed (non-zero exit or a thrown error), timed out or reported no reward.
+     * @default 0
+     */
     failureReward: z.number().finite().default(0),
     /** Programs running at once. @default 4 */
     concurrency: z.number().int().min(1).default(4),
@@ -97,22 +152,43 @@ export const agentProgramSchema = z
     cwd: z.string().min(1).nullable().default(null),
     /** Calls one episode may make; later ones are answered 429 (a program stuck in a loop). @default 256 */
     maxCalls: z.number().int().min(1).default(256),
-    /** Task verifier: `{module, export}` of a function `(task, transcript) => number | Promise<number>` (task `{seed, group, episodeId}`, transcript the episode's calls `{messages, tools, completion}`) that computes the reward of every episode whose program finished; a reward the program reported is then ignored (counted in `info/reported_reward_ignored`). null: the program reports its reward. @default null */
+    /**
+     * Task verifier: `{module, export}` of a function `(task, transcript) => number | Promise<number>` (task `{seed,
+     * group, episodeId}`, transcript the episode's calls `{messages, tools, completion}`) that computes the reward of
+     * every episode whose program finished; a reward the program reported is then ignored (counted in
+     * `info/reported_reward_ignored`). null: the program reports its reward. @default null
+     */
     verifier: moduleExportSchema.nullable().default(null),
-    /** Variables added to a `command` program's environment (after the trainer's own, before OPENAI_BASE_URL and the RAGEN_* task variables). @default {} */
+    /**
+     * Variables added to a `command` program's environment (after the trainer's own, before OPENAI_BASE_URL and the
+     * RAGEN_* task variables). @default {}
+     */
     env: z.record(z.string(), z.string()).default({}),
-    /** An MCP tool server the `command` program uses (`{command, args, env, cwd}` for stdio, `{url, headers}` for streamable HTTP, as `env.config.MCP.server`), given to it as RAGEN_MCP_URL/RAGEN_MCP_HEADERS or RAGEN_MCP_COMMAND/RAGEN_MCP_ARGS/RAGEN_MCP_ENV/RAGEN_MCP_CWD (a stdio server is started by the program, in its process group). null: none. @default null */
+    /**
+     * An MCP tool server the `command` program uses (`{command, args, env, cwd}` for stdio, `{url, headers}` for
+     * streamable HTTP, as `env.config.MCP.server`), given to it as RAGEN_MCP_URL/RAGEN_MCP_HEADERS or
+     * RAGEN_MCP_COMMAND/RAGEN_MCP_ARGS/RAGEN_MCP_ENV/RAGEN_MCP_CWD (a stdio server is started by the program, in its
+     * process group). null: none. @default null
+     */
     mcp: z.union([stdioServerSchema, httpServerSchema]).nullable().default(null),
   })
   .superRefine((cfg, ctx) => {
     if (cfg.module !== null && (cfg.mcp !== null || Object.keys(cfg.env).length > 0)) {
-      ctx.addIssue({ code: 'custom', path: [cfg.mcp !== null ? 'mcp' : 'env'], message: '`env` and `mcp` set the environment of a `command` program; an in-process `module` agent reads its own settings (drop them, or run it as a command)' });
+      ctx.addIssue({
+        code: 'custom',
+        path: [cfg.mcp !== null ? 'mcp' : 'env'],
+        message:
+          '`env` and `mcp` set the environment of a `command` program; an in-process `module` agent reads its own settings (drop them, or run it as a command)',
+      });
     }
     if ((cfg.command === null) === (cfg.module === null)) {
       ctx.addIssue({
         code: 'custom',
         path: [cfg.command === null ? 'command' : 'module'],
-        message: cfg.command === null ? 'an agent needs exactly one of `command` (a program, e.g. "node my-agent.mjs") or `module` (an in-process function, e.g. "./my-agent.mjs"); neither is set' : 'an agent takes exactly one of `command` and `module`, both are set; keep one',
+        message:
+          cfg.command === null
+            ? 'an agent needs exactly one of `command` (a program, e.g. "node my-agent.mjs") or `module` (an in-process function, e.g. "./my-agent.mjs"); neither is set'
+            : 'an agent takes exactly one of `command` and `module`, both are set; keep one',
       });
     }
   });
@@ -134,9 +210,16 @@ export function agentProgram(block: unknown, where = 'agent'): AgentProgramConfi
   if (issue.code === 'unrecognized_keys') {
     const known = Object.keys(key === 'verifier' ? moduleExportSchema.shape : agentProgramSchema.shape);
     const bad = issue.keys[0]!;
-    throw new ConfigError(`Unknown key \`${where}.${key ? `${key}.` : ''}${bad}\`.${didYouMean(bad, known)} Valid keys: ${known.join(', ')}.`);
+    throw new ConfigError(
+      `Unknown key \`${where}.${key ? `${key}.` : ''}${bad}\`.${didYouMean(bad, known)} Valid keys: ${known.join(', ')}.`,
+    );
   }
   if (issue.code === 'custom') throw new ConfigError(`\`${where}\`: ${issue.message}.`);
-  const value = issue.path.reduce<unknown>((v, k) => (typeof v === 'object' && v !== null ? (v as Record<PropertyKey, unknown>)[k as PropertyKey] : undefined), block);
-  throw new ConfigError(`Bad config value \`${where}${key ? `.${key}` : ''}\` = ${JSON.stringify(value) ?? 'undefined'}: ${issue.message}. Example: {command: "node my-agent.mjs", timeoutS: 60} or {module: "./my-agent.mjs", timeoutS: 60}.`);
+  const value = issue.path.reduce<unknown>(
+    (v, k) => (typeof v === 'object' && v !== null ? (v as Record<PropertyKey, unknown>)[k as PropertyKey] : undefined),
+    block,
+  );
+  throw new ConfigError(
+    `Bad config value \`${where}${key ? `.${key}` : ''}\` = ${JSON.stringify(value) ?? 'undefined'}: ${issue.message}. Example: {command: "node my-agent.mjs", timeoutS: 60} or {module: "./my-agent.mjs", timeoutS: 60}.`,
+  );
 }

@@ -14,7 +14,15 @@ registerTestCorridor();
 
 describe('EnvGroups', () => {
   it('lays out tags in contiguous blocks of groups, group members sharing a seed', async () => {
-    const g = new EnvGroups({ tags: [{ env: 'TestCorridor', nGroups: 2 }, { env: 'Bandit', nGroups: 1 }], groupSize: 2, mode: 'val', seed: 123 });
+    const g = new EnvGroups({
+      tags: [
+        { env: 'TestCorridor', nGroups: 2 },
+        { env: 'Bandit', nGroups: 1 },
+      ],
+      groupSize: 2,
+      mode: 'val',
+      seed: 123,
+    });
     await g.reset();
     expect(g.slots.map((s) => [s.tag, s.group, s.member, s.seed])).toEqual([
       ['TestCorridor', 0, 0, 123],
@@ -39,7 +47,12 @@ describe('EnvGroups', () => {
   });
 
   it('enforces the per-episode action cap; unknown names are invalid, not sent, not counted', async () => {
-    const g = new EnvGroups({ tags: [{ env: 'TestCorridor', nGroups: 1, config: { length: 20 }, maxActionsPerEpisode: 3 }], groupSize: 1, mode: 'val', seed: 0 });
+    const g = new EnvGroups({
+      tags: [{ env: 'TestCorridor', nGroups: 1, config: { length: 20 }, maxActionsPerEpisode: 3 }],
+      groupSize: 1,
+      mode: 'val',
+      seed: 0,
+    });
     await g.reset();
     const slot = g.slots[0]!;
     const a = await g.step(slot, ['Fly', 'Right', 'Left']);
@@ -56,15 +69,27 @@ describe('EnvGroups', () => {
   });
 
   it('rejects bad layouts with errors that name the value', () => {
-    expect(() => new EnvGroups({ tags: [{ env: 'TestCorridor', nGroups: 0 }], groupSize: 1, mode: 'val', seed: 0 })).toThrow(/nGroups/);
-    expect(() => new EnvGroups({ tags: [{ env: 'TestCorridor', nGroups: 1 }], groupSize: 0, mode: 'val', seed: 0 })).toThrow(/groupSize/);
-    expect(() => new EnvGroups({ tags: [{ env: 'TestCoridor', nGroups: 1 }], groupSize: 1, mode: 'val', seed: 0 })).toThrow(/Did you mean `TestCorridor`/);
+    expect(
+      () => new EnvGroups({ tags: [{ env: 'TestCorridor', nGroups: 0 }], groupSize: 1, mode: 'val', seed: 0 }),
+    ).toThrow(/nGroups/);
+    expect(
+      () => new EnvGroups({ tags: [{ env: 'TestCorridor', nGroups: 1 }], groupSize: 0, mode: 'val', seed: 0 }),
+    ).toThrow(/groupSize/);
+    expect(
+      () => new EnvGroups({ tags: [{ env: 'TestCoridor', nGroups: 1 }], groupSize: 1, mode: 'val', seed: 0 }),
+    ).toThrow(/Did you mean `TestCorridor`/);
     expect(() => agentConfig({ maxTurn: 3 } as never)).toThrow(/Did you mean `maxTurns`/);
     expect(() => agentConfig({ contextWindowMode: 'window' } as never)).toThrow(/contextWindowMode/);
     // a window does nothing in full mode (RAGEN ignored it silently): refused, as are windows below 1
-    expect(() => agentConfig({ maxContextWindow: 2 })).toThrow(/`maxContextWindow` = 2: needs `contextWindowMode` = "limited_multi_turn" or "single_turn"/);
-    expect(() => agentConfig({ contextWindowMode: 'limited_multi_turn', maxContextWindow: 0 })).toThrow(/`maxContextWindow` = 0: Too small/);
-    expect(() => agentConfig({ contextWindowMode: 'limited_multi_turn', maxContextWindow: -1 })).toThrow(/`maxContextWindow` = -1/);
+    expect(() => agentConfig({ maxContextWindow: 2 })).toThrow(
+      /`maxContextWindow` = 2: needs `contextWindowMode` = "limited_multi_turn" or "single_turn"/,
+    );
+    expect(() => agentConfig({ contextWindowMode: 'limited_multi_turn', maxContextWindow: 0 })).toThrow(
+      /`maxContextWindow` = 0: Too small/,
+    );
+    expect(() => agentConfig({ contextWindowMode: 'limited_multi_turn', maxContextWindow: -1 })).toThrow(
+      /`maxContextWindow` = -1/,
+    );
     expect(agentConfig({ contextWindowMode: 'single_turn', maxContextWindow: 3 }).maxContextWindow).toBe(3);
     expect(agentConfig({ contextWindowMode: 'full', maxContextWindow: null }).maxContextWindow).toBe(null);
   });
@@ -112,7 +137,10 @@ describe('computeMetrics', () => {
   it('computes success, pass@k over groups, validity, effectiveness, format errors per tag', () => {
     const eps = [
       fakeEpisode(0, true, [{ valid: true, effective: true }]),
-      fakeEpisode(0, false, [{ valid: false, effective: false }, { valid: true, effective: false }]),
+      fakeEpisode(0, false, [
+        { valid: false, effective: false },
+        { valid: true, effective: false },
+      ]),
       fakeEpisode(1, false, []),
       fakeEpisode(1, false, [{ valid: true, effective: true }]),
     ];
@@ -139,7 +167,9 @@ describe('collate and trajectories', () => {
     expect(b.T).toBe(Math.max(...batch.samples.map((s) => s.ids.length)));
     batch.samples.forEach((s, i) => {
       expect(Array.from(b.ids.subarray(i * b.T, i * b.T + s.ids.length))).toEqual(s.ids);
-      expect(Array.from(b.lossMask.subarray(i * b.T, (i + 1) * b.T)).reduce((x, y) => x + y, 0)).toBe(s.lossMask.reduce((x, y) => x + y, 0));
+      expect(Array.from(b.lossMask.subarray(i * b.T, (i + 1) * b.T)).reduce((x, y) => x + y, 0)).toBe(
+        s.lossMask.reduce((x, y) => x + y, 0),
+      );
       expect(b.attentionMask[i * b.T + s.ids.length - 1]).toBe(1);
       if (s.ids.length < b.T) expect(b.attentionMask[i * b.T + s.ids.length]).toBe(0);
     });
@@ -155,7 +185,12 @@ describe('collate and trajectories', () => {
 
 describe('EnvGroups and chance after the start', () => {
   it('with resetOptions drawSeed = member, group members share the Bandit arms but draw payouts separately', async () => {
-    const g = new EnvGroups({ tags: [{ env: 'Bandit', nGroups: 1, resetOptions: (m) => ({ drawSeed: m }) }], groupSize: 16, mode: 'val', seed: 3 });
+    const g = new EnvGroups({
+      tags: [{ env: 'Bandit', nGroups: 1, resetOptions: (m) => ({ drawSeed: m }) }],
+      groupSize: 16,
+      mode: 'val',
+      seed: 3,
+    });
     await g.reset();
     const names = g.slots.map((s) => s.env.actionNames!.join(','));
     expect(new Set(names).size).toBe(1);

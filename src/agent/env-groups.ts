@@ -1,7 +1,18 @@
 // The env-group manager (RAGEN's EnvStateManager, inventory section 2.1): envGroups x groupSize envs in
 // per-tag blocks, one seed per group, fresh train seeds each reset, fixed val seeds, action caps.
 import { ConfigError } from '../util/index.js';
-import { envSpec, matchActionName, resolveEnvConfig, resolveEnvId, wrapEnv, type Env, type EnvInfo, type EnvMode, type EnvSpec, type WrapOptions } from '../env/index.js';
+import {
+  envSpec,
+  matchActionName,
+  resolveEnvConfig,
+  resolveEnvId,
+  wrapEnv,
+  type Env,
+  type EnvInfo,
+  type EnvMode,
+  type EnvSpec,
+  type WrapOptions,
+} from '../env/index.js';
 
 /** One env tag of a batch (RAGEN's `env_configs.tags` + `n_groups`). */
 export interface EnvTagSpec {
@@ -66,7 +77,14 @@ export interface TurnStep {
    * Every parsed action, in order, with what happened to it. `skipped`: not attempted because the
    * episode ended or the action cap was reached earlier in the turn (neither valid nor invalid).
    */
-  actions: { action: string; valid: boolean; effective: boolean; reward: number; executed: boolean; skipped: boolean }[];
+  actions: {
+    action: string;
+    valid: boolean;
+    effective: boolean;
+    reward: number;
+    executed: boolean;
+    skipped: boolean;
+  }[];
   /** Sum of the env rewards of the turn. */
   reward: number;
   observation: string;
@@ -89,11 +107,13 @@ export class EnvGroups {
   private readonly lastObs: string[] = [];
 
   constructor(readonly options: EnvGroupsOptions) {
-    if (!Number.isInteger(options.groupSize) || options.groupSize < 1) throw new ConfigError(`groupSize must be a positive integer, got ${options.groupSize}.`);
+    if (!Number.isInteger(options.groupSize) || options.groupSize < 1)
+      throw new ConfigError(`groupSize must be a positive integer, got ${options.groupSize}.`);
     if (options.tags.length === 0) throw new ConfigError('EnvGroups needs at least one env tag.');
     let group = 0;
     for (const t of options.tags) {
-      if (!Number.isInteger(t.nGroups) || t.nGroups < 1) throw new ConfigError(`nGroups for env \`${t.env}\` must be a positive integer, got ${t.nGroups}.`);
+      if (!Number.isInteger(t.nGroups) || t.nGroups < 1)
+        throw new ConfigError(`nGroups for env \`${t.env}\` must be a positive integer, got ${t.nGroups}.`);
       const id = resolveEnvId(t.env);
       const spec = envSpec(id);
       const config = resolveEnvConfig(id, t.config ?? {});
@@ -171,7 +191,16 @@ export class EnvGroups {
    * lookup); they do not count against the cap. Reaching the cap ends the episode as truncated.
    */
   async step(slot: EnvSlot, actions: readonly string[]): Promise<TurnStep> {
-    const out: TurnStep = { actions: [], reward: 0, observation: this.lastObs[slot.index]!, terminated: false, truncated: false, info: this.lastInfo[slot.index]!, validCount: 0, capReached: false };
+    const out: TurnStep = {
+      actions: [],
+      reward: 0,
+      observation: this.lastObs[slot.index]!,
+      terminated: false,
+      truncated: false,
+      info: this.lastInfo[slot.index]!,
+      validCount: 0,
+      capReached: false,
+    };
     for (const action of actions) {
       if (slot.done || this.actionsLeft(slot) === 0) {
         out.actions.push({ action, valid: false, effective: false, reward: 0, executed: false, skipped: true });
@@ -189,7 +218,14 @@ export class EnvGroups {
       out.info = r.info;
       const valid = r.info.actionIsValid;
       if (valid) out.validCount++;
-      out.actions.push({ action, valid, effective: valid && r.info.actionIsEffective, reward: r.reward, executed: true, skipped: false });
+      out.actions.push({
+        action,
+        valid,
+        effective: valid && r.info.actionIsEffective,
+        reward: r.reward,
+        executed: true,
+        skipped: false,
+      });
       if (r.terminated || r.truncated) {
         out.terminated = r.terminated;
         out.truncated = r.truncated;

@@ -98,9 +98,17 @@ export class EpisodeContext {
       let userText: string;
       let messages: ChatMessage[];
       if (mode === 'single_turn') {
-        userText = singleTurnPrompt(this.turns.slice(w, n).map((e) => e.summary), n, view, this.cfg);
+        userText = singleTurnPrompt(
+          this.turns.slice(w, n).map((e) => e.summary),
+          n,
+          view,
+          this.cfg,
+        );
         candidate = new TokenChain(n);
-        messages = [{ role: 'system', content: this.system }, { role: 'user', content: userText }];
+        messages = [
+          { role: 'system', content: this.system },
+          { role: 'user', content: userText },
+        ];
         candidate.extendPrompt(this.render(messages), this.tokenizer);
       } else {
         userText = this.userText(view);
@@ -113,7 +121,13 @@ export class EpisodeContext {
         }
       }
       if (candidate.ids.length + this.cfg.maxNewTokens <= this.cfg.maxContextTokens) {
-        if (this.chain && this.chain !== candidate && candidate.windowStart !== this.chain.windowStart && this.chain.trainable) this.sealed.push(this.chain);
+        if (
+          this.chain &&
+          this.chain !== candidate &&
+          candidate.windowStart !== this.chain.windowStart &&
+          this.chain.trainable
+        )
+          this.sealed.push(this.chain);
         this.chain = candidate;
         this.current = { view, userText, messages };
         return candidate.ids.slice();
@@ -177,7 +191,10 @@ export class EpisodeContext {
    * The training samples of the episode, rewards placed: with `turnRewards` (use_turn_scores), each
    * turn's reward on its last sampled token; else `episodeScore` on each sample's last sampled token.
    */
-  samples(meta: { episode: number; group: number; tag: string }, reward: { episodeScore: number } | { turnRewards: readonly number[] }): TrainingSample[] {
+  samples(
+    meta: { episode: number; group: number; tag: string },
+    reward: { episodeScore: number } | { turnRewards: readonly number[] },
+  ): TrainingSample[] {
     const chains = [...this.sealed];
     if (this.chain && this.chain.trainable && !chains.includes(this.chain)) chains.push(this.chain);
     const out: TrainingSample[] = [];

@@ -55,7 +55,10 @@ export interface Episode {
   score: number;
   numActions: number;
   endReason: EndReason;
-  /** Whole turns dropped from the context to fit `maxContextTokens`; a `context_full` end counts the turn it could not prompt. */
+  /**
+   * Whole turns dropped from the context to fit `maxContextTokens`; a `context_full` end counts the turn it could not
+   * prompt.
+   */
   contextTruncations: number;
   finalObservation: string;
 }

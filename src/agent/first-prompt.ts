@@ -19,7 +19,11 @@ export interface FirstPrompt {
  * Reset one env per tag of `options` with the batch's first seed and render its turn-1 prompt with
  * the agent's own context code (system message, template, prefill), without the context budget.
  */
-export async function firstPrompts(options: EnvGroupsOptions, tokenizer: Tokenizer, cfg: AgentConfig): Promise<FirstPrompt[]> {
+export async function firstPrompts(
+  options: EnvGroupsOptions,
+  tokenizer: Tokenizer,
+  cfg: AgentConfig,
+): Promise<FirstPrompt[]> {
   // The tags' wrappers apply (observation truncation shapes the prompt), except the recorder: this probe is no episode.
   const tags = options.tags.map(({ wrappers, ...t }) => {
     const { recordEpisodes: _, ...kept } = wrappers ?? {};
@@ -31,7 +35,13 @@ export async function firstPrompts(options: EnvGroupsOptions, tokenizer: Tokeniz
     const unbounded: AgentConfig = { ...cfg, maxContextTokens: Number.MAX_SAFE_INTEGER };
     return groups.slots.map((slot, i) => {
       const ctx = new EpisodeContext(tokenizer, unbounded, slotSystemPrompt(slot, cfg));
-      const ids = ctx.prompt({ turn: 1, state: observations[i]!, actionsLeft: groups.actionsLeft(slot), previousReward: undefined, invalidWarning: false })!;
+      const ids = ctx.prompt({
+        turn: 1,
+        state: observations[i]!,
+        actionsLeft: groups.actionsLeft(slot),
+        previousReward: undefined,
+        invalidWarning: false,
+      })!;
       return { tag: slot.tag, seed: slot.seed, promptTokens: ids.length, needed: ids.length + cfg.maxNewTokens };
     });
   } finally {

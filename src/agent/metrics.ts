@@ -48,10 +48,15 @@ export function computeMetrics(episodes: readonly Episode[], groupSize: number):
     const infoKeys = new Set<string>();
     for (const e of eps) {
       const info = e.turns[e.turns.length - 1]?.info;
-      if (info) for (const [k, v] of Object.entries(info)) if (typeof v === 'number' && Number.isFinite(v)) infoKeys.add(k);
+      if (info)
+        for (const [k, v] of Object.entries(info)) if (typeof v === 'number' && Number.isFinite(v)) infoKeys.add(k);
     }
     for (const k of [...infoKeys].sort()) {
-      m[`info/${k}`] = mean(eps.map((e) => e.turns[e.turns.length - 1]?.info[k]).filter((v): v is number => typeof v === 'number' && Number.isFinite(v)));
+      m[`info/${k}`] = mean(
+        eps
+          .map((e) => e.turns[e.turns.length - 1]?.info[k])
+          .filter((v): v is number => typeof v === 'number' && Number.isFinite(v)),
+      );
     }
     out[tag] = m;
   }

@@ -3,7 +3,9 @@ import { cutAtAnswer } from './openai-policy.js';
 
 describe('a chat reply entering the history', () => {
   it('ends at its first </answer>, whatever a server wrote after it', () => {
-    expect(cutAtAnswer('<think>a</think><answer>Up</answer> Turn 2: <answer>Left</answer>', 'length')).toBe('<think>a</think><answer>Up</answer>');
+    expect(cutAtAnswer('<think>a</think><answer>Up</answer> Turn 2: <answer>Left</answer>', 'length')).toBe(
+      '<think>a</think><answer>Up</answer>',
+    );
   });
 
   it('gets the </answer> a server left out when it stopped on it', () => {

@@ -57,7 +57,12 @@ export interface OpenAIPolicy extends Policy {
 
 /** Play through an OpenAI-compatible endpoint (see OpenAIPolicyOptions). */
 export function openaiPolicy(tokenizer: Tokenizer, cfg: AgentConfig, o: OpenAIPolicyOptions): OpenAIPolicy {
-  const client = new OpenAI({ baseURL: o.baseURL, apiKey: o.apiKey ?? 'none', maxRetries: 0, timeout: o.timeoutMs ?? 120_000 });
+  const client = new OpenAI({
+    baseURL: o.baseURL,
+    apiKey: o.apiKey ?? 'none',
+    maxRetries: 0,
+    timeout: o.timeoutMs ?? 120_000,
+  });
   const api = o.api ?? 'chat';
   const limit = limiter(o.concurrency ?? 16);
   const log = o.log ?? ((line: string) => console.error(line));
@@ -73,27 +78,59 @@ export function openaiPolicy(tokenizer: Tokenizer, cfg: AgentConfig, o: OpenAIPo
         return await fn();
       } catch (err) {
         const status = (err as { status?: number }).status;
-        const retryable = err instanceof OpenAI.APIConnectionError || status === 408 || status === 409 || status === 429 || (status !== undefined && status >= 500);
+        const retryable =
+          err instanceof OpenAI.APIConnectionError ||
+          status === 408 ||
+          status === 409 ||
+          status === 429 ||
+          (status !== undefined && status >= 500);
         if (!retryable || attempt >= max) throw explain(err, o);
         const after = Number((err as { headers?: Headers }).headers?.get?.('retry-after'));
-        const wait = Number.isFinite(after) && after > 0 ? after * 1000 : (o.backoffMs ?? 500) * 2 ** attempt * (0.75 + 0.5 * Math.random());
+        const wait =
+          Number.isFinite(after) && after > 0
+            ? after * 1000
+            : (o.backoffMs ?? 500) * 2 ** attempt * (0.75 + 0.5 * Math.random());
         entry(usage, slot).retries++;
-        log(`[openai] ${what}: ${status ?? 'connection'} ${(err as Error).message.split('\n')[0]}; retry ${attempt + 1}/${max} in ${Math.round(wait)} ms`);
+        log(
+          `[openai] ${what}: ${status ?? 'connection'} ${(err as Error).message.split('\n')[0]}; retry ${attempt + 1}/${max} in ${Math.round(wait)} ms`,
+        );
         await new Promise((r) => setTimeout(r, wait));
       }
     }
   };
 
   const one = async (r: PolicyRequest, call: number, j: number): Promise<Generation> => {
-    const seed = o.temperature === 0 ? undefined : (Math.imul((o.seed ?? 0) ^ 0x2545f491, 0x9e3779b1) + Math.imul(call + 1, 0x85ebca6b) + Math.imul(j + 1, 0xc2b2ae35)) >>> 0;
+    const seed =
+      o.temperature === 0
+        ? undefined
+        : (Math.imul((o.seed ?? 0) ^ 0x2545f491, 0x9e3779b1) +
+            Math.imul(call + 1, 0x85ebca6b) +
+            Math.imul(j + 1, 0xc2b2ae35)) >>>
+          0;
     // A prompt near the context's end gets fewer new tokens instead of a 400 (the server counts prompt + max_tokens).
     const ctx = await contextLength();
     const maxTokens = ctx === null ? cfg.maxNewTokens : Math.max(1, Math.min(cfg.maxNewTokens, ctx - r.prompt.length));
-    const common = { model: o.model, max_tokens: maxTokens, temperature: o.temperature ?? 1, ...(o.topP !== undefined ? { top_p: o.topP } : {}), ...(seed !== undefined ? { seed } : {}) };
+    const common = {
+      model: o.model,
+      max_tokens: maxTokens,
+      temperature: o.temperature ?? 1,
+      ...(o.topP !== undefined ? { top_p: o.topP } : {}),
+      ...(seed !== undefined ? { seed } : {}),
+    };
     const what = `episode ${r.slot.index} turn ${r.turn}`;
     if (api === 'completions') {
-      const body = { ...common, prompt: r.prompt, logprobs: 0, return_token_ids: true, ...(cfg.stopAtAnswer ? { stop: ['</answer>'] } : {}) };
-      const res = (await limit(() => withRetries(what, r.slot.index, () => client.completions.create(body as OpenAI.CompletionCreateParamsNonStreaming)))) as OpenAI.Completion;
+      const body = {
+        ...common,
+        prompt: r.prompt,
+        logprobs: 0,
+        return_token_ids: true,
+        ...(cfg.stopAtAnswer ? { stop: ['</answer>'] } : {}),
+      };
+      const res = (await limit(() =>
+        withRetries(what, r.slot.index, () =>
+          client.completions.create(body as OpenAI.CompletionCreateParamsNonStreaming),
+        ),
+      )) as OpenAI.Completion;
       count(usage, r.slot.index, res.usage);
       const c = res.choices[0];
       if (!c) throw new Error(`${o.baseURL} answered ${what} with no choices`);
@@ -101,15 +138,28 @@ export function openaiPolicy(tokenizer: Tokenizer, cfg: AgentConfig, o: OpenAIPo
       const finishReason = c.finish_reason === 'length' ? 'length' : 'stop';
       if (ids) {
         const lps = c.logprobs?.token_logprobs;
-        return { tokens: ids, logprobs: lps && lps.length === ids.length ? lps.map((x) => x ?? 0) : ids.map(() => 0), finishReason };
+        return {
+          tokens: ids,
+          logprobs: lps && lps.length === ids.length ? lps.map((x) => x ?? 0) : ids.map(() => 0),
+          finishReason,
+        };
       }
       // No token ids from this server: our tokenizer's reading of the text (not token-exact).
-      return textGeneration(c.text + (cfg.stopAtAnswer && finishReason === 'stop' && !c.text.includes('</answer>') ? '</answer>' : ''), finishReason, tokenizer, cfg.stopAtAnswer);
+      return textGeneration(
+        c.text + (cfg.stopAtAnswer && finishReason === 'stop' && !c.text.includes('</answer>') ? '</answer>' : ''),
+        finishReason,
+        tokenizer,
+        cfg.stopAtAnswer,
+      );
     }
     if (!r.messages) throw new Error('openaiPolicy (chat) needs PolicyRequest.messages: run it through `rollout`');
     const stop = cfg.stopAtAnswer ? { stop: ['</answer>'] } : {};
     const body = { ...common, ...stop, messages: r.messages.map((m) => ({ role: m.role, content: m.content })) };
-    const res = (await limit(() => withRetries(what, r.slot.index, () => client.chat.completions.create(body as OpenAI.ChatCompletionCreateParamsNonStreaming)))) as OpenAI.ChatCompletion;
+    const res = (await limit(() =>
+      withRetries(what, r.slot.index, () =>
+        client.chat.completions.create(body as OpenAI.ChatCompletionCreateParamsNonStreaming),
+      ),
+    )) as OpenAI.ChatCompletion;
     count(usage, r.slot.index, res.usage);
     const c = res.choices[0];
     if (!c) throw new Error(`${o.baseURL} answered ${what} with no choices`);
@@ -142,7 +192,11 @@ export function cutAtAnswer(text: string, finishReason: Generation['finishReason
 }
 
 /** The context length the server reports for `o.model` in GET /models, or null when it says none. */
-async function serverContext(client: OpenAI, o: OpenAIPolicyOptions, log: (line: string) => void): Promise<number | null> {
+async function serverContext(
+  client: OpenAI,
+  o: OpenAIPolicyOptions,
+  log: (line: string) => void,
+): Promise<number | null> {
   try {
     for await (const m of client.models.list()) {
       if (m.id !== o.model) continue;
@@ -152,13 +206,20 @@ async function serverContext(client: OpenAI, o: OpenAIPolicyOptions, log: (line:
     }
     return null;
   } catch (err) {
-    log(`[openai] GET ${o.baseURL}/models failed (${(err as Error).message.split('\n')[0]}); max_tokens is not fitted to the server's context`);
+    log(
+      `[openai] GET ${o.baseURL}/models failed (${(err as Error).message.split('\n')[0]}); max_tokens is not fitted to the server's context`,
+    );
     return null;
   }
 }
 
 /** A reply's text as our tokenizer reads it, log-probs 0, EOS appended when the reply ended on its own. */
-function textGeneration(text: string, finishReason: Generation['finishReason'], tokenizer: Tokenizer, appendEos: boolean): Generation {
+function textGeneration(
+  text: string,
+  finishReason: Generation['finishReason'],
+  tokenizer: Tokenizer,
+  appendEos: boolean,
+): Generation {
   const tokens = tokenizer.encode(text);
   if (finishReason === 'stop' && appendEos) tokens.push(tokenizer.eosTokenId);
   return { tokens, logprobs: tokens.map(() => 0), finishReason };
@@ -170,7 +231,11 @@ function entry(usage: Map<number, EpisodeUsage>, slot: number): EpisodeUsage {
   return u;
 }
 
-function count(usage: Map<number, EpisodeUsage>, slot: number, u: { prompt_tokens: number; completion_tokens: number } | undefined): void {
+function count(
+  usage: Map<number, EpisodeUsage>,
+  slot: number,
+  u: { prompt_tokens: number; completion_tokens: number } | undefined,
+): void {
   const e = entry(usage, slot);
   e.requests++;
   e.promptTokens += u?.prompt_tokens ?? 0;
@@ -181,10 +246,18 @@ function count(usage: Map<number, EpisodeUsage>, slot: number, u: { prompt_token
 function explain(err: unknown, o: OpenAIPolicyOptions): Error {
   const status = (err as { status?: number }).status;
   const msg = ((err as Error).message ?? String(err)).replace(/^\d{3} /, ''); // the client prefixes the status
-  if (err instanceof OpenAI.APIConnectionError) return new UsageError(`Cannot reach ${o.baseURL} (${msg}); check --base-url and that the server runs.`);
-  if (status === 401 || status === 403) return new UsageError(`${o.baseURL} refused the API key (${status}: ${msg}); pass --api-key or set OPENAI_API_KEY.`);
-  if (status === 404) return new UsageError(`${o.baseURL} answered 404 (${msg}); check --model \`${o.model}\` (GET ${o.baseURL}/models lists the served ids).`);
-  if (status !== undefined && status < 500) return new UsageError(`${o.baseURL} refused the request (${status}: ${msg}).`);
+  if (err instanceof OpenAI.APIConnectionError)
+    return new UsageError(`Cannot reach ${o.baseURL} (${msg}); check --base-url and that the server runs.`);
+  if (status === 401 || status === 403)
+    return new UsageError(
+      `${o.baseURL} refused the API key (${status}: ${msg}); pass --api-key or set OPENAI_API_KEY.`,
+    );
+  if (status === 404)
+    return new UsageError(
+      `${o.baseURL} answered 404 (${msg}); check --model \`${o.model}\` (GET ${o.baseURL}/models lists the served ids).`,
+    );
+  if (status !== undefined && status < 500)
+    return new UsageError(`${o.baseURL} refused the request (${status}: ${msg}).`);
   return err instanceof Error ? err : new Error(msg);
 }
 

@@ -20,10 +20,14 @@ describe('the Lean oracle through the text loop (prompt -> tokens -> parse -> st
   test('proves every val theorem of 8 seeds, 4 tactics per turn as RAGEN runs it', async () => {
     const tiny = loadTokenizer(tinyTokenizerDir());
     const cfg = agentConfig({ maxTurns: 15, maxActionsPerTurn: 4, maxNewTokens: 200, maxContextTokens: 16384 });
-    const groups = new EnvGroups({ tags: [{ env: 'Lean', nGroups: 8, config: { serverUrl: url } }], groupSize: 1, mode: 'val', seed: 123 });
+    const groups = new EnvGroups({
+      tags: [{ env: 'Lean', nGroups: 8, config: { serverUrl: url } }],
+      groupSize: 1,
+      mode: 'val',
+      seed: 123,
+    });
     const batch = await rollout({ groups, policy: oraclePolicy(tiny, cfg), tokenizer: tiny, agent: cfg });
     expect(batch.episodes.map((e) => e.success)).toEqual(new Array(8).fill(true));
     expect(batch.metrics['Lean']!['format_error_rate']).toBe(0);
   });
 });
-

@@ -23,14 +23,25 @@ describe('the oracle plays through the full text loop (prompt -> tokens -> parse
   });
 
   // DeepCoder judges in the sandbox: skipped without bubblewrap (testSandbox fails CI instead).
-  const solvable = listEnvs().filter((e) => envSpec(e.id).solve && !envSpec(e.id).requires && !STOCHASTIC.includes(e.id) && (e.id !== 'DeepCoder' || testSandbox()));
+  const solvable = listEnvs().filter(
+    (e) =>
+      envSpec(e.id).solve &&
+      !envSpec(e.id).requires &&
+      !STOCHASTIC.includes(e.id) &&
+      (e.id !== 'DeepCoder' || testSandbox()),
+  );
   for (const { id } of solvable) {
     it(`${id}: every episode whose solution fits the action cap succeeds`, async () => {
       const cfg = agentConfig({ maxNewTokens: 200, maxContextTokens: 16384 });
       const spec = envSpec(id);
       const maxTurns = Math.ceil(spec.maxActionsPerEpisode / cfg.maxActionsPerTurn);
       // the named envs on 64 seeds (every one must be won), the others on 8
-      const groups = new EnvGroups({ tags: [{ env: id, nGroups: MUST_WIN.includes(id) ? 64 : 8, maxTurns }], groupSize: 1, mode: 'val', seed: 123 });
+      const groups = new EnvGroups({
+        tags: [{ env: id, nGroups: MUST_WIN.includes(id) ? 64 : 8, maxTurns }],
+        groupSize: 1,
+        mode: 'val',
+        seed: 123,
+      });
       const batch = await rollout({ groups, policy: oraclePolicy(tiny, cfg), tokenizer: tiny, agent: cfg });
       const config = resolveEnvConfig(id);
       let fitting = 0;
@@ -38,7 +49,11 @@ describe('the oracle plays through the full text loop (prompt -> tokens -> parse
         const plan = spec.solve!(config, e.seed, 'val')!;
         const fits = plan.length <= spec.maxActionsPerEpisode;
         if (fits) fitting++;
-        if (fits) expect(e.success, `${id} seed ${e.seed}: ${e.endReason}, actions ${JSON.stringify(e.turns.map((t) => t.answer))}`).toBe(true);
+        if (fits)
+          expect(
+            e.success,
+            `${id} seed ${e.seed}: ${e.endReason}, actions ${JSON.stringify(e.turns.map((t) => t.answer))}`,
+          ).toBe(true);
         expect(e.turns.every((t) => t.formatError === undefined && t.penalty === 0)).toBe(true);
       }
       expect(batch.metrics[id]!['success']).toBeCloseTo(fitting / batch.episodes.length, 12);

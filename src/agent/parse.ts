@@ -2,7 +2,15 @@
 // match, actions split on the separator. Never throws and runs in linear time, whatever the model wrote.
 
 /** Markers removed from the think and answer text (RAGEN strips the same ones). */
-export const STRIPPED_MARKERS = ['<think>', '</think>', '<answer>', '</answer>', '<|im_start|>', '<|im_end|>', '<|endoftext|>'];
+export const STRIPPED_MARKERS = [
+  '<think>',
+  '</think>',
+  '<answer>',
+  '</answer>',
+  '<|im_start|>',
+  '<|im_end|>',
+  '<|endoftext|>',
+];
 
 /** What a response says, or why it says nothing usable. */
 export interface ParsedResponse {
@@ -81,6 +89,7 @@ export function parseResponse(text: string, options: ParseOptions): ParsedRespon
     .map((a) => a.trim())
     .filter((a) => a.length > 0);
   const actions = all.slice(0, Math.max(0, options.maxActions));
-  if (actions.length === 0) return { ok: false, reason: 'empty answer', think, answer, actions: [], droppedActions: all.length };
+  if (actions.length === 0)
+    return { ok: false, reason: 'empty answer', think, answer, actions: [], droppedActions: all.length };
   return { ok: true, think, answer, actions, droppedActions: all.length - actions.length };
 }

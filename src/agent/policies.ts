@@ -37,12 +37,20 @@ export interface EngineSampling {
 }
 
 /** The stop settings every policy follows: the tokenizer's EOS, and `</answer>` if `stopAtAnswer`. */
-export function stopSettings(tokenizer: Tokenizer, cfg: Pick<AgentConfig, 'stopAtAnswer'>): Pick<SamplingParams, 'stopTokenIds' | 'stopStrings'> {
+export function stopSettings(
+  tokenizer: Tokenizer,
+  cfg: Pick<AgentConfig, 'stopAtAnswer'>,
+): Pick<SamplingParams, 'stopTokenIds' | 'stopStrings'> {
   return { stopTokenIds: [tokenizer.eosTokenId], ...(cfg.stopAtAnswer ? { stopStrings: ['</answer>'] } : {}) };
 }
 
 /** A model behind the Engine interface: one `engine.generate` call per turn. */
-export function enginePolicy(engine: Engine, tokenizer: Tokenizer, cfg: AgentConfig, sampling: EngineSampling = {}): Policy {
+export function enginePolicy(
+  engine: Engine,
+  tokenizer: Tokenizer,
+  cfg: AgentConfig,
+  sampling: EngineSampling = {},
+): Policy {
   const base = sampling.seed ?? 0;
   return {
     name: `model(${engine.kind})`,
@@ -55,8 +63,12 @@ export function enginePolicy(engine: Engine, tokenizer: Tokenizer, cfg: AgentCon
         ...stopSettings(tokenizer, cfg),
         seed: (Math.imul(base, 0x9e3779b1) ^ Math.imul(call + 1, 0x85ebca6b)) >>> 0,
       };
-      const gens = await engine.generate(requests.map((r) => r.prompt), params);
-      if (gens.length !== requests.length) throw new Error(`engine ${engine.kind} returned ${gens.length} generations for ${requests.length} prompts`);
+      const gens = await engine.generate(
+        requests.map((r) => r.prompt),
+        params,
+      );
+      if (gens.length !== requests.length)
+        throw new Error(`engine ${engine.kind} returned ${gens.length} generations for ${requests.length} prompts`);
       return gens;
     },
   };
@@ -66,14 +78,22 @@ export function enginePolicy(engine: Engine, tokenizer: Tokenizer, cfg: AgentCon
  * Text written as the model would (after the prefilled tag), tokenized, with log-probs 0 (a scripted
  * policy is deterministic). Ends with EOS unless `stopAtAnswer` (a model would be stopped at `</answer>`).
  */
-export function scriptedGeneration(text: string, tokenizer: Tokenizer, cfg: Pick<AgentConfig, 'stopAtAnswer'>): Generation {
+export function scriptedGeneration(
+  text: string,
+  tokenizer: Tokenizer,
+  cfg: Pick<AgentConfig, 'stopAtAnswer'>,
+): Generation {
   const tokens = tokenizer.encode(text);
   if (!cfg.stopAtAnswer) tokens.push(tokenizer.eosTokenId);
   return { tokens, logprobs: tokens.map(() => 0), finishReason: 'stop' };
 }
 
 /** The continuation after the prefill that answers `actions` in the configured format. */
-export function formatAnswer(actions: readonly string[], cfg: Pick<AgentConfig, 'enableThink' | 'actionSep'>, think = ''): string {
+export function formatAnswer(
+  actions: readonly string[],
+  cfg: Pick<AgentConfig, 'enableThink' | 'actionSep'>,
+  think = '',
+): string {
   const answer = `${actions.join(` ${cfg.actionSep} `)}</answer>`;
   return cfg.enableThink ? `${think}</think><answer>${answer}` : answer;
 }
@@ -83,7 +103,11 @@ export function formatAnswer(actions: readonly string[], cfg: Pick<AgentConfig, 
  * solves the slot's seed, then writes the next `min(maxActionsPerTurn, actionsLeft)` actions of the
  * plan each turn. Needs deterministic envs (e.g. CoordFrozenLake with successRate=1).
  */
-export function oraclePolicy(tokenizer: Tokenizer, cfg: AgentConfig, think: (actions: readonly string[]) => string = () => ''): Policy {
+export function oraclePolicy(
+  tokenizer: Tokenizer,
+  cfg: AgentConfig,
+  think: (actions: readonly string[]) => string = () => '',
+): Policy {
   const plans = new Map<number, { seed: number; plan: string[] }>();
   return {
     name: 'oracle',
@@ -92,7 +116,10 @@ export function oraclePolicy(tokenizer: Tokenizer, cfg: AgentConfig, think: (act
         let entry = plans.get(r.slot.index);
         if (!entry || entry.seed !== r.slot.seed || r.turn === 0) {
           const solve = r.slot.spec.solve;
-          if (!solve) throw new UsageError(`Environment \`${r.slot.tag}\` has no solver, so \`--policy oracle\` cannot play it. Use --policy random or model.`);
+          if (!solve)
+            throw new UsageError(
+              `Environment \`${r.slot.tag}\` has no solver, so \`--policy oracle\` cannot play it. Use --policy random or model.`,
+            );
           const plan = solve(r.slot.config, r.slot.seed, r.slot.mode);
           if (!plan) throw new UsageError(`The solver of \`${r.slot.tag}\` found no solution for seed ${r.slot.seed}.`);
           entry = { seed: r.slot.seed, plan: plan.slice() };
@@ -114,7 +141,9 @@ export function randomPolicy(tokenizer: Tokenizer, cfg: AgentConfig, seed = 0): 
       return requests.map((r) => {
         const names = r.slot.env.actionNames;
         const n = 1 + rng.int(Math.max(1, Math.min(cfg.maxActionsPerTurn, r.actionsLeft)));
-        const actions = Array.from({ length: n }, () => (names && names.length > 0 ? rng.choice(names) : String(rng.int(100))));
+        const actions = Array.from({ length: n }, () =>
+          names && names.length > 0 ? rng.choice(names) : String(rng.int(100)),
+        );
         return scriptedGeneration(formatAnswer(actions, cfg), tokenizer, cfg);
       });
     },

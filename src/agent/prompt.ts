@@ -18,7 +18,9 @@ export function prefillText(cfg: Pick<AgentConfig, 'enableThink'>): string {
 
 /** The response format line of every turn. */
 export function formatInstruction(cfg: Pick<AgentConfig, 'enableThink'>): string {
-  return cfg.enableThink ? '<think> [Your thoughts] </think> <answer> [your answer] </answer>' : '<answer> [your answer] </answer>';
+  return cfg.enableThink
+    ? '<think> [Your thoughts] </think> <answer> [your answer] </answer>'
+    : '<answer> [your answer] </answer>';
 }
 
 /** A reward as the prompt prints it: at most 4 decimals, no float noise (-0.30000000000000004 -> -0.3). */
@@ -27,13 +29,17 @@ export function formatReward(r: number): string {
 }
 
 /** The system message: assistant line, env instruction, legend, actions and the two action limits. */
-export function systemPrompt(env: PromptEnv, cfg: Pick<AgentConfig, 'systemPrefix' | 'maxActionsPerTurn' | 'actionSep'>): string {
+export function systemPrompt(
+  env: PromptEnv,
+  cfg: Pick<AgentConfig, 'systemPrefix' | 'maxActionsPerTurn' | 'actionSep'>,
+): string {
   const perTurn = Math.min(cfg.maxActionsPerTurn, env.maxActionsPerEpisode);
   const parts = [[cfg.systemPrefix, env.instruction].filter((s) => s.length > 0).join(' ')];
   if (env.legend) parts.push(env.legend);
   const sep = ` ${cfg.actionSep} `;
   const noun = env.actionNames ? 'action' : 'answer';
-  if (env.actionNames && env.actionNames.length > 0) parts.push(`Your available actions are: ${env.actionNames.join(', ')}.`);
+  if (env.actionNames && env.actionNames.length > 0)
+    parts.push(`Your available actions are: ${env.actionNames.join(', ')}.`);
   const limit =
     perTurn > 1
       ? `You can give up to ${perTurn} ${noun}s per turn, separated by "${sep}", and up to ${env.maxActionsPerEpisode} ${noun}s in the whole episode.`

@@ -10,8 +10,20 @@ import { randomPolicy } from './policies.js';
 import { rollout } from './rollout.js';
 
 const GOLDEN_ENVS = [
-  'Bandit', 'BanditTest', 'Countdown', 'MetamathQA', 'SimpleSokoban', 'LargerSokoban', 'SokobanDifferentGridVocab',
-  'CoordSokoban', 'SimpleSudoku', 'MediumSudoku', 'game_2048', 'rubikscube', 'FrozenLake', 'CoordFrozenLake',
+  'Bandit',
+  'BanditTest',
+  'Countdown',
+  'MetamathQA',
+  'SimpleSokoban',
+  'LargerSokoban',
+  'SokobanDifferentGridVocab',
+  'CoordSokoban',
+  'SimpleSudoku',
+  'MediumSudoku',
+  'game_2048',
+  'rubikscube',
+  'FrozenLake',
+  'CoordFrozenLake',
 ];
 const tiny = loadTokenizer(tinyTokenizerDir());
 
@@ -27,7 +39,9 @@ describe('golden prompts per env', () => {
       const groups = new EnvGroups({ tags: [{ env: id, nGroups: 1 }], groupSize: 1, mode: 'val', seed: 123 });
       const batch = await rollout({ groups, policy: randomPolicy(tiny, cfg, 0), tokenizer: tiny, agent: cfg });
       const turns = batch.episodes[0]!.turns;
-      const text = turns.map((t, i) => `=== prompt of turn ${i + 1}\n${tiny.decode(t.promptIds)}\n=== response\n${t.response}\n`).join('');
+      const text = turns
+        .map((t, i) => `=== prompt of turn ${i + 1}\n${tiny.decode(t.promptIds)}\n=== response\n${t.response}\n`)
+        .join('');
       await expect(text).toMatchFileSnapshot(`__golden__/${id}.txt`);
       // what the golden files must show, whatever the env
       const first = tiny.decode(turns[0]!.promptIds);

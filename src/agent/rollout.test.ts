@@ -13,7 +13,9 @@ import { oraclePolicy } from './policies.js';
 registerTestCorridor();
 const tiny = loadTokenizer(tinyTokenizerDir());
 
-/** Responses (after the prefilled <think>) cycled over turns and envs: good, multi-action, malformed, invalid, overlong. */
+/**
+ * Responses (after the prefilled <think>) cycled over turns and envs: good, multi-action, malformed, invalid, overlong.
+ */
 const RESPONSES = [
   'go right</think><answer>Right</answer><|im_end|>',
   'two</think><answer>Right || Right || Left</answer><|im_end|>',
@@ -28,12 +30,29 @@ function scriptedEngine(tok: Tokenizer): ScriptedEngine {
 }
 
 async function run(tok: Tokenizer, cfg: AgentConfig, nGroups = 3, groupSize = 2): Promise<RolloutBatch> {
-  const groups = new EnvGroups({ tags: [{ env: 'TestCorridor', nGroups, config: { length: 5 } }], groupSize, mode: 'val', seed: 123 });
-  return rollout({ groups, policy: enginePolicy(scriptedEngine(tok), tok, cfg, { seed: 1 }), tokenizer: tok, agent: cfg });
+  const groups = new EnvGroups({
+    tags: [{ env: 'TestCorridor', nGroups, config: { length: 5 } }],
+    groupSize,
+    mode: 'val',
+    seed: 123,
+  });
+  return rollout({
+    groups,
+    policy: enginePolicy(scriptedEngine(tok), tok, cfg, { seed: 1 }),
+    tokenizer: tok,
+    agent: cfg,
+  });
 }
 
-/** The invariant: each turn's prompt ids + sampled ids sit verbatim in its sample, the mask covers exactly the sampled ids. */
-function checkBookkeeping(batch: RolloutBatch, perTurn: boolean, logprobOf: (id: number, turn: EpisodeTurn, k: number) => number = ScriptedEngine.fakeLogprob): void {
+/**
+ * The invariant: each turn's prompt ids + sampled ids sit verbatim in its sample, the mask covers exactly the sampled
+ * ids.
+ */
+function checkBookkeeping(
+  batch: RolloutBatch,
+  perTurn: boolean,
+  logprobOf: (id: number, turn: EpisodeTurn, k: number) => number = ScriptedEngine.fakeLogprob,
+): void {
   let sampled = 0;
   for (const e of batch.episodes) {
     const samples = batch.samples.filter((s) => s.episode === e.index);
@@ -97,16 +116,25 @@ describe('rollout: exact token bookkeeping', () => {
     const qwen = loadQwenTokenizer();
     const batch = await run(qwen, agentConfig({ maxNewTokens: 40, maxTurns: 4, stopAtAnswer: false }), 2, 2);
     checkBookkeeping(batch, false);
-    expect(qwen.decode(batch.samples[0]!.ids)).toMatch(/^<\|im_start\|>system\nYou're a helpful assistant\. Walk to the goal G\./);
+    expect(qwen.decode(batch.samples[0]!.ids)).toMatch(
+      /^<\|im_start\|>system\nYou're a helpful assistant\. Walk to the goal G\./,
+    );
   });
 
   it("refuses Qwen3's template, which rewrites earlier turns, with a clear error", async () => {
     const q3 = loadQwenTokenizer('qwen3');
-    await expect(run(q3, agentConfig({ maxNewTokens: 40, maxTurns: 3, stopAtAnswer: false }), 1, 1)).rejects.toThrow(/not append-only/);
+    await expect(run(q3, agentConfig({ maxNewTokens: 40, maxTurns: 3, stopAtAnswer: false }), 1, 1)).rejects.toThrow(
+      /not append-only/,
+    );
   });
 
   it('limited_multi_turn: one sample per turn, holding at most the last k turns, trained on the last only', async () => {
-    const cfg = agentConfig({ maxNewTokens: 40, maxTurns: 5, contextWindowMode: 'limited_multi_turn', maxContextWindow: 2 });
+    const cfg = agentConfig({
+      maxNewTokens: 40,
+      maxTurns: 5,
+      contextWindowMode: 'limited_multi_turn',
+      maxContextWindow: 2,
+    });
     const batch = await run(tiny, cfg);
     const turns = batch.episodes.reduce((a, e) => a + e.turns.length, 0);
     expect(batch.samples).toHaveLength(turns);
@@ -150,21 +178,51 @@ describe('rollout: exact token bookkeeping with a real model', () => {
   // A random tiny model samples token sequences no tokenizer would produce from their text (byte
   // pieces instead of merges, special tokens mid-answer): re-encoding its decoded text would change them.
   const engine = LocalEngine.create(
-    modelConfig({ vocabSize: tiny.vocabSize, hiddenSize: 16, intermediateSize: 32, numLayers: 1, numHeads: 2, numKvHeads: 1, maxPositionEmbeddings: 2048 }),
+    modelConfig({
+      vocabSize: tiny.vocabSize,
+      hiddenSize: 16,
+      intermediateSize: 32,
+      numLayers: 1,
+      numHeads: 2,
+      numKvHeads: 1,
+      maxPositionEmbeddings: 2048,
+    }),
     { seed: 3, decode: (ids) => tiny.decode(ids) },
   );
 
   for (const mode of ['full', 'limited_multi_turn', 'single_turn'] as const) {
     it(`${mode}: the samples hold the sampled ids verbatim, and a teacher-forced forward pass gives back their sampling log-probs`, async () => {
-      const cfg = agentConfig({ maxNewTokens: 12, maxTurns: 3, maxContextTokens: 1024, contextWindowMode: mode, ...(mode === 'full' ? {} : { maxContextWindow: 2 }) });
-      const groups = new EnvGroups({ tags: [{ env: 'SimpleSokoban', nGroups: 2 }, { env: 'Countdown', nGroups: 1 }], groupSize: 2, mode: 'train', seed: 10000 });
-      const batch = await rollout({ groups, policy: enginePolicy(engine, tiny, cfg, { temperature: 1, seed: 5 }), tokenizer: tiny, agent: cfg });
+      const cfg = agentConfig({
+        maxNewTokens: 12,
+        maxTurns: 3,
+        maxContextTokens: 1024,
+        contextWindowMode: mode,
+        ...(mode === 'full' ? {} : { maxContextWindow: 2 }),
+      });
+      const groups = new EnvGroups({
+        tags: [
+          { env: 'SimpleSokoban', nGroups: 2 },
+          { env: 'Countdown', nGroups: 1 },
+        ],
+        groupSize: 2,
+        mode: 'train',
+        seed: 10000,
+      });
+      const batch = await rollout({
+        groups,
+        policy: enginePolicy(engine, tiny, cfg, { temperature: 1, seed: 5 }),
+        tokenizer: tiny,
+        agent: cfg,
+      });
       checkBookkeeping(batch, mode !== 'full', (_id, t, k) => t.logprobs[k]!);
       const turns = batch.episodes.flatMap((e) => e.turns);
-      expect(turns.some((t) => JSON.stringify(tiny.encode(tiny.decode(t.tokens))) !== JSON.stringify(t.tokens))).toBe(true);
+      expect(turns.some((t) => JSON.stringify(tiny.encode(tiny.decode(t.tokens))) !== JSON.stringify(t.tokens))).toBe(
+        true,
+      );
       const tokens = collate(batch.samples, tiny.padTokenId);
       const fwd = await engine.forward(tokens, { role: 'policy' });
-      for (let i = 0; i < tokens.B * tokens.T; i++) if (tokens.lossMask[i]) expect(Math.abs(fwd.logprobs[i]! - tokens.oldLogprobs[i]!)).toBeLessThan(1e-3);
+      for (let i = 0; i < tokens.B * tokens.T; i++)
+        if (tokens.lossMask[i]) expect(Math.abs(fwd.logprobs[i]! - tokens.oldLogprobs[i]!)).toBeLessThan(1e-3);
     });
   }
 });
@@ -194,7 +252,8 @@ describe('rollout: context length', () => {
         const text = tiny.decode(t.promptIds);
         // system first, then only whole turns: every user message opens with its reward line or "Turn n:"
         expect(text.startsWith(`<|im_start|>system\n${e.system}<|im_end|>\n`)).toBe(true);
-        for (const part of text.split('<|im_start|>user\n').slice(1)) expect(part).toMatch(/^(Reward: -?[\d.]+\n)?Turn \d+:\nState:\n/);
+        for (const part of text.split('<|im_start|>user\n').slice(1))
+          expect(part).toMatch(/^(Reward: -?[\d.]+\n)?Turn \d+:\nState:\n/);
         expect(text).toContain(`Turn ${t.turn + 1}:\nState:\n${t.observation}\n`);
       }
     }
@@ -215,8 +274,12 @@ describe('rollout: prompts, penalties and determinism', () => {
       'Turn 1:\nState:\nP___G\nYou have 6 actions left. Always output: <think> [Your thoughts] </think> <answer> [your answer] </answer> with no extra text. Strictly follow this format. Max response length: 40 tokens.',
     );
     // turn 1 moved Right once (reward -0.1); turn 2 moved Right, Right (two actions, the third dropped)
-    expect(e.turns[1]!.userText.startsWith('Reward: -0.1\nTurn 2:\nState:\n_P__G\nYou have 5 actions left.')).toBe(true);
-    expect(e.turns[2]!.userText.startsWith('Reward: -0.2\nTurn 3:\nState:\n___PG\nYou have 3 actions left.')).toBe(true);
+    expect(e.turns[1]!.userText.startsWith('Reward: -0.1\nTurn 2:\nState:\n_P__G\nYou have 5 actions left.')).toBe(
+      true,
+    );
+    expect(e.turns[2]!.userText.startsWith('Reward: -0.2\nTurn 3:\nState:\n___PG\nYou have 3 actions left.')).toBe(
+      true,
+    );
     expect(tiny.decode(e.turns[0]!.promptIds).endsWith('<|im_start|>assistant\n<think>')).toBe(true);
   });
 

@@ -48,7 +48,15 @@ interface SlotState {
 
 /** The system message of a slot's episodes (its env's instruction, legend, actions and action cap). */
 export function slotSystemPrompt(slot: EnvSlot, cfg: AgentConfig): string {
-  return systemPrompt({ instruction: slot.env.instruction, legend: slot.env.legend, actionNames: slot.env.actionNames, maxActionsPerEpisode: slot.maxActions }, cfg);
+  return systemPrompt(
+    {
+      instruction: slot.env.instruction,
+      legend: slot.env.legend,
+      actionNames: slot.env.actionNames,
+      maxActionsPerEpisode: slot.maxActions,
+    },
+    cfg,
+  );
 }
 
 /** Run one batch of episodes to the end. */
@@ -95,7 +103,13 @@ export async function rollout(opts: RolloutOptions): Promise<RolloutBatch> {
         return;
       }
       const actionsLeft = groups.actionsLeft(slot);
-      const view = { turn: turn + 1, state: s.obs, actionsLeft, previousReward: s.previousReward, invalidWarning: s.invalidWarning };
+      const view = {
+        turn: turn + 1,
+        state: s.obs,
+        actionsLeft,
+        previousReward: s.previousReward,
+        invalidWarning: s.invalidWarning,
+      };
       const prompt = s.ctx.prompt(view);
       if (!prompt) {
         s.ended = 'context_full';
@@ -108,7 +122,9 @@ export async function rollout(opts: RolloutOptions): Promise<RolloutBatch> {
     });
     if (requests.length === 0) break;
     const gens = await policy.generate(requests, call++);
-    await Promise.all(requests.map((req, j) => stepOne(req.slot, active[j]!, gens[j]!, req, userTexts[j]!, groups, cfg)));
+    await Promise.all(
+      requests.map((req, j) => stepOne(req.slot, active[j]!, gens[j]!, req, userTexts[j]!, groups, cfg)),
+    );
     opts.onTurn?.(turn, requests.length);
   }
 
@@ -117,15 +133,34 @@ export async function rollout(opts: RolloutOptions): Promise<RolloutBatch> {
   states.forEach((s) => {
     const e = s.episode;
     const meta = { episode: e.index, group: e.group, tag: e.tag };
-    const reward = cfg.useTurnScores ? { turnRewards: e.turns.map((t) => t.reward + t.penalty) } : { episodeScore: e.score };
+    const reward = cfg.useTurnScores
+      ? { turnRewards: e.turns.map((t) => t.reward + t.penalty) }
+      : { episodeScore: e.score };
     samples.push(...s.ctx.samples(meta, reward));
   });
-  return { episodes, samples, metrics: computeMetrics(episodes, groups.options.groupSize), groupSize: groups.options.groupSize };
+  return {
+    episodes,
+    samples,
+    metrics: computeMetrics(episodes, groups.options.groupSize),
+    groupSize: groups.options.groupSize,
+  };
 }
 
-async function stepOne(slot: EnvSlot, s: SlotState, gen: Generation, req: PolicyRequest, userText: string, groups: EnvGroups, cfg: AgentConfig): Promise<void> {
+async function stepOne(
+  slot: EnvSlot,
+  s: SlotState,
+  gen: Generation,
+  req: PolicyRequest,
+  userText: string,
+  groups: EnvGroups,
+  cfg: AgentConfig,
+): Promise<void> {
   const rec = s.ctx.respond(gen);
-  const parsed = parseResponse(rec.fullText, { enableThink: cfg.enableThink, actionSep: cfg.actionSep, maxActions: cfg.maxActionsPerTurn });
+  const parsed = parseResponse(rec.fullText, {
+    enableThink: cfg.enableThink,
+    actionSep: cfg.actionSep,
+    maxActions: cfg.maxActionsPerTurn,
+  });
   const step = await groups.step(slot, parsed.actions);
   const attempted = step.actions.filter((a) => !a.skipped);
   const bad = !parsed.ok || attempted.some((a) => !a.valid);
@@ -172,9 +207,13 @@ function finishEpisode(s: SlotState): Episode {
 }
 
 /** The conversation of an episode as OpenAI-style messages (the assistant text includes the prefilled tag). */
-export function episodeMessages(e: Episode, cfg: Pick<AgentConfig, 'enableThink'>): { role: string; content: string }[] {
+export function episodeMessages(
+  e: Episode,
+  cfg: Pick<AgentConfig, 'enableThink'>,
+): { role: string; content: string }[] {
   const prefill = prefillText(cfg);
   const msgs = [{ role: 'system', content: e.system }];
-  for (const t of e.turns) msgs.push({ role: 'user', content: t.userText }, { role: 'assistant', content: prefill + t.response });
+  for (const t of e.turns)
+    msgs.push({ role: 'user', content: t.userText }, { role: 'assistant', content: prefill + t.response });
   return msgs;
 }

@@ -69,11 +69,12 @@ export class TokenChain {
       throw new ConfigError(
         `The chat template of \`${tokenizer.name}\` is not append-only: rendering the next turn changes earlier text ` +
           `at character ${i} (${JSON.stringify(this.text.slice(i, i + 40))} became ${JSON.stringify(rendered.slice(i, i + 40))}). ` +
-          'Exact multi-turn token bookkeeping needs a template that renders history verbatim (e.g. Qwen2.5\'s; Qwen3\'s drops earlier reasoning): pass another `chatTemplate`.',
+          "Exact multi-turn token bookkeeping needs a template that renders history verbatim (e.g. Qwen2.5's; Qwen3's drops earlier reasoning): pass another `chatTemplate`.",
       );
     }
     let delta = rendered.slice(this.text.length);
-    if (this.pendingClose !== undefined && delta.startsWith(this.pendingClose)) delta = delta.slice(this.pendingClose.length);
+    if (this.pendingClose !== undefined && delta.startsWith(this.pendingClose))
+      delta = delta.slice(this.pendingClose.length);
     this.pendingClose = undefined;
     this.text = rendered;
     if (delta.length === 0) return;
@@ -91,7 +92,14 @@ export class TokenChain {
    * sampled, which stands in for the template's own closing text. `trainable=false` keeps the ids
    * as context only (mask 0), for turns sampled under another context.
    */
-  appendSampled(turn: number, ids: readonly number[], logprobs: readonly number[], content: string, closeText: string | undefined, trainable: boolean): void {
+  appendSampled(
+    turn: number,
+    ids: readonly number[],
+    logprobs: readonly number[],
+    content: string,
+    closeText: string | undefined,
+    trainable: boolean,
+  ): void {
     for (let i = 0; i < ids.length; i++) {
       this.ids.push(ids[i]!);
       this.logprobs.push(trainable ? (logprobs[i] ?? 0) : 0);

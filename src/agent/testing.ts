@@ -3,7 +3,16 @@
 import type { Engine, ForwardResult, Generation, SamplingParams } from '../engine/index.js';
 import type { Tokenizer } from '../tokenizer/index.js';
 import { z } from 'zod';
-import { invalidInfo, listEnvs, matchActionName, registerEnv, type Env, type ResetOptions, type ResetResult, type StepResult } from '../env/index.js';
+import {
+  invalidInfo,
+  listEnvs,
+  matchActionName,
+  registerEnv,
+  type Env,
+  type ResetOptions,
+  type ResetResult,
+  type StepResult,
+} from '../env/index.js';
 
 /**
  * An Engine whose "model" is `script(promptText, index)`: the returned text is encoded and sampled
@@ -78,7 +87,9 @@ class Corridor implements Env {
   private done = true;
   constructor(private readonly length: number) {}
   render(): string {
-    return Array.from({ length: this.length }, (_, i) => (i === this.pos ? 'P' : i === this.length - 1 ? 'G' : '_')).join('');
+    return Array.from({ length: this.length }, (_, i) =>
+      i === this.pos ? 'P' : i === this.length - 1 ? 'G' : '_',
+    ).join('');
   }
   reset(_: ResetOptions): ResetResult {
     this.pos = 0;
@@ -92,7 +103,14 @@ class Corridor implements Env {
     await new Promise((r) => setTimeout(r, 0));
     corridorSteps.inFlight--;
     const a = matchActionName(this.actionNames, action);
-    if (a < 0) return { observation: this.render(), reward: 0, terminated: false, truncated: false, info: invalidInfo(`unknown action ${action}`) };
+    if (a < 0)
+      return {
+        observation: this.render(),
+        reward: 0,
+        terminated: false,
+        truncated: false,
+        info: invalidInfo(`unknown action ${action}`),
+      };
     const before = this.pos;
     this.pos = Math.max(0, Math.min(this.length - 1, this.pos + (a === 1 ? 1 : -1)));
     const success = this.pos === this.length - 1;

@@ -70,7 +70,11 @@ export interface TrainingFields {
 }
 
 /** The record of an episode; `training` is absent for evaluation. */
-export function episodeRecord(e: Episode, cfg: Pick<AgentConfig, 'enableThink'>, training?: TrainingFields): EpisodeRecord {
+export function episodeRecord(
+  e: Episode,
+  cfg: Pick<AgentConfig, 'enableThink'>,
+  training?: TrainingFields,
+): EpisodeRecord {
   return {
     custom_id: `${e.tag}-seed${e.seed}-g${e.group}-m${e.member}`,
     step: training?.step ?? null,

@@ -16,7 +16,10 @@ function scaleRows(x: Nums, B: number, T: number, w: Nums): Float64Array {
  * low-signal groups count less without being dropped (a soft version of the StarPO-S filter).
  * Returns the new advantages and the per-sequence weights.
  */
-export function softReweightByGroupStd(a: { advantages: Nums; groupStd: Nums; B: number; T: number }): { advantages: Float64Array; weights: Float64Array } {
+export function softReweightByGroupStd(a: { advantages: Nums; groupStd: Nums; B: number; T: number }): {
+  advantages: Float64Array;
+  weights: Float64Array;
+} {
   const { advantages, groupStd, B, T } = a;
   checkTokens('advantages', advantages, B, T);
   checkLength('groupStd', groupStd, B);

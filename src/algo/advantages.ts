@@ -12,11 +12,23 @@ import {
 } from './outcome-advantage.js';
 import { parseName, type TokenMask, type Nums } from './shape.js';
 
-/** Advantage estimators. `bi_level_gae` is RAGEN's `gae` + `bi_level_gae: true`; `dr_grpo` is `grpo` + `norm_adv_by_std_in_grpo: false`. */
-export type AdvEstimator = 'gae' | 'bi_level_gae' | 'grpo' | 'dr_grpo' | 'rloo' | 'reinforce_pp' | 'reinforce_pp_baseline';
+/**
+ * Advantage estimators. `bi_level_gae` is RAGEN's `gae` + `bi_level_gae: true`; `dr_grpo` is `grpo` +
+ * `norm_adv_by_std_in_grpo: false`.
+ */
+export type AdvEstimator =
+  'gae' | 'bi_level_gae' | 'grpo' | 'dr_grpo' | 'rloo' | 'reinforce_pp' | 'reinforce_pp_baseline';
 
 /** Every AdvEstimator, for config validation. */
-export const ADV_ESTIMATORS: readonly AdvEstimator[] = ['gae', 'bi_level_gae', 'grpo', 'dr_grpo', 'rloo', 'reinforce_pp', 'reinforce_pp_baseline'];
+export const ADV_ESTIMATORS: readonly AdvEstimator[] = [
+  'gae',
+  'bi_level_gae',
+  'grpo',
+  'dr_grpo',
+  'rloo',
+  'reinforce_pp',
+  'reinforce_pp_baseline',
+];
 
 /** Parses an estimator name; accepts veRL's spellings (`reinforce_plus_plus`, ...). */
 export function parseAdvEstimator(name: string): AdvEstimator {
@@ -45,7 +57,10 @@ export function needsCritic(estimator: AdvEstimator): boolean {
   }
 }
 
-/** Settings of `computeAdvantage`: the config's `algo.advEstimator`, `gamma`, `lambda`, `gammaTurn` (their defaults live there, src/config), and finer knobs. */
+/**
+ * Settings of `computeAdvantage`: the config's `algo.advEstimator`, `gamma`, `lambda`, `gammaTurn` (their defaults live
+ * there, src/config), and finer knobs.
+ */
 export interface AdvantageConfig {
   advEstimator: AdvEstimator;
   /** Token-level discount γ. */
@@ -58,7 +73,10 @@ export interface AdvantageConfig {
   lambdaTurn?: number;
   /** GRPO's std epsilon. @default 1e-6 */
   eps?: number;
-  /** Whiten advantages over the batch's loss tokens. @default true for gae, bi_level_gae, reinforce_pp, reinforce_pp_baseline; false otherwise */
+  /**
+   * Whiten advantages over the batch's loss tokens. @default true for gae, bi_level_gae, reinforce_pp,
+   * reinforce_pp_baseline; false otherwise
+   */
   normAdvantages?: boolean;
 }
 
@@ -84,14 +102,18 @@ export interface AdvantageInput {
 export interface AdvantageResult {
   /** (B, T) advantages, 0 off the mask. */
   advantages: Float64Array;
-  /** (B, T) value targets A + V (gae, bi_level_gae); for the critic-free estimators, the advantages before whitening (REINFORCE++: its discounted returns). 0 off the mask. */
+  /**
+   * (B, T) value targets A + V (gae, bi_level_gae); for the critic-free estimators, the advantages before whitening
+   * (REINFORCE++: its discounted returns). 0 off the mask.
+   */
   returns: Float64Array;
   /** Per sequence: its group's reward std (grpo / dr_grpo only), for `softReweightByGroupStd`. */
   groupStd?: Float64Array;
 }
 
 function need<X>(x: X | undefined, what: string, estimator: AdvEstimator): X {
-  if (x === undefined) throw new ConfigError(`advantage estimator \`${estimator}\` needs \`${what}\`; pass it in the input.`);
+  if (x === undefined)
+    throw new ConfigError(`advantage estimator \`${estimator}\` needs \`${what}\`; pass it in the input.`);
   return x;
 }
 
@@ -139,7 +161,14 @@ export function computeAdvantage(input: AdvantageInput, config: AdvantageConfig)
       break;
     }
     case 'rloo':
-      out = rlooAdvantage({ rewards, mask, B, T, groupIds: need(input.groupIds, 'groupIds', est), ...(input.episodeIds !== undefined ? { episodeIds: input.episodeIds } : {}) });
+      out = rlooAdvantage({
+        rewards,
+        mask,
+        B,
+        T,
+        groupIds: need(input.groupIds, 'groupIds', est),
+        ...(input.episodeIds !== undefined ? { episodeIds: input.episodeIds } : {}),
+      });
       whitenByDefault = false;
       break;
     case 'reinforce_pp':
@@ -147,7 +176,14 @@ export function computeAdvantage(input: AdvantageInput, config: AdvantageConfig)
       whitenByDefault = true;
       break;
     case 'reinforce_pp_baseline':
-      out = reinforcePPBaselineAdvantage({ rewards, mask, B, T, groupIds: need(input.groupIds, 'groupIds', est), ...(input.episodeIds !== undefined ? { episodeIds: input.episodeIds } : {}) });
+      out = reinforcePPBaselineAdvantage({
+        rewards,
+        mask,
+        B,
+        T,
+        groupIds: need(input.groupIds, 'groupIds', est),
+        ...(input.episodeIds !== undefined ? { episodeIds: input.episodeIds } : {}),
+      });
       whitenByDefault = true;
       break;
     default:

@@ -47,14 +47,17 @@ describe('micro-batch accumulation', () => {
       const whole = aggLoss(loss, mask, B, T, mode);
       const norm = aggNorm(mask, B, T);
       let sum = 0;
-      for (const [a, b] of splits) sum += aggLoss(loss.subarray(a! * T, b! * T), mask.subarray(a! * T, b! * T), b! - a!, T, mode, norm);
+      for (const [a, b] of splits)
+        sum += aggLoss(loss.subarray(a! * T, b! * T), mask.subarray(a! * T, b! * T), b! - a!, T, mode, norm);
       expect(sum).toBeCloseTo(whole, 12);
     });
   }
   it('token-mean normalised per micro-batch (veRL) differs from the mini-batch loss', () => {
     const whole = aggLoss(loss, mask, B, T, 'token-mean');
     let veRL = 0;
-    for (const [a, b] of splits) veRL += aggLoss(loss.subarray(a! * T, b! * T), mask.subarray(a! * T, b! * T), b! - a!, T, 'token-mean') / splits.length;
+    for (const [a, b] of splits)
+      veRL +=
+        aggLoss(loss.subarray(a! * T, b! * T), mask.subarray(a! * T, b! * T), b! - a!, T, 'token-mean') / splits.length;
     expect(Math.abs(veRL - whole)).toBeGreaterThan(1e-3);
   });
 });

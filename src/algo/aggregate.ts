@@ -7,7 +7,12 @@ import { parseName, checkTokens, type TokenMask, type Nums } from './shape.js';
 export type LossAggMode = 'token-mean' | 'seq-mean-token-mean' | 'seq-mean-token-sum' | 'seq-mean-token-sum-norm';
 
 /** Every LossAggMode, for config validation. */
-export const LOSS_AGG_MODES: readonly LossAggMode[] = ['token-mean', 'seq-mean-token-mean', 'seq-mean-token-sum', 'seq-mean-token-sum-norm'];
+export const LOSS_AGG_MODES: readonly LossAggMode[] = [
+  'token-mean',
+  'seq-mean-token-mean',
+  'seq-mean-token-sum',
+  'seq-mean-token-sum-norm',
+];
 
 /** Parses a loss aggregation mode; throws ConfigError with did-you-mean on an unknown name. */
 export function parseLossAggMode(name: string): LossAggMode {
@@ -71,7 +76,9 @@ export function aggWeights(mask: TokenMask, B: number, T: number, mode: LossAggM
     for (let t = 0; t < T; t++) if (mask[b * T + t]) len++;
     if (len === 0) continue;
     if (!(n.tokens > 0 && n.seqs > 0 && n.horizon > 0)) {
-      throw new RangeError(`aggWeights: the normaliser ${JSON.stringify(n)} has a zero count but row ${b} has ${len} loss tokens; compute it with aggNorm over the mini-batch that contains this micro-batch.`);
+      throw new RangeError(
+        `aggWeights: the normaliser ${JSON.stringify(n)} has a zero count but row ${b} has ${len} loss tokens; compute it with aggNorm over the mini-batch that contains this micro-batch.`,
+      );
     }
     let wb: number;
     switch (mode) {
@@ -96,7 +103,14 @@ export function aggWeights(mask: TokenMask, B: number, T: number, mode: LossAggM
 }
 
 /** Aggregates a per-token loss: `Σ_t w_t L_t` with the weights of `aggWeights`. 0 on an empty mask. */
-export function aggLoss(perToken: Nums, mask: TokenMask, B: number, T: number, mode: LossAggMode, norm?: AggNorm): number {
+export function aggLoss(
+  perToken: Nums,
+  mask: TokenMask,
+  B: number,
+  T: number,
+  mode: LossAggMode,
+  norm?: AggNorm,
+): number {
   checkTokens('perToken', perToken, B, T);
   const w = aggWeights(mask, B, T, mode, norm);
   let s = 0;

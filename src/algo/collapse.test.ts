@@ -12,7 +12,12 @@ describe('collapseMetrics', () => {
     // matched = 0, marginal = log(1 + 3e^−60) − log 4 ≈ −log 4 -> MI = log 4; H(Z|X) = 0; H(Z) = log 4.
     const N = 4;
     const own = [0, 0, 1, 1, 2, 2, 3, 3];
-    const m = collapseMetrics({ meanLogProbs: matrix(8, N, (r, j) => (j === own[r] ? 0 : -60)), R: 8, N, ownColumn: own })!;
+    const m = collapseMetrics({
+      meanLogProbs: matrix(8, N, (r, j) => (j === own[r] ? 0 : -60)),
+      R: 8,
+      N,
+      ownColumn: own,
+    })!;
     expect(m.miEstimate).toBeCloseTo(Math.log(4), 12);
     expect(m.miUpperBound).toBeCloseTo(Math.log(4), 12);
     expect(m.conditionalEntropy).toBeCloseTo(0, 12);
@@ -72,7 +77,10 @@ describe('collapseMetrics', () => {
     expect(m.retrieval.chance).toBeCloseTo((2 / 3 + 2 / 3 + 1 / 3) / 3, 12);
     expect(m.retrievalTopK[0]!.chance).toBeCloseTo((1 + 1 + 2 / 3) / 3, 12);
     // Without the equivalence, the first two rows would miss at top-1.
-    expect(collapseMetrics({ meanLogProbs: mean, R: 3, N: 3, ownColumn: [1, 1, 2] })!.retrieval.accuracy).toBeCloseTo(1 / 3, 12);
+    expect(collapseMetrics({ meanLogProbs: mean, R: 3, N: 3, ownColumn: [1, 1, 2] })!.retrieval.accuracy).toBeCloseTo(
+      1 / 3,
+      12,
+    );
   });
 
   it('smooths the marginal std with an EMA carried between calls', () => {
@@ -98,6 +106,8 @@ describe('collapseMetrics', () => {
 
   it('returns null with fewer than two prompts and rejects bad columns', () => {
     expect(collapseMetrics({ meanLogProbs: [0, 0], R: 2, N: 1, ownColumn: [0, 0] })).toBeNull();
-    expect(() => collapseMetrics({ meanLogProbs: [0, 0, 0, 0], R: 2, N: 2, ownColumn: [0, 2] })).toThrow(/ownColumn\[1\]/);
+    expect(() => collapseMetrics({ meanLogProbs: [0, 0, 0, 0], R: 2, N: 2, ownColumn: [0, 2] })).toThrow(
+      /ownColumn\[1\]/,
+    );
   });
 });

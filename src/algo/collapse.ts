@@ -80,7 +80,15 @@ function logSumExp(xs: Nums, from: number, n: number): number {
   return m + Math.log(s);
 }
 
-function miStats(mat: Nums, R: number, N: number, own: ArrayLike<number>, stdEps: number, emaDecay: number, prevEma: number | undefined): MIStats {
+function miStats(
+  mat: Nums,
+  R: number,
+  N: number,
+  own: ArrayLike<number>,
+  stdEps: number,
+  emaDecay: number,
+  prevEma: number | undefined,
+): MIStats {
   const matched = new Float64Array(R);
   const marginal = new Float64Array(R);
   for (let r = 0; r < R; r++) {
@@ -132,17 +140,23 @@ function chanceAtK(N: number, c: number, k: number): number {
 export function collapseMetrics(input: CollapseInput, opts: CollapseOptions = {}): CollapseMetrics | null {
   const { meanLogProbs, sumLogProbs, R, N, ownColumn } = input;
   if (N < 2 || R < 1) return null;
-  if (meanLogProbs.length !== R * N) throw new ShapeError(`meanLogProbs has length ${meanLogProbs.length}, expected R*N = ${R}*${N} = ${R * N}.`);
-  if (sumLogProbs !== undefined && sumLogProbs.length !== R * N) throw new ShapeError(`sumLogProbs has length ${sumLogProbs.length}, expected R*N = ${R * N}.`);
+  if (meanLogProbs.length !== R * N)
+    throw new ShapeError(`meanLogProbs has length ${meanLogProbs.length}, expected R*N = ${R}*${N} = ${R * N}.`);
+  if (sumLogProbs !== undefined && sumLogProbs.length !== R * N)
+    throw new ShapeError(`sumLogProbs has length ${sumLogProbs.length}, expected R*N = ${R * N}.`);
   checkLength('ownColumn', ownColumn, R, 'one per row');
   for (let r = 0; r < R; r++) {
     const c = ownColumn[r]!;
-    if (!Number.isInteger(c) || c < 0 || c >= N) throw new ShapeError(`ownColumn[${r}] = ${c} is not a column index in [0, ${N}).`);
+    if (!Number.isInteger(c) || c < 0 || c >= N)
+      throw new ShapeError(`ownColumn[${r}] = ${c} is not a column index in [0, ${N}).`);
   }
   const stdEps = opts.stdEps ?? 1e-3;
   const emaDecay = opts.emaDecay ?? 0.9;
   const base = miStats(meanLogProbs, R, N, ownColumn, stdEps, emaDecay, opts.ema?.marginalStd);
-  const seq = sumLogProbs !== undefined ? miStats(sumLogProbs, R, N, ownColumn, stdEps, emaDecay, opts.ema?.marginalStdSeq) : undefined;
+  const seq =
+    sumLogProbs !== undefined
+      ? miStats(sumLogProbs, R, N, ownColumn, stdEps, emaDecay, opts.ema?.marginalStdSeq)
+      : undefined;
 
   // Equivalence classes of columns.
   const keys = input.columnKeys;
@@ -155,7 +169,7 @@ export function collapseMetrics(input: CollapseInput, opts: CollapseOptions = {}
     classOf[j] = classIds.get(key)!;
   }
   const classSize = new Float64Array(classIds.size);
-  for (let j = 0; j < N; j++) classSize[classOf[j]!] += 1;
+  for (let j = 0; j < N; j++) classSize[classOf[j]!]! += 1;
 
   const ks = [1, 2, 4, 8].map((k) => Math.min(k, N));
   const hits = new Float64Array(ks.length);
@@ -166,11 +180,16 @@ export function collapseMetrics(input: CollapseInput, opts: CollapseOptions = {}
     const order = cols.slice().sort((x, y) => row(y) - row(x) || x - y);
     const mine = classOf[ownColumn[r]!]!;
     ks.forEach((k, q) => {
-      if (order.slice(0, k).some((j) => classOf[j] === mine)) hits[q] += 1;
-      chance[q] += chanceAtK(N, classSize[mine]!, k);
+      if (order.slice(0, k).some((j) => classOf[j] === mine)) hits[q]! += 1;
+      chance[q]! += chanceAtK(N, classSize[mine]!, k);
     });
   }
-  const at = (q: number, k: number): RetrievalAtK => ({ k, accuracy: hits[q]! / R, chance: chance[q]! / R, aboveChance: (hits[q]! - chance[q]!) / R });
+  const at = (q: number, k: number): RetrievalAtK => ({
+    k,
+    accuracy: hits[q]! / R,
+    chance: chance[q]! / R,
+    aboveChance: (hits[q]! - chance[q]!) / R,
+  });
   const out: CollapseMetrics = {
     ...base,
     miUpperBound: Math.log(N),

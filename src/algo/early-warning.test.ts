@@ -61,8 +61,15 @@ describe('earlyWarnings', () => {
     expect(fell.warnings).toEqual([]);
     expect(fell.stats.condEntropyRatio).toBeCloseTo(0.5, 12);
     // Exactly at the hold ratio (0.8) still counts as holding; a custom ratio moves the line.
-    expect(earlyWarnings({ miZscore, conditionalEntropy: [...repeat(2, 10), ...repeat(1.6, 5)] }).warnings).toHaveLength(1);
-    expect(earlyWarnings({ miZscore, conditionalEntropy: [...repeat(2, 10), ...repeat(1.6, 5)] }, { condEntropyHoldRatio: 0.9 }).warnings).toEqual([]);
+    expect(
+      earlyWarnings({ miZscore, conditionalEntropy: [...repeat(2, 10), ...repeat(1.6, 5)] }).warnings,
+    ).toHaveLength(1);
+    expect(
+      earlyWarnings(
+        { miZscore, conditionalEntropy: [...repeat(2, 10), ...repeat(1.6, 5)] },
+        { condEntropyHoldRatio: 0.9 },
+      ).warnings,
+    ).toEqual([]);
   });
 
   it('says nothing until the history covers the baseline and a window, and ignores skipped (NaN) steps', () => {

@@ -3,7 +3,14 @@ import { ConfigError } from '../util/errors.js';
 import { filterRollouts, parseFilterMetric, selectGroups, type SelectConfig } from './filter.js';
 
 // RAGEN's base.yaml filter settings; each case overrides what it tests (the defaults live in the config schema).
-const SEL: SelectConfig = { strategy: 'top_p', value: 1, type: 'largest', includeZero: true, topPMode: 'linear', selectionEps: 0.01 };
+const SEL: SelectConfig = {
+  strategy: 'top_p',
+  value: 1,
+  type: 'largest',
+  includeZero: true,
+  topPMode: 'linear',
+  selectionEps: 0.01,
+};
 const FIL = { ...SEL, metric: 'reward_std' } as const;
 
 // RAGEN's batch helper: G groups of `size` trajectories with token scores arange(total·len) reshaped;
@@ -23,7 +30,12 @@ function ragenBatch(G: number, size: number, len: number): { rewards: number[]; 
 describe("RAGEN's tests/test_rollout_filter.py cases", () => {
   it('top_k 0.5 on reward std keeps group_size · int(0.5 · G) trajectories', () => {
     const b = ragenBatch(4, 2, 3);
-    const r = filterRollouts(b, { ...FIL, metric: parseFilterMetric('reward_variance'), strategy: 'top_k', value: 0.5 });
+    const r = filterRollouts(b, {
+      ...FIL,
+      metric: parseFilterMetric('reward_variance'),
+      strategy: 'top_k',
+      value: 0.5,
+    });
     expect(r.keptIndices.length).toBe(2 * Math.max(Math.trunc(0.5 * 4), 1));
     expect(r.stats.inGroup.std).toBeGreaterThan(0);
   });
@@ -31,7 +43,9 @@ describe("RAGEN's tests/test_rollout_filter.py cases", () => {
   it('top_k 0.5 on entropy keeps half the groups (per-trajectory mean entropy from linspace(0.1, 1, 24))', () => {
     // 2 groups of 3 trajectories of 4 tokens; trajectory i's mean entropy is the mean of its 4 linspace values.
     const lin = Array.from({ length: 24 }, (_, k) => 0.1 + (0.9 * k) / 23);
-    const entropy = [0, 1, 2, 3, 4, 5].map((i) => (lin[4 * i]! + lin[4 * i + 1]! + lin[4 * i + 2]! + lin[4 * i + 3]!) / 4);
+    const entropy = [0, 1, 2, 3, 4, 5].map(
+      (i) => (lin[4 * i]! + lin[4 * i + 1]! + lin[4 * i + 2]! + lin[4 * i + 3]!) / 4,
+    );
     const b = ragenBatch(2, 3, 4);
     const r = filterRollouts({ ...b, entropy }, { ...FIL, metric: 'entropy', strategy: 'top_k', value: 0.5 });
     expect(r.keptIndices.length).toBe(3 * Math.max(Math.trunc(0.5 * 2), 1));
@@ -40,12 +54,16 @@ describe("RAGEN's tests/test_rollout_filter.py cases", () => {
   });
 
   it('metric `reward` (the group mean) selects the high-mean group, not the high-variance one', () => {
-    const r = filterRollouts({ rewards: [10, 11, 0, 5], groupIds: [0, 0, 1, 1] }, { ...FIL, metric: parseFilterMetric('reward'), strategy: 'top_k', value: 0.5 });
+    const r = filterRollouts(
+      { rewards: [10, 11, 0, 5], groupIds: [0, 0, 1, 1] },
+      { ...FIL, metric: parseFilterMetric('reward'), strategy: 'top_k', value: 0.5 },
+    );
     expect(r.keptIndices.map((i) => [10, 11, 0, 5][i])).toEqual([10, 11]);
   });
 
   it('metric reward_sum keeps the top half with group-sum means 6.0 overall and 8.5 chosen', () => {
-    // Trajectory scores (row sums): [5, 5 | 3, 3 | 4, 3 | 1, 0]; group sums 10, 6, 7, 1 -> mean 6; top 2 = 10, 7 -> 8.5.
+    // Trajectory scores (row sums): [5, 5 | 3, 3 | 4, 3 | 1, 0]; group sums 10, 6, 7, 1 -> mean 6; top 2 = 10, 7 ->
+    // 8.5.
     const rows = [
       [3, 2],
       [1, 4],
@@ -56,7 +74,10 @@ describe("RAGEN's tests/test_rollout_filter.py cases", () => {
       [0, 1],
       [0, 0],
     ];
-    const r = filterRollouts({ rewards: rows.map((x) => x[0]! + x[1]!), groupIds: [0, 0, 1, 1, 2, 2, 3, 3] }, { ...FIL, metric: 'reward_sum', strategy: 'top_k', value: 0.5 });
+    const r = filterRollouts(
+      { rewards: rows.map((x) => x[0]! + x[1]!), groupIds: [0, 0, 1, 1, 2, 2, 3, 3] },
+      { ...FIL, metric: 'reward_sum', strategy: 'top_k', value: 0.5 },
+    );
     expect(r.keptIndices.map((i) => rows[i])).toEqual([
       [3, 2],
       [1, 4],
@@ -97,7 +118,10 @@ describe("RAGEN's tests/test_rollout_filter.py cases", () => {
   ]) {
     it(`nofilter (top_p 1, includeZero) keeps everything: ${JSON.stringify(scores)}`, () => {
       expect(selectGroups(scores!, nofilter)).toEqual(want);
-      expect(filterRollouts({ rewards: scores!, groupIds: scores!.map((_, i) => i) }, { ...nofilter, metric: 'reward_mean' }).noFilter).toBe(true);
+      expect(
+        filterRollouts({ rewards: scores!, groupIds: scores!.map((_, i) => i) }, { ...nofilter, metric: 'reward_mean' })
+          .noFilter,
+      ).toBe(true);
     });
   }
 
@@ -107,7 +131,9 @@ describe("RAGEN's tests/test_rollout_filter.py cases", () => {
     [[1, 1, 1, 0], 0.6, [0, 1]],
   ] as const) {
     it(`softmax top_p excluding zeros: ${JSON.stringify(scores)} at ${p} -> ${JSON.stringify(want)}`, () => {
-      expect(selectGroups(scores, { ...SEL, strategy: 'top_p', value: p, topPMode: 'softmax', includeZero: false })).toEqual(want);
+      expect(
+        selectGroups(scores, { ...SEL, strategy: 'top_p', value: p, topPMode: 'softmax', includeZero: false }),
+      ).toEqual(want);
     });
   }
 
@@ -117,7 +143,16 @@ describe("RAGEN's tests/test_rollout_filter.py cases", () => {
     [[3, 1, 1, 0], 0.9, [0, 1, 2]],
   ] as const) {
     it(`linear top_p excluding zeros (eps 0.01): ${JSON.stringify(scores)} at ${p} -> ${JSON.stringify(want)}`, () => {
-      expect(selectGroups(scores, { ...SEL, strategy: 'top_p', value: p, topPMode: 'linear', includeZero: false, selectionEps: 0.01 })).toEqual(want);
+      expect(
+        selectGroups(scores, {
+          ...SEL,
+          strategy: 'top_p',
+          value: p,
+          topPMode: 'linear',
+          includeZero: false,
+          selectionEps: 0.01,
+        }),
+      ).toEqual(want);
     });
   }
 });
@@ -134,13 +169,20 @@ describe('selectGroups, other strategies', () => {
     expect(selectGroups([4, 1, 2, 3], { ...SEL, strategy: 'min_p', value: 0.4, type: 'smallest' })).toEqual([1, 2]);
   });
   it('top_p with type smallest accumulates the lowest scores (linear) or softmaxes −s (softmax)', () => {
-    // Linear: ascending [1, 2, 3, 4], threshold 0.3·10 − 0.01 = 2.99: 1 (< 2.99), then 1 + 2 = 3 ≥ 2.99 -> groups of 1 and 2.
-    expect(selectGroups([4, 3, 2, 1], { ...SEL, strategy: 'top_p', value: 0.3, topPMode: 'linear', type: 'smallest' })).toEqual([2, 3]);
+    // Linear: ascending [1, 2, 3, 4], threshold 0.3·10 − 0.01 = 2.99: 1 (< 2.99), then 1 + 2 = 3 ≥ 2.99 -> groups of 1
+    // and 2.
+    expect(
+      selectGroups([4, 3, 2, 1], { ...SEL, strategy: 'top_p', value: 0.3, topPMode: 'linear', type: 'smallest' }),
+    ).toEqual([2, 3]);
     // Softmax of −[0, 0, 5]: 1/(2 + e^−5) ≈ 0.4983 twice, then 0.0034; cumsum 0.4983, 0.9966 ≥ 0.9 -> k = 2.
-    expect(selectGroups([0, 0, 5], { ...SEL, strategy: 'top_p', value: 0.9, topPMode: 'softmax', type: 'smallest' })).toEqual([0, 1]);
+    expect(
+      selectGroups([0, 0, 5], { ...SEL, strategy: 'top_p', value: 0.9, topPMode: 'softmax', type: 'smallest' }),
+    ).toEqual([0, 1]);
   });
   it('excluding zeros drops all-tie groups before ranking', () => {
-    expect(selectGroups([0, 0.2, 0, 0.1], { ...SEL, strategy: 'top_k_abs', value: 3, includeZero: false })).toEqual([1, 3]);
+    expect(selectGroups([0, 0.2, 0, 0.1], { ...SEL, strategy: 'top_k_abs', value: 3, includeZero: false })).toEqual([
+      1, 3,
+    ]);
     expect(selectGroups([0, 0], { ...SEL, strategy: 'top_k_abs', value: 3, includeZero: false })).toEqual([]);
   });
 });
@@ -148,7 +190,10 @@ describe('selectGroups, other strategies', () => {
 describe('filterRollouts statistics', () => {
   it('reports kept ratio, kept count, zero count and chosen vs overall reward stats', () => {
     // Groups (by id, any order): a = [1, 0] std 0.7071, b = [1, 1] std 0, c = [0, 1, 1] std 0.5774.
-    const r = filterRollouts({ rewards: [1, 1, 0, 0, 1, 1, 1], groupIds: ['a', 'b', 'c', 'a', 'b', 'c', 'c'] }, { ...FIL, strategy: 'top_k_abs', value: 1 });
+    const r = filterRollouts(
+      { rewards: [1, 1, 0, 0, 1, 1, 1], groupIds: ['a', 'b', 'c', 'a', 'b', 'c', 'c'] },
+      { ...FIL, strategy: 'top_k_abs', value: 1 },
+    );
     expect(r.groupKeys).toEqual(['a', 'b', 'c']);
     expect(r.keptGroups).toEqual([0]);
     expect(r.keptIndices).toEqual([0, 3]);
@@ -164,13 +209,19 @@ describe('filterRollouts statistics', () => {
   });
   it('scores groups by entropy std and by mean length', () => {
     // Entropy [0.1, 0.3 | 0.5, 0.5]: stds 0.2/√2 and 0 -> keep group 0; one zero score; mean std 0.1/√2.
-    const e = filterRollouts({ rewards: [0, 0, 0, 0], groupIds: [0, 0, 1, 1], entropy: [0.1, 0.3, 0.5, 0.5] }, { ...FIL, metric: 'entropy_std', strategy: 'top_k_abs', value: 1 });
+    const e = filterRollouts(
+      { rewards: [0, 0, 0, 0], groupIds: [0, 0, 1, 1], entropy: [0.1, 0.3, 0.5, 0.5] },
+      { ...FIL, metric: 'entropy_std', strategy: 'top_k_abs', value: 1 },
+    );
     expect(e.scores[0]).toBeCloseTo(0.2 / Math.SQRT2, 12);
     expect(e.keptIndices).toEqual([0, 1]);
     expect(e.stats.zeroCount).toBe(1);
     expect(e.stats.inGroup.std).toBeCloseTo(0.1 / Math.SQRT2, 12);
     // Lengths [10, 20 | 5, 5]: means 15 and 5; smallest keeps group 1; overall mean length 10, chosen 5.
-    const l = filterRollouts({ rewards: [0, 0, 0, 0], groupIds: [0, 0, 1, 1], lengths: [10, 20, 5, 5] }, { ...FIL, metric: 'length', strategy: 'top_k_abs', value: 1, type: 'smallest' });
+    const l = filterRollouts(
+      { rewards: [0, 0, 0, 0], groupIds: [0, 0, 1, 1], lengths: [10, 20, 5, 5] },
+      { ...FIL, metric: 'length', strategy: 'top_k_abs', value: 1, type: 'smallest' },
+    );
     expect(Array.from(l.scores)).toEqual([15, 5]);
     expect(l.keptIndices).toEqual([2, 3]);
     expect(l.stats.inGroup.mean).toBe(10);

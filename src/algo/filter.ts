@@ -10,7 +10,14 @@ export type FilterStrategy = 'top_p' | 'top_k' | 'top_k_abs' | 'min_p';
 export type FilterType = 'largest' | 'smallest';
 export type TopPMode = 'linear' | 'softmax';
 
-export const FILTER_METRICS: readonly FilterMetric[] = ['reward_std', 'reward_mean', 'reward_sum', 'entropy', 'entropy_std', 'length'];
+export const FILTER_METRICS: readonly FilterMetric[] = [
+  'reward_std',
+  'reward_mean',
+  'reward_sum',
+  'entropy',
+  'entropy_std',
+  'length',
+];
 export const FILTER_STRATEGIES: readonly FilterStrategy[] = ['top_p', 'top_k', 'top_k_abs', 'min_p'];
 
 /**
@@ -31,10 +38,16 @@ export function parseFilterStrategy(name: string): FilterStrategy {
   return parseName('rollout filter strategy', name, FILTER_STRATEGIES);
 }
 
-/** How groups are selected from their scores, named as the config's `algo.filter.*` keys, which hold their defaults (src/config). */
+/**
+ * How groups are selected from their scores, named as the config's `algo.filter.*` keys, which hold their defaults
+ * (src/config).
+ */
 export interface SelectConfig {
   strategy: FilterStrategy;
-  /** top_p: probability mass (≥ 1 keeps all); top_k: fraction of groups; top_k_abs: count; min_p: fraction of the best score. */
+  /**
+   * top_p: probability mass (≥ 1 keeps all); top_k: fraction of groups; top_k_abs: count; min_p: fraction of the best
+   * score.
+   */
   value: number;
   /** Keep the largest or the smallest scores. */
   type: FilterType;
@@ -139,7 +152,10 @@ function meanOf(xs: Float64Array, idx?: number[]): number {
 }
 
 /** Per-group std (unbiased; 0 for a single member), mean, max and sum of a per-trajectory quantity. */
-export function groupSummary(x: Nums, groups: number[][]): { std: Float64Array; mean: Float64Array; max: Float64Array; sum: Float64Array } {
+export function groupSummary(
+  x: Nums,
+  groups: number[][],
+): { std: Float64Array; mean: Float64Array; max: Float64Array; sum: Float64Array } {
   const G = groups.length;
   const std = new Float64Array(G);
   const mean = new Float64Array(G);

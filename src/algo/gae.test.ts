@@ -32,12 +32,22 @@ describe('gae', () => {
 
   it('treats rows independently', () => {
     // Row 0: single token, δ = 1 − 0.5. Row 1: A1 = 2 − 1 = 1, A0 = (0 + 1 − 0) + 1·1 = 2 (γ = λ = 1).
-    const r = gae({ rewards: [1, 0, 0, 2], values: [0.5, 0, 0, 1], mask: [1, 0, 1, 1], B: 2, T: 2, gamma: 1, lambda: 1 });
+    const r = gae({
+      rewards: [1, 0, 0, 2],
+      values: [0.5, 0, 0, 1],
+      mask: [1, 0, 1, 1],
+      B: 2,
+      T: 2,
+      gamma: 1,
+      lambda: 1,
+    });
     close(r.advantages, [0.5, 0, 2, 1]);
   });
 
   it('refuses a reward on a token outside the loss mask', () => {
-    expect(() => gae({ rewards: [0, 1, 0], values: [0, 0, 0], mask: [1, 0, 1], B: 1, T: 3, gamma: 1, lambda: 1 })).toThrow(ShapeError);
+    expect(() =>
+      gae({ rewards: [0, 1, 0], values: [0, 0, 0], mask: [1, 0, 1], B: 1, T: 3, gamma: 1, lambda: 1 }),
+    ).toThrow(ShapeError);
   });
 });
 
@@ -73,7 +83,14 @@ describe('biLevelGae', () => {
 
   it('takes explicit turnIds, which may split adjacent loss tokens into two turns', () => {
     // TokenMask [1 1 1 1] with turnIds [0 0 1 1]: same arithmetic as the first test without the observation.
-    const r = biLevelGae({ ...base, values: [0.1, 0.2, 0.3, 0.4], mask: [1, 1, 1, 1], T: 4, rewards: [0, 0.5, 0, 1], turnIds: [0, 0, 1, 1] });
+    const r = biLevelGae({
+      ...base,
+      values: [0.1, 0.2, 0.3, 0.4],
+      mask: [1, 1, 1, 1],
+      T: 4,
+      rewards: [0, 0.5, 0, 1],
+      turnIds: [0, 0, 1, 1],
+    });
     close(r.advantages, [0.9, 0.8, 0.7, 0.6]);
   });
 
@@ -88,8 +105,12 @@ describe('biLevelGae', () => {
   });
 
   it('rejects a reward before the first turn and decreasing turn ids', () => {
-    expect(() => biLevelGae({ ...base, mask: [0, 1, 0, 1, 1], rewards: [1, 0, 0, 0, 0] })).toThrow(/before the row's first turn/);
-    expect(() => biLevelGae({ ...base, rewards: [0, 0, 0, 0, 1], turnIds: [1, 1, -1, 0, 0] })).toThrow(/must not decrease/);
+    expect(() => biLevelGae({ ...base, mask: [0, 1, 0, 1, 1], rewards: [1, 0, 0, 0, 0] })).toThrow(
+      /before the row's first turn/,
+    );
+    expect(() => biLevelGae({ ...base, rewards: [0, 0, 0, 0, 1], turnIds: [1, 1, -1, 0, 0] })).toThrow(
+      /must not decrease/,
+    );
   });
 });
 

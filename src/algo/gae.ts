@@ -30,7 +30,15 @@ function checkRewardsOnMask(rewards: Nums, mask: TokenMask, B: number, T: number
  * `maskedWhiten` for the `gae` estimator. Differences from veRL: entries off the mask are 0 instead
  * of the carried value, and a non-zero reward off the mask is an error (veRL drops it silently).
  */
-export function gae(a: { rewards: Nums; values: Nums; mask: TokenMask; B: number; T: number; gamma: number; lambda: number }): AdvantageReturns {
+export function gae(a: {
+  rewards: Nums;
+  values: Nums;
+  mask: TokenMask;
+  B: number;
+  T: number;
+  gamma: number;
+  lambda: number;
+}): AdvantageReturns {
   const { rewards, values, mask, B, T, gamma, lambda } = a;
   checkTokens('rewards', rewards, B, T);
   checkTokens('values', values, B, T);
@@ -70,11 +78,15 @@ function rowTurns(b: number, T: number, mask: TokenMask, turnIds?: Nums): number
     }
     const id = turnIds[i]!;
     if (id < 0) {
-      if (mask[i]) throw new ShapeError(`loss token (b=${b}, t=${t}) has turnId ${id}; every loss token must belong to a turn (id >= 0).`);
+      if (mask[i])
+        throw new ShapeError(
+          `loss token (b=${b}, t=${t}) has turnId ${id}; every loss token must belong to a turn (id >= 0).`,
+        );
       continue;
     }
     if (id !== lastId) {
-      if (id < lastId) throw new ShapeError(`turnIds must not decrease along a row; (b=${b}, t=${t}) has ${id} after ${lastId}.`);
+      if (id < lastId)
+        throw new ShapeError(`turnIds must not decrease along a row; (b=${b}, t=${t}) has ${id} after ${lastId}.`);
       turns.push([]);
       lastId = id;
     }
@@ -126,8 +138,11 @@ export function biLevelGae(a: {
       while (k + 1 < K && turns[k + 1]![0] === t) k++;
       const r = rewards[b * T + t]!;
       if (r === 0) continue;
-      if (k < 0) throw new ShapeError(`reward ${r} at (b=${b}, t=${t}) comes before the row's first turn; it belongs to no turn.`);
-      turnReward[k] += r;
+      if (k < 0)
+        throw new ShapeError(
+          `reward ${r} at (b=${b}, t=${t}) comes before the row's first turn; it belongs to no turn.`,
+        );
+      turnReward[k]! += r;
     }
     // High level over turns.
     const G = new Float64Array(K);
@@ -166,7 +181,8 @@ export function biLevelGae(a: {
  * are 0. Difference from veRL: a single loss token gives var 0 instead of raising.
  */
 export function maskedWhiten(x: Nums, mask: TokenMask, shiftMean = true): Float64Array {
-  if (x.length !== mask.length) throw new ShapeError(`maskedWhiten: x has length ${x.length} but mask has ${mask.length}.`);
+  if (x.length !== mask.length)
+    throw new ShapeError(`maskedWhiten: x has length ${x.length} but mask has ${mask.length}.`);
   let n = 0;
   let s = 0;
   for (let i = 0; i < x.length; i++) {

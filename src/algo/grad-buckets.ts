@@ -9,10 +9,12 @@
  * with it. With fewer groups than buckets, the first buckets are empty and every group is in the last.
  */
 export function rewardStdBuckets(groupStd: ArrayLike<number>, k: number): number[][] {
-  if (!Number.isInteger(k) || k < 1) throw new RangeError(`rewardStdBuckets: the bucket count must be an integer >= 1, got ${k}.`);
+  if (!Number.isInteger(k) || k < 1)
+    throw new RangeError(`rewardStdBuckets: the bucket count must be an integer >= 1, got ${k}.`);
   const G = groupStd.length;
   for (let g = 0; g < G; g++) {
-    if (!Number.isFinite(groupStd[g]!)) throw new RangeError(`rewardStdBuckets: group ${g} has a non-finite reward std (${groupStd[g]}).`);
+    if (!Number.isFinite(groupStd[g]!))
+      throw new RangeError(`rewardStdBuckets: group ${g} has a non-finite reward std (${groupStd[g]}).`);
   }
   const order = Array.from({ length: G }, (_, g) => g).sort((a, b) => groupStd[a]! - groupStd[b]! || a - b);
   const size = Math.floor(G / k);

@@ -26,7 +26,11 @@ describe('truncatedImportanceWeights', () => {
     expect([...r.weights]).toEqual([1, 1, 1]);
     expect(r.truncatedFrac).toBe(0);
     expect(r.behaviorKl).toBe(0);
-    expect(() => truncatedImportanceWeights({ behaviorLogprobs: lp, proxLogprobs: lp, mask: [1, 1, 1], cap: 0 })).toThrow(/cap must be > 0/);
-    expect(() => truncatedImportanceWeights({ behaviorLogprobs: lp, proxLogprobs: [0], mask: [1, 1, 1], cap: 2 })).toThrow(/one entry per token/);
+    expect(() =>
+      truncatedImportanceWeights({ behaviorLogprobs: lp, proxLogprobs: lp, mask: [1, 1, 1], cap: 0 }),
+    ).toThrow(/cap must be > 0/);
+    expect(() =>
+      truncatedImportanceWeights({ behaviorLogprobs: lp, proxLogprobs: [0], mask: [1, 1, 1], cap: 2 }),
+    ).toThrow(/one entry per token/);
   });
 });

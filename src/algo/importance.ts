@@ -39,7 +39,9 @@ export function truncatedImportanceWeights(x: ImportanceInput): ImportanceWeight
   if (!(x.cap > 0)) throw new RangeError(`truncatedImportanceWeights: cap must be > 0, got ${x.cap}`);
   const n = x.mask.length;
   if (x.behaviorLogprobs.length !== n || x.proxLogprobs.length !== n) {
-    throw new RangeError(`truncatedImportanceWeights: behaviorLogprobs (${x.behaviorLogprobs.length}), proxLogprobs (${x.proxLogprobs.length}) and mask (${n}) must have one entry per token`);
+    throw new RangeError(
+      `truncatedImportanceWeights: behaviorLogprobs (${x.behaviorLogprobs.length}), proxLogprobs (${x.proxLogprobs.length}) and mask (${n}) must have one entry per token`,
+    );
   }
   const weights = new Float64Array(n);
   let count = 0;
@@ -57,5 +59,10 @@ export function truncatedImportanceWeights(x: ImportanceInput): ImportanceWeight
     kl -= logRatio;
     count++;
   }
-  return { weights, mean: count > 0 ? sum / count : 1, truncatedFrac: count > 0 ? truncated / count : 0, behaviorKl: count > 0 ? kl / count : 0 };
+  return {
+    weights,
+    mean: count > 0 ? sum / count : 1,
+    truncatedFrac: count > 0 ? truncated / count : 0,
+    behaviorKl: count > 0 ? kl / count : 0,
+  };
 }

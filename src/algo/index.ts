@@ -8,7 +8,15 @@
 // Float64Array. Losses return {loss, grad, stats} with the exact gradient of `loss` w.r.t. the
 // per-token log-probs (and values / entropies), and take the mini-batch's `AggNorm` so that summing
 // micro-batch losses and gradients reproduces the mini-batch's exactly. See docs/algorithms.md.
-export { seqLengths, seqMeanTokens, seqSums, broadcastOverMask, type Nums, type TokenMask, type TokenShape } from './shape.js';
+export {
+  seqLengths,
+  seqMeanTokens,
+  seqSums,
+  broadcastOverMask,
+  type Nums,
+  type TokenMask,
+  type TokenShape,
+} from './shape.js';
 export * from './aggregate.js';
 export * from './gae.js';
 export * from './outcome-advantage.js';

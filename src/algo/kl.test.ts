@@ -2,7 +2,15 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../util/errors.js';
 import { Rng } from '../util/rng.js';
 import { aggNorm, LOSS_AGG_MODES } from './aggregate.js';
-import { applyKLPenalty, KL_ESTIMATORS, KLController, klLoss, klPenalty, parseKLEstimator, updateKLCoef } from './kl.js';
+import {
+  applyKLPenalty,
+  KL_ESTIMATORS,
+  KLController,
+  klLoss,
+  klPenalty,
+  parseKLEstimator,
+  updateKLCoef,
+} from './kl.js';
 import { maxGradError, randMask, randn } from './testing.js';
 
 describe('klPenalty at known points', () => {
@@ -48,7 +56,16 @@ describe('klLoss', () => {
   it('k3 by hand: two one-token rows, coef 0.5, seq-mean-token-sum', () => {
     // Row 0: ref − logπ = −1 -> k3 = e^−1, d/dlogπ = 1 − e^−1. Row 1: ref − logπ = 1 -> k3 = e − 2, d/dlogπ = 1 − e.
     // Loss = 0.5·(e^−1 + e − 2)/2; each row's weight is 1/2, so grad = 0.25·(1 − e^−1), 0.25·(1 − e).
-    const r = klLoss({ logprobs: [-1, -2], refLogprobs: [-2, -1], mask: [1, 1], B: 2, T: 1, estimator: 'k3', coef: 0.5, lossAgg: 'seq-mean-token-sum' });
+    const r = klLoss({
+      logprobs: [-1, -2],
+      refLogprobs: [-2, -1],
+      mask: [1, 1],
+      B: 2,
+      T: 1,
+      estimator: 'k3',
+      coef: 0.5,
+      lossAgg: 'seq-mean-token-sum',
+    });
     expect(r.loss).toBeCloseTo((0.5 * (Math.exp(-1) + Math.E - 2)) / 2, 14);
     expect(r.grad.logprobs[0]).toBeCloseTo(0.25 * (1 - Math.exp(-1)), 14);
     expect(r.grad.logprobs[1]).toBeCloseTo(0.25 * (1 - Math.E), 14);
@@ -74,9 +91,38 @@ describe('klLoss', () => {
     const ref = [-1.5, -1, -0.5, -1];
     const mask = [1, 1, 1, 0];
     const norm = aggNorm(mask, 2, 2);
-    const whole = klLoss({ logprobs: lp, refLogprobs: ref, mask, B: 2, T: 2, estimator: 'k3', coef: 1, lossAgg: 'token-mean' }).loss;
-    const a = klLoss({ logprobs: lp.slice(0, 2), refLogprobs: ref.slice(0, 2), mask: mask.slice(0, 2), B: 1, T: 2, estimator: 'k3', coef: 1, lossAgg: 'token-mean', norm }).loss;
-    const b = klLoss({ logprobs: lp.slice(2), refLogprobs: ref.slice(2), mask: mask.slice(2), B: 1, T: 2, estimator: 'k3', coef: 1, lossAgg: 'token-mean', norm }).loss;
+    const whole = klLoss({
+      logprobs: lp,
+      refLogprobs: ref,
+      mask,
+      B: 2,
+      T: 2,
+      estimator: 'k3',
+      coef: 1,
+      lossAgg: 'token-mean',
+    }).loss;
+    const a = klLoss({
+      logprobs: lp.slice(0, 2),
+      refLogprobs: ref.slice(0, 2),
+      mask: mask.slice(0, 2),
+      B: 1,
+      T: 2,
+      estimator: 'k3',
+      coef: 1,
+      lossAgg: 'token-mean',
+      norm,
+    }).loss;
+    const b = klLoss({
+      logprobs: lp.slice(2),
+      refLogprobs: ref.slice(2),
+      mask: mask.slice(2),
+      B: 1,
+      T: 2,
+      estimator: 'k3',
+      coef: 1,
+      lossAgg: 'token-mean',
+      norm,
+    }).loss;
     expect(a + b).toBeCloseTo(whole, 14);
   });
 });
@@ -115,7 +161,7 @@ describe('KL in reward', () => {
 });
 
 describe('parseKLEstimator', () => {
-  it('accepts veRL names and rejects RAGEN scripts\' `low-var-kl` with a suggestion', () => {
+  it("accepts veRL names and rejects RAGEN scripts' `low-var-kl` with a suggestion", () => {
     expect(parseKLEstimator('low_var_kl')).toBe('k3');
     expect(parseKLEstimator('kl')).toBe('k1');
     expect(parseKLEstimator('mse+')).toBe('k2+');

@@ -44,7 +44,8 @@ export interface KLTokens {
  */
 export function klPenalty(logprobs: Nums, refLogprobs: Nums, estimator: KLEstimator): KLTokens {
   const n = logprobs.length;
-  if (refLogprobs.length !== n) throw new RangeError(`klPenalty: logprobs has ${n} entries but refLogprobs has ${refLogprobs.length}.`);
+  if (refLogprobs.length !== n)
+    throw new RangeError(`klPenalty: logprobs has ${n} entries but refLogprobs has ${refLogprobs.length}.`);
   const kl = new Float64Array(n);
   const grad = new Float64Array(n);
   const straightThrough = estimator.endsWith('+');

@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../util/errors.js';
 import { computeAdvantage, needsCritic, parseAdvEstimator } from './advantages.js';
-import { grpoAdvantage, reinforcePPAdvantage, reinforcePPBaselineAdvantage, rlooAdvantage } from './outcome-advantage.js';
+import {
+  grpoAdvantage,
+  reinforcePPAdvantage,
+  reinforcePPBaselineAdvantage,
+  rlooAdvantage,
+} from './outcome-advantage.js';
 
 const close = (got: ArrayLike<number>, want: number[], digits = 9): void => {
   expect(got.length).toBe(want.length);
@@ -35,7 +40,15 @@ describe('grpoAdvantage', () => {
   it('counts each episode once in group statistics in per-turn layouts', () => {
     // Three rows of one group: episode e1 has two turn rows (score 1 each), e2 one row (score 3).
     // Deduplicated mean = (1 + 3)/2 = 2 (not 5/3), so Dr. GRPO gives [−1, −1, 1].
-    const r = grpoAdvantage({ rewards: [1, 1, 3], mask: [1, 1, 1], B: 3, T: 1, groupIds: [0, 0, 0], episodeIds: ['e1', 'e1', 'e2'], normByStd: false });
+    const r = grpoAdvantage({
+      rewards: [1, 1, 3],
+      mask: [1, 1, 1],
+      B: 3,
+      T: 1,
+      groupIds: [0, 0, 0],
+      episodeIds: ['e1', 'e1', 'e2'],
+      normByStd: false,
+    });
     close(r.seqAdvantages, [-1, -1, 1]);
   });
 });
@@ -86,18 +99,33 @@ describe('computeAdvantage', () => {
   it('whitens reinforce_pp and reinforce_pp_baseline by default (as veRL), not rloo', () => {
     // reinforce_pp, one row [a a], reward 1 on the last, γ = 0.5: returns [0.5, 1]; mean 0.75, unbiased var 0.125
     // -> ∓0.25/√0.125 = ∓1/√2.
-    const r = computeAdvantage({ rewards: [0, 1], mask: [1, 1], B: 1, T: 2 }, { ...DISCOUNT, advEstimator: 'reinforce_pp', gamma: 0.5 });
+    const r = computeAdvantage(
+      { rewards: [0, 1], mask: [1, 1], B: 1, T: 2 },
+      { ...DISCOUNT, advEstimator: 'reinforce_pp', gamma: 0.5 },
+    );
     close(r.advantages, [-Math.SQRT1_2, Math.SQRT1_2], 6);
-    close(computeAdvantage({ rewards: [0, 1], mask: [1, 1], B: 1, T: 2 }, { ...DISCOUNT, advEstimator: 'reinforce_pp', gamma: 0.5, normAdvantages: false }).advantages, [0.5, 1]);
+    close(
+      computeAdvantage(
+        { rewards: [0, 1], mask: [1, 1], B: 1, T: 2 },
+        { ...DISCOUNT, advEstimator: 'reinforce_pp', gamma: 0.5, normAdvantages: false },
+      ).advantages,
+      [0.5, 1],
+    );
     // Baseline, one group of scores [1, 3]: [−1, 1]; var (1 + 1)/1 = 2 -> ∓1/√2. RLOO on the same: [−2, 2], unwhitened.
     const g = { rewards: [1, 3], mask: [1, 1], B: 2, T: 1, groupIds: [0, 0] };
-    close(computeAdvantage(g, { ...DISCOUNT, advEstimator: 'reinforce_pp_baseline' }).advantages, [-Math.SQRT1_2, Math.SQRT1_2], 6);
+    close(
+      computeAdvantage(g, { ...DISCOUNT, advEstimator: 'reinforce_pp_baseline' }).advantages,
+      [-Math.SQRT1_2, Math.SQRT1_2],
+      6,
+    );
     close(computeAdvantage(g, { ...DISCOUNT, advEstimator: 'rloo' }).advantages, [-2, 2]);
   });
 
   it('names what is missing', () => {
     expect(() => computeAdvantage({ rewards, mask, B, T }, { ...DISCOUNT, advEstimator: 'gae' })).toThrow(ConfigError);
-    expect(() => computeAdvantage({ rewards, mask, B, T }, { ...DISCOUNT, advEstimator: 'rloo' })).toThrow(/needs `groupIds`/);
+    expect(() => computeAdvantage({ rewards, mask, B, T }, { ...DISCOUNT, advEstimator: 'rloo' })).toThrow(
+      /needs `groupIds`/,
+    );
   });
 
   it('parses veRL spellings and suggests names', () => {

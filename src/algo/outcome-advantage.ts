@@ -85,7 +85,9 @@ interface OutcomeInput {
  * A group whose rewards tie gets advantage 0. Also returns each sequence's group std (for soft
  * reweighting).
  */
-export function grpoAdvantage(a: OutcomeInput & { eps?: number; normByStd?: boolean }): OutcomeAdvantage & { groupStd: Float64Array } {
+export function grpoAdvantage(
+  a: OutcomeInput & { eps?: number; normByStd?: boolean },
+): OutcomeAdvantage & { groupStd: Float64Array } {
   const { rewards, mask, B, T, groupIds, episodeIds } = a;
   const eps = a.eps ?? 1e-6;
   const normByStd = a.normByStd ?? true;
@@ -149,7 +151,13 @@ export function reinforcePPBaselineAdvantage(a: OutcomeInput): OutcomeAdvantage 
  * non-zero reward off the mask is an error. `seqAdvantages` holds each sequence's return at its first
  * loss token.
  */
-export function reinforcePPAdvantage(a: { rewards: Nums; mask: TokenMask; B: number; T: number; gamma: number }): OutcomeAdvantage {
+export function reinforcePPAdvantage(a: {
+  rewards: Nums;
+  mask: TokenMask;
+  B: number;
+  T: number;
+  gamma: number;
+}): OutcomeAdvantage {
   const { rewards, mask, B, T, gamma } = a;
   checkTokens('rewards', rewards, B, T);
   checkTokens('mask', mask, B, T);
@@ -160,7 +168,10 @@ export function reinforcePPAdvantage(a: { rewards: Nums; mask: TokenMask; B: num
     for (let t = T - 1; t >= 0; t--) {
       const i = b * T + t;
       if (!mask[i]) {
-        if (rewards[i] !== 0) throw new ShapeError(`reward ${rewards[i]} at (b=${b}, t=${t}) lies off the loss mask; place it on a policy token.`);
+        if (rewards[i] !== 0)
+          throw new ShapeError(
+            `reward ${rewards[i]} at (b=${b}, t=${t}) lies off the loss mask; place it on a policy token.`,
+          );
         continue;
       }
       g = rewards[i]! + gamma * g;

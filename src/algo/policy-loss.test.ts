@@ -18,7 +18,16 @@ describe('ppoPolicyLoss on hand-worked tokens', () => {
   const deltas = [0.5, 0.1, -0.5, 1.5];
   const logprobs = deltas.map((d, i) => oldLogprobs[i]! + d);
   const advantages = [1, 1, -1, -1];
-  const r = ppoPolicyLoss({ logprobs, oldLogprobs, advantages, mask: [1, 1, 1, 1], B: 1, T: 4, lossAgg: 'token-mean', ...CLIP });
+  const r = ppoPolicyLoss({
+    logprobs,
+    oldLogprobs,
+    advantages,
+    mask: [1, 1, 1, 1],
+    B: 1,
+    T: 4,
+    lossAgg: 'token-mean',
+    ...CLIP,
+  });
 
   it('takes the pessimistic clipped loss and the dual clip', () => {
     expect(r.loss).toBeCloseTo((-1.28 - Math.exp(0.1) + 0.8 + 3) / 4, 12);
@@ -37,19 +46,49 @@ describe('ppoPolicyLoss on hand-worked tokens', () => {
     expect(r.stats.approxKl).toBeCloseTo(k3, 12);
   });
   it('without dual clip (c = ∞) the 4th token keeps L = −A·r', () => {
-    const nd = ppoPolicyLoss({ logprobs, oldLogprobs, advantages, mask: [1, 1, 1, 1], B: 1, T: 4, lossAgg: 'token-mean', ...CLIP, clipRatioC: Infinity });
+    const nd = ppoPolicyLoss({
+      logprobs,
+      oldLogprobs,
+      advantages,
+      mask: [1, 1, 1, 1],
+      B: 1,
+      T: 4,
+      lossAgg: 'token-mean',
+      ...CLIP,
+      clipRatioC: Infinity,
+    });
     expect(nd.loss).toBeCloseTo((-1.28 - Math.exp(0.1) + 0.8 + Math.exp(1.5)) / 4, 12);
     expect(nd.grad.logprobs[3]).toBeCloseTo(Math.exp(1.5) / 4, 12);
     expect(nd.stats.clipfracDual).toBe(0);
   });
   it('clamps the log-ratio: beyond the clamp the gradient is 0', () => {
-    const c = ppoPolicyLoss({ logprobs: [5], oldLogprobs: [0], advantages: [-0.1], mask: [1], B: 1, T: 1, lossAgg: 'token-mean', ...CLIP, logRatioClamp: 2, clipRatioC: Infinity });
+    const c = ppoPolicyLoss({
+      logprobs: [5],
+      oldLogprobs: [0],
+      advantages: [-0.1],
+      mask: [1],
+      B: 1,
+      T: 1,
+      lossAgg: 'token-mean',
+      ...CLIP,
+      logRatioClamp: 2,
+      clipRatioC: Infinity,
+    });
     expect(c.loss).toBeCloseTo(0.1 * Math.exp(2), 12);
     expect(c.grad.logprobs[0]).toBe(0);
   });
   it('takes ppo_kl and the k3 statistic from the clamped log-ratio, as veRL', () => {
     // Δ = 30 clamps to 20: ppo_kl = −20 (not −30); k3 = e^20 − 1 − 20.
-    const c = ppoPolicyLoss({ logprobs: [30], oldLogprobs: [0], advantages: [1], mask: [1], B: 1, T: 1, lossAgg: 'token-mean', ...CLIP });
+    const c = ppoPolicyLoss({
+      logprobs: [30],
+      oldLogprobs: [0],
+      advantages: [1],
+      mask: [1],
+      B: 1,
+      T: 1,
+      lossAgg: 'token-mean',
+      ...CLIP,
+    });
     expect(c.stats.ppoKl).toBe(-20);
     expect(c.stats.approxKl).toBeCloseTo(Math.exp(20) - 21, 0);
   });
@@ -58,17 +97,36 @@ describe('ppoPolicyLoss on hand-worked tokens', () => {
 describe('entropyBonus and actorLoss on hand-worked tokens', () => {
   it('entropy bonus is −coef · agg(H): H = [1, 3, (5 masked)], coef 0.01', () => {
     // token-mean: −0.01·(1 + 3)/2 = −0.02, dL/dH = −0.01/2 on each loss token; seq-mean-token-sum: −0.01·4.
-    const e = entropyBonus({ entropy: [1, 3, 5], mask: [1, 1, 0], B: 1, T: 3, coef: 0.01, lossAgg: 'token-mean', ...CLIP });
+    const e = entropyBonus({
+      entropy: [1, 3, 5],
+      mask: [1, 1, 0],
+      B: 1,
+      T: 3,
+      coef: 0.01,
+      lossAgg: 'token-mean',
+      ...CLIP,
+    });
     expect(e.loss).toBeCloseTo(-0.02, 14);
     expect(Array.from(e.grad.entropy)).toEqual([-0.005, -0.005, 0]);
     expect(e.stats.entropy).toBe(2);
-    expect(entropyBonus({ entropy: [1, 3, 5], mask: [1, 1, 0], B: 1, T: 3, coef: 0.01, lossAgg: 'seq-mean-token-sum' }).loss).toBeCloseTo(-0.04, 14);
+    expect(
+      entropyBonus({ entropy: [1, 3, 5], mask: [1, 1, 0], B: 1, T: 3, coef: 0.01, lossAgg: 'seq-mean-token-sum' }).loss,
+    ).toBeCloseTo(-0.04, 14);
   });
   it('actor loss = PPO − c_H·H + c_KL·k1 on one unclipped token', () => {
     // Δ_old = 0.1, A = 1: pg = −e^0.1, dpg/dlogπ = −e^0.1. H = 2, c_H = 0.01: −0.02, dL/dH = −0.01.
     // logπ − logπ_ref = 0.3, c_KL = 0.1, k1: +0.03, dKL/dlogπ = 0.1.
     const r = actorLoss(
-      { logprobs: [-0.9], oldLogprobs: [-1], advantages: [1], mask: [1], B: 1, T: 1, entropy: [2], refLogprobs: [-1.2] },
+      {
+        logprobs: [-0.9],
+        oldLogprobs: [-1],
+        advantages: [1],
+        mask: [1],
+        B: 1,
+        T: 1,
+        entropy: [2],
+        refLogprobs: [-1.2],
+      },
       { lossAgg: 'token-mean', ...CLIP, entropyCoeff: 0.01, klCoef: 0.1, klEstimator: 'k1' },
     );
     expect(r.loss).toBeCloseTo(-Math.exp(0.1) - 0.02 + 0.03, 12);
@@ -91,7 +149,8 @@ function ppoInputs(seed: number, B: number, T: number) {
   }
   const adv = randn(rng, B * T);
   const mask = randMask(rng, B * T);
-  // Plant one token of each clipped kind: dual (A < 0, r = e^1.5 > c), high (A > 0, r = e^0.6), low (A < 0, r = e^−0.6).
+  // Plant one token of each clipped kind: dual (A < 0, r = e^1.5 > c), high (A > 0, r = e^0.6), low (A < 0, r =
+  // e^−0.6).
   [
     [-1, 1.5],
     [1, 0.6],
@@ -110,26 +169,45 @@ describe('closed-form gradients match central differences', () => {
   const { old, lp, adv, mask, ent, ref } = ppoInputs(21, B, T);
   for (const lossAgg of LOSS_AGG_MODES) {
     it(`ppoPolicyLoss, ${lossAgg}`, () => {
-      const f = (x: Float64Array): number => ppoPolicyLoss({ logprobs: x, oldLogprobs: old, advantages: adv, mask, B, T, lossAgg, ...CLIP }).loss;
-      const g = ppoPolicyLoss({ logprobs: lp, oldLogprobs: old, advantages: adv, mask, B, T, lossAgg, ...CLIP }).grad.logprobs;
+      const f = (x: Float64Array): number =>
+        ppoPolicyLoss({ logprobs: x, oldLogprobs: old, advantages: adv, mask, B, T, lossAgg, ...CLIP }).loss;
+      const g = ppoPolicyLoss({ logprobs: lp, oldLogprobs: old, advantages: adv, mask, B, T, lossAgg, ...CLIP }).grad
+        .logprobs;
       expect(maxGradError(f, lp, g)).toBeLessThan(1e-7);
     });
   }
   it('the inputs exercise every branch (so the check covers clipped and dual-clipped tokens)', () => {
-    const s = ppoPolicyLoss({ logprobs: lp, oldLogprobs: old, advantages: adv, mask, B, T, lossAgg: 'token-mean', ...CLIP }).stats;
+    const s = ppoPolicyLoss({
+      logprobs: lp,
+      oldLogprobs: old,
+      advantages: adv,
+      mask,
+      B,
+      T,
+      lossAgg: 'token-mean',
+      ...CLIP,
+    }).stats;
     expect(s.clipfracHigh).toBeGreaterThan(0);
     expect(s.clipfracLow).toBeGreaterThan(0);
     expect(s.clipfracDual).toBeGreaterThan(0);
     expect(s.clipfrac).toBeLessThan(1);
   });
   it('entropyBonus w.r.t. entropies', () => {
-    const f = (x: Float64Array): number => entropyBonus({ entropy: x, mask, B, T, coef: 0.01, lossAgg: 'seq-mean-token-mean' }).loss;
+    const f = (x: Float64Array): number =>
+      entropyBonus({ entropy: x, mask, B, T, coef: 0.01, lossAgg: 'seq-mean-token-mean' }).loss;
     const g = entropyBonus({ entropy: ent, mask, B, T, coef: 0.01, lossAgg: 'seq-mean-token-mean' }).grad.entropy;
     expect(maxGradError(f, ent, g)).toBeLessThan(1e-9);
   });
   it('actorLoss (PPO + entropy + k3 KL) w.r.t. logprobs and entropies', () => {
-    const cfg = { lossAgg: 'token-mean' as const, ...CLIP, entropyCoeff: 0.01, klCoef: 0.1, klEstimator: 'k3' as const };
-    const run = (x: Float64Array, e: Float64Array) => actorLoss({ logprobs: x, oldLogprobs: old, advantages: adv, mask, B, T, entropy: e, refLogprobs: ref }, cfg);
+    const cfg = {
+      lossAgg: 'token-mean' as const,
+      ...CLIP,
+      entropyCoeff: 0.01,
+      klCoef: 0.1,
+      klEstimator: 'k3' as const,
+    };
+    const run = (x: Float64Array, e: Float64Array) =>
+      actorLoss({ logprobs: x, oldLogprobs: old, advantages: adv, mask, B, T, entropy: e, refLogprobs: ref }, cfg);
     const r = run(lp, ent);
     expect(maxGradError((x) => run(x, ent).loss, lp, r.grad.logprobs)).toBeLessThan(1e-7);
     expect(maxGradError((e) => run(lp, e).loss, ent, r.grad.entropy!)).toBeLessThan(1e-9);
@@ -144,7 +222,10 @@ describe('gradient accumulation', () => {
   const cfg = { ...CLIP, entropyCoeff: 0.01, klCoef: 0.05, klEstimator: 'k1' as const };
   for (const lossAgg of LOSS_AGG_MODES) {
     it(`${lossAgg}: micro-batches of 1, 2 and 3 rows add up to the mini-batch loss and gradient`, () => {
-      const whole = actorLoss({ logprobs: lp, oldLogprobs: old, advantages: adv, mask, B, T, entropy: ent, refLogprobs: ref }, { ...cfg, lossAgg });
+      const whole = actorLoss(
+        { logprobs: lp, oldLogprobs: old, advantages: adv, mask, B, T, entropy: ent, refLogprobs: ref },
+        { ...cfg, lossAgg },
+      );
       const norm = aggNorm(mask, B, T);
       let loss = 0;
       const grad = new Float64Array(B * T);
@@ -155,7 +236,17 @@ describe('gradient accumulation', () => {
       ] as const) {
         const sl = (x: Float64Array) => x.subarray(a * T, b * T);
         const r = actorLoss(
-          { logprobs: sl(lp), oldLogprobs: sl(old), advantages: sl(adv), mask: sl(mask), B: b - a, T, entropy: sl(ent), refLogprobs: sl(ref), norm },
+          {
+            logprobs: sl(lp),
+            oldLogprobs: sl(old),
+            advantages: sl(adv),
+            mask: sl(mask),
+            B: b - a,
+            T,
+            entropy: sl(ent),
+            refLogprobs: sl(ref),
+            norm,
+          },
           { ...cfg, lossAgg },
         );
         loss += r.loss;

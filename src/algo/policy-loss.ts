@@ -53,9 +53,11 @@ export interface PolicyTokens {
  * min(Lc, −A·c). The loss is agg(L) and its gradient w.r.t. logπ is w_t·(dL_t/dlogπ_t), where
  * dL/dlogπ = −A·r when the unclipped term is active and 0 when a clip (or the log-ratio clamp) binds.
  */
-export function ppoPolicyLoss(
-  a: PolicyTokens & { lossAgg: LossAggMode } & PPOClipConfig,
-): { loss: number; grad: { logprobs: Float64Array }; stats: PPOStats } {
+export function ppoPolicyLoss(a: PolicyTokens & { lossAgg: LossAggMode } & PPOClipConfig): {
+  loss: number;
+  grad: { logprobs: Float64Array };
+  stats: PPOStats;
+} {
   const { logprobs, oldLogprobs, advantages, mask, B, T, lossAgg, norm } = a;
   const { clipRatioLow: epsLow, clipRatioHigh: epsHigh, clipRatioC: c } = a;
   const clamp = a.logRatioClamp ?? 20;
@@ -142,7 +144,10 @@ export function entropyBonus(a: {
   return { loss, grad: { entropy: g }, stats: { entropy: maskedMean(entropy, mask) } };
 }
 
-/** Settings of the full actor loss (PPO clip + entropy bonus + optional KL loss); the config's `algo.*` holds the defaults. */
+/**
+ * Settings of the full actor loss (PPO clip + entropy bonus + optional KL loss); the config's `algo.*` holds the
+ * defaults.
+ */
 export interface ActorLossConfig extends PPOClipConfig {
   lossAgg: LossAggMode;
   /** Entropy bonus coefficient (`algo.entropyCoeff`, veRL's `entropy_coeff`); 0 disables the entropy term. */
@@ -173,8 +178,17 @@ export function actorLoss(
   let entropyLoss = 0;
   let entropy = 0;
   if (entropyCoeff !== 0) {
-    if (a.entropy === undefined) throw new TypeError('actorLoss: entropyCoeff is non-zero but no per-token `entropy` was given.');
-    const e = entropyBonus({ entropy: a.entropy, mask, B, T, coef: entropyCoeff, lossAgg: cfg.lossAgg, ...(norm !== undefined ? { norm } : {}) });
+    if (a.entropy === undefined)
+      throw new TypeError('actorLoss: entropyCoeff is non-zero but no per-token `entropy` was given.');
+    const e = entropyBonus({
+      entropy: a.entropy,
+      mask,
+      B,
+      T,
+      coef: entropyCoeff,
+      lossAgg: cfg.lossAgg,
+      ...(norm !== undefined ? { norm } : {}),
+    });
     entropyLoss = e.loss;
     entropy = e.stats.entropy;
     grad.entropy = e.grad.entropy;
@@ -184,7 +198,8 @@ export function actorLoss(
   let kLoss = 0;
   let kl = 0;
   if (klCoef !== 0) {
-    if (a.refLogprobs === undefined) throw new TypeError('actorLoss: klCoef is non-zero but no `refLogprobs` were given.');
+    if (a.refLogprobs === undefined)
+      throw new TypeError('actorLoss: klCoef is non-zero but no `refLogprobs` were given.');
     const k = klLoss({
       logprobs: a.logprobs,
       refLogprobs: a.refLogprobs,
@@ -198,7 +213,7 @@ export function actorLoss(
     });
     kLoss = k.loss;
     kl = k.stats.kl;
-    for (let i = 0; i < B * T; i++) grad.logprobs[i] += k.grad.logprobs[i]!;
+    for (let i = 0; i < B * T; i++) grad.logprobs[i]! += k.grad.logprobs[i]!;
   }
   return {
     loss: pg.loss + entropyLoss + kLoss,

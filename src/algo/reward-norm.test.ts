@@ -42,7 +42,11 @@ describe('normalizeRewards', () => {
   it('batch x asym_clip clamps the top at 3: ten 0s and one 1', () => {
     // mean 1/11; squared deviations 10·(1/11)² + (10/11)² = 10/11; unbiased var 1/11, std 1/√11.
     // z(1) = (10/11)·√11 = 10/√11 ≈ 3.015 -> 3; z(0) = −(1/11)/(1/√11 + 1e-6) ≈ −0.3015 (unclipped).
-    const got = normalizeRewards({ scores: [...new Array<number>(10).fill(0), 1], grouping: 'batch', method: 'asym_clip' });
+    const got = normalizeRewards({
+      scores: [...new Array<number>(10).fill(0), 1],
+      grouping: 'batch',
+      method: 'asym_clip',
+    });
     expect(got[10]).toBe(3);
     expect(got[0]).toBeCloseTo(-(1 / 11) / (1 / Math.sqrt(11) + 1e-6), 12);
   });

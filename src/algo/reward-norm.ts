@@ -67,14 +67,16 @@ export function normalizeRewards(a: {
   let keys: ArrayLike<number | string>;
   switch (grouping) {
     case 'state':
-      if (a.groupIds === undefined) throw new TypeError('normalizeRewards: grouping `state` needs `groupIds` (one per episode).');
+      if (a.groupIds === undefined)
+        throw new TypeError('normalizeRewards: grouping `state` needs `groupIds` (one per episode).');
       keys = a.groupIds;
       break;
     case 'batch':
       keys = new Array<number>(n).fill(0);
       break;
     case 'inductive':
-      if (a.tags === undefined) throw new TypeError('normalizeRewards: grouping `inductive` needs `tags` (one env tag per episode).');
+      if (a.tags === undefined)
+        throw new TypeError('normalizeRewards: grouping `inductive` needs `tags` (one env tag per episode).');
       keys = a.tags;
       break;
     default:

@@ -28,7 +28,9 @@ export interface TokenShape {
 export function checkTokens(name: string, arr: Nums, B: number, T: number): void {
   checkDims(B, T);
   if (arr.length !== B * T) {
-    throw new ShapeError(`\`${name}\` has length ${arr.length}, but a (B, T) = (${B}, ${T}) batch needs ${B * T} numbers (index b*T + t).`);
+    throw new ShapeError(
+      `\`${name}\` has length ${arr.length}, but a (B, T) = (${B}, ${T}) batch needs ${B * T} numbers (index b*T + t).`,
+    );
   }
 }
 

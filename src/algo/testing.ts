@@ -23,7 +23,12 @@ export function centralDiff(f: (x: Float64Array) => number, x: Float64Array, i: 
 }
 
 /** Largest |grad_i − numeric_i| over all i. */
-export function maxGradError(f: (x: Float64Array) => number, x: Float64Array, grad: ArrayLike<number>, h = 1e-6): number {
+export function maxGradError(
+  f: (x: Float64Array) => number,
+  x: Float64Array,
+  grad: ArrayLike<number>,
+  h = 1e-6,
+): number {
   let err = 0;
   for (let i = 0; i < x.length; i++) err = Math.max(err, Math.abs(grad[i]! - centralDiff(f, x, i, h)));
   return err;

@@ -45,5 +45,9 @@ export function clippedValueLoss(a: {
     n++;
     if (clipped) nClip++;
   }
-  return { loss, grad: { values: grad }, stats: { vfClipfrac: n > 0 ? nClip / n : 0, vpredMean: maskedMean(values, mask), tokens: n } };
+  return {
+    loss,
+    grad: { values: grad },
+    stats: { vfClipfrac: n > 0 ? nClip / n : 0, vpredMean: maskedMean(values, mask), tokens: n },
+  };
 }

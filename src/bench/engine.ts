@@ -9,7 +9,14 @@ import type { ForwardResult, OutputGradients } from '../engine/types.js';
 
 /** The reference model: vocab 2048, hidden 256, 6 layers, 4 heads (2 KV), intermediate 768, RoPE, tied embeddings. */
 export const BENCH_MODEL: ModelConfig = modelConfig({
-  modelType: 'qwen2', vocabSize: 2048, hiddenSize: 256, intermediateSize: 768, numLayers: 6, numHeads: 4, numKvHeads: 2, tieWordEmbeddings: true,
+  modelType: 'qwen2',
+  vocabSize: 2048,
+  hiddenSize: 256,
+  intermediateSize: 768,
+  numLayers: 6,
+  numHeads: 4,
+  numKvHeads: 2,
+  tieWordEmbeddings: true,
 });
 
 /** Sizes of the workload (the defaults are the issue's). */
@@ -22,7 +29,14 @@ export interface BenchWorkload {
   newTokens: number;
 }
 
-export const DEFAULT_WORKLOAD: BenchWorkload = { batch: 8, seq: 128, steps: 5, decodeBatch: 64, prompt: 64, newTokens: 128 };
+export const DEFAULT_WORKLOAD: BenchWorkload = {
+  batch: 8,
+  seq: 128,
+  steps: 5,
+  decodeBatch: 64,
+  prompt: 64,
+  newTokens: 128,
+};
 
 /** What one process measured. */
 export interface EngineBenchResult {
@@ -61,11 +75,17 @@ function median(xs: number[]): number {
 }
 
 /** Run the workload on `backend` in this process. */
-export async function runEngineBench(backend: BackendName, w: BenchWorkload = DEFAULT_WORKLOAD, config: ModelConfig = BENCH_MODEL): Promise<EngineBenchResult> {
+export async function runEngineBench(
+  backend: BackendName,
+  w: BenchWorkload = DEFAULT_WORKLOAD,
+  config: ModelConfig = BENCH_MODEL,
+): Promise<EngineBenchResult> {
   const engine = LocalEngine.create(config, { backend, seed: 0 });
   const rng = new Rng(0);
   const V = config.vocabSize;
-  const seqs = sequenceBatch(Array.from({ length: w.batch }, () => Array.from({ length: w.seq + 1 }, () => rng.int(V))));
+  const seqs = sequenceBatch(
+    Array.from({ length: w.batch }, () => Array.from({ length: w.seq + 1 }, () => rng.int(V))),
+  );
   const n = w.batch * w.seq;
   let loss = NaN;
   // mean cross-entropy over every scored token (t >= 1): d loss / d logprob = -1 / N
@@ -89,5 +109,11 @@ export async function runEngineBench(backend: BackendName, w: BenchWorkload = DE
   const tokens = gens.reduce((a, g) => a + g.tokens.length, 0);
   engine.dispose();
   const simd = backend === 'wasm' ? simdPeak() : null;
-  return { trainStepMs: median(times), decodeTokPerS: tokens / dt, peakRssMb: process.resourceUsage().maxRSS / 1024, loss, ...(simd ? { simd } : {}) };
+  return {
+    trainStepMs: median(times),
+    decodeTokPerS: tokens / dt,
+    peakRssMb: process.resourceUsage().maxRSS / 1024,
+    loss,
+    ...(simd ? { simd } : {}),
+  };
 }

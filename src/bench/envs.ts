@@ -60,11 +60,24 @@ export async function benchEnv(id: string, options: BenchEnvOptions = {}): Promi
     await env.reset({ seed: 0, mode });
     if (env.actionNames !== undefined && env.actionNames.length > 0) source = 'random';
   }
-  let result: BenchEnvResult = { id, resetsPerSecond: resets.count / resets.seconds, stepsPerSecond: null, actions: source, resets: resets.count, steps: 0, meanEpisodeLength: null };
+  let result: BenchEnvResult = {
+    id,
+    resetsPerSecond: resets.count / resets.seconds,
+    stepsPerSecond: null,
+    actions: source,
+    resets: resets.count,
+    steps: 0,
+    meanEpisodeLength: null,
+  };
   if (source !== 'none') {
     await measureSteps(env, plans, warmup, mode);
     const steps = await measureSteps(env, plans, seconds, mode);
-    result = { ...result, stepsPerSecond: steps.count / steps.seconds, steps: steps.count, meanEpisodeLength: steps.count / Math.max(1, steps.episodes) };
+    result = {
+      ...result,
+      stepsPerSecond: steps.count / steps.seconds,
+      steps: steps.count,
+      meanEpisodeLength: steps.count / Math.max(1, steps.episodes),
+    };
   }
   await env.close();
   return result;
@@ -88,7 +101,12 @@ async function measureResets(env: Env, seconds: number): Promise<{ count: number
 /** Steps until `seconds` of step() time is spent; resets between episodes are not timed. */
 type Plan = { seed: number; actions: string[] };
 
-async function measureSteps(env: Env, plans: Plan[], seconds: number, mode: EnvMode): Promise<{ count: number; seconds: number; episodes: number }> {
+async function measureSteps(
+  env: Env,
+  plans: Plan[],
+  seconds: number,
+  mode: EnvMode,
+): Promise<{ count: number; seconds: number; episodes: number }> {
   const rng = new Rng(12345);
   const budget = seconds * 1000;
   let spent = 0;

@@ -51,11 +51,19 @@ export async function benchJudge(options: JudgeBenchOptions = {}): Promise<Judge
     problems.map(async (p) => {
       const program = assembleProgram(p.reference, p);
       if (!program.ok) throw new Error(`the reference of ${p.id} does not assemble: ${program.reason}`);
-      const run = await sandbox.run({ code: program.code, style: p.style, ...(p.functionName ? { functionName: p.functionName } : {}), inputs: p.tests.map((t) => t.input) });
+      const run = await sandbox.run({
+        code: program.code,
+        style: p.style,
+        ...(p.functionName ? { functionName: p.functionName } : {}),
+        inputs: p.tests.map((t) => t.input),
+      });
       latencies.push(run.wallSeconds * 1000);
       tests += p.tests.length;
       const bad = p.tests.findIndex((t, i) => !testPassed(run.tests[i]!, t.output, p.style));
-      if (bad >= 0) failures.push(`${p.id} test ${bad + 1}: ${run.tests[bad]!.error ?? `printed ${JSON.stringify(run.tests[bad]!.output.slice(0, 80))}`}`);
+      if (bad >= 0)
+        failures.push(
+          `${p.id} test ${bad + 1}: ${run.tests[bad]!.error ?? `printed ${JSON.stringify(run.tests[bad]!.output.slice(0, 80))}`}`,
+        );
       options.onProgress?.(++done, problems.length);
     }),
   );

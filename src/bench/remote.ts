@@ -92,7 +92,14 @@ function plansFor(id: string, remoteOnly: boolean): Plan[] {
 }
 
 /** Plays plans from `start` (reset, then each action until the episode ends) until `deadline`; counts steps. */
-async function replay(env: Env, plans: Plan[], start: number, deadline: number, mode: EnvMode, latencies?: number[]): Promise<{ steps: number; resets: number; errors: number; firstError?: string }> {
+async function replay(
+  env: Env,
+  plans: Plan[],
+  start: number,
+  deadline: number,
+  mode: EnvMode,
+  latencies?: number[],
+): Promise<{ steps: number; resets: number; errors: number; firstError?: string }> {
   let steps = 0;
   let resets = 0;
   let errors = 0;
@@ -125,7 +132,10 @@ function percentile(sorted: Float64Array, q: number): number {
 }
 
 /** Load-test `sessions` concurrent sessions of `id` at `url`, then the same workload in-process. */
-export async function benchRemote(options: RemoteBenchOptions, progress?: (line: string) => void): Promise<RemoteBenchResult> {
+export async function benchRemote(
+  options: RemoteBenchOptions,
+  progress?: (line: string) => void,
+): Promise<RemoteBenchResult> {
   const remoteOnly = options.remoteOnly ?? false;
   const id = remoteOnly ? options.id : resolveEnvId(options.id);
   const sessions = options.sessions ?? 1000;
@@ -133,12 +143,17 @@ export async function benchRemote(options: RemoteBenchOptions, progress?: (line:
   const plans = plansFor(remoteOnly ? await registerRemoteEnv(`remote:${options.url}/${id}`) : id, remoteOnly);
 
   const t0 = performance.now();
-  const envs = Array.from({ length: sessions }, () => new RemoteEnv(`${options.url}/${id}`, { log: () => {}, timeoutS: 60, connectAttempts: 5 }));
+  const envs = Array.from(
+    { length: sessions },
+    () => new RemoteEnv(`${options.url}/${id}`, { log: () => {}, timeoutS: 60, connectAttempts: 5 }),
+  );
   const opened = await Promise.allSettled(envs.map((env, i) => env.reset({ seed: plans[i % plans.length]!.seed })));
   const failed = opened.filter((r) => r.status === 'rejected');
   if (failed.length > 0) {
     envs.forEach((e) => e.close());
-    throw new Error(`${failed.length} of ${sessions} sessions could not open: ${String((failed[0] as PromiseRejectedResult).reason)}`);
+    throw new Error(
+      `${failed.length} of ${sessions} sessions could not open: ${String((failed[0] as PromiseRejectedResult).reason)}`,
+    );
   }
   const connectSeconds = (performance.now() - t0) / 1000;
   progress?.(`${id}: ${sessions} sessions open in ${connectSeconds.toFixed(2)} s; stepping for ${seconds} s`);

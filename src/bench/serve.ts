@@ -46,8 +46,15 @@ export async function runServeLoad(url: string, model: string, o: ServeBenchOpti
   const N = o.requests ?? 200;
   const maxTokens = o.maxTokens ?? 16;
   const client = new OpenAI({ baseURL: url, apiKey: 'bench', maxRetries: 0, timeout: 600_000 });
-  const stats = async (): Promise<BatcherStats> => (await fetch(new URL('/stats', url))).json() as Promise<BatcherStats>;
-  const ask = (i: number) => client.chat.completions.create({ model, messages: [{ role: 'user', content: benchMessage(i) }], max_tokens: maxTokens, temperature: 0 });
+  const stats = async (): Promise<BatcherStats> =>
+    (await fetch(new URL('/stats', url))).json() as Promise<BatcherStats>;
+  const ask = (i: number) =>
+    client.chat.completions.create({
+      model,
+      messages: [{ role: 'user', content: benchMessage(i) }],
+      max_tokens: maxTokens,
+      temperature: 0,
+    });
   await ask(0); // warm-up
   const singles: number[] = [];
   for (let i = 0; i < (o.singles ?? 10); i++) {
@@ -89,14 +96,25 @@ export async function runServeLoad(url: string, model: string, o: ServeBenchOpti
 }
 
 /** The same prompts (chat-templated) through `engine.generate` in batches of `maxBatchSize`: tokens/s without HTTP. */
-export async function runEngineOnly(engine: Engine, tok: Tokenizer, o: ServeBenchOptions & { maxBatchSize?: number } = {}): Promise<{ seconds: number; tokensPerS: number }> {
+export async function runEngineOnly(
+  engine: Engine,
+  tok: Tokenizer,
+  o: ServeBenchOptions & { maxBatchSize?: number } = {},
+): Promise<{ seconds: number; tokensPerS: number }> {
   const N = o.requests ?? 200;
   const B = o.maxBatchSize ?? 64;
-  const prompts = Array.from({ length: N }, (_, i) => tok.encode(tok.applyChatTemplate([{ role: 'user', content: benchMessage(i) }], { addGenerationPrompt: true })));
+  const prompts = Array.from({ length: N }, (_, i) =>
+    tok.encode(tok.applyChatTemplate([{ role: 'user', content: benchMessage(i) }], { addGenerationPrompt: true })),
+  );
   const t = performance.now();
   let tokens = 0;
   for (let s = 0; s < N; s += B) {
-    const gens = await engine.generate(prompts.slice(s, s + B), { maxNewTokens: o.maxTokens ?? 16, temperature: 0, stopTokenIds: [tok.eosTokenId], seed: 0 });
+    const gens = await engine.generate(prompts.slice(s, s + B), {
+      maxNewTokens: o.maxTokens ?? 16,
+      temperature: 0,
+      stopTokenIds: [tok.eosTokenId],
+      seed: 0,
+    });
     tokens += gens.reduce((a, g) => a + g.tokens.length, 0);
   }
   const seconds = (performance.now() - t) / 1000;

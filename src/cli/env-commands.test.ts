@@ -18,7 +18,11 @@ describe('ragen envs', () => {
     expect(out).toMatch(/^MetamathQA\s+Math word problems/m);
   });
   test('--json gives id, description, action cap and whether a solver exists', async () => {
-    const rows = JSON.parse((await run('envs', '--json')).out) as { id: string; hasSolver: boolean; maxActionsPerEpisode: number }[];
+    const rows = JSON.parse((await run('envs', '--json')).out) as {
+      id: string;
+      hasSolver: boolean;
+      maxActionsPerEpisode: number;
+    }[];
     expect(rows.find((r) => r.id === 'BanditTest')).toMatchObject({ hasSolver: true, maxActionsPerEpisode: 1 });
   });
 });
@@ -28,7 +32,17 @@ describe('ragen play', () => {
     const env = makeEnv('Bandit');
     env.reset({ seed: 4 });
     const [a, b] = env.actionNames!;
-    const { code, out, err } = await run('play', 'bandit', '--seed', '4', '--actions', `nobody || ${a} || ${b}`, '--json', '--max-actions', '3');
+    const { code, out, err } = await run(
+      'play',
+      'bandit',
+      '--seed',
+      '4',
+      '--actions',
+      `nobody || ${a} || ${b}`,
+      '--json',
+      '--max-actions',
+      '3',
+    );
     expect(code).toBe(0);
     const rec = JSON.parse(out) as PlayRecord;
     expect(Object.keys(rec)).toEqual(['envId', 'seed', 'initial', 'steps']);
@@ -41,15 +55,44 @@ describe('ragen play', () => {
     expect(err).toMatch(/ended after 2 action\(s\); ignored the remaining 1/);
   });
   test('--config values parse as JSON and reach the env', async () => {
-    const { out } = await run('play', 'MetamathQA', '--seed', '0', '--actions', 'x || y', '--json', '--config', 'maxAttempts=2', '--max-actions', '2');
+    const { out } = await run(
+      'play',
+      'MetamathQA',
+      '--seed',
+      '0',
+      '--actions',
+      'x || y',
+      '--json',
+      '--config',
+      'maxAttempts=2',
+      '--max-actions',
+      '2',
+    );
     const rec = JSON.parse(out) as PlayRecord;
     expect(rec.steps.map((s) => s.terminated)).toEqual([false, true]);
   });
   test('--config may be repeated; non-JSON values stay strings', async () => {
-    const { out } = await run('play', 'MetamathQA', '--config', 'maxAttempts=2', '--config', 'dataPath=data/metamathqa/val.jsonl', '--actions', 'x || y', '--json', '--max-actions', '2');
+    const { out } = await run(
+      'play',
+      'MetamathQA',
+      '--config',
+      'maxAttempts=2',
+      '--config',
+      'dataPath=data/metamathqa/val.jsonl',
+      '--actions',
+      'x || y',
+      '--json',
+      '--max-actions',
+      '2',
+    );
     const rec = JSON.parse(out) as PlayRecord;
     expect(rec.steps.map((s) => s.terminated)).toEqual([false, true]);
-    expect(rec.steps[1]!.info.correctAnswer).toBe((await import('../env/index.js')).envSpec('MetamathQA').solve!({ dataPath: 'data/metamathqa/val.jsonl', maxAttempts: 2 }, 0)![0]);
+    expect(rec.steps[1]!.info.correctAnswer).toBe(
+      (await import('../env/index.js')).envSpec('MetamathQA').solve!(
+        { dataPath: 'data/metamathqa/val.jsonl', maxAttempts: 2 },
+        0,
+      )![0],
+    );
   });
   test.each([
     ['SimpleSudoku', 'x'],
@@ -58,13 +101,23 @@ describe('ragen play', () => {
   ])('%s: a scripted episode ends truncated at the action cap `ragen envs --json` lists', async (id, action) => {
     const rows = JSON.parse((await run('envs', '--json')).out) as { id: string; maxActionsPerEpisode: number }[];
     const cap = rows.find((r) => r.id === id)!.maxActionsPerEpisode;
-    const { code, out, err } = await run('play', id, '--seed', '0', '--actions', Array.from({ length: cap + 30 }, () => action).join(' || '), '--json');
+    const { code, out, err } = await run(
+      'play',
+      id,
+      '--seed',
+      '0',
+      '--actions',
+      Array.from({ length: cap + 30 }, () => action).join(' || '),
+      '--json',
+    );
     expect(code).toBe(0);
     const rec = JSON.parse(out) as PlayRecord;
     expect(rec.steps).toHaveLength(cap);
     expect([rec.steps.at(-1)!.terminated, rec.steps.at(-1)!.truncated]).toEqual([false, true]);
     expect(rec.steps.slice(0, -1).every((s) => !s.terminated && !s.truncated)).toBe(true);
-    expect(err).toContain(`ended after ${cap} action(s) (the action cap; --max-actions changes it); ignored the remaining 30.`);
+    expect(err).toContain(
+      `ended after ${cap} action(s) (the action cap; --max-actions changes it); ignored the remaining 30.`,
+    );
   });
   test('--max-actions truncates the episode', async () => {
     const { out } = await run('play', 'Bandit', '--actions', 'x || y || z', '--json', '--max-actions', '2');
@@ -126,7 +179,7 @@ describe('ragen play: arrow keys', () => {
     return chunks.join('');
   };
 
-  test('become the env\'s directional actions (both escape forms a terminal sends), one per key', async () => {
+  test("become the env's directional actions (both escape forms a terminal sends), one per key", async () => {
     const text = await play('SimpleSokoban', '\x1b[A\x1bOD\nq\n');
     expect(text).toMatch(/\n> Up\n/);
     expect(text).toMatch(/\n> Left\n/);
@@ -140,7 +193,7 @@ describe('ragen play: arrow keys', () => {
     expect(text).not.toContain('[invalid');
   });
 
-  test('keep the env\'s spelling of the action names', () => {
+  test("keep the env's spelling of the action names", () => {
     expect(translateArrows('\x1b[C', ['left', 'right']).line.trim()).toBe('|| right ||');
     expect(translateArrows('\x1b[3~Up', ['Up'])).toEqual({ line: ' Up', unmapped: false }); // Delete: dropped
   });
@@ -162,13 +215,26 @@ describe('ragen solve', () => {
   });
   test('an unknown id is exit code 2 with a suggestion', async () => {
     const { code, err } = await run('solve', 'BanditTset');
-    expect([code, err.trim()]).toEqual([2, 'ragen: Environment `BanditTset` does not exist. Did you mean `BanditTest`? Run `ragen envs` for the list.']);
+    expect([code, err.trim()]).toEqual([
+      2,
+      'ragen: Environment `BanditTset` does not exist. Did you mean `BanditTest`? Run `ragen envs` for the list.',
+    ]);
   });
 });
 
 describe('ragen bench envs', () => {
   test('--json reports resets/s and steps/s per requested id', async () => {
-    const { code, out } = await run('bench', 'envs', '--ids', 'Bandit,MetamathQA', '--seconds', '0.03', '--repeat', '2', '--json');
+    const { code, out } = await run(
+      'bench',
+      'envs',
+      '--ids',
+      'Bandit,MetamathQA',
+      '--seconds',
+      '0.03',
+      '--repeat',
+      '2',
+      '--json',
+    );
     expect(code).toBe(0);
     const report = JSON.parse(out) as BenchEnvsReport;
     expect(report.results.map((r) => r.id)).toEqual(['Bandit', 'MetamathQA']);
@@ -182,7 +248,16 @@ describe('ragen bench envs', () => {
   test('ragen bench --help lists every subcommand of the lab, in its list order', async () => {
     const out = (await run('bench', '--help')).out;
     const names = [...out.matchAll(/^  (\w+)(?: \S+)*\s{2,}\S/gm)].map((m) => m[1]);
-    expect(names.filter((n) => n !== 'help')).toEqual(['envs', 'engine', 'learning', 'retrieval', 'sandbox', 'serve', 'gpu', 'ragen2']);
+    expect(names.filter((n) => n !== 'help')).toEqual([
+      'envs',
+      'engine',
+      'learning',
+      'retrieval',
+      'sandbox',
+      'serve',
+      'gpu',
+      'ragen2',
+    ]);
   });
   test('bad --seconds and unknown ids are exit code 2', async () => {
     expect((await run('bench', 'envs', '--seconds', '0')).code).toBe(2);
@@ -191,10 +266,13 @@ describe('ragen bench envs', () => {
 });
 
 describe('--help', () => {
-  test.each([['envs'], ['play'], ['solve'], ['bench'], ['bench', 'envs']])('ragen %s --help exits 0 and shows examples', async (...cmd) => {
-    const { code, out } = await run(...cmd, '--help');
-    expect(code).toBe(0);
-    expect(out).toContain('Examples:');
-    expect(out).toContain(`$ ragen ${cmd.join(' ')}`);
-  });
+  test.each([['envs'], ['play'], ['solve'], ['bench'], ['bench', 'envs']])(
+    'ragen %s --help exits 0 and shows examples',
+    async (...cmd) => {
+      const { code, out } = await run(...cmd, '--help');
+      expect(code).toBe(0);
+      expect(out).toContain('Examples:');
+      expect(out).toContain(`$ ragen ${cmd.join(' ')}`);
+    },
+  );
 });

@@ -16,7 +16,9 @@ describe('issue 38 item 3: a flag and an override that disagree', () => {
   it('ragen train --steps 2 trainer.steps=3 refuses; the same value in both is accepted', async () => {
     const bad = await runCli('train', '--print-config', '--steps', '2', 'trainer.steps=3');
     expect(bad.code).toBe(2);
-    expect(bad.err).toContain('`--steps 2` and the override `trainer.steps=3` both set `trainer.steps`, to different values');
+    expect(bad.err).toContain(
+      '`--steps 2` and the override `trainer.steps=3` both set `trainer.steps`, to different values',
+    );
     const same = await runCli('train', '--print-config', '--steps', '2', 'trainer.steps=2');
     expect(same.code, same.err).toBe(0);
     expect(same.out).toMatch(/steps: 2\n/);
@@ -29,13 +31,44 @@ describe('issue 38 item 3: a flag and an override that disagree', () => {
   });
 
   it('ragen eval --max-turns 3 --set maxTurns=5 refuses; --set maxTurns=abc is named as a bad setting', async () => {
-    const bad = await runCli('eval', '--env', 'SimpleSokoban', '--groups', '1', '--max-turns', '3', '--set', 'maxTurns=5');
+    const bad = await runCli(
+      'eval',
+      '--env',
+      'SimpleSokoban',
+      '--groups',
+      '1',
+      '--max-turns',
+      '3',
+      '--set',
+      'maxTurns=5',
+    );
     expect(bad.code).toBe(2);
     expect(bad.err).toContain('`--max-turns 3` and `--set maxTurns=5` both set the turns per episode');
-    const invalid = await runCli('eval', '--env', 'SimpleSokoban', '--groups', '1', '--max-turns', '3', '--set', 'maxTurns=abc');
+    const invalid = await runCli(
+      'eval',
+      '--env',
+      'SimpleSokoban',
+      '--groups',
+      '1',
+      '--max-turns',
+      '3',
+      '--set',
+      'maxTurns=abc',
+    );
     expect(invalid.code).toBe(2);
     expect(invalid.err).toMatch(/Bad --set: .*maxTurns.*abc/);
-    const same = await runCli('eval', '--env', 'SimpleSokoban', '--groups', '1', '--max-turns', '3', '--set', 'maxTurns=3', '--json');
+    const same = await runCli(
+      'eval',
+      '--env',
+      'SimpleSokoban',
+      '--groups',
+      '1',
+      '--max-turns',
+      '3',
+      '--set',
+      'maxTurns=3',
+      '--json',
+    );
     expect(same.code, same.err).toBe(0);
   });
 
@@ -43,16 +76,40 @@ describe('issue 38 item 3: a flag and an override that disagree', () => {
   const noModel = 'model.path=/nonexistent-model';
 
   it('ragen bench learning --steps and --runs-dir against trainer.steps= and logging.runDir= overrides', async () => {
-    await expect(benchLearning([noModel, 'trainer.steps=9'], { runs: 'bandit-ppo', steps: 2, runsDir: '/tmp/never' })).rejects.toThrow(/`--steps 2` and the override `trainer\.steps=9`/);
-    await expect(benchLearning([noModel], { runs: 'bandit-ppo+trainer.steps=9', steps: 2, runsDir: '/tmp/never' })).rejects.toThrow(/`--steps 2` and the override `trainer\.steps=9`/);
-    await expect(benchLearning([noModel, 'logging.runDir=/tmp/x'], { runs: 'bandit-ppo', runsDir: '/tmp/never' })).rejects.toThrow(/`logging\.runDir` is set by `--runs-dir`/);
+    await expect(
+      benchLearning([noModel, 'trainer.steps=9'], { runs: 'bandit-ppo', steps: 2, runsDir: '/tmp/never' }),
+    ).rejects.toThrow(/`--steps 2` and the override `trainer\.steps=9`/);
+    await expect(
+      benchLearning([noModel], { runs: 'bandit-ppo+trainer.steps=9', steps: 2, runsDir: '/tmp/never' }),
+    ).rejects.toThrow(/`--steps 2` and the override `trainer\.steps=9`/);
+    await expect(
+      benchLearning([noModel, 'logging.runDir=/tmp/x'], { runs: 'bandit-ppo', runsDir: '/tmp/never' }),
+    ).rejects.toThrow(/`logging\.runDir` is set by `--runs-dir`/);
   });
 
   it('ragen bench ragen2 refuses seed.train= (set by --seeds) and logging.runDir= (set by --runs-dir)', async () => {
-    const seeds = await runCli('bench', 'ragen2', '--runs-dir', '/tmp/never-ragen2', '--out-dir', '/nonexistent/out', noModel, 'seed.train=5');
+    const seeds = await runCli(
+      'bench',
+      'ragen2',
+      '--runs-dir',
+      '/tmp/never-ragen2',
+      '--out-dir',
+      '/nonexistent/out',
+      noModel,
+      'seed.train=5',
+    );
     expect(seeds.code).toBe(2);
     expect(seeds.err).toContain('`seed.train` is set by `--seeds`');
-    const dir = await runCli('bench', 'ragen2', '--runs-dir', '/tmp/never-ragen2', '--out-dir', '/nonexistent/out', noModel, 'logging.runDir=/tmp/y');
+    const dir = await runCli(
+      'bench',
+      'ragen2',
+      '--runs-dir',
+      '/tmp/never-ragen2',
+      '--out-dir',
+      '/nonexistent/out',
+      noModel,
+      'logging.runDir=/tmp/y',
+    );
     expect(dir.code).toBe(2);
     expect(dir.err).toContain('`logging.runDir` is set by `--runs-dir`');
   });

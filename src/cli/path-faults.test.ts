@@ -29,16 +29,37 @@ function cliProcess(argv: string[], ms = 120_000): Promise<{ code: number | null
 describe('paths under pseudo filesystems', () => {
   it('logging.runDir=/proc/foo and eval --out /proc/foo/x.jsonl fail with one sentence instead of hanging', async () => {
     const [trainRun, evalRun] = await Promise.all([
-      cliProcess(['train', '--config', 'bandit-ppo', 'logging.runDir=/proc/ragen-foo', 'trainer.steps=1', 'logging.console=none']),
-      cliProcess(['eval', '--env', 'SimpleSokoban', '--policy', 'random', '--groups', '2', '--out', '/proc/ragen-foo/x.jsonl']),
+      cliProcess([
+        'train',
+        '--config',
+        'bandit-ppo',
+        'logging.runDir=/proc/ragen-foo',
+        'trainer.steps=1',
+        'logging.console=none',
+      ]),
+      cliProcess([
+        'eval',
+        '--env',
+        'SimpleSokoban',
+        '--policy',
+        'random',
+        '--groups',
+        '2',
+        '--out',
+        '/proc/ragen-foo/x.jsonl',
+      ]),
     ]);
     for (const r of [trainRun, evalRun]) {
       expect(r.timedOut).toBe(false);
       expect(r.code).toBe(2);
       expect(r.err).not.toMatch(/\n\s+at /);
     }
-    expect(trainRun.err).toMatch(/^ragen: could not create the run directory: `\/proc\/ragen-foo` is under `\/proc`, a proc pseudo filesystem .*; point logging\.runDir at a folder on a disk\.$/m);
-    expect(evalRun.err).toMatch(/^ragen: Cannot write --out `\/proc\/ragen-foo\/x\.jsonl` .*proc pseudo filesystem.*Nothing was run\.$/m);
+    expect(trainRun.err).toMatch(
+      /^ragen: could not create the run directory: `\/proc\/ragen-foo` is under `\/proc`, a proc pseudo filesystem .*; point logging\.runDir at a folder on a disk\.$/m,
+    );
+    expect(evalRun.err).toMatch(
+      /^ragen: Cannot write --out `\/proc\/ragen-foo\/x\.jsonl` .*proc pseudo filesystem.*Nothing was run\.$/m,
+    );
   }, 300_000);
 });
 
@@ -53,8 +74,12 @@ describe('item 14: model init and probe-grads under /proc', () => {
       expect(r.code).toBe(2);
       expect(r.err).not.toMatch(/\n\s+at /);
     }
-    expect(init.err).toMatch(/^ragen: could not write the model folder: `\/proc\/ragen-x` is under `\/proc`, a proc pseudo filesystem .*; point --out at a folder on a disk\.$/m);
-    expect(probe.err).toMatch(/^ragen: Cannot write --out `\/proc\/ragen-x\/p\.json` .*proc pseudo filesystem.*Nothing was probed\.$/m);
+    expect(init.err).toMatch(
+      /^ragen: could not write the model folder: `\/proc\/ragen-x` is under `\/proc`, a proc pseudo filesystem .*; point --out at a folder on a disk\.$/m,
+    );
+    expect(probe.err).toMatch(
+      /^ragen: Cannot write --out `\/proc\/ragen-x\/p\.json` .*proc pseudo filesystem.*Nothing was probed\.$/m,
+    );
   }, 200_000);
 });
 
@@ -62,9 +87,18 @@ describe.runIf(canMount)('mounts (needs tmpfs mounts: root)', () => {
   it('a run directory on a read-only mount names EROFS, not ENOENT', async () => {
     const ro = mountTmpfs('ro,size=64k')!;
     try {
-      const r = await runCli('train', '--config', 'bandit-ppo', `logging.runDir=${join(ro, 'runs', 'a')}`, 'trainer.steps=1', 'logging.console=none');
+      const r = await runCli(
+        'train',
+        '--config',
+        'bandit-ppo',
+        `logging.runDir=${join(ro, 'runs', 'a')}`,
+        'trainer.steps=1',
+        'logging.console=none',
+      );
       expect(r.code).toBe(2);
-      expect(r.err).toMatch(/^ragen: could not create the run directory: .*: the filesystem is read-only \(EROFS\); point logging\.runDir at a writable folder/);
+      expect(r.err).toMatch(
+        /^ragen: could not create the run directory: .*: the filesystem is read-only \(EROFS\); point logging\.runDir at a writable folder/,
+      );
     } finally {
       unmount(ro);
     }
@@ -77,7 +111,9 @@ describe.runIf(canMount)('mounts (needs tmpfs mounts: root)', () => {
       const out = join(disk, 'x.jsonl');
       const r = await runCli('eval', '--env', 'SimpleSokoban', '--policy', 'random', '--groups', '2', '--out', out);
       expect(r.code).toBe(2);
-      expect(r.err).toMatch(/Cannot write --out `.*x\.jsonl` \(.*the disk is full \(ENOSPC\); point --out at a writable folder.*\)/);
+      expect(r.err).toMatch(
+        /Cannot write --out `.*x\.jsonl` \(.*the disk is full \(ENOSPC\); point --out at a writable folder.*\)/,
+      );
       expect(r.err).not.toMatch(/logging\.runsDir/);
       expect(existsSync(`${out}.tmp`)).toBe(false);
     } finally {
@@ -95,7 +131,9 @@ describe.runIf(canMount)('mounts (needs tmpfs mounts: root)', () => {
         fill(join(disk, 'junk')); // the disk fills after the rollouts, before the records are written
       }).catch((e: unknown) => e as Error);
       expect(seen?.episodes).toBe(64);
-      expect((err as Error).message).toMatch(/^could not write the episode records: .*x\.jsonl\.tmp.*: the disk is full \(ENOSPC\); point --out at a writable folder/);
+      expect((err as Error).message).toMatch(
+        /^could not write the episode records: .*x\.jsonl\.tmp.*: the disk is full \(ENOSPC\); point --out at a writable folder/,
+      );
       expect(readdirSync(disk)).toEqual(['junk']); // no half file, no .tmp
     } finally {
       unmount(disk);

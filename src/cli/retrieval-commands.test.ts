@@ -13,7 +13,8 @@ describe('ragen bench retrieval', () => {
     expect(report.rows.all.questions).toBe(60);
     expect(report.rows.single.questions + report.rows.bridge.questions + report.rows.comparison.questions).toBe(60);
     expect(report.rows.single.recall).toBeGreaterThanOrEqual(0.9);
-    for (const row of Object.values(report.rows) as { recall: number; allGold: number }[]) expect(row.allGold).toBeLessThanOrEqual(row.recall);
+    for (const row of Object.values(report.rows) as { recall: number; allGold: number }[])
+      expect(row.allGold).toBeLessThanOrEqual(row.recall);
   });
   test('a bad --mode or --k is a usage error (exit 2)', async () => {
     expect((await runCli('bench', 'retrieval', '--mode', 'test')).code).toBe(2);
@@ -23,7 +24,16 @@ describe('ragen bench retrieval', () => {
 
 describe('ragen retrieval serve', () => {
   test('serves /health and /retrieve until SIGTERM, then exits 0', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', '-e', "const m = await import('./src/cli/main.ts'); process.exitCode = await m.main(['retrieval', 'serve', '--port', '0']);"], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '-e',
+        "const m = await import('./src/cli/main.ts'); process.exitCode = await m.main(['retrieval', 'serve', '--port', '0']);",
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let out = '';
     const url = await new Promise<string>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`no URL within 30 s; output: ${out}`)), 30_000);
@@ -38,8 +48,13 @@ describe('ragen retrieval serve', () => {
       child.on('exit', (code) => reject(new Error(`exited ${code}: ${out}`)));
     });
     try {
-      expect(await (await fetch(`${url}/health`)).json()).toMatchObject({ status: 'healthy', passages: expect.any(Number) });
-      const r = (await (await fetch(`${url}/retrieve`, { method: 'POST', body: JSON.stringify({ query: 'river', top_k: 2 }) })).json()) as any;
+      expect(await (await fetch(`${url}/health`)).json()).toMatchObject({
+        status: 'healthy',
+        passages: expect.any(Number),
+      });
+      const r = (await (
+        await fetch(`${url}/retrieve`, { method: 'POST', body: JSON.stringify({ query: 'river', top_k: 2 }) })
+      ).json()) as any;
       expect(r.results).toHaveLength(2);
     } finally {
       child.kill('SIGTERM');

@@ -1,5 +1,6 @@
 // Shorthand keys accepted in presets and overrides and expanded to canonical keys before validation
-// (`algo.filter.topP=0.9` = `algo.filter.strategy=top_p algo.filter.value=0.9`). Saved configs hold only canonical keys.
+// (`algo.filter.topP=0.9` = `algo.filter.strategy=top_p algo.filter.value=0.9`). Saved configs hold only canonical
+// keys.
 import { ConfigError } from '../util/index.js';
 import { isPlainObject } from './overrides.js';
 
@@ -50,7 +51,11 @@ export function expandAliases(data: Record<string, unknown>, source: string): Re
     for (const [key, value] of Object.entries(expansion)) {
       const field = key.split('.').pop()!;
       if (field in node) {
-        throw new ConfigError(`Config \`${alias.key}\` (${source}) is shorthand for ${Object.keys(expansion).map((k) => `\`${k}\``).join(' + ')}; set either the shorthand or \`${key}\`, not both.`);
+        throw new ConfigError(
+          `Config \`${alias.key}\` (${source}) is shorthand for ${Object.keys(expansion)
+            .map((k) => `\`${k}\``)
+            .join(' + ')}; set either the shorthand or \`${key}\`, not both.`,
+        );
       }
       node[field] = value;
     }

@@ -32,14 +32,22 @@ describe('run-time config checks', () => {
   });
 
   it('reject env configs for unused tags and keys the env does not have', () => {
-    expect(problems(['env.config.FrozenLak.successRate=1'])).toMatch(/^Bad config key `env.config.FrozenLak`: no entry of `env.train` or `env.val` uses the tag `FrozenLak`./);
-    expect(problems(['env.train.0.tag=FrozenLake', 'env.val.0.tag=FrozenLake', 'env.config.FrozenLake.succesRate=1'])).toMatch(/^Bad config `env.config.FrozenLake`: .*Did you mean `successRate`/);
-    expect(problems(['env.train.0.tag=FrozenLake', 'env.val.0.tag=FrozenLake', 'env.config.FrozenLake.successRate=1'])).toBe('');
+    expect(problems(['env.config.FrozenLak.successRate=1'])).toMatch(
+      /^Bad config key `env.config.FrozenLak`: no entry of `env.train` or `env.val` uses the tag `FrozenLak`./,
+    );
+    expect(
+      problems(['env.train.0.tag=FrozenLake', 'env.val.0.tag=FrozenLake', 'env.config.FrozenLake.succesRate=1']),
+    ).toMatch(/^Bad config `env.config.FrozenLake`: .*Did you mean `successRate`/);
+    expect(
+      problems(['env.train.0.tag=FrozenLake', 'env.val.0.tag=FrozenLake', 'env.config.FrozenLake.successRate=1']),
+    ).toBe('');
   });
 
   it('check the model directory', () => {
     const dir = mkdtempSync(join(tmpdir(), 'ragen-model-'));
-    expect(problems([`model.path=${join(dir, 'none')}`], false)).toMatch(/^Bad config value `model.path` = ".*none": no such directory/);
+    expect(problems([`model.path=${join(dir, 'none')}`], false)).toMatch(
+      /^Bad config value `model.path` = ".*none": no such directory/,
+    );
     mkdirSync(join(dir, 'm'));
     expect(problems([`model.path=${join(dir, 'm')}`], false)).toMatch(/has no config.json/);
     writeFileSync(join(dir, 'm', 'config.json'), '{}');

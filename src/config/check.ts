@@ -17,7 +17,10 @@ export interface RunCheckOptions {
  * Every problem that would stop the run, as one ConfigError (each line names the key, the value and the fix).
  * Returns the per-tag env configs resolved by each env's schema, keyed by tag.
  */
-export function checkRunConfig(config: RagenConfig, options: RunCheckOptions = {}): Record<string, Record<string, unknown>> {
+export function checkRunConfig(
+  config: RagenConfig,
+  options: RunCheckOptions = {},
+): Record<string, Record<string, unknown>> {
   const problems: string[] = [];
   if (!options.skipModel) {
     // findModelPath: the user's directory, else a shipped model (`ragen-tiny`), else a cached Hub snapshot. A Hub id
@@ -26,14 +29,20 @@ export function checkRunConfig(config: RagenConfig, options: RunCheckOptions = {
     const dir = findModelPath(path);
     if (dir === null) {
       if (isAbsolute(path) || !isHubId(path)) {
-        problems.push(`Bad config value \`model.path\` = ${JSON.stringify(path)}: no such directory (${resolve(path)}), no shipped model of that name (${shippedModels().join(', ')}) and no Hub id (owner/name). Point it at a model in Hugging Face layout (config.json, model.safetensors, tokenizer.json).`);
+        problems.push(
+          `Bad config value \`model.path\` = ${JSON.stringify(path)}: no such directory (${resolve(path)}), no shipped model of that name (${shippedModels().join(', ')}) and no Hub id (owner/name). Point it at a model in Hugging Face layout (config.json, model.safetensors, tokenizer.json).`,
+        );
       }
     } else if (!existsSync(join(dir, 'config.json'))) {
-      problems.push(`Bad config value \`model.path\` = ${JSON.stringify(path)}: the directory (${dir}) has no config.json, so it is not a model in Hugging Face layout.`);
+      problems.push(
+        `Bad config value \`model.path\` = ${JSON.stringify(path)}: the directory (${dir}) has no config.json, so it is not a model in Hugging Face layout.`,
+      );
     }
     const critic = config.model.critic.path;
     if (critic !== null && findModelPath(critic) === null && (isAbsolute(critic) || !isHubId(critic))) {
-      problems.push(`Bad config value \`model.critic.path\` = ${JSON.stringify(critic)}: no such directory; use null to start the critic from \`model.path\`.`);
+      problems.push(
+        `Bad config value \`model.critic.path\` = ${JSON.stringify(critic)}: no such directory; use null to start the critic from \`model.path\`.`,
+      );
     }
   }
   const ids = listEnvs().map((e) => e.id);
@@ -46,7 +55,9 @@ export function checkRunConfig(config: RagenConfig, options: RunCheckOptions = {
         envSpec(entry.tag);
       } catch (err) {
         if (!(err instanceof RagenError)) throw err;
-        problems.push(`Bad config value \`env.${split}.${i}.tag\` = ${JSON.stringify(entry.tag)}: no environment has this id.${didYouMean(entry.tag!, ids)} Run \`ragen envs\` for the list.`);
+        problems.push(
+          `Bad config value \`env.${split}.${i}.tag\` = ${JSON.stringify(entry.tag)}: no environment has this id.${didYouMean(entry.tag!, ids)} Run \`ragen envs\` for the list.`,
+        );
       }
     });
   }
@@ -54,12 +65,17 @@ export function checkRunConfig(config: RagenConfig, options: RunCheckOptions = {
   for (const section of ['config', 'wrappers'] as const) {
     for (const tag of Object.keys(config.env[section])) {
       if (!used.has(tag)) {
-        problems.push(`Bad config key \`env.${section}.${tag}\`: no entry of \`env.train\` or \`env.val\` uses the tag \`${tag}\`.${didYouMean(tag, used)}`);
+        problems.push(
+          `Bad config key \`env.${section}.${tag}\`: no entry of \`env.train\` or \`env.val\` uses the tag \`${tag}\`.${didYouMean(tag, used)}`,
+        );
       }
     }
   }
   for (const [tag, w] of Object.entries(config.env.wrappers)) {
-    if (w.rewardClip && !(w.rewardClip[0] <= w.rewardClip[1])) problems.push(`Bad config value \`env.wrappers.${tag}.rewardClip\` = [${w.rewardClip.join(', ')}]: give [low, high] with low <= high.`);
+    if (w.rewardClip && !(w.rewardClip[0]! <= w.rewardClip[1]!))
+      problems.push(
+        `Bad config value \`env.wrappers.${tag}.rewardClip\` = [${w.rewardClip.join(', ')}]: give [low, high] with low <= high.`,
+      );
   }
   for (const tag of used) {
     if (!ids.includes(tag) && !isRegistered(tag)) continue; // reported above

@@ -26,7 +26,14 @@ describe('RAGEN key map', () => {
 
   it('covers the keys of the inventory section 4 table', () => {
     const ragen = RAGEN_KEYS.map((k) => k.ragen);
-    for (const k of ['actor_rollout_ref.rollout.rollout_filter_value', 'algorithm.adv_estimator', 'actor_rollout_ref.actor.clip_ratio_low', 'es_manager.train.env_groups', 'agent_proxy.max_turn', 'trainer.total_training_steps']) {
+    for (const k of [
+      'actor_rollout_ref.rollout.rollout_filter_value',
+      'algorithm.adv_estimator',
+      'actor_rollout_ref.actor.clip_ratio_low',
+      'es_manager.train.env_groups',
+      'agent_proxy.max_turn',
+      'trainer.total_training_steps',
+    ]) {
       expect(ragen).toContain(k);
     }
   });

@@ -26,7 +26,19 @@ export function agentEntryName(entries: readonly Entry[], i: number): string {
 /** The agent entries of a split, in config order. */
 export function agentEntries(config: RagenConfig, split: Split): AgentEntry[] {
   const entries = config.env[split];
-  return entries.flatMap((e, index) => (e.agent === undefined ? [] : [{ index, name: agentEntryName(entries, index), program: e.agent as AgentProgramConfig, groups: e.groups, groupSize: e.groupSize }]));
+  return entries.flatMap((e, index) =>
+    e.agent === undefined
+      ? []
+      : [
+          {
+            index,
+            name: agentEntryName(entries, index),
+            program: e.agent as AgentProgramConfig,
+            groups: e.groups,
+            groupSize: e.groupSize,
+          },
+        ],
+  );
 }
 
 /** The built-in env entries of a split (those with a `tag`), in config order. */
@@ -52,19 +64,33 @@ export function entryErrors(config: RagenConfig): string[] {
     const entries = config.env[split];
     entries.forEach((e, i) => {
       const key = `env.${split}.${i}`;
-      if (e.tag !== undefined && e.agent !== undefined) out.push(`Bad config: \`${key}\` has both \`tag\` (${JSON.stringify(e.tag)}) and \`agent\`; an entry is a built-in env or an agent program, so keep one and move the other to an entry of its own.`);
-      else if (e.tag === undefined && e.agent === undefined) out.push(`Bad config: \`${key}\` has neither \`tag\` nor \`agent\`; give a built-in env (\`tag: SimpleSokoban\`) or an agent program (\`agent: {command: "node my-agent.mjs", timeoutS: 60}\`).`);
-      else if (e.tag !== undefined && e.name !== undefined) out.push(`Bad config: \`${key}.name\` = ${JSON.stringify(e.name)} is only for \`agent\` entries; a built-in env's metric tag is its \`tag\` (${JSON.stringify(e.tag)}), so drop \`name\`.`);
+      if (e.tag !== undefined && e.agent !== undefined)
+        out.push(
+          `Bad config: \`${key}\` has both \`tag\` (${JSON.stringify(e.tag)}) and \`agent\`; an entry is a built-in env or an agent program, so keep one and move the other to an entry of its own.`,
+        );
+      else if (e.tag === undefined && e.agent === undefined)
+        out.push(
+          `Bad config: \`${key}\` has neither \`tag\` nor \`agent\`; give a built-in env (\`tag: SimpleSokoban\`) or an agent program (\`agent: {command: "node my-agent.mjs", timeoutS: 60}\`).`,
+        );
+      else if (e.tag !== undefined && e.name !== undefined)
+        out.push(
+          `Bad config: \`${key}.name\` = ${JSON.stringify(e.name)} is only for \`agent\` entries; a built-in env's metric tag is its \`tag\` (${JSON.stringify(e.tag)}), so drop \`name\`.`,
+        );
     });
     const tags = entryTags(config, split);
     const dup = tags.find((t, i) => {
       const j = tags.indexOf(t);
       return j !== i && (entries[i]!.agent !== undefined || entries[j]!.agent !== undefined);
     });
-    if (dup !== undefined) out.push(`Bad config: two entries of \`env.${split}\` report as \`${dup}\`; give each agent entry its own \`name\` (its metric tag).`);
+    if (dup !== undefined)
+      out.push(
+        `Bad config: two entries of \`env.${split}\` report as \`${dup}\`; give each agent entry its own \`name\` (its metric tag).`,
+      );
   }
   if (config.trainer.async.enabled && config.env.train.some((e) => e.agent !== undefined)) {
-    out.push('Bad config: `trainer.async.enabled` = true, but `env.train` has agent entries, which roll out on the current policy only; set `trainer.async.enabled=false` (or train built-in envs only).');
+    out.push(
+      'Bad config: `trainer.async.enabled` = true, but `env.train` has agent entries, which roll out on the current policy only; set `trainer.async.enabled=false` (or train built-in envs only).',
+    );
   }
   return out;
 }

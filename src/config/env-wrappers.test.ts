@@ -18,7 +18,18 @@ afterAll(() => server.close());
 
 /** The reward of the first turn (Up, Left) of slot 0, seed 5, under the config's wrappers for `tag`. */
 async function firstTurnReward(tag: string, wrappers?: Record<string, unknown>): Promise<number> {
-  const config = resolveConfig([{ source: 'test', data: { env: { train: [{ tag, groups: 1, groupSize: 1 }], ...(wrappers ? { wrappers: { [tag]: wrappers } } : {}) }, trainer: { miniBatchSize: 1, microBatchSize: 1 } } }], []);
+  const config = resolveConfig(
+    [
+      {
+        source: 'test',
+        data: {
+          env: { train: [{ tag, groups: 1, groupSize: 1 }], ...(wrappers ? { wrappers: { [tag]: wrappers } } : {}) },
+          trainer: { miniBatchSize: 1, microBatchSize: 1 },
+        },
+      },
+    ],
+    [],
+  );
   const groups = new EnvGroups({ ...envGroupsOptions(config, 'train'), seed: 5 });
   await groups.reset();
   const r = await groups.step(groups.slots[0]!, ['Up', 'Left']);
@@ -37,13 +48,27 @@ describe('env.wrappers', () => {
   it('adds a wrapper only for settings that change something', () => {
     const d = loadConfig({ overrides: ['env.wrappers.SimpleSokoban={}'] }).env.wrappers.SimpleSokoban!;
     expect(wrapOptionsOf(d)).toEqual({});
-    const w = loadConfig({ overrides: ['env.wrappers.SimpleSokoban={formatPenalty: -0.1, observationMaxChars: 40, observationKeep: tail, rewardClip: [-1, 1]}'] }).env.wrappers.SimpleSokoban!;
-    expect(wrapOptionsOf(w)).toEqual({ rewardScale: { scale: 1, shift: 0, clip: [-1, 1] }, formatPenalty: -0.1, observation: { maxChars: 40, keep: 'tail' } });
+    const w = loadConfig({
+      overrides: [
+        'env.wrappers.SimpleSokoban={formatPenalty: -0.1, observationMaxChars: 40, observationKeep: tail, rewardClip: [-1, 1]}',
+      ],
+    }).env.wrappers.SimpleSokoban!;
+    expect(wrapOptionsOf(w)).toEqual({
+      rewardScale: { scale: 1, shift: 0, clip: [-1, 1] },
+      formatPenalty: -0.1,
+      observation: { maxChars: 40, keep: 'tail' },
+    });
   });
 
   it('rejects wrappers for a tag no entry uses, a reversed clip and unknown keys', () => {
-    expect(() => checkRunConfig(loadConfig({ overrides: ['env.wrappers.SimpleSokobn={rewardScale: 2}'] }), { skipModel: true })).toThrow(/`env.wrappers.SimpleSokobn`.*Did you mean `SimpleSokoban`/);
-    expect(() => checkRunConfig(loadConfig({ overrides: ['env.wrappers.SimpleSokoban={rewardClip: [1, -1]}'] }), { skipModel: true })).toThrow(/env.wrappers.SimpleSokoban.rewardClip/);
+    expect(() =>
+      checkRunConfig(loadConfig({ overrides: ['env.wrappers.SimpleSokobn={rewardScale: 2}'] }), { skipModel: true }),
+    ).toThrow(/`env.wrappers.SimpleSokobn`.*Did you mean `SimpleSokoban`/);
+    expect(() =>
+      checkRunConfig(loadConfig({ overrides: ['env.wrappers.SimpleSokoban={rewardClip: [1, -1]}'] }), {
+        skipModel: true,
+      }),
+    ).toThrow(/env.wrappers.SimpleSokoban.rewardClip/);
     expect(() => loadConfig({ overrides: ['env.wrappers.SimpleSokoban={rewardScal: 2}'] })).toThrow(/rewardScal/);
   });
 });

@@ -10,7 +10,6 @@ import { ragenKeyHint } from './ragen-keys.js';
 import { allKeys, childSchema, kindOf, objectKeys } from './schema-walk.js';
 import { entryErrors, tagEntries } from './env-entries.js';
 
-
 // Every valid dotted key, shorthands included (they are valid to type).
 const ALL_KEYS = [...allKeys(ConfigSchema), ...CONFIG_ALIASES.map((a) => a.key)];
 
@@ -59,7 +58,12 @@ export function unknownKeyMessage(key: string, value: unknown, source: string, p
  * Unknown keys in one layer of plain config data (a preset file or a saved config), as messages.
  * Walks objects and arrays of objects; records (env.config) and leaves end the walk.
  */
-export function findUnknownKeys(data: unknown, source: string, schema: z.ZodType = ConfigSchema, prefix: string[] = []): string[] {
+export function findUnknownKeys(
+  data: unknown,
+  source: string,
+  schema: z.ZodType = ConfigSchema,
+  prefix: string[] = [],
+): string[] {
   const out: string[] = [];
   const kind = kindOf(schema);
   if (kind === 'object' && isPlainObject(data)) {
@@ -72,7 +76,9 @@ export function findUnknownKeys(data: unknown, source: string, schema: z.ZodType
       } else out.push(...findUnknownKeys(v, source, child, [...prefix, k]));
     }
   } else if (kind === 'array' && Array.isArray(data)) {
-    data.forEach((item, i) => out.push(...findUnknownKeys(item, source, childSchema(schema, String(i))!, [...prefix, String(i)])));
+    data.forEach((item, i) =>
+      out.push(...findUnknownKeys(item, source, childSchema(schema, String(i))!, [...prefix, String(i)])),
+    );
   }
   return out;
 }
@@ -96,14 +102,23 @@ export function issueMessage(issue: z.core.$ZodIssue, value: unknown, source: st
   let reason: string;
   switch (issue.code) {
     case 'invalid_type':
-      if (value === undefined) return `Missing config value \`${key}\` (${source}): required, expected ${article(i.expected)}.`;
+      if (value === undefined)
+        return `Missing config value \`${key}\` (${source}): required, expected ${article(i.expected)}.`;
       reason = `expected ${article(i.expected)}, got ${article(typeName(value))}`;
       break;
     case 'too_small':
-      reason = i.origin === 'array' ? `needs at least ${i.minimum} item(s)` : i.origin === 'string' ? 'must not be empty' : `must be ${i.inclusive ? '>=' : '>'} ${i.minimum}`;
+      reason =
+        i.origin === 'array'
+          ? `needs at least ${i.minimum} item(s)`
+          : i.origin === 'string'
+            ? 'must not be empty'
+            : `must be ${i.inclusive ? '>=' : '>'} ${i.minimum}`;
       break;
     case 'too_big':
-      reason = i.origin === 'array' ? `takes at most ${i.maximum} item(s)` : `must be ${i.inclusive ? '<=' : '<'} ${i.maximum}`;
+      reason =
+        i.origin === 'array'
+          ? `takes at most ${i.maximum} item(s)`
+          : `must be ${i.inclusive ? '<=' : '<'} ${i.maximum}`;
       break;
     case 'invalid_value': {
       const options = (i.values as unknown[]).map(String);
@@ -128,7 +143,13 @@ function typeName(v: unknown): string {
 }
 
 function article(t: string): string {
-  const names: Record<string, string> = { int: 'integer', object: 'object', array: 'list', tuple: 'list', record: 'map' };
+  const names: Record<string, string> = {
+    int: 'integer',
+    object: 'object',
+    array: 'list',
+    tuple: 'list',
+    record: 'map',
+  };
   const n = names[t] ?? t;
   return n === 'null' ? 'null' : `${/^[aeiou]/.test(n) ? 'an' : 'a'} ${n}`;
 }
@@ -137,38 +158,55 @@ function article(t: string): string {
 export function crossFieldErrors(c: RagenConfig): string[] {
   const out: string[] = [];
   if (c.trainer.microBatchSize > c.trainer.miniBatchSize) {
-    out.push(`Bad config: \`trainer.microBatchSize\` = ${c.trainer.microBatchSize} is larger than \`trainer.miniBatchSize\` = ${c.trainer.miniBatchSize}; a micro-batch is a slice of a mini-batch.`);
+    out.push(
+      `Bad config: \`trainer.microBatchSize\` = ${c.trainer.microBatchSize} is larger than \`trainer.miniBatchSize\` = ${c.trainer.miniBatchSize}; a micro-batch is a slice of a mini-batch.`,
+    );
   }
   const f = c.algo.filter;
   if ((f.strategy === 'top_p' || f.strategy === 'top_k' || f.strategy === 'min_p') && f.value > 1) {
-    out.push(`Bad config: \`algo.filter.value\` = ${f.value} must be <= 1 with \`algo.filter.strategy\` = "${f.strategy}" (a fraction).`);
+    out.push(
+      `Bad config: \`algo.filter.value\` = ${f.value} must be <= 1 with \`algo.filter.strategy\` = "${f.strategy}" (a fraction).`,
+    );
   }
   if (f.strategy === 'top_k_abs' && (!Number.isInteger(f.value) || f.value < 1)) {
-    out.push(`Bad config: \`algo.filter.value\` = ${f.value} must be a whole number >= 1 with \`algo.filter.strategy\` = "top_k_abs" (a count of groups).`);
+    out.push(
+      `Bad config: \`algo.filter.value\` = ${f.value} must be a whole number >= 1 with \`algo.filter.strategy\` = "top_k_abs" (a count of groups).`,
+    );
   }
   if (c.algo.kl.controller.type === 'adaptive' && !c.algo.kl.inReward) {
-    out.push('Bad config: `algo.kl.controller.type` = "adaptive" needs `algo.kl.inReward` = true; the controller only adapts the in-reward penalty.');
+    out.push(
+      'Bad config: `algo.kl.controller.type` = "adaptive" needs `algo.kl.inReward` = true; the controller only adapts the in-reward penalty.',
+    );
   }
   if ((c.algo.kl.useKlLoss || c.algo.kl.inReward) && c.model.reference === 'never') {
-    out.push('Bad config: a KL term is on (`algo.kl.useKlLoss` or `algo.kl.inReward`) but `model.reference` = "never"; KL needs the reference model.');
+    out.push(
+      'Bad config: a KL term is on (`algo.kl.useKlLoss` or `algo.kl.inReward`) but `model.reference` = "never"; KL needs the reference model.',
+    );
   }
   if (c.trainer.criticWarmup > 0 && !needsCritic(c.algo.advEstimator)) {
-    out.push(`Bad config: \`trainer.criticWarmup\` = ${c.trainer.criticWarmup} but \`algo.advEstimator\` = "${c.algo.advEstimator}" has no critic.`);
+    out.push(
+      `Bad config: \`trainer.criticWarmup\` = ${c.trainer.criticWarmup} but \`algo.advEstimator\` = "${c.algo.advEstimator}" has no critic.`,
+    );
   }
   const episodes = c.env.train.reduce((n, e) => n + e.groups * e.groupSize, 0);
   if (c.agent.contextWindowMode === 'full' && episodes < c.trainer.miniBatchSize) {
-    out.push(`Bad config: \`trainer.miniBatchSize\` = ${c.trainer.miniBatchSize} is more than the ${episodes} episodes a step rolls out (Σ \`env.train.N.groups\` × \`groupSize\`); lower it or add groups.`);
+    out.push(
+      `Bad config: \`trainer.miniBatchSize\` = ${c.trainer.miniBatchSize} is more than the ${episodes} episodes a step rolls out (Σ \`env.train.N.groups\` × \`groupSize\`); lower it or add groups.`,
+    );
   }
   for (const split of ['train', 'val'] as const) {
     const entries = c.env[split];
     const odd = entries.findIndex((e) => e.groupSize !== entries[0]!.groupSize);
     if (odd > 0) {
-      out.push(`Bad config: \`env.${split}.${odd}.groupSize\` = ${entries[odd]!.groupSize} differs from \`env.${split}.0.groupSize\` = ${entries[0]!.groupSize}; all groups of a ${split === 'train' ? 'step' : 'validation'} have one size (as RAGEN's es_manager).`);
+      out.push(
+        `Bad config: \`env.${split}.${odd}.groupSize\` = ${entries[odd]!.groupSize} differs from \`env.${split}.0.groupSize\` = ${entries[0]!.groupSize}; all groups of a ${split === 'train' ? 'step' : 'validation'} have one size (as RAGEN's es_manager).`,
+      );
     }
   }
   out.push(...entryErrors(c));
   const trainTags = tagEntries(c, 'train').map((e) => e.tag);
   const dup = trainTags.find((t, i) => trainTags.indexOf(t) !== i);
-  if (dup !== undefined) out.push(`Bad config: \`env.train\` lists \`${dup}\` twice; give it one entry with more groups.`);
+  if (dup !== undefined)
+    out.push(`Bad config: \`env.train\` lists \`${dup}\` twice; give it one entry with more groups.`);
   return out;
 }

@@ -27,7 +27,9 @@ export function checkFlagOverrides(flags: readonly FlagSetting[], overrides: rea
     try {
       const o = parseOverride(text);
       const alias = findAlias(o.path.join('.'));
-      sets = alias ? Object.entries(alias.expand(o.value)).map(([key, value]) => ({ key, value })) : [{ key: o.path.join('.'), value: o.value }];
+      sets = alias
+        ? Object.entries(alias.expand(o.value)).map(([key, value]) => ({ key, value }))
+        : [{ key: o.path.join('.'), value: o.value }];
     } catch {
       continue; // the loader reports a malformed override with its own sentence
     }
@@ -35,7 +37,9 @@ export function checkFlagOverrides(flags: readonly FlagSetting[], overrides: rea
       const flag = flags.find((f) => f.key === key);
       if (!flag) continue;
       if (!('value' in flag)) {
-        problems.push(`\`${key}\` is set by \`${flag.flag}\` (one value per run); drop the override \`${text}\` and give \`${flag.flag}\` instead.`);
+        problems.push(
+          `\`${key}\` is set by \`${flag.flag}\` (one value per run); drop the override \`${text}\` and give \`${flag.flag}\` instead.`,
+        );
         continue;
       }
       if (sameValue(flag.value, value)) continue;
@@ -43,9 +47,12 @@ export function checkFlagOverrides(flags: readonly FlagSetting[], overrides: rea
       try {
         resolveConfig([], [text]);
       } catch (err) {
-        if (err instanceof ConfigError && err.message.includes(key)) invalid = ` The override is also invalid: ${err.message}`;
+        if (err instanceof ConfigError && err.message.includes(key))
+          invalid = ` The override is also invalid: ${err.message}`;
       }
-      problems.push(`\`${flag.flag} ${String(flag.value)}\` and the override \`${text}\` both set \`${key}\`, to different values; give one of them (or the same value in both).${invalid}`);
+      problems.push(
+        `\`${flag.flag} ${String(flag.value)}\` and the override \`${text}\` both set \`${key}\`, to different values; give one of them (or the same value in both).${invalid}`,
+      );
     }
   }
   if (problems.length) throw new ConfigError(problems.join('\n'));

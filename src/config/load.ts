@@ -48,7 +48,9 @@ export function resolveConfig(rawLayers: readonly ConfigLayer[], overrides: read
     const o = parseOverride(text);
     const source = `override \`${text}\``;
     const alias = findAlias(o.path.join('.'));
-    const sets = alias ? Object.entries(alias.expand(o.value)).map(([k, v]) => ({ path: k.split('.'), value: v })) : [o];
+    const sets = alias
+      ? Object.entries(alias.expand(o.value)).map(([k, v]) => ({ path: k.split('.'), value: v }))
+      : [o];
     for (const { path, value } of sets) {
       const unknown = checkOverridePath(path, value, source);
       if (unknown !== undefined) problems.push(unknown);
@@ -99,7 +101,10 @@ function setsPath(data: unknown, path: readonly string[]): boolean {
 
 /** Options of `loadConfig`. */
 export interface LoadConfigOptions {
-  /** Preset names (`frozenlake-ppo`, `algo/grpo`: looked up in configs/) or YAML paths, merged in order; none uses the defaults alone. */
+  /**
+   * Preset names (`frozenlake-ppo`, `algo/grpo`: looked up in configs/) or YAML paths, merged in order; none uses the
+   * defaults alone.
+   */
   config?: string | readonly string[];
   /** `dotted.key=value` overrides, applied in order after the preset. */
   overrides?: readonly string[];
@@ -107,7 +112,8 @@ export interface LoadConfigOptions {
 
 /** Defaults <- preset (and what it `extends`) <- overrides, validated and frozen. */
 export function loadConfig(options: LoadConfigOptions = {}): RagenConfig {
-  const files = options.config === undefined ? [] : typeof options.config === 'string' ? [options.config] : options.config;
+  const files =
+    options.config === undefined ? [] : typeof options.config === 'string' ? [options.config] : options.config;
   const layers = files.flatMap((f) => readConfigLayers(presetPath(f)));
   return resolveConfig(layers, options.overrides ?? []);
 }
@@ -118,7 +124,10 @@ export function loadConfig(options: LoadConfigOptions = {}): RagenConfig {
  */
 export function readConfigLayers(file: string, seen: readonly string[] = []): ConfigLayer[] {
   const abs = resolve(file);
-  if (seen.includes(abs)) throw new ConfigError(`Config \`${shortPath(abs)}\` extends itself: ${[...seen, abs].map(shortPath).join(' -> ')}.`);
+  if (seen.includes(abs))
+    throw new ConfigError(
+      `Config \`${shortPath(abs)}\` extends itself: ${[...seen, abs].map(shortPath).join(' -> ')}.`,
+    );
   let data: unknown;
   try {
     data = parseYaml(readFileSync(abs, 'utf8')) ?? {};
@@ -127,14 +136,20 @@ export function readConfigLayers(file: string, seen: readonly string[] = []): Co
     if (e.code === 'ENOENT') throw new ConfigError(`Config file \`${shortPath(abs)}\` does not exist.`);
     throw new ConfigError(`Config file \`${shortPath(abs)}\` is not valid YAML: ${e.message.split('\n')[0]}`);
   }
-  if (!isPlainObject(data)) throw new ConfigError(`Config file \`${shortPath(abs)}\` must hold a YAML mapping (key: value lines), not ${Array.isArray(data) ? 'a list' : typeof data}.`);
+  if (!isPlainObject(data))
+    throw new ConfigError(
+      `Config file \`${shortPath(abs)}\` must hold a YAML mapping (key: value lines), not ${Array.isArray(data) ? 'a list' : typeof data}.`,
+    );
   const bad = nonPlainData(data);
   if (bad) throw new ConfigError(`Config file \`${shortPath(abs)}\`: ${bad}.`);
   const { extends: ext, ...own } = data;
   const parents = ext === undefined ? [] : Array.isArray(ext) ? ext : [ext];
   const layers: ConfigLayer[] = [];
   for (const p of parents) {
-    if (typeof p !== 'string') throw new ConfigError(`\`extends\` in \`${shortPath(abs)}\` must be a file name or a list of them, got ${JSON.stringify(p)}.`);
+    if (typeof p !== 'string')
+      throw new ConfigError(
+        `\`extends\` in \`${shortPath(abs)}\` must be a file name or a list of them, got ${JSON.stringify(p)}.`,
+      );
     const sibling = resolve(dirname(abs), p);
     let target: string;
     try {
@@ -161,7 +176,10 @@ function relativeToFile(data: Record<string, unknown>, dir: string): Record<stri
     const beside = resolve(dir, p);
     return existsSync(beside) && statSync(beside).isDirectory() ? beside : p;
   };
-  const critic = isPlainObject(model.critic) && 'path' in model.critic ? { critic: { ...model.critic, path: fix(model.critic.path) } } : {};
+  const critic =
+    isPlainObject(model.critic) && 'path' in model.critic
+      ? { critic: { ...model.critic, path: fix(model.critic.path) } }
+      : {};
   return { ...data, model: { ...model, ...('path' in model ? { path: fix(model.path) } : {}), ...critic } };
 }
 
@@ -180,12 +198,19 @@ export function listPresets(): string[] {
   const root = presetsDir();
   const walk = (dir: string, prefix: string): string[] =>
     readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
-      e.isDirectory() ? walk(join(dir, e.name), `${prefix}${e.name}/`) : e.name.endsWith('.yaml') ? [`${prefix}${e.name.slice(0, -'.yaml'.length)}`] : [],
+      e.isDirectory()
+        ? walk(join(dir, e.name), `${prefix}${e.name}/`)
+        : e.name.endsWith('.yaml')
+          ? [`${prefix}${e.name.slice(0, -'.yaml'.length)}`]
+          : [],
     );
   return walk(root, '').sort();
 }
 
-/** Resolve a preset name (`sokoban-ppo`, `algo/grpo`) or a path to an existing YAML file, or a ConfigError naming the nearest preset. */
+/**
+ * Resolve a preset name (`sokoban-ppo`, `algo/grpo`) or a path to an existing YAML file, or a ConfigError naming the
+ * nearest preset.
+ */
 export function presetPath(nameOrPath: string): string {
   for (const p of [nameOrPath, `${nameOrPath}.yaml`]) {
     if (existsSync(p) && statSync(p).isFile()) return resolve(p);
@@ -196,7 +221,9 @@ export function presetPath(nameOrPath: string): string {
   }
   const presets = listPresets();
   const name = nameOrPath.replace(/^(\.\/)?configs\//, '').replace(/\.yaml$/, '');
-  throw new ConfigError(`Config \`${nameOrPath}\` is neither a file nor a preset.${didYouMean(name, presets)} Presets: ${presets.join(', ')}.`);
+  throw new ConfigError(
+    `Config \`${nameOrPath}\` is neither a file nor a preset.${didYouMean(name, presets)} Presets: ${presets.join(', ')}.`,
+  );
 }
 
 /** The config as YAML: every key, in schema order, with a header saying how to reuse it. */
@@ -215,10 +242,14 @@ export function saveConfig(config: RagenConfig, dir: string): string {
 /** Load a saved config: a `config.yaml` path, or a run or checkpoint directory holding one; overrides apply on top. */
 export function loadSavedConfig(pathOrDir: string, overrides: readonly string[] = []): RagenConfig {
   const file = existsSync(pathOrDir) && statSync(pathOrDir).isDirectory() ? join(pathOrDir, CONFIG_FILE) : pathOrDir;
-  if (!existsSync(file)) throw new ConfigError(`No saved config at \`${shortPath(file)}\` (a run directory holds \`${CONFIG_FILE}\`).`);
+  if (!existsSync(file))
+    throw new ConfigError(`No saved config at \`${shortPath(file)}\` (a run directory holds \`${CONFIG_FILE}\`).`);
   const layers = readConfigLayers(file).map((layer) => {
     const m = migrateSavedConfig(layer.data as Record<string, unknown>, layer.source);
-    if (m.changes.length > 0) process.stderr.write(`ragen: \`${layer.source}\` was saved with old config keys; read as today's: ${m.changes.join(', ')}\n`);
+    if (m.changes.length > 0)
+      process.stderr.write(
+        `ragen: \`${layer.source}\` was saved with old config keys; read as today's: ${m.changes.join(', ')}\n`,
+      );
     return { ...layer, data: m.data };
   });
   return resolveConfig(layers, overrides);

@@ -15,16 +15,40 @@ describe('saved configs from before the config redesign', () => {
     const old = loadSavedConfig(join(import.meta.dirname, 'fixtures', 'saved-before-issue-13.yaml'));
     const lines = err.mock.calls.map((c) => String(c[0])).join('');
     err.mockRestore();
-    // The presets now name the model `ragen-tiny`; the saved `models/ragen-tiny` still finds it (src/model/hub.test.ts).
-    const today = loadConfig({ config: 'sokoban-ppo', overrides: ['model.path=models/ragen-tiny', 'trainer.steps=8', 'trainer.valBeforeTrain=false', 'trainer.valEvery=0', 'logging.runDir=/tmp/run-base8', 'logging.console=none'] });
+    // The presets now name the model `ragen-tiny`; the saved `models/ragen-tiny` still finds it
+    // (src/model/hub.test.ts).
+    const today = loadConfig({
+      config: 'sokoban-ppo',
+      overrides: [
+        'model.path=models/ragen-tiny',
+        'trainer.steps=8',
+        'trainer.valBeforeTrain=false',
+        'trainer.valEvery=0',
+        'logging.runDir=/tmp/run-base8',
+        'logging.console=none',
+      ],
+    });
     expect(old).toEqual(today);
-    for (const change of ['generation.maxNewTokens -> agent.maxNewTokens', 'agent.contextMode -> agent.contextWindowMode', 'algo.dualClipC -> algo.clipRatioC', 'model.dtype dropped']) expect(lines).toContain(change);
+    for (const change of [
+      'generation.maxNewTokens -> agent.maxNewTokens',
+      'agent.contextMode -> agent.contextWindowMode',
+      'algo.dualClipC -> algo.clipRatioC',
+      'model.dtype dropped',
+    ])
+      expect(lines).toContain(change);
   });
 
   it('maps rewardMode to useTurnScores and window to maxContextWindow', () => {
-    const m = migrateSavedConfig({ agent: { rewardMode: 'turn', window: 2, contextMode: 'limited_multi_turn' } }, 'x.yaml');
-    expect(m.data).toEqual({ agent: { useTurnScores: true, maxContextWindow: 2, contextWindowMode: 'limited_multi_turn' } });
-    expect(migrateSavedConfig({ agent: { rewardMode: 'episode' } }, 'x.yaml').data).toEqual({ agent: { useTurnScores: false } });
+    const m = migrateSavedConfig(
+      { agent: { rewardMode: 'turn', window: 2, contextMode: 'limited_multi_turn' } },
+      'x.yaml',
+    );
+    expect(m.data).toEqual({
+      agent: { useTurnScores: true, maxContextWindow: 2, contextWindowMode: 'limited_multi_turn' },
+    });
+    expect(migrateSavedConfig({ agent: { rewardMode: 'episode' } }, 'x.yaml').data).toEqual({
+      agent: { useTurnScores: false },
+    });
     expect(() => migrateSavedConfig({ agent: { rewardMode: 'step' } }, 'x.yaml')).toThrow(/agent.rewardMode.*"step"/);
   });
 
@@ -33,6 +57,8 @@ describe('saved configs from before the config redesign', () => {
     writeFileSync(join(dir, 'config.yaml'), 'model:\n  dtype: bfloat16\n');
     expect(() => loadSavedConfig(dir)).toThrow(ConfigError);
     expect(() => loadSavedConfig(dir)).toThrow(/model\.dtype/);
-    expect(() => migrateSavedConfig({ generation: { maxNewTokens: 8 }, agent: { maxNewTokens: 9 } }, 'x.yaml')).toThrow(/both the old key `generation.maxNewTokens` and its new name/);
+    expect(() => migrateSavedConfig({ generation: { maxNewTokens: 8 }, agent: { maxNewTokens: 9 } }, 'x.yaml')).toThrow(
+      /both the old key `generation.maxNewTokens` and its new name/,
+    );
   });
 });

@@ -30,7 +30,8 @@ export function migrateSavedConfig(data: Data, source: string): { data: Data; ch
   const changes: string[] = [];
   const section = (name: string): Data | undefined => (isObject(out[name]) ? (out[name] as Data) : undefined);
   const move = (from: Data, key: string, to: Data, newKey: string, label: string, value: unknown = from[key]): void => {
-    if (newKey in to) throw new ConfigError(`\`${source}\` sets both the old key \`${label}\` and its new name; remove the old one.`);
+    if (newKey in to)
+      throw new ConfigError(`\`${source}\` sets both the old key \`${label}\` and its new name; remove the old one.`);
     to[newKey] = value;
     delete from[key];
   };
@@ -44,7 +45,10 @@ export function migrateSavedConfig(data: Data, source: string): { data: Data; ch
   const agent = section('agent');
   if (agent && 'rewardMode' in agent) {
     const mode = agent['rewardMode'];
-    if (mode !== 'turn' && mode !== 'episode') throw new ConfigError(`\`${source}\`: old key \`agent.rewardMode\` = ${JSON.stringify(mode)}; it took "episode" or "turn" (today: agent.useTurnScores).`);
+    if (mode !== 'turn' && mode !== 'episode')
+      throw new ConfigError(
+        `\`${source}\`: old key \`agent.rewardMode\` = ${JSON.stringify(mode)}; it took "episode" or "turn" (today: agent.useTurnScores).`,
+      );
     move(agent, 'rewardMode', agent, 'useTurnScores', 'agent.rewardMode', mode === 'turn');
     changes.push(`agent.rewardMode: ${mode} -> agent.useTurnScores: ${mode === 'turn'}`);
   }

@@ -24,7 +24,9 @@ export function parseOverride(text: string): Override {
   const eq = text.indexOf('=');
   const rawKey = (eq < 0 ? text : text.slice(0, eq)).trim().replace(/^\+/, '');
   if (eq < 0 || !/^[\w-]+(\.[\w-]+)*$/.test(rawKey)) {
-    throw new ConfigError(`Bad override \`${text}\`: expected \`dotted.key=value\`, e.g. \`trainer.steps=100\` or \`algo.filter.topP=0.9\`.`);
+    throw new ConfigError(
+      `Bad override \`${text}\`: expected \`dotted.key=value\`, e.g. \`trainer.steps=100\` or \`algo.filter.topP=0.9\`.`,
+    );
   }
   const raw = text.slice(eq + 1).trim();
   let value: unknown = '';
@@ -32,7 +34,9 @@ export function parseOverride(text: string): Override {
     try {
       value = parseYaml(raw);
     } catch (err) {
-      throw new ConfigError(`Bad override \`${text}\`: the value \`${raw}\` is not valid YAML (${(err as Error).message.split('\n')[0]}). Quote strings with special characters: \`${rawKey}='...'\`.`);
+      throw new ConfigError(
+        `Bad override \`${text}\`: the value \`${raw}\` is not valid YAML (${(err as Error).message.split('\n')[0]}). Quote strings with special characters: \`${rawKey}='...'\`.`,
+      );
     }
   }
   const bad = nonPlainData(value);
@@ -46,7 +50,8 @@ export function parseOverride(text: string): Override {
  */
 export function nonPlainData(value: unknown, path: string[] = [], seen: unknown[] = []): string | null {
   const where = path.length > 0 ? `\`${path.join('.')}\`` : 'the value';
-  if (typeof value === 'number' && !Number.isFinite(value)) return `${where} reads as ${value}; config numbers must be finite`;
+  if (typeof value === 'number' && !Number.isFinite(value))
+    return `${where} reads as ${value}; config numbers must be finite`;
   if (typeof value !== 'object' || value === null) return null;
   if (seen.includes(value)) return `${where} is an alias inside its own YAML anchor; config data must be a plain tree`;
   const entries = Array.isArray(value) ? value.map((v, i) => [String(i), v] as const) : Object.entries(value);
@@ -86,7 +91,9 @@ export function setPath(target: Record<string, unknown>, path: readonly string[]
     if (Array.isArray(node)) {
       const idx = /^\d+$/.test(seg) ? Number(seg) : NaN;
       if (!(idx <= node.length)) {
-        throw new ConfigError(`Bad override \`${text}\`: \`${path.slice(0, i).join('.')}\` is a list of ${node.length} item(s); use an index from 0 to ${node.length} (${node.length} appends).`);
+        throw new ConfigError(
+          `Bad override \`${text}\`: \`${path.slice(0, i).join('.')}\` is a list of ${node.length} item(s); use an index from 0 to ${node.length} (${node.length} appends).`,
+        );
       }
       if (last) node[idx] = clone(value);
       else {

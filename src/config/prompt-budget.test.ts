@@ -51,7 +51,9 @@ describe('contexts within the model (issue 34, item 12)', () => {
   it('item 12: train refuses agent.maxContextTokens past the model positions, naming both numbers', async () => {
     const err = await trainError(join(root, 'past'), [`model.path=${short}`, 'agent.maxContextTokens=1024']);
     expect(err).toBeInstanceOf(ConfigError);
-    expect((err as Error).message).toMatch(/`agent.maxContextTokens` = 1024 is past the model's 256 positions .*Lower `agent.maxContextTokens` to at most 256/);
+    expect((err as Error).message).toMatch(
+      /`agent.maxContextTokens` = 1024 is past the model's 256 positions .*Lower `agent.maxContextTokens` to at most 256/,
+    );
   });
 
   it('item 12: a first prompt past the model positions is refused without advising a budget the model cannot hold', async () => {
@@ -63,21 +65,36 @@ describe('contexts within the model (issue 34, item 12)', () => {
   });
 
   it('item 12: eval refuses what train refuses (it reported 0.0% with every episode truncated)', async () => {
-    await expect(runEval({ env: 'SimpleSokoban', policy: 'model', model, groups: 2, set: ['maxContextTokens=200'] })).rejects.toThrow(/`--env` tag `SimpleSokoban`: the first prompt .* over `agent.maxContextTokens` = 200/);
-    await expect(runEval({ env: 'SimpleSokoban', policy: 'random', groups: 2, set: ['maxContextTokens=200'] })).rejects.toThrow(/over `agent.maxContextTokens` = 200/);
-    await expect(runEval({ env: 'SimpleSokoban', policy: 'model', model: short, groups: 2, set: ['maxContextTokens=1024'] })).rejects.toThrow(/past the model's 256 positions/);
+    await expect(
+      runEval({ env: 'SimpleSokoban', policy: 'model', model, groups: 2, set: ['maxContextTokens=200'] }),
+    ).rejects.toThrow(/`--env` tag `SimpleSokoban`: the first prompt .* over `agent.maxContextTokens` = 200/);
+    await expect(
+      runEval({ env: 'SimpleSokoban', policy: 'random', groups: 2, set: ['maxContextTokens=200'] }),
+    ).rejects.toThrow(/over `agent.maxContextTokens` = 200/);
+    await expect(
+      runEval({ env: 'SimpleSokoban', policy: 'model', model: short, groups: 2, set: ['maxContextTokens=1024'] }),
+    ).rejects.toThrow(/past the model's 256 positions/);
     // a preset whose val set holds agent programs runs its built-in tags through the same check
     const preset = join(root, 'agents.yaml');
-    writeFileSync(preset, `model: {path: ${JSON.stringify(short)}}\nenv:\n  train: [{tag: Bandit, groups: 2, groupSize: 4}]\n  val: [{tag: Bandit, groups: 2}, {agent: {command: "node -e 0"}, name: Noop, groups: 1}]\ntrainer: {miniBatchSize: 8, microBatchSize: 8}\nagent: {maxContextTokens: 1024}\n`);
-    await expect(runEval({ preset })).rejects.toThrow(/`agent.maxContextTokens` = 1024 is past the model's 256 positions/);
+    writeFileSync(
+      preset,
+      `model: {path: ${JSON.stringify(short)}}\nenv:\n  train: [{tag: Bandit, groups: 2, groupSize: 4}]\n  val: [{tag: Bandit, groups: 2}, {agent: {command: "node -e 0"}, name: Noop, groups: 1}]\ntrainer: {miniBatchSize: 8, microBatchSize: 8}\nagent: {maxContextTokens: 1024}\n`,
+    );
+    await expect(runEval({ preset })).rejects.toThrow(
+      /`agent.maxContextTokens` = 1024 is past the model's 256 positions/,
+    );
   });
 
   it('item 12: the engine refuses a prompt plus generation past the position table, naming both numbers', async () => {
     const engine = await LocalEngine.fromPretrained(short);
     try {
       const prompt = Array.from({ length: 250 }, (_, i) => 10 + (i % 50));
-      await expect(engine.generate([prompt], { maxNewTokens: 7, temperature: 0, seed: 0 })).rejects.toThrow(/prompt 0 has 250 tokens and may generate 7 more \(257 in all\), past the model's 256 positions/);
-      expect((await engine.generate([prompt], { maxNewTokens: 6, temperature: 0, seed: 0 }))[0]!.tokens.length).toBeLessThanOrEqual(6);
+      await expect(engine.generate([prompt], { maxNewTokens: 7, temperature: 0, seed: 0 })).rejects.toThrow(
+        /prompt 0 has 250 tokens and may generate 7 more \(257 in all\), past the model's 256 positions/,
+      );
+      expect(
+        (await engine.generate([prompt], { maxNewTokens: 6, temperature: 0, seed: 0 }))[0]!.tokens.length,
+      ).toBeLessThanOrEqual(6);
     } finally {
       engine.dispose();
     }

@@ -18,21 +18,36 @@ export interface PromptSet {
  * Render the turn-1 prompt of every `env.train` and `env.val` tag (first seed of each split) with the run's tokenizer
  * and check it against the budget and the model's positions (see `checkPromptsFit`).
  */
-export async function checkPromptBudget(config: RagenConfig, tokenizer: Tokenizer, maxPositions = Infinity): Promise<void> {
+export async function checkPromptBudget(
+  config: RagenConfig,
+  tokenizer: Tokenizer,
+  maxPositions = Infinity,
+): Promise<void> {
   // agent programs render their own prompts (the gateway checks each call against the model's context)
-  const sets = (['train', 'val'] as const).filter((split) => tagEntries(config, split).length > 0).map((split) => ({ label: `env.${split}`, options: envGroupsOptions(config, split) }));
+  const sets = (['train', 'val'] as const)
+    .filter((split) => tagEntries(config, split).length > 0)
+    .map((split) => ({ label: `env.${split}`, options: envGroupsOptions(config, split) }));
   await checkPromptsFit(sets, tokenizer, config.agent, maxPositions);
 }
 
 /**
- * Throw one ConfigError when `agent.maxContextTokens` is past the model's `maxPositions`, or naming each tag whose first
+ * Throw one ConfigError when `agent.maxContextTokens` is past the model's `maxPositions`, or naming each tag whose
+ * first
  * prompt + `agent.maxNewTokens` exceeds the budget, with the smallest budget that fits, or, where even that is past the
- * model's positions, what can shrink instead. `ragen train` and `ragen eval` both run it, so they refuse the same things.
+ * model's positions, what can shrink instead. `ragen train` and `ragen eval` both run it, so they refuse the same
+ * things.
  */
-export async function checkPromptsFit(sets: PromptSet[], tokenizer: Tokenizer, agent: AgentConfig, maxPositions = Infinity): Promise<void> {
+export async function checkPromptsFit(
+  sets: PromptSet[],
+  tokenizer: Tokenizer,
+  agent: AgentConfig,
+  maxPositions = Infinity,
+): Promise<void> {
   const { maxContextTokens, maxNewTokens } = agent;
   if (maxContextTokens > maxPositions) {
-    throw new ConfigError(`\`agent.maxContextTokens\` = ${maxContextTokens} is past the model's ${maxPositions} positions (its max_position_embeddings), where a prompt plus its generation must fit. Lower \`agent.maxContextTokens\` to at most ${maxPositions}, or use a model with a longer context.`);
+    throw new ConfigError(
+      `\`agent.maxContextTokens\` = ${maxContextTokens} is past the model's ${maxPositions} positions (its max_position_embeddings), where a prompt plus its generation must fit. Lower \`agent.maxContextTokens\` to at most ${maxPositions}, or use a model with a longer context.`,
+    );
   }
   const problems: string[] = [];
   let least = 0;
@@ -40,7 +55,9 @@ export async function checkPromptsFit(sets: PromptSet[], tokenizer: Tokenizer, a
     for (const p of await firstPrompts(options, tokenizer, agent)) {
       if (p.needed <= maxContextTokens) continue;
       least = Math.max(least, p.needed);
-      problems.push(`\`${label}\` tag \`${p.tag}\`: the first prompt (seed ${p.seed}) is ${p.promptTokens} tokens, + \`agent.maxNewTokens\` = ${maxNewTokens} makes ${p.needed}, over \`agent.maxContextTokens\` = ${maxContextTokens}, so every episode would end \`context_full\` with zero turns.`);
+      problems.push(
+        `\`${label}\` tag \`${p.tag}\`: the first prompt (seed ${p.seed}) is ${p.promptTokens} tokens, + \`agent.maxNewTokens\` = ${maxNewTokens} makes ${p.needed}, over \`agent.maxContextTokens\` = ${maxContextTokens}, so every episode would end \`context_full\` with zero turns.`,
+      );
     }
   }
   if (problems.length === 0) return;

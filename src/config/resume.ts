@@ -7,7 +7,18 @@ import { findAlias } from './aliases.js';
 import { parseOverride } from './overrides.js';
 
 /** Key prefixes an override may set on resume (documented in docs/training.md). */
-export const RESUMABLE_KEYS = ['trainer.', 'logging.console', 'logging.logEvery', 'logging.rolloutsEvery', 'logging.rolloutsPerStep', 'logging.sinks', 'logging.wandb.', 'env.val', 'generation.val.', 'model.backend'] as const;
+export const RESUMABLE_KEYS = [
+  'trainer.',
+  'logging.console',
+  'logging.logEvery',
+  'logging.rolloutsEvery',
+  'logging.rolloutsPerStep',
+  'logging.sinks',
+  'logging.wandb.',
+  'env.val',
+  'generation.val.',
+  'model.backend',
+] as const;
 
 /** Whether `key` (dotted) may change when a run resumes. */
 export function resumable(key: string): boolean {

@@ -4,7 +4,10 @@ import { envGroupsOptions, samplingOf } from './rollout-options.js';
 
 describe('rollout options', () => {
   it('build env-group settings per split with the split seed, per-tag configs and the action cap', () => {
-    const c = loadConfig({ config: 'bandit-ppo', overrides: ['env.config.BanditTest.loArmScore=0.2', 'agent.maxActionsPerEpisode=1'] });
+    const c = loadConfig({
+      config: 'bandit-ppo',
+      overrides: ['env.config.BanditTest.loArmScore=0.2', 'agent.maxActionsPerEpisode=1'],
+    });
     expect(envGroupsOptions(c, 'val')).toEqual({
       tags: [
         { env: 'Bandit', nGroups: 64, config: {}, maxActionsPerEpisode: 1 },
@@ -15,7 +18,9 @@ describe('rollout options', () => {
       seed: 123,
     });
     expect(envGroupsOptions(c, 'train')).toMatchObject({ groupSize: 8, seed: 10000, mode: 'train' });
-    expect(envGroupsOptions(loadConfig({ config: 'bandit-ppo' }), 'train').tags[0]).not.toHaveProperty('maxActionsPerEpisode');
+    expect(envGroupsOptions(loadConfig({ config: 'bandit-ppo' }), 'train').tags[0]).not.toHaveProperty(
+      'maxActionsPerEpisode',
+    );
   });
 
   it('sample validation at its own temperature, or greedily', () => {

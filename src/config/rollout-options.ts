@@ -14,7 +14,7 @@ export function envGroupsOptions(config: RagenConfig, mode: 'train' | 'val'): En
       env: e.tag,
       nGroups: e.groups,
       config: { ...(config.env.config[e.tag] ?? {}) },
-      ...(config.env.wrappers[e.tag] ? { wrappers: wrapOptionsOf(config.env.wrappers[e.tag]) } : {}),
+      ...wrappersOf(config.env.wrappers[e.tag]),
       ...(cap !== null ? { maxActionsPerEpisode: cap } : {}),
     })),
     groupSize: entries[0]?.groupSize ?? 1,
@@ -30,12 +30,26 @@ export function samplingOf(config: RagenConfig, mode: 'train' | 'val', seed: num
   return { temperature, topP, topK, seed };
 }
 
+function wrappersOf(w: RagenConfig['env']['wrappers'][string] | undefined): { wrappers?: WrapOptions } {
+  return w ? { wrappers: wrapOptionsOf(w) } : {};
+}
+
 /** `env.wrappers.<tag>` as `wrapEnv` options: only the wrappers whose settings change something. */
 export function wrapOptionsOf(w: RagenConfig['env']['wrappers'][string]): WrapOptions {
   return {
-    ...(w.rewardScale !== 1 || w.rewardShift !== 0 || w.rewardClip !== null ? { rewardScale: { scale: w.rewardScale, shift: w.rewardShift, ...(w.rewardClip ? { clip: [w.rewardClip[0], w.rewardClip[1]] as const } : {}) } } : {}),
+    ...(w.rewardScale !== 1 || w.rewardShift !== 0 || w.rewardClip !== null
+      ? {
+          rewardScale: {
+            scale: w.rewardScale,
+            shift: w.rewardShift,
+            ...(w.rewardClip ? { clip: [w.rewardClip[0]!, w.rewardClip[1]!] as const } : {}),
+          },
+        }
+      : {}),
     ...(w.formatPenalty !== 0 ? { formatPenalty: w.formatPenalty } : {}),
-    ...(w.observationMaxChars !== null ? { observation: { maxChars: w.observationMaxChars, keep: w.observationKeep } } : {}),
+    ...(w.observationMaxChars !== null
+      ? { observation: { maxChars: w.observationMaxChars, keep: w.observationKeep } }
+      : {}),
     ...(w.recordEpisodes !== null ? { recordEpisodes: w.recordEpisodes } : {}),
   };
 }

@@ -18,25 +18,43 @@ const oneOf = <T extends string>(values: readonly T[]) => z.enum(values as [T, .
 
 /** Reward normalisation before the advantage (RAGEN's `agent_proxy.reward_normalization`; v1's ARPO/BRPO/GRPO). */
 export const RewardNormSchema = z.strictObject({
-  /** Which episodes are normalised together: `state` (one group = one seed), `batch` (the whole step), `inductive` (by env tag). @default "state" */
+  /**
+   * Which episodes are normalised together: `state` (one group = one seed), `batch` (the whole step), `inductive` (by
+   * env tag). @default "state"
+   */
   grouping: oneOf(REWARD_GROUPINGS).default('state'),
-  /** `identity` (raw rewards, ARPO), `mean` (x − μ), `mean_std` ((x − μ)/σ, 0 when σ ≈ 0; BRPO with batch grouping), `asym_clip` (mean_std clipped to [−1, 3]). @default "identity" */
+  /**
+   * `identity` (raw rewards, ARPO), `mean` (x − μ), `mean_std` ((x − μ)/σ, 0 when σ ≈ 0; BRPO with batch grouping),
+   * `asym_clip` (mean_std clipped to [−1, 3]). @default "identity"
+   */
   method: oneOf(REWARD_NORM_METHODS).default('identity'),
 });
 
 /** The rollout filter: keep the groups with the most learning signal (StarPO-S / RAGEN-2 SNR-aware filtering). */
 export const FilterSchema = z.strictObject({
-  /** `top_p`: smallest set of groups whose score mass reaches `value`; `top_k`: the best `value` fraction of groups; `top_k_abs`: the best `value` groups; `min_p`: groups scoring at least `value` × the best. @default "top_p" */
+  /**
+   * `top_p`: smallest set of groups whose score mass reaches `value`; `top_k`: the best `value` fraction of groups;
+   * `top_k_abs`: the best `value` groups; `min_p`: groups scoring at least `value` × the best. @default "top_p"
+   */
   strategy: oneOf(FILTER_STRATEGIES).default('top_p'),
-  /** The strategy's parameter: p for top_p (1 keeps everything: no filter), the kept fraction for top_k, a count for top_k_abs, the ratio for min_p. @default 1 */
+  /**
+   * The strategy's parameter: p for top_p (1 keeps everything: no filter), the kept fraction for top_k, a count for
+   * top_k_abs, the ratio for min_p. @default 1
+   */
   value: z.number().min(0).default(1),
-  /** Group score: `reward_std` (in-group reward standard deviation; RAGEN's `reward_variance`), `reward_mean`, `reward_sum`, `entropy`, `entropy_std`, `length`. @default "reward_std" */
+  /**
+   * Group score: `reward_std` (in-group reward standard deviation; RAGEN's `reward_variance`), `reward_mean`,
+   * `reward_sum`, `entropy`, `entropy_std`, `length`. @default "reward_std"
+   */
   metric: oneOf(FILTER_METRICS).default('reward_std'),
   /** Keep the groups with the `largest` or the `smallest` scores. @default "largest" */
   type: z.enum(['largest', 'smallest']).default('largest'),
   /** Let groups scoring 0 (e.g. all rewards equal) be kept; false drops them before selection. @default true */
   includeZero: z.boolean().default(true),
-  /** How top_p turns scores into mass: `linear` (score / Σ scores) or `softmax` (RAGEN-2's main-table runs). @default "linear" */
+  /**
+   * How top_p turns scores into mass: `linear` (score / Σ scores) or `softmax` (RAGEN-2's main-table runs). @default
+   * "linear"
+   */
   topPMode: z.enum(['linear', 'softmax']).default('linear'),
   /** Slack subtracted from the linear top_p threshold (RAGEN's `selection_eps`). @default 0.01 */
   selectionEps: z.number().min(0).default(0.01),
@@ -58,28 +76,50 @@ export const KlSchema = z.strictObject({
   useKlLoss: z.boolean().default(false),
   /** β: the KL loss coefficient, and the initial coefficient of the in-reward penalty. @default 0 */
   coef: z.number().min(0).default(0),
-  /** Per-token estimator: `k1` (log ratio), `k2` (½ log ratio²), `k3` (low-variance, Schulman 2020), `abs`; a `+` suffix uses k2's gradient (straight-through). @default "k1" */
+  /**
+   * Per-token estimator: `k1` (log ratio), `k2` (½ log ratio²), `k3` (low-variance, Schulman 2020), `abs`; a `+` suffix
+   * uses k2's gradient (straight-through). @default "k1"
+   */
   estimator: oneOf(KL_ESTIMATORS).default('k1'),
-  /** Subtract `β · KL(π_old ‖ π_ref)` from the per-token rewards instead of (or besides) the loss term (verl's `use_kl_in_reward`). @default false */
+  /**
+   * Subtract `β · KL(π_old ‖ π_ref)` from the per-token rewards instead of (or besides) the loss term (verl's
+   * `use_kl_in_reward`). @default false
+   */
   inReward: z.boolean().default(false),
   controller: KlControllerSchema.prefault({}),
 });
 
 /** Multipliers applied to the advantages after they are computed, in this order (RAGEN's post-advantage modifiers). */
 export const AdvModifiersSchema = z.strictObject({
-  /** GRPO only: scale a group's advantages by its reward std over the largest group std (RAGEN's `soft_advantage_reweight`). @default false */
+  /**
+   * GRPO only: scale a group's advantages by its reward std over the largest group std (RAGEN's
+   * `soft_advantage_reweight`). @default false
+   */
   softReweight: z.boolean().default(false),
-  /** Scale advantages by the filter's kept ratio: `none`, `linear` (× ratio) or `sqrt` (× √ratio) (RAGEN's `filter_loss_scaling`). @default "none" */
+  /**
+   * Scale advantages by the filter's kept ratio: `none`, `linear` (× ratio) or `sqrt` (× √ratio) (RAGEN's
+   * `filter_loss_scaling`). @default "none"
+   */
   filterLossScaling: oneOf(FILTER_LOSS_SCALINGS).default('none'),
-  /** Divide each sequence's advantage by its length over the mean length (RAGEN's `grpo_advantage_length_weight`). @default false */
+  /**
+   * Divide each sequence's advantage by its length over the mean length (RAGEN's `grpo_advantage_length_weight`).
+   * @default false
+   */
   lengthWeight: z.boolean().default(false),
-  /** Zero every advantage: an ablation that leaves only the entropy and KL terms (RAGEN's `zero_task_advantage`). @default false */
+  /**
+   * Zero every advantage: an ablation that leaves only the entropy and KL terms (RAGEN's `zero_task_advantage`).
+   * @default false
+   */
   zeroTaskAdvantage: z.boolean().default(false),
 });
 
 /** The StarPO algorithm: advantages, filtering and the PPO-style losses (RAGEN's `algorithm` and `actor`). */
 export const AlgoSchema = z.strictObject({
-  /** Advantage estimator: `gae` (PPO with a critic), `bi_level_gae` (turn-level then token-level GAE, with a critic), `grpo`, `dr_grpo` (GRPO without the std division), `rloo`, `reinforce_pp` (REINFORCE++), `reinforce_pp_baseline`. @default "gae" */
+  /**
+   * Advantage estimator: `gae` (PPO with a critic), `bi_level_gae` (turn-level then token-level GAE, with a critic),
+   * `grpo`, `dr_grpo` (GRPO without the std division), `rloo`, `reinforce_pp` (REINFORCE++), `reinforce_pp_baseline`.
+   * @default "gae"
+   */
   advEstimator: oneOf(ADV_ESTIMATORS).default('gae'),
   /** Token-level discount γ. @default 1 */
   gamma: z.number().min(0).max(1).default(1),
@@ -87,7 +127,10 @@ export const AlgoSchema = z.strictObject({
   lambda: z.number().min(0).max(1).default(1),
   /** Turn-level discount of `bi_level_gae` (RAGEN's `high_level_gamma`). @default 0.95 */
   gammaTurn: z.number().min(0).max(1).default(0.95),
-  /** Whiten advantages over all loss tokens of the batch (verl's `masked_whiten`); null uses the estimator's own choice (on for gae, bi_level_gae, reinforce_pp*, off for grpo, dr_grpo, rloo). @default null */
+  /**
+   * Whiten advantages over all loss tokens of the batch (verl's `masked_whiten`); null uses the estimator's own choice
+   * (on for gae, bi_level_gae, reinforce_pp*, off for grpo, dr_grpo, rloo). @default null
+   */
   normAdvantages: z.boolean().nullable().default(null),
   rewardNorm: RewardNormSchema.prefault({}),
   filter: FilterSchema.prefault({}),
@@ -95,16 +138,30 @@ export const AlgoSchema = z.strictObject({
   clipRatioLow: z.number().min(0).lt(1).default(0.2),
   /** Upper PPO clip ε ("clip-higher", DAPO): the ratio is clipped above at 1 + ε. @default 0.28 */
   clipRatioHigh: z.number().min(0).default(0.28),
-  /** Dual-clip bound c for negative advantages (Ye et al. 2020): their loss is at most −A·c; must exceed 1 (veRL's `clip_ratio_c`). @default 3 */
+  /**
+   * Dual-clip bound c for negative advantages (Ye et al. 2020): their loss is at most −A·c; must exceed 1 (veRL's
+   * `clip_ratio_c`). @default 3
+   */
   clipRatioC: z.number().gt(1).default(3),
-  /** How per-token losses are reduced: `token-mean`, `seq-mean-token-mean` (GRPO), `seq-mean-token-sum` (Dr. GRPO), `seq-mean-token-sum-norm`. @default "token-mean" */
+  /**
+   * How per-token losses are reduced: `token-mean`, `seq-mean-token-mean` (GRPO), `seq-mean-token-sum` (Dr. GRPO),
+   * `seq-mean-token-sum-norm`. @default "token-mean"
+   */
   lossAgg: oneOf(LOSS_AGG_MODES).default('token-mean'),
   /** Entropy bonus coefficient: the loss subtracts `entropyCoeff · H` (veRL's `entropy_coeff`). @default 0.001 */
   entropyCoeff: z.number().min(0).default(0.001),
   kl: KlSchema.prefault({}),
-  /** Recompute log π_old with a teacher-forced forward after the rollout (RAGEN always does): `auto` reuses the sampler's log-probs when the engine samples with the very weights it trains (the local engine: they agree to float rounding, tested in src/model) and recomputes otherwise; `true` always recomputes; `false` always reuses. Reuse saves one forward pass over the batch per step. @default "auto" */
+  /**
+   * Recompute log π_old with a teacher-forced forward after the rollout (RAGEN always does): `auto` reuses the
+   * sampler's log-probs when the engine samples with the very weights it trains (the local engine: they agree to float
+   * rounding, tested in src/model) and recomputes otherwise; `true` always recomputes; `false` always reuses. Reuse
+   * saves one forward pass over the batch per step. @default "auto"
+   */
   recomputeOldLogprobs: z.union([z.literal('auto'), z.boolean()]).default('auto'),
-  /** Critic value clip ε: the new value is clipped to the old value ± ε in the value loss (verl's `cliprange_value`). @default 0.5 */
+  /**
+   * Critic value clip ε: the new value is clipped to the old value ± ε in the value loss (verl's `cliprange_value`).
+   * @default 0.5
+   */
   valueClip: z.number().positive().default(0.5),
   modifiers: AdvModifiersSchema.prefault({}),
 });

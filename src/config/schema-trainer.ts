@@ -2,7 +2,10 @@
 // Defaults follow RAGEN's base.yaml and verl's; deliberate differences are noted on the field.
 import { z } from 'zod';
 
-/** Reward-std collapse: stop when the in-group reward std falls far below its early level (RAGEN's reward-variance early stop). */
+/**
+ * Reward-std collapse: stop when the in-group reward std falls far below its early level (RAGEN's reward-variance early
+ * stop).
+ */
 export const RewardStdCollapseSchema = z.strictObject({
   /** Check for reward-std collapse. @default true */
   enabled: z.boolean().default(true),
@@ -26,11 +29,17 @@ export const ValSuccessCollapseSchema = z.strictObject({
 
 /** Early stops, each logged with its reason under `early_stopped/*`. */
 export const EarlyStopSchema = z.strictObject({
-  /** Stop after this many consecutive steps whose batch the filter emptied; 0 never stops (RAGEN's `rollout_filter_empty_stop_steps`). @default 5 */
+  /**
+   * Stop after this many consecutive steps whose batch the filter emptied; 0 never stops (RAGEN's
+   * `rollout_filter_empty_stop_steps`). @default 5
+   */
   emptyBatchPatience: z.number().int().min(0).default(5),
   rewardStdCollapse: RewardStdCollapseSchema.prefault({}),
   valSuccessCollapse: ValSuccessCollapseSchema.prefault({}),
-  /** Echo-trap warnings (`early_warning/*`, src/algo/early-warning.ts) that stop the run when they start, e.g. `[mi_collapse]`; [] only warns. @default [] */
+  /**
+   * Echo-trap warnings (`early_warning/*`, src/algo/early-warning.ts) that stop the run when they start, e.g.
+   * `[mi_collapse]`; [] only warns. @default []
+   */
   onWarnings: z.array(z.enum(['reward_std_collapse', 'entropy_drop', 'grad_norm_spike', 'mi_collapse'])).default([]),
 });
 
@@ -52,7 +61,10 @@ export const GradAnalysisSchema = z.strictObject({
   every: z.number().int().min(0).default(0),
   /** Equal-count buckets of groups ranked by in-group reward std (RAGEN-2's default is 6). @default 6 */
   buckets: z.number().int().min(1).default(6),
-  /** Also analyse the whole batch before the rollout filter (`grad_analysis/prefilter/*`; RAGEN's `gradient_analysis_log_prefilter`). @default false */
+  /**
+   * Also analyse the whole batch before the rollout filter (`grad_analysis/prefilter/*`; RAGEN's
+   * `gradient_analysis_log_prefilter`). @default false
+   */
   prefilter: z.boolean().default(false),
 });
 
@@ -64,7 +76,10 @@ export const GradAnalysisSchema = z.strictObject({
 export const AsyncSchema = z.strictObject({
   /** Generate rollouts ahead of the update. @default false */
   enabled: z.boolean().default(false),
-  /** Most policy versions a sample may lag the policy it trains (= rollouts generated ahead); 0 = the synchronous schedule. @default 1 */
+  /**
+   * Most policy versions a sample may lag the policy it trains (= rollouts generated ahead); 0 = the synchronous
+   * schedule. @default 1
+   */
   maxStaleness: z.number().int().min(0).max(8).default(1),
   /** Truncation C of the importance weights min(π_old / μ, C) on stale tokens. @default 2 */
   importanceCap: z.number().positive().default(2),
@@ -78,7 +93,12 @@ export const TrainerSchema = z.strictObject({
   ppoEpochs: z.number().int().min(1).default(1),
   /** Sequences per optimizer step; a step's batch gives `batch / miniBatchSize` optimizer steps. @default 32 */
   miniBatchSize: z.number().int().min(1).default(32),
-  /** Most sequences per forward/backward pass; gradients accumulate over a mini-batch, so this changes memory and speed, not the result. The local engine takes runs of this many rows; the torch engine takes rows longest first and also closes a micro-batch before it outgrows `model.torch.tokenBudget` (one worker pass per call, graph kept): raise it toward `miniBatchSize` to let the budget alone decide. RAGEN uses 1 per GPU. @default 8 */
+  /**
+   * Most sequences per forward/backward pass; gradients accumulate over a mini-batch, so this changes memory and speed,
+   * not the result. The local engine takes runs of this many rows; the torch engine takes rows longest first and also
+   * closes a micro-batch before it outgrows `model.torch.tokenBudget` (one worker pass per call, graph kept): raise it
+   * toward `miniBatchSize` to let the budget alone decide. RAGEN uses 1 per GPU. @default 8
+   */
   microBatchSize: z.number().int().min(1).default(8),
   /** Shuffle the batch before cutting mini-batches (with the run's seeded RNG). @default false */
   shuffle: z.boolean().default(false),
@@ -86,7 +106,10 @@ export const TrainerSchema = z.strictObject({
   actorLr: z.number().positive().default(1e-6),
   /** Peak learning rate of the critic. @default 1e-5 */
   criticLr: z.number().positive().default(1e-5),
-  /** `constant` (RAGEN's), or `warmup_cosine`: linear warmup over `warmupSteps`, then cosine decay to `minLrRatio` × peak at the last step. Scheduled per StarPO step. @default "constant" */
+  /**
+   * `constant` (RAGEN's), or `warmup_cosine`: linear warmup over `warmupSteps`, then cosine decay to `minLrRatio` ×
+   * peak at the last step. Scheduled per StarPO step. @default "constant"
+   */
   lrSchedule: z.enum(['constant', 'warmup_cosine']).default('constant'),
   /** Linear warmup steps (from lr/warmupSteps up to the peak); also applies to `constant`. @default 0 */
   warmupSteps: z.number().int().min(0).default(0),
@@ -98,7 +121,10 @@ export const TrainerSchema = z.strictObject({
   adamBetas: z.tuple([z.number().min(0).lt(1), z.number().min(0).lt(1)]).default([0.9, 0.999]),
   /** AdamW ε. @default 1e-8 */
   adamEps: z.number().positive().default(1e-8),
-  /** Clip the global gradient norm to this; 0 disables clipping. A step with a non-finite norm is skipped and logged. @default 1 */
+  /**
+   * Clip the global gradient norm to this; 0 disables clipping. A step with a non-finite norm is skipped and logged.
+   * @default 1
+   */
   gradClip: z.number().min(0).default(1),
   /** Steps during which only the critic is updated (RAGEN's `critic_warmup`). @default 0 */
   criticWarmup: z.number().int().min(0).default(0),
@@ -112,8 +138,15 @@ export const TrainerSchema = z.strictObject({
   keepCheckpoints: z.number().int().min(1).default(1),
   /** Save optimizer state with checkpoints (needed for an exact resume). @default true */
   saveOptimizer: z.boolean().default(true),
-  /** Checkpoint weights and optimizer state are split into Hugging Face index + shards past this many bytes per file (1 GiB by default; any size loads, no file is read whole). @default 1073741824 */
-  checkpointShardBytes: z.number().int().positive().default(2 ** 30),
+  /**
+   * Checkpoint weights and optimizer state are split into Hugging Face index + shards past this many bytes per file (1
+   * GiB by default; any size loads, no file is read whole). @default 1073741824
+   */
+  checkpointShardBytes: z
+    .number()
+    .int()
+    .positive()
+    .default(2 ** 30),
   earlyStop: EarlyStopSchema.prefault({}),
   collapse: CollapseSchema.prefault({}),
   gradAnalysis: GradAnalysisSchema.prefault({}),

@@ -12,7 +12,8 @@ export function unwrap(schema: Any): Any {
   let s = schema;
   for (;;) {
     const d = def(s);
-    if (['default', 'prefault', 'optional', 'nullable', 'readonly', 'catch', 'nonoptional'].includes(d.type)) s = d.innerType as Any;
+    if (['default', 'prefault', 'optional', 'nullable', 'readonly', 'catch', 'nonoptional'].includes(d.type))
+      s = d.innerType as Any;
     else if (d.type === 'pipe') s = d.in as Any;
     else return s;
   }
@@ -98,7 +99,9 @@ function describeInner(s: Any): string {
   const d = def(s);
   switch (d.type) {
     case 'enum':
-      return Object.values(d.entries as Record<string, string>).map((v) => `\`${v}\``).join(' | ');
+      return Object.values(d.entries as Record<string, string>)
+        .map((v) => `\`${v}\``)
+        .join(' | ');
     case 'number':
       return numberRange(s);
     case 'string':
@@ -119,7 +122,11 @@ function describeInner(s: Any): string {
 }
 
 function numberRange(s: Any): string {
-  const checks = ((def(s).checks ?? []) as { _zod: { def: { check: string; value?: number; inclusive?: boolean; format?: string } } }[]).map((c) => c._zod.def);
+  const checks = (
+    (def(s).checks ?? []) as {
+      _zod: { def: { check: string; value?: number; inclusive?: boolean; format?: string } };
+    }[]
+  ).map((c) => c._zod.def);
   const int = checks.some((c) => c.check === 'number_format' && /int/.test(c.format ?? '')) ? 'integer' : 'number';
   const parts: string[] = [];
   for (const c of checks) {

@@ -25,7 +25,9 @@ describe('config YAML that cannot mean a config gets a sentence, not a stack or 
 
   it('a file whose anchor holds an alias to itself names the file and the key', () => {
     const f = file('anchor.yaml', 'trainer: &t\n  steps: 3\n  self: *t\n');
-    expect(() => loadConfig({ config: f })).toThrow(/`[^`]*anchor\.yaml`: `trainer\.self` is an alias inside its own YAML anchor/);
+    expect(() => loadConfig({ config: f })).toThrow(
+      /`[^`]*anchor\.yaml`: `trainer\.self` is an alias inside its own YAML anchor/,
+    );
   });
 
   it('a file with a non-finite number names the file and the key', () => {
@@ -35,6 +37,8 @@ describe('config YAML that cannot mean a config gets a sentence, not a stack or 
 
   it('`extends` of a missing file names the file that holds the `extends`', () => {
     const f = file('child.yaml', 'extends: nope.yaml\ntrainer:\n  steps: 3\n');
-    expect(() => loadConfig({ config: f })).toThrow(/`extends: nope\.yaml` in `[^`]*child\.yaml`: Config `nope\.yaml` is neither a file nor a preset/);
+    expect(() => loadConfig({ config: f })).toThrow(
+      /`extends: nope\.yaml` in `[^`]*child\.yaml`: Config `nope\.yaml` is neither a file nor a preset/,
+    );
   });
 });

@@ -20,23 +20,41 @@ const BUILT = existsSync(join('build', 'dashboard', 'index.html'));
 
 /** Run when chromium and the built page are there; with RAGEN_REQUIRE_BACKENDS=1 (CI) their absence fails instead. */
 function browserAvailable(): boolean {
-  const missing = [!existsSync(CHROMIUM) && `chromium at ${CHROMIUM} (apt-get install chromium, or set RAGEN_CHROMIUM)`, !BUILT && 'build/dashboard/index.html (npm run build)'].filter(Boolean);
+  const missing = [
+    !existsSync(CHROMIUM) && `chromium at ${CHROMIUM} (apt-get install chromium, or set RAGEN_CHROMIUM)`,
+    !BUILT && 'build/dashboard/index.html (npm run build)',
+  ].filter(Boolean);
   if (missing.length === 0) return true;
-  if (process.env.RAGEN_REQUIRE_BACKENDS === '1') throw new Error(`RAGEN_REQUIRE_BACKENDS=1 requires the dashboard's browser tests, and these are missing: ${missing.join('; ')}. Unset it to skip them.`);
+  if (process.env.RAGEN_REQUIRE_BACKENDS === '1')
+    throw new Error(
+      `RAGEN_REQUIRE_BACKENDS=1 requires the dashboard's browser tests, and these are missing: ${missing.join('; ')}. Unset it to skip them.`,
+    );
   return false;
 }
 
 const shots = process.env.RAGEN_SCREENSHOTS ?? mkdtempSync(join(tmpdir(), 'ragen-shots-'));
 const shot = (page: Page, name: string) => page.screenshot({ path: join(shots, `${name}.png`) });
 
-/** A tiny Bandit PPO run with the shipped model: 2 steps of 2 groups of 4, collapse diagnostics and gradient analysis every step. */
+/**
+ * A tiny Bandit PPO run with the shipped model: 2 steps of 2 groups of 4, collapse diagnostics and gradient analysis
+ * every step.
+ */
 function tinyRun(runDir: string) {
   return loadConfig({
     config: 'bandit-ppo',
     overrides: [
-      `logging.runDir=${runDir}`, 'logging.console=none', 'trainer.steps=2', 'env.train.0.groups=2', 'env.train.0.groupSize=4',
-      'env.val=[{tag: Bandit, groups: 4}]', 'trainer.valEvery=2', 'trainer.collapse.every=1', 'trainer.collapse.numSamples=8',
-      'trainer.gradAnalysis.every=1', 'trainer.gradAnalysis.buckets=2', 'trainer.gradAnalysis.prefilter=true',
+      `logging.runDir=${runDir}`,
+      'logging.console=none',
+      'trainer.steps=2',
+      'env.train.0.groups=2',
+      'env.train.0.groupSize=4',
+      'env.val=[{tag: Bandit, groups: 4}]',
+      'trainer.valEvery=2',
+      'trainer.collapse.every=1',
+      'trainer.collapse.numSamples=8',
+      'trainer.gradAnalysis.every=1',
+      'trainer.gradAnalysis.buckets=2',
+      'trainer.gradAnalysis.prefilter=true',
     ],
   });
 }
@@ -73,9 +91,21 @@ describe.skipIf(!browserAvailable())('dashboard in chromium', () => {
     await trained;
     await page.waitForSelector('tr[data-run="0/bandit-run"] .badge.finished', { timeout: 10_000 });
     const cells = await page.locator('tr[data-run="0/bandit-run"] td').allTextContents();
-    const metrics = readFileSync(join(runDir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, number>);
+    const metrics = readFileSync(join(runDir, 'metrics.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, number>);
     const pct = (v: number) => `${(100 * v).toFixed(1)}%`;
-    expect(cells.slice(2, 10)).toEqual(['Bandit', 'gae', 'none', '10000', '2 / 2', pct(metrics[0]!['val/success']!), pct(metrics.at(-1)!['val/success']!), 'finished']);
+    expect(cells.slice(2, 10)).toEqual([
+      'Bandit',
+      'gae',
+      'none',
+      '10000',
+      '2 / 2',
+      pct(metrics[0]!['val/success']!),
+      pct(metrics.at(-1)!['val/success']!),
+      'finished',
+    ]);
     await shot(page, 'runs');
   });
 
@@ -90,7 +120,9 @@ describe.skipIf(!browserAvailable())('dashboard in chromium', () => {
     try {
       await page.goto(`${dash.url}#/runs`);
       await page.waitForSelector('#loading .spinner');
-      await expect.poll(() => page.textContent('#loading-text'), { timeout: 10_000 }).toMatch(/Runs page: loading the run list: 0 of 1 request done, \d+\.\d s/);
+      await expect
+        .poll(() => page.textContent('#loading-text'), { timeout: 10_000 })
+        .toMatch(/Runs page: loading the run list: 0 of 1 request done, \d+\.\d s/);
       const t1 = await page.textContent('#loading-text');
       await expect.poll(() => page.textContent('#loading-text'), { timeout: 10_000 }).not.toBe(t1); // the seconds count
       expect(await page.locator('table.runs').count()).toBe(0); // no data yet
@@ -110,7 +142,9 @@ describe.skipIf(!browserAvailable())('dashboard in chromium', () => {
     });
     try {
       await page.goto(`${dash.url}#/curves?runs=0/one,0/two`);
-      await expect.poll(() => page.textContent('#loading-text'), { timeout: 10_000 }).toMatch(/Curves page: loading run 0\/one, run 0\/two: 0 of 2 requests done/);
+      await expect
+        .poll(() => page.textContent('#loading-text'), { timeout: 10_000 })
+        .toMatch(/Curves page: loading run 0\/one, run 0\/two: 0 of 2 requests done/);
       releaseRuns();
       await page.waitForSelector('main .error, main [role="alert"]');
     } finally {
@@ -132,18 +166,29 @@ describe.skipIf(!browserAvailable())('dashboard in chromium', () => {
   it('places every collapse-diagnostic step on the regime picture', async () => {
     await page.goto(`${dash.url}#/collapse?run=0/bandit-run`);
     await page.waitForSelector('#regimes svg');
-    const logged = readFileSync(join(runDir, 'metrics.jsonl'), 'utf8').split('\n').filter((l) => l.includes('collapse/mi_estimate')).length;
+    const logged = readFileSync(join(runDir, 'metrics.jsonl'), 'utf8')
+      .split('\n')
+      .filter((l) => l.includes('collapse/mi_estimate')).length;
     expect(logged).toBe(2);
     expect(await page.locator('#regimes circle').count()).toBe(logged);
     expect(await page.textContent('#regime-now')).toMatch(/^Step 2: /);
     // The gradient-analysis table: step 2's buckets before the filter, with the sample counts training logged.
-    const last = JSON.parse(readFileSync(join(runDir, 'metrics.jsonl'), 'utf8').trim().split('\n').at(-1)!) as Record<string, number>;
+    const last = JSON.parse(readFileSync(join(runDir, 'metrics.jsonl'), 'utf8').trim().split('\n').at(-1)!) as Record<
+      string,
+      number
+    >;
     const buckets = ['bucket_1', 'bucket_2', 'all'].filter((b) => `grad_analysis/prefilter/${b}/task` in last);
     expect(buckets).toContain('all');
-    expect(await page.locator('#grad-analysis tr[data-bucket]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-bucket')))).toEqual(buckets);
+    expect(
+      await page
+        .locator('#grad-analysis tr[data-bucket]')
+        .evaluateAll((rows) => rows.map((r) => r.getAttribute('data-bucket'))),
+    ).toEqual(buckets);
     expect(await page.textContent('#grad-analysis p')).toMatch(/^Step 2, before the filter/);
     for (const b of buckets) {
-      expect(await page.locator(`#grad-analysis tr[data-bucket="${b}"] td:nth-child(3)`).textContent()).toBe(String(last[`grad_analysis/prefilter/${b}/sample_count`]));
+      expect(await page.locator(`#grad-analysis tr[data-bucket="${b}"] td:nth-child(3)`).textContent()).toBe(
+        String(last[`grad_analysis/prefilter/${b}/sample_count`]),
+      );
     }
     await page.waitForSelector('figure[data-title="Task gradient norm per token, by reward-std bucket"] canvas');
     await shot(page, 'collapse');
@@ -152,7 +197,10 @@ describe.skipIf(!browserAvailable())('dashboard in chromium', () => {
   });
 
   it("shows the episodes' own observation, reasoning and per-token advantages", async () => {
-    const records = readFileSync(join(runDir, 'rollouts', 'step-2.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as EpisodeRecord);
+    const records = readFileSync(join(runDir, 'rollouts', 'step-2.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as EpisodeRecord);
     const pick = records[records.length - 1]!;
     await page.goto(`${dash.url}#/trajectories?run=0/bandit-run&step=2`);
     await page.click(`#group-list a[data-episode="${pick.custom_id}"]`);
@@ -176,14 +224,25 @@ describe.skipIf(!browserAvailable())('dashboard in chromium', () => {
     await page.goto(`${dash.url}#/eval?run=0/bandit-run`);
     const table = page.locator('table.eval-table[data-file="val.jsonl"]');
     await table.waitFor();
-    const eps = readFileSync(join(runDir, 'eval', 'val.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as EpisodeRecord);
+    const eps = readFileSync(join(runDir, 'eval', 'val.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as EpisodeRecord);
     const rows = await table.locator('tr').allTextContents();
     for (const env of new Set(eps.map((e) => e.env))) {
       const mine = eps.filter((e) => e.env === env);
       const success = mine.filter((e) => e.success).length / mine.length;
       const seeds = new Set(mine.map((e) => e.seed));
       const pass = [...seeds].filter((s) => mine.some((e) => e.seed === s && e.success)).length / seeds.size;
-      expect(rows.some((r) => r.startsWith(env) && r.includes(`${(100 * success).toFixed(1)}%`) && r.includes(`${(100 * pass).toFixed(1)}% (pass@2)`)), `${env} in ${rows.join(' | ')}`).toBe(true);
+      expect(
+        rows.some(
+          (r) =>
+            r.startsWith(env) &&
+            r.includes(`${(100 * success).toFixed(1)}%`) &&
+            r.includes(`${(100 * pass).toFixed(1)}% (pass@2)`),
+        ),
+        `${env} in ${rows.join(' | ')}`,
+      ).toBe(true);
     }
     await shot(page, 'eval');
   });
@@ -203,8 +262,17 @@ describe.skipIf(!browserAvailable())('dashboard in chromium', () => {
     const broken = join(runsDir, 'crashed');
     mkdirSync(broken);
     // Hand-written metrics: entropy_drop turns on at step 3 and again at 5; a truncated last line; no config.yaml.
-    const rows = [1, 2, 3, 4, 5].map((step) => ({ step, 'collapse/mi_estimate': 0.5 - 0.05 * step, 'collapse/conditional_entropy': 1, 'early_warning/entropy_drop': step === 3 || step === 5 ? 1 : 0, 'made/up': 1 }));
-    writeFileSync(join(broken, 'metrics.jsonl'), `${rows.map((r) => JSON.stringify(r)).join('\n')}\n{"step": 6, "actor/ent`);
+    const rows = [1, 2, 3, 4, 5].map((step) => ({
+      step,
+      'collapse/mi_estimate': 0.5 - 0.05 * step,
+      'collapse/conditional_entropy': 1,
+      'early_warning/entropy_drop': step === 3 || step === 5 ? 1 : 0,
+      'made/up': 1,
+    }));
+    writeFileSync(
+      join(broken, 'metrics.jsonl'),
+      `${rows.map((r) => JSON.stringify(r)).join('\n')}\n{"step": 6, "actor/ent`,
+    );
     await page.goto(`${dash.url}#/collapse?run=0/crashed`);
     const problems = await page.locator('.problems').textContent();
     expect(problems).toMatch(/config\.yaml is missing/);
@@ -218,7 +286,9 @@ describe.skipIf(!browserAvailable())('dashboard in chromium', () => {
     await page.goto(`${dash.url}#/curves?runs=0/bandit-run,0/crashed`);
     await page.waitForSelector('figure[data-title="Success"] canvas');
     expect(await page.locator('.run-chip').count()).toBe(2);
-    expect(await page.locator('figure[data-title="Success"] .chart-key').textContent()).toBe('train/successval/success');
+    expect(await page.locator('figure[data-title="Success"] .chart-key').textContent()).toBe(
+      'train/successval/success',
+    );
     expect(await page.locator('.problems li').first().textContent()).toMatch(/^crashed: /);
     expect(errors).toEqual([]);
   });
@@ -226,7 +296,8 @@ describe.skipIf(!browserAvailable())('dashboard in chromium', () => {
   it('updates an open curves page when its run appends a step, without reloading', async () => {
     const dir = join(runsDir, 'appending');
     mkdirSync(dir);
-    const line = (step: number) => `${JSON.stringify({ step, 'train/success': step / 10, 'actor/entropy': 1 / step })}\n`;
+    const line = (step: number) =>
+      `${JSON.stringify({ step, 'train/success': step / 10, 'actor/entropy': 1 / step })}\n`;
     writeFileSync(join(dir, 'metrics.jsonl'), line(1));
     await page.goto(`${dash.url}#/curves?runs=0/appending`);
     await page.waitForSelector('.run-chip:has-text("step 1")');
@@ -239,7 +310,10 @@ describe.skipIf(!browserAvailable())('dashboard in chromium', () => {
     await page.goto(dash.url);
     await page.waitForSelector('tr[data-run="0/appending"]');
     const order = () => page.locator('tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-run')));
-    const marked = () => page.locator('thead th').evaluateAll((ths) => ths.filter((t) => /[▲▼]/.test(t.textContent ?? '')).map((t) => t.textContent));
+    const marked = () =>
+      page
+        .locator('thead th')
+        .evaluateAll((ths) => ths.filter((t) => /[▲▼]/.test(t.textContent ?? '')).map((t) => t.textContent));
     expect(await marked(), 'no column is marked before a sort').toEqual([]);
     await page.click('th:has-text("run") >> nth=0');
     expect(await order()).toEqual(['0/appending', '0/bandit-run', '0/crashed']);
@@ -249,8 +323,17 @@ describe.skipIf(!browserAvailable())('dashboard in chromium', () => {
   });
 
   // Two runs compared: bandit-run and a copy whose config and success values were changed by hand (known differences).
-  type Plotted = { plot: { series: { label: string; dash?: number[] }[]; scales: { y: { distr: number } }; valToPos(v: number, s: string): number } };
-  const records: Record<'bandit-run' | 'bandit-grpo', Record<string, number>[]> = { 'bandit-run': [], 'bandit-grpo': [] };
+  type Plotted = {
+    plot: {
+      series: { label: string; dash?: number[] }[];
+      scales: { y: { distr: number } };
+      valToPos(v: number, s: string): number;
+    };
+  };
+  const records: Record<'bandit-run' | 'bandit-grpo', Record<string, number>[]> = {
+    'bandit-run': [],
+    'bandit-grpo': [],
+  };
   const compare = async () => {
     await page.goto(`${dash.url}#/curves?runs=0/bandit-run,0/bandit-grpo`);
     await page.locator('figure[data-title="Success"] canvas').first().waitFor();
@@ -260,25 +343,46 @@ describe.skipIf(!browserAvailable())('dashboard in chromium', () => {
   it('compares runs: a table of the config keys on which they differ', async () => {
     const other = join(runsDir, 'bandit-grpo');
     mkdirSync(other);
-    const config = parseYaml(readFileSync(join(runDir, 'config.yaml'), 'utf8')) as { algo: Record<string, unknown>; trainer: Record<string, unknown> };
+    const config = parseYaml(readFileSync(join(runDir, 'config.yaml'), 'utf8')) as {
+      algo: Record<string, unknown>;
+      trainer: Record<string, unknown>;
+    };
     expect([config.algo['advEstimator'], config.trainer['actorLr']]).not.toContain(undefined);
     const before = [String(config.algo['advEstimator']), String(config.trainer['actorLr'])];
     config.algo['advEstimator'] = 'grpo';
     config.trainer['actorLr'] = 0.5;
     writeFileSync(join(other, 'config.yaml'), toYaml(config));
-    records['bandit-run'] = readFileSync(join(runDir, 'metrics.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, number>);
-    records['bandit-grpo'] = records['bandit-run'].map((r) => ({ ...r, ...('train/success' in r ? { 'train/success': 0.9 - r['step']! / 8 } : {}), ...('val/success' in r ? { 'val/success': 0.5 + r['step']! / 8 } : {}) }));
+    records['bandit-run'] = readFileSync(join(runDir, 'metrics.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, number>);
+    records['bandit-grpo'] = records['bandit-run'].map((r) => ({
+      ...r,
+      ...('train/success' in r ? { 'train/success': 0.9 - r['step']! / 8 } : {}),
+      ...('val/success' in r ? { 'val/success': 0.5 + r['step']! / 8 } : {}),
+    }));
     writeFileSync(join(other, 'metrics.jsonl'), `${records['bandit-grpo'].map((r) => JSON.stringify(r)).join('\n')}\n`);
     await compare();
-    const rows = await page.locator('#config-diff tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
-    expect(rows).toEqual([['algo.advEstimator', before[0], 'grpo'], ['trainer.actorLr', before[1], '0.5']]);
-    expect(await page.textContent('.config-diff summary')).toMatch(/^Config differences \(2 keys differ, \d+ are the same\)$/);
+    const rows = await page
+      .locator('#config-diff tbody tr')
+      .evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
+    expect(rows).toEqual([
+      ['algo.advEstimator', before[0], 'grpo'],
+      ['trainer.actorLr', before[1], '0.5'],
+    ]);
+    expect(await page.textContent('.config-diff summary')).toMatch(
+      /^Config differences \(2 keys differ, \d+ are the same\)$/,
+    );
   });
 
-  it('keys each chart in one row that says which dash is which metric, and shows the hovered step\'s values', async () => {
+  it("keys each chart in one row that says which dash is which metric, and shows the hovered step's values", async () => {
     const fig = await compare();
-    const items = await fig.locator('.key-item').evaluateAll((els) => els.map((e) => [e.getAttribute('data-key'), e.getAttribute('data-dash')]));
-    const drawn = await fig.evaluate((f) => (f as unknown as Plotted).plot.series.slice(1).map((s) => [s.label, (s.dash ?? []).join(' ')]));
+    const items = await fig
+      .locator('.key-item')
+      .evaluateAll((els) => els.map((e) => [e.getAttribute('data-key'), e.getAttribute('data-dash')]));
+    const drawn = await fig.evaluate((f) =>
+      (f as unknown as Plotted).plot.series.slice(1).map((s) => [s.label, (s.dash ?? []).join(' ')]),
+    );
     expect(items.map((i) => i[0])).toEqual(['train/success', 'val/success']);
     expect(new Set(items.map((i) => i[1])).size).toBe(2);
     expect(drawn).toHaveLength(4);
@@ -287,7 +391,9 @@ describe.skipIf(!browserAvailable())('dashboard in chromium', () => {
     expect((await fig.locator('.chart-key').boundingBox())!.height).toBeLessThan(24);
     const box = (await fig.locator('.u-over').boundingBox())!;
     await page.mouse.move(box.x + box.width - 3, box.y + box.height / 2);
-    expect(await fig.locator('.chart-readout').textContent()).toMatch(/^step 2: bandit-run · train\/success [\d.]+ · bandit-run · val\/success [\d.]+ · bandit-grpo · /);
+    expect(await fig.locator('.chart-readout').textContent()).toMatch(
+      /^step 2: bandit-run · train\/success [\d.]+ · bandit-run · val\/success [\d.]+ · bandit-grpo · /,
+    );
     await shot(page, 'compare-runs');
   });
 
@@ -298,7 +404,11 @@ describe.skipIf(!browserAvailable())('dashboard in chromium', () => {
     expect(await grad.getAttribute('data-scale')).toBe('log');
     const log = await grad.evaluate((f) => {
       const p = (f as unknown as Plotted).plot;
-      return { distr: p.scales.y.distr, d1: p.valToPos(1, 'y') - p.valToPos(10, 'y'), d2: p.valToPos(10, 'y') - p.valToPos(100, 'y') };
+      return {
+        distr: p.scales.y.distr,
+        d1: p.valToPos(1, 'y') - p.valToPos(10, 'y'),
+        d2: p.valToPos(10, 'y') - p.valToPos(100, 'y'),
+      };
     });
     expect(log.distr).toBe(3);
     expect(log.d1).toBeGreaterThan(0);
@@ -308,14 +418,23 @@ describe.skipIf(!browserAvailable())('dashboard in chromium', () => {
     expect(await grad.evaluate((f) => (f as unknown as Plotted).plot.scales.y.distr)).toBe(1);
   });
 
-  it('exports a chart\'s logged values as CSV, one column per line', async () => {
+  it("exports a chart's logged values as CSV, one column per line", async () => {
     const fig = await compare();
     const [file] = await Promise.all([page.waitForEvent('download'), fig.locator('button.csv').click()]);
     expect(file.suggestedFilename()).toBe('Success.csv');
     // Expected from the metrics files, unsmoothed (the page smooths its lines at 0.6).
-    const cols = (['bandit-run', 'bandit-grpo'] as const).flatMap((run) => ['train/success', 'val/success'].map((k) => [run, k] as const));
-    const steps = records['bandit-run'].filter((r) => 'train/success' in r || 'val/success' in r).map((r) => r['step']!);
-    const expected = [`step,${cols.map(([run, k]) => `${run} · ${k}`).join(',')}`, ...steps.map((s) => [s, ...cols.map(([run, k]) => records[run].find((r) => r['step'] === s)?.[k] ?? '')].join(','))];
+    const cols = (['bandit-run', 'bandit-grpo'] as const).flatMap((run) =>
+      ['train/success', 'val/success'].map((k) => [run, k] as const),
+    );
+    const steps = records['bandit-run']
+      .filter((r) => 'train/success' in r || 'val/success' in r)
+      .map((r) => r['step']!);
+    const expected = [
+      `step,${cols.map(([run, k]) => `${run} · ${k}`).join(',')}`,
+      ...steps.map((s) =>
+        [s, ...cols.map(([run, k]) => records[run].find((r) => r['step'] === s)?.[k] ?? '')].join(','),
+      ),
+    ];
     expect(readFileSync((await file.path())!, 'utf8')).toBe(`${expected.join('\n')}\n`);
     expect(errors).toEqual([]);
   });

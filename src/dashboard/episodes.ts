@@ -13,7 +13,12 @@ export interface EpisodeFile {
 
 /** Whether a parsed line has the fields the viewer shows. */
 function episodeProblem(r: Record<string, unknown>): string | undefined {
-  for (const [k, t] of [['env', 'string'], ['seed', 'number'], ['group', 'number'], ['success', 'boolean']] as const) {
+  for (const [k, t] of [
+    ['env', 'string'],
+    ['seed', 'number'],
+    ['group', 'number'],
+    ['success', 'boolean'],
+  ] as const) {
     if (typeof r[k] !== t) return `\`${k}\` should be a ${t}, got ${JSON.stringify(r[k])}`;
   }
   if (!Array.isArray(r['turns'])) return '`turns` is not a list';
@@ -36,7 +41,9 @@ export function readRollouts(dir: string, step: number): EpisodeFile {
   return readEpisodes(join(runPaths(dir).rollouts, `step-${step}.jsonl`), `rollouts/step-${step}.jsonl`);
 }
 
-/** eval/<file> of the run in `dir`; `file` must be a plain `*.jsonl` name (checked by the caller against the listing). */
+/**
+ * eval/<file> of the run in `dir`; `file` must be a plain `*.jsonl` name (checked by the caller against the listing).
+ */
 export function readEvalFile(dir: string, file: string): EpisodeFile {
   return readEpisodes(join(runPaths(dir).eval, file), `eval/${file}`);
 }

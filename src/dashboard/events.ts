@@ -9,7 +9,8 @@ function runSignature(dir: string): string {
   const p = runPaths(dir);
   const parts: string[] = [];
   for (const f of [p.metrics, p.config]) parts.push(existsSync(f) ? `${statSync(f).size}:${statSync(f).mtimeMs}` : '-');
-  for (const d of [p.rollouts, p.eval, p.checkpoints]) parts.push(existsSync(d) ? readdirSync(d).length.toString() : '-');
+  for (const d of [p.rollouts, p.eval, p.checkpoints])
+    parts.push(existsSync(d) ? readdirSync(d).length.toString() : '-');
   return parts.join('|');
 }
 
@@ -36,8 +37,10 @@ export class RunEvents {
     const changed = [...now].filter(([id, sig]) => this.last.get(id) !== sig).map(([id]) => id);
     const listingChanged = now.size !== this.last.size || [...now.keys()].some((id) => !this.last.has(id));
     if (this.last.size > 0 || now.size > 0) {
-      if (listingChanged) for (const s of this.streams) s.write(`event: runs\ndata: ${JSON.stringify([...now.keys()])}\n\n`);
-      if (changed.length > 0) for (const s of this.streams) s.write(`event: change\ndata: ${JSON.stringify(changed)}\n\n`);
+      if (listingChanged)
+        for (const s of this.streams) s.write(`event: runs\ndata: ${JSON.stringify([...now.keys()])}\n\n`);
+      if (changed.length > 0)
+        for (const s of this.streams) s.write(`event: change\ndata: ${JSON.stringify(changed)}\n\n`);
     }
     this.last = now;
   }

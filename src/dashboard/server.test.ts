@@ -1,5 +1,6 @@
 // The dashboard server over hand-written run directories: summaries from known metrics, bad files reported as problems
-// (truncated line, unknown metric, missing config), eval pass@k, and hostile request paths refused with the server alive.
+// (truncated line, unknown metric, missing config), eval pass@k, and hostile request paths refused with the server
+// alive.
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -10,13 +11,22 @@ import { evalSummary, startDashboard, type Dashboard } from './index.js';
 import type { EpisodeRecord } from '../agent/index.js';
 
 /** GET `path` exactly as written (no URL normalisation), returning status and parsed body. */
-function get(base: string, path: string, headers: Record<string, string> = {}): Promise<{ status: number; body: Record<string, unknown> }> {
+function get(
+  base: string,
+  path: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: Record<string, unknown> }> {
   const { hostname, port } = new URL(base);
   return new Promise((resolve, reject) => {
     const req = request({ host: hostname, port, path, method: 'GET', headers }, (res) => {
       let text = '';
       res.on('data', (c: Buffer) => (text += c.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text.startsWith('{') ? (JSON.parse(text) as Record<string, unknown>) : { text } }));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          body: text.startsWith('{') ? (JSON.parse(text) as Record<string, unknown>) : { text },
+        }),
+      );
     });
     req.on('error', reject);
     req.end();
@@ -25,7 +35,24 @@ function get(base: string, path: string, headers: Record<string, string> = {}): 
 
 const line = (o: object) => `${JSON.stringify(o)}\n`;
 const episode = (env: string, seed: number, group: number, success: boolean): EpisodeRecord =>
-  ({ custom_id: `${env}-${seed}-${group}`, step: null, env, seed, group, member: 0, success, total_reward: success ? 1 : 0, score: success ? 1 : 0, end_reason: 'terminated', num_actions: 1, context_truncations: 0, n_tokens: 3, kept: null, turns: [], messages: [] }) as EpisodeRecord;
+  ({
+    custom_id: `${env}-${seed}-${group}`,
+    step: null,
+    env,
+    seed,
+    group,
+    member: 0,
+    success,
+    total_reward: success ? 1 : 0,
+    score: success ? 1 : 0,
+    end_reason: 'terminated',
+    num_actions: 1,
+    context_truncations: 0,
+    n_tokens: 3,
+    kept: null,
+    turns: [],
+    messages: [],
+  }) as EpisodeRecord;
 
 let root: string;
 let dash: Dashboard;
@@ -36,14 +63,38 @@ beforeAll(async () => {
   const good = join(root, 'good');
   mkdirSync(join(good, 'rollouts'), { recursive: true });
   mkdirSync(join(good, 'eval'), { recursive: true });
-  writeFileSync(join(good, 'config.yaml'), 'name: null\nseed: {train: 7}\nenv: {train: [{tag: Bandit}]}\nalgo: {advEstimator: grpo, filter: {strategy: top_p, value: 0.9}}\ntrainer: {steps: 2}\n');
-  writeFileSync(join(good, 'metrics.jsonl'), line({ step: 0, 'val/success': 0.25 }) + line({ step: 1, 'train/success': 0.5 }) + line({ step: 2, 'train/success': 1, 'val/success': 0.75 }));
-  writeFileSync(join(good, 'eval', 'val.jsonl'), [episode('Bandit', 1, 0, true), episode('Bandit', 1, 0, false), episode('Bandit', 2, 1, false), episode('Bandit', 2, 1, false)].map(line).join(''));
-  writeFileSync(join(good, 'rollouts', 'step-1.jsonl'), line(episode('Bandit', 1, 0, true)) + '{"env": 3}\n' + '{"custom_id": "cut');
+  writeFileSync(
+    join(good, 'config.yaml'),
+    'name: null\nseed: {train: 7}\nenv: {train: [{tag: Bandit}]}\nalgo: {advEstimator: grpo, filter: {strategy: top_p, value: 0.9}}\ntrainer: {steps: 2}\n',
+  );
+  writeFileSync(
+    join(good, 'metrics.jsonl'),
+    line({ step: 0, 'val/success': 0.25 }) +
+      line({ step: 1, 'train/success': 0.5 }) +
+      line({ step: 2, 'train/success': 1, 'val/success': 0.75 }),
+  );
+  writeFileSync(
+    join(good, 'eval', 'val.jsonl'),
+    [
+      episode('Bandit', 1, 0, true),
+      episode('Bandit', 1, 0, false),
+      episode('Bandit', 2, 1, false),
+      episode('Bandit', 2, 1, false),
+    ]
+      .map(line)
+      .join(''),
+  );
+  writeFileSync(
+    join(good, 'rollouts', 'step-1.jsonl'),
+    line(episode('Bandit', 1, 0, true)) + '{"env": 3}\n' + '{"custom_id": "cut',
+  );
   // A crashed run: no config.yaml, an unknown metric, a truncated last line.
   const bad = join(root, 'bad');
   mkdirSync(bad);
-  writeFileSync(join(bad, 'metrics.jsonl'), line({ step: 1, 'train/success': 0.5, 'mystery/metric': 3 }) + '{"step": 2, "train/succ');
+  writeFileSync(
+    join(bad, 'metrics.jsonl'),
+    line({ step: 1, 'train/success': 0.5, 'mystery/metric': 3 }) + '{"step": 2, "train/succ',
+  );
   // A run whose config.yaml is not YAML and whose metrics hold a non-object line.
   const odd = join(root, 'odd');
   mkdirSync(odd);
@@ -62,7 +113,18 @@ describe('ragen dashboard server', () => {
     expect(status).toBe(200);
     const runs = body['runs'] as RunSummary[];
     const good = runs.find((r) => r.name === 'good')!;
-    expect(good).toMatchObject({ id: '0/good', algo: 'grpo', filter: 'top_p 0.9', seed: 7, lastStep: 2, totalSteps: 2, valBefore: 0.25, valAfter: 0.75, status: 'finished', problems: [] });
+    expect(good).toMatchObject({
+      id: '0/good',
+      algo: 'grpo',
+      filter: 'top_p 0.9',
+      seed: 7,
+      lastStep: 2,
+      totalSteps: 2,
+      valBefore: 0.25,
+      valAfter: 0.75,
+      status: 'finished',
+      problems: [],
+    });
     expect(runs.map((r) => r.name).sort()).toEqual(['bad', 'good', 'odd']);
     const odd = runs.find((r) => r.name === 'odd')!;
     expect(odd.lastStep).toBe(1);
@@ -93,11 +155,20 @@ describe('ragen dashboard server', () => {
   it('computes success and pass@k per tag from an eval file', async () => {
     const { body } = await get(dash.url, '/api/eval?id=0/good&file=val.jsonl');
     // Group seed 1 has one success in two episodes, group seed 2 none: success 1/4, pass@2 1/2.
-    expect(body['summary']).toEqual([expect.objectContaining({ env: 'Bandit', episodes: 4, groups: 2, k: 2, success: 0.25, passAtK: 0.5 })]);
+    expect(body['summary']).toEqual([
+      expect.objectContaining({ env: 'Bandit', episodes: 4, groups: 2, k: 2, success: 0.25, passAtK: 0.5 }),
+    ]);
   });
 
   it('refuses hostile paths and unknown runs, and keeps serving', async () => {
-    for (const path of ['/../../etc/passwd', '/%2e%2e/%2e%2e/etc/passwd', '/api/run?id=0/..', '/api/run?id=0/../../etc', '/api/file?id=0/good&path=checkpoints/step-1/../../config.yaml', '/..%5c..%5cetc']) {
+    for (const path of [
+      '/../../etc/passwd',
+      '/%2e%2e/%2e%2e/etc/passwd',
+      '/api/run?id=0/..',
+      '/api/run?id=0/../../etc',
+      '/api/file?id=0/good&path=checkpoints/step-1/../../config.yaml',
+      '/..%5c..%5cetc',
+    ]) {
       const { status, body } = await get(dash.url, path);
       expect(status, path).toBe(400);
       expect(String(body['error']), path).toMatch(/Refused path/);
@@ -150,7 +221,14 @@ describe('tolerant JSONL', () => {
   });
 
   it('pass@k counts a group once however many of its members succeed', () => {
-    const s = evalSummary([episode('A', 1, 0, true), episode('A', 1, 0, true), episode('A', 1, 0, true), episode('A', 2, 1, false), episode('A', 2, 1, false), episode('A', 2, 1, false)]);
+    const s = evalSummary([
+      episode('A', 1, 0, true),
+      episode('A', 1, 0, true),
+      episode('A', 1, 0, true),
+      episode('A', 2, 1, false),
+      episode('A', 2, 1, false),
+      episode('A', 2, 1, false),
+    ]);
     expect(s[0]).toMatchObject({ k: 3, success: 0.5, passAtK: 0.5 });
   });
 });

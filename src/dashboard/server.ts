@@ -59,10 +59,14 @@ const TYPES: Record<string, string> = {
 };
 
 /** Checkpoint files the play page may fetch (nothing else of a run is served raw). */
-const PLAY_FILES = /^checkpoints\/step-\d+\/(config\.json|generation_config\.json|model\.safetensors|tokenizer\.json|tokenizer_config\.json)$/;
+const PLAY_FILES =
+  /^checkpoints\/step-\d+\/(config\.json|generation_config\.json|model\.safetensors|tokenizer\.json|tokenizer_config\.json)$/;
 
 class HttpError extends Error {
-  constructor(readonly status: number, message: string) {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -73,7 +77,11 @@ function sendJson(res: ServerResponse, status: number, body: unknown): void {
 }
 
 function sendFile(res: ServerResponse, file: string): void {
-  res.writeHead(200, { 'content-type': TYPES[extname(file)] ?? 'application/octet-stream', 'content-length': statSync(file).size, 'cache-control': 'no-store' });
+  res.writeHead(200, {
+    'content-type': TYPES[extname(file)] ?? 'application/octet-stream',
+    'content-length': statSync(file).size,
+    'cache-control': 'no-store',
+  });
   createReadStream(file)
     .on('error', (err) => {
       console.error(`ragen dashboard: reading ${file} failed: ${err.message}`);
@@ -103,10 +111,14 @@ interface RouteContext {
  */
 function checkpointGate(allowUnverified: boolean): (stepDir: string) => void {
   const passed = new Map<string, string>();
-  const stamp = (dir: string) => filesIn(dir).map((f) => {
-    const st = statSync(join(dir, f));
-    return `${f}:${st.size}:${st.mtimeMs}:${st.ino}`;
-  }).sort().join('|');
+  const stamp = (dir: string) =>
+    filesIn(dir)
+      .map((f) => {
+        const st = statSync(join(dir, f));
+        return `${f}:${st.size}:${st.mtimeMs}:${st.ino}`;
+      })
+      .sort()
+      .join('|');
   return (dir) => {
     const now = stamp(dir);
     if (passed.get(dir) === now) return;
@@ -124,7 +136,11 @@ function checkpointGate(allowUnverified: boolean): (stepDir: string) => void {
 /** The run directory of `id`, or a 404 naming the dashboard's folders. */
 function runDir(index: RunIndex, id: string | null): string {
   const dir = id === null ? null : index.resolve(id);
-  if (dir === null) throw new HttpError(404, `No run \`${id}\` under the dashboard's folders (${index.roots.join(', ')}); pick one from the runs table.`);
+  if (dir === null)
+    throw new HttpError(
+      404,
+      `No run \`${id}\` under the dashboard's folders (${index.roots.join(', ')}); pick one from the runs table.`,
+    );
   return dir;
 }
 
@@ -138,21 +154,30 @@ function routes({ index, wasm, events, verified }: RouteContext): Record<string,
     },
     '/api/rollouts': (q, res) => {
       const step = Number(q.get('step'));
-      if (!Number.isInteger(step) || step < 0) throw new HttpError(400, `Bad step \`${q.get('step')}\`: give a step number from the run's rollout list.`);
+      if (!Number.isInteger(step) || step < 0)
+        throw new HttpError(400, `Bad step \`${q.get('step')}\`: give a step number from the run's rollout list.`);
       sendJson(res, 200, readRollouts(runDir(index, q.get('id')), step));
     },
     '/api/eval': (q, res) => {
       const dir = runDir(index, q.get('id'));
       const file = q.get('file') ?? '';
       const files = existsSync(runPaths(dir).eval) ? readdirSync(runPaths(dir).eval) : [];
-      if (!file.endsWith('.jsonl') || !files.includes(file)) throw new HttpError(404, `No eval file \`${file}\` in this run's eval/ (it has: ${files.join(', ') || 'none'}).`);
+      if (!file.endsWith('.jsonl') || !files.includes(file))
+        throw new HttpError(
+          404,
+          `No eval file \`${file}\` in this run's eval/ (it has: ${files.join(', ') || 'none'}).`,
+        );
       const read = readEvalFile(dir, file);
       sendJson(res, 200, { ...read, summary: evalSummary(read.episodes) });
     },
     '/api/file': (q, res) => {
       const dir = runDir(index, q.get('id'));
       const path = q.get('path') ?? '';
-      if (!PLAY_FILES.test(path)) throw new HttpError(403, `Refused \`${path}\`: only checkpoints/step-N/{config.json,model.safetensors,tokenizer.json,...} are served.`);
+      if (!PLAY_FILES.test(path))
+        throw new HttpError(
+          403,
+          `Refused \`${path}\`: only checkpoints/step-N/{config.json,model.safetensors,tokenizer.json,...} are served.`,
+        );
       const file = join(dir, path);
       if (!existsSync(file)) throw new HttpError(404, `\`${path}\` is missing in this run.`);
       verified(dirname(file));
@@ -167,10 +192,16 @@ function routes({ index, wasm, events, verified }: RouteContext): Record<string,
 /** The request's URL, once its Host, path and method pass (else an HttpError). */
 function checkRequest(req: IncomingMessage, allowedHosts: ReadonlySet<string>): URL {
   // DNS rebinding: a page from another site that resolves its name to 127.0.0.1 still sends its own Host header.
-  if (!allowedHosts.has((req.headers.host ?? '').toLowerCase())) throw new HttpError(403, `Refused Host \`${req.headers.host}\`: open the dashboard as ${[...allowedHosts][0] ?? '127.0.0.1'}.`);
+  if (!allowedHosts.has((req.headers.host ?? '').toLowerCase()))
+    throw new HttpError(
+      403,
+      `Refused Host \`${req.headers.host}\`: open the dashboard as ${[...allowedHosts][0] ?? '127.0.0.1'}.`,
+    );
   const raw = req.url ?? '/';
-  if (/\.\.|%2e%2e|%2e\.|\.%2e|\\|%5c/i.test(raw)) throw new HttpError(400, `Refused path \`${raw}\`: \`..\` and backslashes are not allowed.`);
-  if (req.method !== 'GET' && req.method !== 'HEAD') throw new HttpError(405, `Method ${req.method} not allowed: the dashboard only reads.`);
+  if (/\.\.|%2e%2e|%2e\.|\.%2e|\\|%5c/i.test(raw))
+    throw new HttpError(400, `Refused path \`${raw}\`: \`..\` and backslashes are not allowed.`);
+  if (req.method !== 'GET' && req.method !== 'HEAD')
+    throw new HttpError(405, `Method ${req.method} not allowed: the dashboard only reads.`);
   return new URL(raw, 'http://localhost');
 }
 
@@ -178,7 +209,11 @@ function checkRequest(req: IncomingMessage, allowedHosts: ReadonlySet<string>): 
 function staticFile(assets: string, pathname: string, res: ServerResponse): void {
   const name = pathname === '/' ? 'index.html' : pathname.slice(1);
   const listing = existsSync(assets) ? readdirSync(assets) : [];
-  if (!listing.includes('index.html')) throw new HttpError(500, `The dashboard page is not built (${assets} has no index.html); run \`npm run build\` in the ragen-ts folder.`);
+  if (!listing.includes('index.html'))
+    throw new HttpError(
+      500,
+      `The dashboard page is not built (${assets} has no index.html); run \`npm run build\` in the ragen-ts folder.`,
+    );
   if (!listing.includes(name)) throw new HttpError(404, `Not found: ${pathname}`);
   sendFile(res, join(assets, name));
 }
@@ -197,7 +232,13 @@ export async function startDashboard(opts: DashboardOptions): Promise<Dashboard>
   const events = new RunEvents(index);
   const assets = opts.assetsDir ?? join(packageDir(), 'build', 'dashboard');
   const verified = checkpointGate(opts.allowUnverifiedCheckpoint === true);
-  const table = routes({ index, assets, wasm: join(packageDir(), 'build', 'kernels', 'ragen-single.wasm'), events, verified });
+  const table = routes({
+    index,
+    assets,
+    wasm: join(packageDir(), 'build', 'kernels', 'ragen-single.wasm'),
+    events,
+    verified,
+  });
   let allowedHosts = new Set<string>();
   const server = createServer((req, res) => {
     try {
@@ -227,7 +268,11 @@ export async function startDashboard(opts: DashboardOptions): Promise<Dashboard>
   }, opts.pollMs ?? 1000);
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : opts.port;
-  allowedHosts = new Set([host, 'localhost', '127.0.0.1', ...(host === '0.0.0.0' || host === '::' ? localAddresses() : [])].map((h) => (h.includes(':') ? `[${h}]:${port}` : `${h}:${port}`).toLowerCase()));
+  allowedHosts = new Set(
+    [host, 'localhost', '127.0.0.1', ...(host === '0.0.0.0' || host === '::' ? localAddresses() : [])].map((h) =>
+      (h.includes(':') ? `[${h}]:${port}` : `${h}:${port}`).toLowerCase(),
+    ),
+  );
   return {
     server,
     url: `http://${host}:${port}/`,

@@ -2,11 +2,16 @@
 // own TokenBatch (src/agent collate) already is one.
 import type { SequenceBatch } from './types.js';
 
-/** Right-pad `sequences` (each at least one token) with `padId` into a `SequenceBatch` as wide as the longest (or `T`). */
+/**
+ * Right-pad `sequences` (each at least one token) with `padId` into a `SequenceBatch` as wide as the longest (or `T`).
+ */
 export function sequenceBatch(sequences: readonly (readonly number[])[], padId = 0, T?: number): SequenceBatch {
   const longest = sequences.reduce((m, s) => Math.max(m, s.length), 0);
   const width = T ?? longest;
-  if (sequences.length === 0 || sequences.some((s) => s.length === 0)) throw new RangeError(`sequenceBatch: need one or more non-empty sequences, got lengths [${sequences.map((s) => s.length)}]`);
+  if (sequences.length === 0 || sequences.some((s) => s.length === 0))
+    throw new RangeError(
+      `sequenceBatch: need one or more non-empty sequences, got lengths [${sequences.map((s) => s.length)}]`,
+    );
   if (longest > width) throw new RangeError(`sequenceBatch: a sequence has ${longest} tokens, more than T = ${width}`);
   const B = sequences.length;
   const ids = new Int32Array(B * width).fill(padId);

@@ -1,7 +1,20 @@
 // engine: the Engine interface and its implementations.
 export type {
-  Engine, SamplingParams, SampledToken, Generation, ModelRole, SequenceBatch, ForwardResult,
-  TrainableEngine, TrainableRole, OutputGradients, BackwardOptions, OptimizerSettings, OptimizerStepResult, EngineSaveOptions, TokenBudget,
+  Engine,
+  SamplingParams,
+  SampledToken,
+  Generation,
+  ModelRole,
+  SequenceBatch,
+  ForwardResult,
+  TrainableEngine,
+  TrainableRole,
+  OutputGradients,
+  BackwardOptions,
+  OptimizerSettings,
+  OptimizerStepResult,
+  EngineSaveOptions,
+  TokenBudget,
 } from './types.js';
 export { chunkTokens, fitsOneChunk } from './token-budget.js';
 export { sequenceBatch, rowTokens } from './batch.js';
@@ -12,5 +25,11 @@ export type { LocalEngineOptions, LocalPretrainedOptions } from './local.js';
 export { findTorchPython, pythonCandidates, TORCH_MISSING } from './python.js';
 export { TorchEngine } from './torch.js';
 export type { TorchEngineOptions, TorchWorkerStats } from './torch.js';
-export { TORCH_TOKEN_BUDGET, TorchWorker, TorchWorkerError, TorchRequestError, workerPackageDir } from './torch-worker.js';
+export {
+  TORCH_TOKEN_BUDGET,
+  TorchWorker,
+  TorchWorkerError,
+  TorchRequestError,
+  workerPackageDir,
+} from './torch-worker.js';
 export type { TorchWorkerOptions, TorchHello } from './torch-worker.js';

@@ -15,11 +15,17 @@ export class RoleOptimizer {
   private pending: { step: number; m: Float32Array[]; v: Float32Array[] } | null = null;
   private readonly params: Tensor[];
 
-  constructor(readonly role: TrainableRole, readonly named: [string, Tensor][]) {
+  constructor(
+    readonly role: TrainableRole,
+    readonly named: [string, Tensor][],
+  ) {
     this.params = named.map(([, t]) => t);
   }
 
-  /** Skip on NaN/Inf gradients, clip to `maxGradNorm`, AdamW update (betas/eps/decay fixed at the first step), zero grads. */
+  /**
+   * Skip on NaN/Inf gradients, clip to `maxGradNorm`, AdamW update (betas/eps/decay fixed at the first step), zero
+   * grads.
+   */
   step(s: OptimizerSettings): OptimizerStepResult {
     if (!gradsAreFinite(this.params)) {
       const norm = gradNorm(this.params);
@@ -66,7 +72,12 @@ export class RoleOptimizer {
 
   private ensure(s: OptimizerSettings): AdamW {
     if (!this.adam) {
-      this.adam = new AdamW(this.params, { lr: s.lr, weightDecay: s.weightDecay ?? 0.01, betas: s.betas ?? [0.9, 0.999], eps: s.eps ?? 1e-8 });
+      this.adam = new AdamW(this.params, {
+        lr: s.lr,
+        weightDecay: s.weightDecay ?? 0.01,
+        betas: s.betas ?? [0.9, 0.999],
+        eps: s.eps ?? 1e-8,
+      });
       if (this.pending) this.adam.setState(this.pending);
       this.pending = null;
     }
@@ -75,19 +86,28 @@ export class RoleOptimizer {
 }
 
 /** Write each role's optimiser state into `dir/optimizer/`, sharded past `maxShardBytes` (see `saveWeights`). */
-export async function saveOptimizerStates(dir: string, optimizers: ReadonlyMap<TrainableRole, RoleOptimizer>, maxShardBytes?: number): Promise<void> {
+export async function saveOptimizerStates(
+  dir: string,
+  optimizers: ReadonlyMap<TrainableRole, RoleOptimizer>,
+  maxShardBytes?: number,
+): Promise<void> {
   await mkdir(join(dir, 'optimizer'), { recursive: true }); // present even before the first step: load checks for it
   for (const [role, opt] of optimizers) {
     const st = opt.exportState();
     if (!st) continue;
-    await saveWeights(join(dir, 'optimizer'), st.weights, { file: `${role}.safetensors`, metadata: { step: String(st.step) }, ...(maxShardBytes === undefined ? {} : { maxShardBytes }) });
+    await saveWeights(join(dir, 'optimizer'), st.weights, {
+      file: `${role}.safetensors`,
+      metadata: { step: String(st.step) },
+      ...(maxShardBytes === undefined ? {} : { maxShardBytes }),
+    });
   }
 }
 
 /** Restore the states `saveOptimizerStates` wrote (roles without a file keep a fresh optimiser). */
 export async function loadOptimizerStates(dir: string, get: (role: TrainableRole) => RoleOptimizer): Promise<void> {
   const folder = join(dir, 'optimizer');
-  if (!existsSync(folder)) throw new CheckpointError(`no optimizer state in ${dir} (expected ${folder}/); save with {optimizer: true}`);
+  if (!existsSync(folder))
+    throw new CheckpointError(`no optimizer state in ${dir} (expected ${folder}/); save with {optimizer: true}`);
   for (const role of ['policy', 'critic'] as const) {
     const file = `${role}.safetensors`;
     if (!existsSync(join(folder, file)) && !existsSync(join(folder, `${file}.index.json`))) continue;

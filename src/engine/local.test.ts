@@ -8,14 +8,26 @@ import { sequenceBatch } from './batch.js';
 import { LocalEngine } from './local.js';
 import type { ForwardResult, OutputGradients, SequenceBatch } from './types.js';
 
-const config = modelConfig({ vocabSize: 30, hiddenSize: 32, intermediateSize: 48, numLayers: 2, numHeads: 4, numKvHeads: 2 });
-const seqs = sequenceBatch([[1, 2, 3, 4, 5, 6], [7, 8, 9], [10, 11, 12, 13]]);
+const config = modelConfig({
+  vocabSize: 30,
+  hiddenSize: 32,
+  intermediateSize: 48,
+  numLayers: 2,
+  numHeads: 4,
+  numKvHeads: 2,
+});
+const seqs = sequenceBatch([
+  [1, 2, 3, 4, 5, 6],
+  [7, 8, 9],
+  [10, 11, 12, 13],
+]);
 
 /** Whether entry i of a token-aligned (B, T) array scores a token (t >= 1, inside the row). */
 const scored = (b: SequenceBatch, i: number) => i % b.T > 0 && i % b.T < b.lengths[Math.floor(i / b.T)]!;
 
 /** `f(x, i)` on the scored entries of a token-aligned array, 0 elsewhere. */
-const onScored = (b: SequenceBatch, x: Float32Array, f: (x: number, i: number) => number) => x.map((v, i) => (scored(b, i) ? f(v, i) : 0));
+const onScored = (b: SequenceBatch, x: Float32Array, f: (x: number, i: number) => number) =>
+  x.map((v, i) => (scored(b, i) ? f(v, i) : 0));
 
 /** SFT: loss = -mean log p over all scored tokens; d loss / d logprob = -1 / N. */
 function sftGrad(out: ForwardResult, b: SequenceBatch = seqs): OutputGradients {
@@ -37,11 +49,18 @@ describe('LocalEngine', () => {
 
   it('generates, and forward reproduces the sampled log-probs', async () => {
     const engine = LocalEngine.create(config, { seed: 1 });
-    const prompts = [[1, 2, 3], [4, 5]];
+    const prompts = [
+      [1, 2, 3],
+      [4, 5],
+    ];
     const gens = await engine.generate(prompts, { maxNewTokens: 5, temperature: 1, seed: 2 });
     const batch = sequenceBatch(prompts.map((p, i) => [...p, ...gens[i]!.tokens]));
     const fwd = await engine.forward(batch, { role: 'policy', entropy: true });
-    prompts.forEach((p, i) => gens[i]!.logprobs.forEach((lp, j) => expect(Math.abs(lp - fwd.logprobs[i * batch.T + p.length + j]!)).toBeLessThan(1e-4)));
+    prompts.forEach((p, i) =>
+      gens[i]!.logprobs.forEach((lp, j) =>
+        expect(Math.abs(lp - fwd.logprobs[i * batch.T + p.length + j]!)).toBeLessThan(1e-4),
+      ),
+    );
     fwd.entropy!.forEach((x, i) => expect(scored(batch, i) ? x > 0 && x <= Math.log(30) + 1e-5 : x === 0).toBe(true));
   });
 
@@ -64,9 +83,14 @@ describe('LocalEngine', () => {
     const whole = LocalEngine.create(config, { seed: 4 });
     const parts = LocalEngine.create(config, { seed: 4 });
     const n = seqs.lengths.reduce((a, L) => a + L - 1, 0);
-    const grad = (b: SequenceBatch) => (out: ForwardResult): OutputGradients => ({ logprobs: onScored(b, out.logprobs, () => -1 / n) });
+    const grad =
+      (b: SequenceBatch) =>
+      (out: ForwardResult): OutputGradients => ({ logprobs: onScored(b, out.logprobs, () => -1 / n) });
     const first = sequenceBatch([[1, 2, 3, 4, 5, 6]]);
-    const rest = sequenceBatch([[7, 8, 9], [10, 11, 12, 13]]);
+    const rest = sequenceBatch([
+      [7, 8, 9],
+      [10, 11, 12, 13],
+    ]);
     await whole.backward(seqs, { role: 'policy' }, grad(seqs));
     await parts.backward(first, { role: 'policy' }, grad(first));
     await parts.backward(rest, { role: 'policy' }, grad(rest));
@@ -101,10 +125,13 @@ describe('LocalEngine', () => {
     it(`a ${mode} critic regresses values toward targets`, async () => {
       const engine = LocalEngine.create(config, { seed: 3, critic: mode });
       const target = 0.5;
-      const vloss = (out: ForwardResult): number => Array.from(out.values!).reduce((a, v, i) => a + (scored(seqs, i) ? (v - target) ** 2 : 0), 0);
+      const vloss = (out: ForwardResult): number =>
+        Array.from(out.values!).reduce((a, v, i) => a + (scored(seqs, i) ? (v - target) ** 2 : 0), 0);
       const first = vloss(await engine.forward(seqs, { role: 'critic' }));
       for (let i = 0; i < 10; i++) {
-        await engine.backward(seqs, { role: 'critic' }, (out) => ({ values: onScored(seqs, out.values!, (x) => (2 * (x - target)) / 12) }));
+        await engine.backward(seqs, { role: 'critic' }, (out) => ({
+          values: onScored(seqs, out.values!, (x) => (2 * (x - target)) / 12),
+        }));
         await engine.optimizerStep('critic', { lr: 1e-2 });
         if (mode === 'shared') engine.zeroGrad('policy'); // trunk gradients of the value loss are the policy's to use or drop
       }
@@ -127,15 +154,25 @@ describe('LocalEngine', () => {
     }
     const pa = snapshot(a, 'policy');
     snapshot(b, 'policy').forEach((p, i) => expect(p).toEqual(pa[i]));
-    expect((await b.forward(seqs, { role: 'critic' })).values).toEqual((await a.forward(seqs, { role: 'critic' })).values);
+    expect((await b.forward(seqs, { role: 'critic' })).values).toEqual(
+      (await a.forward(seqs, { role: 'critic' })).values,
+    );
   });
 
   it('leaks no tensors over repeated generate / forward / backward / step', async () => {
-    const engine = LocalEngine.create(config, { seed: 1, lora: { r: 2, alpha: 4, dropout: 0.1 }, reference: true, critic: 'separate' });
+    const engine = LocalEngine.create(config, {
+      seed: 1,
+      lora: { r: 2, alpha: 4, dropout: 0.1 },
+      reference: true,
+      critic: 'separate',
+    });
     const round = async (): Promise<void> => {
       await engine.generate([[1, 2], [3]], { maxNewTokens: 4, temperature: 1, seed: 0, stopTokenIds: [5] });
       await engine.forward(seqs, { role: 'reference' });
-      await engine.backward(seqs, { role: 'policy', entropy: true }, (o) => ({ ...sftGrad(o), entropy: onScored(seqs, o.entropy!, () => 0.01) }));
+      await engine.backward(seqs, { role: 'policy', entropy: true }, (o) => ({
+        ...sftGrad(o),
+        entropy: onScored(seqs, o.entropy!, () => 0.01),
+      }));
       await engine.optimizerStep('policy', { lr: 1e-3, maxGradNorm: 1 });
       await engine.backward(seqs, { role: 'critic' }, (o) => ({ values: onScored(seqs, o.values!, (x) => x / 10) }));
       await engine.optimizerStep('critic', { lr: 1e-3 });
@@ -149,7 +186,12 @@ describe('LocalEngine', () => {
   it('forward in small length-sorted chunks returns each sequence in its own place', async () => {
     const engine = LocalEngine.create(config, { seed: 1 });
     const small = new LocalEngine({ policy: engine.policy, forwardTokenBudget: 7 });
-    const mixed = sequenceBatch([[1, 2], [3, 4, 5, 6, 7, 8], [9, 10, 11], [12, 13, 14, 15]]);
+    const mixed = sequenceBatch([
+      [1, 2],
+      [3, 4, 5, 6, 7, 8],
+      [9, 10, 11],
+      [12, 13, 14, 15],
+    ]);
     const a = await engine.forward(mixed, { role: 'policy', entropy: true });
     const b = await small.forward(mixed, { role: 'policy', entropy: true });
     expect(Array.from(b.logprobs, (x, i) => scored(mixed, i) === (x !== 0))).not.toContain(false);
@@ -162,21 +204,40 @@ describe('LocalEngine', () => {
     const out = await engine.forward(sequenceBatch([[5], [1, 2, 3]]), { role: 'policy', entropy: true });
     expect(Array.from(out.logprobs, (x) => x !== 0)).toEqual([false, false, false, false, true, true]);
     expect(Array.from(out.entropy!, (x) => x !== 0)).toEqual([false, false, false, false, true, true]);
-    await expect(engine.forward({ B: 1, T: 2, ids: new Int32Array(2), attentionMask: new Uint8Array(2), lengths: Int32Array.of(0) }, { role: 'policy' })).rejects.toThrow(/row 0 has length 0/);
+    await expect(
+      engine.forward(
+        { B: 1, T: 2, ids: new Int32Array(2), attentionMask: new Uint8Array(2), lengths: Int32Array.of(0) },
+        { role: 'policy' },
+      ),
+    ).rejects.toThrow(/row 0 has length 0/);
   });
 
   it('copies the tokenizer into checkpoints and uses it for stop strings', async () => {
     const tokDir = join(import.meta.dirname, '../../models/tokenizer-tiny');
     const { loadTokenizer } = await import('../tokenizer/index.js');
     const tok = loadTokenizer(tokDir);
-    const big = modelConfig({ vocabSize: tok.vocabSize, hiddenSize: 16, intermediateSize: 24, numLayers: 1, numHeads: 2 });
+    const big = modelConfig({
+      vocabSize: tok.vocabSize,
+      hiddenSize: 16,
+      intermediateSize: 24,
+      numLayers: 1,
+      numHeads: 2,
+    });
     const dir = mkdtempSync(join(tmpdir(), 'engine-tok-'));
-    await new LocalEngine({ policy: LocalEngine.create(big, { seed: 1 }).policy, tokenizerPath: join(tokDir, 'tokenizer.json') }).save(dir);
+    await new LocalEngine({
+      policy: LocalEngine.create(big, { seed: 1 }).policy,
+      tokenizerPath: join(tokDir, 'tokenizer.json'),
+    }).save(dir);
     const engine = await LocalEngine.fromPretrained(dir);
     const free = await engine.generate([tok.encode('Turn 1:')], { maxNewTokens: 12, temperature: 1, seed: 3 });
     const text = tok.decode(free[0]!.tokens);
     const stop = text.slice(Math.floor(text.length / 2), Math.floor(text.length / 2) + 1);
-    const [g] = await engine.generate([tok.encode('Turn 1:')], { maxNewTokens: 12, temperature: 1, seed: 3, stopStrings: [stop] });
+    const [g] = await engine.generate([tok.encode('Turn 1:')], {
+      maxNewTokens: 12,
+      temperature: 1,
+      seed: 3,
+      stopStrings: [stop],
+    });
     expect(g!.finishReason).toBe('stop');
     expect(tok.decode(g!.tokens)).toContain(stop);
     expect(g!.tokens.length).toBeLessThan(free[0]!.tokens.length + 1);
@@ -184,7 +245,9 @@ describe('LocalEngine', () => {
 
   it('says what is missing when a role is not configured', async () => {
     const engine = LocalEngine.create(config, { seed: 1 });
-    await expect(engine.forward(seqs, { role: 'reference' })).rejects.toThrow(/no reference model; create it with reference: true/);
+    await expect(engine.forward(seqs, { role: 'reference' })).rejects.toThrow(
+      /no reference model; create it with reference: true/,
+    );
     await expect(engine.forward(seqs, { role: 'critic' })).rejects.toThrow(/no critic/);
   });
 });

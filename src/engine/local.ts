@@ -2,17 +2,53 @@
 // src/tensor's CPU kernels. Implements generate / forward, and backward + optimizerStep for the trainer.
 import { join } from 'node:path';
 import { existsSync } from 'node:fs';
-import { add, getBackend, gradNorm, mul, noGrad, setBackend, sum, tensor, tidy, type BackendName, type Tensor } from '../tensor/index.js';
 import {
-  commonPrefixLength, generate, generateYielding, LoraAdapters, loadModel, packedGradient, packTokens, saveModel, tokenAligned, tokenForward, Transformer, ValueHead,
-  type LoraConfig, type ModelConfig, type PackedBatch, type TokenOutputs,
+  add,
+  getBackend,
+  gradNorm,
+  mul,
+  noGrad,
+  setBackend,
+  sum,
+  tensor,
+  tidy,
+  type BackendName,
+  type Tensor,
+} from '../tensor/index.js';
+import {
+  commonPrefixLength,
+  generate,
+  generateYielding,
+  LoraAdapters,
+  loadModel,
+  packedGradient,
+  packTokens,
+  saveModel,
+  tokenAligned,
+  tokenForward,
+  Transformer,
+  ValueHead,
+  type LoraConfig,
+  type ModelConfig,
+  type PackedBatch,
+  type TokenOutputs,
 } from '../model/index.js';
 import { loadTokenizer } from '../tokenizer/index.js';
 import { ConfigError, Rng } from '../util/index.js';
 import { RoleOptimizer, loadOptimizerStates, saveOptimizerStates } from './local-optim.js';
 import type {
-  BackwardOptions, EngineSaveOptions, ForwardResult, Generation, ModelRole, OptimizerSettings, OptimizerStepResult, OutputGradients,
-  SamplingParams, SequenceBatch, TrainableEngine, TrainableRole,
+  BackwardOptions,
+  EngineSaveOptions,
+  ForwardResult,
+  Generation,
+  ModelRole,
+  OptimizerSettings,
+  OptimizerStepResult,
+  OutputGradients,
+  SamplingParams,
+  SequenceBatch,
+  TrainableEngine,
+  TrainableRole,
 } from './types.js';
 
 /** What the local engine holds. */
@@ -21,14 +57,18 @@ export interface LocalEngineOptions {
   /** Frozen reference: a model, 'base' (the policy without its LoRA adapters), or none. @default null */
   reference?: Transformer | 'base' | null;
   /** Critic: a value head on the policy's trunk ('shared'), or a separate model with its head. @default null */
-  critic?: { mode: 'shared'; valueHead: ValueHead } | { mode: 'separate'; model: Transformer; valueHead: ValueHead } | null;
+  critic?:
+    { mode: 'shared'; valueHead: ValueHead } | { mode: 'separate'; model: Transformer; valueHead: ValueHead } | null;
   /** Token ids -> text, for stop strings. */
   decode?: (ids: number[]) => string;
   /** tokenizer.json copied into saved checkpoints. */
   tokenizerPath?: string;
   /** Seed of LoRA dropout. @default 0 */
   seed?: number;
-  /** Most tokens (batch x longest sequence, after the shared prefix) per no-grad forward chunk (bounds memory). @default 4096 */
+  /**
+   * Most tokens (batch x longest sequence, after the shared prefix) per no-grad forward chunk (bounds memory). @default
+   * 4096
+   */
   forwardTokenBudget?: number;
   /**
    * Run a prefix shared by every sequence of a batch once (batch 1) when it has at least this many tokens
@@ -80,7 +120,10 @@ export class TokenStats {
   }
 }
 
-/** The in-process engine: policy (optionally LoRA), frozen reference and critic on our own kernels (src/model, src/tensor). */
+/**
+ * The in-process engine: policy (optionally LoRA), frozen reference and critic on our own kernels (src/model,
+ * src/tensor).
+ */
 export class LocalEngine implements TrainableEngine {
   readonly kind = 'local';
   /** Token counters of forward / backward (see TokenStats). */
@@ -97,7 +140,10 @@ export class LocalEngine implements TrainableEngine {
     this.policy = options.policy;
     this.reference = options.reference ?? null;
     this.critic = options.critic ?? null;
-    if (this.reference === 'base' && !this.policy.lora) throw new ConfigError("reference 'base' needs LoRA adapters on the policy (the base is then the frozen reference)");
+    if (this.reference === 'base' && !this.policy.lora)
+      throw new ConfigError(
+        "reference 'base' needs LoRA adapters on the policy (the base is then the frozen reference)",
+      );
     if (this.reference instanceof Transformer) this.reference.setBaseTrainable(false);
     this.dropoutRng = new Rng(options.seed ?? 0);
   }
@@ -112,7 +158,12 @@ export class LocalEngine implements TrainableEngine {
     if (opts.reference) reference = opts.lora ? 'base' : Transformer.init(config, seed);
     let critic: LocalEngineOptions['critic'] = null;
     if (opts.critic === 'shared') critic = { mode: 'shared', valueHead: ValueHead.init(config.hiddenSize, seed + 2) };
-    if (opts.critic === 'separate') critic = { mode: 'separate', model: Transformer.init(config, seed + 3), valueHead: ValueHead.init(config.hiddenSize, seed + 2) };
+    if (opts.critic === 'separate')
+      critic = {
+        mode: 'separate',
+        model: Transformer.init(config, seed + 3),
+        valueHead: ValueHead.init(config.hiddenSize, seed + 2),
+      };
     return new LocalEngine({ policy, reference, critic, seed, ...(opts.decode ? { decode: opts.decode } : {}) });
   }
 
@@ -125,17 +176,29 @@ export class LocalEngine implements TrainableEngine {
     let reference: Transformer | 'base' | null = null;
     if (opts.reference) reference = policy.lora ? 'base' : (await loadModel(dir, { adapters: false })).model;
     let critic: LocalEngineOptions['critic'] = null;
-    if (opts.critic === 'shared') critic = { mode: 'shared', valueHead: valueHead ?? ValueHead.init(policy.config.hiddenSize, seed + 2) };
+    if (opts.critic === 'shared')
+      critic = { mode: 'shared', valueHead: valueHead ?? ValueHead.init(policy.config.hiddenSize, seed + 2) };
     if (opts.critic === 'separate') {
       const from = opts.criticPath ?? (existsSync(join(dir, 'critic', 'config.json')) ? join(dir, 'critic') : dir);
       const c = await loadModel(from, { adapters: false });
-      critic = { mode: 'separate', model: c.model, valueHead: c.valueHead ?? ValueHead.init(c.model.config.hiddenSize, seed + 2) };
+      critic = {
+        mode: 'separate',
+        model: c.model,
+        valueHead: c.valueHead ?? ValueHead.init(c.model.config.hiddenSize, seed + 2),
+      };
     }
     const tokenizerPath = join(dir, 'tokenizer.json');
     const hasTokenizer = existsSync(tokenizerPath);
     // Stop strings need ids -> text: the checkpoint's own tokenizer unless the caller passes one.
     const decode = opts.decode ?? (hasTokenizer ? (ids: number[]) => loadTokenizer(dir).decode(ids) : undefined);
-    return new LocalEngine({ policy, reference, critic, seed, ...(decode ? { decode } : {}), ...(hasTokenizer ? { tokenizerPath } : {}) });
+    return new LocalEngine({
+      policy,
+      reference,
+      critic,
+      seed,
+      ...(decode ? { decode } : {}),
+      ...(hasTokenizer ? { tokenizerPath } : {}),
+    });
   }
 
   /** The model's position table (max_position_embeddings): a prompt plus its generation must fit it. */
@@ -152,7 +215,10 @@ export class LocalEngine implements TrainableEngine {
 
   async forward(batch: SequenceBatch, options: { role: ModelRole; entropy?: boolean }): Promise<ForwardResult> {
     const { B, T } = batch;
-    const want = { entropy: (options.entropy ?? false) && options.role !== 'critic', values: options.role === 'critic' };
+    const want = {
+      entropy: (options.entropy ?? false) && options.role !== 'critic',
+      values: options.role === 'critic',
+    };
     const out: ForwardResult = { logprobs: new Float32Array(B * T) };
     if (want.entropy) out.entropy = new Float32Array(B * T);
     if (want.values) out.values = new Float32Array(B * T);
@@ -163,7 +229,15 @@ export class LocalEngine implements TrainableEngine {
           this.tokenStats.count('forward', packed);
           const t = this.outputs(packed, options.role, want);
           for (const key of ['logprobs', 'entropy', 'values'] as const) {
-            if (t[key] && out[key]) tokenAligned(packed, t[key].toFloat32Array(), t.prefix?.[key]?.toFloat32Array() ?? null, out[key], T, rows);
+            if (t[key] && out[key])
+              tokenAligned(
+                packed,
+                t[key].toFloat32Array(),
+                t.prefix?.[key]?.toFloat32Array() ?? null,
+                out[key],
+                T,
+                rows,
+              );
           }
         }),
       );
@@ -171,16 +245,36 @@ export class LocalEngine implements TrainableEngine {
     return out;
   }
 
-  async backward(batch: SequenceBatch, options: BackwardOptions, lossGrad: (out: ForwardResult) => OutputGradients): Promise<ForwardResult> {
+  async backward(
+    batch: SequenceBatch,
+    options: BackwardOptions,
+    lossGrad: (out: ForwardResult) => OutputGradients,
+  ): Promise<ForwardResult> {
     const values = options.role === 'critic' || (options.values ?? false);
-    if (values && !this.critic) throw new ConfigError('values were requested but this engine has no critic; create it with critic: "shared" or "separate"');
-    if (options.values && options.role === 'policy' && this.critic?.mode !== 'shared') throw new ConfigError("values in a policy backward need critic mode 'shared'");
+    if (values && !this.critic)
+      throw new ConfigError(
+        'values were requested but this engine has no critic; create it with critic: "shared" or "separate"',
+      );
+    if (options.values && options.role === 'policy' && this.critic?.mode !== 'shared')
+      throw new ConfigError("values in a policy backward need critic mode 'shared'");
     const { B, T } = batch;
     return tidy(() => {
       const packed = this.pack(batch);
       this.tokenStats.count('backward', packed);
-      const t = this.outputs(packed, options.role, { entropy: (options.entropy ?? false) && options.role !== 'critic', values }, options.diagnostic ? undefined : this.dropoutRng);
-      const aligned = (key: 'logprobs' | 'entropy' | 'values') => tokenAligned(packed, t[key]!.toFloat32Array(), t.prefix?.[key]?.toFloat32Array() ?? null, new Float32Array(B * T), T);
+      const t = this.outputs(
+        packed,
+        options.role,
+        { entropy: (options.entropy ?? false) && options.role !== 'critic', values },
+        options.diagnostic ? undefined : this.dropoutRng,
+      );
+      const aligned = (key: 'logprobs' | 'entropy' | 'values') =>
+        tokenAligned(
+          packed,
+          t[key]!.toFloat32Array(),
+          t.prefix?.[key]?.toFloat32Array() ?? null,
+          new Float32Array(B * T),
+          T,
+        );
       const result: ForwardResult = { logprobs: t.logprobs ? aligned('logprobs') : new Float32Array(B * T) };
       if (t.entropy) result.entropy = aligned('entropy');
       if (t.values) result.values = aligned('values');
@@ -216,7 +310,9 @@ export class LocalEngine implements TrainableEngine {
     return gradNorm(this.parameters(role).map(([, t]) => t));
   }
 
-  /** Trainable parameters of a role, by name (LoRA: PEFT keys; critic: `value_head.*` and, when separate, its model). */
+  /**
+   * Trainable parameters of a role, by name (LoRA: PEFT keys; critic: `value_head.*` and, when separate, its model).
+   */
   parameters(role: TrainableRole): [string, Tensor][] {
     if (role === 'policy') return this.policy.parameters();
     if (!this.critic) throw new ConfigError('this engine has no critic');
@@ -227,8 +323,13 @@ export class LocalEngine implements TrainableEngine {
   async save(dir: string, options: EngineSaveOptions = {}): Promise<void> {
     const shared = this.critic?.mode === 'shared' ? this.critic.valueHead : null;
     const shard = options.maxShardBytes === undefined ? {} : { maxShardBytes: options.maxShardBytes };
-    await saveModel(dir, this.policy, { valueHead: shared, ...shard, ...(this.options.tokenizerPath ? { tokenizerPath: this.options.tokenizerPath } : {}) });
-    if (this.critic?.mode === 'separate') await saveModel(join(dir, 'critic'), this.critic.model, { valueHead: this.critic.valueHead, ...shard });
+    await saveModel(dir, this.policy, {
+      valueHead: shared,
+      ...shard,
+      ...(this.options.tokenizerPath ? { tokenizerPath: this.options.tokenizerPath } : {}),
+    });
+    if (this.critic?.mode === 'separate')
+      await saveModel(join(dir, 'critic'), this.critic.model, { valueHead: this.critic.valueHead, ...shard });
     if (options.optimizer) await saveOptimizerStates(dir, this.optimizers, options.maxShardBytes);
   }
 
@@ -273,7 +374,10 @@ export class LocalEngine implements TrainableEngine {
     if (cur.length > 0) yield cur;
   }
 
-  /** The batch's `rows` (default: all) laid out for the model, with their shared prefix split off when it is long enough. */
+  /**
+   * The batch's `rows` (default: all) laid out for the model, with their shared prefix split off when it is long
+   * enough.
+   */
   private pack(batch: SequenceBatch, rows?: readonly number[]): PackedBatch {
     const min = this.options.sharedPrefixMin ?? 16;
     if (!rows || rows.every((r, i) => r === i && rows.length === batch.B)) return packTokens(batch, min);
@@ -284,7 +388,12 @@ export class LocalEngine implements TrainableEngine {
   }
 
   /** Output tensors of one packed batch for a role. */
-  private outputs(batch: PackedBatch, role: ModelRole, want: { entropy: boolean; values: boolean }, rng?: Rng): TokenOutputs {
+  private outputs(
+    batch: PackedBatch,
+    role: ModelRole,
+    want: { entropy: boolean; values: boolean },
+    rng?: Rng,
+  ): TokenOutputs {
     let model: Transformer = this.policy;
     let valueHead: ValueHead | undefined;
     let logprobs = true;
@@ -292,7 +401,8 @@ export class LocalEngine implements TrainableEngine {
       if (!this.reference) throw new ConfigError('this engine has no reference model; create it with reference: true');
       if (this.reference instanceof Transformer) model = this.reference;
     } else if (role === 'critic') {
-      if (!this.critic) throw new ConfigError('this engine has no critic; create it with critic: "shared" or "separate"');
+      if (!this.critic)
+        throw new ConfigError('this engine has no critic; create it with critic: "shared" or "separate"');
       if (this.critic.mode === 'separate') model = this.critic.model;
       valueHead = this.critic.valueHead;
       logprobs = false;
@@ -302,7 +412,12 @@ export class LocalEngine implements TrainableEngine {
     const adapters = model.lora;
     if (role === 'reference' && this.reference === 'base') model.lora = null; // the base weights, without adapters
     try {
-      return tokenForward(model, batch, { logprobs, entropy: want.entropy, ...(valueHead ? { valueHead } : {}), ...(rng ? { dropoutRng: rng } : {}) });
+      return tokenForward(model, batch, {
+        logprobs,
+        entropy: want.entropy,
+        ...(valueHead ? { valueHead } : {}),
+        ...(rng ? { dropoutRng: rng } : {}),
+      });
     } finally {
       model.lora = adapters;
     }

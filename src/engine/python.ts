@@ -11,7 +11,10 @@ export function pythonCandidates(): string[] {
 /** The first interpreter that imports torch, with torch's version; or null. */
 export function findTorchPython(): { python: string; torchVersion: string } | null {
   for (const python of pythonCandidates()) {
-    const r = spawnSync(python, ['-c', 'import torch; print(torch.__version__)'], { encoding: 'utf8', timeout: 60_000 });
+    const r = spawnSync(python, ['-c', 'import torch; print(torch.__version__)'], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     if (r.status === 0) return { python, torchVersion: r.stdout.trim() };
   }
   return null;

@@ -1,5 +1,14 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { LoraAdapters, modelConfig, packedGradient, packTokens, tokenAligned, Transformer, ValueHead, type ModelConfig } from '../model/index.js';
+import {
+  LoraAdapters,
+  modelConfig,
+  packedGradient,
+  packTokens,
+  tokenAligned,
+  Transformer,
+  ValueHead,
+  type ModelConfig,
+} from '../model/index.js';
 import { setBackend } from '../tensor/index.js';
 import { sequenceBatch } from './batch.js';
 import { LocalEngine } from './local.js';
@@ -8,13 +17,22 @@ import type { ForwardResult, OutputGradients } from './types.js';
 const shape = { vocabSize: 40, hiddenSize: 32, intermediateSize: 48, numLayers: 2, numHeads: 4, numKvHeads: 2 };
 const prefix = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3];
 // One sequence is the bare prefix (no suffix row tokens), one differs right after it, lengths vary.
-const seqs = sequenceBatch([[...prefix], [...prefix, 7, 8, 9, 10, 11, 12], [...prefix, 7, 2], [...prefix, 20, 21, 22, 23]]);
+const seqs = sequenceBatch([
+  [...prefix],
+  [...prefix, 7, 8, 9, 10, 11, 12],
+  [...prefix, 7, 2],
+  [...prefix, 20, 21, 22, 23],
+]);
 
 function engines(cfg: ModelConfig, lora: boolean): [LocalEngine, LocalEngine] {
   const make = (sharedPrefixMin: number) => {
     const policy = Transformer.init(cfg, 5, 0.2);
     if (lora) LoraAdapters.attach(policy, { r: 4, alpha: 8, dropout: 0, targetModules: 'all-linear' }, 6);
-    return new LocalEngine({ policy, critic: { mode: 'shared', valueHead: ValueHead.init(cfg.hiddenSize, 7, 0.3) }, sharedPrefixMin });
+    return new LocalEngine({
+      policy,
+      critic: { mode: 'shared', valueHead: ValueHead.init(cfg.hiddenSize, 7, 0.3) },
+      sharedPrefixMin,
+    });
   };
   return [make(0), make(4)];
 }
@@ -91,7 +109,11 @@ describe('shared-prefix batches', () => {
         expect(pb[i]![0]).toBe(n);
         const ga = t.grad!.toFloat32Array();
         const scale = Math.max(...ga.map(Math.abs)) || 1; // LoRA A starts with a zero gradient (B = 0)
-        close(pb[i]![1].grad!.toFloat32Array().map((x) => x / scale), ga.map((x) => x / scale), 1e-4);
+        close(
+          pb[i]![1].grad!.toFloat32Array().map((x) => x / scale),
+          ga.map((x) => x / scale),
+          1e-4,
+        );
       });
       plain.dispose();
       shared.dispose();

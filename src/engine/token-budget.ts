@@ -1,5 +1,6 @@
 // The torch worker's rule for grouping a request's rows into chunks that fit its token budget, mirrored from
-// python/ragen_torch/packing.py (`chunk_tokens` and the way `chunks` grows a chunk), so that the trainer can cut micro-batches that the worker
+// python/ragen_torch/packing.py (`chunk_tokens` and the way `chunks` grows a chunk), so that the trainer can cut
+// micro-batches that the worker
 // runs as exactly one chunk each, keeping the graph and running the forward once.
 import type { TokenBudget } from './types.js';
 

@@ -1,5 +1,6 @@
 // The torch worker's frozen bf16 weights (python/ragen_torch/frozen.py) on the CPU, under CPU bf16 autocast: the
-// separate reference and a LoRA model's base are stored in bf16 and score like the autocast float32 model; the bf16 rollout copy samples what
+// separate reference and a LoRA model's base are stored in bf16 and score like the autocast float32 model; the bf16
+// rollout copy samples what
 // the float32 policy cast to bf16 (LoRA merged) samples, and is refreshed after an optimizer step.
 import { spawnSync } from 'node:child_process';
 import { describe, expect, test } from 'vitest';
@@ -90,13 +91,17 @@ print(json.dumps(out))
 `;
 
 function run(code: string) {
-  const r = spawnSync(python!, ['-c', code], { encoding: 'utf8', env: { ...process.env, PYTHONPATH: workerPackageDir() }, timeout: 60_000 });
+  const r = spawnSync(python!, ['-c', code], {
+    encoding: 'utf8',
+    env: { ...process.env, PYTHONPATH: workerPackageDir() },
+    timeout: 60_000,
+  });
   expect(r.status, r.stderr).toBe(0);
   return JSON.parse(r.stdout.trim().split('\n').pop()!);
 }
 
 describe.runIf(python)('torch worker: frozen weights in bf16', () => {
-  test('under bf16 autocast the separate reference and a LoRA model\'s base are stored in bf16 and score like the autocast float32 model within bf16 tolerance', () => {
+  test("under bf16 autocast the separate reference and a LoRA model's base are stored in bf16 and score like the autocast float32 model within bf16 tolerance", () => {
     const r = run(REFERENCE);
     expect(r.referenceDtypes).toEqual(['torch.bfloat16']);
     expect(r.policyDtypes).toEqual(['torch.float32']); // the trained weights stay float32

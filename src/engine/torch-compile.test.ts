@@ -33,39 +33,72 @@ print(json.dumps({"torch": torch.__version__, "hasCompile": hasattr(torch, "comp
 
 describe.runIf(python)('torch worker: model.torch.compile', () => {
   test('compiles the layers where torch has torch.compile (same log-probs and gradients as eager); elsewhere says which torch lacks it and how to fix it, and runs eager', () => {
-    const r = spawnSync(python!, ['-c', SCRIPT], { encoding: 'utf8', env: { ...process.env, PYTHONPATH: workerPackageDir() }, timeout: 300_000 });
+    const r = spawnSync(python!, ['-c', SCRIPT], {
+      encoding: 'utf8',
+      env: { ...process.env, PYTHONPATH: workerPackageDir() },
+      timeout: 300_000,
+    });
     expect(r.status, r.stderr).toBe(0);
-    const o = JSON.parse(r.stdout.trim().split('\n').pop()!) as { torch: string; hasCompile: boolean; compiled: boolean; logprobDiff: number; gradRelDiff: number };
+    const o = JSON.parse(r.stdout.trim().split('\n').pop()!) as {
+      torch: string;
+      hasCompile: boolean;
+      compiled: boolean;
+      logprobDiff: number;
+      gradRelDiff: number;
+    };
     expect(o.compiled).toBe(o.hasCompile);
     if (o.hasCompile) {
       expect(o.logprobDiff).toBeLessThan(1e-5);
       expect(o.gradRelDiff).toBeLessThan(1e-4);
     } else {
       const warning = r.stderr.split('\n').filter((l) => l.includes('model.torch.compile'));
-      expect(warning).toEqual([`[ragen_torch] model.torch.compile: torch ${o.torch} has no torch.compile (added in torch 2.0), so the model runs eager; install torch >= 2.0 or set model.torch.compile=false`]);
+      expect(warning).toEqual([
+        `[ragen_torch] model.torch.compile: torch ${o.torch} has no torch.compile (added in torch 2.0), so the model runs eager; install torch >= 2.0 or set model.torch.compile=false`,
+      ]);
       expect(o.logprobDiff).toBe(0);
       expect(o.gradRelDiff).toBe(0);
     }
   }, 300_000);
 
-  test('TorchEngine passes compile (and rolloutCopy) to the worker: on a torch without torch.compile its one line reaches ragen\'s stderr', async () => {
+  test("TorchEngine passes compile (and rolloutCopy) to the worker: on a torch without torch.compile its one line reaches ragen's stderr", async () => {
     const lines: string[] = [];
-    const spy = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => (lines.push(String(chunk)), true));
-    const engine = await TorchEngine.fromPretrained(join(import.meta.dirname, '../../models/ragen-tiny'), { python: python!, device: 'cpu', compile: true, rolloutCopy: 'none' });
+    const spy = vi
+      .spyOn(process.stderr, 'write')
+      .mockImplementation((chunk: string | Uint8Array) => (lines.push(String(chunk)), true));
+    const engine = await TorchEngine.fromPretrained(join(import.meta.dirname, '../../models/ragen-tiny'), {
+      python: python!,
+      device: 'cpu',
+      compile: true,
+      rolloutCopy: 'none',
+    });
     try {
-      const has = spawnSync(python!, ['-c', 'import torch; print(hasattr(torch, "compile"))'], { encoding: 'utf8' }).stdout.trim() === 'True';
-      for (let i = 0; i < 40 && !lines.some((l) => l.includes('model.torch.compile')); i++) await new Promise((r) => setTimeout(r, 50));
+      const has =
+        spawnSync(python!, ['-c', 'import torch; print(hasattr(torch, "compile"))'], {
+          encoding: 'utf8',
+        }).stdout.trim() === 'True';
+      for (let i = 0; i < 40 && !lines.some((l) => l.includes('model.torch.compile')); i++)
+        await new Promise((r) => setTimeout(r, 50));
       const warned = lines.filter((l) => l.includes('model.torch.compile'));
       expect(warned.length).toBe(has ? 0 : 1);
-      if (!has) expect(warned[0]).toMatch(/^\[torch worker\] \[ragen_torch\] model\.torch\.compile: torch \S+ has no torch\.compile/);
+      if (!has)
+        expect(warned[0]).toMatch(
+          /^\[torch worker\] \[ragen_torch\] model\.torch\.compile: torch \S+ has no torch\.compile/,
+        );
       const [g] = await engine.generate([[1, 2, 3]], { maxNewTokens: 3, temperature: 0, seed: 0 });
       expect(g!.tokens).toHaveLength(3);
     } finally {
       spy.mockRestore();
       engine.dispose();
     }
-    // rolloutCopy reaches the worker too: a value outside the schema (only a caller bypassing it can send one) is named.
-    await expect(TorchEngine.fromPretrained(join(import.meta.dirname, '../../models/ragen-tiny'), { python: python!, device: 'cpu', rolloutCopy: 'half' as never, echoStderr: false }))
-      .rejects.toThrow(/rolloutCopy `half` is not one of auto, bf16, none/);
+    // rolloutCopy reaches the worker too: a value outside the schema (only a caller bypassing it can send one) is
+    // named.
+    await expect(
+      TorchEngine.fromPretrained(join(import.meta.dirname, '../../models/ragen-tiny'), {
+        python: python!,
+        device: 'cpu',
+        rolloutCopy: 'half' as never,
+        echoStderr: false,
+      }),
+    ).rejects.toThrow(/rolloutCopy `half` is not one of auto, bf16, none/);
   }, 60_000);
 });

@@ -37,21 +37,36 @@ print(json.dumps({"out": out, "caches": caches}))
 type Result = [number[], number[], string][];
 
 function run(code: string, env: Record<string, string> = {}) {
-  return spawnSync(python!, ['-c', code], { encoding: 'utf8', env: { ...process.env, PYTHONPATH: workerPackageDir(), ...env }, timeout: 60_000 });
+  return spawnSync(python!, ['-c', code], {
+    encoding: 'utf8',
+    env: { ...process.env, PYTHONPATH: workerPackageDir(), ...env },
+    timeout: 60_000,
+  });
 }
 
 describe.runIf(python)('torch worker: static-cache decode', () => {
   test('gives the eager decode tokens and log-probs (greedy, sampled, rows stopping early and compacted)', () => {
     const r = run(SCRIPT);
     expect(r.status, r.stderr).toBe(0);
-    const { out, caches } = JSON.parse(r.stdout) as { out: Record<string, { eager: Result; static: Result }>; caches: Record<string, number> };
+    const { out, caches } = JSON.parse(r.stdout) as {
+      out: Record<string, { eager: Result; static: Result }>;
+      caches: Record<string, number>;
+    };
     for (const [name, { eager, static: st }] of Object.entries(out)) {
-      expect(st.map((x) => x[0]), name).toEqual(eager.map((x) => x[0]));
-      expect(st.map((x) => x[2]), name).toEqual(eager.map((x) => x[2]));
+      expect(
+        st.map((x) => x[0]),
+        name,
+      ).toEqual(eager.map((x) => x[0]));
+      expect(
+        st.map((x) => x[2]),
+        name,
+      ).toEqual(eager.map((x) => x[2]));
       for (let i = 0; i < eager.length; i++) {
         expect(st[i]![1].length).toBe(eager[i]![1].length);
         // Attention over the whole static cache sums the same terms plus exact zeros, in another order: float32 ulps.
-        eager[i]![1].forEach((lp, t) => expect(Math.abs(st[i]![1][t]! - lp), `${name} row ${i} token ${t}`).toBeLessThan(1e-5));
+        eager[i]![1].forEach((lp, t) =>
+          expect(Math.abs(st[i]![1][t]! - lp), `${name} row ${i} token ${t}`).toBeLessThan(1e-5),
+        );
       }
     }
     // The stop case must really have rows leaving at different steps, or it would not exercise the masking.
@@ -65,25 +80,40 @@ describe.runIf(python)('torch worker: static-cache decode', () => {
   test('attends over the written keys in buckets: spans grow with the write index, across bucket boundaries, with the eager tokens and log-probs', () => {
     // BUCKET 4 (256 in use) so that 16 new tokens after 12-token prompts cross bucket boundaries: the write index runs
     // 12..26 in a cache of 12 + 16 = 28 keys, so the spans are 16 (writes 12-15), 20, 24, then 28 (the capacity).
-    const code = SCRIPT.replace('out, caches = {}, {}', [
-      'import ragen_torch.decode as D',
-      'D.BUCKET = 4',
-      'spans = {}',
-      'class Spans(Counted):',
-      '    def __call__(self, tok, live, cur):',
-      '        out = super().__call__(tok, live, cur)',
-      '        spans.setdefault(key, []).append((self.rows, self.span))',
-      '        return out',
-      'G.StaticStep = Spans',
-      'key = None',
+    const code = SCRIPT.replace(
       'out, caches = {}, {}',
-    ].join('\n')).replace('for k, p in cases.items():\n', 'for k, p in cases.items():\n    key = k\n').replace('print(json.dumps({"out": out, "caches": caches}))', 'print(json.dumps({"out": out, "spans": spans}))');
+      [
+        'import ragen_torch.decode as D',
+        'D.BUCKET = 4',
+        'spans = {}',
+        'class Spans(Counted):',
+        '    def __call__(self, tok, live, cur):',
+        '        out = super().__call__(tok, live, cur)',
+        '        spans.setdefault(key, []).append((self.rows, self.span))',
+        '        return out',
+        'G.StaticStep = Spans',
+        'key = None',
+        'out, caches = {}, {}',
+      ].join('\n'),
+    )
+      .replace('for k, p in cases.items():\n', 'for k, p in cases.items():\n    key = k\n')
+      .replace('print(json.dumps({"out": out, "caches": caches}))', 'print(json.dumps({"out": out, "spans": spans}))');
     const r = run(code);
     expect(r.status, r.stderr).toBe(0);
-    const { out, spans } = JSON.parse(r.stdout) as { out: Record<string, { eager: Result; static: Result }>; spans: Record<string, [number, number][]> };
+    const { out, spans } = JSON.parse(r.stdout) as {
+      out: Record<string, { eager: Result; static: Result }>;
+      spans: Record<string, [number, number][]>;
+    };
     for (const [name, { eager, static: st }] of Object.entries(out)) {
-      expect(st.map((x) => x[0]), name).toEqual(eager.map((x) => x[0]));
-      eager.forEach((row, i) => row[1].forEach((lp, t) => expect(Math.abs(st[i]![1][t]! - lp), `${name} row ${i} token ${t}`).toBeLessThan(1e-5)));
+      expect(
+        st.map((x) => x[0]),
+        name,
+      ).toEqual(eager.map((x) => x[0]));
+      eager.forEach((row, i) =>
+        row[1].forEach((lp, t) =>
+          expect(Math.abs(st[i]![1][t]! - lp), `${name} row ${i} token ${t}`).toBeLessThan(1e-5),
+        ),
+      );
     }
     expect([...new Set(spans.greedy!.map(([, s]) => s))]).toEqual([16, 20, 24, 28]);
     expect(spans.greedy!.length).toBe(15); // one static step per token after the first

@@ -9,7 +9,10 @@ import type { ForwardResult, OutputGradients } from './types.js';
 
 const TINY = join(import.meta.dirname, '../../models/ragen-tiny');
 const python = torchPythonForTests();
-const batch = sequenceBatch([[3, 17, 42, 99, 7, 8], [5, 6, 7, 300, 12]]);
+const batch = sequenceBatch([
+  [3, 17, 42, 99, 7, 8],
+  [5, 6, 7, 300, 12],
+]);
 const grads = (o: ForwardResult): OutputGradients => ({ logprobs: o.logprobs.map((_, i) => ((i % 5) - 2) / 10) });
 const lora = { r: 4, alpha: 8, dropout: 0.5, targetModules: 'all-linear' as const };
 

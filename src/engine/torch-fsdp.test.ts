@@ -67,7 +67,15 @@ describe.runIf(python)('torch worker: FSDP logic on the CPU', () => {
   test('dummy passes pad a rank without changing its outputs or gradients; the rollout copy merges LoRA exactly', () => {
     const r = runWorkerPython(python!, ['-c', SCRIPT, TINY]);
     expect(r.status, r.stderr).toBe(0);
-    const res = JSON.parse(r.stdout) as { chunks: number[]; forward: number; outputs: number; grads: number; gradNorm: number; merged: number; loraEffect: number };
+    const res = JSON.parse(r.stdout) as {
+      chunks: number[];
+      forward: number;
+      outputs: number;
+      grads: number;
+      gradNorm: number;
+      merged: number;
+      loraEffect: number;
+    };
     expect(res.chunks[1]).toBe(res.chunks[0]! + 3); // the padding really happened (and with several chunks: the recompute path)
     expect(res.chunks[0]).toBeGreaterThan(1);
     expect(res.forward).toBe(0);
@@ -94,22 +102,36 @@ describe.runIf(python)('torch worker: FSDP logic on the CPU', () => {
     ].join('\n');
     const r = runWorkerPython(python!, ['-c', script]);
     expect(r.status, r.stderr).toBe(0);
-    const { out, fsdp, cpu } = JSON.parse(r.stdout) as { out: Record<string, boolean | string>; fsdp: boolean; cpu: boolean };
+    const { out, fsdp, cpu } = JSON.parse(r.stdout) as {
+      out: Record<string, boolean | string>;
+      fsdp: boolean;
+      cpu: boolean;
+    };
     expect([out['1 cpu2'], out['1 cuda2'], out['1 cuda1']]).toEqual([false, fsdp, false]);
     expect([out['0 cpu2'], out['0 cuda2'], out['0 cuda1']]).toEqual([false, false, false]);
     if (cpu) expect([out['all cpu2'], out['all cuda2'], out['all cuda1']]).toEqual([true, true, false]);
     else {
-      expect(out['all cpu2']).toMatch(/^RAGEN_TORCH_FSDP=all: torch \S+ cannot run FSDP2 on CPU ranks \(torch >= 2\.7 can\); use RAGEN_TORCH_FSDP=1/);
+      expect(out['all cpu2']).toMatch(
+        /^RAGEN_TORCH_FSDP=all: torch \S+ cannot run FSDP2 on CPU ranks \(torch >= 2\.7 can\); use RAGEN_TORCH_FSDP=1/,
+      );
       expect(out['all cuda1'], 'one rank shards nothing: not refused').toBe(false);
     }
-    for (const k of ['yes cpu2', 'yes cuda2', 'yes cuda1']) expect(out[k]).toMatch(/^RAGEN_TORCH_FSDP=`yes`: use 1 .*, all \(on CPU ranks too\) or 0/);
+    for (const k of ['yes cpu2', 'yes cuda2', 'yes cuda1'])
+      expect(out[k]).toMatch(/^RAGEN_TORCH_FSDP=`yes`: use 1 .*, all \(on CPU ranks too\) or 0/);
   }, 60_000);
 
   test("the GPU check's fsdp stage: two sharded CPU ranks = one rank, gradients scaled as the worker scales them; skipped by name where torch cannot shard CPU ranks", () => {
     const r = runWorkerPython(python!, ['-m', 'ragen_torch.check', 'fsdp'], 120_000);
     expect(r.status, r.stderr).toBe(0);
-    const res = JSON.parse(r.stdout.trim().split('\n').pop()!) as { skipped?: boolean; note?: string; passed?: boolean; sumScale?: number; gradientsMaxRelDiff?: number };
-    if (res.skipped) expect(res.note).toMatch(/^torch \d+\.\d+ (has no FSDP2|cannot run FSDP2 on CPU ranks \(torch >= 2\.7 can\))$/);
+    const res = JSON.parse(r.stdout.trim().split('\n').pop()!) as {
+      skipped?: boolean;
+      note?: string;
+      passed?: boolean;
+      sumScale?: number;
+      gradientsMaxRelDiff?: number;
+    };
+    if (res.skipped)
+      expect(res.note).toMatch(/^torch \d+\.\d+ (has no FSDP2|cannot run FSDP2 on CPU ranks \(torch >= 2\.7 can\))$/);
     else {
       expect(res.passed).toBe(true);
       expect([1, 2]).toContain(res.sumScale);
@@ -125,6 +147,8 @@ describe.runIf(python)('torch worker: FSDP logic on the CPU', () => {
     ].join('\n');
     const r = runWorkerPython(python!, ['-c', script]);
     expect(r.status, r.stderr).toBe(0);
-    expect(r.stderr).toMatch(/^\[ragen_torch\] torch's CPU matrix products run on the reference BLAS \(\/usr\/lib\/x86_64-linux-gnu\/blas\/libblas\.so\.3\), ~50x slower than OpenBLAS: install OpenBLAS \(Debian\/Ubuntu: apt-get install libopenblas0\)/);
+    expect(r.stderr).toMatch(
+      /^\[ragen_torch\] torch's CPU matrix products run on the reference BLAS \(\/usr\/lib\/x86_64-linux-gnu\/blas\/libblas\.so\.3\), ~50x slower than OpenBLAS: install OpenBLAS \(Debian\/Ubuntu: apt-get install libopenblas0\)/,
+    );
   }, 60_000);
 });

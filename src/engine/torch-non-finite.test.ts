@@ -27,9 +27,21 @@ describe.skipIf(!python)('item 8: the torch worker refuses non-finite logits, na
 
   for (const temperature of [0, 1]) {
     it(`at temperature ${temperature}`, async () => {
-      const err = await torch.generate([[1, 2, 3], [4, 5]], { maxNewTokens: 8, temperature, seed: 0 }).catch((e: unknown) => e);
+      const err = await torch
+        .generate(
+          [
+            [1, 2, 3],
+            [4, 5],
+          ],
+          { maxNewTokens: 8, temperature, seed: 0 },
+        )
+        .catch((e: unknown) => e);
       expect(err).toBeInstanceOf(NonFiniteLogitsError);
-      expect((err as Error).message).toMatch(new RegExp(`^Model \`${dir}\` computed non-finite logits \\(log-prob (NaN|-?Infinity)\\) at decode step \\d+ \\(position \\d+ of prompt [01]\\)`));
+      expect((err as Error).message).toMatch(
+        new RegExp(
+          `^Model \`${dir}\` computed non-finite logits \\(log-prob (NaN|-?Infinity)\\) at decode step \\d+ \\(position \\d+ of prompt [01]\\)`,
+        ),
+      );
       expect((err as Error).message.split('\n')).toHaveLength(1);
     }, 60_000);
   }

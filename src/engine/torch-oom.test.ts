@@ -24,10 +24,23 @@ function longContextTiny(): string {
 
 describe.runIf(python)('torch worker: out of memory', () => {
   test('a KV cache no host can hold is an out-of-memory error naming what to lower; the worker serves on', async () => {
-    const engine = await TorchEngine.fromPretrained(longContextTiny(), { python: python!, device: 'cpu', tokenBudget: 256, echoStderr: false });
+    const engine = await TorchEngine.fromPretrained(longContextTiny(), {
+      python: python!,
+      device: 'cpu',
+      tokenBudget: 256,
+      echoStderr: false,
+    });
     try {
       // 1e12 new tokens: the preallocated cache alone is petabytes, so the allocator refuses at once.
-      const err = await engine.generate([[1, 2, 3], [4, 5]], { maxNewTokens: 1e12, temperature: 0, seed: 0 }).catch((e: unknown) => e);
+      const err = await engine
+        .generate(
+          [
+            [1, 2, 3],
+            [4, 5],
+          ],
+          { maxNewTokens: 1e12, temperature: 0, seed: 0 },
+        )
+        .catch((e: unknown) => e);
       expect(err).toBeInstanceOf(TorchRequestError);
       expect((err as Error).message).toMatch(
         /generate failed: .*\(out of memory: generate sampled 2 prompts at once \(longest 3 tokens \+ 1000000000000 new, .*16 x model\.torch\.tokenBudget = 4096 tokens.*lower the rollouts per step .*model\.torch\.tokenBudget \(now 256\)\)/,

@@ -103,16 +103,22 @@ interface Diff {
 }
 
 describe.runIf(python)('torch worker: packed rows and kept graphs', () => {
-  const r = python ? spawnSync(python, ['-c', SCRIPT], { encoding: 'utf8', env: { ...process.env, PYTHONPATH: workerPackageDir() }, timeout: 120_000 }) : null;
+  const r = python
+    ? spawnSync(python, ['-c', SCRIPT], {
+        encoding: 'utf8',
+        env: { ...process.env, PYTHONPATH: workerPackageDir() },
+        timeout: 120_000,
+      })
+    : null;
   const res = () => {
     expect(r!.status, r!.stderr).toBe(0);
     return JSON.parse(r!.stdout) as Record<string, unknown>;
   };
 
-  test('packed rows give the padded rows\' log-probs, entropy and values (1e-5) and gradients (1e-5 relative, per parameter)', () => {
+  test("packed rows give the padded rows' log-probs, entropy and values (1e-5) and gradients (1e-5 relative, per parameter)", () => {
     const out = res().outputs as Record<string, number>;
     for (const k of ['logprobs', 'entropy', 'values']) expect(out[k], `${k} are real numbers`).toBeGreaterThan(0.5);
-    for (const name of ['packed, one chunk', 'packed, several chunks', 'packed, FSDP\'s path']) {
+    for (const name of ['packed, one chunk', 'packed, several chunks', "packed, FSDP's path"]) {
       const d = res()[name] as Diff;
       for (const k of ['logprobs', 'entropy', 'values']) expect(d.out[k], `${name}: ${k}`).toBeLessThan(1e-5);
       expect(d.grad, `${name}: gradients`).toBeLessThan(1e-5);

@@ -41,17 +41,31 @@ type Result = [number[], number[], string][];
 
 describe.runIf(python)('torch worker: shared-prompt prefill', () => {
   test('gives the tokens and log-probs of separate prefills, prefilling 3 distinct prompts for 8 rows', () => {
-    const r = spawnSync(python!, ['-c', SCRIPT], { encoding: 'utf8', env: { ...process.env, PYTHONPATH: workerPackageDir() }, timeout: 60_000 });
+    const r = spawnSync(python!, ['-c', SCRIPT], {
+      encoding: 'utf8',
+      env: { ...process.env, PYTHONPATH: workerPackageDir() },
+      timeout: 60_000,
+    });
     expect(r.status, r.stderr).toBe(0);
     const out = JSON.parse(r.stdout) as Record<string, Record<'shared' | 'separate', { res: Result; rows: number }>>;
     expect(Object.keys(out)).toHaveLength(4);
     for (const [name, { shared, separate }] of Object.entries(out)) {
       expect(shared.rows, name).toBe(3);
       expect(separate.rows, name).toBe(8);
-      expect(shared.res.map((x) => x[0]), name).toEqual(separate.res.map((x) => x[0]));
-      expect(shared.res.map((x) => x[2]), name).toEqual(separate.res.map((x) => x[2]));
+      expect(
+        shared.res.map((x) => x[0]),
+        name,
+      ).toEqual(separate.res.map((x) => x[0]));
+      expect(
+        shared.res.map((x) => x[2]),
+        name,
+      ).toEqual(separate.res.map((x) => x[2]));
       // Prefill batches of 3 and 8 rows round differently in the last float32 bits.
-      shared.res.forEach((row, i) => row[1].forEach((lp, t) => expect(Math.abs(lp - separate.res[i]![1][t]!), `${name} ${i}:${t}`).toBeLessThan(1e-5)));
+      shared.res.forEach((row, i) =>
+        row[1].forEach((lp, t) =>
+          expect(Math.abs(lp - separate.res[i]![1][t]!), `${name} ${i}:${t}`).toBeLessThan(1e-5),
+        ),
+      );
     }
     // Copies of a prompt sampled with different draws: sharing the prefill does not make them one trajectory.
     const sampled = out['eager sampled']!.shared.res;

@@ -51,7 +51,10 @@ export class FrameReader {
       const buf = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks);
       this.chunks = [buf];
       const magic = buf.toString('latin1', 0, 4);
-      if (magic !== MAGIC) throw new Error(`the worker wrote bytes that are not a protocol frame on stdout: ${JSON.stringify(buf.toString('utf8', 0, Math.min(buf.length, 80)))}`);
+      if (magic !== MAGIC)
+        throw new Error(
+          `the worker wrote bytes that are not a protocol frame on stdout: ${JSON.stringify(buf.toString('utf8', 0, Math.min(buf.length, 80)))}`,
+        );
       const hlen = buf.readUInt32LE(4);
       const blen = Number(buf.readBigUInt64LE(8));
       const total = PREFIX + hlen + blen;

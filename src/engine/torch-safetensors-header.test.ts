@@ -32,7 +32,11 @@ function pythonVerdict(bytes: Uint8Array): string {
   const path = join(tmp, 'model.safetensors');
   writeFileSync(path, bytes);
   const python = process.env.RAGEN_PYTHON ?? 'python3';
-  const r = spawnSync(python, ['-c', SCRIPT, path], { encoding: 'utf8', env: { ...process.env, PYTHONPATH: workerPackageDir() }, timeout: 30_000 });
+  const r = spawnSync(python, ['-c', SCRIPT, path], {
+    encoding: 'utf8',
+    env: { ...process.env, PYTHONPATH: workerPackageDir() },
+    timeout: 30_000,
+  });
   expect(r.stderr).toBe('');
   return r.stdout.trim();
 }
@@ -54,13 +58,48 @@ describe("items 7 and 16: the torch worker's safetensors header check", () => {
   });
 
   const cases: [string, unknown, number, RegExp][] = [
-    ["item 7: k_proj's offsets equal to q_proj's", { q, k: { ...k, data_offsets: [0, 16] }, pad: { dtype: 'F32', shape: [4], data_offsets: [16, 32] } }, 32, /tensor `[qk]`'s data_offsets \[0, 16\] overlap tensor `[qk]`'s \[0, 16\]/],
-    ['item 7: a negative begin', { q: { ...q, data_offsets: [-16, 0] }, k }, 32, /tensor `q` has `data_offsets` = \[-16, 0\]; expected a pair \[begin, end\] of non-negative integers/],
-    ['item 7: a gap', { q, k: { ...k, data_offsets: [20, 36] } }, 36, /bytes \[16, 20\) of the data section belong to no tensor/],
-    ['item 16: a null entry', { q: null }, 16, /tensor `q` has header entry null; expected an object \{dtype, shape, data_offsets\}/],
-    ['item 16: an entry without data_offsets', { q: { dtype: 'F32', shape: [4] } }, 16, /tensor `q` has no `data_offsets`; expected a pair/],
-    ['item 16: shape "abc"', { q: { ...q, shape: 'abc' } }, 16, /tensor `q` has `shape` = "abc"; expected an array of non-negative integers/],
-    ['item 16: metadata that is not string -> string', { __metadata__: { step: 3 }, q }, 16, /the header's `__metadata__` = \{"step": 3\} is not an object of strings to strings/],
+    [
+      "item 7: k_proj's offsets equal to q_proj's",
+      { q, k: { ...k, data_offsets: [0, 16] }, pad: { dtype: 'F32', shape: [4], data_offsets: [16, 32] } },
+      32,
+      /tensor `[qk]`'s data_offsets \[0, 16\] overlap tensor `[qk]`'s \[0, 16\]/,
+    ],
+    [
+      'item 7: a negative begin',
+      { q: { ...q, data_offsets: [-16, 0] }, k },
+      32,
+      /tensor `q` has `data_offsets` = \[-16, 0\]; expected a pair \[begin, end\] of non-negative integers/,
+    ],
+    [
+      'item 7: a gap',
+      { q, k: { ...k, data_offsets: [20, 36] } },
+      36,
+      /bytes \[16, 20\) of the data section belong to no tensor/,
+    ],
+    [
+      'item 16: a null entry',
+      { q: null },
+      16,
+      /tensor `q` has header entry null; expected an object \{dtype, shape, data_offsets\}/,
+    ],
+    [
+      'item 16: an entry without data_offsets',
+      { q: { dtype: 'F32', shape: [4] } },
+      16,
+      /tensor `q` has no `data_offsets`; expected a pair/,
+    ],
+    [
+      'item 16: shape "abc"',
+      { q: { ...q, shape: 'abc' } },
+      16,
+      /tensor `q` has `shape` = "abc"; expected an array of non-negative integers/,
+    ],
+    [
+      'item 16: metadata that is not string -> string',
+      { __metadata__: { step: 3 }, q },
+      16,
+      /the header's `__metadata__` = \{"step": 3\} is not an object of strings to strings/,
+    ],
   ];
   for (const [what, header, dataLen, message] of cases) {
     it(`refuses ${what}, in one sentence naming the file, as the TypeScript reader does`, () => {

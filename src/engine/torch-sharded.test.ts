@@ -21,12 +21,18 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 const TINY = join(import.meta.dirname, '../../models/ragen-tiny');
 
 function py(code: string): { status: number | null; stdout: string; stderr: string } {
-  return spawnSync(python!, ['-c', code], { encoding: 'utf8', env: { ...process.env, PYTHONPATH: workerPackageDir() }, timeout: 120_000 });
+  return spawnSync(python!, ['-c', code], {
+    encoding: 'utf8',
+    env: { ...process.env, PYTHONPATH: workerPackageDir() },
+    timeout: 120_000,
+  });
 }
 
-describe.skipIf(!python)('the worker\'s safetensors reader', () => {
+describe.skipIf(!python)("the worker's safetensors reader", () => {
   it('refuses trailing bytes after the last tensor, naming the file and the byte counts', () => {
-    const good = Buffer.from(serializeSafetensors(new Map([['w', { shape: [2, 3], data: Float32Array.from([1, 2, 3, 4, 5, 6]) }]])));
+    const good = Buffer.from(
+      serializeSafetensors(new Map([['w', { shape: [2, 3], data: Float32Array.from([1, 2, 3, 4, 5, 6]) }]])),
+    );
     const path = join(root, 'tail.safetensors');
     const r = py(`import sys; from ragen_torch.safetensors_io import read_safetensors, CheckpointError
 open(${JSON.stringify(path)}, "wb").write(bytes.fromhex(${JSON.stringify(good.toString('hex'))}) + b"xyz")
@@ -37,7 +43,9 @@ except CheckpointError as e:
     sys.exit(0)
 sys.exit(3)`);
     expect(r.status, r.stderr).toBe(0);
-    expect(r.stdout.trim()).toBe(`${path}: 3 trailing bytes after the last tensor (its tensors end at byte 24 of a 27-byte data section); the file is damaged or not one safetensors file: use an earlier checkpoint`);
+    expect(r.stdout.trim()).toBe(
+      `${path}: 3 trailing bytes after the last tensor (its tensors end at byte 24 of a 27-byte data section); the file is damaged or not one safetensors file: use an earlier checkpoint`,
+    );
   });
 
   it('reads one tensor stored past byte 2^31 of a sparse file without reading the file whole', () => {
@@ -92,7 +100,10 @@ function gradsFor(out: ForwardResult, seed: number): OutputGradients {
 
 function batch(): SequenceBatch {
   const rng = new Rng(5);
-  return sequenceBatch([Array.from({ length: 12 }, () => Math.floor(rng.random() * 1024)), Array.from({ length: 7 }, () => Math.floor(rng.random() * 1024))]);
+  return sequenceBatch([
+    Array.from({ length: 12 }, () => Math.floor(rng.random() * 1024)),
+    Array.from({ length: 7 }, () => Math.floor(rng.random() * 1024)),
+  ]);
 }
 
 type Trainable = LocalEngine | TorchEngine;
@@ -132,35 +143,53 @@ describe.skipIf(!python)('sharded checkpoints between the torch and local engine
     for (const e of opened) e.dispose();
   });
 
-  it('each engine writes index + shards, and each resumes its own and the other\'s: one more AdamW step matches', { timeout: 300_000 }, async () => {
-    for (let s = 0; s < 2; s++) for (const e of [torch, local]) await step(e, 10 + s);
-    const dirs = { torch: join(root, 'from-torch'), local: join(root, 'from-local') };
-    await torch.save(dirs.torch, { optimizer: true, maxShardBytes: 1 << 18 });
-    await local.save(dirs.local, { optimizer: true, maxShardBytes: 1 << 18 });
-    for (const dir of Object.values(dirs)) {
-      for (const [folder, file] of [[dir, 'model'], [join(dir, 'optimizer'), 'policy']] as const) {
-        expect(existsSync(join(folder, `${file}.safetensors`))).toBe(false);
-        expect(existsSync(join(folder, `${file}.safetensors.index.json`))).toBe(true);
-        expect(readdirSync(folder).filter((f) => f.startsWith(`${file}-`)).length, `${folder}/${file}`).toBeGreaterThan(2);
+  it(
+    "each engine writes index + shards, and each resumes its own and the other's: one more AdamW step matches",
+    { timeout: 300_000 },
+    async () => {
+      for (let s = 0; s < 2; s++) for (const e of [torch, local]) await step(e, 10 + s);
+      const dirs = { torch: join(root, 'from-torch'), local: join(root, 'from-local') };
+      await torch.save(dirs.torch, { optimizer: true, maxShardBytes: 1 << 18 });
+      await local.save(dirs.local, { optimizer: true, maxShardBytes: 1 << 18 });
+      for (const dir of Object.values(dirs)) {
+        for (const [folder, file] of [
+          [dir, 'model'],
+          [join(dir, 'optimizer'), 'policy'],
+        ] as const) {
+          expect(existsSync(join(folder, `${file}.safetensors`))).toBe(false);
+          expect(existsSync(join(folder, `${file}.safetensors.index.json`))).toBe(true);
+          expect(
+            readdirSync(folder).filter((f) => f.startsWith(`${file}-`)).length,
+            `${folder}/${file}`,
+          ).toBeGreaterThan(2);
+        }
       }
-    }
-    const resumed = {
-      torchFromTorch: await TorchEngine.fromPretrained(dirs.torch, { python: python!, critic: 'shared', echoStderr: false }),
-      torchFromLocal: await TorchEngine.fromPretrained(dirs.local, { python: python!, critic: 'shared', echoStderr: false }),
-      localFromLocal: await LocalEngine.fromPretrained(dirs.local, { critic: 'shared' }),
-      localFromTorch: await LocalEngine.fromPretrained(dirs.torch, { critic: 'shared' }),
-    };
-    opened.push(...Object.values(resumed));
-    await resumed.torchFromTorch.loadOptimizer(dirs.torch);
-    await resumed.torchFromLocal.loadOptimizer(dirs.local);
-    await resumed.localFromLocal.loadOptimizer(dirs.local);
-    await resumed.localFromTorch.loadOptimizer(dirs.torch);
-    for (const e of [torch, local, ...Object.values(resumed)]) await step(e, 50);
-    // Same engine: the resumed run is the uninterrupted one. Across engines: within a quarter of one Adam step (as
-    // torch.test.ts explains), while fresh moments would move entries by about a whole step.
-    expect(await maxDiff(resumed.localFromLocal, local)).toBe(0);
-    expect(await maxDiff(resumed.torchFromTorch, torch)).toBeLessThan(1e-6);
-    expect(await maxDiff(resumed.torchFromLocal, torch)).toBeLessThan(0.25 * SETTINGS.lr);
-    expect(await maxDiff(resumed.localFromTorch, local)).toBeLessThan(0.25 * SETTINGS.lr);
-  });
+      const resumed = {
+        torchFromTorch: await TorchEngine.fromPretrained(dirs.torch, {
+          python: python!,
+          critic: 'shared',
+          echoStderr: false,
+        }),
+        torchFromLocal: await TorchEngine.fromPretrained(dirs.local, {
+          python: python!,
+          critic: 'shared',
+          echoStderr: false,
+        }),
+        localFromLocal: await LocalEngine.fromPretrained(dirs.local, { critic: 'shared' }),
+        localFromTorch: await LocalEngine.fromPretrained(dirs.torch, { critic: 'shared' }),
+      };
+      opened.push(...Object.values(resumed));
+      await resumed.torchFromTorch.loadOptimizer(dirs.torch);
+      await resumed.torchFromLocal.loadOptimizer(dirs.local);
+      await resumed.localFromLocal.loadOptimizer(dirs.local);
+      await resumed.localFromTorch.loadOptimizer(dirs.torch);
+      for (const e of [torch, local, ...Object.values(resumed)]) await step(e, 50);
+      // Same engine: the resumed run is the uninterrupted one. Across engines: within a quarter of one Adam step (as
+      // torch.test.ts explains), while fresh moments would move entries by about a whole step.
+      expect(await maxDiff(resumed.localFromLocal, local)).toBe(0);
+      expect(await maxDiff(resumed.torchFromTorch, torch)).toBeLessThan(1e-6);
+      expect(await maxDiff(resumed.torchFromLocal, torch)).toBeLessThan(0.25 * SETTINGS.lr);
+      expect(await maxDiff(resumed.localFromTorch, local)).toBeLessThan(0.25 * SETTINGS.lr);
+    },
+  );
 });

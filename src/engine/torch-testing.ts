@@ -14,12 +14,24 @@ process.env.RAGEN_TORCH_THREADS ??= '1';
 export function torchPythonForTests(): string | null {
   if (cached !== undefined) return cached;
   cached = findTorchPython()?.python ?? null;
-  if (!cached && backendsRequired()) throw new Error(`RAGEN_REQUIRE_BACKENDS=1 requires PyTorch for the torch engine tests, and none was found. ${TORCH_MISSING}`);
+  if (!cached && backendsRequired())
+    throw new Error(
+      `RAGEN_REQUIRE_BACKENDS=1 requires PyTorch for the torch engine tests, and none was found. ${TORCH_MISSING}`,
+    );
   return cached;
 }
 
 /** Run `python` with `args` (`-c` and a script, `-m` and a module) where the worker's package imports (python/ on
  *  PYTHONPATH), with `env` added to this process's environment. */
-export function runWorkerPython(python: string, args: string[], timeoutMs = 60_000, env: NodeJS.ProcessEnv = {}): SpawnSyncReturns<string> {
-  return spawnSync(python, args, { encoding: 'utf8', env: { ...process.env, ...env, PYTHONPATH: workerPackageDir() }, timeout: timeoutMs });
+export function runWorkerPython(
+  python: string,
+  args: string[],
+  timeoutMs = 60_000,
+  env: NodeJS.ProcessEnv = {},
+): SpawnSyncReturns<string> {
+  return spawnSync(python, args, {
+    encoding: 'utf8',
+    env: { ...process.env, ...env, PYTHONPATH: workerPackageDir() },
+    timeout: timeoutMs,
+  });
 }

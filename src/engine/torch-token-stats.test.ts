@@ -48,7 +48,13 @@ interface Diff {
 }
 
 describe.runIf(python)('torch worker: chunked log-probs and entropy', () => {
-  const r = python ? spawnSync(python, ['-c', SCRIPT], { encoding: 'utf8', env: { ...process.env, PYTHONPATH: workerPackageDir() }, timeout: 60_000 }) : null;
+  const r = python
+    ? spawnSync(python, ['-c', SCRIPT], {
+        encoding: 'utf8',
+        env: { ...process.env, PYTHONPATH: workerPackageDir() },
+        timeout: 60_000,
+      })
+    : null;
   const res = () => {
     expect(r!.status, r!.stderr).toBe(0);
     return JSON.parse(r!.stdout) as Record<string, Diff>;

@@ -19,7 +19,10 @@ export interface TorchWorkerOptions {
   python: string;
   /** `auto` (CUDA when torch sees a GPU, else CPU), `cpu`, `cuda`, `cuda:1`. @default 'auto' */
   device?: string;
-  /** `auto` (bf16 autocast on a GPU with bf16, else float32), `float32`, `bfloat16` (emulated on a CPU, slow). @default 'auto' */
+  /**
+   * `auto` (bf16 autocast on a GPU with bf16, else float32), `float32`, `bfloat16` (emulated on a CPU, slow). @default
+   * 'auto'
+   */
   precision?: string;
   /** Most tokens (rows x longest row) per forward chunk. @default 4096 */
   tokenBudget?: number;
@@ -37,7 +40,10 @@ export interface TorchWorkerOptions {
    * @default 1
    */
   nodes?: number;
-  /** `host:port` of node 0's rendezvous store, reachable from every node; needed when `nodes` > 1. @default 127.0.0.1 and a free port */
+  /**
+   * `host:port` of node 0's rendezvous store, reachable from every node; needed when `nodes` > 1. @default 127.0.0.1
+   * and a free port
+   */
   master?: string;
   /** Replace the command (tests: a fake worker); gets no further arguments. */
   command?: string[];
@@ -75,7 +81,9 @@ export class TorchRequestError extends RagenError {
     /** Structured fields of the Python exception (its `detail`), from which a TypeScript error can be rebuilt. */
     readonly detail?: Record<string, unknown>,
   ) {
-    super(`torch worker: ${op} failed: ${type}: ${message}${traceback ? `\n  worker traceback (last lines):\n    ${traceback.split('\n').join('\n    ')}` : ''}`);
+    super(
+      `torch worker: ${op} failed: ${type}: ${message}${traceback ? `\n  worker traceback (last lines):\n    ${traceback.split('\n').join('\n    ')}` : ''}`,
+    );
   }
 }
 
@@ -94,9 +102,10 @@ export function workerPackageDir(): string {
     if (existsSync(join(dir, 'python', 'ragen_torch', '__init__.py'))) return join(dir, 'python');
     dir = dirname(dir);
   }
-  throw new TorchWorkerError(`python/ragen_torch was not found above ${import.meta.dirname}; reinstall ragen-ts (the package ships python/)`);
+  throw new TorchWorkerError(
+    `python/ragen_torch was not found above ${import.meta.dirname}; reinstall ragen-ts (the package ships python/)`,
+  );
 }
-
 
 /** The last line of a Python traceback: the exception's (dotted) class name, a colon, its message. */
 const PYTHON_ERROR = /^\s*[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt): \S/;
@@ -109,7 +118,10 @@ export class TorchWorker {
   /** Ranks torchrun reported as failed (from its summary on stderr), in the order it listed them. */
   private readonly failedRanks = new Map<number, string>();
   private summaryRank = -1;
-  /** The first Python exception line on stderr (`RuntimeError: ...`) since the last reply: a rank's cause, which torchrun's summary pushes out of the tail. */
+  /**
+   * The first Python exception line on stderr (`RuntimeError: ...`) since the last reply: a rank's cause, which
+   * torchrun's summary pushes out of the tail.
+   */
   private firstError = '';
   private nextId = 1;
   private failure: Error | null = null;
@@ -118,22 +130,61 @@ export class TorchWorker {
   private exited = false;
   private hello!: TorchHello;
 
-  private constructor(private readonly child: ChildProcess, private readonly opts: TorchWorkerOptions, private readonly torchrun: { python: string; launch: string[]; worker: string[] } | null) {}
+  private constructor(
+    private readonly child: ChildProcess,
+    private readonly opts: TorchWorkerOptions,
+    private readonly torchrun: { python: string; launch: string[]; worker: string[] } | null,
+  ) {}
 
   /** Spawn the worker (through torchrun when it has several ranks) and wait for its handshake. */
   static async start(opts: TorchWorkerOptions): Promise<TorchWorker> {
     const [ranks, nodes] = [opts.ranks ?? 1, opts.nodes ?? 1];
-    for (const [k, v] of [['ranks', ranks], ['nodes', nodes]] as const) {
-      if (!Number.isInteger(v) || v < 1) throw new RangeError(`torch worker: ${k} must be a positive integer, got ${v}`);
+    for (const [k, v] of [
+      ['ranks', ranks],
+      ['nodes', nodes],
+    ] as const) {
+      if (!Number.isInteger(v) || v < 1)
+        throw new RangeError(`torch worker: ${k} must be a positive integer, got ${v}`);
     }
-    if (nodes > 1 && !opts.master) throw new RangeError(`torch worker: ${nodes} nodes need model.torch.master, this machine's host:port that the other nodes can reach (e.g. 10.0.0.1:29500)`);
+    if (nodes > 1 && !opts.master)
+      throw new RangeError(
+        `torch worker: ${nodes} nodes need model.torch.master, this machine's host:port that the other nodes can reach (e.g. 10.0.0.1:29500)`,
+      );
     const master = opts.master ?? `127.0.0.1:${await freePort()}`;
     const m = HOST_PORT.exec(master);
     if (!m || Number(m[2]) > 65535) throw new RangeError(`torch worker: master must be host:port, got \`${master}\``);
-    const worker = ['-m', 'ragen_torch', '--device', opts.device ?? 'auto', '--precision', opts.precision ?? 'auto', '--token-budget', String(opts.tokenBudget ?? TORCH_TOKEN_BUDGET)];
-    // torchrun's static rendezvous: node ranks are fixed, so global rank 0 (which reads our requests) is on this machine.
-    const torchrun = ranks * nodes === 1 ? null : { python: opts.python, launch: ['-m', 'ragen_torch.launch', `--nnodes=${nodes}`, `--nproc_per_node=${ranks}`, `--master_addr=${m[1]}`, `--master_port=${m[2]}`, '--max_restarts=0', '--monitor_interval=0.5'], worker };
-    const args = opts.command ?? (torchrun ? [opts.python, ...torchrun.launch, '--node_rank=0', ...worker] : [opts.python, ...worker]);
+    const worker = [
+      '-m',
+      'ragen_torch',
+      '--device',
+      opts.device ?? 'auto',
+      '--precision',
+      opts.precision ?? 'auto',
+      '--token-budget',
+      String(opts.tokenBudget ?? TORCH_TOKEN_BUDGET),
+    ];
+    // torchrun's static rendezvous: node ranks are fixed, so global rank 0 (which reads our requests) is on this
+    // machine.
+    const torchrun =
+      ranks * nodes === 1
+        ? null
+        : {
+            python: opts.python,
+            launch: [
+              '-m',
+              'ragen_torch.launch',
+              `--nnodes=${nodes}`,
+              `--nproc_per_node=${ranks}`,
+              `--master_addr=${m[1]}`,
+              `--master_port=${m[2]}`,
+              '--max_restarts=0',
+              '--monitor_interval=0.5',
+            ],
+            worker,
+          };
+    const args =
+      opts.command ??
+      (torchrun ? [opts.python, ...torchrun.launch, '--node_rank=0', ...worker] : [opts.python, ...worker]);
     const pkg = opts.command ? '' : workerPackageDir();
     const env = {
       ...process.env,
@@ -145,7 +196,10 @@ export class TorchWorker {
     const child = spawn(args[0]!, args.slice(1), { env, stdio: ['pipe', 'pipe', 'pipe'] });
     const w = new TorchWorker(child, opts, torchrun);
     const wait = opts.startTimeoutS ?? (nodes > 1 ? 1800 : 120);
-    if (nodes > 1) process.stderr.write(`torch worker: waiting up to ${wait} s for ${nodes - 1} more node(s); on node k (1..${nodes - 1}) run, in a checkout of this ragen-ts version:\n  ${w.nodeCommand('k')}\n`);
+    if (nodes > 1)
+      process.stderr.write(
+        `torch worker: waiting up to ${wait} s for ${nodes - 1} more node(s); on node k (1..${nodes - 1}) run, in a checkout of this ragen-ts version:\n  ${w.nodeCommand('k')}\n`,
+      );
     try {
       w.hello = await w.wire(wait);
     } catch (e) {
@@ -161,7 +215,8 @@ export class TorchWorker {
    * `python -m ragen_torch.launch` on torch >= 2).
    */
   nodeCommand(nodeRank: number | string): string {
-    if (!this.torchrun) throw new RangeError('torch worker: this worker runs as one process; nodeCommand needs ranks or nodes above 1');
+    if (!this.torchrun)
+      throw new RangeError('torch worker: this worker runs as one process; nodeCommand needs ranks or nodes above 1');
     const { python, launch, worker } = this.torchrun;
     return `PYTHONPATH=${quote(workerPackageDir())} ${[python, ...launch, `--node_rank=${nodeRank}`, ...worker].map(quote).join(' ')}`;
   }
@@ -177,7 +232,12 @@ export class TorchWorker {
   }
 
   /** Send a request and wait for its reply (rejects with TorchRequestError or TorchWorkerError). */
-  request(op: string, header: Record<string, unknown> = {}, buffers: Record<string, FrameArray> = {}, timeoutS = this.opts.requestTimeoutS ?? 3600): Promise<Frame> {
+  request(
+    op: string,
+    header: Record<string, unknown> = {},
+    buffers: Record<string, FrameArray> = {},
+    timeoutS = this.opts.requestTimeoutS ?? 3600,
+  ): Promise<Frame> {
     if (this.failure) return Promise.reject(this.failure);
     if (this.deferred) {
       const e = this.deferred;
@@ -186,7 +246,15 @@ export class TorchWorker {
     }
     const id = this.nextId++;
     return new Promise<Frame>((resolve, reject) => {
-      const timer = setTimeout(() => this.fail(new TorchWorkerError(`torch worker: ${op} ran past its timeout of ${timeoutS} s; the worker (pid ${this.pid}) was stopped.${this.tail()}`)), timeoutS * 1000);
+      const timer = setTimeout(
+        () =>
+          this.fail(
+            new TorchWorkerError(
+              `torch worker: ${op} ran past its timeout of ${timeoutS} s; the worker (pid ${this.pid}) was stopped.${this.tail()}`,
+            ),
+          ),
+        timeoutS * 1000,
+      );
       this.pending.set(id, { id, op, resolve, reject, timer });
       this.setRef(true);
       this.child.stdin!.write(encodeFrame({ ...header, id, op }, buffers));
@@ -217,15 +285,33 @@ export class TorchWorker {
     const { child } = this;
     return new Promise<TorchHello>((resolve, reject) => {
       let greeted = false;
-      const timer = setTimeout(() => this.fail(new TorchWorkerError(`torch worker: no handshake within ${startTimeoutS} s; it was stopped.${this.tail()}`)), startTimeoutS * 1000);
+      const timer = setTimeout(
+        () =>
+          this.fail(
+            new TorchWorkerError(`torch worker: no handshake within ${startTimeoutS} s; it was stopped.${this.tail()}`),
+          ),
+        startTimeoutS * 1000,
+      );
       // The handshake waits like a request with id 0.
       this.pending.set(0, {
-        id: 0, op: 'start', timer,
+        id: 0,
+        op: 'start',
+        timer,
         resolve: (f) => {
           greeted = true;
           const h = f.header;
-          if (h.ok !== true) return reject(new TorchWorkerError(`torch worker failed to start: ${String((h.error as { message?: string } | undefined)?.message ?? JSON.stringify(h))}`));
-          if (h.protocol !== PROTOCOL_VERSION) return reject(new TorchWorkerError(`torch worker speaks protocol ${String(h.protocol)}, this ragen-ts speaks ${PROTOCOL_VERSION}; use the python/ragen_torch shipped with this version`));
+          if (h.ok !== true)
+            return reject(
+              new TorchWorkerError(
+                `torch worker failed to start: ${String((h.error as { message?: string } | undefined)?.message ?? JSON.stringify(h))}`,
+              ),
+            );
+          if (h.protocol !== PROTOCOL_VERSION)
+            return reject(
+              new TorchWorkerError(
+                `torch worker speaks protocol ${String(h.protocol)}, this ragen-ts speaks ${PROTOCOL_VERSION}; use the python/ragen_torch shipped with this version`,
+              ),
+            );
           resolve(h as unknown as TorchHello);
         },
         reject: (e) => (greeted ? undefined : reject(e)),
@@ -235,17 +321,33 @@ export class TorchWorker {
         try {
           frames = this.reader.push(data);
         } catch (e) {
-          return this.fail(new TorchWorkerError(`torch worker (pid ${this.pid}): ${(e as Error).message}; it was stopped.${this.tail()}`));
+          return this.fail(
+            new TorchWorkerError(
+              `torch worker (pid ${this.pid}): ${(e as Error).message}; it was stopped.${this.tail()}`,
+            ),
+          );
         }
         for (const f of frames) this.reply(f);
       });
       child.stderr!.on('data', (data: Buffer) => this.stderrLines(data));
       child.stdin!.on('error', () => undefined); // EPIPE after a crash: reported by 'exit' with the reason
-      child.on('error', (e) => this.fail(new TorchWorkerError(`torch worker could not be started (${this.opts.command?.[0] ?? this.opts.python}): ${e.message}`)));
+      child.on('error', (e) =>
+        this.fail(
+          new TorchWorkerError(
+            `torch worker could not be started (${this.opts.command?.[0] ?? this.opts.python}): ${e.message}`,
+          ),
+        ),
+      );
       child.on('exit', (code, signal) => {
         this.exited = true;
         // stderr may still hold the crash's last lines: read them before failing the waiters.
-        setImmediate(() => this.fail(new TorchWorkerError(`torch worker (pid ${this.pid}) ${signal ? `was killed by signal ${signal}` : `exited with code ${code}`}${signal === 'SIGKILL' ? ' (kill -9 or the kernel OOM killer)' : ''}.${this.ranksFailed()}${this.tail()}`)));
+        setImmediate(() =>
+          this.fail(
+            new TorchWorkerError(
+              `torch worker (pid ${this.pid}) ${signal ? `was killed by signal ${signal}` : `exited with code ${code}`}${signal === 'SIGKILL' ? ' (kill -9 or the kernel OOM killer)' : ''}.${this.ranksFailed()}${this.tail()}`,
+            ),
+          ),
+        );
       });
       this.setRef(true);
     });
@@ -275,8 +377,15 @@ export class TorchWorker {
     this.firstError = ''; // it answered: what it printed before is not why it dies later
     if (this.pending.size === 0) this.setRef(false);
     if (f.header.ok === false && id !== 0) {
-      const e = f.header.error as { type?: string; message?: string; traceback?: string; detail?: Record<string, unknown> };
-      return p.reject(new TorchRequestError(p.op, e.type ?? 'Error', e.message ?? '(no message)', e.traceback ?? '', e.detail));
+      const e = f.header.error as {
+        type?: string;
+        message?: string;
+        traceback?: string;
+        detail?: Record<string, unknown>;
+      };
+      return p.reject(
+        new TorchRequestError(p.op, e.type ?? 'Error', e.message ?? '(no message)', e.traceback ?? '', e.detail),
+      );
     }
     p.resolve(f);
   }
@@ -300,7 +409,10 @@ export class TorchWorker {
     const exit = /^\s*exitcode\s*:\s*(-?\d+) \(pid: (\d+)\)/.exec(line);
     if (exit && this.summaryRank >= 0) {
       const c = Number(exit[1]);
-      this.failedRanks.set(this.summaryRank, `rank ${this.summaryRank} (pid ${exit[2]}) ${c < 0 ? `was killed by signal ${-c}${c === -9 ? ' (SIGKILL: kill -9 or the OOM killer)' : ''}` : `exited with code ${c}`}`);
+      this.failedRanks.set(
+        this.summaryRank,
+        `rank ${this.summaryRank} (pid ${exit[2]}) ${c < 0 ? `was killed by signal ${-c}${c === -9 ? ' (SIGKILL: kill -9 or the OOM killer)' : ''}` : `exited with code ${c}`}`,
+      );
       this.summaryRank = -1;
     }
   }
@@ -311,14 +423,18 @@ export class TorchWorker {
 
   private tail(): string {
     const lines = (this.stderrPartial.trim() ? [...this.stderrTail, this.stderrPartial] : this.stderrTail).slice(-12);
-    const first = this.firstError && !lines.some((l) => l.trim() === this.firstError) ? ` The first error it printed: ${this.firstError}` : '';
+    const first =
+      this.firstError && !lines.some((l) => l.trim() === this.firstError)
+        ? ` The first error it printed: ${this.firstError}`
+        : '';
     return lines.length > 0 ? `${first} Last stderr lines:\n  ${lines.join('\n  ')}` : ' It wrote nothing on stderr.';
   }
 
   /** Keep the Node process alive only while a request waits (an idle worker must not block exit). */
   private setRef(on: boolean): void {
     const c = this.child as ChildProcess & { stdout: { ref?(): void; unref?(): void } };
-    for (const s of [c.stdout, c.stderr, c.stdin] as ({ ref?(): void; unref?(): void } | null)[]) (on ? s?.ref : s?.unref)?.call(s);
+    for (const s of [c.stdout, c.stderr, c.stdin] as ({ ref?(): void; unref?(): void } | null)[])
+      (on ? s?.ref : s?.unref)?.call(s);
     if (on) this.child.ref();
     else this.child.unref();
   }

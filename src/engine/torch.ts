@@ -7,10 +7,27 @@ import { contextPastPositions, NonFiniteLogitsError, type LoraConfig } from '../
 import { ConfigError } from '../util/index.js';
 import { findTorchPython, TORCH_MISSING } from './python.js';
 import type { FrameArray } from './torch-protocol.js';
-import { TORCH_TOKEN_BUDGET, TorchRequestError, TorchWorker, type TorchHello, type TorchWorkerOptions } from './torch-worker.js';
+import {
+  TORCH_TOKEN_BUDGET,
+  TorchRequestError,
+  TorchWorker,
+  type TorchHello,
+  type TorchWorkerOptions,
+} from './torch-worker.js';
 import type {
-  BackwardOptions, EngineSaveOptions, ForwardResult, Generation, ModelRole, OptimizerSettings, OptimizerStepResult, OutputGradients,
-  SamplingParams, SequenceBatch, TokenBudget, TrainableEngine, TrainableRole,
+  BackwardOptions,
+  EngineSaveOptions,
+  ForwardResult,
+  Generation,
+  ModelRole,
+  OptimizerSettings,
+  OptimizerStepResult,
+  OutputGradients,
+  SamplingParams,
+  SequenceBatch,
+  TokenBudget,
+  TrainableEngine,
+  TrainableRole,
 } from './types.js';
 
 /** How `TorchEngine.fromPretrained` sets up the worker and its models. */
@@ -19,7 +36,10 @@ export interface TorchEngineOptions extends Partial<Omit<TorchWorkerOptions, 'py
   python?: string;
   /** LoRA adapters to attach (ignored when the checkpoint already holds an adapter). */
   lora?: LoraConfig | null;
-  /** Critic layout; a separate critic starts from `criticPath` (default: `dir/critic`, else the policy's checkpoint). @default null */
+  /**
+   * Critic layout; a separate critic starts from `criticPath` (default: `dir/critic`, else the policy's checkpoint).
+   * @default null
+   */
   critic?: 'shared' | 'separate' | null;
   criticPath?: string;
   /** Keep a frozen reference policy (with LoRA: the base weights, no copy). @default false */
@@ -30,17 +50,29 @@ export interface TorchEngineOptions extends Partial<Omit<TorchWorkerOptions, 'py
   decode?: (ids: number[]) => string;
   /** tokenizer.json copied into saved checkpoints. */
   tokenizerPath?: string;
-  /** Recompute each layer's activations in backward instead of keeping them (less memory, ~1/3 more compute). @default false */
+  /**
+   * Recompute each layer's activations in backward instead of keeping them (less memory, ~1/3 more compute). @default
+   * false
+   */
   gradientCheckpointing?: boolean;
   /** The bf16 rollout copy of the policy (`model.torch.rolloutCopy`). @default "auto" */
   rolloutCopy?: 'auto' | 'bf16' | 'none';
-  /** torch.compile each decoder layer for the teacher-forced passes (`model.torch.compile`, experimental). @default false */
+  /**
+   * torch.compile each decoder layer for the teacher-forced passes (`model.torch.compile`, experimental). @default
+   * false
+   */
   compile?: boolean;
   /** Seed of fresh LoRA adapters, a fresh value head and LoRA dropout. @default 0 */
   seed?: number;
-  /** Pack each chunk's rows padding-free (positions reset per row, attention kept inside each row) and budget chunks by bins x longest instead of rows x longest. @default false */
+  /**
+   * Pack each chunk's rows padding-free (positions reset per row, attention kept inside each row) and budget chunks by
+   * bins x longest instead of rows x longest. @default false
+   */
   packing?: boolean;
-  /** Most tokens of graphs one backward call keeps when its rows span several chunks; chunks past it are recomputed in the backward. @default tokenBudget */
+  /**
+   * Most tokens of graphs one backward call keeps when its rows span several chunks; chunks past it are recomputed in
+   * the backward. @default tokenBudget
+   */
   graphTokenBudget?: number;
 }
 
@@ -66,23 +98,42 @@ export class TorchEngine implements TrainableEngine {
     /** The model's position table (config.json's max_position_embeddings; Infinity where it names none). */
     readonly maxPositions: number,
   ) {
-    // The worker's rows are split over its ranks, every node's (python/ragen_torch/dist.py), as its handshake counts them.
-    this.tokenBudget = { tokens: options.tokenBudget ?? TORCH_TOKEN_BUDGET, packing: options.packing ?? false, ranks: worker.info.ranks };
+    // The worker's rows are split over its ranks, every node's (python/ragen_torch/dist.py), as its handshake counts
+    // them.
+    this.tokenBudget = {
+      tokens: options.tokenBudget ?? TORCH_TOKEN_BUDGET,
+      packing: options.packing ?? false,
+      ranks: worker.info.ranks,
+    };
   }
 
-  /** Start a worker and load the Hugging Face checkpoint `dir` (with `dir/adapter`, `dir/value_head.safetensors`, `dir/critic`). */
+  /**
+   * Start a worker and load the Hugging Face checkpoint `dir` (with `dir/adapter`, `dir/value_head.safetensors`,
+   * `dir/critic`).
+   */
   static async fromPretrained(dir: string, opts: TorchEngineOptions = {}): Promise<TorchEngine> {
-    if (!existsSync(join(dir, 'config.json'))) throw new ConfigError(`\`${dir}\` is not a model directory: ${join(dir, 'config.json')} is missing (a Hugging Face checkpoint has config.json + model.safetensors).`);
+    if (!existsSync(join(dir, 'config.json')))
+      throw new ConfigError(
+        `\`${dir}\` is not a model directory: ${join(dir, 'config.json')} is missing (a Hugging Face checkpoint has config.json + model.safetensors).`,
+      );
     const python = opts.python ?? findTorchPython()?.python;
     if (!python) throw new ConfigError(`model.engine torch needs PyTorch. ${TORCH_MISSING}`);
     const worker = await TorchWorker.start({ ...opts, python });
     try {
       const r = await worker.request('load', {
-        path: resolve(dir), lora: opts.lora ?? null, critic: opts.critic ?? null, reference: opts.reference ?? false, seed: opts.seed ?? 0,
-        tokenBudget: opts.tokenBudget ?? TORCH_TOKEN_BUDGET, graphTokenBudget: opts.graphTokenBudget ?? opts.tokenBudget ?? TORCH_TOKEN_BUDGET,
-        packing: opts.packing ?? false, gradientCheckpointing: opts.gradientCheckpointing ?? false,
-        rolloutCopy: opts.rolloutCopy ?? 'auto', compile: opts.compile ?? false,
-        ...(opts.criticPath ? { criticPath: resolve(opts.criticPath) } : {}), ...(opts.referencePath ? { referencePath: resolve(opts.referencePath) } : {}),
+        path: resolve(dir),
+        lora: opts.lora ?? null,
+        critic: opts.critic ?? null,
+        reference: opts.reference ?? false,
+        seed: opts.seed ?? 0,
+        tokenBudget: opts.tokenBudget ?? TORCH_TOKEN_BUDGET,
+        graphTokenBudget: opts.graphTokenBudget ?? opts.tokenBudget ?? TORCH_TOKEN_BUDGET,
+        packing: opts.packing ?? false,
+        gradientCheckpointing: opts.gradientCheckpointing ?? false,
+        rolloutCopy: opts.rolloutCopy ?? 'auto',
+        compile: opts.compile ?? false,
+        ...(opts.criticPath ? { criticPath: resolve(opts.criticPath) } : {}),
+        ...(opts.referencePath ? { referencePath: resolve(opts.referencePath) } : {}),
       });
       return new TorchEngine(worker, opts, Number(r.header.vocabSize), configPositions(dir));
     } catch (e) {
@@ -100,7 +151,10 @@ export class TorchEngine implements TrainableEngine {
   describe(): string {
     const i = this.info;
     const device = i.deviceName && i.deviceName !== i.device ? `${i.device} (${i.deviceName})` : i.device;
-    const ranks = i.ranks === 1 ? '' : `, ${i.ranks} ranks ${i.sharded ? 'sharding the models with FSDP2' : 'each holding the whole model'}`;
+    const ranks =
+      i.ranks === 1
+        ? ''
+        : `, ${i.ranks} ranks ${i.sharded ? 'sharding the models with FSDP2' : 'each holding the whole model'}`;
     return `torch engine: torch ${i.torch}${i.cuda ? ` (CUDA ${i.cuda})` : ''} on ${device}, ${i.precision}${ranks}`;
   }
 
@@ -112,11 +166,13 @@ export class TorchEngine implements TrainableEngine {
   async generate(prompts: readonly (readonly number[])[], params: SamplingParams): Promise<Generation[]> {
     const stops = (params.stopStrings ?? []).filter((s) => s.length > 0);
     const decode = this.options.decode;
-    if (stops.length > 0 && !decode) throw new ConfigError('stopStrings need a tokenizer: pass `decode` to the torch engine');
+    if (stops.length > 0 && !decode)
+      throw new ConfigError('stopStrings need a tokenizer: pass `decode` to the torch engine');
     checkSampling(params);
     prompts.forEach((p, i) => {
       if (p.length === 0) throw new ConfigError(`prompt ${i} is empty; every prompt needs at least one token`);
-      if (p.length + params.maxNewTokens > this.maxPositions) throw new ConfigError(contextPastPositions(p.length, params.maxNewTokens, this.maxPositions, `prompt ${i}`));
+      if (p.length + params.maxNewTokens > this.maxPositions)
+        throw new ConfigError(contextPastPositions(p.length, params.maxNewTokens, this.maxPositions, `prompt ${i}`));
       checkIds(p, this.vocabSize, `prompt ${i}`);
     });
     if (stops.length > 0 && !this.vocabSent) {
@@ -134,9 +190,11 @@ export class TorchEngine implements TrainableEngine {
     }
     // The worker returns whole generations: `onTokens` (per-step streaming) and `cancelled` are not sent, not called.
     const { onTokens: _perStep, cancelled: _cancelled, ...wire } = params;
-    const r = await this.worker.request('generate', { params: { ...wire, stopStrings: stops } }, { prompts: flat, lengths }).catch((e: unknown) => {
-      throw nonFiniteFromWorker(e) ?? e;
-    });
+    const r = await this.worker
+      .request('generate', { params: { ...wire, stopStrings: stops } }, { prompts: flat, lengths })
+      .catch((e: unknown) => {
+        throw nonFiniteFromWorker(e) ?? e;
+      });
     const tokens = r.buffers.tokens as Int32Array;
     const logprobs = r.buffers.logprobs as Float32Array;
     const lens = r.buffers.lengths as Int32Array;
@@ -145,7 +203,11 @@ export class TorchEngine implements TrainableEngine {
     off = 0;
     for (let i = 0; i < prompts.length; i++) {
       const n = lens[i]!;
-      const g: Generation = { tokens: Array.from(tokens.subarray(off, off + n)), logprobs: Array.from(logprobs.subarray(off, off + n)), finishReason: stopped[i] ? 'stop' : 'length' };
+      const g: Generation = {
+        tokens: Array.from(tokens.subarray(off, off + n)),
+        logprobs: Array.from(logprobs.subarray(off, off + n)),
+        finishReason: stopped[i] ? 'stop' : 'length',
+      };
       off += n;
       if (stops.length > 0) truncateAtStop(g, stops, decode!);
       out.push(g);
@@ -154,12 +216,27 @@ export class TorchEngine implements TrainableEngine {
   }
 
   async forward(batch: SequenceBatch, options: { role: ModelRole; entropy?: boolean }): Promise<ForwardResult> {
-    const r = await this.worker.request('forward', { role: options.role, entropy: options.entropy ?? false, B: batch.B, T: batch.T }, this.batchBuffers(batch));
+    const r = await this.worker.request(
+      'forward',
+      { role: options.role, entropy: options.entropy ?? false, B: batch.B, T: batch.T },
+      this.batchBuffers(batch),
+    );
     return result(r.buffers);
   }
 
-  async backward(batch: SequenceBatch, options: BackwardOptions, lossGrad: (out: ForwardResult) => OutputGradients): Promise<ForwardResult> {
-    const head = { role: options.role, entropy: options.entropy ?? false, values: options.values ?? false, diagnostic: options.diagnostic ?? false, B: batch.B, T: batch.T };
+  async backward(
+    batch: SequenceBatch,
+    options: BackwardOptions,
+    lossGrad: (out: ForwardResult) => OutputGradients,
+  ): Promise<ForwardResult> {
+    const head = {
+      role: options.role,
+      entropy: options.entropy ?? false,
+      values: options.values ?? false,
+      diagnostic: options.diagnostic ?? false,
+      B: batch.B,
+      T: batch.T,
+    };
     const out = result((await this.worker.request('backward_begin', head, this.batchBuffers(batch))).buffers);
     let grads: OutputGradients;
     try {
@@ -172,7 +249,10 @@ export class TorchEngine implements TrainableEngine {
     for (const key of ['logprobs', 'entropy', 'values'] as const) {
       const g = grads[key];
       if (!g || !out[key]) continue;
-      if (g.length !== batch.B * batch.T) throw new RangeError(`${key} gradient: ${g.length} entries for a (B, T) = (${batch.B}, ${batch.T}) batch; expected ${batch.B * batch.T}`);
+      if (g.length !== batch.B * batch.T)
+        throw new RangeError(
+          `${key} gradient: ${g.length} entries for a (B, T) = (${batch.B}, ${batch.T}) batch; expected ${batch.B * batch.T}`,
+        );
       bufs[key] = g instanceof Float32Array ? g : Float32Array.from(g);
     }
     await this.worker.request('backward_end', { B: batch.B, T: batch.T }, bufs);
@@ -188,7 +268,9 @@ export class TorchEngine implements TrainableEngine {
     return wireNumber((await this.worker.request('grad_norm', { role })).header.gradNorm);
   }
 
-  /** The worker's counters of model passes (tests and benchmarks: a backward that keeps its graph runs each chunk once). */
+  /**
+   * The worker's counters of model passes (tests and benchmarks: a backward that keeps its graph runs each chunk once).
+   */
   async stats(): Promise<TorchWorkerStats> {
     const h = (await this.worker.request('stats', {})).header;
     return { forwardPasses: Number(h.forwardPasses), recomputedPasses: Number(h.recomputedPasses) };
@@ -223,36 +305,51 @@ export class TorchEngine implements TrainableEngine {
 
   /** The batch's arrays, checked here so that a bad batch is named rather than failing inside torch. */
   private batchBuffers(batch: SequenceBatch): Record<string, FrameArray> {
-    if (batch.ids.length !== batch.B * batch.T) throw new RangeError(`SequenceBatch: ${batch.ids.length} ids for (B, T) = (${batch.B}, ${batch.T})`);
+    if (batch.ids.length !== batch.B * batch.T)
+      throw new RangeError(`SequenceBatch: ${batch.ids.length} ids for (B, T) = (${batch.B}, ${batch.T})`);
     for (let b = 0; b < batch.B; b++) {
       const L = batch.lengths[b]!;
-      if (!(L >= 1 && L <= batch.T)) throw new RangeError(`SequenceBatch: row ${b} has length ${L}; each row needs 1..T = ${batch.T} tokens`);
+      if (!(L >= 1 && L <= batch.T))
+        throw new RangeError(`SequenceBatch: row ${b} has length ${L}; each row needs 1..T = ${batch.T} tokens`);
       checkIds(batch.ids.subarray(b * batch.T, b * batch.T + L), this.vocabSize, `batch row ${b}`);
     }
     return { ids: batch.ids, lengths: batch.lengths };
   }
 }
 
-/** The worker's NonFiniteLogitsError (python/ragen_torch/generate.py) as the local engine's, one sentence; else undefined. */
+/**
+ * The worker's NonFiniteLogitsError (python/ragen_torch/generate.py) as the local engine's, one sentence; else
+ * undefined.
+ */
 function nonFiniteFromWorker(e: unknown): NonFiniteLogitsError | undefined {
   if (!(e instanceof TorchRequestError) || e.type !== 'NonFiniteLogitsError' || !e.detail) return undefined;
   const d = e.detail;
-  return new NonFiniteLogitsError(String(d['model']), Number(d['step']), Number(d['index']), Number(d['position']), Number(d['logprob']));
+  return new NonFiniteLogitsError(
+    String(d['model']),
+    Number(d['step']),
+    Number(d['index']),
+    Number(d['position']),
+    Number(d['logprob']),
+  );
 }
 
 function checkIds(ids: ArrayLike<number>, V: number, what: string): void {
   for (let i = 0; i < ids.length; i++) {
     const id = ids[i]!;
-    if (!(Number.isInteger(id) && id >= 0 && id < V)) throw new ConfigError(`${what} holds token id ${id}, outside the vocabulary [0, ${V})`);
+    if (!(Number.isInteger(id) && id >= 0 && id < V))
+      throw new ConfigError(`${what} holds token id ${id}, outside the vocabulary [0, ${V})`);
   }
 }
 
 /** The local engine's checks of SamplingParams (src/model/generate.ts), with its messages. */
 function checkSampling(o: SamplingParams): void {
-  if (!Number.isInteger(o.maxNewTokens) || o.maxNewTokens < 0) throw new ConfigError(`maxNewTokens must be a non-negative integer, got ${o.maxNewTokens}`);
+  if (!Number.isInteger(o.maxNewTokens) || o.maxNewTokens < 0)
+    throw new ConfigError(`maxNewTokens must be a non-negative integer, got ${o.maxNewTokens}`);
   if (!(o.temperature >= 0)) throw new ConfigError(`temperature must be >= 0 (0 = greedy), got ${o.temperature}`);
-  if (o.topP !== undefined && !(o.topP > 0 && o.topP <= 1)) throw new ConfigError(`topP must be in (0, 1], got ${o.topP}`);
-  if (o.topK !== undefined && !(Number.isInteger(o.topK) && o.topK >= 0)) throw new ConfigError(`topK must be a non-negative integer (0 = off), got ${o.topK}`);
+  if (o.topP !== undefined && !(o.topP > 0 && o.topP <= 1))
+    throw new ConfigError(`topP must be in (0, 1], got ${o.topP}`);
+  if (o.topK !== undefined && !(Number.isInteger(o.topK) && o.topK >= 0))
+    throw new ConfigError(`topK must be a non-negative integer (0 = off), got ${o.topK}`);
   if (!Number.isSafeInteger(o.seed)) throw new ConfigError(`seed must be an integer, got ${o.seed}`);
 }
 
@@ -263,7 +360,10 @@ function result(bufs: Record<string, FrameArray>): ForwardResult {
   return out;
 }
 
-/** The local engine's stop-string rule, applied after sampling: keep tokens up to the first whose decoded tail holds a stop string. */
+/**
+ * The local engine's stop-string rule, applied after sampling: keep tokens up to the first whose decoded tail holds a
+ * stop string.
+ */
 function truncateAtStop(g: Generation, stops: readonly string[], decode: (ids: number[]) => string): void {
   const window = Math.max(...stops.map((s) => s.length)) + 4;
   for (let k = 1; k <= g.tokens.length; k++) {
@@ -282,7 +382,10 @@ function wireNumber(x: unknown): number {
   return typeof x === 'number' ? x : x === 'inf' ? Infinity : x === '-inf' ? -Infinity : NaN;
 }
 
-/** `max_position_embeddings` of a model directory's config.json (a VLM's `text_config` too); Infinity where none is given. */
+/**
+ * `max_position_embeddings` of a model directory's config.json (a VLM's `text_config` too); Infinity where none is
+ * given.
+ */
 function configPositions(dir: string): number {
   const json = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')) as Record<string, unknown>;
   const text = (json['text_config'] ?? {}) as Record<string, unknown>;

@@ -1,5 +1,6 @@
 // The Engine seam (DESIGN.md): what the agent loop and the trainer ask of any policy backend.
-// Implementations: `local` (in-process, src/model), `torch` (a PyTorch worker, torch.ts), later `openai` (generation only).
+// Implementations: `local` (in-process, src/model), `torch` (a PyTorch worker, torch.ts), later `openai` (generation
+// only).
 
 import type { SampledToken, SamplingParams } from '../model/index.js';
 
@@ -65,7 +66,9 @@ export interface Engine {
 /** A role that has trainable parameters. */
 export type TrainableRole = 'policy' | 'critic';
 
-/** d loss / d output per token, token-aligned (B, T) like `ForwardResult`; entries at t = 0 and at padding are ignored. */
+/**
+ * d loss / d output per token, token-aligned (B, T) like `ForwardResult`; entries at t = 0 and at padding are ignored.
+ */
 export interface OutputGradients {
   logprobs?: ArrayLike<number>;
   entropy?: ArrayLike<number>;
@@ -126,7 +129,10 @@ export interface TokenBudget {
  * accumulate until `optimizerStep`. The loss formulas live in the trainer only, for every engine.
  */
 export interface TrainableEngine extends Engine {
-  /** Present when the engine runs a backward call's rows in passes of at most a token budget (torch): the trainer then cuts micro-batches that are one pass each. */
+  /**
+   * Present when the engine runs a backward call's rows in passes of at most a token budget (torch): the trainer then
+   * cuts micro-batches that are one pass each.
+   */
   readonly tokenBudget?: TokenBudget;
   backward(
     batch: SequenceBatch,
@@ -145,6 +151,9 @@ export interface TrainableEngine extends Engine {
   loadOptimizer(dir: string): Promise<void>;
   /** Free the models. */
   dispose(): void;
-  /** One line for a run's console saying what runs the models, where that is worth saying (torch: version, device, ranks). */
+  /**
+   * One line for a run's console saying what runs the models, where that is worth saying (torch: version, device,
+   * ranks).
+   */
   describe?(): string;
 }

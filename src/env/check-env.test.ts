@@ -41,12 +41,23 @@ class Counter implements Env {
     const a = action.trim().toLowerCase();
     if (a !== 'up' && a !== 'stop') {
       if (this.flaw === 'invalid-changes-state') this.n += 100;
-      return { observation: this.render(), reward: 0, terminated: false, truncated: false, info: invalidInfo('not an action') };
+      return {
+        observation: this.render(),
+        reward: 0,
+        terminated: false,
+        truncated: false,
+        info: invalidInfo('not an action'),
+      };
     }
     if (a === 'up') this.n++;
     this.done = a === 'stop' || this.n >= 5;
     const reward = this.flaw === 'nan-reward' ? NaN : a === 'up' ? 1 : 0;
-    const info = { success: this.n >= 5, actionIsValid: true, actionIsEffective: a === 'up', ...(this.flaw === 'object-info' ? { extra: {} as unknown as number } : {}) };
+    const info = {
+      success: this.n >= 5,
+      actionIsValid: true,
+      actionIsEffective: a === 'up',
+      ...(this.flaw === 'object-info' ? { extra: {} as unknown as number } : {}),
+    };
     return { observation: this.render(), reward, terminated: this.done, truncated: false, info };
   }
   render(): string {

@@ -66,24 +66,53 @@ export async function checkEnv(env: Env, options: CheckEnvOptions = {}): Promise
     for (const mode of ['train', 'val'] as const) {
       const where = `seed ${seed} (${mode})`;
       const first = await trajectory(env, seed, mode, options, maxSteps, where, problem);
-      const again = await trajectory(env, seed, mode, options, maxSteps, where, problem, first.steps.map((s) => s.action));
-      if (!sameJson(first, again)) problem(`${where}: the same seed and actions gave a different trajectory (${firstDifference(first, again)})`);
+      const again = await trajectory(
+        env,
+        seed,
+        mode,
+        options,
+        maxSteps,
+        where,
+        problem,
+        first.steps.map((s) => s.action),
+      );
+      if (!sameJson(first, again))
+        problem(`${where}: the same seed and actions gave a different trajectory (${firstDifference(first, again)})`);
       if (options.make && mode === 'train') {
         const other = options.make();
-        const third = await trajectory(other, seed, mode, options, maxSteps, where, problem, first.steps.map((s) => s.action));
-        if (!sameJson(first, third)) problem(`${where}: another instance gave a different trajectory for the same seed and actions (${firstDifference(first, third)})`);
+        const third = await trajectory(
+          other,
+          seed,
+          mode,
+          options,
+          maxSteps,
+          where,
+          problem,
+          first.steps.map((s) => s.action),
+        );
+        if (!sameJson(first, third))
+          problem(
+            `${where}: another instance gave a different trajectory for the same seed and actions (${firstDifference(first, third)})`,
+          );
         await other.close();
       }
       const last = first.steps.at(-1)?.result;
       if (last && (last.terminated || last.truncated)) {
         anyEnded = true;
-        await expectResetNeeded(() => env.step(first.steps.at(-1)!.action), `${where}: step() after the episode ended`, problem);
+        await expectResetNeeded(
+          () => env.step(first.steps.at(-1)!.action),
+          `${where}: step() after the episode ended`,
+          problem,
+        );
       }
     }
     await checkInvalidAction(env, seed, problem);
     await checkHostileActions(env, seed, problem);
   }
-  if (!anyEnded) problem(`no episode ended within ${maxSteps} valid actions for seeds ${seeds.join(', ')}, so step-after-end was not checked; give the env a solver`);
+  if (!anyEnded)
+    problem(
+      `no episode ended within ${maxSteps} valid actions for seeds ${seeds.join(', ')}, so step-after-end was not checked; give the env a solver`,
+    );
 
   try {
     await env.close();
@@ -95,7 +124,10 @@ export async function checkEnv(env: Env, options: CheckEnvOptions = {}): Promise
 }
 
 /** `checkEnv` on a registered id, with its solver and a second instance from the registry. */
-export async function checkRegisteredEnv(id: string, options: Omit<CheckEnvOptions, 'solve' | 'make'> = {}): Promise<void> {
+export async function checkRegisteredEnv(
+  id: string,
+  options: Omit<CheckEnvOptions, 'solve' | 'make'> = {},
+): Promise<void> {
   const spec = envSpec(id);
   const config = resolveEnvConfig(id);
   const solve = spec.solve ? (seed: number, mode: EnvMode) => spec.solve!(config, seed, mode) : undefined;
@@ -134,15 +166,19 @@ async function trajectory(
 function checkActionNames(names: readonly string[], where: string, problem: (msg: string) => void): void {
   if (names.length === 0) problem(`${where}: actionNames is empty after reset (use undefined for free-text actions)`);
   const lower = names.map((n) => n.toLowerCase());
-  if (new Set(lower).size !== names.length) problem(`${where}: actionNames are not unique ignoring case: ${names.join(', ')}`);
-  if (names.some((n) => typeof n !== 'string' || n.trim() !== n || n === '')) problem(`${where}: actionNames must be non-empty trimmed strings`);
+  if (new Set(lower).size !== names.length)
+    problem(`${where}: actionNames are not unique ignoring case: ${names.join(', ')}`);
+  if (names.some((n) => typeof n !== 'string' || n.trim() !== n || n === ''))
+    problem(`${where}: actionNames must be non-empty trimmed strings`);
 }
 
 function checkResult(r: ResetResult | StepResult, where: string, problem: (msg: string) => void): void {
   if (typeof r.observation !== 'string') problem(`${where}: observation is ${typeof r.observation}, not a string`);
   if ('reward' in r) {
-    if (typeof r.reward !== 'number' || !Number.isFinite(r.reward)) problem(`${where}: reward ${r.reward} is not a finite number`);
-    if (typeof r.terminated !== 'boolean' || typeof r.truncated !== 'boolean') problem(`${where}: terminated/truncated must be booleans`);
+    if (typeof r.reward !== 'number' || !Number.isFinite(r.reward))
+      problem(`${where}: reward ${r.reward} is not a finite number`);
+    if (typeof r.terminated !== 'boolean' || typeof r.truncated !== 'boolean')
+      problem(`${where}: terminated/truncated must be booleans`);
   }
   checkInfo(r.info, where, problem);
 }
@@ -174,12 +210,17 @@ async function checkInvalidAction(env: Env, seed: number, problem: (msg: string)
     } catch {
       continue; // reported by checkHostileActions
     }
-    if (action === INVALID_NAME && r.info.actionIsValid !== false) problem(`seed ${seed}: a non-action name ${JSON.stringify(INVALID_NAME)} gave actionIsValid ${r.info.actionIsValid}`);
+    if (action === INVALID_NAME && r.info.actionIsValid !== false)
+      problem(
+        `seed ${seed}: a non-action name ${JSON.stringify(INVALID_NAME)} gave actionIsValid ${r.info.actionIsValid}`,
+      );
     if (r.info.actionIsValid === false) {
       const shown = JSON.stringify(action.slice(0, 20));
       if (env.render() !== before) problem(`seed ${seed}: the invalid action ${shown} changed render()`);
-      if (r.terminated) problem(`seed ${seed}: the invalid action ${shown} terminated the episode (it must leave the state unchanged)`);
-      if (typeof r.info.reason !== 'string' || r.info.reason === '') problem(`seed ${seed}: the invalid action ${shown} gave no info.reason`);
+      if (r.terminated)
+        problem(`seed ${seed}: the invalid action ${shown} terminated the episode (it must leave the state unchanged)`);
+      if (typeof r.info.reason !== 'string' || r.info.reason === '')
+        problem(`seed ${seed}: the invalid action ${shown} gave no info.reason`);
     }
   }
 }
@@ -191,7 +232,9 @@ async function checkHostileActions(env: Env, seed: number, problem: (msg: string
       const r = await env.step(action);
       checkResult(r, `seed ${seed} hostile action ${JSON.stringify(action.slice(0, 20))}`, problem);
     } catch (err) {
-      problem(`seed ${seed}: step(${JSON.stringify(action.slice(0, 20))}${action.length > 20 ? '...' : ''}) threw ${String(err)}`);
+      problem(
+        `seed ${seed}: step(${JSON.stringify(action.slice(0, 20))}${action.length > 20 ? '...' : ''}) threw ${String(err)}`,
+      );
     }
   }
 }

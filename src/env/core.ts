@@ -88,7 +88,11 @@ export function matchActionName(names: readonly string[], action: string): numbe
  * Throws a `ConfigError` naming the nearest known key when `options` (of `reset`) holds a key the env
  * does not read: a misspelt option (`{grd: ...}`) must not silently give the seeded episode instead.
  */
-export function checkResetOptions(envName: string, options: Record<string, unknown> | undefined, known: readonly string[]): void {
+export function checkResetOptions(
+  envName: string,
+  options: Record<string, unknown> | undefined,
+  known: readonly string[],
+): void {
   if (options === undefined) return; // the common case: no allocation on the reset path
   for (const key of Object.keys(options)) {
     if (known.includes(key)) continue;

@@ -22,13 +22,18 @@ export class RewardScale extends Wrapper {
   private readonly scale: number;
   private readonly shift: number;
 
-  constructor(env: Env, readonly options: RewardScaleOptions) {
+  constructor(
+    env: Env,
+    readonly options: RewardScaleOptions,
+  ) {
     super(env);
     this.scale = options.scale ?? 1;
     this.shift = options.shift ?? 0;
-    if (!Number.isFinite(this.scale) || !Number.isFinite(this.shift)) throw new RangeError(`RewardScale needs finite scale and shift, got scale ${this.scale}, shift ${this.shift}`);
+    if (!Number.isFinite(this.scale) || !Number.isFinite(this.shift))
+      throw new RangeError(`RewardScale needs finite scale and shift, got scale ${this.scale}, shift ${this.shift}`);
     const clip = options.clip;
-    if (clip && !(clip[0] <= clip[1])) throw new RangeError(`RewardScale clip must be [low, high] with low <= high, got [${clip.join(', ')}]`);
+    if (clip && !(clip[0] <= clip[1]))
+      throw new RangeError(`RewardScale clip must be [low, high] with low <= high, got [${clip.join(', ')}]`);
   }
 
   override step(action: string): MaybePromise<StepResult> {
@@ -47,13 +52,20 @@ export class RewardScale extends Wrapper {
  * that do not parse at all; this one is for parsed actions the env rejects, wherever the env runs.
  */
 export class FormatPenalty extends Wrapper {
-  constructor(env: Env, readonly penalty: number) {
+  constructor(
+    env: Env,
+    readonly penalty: number,
+  ) {
     super(env);
     if (!Number.isFinite(penalty)) throw new RangeError(`FormatPenalty needs a finite penalty, got ${penalty}`);
   }
 
   override step(action: string): MaybePromise<StepResult> {
-    return mapMaybe(this.env.step(action), (r) => (r.info.actionIsValid ? r : { ...r, reward: r.reward + this.penalty, info: { ...r.info, formatPenalty: this.penalty } }));
+    return mapMaybe(this.env.step(action), (r) =>
+      r.info.actionIsValid
+        ? r
+        : { ...r, reward: r.reward + this.penalty, info: { ...r.info, formatPenalty: this.penalty } },
+    );
   }
 }
 
@@ -73,13 +85,22 @@ export interface ObservationTruncationOptions {
  * `[... N characters cut]` and `info.observationTruncated = N`. `render()` stays the full state.
  */
 export class ObservationTruncation extends Wrapper {
-  constructor(env: Env, readonly options: ObservationTruncationOptions) {
+  constructor(
+    env: Env,
+    readonly options: ObservationTruncationOptions,
+  ) {
     super(env);
     const { maxChars, maxTokens, countTokens } = options;
-    if (maxChars === undefined && maxTokens === undefined) throw new RangeError('ObservationTruncation needs maxChars or maxTokens');
-    if (maxChars !== undefined && !(Number.isInteger(maxChars) && maxChars >= 1)) throw new RangeError(`ObservationTruncation maxChars must be an integer >= 1, got ${maxChars}`);
-    if (maxTokens !== undefined && !(Number.isInteger(maxTokens) && maxTokens >= 1)) throw new RangeError(`ObservationTruncation maxTokens must be an integer >= 1, got ${maxTokens}`);
-    if (maxTokens !== undefined && countTokens === undefined) throw new RangeError('ObservationTruncation maxTokens needs countTokens (e.g. (s) => tokenizer.encode(s).length)');
+    if (maxChars === undefined && maxTokens === undefined)
+      throw new RangeError('ObservationTruncation needs maxChars or maxTokens');
+    if (maxChars !== undefined && !(Number.isInteger(maxChars) && maxChars >= 1))
+      throw new RangeError(`ObservationTruncation maxChars must be an integer >= 1, got ${maxChars}`);
+    if (maxTokens !== undefined && !(Number.isInteger(maxTokens) && maxTokens >= 1))
+      throw new RangeError(`ObservationTruncation maxTokens must be an integer >= 1, got ${maxTokens}`);
+    if (maxTokens !== undefined && countTokens === undefined)
+      throw new RangeError(
+        'ObservationTruncation maxTokens needs countTokens (e.g. (s) => tokenizer.encode(s).length)',
+      );
   }
 
   override reset(options: ResetOptions): MaybePromise<ResetResult> {
@@ -112,7 +133,8 @@ export class ObservationTruncation extends Wrapper {
     if (keep >= text.length) return r;
     const removed = text.length - keep;
     const marker = `[... ${removed} characters cut]`;
-    const observation = this.options.keep === 'tail' ? `${marker}\n${text.slice(removed)}` : `${text.slice(0, keep)}\n${marker}`;
+    const observation =
+      this.options.keep === 'tail' ? `${marker}\n${text.slice(removed)}` : `${text.slice(0, keep)}\n${marker}`;
     return { ...r, observation, info: { ...r.info, observationTruncated: removed } };
   }
 }
@@ -123,7 +145,14 @@ export interface RecordedEpisode {
   mode: string;
   options?: Record<string, unknown>;
   reset: { observation: string; info: EnvInfo };
-  steps: { action: string; observation: string; reward: number; terminated: boolean; truncated: boolean; info: EnvInfo }[];
+  steps: {
+    action: string;
+    observation: string;
+    reward: number;
+    terminated: boolean;
+    truncated: boolean;
+    info: EnvInfo;
+  }[];
   /** Sum of the step rewards. */
   episodeReturn: number;
   /** false when the episode was left unfinished (a new reset or close came first). */
@@ -137,7 +166,10 @@ export interface RecordedEpisode {
 export class EpisodeRecorder extends Wrapper {
   private current: RecordedEpisode | undefined;
 
-  constructor(env: Env, readonly path: string) {
+  constructor(
+    env: Env,
+    readonly path: string,
+  ) {
     super(env);
     makeDir(dirname(path), 'create the folder of the episode recording');
   }
@@ -145,7 +177,15 @@ export class EpisodeRecorder extends Wrapper {
   override reset(options: ResetOptions): MaybePromise<ResetResult> {
     this.flush(false);
     return mapMaybe(this.env.reset(options), (r) => {
-      this.current = { seed: options.seed, mode: options.mode ?? 'train', ...(options.options ? { options: options.options } : {}), reset: { observation: r.observation, info: r.info }, steps: [], episodeReturn: 0, finished: false };
+      this.current = {
+        seed: options.seed,
+        mode: options.mode ?? 'train',
+        ...(options.options ? { options: options.options } : {}),
+        reset: { observation: r.observation, info: r.info },
+        steps: [],
+        episodeReturn: 0,
+        finished: false,
+      };
       return r;
     });
   }

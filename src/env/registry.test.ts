@@ -19,23 +19,31 @@ describe('the env registry', () => {
   });
   test('an unknown config key is a ConfigError naming the key, the nearest key and the valid keys', () => {
     expect(() => makeEnv('Bandit', { loArmScor: 0.2 })).toThrow(ConfigError);
-    expect(() => makeEnv('Bandit', { loArmScor: 0.2 })).toThrow(/Unknown config key `loArmScor` for environment `Bandit`\. Did you mean `loArmScore`\?.*Valid keys: split, loArmScore/);
+    expect(() => makeEnv('Bandit', { loArmScor: 0.2 })).toThrow(
+      /Unknown config key `loArmScor` for environment `Bandit`\. Did you mean `loArmScore`\?.*Valid keys: split, loArmScore/,
+    );
   });
   test('an unknown key inside a nested config object is a ConfigError naming its path and the nearest key', () => {
-    const err = /Unknown config key `gridVocab.wal` for environment `SimpleSokoban`\. Did you mean `wall`\? Valid keys of gridVocab: wall, floor/;
+    const err =
+      /Unknown config key `gridVocab.wal` for environment `SimpleSokoban`\. Did you mean `wall`\? Valid keys of gridVocab: wall, floor/;
     expect(() => makeEnv('SimpleSokoban', { gridVocab: { wal: 'W' } })).toThrow(ConfigError);
     expect(() => makeEnv('SimpleSokoban', { gridVocab: { wal: 'W' } })).toThrow(err);
     expect(makeEnv('SimpleSokoban', { gridVocab: { wall: 'W' } }).legend).toContain('W wall');
   });
-  test.each(listEnvs().map((e) => e.id))('%s: an unknown reset option is a ConfigError, not silently ignored', async (id) => {
-    const env = makeEnv(id);
-    await expect(async () => env.reset({ seed: 0, options: { sed: 1 } })).rejects.toThrow(ConfigError);
-    await expect(async () => env.reset({ seed: 0, options: { sed: 1 } })).rejects.toThrow(/reset option `sed`/);
-    // A service env (Lean) needs its server to reset; DeepCoder's reset starts its sandbox (see testSandbox).
-    if (!envSpec(id).requires && (id !== 'DeepCoder' || testSandbox())) await env.reset({ seed: 0 });
-  });
+  test.each(listEnvs().map((e) => e.id))(
+    '%s: an unknown reset option is a ConfigError, not silently ignored',
+    async (id) => {
+      const env = makeEnv(id);
+      await expect(async () => env.reset({ seed: 0, options: { sed: 1 } })).rejects.toThrow(ConfigError);
+      await expect(async () => env.reset({ seed: 0, options: { sed: 1 } })).rejects.toThrow(/reset option `sed`/);
+      // A service env (Lean) needs its server to reset; DeepCoder's reset starts its sandbox (see testSandbox).
+      if (!envSpec(id).requires && (id !== 'DeepCoder' || testSandbox())) await env.reset({ seed: 0 });
+    },
+  );
   test('a misspelt reset option gets a suggestion', () => {
-    expect(() => makeEnv('Bandit').reset({ seed: 0, options: { drawSed: 1 } })).toThrow(/Unknown Bandit reset option `drawSed`\. Did you mean `drawSeed`\? Valid options: drawSeed\./);
+    expect(() => makeEnv('Bandit').reset({ seed: 0, options: { drawSed: 1 } })).toThrow(
+      /Unknown Bandit reset option `drawSed`\. Did you mean `drawSeed`\? Valid options: drawSeed\./,
+    );
     expect(() => makeEnv('MetamathQA').reset({ seed: 0, options: { x: 1 } })).toThrow(/takes no reset options/);
   });
   test('a bad config value is a ConfigError naming the key and the value', () => {

@@ -61,12 +61,16 @@ export function resolveEnvId(id: string): string {
   const aliased = aliases.get(id);
   if (aliased !== undefined) return aliased;
   if (id.startsWith('remote:')) {
-    throw new EnvNotFoundError(`The remote environment \`${id}\` is not connected yet: \`await registerRemoteEnv(${JSON.stringify(id)})\` first (ragen play, eval and train do this for you).`);
+    throw new EnvNotFoundError(
+      `The remote environment \`${id}\` is not connected yet: \`await registerRemoteEnv(${JSON.stringify(id)})\` first (ragen play, eval and train do this for you).`,
+    );
   }
   const lower = id.toLowerCase();
   const same = [...registry.keys()].filter((k) => k.toLowerCase() === lower);
   if (same.length === 1) return same[0]!;
-  throw new EnvNotFoundError(`Environment \`${id}\` does not exist.${didYouMean(id, registry.keys())} Run \`ragen envs\` for the list.`);
+  throw new EnvNotFoundError(
+    `Environment \`${id}\` does not exist.${didYouMean(id, registry.keys())} Run \`ragen envs\` for the list.`,
+  );
 }
 
 /** The spec of a registered id, or an error naming the nearest id. */
@@ -80,15 +84,21 @@ export function resolveEnvConfig(id: string, overrides: Record<string, unknown> 
   const known = Object.keys(spec.schema.shape);
   for (const key of Object.keys(overrides)) {
     if (!known.includes(key)) {
-      throw new ConfigError(`Unknown config key \`${key}\` for environment \`${id}\`.${didYouMean(key, known)} Valid keys: ${known.join(', ')}.`);
+      throw new ConfigError(
+        `Unknown config key \`${key}\` for environment \`${id}\`.${didYouMean(key, known)} Valid keys: ${known.join(', ')}.`,
+      );
     }
   }
   const result = spec.schema.safeParse({ ...spec.defaults, ...overrides });
   if (!result.success) {
     const issue = result.error.issues[0]!;
     const key = issue.path.join('.');
-    const value = key ? JSON.stringify((overrides as any)[issue.path[0] as string] ?? (spec.defaults as any)?.[issue.path[0] as string]) : '';
-    throw new ConfigError(`Bad config for environment \`${id}\`: \`${key}\`${value ? ` = ${value}` : ''}: ${issue.message}.`);
+    const value = key
+      ? JSON.stringify((overrides as any)[issue.path[0] as string] ?? (spec.defaults as any)?.[issue.path[0] as string])
+      : '';
+    throw new ConfigError(
+      `Bad config for environment \`${id}\`: \`${key}\`${value ? ` = ${value}` : ''}: ${issue.message}.`,
+    );
   }
   // Nested objects (Sokoban's gridVocab) drop unknown keys while parsing: find any the output lacks.
   for (const key of Object.keys(overrides)) {
@@ -96,13 +106,16 @@ export function resolveEnvConfig(id: string, overrides: Record<string, unknown> 
     if (lost) {
       const name = lost.path.join('.');
       const where = lost.path.slice(0, -1).join('.');
-      throw new ConfigError(`Unknown config key \`${name}\` for environment \`${id}\`.${didYouMean(lost.path.at(-1)!, lost.known)} Valid keys of ${where}: ${lost.known.join(', ')}.`);
+      throw new ConfigError(
+        `Unknown config key \`${name}\` for environment \`${id}\`.${didYouMean(lost.path.at(-1)!, lost.known)} Valid keys of ${where}: ${lost.known.join(', ')}.`,
+      );
     }
   }
   return result.data as Record<string, unknown>;
 }
 
-const isPlainObject = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
+const isPlainObject = (x: unknown): x is Record<string, unknown> =>
+  typeof x === 'object' && x !== null && !Array.isArray(x);
 
 /** The first key of `input` (at any depth) that the parsed `output` does not have, with the keys it has. */
 function droppedKey(input: unknown, output: unknown, path: string[]): { path: string[]; known: string[] } | undefined {

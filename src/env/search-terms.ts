@@ -4,7 +4,9 @@
 /** Most distinct words of a query that are searched; the rest are ignored. */
 export const MAX_QUERY_TERMS = 64;
 
-/** The query's distinct words (lowercased, split at spaces and punctuation), at most `MAX_QUERY_TERMS`, space-joined. */
+/**
+ * The query's distinct words (lowercased, split at spaces and punctuation), at most `MAX_QUERY_TERMS`, space-joined.
+ */
 export function searchTerms(query: string): string {
   const seen = new Set<string>();
   for (const word of query.toLowerCase().split(/[\s\p{P}\p{S}\p{C}]+/u)) {
@@ -17,7 +19,11 @@ export function searchTerms(query: string): string {
 
 // Lucene's English stop words (pyserini's default analyzer drops them too): they match most documents, cost
 // most of a query's time and carry no evidence.
-const STOPWORDS = new Set('a an and are as at be but by for if in into is it no not of on or such that the their then there these they this to was will with'.split(' '));
+const STOPWORDS = new Set(
+  'a an and are as at be but by for if in into is it no not of on or such that the their then there these they this to was will with'.split(
+    ' ',
+  ),
+);
 
 /** MiniSearch's `processTerm` for both engines: lowercase, and drop stop words (null). */
 export function dropStopword(term: string): string | null {

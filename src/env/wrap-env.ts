@@ -2,7 +2,14 @@
 // remote envs (innermost first): TimeLimit, RewardScale, FormatPenalty, ObservationTruncation,
 // EpisodeStatistics, EpisodeRecorder, and OrderEnforcing outermost.
 import type { Env } from './core.js';
-import { EpisodeRecorder, FormatPenalty, ObservationTruncation, RewardScale, type ObservationTruncationOptions, type RewardScaleOptions } from './layered-wrappers.js';
+import {
+  EpisodeRecorder,
+  FormatPenalty,
+  ObservationTruncation,
+  RewardScale,
+  type ObservationTruncationOptions,
+  type RewardScaleOptions,
+} from './layered-wrappers.js';
 import { EpisodeStatistics, OrderEnforcing, TimeLimit } from './wrappers.js';
 
 /** Options of `wrapEnv` / `makeEnv`. Without any, `makeEnv` returns the bare env. */
@@ -15,7 +22,10 @@ export interface WrapOptions {
   formatPenalty?: number;
   /** Cut observations to a character or token budget (`ObservationTruncation`). @default none */
   observation?: ObservationTruncationOptions;
-  /** Add `episodeReturn`, `episodeLength`, `episodeSuccess` to the last info (`EpisodeStatistics`), over the final rewards. @default false */
+  /**
+   * Add `episodeReturn`, `episodeLength`, `episodeSuccess` to the last info (`EpisodeStatistics`), over the final
+   * rewards. @default false
+   */
   episodeStatistics?: boolean;
   /** Append each episode, as the agent saw it, to this JSONL file (`EpisodeRecorder`). @default none */
   recordEpisodes?: string;

@@ -20,7 +20,13 @@ class Endless implements Env {
   step(action: string): StepResult | Promise<StepResult> {
     this.steps++;
     const finish = action === 'Finish';
-    const r = { observation: `at ${this.steps}`, reward: 0.5, terminated: finish, truncated: false, info: { success: finish, actionIsValid: true, actionIsEffective: true } };
+    const r = {
+      observation: `at ${this.steps}`,
+      reward: 0.5,
+      terminated: finish,
+      truncated: false,
+      info: { success: finish, actionIsValid: true, actionIsEffective: true },
+    };
     return this.async ? Promise.resolve(r) : r;
   }
   render(): string {

@@ -56,9 +56,12 @@ export class OrderEnforcing extends Wrapper {
   }
 
   override step(action: string): MaybePromise<StepResult> {
-    if (this.state === 'new') throw new ResetNeededError('Cannot call step() before reset(): call reset({seed}) first.');
+    if (this.state === 'new')
+      throw new ResetNeededError('Cannot call step() before reset(): call reset({seed}) first.');
     if (this.state === 'ended') {
-      throw new ResetNeededError('Cannot call step() after the episode ended (terminated or truncated): call reset({seed}) to start a new one.');
+      throw new ResetNeededError(
+        'Cannot call step() after the episode ended (terminated or truncated): call reset({seed}) to start a new one.',
+      );
     }
     return mapMaybe(this.env.step(action), (r) => {
       if (r.terminated || r.truncated) this.state = 'ended';
@@ -75,9 +78,13 @@ export class OrderEnforcing extends Wrapper {
 export class TimeLimit extends Wrapper {
   private elapsed = 0;
 
-  constructor(env: Env, readonly maxActions: number) {
+  constructor(
+    env: Env,
+    readonly maxActions: number,
+  ) {
     super(env);
-    if (!Number.isInteger(maxActions) || maxActions < 1) throw new RangeError(`TimeLimit needs maxActions >= 1 (an integer), got ${maxActions}`);
+    if (!Number.isInteger(maxActions) || maxActions < 1)
+      throw new RangeError(`TimeLimit needs maxActions >= 1 (an integer), got ${maxActions}`);
   }
 
   /** Steps taken in the current episode. */
@@ -119,7 +126,12 @@ export class EpisodeStatistics extends Wrapper {
       this.episodeReturn += r.reward;
       this.episodeLength++;
       if (!r.terminated && !r.truncated) return r;
-      const info: EnvInfo = { ...r.info, episodeReturn: this.episodeReturn, episodeLength: this.episodeLength, episodeSuccess: r.info.success };
+      const info: EnvInfo = {
+        ...r.info,
+        episodeReturn: this.episodeReturn,
+        episodeLength: this.episodeLength,
+        episodeSuccess: r.info.success,
+      };
       return { ...r, info };
     });
   }

@@ -25,7 +25,12 @@ beforeAll(async () => {
   gateway = new Gateway({ ...target, engine: counting });
   await gateway.listen(0);
   // An engine that returns whole generations only (as the torch worker does): no per-step tokens, no stopping early.
-  const batchOnly: Engine = { ...counting, kind: 'whole', generate: (prompts, { onTokens: _o, cancelled: _c, ...params }) => new Promise((r) => setTimeout(r, 200)).then(() => counting.generate(prompts, params)) };
+  const batchOnly: Engine = {
+    ...counting,
+    kind: 'whole',
+    generate: (prompts, { onTokens: _o, cancelled: _c, ...params }) =>
+      new Promise((r) => setTimeout(r, 200)).then(() => counting.generate(prompts, params)),
+  };
   whole = new Gateway({ ...target, engine: batchOnly });
   await whole.listen(0);
 });
@@ -46,7 +51,14 @@ async function abandon(baseUrl: string, waitMs = 0): Promise<void> {
   await reader.read().catch(() => undefined);
 }
 
-const body = (stream: boolean) => JSON.stringify({ messages: [{ role: 'user', content: 'Tell me a long story.' }], max_tokens: 60, temperature: 1, seed: 3, stream });
+const body = (stream: boolean) =>
+  JSON.stringify({
+    messages: [{ role: 'user', content: 'Tell me a long story.' }],
+    max_tokens: 60,
+    temperature: 1,
+    seed: 3,
+    stream,
+  });
 
 describe('an abandoned stream (item 10)', () => {
   it('item 10: a stream the agent abandons after its first chunk stops generating early and is not recorded', async () => {

@@ -33,7 +33,9 @@ describe('agentRollout', () => {
   it('turns groups x groupSize program runs into the batch the trainer filters and collates', async () => {
     const file = join(dir, 'agent.mjs');
     // Member m of group g: m = 0 of group 0 crashes after its call; others report g + m / 10.
-    writeFileSync(file, `import OpenAI from '${OPENAI}';
+    writeFileSync(
+      file,
+      `import OpenAI from '${OPENAI}';
 const env = process.env;
 const [, g, m] = /-g(\\d+)-m(\\d+)$/.exec(env.RAGEN_EPISODE).map(Number);
 const client = new OpenAI({ maxRetries: 0 });
@@ -41,14 +43,31 @@ await client.chat.completions.create({ model: 'p', messages: [{ role: 'user', co
 await client.chat.completions.create({ model: 'p', messages: [{ role: 'user', content: 'again' }], max_tokens: 5 }).catch(() => {}); // over maxCalls: 429
 if (g === 0 && m === 0) process.exit(2);
 await fetch(env.RAGEN_REWARD_URL, { method: 'POST', body: JSON.stringify({ reward: g + m / 10 }) });
-`);
-    const program = agentProgram({ command: `node ${JSON.stringify(file)}`, timeoutS: 30, failureReward: -0.5, concurrency: 3, maxCalls: 1 });
-    const { batch, outcomes } = await agentRollout(gateway, program, { tag: 'MyAgent', groups: 2, groupSize: 3, seedBase: 100, idPrefix: 'step1' });
+`,
+    );
+    const program = agentProgram({
+      command: `node ${JSON.stringify(file)}`,
+      timeoutS: 30,
+      failureReward: -0.5,
+      concurrency: 3,
+      maxCalls: 1,
+    });
+    const { batch, outcomes } = await agentRollout(gateway, program, {
+      tag: 'MyAgent',
+      groups: 2,
+      groupSize: 3,
+      seedBase: 100,
+      idPrefix: 'step1',
+    });
 
     expect(outcomes.map((o) => o.status)).toEqual(['crashed', 'ok', 'ok', 'ok', 'ok', 'ok']);
     expect(batch.episodes.map((e) => [e.group, e.member, e.seed, e.score])).toEqual([
-      [0, 0, 100, -0.5], [0, 1, 100, 0.1], [0, 2, 100, 0.2],
-      [1, 0, 101, 1], [1, 1, 101, 1.1], [1, 2, 101, 1.2],
+      [0, 0, 100, -0.5],
+      [0, 1, 100, 0.1],
+      [0, 2, 100, 0.2],
+      [1, 0, 101, 1],
+      [1, 1, 101, 1.1],
+      [1, 2, 101, 1.2],
     ]);
     expect(batch.episodes.map((e) => e.success)).toEqual([false, true, true, true, true, true]);
     expect(batch.groupSize).toBe(3);
@@ -58,10 +77,17 @@ await fetch(env.RAGEN_REWARD_URL, { method: 'POST', body: JSON.stringify({ rewar
       const mine = batch.samples.filter((s) => s.episode === i);
       expect(mine.length).toBeGreaterThan(0);
       for (const s of mine) expect([s.group, s.score, s.tag]).toEqual([e.group, e.score, 'MyAgent']);
-      expect(mine.flatMap((s) => s.ids.filter((_, t) => s.lossMask[t] === 1))).toEqual(e.turns.flatMap((t) => t.tokens));
+      expect(mine.flatMap((s) => s.ids.filter((_, t) => s.lossMask[t] === 1))).toEqual(
+        e.turns.flatMap((t) => t.tokens),
+      );
     }
 
-    const filtered = await filterBatch(target.engine as TrainableEngine, defaultConfig(), batch, target.tokenizer.padTokenId);
+    const filtered = await filterBatch(
+      target.engine as TrainableEngine,
+      defaultConfig(),
+      batch,
+      target.tokenizer.padTokenId,
+    );
     expect(filtered.all.B).toBe(batch.samples.length);
     let sampled = 0;
     for (const v of filtered.all.lossMask) sampled += v;

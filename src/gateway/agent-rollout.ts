@@ -1,7 +1,14 @@
 // The gateway as an episode source: groups x groupSize runs of an agent program become the same RolloutBatch the
 // built-in loop returns (episodes, token-exact training samples, per-tag metrics), for the trainer's groups,
 // filters and advantages to consume unchanged.
-import { computeMetrics, type AgentProgramConfig, type Episode, type EpisodeTurn, type RolloutBatch, type TrainingSample } from '../agent/index.js';
+import {
+  computeMetrics,
+  type AgentProgramConfig,
+  type Episode,
+  type EpisodeTurn,
+  type RolloutBatch,
+  type TrainingSample,
+} from '../agent/index.js';
 import { resolveAgentProgram } from './program-module.js';
 import { runAgentEpisodes, type AgentOutcome, type AgentProgram, type AgentTask } from './runner.js';
 import { samplesFromCalls } from './samples.js';
@@ -20,7 +27,10 @@ export interface AgentRolloutOptions {
   idPrefix: string;
   /** The agent block's config key, for errors about its modules (e.g. `env.train.0.agent`). @default "agent" */
   configKey?: string;
-  /** Sampling seed of the rollout: episode (g, m) samples from a seed mixed from it, g and m (see Gateway.open); unset: batch seeds (not reproducible). */
+  /**
+   * Sampling seed of the rollout: episode (g, m) samples from a seed mixed from it, g and m (see Gateway.open); unset:
+   * batch seeds (not reproducible).
+   */
   samplingSeed?: number;
   log?: (line: string) => void;
 }
@@ -31,10 +41,21 @@ export interface AgentRolloutOptions {
  * The block's modules (an in-process agent, a verifier) load at the first call: a missing file or export is a
  * ConfigError before any episode runs (call `resolveAgentProgram` at startup to fail even earlier).
  */
-export async function agentRollout(gateway: Gateway, program: AgentProgramConfig, options: AgentRolloutOptions): Promise<{ batch: RolloutBatch; outcomes: AgentOutcome[] }> {
+export async function agentRollout(
+  gateway: Gateway,
+  program: AgentProgramConfig,
+  options: AgentRolloutOptions,
+): Promise<{ batch: RolloutBatch; outcomes: AgentOutcome[] }> {
   const tasks: (AgentTask & { member: number })[] = [];
   for (let g = 0; g < options.groups; g++) {
-    for (let m = 0; m < options.groupSize; m++) tasks.push({ episodeId: `${options.idPrefix}-g${g}-m${m}`, seed: options.seedBase + g, group: g, member: m, ...(options.samplingSeed !== undefined ? { samplingSeed: episodeSeed(options.samplingSeed, g, m) } : {}) });
+    for (let m = 0; m < options.groupSize; m++)
+      tasks.push({
+        episodeId: `${options.idPrefix}-g${g}-m${m}`,
+        seed: options.seedBase + g,
+        group: g,
+        member: m,
+        ...(options.samplingSeed !== undefined ? { samplingSeed: episodeSeed(options.samplingSeed, g, m) } : {}),
+      });
   }
   const outcomes = await runAgentEpisodes(gateway, await loaded(program, options.configKey ?? 'agent'), tasks, {
     failureReward: program.failureReward,
@@ -43,8 +64,13 @@ export async function agentRollout(gateway: Gateway, program: AgentProgramConfig
     ...(options.log ? { log: options.log } : {}),
   });
   const episodes = outcomes.map((o, i) => episodeOf(o, i, tasks[i]!.member, options.tag));
-  const samples: TrainingSample[] = outcomes.flatMap((o, i) => samplesFromCalls(o.log.calls, o.reward, { episode: i, group: o.task.group, tag: options.tag }));
-  return { batch: { episodes, samples, metrics: computeMetrics(episodes, options.groupSize), groupSize: options.groupSize }, outcomes };
+  const samples: TrainingSample[] = outcomes.flatMap((o, i) =>
+    samplesFromCalls(o.log.calls, o.reward, { episode: i, group: o.task.group, tag: options.tag }),
+  );
+  return {
+    batch: { episodes, samples, metrics: computeMetrics(episodes, options.groupSize), groupSize: options.groupSize },
+    outcomes,
+  };
 }
 
 // One load per agent block: its modules are imported (and checked) at the first rollout, i.e. when the run starts.
@@ -61,10 +87,18 @@ function loaded(config: AgentProgramConfig, where: string): Promise<AgentProgram
 
 /** The sampling seed of member m of group g: distinct per episode, so the G members of a group sample differently. */
 function episodeSeed(seed: number, group: number, member: number): number {
-  return (Math.imul(seed ^ 0x2f6b1d3c, 0x85ebca6b) + Math.imul(group + 1, 0xc2b2ae35) + Math.imul(member + 1, 0x27d4eb2f)) >>> 0;
+  return (
+    (Math.imul(seed ^ 0x2f6b1d3c, 0x85ebca6b) +
+      Math.imul(group + 1, 0xc2b2ae35) +
+      Math.imul(member + 1, 0x27d4eb2f)) >>>
+    0
+  );
 }
 
-/** An agent episode in the built-in loop's record shape: one turn per call, no env actions, the reward on the last turn, a format error per garbled tool call. */
+/**
+ * An agent episode in the built-in loop's record shape: one turn per call, no env actions, the reward on the last turn,
+ * a format error per garbled tool call.
+ */
 function episodeOf(o: AgentOutcome, index: number, member: number, tag: string): Episode {
   const success = o.status === 'ok' && o.reward > 0;
   const turns: EpisodeTurn[] = o.log.calls.map((c, i, all) => ({
@@ -76,13 +110,22 @@ function episodeOf(o: AgentOutcome, index: number, member: number, tag: string):
     think: '',
     answer: '',
     // a reply holding tool-call text that does not parse: the format error of an agent call (`format_error_rate`)
-    formatError: c.tools !== null && unparsedToolCall(c.text) ? 'the reply holds tool-call text that is not a well-formed <tool_call>' : undefined,
+    formatError:
+      c.tools !== null && unparsedToolCall(c.text)
+        ? 'the reply holds tool-call text that is not a well-formed <tool_call>'
+        : undefined,
     actions: [],
     droppedActions: 0,
     reward: i === all.length - 1 ? o.reward : 0,
     penalty: 0,
     // reported_reward_ignored: 1 when a verifier overrode the program's own reward (`train/<tag>/info/...`).
-    info: { success, actionIsValid: true, actionIsEffective: true, reported_reward_ignored: o.ignoredReward === undefined ? 0 : 1, ...(o.status === 'ok' ? {} : { reason: o.status }) },
+    info: {
+      success,
+      actionIsValid: true,
+      actionIsEffective: true,
+      reported_reward_ignored: o.ignoredReward === undefined ? 0 : 1,
+      ...(o.status === 'ok' ? {} : { reason: o.status }),
+    },
     tokens: c.completionIds,
     logprobs: c.logprobs,
     finishReason: c.finishReason,

@@ -41,7 +41,10 @@ export class EpisodeBook {
 
   /** Start taking calls for `id` (at most `maxCalls`); ids are unique among open episodes. */
   start(id: string, maxCalls: number): void {
-    if (!/^[A-Za-z0-9_.-]{1,128}$/.test(id)) throw new Error(`Episode id ${JSON.stringify(id)} is not URL-safe; use letters, digits, '_', '.', '-' (at most 128).`);
+    if (!/^[A-Za-z0-9_.-]{1,128}$/.test(id))
+      throw new Error(
+        `Episode id ${JSON.stringify(id)} is not URL-safe; use letters, digits, '_', '.', '-' (at most 128).`,
+      );
     if (this.open.has(id)) throw new Error(`Episode ${id} is already open; close it before reusing its id.`);
     this.open.set(id, { id, calls: [], reward: undefined, refusedCalls: 0, duplicateRewards: 0, started: 0, maxCalls });
   }
@@ -55,6 +58,12 @@ export class EpisodeBook {
     const ep = this.open.get(id);
     if (!ep) throw new Error(`Episode ${id} is not open.`);
     this.open.delete(id);
-    return { id, calls: [...ep.calls].sort((a, b) => a.index - b.index), reward: ep.reward, refusedCalls: ep.refusedCalls, duplicateRewards: ep.duplicateRewards };
+    return {
+      id,
+      calls: [...ep.calls].sort((a, b) => a.index - b.index),
+      reward: ep.reward,
+      refusedCalls: ep.refusedCalls,
+      duplicateRewards: ep.duplicateRewards,
+    };
   }
 }

@@ -5,7 +5,10 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 
 /** What an in-process agent is called with. */
 export interface AgentContext {
-  /** The episode's OpenAI base URL (`…/episodes/<secret>/v1`, the secret this episode's alone): give it to your client as `baseURL`. */
+  /**
+   * The episode's OpenAI base URL (`…/episodes/<secret>/v1`, the secret this episode's alone): give it to your client
+   * as `baseURL`.
+   */
   baseUrl: string;
   /** A dummy key (clients insist on one; the gateway does not check it). */
   apiKey: string;
@@ -36,7 +39,12 @@ let guarded = false;
  * Call `fn` in the episode's async context; resolves with how it ended, at the latest `timeoutS` seconds after the
  * call (then `ctx.signal` is aborted and whatever the function still does is ignored). Never rejects.
  */
-export function callAgent(fn: AgentFunction, ctx: Omit<AgentContext, 'signal'>, timeoutS: number, log: (line: string) => void): Promise<CallEnd> {
+export function callAgent(
+  fn: AgentFunction,
+  ctx: Omit<AgentContext, 'signal'>,
+  timeoutS: number,
+  log: (line: string) => void,
+): Promise<CallEnd> {
   guard();
   const abort = new AbortController();
   const owner: Owner = { episodeId: ctx.episodeId, log };
@@ -58,11 +66,15 @@ export function callAgent(fn: AgentFunction, ctx: Omit<AgentContext, 'signal'>, 
 
 /** The agent's reward from its return value: a finite number or `{reward: <finite number>}`; else undefined. */
 export function returnedReward(value: unknown): number | undefined {
-  const r = typeof value === 'object' && value !== null && 'reward' in value ? (value as { reward: unknown }).reward : value;
+  const r =
+    typeof value === 'object' && value !== null && 'reward' in value ? (value as { reward: unknown }).reward : value;
   return typeof r === 'number' && Number.isFinite(r) ? r : undefined;
 }
 
-/** Text of a thrown value for the log: `Name: message` on the first line, then its stack frames; the first `keep` characters. */
+/**
+ * Text of a thrown value for the log: `Name: message` on the first line, then its stack frames; the first `keep`
+ * characters.
+ */
 export function errorText(err: unknown, keep: number): string {
   if (!(err instanceof Error)) return `thrown value ${describeValue(err)}`.slice(0, keep);
   const frames = (err.stack ?? '').split('\n').filter((l) => /^\s+at /.test(l));
@@ -73,7 +85,10 @@ export function errorText(err: unknown, keep: number): string {
 export function describeValue(v: unknown): string {
   let text: string;
   try {
-    text = typeof v === 'number' || v === undefined || typeof v === 'function' || typeof v === 'bigint' ? String(v) : (JSON.stringify(v) ?? String(v));
+    text =
+      typeof v === 'number' || v === undefined || typeof v === 'function' || typeof v === 'bigint'
+        ? String(v)
+        : (JSON.stringify(v) ?? String(v));
   } catch {
     text = String(v);
   }
@@ -90,12 +105,18 @@ function guard(): void {
   guarded = true;
   process.on('unhandledRejection', (reason) => {
     const owner = owners.getStore();
-    if (owner) return owner.log(`episode ${owner.episodeId}: the in-process agent left a promise rejected and unhandled (ignored): ${errorText(reason, 500)}`);
+    if (owner)
+      return owner.log(
+        `episode ${owner.episodeId}: the in-process agent left a promise rejected and unhandled (ignored): ${errorText(reason, 500)}`,
+      );
     if (process.listenerCount('unhandledRejection') === 1) throw reason; // Node's default: an uncaught exception
   });
   process.on('uncaughtException', (err) => {
     const owner = owners.getStore();
-    if (owner) return owner.log(`episode ${owner.episodeId}: the in-process agent threw outside its promise (ignored): ${errorText(err, 500)}`);
+    if (owner)
+      return owner.log(
+        `episode ${owner.episodeId}: the in-process agent threw outside its promise (ignored): ${errorText(err, 500)}`,
+      );
     if (process.listenerCount('uncaughtException') === 1) {
       console.error(err); // Node's default for an uncaught exception: print it and exit 1
       process.exit(1);

@@ -24,7 +24,9 @@ afterAll(async () => {
 /** A program that leaves a detached `sleep 120` and a daemonised one behind, writes their pids, then `rest`. */
 function leaver(name: string, rest: string): string {
   const file = join(dir, `${name}.mjs`);
-  writeFileSync(file, `import { spawn } from 'node:child_process';
+  writeFileSync(
+    file,
+    `import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 const out = ${JSON.stringify(join(dir, name))};
 const detached = spawn('sh', ['-c', 'exec sleep 120'], { detached: true, stdio: 'ignore' });
@@ -34,7 +36,8 @@ spawn('sh', ['-c', 'setsid sh -c "sleep 120 & echo \\\\$! > ' + out + '.daemon" 
 while (!existsSync(out + '.daemon')) await new Promise((r) => setTimeout(r, 20));
 writeFileSync(out + '.pids', detached.pid + ' ' + Number(readFileSync(out + '.daemon', 'utf8')));
 ${rest}
-`);
+`,
+  );
   return `node ${JSON.stringify(file)}`;
 }
 
@@ -56,8 +59,15 @@ describe.runIf(canTrackTree)('what an agent program starts ends with its episode
   it('item 3: a detached and a daemonised child of a program that exits are killed when its episode ends; an unrelated process is not', async () => {
     const bystander = spawn('sleep', ['120'], { detached: true, stdio: 'ignore' }); // the user's own, started meanwhile
     try {
-      const cmd = leaver('exits', `await fetch(process.env.RAGEN_REWARD_URL, { method: 'POST', body: JSON.stringify({ reward: 1 }) });`);
-      const out = await runAgentEpisode(gateway, { command: cmd, timeoutS: 30 }, { episodeId: 'tree-exit', seed: 0, group: 0 });
+      const cmd = leaver(
+        'exits',
+        `await fetch(process.env.RAGEN_REWARD_URL, { method: 'POST', body: JSON.stringify({ reward: 1 }) });`,
+      );
+      const out = await runAgentEpisode(
+        gateway,
+        { command: cmd, timeoutS: 30 },
+        { episodeId: 'tree-exit', seed: 0, group: 0 },
+      );
       expect([out.status, out.reward]).toEqual(['ok', 1]);
       const pids = readFileSync(join(dir, 'exits.pids'), 'utf8').split(' ').map(Number);
       expect(pids.every((p) => p > 0)).toBe(true);
@@ -70,7 +80,11 @@ describe.runIf(canTrackTree)('what an agent program starts ends with its episode
 
   it('item 3: at the time budget, the program and what it detached or daemonised are killed', async () => {
     const cmd = leaver('hangs', 'await new Promise(() => setInterval(() => {}, 1000));');
-    const out = await runAgentEpisode(gateway, { command: cmd, timeoutS: 2 }, { episodeId: 'tree-timeout', seed: 0, group: 0 });
+    const out = await runAgentEpisode(
+      gateway,
+      { command: cmd, timeoutS: 2 },
+      { episodeId: 'tree-timeout', seed: 0, group: 0 },
+    );
     expect(out.status).toBe('timeout');
     expect(existsSync(join(dir, 'hangs.pids'))).toBe(true);
     expect(await gone(readFileSync(join(dir, 'hangs.pids'), 'utf8').split(' ').map(Number))).toBe(true);
@@ -79,15 +93,21 @@ describe.runIf(canTrackTree)('what an agent program starts ends with its episode
   it('item 3: when the trainer exits mid-episode, what its programs detached or daemonised goes with them', async () => {
     const script = join(dir, 'trainer.ts');
     const cmd = leaver('orphans', 'await new Promise(() => setInterval(() => {}, 1000));');
-    // A stand-in trainer: a gateway that only hands out URLs, one program that hangs, then exit once it has its children.
-    writeFileSync(script, `import { existsSync } from 'node:fs';
+    // A stand-in trainer: a gateway that only hands out URLs, one program that hangs, then exit once it has its
+    // children.
+    writeFileSync(
+      script,
+      `import { existsSync } from 'node:fs';
 import { runAgentEpisode } from ${JSON.stringify(join(import.meta.dirname, 'runner.ts'))};
 const gateway = { open: () => ({ baseUrl: 'http://127.0.0.1:9/v1', rewardUrl: 'http://127.0.0.1:9/r' }), finish: () => ({ id: 'e', calls: [], reward: undefined, refusedCalls: 0, duplicateRewards: 0 }) };
 void runAgentEpisode(gateway as never, { command: ${JSON.stringify(cmd)}, timeoutS: 600 }, { episodeId: 'e', seed: 0, group: 0 });
 const wait = setInterval(() => existsSync(${JSON.stringify(join(dir, 'orphans.pids'))}) && (clearInterval(wait), process.exit(0)), 20);
-`);
+`,
+    );
     const tsx = join(import.meta.dirname, '..', '..', 'node_modules', '.bin', 'tsx');
-    const code = await new Promise<number | null>((resolve) => spawn(tsx, [script], { stdio: 'inherit' }).once('exit', resolve));
+    const code = await new Promise<number | null>((resolve) =>
+      spawn(tsx, [script], { stdio: 'inherit' }).once('exit', resolve),
+    );
     expect(code).toBe(0);
     expect(await gone(readFileSync(join(dir, 'orphans.pids'), 'utf8').split(' ').map(Number))).toBe(true);
   }, 60_000);

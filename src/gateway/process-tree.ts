@@ -1,5 +1,6 @@
 // Everything an agent program started, found and killed when its episode ends. A process group is not enough (a
-// detached or daemonised child leaves it), so on Linux /proc is walked: a process belongs to the episode when it carries
+// detached or daemonised child leaves it), so on Linux /proc is walked: a process belongs to the episode when it
+// carries
 // the episode's marker variable (inherited by every descendant, whatever session or parent it moves to), or shares the
 // program's session or group, or is a child of one that belongs. No root, namespaces or native code needed. Elsewhere
 // (macOS, BSD) there is no /proc: only the program's process group is killed.
@@ -66,9 +67,13 @@ export function episodeProcesses(root: number, tag: string, since: number): numb
     .filter((n) => /^\d+$/.test(n) && Number(n) !== process.pid)
     .map((n) => statOf(Number(n)))
     .filter((s): s is ProcStat => s !== null && s.start >= since && s.state !== 'Z' && s.state !== 'X');
-  const members = new Set(candidates.filter((s) => s.pid === root || s.session === root || s.pgrp === root || carries(s.pid, entry)).map((s) => s.pid));
+  const members = new Set(
+    candidates
+      .filter((s) => s.pid === root || s.session === root || s.pgrp === root || carries(s.pid, entry))
+      .map((s) => s.pid),
+  );
   // Children of members (one that cleared its environment but kept its parent), to a fixed point.
-  for (let grew = true; grew; ) {
+  for (let grew = true; grew;) {
     grew = false;
     for (const s of candidates) {
       if (!members.has(s.pid) && members.has(s.ppid)) {
@@ -85,7 +90,12 @@ export function episodeProcesses(root: number, tag: string, since: number): numb
  * until a scan finds none not already killed (a process forking meanwhile is caught next round). Synchronous, so the
  * trainer's exit hook can call it. Returns the processes killed, and those still found after `rounds` scans.
  */
-export function killEpisodeTree(root: number, tag: string, since: number, rounds = 50): { killed: number; left: number } {
+export function killEpisodeTree(
+  root: number,
+  tag: string,
+  since: number,
+  rounds = 50,
+): { killed: number; left: number } {
   signal(-root); // the group first: everything on platforms without /proc
   if (!canTrackTree) return { killed: 0, left: 0 };
   const killed = new Set<number>();
@@ -95,7 +105,10 @@ export function killEpisodeTree(root: number, tag: string, since: number, rounds
     if (fresh.length === 0) return { killed: killed.size, left: denied.size };
     for (const pid of fresh) (signal(pid) ? killed : denied).add(pid);
   }
-  return { killed: killed.size, left: denied.size + episodeProcesses(root, tag, since).filter((pid) => !killed.has(pid) && !denied.has(pid)).length };
+  return {
+    killed: killed.size,
+    left: denied.size + episodeProcesses(root, tag, since).filter((pid) => !killed.has(pid) && !denied.has(pid)).length,
+  };
 }
 
 /** SIGKILL `pid` (a negative pid: its group); false when not permitted. One already gone counts as killed. */

@@ -1,9 +1,17 @@
 // Tools in Qwen's chat format: OpenAI `tools`, assistant `tool_calls` and `tool` results lowered to the plain
 // messages Qwen2.5's chat template would write, and `<tool_call>{json}</tool_call>` in a reply parsed back into calls.
-import { promptTool, pyJson, toolCallText as callText, toolResponseText, toolsSystemText, type ChatMessage } from '../tokenizer/index.js';
+import {
+  promptTool,
+  pyJson,
+  toolCallText as callText,
+  toolResponseText,
+  toolsSystemText,
+  type ChatMessage,
+} from '../tokenizer/index.js';
 import { ApiError, badParam, preview } from '../serve/index.js';
 
-// The format's text pieces live in src/tokenizer (the MCP env writes the same tools block); re-exported for the gateway's users.
+// The format's text pieces live in src/tokenizer (the MCP env writes the same tools block); re-exported for the
+// gateway's users.
 export { callText, pyJson, toolsSystemText };
 
 /** Qwen2.5's system prompt when tools are given and the messages have none. */
@@ -41,7 +49,8 @@ export function lowerToolMessages(rawMessages: unknown, tools: unknown, toolChoi
       return;
     }
     if (msg['role'] === 'assistant' && Array.isArray(msg['tool_calls']) && msg['tool_calls'].length > 0) {
-      const content = msg['content'] === null || msg['content'] === undefined ? '' : textOf(msg['content'], `messages[${i}].content`);
+      const content =
+        msg['content'] === null || msg['content'] === undefined ? '' : textOf(msg['content'], `messages[${i}].content`);
       const calls = msg['tool_calls'].map((c, j) => assistantCall(c, `messages[${i}].tool_calls[${j}]`));
       // Qwen writes '<|im_start|>assistant' + ('\n' + content if any) + '\n<tool_call>...' per call; ChatML writes the
       // first '\n' itself, so the plain content is that text without its first character.
@@ -60,7 +69,10 @@ export function lowerToolMessages(rawMessages: unknown, tools: unknown, toolChoi
   return out;
 }
 
-/** Calls in a reply: every well-formed `<tool_call>{"name", "arguments"}</tool_call>`; `content` is the text before the first. */
+/**
+ * Calls in a reply: every well-formed `<tool_call>{"name", "arguments"}</tool_call>`; `content` is the text before the
+ * first.
+ */
 export function parseToolCalls(text: string, idPrefix: string): { content: string | null; calls: ToolCall[] } {
   const calls: ToolCall[] = [];
   const re = new RegExp(CALL_BLOCK, 'g');
@@ -69,7 +81,11 @@ export function parseToolCalls(text: string, idPrefix: string): { content: strin
     const call = parseCall(m[1]!);
     if (!call) continue; // a malformed call is the model's mistake, left in the text for the agent (and the reward) to see
     if (first < 0) first = m.index;
-    calls.push({ id: `${idPrefix}-${calls.length}`, type: 'function', function: { name: call.name, arguments: JSON.stringify(call.arguments) } });
+    calls.push({
+      id: `${idPrefix}-${calls.length}`,
+      type: 'function',
+      function: { name: call.name, arguments: JSON.stringify(call.arguments) },
+    });
   }
   if (calls.length === 0) return { content: text, calls };
   const before = text.slice(0, first).replace(/\n$/, '');
@@ -114,40 +130,73 @@ export type ToolChoice = 'auto' | 'none';
 export function toolChoiceOf(choice: unknown): ToolChoice {
   if (choice === undefined || choice === null || choice === 'auto') return 'auto';
   if (choice === 'none') return 'none';
-  const named = (choice as { type?: unknown; function?: { name?: unknown } } | null)?.type === 'function' ? (choice as { function?: { name?: unknown } }).function?.name : undefined;
+  const named =
+    (choice as { type?: unknown; function?: { name?: unknown } } | null)?.type === 'function'
+      ? (choice as { function?: { name?: unknown } }).function?.name
+      : undefined;
   if (choice === 'required' || typeof named === 'string') {
     const what = choice === 'required' ? '"required"' : `naming function \`${named}\``;
-    throw new ApiError(400, `tool_choice ${what} cannot be enforced by the training gateway: the policy samples its reply freely (and is trained on exactly that), so it cannot be made to call a tool; send "auto" (or leave tool_choice out) and let the reward teach the call, or "none".`, 'invalid_request_error', 'tool_choice', 'unsupported_parameter');
+    throw new ApiError(
+      400,
+      `tool_choice ${what} cannot be enforced by the training gateway: the policy samples its reply freely (and is trained on exactly that), so it cannot be made to call a tool; send "auto" (or leave tool_choice out) and let the reward teach the call, or "none".`,
+      'invalid_request_error',
+      'tool_choice',
+      'unsupported_parameter',
+    );
   }
-  throw badParam('tool_choice', choice, 'Give "auto", "none", "required" or {"type": "function", "function": {"name": ...}}; the gateway honours "auto" and "none".');
+  throw badParam(
+    'tool_choice',
+    choice,
+    'Give "auto", "none", "required" or {"type": "function", "function": {"name": ...}}; the gateway honours "auto" and "none".',
+  );
 }
 
 /** `tools` checked and written as the prompt shows them (`promptTool`); a bad tool is a 400 naming it. */
 function checkTools(tools: unknown): unknown[] {
   if (tools === undefined || tools === null) return [];
-  if (!Array.isArray(tools)) throw badParam('tools', tools, 'Give an array of {"type": "function", "function": {name, description, parameters}}.');
+  if (!Array.isArray(tools))
+    throw badParam(
+      'tools',
+      tools,
+      'Give an array of {"type": "function", "function": {name, description, parameters}}.',
+    );
   return tools.map((t, i) => {
     const f = (t as { type?: unknown; function?: { name?: unknown } } | null)?.function;
     if ((t as { type?: unknown } | null)?.type !== 'function' || typeof f?.name !== 'string' || f.name === '') {
-      throw badParam(`tools[${i}]`, t, 'Each tool is {"type": "function", "function": {"name": ..., "parameters": {...}}}.');
+      throw badParam(
+        `tools[${i}]`,
+        t,
+        'Each tool is {"type": "function", "function": {"name": ..., "parameters": {...}}}.',
+      );
     }
     try {
       return promptTool(t as { function: { name: string } });
     } catch (err) {
-      throw new ApiError(400, `\`tools[${i}].function.parameters\` (${f.name}): ${(err as Error).message}.`, 'invalid_request_error', `tools[${i}].function.parameters`);
+      throw new ApiError(
+        400,
+        `\`tools[${i}].function.parameters\` (${f.name}): ${(err as Error).message}.`,
+        'invalid_request_error',
+        `tools[${i}].function.parameters`,
+      );
     }
   });
 }
 
 function assistantCall(c: unknown, param: string): { name: string; arguments: unknown } {
   const f = (c as { function?: { name?: unknown; arguments?: unknown } } | null)?.function;
-  if (typeof f?.name !== 'string' || f.name === '') throw badParam(param, c, 'Each tool call is {"id", "type": "function", "function": {"name", "arguments"}}.');
+  if (typeof f?.name !== 'string' || f.name === '')
+    throw badParam(param, c, 'Each tool call is {"id", "type": "function", "function": {"name", "arguments"}}.');
   let args: unknown = f.arguments ?? {};
   if (typeof args === 'string') {
     try {
       args = JSON.parse(args === '' ? '{}' : args);
     } catch {
-      throw new ApiError(400, `\`${param}.function.arguments\` is not JSON (${preview(args)}); send the arguments the model produced, a JSON object as a string.`, 'invalid_request_error', `${param}.function.arguments`);
+      throw new ApiError(
+        400,
+        `\`${param}.function.arguments\` is not JSON (${preview(args)}); send the arguments the model produced, a JSON object as a string.`,
+        'invalid_request_error',
+        `${param}.function.arguments`,
+      );
     }
   }
   return { name: f.name, arguments: args };
@@ -155,6 +204,7 @@ function assistantCall(c: unknown, param: string): { name: string; arguments: un
 
 function textOf(content: unknown, param: string): string {
   if (typeof content === 'string') return content;
-  if (Array.isArray(content) && content.every((p) => typeof (p as { text?: unknown } | null)?.text === 'string')) return content.map((p) => (p as { text: string }).text).join('');
+  if (Array.isArray(content) && content.every((p) => typeof (p as { text?: unknown } | null)?.text === 'string'))
+    return content.map((p) => (p as { text: string }).text).join('');
   throw badParam(param, content, 'Give a string or an array of text parts.');
 }

@@ -22,7 +22,10 @@ export interface AgentProgram {
   agent?: AgentFunction | null;
   /** When set, computes every finished episode's reward from its calls; a reward the program reported is ignored. */
   verifier?: TaskVerifier | null;
-  /** Wall-clock budget of one episode in seconds; past it the program and everything it started are killed (a function is abandoned). */
+  /**
+   * Wall-clock budget of one episode in seconds; past it the program and everything it started are killed (a function
+   * is abandoned).
+   */
   timeoutS: number;
   /** Working directory. @default the trainer's */
   cwd?: string | null;
@@ -49,10 +52,15 @@ export interface TranscriptCall {
 /** A task verifier: the reward of an episode from its task and its calls. */
 export type TaskVerifier = (task: AgentTask, transcript: TranscriptCall[]) => number | Promise<number>;
 
-/** How an episode ended: `ok` (finished with a reward), `no_reward` (finished without one, or its verifier failed), `crashed`, `timeout`. */
+/**
+ * How an episode ended: `ok` (finished with a reward), `no_reward` (finished without one, or its verifier failed),
+ * `crashed`, `timeout`.
+ */
 export type AgentStatus = 'ok' | 'no_reward' | 'crashed' | 'timeout';
 
-/** Where an `ok` episode's reward came from (the first that applies): verifier, HTTP report, exit record / return value. */
+/**
+ * Where an `ok` episode's reward came from (the first that applies): verifier, HTTP report, exit record / return value.
+ */
 export type RewardSource = 'verifier' | 'http' | 'exit' | 'return';
 
 export interface AgentOutcome {
@@ -98,32 +106,67 @@ interface ProgramEnd {
  * reward: the verifier's when one is set (a reported one is then ignored); else the one POSTed to the reward URL;
  * else the exit record (a command's last stdout line `{"reward": x}`) or an in-process agent's return value.
  */
-export async function runAgentEpisode(gateway: Gateway, program: AgentProgram, task: AgentTask, options: RunOptions = {}): Promise<AgentOutcome> {
+export async function runAgentEpisode(
+  gateway: Gateway,
+  program: AgentProgram,
+  task: AgentTask,
+  options: RunOptions = {},
+): Promise<AgentOutcome> {
   const failureReward = options.failureReward ?? 0;
   const say = options.log ?? (() => {});
-  if (!program.agent && !program.command) throw new Error('An agent program needs a command or an in-process agent function.');
-  const { baseUrl, rewardUrl } = gateway.open(task.episodeId, { ...(options.maxCalls !== undefined ? { maxCalls: options.maxCalls } : {}), ...(task.samplingSeed !== undefined ? { seed: task.samplingSeed } : {}) });
+  if (!program.agent && !program.command)
+    throw new Error('An agent program needs a command or an in-process agent function.');
+  const { baseUrl, rewardUrl } = gateway.open(task.episodeId, {
+    ...(options.maxCalls !== undefined ? { maxCalls: options.maxCalls } : {}),
+    ...(task.samplingSeed !== undefined ? { seed: task.samplingSeed } : {}),
+  });
   const start = Date.now();
-  const end = program.agent ? await inProcess(program.agent, program.timeoutS, task, baseUrl, rewardUrl, options, say) : await spawnProgram(program, task, baseUrl, rewardUrl, options, say);
+  const end = program.agent
+    ? await inProcess(program.agent, program.timeoutS, task, baseUrl, rewardUrl, options, say)
+    : await spawnProgram(program, task, baseUrl, rewardUrl, options, say);
   const log = gateway.finish(task.episodeId);
   const reported = log.reward !== undefined ? { reward: log.reward, source: 'http' as const } : end.claimed;
   // A crashed or timed-out program scores failureReward whatever it reported, and is not verified.
-  const verdict = end.failed === null && program.verifier ? await verify(program.verifier, task, log, program.timeoutS) : undefined;
+  const verdict =
+    end.failed === null && program.verifier ? await verify(program.verifier, task, log, program.timeoutS) : undefined;
   let settled: { reward: number; source: RewardSource } | undefined;
-  if (end.failed === null) settled = verdict === undefined ? reported : typeof verdict === 'number' ? { reward: verdict, source: 'verifier' } : undefined;
+  if (end.failed === null)
+    settled =
+      verdict === undefined
+        ? reported
+        : typeof verdict === 'number'
+          ? { reward: verdict, source: 'verifier' }
+          : undefined;
   const status: AgentStatus = end.failed ?? (settled ? 'ok' : 'no_reward');
   const ignoredReward = verdict !== undefined ? reported?.reward : undefined;
   if (typeof verdict === 'object') {
     say(`episode ${task.episodeId}: the verifier failed (${verdict.error}), reward ${failureReward}`);
   } else if (settled?.source === 'verifier' && ignoredReward !== undefined) {
-    say(`episode ${task.episodeId}: the program reported reward ${ignoredReward}, ignored: the verifier scores it ${settled.reward}`);
+    say(
+      `episode ${task.episodeId}: the program reported reward ${ignoredReward}, ignored: the verifier scores it ${settled.reward}`,
+    );
   } else if (status !== 'ok') {
     const why = status === 'timeout' ? ` after ${program.timeoutS}s` : '';
     const how = program.agent ? '' : ` (exit ${end.exitCode ?? end.signal})`;
-    const detail = !end.stderr ? '' : program.agent ? `; error: ${end.stderr.split('\n')[0]}` : `; stderr: ${stderrGist(end.stderr)}`;
+    const detail = !end.stderr
+      ? ''
+      : program.agent
+        ? `; error: ${end.stderr.split('\n')[0]}`
+        : `; stderr: ${stderrGist(end.stderr)}`;
     say(`episode ${task.episodeId}: ${status}${why}${how}, reward ${failureReward}${detail}`);
   }
-  return { task, status, reward: settled?.reward ?? failureReward, rewardSource: settled?.source ?? null, ignoredReward, log, exitCode: end.exitCode, signal: end.signal, stderrTail: end.stderr, durationMs: Date.now() - start };
+  return {
+    task,
+    status,
+    reward: settled?.reward ?? failureReward,
+    rewardSource: settled?.source ?? null,
+    ignoredReward,
+    log,
+    exitCode: end.exitCode,
+    signal: end.signal,
+    stderrTail: end.stderr,
+    durationMs: Date.now() - start,
+  };
 }
 
 /**
@@ -132,7 +175,10 @@ export async function runAgentEpisode(gateway: Gateway, program: AgentProgram, t
  * last three lines.
  */
 export function stderrGist(stderr: string): string {
-  const lines = stderr.split('\n').map((l) => l.trim()).filter((l) => l !== '');
+  const lines = stderr
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '');
   return [...lines].reverse().find((l) => /^[\w.]*(Error|Exception)\b:?/.test(l)) ?? lines.slice(-3).join(' | ');
 }
 
@@ -140,18 +186,30 @@ export function stderrGist(stderr: string): string {
  * Start the command in its own session, marked with a random tag (see process-tree.ts), and wait for it; when it exits
  * or at timeoutS, everything it started is killed. stdout and stderr bounded.
  */
-async function spawnProgram(program: AgentProgram, task: AgentTask, baseUrl: string, rewardUrl: string, options: RunOptions, say: (line: string) => void): Promise<ProgramEnd> {
+async function spawnProgram(
+  program: AgentProgram,
+  task: AgentTask,
+  baseUrl: string,
+  rewardUrl: string,
+  options: RunOptions,
+  say: (line: string) => void,
+): Promise<ProgramEnd> {
   const keep = options.stderrBytes ?? 4096;
   if (!canTrackTree && !warnedNoTree) {
     warnedNoTree = true;
-    say(`agent programs: ${process.platform} has no /proc, so only each program's process group is killed at its episode's end; a child it starts detached (its own session) outlives the episode`);
+    say(
+      `agent programs: ${process.platform} has no /proc, so only each program's process group is killed at its episode's end; a child it starts detached (its own session) outlives the episode`,
+    );
   }
   const tag = randomBytes(16).toString('hex');
   let tree: { root: number; since: number } | undefined;
   const end = () => {
     if (!tree) return;
     const { left } = killEpisodeTree(tree.root, tag, tree.since);
-    if (left > 0) say(`episode ${task.episodeId}: ${left} process(es) the program started could not be killed (not permitted); end them yourself`);
+    if (left > 0)
+      say(
+        `episode ${task.episodeId}: ${left} process(es) the program started could not be killed (not permitted); end them yourself`,
+      );
   };
   let stderr = '';
   let stdout = '';
@@ -206,7 +264,13 @@ async function spawnProgram(program: AgentProgram, task: AgentTask, baseUrl: str
   if (exit.spawnError) stderr = `${stderr}\n${exit.spawnError.message}`.slice(-keep);
   const failed = timedOut ? 'timeout' : exit.code !== 0 ? 'crashed' : null;
   const reward = failed === null ? exitRecordReward(stdout) : undefined;
-  return { failed, claimed: reward === undefined ? undefined : { reward, source: 'exit' }, exitCode: exit.code, signal: exit.signal, stderr };
+  return {
+    failed,
+    claimed: reward === undefined ? undefined : { reward, source: 'exit' },
+    exitCode: exit.code,
+    signal: exit.signal,
+    stderr,
+  };
 }
 
 /** The exit record: the last non-empty line of stdout, when it is a JSON object with a finite `reward`. */
@@ -221,30 +285,61 @@ export function exitRecordReward(stdout: string): number | undefined {
   }
 }
 
-async function inProcess(fn: AgentFunction, timeoutS: number, task: AgentTask, baseUrl: string, rewardUrl: string, options: RunOptions, say: (line: string) => void): Promise<ProgramEnd> {
-  const end = await callAgent(fn, { baseUrl, apiKey: AGENT_API_KEY, rewardUrl, seed: task.seed, group: task.group, episodeId: task.episodeId }, timeoutS, say);
+async function inProcess(
+  fn: AgentFunction,
+  timeoutS: number,
+  task: AgentTask,
+  baseUrl: string,
+  rewardUrl: string,
+  options: RunOptions,
+  say: (line: string) => void,
+): Promise<ProgramEnd> {
+  const end = await callAgent(
+    fn,
+    { baseUrl, apiKey: AGENT_API_KEY, rewardUrl, seed: task.seed, group: task.group, episodeId: task.episodeId },
+    timeoutS,
+    say,
+  );
   const none = { claimed: undefined, exitCode: null, signal: null, stderr: '' };
   if (end.kind === 'timeout') return { ...none, failed: 'timeout' };
-  if (end.kind === 'threw') return { ...none, failed: 'crashed', stderr: errorText(end.error, options.stderrBytes ?? 4096) };
+  if (end.kind === 'threw')
+    return { ...none, failed: 'crashed', stderr: errorText(end.error, options.stderrBytes ?? 4096) };
   let reward: number | undefined;
   try {
     reward = returnedReward(end.value);
   } catch (err) {
     say(`episode ${task.episodeId}: reading the agent's return value threw ${errorText(err, 200).split('\n')[0]}`); // e.g. a getter or a Proxy
   }
-  if (reward === undefined && end.value !== undefined) say(`episode ${task.episodeId}: the agent returned ${describeValue(end.value)}, not a finite number or {reward: <finite number>}; no reward from its return value`);
+  if (reward === undefined && end.value !== undefined)
+    say(
+      `episode ${task.episodeId}: the agent returned ${describeValue(end.value)}, not a finite number or {reward: <finite number>}; no reward from its return value`,
+    );
   return { ...none, failed: null, claimed: reward === undefined ? undefined : { reward, source: 'return' } };
 }
 
 /** The verifier's reward, or why there is none (it threw, returned a non-finite value, or ran past timeoutS). */
-async function verify(verifier: TaskVerifier, task: AgentTask, log: EpisodeLog, timeoutS: number): Promise<number | { error: string }> {
-  const transcript: TranscriptCall[] = log.calls.map((c) => ({ messages: c.messages, tools: c.tools, completion: c.text }));
+async function verify(
+  verifier: TaskVerifier,
+  task: AgentTask,
+  log: EpisodeLog,
+  timeoutS: number,
+): Promise<number | { error: string }> {
+  const transcript: TranscriptCall[] = log.calls.map((c) => ({
+    messages: c.messages,
+    tools: c.tools,
+    completion: c.text,
+  }));
   let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<{ error: string }>((resolve) => (timer = setTimeout(() => resolve({ error: `it ran past ${timeoutS}s` }), timeoutS * 1000)));
+  const late = new Promise<{ error: string }>(
+    (resolve) => (timer = setTimeout(() => resolve({ error: `it ran past ${timeoutS}s` }), timeoutS * 1000)),
+  );
   const run = Promise.resolve()
     .then(() => verifier({ ...task }, transcript))
     .then(
-      (r) => (typeof r === 'number' && Number.isFinite(r) ? r : { error: `it returned ${describeValue(r)}, not a finite number` }),
+      (r) =>
+        typeof r === 'number' && Number.isFinite(r)
+          ? r
+          : { error: `it returned ${describeValue(r)}, not a finite number` },
       (err: unknown) => ({ error: `it threw ${errorText(err, 300).split('\n')[0]}` }),
     );
   try {
@@ -255,7 +350,12 @@ async function verify(verifier: TaskVerifier, task: AgentTask, log: EpisodeLog, 
 }
 
 /** Run every task, at most `concurrency` programs at once; outcomes in task order. */
-export async function runAgentEpisodes(gateway: Gateway, program: AgentProgram, tasks: readonly AgentTask[], options: RunOptions = {}): Promise<AgentOutcome[]> {
+export async function runAgentEpisodes(
+  gateway: Gateway,
+  program: AgentProgram,
+  tasks: readonly AgentTask[],
+  options: RunOptions = {},
+): Promise<AgentOutcome[]> {
   const concurrency = Math.max(1, options.concurrency ?? 4);
   const outcomes = new Array<AgentOutcome>(tasks.length);
   let next = 0;

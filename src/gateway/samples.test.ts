@@ -7,7 +7,16 @@ import { chainCalls, samplesFromCalls } from './samples.js';
 let next = 0;
 /** A call record; log-probs are -(id / 100) so each sampled id's log-prob is recognisable. */
 function call(promptIds: number[], completionIds: number[], index = next++): CallRecord {
-  return { index, promptIds, completionIds, logprobs: completionIds.map((id) => -id / 100), finishReason: 'stop', text: '', messages: [], tools: null };
+  return {
+    index,
+    promptIds,
+    completionIds,
+    logprobs: completionIds.map((id) => -id / 100),
+    finishReason: 'stop',
+    text: '',
+    messages: [],
+    tools: null,
+  };
 }
 
 describe('samples from calls', () => {
@@ -37,12 +46,21 @@ describe('samples from calls', () => {
   });
 
   it('keeps two interleaved conversations as two chains, each merged', () => {
-    const chains = chainCalls([call([1, 2], [10], 0), call([7, 8], [20], 1), call([1, 2, 10, 3], [11], 2), call([7, 8, 20, 9], [21], 3)]);
-    expect(chains.map((c) => c.calls)).toEqual([[0, 2], [1, 3]]);
+    const chains = chainCalls([
+      call([1, 2], [10], 0),
+      call([7, 8], [20], 1),
+      call([1, 2, 10, 3], [11], 2),
+      call([7, 8, 20, 9], [21], 3),
+    ]);
+    expect(chains.map((c) => c.calls)).toEqual([
+      [0, 2],
+      [1, 3],
+    ]);
   });
 
   it('continues the most recently extended chain when two could be extended', () => {
-    // Call 1 rewrites call 0's reply to the same prefix, so call 2 extends both [1 2 10] prefixes; it continues the latest.
+    // Call 1 rewrites call 0's reply to the same prefix, so call 2 extends both [1 2 10] prefixes; it continues the
+    // latest.
     const chains = chainCalls([call([1, 2], [10], 0), call([1, 2], [10], 1), call([1, 2, 10, 5], [11], 2)]);
     expect(chains.map((c) => c.calls)).toEqual([[0], [1, 2]]);
   });
@@ -52,8 +70,12 @@ describe('samples from calls', () => {
     expect(chains.map((c) => c.calls)).toEqual([[0, 1]]);
   });
 
-  it('gives every sample the episode reward on its last sampled token, turns numbered by the episode\'s calls', () => {
-    const samples = samplesFromCalls([call([1, 2], [10, 11], 0), call([1, 2, 10, 11, 3], [12, 13], 1), call([6], [14], 2)], 0.5, { episode: 4, group: 1, tag: 'agent' });
+  it("gives every sample the episode reward on its last sampled token, turns numbered by the episode's calls", () => {
+    const samples = samplesFromCalls(
+      [call([1, 2], [10, 11], 0), call([1, 2, 10, 11, 3], [12, 13], 1), call([6], [14], 2)],
+      0.5,
+      { episode: 4, group: 1, tag: 'agent' },
+    );
     expect(samples).toHaveLength(2);
     expect(samples[0]!.rewards).toEqual([0, 0, 0, 0, 0, 0, 0.5]);
     expect(samples[0]!.turnIds).toEqual([-1, -1, 0, 0, -1, 1, 1]);
@@ -61,7 +83,8 @@ describe('samples from calls', () => {
     expect(samples[1]!.rewards).toEqual([0, 0.5]);
     expect(samples[1]!.turnIds).toEqual([-1, 2]); // the episode's third call, though its sample's first
     expect(samples[1]!.turns).toEqual([2]);
-    for (const s of samples) expect([s.score, s.episode, s.group, s.tag, s.length]).toEqual([0.5, 4, 1, 'agent', s.ids.length]);
+    for (const s of samples)
+      expect([s.score, s.episode, s.group, s.tag, s.length]).toEqual([0.5, 4, 1, 'agent', s.ids.length]);
   });
 
   it('refuses a record whose log-probs do not match its ids', () => {

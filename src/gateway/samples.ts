@@ -33,7 +33,10 @@ export function chainCalls(calls: readonly CallRecord[]): CallChain[] {
   let order: CallChain[] = []; // most recently extended first
   for (const call of [...calls].sort((a, b) => a.index - b.index)) {
     if (call.completionIds.length === 0) continue;
-    if (call.logprobs.length !== call.completionIds.length) throw new Error(`Call ${call.index} has ${call.completionIds.length} completion ids but ${call.logprobs.length} log-probs; a call record keeps one log-prob per sampled id.`);
+    if (call.logprobs.length !== call.completionIds.length)
+      throw new Error(
+        `Call ${call.index} has ${call.completionIds.length} completion ids but ${call.logprobs.length} log-probs; a call record keeps one log-prob per sampled id.`,
+      );
     let chain = order.find((c) => extendsIds(call.promptIds, c.ids));
     if (!chain) {
       chain = { ids: [], lossMask: [], logprobs: [], callIds: [], calls: [] };
@@ -56,7 +59,11 @@ export function chainCalls(calls: readonly CallRecord[]): CallChain[] {
  * at position k of `calls` (arrival order) is turn k, in whichever chain it landed, so a split episode's records and
  * per-turn advantages line up with its calls.
  */
-export function samplesFromCalls(calls: readonly CallRecord[], reward: number, meta: { episode: number; group: number; tag: string }): TrainingSample[] {
+export function samplesFromCalls(
+  calls: readonly CallRecord[],
+  reward: number,
+  meta: { episode: number; group: number; tag: string },
+): TrainingSample[] {
   const turnOf = new Map([...calls].sort((a, b) => a.index - b.index).map((c, k) => [c.index, k]));
   return chainCalls(calls).map((chain) => {
     const rewards = new Array<number>(chain.ids.length).fill(0);

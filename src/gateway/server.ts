@@ -7,7 +7,19 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { NonFiniteLogitsError, type Engine } from '../engine/index.js';
 import type { Tokenizer } from '../tokenizer/index.js';
 import type { Generation } from '../engine/index.js';
-import { ApiError, ClientGone, badParam, chatPromptIds, choiceJobs, completionText, parseChatRequest, readJsonBody, runChoices, handlerContext, type HandlerContext } from '../serve/index.js';
+import {
+  ApiError,
+  ClientGone,
+  badParam,
+  chatPromptIds,
+  choiceJobs,
+  completionText,
+  parseChatRequest,
+  readJsonBody,
+  runChoices,
+  handlerContext,
+  type HandlerContext,
+} from '../serve/index.js';
 import { EpisodeBook, type EpisodeLog } from './episodes.js';
 import { lowerToolMessages, parseToolCalls, toolChoiceOf } from './qwen-tools.js';
 import { ChatStream } from './stream.js';
@@ -28,7 +40,10 @@ export interface GatewayOptions {
   maxBodyBytes?: number;
   /** Most tokens one call may generate. @default 1024 */
   maxTokens?: number;
-  /** Calls one episode may make unless `open` says otherwise; later ones get 429 and are counted as refused. @default 256 */
+  /**
+   * Calls one episode may make unless `open` says otherwise; later ones get 429 and are counted as refused. @default
+   * 256
+   */
   maxCallsPerEpisode?: number;
   /** Generation requests in flight at once over all episodes; more get 429. @default 512 */
   maxConcurrent?: number;
@@ -45,7 +60,8 @@ export interface GatewayOptions {
  * Episode-scoped OpenAI routes: GET /episodes/<secret>/v1/models, POST /episodes/<secret>/v1/chat/completions (with
  * `tools`; `stream` token by token where the engine reports decode steps), POST /episodes/<secret>/reward
  * `{"reward": number}`. `<secret>` is 192 random bits made by `open` and valid until `finish`: any other path gets 404
- * and is counted (`takeUnauthorized`), so a process that knows the port and the episode ids cannot write into an episode.
+ * and is counted (`takeUnauthorized`), so a process that knows the port and the episode ids cannot write into an
+ * episode.
  */
 export class Gateway {
   readonly http: Server;
@@ -95,11 +111,15 @@ export class Gateway {
   /**
    * Open episode `id` (its call limit `maxCalls`, default the gateway's); returns its OpenAI base URL
    * (`…/episodes/<secret>/v1`), reward URL and secret: a fresh 192-bit random token, the only way into the episode,
-   * for its program alone (`id` names it in records, never in URLs). With `seed`, call k samples with seed `callSeed(seed, k)` whatever the request says, so an episode's
+   * for its program alone (`id` names it in records, never in URLs). With `seed`, call k samples with seed
+   * `callSeed(seed, k)` whatever the request says, so an episode's
    * tokens depend on its seed and prompts only, not on which calls of other episodes shared its batch (the trainer's
    * same seed -> same metrics; such calls run in batches of their own).
    */
-  open(id: string, options: { maxCalls?: number; seed?: number } = {}): { baseUrl: string; rewardUrl: string; secret: string } {
+  open(
+    id: string,
+    options: { maxCalls?: number; seed?: number } = {},
+  ): { baseUrl: string; rewardUrl: string; secret: string } {
     if (this.base === '') throw new Error('Call listen() before opening episodes.');
     this.book.start(id, options.maxCalls ?? this.options.maxCallsPerEpisode ?? 256);
     if (options.seed !== undefined) this.seeds.set(id, options.seed);
@@ -107,7 +127,11 @@ export class Gateway {
     const digest = digestOf(secret);
     this.routes.set(digest, id);
     this.digests.set(id, digest);
-    return { baseUrl: `${this.base}/episodes/${secret}/v1`, rewardUrl: `${this.base}/episodes/${secret}/reward`, secret };
+    return {
+      baseUrl: `${this.base}/episodes/${secret}/v1`,
+      rewardUrl: `${this.base}/episodes/${secret}/reward`,
+      secret,
+    };
   }
 
   /** Close episode `id` (its secret stops working: later calls get 404) and return what it recorded. */
@@ -148,27 +172,77 @@ export class Gateway {
     const m = /^\/episodes\/([^/]+)(\/.*)$/.exec(path);
     if (!m) {
       this.unauthorized++;
-      throw new ApiError(404, `Unknown route ${req.method} ${path}; the gateway answers under /episodes/<secret>/v1/ (the URL in OPENAI_BASE_URL).`, 'invalid_request_error', null, 'unknown_route');
+      throw new ApiError(
+        404,
+        `Unknown route ${req.method} ${path}; the gateway answers under /episodes/<secret>/v1/ (the URL in OPENAI_BASE_URL).`,
+        'invalid_request_error',
+        null,
+        'unknown_route',
+      );
     }
     const [, secret, rest] = m as unknown as [string, string, string];
     const id = this.routes.get(digestOf(secret));
     const ep = id === undefined ? undefined : this.book.get(id);
     if (!ep) {
       this.unauthorized++;
-      throw new ApiError(404, 'No open episode has this URL (its episode ended, or the secret in it is wrong); use the OPENAI_BASE_URL your program was given.', 'invalid_request_error', null, 'episode_not_found');
+      throw new ApiError(
+        404,
+        'No open episode has this URL (its episode ended, or the secret in it is wrong); use the OPENAI_BASE_URL your program was given.',
+        'invalid_request_error',
+        null,
+        'episode_not_found',
+      );
     }
-    if (rest === '/v1/models') return this.json(res, 200, { object: 'list', data: [{ id: this.options.modelName, object: 'model', created: 0, owned_by: 'ragen' }] });
-    if (req.method !== 'POST') throw new ApiError(405, `${req.method} is not allowed on ${rest}; use POST.`, 'invalid_request_error', null, 'method_not_allowed');
+    if (rest === '/v1/models')
+      return this.json(res, 200, {
+        object: 'list',
+        data: [{ id: this.options.modelName, object: 'model', created: 0, owned_by: 'ragen' }],
+      });
+    if (req.method !== 'POST')
+      throw new ApiError(
+        405,
+        `${req.method} is not allowed on ${rest}; use POST.`,
+        'invalid_request_error',
+        null,
+        'method_not_allowed',
+      );
     if (rest === '/reward') return this.reward(req, res, ep);
-    if (rest === '/v1/responses') throw new ApiError(404, `The gateway serves chat completions, not the Responses API (POST …/v1/responses of episode ${ep.id}); point your client at chat completions: the OpenAI Agents SDK with setOpenAIAPI('chat_completions'), the AI SDK with openai.chat(...), LangChain's ChatOpenAI with useResponsesApi: false.`, 'invalid_request_error', null, 'unknown_route');
-    if (rest !== '/v1/chat/completions') throw new ApiError(404, `Unknown route POST …${rest} of episode ${ep.id}; the gateway has POST …/v1/chat/completions and POST …/reward.`, 'invalid_request_error', null, 'unknown_route');
+    if (rest === '/v1/responses')
+      throw new ApiError(
+        404,
+        `The gateway serves chat completions, not the Responses API (POST …/v1/responses of episode ${ep.id}); point your client at chat completions: the OpenAI Agents SDK with setOpenAIAPI('chat_completions'), the AI SDK with openai.chat(...), LangChain's ChatOpenAI with useResponsesApi: false.`,
+        'invalid_request_error',
+        null,
+        'unknown_route',
+      );
+    if (rest !== '/v1/chat/completions')
+      throw new ApiError(
+        404,
+        `Unknown route POST …${rest} of episode ${ep.id}; the gateway has POST …/v1/chat/completions and POST …/reward.`,
+        'invalid_request_error',
+        null,
+        'unknown_route',
+      );
     const maxCalls = ep.maxCalls;
     if (ep.started >= maxCalls) {
       ep.refusedCalls++;
-      throw new ApiError(429, `Episode ${id} made ${ep.started} calls, its limit (maxCalls ${maxCalls}); finish the task with the calls made.`, 'rate_limit_error', null, 'episode_call_limit');
+      throw new ApiError(
+        429,
+        `Episode ${id} made ${ep.started} calls, its limit (maxCalls ${maxCalls}); finish the task with the calls made.`,
+        'rate_limit_error',
+        null,
+        'episode_call_limit',
+      );
     }
     const maxConcurrent = this.options.maxConcurrent ?? 512;
-    if (this.inFlight >= maxConcurrent) throw new ApiError(429, `The gateway is answering ${this.inFlight} calls, its limit (${maxConcurrent}); retry shortly.`, 'rate_limit_error', null, 'rate_limit_exceeded');
+    if (this.inFlight >= maxConcurrent)
+      throw new ApiError(
+        429,
+        `The gateway is answering ${this.inFlight} calls, its limit (${maxConcurrent}); retry shortly.`,
+        'rate_limit_error',
+        null,
+        'rate_limit_exceeded',
+      );
     this.inFlight++;
     try {
       await this.chat(req, res, ep, ep.started++);
@@ -179,24 +253,47 @@ export class Gateway {
 
   private async chat(req: IncomingMessage, res: ServerResponse, ep: EpisodeLog, index: number): Promise<void> {
     const body = await readJsonBody(req, this.options.maxBodyBytes ?? 1 << 20);
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ApiError(400, 'The request body must be a JSON object.');
+    if (typeof body !== 'object' || body === null || Array.isArray(body))
+      throw new ApiError(400, 'The request body must be a JSON object.');
     const b = body as Record<string, unknown>;
     const toolChoice = toolChoiceOf(b['tool_choice']);
     const parallel = b['parallel_tool_calls'];
-    if (parallel !== undefined && parallel !== null && typeof parallel !== 'boolean') throw badParam('parallel_tool_calls', parallel, 'Give true or false.');
-    if (b['n'] !== undefined && b['n'] !== null && b['n'] !== 1) throw new ApiError(400, `n ${JSON.stringify(b['n'])}: the gateway records one completion per call; send n 1 (or leave it out).`, 'invalid_request_error', 'n');
-    const lowered = { ...b, model: this.options.modelName, messages: lowerToolMessages(b['messages'], b['tools'], toolChoice), tools: undefined, tool_choice: undefined, parallel_tool_calls: undefined };
+    if (parallel !== undefined && parallel !== null && typeof parallel !== 'boolean')
+      throw badParam('parallel_tool_calls', parallel, 'Give true or false.');
+    if (b['n'] !== undefined && b['n'] !== null && b['n'] !== 1)
+      throw new ApiError(
+        400,
+        `n ${JSON.stringify(b['n'])}: the gateway records one completion per call; send n 1 (or leave it out).`,
+        'invalid_request_error',
+        'n',
+      );
+    const lowered = {
+      ...b,
+      model: this.options.modelName,
+      messages: lowerToolMessages(b['messages'], b['tools'], toolChoice),
+      tools: undefined,
+      tool_choice: undefined,
+      parallel_tool_calls: undefined,
+    };
     const parsed = parseChatRequest(lowered, { maxChoices: 1, vocabSize: this.options.vocabSize });
     const s = this.options.sampling;
     const seed = this.seeds.get(ep.id);
-    const request = { ...parsed, ...(s ? { temperature: s.temperature, topP: s.topP, topK: s.topK } : {}), ...(seed !== undefined ? { seed: callSeed(seed, index) } : {}) };
+    const request = {
+      ...parsed,
+      ...(s ? { temperature: s.temperature, topP: s.topP, topK: s.topK } : {}),
+      ...(seed !== undefined ? { seed: callSeed(seed, index) } : {}),
+    };
     const prompt = chatPromptIds(this.ctx, request);
     const abort = new AbortController();
     res.on('close', () => {
       if (!res.writableFinished) abort.abort();
     });
     const withTools = Array.isArray(b['tools']) && b['tools'].length > 0 && toolChoice !== 'none';
-    const head = { id: `chatcmpl-${randomUUID()}`, created: Math.floor(Date.now() / 1000), model: typeof b['model'] === 'string' ? b['model'] : this.options.modelName };
+    const head = {
+      id: `chatcmpl-${randomUUID()}`,
+      created: Math.floor(Date.now() / 1000),
+      model: typeof b['model'] === 'string' ? b['model'] : this.options.modelName,
+    };
     let gen: Generation;
     let stream: ChatStream | undefined;
     if (parsed.stream) {
@@ -209,21 +306,58 @@ export class Gateway {
       gen = (await runChoices(this.ctx, request, [prompt], abort.signal))[0]!.gen;
     }
     // An answer its agent did not wait for is not recorded: the agent never saw it, so it is no turn to train on.
-    if (abort.signal.aborted) throw new ClientGone(`episode ${ep.id}: the agent disconnected before call ${index} was answered; the call is not recorded`);
+    if (abort.signal.aborted)
+      throw new ClientGone(
+        `episode ${ep.id}: the agent disconnected before call ${index} was answered; the call is not recorded`,
+      );
     const text = completionText(this.ctx.tokenizer, gen, this.ctx.stopTokenIds, request.stop);
-    if (!this.book.get(ep.id)) throw new ApiError(404, `Episode ${ep.id} ended while this call ran; its answer is not recorded.`, 'invalid_request_error', null, 'episode_not_found');
+    if (!this.book.get(ep.id))
+      throw new ApiError(
+        404,
+        `Episode ${ep.id} ended while this call ran; its answer is not recorded.`,
+        'invalid_request_error',
+        null,
+        'episode_not_found',
+      );
     const messages = Array.isArray(b['messages']) ? (b['messages'] as unknown[]) : [];
-    ep.calls.push({ index, promptIds: prompt, completionIds: [...gen.tokens], logprobs: [...gen.logprobs], finishReason: gen.finishReason, text, messages, tools: withTools ? (b['tools'] as unknown[]) : null });
-    const { content, calls } = withTools ? parseToolCalls(text, `call_${ep.id}_${index}`) : { content: text, calls: [] };
-    // Qwen's format has no switch for one call per reply; the program gets every call the policy wrote (and trained on).
-    if (parallel === false && calls.length > 1) this.log(`episode ${ep.id} call ${index}: parallel_tool_calls is false but the policy wrote ${calls.length} calls; all are returned`);
+    ep.calls.push({
+      index,
+      promptIds: prompt,
+      completionIds: [...gen.tokens],
+      logprobs: [...gen.logprobs],
+      finishReason: gen.finishReason,
+      text,
+      messages,
+      tools: withTools ? (b['tools'] as unknown[]) : null,
+    });
+    const { content, calls } = withTools
+      ? parseToolCalls(text, `call_${ep.id}_${index}`)
+      : { content: text, calls: [] };
+    // Qwen's format has no switch for one call per reply; the program gets every call the policy wrote (and trained
+    // on).
+    if (parallel === false && calls.length > 1)
+      this.log(
+        `episode ${ep.id} call ${index}: parallel_tool_calls is false but the policy wrote ${calls.length} calls; all are returned`,
+      );
     const finish = calls.length > 0 ? 'tool_calls' : gen.finishReason;
-    const usage = { prompt_tokens: prompt.length, completion_tokens: gen.tokens.length, total_tokens: prompt.length + gen.tokens.length };
+    const usage = {
+      prompt_tokens: prompt.length,
+      completion_tokens: gen.tokens.length,
+      total_tokens: prompt.length + gen.tokens.length,
+    };
     if (stream) return stream.finish(content, calls, finish, parsed.includeUsage ? usage : undefined);
     this.json(res, 200, {
       ...head,
       object: 'chat.completion',
-      choices: [{ index: 0, message: { role: 'assistant', content, ...(calls.length > 0 ? { tool_calls: calls } : {}) }, logprobs: null, finish_reason: finish, ...(parsed.returnTokenIds ? { token_ids: gen.tokens } : {}) }],
+      choices: [
+        {
+          index: 0,
+          message: { role: 'assistant', content, ...(calls.length > 0 ? { tool_calls: calls } : {}) },
+          logprobs: null,
+          finish_reason: finish,
+          ...(parsed.returnTokenIds ? { token_ids: gen.tokens } : {}),
+        },
+      ],
       usage,
       ...(parsed.returnTokenIds ? { prompt_token_ids: prompt } : {}),
     });
@@ -232,10 +366,22 @@ export class Gateway {
   private async reward(req: IncomingMessage, res: ServerResponse, ep: EpisodeLog): Promise<void> {
     const body = (await readJsonBody(req, 64 * 1024)) as { reward?: unknown } | null;
     const r = body?.reward;
-    if (typeof r !== 'number' || !Number.isFinite(r)) throw new ApiError(400, `Invalid reward ${JSON.stringify(r ?? null)}; send {"reward": <finite number>}.`, 'invalid_request_error', 'reward');
+    if (typeof r !== 'number' || !Number.isFinite(r))
+      throw new ApiError(
+        400,
+        `Invalid reward ${JSON.stringify(r ?? null)}; send {"reward": <finite number>}.`,
+        'invalid_request_error',
+        'reward',
+      );
     if (ep.reward !== undefined) {
       ep.duplicateRewards++;
-      throw new ApiError(409, `Episode ${ep.id} already reported reward ${ep.reward}; an episode reports one reward.`, 'invalid_request_error', 'reward', 'reward_already_set');
+      throw new ApiError(
+        409,
+        `Episode ${ep.id} already reported reward ${ep.reward}; an episode reports one reward.`,
+        'invalid_request_error',
+        'reward',
+        'reward_already_set',
+      );
     }
     ep.reward = r;
     this.json(res, 200, { ok: true, reward: r });
@@ -244,14 +390,28 @@ export class Gateway {
   private json(res: ServerResponse, status: number, body: unknown): void {
     if (res.destroyed || res.headersSent) return;
     const text = JSON.stringify(body);
-    res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text), ...(status === 413 ? { Connection: 'close' } : {}) });
+    res.writeHead(status, {
+      'Content-Type': 'application/json',
+      'Content-Length': Buffer.byteLength(text),
+      ...(status === 413 ? { Connection: 'close' } : {}),
+    });
     res.end(text);
   }
 
   private fail(res: ServerResponse, err: unknown): void {
     if (err instanceof NonFiniteLogitsError) this.engineFailure ??= err;
-    if (err instanceof ClientGone || res.destroyed) return this.log(`client gone: ${(err as Error)?.message ?? String(err)}`);
-    const e = err instanceof ApiError ? err : new ApiError(500, `The gateway failed on this request: ${(err as Error)?.message ?? String(err)}`, 'server_error', null, 'internal_error');
+    if (err instanceof ClientGone || res.destroyed)
+      return this.log(`client gone: ${(err as Error)?.message ?? String(err)}`);
+    const e =
+      err instanceof ApiError
+        ? err
+        : new ApiError(
+            500,
+            `The gateway failed on this request: ${(err as Error)?.message ?? String(err)}`,
+            'server_error',
+            null,
+            'internal_error',
+          );
     if (e.status >= 500) this.log(`500: ${(err as Error)?.stack ?? String(err)}`);
     // Mid-stream the status is gone: the error goes in the stream, which ends.
     if (res.headersSent) return void (res.destroyed ? undefined : res.end(`data: ${JSON.stringify(e.body())}\n\n`));

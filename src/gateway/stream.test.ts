@@ -48,10 +48,16 @@ function scripted(text: string): Engine {
     kind: 'scripted',
     forward: () => Promise.reject(new Error('not used')),
     async generate(prompts, params: SamplingParams) {
-      const gens = prompts.map(() => ({ tokens: [] as number[], logprobs: [] as number[], finishReason: 'stop' as const }));
+      const gens = prompts.map(() => ({
+        tokens: [] as number[],
+        logprobs: [] as number[],
+        finishReason: 'stop' as const,
+      }));
       for (const [t, id] of ids.slice(0, params.maxNewTokens).entries()) {
-        params.onTokens?.(prompts.map((_, index) => ({ index, token: id, logprob: -0.5, stopped: t === ids.length - 1 })));
-        for (const g of gens) g.tokens.push(id), g.logprobs.push(-0.5);
+        params.onTokens?.(
+          prompts.map((_, index) => ({ index, token: id, logprob: -0.5, stopped: t === ids.length - 1 })),
+        );
+        for (const g of gens) (g.tokens.push(id), g.logprobs.push(-0.5));
         await new Promise((r) => setImmediate(r));
       }
       return gens;
@@ -59,9 +65,17 @@ function scripted(text: string): Engine {
   };
 }
 
-/** POST a streaming chat call with fetch; returns the content deltas with their arrival times, and the parsed chunks. */
-async function streamRaw(baseUrl: string, body: Record<string, unknown>): Promise<{ deltas: { text: string; at: number }[]; chunks: Record<string, unknown>[] }> {
-  const res = await fetch(`${baseUrl}/chat/completions`, { method: 'POST', body: JSON.stringify({ ...body, stream: true }) });
+/**
+ * POST a streaming chat call with fetch; returns the content deltas with their arrival times, and the parsed chunks.
+ */
+async function streamRaw(
+  baseUrl: string,
+  body: Record<string, unknown>,
+): Promise<{ deltas: { text: string; at: number }[]; chunks: Record<string, unknown>[] }> {
+  const res = await fetch(`${baseUrl}/chat/completions`, {
+    method: 'POST',
+    body: JSON.stringify({ ...body, stream: true }),
+  });
   expect(res.status).toBe(200);
   const deltas: { text: string; at: number }[] = [];
   const chunks: Record<string, unknown>[] = [];
@@ -87,10 +101,18 @@ describe('gateway streaming', () => {
   it('sends content while the local engine samples; the deltas are the whole answer; the recorded ids the sampled ones', async () => {
     const engine = spied(target.engine);
     const gateway = await gatewayOver(engine);
-    const body = { model: 'p', messages: [{ role: 'user', content: 'Tell me a long story about boxes.' }], max_tokens: 40, temperature: 1, seed: 4 };
+    const body = {
+      model: 'p',
+      messages: [{ role: 'user', content: 'Tell me a long story about boxes.' }],
+      max_tokens: 40,
+      temperature: 1,
+      seed: 4,
+    };
     const { baseUrl } = gateway.open('s-long');
     const streamed = await streamRaw(baseUrl, body);
-    const plain = (await (await fetch(`${baseUrl}/chat/completions`, { method: 'POST', body: JSON.stringify(body) })).json()) as { choices: { message: { content: string } }[] };
+    const plain = (await (
+      await fetch(`${baseUrl}/chat/completions`, { method: 'POST', body: JSON.stringify(body) })
+    ).json()) as { choices: { message: { content: string } }[] };
     const log = gateway.finish('s-long');
 
     const [first, second] = engine.returned;
@@ -121,7 +143,12 @@ describe('gateway streaming', () => {
     const gateway = await gatewayOver(scripted(text));
     const { baseUrl } = gateway.open('s-tool');
     const client = new OpenAI({ baseURL: baseUrl, apiKey: 'x', maxRetries: 0 });
-    const tools = [{ type: 'function' as const, function: { name: 'calc', parameters: { type: 'object', properties: { expr: { type: 'string' } } } } }];
+    const tools = [
+      {
+        type: 'function' as const,
+        function: { name: 'calc', parameters: { type: 'object', properties: { expr: { type: 'string' } } } },
+      },
+    ];
     const messages = [{ role: 'user' as const, content: 'What is 2+3?' }];
     const contentDeltas: string[] = [];
     const stream = client.chat.completions.stream({ model: 'p', messages, tools });
@@ -132,13 +159,19 @@ describe('gateway streaming', () => {
 
     const msg = final.choices[0]!.message;
     expect(final.choices[0]!.finish_reason).toBe('tool_calls');
-    expect(msg.tool_calls?.map((c) => c.type === 'function' && [c.function.name, JSON.parse(c.function.arguments)])).toEqual([['calc', { expr: '2+3' }]]);
+    expect(
+      msg.tool_calls?.map((c) => c.type === 'function' && [c.function.name, JSON.parse(c.function.arguments)]),
+    ).toEqual([['calc', { expr: '2+3' }]]);
     expect(msg.content).toBe('Let me compute é.');
     expect(contentDeltas.length).toBeGreaterThan(1);
     expect(contentDeltas.join('')).toBe(plain.choices[0]!.message.content);
     for (const d of contentDeltas) expect(d).not.toMatch(/<|tool_call/);
-    expect(plain.choices[0]!.message.tool_calls?.map((c) => c.type === 'function' && c.function.arguments)).toEqual(msg.tool_calls?.map((c) => c.type === 'function' && c.function.arguments));
-    expect(log.calls.map((c) => c.completionIds)).toEqual([0, 1].map(() => [...target.tokenizer.encode(text), target.tokenizer.eosTokenId]));
+    expect(plain.choices[0]!.message.tool_calls?.map((c) => c.type === 'function' && c.function.arguments)).toEqual(
+      msg.tool_calls?.map((c) => c.type === 'function' && c.function.arguments),
+    );
+    expect(log.calls.map((c) => c.completionIds)).toEqual(
+      [0, 1].map(() => [...target.tokenizer.encode(text), target.tokenizer.eosTokenId]),
+    );
   }, 30_000);
 });
 

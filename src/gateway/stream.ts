@@ -52,12 +52,16 @@ export class ToolHold {
   }
 }
 
-/** Length of `s` without its trailing whitespace (a newline before `<tool_call>` is not content, see parseToolCalls). */
+/**
+ * Length of `s` without its trailing whitespace (a newline before `<tool_call>` is not content, see parseToolCalls).
+ */
 function trimEndLength(s: string): number {
   return s.replace(/\s+$/, '').length;
 }
 
-/** One streamed chat answer: `start` sends headers and the role, `token` each sampled id, `finish` the rest and [DONE]. */
+/**
+ * One streamed chat answer: `start` sends headers and the role, `token` each sampled id, `finish` the rest and [DONE].
+ */
 export class ChatStream {
   private readonly decoder: StreamText;
   private readonly hold: ToolHold;
@@ -74,7 +78,11 @@ export class ChatStream {
   }
 
   start(): void {
-    this.res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', Connection: 'keep-alive' });
+    this.res.writeHead(200, {
+      'Content-Type': 'text/event-stream',
+      'Cache-Control': 'no-cache',
+      Connection: 'keep-alive',
+    });
     this.send([delta({ role: 'assistant', content: '' })]);
   }
 
@@ -88,19 +96,32 @@ export class ChatStream {
    * The end of the answer: the content not yet sent (`content` is the whole answer's, as the non-streamed response
    * has it), each tool call in one delta, the finish reason, usage if asked, then [DONE].
    */
-  finish(content: string | null, calls: readonly ToolCall[], finishReason: string, usage: Record<string, number> | undefined): void {
+  finish(
+    content: string | null,
+    calls: readonly ToolCall[],
+    finishReason: string,
+    usage: Record<string, number> | undefined,
+  ): void {
     const sent = this.hold.sentText;
     const whole = content ?? '';
-    if (!whole.startsWith(sent)) throw new Error(`streamed content ${JSON.stringify(sent)} is not a prefix of the answer's content ${JSON.stringify(whole)}`);
+    if (!whole.startsWith(sent))
+      throw new Error(
+        `streamed content ${JSON.stringify(sent)} is not a prefix of the answer's content ${JSON.stringify(whole)}`,
+      );
     if (whole.length > sent.length) this.send([delta({ content: whole.slice(sent.length) })]);
-    calls.forEach((c, i) => this.send([delta({ tool_calls: [{ index: i, id: c.id, type: 'function', function: c.function }] })]));
+    calls.forEach((c, i) =>
+      this.send([delta({ tool_calls: [{ index: i, id: c.id, type: 'function', function: c.function }] })]),
+    );
     this.send([delta({}, finishReason)]);
     if (usage) this.send([], { usage });
     if (!this.res.destroyed) this.res.end('data: [DONE]\n\n');
   }
 
   private send(choices: unknown[], extra: Record<string, unknown> = {}): void {
-    if (!this.res.destroyed) this.res.write(`data: ${JSON.stringify({ ...this.head, object: 'chat.completion.chunk', choices, ...extra })}\n\n`);
+    if (!this.res.destroyed)
+      this.res.write(
+        `data: ${JSON.stringify({ ...this.head, object: 'chat.completion.chunk', choices, ...extra })}\n\n`,
+      );
   }
 }
 

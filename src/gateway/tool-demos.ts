@@ -35,21 +35,38 @@ export function toolDemoCalls(tokenizer: Tokenizer, demo: ToolDemo): CallRecord[
   const messages: Record<string, unknown>[] = [...demo.messages];
   const calls: CallRecord[] = [];
   const answer = (text: string): void => {
-    const rendered = tokenizer.applyChatTemplate(lowerToolMessages(messages, demo.tools) as ChatMessage[], { addGenerationPrompt: true });
+    const rendered = tokenizer.applyChatTemplate(lowerToolMessages(messages, demo.tools) as ChatMessage[], {
+      addGenerationPrompt: true,
+    });
     const completionIds = [...tokenizer.encode(text), tokenizer.eosTokenId];
-    calls.push({ index: calls.length, promptIds: tokenizer.encode(rendered), completionIds, logprobs: completionIds.map(() => 0), finishReason: 'stop', text, messages: [...messages], tools: [...demo.tools] });
+    calls.push({
+      index: calls.length,
+      promptIds: tokenizer.encode(rendered),
+      completionIds,
+      logprobs: completionIds.map(() => 0),
+      finishReason: 'stop',
+      text,
+      messages: [...messages],
+      tools: [...demo.tools],
+    });
   };
   demo.steps.forEach((step, k) => {
     answer(callText({ name: step.name, arguments: step.arguments }));
     const id = `call_${k}`;
-    messages.push({ role: 'assistant', content: null, tool_calls: [{ id, type: 'function', function: { name: step.name, arguments: JSON.stringify(step.arguments) } }] });
+    messages.push({
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id, type: 'function', function: { name: step.name, arguments: JSON.stringify(step.arguments) } }],
+    });
     messages.push({ role: 'tool', tool_call_id: id, content: step.result });
   });
   if (demo.finalText !== undefined) answer(demo.finalText);
   return calls;
 }
 
-/** Training samples of demos (loss mask = the demonstrated replies), one group per demo, merged by the gateway's rule. */
+/**
+ * Training samples of demos (loss mask = the demonstrated replies), one group per demo, merged by the gateway's rule.
+ */
 export function toolDemoSamples(tokenizer: Tokenizer, demos: readonly ToolDemo[], tag: string): TrainingSample[] {
   return demos.flatMap((demo, i) => samplesFromCalls(toolDemoCalls(tokenizer, demo), 1, { episode: i, group: i, tag }));
 }

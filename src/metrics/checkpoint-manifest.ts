@@ -58,7 +58,11 @@ const DAMAGED = 'use an earlier step-N directory, or delete this one';
  */
 export class DamagedCheckpointError extends CheckpointError {
   /** `fix` undefined: the checkpoint is damaged, and the way out is an earlier step or deleting it. */
-  constructor(readonly dir: string, readonly problem: string, readonly fix?: string) {
+  constructor(
+    readonly dir: string,
+    readonly problem: string,
+    readonly fix?: string,
+  ) {
     super(`checkpoint \`${dir}\`: ${problem}; ${fix ?? DAMAGED}.`);
   }
 }
@@ -66,7 +70,11 @@ export class DamagedCheckpointError extends CheckpointError {
 /** Read `dir`'s checkpoint.json; a CheckpointError naming the file when it is missing or not a manifest. */
 export function readManifest(dir: string): CheckpointManifest {
   const path = join(dir, MANIFEST_FILE);
-  if (!existsSync(path)) throw new DamagedCheckpointError(dir, `its ${MANIFEST_FILE} is missing, so it is not a complete checkpoint (it was not finished, or was edited by hand)`);
+  if (!existsSync(path))
+    throw new DamagedCheckpointError(
+      dir,
+      `its ${MANIFEST_FILE} is missing, so it is not a complete checkpoint (it was not finished, or was edited by hand)`,
+    );
   let m: { format?: unknown; step?: unknown; files?: unknown };
   try {
     m = JSON.parse(withFileErrors('read the checkpoint manifest', path, () => readFileSync(path, 'utf8'))) as typeof m;
@@ -75,20 +83,33 @@ export function readManifest(dir: string): CheckpointManifest {
     throw new DamagedCheckpointError(dir, `its ${MANIFEST_FILE} is not valid JSON (${err.message})`);
   }
   if (m === null || typeof m !== 'object' || m.format !== CHECKPOINT_FORMAT || !Array.isArray(m.files)) {
-    throw new DamagedCheckpointError(dir, `its ${MANIFEST_FILE} is not a ragen-ts checkpoint manifest (format ${JSON.stringify(m?.format)})`);
+    throw new DamagedCheckpointError(
+      dir,
+      `its ${MANIFEST_FILE} is not a ragen-ts checkpoint manifest (format ${JSON.stringify(m?.format)})`,
+    );
   }
   const seen = new Set<string>();
   const files = m.files.map((f: unknown, i) => {
     const e = (f ?? {}) as Partial<ManifestFile>;
     const bad = (what: string) => new DamagedCheckpointError(dir, `its ${MANIFEST_FILE}'s files[${i}] ${what}`);
     const p = e.path;
-    if (typeof p !== 'string' || p === '' || isAbsolute(p) || p.includes('\\') || posix.normalize(p) !== p || p.startsWith('../') || p === MANIFEST_FILE) {
+    if (
+      typeof p !== 'string' ||
+      p === '' ||
+      isAbsolute(p) ||
+      p.includes('\\') ||
+      posix.normalize(p) !== p ||
+      p.startsWith('../') ||
+      p === MANIFEST_FILE
+    ) {
       throw bad(`has path ${JSON.stringify(p)}, not a file inside the checkpoint`);
     }
     if (seen.has(p)) throw bad(`lists \`${p}\` a second time`);
     seen.add(p);
-    if (!Number.isSafeInteger(e.bytes) || e.bytes! < 0) throw bad(`(\`${p}\`) has bytes ${JSON.stringify(e.bytes)}, not an integer >= 0`);
-    if (e.sha256 !== undefined && !(typeof e.sha256 === 'string' && /^[0-9a-f]{64}$/.test(e.sha256))) throw bad(`(\`${p}\`) has sha256 ${JSON.stringify(e.sha256)}, not 64 hex digits`);
+    if (!Number.isSafeInteger(e.bytes) || e.bytes! < 0)
+      throw bad(`(\`${p}\`) has bytes ${JSON.stringify(e.bytes)}, not an integer >= 0`);
+    if (e.sha256 !== undefined && !(typeof e.sha256 === 'string' && /^[0-9a-f]{64}$/.test(e.sha256)))
+      throw bad(`(\`${p}\`) has sha256 ${JSON.stringify(e.sha256)}, not 64 hex digits`);
     return { path: p, bytes: e.bytes!, ...(e.sha256 !== undefined ? { sha256: e.sha256 } : {}) };
   });
   return { step: Number(m.step), files };
@@ -114,7 +135,10 @@ export function verifyCheckpoint(dir: string, opts: VerifyCheckpointOptions = {}
     const them = unlisted.length > 1 ? 'them' : 'it';
     throw new DamagedCheckpointError(
       dir,
-      `${listed(unlisted.map((p) => `\`${p}\``), ' are')} not listed in its ${MANIFEST_FILE} (added after the checkpoint was written, ${them === 'it' ? 'it' : 'they'} would be loaded unverified)`,
+      `${listed(
+        unlisted.map((p) => `\`${p}\``),
+        ' are',
+      )} not listed in its ${MANIFEST_FILE} (added after the checkpoint was written, ${them === 'it' ? 'it' : 'they'} would be loaded unverified)`,
       `move ${them} out of the checkpoint`,
     );
   }
@@ -122,10 +146,15 @@ export function verifyCheckpoint(dir: string, opts: VerifyCheckpointOptions = {}
     const path = join(dir, f.path);
     if (!existsSync(path)) throw new DamagedCheckpointError(dir, `${f.path} is missing (listed in ${MANIFEST_FILE})`);
     const st = statSync(path);
-    if (!st.isFile()) throw new DamagedCheckpointError(dir, `${f.path} is not a file (listed in ${MANIFEST_FILE} as one)`);
-    if (st.size !== f.bytes) throw new DamagedCheckpointError(dir, `${f.path} has ${st.size} bytes, ${MANIFEST_FILE} records ${f.bytes}`);
+    if (!st.isFile())
+      throw new DamagedCheckpointError(dir, `${f.path} is not a file (listed in ${MANIFEST_FILE} as one)`);
+    if (st.size !== f.bytes)
+      throw new DamagedCheckpointError(dir, `${f.path} has ${st.size} bytes, ${MANIFEST_FILE} records ${f.bytes}`);
     if (f.sha256 !== undefined && withFileErrors('verify the checkpoint', path, () => sha256File(path)) !== f.sha256) {
-      throw new DamagedCheckpointError(dir, `${f.path} does not match its SHA-256 in ${MANIFEST_FILE} (its content changed)`);
+      throw new DamagedCheckpointError(
+        dir,
+        `${f.path} does not match its SHA-256 in ${MANIFEST_FILE} (its content changed)`,
+      );
     }
   }
   if (sizeOnly.length > 0) {
@@ -135,7 +164,10 @@ export function verifyCheckpoint(dir: string, opts: VerifyCheckpointOptions = {}
   return { ...manifest, sizeOnly };
 }
 
-/** Whether `dir` has a manifest whose every file exists with its recorded size (a cheap check; `verifyCheckpoint` reads content). */
+/**
+ * Whether `dir` has a manifest whose every file exists with its recorded size (a cheap check; `verifyCheckpoint` reads
+ * content).
+ */
 export function isCompleteCheckpoint(dir: string): boolean {
   try {
     return readManifest(dir).files.every((f) => statSync(join(dir, f.path)).size === f.bytes);
@@ -158,7 +190,7 @@ export function sha256File(path: string): string {
   const buf = Buffer.allocUnsafe(4 * 2 ** 20);
   const fd = openSync(path, 'r');
   try {
-    for (let n; (n = readSync(fd, buf, 0, buf.length, null)) > 0; ) hash.update(buf.subarray(0, n));
+    for (let n; (n = readSync(fd, buf, 0, buf.length, null)) > 0;) hash.update(buf.subarray(0, n));
   } finally {
     closeSync(fd);
   }

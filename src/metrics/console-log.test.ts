@@ -16,7 +16,8 @@ describe('console log', () => {
     expect(plainText('\x1b]8;;https://x\x07link\x1b]8;;\x07 \x1b[2K\x1b[1Gbar')).toBe('link bar');
   });
 
-  // (console.log goes through process.stdout.write in Node; vitest routes console.* around it, so tests write directly.)
+  // (console.log goes through process.stdout.write in Node; vitest routes console.* around it, so tests write
+  // directly.)
   it('records stdout and stderr while open, and nothing after close', () => {
     const f = file();
     const log = ConsoleLog.open(f);
@@ -42,7 +43,7 @@ describe('console log', () => {
     expect(readFileSync(fb, 'utf8')).toBe('both\nonly b\n');
   });
 
-  it('keeps the progress bar\'s frames out and its plain lines and messages in', () => {
+  it("keeps the progress bar's frames out and its plain lines and messages in", () => {
     const f = file();
     const log = ConsoleLog.open(f);
     // process.stderr made to look like a terminal, so cli-progress draws its frames (it draws nothing otherwise).

@@ -25,7 +25,10 @@ export function plainText(chunk: string): string {
 
 function hook(stream: NodeJS.WriteStream, orig: Write): Write {
   return function (this: unknown, chunk: unknown, ...rest: unknown[]) {
-    const text = typeof chunk === 'string' ? chunk : Buffer.from(chunk as Uint8Array).toString(typeof rest[0] === 'string' ? (rest[0] as BufferEncoding) : 'utf8');
+    const text =
+      typeof chunk === 'string'
+        ? chunk
+        : Buffer.from(chunk as Uint8Array).toString(typeof rest[0] === 'string' ? (rest[0] as BufferEncoding) : 'utf8');
     for (const log of open) log.append(text);
     return (orig as (...a: unknown[]) => boolean).call(stream, chunk, ...rest);
   } as Write;
@@ -51,7 +54,10 @@ export class ConsoleLog {
     return log;
   }
 
-  /** Add text that did not pass through stdout/stderr (the progress bar's plain form). Written at once: a crash keeps it. */
+  /**
+   * Add text that did not pass through stdout/stderr (the progress bar's plain form). Written at once: a crash keeps
+   * it.
+   */
   append(text: string): void {
     const plain = plainText(text);
     if (plain) withFileErrors('append to the console log', this.file, () => appendFileSync(this.file, plain));
@@ -70,10 +76,12 @@ export class ConsoleLog {
 /** `stream` with writes that bypass every open transcript (for output that redraws itself, like a progress bar). */
 export function untranscribed<S extends NodeJS.WritableStream>(stream: S): S {
   const s: unknown = stream;
-  const raw = (): Write | undefined => (s === process.stdout ? originals?.out : s === process.stderr ? originals?.err : undefined);
+  const raw = (): Write | undefined =>
+    s === process.stdout ? originals?.out : s === process.stderr ? originals?.err : undefined;
   return new Proxy(stream, {
     get(target, prop) {
-      if (prop === 'write') return (...args: unknown[]) => ((raw() ?? target.write) as (...a: unknown[]) => boolean).apply(target, args);
+      if (prop === 'write')
+        return (...args: unknown[]) => ((raw() ?? target.write) as (...a: unknown[]) => boolean).apply(target, args);
       const v = Reflect.get(target, prop, target) as unknown;
       return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
     },

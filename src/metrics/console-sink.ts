@@ -35,7 +35,8 @@ interface Live {
   stepTime?: number;
 }
 
-const fmt = (v: number | undefined, digits = 3): string => (v === undefined || Number.isNaN(v) ? '-' : v.toFixed(digits));
+const fmt = (v: number | undefined, digits = 3): string =>
+  v === undefined || Number.isNaN(v) ? '-' : v.toFixed(digits);
 
 /** "1h02m", "12m05s", "42s". */
 export function formatDuration(seconds: number): string {
@@ -51,7 +52,9 @@ export function formatDuration(seconds: number): string {
 /** The mean of the `val/<tag>/success` keys in a record (or its `val/success`), if any. */
 export function valSuccessOf(record: MetricRecord): number | undefined {
   if (record['val/success'] !== undefined) return record['val/success'];
-  const vals = Object.entries(record).filter(([k]) => /^val\/[^/]+\/success$/.test(k)).map(([, v]) => v);
+  const vals = Object.entries(record)
+    .filter(([k]) => /^val\/[^/]+\/success$/.test(k))
+    .map(([, v]) => v);
   return vals.length ? vals.reduce((a, b) => a + b, 0) / vals.length : undefined;
 }
 
@@ -86,7 +89,9 @@ export class ConsoleSink implements MetricSink {
         },
         cliProgress.Presets.shades_classic,
       );
-      this.bar = this.multibar.create(this.total, this.started.step, { stats: pc.dim('waiting for the first step...') });
+      this.bar = this.multibar.create(this.total, this.started.step, {
+        stats: pc.dim('waiting for the first step...'),
+      });
     }
   }
 
@@ -153,7 +158,10 @@ export function summaryTable(rows: readonly SummaryRow[]): string {
   const width = Math.max(3, ...rows.map((r) => r.tag.length));
   const head = `${'env'.padEnd(width)}  before    after     change`;
   const body = rows.map((r) => {
-    const change = r.before !== undefined && r.after !== undefined ? `${r.after - r.before >= 0 ? '+' : ''}${(r.after - r.before).toFixed(3)}` : '-';
+    const change =
+      r.before !== undefined && r.after !== undefined
+        ? `${r.after - r.before >= 0 ? '+' : ''}${(r.after - r.before).toFixed(3)}`
+        : '-';
     return `${r.tag.padEnd(width)}  ${fmt(r.before).padEnd(8)}  ${fmt(r.after).padEnd(8)}  ${change}`;
   });
   return [head, ...body].join('\n');

@@ -16,7 +16,11 @@ export interface JsonlRead<T> {
  * A last line without its newline that does not parse is reported as truncated (the writer died mid-line); a bad line
  * elsewhere is reported as corrupt. Lines that are not JSON objects are reported too.
  */
-export function parseJsonl<T = Record<string, unknown>>(text: string, source: string, opts: { nullAsNaN?: boolean } = {}): JsonlRead<T> {
+export function parseJsonl<T = Record<string, unknown>>(
+  text: string,
+  source: string,
+  opts: { nullAsNaN?: boolean } = {},
+): JsonlRead<T> {
   const records: T[] = [];
   const problems: string[] = [];
   const lines = text.split('\n');
@@ -32,7 +36,10 @@ export function parseJsonl<T = Record<string, unknown>>(text: string, source: st
       }
       records.push(value as T);
     } catch {
-      if (last && !endsClean) problems.push(`${source}: the last line (${i + 1}) is truncated, probably by a crash while it was written; ignored.`);
+      if (last && !endsClean)
+        problems.push(
+          `${source}: the last line (${i + 1}) is truncated, probably by a crash while it was written; ignored.`,
+        );
       else problems.push(`${source}: line ${i + 1} is not valid JSON (${line.slice(0, 40)}...); ignored.`);
     }
   });
@@ -40,7 +47,11 @@ export function parseJsonl<T = Record<string, unknown>>(text: string, source: st
 }
 
 /** Read a JSONL file; a missing or unreadable file is one problem and no records. */
-export function readJsonl<T = Record<string, unknown>>(file: string, source: string, opts: { nullAsNaN?: boolean } = {}): JsonlRead<T> {
+export function readJsonl<T = Record<string, unknown>>(
+  file: string,
+  source: string,
+  opts: { nullAsNaN?: boolean } = {},
+): JsonlRead<T> {
   if (!existsSync(file)) return { records: [], problems: [`${source} is missing.`] };
   let text: string;
   try {
@@ -58,6 +69,7 @@ export function readJsonl<T = Record<string, unknown>>(file: string, source: str
 export function readMetricsFile(file: string): MetricRecord[] {
   if (!existsSync(file)) return [];
   const { records, problems } = readJsonl<MetricRecord>(file, file, { nullAsNaN: true });
-  if (problems.length > 0) throw new RagenError(`${problems[0]!.replace(/; ignored\.$/, '.')} Rerun the run or remove the line.`);
+  if (problems.length > 0)
+    throw new RagenError(`${problems[0]!.replace(/; ignored\.$/, '.')} Rerun the run or remove the line.`);
   return records;
 }

@@ -35,7 +35,8 @@ export class MetricLogger {
     options: { every?: number; now?: () => number } = {},
   ) {
     this.every = options.every ?? 1;
-    if (!Number.isInteger(this.every) || this.every < 1) throw new RangeError(`MetricLogger: every must be an integer >= 1, got ${this.every}`);
+    if (!Number.isInteger(this.every) || this.every < 1)
+      throw new RangeError(`MetricLogger: every must be an integer >= 1, got ${this.every}`);
     this.now = options.now ?? Date.now;
   }
 

@@ -38,7 +38,16 @@ describe('metric names', () => {
   it('describe actor/pg_clipfrac_lower as the fraction of all loss tokens, which is what the loss reports', () => {
     // 4 loss tokens: one A > 0, three A < 0 of which one is past the dual clip (r = e^2 > c = 3).
     const { stats } = ppoPolicyLoss({
-      logprobs: [0, 0, 0, 2], oldLogprobs: [0, 0, 0, 0], advantages: [1, -1, -1, -1], mask: [1, 1, 1, 1], B: 1, T: 4, lossAgg: 'token-mean', clipRatioLow: 0.2, clipRatioHigh: 0.28, clipRatioC: 3,
+      logprobs: [0, 0, 0, 2],
+      oldLogprobs: [0, 0, 0, 0],
+      advantages: [1, -1, -1, -1],
+      mask: [1, 1, 1, 1],
+      B: 1,
+      T: 4,
+      lossAgg: 'token-mean',
+      clipRatioLow: 0.2,
+      clipRatioHigh: 0.28,
+      clipRatioC: 3,
     });
     expect(stats.clipfracDual).toBe(1 / 4); // of all loss tokens; of the negative-advantage ones it would be 1/3
     expect(describeMetric('actor/pg_clipfrac_lower')).toMatch(/of all loss tokens/);
@@ -94,7 +103,9 @@ describe('JsonlSink', () => {
     log.endStep(1);
     log.log({ 'actor/grad_norm': Number.POSITIVE_INFINITY, 'train/success': 1 });
     log.endStep(2);
-    expect(readFileSync(file, 'utf8')).toBe('{"step":1,"time":5,"train/success":0.5}\n{"step":2,"time":5,"actor/grad_norm":null,"train/success":1}\n');
+    expect(readFileSync(file, 'utf8')).toBe(
+      '{"step":1,"time":5,"train/success":0.5}\n{"step":2,"time":5,"actor/grad_norm":null,"train/success":1}\n',
+    );
     const back = readMetricsFile(file);
     expect(back[0]).toEqual({ step: 1, time: 5, 'train/success': 0.5 });
     expect(back[1]!['actor/grad_norm']).toBeNaN();
@@ -130,7 +141,14 @@ describe('ConsoleSink', () => {
     let t = 0;
     const sink = new ConsoleSink({ totalSteps: 10, stream: out.stream, now: () => t });
     t = 4000;
-    sink.write({ step: 2, time: 0, 'train/reward_mean': 0.5, 'train/success': 0.25, 'actor/entropy': 1.5, 'timing_s/step': 2 });
+    sink.write({
+      step: 2,
+      time: 0,
+      'train/reward_mean': 0.5,
+      'train/success': 0.25,
+      'actor/entropy': 1.5,
+      'timing_s/step': 2,
+    });
     sink.message('checkpoint saved');
     t = 6000;
     sink.write({ step: 3, time: 0, 'val/A/success': 0.5, 'val/B/success': 1, 'train/success': 0.5 });
@@ -157,17 +175,33 @@ describe('ConsoleSink', () => {
   });
 
   it('formats durations and the end-of-run table', () => {
-    expect([formatDuration(42), formatDuration(725), formatDuration(3720), formatDuration(Number.NaN)]).toEqual(['42s', '12m05s', '1h02m', '-']);
-    expect(summaryTable([{ tag: 'SimpleSokoban', before: 0.3125, after: 0.5 }, { tag: 'Bandit', after: 0.9 }])).toBe(
-      'env            before    after     change\n' + 'SimpleSokoban  0.313     0.500     +0.188\n' + 'Bandit         -         0.900     -',
+    expect([formatDuration(42), formatDuration(725), formatDuration(3720), formatDuration(Number.NaN)]).toEqual([
+      '42s',
+      '12m05s',
+      '1h02m',
+      '-',
+    ]);
+    expect(
+      summaryTable([
+        { tag: 'SimpleSokoban', before: 0.3125, after: 0.5 },
+        { tag: 'Bandit', after: 0.9 },
+      ]),
+    ).toBe(
+      'env            before    after     change\n' +
+        'SimpleSokoban  0.313     0.500     +0.188\n' +
+        'Bandit         -         0.900     -',
     );
   });
 });
 
 describe('run directory', () => {
   it('is named <env>__<algo>__<seed>__<UTC timestamp>', () => {
-    expect(runDirName({ env: 'SimpleSokoban', algo: 'gae', seed: 10000, time: new Date(Date.UTC(2025, 0, 2, 3, 4, 5)) })).toBe('SimpleSokoban__gae__10000__20250102-030405');
-    expect(runDirName({ env: 'a b/c', algo: 'grpo', seed: 1, time: new Date(0) })).toBe('a-b-c__grpo__1__19700101-000000');
+    expect(
+      runDirName({ env: 'SimpleSokoban', algo: 'gae', seed: 10000, time: new Date(Date.UTC(2025, 0, 2, 3, 4, 5)) }),
+    ).toBe('SimpleSokoban__gae__10000__20250102-030405');
+    expect(runDirName({ env: 'a b/c', algo: 'grpo', seed: 1, time: new Date(0) })).toBe(
+      'a-b-c__grpo__1__19700101-000000',
+    );
   });
 
   it('creates its folders, never reuses a name, and names rollout files per step', () => {

@@ -5,7 +5,7 @@
 export const METRICS = {
   // train: the step's rollouts (before filtering)
   'train/success': 'Fraction of training episodes that succeeded (terminated and not truncated), over all tags.',
-  'train/reward_mean': 'Mean episode reward (summed turn rewards plus format penalties) of the step\'s rollouts.',
+  'train/reward_mean': "Mean episode reward (summed turn rewards plus format penalties) of the step's rollouts.",
   'train/reward_std': 'Standard deviation of episode rewards over the whole step.',
   'train/num_turns': 'Mean model turns per episode.',
   'train/num_actions': 'Mean executed actions per episode.',
@@ -15,7 +15,8 @@ export const METRICS = {
   'train/batch_size': 'Training sequences after filtering.',
   'train/num_mini_batches': 'Optimizer steps taken this step (mini-batches × PPO epochs).',
   // rollout: group statistics and the filter (RAGEN's rollout_filter metrics)
-  'rollout/in_group_reward_std': 'Mean over groups of the in-group reward std (unbiased), before filtering: the learning signal.',
+  'rollout/in_group_reward_std':
+    'Mean over groups of the in-group reward std (unbiased), before filtering: the learning signal.',
   'rollout/in_group_reward_mean': 'Mean over groups of the in-group mean reward, before filtering.',
   'rollout/in_group_reward_max': 'Mean over groups of the in-group max reward, before filtering.',
   'rollout/chosen_in_group_reward_std': 'Mean in-group reward std over the groups the filter kept.',
@@ -27,9 +28,10 @@ export const METRICS = {
   // actor: the policy update (means over mini-batches)
   'actor/pg_loss': 'PPO clipped policy-gradient loss.',
   'actor/pg_clipfrac': 'Fraction of tokens where the clip bound (upper or lower) was active.',
-  'actor/pg_clipfrac_lower': 'Fraction of all loss tokens where the dual clip was active (only negative-advantage tokens can trip it).',
-  'actor/ppo_kl': 'Mean of log π_old − log π over loss tokens (k1 estimate of the update\'s KL).',
-  'actor/entropy': 'Mean token entropy of the policy on the step\'s rollouts.',
+  'actor/pg_clipfrac_lower':
+    'Fraction of all loss tokens where the dual clip was active (only negative-advantage tokens can trip it).',
+  'actor/ppo_kl': "Mean of log π_old − log π over loss tokens (k1 estimate of the update's KL).",
+  'actor/entropy': "Mean token entropy of the policy on the step's rollouts.",
   'actor/entropy_loss': 'The entropy term of the loss (entropyCoeff × aggregated entropy).',
   'actor/kl_loss': 'KL(π ‖ π_ref) term of the loss, before the coefficient.',
   'actor/kl_coef': 'Current KL coefficient β (changes under the adaptive controller).',
@@ -46,7 +48,7 @@ export const METRICS = {
   'critic/advantages_mean': 'Mean advantage over loss tokens (after whitening and modifiers).',
   'critic/advantages_max': 'Largest advantage over loss tokens.',
   'critic/advantages_min': 'Smallest advantage over loss tokens.',
-  'critic/score_mean': 'Mean sequence score (reward on the sequence\'s last token) fed to the advantage.',
+  'critic/score_mean': "Mean sequence score (reward on the sequence's last token) fed to the advantage.",
   // collapse: RAGEN-2 reasoning-collapse diagnostics (first-turn sample; see src/algo/collapse.ts)
   'collapse/mi_estimate': 'Î(X;Z): mutual information between prompt and reasoning (per-token log-probs).',
   'collapse/mi_upper_bound': 'log N, the largest possible MI for N prompts.',
@@ -54,11 +56,13 @@ export const METRICS = {
   'collapse/mi_zscore_ema': 'mi_zscore with an EMA of the marginal std.',
   'collapse/conditional_entropy': 'Ĥ(Z|X): reasoning entropy given its own prompt.',
   'collapse/reasoning_entropy': 'Ĥ(Z): reasoning entropy under the prompt mixture.',
-  'collapse/retrieval_accuracy': 'Fraction of reasonings whose own prompt scores them best (template collapse drives it to chance).',
+  'collapse/retrieval_accuracy':
+    'Fraction of reasonings whose own prompt scores them best (template collapse drives it to chance).',
   'collapse/retrieval_chance': 'Retrieval accuracy of a random ranking.',
   'collapse/valid_thinking_rate': 'Fraction of sampled responses with a non-empty <think> block.',
   // async rollouts (trainer.async; src/train/async-rollouts.ts, src/algo/importance.ts)
-  'async/staleness_mean': 'Mean over loss tokens of the policy versions between the sampler and the update (0 = on-policy).',
+  'async/staleness_mean':
+    'Mean over loss tokens of the policy versions between the sampler and the update (0 = on-policy).',
   'async/staleness_max': 'Largest staleness of a loss token this step (at most trainer.async.maxStaleness).',
   'async/stale_token_frac': 'Fraction of loss tokens sampled by an older policy version.',
   'async/is_weight_mean': 'Mean truncated importance weight min(π_old / μ, C) over stale tokens (1 when none).',
@@ -67,15 +71,17 @@ export const METRICS = {
   'timing_s/rollout_wait': 'Time the step waited for its rollout (async: what generation ahead did not hide).',
   // the training gateway (agent programs as episodes, env.train.N.agent; src/gateway)
   'gateway/calls': 'Chat calls the gateway answered this step, over every agent episode.',
-  'gateway/refused_calls': 'Calls refused (429) for going over an episode\'s `maxCalls`.',
-  'gateway/unauthorized_calls': 'Requests refused (404) for naming no open episode: a wrong episode secret in the URL, no `/episodes/<secret>/` path, or an episode that had ended.',
+  'gateway/refused_calls': "Calls refused (429) for going over an episode's `maxCalls`.",
+  'gateway/unauthorized_calls':
+    'Requests refused (404) for naming no open episode: a wrong episode secret in the URL, no `/episodes/<secret>/` path, or an episode that had ended.',
   'gateway/duplicate_rewards': 'Reward reports refused (409) because their episode already had one.',
   'gateway/calls_per_episode': 'Mean answered calls per agent episode.',
   'gateway/episodes_ok': 'Agent episodes that exited 0 and reported a reward.',
   'gateway/episodes_no_reward': 'Agent episodes that exited 0 without reporting a reward (scored `failureReward`).',
   'gateway/episodes_crashed': 'Agent episodes whose program exited non-zero or did not start (scored `failureReward`).',
   'gateway/episodes_timeout': 'Agent episodes killed at `timeoutS` (scored `failureReward`).',
-  'gateway/unparsed_tool_call_rate': 'Share of calls offered tools whose reply holds `tool_call` text that is not a well-formed call (the policy garbled the format).',
+  'gateway/unparsed_tool_call_rate':
+    'Share of calls offered tools whose reply holds `tool_call` text that is not a well-formed call (the policy garbled the format).',
   // timing (seconds) and throughput
   'timing_s/gen': 'Rollout time (generation and env steps).',
   'timing_s/collapse': 'Collapse diagnostics time.',
@@ -89,7 +95,8 @@ export const METRICS = {
   'timing_s/update_actor': 'Policy update.',
   'timing_s/val': 'Validation.',
   'timing_s/checkpoint': 'Checkpoint write.',
-  'timing_s/step': 'Whole training step: the StarPO update, the rollout file and validation (the checkpoint write is `timing_s/checkpoint`, logged with the next step).',
+  'timing_s/step':
+    'Whole training step: the StarPO update, the rollout file and validation (the checkpoint write is `timing_s/checkpoint`, logged with the next step).',
   'perf/tokens_per_s': 'Tokens processed per second over the step (generated + trained).',
   'perf/gen_tokens_per_s': 'Generated tokens per second during rollouts.',
   'perf/total_tokens': 'Tokens generated this step.',
@@ -99,27 +106,34 @@ export const METRICS = {
   'early_warning/reward_std_collapse': '1 while reward_std_ratio < 0.5: groups stop telling good from bad rollouts.',
   'early_warning/entropy_ratio': 'Recent / baseline mean policy entropy.',
   'early_warning/entropy_drop': '1 while entropy_ratio < 0.5: the policy is becoming deterministic.',
-  'early_warning/grad_norm_z': 'z-score of this step\'s actor grad norm against the previous 20 steps.',
+  'early_warning/grad_norm_z': "z-score of this step's actor grad norm against the previous 20 steps.",
   'early_warning/grad_norm_spike': '1 when grad_norm_z > 3.',
   'early_warning/mi_zscore_ratio': 'Recent / baseline mean `collapse/mi_zscore` (its own steps only).',
-  'early_warning/mi_collapse': '1 while mi_zscore_ratio < 0.5 and cond_entropy_ratio >= 0.8: reasoning stays varied but stops depending on the input (template collapse).',
-  'early_warning/cond_entropy_ratio': 'Recent / baseline mean `collapse/conditional_entropy` Ĥ(Z|X) (its own steps only).',
+  'early_warning/mi_collapse':
+    '1 while mi_zscore_ratio < 0.5 and cond_entropy_ratio >= 0.8: reasoning stays varied but stops depending on the input (template collapse).',
+  'early_warning/cond_entropy_ratio':
+    'Recent / baseline mean `collapse/conditional_entropy` Ĥ(Z|X) (its own steps only).',
   // validation summary and early stops
   'val/success': 'Mean of `val/<tag>/success` over the validation tags.',
   'early_stopped/empty_filtered_steps': '1 when the run stopped after too many consecutive empty batches.',
   'early_stopped/reward_std_collapse': '1 when the run stopped because the in-group reward std collapsed.',
-  'early_stopped/low_val_success': '1 when the run stopped because some env\'s validation success stayed near 0.',
-  'early_stopped/early_warning': '1 when the run stopped because a warning listed in `trainer.earlyStop.onWarnings` started.',
+  'early_stopped/low_val_success': "1 when the run stopped because some env's validation success stayed near 0.",
+  'early_stopped/early_warning':
+    '1 when the run stopped because a warning listed in `trainer.earlyStop.onWarnings` started.',
 } as const satisfies Record<string, string>;
 
 /** Families of per-env (or per-sample-scheme) keys, with their meaning. `<tag>` is an env id. */
 export const METRIC_FAMILIES = {
-  'train/<tag>/<name>': 'Per-env training metric: success, num_actions, action_is_valid, action_is_effective, pass@<k>, and the env\'s numeric info keys (per-turn means).',
-  'val/<tag>/<name>': 'Per-env validation metric (same names as train); `val/<tag>/success` drives the validation early stop.',
+  'train/<tag>/<name>':
+    "Per-env training metric: success, num_actions, action_is_valid, action_is_effective, pass@<k>, and the env's numeric info keys (per-turn means).",
+  'val/<tag>/<name>':
+    'Per-env validation metric (same names as train); `val/<tag>/success` drives the validation early stop.',
   'collapse_first_turn_sample/<name>': 'Collapse diagnostics on first-turn (prompt, reasoning) pairs, all statistics.',
   'collapse_trajectory_sample/<name>': 'Collapse diagnostics on pairs drawn from all turns, all statistics.',
-  'grad_analysis/<bucket>/<name>': 'Gradient analysis (`trainer.gradAnalysis`) of the filtered batch, per reward-std bucket (`bucket_1` = lowest std, ..., `all`); names in GRAD_ANALYSIS_NAMES.',
-  'grad_analysis/prefilter/<bucket>/<name>': 'The same gradient analysis on the whole batch, before the rollout filter (`trainer.gradAnalysis.prefilter`).',
+  'grad_analysis/<bucket>/<name>':
+    'Gradient analysis (`trainer.gradAnalysis`) of the filtered batch, per reward-std bucket (`bucket_1` = lowest std, ..., `all`); names in GRAD_ANALYSIS_NAMES.',
+  'grad_analysis/prefilter/<bucket>/<name>':
+    'The same gradient analysis on the whole batch, before the rollout filter (`trainer.gradAnalysis.prefilter`).',
 } as const;
 
 /** The `<name>`s of a `grad_analysis/<bucket>/` family key (src/train/grad-analysis.ts), with their meaning. */
@@ -127,14 +141,15 @@ export const GRAD_ANALYSIS_NAMES = {
   task: 'Global L2 norm of the policy gradient of the task (clipped policy-gradient) loss over the bucket.',
   entropy: 'Gradient norm of the entropy term (−entropyCoeff × aggregated entropy); 0 when entropyCoeff is 0.',
   kl: 'Gradient norm of the KL-loss term (kl.coef × aggregated KL to the reference); 0 without algo.kl.useKlLoss.',
-  'per_sample/<term>': 'The term\'s gradient norm / the bucket\'s sample count (task, entropy, kl).',
-  'per_token/<term>': 'The term\'s gradient norm / the bucket\'s loss-token count (task, entropy, kl).',
-  'loss/<term>': 'The term\'s value over the bucket, aggregated as the update aggregates a mini-batch (task, entropy, kl).',
+  'per_sample/<term>': "The term's gradient norm / the bucket's sample count (task, entropy, kl).",
+  'per_token/<term>': "The term's gradient norm / the bucket's loss-token count (task, entropy, kl).",
+  'loss/<term>':
+    "The term's value over the bucket, aggregated as the update aggregates a mini-batch (task, entropy, kl).",
   sample_count: 'Training sequences in the bucket.',
-  sample_pct: 'The bucket\'s share of the analysed batch\'s sequences.',
+  sample_pct: "The bucket's share of the analysed batch's sequences.",
   token_count: 'Loss tokens in the bucket.',
   group_count: 'Rollout groups in the bucket.',
-  reward_std_mean: 'Mean in-group reward std of the bucket\'s groups.',
+  reward_std_mean: "Mean in-group reward std of the bucket's groups.",
   reward_std_min: 'Smallest in-group reward std in the bucket.',
   reward_std_max: 'Largest in-group reward std in the bucket.',
 } as const satisfies Record<string, string>;
@@ -171,7 +186,9 @@ export function describeMetric(key: string): string | undefined {
   if (grad) {
     // Only the analysis's own names: `per_sample/task` is listed as `per_sample/<term>`.
     const name = grad[1]!.replace(/^(per_sample|per_token|loss)\/(task|entropy|kl)$/, '$1/<term>');
-    return Object.hasOwn(GRAD_ANALYSIS_NAMES, name) ? GRAD_ANALYSIS_NAMES[name as keyof typeof GRAD_ANALYSIS_NAMES] : undefined;
+    return Object.hasOwn(GRAD_ANALYSIS_NAMES, name)
+      ? GRAD_ANALYSIS_NAMES[name as keyof typeof GRAD_ANALYSIS_NAMES]
+      : undefined;
   }
   const family = FAMILY_PATTERNS.find(([re]) => re.test(key));
   return family ? METRIC_FAMILIES[family[1]] : undefined;

@@ -65,7 +65,8 @@ export function assertNewRunDir(root: string): void {
     checkCreatable(root, 'create the run directory', 'logging.runDir'); // a bad place fails now, not after the model loads
     return;
   }
-  if (!statSync(root).isDirectory()) throw new UsageError(`logging.runDir \`${root}\` is a file, not a folder; choose another path.`);
+  if (!statSync(root).isDirectory())
+    throw new UsageError(`logging.runDir \`${root}\` is a file, not a folder; choose another path.`);
   const found = runFilesIn(root);
   if (found.length > 0) {
     throw new UsageError(
@@ -79,17 +80,24 @@ export function assertNewRunDir(root: string): void {
  * `assertNewRunDir`); otherwise the name is built under `runsDir`, with `-2`, `-3`... appended if a run of the same
  * name and second exists.
  */
-export function createRunDir(options: { runsDir: string; env: string; algo: string; seed: number; time?: Date; root?: string | null }): RunPaths {
+export function createRunDir(options: {
+  runsDir: string;
+  env: string;
+  algo: string;
+  seed: number;
+  time?: Date;
+  root?: string | null;
+}): RunPaths {
   let root = options.root ?? undefined;
   if (!root) {
     const base = join(options.runsDir, runDirName({ ...options, time: options.time ?? new Date() }));
     root = base;
     for (let i = 2; existsSync(root); i++) root = `${base}-${i}`;
-  }
-  else assertNewRunDir(root);
+  } else assertNewRunDir(root);
   const paths = runPaths(root);
   const setting = options.root ? 'logging.runDir' : 'logging.runsDir';
-  for (const dir of [paths.root, paths.rollouts, paths.checkpoints, paths.eval]) makeDir(dir, 'create the run directory', setting); // never hangs under /proc
+  for (const dir of [paths.root, paths.rollouts, paths.checkpoints, paths.eval])
+    makeDir(dir, 'create the run directory', setting); // never hangs under /proc
   return paths;
 }
 

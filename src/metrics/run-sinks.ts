@@ -52,7 +52,13 @@ export async function openRunSinks(o: RunSinksOptions): Promise<RunSinks> {
     if (o.sinks.includes('wandb') && wandbMode() === 'offline') notes.push(wandbOfflineNote());
     else if (o.sinks.includes('wandb')) {
       const name = o.wandb.name ?? o.paths.root.split(/[\\/]/).filter(Boolean).pop()!;
-      const wandb = await WandbSink.open({ project: o.wandb.project, entity: o.wandb.entity, name, config: o.config, warn });
+      const wandb = await WandbSink.open({
+        project: o.wandb.project,
+        entity: o.wandb.entity,
+        name,
+        config: o.config,
+        warn,
+      });
       sinks.push(wandb);
       notes.push(`W&B: ${wandb.url}`);
     }
@@ -61,7 +67,13 @@ export async function openRunSinks(o: RunSinksOptions): Promise<RunSinks> {
     consoleLog.close();
     throw err;
   }
-  consoleSink = new ConsoleSink({ totalSteps: o.totalSteps, startStep: o.startStep, mode: o.console, transcript: consoleLog, ...(o.stream ? { stream: o.stream } : {}) });
+  consoleSink = new ConsoleSink({
+    totalSteps: o.totalSteps,
+    startStep: o.startStep,
+    mode: o.console,
+    transcript: consoleLog,
+    ...(o.stream ? { stream: o.stream } : {}),
+  });
   sinks.push(consoleSink);
   return { sinks, notes, consoleLog };
 }

@@ -68,7 +68,9 @@ export class RunIndex {
 
   /** Every run's id and folder, without reading its files (cheap: the event stream polls it). */
   entries(): { id: string; path: string }[] {
-    return this.roots.flatMap((root, i) => this.runNames(root).map((name) => ({ id: `${i}/${name}`, path: isRunDir(root) ? root : join(root, name) })));
+    return this.roots.flatMap((root, i) =>
+      this.runNames(root).map((name) => ({ id: `${i}/${name}`, path: isRunDir(root) ? root : join(root, name) })),
+    );
   }
 
   /** Every run's summary, newest first; rescanned on each call so new runs appear. */
@@ -106,15 +108,18 @@ export class RunIndex {
 }
 
 const num = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? v : null);
-const get = (obj: unknown, ...keys: string[]): unknown => keys.reduce<unknown>((o, k) => (o && typeof o === 'object' ? (o as Record<string, unknown>)[k] : undefined), obj);
+const get = (obj: unknown, ...keys: string[]): unknown =>
+  keys.reduce<unknown>((o, k) => (o && typeof o === 'object' ? (o as Record<string, unknown>)[k] : undefined), obj);
 
 /** config.yaml as a plain object, or a problem. */
 export function readRunConfig(dir: string): { config: Record<string, unknown> | null; problems: string[] } {
   const file = runPaths(dir).config;
-  if (!existsSync(file)) return { config: null, problems: ['config.yaml is missing: algorithm, filter and seed are unknown.'] };
+  if (!existsSync(file))
+    return { config: null, problems: ['config.yaml is missing: algorithm, filter and seed are unknown.'] };
   try {
     const config = parseYaml(readFileSync(file, 'utf8')) as unknown;
-    if (!config || typeof config !== 'object') return { config: null, problems: ['config.yaml is not a YAML mapping.'] };
+    if (!config || typeof config !== 'object')
+      return { config: null, problems: ['config.yaml is not a YAML mapping.'] };
     return { config: config as Record<string, unknown>, problems: [] };
   } catch (err) {
     return { config: null, problems: [`config.yaml does not parse: ${(err as Error).message.split('\n')[0]}`] };
@@ -133,7 +138,9 @@ function filterLabel(config: Record<string, unknown> | null): string | null {
 export function summarize(id: string, dir: string, now = Date.now()): RunSummary {
   const { config, problems } = readRunConfig(dir);
   const metricsFile = runPaths(dir).metrics;
-  const { records, problems: metricProblems } = readJsonl<Record<string, number>>(metricsFile, 'metrics.jsonl', { nullAsNaN: true });
+  const { records, problems: metricProblems } = readJsonl<Record<string, number>>(metricsFile, 'metrics.jsonl', {
+    nullAsNaN: true,
+  });
   problems.push(...metricProblems);
   const train = get(config, 'env', 'train');
   const envs = Array.isArray(train) ? train.map((t) => String(get(t, 'tag'))) : [];
@@ -158,7 +165,8 @@ export function summarize(id: string, dir: string, now = Date.now()): RunSummary
     path: dir,
     label: typeof name === 'string' ? name : envs.join('+'),
     envs,
-    algo: typeof get(config, 'algo', 'advEstimator') === 'string' ? (get(config, 'algo', 'advEstimator') as string) : null,
+    algo:
+      typeof get(config, 'algo', 'advEstimator') === 'string' ? (get(config, 'algo', 'advEstimator') as string) : null,
     filter: filterLabel(config),
     seed: num(get(config, 'seed', 'train')),
     lastStep,
@@ -197,13 +205,25 @@ export function runDetail(id: string, dir: string): RunDetail {
     else descriptions[k] = d;
   }
   const problems = [...summary.problems];
-  if (unknownMetrics.length > 0) problems.push(`metrics.jsonl has ${unknownMetrics.length} metric key(s) the dashboard does not know (${unknownMetrics.slice(0, 5).join(', ')}${unknownMetrics.length > 5 ? ', ...' : ''}); they are plotted without a description.`);
-  const evalFiles = existsSync(paths.eval) ? readdirSync(paths.eval).filter((f) => f.endsWith('.jsonl')).sort() : [];
-  const complete = (name: string) => ['config.json', 'model.safetensors', 'tokenizer.json'].every((f) => existsSync(join(paths.checkpoints, name, f)));
+  if (unknownMetrics.length > 0)
+    problems.push(
+      `metrics.jsonl has ${unknownMetrics.length} metric key(s) the dashboard does not know (${unknownMetrics.slice(0, 5).join(', ')}${unknownMetrics.length > 5 ? ', ...' : ''}); they are plotted without a description.`,
+    );
+  const evalFiles = existsSync(paths.eval)
+    ? readdirSync(paths.eval)
+        .filter((f) => f.endsWith('.jsonl'))
+        .sort()
+    : [];
+  const complete = (name: string) =>
+    ['config.json', 'model.safetensors', 'tokenizer.json'].every((f) => existsSync(join(paths.checkpoints, name, f)));
   return {
     summary,
     config,
-    metrics: records.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, typeof v === 'number' && Number.isFinite(v) ? v : null]))),
+    metrics: records.map((r) =>
+      Object.fromEntries(
+        Object.entries(r).map(([k, v]) => [k, typeof v === 'number' && Number.isFinite(v) ? v : null]),
+      ),
+    ),
     descriptions,
     unknownMetrics,
     rolloutSteps: stepsIn(paths.rollouts, /^step-(\d+)\.jsonl$/),

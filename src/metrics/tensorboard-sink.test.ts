@@ -79,7 +79,10 @@ print(json.dumps(out))
 const python = [process.env.RAGEN_PYTHON, '/usr/bin/python3', 'python3']
   .filter((p): p is string => Boolean(p))
   .find((p) => spawnSync(p, ['-c', 'import google.protobuf'], { stdio: 'ignore' }).status === 0);
-if (!python && backendsRequired()) throw new Error('RAGEN_REQUIRE_BACKENDS=1 requires python3-protobuf for the TensorBoard reader, and no python3 imports google.protobuf: `apt-get install python3-protobuf`.');
+if (!python && backendsRequired())
+  throw new Error(
+    'RAGEN_REQUIRE_BACKENDS=1 requires python3-protobuf for the TensorBoard reader, and no python3 imports google.protobuf: `apt-get install python3-protobuf`.',
+  );
 
 interface Decoded {
   wall_time: number;
@@ -93,7 +96,9 @@ function readEvents(file: string): { ok: true; events: Decoded[] } | { ok: false
   const script = join(mkdtempSync(join(tmpdir(), 'ragen-tb-reader-')), 'read_events.py');
   writeFileSync(script, READER);
   const r = spawnSync(python!, [script, file], { encoding: 'utf8' });
-  return r.status === 0 ? { ok: true, events: JSON.parse(r.stdout) as Decoded[] } : { ok: false, error: r.stderr.trim() };
+  return r.status === 0
+    ? { ok: true, events: JSON.parse(r.stdout) as Decoded[] }
+    : { ok: false, error: r.stderr.trim() };
 }
 
 const tmp = () => mkdtempSync(join(tmpdir(), 'ragen-tb-'));
@@ -120,12 +125,24 @@ describe.runIf(python)('TensorBoard sink, read back by an independent Python rea
     if (!read.ok) throw new Error(read.error);
     expect(read.events).toEqual([
       { wall_time: 1_700_000_000.5, step: 0, file_version: 'brain.Event:2', scalars: {}, session_status: null },
-      { wall_time: 1_700_000_123.25, step: 2, file_version: '', scalars: { 'actor/pg_loss': -1, 'train/success': 0.5 }, session_status: null },
-      { wall_time: 1_700_000_123.25, step: 300, file_version: '', scalars: { 'val/Bandit/success': 0.125 }, session_status: null },
+      {
+        wall_time: 1_700_000_123.25,
+        step: 2,
+        file_version: '',
+        scalars: { 'actor/pg_loss': -1, 'train/success': 0.5 },
+        session_status: null,
+      },
+      {
+        wall_time: 1_700_000_123.25,
+        step: 300,
+        file_version: '',
+        scalars: { 'val/Bandit/success': 0.125 },
+        session_status: null,
+      },
     ]);
   });
 
-  it('starts a resumed run\'s file with a SessionLog START one step after the checkpoint, in a file of its own', () => {
+  it("starts a resumed run's file with a SessionLog START one step after the checkpoint, in a file of its own", () => {
     const dir = tmp();
     const first = new TensorBoardSink({ dir, now: () => 5_000 });
     const resumed = new TensorBoardSink({ dir, startStep: 40, now: () => 5_000 });
@@ -144,7 +161,7 @@ describe.runIf(python)('TensorBoard sink, read back by an independent Python rea
     const sink = new TensorBoardSink({ dir: tmp(), now: () => 0 });
     sink.write({ step: 1, time: 0, 'train/success': 0.5 });
     const bytes = readFileSync(sink.file);
-    bytes[bytes.length - 6] ^= 0x01; // inside the last record's float
+    bytes[bytes.length - 6]! ^= 0x01; // inside the last record's float
     writeFileSync(sink.file, bytes);
     const read = readEvents(sink.file);
     expect(read.ok).toBe(false);

@@ -27,7 +27,8 @@ function varint(n: number): number[] {
 }
 
 const key = (field: number, wire: number) => varint(field * 8 + wire);
-const bytesField = (field: number, data: Uint8Array) => Buffer.concat([Buffer.from([...key(field, BYTES), ...varint(data.length)]), data]);
+const bytesField = (field: number, data: Uint8Array) =>
+  Buffer.concat([Buffer.from([...key(field, BYTES), ...varint(data.length)]), data]);
 
 function doubleField(field: number, v: number): Buffer {
   const b = Buffer.alloc(8);
@@ -49,7 +50,9 @@ export function encodeEvent(wallTime: number, step: number, body: EventBody): Bu
   const parts = [doubleField(1, wallTime), Buffer.from([...key(2, VARINT), ...varint(step)])];
   if ('fileVersion' in body) parts.push(bytesField(3, Buffer.from(body.fileVersion, 'utf8')));
   else if ('scalars' in body) {
-    const values = body.scalars.map(([tag, v]) => bytesField(1, Buffer.concat([bytesField(1, Buffer.from(tag, 'utf8')), floatField(2, v)])));
+    const values = body.scalars.map(([tag, v]) =>
+      bytesField(1, Buffer.concat([bytesField(1, Buffer.from(tag, 'utf8')), floatField(2, v)])),
+    );
     parts.push(bytesField(5, Buffer.concat(values)));
   } else parts.push(bytesField(7, Buffer.from([...key(1, VARINT), 1])));
   return Buffer.concat(parts);
@@ -58,20 +61,27 @@ export function encodeEvent(wallTime: number, step: number, body: EventBody): Bu
 export interface TensorBoardSinkOptions {
   /** The folder of event files (`<run>/tensorboard`), created if needed. */
   dir: string;
-  /** The step a resumed run starts after; > 0 writes a SessionLog START so TensorBoard drops later points of the killed run. @default 0 */
+  /**
+   * The step a resumed run starts after; > 0 writes a SessionLog START so TensorBoard drops later points of the killed
+   * run. @default 0
+   */
   startStep?: number;
   /** Clock in ms (tests pass a fake one). @default Date.now */
   now?: () => number;
 }
 
-/** Appends one Event per record, flushed at once, so a killed run keeps what it logged (TensorBoard skips a torn last record). */
+/**
+ * Appends one Event per record, flushed at once, so a killed run keeps what it logged (TensorBoard skips a torn last
+ * record).
+ */
 export class TensorBoardSink implements MetricSink {
   readonly file: string;
 
   constructor(options: TensorBoardSinkOptions) {
     const now = options.now ?? Date.now;
     withFileErrors('create the TensorBoard folder', options.dir, () => mkdirSync(options.dir, { recursive: true }));
-    // A resumed run in the same second gets its own file: TensorBoard reads every events file of the folder, in name order.
+    // A resumed run in the same second gets its own file: TensorBoard reads every events file of the folder, in name
+    // order.
     const base = join(options.dir, `events.out.tfevents.${Math.floor(now() / 1000)}.${hostname()}`);
     let file = base;
     for (let i = 2; existsSync(file); i++) file = `${base}.${i}`;

@@ -28,7 +28,12 @@ describe('W&B sink (the real @wandb/sdk against a local stand-in of its API)', (
   it('creates the run with the config, logs one history row per record at its step, and finishes', async () => {
     standIn.reset();
     process.env.WANDB_API_KEY = standIn.key;
-    const sink = await WandbSink.open({ project: 'proj', entity: null, name: 'Bandit__grpo__1', config: { algo: { advEstimator: 'grpo' } } });
+    const sink = await WandbSink.open({
+      project: 'proj',
+      entity: null,
+      name: 'Bandit__grpo__1',
+      config: { algo: { advEstimator: 'grpo' } },
+    });
     expect(sink.url).toMatch(/\/tester\/proj\/runs\//);
     const logger = new MetricLogger([sink], { every: 2, now: () => 0 });
     logger.log({ 'train/success': 0.25 });
@@ -39,15 +44,23 @@ describe('W&B sink (the real @wandb/sdk against a local stand-in of its API)', (
     logger.flush(3);
     await logger.close();
     expect(standIn.seen.upserts).toHaveLength(1);
-    expect(standIn.seen.upserts[0]).toMatchObject({ project: 'proj', entity: 'tester', displayName: 'Bandit__grpo__1' });
+    expect(standIn.seen.upserts[0]).toMatchObject({
+      project: 'proj',
+      entity: 'tester',
+      displayName: 'Bandit__grpo__1',
+    });
     expect(JSON.parse(standIn.seen.upserts[0]!.config as string)).toEqual({ algo: { advEstimator: 'grpo' } });
-    expect(standIn.seen.history.map((h) => ({ step: h._step, success: h['train/success'], loss: h['actor/pg_loss'] }))).toEqual([
+    expect(
+      standIn.seen.history.map((h) => ({ step: h._step, success: h['train/success'], loss: h['actor/pg_loss'] })),
+    ).toEqual([
       { step: 2, success: 0.5, loss: 2 },
       { step: 3, success: 1, loss: undefined },
     ]);
     expect(standIn.seen.history.every((h) => !('time' in h) && !('step' in h))).toBe(true);
     expect(standIn.seen.finished).toEqual([{ complete: true, exitcode: 0 }]);
-    expect(standIn.seen.paths.filter((p) => p.endsWith('/file_stream')).every((p) => p.startsWith('/files/tester/proj/'))).toBe(true);
+    expect(
+      standIn.seen.paths.filter((p) => p.endsWith('/file_stream')).every((p) => p.startsWith('/files/tester/proj/')),
+    ).toBe(true);
   });
 
   it('turns a refused key into a TrackingError that names the server and WANDB_API_KEY', async () => {
@@ -61,15 +74,23 @@ describe('W&B sink (the real @wandb/sdk against a local stand-in of its API)', (
   });
 
   it('names the package when it is not installed', async () => {
-    const err = await WandbSink.open({ project: 'p', entity: null, name: 'r', config: {}, specifier: '@wandb/not-installed' }).catch((e: unknown) => e);
+    const err = await WandbSink.open({
+      project: 'p',
+      entity: null,
+      name: 'r',
+      config: {},
+      specifier: '@wandb/not-installed',
+    }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(TrackingError);
-    expect((err as Error).message).toMatch(/optional package `@wandb\/not-installed` is not installed; install it .*npm install @wandb\/not-installed/);
+    expect((err as Error).message).toMatch(
+      /optional package `@wandb\/not-installed` is not installed; install it .*npm install @wandb\/not-installed/,
+    );
   });
 });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 async function until(ok: () => boolean, ms: number): Promise<void> {
-  for (const end = Date.now() + ms; !ok() && Date.now() < end; ) await sleep(100);
+  for (const end = Date.now() + ms; !ok() && Date.now() < end;) await sleep(100);
 }
 
 /** Everything printed through console.* and process.stdout/stderr while `fn` runs. */
@@ -96,7 +117,13 @@ describe('item 11: W&B failures are said once and never take the run down', () =
     const seen: number[] = [];
     try {
       const printed = await printedDuring(async () => {
-        const sink = await WandbSink.open({ project: 'proj', entity: null, name: 'lost', config: {}, warn: (line) => warned.push(line) });
+        const sink = await WandbSink.open({
+          project: 'proj',
+          entity: null,
+          name: 'lost',
+          config: {},
+          warn: (line) => warned.push(line),
+        });
         const logger = new MetricLogger([{ write: (r: MetricRecord) => void seen.push(r.step) }, sink]);
         for (const step of [1, 2]) {
           logger.log({ 'train/success': step / 10 });
@@ -115,7 +142,11 @@ describe('item 11: W&B failures are said once and never take the run down', () =
       });
       expect(seen).toEqual([1, 2, 3, 4, 5, 6]);
       expect(warned).toHaveLength(1);
-      expect(warned[0]).toMatch(new RegExp(`^W&B sink: ${own.url.replace(/[.]/g, '\\.')} stopped receiving at step [3-6] \\(.*ECONNREFUSED.*\\); W&B gets no metrics from step [3-6] on .*metrics\\.jsonl keeps every step\\.$`));
+      expect(warned[0]).toMatch(
+        new RegExp(
+          `^W&B sink: ${own.url.replace(/[.]/g, '\\.')} stopped receiving at step [3-6] \\(.*ECONNREFUSED.*\\); W&B gets no metrics from step [3-6] on .*metrics\\.jsonl keeps every step\\.$`,
+        ),
+      );
       expect(printed).not.toMatch(/Fatal error|FetchError|\n\s+at /);
     } finally {
       restoreEnv();
@@ -123,14 +154,19 @@ describe('item 11: W&B failures are said once and never take the run down', () =
   }, 90_000);
 
   it('item 11: a W&B that cannot be reached at start is named unreachable, not a bad key', async () => {
-    const restoreEnv = wandbEnv({ WANDB_BASE_URL: `http://127.0.0.1:${await freePort()}`, WANDB_API_KEY: 'k'.repeat(40) });
+    const restoreEnv = wandbEnv({
+      WANDB_BASE_URL: `http://127.0.0.1:${await freePort()}`,
+      WANDB_API_KEY: 'k'.repeat(40),
+    });
     try {
       let err: unknown;
       const printed = await printedDuring(async () => {
         err = await WandbSink.open({ project: 'p', entity: null, name: 'r', config: {} }).catch((e: unknown) => e);
       });
       expect(err).toBeInstanceOf(TrackingError);
-      expect((err as Error).message).toMatch(/^W&B at http:\/\/127\.0\.0\.1:\d+ cannot be reached \(.*ECONNREFUSED.*\); check the network and WANDB_BASE_URL, or set WANDB_MODE=offline/);
+      expect((err as Error).message).toMatch(
+        /^W&B at http:\/\/127\.0\.0\.1:\d+ cannot be reached \(.*ECONNREFUSED.*\); check the network and WANDB_BASE_URL, or set WANDB_MODE=offline/,
+      );
       expect((err as Error).message).not.toMatch(/valid key/);
       expect(printed).not.toMatch(/Fatal error|\n\s+at /);
     } finally {
@@ -143,15 +179,33 @@ describe('item 11: W&B failures are said once and never take the run down', () =
     const dir = mkdtempSync(join(tmpdir(), 'ragen-wandb-offline-'));
     const restoreEnv = wandbEnv({ WANDB_BASE_URL: own.url, WANDB_API_KEY: own.key, WANDB_MODE: 'offline' });
     try {
-      const opened = await openRunSinks({ paths: runPaths(dir), sinks: ['jsonl', 'wandb'], wandb: { project: 'p', entity: null, name: null }, config: {}, console: 'none', totalSteps: 1, startStep: 0 });
+      const opened = await openRunSinks({
+        paths: runPaths(dir),
+        sinks: ['jsonl', 'wandb'],
+        wandb: { project: 'p', entity: null, name: null },
+        config: {},
+        console: 'none',
+        totalSteps: 1,
+        startStep: 0,
+      });
       opened.consoleLog.close();
       expect(opened.sinks.some((s) => s instanceof WandbSink)).toBe(false);
-      expect(opened.notes).toContainEqual(expect.stringMatching(/^W&B: WANDB_MODE=offline honoured: nothing is sent to W&B/));
+      expect(opened.notes).toContainEqual(
+        expect.stringMatching(/^W&B: WANDB_MODE=offline honoured: nothing is sent to W&B/),
+      );
       expect(own.seen.paths).toEqual([]);
       process.env.WANDB_MODE = 'sometimes';
-      await expect(openRunSinks({ paths: runPaths(dir), sinks: ['jsonl', 'wandb'], wandb: { project: 'p', entity: null, name: null }, config: {}, console: 'none', totalSteps: 1, startStep: 0 })).rejects.toThrow(
-        /^WANDB_MODE=sometimes is not a W&B mode; set online, offline or disabled/,
-      );
+      await expect(
+        openRunSinks({
+          paths: runPaths(dir),
+          sinks: ['jsonl', 'wandb'],
+          wandb: { project: 'p', entity: null, name: null },
+          config: {},
+          console: 'none',
+          totalSteps: 1,
+          startStep: 0,
+        }),
+      ).rejects.toThrow(/^WANDB_MODE=sometimes is not a W&B mode; set online, offline or disabled/);
     } finally {
       restoreEnv();
       await own.close();

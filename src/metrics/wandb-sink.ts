@@ -18,7 +18,13 @@ interface WandbRun {
 
 /** The part of the package's default export this sink uses. */
 interface WandbSdk {
-  init(opts: { project?: string; entity?: string; name?: string; config?: unknown; settings?: Record<string, unknown> }): Promise<WandbRun>;
+  init(opts: {
+    project?: string;
+    entity?: string;
+    name?: string;
+    config?: unknown;
+    settings?: Record<string, unknown>;
+  }): Promise<WandbRun>;
 }
 
 export interface WandbSinkOptions {
@@ -44,7 +50,9 @@ export function wandbMode(env: NodeJS.ProcessEnv = process.env): 'online' | 'off
   const mode = (env.WANDB_MODE ?? '').trim().toLowerCase();
   if (mode === '' || mode === 'online' || mode === 'run') return 'online';
   if (mode === 'offline' || mode === 'disabled' || mode === 'dryrun') return 'offline';
-  throw new TrackingError(`WANDB_MODE=${env.WANDB_MODE} is not a W&B mode; set online, offline or disabled (or unset it).`);
+  throw new TrackingError(
+    `WANDB_MODE=${env.WANDB_MODE} is not a W&B mode; set online, offline or disabled (or unset it).`,
+  );
 }
 
 /** The line a run prints when WANDB_MODE keeps W&B off the network. */
@@ -59,14 +67,24 @@ function calledFromSdk(): boolean {
 
 /** The gist of a line the SDK printed: its text and the error's own message (a FetchError's reason). */
 function gist(args: unknown[]): string {
-  const text = String(args[0] ?? '').trim().replace(/:$/, '');
+  const text = String(args[0] ?? '')
+    .trim()
+    .replace(/:$/, '');
   const err = args.find((a): a is Error => a instanceof Error);
   return err ? `${text}: ${err.message}` : text;
 }
 
 /** Whether what the SDK printed is a network failure (no answer at all), not a refusal by the server. */
 function unreachable(lines: unknown[][]): boolean {
-  return lines.some((args) => args.some((a) => a instanceof Error && ((a as { type?: string }).type === 'system' || a.name === 'FetchError' || /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ECONNRESET/.test(a.message))));
+  return lines.some((args) =>
+    args.some(
+      (a) =>
+        a instanceof Error &&
+        ((a as { type?: string }).type === 'system' ||
+          a.name === 'FetchError' ||
+          /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ECONNRESET/.test(a.message)),
+    ),
+  );
 }
 
 /**
@@ -108,18 +126,31 @@ export class WandbSink implements MetricSink {
     if (/^Retrying failed request/.test(String(args[0] ?? ''))) return; // a 5xx being retried: not lost yet
     if (this.lostAt !== undefined) return;
     this.lostAt = Math.max(this.lastStep, 1);
-    this.warn(`W&B sink: ${this.where} stopped receiving at step ${this.lostAt} (${gist(args)}); W&B gets no metrics from step ${this.lostAt} on (rows of the few seconds before may be lost too), the run goes on, and metrics.jsonl keeps every step.`);
+    this.warn(
+      `W&B sink: ${this.where} stopped receiving at step ${this.lostAt} (${gist(args)}); W&B gets no metrics from step ${this.lostAt} on (rows of the few seconds before may be lost too), the run goes on, and metrics.jsonl keeps every step.`,
+    );
   }
 
   /** Start the W&B run (the package is loaded here, so runs without `wandb` never need it). */
   static async open(options: WandbSinkOptions): Promise<WandbSink> {
-    if (wandbMode() === 'offline') throw new TrackingError(`WANDB_MODE=${process.env.WANDB_MODE}: the W&B sink does not start offline; openRunSinks leaves it out.`);
+    if (wandbMode() === 'offline')
+      throw new TrackingError(
+        `WANDB_MODE=${process.env.WANDB_MODE}: the W&B sink does not start offline; openRunSinks leaves it out.`,
+      );
     const sdk = await loadSdk(options.specifier ?? WANDB_PACKAGE);
     const timeoutMs = options.timeoutMs ?? 60_000;
     const where = process.env.WANDB_BASE_URL || 'https://api.wandb.ai';
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new TrackingError(`W&B at ${where} did not start the run within ${timeoutMs / 1000} s; check the network and WANDB_BASE_URL, or remove wandb from logging.sinks.`)), timeoutMs);
+      timer = setTimeout(
+        () =>
+          reject(
+            new TrackingError(
+              `W&B at ${where} did not start the run within ${timeoutMs / 1000} s; check the network and WANDB_BASE_URL, or remove wandb from logging.sinks.`,
+            ),
+          ),
+        timeoutMs,
+      );
     });
     // The SDK prints a failed request's whole response object; hold its lines back and keep the gist for our error.
     const held: unknown[][] = [];
@@ -136,7 +167,12 @@ export class WandbSink implements MetricSink {
         }),
         timeout,
       ]);
-      sink = new WandbSink(run, where, options.warn ?? ((line) => console.error(line)), options.closeTimeoutMs ?? 10_000);
+      sink = new WandbSink(
+        run,
+        where,
+        options.warn ?? ((line) => console.error(line)),
+        options.closeTimeoutMs ?? 10_000,
+      );
       sink.release = release;
       for (const args of held) console.error(gist(args)); // it started after all: what it said stays visible, in brief
       return sink;
@@ -145,8 +181,13 @@ export class WandbSink implements MetricSink {
       if (err instanceof TrackingError) throw err;
       const said = held.map(gist).filter(Boolean);
       const reason = [...new Set(said), err instanceof Error ? err.message : String(err)].join('; ');
-      if (unreachable(held)) throw new TrackingError(`W&B at ${where} cannot be reached (${reason}); check the network and WANDB_BASE_URL, or set WANDB_MODE=offline (or remove wandb from logging.sinks) to train without it.`);
-      throw new TrackingError(`W&B at ${where} refused the run (${reason}); set WANDB_API_KEY to a valid key (https://wandb.ai/authorize) and WANDB_BASE_URL for a self-hosted server, or remove wandb from logging.sinks.`);
+      if (unreachable(held))
+        throw new TrackingError(
+          `W&B at ${where} cannot be reached (${reason}); check the network and WANDB_BASE_URL, or set WANDB_MODE=offline (or remove wandb from logging.sinks) to train without it.`,
+        );
+      throw new TrackingError(
+        `W&B at ${where} refused the run (${reason}); set WANDB_API_KEY to a valid key (https://wandb.ai/authorize) and WANDB_BASE_URL for a self-hosted server, or remove wandb from logging.sinks.`,
+      );
     } finally {
       clearTimeout(timer);
     }
@@ -176,8 +217,16 @@ export class WandbSink implements MetricSink {
     const lost = this.lostAt !== undefined;
     try {
       const finished = this.run.finish(0).then(() => true);
-      const waited = lost ? await Promise.race([finished, new Promise<false>((r) => (timer = setTimeout(() => r(false), this.closeTimeoutMs)))]) : await finished;
-      if (!waited) this.warn(`W&B sink: gave up finishing the W&B run after ${this.closeTimeoutMs / 1000} s (${this.where} is lost).`);
+      const waited = lost
+        ? await Promise.race([
+            finished,
+            new Promise<false>((r) => (timer = setTimeout(() => r(false), this.closeTimeoutMs))),
+          ])
+        : await finished;
+      if (!waited)
+        this.warn(
+          `W&B sink: gave up finishing the W&B run after ${this.closeTimeoutMs / 1000} s (${this.where} is lost).`,
+        );
     } finally {
       clearTimeout(timer);
       this.release();
@@ -194,11 +243,18 @@ async function loadSdk(specifier: string): Promise<WandbSdk> {
     const message = err instanceof Error ? err.message : String(err);
     // Node names the package it could not find in quotes; a missing dependency *of* the SDK is another failure.
     if ((code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') && message.includes(`'${specifier}'`)) {
-      throw new TrackingError(`logging.sinks names \`wandb\`, but the optional package \`${specifier}\` is not installed; install it beside ragen-ts (\`npm install ${specifier}\`) or remove wandb from logging.sinks.`);
+      throw new TrackingError(
+        `logging.sinks names \`wandb\`, but the optional package \`${specifier}\` is not installed; install it beside ragen-ts (\`npm install ${specifier}\`) or remove wandb from logging.sinks.`,
+      );
     }
-    throw new TrackingError(`\`${specifier}\` is installed but does not load (${message}); reinstall it (\`npm install ${specifier}\`) or remove wandb from logging.sinks.`);
+    throw new TrackingError(
+      `\`${specifier}\` is installed but does not load (${message}); reinstall it (\`npm install ${specifier}\`) or remove wandb from logging.sinks.`,
+    );
   }
   const sdk = (mod as { default?: unknown }).default ?? mod;
-  if (typeof (sdk as { init?: unknown }).init !== 'function') throw new TrackingError(`\`${specifier}\` has no init() function; install a version ragen-ts supports (\`npm install ${WANDB_PACKAGE}@^0.5\`).`);
+  if (typeof (sdk as { init?: unknown }).init !== 'function')
+    throw new TrackingError(
+      `\`${specifier}\` has no init() function; install a version ragen-ts supports (\`npm install ${WANDB_PACKAGE}@^0.5\`).`,
+    );
   return sdk as WandbSdk;
 }

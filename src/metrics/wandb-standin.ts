@@ -42,15 +42,32 @@ export async function startWandbStandIn(): Promise<WandbStandIn> {
       res.writeHead(status, { 'content-type': 'application/json' });
       res.end(JSON.stringify(data));
     };
-    if (req.headers.authorization !== `Basic ${Buffer.from(`api:${key}`).toString('base64')}`) return json(401, { errors: [{ message: 'bad key' }] });
+    if (req.headers.authorization !== `Basic ${Buffer.from(`api:${key}`).toString('base64')}`)
+      return json(401, { errors: [{ message: 'bad key' }] });
     const msg = JSON.parse(await body(req));
     const seen = state.seen;
     seen.paths.push(req.url!);
-    if (req.url === '/graphql' && /viewer/.test(msg.query)) return json(200, { data: { viewer: { id: 'v', entity: 'tester', flags: '', teams: { edges: [] } } } });
+    if (req.url === '/graphql' && /viewer/.test(msg.query))
+      return json(200, { data: { viewer: { id: 'v', entity: 'tester', flags: '', teams: { edges: [] } } } });
     if (req.url === '/graphql' && /upsertBucket/.test(msg.query)) {
       seen.upserts.push(msg.variables);
       const v = msg.variables;
-      return json(200, { data: { upsertBucket: { inserted: true, bucket: { id: 'b', name: v.name, displayName: v.displayName, description: null, config: v.config, sweepName: null, project: { id: 'p', name: v.project, entity: { id: 'e', name: v.entity } } } } } });
+      return json(200, {
+        data: {
+          upsertBucket: {
+            inserted: true,
+            bucket: {
+              id: 'b',
+              name: v.name,
+              displayName: v.displayName,
+              description: null,
+              config: v.config,
+              sweepName: null,
+              project: { id: 'p', name: v.project, entity: { id: 'e', name: v.entity } },
+            },
+          },
+        },
+      });
     }
     if (req.url?.endsWith('/file_stream')) {
       for (const line of msg.files?.['wandb-history.jsonl']?.content ?? []) seen.history.push(JSON.parse(line));
@@ -78,7 +95,11 @@ export async function startWandbStandIn(): Promise<WandbStandIn> {
 
 /** Set W&B's environment variables for a test; returns a function that restores them. */
 export function wandbEnv(vars: { WANDB_API_KEY?: string; WANDB_BASE_URL?: string; WANDB_MODE?: string }): () => void {
-  const saved = { WANDB_API_KEY: process.env.WANDB_API_KEY, WANDB_BASE_URL: process.env.WANDB_BASE_URL, WANDB_MODE: process.env.WANDB_MODE };
+  const saved = {
+    WANDB_API_KEY: process.env.WANDB_API_KEY,
+    WANDB_BASE_URL: process.env.WANDB_BASE_URL,
+    WANDB_MODE: process.env.WANDB_MODE,
+  };
   Object.assign(process.env, vars);
   return () => {
     for (const [name, v] of Object.entries(saved)) {

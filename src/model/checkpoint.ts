@@ -20,7 +20,10 @@ export interface SaveOptions {
   valueHead?: ValueHead | null;
   /** Path of a tokenizer.json (and its tokenizer_config.json, if beside it) to copy in. */
   tokenizerPath?: string;
-  /** Split model.safetensors into Hugging Face index + shards above this many bytes. @default DEFAULT_MAX_SHARD_BYTES (1 GiB) */
+  /**
+   * Split model.safetensors into Hugging Face index + shards above this many bytes. @default DEFAULT_MAX_SHARD_BYTES (1
+   * GiB)
+   */
   maxShardBytes?: number;
 }
 
@@ -28,8 +31,15 @@ export interface SaveOptions {
 export async function saveModel(dir: string, model: Transformer, opts: SaveOptions = {}): Promise<void> {
   await mkdir(dir, { recursive: true });
   await writeFile(join(dir, 'config.json'), JSON.stringify(configToHF(model.config), null, 2) + '\n');
-  await writeFile(join(dir, 'generation_config.json'), JSON.stringify(generationConfigToHF(model.config), null, 2) + '\n');
-  await saveWeights(dir, model.exportWeights(), opts.maxShardBytes === undefined ? {} : { maxShardBytes: opts.maxShardBytes });
+  await writeFile(
+    join(dir, 'generation_config.json'),
+    JSON.stringify(generationConfigToHF(model.config), null, 2) + '\n',
+  );
+  await saveWeights(
+    dir,
+    model.exportWeights(),
+    opts.maxShardBytes === undefined ? {} : { maxShardBytes: opts.maxShardBytes },
+  );
   if (model.lora) await model.lora.save(join(dir, ADAPTER_DIR), '..');
   if (opts.valueHead) await writeSafetensors(join(dir, VALUE_HEAD_FILE), opts.valueHead.exportWeights());
   if (opts.tokenizerPath) {
@@ -54,10 +64,14 @@ export async function loadModelConfig(dir: string): Promise<ModelConfig> {
 }
 
 /** Load a checkpoint directory (ours or one saved by transformers), with its LoRA adapter and value head if present. */
-export async function loadModel(dir: string, opts: { adapters?: boolean } = {}): Promise<{ model: Transformer; valueHead: ValueHead | null }> {
+export async function loadModel(
+  dir: string,
+  opts: { adapters?: boolean } = {},
+): Promise<{ model: Transformer; valueHead: ValueHead | null }> {
   const config = await loadModelConfig(dir);
   const model = Transformer.fromWeights(config, await loadWeights(dir), dir);
-  if (opts.adapters !== false && existsSync(join(dir, ADAPTER_DIR, 'adapter_config.json'))) await LoraAdapters.load(model, join(dir, ADAPTER_DIR));
+  if (opts.adapters !== false && existsSync(join(dir, ADAPTER_DIR, 'adapter_config.json')))
+    await LoraAdapters.load(model, join(dir, ADAPTER_DIR));
   const vh = join(dir, VALUE_HEAD_FILE);
   const valueHead = existsSync(vh) ? ValueHead.fromWeights(await readSafetensors(vh), config.hiddenSize, vh) : null;
   return { model, valueHead };

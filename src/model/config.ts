@@ -40,7 +40,10 @@ export interface ModelConfig {
 }
 
 /** The defaults for fields a user may omit when building a model from scratch. */
-export function modelConfig(partial: Partial<ModelConfig> & Pick<ModelConfig, 'vocabSize' | 'hiddenSize' | 'intermediateSize' | 'numLayers' | 'numHeads'>): ModelConfig {
+export function modelConfig(
+  partial: Partial<ModelConfig> &
+    Pick<ModelConfig, 'vocabSize' | 'hiddenSize' | 'intermediateSize' | 'numLayers' | 'numHeads'>,
+): ModelConfig {
   const modelType = partial.modelType ?? 'qwen2';
   const cfg: ModelConfig = {
     modelType,
@@ -62,28 +65,54 @@ export function modelConfig(partial: Partial<ModelConfig> & Pick<ModelConfig, 'v
 /** Throws ConfigError naming the field and the fix when the shape is inconsistent. */
 export function validateConfig(c: ModelConfig, source = 'model config'): void {
   if (!(MODEL_TYPES as readonly string[]).includes(c.modelType)) {
-    throw new ConfigError(`${source}: model_type \`${c.modelType}\` is not supported; supported: ${MODEL_TYPES.join(', ')}.${didYouMean(c.modelType, MODEL_TYPES)}`);
+    throw new ConfigError(
+      `${source}: model_type \`${c.modelType}\` is not supported; supported: ${MODEL_TYPES.join(', ')}.${didYouMean(c.modelType, MODEL_TYPES)}`,
+    );
   }
-  for (const key of ['vocabSize', 'hiddenSize', 'intermediateSize', 'numLayers', 'numHeads', 'numKvHeads', 'headDim', 'maxPositionEmbeddings'] as const) {
+  for (const key of [
+    'vocabSize',
+    'hiddenSize',
+    'intermediateSize',
+    'numLayers',
+    'numHeads',
+    'numKvHeads',
+    'headDim',
+    'maxPositionEmbeddings',
+  ] as const) {
     const v = c[key];
-    if (!Number.isInteger(v) || v <= 0) throw new ConfigError(`${source}: ${snake(key)} must be a positive integer, got ${String(v)}`);
+    if (!Number.isInteger(v) || v <= 0)
+      throw new ConfigError(`${source}: ${snake(key)} must be a positive integer, got ${String(v)}`);
   }
   if (c.numHeads % c.numKvHeads !== 0) {
-    throw new ConfigError(`${source}: num_attention_heads (${c.numHeads}) must be a multiple of num_key_value_heads (${c.numKvHeads})`);
+    throw new ConfigError(
+      `${source}: num_attention_heads (${c.numHeads}) must be a multiple of num_key_value_heads (${c.numKvHeads})`,
+    );
   }
   // What Hugging Face's config.json can express: qwen2 = q/k/v bias, no o bias; llama/qwen3 = one
   // `attention_bias` for all four; q/k norm exactly in qwen3.
-  if (c.modelType === 'qwen2' && (!c.qkvBias || c.oBias)) throw new ConfigError(`${source}: qwen2 has q/k/v biases and no o_proj bias (got qkvBias ${c.qkvBias}, oBias ${c.oBias}); use model_type llama for other bias layouts`);
-  if (c.modelType !== 'qwen2' && c.qkvBias !== c.oBias) throw new ConfigError(`${source}: ${c.modelType}'s attention_bias sets q/k/v and o_proj biases together (got qkvBias ${c.qkvBias}, oBias ${c.oBias})`);
-  if (c.qkNorm !== (c.modelType === 'qwen3')) throw new ConfigError(`${source}: q/k norm is part of qwen3 exactly (got qkNorm ${c.qkNorm} for ${c.modelType})`);
-  if (c.headDim % 2 !== 0) throw new ConfigError(`${source}: head_dim must be even for rotary embeddings, got ${c.headDim}`);
+  if (c.modelType === 'qwen2' && (!c.qkvBias || c.oBias))
+    throw new ConfigError(
+      `${source}: qwen2 has q/k/v biases and no o_proj bias (got qkvBias ${c.qkvBias}, oBias ${c.oBias}); use model_type llama for other bias layouts`,
+    );
+  if (c.modelType !== 'qwen2' && c.qkvBias !== c.oBias)
+    throw new ConfigError(
+      `${source}: ${c.modelType}'s attention_bias sets q/k/v and o_proj biases together (got qkvBias ${c.qkvBias}, oBias ${c.oBias})`,
+    );
+  if (c.qkNorm !== (c.modelType === 'qwen3'))
+    throw new ConfigError(`${source}: q/k norm is part of qwen3 exactly (got qkNorm ${c.qkNorm} for ${c.modelType})`);
+  if (c.headDim % 2 !== 0)
+    throw new ConfigError(`${source}: head_dim must be even for rotary embeddings, got ${c.headDim}`);
   if (!(c.rmsNormEps > 0)) throw new ConfigError(`${source}: rms_norm_eps must be > 0, got ${c.rmsNormEps}`);
   if (!(c.ropeTheta > 0)) throw new ConfigError(`${source}: rope_theta must be > 0, got ${c.ropeTheta}`);
 }
 
 /** camelCase field -> HF key, for messages. */
 function snake(key: string): string {
-  const special: Record<string, string> = { numLayers: 'num_hidden_layers', numHeads: 'num_attention_heads', numKvHeads: 'num_key_value_heads' };
+  const special: Record<string, string> = {
+    numLayers: 'num_hidden_layers',
+    numHeads: 'num_attention_heads',
+    numKvHeads: 'num_key_value_heads',
+  };
   return special[key] ?? key.replace(/[A-Z]/g, (m) => `_${m.toLowerCase()}`);
 }
 
@@ -91,7 +120,9 @@ function snake(key: string): string {
 export function configFromHF(json: Record<string, unknown>, source = 'config.json'): ModelConfig {
   const type = String(json.model_type ?? '');
   if (!(MODEL_TYPES as readonly string[]).includes(type)) {
-    throw new ConfigError(`${source}: model_type \`${type || '(missing)'}\` is not supported; supported: ${MODEL_TYPES.join(', ')}.${didYouMean(type, MODEL_TYPES)}`);
+    throw new ConfigError(
+      `${source}: model_type \`${type || '(missing)'}\` is not supported; supported: ${MODEL_TYPES.join(', ')}.${didYouMean(type, MODEL_TYPES)}`,
+    );
   }
   const num = (key: string, fallback?: number): number => {
     const v = json[key];
@@ -99,15 +130,20 @@ export function configFromHF(json: Record<string, unknown>, source = 'config.jso
       if (fallback === undefined) throw new ConfigError(`${source}: missing required key \`${key}\``);
       return fallback;
     }
-    if (typeof v !== 'number') throw new ConfigError(`${source}: \`${key}\` must be a number, got ${JSON.stringify(v)}`);
+    if (typeof v !== 'number')
+      throw new ConfigError(`${source}: \`${key}\` must be a number, got ${JSON.stringify(v)}`);
     return v;
   };
   const act = json.hidden_act ?? 'silu';
-  if (act !== 'silu') throw new ConfigError(`${source}: hidden_act \`${String(act)}\` is not supported (only silu / SwiGLU)`);
+  if (act !== 'silu')
+    throw new ConfigError(`${source}: hidden_act \`${String(act)}\` is not supported (only silu / SwiGLU)`);
   // transformers v5 writes `rope_parameters: {rope_type, rope_theta}`; v4 writes `rope_theta` (+ `rope_scaling`).
   const rope = (json.rope_parameters ?? json.rope_scaling ?? null) as Record<string, unknown> | null;
   const ropeType = rope ? String(rope.rope_type ?? rope.type ?? 'default') : 'default';
-  if (ropeType !== 'default') throw new ConfigError(`${source}: RoPE scaling \`${ropeType}\` (${JSON.stringify(rope)}) is not supported, only plain RoPE; remove it for short contexts`);
+  if (ropeType !== 'default')
+    throw new ConfigError(
+      `${source}: RoPE scaling \`${ropeType}\` (${JSON.stringify(rope)}) is not supported, only plain RoPE; remove it for short contexts`,
+    );
   const ropeTheta = typeof rope?.rope_theta === 'number' ? rope.rope_theta : undefined;
   if (json.mlp_bias) throw new ConfigError(`${source}: mlp_bias: true is not supported`);
   if (json.use_sliding_window) throw new ConfigError(`${source}: use_sliding_window: true is not supported`);
@@ -133,13 +169,18 @@ export function configFromHF(json: Record<string, unknown>, source = 'config.jso
     qkNorm: modelType === 'qwen3',
   };
   if (typeof json.bos_token_id === 'number') cfg.bosTokenId = json.bos_token_id;
-  if (typeof json.eos_token_id === 'number' || Array.isArray(json.eos_token_id)) cfg.eosTokenId = json.eos_token_id as number | number[];
+  if (typeof json.eos_token_id === 'number' || Array.isArray(json.eos_token_id))
+    cfg.eosTokenId = json.eos_token_id as number | number[];
   if (typeof json.pad_token_id === 'number') cfg.padTokenId = json.pad_token_id;
   validateConfig(cfg, source);
   return cfg;
 }
 
-const ARCH: Record<ModelType, string> = { qwen2: 'Qwen2ForCausalLM', qwen3: 'Qwen3ForCausalLM', llama: 'LlamaForCausalLM' };
+const ARCH: Record<ModelType, string> = {
+  qwen2: 'Qwen2ForCausalLM',
+  qwen3: 'Qwen3ForCausalLM',
+  llama: 'LlamaForCausalLM',
+};
 
 /** The `config.json` transformers needs to load our weights. */
 export function configToHF(c: ModelConfig): Record<string, unknown> {
@@ -189,7 +230,13 @@ export function generationConfigToHF(c: ModelConfig): Record<string, unknown> {
 /** Parameter count (without LoRA adapters or a value head). */
 export function countParameters(c: ModelConfig): number {
   const { hiddenSize: C, headDim: D, numHeads: H, numKvHeads: K, intermediateSize: F, vocabSize: V } = c;
-  const attn = C * H * D + 2 * C * K * D + H * D * C + (c.qkvBias ? H * D + 2 * K * D : 0) + (c.oBias ? C : 0) + (c.qkNorm ? 2 * D : 0);
+  const attn =
+    C * H * D +
+    2 * C * K * D +
+    H * D * C +
+    (c.qkvBias ? H * D + 2 * K * D : 0) +
+    (c.oBias ? C : 0) +
+    (c.qkNorm ? 2 * D : 0);
   const layer = attn + 3 * C * F + 2 * C;
   return V * C + c.numLayers * layer + C + (c.tieWordEmbeddings ? 0 : V * C);
 }

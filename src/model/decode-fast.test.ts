@@ -20,9 +20,46 @@ setBackend('js');
 it('every loaded fast backend (native, wasm) has the fused decode', () => expect(withoutFused).toEqual([]));
 
 const cases: [string, ModelConfig][] = [
-  ['qwen2, GQA 3:1, hidden 24 (not a multiple of 16), head dim 8', modelConfig({ modelType: 'qwen2', vocabSize: 37, hiddenSize: 24, intermediateSize: 40, numLayers: 2, numHeads: 3, numKvHeads: 1 })],
-  ['qwen3 q/k norm, head dim 40 (32-column blocks + a tail), MHA, untied', modelConfig({ modelType: 'qwen3', vocabSize: 53, hiddenSize: 48, intermediateSize: 70, numLayers: 2, numHeads: 2, numKvHeads: 2, headDim: 40, tieWordEmbeddings: false })],
-  ['llama with q/k/v and o biases, GQA 4:2, head dim 32', modelConfig({ modelType: 'llama', vocabSize: 40, hiddenSize: 64, intermediateSize: 96, numLayers: 3, numHeads: 4, numKvHeads: 2, qkvBias: true, oBias: true })],
+  [
+    'qwen2, GQA 3:1, hidden 24 (not a multiple of 16), head dim 8',
+    modelConfig({
+      modelType: 'qwen2',
+      vocabSize: 37,
+      hiddenSize: 24,
+      intermediateSize: 40,
+      numLayers: 2,
+      numHeads: 3,
+      numKvHeads: 1,
+    }),
+  ],
+  [
+    'qwen3 q/k norm, head dim 40 (32-column blocks + a tail), MHA, untied',
+    modelConfig({
+      modelType: 'qwen3',
+      vocabSize: 53,
+      hiddenSize: 48,
+      intermediateSize: 70,
+      numLayers: 2,
+      numHeads: 2,
+      numKvHeads: 2,
+      headDim: 40,
+      tieWordEmbeddings: false,
+    }),
+  ],
+  [
+    'llama with q/k/v and o biases, GQA 4:2, head dim 32',
+    modelConfig({
+      modelType: 'llama',
+      vocabSize: 40,
+      hiddenSize: 64,
+      intermediateSize: 96,
+      numLayers: 3,
+      numHeads: 4,
+      numKvHeads: 2,
+      qkvBias: true,
+      oBias: true,
+    }),
+  ],
 ];
 // lengths 1..9: left padding in the shared cache, batch sizes that leave partial 6-row GEMM blocks
 const prompts = [[1, 2, 3, 4, 5, 6, 7, 8, 9], [7, 8], [9], [3, 1, 4, 1, 5], [2, 7, 1, 8, 2, 8, 1], [5, 5, 5]];
@@ -33,7 +70,12 @@ function teacherForced(model: Transformer, seqs: number[][]): Float32Array[] {
 }
 
 /** `make()` built on the js backend (the same seeded weights) and sampled op by op there: the reference completions. */
-function reference(make: () => Transformer, prompts: readonly number[][], opts: GenerateOptions, fast: BackendName): Completion[] {
+function reference(
+  make: () => Transformer,
+  prompts: readonly number[][],
+  opts: GenerateOptions,
+  fast: BackendName,
+): Completion[] {
   setBackend('js');
   try {
     const m = make();
@@ -64,15 +106,22 @@ describe.skipIf(backends.length === 0).each(backends)('fused decode step [%s]', 
         const fast = generate(m, prompts, opts);
         expect(liveTensors()).toBe(live); // packed weights, scratch and cache all freed
         expectSame(fast, reference(make, prompts, opts, backend));
-        const tf = teacherForced(m, prompts.map((p, i) => [...p, ...fast[i]!.tokens]));
-        prompts.forEach((p, i) => fast[i]!.logprobs.forEach((lp, j) => expect(Math.abs(lp - tf[i]![p.length - 1 + j]!)).toBeLessThan(1e-4)));
+        const tf = teacherForced(
+          m,
+          prompts.map((p, i) => [...p, ...fast[i]!.tokens]),
+        );
+        prompts.forEach((p, i) =>
+          fast[i]!.logprobs.forEach((lp, j) => expect(Math.abs(lp - tf[i]![p.length - 1 + j]!)).toBeLessThan(1e-4)),
+        );
       }
     });
   }
 
   it('splits a large batch over the two threads (40 sequences, 20 rows each: three 6-row blocks and a 2-row one) with the same results', () => {
     const make = (): Transformer => Transformer.init(cases[2]![1], 8, 0.3);
-    const many = Array.from({ length: 40 }, (_, i) => Array.from({ length: 1 + (i % 7) }, (_, t) => (i * 7 + t * 3) % 40));
+    const many = Array.from({ length: 40 }, (_, i) =>
+      Array.from({ length: 1 + (i % 7) }, (_, t) => (i * 7 + t * 3) % 40),
+    );
     const opts: GenerateOptions = { maxNewTokens: 5, temperature: 1, seed: 9, fastDecode: true };
     expectSame(generate(make(), many, opts), reference(make, many, opts, backend));
   });
@@ -80,8 +129,19 @@ describe.skipIf(backends.length === 0).each(backends)('fused decode step [%s]', 
   it('uses the merged LoRA weights', () => {
     const make = (): Transformer => {
       const m = Transformer.init(cases[2]![1], 6, 0.3);
-      const lora = LoraAdapters.attach(m, { r: 2, alpha: 4, targetModules: ['q_proj', 'o_proj', 'up_proj', 'down_proj'] }, 1);
-      noGrad(() => lora.parameters().forEach(([, t]) => t.backend.write(t.buf, t.toFloat32Array().map((_, i) => 0.1 * Math.sin(i + 1)))));
+      const lora = LoraAdapters.attach(
+        m,
+        { r: 2, alpha: 4, targetModules: ['q_proj', 'o_proj', 'up_proj', 'down_proj'] },
+        1,
+      );
+      noGrad(() =>
+        lora.parameters().forEach(([, t]) =>
+          t.backend.write(
+            t.buf,
+            t.toFloat32Array().map((_, i) => 0.1 * Math.sin(i + 1)),
+          ),
+        ),
+      );
       return m;
     };
     const opts: GenerateOptions = { maxNewTokens: 6, temperature: 1, seed: 5, fastDecode: true };
@@ -99,13 +159,26 @@ describe.skipIf(!testBackend('wasm'))('fused prefill [wasm]', () => {
     const spy = vi.spyOn(FastDecoder.prototype, 'prefill');
     try {
       // 13 prompts of 1-60 tokens: with a cache of 64 slots a chunk holds 128 rows, so the longest go two by two
-      const mixed = Array.from({ length: 13 }, (_, i) => Array.from({ length: 1 + ((i * 23) % 60) }, (_, t) => (i * 5 + t * 7) % 40));
-      for (const [batch, fusedPrefill] of [[mixed, true], [[...mixed.slice(0, 3), Array.from({ length: 300 }, (_, t) => t % 40)], false]] as const) {
+      const mixed = Array.from({ length: 13 }, (_, i) =>
+        Array.from({ length: 1 + ((i * 23) % 60) }, (_, t) => (i * 5 + t * 7) % 40),
+      );
+      for (const [batch, fusedPrefill] of [
+        [mixed, true],
+        [[...mixed.slice(0, 3), Array.from({ length: 300 }, (_, t) => t % 40)], false],
+      ] as const) {
         spy.mockClear();
         const opts: GenerateOptions = { maxNewTokens: 4, temperature: 1, seed: 2, fastDecode: true };
         const fast = generate(m, batch, opts);
         expect(spy.mock.calls.length).toBe(fusedPrefill ? 1 : 0);
-        expectSame(fast, reference(make, batch.map((p) => [...p]), opts, 'wasm'));
+        expectSame(
+          fast,
+          reference(
+            make,
+            batch.map((p) => [...p]),
+            opts,
+            'wasm',
+          ),
+        );
       }
     } finally {
       spy.mockRestore();

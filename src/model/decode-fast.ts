@@ -9,7 +9,10 @@ import { argmax, type Sampler, type SamplerSettings } from './sampling.js';
 import type { Rng } from '../util/index.js';
 import type { Transformer } from './transformer.js';
 
-/** Most rows (prompt tokens) one kernel call of a fused prefill takes per thread; longer prompts use the op-by-op prefill. */
+/**
+ * Most rows (prompt tokens) one kernel call of a fused prefill takes per thread; longer prompts use the op-by-op
+ * prefill.
+ */
 const PREFILL_ROWS = 256;
 
 /** Whether `backend` has fused decode kernels (native and wasm; not the js reference backends). */
@@ -42,7 +45,12 @@ export class FastDecoder {
   private readonly rowCap: number;
 
   /** Pack the fused weights of `model` (the backend must pass `hasFastDecode`). */
-  constructor(private readonly model: Transformer, fused: FusedWeights, readonly maxBatch: number, readonly capacity: number) {
+  constructor(
+    private readonly model: Transformer,
+    fused: FusedWeights,
+    readonly maxBatch: number,
+    readonly capacity: number,
+  ) {
     const c = model.config;
     const be = model.backend;
     if (!be.decodeKernels) throw new Error(`FastDecoder: backend ${be.name} has no fused decode kernels`);
@@ -102,18 +110,32 @@ export class FastDecoder {
    * Append token `ids[b]` at RoPE position `positions[b]` to each of the B sequences of `cache` (slot
    * cache.length) and compute the next-token distributions (at `temperature`; 0 = greedy): read them with `sample`.
    */
-  step(ids: ArrayLike<number>, B: number, cache: KVCache, positions: Int32Array, keyValid: Int32Array | undefined, temperature: number): void {
+  step(
+    ids: ArrayLike<number>,
+    B: number,
+    cache: KVCache,
+    positions: Int32Array,
+    keyValid: Int32Array | undefined,
+    temperature: number,
+  ): void {
     if (B > this.maxBatch || cache.capacity !== this.capacity || cache.length >= cache.capacity) {
-      throw new RangeError(`FastDecoder.step: batch ${B} / cache ${cache.length} of ${cache.capacity} outside ${this.maxBatch} x ${this.capacity}`);
+      throw new RangeError(
+        `FastDecoder.step: batch ${B} / cache ${cache.length} of ${cache.capacity} outside ${this.maxBatch} x ${this.capacity}`,
+      );
     }
-    this.setRows(Int32Array.from({ length: B }, (_, b) => ids[b]!), positions.subarray(0, B));
+    this.setRows(
+      Int32Array.from({ length: B }, (_, b) => ids[b]!),
+      positions.subarray(0, B),
+    );
     this.forward(B, 1, 0, cache.length, cache, keyValid, temperature);
     cache.length += 1;
     this.rowsReady = B;
     this.tempReady = temperature;
   }
 
-  /** Whether `prefill` takes prompts of (at most) `longest` tokens: kernels that prefill, and a prompt fits one call. */
+  /**
+   * Whether `prefill` takes prompts of (at most) `longest` tokens: kernels that prefill, and a prompt fits one call.
+   */
   canPrefill(longest: number): boolean {
     return this.kernels.prefills && longest > 0 && longest <= Math.min(PREFILL_ROWS, this.capacity);
   }
@@ -124,18 +146,27 @@ export class FastDecoder {
    * distributions of each row's next token, as `step` does. Chunks of consecutive rows go through `forward` with
    * each row's tokens in order; a chunk's shorter prompts are padded to its longest (token 0, masked).
    */
-  prefill(prompts: readonly (readonly number[])[], cache: KVCache, keyValid: Int32Array | undefined, temperature: number): void {
+  prefill(
+    prompts: readonly (readonly number[])[],
+    cache: KVCache,
+    keyValid: Int32Array | undefined,
+    temperature: number,
+  ): void {
     const n = prompts.length;
     const P = prompts[0]?.length ?? 0;
     if (!this.canPrefill(P) || n > this.maxBatch || cache.capacity !== this.capacity || cache.length !== 0) {
-      throw new RangeError(`FastDecoder.prefill: ${n} prompts of up to ${P} tokens into a cache at ${cache.length} of ${cache.capacity}`);
+      throw new RangeError(
+        `FastDecoder.prefill: ${n} prompts of up to ${P} tokens into a cache at ${cache.length} of ${cache.capacity}`,
+      );
     }
-    for (let j0 = 0; j0 < n; ) {
+    for (let j0 = 0; j0 < n;) {
       const T = prompts[j0]!.length;
       const seqs = Math.max(1, Math.min(n - j0, Math.floor(this.rowCap / T)));
-      const ids = new Int32Array(seqs * T), positions = new Int32Array(seqs * T);
+      const ids = new Int32Array(seqs * T),
+        positions = new Int32Array(seqs * T);
       for (let j = 0; j < seqs; j++) {
-        const prompt = prompts[j0 + j]!, pad = T - prompt.length;
+        const prompt = prompts[j0 + j]!,
+          pad = T - prompt.length;
         for (let t = pad; t < T; t++) {
           ids[j * T + t] = prompt[t - pad]!;
           positions[j * T + t] = t - pad;
@@ -150,9 +181,13 @@ export class FastDecoder {
     this.tempReady = temperature;
   }
 
-  /** Rows of h = the embeddings of `ids`, rows of the RoPE table = the angles of `positions` (gathers, as embedding lookups). */
+  /**
+   * Rows of h = the embeddings of `ids`, rows of the RoPE table = the angles of `positions` (gathers, as embedding
+   * lookups).
+   */
   private setRows(ids: Int32Array, positions: Int32Array): void {
-    const be = this.model.backend, c = this.model.config;
+    const be = this.model.backend,
+      c = this.model.config;
     be.embedding(this.model.weights.get('model.embed_tokens.weight')!.buf, ids, this.h.buf, c.hiddenSize);
     be.embedding(this.ropeAll.buf, positions, this.tab.buf, c.headDim);
   }
@@ -161,7 +196,15 @@ export class FastDecoder {
    * Rows [0, rows) of h (T tokens of each of the sequences seq0.. of `cache`, from slot `start`) through every layer,
    * then each sequence's last row through the head into rows seq0.. of the logits, probs and lse.
    */
-  private forward(rows: number, T: number, seq0: number, start: number, cache: KVCache, keyValid: Int32Array | undefined, temperature: number): void {
+  private forward(
+    rows: number,
+    T: number,
+    seq0: number,
+    start: number,
+    cache: KVCache,
+    keyValid: Int32Array | undefined,
+    temperature: number,
+  ): void {
     this.kernels.run({
       layers: this.layers.map((l, i) => ({ ...l, keys: cache.keys[i]!.buf, values: cache.values[i]!.buf })),
       norm: this.model.weights.get('model.norm.weight')!.buf,
@@ -181,7 +224,11 @@ export class FastDecoder {
   }
 
   /** Tokens of the last `step` (greedy, or drawn after top-k / top-p) and their log-probs at temperature 1. */
-  sample(sampler: Sampler, settings: SamplerSettings, rngs: readonly Rng[]): { tokens: Int32Array; logprobs: Float32Array } {
+  sample(
+    sampler: Sampler,
+    settings: SamplerSettings,
+    rngs: readonly Rng[],
+  ): { tokens: Int32Array; logprobs: Float32Array } {
     const B = this.rowsReady;
     const V = this.model.config.vocabSize;
     if (rngs.length !== B) throw new RangeError(`FastDecoder.sample: ${rngs.length} generators for ${B} rows`);

@@ -1,19 +1,34 @@
 // Teacher-forced forward for training: per-token log-probs of the next token, entropy, and critic values on a
 // padded token batch (a prefix shared by every row computed once), the token-aligned layout the engine seam
 // speaks, and the value head (a Linear(hidden, 1) on the final hidden state, as TRL's).
-import { entropy as entropyOp, keep, linear, logprobOfTarget, randn, tensor, zeros, type Tensor } from '../tensor/index.js';
+import {
+  entropy as entropyOp,
+  keep,
+  linear,
+  logprobOfTarget,
+  randn,
+  tensor,
+  zeros,
+  type Tensor,
+} from '../tensor/index.js';
 import { Rng } from '../util/index.js';
 import { expectWeight, rejectUnexpected, type WeightMap } from './safetensors.js';
 import type { LayerKV, Transformer } from './transformer.js';
 
 /** The critic's head: value = w . h + b on each final hidden state h. */
 export class ValueHead {
-  constructor(readonly weight: Tensor, readonly bias: Tensor) {}
+  constructor(
+    readonly weight: Tensor,
+    readonly bias: Tensor,
+  ) {}
 
   /** Seeded init: small normal weights, zero bias. */
   static init(hiddenSize: number, seed = 0, std = 0.02): ValueHead {
     const rng = new Rng(seed);
-    return new ValueHead(keep(randn([1, hiddenSize], rng, std, { requiresGrad: true })), keep(zeros([1], { requiresGrad: true })));
+    return new ValueHead(
+      keep(randn([1, hiddenSize], rng, std, { requiresGrad: true })),
+      keep(zeros([1], { requiresGrad: true })),
+    );
   }
 
   /** From `value_head.weight` (1, C) and `value_head.bias` (1). */
@@ -21,7 +36,10 @@ export class ValueHead {
     const w = expectWeight(loaded, 'value_head.weight', [1, hiddenSize], source);
     const b = expectWeight(loaded, 'value_head.bias', [1], source);
     rejectUnexpected(loaded, new Set(['value_head.weight', 'value_head.bias']), source);
-    return new ValueHead(keep(tensor(w.data, w.shape, { requiresGrad: true })), keep(tensor(b.data, b.shape, { requiresGrad: true })));
+    return new ValueHead(
+      keep(tensor(w.data, w.shape, { requiresGrad: true })),
+      keep(tensor(b.data, b.shape, { requiresGrad: true })),
+    );
   }
 
   /** (N, C) -> (N). */
@@ -30,7 +48,10 @@ export class ValueHead {
   }
 
   parameters(): [string, Tensor][] {
-    return [['value_head.weight', this.weight], ['value_head.bias', this.bias]];
+    return [
+      ['value_head.weight', this.weight],
+      ['value_head.bias', this.bias],
+    ];
   }
 
   exportWeights(): WeightMap {
@@ -85,7 +106,9 @@ export function commonPrefixLength(rows: PaddedTokens): number {
  */
 export function packTokens(rows: PaddedTokens, minPrefix = 0): PackedBatch {
   const { B, ids: src, lengths } = rows;
-  for (let b = 0; b < B; b++) if (!(lengths[b]! >= 1 && lengths[b]! <= rows.T)) throw new RangeError(`packTokens: row ${b} has length ${lengths[b]}; each row needs 1..T = ${rows.T} tokens`);
+  for (let b = 0; b < B; b++)
+    if (!(lengths[b]! >= 1 && lengths[b]! <= rows.T))
+      throw new RangeError(`packTokens: row ${b} has length ${lengths[b]}; each row needs 1..T = ${rows.T} tokens`);
   if (B === 0) throw new RangeError('packTokens: the batch has no rows');
   const shared = minPrefix > 0 && B > 1 ? commonPrefixLength(rows) - 1 : 0;
   const P = shared >= minPrefix ? shared : 0;
@@ -101,12 +124,22 @@ export function packTokens(rows: PaddedTokens, minPrefix = 0): PackedBatch {
       targets[b * T + t - P] = src[o + t + 1]!;
     }
   }
-  return { B, T, ids, targets, lengths: Int32Array.from(lengths), prefix: { ids: src.slice(0, P), targets: src.slice(1, P + 1) } };
+  return {
+    B,
+    T,
+    ids,
+    targets,
+    lengths: Int32Array.from(lengths),
+    prefix: { ids: src.slice(0, P), targets: src.slice(1, P + 1) },
+  };
 }
 
 /** Right-pad plain id lists (each >= 1 token) and lay them out without a prefix (tests, tools). */
 export function packSequences(sequences: readonly (readonly number[])[]): PackedBatch {
-  if (sequences.length === 0 || sequences.some((s) => s.length === 0)) throw new RangeError(`packSequences: need one or more non-empty sequences, got lengths [${sequences.map((s) => s.length)}]`);
+  if (sequences.length === 0 || sequences.some((s) => s.length === 0))
+    throw new RangeError(
+      `packSequences: need one or more non-empty sequences, got lengths [${sequences.map((s) => s.length)}]`,
+    );
   const T = Math.max(...sequences.map((s) => s.length));
   const ids = new Int32Array(sequences.length * T);
   sequences.forEach((s, b) => ids.set(s, b * T));
@@ -127,7 +160,11 @@ export interface TokenOutputs {
  * distribution, and values from `valueHead` on the same trunk. A shared prefix runs first (batch 1) and the rows
  * continue it through `ForwardOptions.past`, so outputs and gradients equal the plain padded batch's. Differentiable.
  */
-export function tokenForward(model: Transformer, batch: PackedBatch, opts: { logprobs?: boolean; entropy?: boolean; valueHead?: ValueHead; dropoutRng?: Rng } = {}): TokenOutputs {
+export function tokenForward(
+  model: Transformer,
+  batch: PackedBatch,
+  opts: { logprobs?: boolean; entropy?: boolean; valueHead?: ValueHead; dropoutRng?: Rng } = {},
+): TokenOutputs {
   const rng = opts.dropoutRng ? { dropoutRng: opts.dropoutRng } : {};
   const heads = (hidden: Tensor, targets: Int32Array) => {
     const out: { hidden: Tensor; logprobs?: Tensor; entropy?: Tensor; values?: Tensor } = { hidden };
@@ -151,7 +188,14 @@ export function tokenForward(model: Transformer, batch: PackedBatch, opts: { log
  * layout of a (B, T) token batch: entry (b, t) scores token t, i.e. comes from input position t − 1. Row i of the
  * packed batch goes to row `at[i]` of `out` (default: i); entries at t = 0 and at padding stay 0.
  */
-export function tokenAligned(packed: PackedBatch, rows: Float32Array, prefix: Float32Array | null, out: Float32Array, T: number, at?: readonly number[]): Float32Array {
+export function tokenAligned(
+  packed: PackedBatch,
+  rows: Float32Array,
+  prefix: Float32Array | null,
+  out: Float32Array,
+  T: number,
+  at?: readonly number[],
+): Float32Array {
   const P = packed.prefix.ids.length;
   for (let i = 0; i < packed.B; i++) {
     const o = (at ? at[i]! : i) * T;
@@ -162,15 +206,26 @@ export function tokenAligned(packed: PackedBatch, rows: Float32Array, prefix: Fl
   return out;
 }
 
-/** The inverse of `tokenAligned` for gradients: (B, T) token-aligned d loss / d output -> the packed rows, and the prefix summed over the rows. */
-export function packedGradient(packed: PackedBatch, grad: ArrayLike<number>, T: number, what = 'gradient'): { rows: Float32Array; prefix: Float32Array } {
-  if (grad.length !== packed.B * T) throw new RangeError(`${what}: ${grad.length} entries for a (B, T) = (${packed.B}, ${T}) batch; expected ${packed.B * T}`);
+/**
+ * The inverse of `tokenAligned` for gradients: (B, T) token-aligned d loss / d output -> the packed rows, and the
+ * prefix summed over the rows.
+ */
+export function packedGradient(
+  packed: PackedBatch,
+  grad: ArrayLike<number>,
+  T: number,
+  what = 'gradient',
+): { rows: Float32Array; prefix: Float32Array } {
+  if (grad.length !== packed.B * T)
+    throw new RangeError(
+      `${what}: ${grad.length} entries for a (B, T) = (${packed.B}, ${T}) batch; expected ${packed.B * T}`,
+    );
   const P = packed.prefix.ids.length;
   const rows = new Float32Array(packed.B * packed.T);
   const prefix = new Float32Array(P);
   for (let b = 0; b < packed.B; b++) {
     const L = packed.lengths[b]!;
-    for (let t = 1; t <= Math.min(P, L - 1); t++) prefix[t - 1] += grad[b * T + t]!;
+    for (let t = 1; t <= Math.min(P, L - 1); t++) prefix[t - 1]! += grad[b * T + t]!;
     for (let t = P + 1; t < L; t++) rows[b * packed.T + t - 1 - P] = grad[b * T + t]!;
   }
   return { rows, prefix };

@@ -33,16 +33,17 @@ function stack(model: Transformer, projs: Proj[], part: 'weight' | 'bias'): Tens
 
 /** Build the fused inference weights of `model` (no graph; the model is not changed). */
 export function fuseWeights(model: Transformer): FusedWeights {
-  return noGrad(() =>
-    new FusedWeights(
-      model.layerProjections().map((l) => ({
-        qkv: stack(model, [l.q, l.k, l.v], 'weight'),
-        qkvBias: l.q.bias ? stack(model, [l.q, l.k, l.v], 'bias') : null,
-        o: stack(model, [l.o], 'weight'),
-        oBias: l.o.bias ? stack(model, [l.o], 'bias') : null,
-        gateUp: stack(model, [l.gate, l.up], 'weight'),
-        down: stack(model, [l.down], 'weight'),
-      })),
-    ),
+  return noGrad(
+    () =>
+      new FusedWeights(
+        model.layerProjections().map((l) => ({
+          qkv: stack(model, [l.q, l.k, l.v], 'weight'),
+          qkvBias: l.q.bias ? stack(model, [l.q, l.k, l.v], 'bias') : null,
+          o: stack(model, [l.o], 'weight'),
+          oBias: l.o.bias ? stack(model, [l.o], 'bias') : null,
+          gateUp: stack(model, [l.gate, l.up], 'weight'),
+          down: stack(model, [l.down], 'weight'),
+        })),
+      ),
   );
 }

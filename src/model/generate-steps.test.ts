@@ -9,7 +9,15 @@ import { Transformer } from './transformer.js';
 const before = getBackend().name;
 afterAll(() => setBackend(before));
 
-const config = modelConfig({ modelType: 'qwen2', vocabSize: 37, hiddenSize: 24, intermediateSize: 40, numLayers: 2, numHeads: 3, numKvHeads: 1 });
+const config = modelConfig({
+  modelType: 'qwen2',
+  vocabSize: 37,
+  hiddenSize: 24,
+  intermediateSize: 40,
+  numLayers: 2,
+  numHeads: 3,
+  numKvHeads: 1,
+});
 const prompts = [[1, 2, 3, 4, 5], [7, 8], [9], [3, 1, 4, 1, 5, 9, 2]];
 
 for (const fastDecode of [true, false]) {
@@ -26,7 +34,9 @@ for (const fastDecode of [true, false]) {
       const mine = steps.flatMap((s) => s.filter((t) => t.index === i));
       expect(mine.map((t) => t.token)).toEqual(gens[i]!.tokens);
       expect(mine.map((t) => t.logprob)).toEqual(gens[i]!.logprobs);
-      expect(mine.map((t) => t.stopped)).toEqual(gens[i]!.tokens.map((_, k) => gens[i]!.finishReason === 'stop' && k === gens[i]!.tokens.length - 1));
+      expect(mine.map((t) => t.stopped)).toEqual(
+        gens[i]!.tokens.map((_, k) => gens[i]!.finishReason === 'stop' && k === gens[i]!.tokens.length - 1),
+      );
     });
     // The callback changes nothing, and the yielding variant samples the same.
     expect(generate(model, prompts, opts)).toEqual(gens);

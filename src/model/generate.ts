@@ -58,7 +58,10 @@ export interface GenerateOptions extends SamplingParams {
   maxScoreFloats?: number;
   /** Most tokens (batch x chunk length) per prefill chunk (bounds activation memory). @default 4096 */
   maxPrefillTokens?: number;
-  /** Sample with fused copies of the weights (q|k|v, gate|up; LoRA merged): fewer GEMMs, one more copy of the layer weights in memory. @default true up to 100M parameters */
+  /**
+   * Sample with fused copies of the weights (q|k|v, gate|up; LoRA merged): fewer GEMMs, one more copy of the layer
+   * weights in memory. @default true up to 100M parameters
+   */
   fuseWeights?: boolean;
   /**
    * Decode with the fused kernels (src/model/decode-fast.ts; needs fused weights) when the backend has them: native
@@ -92,12 +95,18 @@ export class NonFiniteLogitsError extends RagenError {
     readonly position: number,
     logprob: number,
   ) {
-    super(`Model \`${model}\` computed non-finite logits (log-prob ${logprob}) at decode step ${step} (position ${position} of prompt ${index}), so no token was sampled: its weights overflow float32 in the forward pass (a huge or diverged weight); check the checkpoint or use an earlier one.`);
+    super(
+      `Model \`${model}\` computed non-finite logits (log-prob ${logprob}) at decode step ${step} (position ${position} of prompt ${index}), so no token was sampled: its weights overflow float32 in the forward pass (a huge or diverged weight); check the checkpoint or use an earlier one.`,
+    );
   }
 }
 
 /** Sample completions of `prompts`; each sampled token comes with its log-prob at temperature 1. */
-export function generate(model: Transformer, prompts: readonly (readonly number[])[], opts: GenerateOptions): Completion[] {
+export function generate(
+  model: Transformer,
+  prompts: readonly (readonly number[])[],
+  opts: GenerateOptions,
+): Completion[] {
   const steps = generateSteps(model, prompts, opts);
   for (;;) {
     const r = steps.next();
@@ -109,7 +118,11 @@ export function generate(model: Transformer, prompts: readonly (readonly number[
  * `generate` that gives the event loop a turn after each decode step (a server flushes the streamed tokens and
  * reads new requests meanwhile). Same tokens as `generate`.
  */
-export async function generateYielding(model: Transformer, prompts: readonly (readonly number[])[], opts: GenerateOptions): Promise<Completion[]> {
+export async function generateYielding(
+  model: Transformer,
+  prompts: readonly (readonly number[])[],
+  opts: GenerateOptions,
+): Promise<Completion[]> {
   const steps = generateSteps(model, prompts, opts);
   for (;;) {
     const r = steps.next();
@@ -119,7 +132,11 @@ export async function generateYielding(model: Transformer, prompts: readonly (re
 }
 
 /** The decode loop of `generate`, paused (a `yield`) after each step's tokens are recorded. */
-function* generateSteps(model: Transformer, prompts: readonly (readonly number[])[], opts: GenerateOptions): Generator<void, Completion[]> {
+function* generateSteps(
+  model: Transformer,
+  prompts: readonly (readonly number[])[],
+  opts: GenerateOptions,
+): Generator<void, Completion[]> {
   validate(model, prompts, opts);
   const c = model.config;
   const V = c.vocabSize;
@@ -146,9 +163,20 @@ function* generateSteps(model: Transformer, prompts: readonly (readonly number[]
   let fast: FastDecoder | undefined;
   let logits: Tensor | null = null; // the next distributions when the op-by-op path computed them
   try {
-    if (fused && (opts.fastDecode ?? true) && hasFastDecode(model.backend)) fast = new FastDecoder(model, fused, n, capacity);
-    const prefillOpts = { fused, maxTokens: opts.maxPrefillTokens ?? 4096, maxScoreFloats: opts.maxScoreFloats ?? 2 ** 24 };
-    if (fast?.canPrefill(P)) fast.prefill(rows.map((r) => prompts[r]!), cache, keyValid, opts.temperature);
+    if (fused && (opts.fastDecode ?? true) && hasFastDecode(model.backend))
+      fast = new FastDecoder(model, fused, n, capacity);
+    const prefillOpts = {
+      fused,
+      maxTokens: opts.maxPrefillTokens ?? 4096,
+      maxScoreFloats: opts.maxScoreFloats ?? 2 ** 24,
+    };
+    if (fast?.canPrefill(P))
+      fast.prefill(
+        rows.map((r) => prompts[r]!),
+        cache,
+        keyValid,
+        opts.temperature,
+      );
     else logits = prefill(model, prompts, rows, cache, prefillOpts);
     for (let step = 0; step < opts.maxNewTokens; step++) {
       const B = rows.length;
@@ -170,10 +198,14 @@ function* generateSteps(model: Transformer, prompts: readonly (readonly number[]
         const g = results[i]!;
         // log p = z[token] - logsumexp(z) is finite exactly when the row's logits are (a NaN or +Inf anywhere makes
         // the logsumexp NaN): one test per row instead of a pass over the V logits.
-        if (!Number.isFinite(lps[j]!)) throw new NonFiniteLogitsError(model.source, step, i, prompts[i]!.length + step, lps[j]!);
+        if (!Number.isFinite(lps[j]!))
+          throw new NonFiniteLogitsError(model.source, step, i, prompts[i]!.length + step, lps[j]!);
         g.tokens.push(tokens[j]!);
         g.logprobs.push(lps[j]!);
-        if (stopIds.has(tokens[j]!) || (stopStrings.length > 0 && hitsStop(opts.decode!, g.tokens, stopStrings, window))) {
+        if (
+          stopIds.has(tokens[j]!) ||
+          (stopStrings.length > 0 && hitsStop(opts.decode!, g.tokens, stopStrings, window))
+        ) {
           g.finishReason = 'stop';
           done[j] = true;
         }
@@ -197,7 +229,10 @@ function* generateSteps(model: Transformer, prompts: readonly (readonly number[]
       const ids = tokens.slice(0, Bn);
       const positions = Int32Array.from(rows, (r) => cache.length - pads[r]!);
       if (fast) fast.step(ids, Bn, cache, positions, keyValid, opts.temperature);
-      else logits = noGrad(() => tidy(() => lastLogits(model, model.hidden(ids, Bn, 1, { cache, positions, keyValid, fused }), Bn, 1)));
+      else
+        logits = noGrad(() =>
+          tidy(() => lastLogits(model, model.hidden(ids, Bn, 1, { cache, positions, keyValid, fused }), Bn, 1)),
+        );
     }
   } finally {
     logits?.dispose();
@@ -209,7 +244,15 @@ function* generateSteps(model: Transformer, prompts: readonly (readonly number[]
 }
 
 /** Tokens for each row: greedy, or sampled from softmax(logits / temperature) after top-k / top-p. */
-function pick(logits: Tensor, B: number, temperature: number, sampler: Sampler, settings: { topP: number; topK: number }, rngs: Rng[], V: number): Int32Array {
+function pick(
+  logits: Tensor,
+  B: number,
+  temperature: number,
+  sampler: Sampler,
+  settings: { topP: number; topK: number },
+  rngs: Rng[],
+  V: number,
+): Int32Array {
   const tokens = new Int32Array(B);
   if (temperature === 0) {
     const z = logits.toFloat32Array();
@@ -236,27 +279,44 @@ function maskFor(rows: readonly number[], pads: readonly number[], capacity: num
   return m;
 }
 
-function hitsStop(decode: (ids: number[]) => string, tokens: number[], stops: readonly string[], window: number): boolean {
+function hitsStop(
+  decode: (ids: number[]) => string,
+  tokens: number[],
+  stops: readonly string[],
+  window: number,
+): boolean {
   const text = decode(tokens.slice(-window));
   return stops.some((s) => text.includes(s));
 }
 
 function validate(model: Transformer, prompts: readonly (readonly number[])[], o: GenerateOptions): void {
-  if (!Number.isInteger(o.maxNewTokens) || o.maxNewTokens < 0) throw new ConfigError(`maxNewTokens must be a non-negative integer, got ${o.maxNewTokens}`);
+  if (!Number.isInteger(o.maxNewTokens) || o.maxNewTokens < 0)
+    throw new ConfigError(`maxNewTokens must be a non-negative integer, got ${o.maxNewTokens}`);
   if (!(o.temperature >= 0)) throw new ConfigError(`temperature must be >= 0 (0 = greedy), got ${o.temperature}`);
-  if (o.topP !== undefined && !(o.topP > 0 && o.topP <= 1)) throw new ConfigError(`topP must be in (0, 1], got ${o.topP}`);
-  if (o.topK !== undefined && !(Number.isInteger(o.topK) && o.topK >= 0)) throw new ConfigError(`topK must be a non-negative integer (0 = off), got ${o.topK}`);
-  if ((o.stopStrings?.length ?? 0) > 0 && !o.decode) throw new ConfigError('stopStrings need a tokenizer: pass `decode` (or give the engine a tokenizer)');
+  if (o.topP !== undefined && !(o.topP > 0 && o.topP <= 1))
+    throw new ConfigError(`topP must be in (0, 1], got ${o.topP}`);
+  if (o.topK !== undefined && !(Number.isInteger(o.topK) && o.topK >= 0))
+    throw new ConfigError(`topK must be a non-negative integer (0 = off), got ${o.topK}`);
+  if ((o.stopStrings?.length ?? 0) > 0 && !o.decode)
+    throw new ConfigError('stopStrings need a tokenizer: pass `decode` (or give the engine a tokenizer)');
   const V = model.config.vocabSize;
   const P = model.config.maxPositionEmbeddings;
   prompts.forEach((p, i) => {
     if (p.length === 0) throw new ConfigError(`prompt ${i} is empty; every prompt needs at least one token`);
-    if (p.length + o.maxNewTokens > P) throw new ConfigError(contextPastPositions(p.length, o.maxNewTokens, P, `prompt ${i}`));
-    for (const id of p) if (!(Number.isInteger(id) && id >= 0 && id < V)) throw new ConfigError(`prompt ${i} holds token id ${id}, outside the vocabulary [0, ${V})`);
+    if (p.length + o.maxNewTokens > P)
+      throw new ConfigError(contextPastPositions(p.length, o.maxNewTokens, P, `prompt ${i}`));
+    for (const id of p)
+      if (!(Number.isInteger(id) && id >= 0 && id < V))
+        throw new ConfigError(`prompt ${i} holds token id ${id}, outside the vocabulary [0, ${V})`);
   });
 }
 
 /** Why a prompt plus its generation cannot run: past the model's position table (max_position_embeddings). */
-export function contextPastPositions(promptTokens: number, maxNewTokens: number, positions: number, what = 'the prompt'): string {
+export function contextPastPositions(
+  promptTokens: number,
+  maxNewTokens: number,
+  positions: number,
+  what = 'the prompt',
+): string {
   return `${what} has ${promptTokens} tokens and may generate ${maxNewTokens} more (${promptTokens + maxNewTokens} in all), past the model's ${positions} positions (its max_position_embeddings); shorten the prompt or generate fewer tokens, or use a model with a longer context.`;
 }

@@ -26,16 +26,50 @@ interface Variant {
 
 const base = { vocabSize: 37, hiddenSize: 32, intermediateSize: 40, numLayers: 2, numHeads: 4, numKvHeads: 2 };
 const VARIANTS: Variant[] = [
-  { name: 'qwen2, GQA, tied embeddings, value head', config: modelConfig({ ...base, modelType: 'qwen2' }), valueHead: true },
-  { name: 'qwen2 with LoRA (all-linear) and value head', config: modelConfig({ ...base, modelType: 'qwen2' }), lora: { r: 4, alpha: 8 }, valueHead: true },
-  { name: 'qwen3, q/k norm, head_dim 16, untied', config: modelConfig({ ...base, modelType: 'qwen3', headDim: 16, tieWordEmbeddings: false }), valueHead: false },
-  { name: 'llama, attention bias, untied, LoRA on q_proj/v_proj', config: modelConfig({ ...base, modelType: 'llama', numKvHeads: 1, qkvBias: true, oBias: true, tieWordEmbeddings: false }), lora: { r: 2, alpha: 3, targetModules: ['q_proj', 'v_proj'] }, valueHead: false },
+  {
+    name: 'qwen2, GQA, tied embeddings, value head',
+    config: modelConfig({ ...base, modelType: 'qwen2' }),
+    valueHead: true,
+  },
+  {
+    name: 'qwen2 with LoRA (all-linear) and value head',
+    config: modelConfig({ ...base, modelType: 'qwen2' }),
+    lora: { r: 4, alpha: 8 },
+    valueHead: true,
+  },
+  {
+    name: 'qwen3, q/k norm, head_dim 16, untied',
+    config: modelConfig({ ...base, modelType: 'qwen3', headDim: 16, tieWordEmbeddings: false }),
+    valueHead: false,
+  },
+  {
+    name: 'llama, attention bias, untied, LoRA on q_proj/v_proj',
+    config: modelConfig({
+      ...base,
+      modelType: 'llama',
+      numKvHeads: 1,
+      qkvBias: true,
+      oBias: true,
+      tieWordEmbeddings: false,
+    }),
+    lora: { r: 2, alpha: 3, targetModules: ['q_proj', 'v_proj'] },
+    valueHead: false,
+  },
 ];
 
 // Batch 2 x T 7; the second sequence is 5 tokens long, right-padded (mask 0 there).
-const IDS = [[3, 17, 5, 30, 2, 9, 11], [8, 1, 36, 4, 22, 0, 0]];
-const TARGETS = [[17, 5, 30, 2, 9, 11, 6], [1, 36, 4, 22, 13, 0, 0]];
-const MASK = [[1, 1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 1, 0, 0]];
+const IDS = [
+  [3, 17, 5, 30, 2, 9, 11],
+  [8, 1, 36, 4, 22, 0, 0],
+];
+const TARGETS = [
+  [17, 5, 30, 2, 9, 11, 6],
+  [1, 36, 4, 22, 13, 0, 0],
+];
+const MASK = [
+  [1, 1, 1, 1, 1, 1, 1],
+  [1, 1, 1, 1, 1, 0, 0],
+];
 const VALUE_COEF = 0.5;
 
 /** Non-trivial weights everywhere: norms != 1, biases != 0, LoRA B != 0 (else A's gradient is zero). */
@@ -46,7 +80,11 @@ function perturb(model: Transformer, seed: number): void {
       const data = t.toFloat32Array();
       for (let i = 0; i < data.length; i++) {
         const r = rng.normal();
-        data[i] = name.endsWith('norm.weight') ? 1 + 0.2 * r : name.endsWith('.bias') || name.includes('lora_B') ? 0.2 * r : data[i]!;
+        data[i] = name.endsWith('norm.weight')
+          ? 1 + 0.2 * r
+          : name.endsWith('.bias') || name.includes('lora_B')
+            ? 0.2 * r
+            : data[i]!;
       }
       t.backend.write(t.buf, data);
     }
@@ -76,14 +114,24 @@ function ours(model: Transformer, valueHead: ValueHead | null): WeightMap {
   const B = IDS.length;
   const T = IDS[0]!.length;
   const none = new Int32Array(0);
-  const batch: PackedBatch = { B, T, ids: Int32Array.from(IDS.flat()), targets: Int32Array.from(TARGETS.flat()), lengths: Int32Array.from([T + 1, T + 1]), prefix: { ids: none, targets: none } };
+  const batch: PackedBatch = {
+    B,
+    T,
+    ids: Int32Array.from(IDS.flat()),
+    targets: Int32Array.from(TARGETS.flat()),
+    lengths: Int32Array.from([T + 1, T + 1]),
+    prefix: { ids: none, targets: none },
+  };
   const mask = MASK.flat();
   const total = mask.reduce((a, b) => a + b, 0);
   const out = tokenForward(model, batch, valueHead ? { valueHead } : {});
   let loss: Tensor = sum(mul(out.logprobs!, tensor(mask.map((m) => -m / total))));
   if (out.values) loss = add(loss, sum(mul(square(out.values), tensor(mask.map((m) => (VALUE_COEF * m) / total)))));
   const result: WeightMap = new Map();
-  result.set('logits', { shape: [B, T, model.config.vocabSize], data: noGrad(() => model.logits(out.hidden).toFloat32Array()) });
+  result.set('logits', {
+    shape: [B, T, model.config.vocabSize],
+    data: noGrad(() => model.logits(out.hidden).toFloat32Array()),
+  });
   result.set('loss', { shape: [1], data: loss.toFloat32Array() });
   if (out.values) result.set('values', { shape: [B, T], data: out.values.toFloat32Array() });
   loss.backward();
@@ -108,10 +156,16 @@ describe('the model matches a plain PyTorch implementation', () => {
       const { model, valueHead } = build(VARIANTS[i]!, 100 + i);
       const dir = join(root, `v${i}`);
       await saveModel(dir, model, { valueHead });
-      writeFileSync(join(dir, 'inputs.json'), JSON.stringify({ ids: IDS, targets: TARGETS, mask: MASK, value_coef: VALUE_COEF }));
+      writeFileSync(
+        join(dir, 'inputs.json'),
+        JSON.stringify({ ids: IDS, targets: TARGETS, mask: MASK, value_coef: VALUE_COEF }),
+      );
       args.push(dir, join(dir, 'inputs.json'), join(dir, 'out.safetensors'));
     }
-    const r = spawnSync(torch.python, [join(import.meta.dirname, '../bench/tools/torch_ref.py'), ...args], { encoding: 'utf8', timeout: 120_000 });
+    const r = spawnSync(torch.python, [join(import.meta.dirname, '../bench/tools/torch_ref.py'), ...args], {
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
     if (r.status !== 0) throw new Error(`src/bench/tools/torch_ref.py failed (${r.status}):\n${r.stderr}`);
     for (let i = 0; i < VARIANTS.length; i++) refs.push(await readSafetensors(join(root, `v${i}`, 'out.safetensors')));
   }, 180_000);

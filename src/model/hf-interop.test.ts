@@ -14,7 +14,11 @@ describe('checkpoints saved by transformers', () => {
   for (const name of ['hf-qwen2', 'hf-qwen3-bf16-sharded']) {
     it(`${name} loads and reproduces transformers' logits`, async () => {
       const { model } = await loadModel(join(FIXTURES, name));
-      const expected = JSON.parse(readFileSync(join(FIXTURES, name, 'expected_logits.json'), 'utf8')) as { ids: number[][]; shape: number[]; logits: number[] };
+      const expected = JSON.parse(readFileSync(join(FIXTURES, name, 'expected_logits.json'), 'utf8')) as {
+        ids: number[][];
+        shape: number[];
+        logits: number[];
+      };
       const [B, T, V] = expected.shape as [number, number, number];
       expect(V).toBe(model.config.vocabSize);
       const got = noGrad(() => model.logits(model.hidden(Int32Array.from(expected.ids.flat()), B, T)).toFloat32Array());

@@ -1,7 +1,16 @@
 // Hub ids as model paths: the Hugging Face cache layout written by hand (refs/main -> snapshots/<hash>), the offline
 // miss, and a download through @huggingface/hub from a local stand-in of the Hub's HTTP API.
 import { createServer, type Server } from 'node:http';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -43,7 +52,13 @@ describe('Hub ids', () => {
     const cache = join(tmp, 'cache1');
     const snap = writeCache(cache, 'Qwen/Qwen2.5-0.5B-Instruct');
     expect(cachedHubModel('Qwen/Qwen2.5-0.5B-Instruct', cache)).toBe(snap);
-    expect(await resolveModelPath('Qwen/Qwen2.5-0.5B-Instruct', { cacheDir: cache, offline: true, hubUrl: 'http://127.0.0.1:1' })).toBe(snap);
+    expect(
+      await resolveModelPath('Qwen/Qwen2.5-0.5B-Instruct', {
+        cacheDir: cache,
+        offline: true,
+        hubUrl: 'http://127.0.0.1:1',
+      }),
+    ).toBe(snap);
   });
 
   it('are found through HF_HOME by the config path lookup', () => {
@@ -59,7 +74,7 @@ describe('Hub ids', () => {
     }
   });
 
-  it("item 9: a refs/main that leads out of the cache is refused in one sentence, not loaded", async () => {
+  it('item 9: a refs/main that leads out of the cache is refused in one sentence, not loaded', async () => {
     const cache = join(tmp, 'escape');
     const repo = join(cache, 'models--org--escape');
     writeCache(cache, 'org/escape');
@@ -151,14 +166,26 @@ describe('a Hub id missing from the cache', () => {
     server = createServer((req, res) => {
       const u = new URL(req.url!, 'http://x');
       seen.push(`${req.method} ${u.pathname}`);
-      const entries = Object.entries(files).map(([path, b]) => ({ type: 'file', path, size: b.length, oid: `oid-${path}` }));
-      if (u.pathname === '/api/models/org/tiny/revision/main') return json(res, { _id: '1', id: 'org/tiny', sha: COMMIT });
-      if (u.pathname === '/api/models/org/evil/revision/main') return json(res, { _id: '2', id: 'org/evil', sha: '../../../evil' });
+      const entries = Object.entries(files).map(([path, b]) => ({
+        type: 'file',
+        path,
+        size: b.length,
+        oid: `oid-${path}`,
+      }));
+      if (u.pathname === '/api/models/org/tiny/revision/main')
+        return json(res, { _id: '1', id: 'org/tiny', sha: COMMIT });
+      if (u.pathname === '/api/models/org/evil/revision/main')
+        return json(res, { _id: '2', id: 'org/evil', sha: '../../../evil' });
       if (u.pathname === `/api/models/org/tiny/tree/${COMMIT}`) return json(res, entries);
       if (u.pathname === `/api/models/org/tiny/paths-info/${COMMIT}`) {
         let body = '';
         req.on('data', (c: Buffer) => (body += c));
-        req.on('end', () => json(res, entries.filter((e) => (JSON.parse(body) as { paths: string[] }).paths.includes(e.path))));
+        req.on('end', () =>
+          json(
+            res,
+            entries.filter((e) => (JSON.parse(body) as { paths: string[] }).paths.includes(e.path)),
+          ),
+        );
         return;
       }
       const m = new RegExp(`^/org/tiny/resolve/${COMMIT}/(.+)$`).exec(u.pathname);
@@ -167,7 +194,11 @@ describe('a Hub id missing from the cache', () => {
       const range = /bytes=(\d+)-(\d*)/.exec(req.headers.range ?? '');
       const start = range ? Number(range[1]) : 0;
       const end = range && range[2] ? Number(range[2]) : data.length - 1;
-      res.writeHead(range ? 206 : 200, { ETag: `"oid-${m![1]}"`, 'Content-Range': `bytes ${start}-${end}/${data.length}`, 'Content-Length': end - start + 1 });
+      res.writeHead(range ? 206 : 200, {
+        ETag: `"oid-${m![1]}"`,
+        'Content-Range': `bytes ${start}-${end}/${data.length}`,
+        'Content-Length': end - start + 1,
+      });
       res.end(data.subarray(start, end + 1));
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -197,7 +228,9 @@ describe('a Hub id missing from the cache', () => {
     const cache = join(tmp, 'dl-evil');
     const err = await hubModel('org/evil', { cacheDir: cache, hubUrl: url, progress: null }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConfigError);
-    expect((err as Error).message).toMatch(/reported "\.\.\/\.\.\/\.\.\/evil" as the commit of `main` of `org\/evil`, which is not a commit hash/);
+    expect((err as Error).message).toMatch(
+      /reported "\.\.\/\.\.\/\.\.\/evil" as the commit of `main` of `org\/evil`, which is not a commit hash/,
+    );
     expect(existsSync(join(cache, 'evil'))).toBe(false);
     expect(existsSync(join(cache, 'models--org--evil', 'refs', 'main'))).toBe(false);
   });

@@ -38,7 +38,9 @@ export function cachedHubModel(id: string, cacheDir = hubCacheDir()): string | n
   if (!existsSync(ref)) return null;
   const commit = readFileSync(ref, 'utf8').trim();
   if (!COMMIT_HASH.test(commit)) {
-    throw new ConfigError(`The Hugging Face cache's ${ref} holds ${JSON.stringify(commit)}, which is not a commit hash (40 hex digits naming a folder of ${join(repo, 'snapshots')}); delete ${repo} and download \`${id}\` again.`);
+    throw new ConfigError(
+      `The Hugging Face cache's ${ref} holds ${JSON.stringify(commit)}, which is not a commit hash (40 hex digits naming a folder of ${join(repo, 'snapshots')}); delete ${repo} and download \`${id}\` again.`,
+    );
   }
   const snapshots = join(repo, 'snapshots');
   const snapshot = join(snapshots, commit);
@@ -46,7 +48,9 @@ export function cachedHubModel(id: string, cacheDir = hubCacheDir()): string | n
   const real = realpathSync(snapshot);
   const root = realpathSync(snapshots);
   if (dirname(real) !== root) {
-    throw new ConfigError(`The Hugging Face cache's snapshot ${snapshot} resolves to ${real}, outside ${root}; a snapshot is a folder of the cache: delete ${repo} and download \`${id}\` again.`);
+    throw new ConfigError(
+      `The Hugging Face cache's snapshot ${snapshot} resolves to ${real}, outside ${root}; a snapshot is a folder of the cache: delete ${repo} and download \`${id}\` again.`,
+    );
   }
   return snapshot;
 }
@@ -76,13 +80,17 @@ export async function hubModel(id: string, opts: HubModelOptions = {}): Promise<
   if (cached) return cached;
   const repo = hubRepoDir(id, cacheDir);
   if (opts.offline || /^(1|true|yes|on)$/i.test(process.env.HF_HUB_OFFLINE ?? '')) {
-    throw new ConfigError(`Hub model \`${id}\` is not in the Hugging Face cache (${repo} has no refs/main snapshot with config.json) and downloads are off; download it with network (unset HF_HUB_OFFLINE) or point model.path at a local directory.`);
+    throw new ConfigError(
+      `Hub model \`${id}\` is not in the Hugging Face cache (${repo} has no refs/main snapshot with config.json) and downloads are off; download it with network (unset HF_HUB_OFFLINE) or point model.path at a local directory.`,
+    );
   }
   try {
     return await download(id, cacheDir, opts);
   } catch (e) {
     if (e instanceof ConfigError) throw e;
-    throw new ConfigError(`Hub model \`${id}\` is not in the Hugging Face cache (${repo}) and downloading it failed (${(e as Error).message}); check the id and the network, or point model.path at a local directory.`);
+    throw new ConfigError(
+      `Hub model \`${id}\` is not in the Hugging Face cache (${repo}) and downloading it failed (${(e as Error).message}); check the id and the network, or point model.path at a local directory.`,
+    );
   }
 }
 
@@ -90,7 +98,15 @@ async function download(id: string, cacheDir: string, opts: HubModelOptions): Pr
   const hub = await import('@huggingface/hub');
   const hubUrl = opts.hubUrl ?? process.env.HF_ENDPOINT;
   const accessToken = process.env.HF_TOKEN;
-  const bar = opts.progress === null ? null : new SingleBar({ stream: opts.progress ?? process.stderr, format: `${id} [{bar}] {percentage}% {value}/{total} MB`, hideCursor: true, noTTYOutput: true });
+  const bar =
+    opts.progress === null
+      ? null
+      : new SingleBar({
+          stream: opts.progress ?? process.stderr,
+          format: `${id} [{bar}] {percentage}% {value}/{total} MB`,
+          hideCursor: true,
+          noTTYOutput: true,
+        });
   let done = 0;
   // Count body bytes as they arrive: the client has no progress hook, but it takes a fetch function.
   const counting: typeof fetch = async (input, init) => {
@@ -103,18 +119,40 @@ async function download(id: string, cacheDir: string, opts: HubModelOptions): Pr
         ctl.enqueue(chunk);
       },
     });
-    return new Response(res.body.pipeThrough(counter), { status: res.status, statusText: res.statusText, headers: res.headers });
+    return new Response(res.body.pipeThrough(counter), {
+      status: res.status,
+      statusText: res.statusText,
+      headers: res.headers,
+    });
   };
-  const common = { repo: { type: 'model' as const, name: id }, fetch: counting, ...(hubUrl ? { hubUrl } : {}), ...(accessToken ? { accessToken } : {}) };
-  const info = await hub.modelInfo({ name: id, revision: 'main', additionalFields: ['sha'], fetch: counting, ...(hubUrl ? { hubUrl } : {}), ...(accessToken ? { accessToken } : {}) });
+  const common = {
+    repo: { type: 'model' as const, name: id },
+    fetch: counting,
+    ...(hubUrl ? { hubUrl } : {}),
+    ...(accessToken ? { accessToken } : {}),
+  };
+  const info = await hub.modelInfo({
+    name: id,
+    revision: 'main',
+    additionalFields: ['sha'],
+    fetch: counting,
+    ...(hubUrl ? { hubUrl } : {}),
+    ...(accessToken ? { accessToken } : {}),
+  });
   const sha = (info as { sha?: string }).sha;
   if (!sha) throw new Error('the Hub did not report the commit of `main`');
-  if (!COMMIT_HASH.test(sha)) throw new ConfigError(`The Hub at ${hubUrl ?? 'https://huggingface.co'} reported ${JSON.stringify(sha)} as the commit of \`main\` of \`${id}\`, which is not a commit hash (40 hex digits); nothing was downloaded. Check HF_ENDPOINT.`);
+  if (!COMMIT_HASH.test(sha))
+    throw new ConfigError(
+      `The Hub at ${hubUrl ?? 'https://huggingface.co'} reported ${JSON.stringify(sha)} as the commit of \`main\` of \`${id}\`, which is not a commit hash (40 hex digits); nothing was downloaded. Check HF_ENDPOINT.`,
+    );
   const files: { path: string; size: number }[] = [];
   for await (const entry of hub.listFiles({ ...common, revision: sha, recursive: true })) {
     if (entry.type === 'file' && WANTED.test(entry.path)) files.push({ path: entry.path, size: entry.size });
   }
-  if (!files.some((f) => f.path === 'config.json')) throw new ConfigError(`Hub repo \`${id}\` has no config.json at its top level, so it is not a model in Hugging Face layout.`);
+  if (!files.some((f) => f.path === 'config.json'))
+    throw new ConfigError(
+      `Hub repo \`${id}\` has no config.json at its top level, so it is not a model in Hugging Face layout.`,
+    );
   bar?.start(Math.round(files.reduce((n, f) => n + f.size, 0) / 1e5) / 10, 0);
   try {
     for (const f of files) await hub.downloadFileToCacheDir({ ...common, path: f.path, revision: sha, cacheDir });

@@ -1,13 +1,42 @@
 // model: the Llama / Qwen2 / Qwen3 decoder, LoRA, value head, KV-cached generation, safetensors + config.json I/O.
-export { MODEL_TYPES, modelConfig, validateConfig, configFromHF, configToHF, generationConfigToHF, countParameters } from './config.js';
+export {
+  MODEL_TYPES,
+  modelConfig,
+  validateConfig,
+  configFromHF,
+  configToHF,
+  generationConfigToHF,
+  countParameters,
+} from './config.js';
 export type { ModelConfig, ModelType } from './config.js';
-export { parseSafetensors, serializeSafetensors, readSafetensors, readSafetensorsFile, writeSafetensors, loadWeights, loadWeightFiles, saveWeights, expectWeight, halfToFloat, DEFAULT_MAX_SHARD_BYTES, type SaveWeightsOptions } from './safetensors.js';
+export {
+  parseSafetensors,
+  serializeSafetensors,
+  readSafetensors,
+  readSafetensorsFile,
+  writeSafetensors,
+  loadWeights,
+  loadWeightFiles,
+  saveWeights,
+  expectWeight,
+  halfToFloat,
+  DEFAULT_MAX_SHARD_BYTES,
+  type SaveWeightsOptions,
+} from './safetensors.js';
 export type { WeightData, WeightMap } from './safetensors.js';
 export { Transformer, weightShapes, layerWeightNames } from './transformer.js';
 export type { ForwardOptions, LayerKV, Proj } from './transformer.js';
 export { LoraAdapters, LINEAR_MODULES, peftKey } from './lora.js';
 export type { LoraConfig } from './lora.js';
-export { ValueHead, commonPrefixLength, packTokens, packSequences, tokenForward, tokenAligned, packedGradient } from './forward.js';
+export {
+  ValueHead,
+  commonPrefixLength,
+  packTokens,
+  packSequences,
+  tokenForward,
+  tokenAligned,
+  packedGradient,
+} from './forward.js';
 export type { PackedBatch, PaddedTokens, TokenOutputs } from './forward.js';
 export { KVCache } from './kv-cache.js';
 export { generate, generateYielding, contextPastPositions, NonFiniteLogitsError } from './generate.js';

@@ -9,7 +9,11 @@ export class KVCache {
   /** Cache slots filled so far (the same for every sequence: prompts are left-padded). */
   length = 0;
 
-  constructor(readonly config: ModelConfig, readonly batch: number, readonly capacity: number) {
+  constructor(
+    readonly config: ModelConfig,
+    readonly batch: number,
+    readonly capacity: number,
+  ) {
     const shape = [batch, config.numKvHeads, capacity, config.headDim];
     this.keys = [];
     this.values = [];
@@ -27,13 +31,28 @@ export class KVCache {
   writeRows(src: KVCache, row0: number, slot0: number): void {
     const { numKvHeads: K, headDim: D } = this.config;
     if (row0 + src.batch > this.batch || slot0 + src.length > this.capacity) {
-      throw new RangeError(`KVCache.writeRows: ${src.batch} rows x ${src.length} slots do not fit at row ${row0}, slot ${slot0} of ${this.batch} x ${this.capacity}`);
+      throw new RangeError(
+        `KVCache.writeRows: ${src.batch} rows x ${src.length} slots do not fit at row ${row0}, slot ${slot0} of ${this.batch} x ${this.capacity}`,
+      );
     }
     for (let i = 0; i < this.keys.length; i++) {
-      for (const [srcs, dsts] of [[src.keys, this.keys], [src.values, this.values]] as const) {
+      for (const [srcs, dsts] of [
+        [src.keys, this.keys],
+        [src.values, this.values],
+      ] as const) {
         const be = dsts[i]!.backend;
         for (let r = 0; r < src.batch; r++) {
-          be.copyBlock(srcs[i]!.buf, r * K * src.capacity * D, src.capacity * D, dsts[i]!.buf, ((row0 + r) * K * this.capacity + slot0) * D, this.capacity * D, K, src.length * D, false);
+          be.copyBlock(
+            srcs[i]!.buf,
+            r * K * src.capacity * D,
+            src.capacity * D,
+            dsts[i]!.buf,
+            ((row0 + r) * K * this.capacity + slot0) * D,
+            this.capacity * D,
+            K,
+            src.length * D,
+            false,
+          );
         }
       }
     }
@@ -47,11 +66,26 @@ export class KVCache {
     const block = K * this.capacity * D;
     noGrad(() => {
       for (let i = 0; i < this.keys.length; i++) {
-        for (const [srcs, dsts] of [[this.keys, next.keys], [this.values, next.values]] as const) {
+        for (const [srcs, dsts] of [
+          [this.keys, next.keys],
+          [this.values, next.values],
+        ] as const) {
           const src = srcs[i]!;
           const be = src.backend;
           // only the filled slots: K rows of length * D, strided by capacity * D
-          rows.forEach((r, j) => be.copyBlock(src.buf, r * block, this.capacity * D, dsts[i]!.buf, j * block, this.capacity * D, K, this.length * D, false));
+          rows.forEach((r, j) =>
+            be.copyBlock(
+              src.buf,
+              r * block,
+              this.capacity * D,
+              dsts[i]!.buf,
+              j * block,
+              this.capacity * D,
+              K,
+              this.length * D,
+              false,
+            ),
+          );
         }
       }
     });

@@ -74,17 +74,33 @@ export class LoraAdapters {
     const cfgPath = join(dir, 'adapter_config.json');
     if (!existsSync(cfgPath)) throw new CheckpointError(`no LoRA adapter in ${dir}: adapter_config.json is missing`);
     const raw = JSON.parse(await readFile(cfgPath, 'utf8')) as Record<string, unknown>;
-    if (raw.peft_type !== undefined && raw.peft_type !== 'LORA') throw new CheckpointError(`${cfgPath}: peft_type ${String(raw.peft_type)} is not supported (only LORA)`);
-    if (raw.use_dora || raw.use_rslora) throw new CheckpointError(`${cfgPath}: DoRA / rsLoRA adapters are not supported`);
-    const lora = new LoraAdapters(normalise({ r: Number(raw.r), alpha: Number(raw.lora_alpha), dropout: Number(raw.lora_dropout ?? 0), targetModules: raw.target_modules as string[] | 'all-linear' }));
+    if (raw.peft_type !== undefined && raw.peft_type !== 'LORA')
+      throw new CheckpointError(`${cfgPath}: peft_type ${String(raw.peft_type)} is not supported (only LORA)`);
+    if (raw.use_dora || raw.use_rslora)
+      throw new CheckpointError(`${cfgPath}: DoRA / rsLoRA adapters are not supported`);
+    const lora = new LoraAdapters(
+      normalise({
+        r: Number(raw.r),
+        alpha: Number(raw.lora_alpha),
+        dropout: Number(raw.lora_dropout ?? 0),
+        targetModules: raw.target_modules as string[] | 'all-linear',
+      }),
+    );
     const weights = await readSafetensors(join(dir, 'adapter_model.safetensors'));
     const source = join(dir, 'adapter_model.safetensors');
     for (const [module, out, inp] of targetShapes(model, lora.modules)) {
       const a = expectWeight(weights, peftKey(module, 'A'), [lora.config.r, inp], source);
       const b = expectWeight(weights, peftKey(module, 'B'), [out, lora.config.r], source);
-      lora.adapters.set(module, { A: keep(tensor(a.data, a.shape, { requiresGrad: true })), B: keep(tensor(b.data, b.shape, { requiresGrad: true })) });
+      lora.adapters.set(module, {
+        A: keep(tensor(a.data, a.shape, { requiresGrad: true })),
+        B: keep(tensor(b.data, b.shape, { requiresGrad: true })),
+      });
     }
-    rejectUnexpected(weights, new Set([...lora.adapters.keys()].flatMap((m) => [peftKey(m, 'A'), peftKey(m, 'B')])), source);
+    rejectUnexpected(
+      weights,
+      new Set([...lora.adapters.keys()].flatMap((m) => [peftKey(m, 'A'), peftKey(m, 'B')])),
+      source,
+    );
     model.setBaseTrainable(false);
     model.lora = lora;
     return lora;
@@ -115,10 +131,25 @@ export class LoraAdapters {
   /** PEFT's adapter_config.json. */
   peftConfig(baseModel = ''): Record<string, unknown> {
     return {
-      peft_type: 'LORA', task_type: 'CAUSAL_LM', base_model_name_or_path: baseModel, r: this.config.r, lora_alpha: this.config.alpha,
-      lora_dropout: this.config.dropout, target_modules: this.modules, bias: 'none', fan_in_fan_out: false, inference_mode: true,
-      init_lora_weights: true, use_rslora: false, use_dora: false, modules_to_save: null, layers_to_transform: null, layers_pattern: null,
-      rank_pattern: {}, alpha_pattern: {}, revision: null,
+      peft_type: 'LORA',
+      task_type: 'CAUSAL_LM',
+      base_model_name_or_path: baseModel,
+      r: this.config.r,
+      lora_alpha: this.config.alpha,
+      lora_dropout: this.config.dropout,
+      target_modules: this.modules,
+      bias: 'none',
+      fan_in_fan_out: false,
+      inference_mode: true,
+      init_lora_weights: true,
+      use_rslora: false,
+      use_dora: false,
+      modules_to_save: null,
+      layers_to_transform: null,
+      layers_pattern: null,
+      rank_pattern: {},
+      alpha_pattern: {},
+      revision: null,
     };
   }
 
@@ -164,10 +195,13 @@ function normalise(c: LoraConfig): Required<LoraConfig> {
 function resolveTargets(t: 'all-linear' | string[]): string[] {
   const names = typeof t === 'string' ? [t] : t;
   if (names.includes('all-linear')) return [...LINEAR_MODULES];
-  if (names.length === 0) throw new ConfigError('lora.targetModules is empty; use "all-linear" or names like ["q_proj", "v_proj"]');
+  if (names.length === 0)
+    throw new ConfigError('lora.targetModules is empty; use "all-linear" or names like ["q_proj", "v_proj"]');
   for (const n of names) {
     if (!(LINEAR_MODULES as readonly string[]).includes(n)) {
-      throw new ConfigError(`lora target module \`${n}\` is not a linear module of this model.${didYouMean(n, LINEAR_MODULES)} Valid: all-linear, ${LINEAR_MODULES.join(', ')}.`);
+      throw new ConfigError(
+        `lora target module \`${n}\` is not a linear module of this model.${didYouMean(n, LINEAR_MODULES)} Valid: all-linear, ${LINEAR_MODULES.join(', ')}.`,
+      );
     }
   }
   return LINEAR_MODULES.filter((m) => names.includes(m)); // PEFT's (module) order

@@ -20,7 +20,9 @@ export function shippedModelsDir(): string | null {
 export function shippedModels(): string[] {
   const root = shippedModelsDir();
   if (!root) return [];
-  return readdirSync(root).filter((n) => existsSync(join(root, n, 'config.json'))).sort();
+  return readdirSync(root)
+    .filter((n) => existsSync(join(root, n, 'config.json')))
+    .sort();
 }
 
 function isDir(p: string): boolean {
@@ -49,11 +51,18 @@ export function findModelPath(spec: string, cacheDir?: string): string | null {
  * `findModelPath`, and for a Hub id missing from the cache a download into it (see `hubModel`). Throws a ConfigError
  * naming the config `key` (or the command-line `flag`), the value and what was looked at when nothing matches.
  */
-export async function resolveModelPath(spec: string, opts: HubModelOptions & { key?: string; flag?: string } = {}): Promise<string> {
+export async function resolveModelPath(
+  spec: string,
+  opts: HubModelOptions & { key?: string; flag?: string } = {},
+): Promise<string> {
   const found = findModelPath(spec, opts.cacheDir);
   if (found) return found;
   const what = opts.flag ? `Bad ${opts.flag}` : `Bad config value \`${opts.key ?? 'model.path'}\``;
   if (!isAbsolute(spec) && isHubId(spec)) return hubModel(spec, opts);
-  const where = isAbsolute(spec) ? 'no such directory' : `no directory ${resolve(spec)}, no shipped model of that name (${shippedModels().join(', ') || 'none'}) and no Hub id (owner/name)`;
-  throw new ConfigError(`${what} = ${JSON.stringify(spec)}: ${where}; point it at a model directory in Hugging Face layout (config.json, model.safetensors, tokenizer.json).`);
+  const where = isAbsolute(spec)
+    ? 'no such directory'
+    : `no directory ${resolve(spec)}, no shipped model of that name (${shippedModels().join(', ') || 'none'}) and no Hub id (owner/name)`;
+  throw new ConfigError(
+    `${what} = ${JSON.stringify(spec)}: ${where}; point it at a model directory in Hugging Face layout (config.json, model.safetensors, tokenizer.json).`,
+  );
 }

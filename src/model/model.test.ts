@@ -12,9 +12,21 @@ import { generate } from './generate.js';
 import { LoraAdapters } from './lora.js';
 import { Transformer } from './transformer.js';
 
-const shape = { vocabSize: 40, hiddenSize: 32, intermediateSize: 48, numLayers: 2, numHeads: 4, numKvHeads: 2, eosTokenId: 39 };
+const shape = {
+  vocabSize: 40,
+  hiddenSize: 32,
+  intermediateSize: 48,
+  numLayers: 2,
+  numHeads: 4,
+  numKvHeads: 2,
+  eosTokenId: 39,
+};
 const config = modelConfig(shape);
-const prompts = [[1, 2, 3, 4, 5, 6], [7, 8], [9, 10, 11]];
+const prompts = [
+  [1, 2, 3, 4, 5, 6],
+  [7, 8],
+  [9, 10, 11],
+];
 
 function teacherForced(model: Transformer, seqs: number[][]): Float32Array[] {
   const batch = packSequences(seqs);
@@ -44,7 +56,10 @@ describe('Transformer', () => {
 
   it('a padded batch gives each sequence the outputs it gets alone', () => {
     const m = Transformer.init(config, 1, 0.3);
-    const seqs = [[1, 2, 3, 4, 5, 6, 7], [8, 9, 10]];
+    const seqs = [
+      [1, 2, 3, 4, 5, 6, 7],
+      [8, 9, 10],
+    ];
     const both = teacherForced(m, seqs);
     const alone = teacherForced(m, [seqs[1]!]);
     both[1]!.forEach((x, i) => expect(x).toBeCloseTo(alone[0]![i]!, 5));
@@ -60,7 +75,10 @@ describe('generate', () => {
       const m = Transformer.init(config, 2, 0.3);
       for (const params of [{ temperature: 1 }, { temperature: 0.7, topP: 0.9, topK: 10 }, { temperature: 0 }]) {
         const gens = generate(m, prompts, { maxNewTokens: 8, seed: 3, ...params });
-        const tf = teacherForced(m, prompts.map((p, i) => [...p, ...gens[i]!.tokens]));
+        const tf = teacherForced(
+          m,
+          prompts.map((p, i) => [...p, ...gens[i]!.tokens]),
+        );
         prompts.forEach((p, i) => {
           expect(gens[i]!.tokens.length).toBe(gens[i]!.logprobs.length);
           gens[i]!.logprobs.forEach((lp, j) => expect(Math.abs(lp - tf[i]![p.length - 1 + j]!)).toBeLessThan(1e-4));
@@ -110,16 +128,37 @@ describe('generate', () => {
   });
 
   it('fused sampling weights (q|k|v, gate|up, LoRA merged) give the unfused results', () => {
-    for (const cfg of [modelConfig({ ...shape, modelType: 'qwen3', headDim: 16 }), modelConfig({ ...shape, modelType: 'llama', qkvBias: true, oBias: true })]) {
+    for (const cfg of [
+      modelConfig({ ...shape, modelType: 'qwen3', headDim: 16 }),
+      modelConfig({ ...shape, modelType: 'llama', qkvBias: true, oBias: true }),
+    ]) {
       const m = Transformer.init(cfg, 6, 0.3);
-      const lora = LoraAdapters.attach(m, { r: 2, alpha: 4, targetModules: ['q_proj', 'v_proj', 'up_proj', 'down_proj'] }, 1);
-      noGrad(() => lora.parameters().forEach(([, t]) => t.backend.write(t.buf, t.toFloat32Array().map((_, i) => 0.1 * Math.sin(i + 1)))));
+      const lora = LoraAdapters.attach(
+        m,
+        { r: 2, alpha: 4, targetModules: ['q_proj', 'v_proj', 'up_proj', 'down_proj'] },
+        1,
+      );
+      noGrad(() =>
+        lora.parameters().forEach(([, t]) =>
+          t.backend.write(
+            t.buf,
+            t.toFloat32Array().map((_, i) => 0.1 * Math.sin(i + 1)),
+          ),
+        ),
+      );
       const fused = generate(m, prompts, { maxNewTokens: 6, temperature: 1, seed: 5, fuseWeights: true });
       const plain = generate(m, prompts, { maxNewTokens: 6, temperature: 1, seed: 5, fuseWeights: false });
       expect(fused.map((g) => g.tokens)).toEqual(plain.map((g) => g.tokens));
-      fused.forEach((g, i) => g.logprobs.forEach((lp, j) => expect(Math.abs(lp - plain[i]!.logprobs[j]!)).toBeLessThan(1e-4)));
-      const tf = teacherForced(m, prompts.map((p, i) => [...p, ...fused[i]!.tokens]));
-      prompts.forEach((p, i) => fused[i]!.logprobs.forEach((lp, j) => expect(Math.abs(lp - tf[i]![p.length - 1 + j]!)).toBeLessThan(1e-4)));
+      fused.forEach((g, i) =>
+        g.logprobs.forEach((lp, j) => expect(Math.abs(lp - plain[i]!.logprobs[j]!)).toBeLessThan(1e-4)),
+      );
+      const tf = teacherForced(
+        m,
+        prompts.map((p, i) => [...p, ...fused[i]!.tokens]),
+      );
+      prompts.forEach((p, i) =>
+        fused[i]!.logprobs.forEach((lp, j) => expect(Math.abs(lp - tf[i]![p.length - 1 + j]!)).toBeLessThan(1e-4)),
+      );
     }
   });
 
@@ -138,8 +177,12 @@ describe('generate', () => {
   it('rejects bad settings with the value and the fix', () => {
     const m = Transformer.init(config, 0);
     expect(() => generate(m, [[1]], { maxNewTokens: 2, temperature: -1, seed: 0 })).toThrow(/temperature must be >= 0/);
-    expect(() => generate(m, [[1, 99]], { maxNewTokens: 2, temperature: 1, seed: 0 })).toThrow(/token id 99, outside the vocabulary \[0, 40\)/);
-    expect(() => generate(m, [[1]], { maxNewTokens: 2, temperature: 1, seed: 0, stopStrings: ['x'] })).toThrow(ConfigError);
+    expect(() => generate(m, [[1, 99]], { maxNewTokens: 2, temperature: 1, seed: 0 })).toThrow(
+      /token id 99, outside the vocabulary \[0, 40\)/,
+    );
+    expect(() => generate(m, [[1]], { maxNewTokens: 2, temperature: 1, seed: 0, stopStrings: ['x'] })).toThrow(
+      ConfigError,
+    );
   });
 });
 
@@ -171,7 +214,9 @@ describe('LoRA', () => {
 
   it('rejects unknown target modules with a suggestion', () => {
     const m = Transformer.init(config, 0);
-    expect(() => LoraAdapters.attach(m, { r: 2, alpha: 4, targetModules: ['q_prj'] })).toThrow(/`q_prj`.*Did you mean `q_proj`/);
+    expect(() => LoraAdapters.attach(m, { r: 2, alpha: 4, targetModules: ['q_prj'] })).toThrow(
+      /`q_prj`.*Did you mean `q_proj`/,
+    );
   });
 });
 
@@ -185,17 +230,29 @@ describe('checkpoints', () => {
     const vh = ValueHead.init(32, 3);
     const dir = mkdtempSync(join(tmpdir(), 'ckpt-'));
     await saveModel(dir, m, { valueHead: vh });
-    expect(readdirSync(dir).sort()).toEqual(['adapter', 'config.json', 'generation_config.json', 'model.safetensors', 'value_head.safetensors']);
+    expect(readdirSync(dir).sort()).toEqual([
+      'adapter',
+      'config.json',
+      'generation_config.json',
+      'model.safetensors',
+      'value_head.safetensors',
+    ]);
     expect(readdirSync(join(dir, 'adapter')).sort()).toEqual(['adapter_config.json', 'adapter_model.safetensors']);
     const peft = JSON.parse(readFileSync(join(dir, 'adapter', 'adapter_config.json'), 'utf8'));
     expect(peft).toMatchObject({ peft_type: 'LORA', r: 2, lora_alpha: 4, target_modules: ['q_proj', 'down_proj'] });
-    expect(JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8'))).toMatchObject({ architectures: ['Qwen3ForCausalLM'], head_dim: 8 });
+    expect(JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8'))).toMatchObject({
+      architectures: ['Qwen3ForCausalLM'],
+      head_dim: 8,
+    });
     const back = await loadModel(dir);
     expect(back.model.config).toEqual(m.config);
-    for (const [name, w] of m.exportWeights()) expect(bits(back.model.exportWeights().get(name)!.data), name).toEqual(bits(w.data));
+    for (const [name, w] of m.exportWeights())
+      expect(bits(back.model.exportWeights().get(name)!.data), name).toEqual(bits(w.data));
     const names = (x: Transformer): string[] => x.parameters().map(([n]) => n);
     expect(names(back.model)).toEqual(names(m));
-    back.model.parameters().forEach(([, t], i) => expect(bits(t.toFloat32Array())).toEqual(bits(m.parameters()[i]![1].toFloat32Array())));
+    back.model
+      .parameters()
+      .forEach(([, t], i) => expect(bits(t.toFloat32Array())).toEqual(bits(m.parameters()[i]![1].toFloat32Array())));
     expect(bits(back.valueHead!.weight.toFloat32Array())).toEqual(bits(vh.weight.toFloat32Array()));
     expect(teacherForced(back.model, [[1, 2, 3]])).toEqual(teacherForced(m, [[1, 2, 3]]));
   });
@@ -207,7 +264,9 @@ describe('checkpoints', () => {
     const { loadWeights } = await import('./safetensors.js');
     expect(() => Transformer.fromWeights(other, new Map(), dir)).toThrow(/missing tensor `model.embed_tokens.weight`/);
     const w = await loadWeights(dir);
-    expect(() => Transformer.fromWeights(other, w, dir)).toThrow(/`model.layers.0.mlp.gate_proj.weight` has shape \[48,32\], the model expects \[64,32\]/);
+    expect(() => Transformer.fromWeights(other, w, dir)).toThrow(
+      /`model.layers.0.mlp.gate_proj.weight` has shape \[48,32\], the model expects \[64,32\]/,
+    );
     await expect(loadModel(join(dir, 'nope'))).rejects.toThrow(/not a model checkpoint: .*config.json is missing/);
   });
 });

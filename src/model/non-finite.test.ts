@@ -11,12 +11,22 @@ import { Transformer } from './transformer.js';
 const before = getBackend().name;
 afterAll(() => setBackend(before));
 
-const config = modelConfig({ modelType: 'qwen2', vocabSize: 37, hiddenSize: 24, intermediateSize: 40, numLayers: 2, numHeads: 3, numKvHeads: 1 });
+const config = modelConfig({
+  modelType: 'qwen2',
+  vocabSize: 37,
+  hiddenSize: 24,
+  intermediateSize: 40,
+  numLayers: 2,
+  numHeads: 3,
+  numKvHeads: 1,
+});
 
 /** A seeded random model with one element of `weight` set to `value`, as a checkpoint would hold it. */
 function withWeight(weight: string, value: number): Transformer {
   const base = Transformer.init(config, 3);
-  const w: WeightMap = new Map([...base.weights].map(([n, t]) => [n, { shape: [...t.shape], data: t.toFloat32Array() }]));
+  const w: WeightMap = new Map(
+    [...base.weights].map(([n, t]) => [n, { shape: [...t.shape], data: t.toFloat32Array() }]),
+  );
   w.get(weight)!.data[0] = value;
   return Transformer.fromWeights(config, w, 'models/huge');
 }
@@ -48,7 +58,9 @@ describe('item 8: non-finite logits at generation are an error naming the model 
           }
           expect(err).toBeInstanceOf(NonFiniteLogitsError);
           const e = err as NonFiniteLogitsError;
-          expect(e.message).toMatch(/^Model `models\/huge` computed non-finite logits \(log-prob (NaN|-?Infinity)\) at decode step \d+ \(position \d+ of prompt [01]\), so no token was sampled/);
+          expect(e.message).toMatch(
+            /^Model `models\/huge` computed non-finite logits \(log-prob (NaN|-?Infinity)\) at decode step \d+ \(position \d+ of prompt [01]\), so no token was sampled/,
+          );
           expect(e.position).toBe(prompts[e.index]!.length + e.step);
           expect(e.message.split('\n')).toHaveLength(1);
           // Every token reported before the error came from finite logits: a step that fails reports nothing.

@@ -18,16 +18,29 @@ export interface PrefillOptions {
  * Fill `cache` (row j = prompts[order[j]], `order` sorted by length, longest first; every prompt ends at
  * slot P = the longest length) and return the logits (B, V) of each row's last prompt token.
  */
-export function prefill(model: Transformer, prompts: readonly (readonly number[])[], order: readonly number[], cache: KVCache, opts: PrefillOptions): Tensor {
+export function prefill(
+  model: Transformer,
+  prompts: readonly (readonly number[])[],
+  order: readonly number[],
+  cache: KVCache,
+  opts: PrefillOptions,
+): Tensor {
   const P = prompts[order[0]!]!.length;
   const parts: Tensor[] = [];
-  for (let j0 = 0; j0 < order.length; ) {
+  for (let j0 = 0; j0 < order.length;) {
     const Pg = prompts[order[j0]!]!.length;
     const n = Math.max(1, Math.min(order.length - j0, Math.floor(opts.maxTokens / Pg)));
     const group = order.slice(j0, j0 + n);
     const tmp = new KVCache(model.config, n, Pg);
     try {
-      parts.push(prefillGroup(model, group.map((i) => prompts[i]!), tmp, opts));
+      parts.push(
+        prefillGroup(
+          model,
+          group.map((i) => prompts[i]!),
+          tmp,
+          opts,
+        ),
+      );
       cache.writeRows(tmp, j0, P - Pg);
     } finally {
       tmp.dispose();
@@ -42,7 +55,12 @@ export function prefill(model: Transformer, prompts: readonly (readonly number[]
 }
 
 /** One group into its own cache (capacity = its longest prompt); logits (n, V) of the last tokens. */
-function prefillGroup(model: Transformer, prompts: (readonly number[])[], cache: KVCache, opts: PrefillOptions): Tensor {
+function prefillGroup(
+  model: Transformer,
+  prompts: (readonly number[])[],
+  cache: KVCache,
+  opts: PrefillOptions,
+): Tensor {
   const n = prompts.length;
   const P = cache.capacity;
   const pads = prompts.map((p) => P - p.length);
@@ -78,6 +96,12 @@ function prefillGroup(model: Transformer, prompts: (readonly number[])[], cache:
 
 /** Logits (B, V) of each sequence's last position of hidden (B*T, C). */
 export function lastLogits(model: Transformer, hidden: Tensor, B: number, T: number): Tensor {
-  const rows = T === 1 ? hidden : embedding(hidden, Int32Array.from({ length: B }, (_, b) => b * T + T - 1));
+  const rows =
+    T === 1
+      ? hidden
+      : embedding(
+          hidden,
+          Int32Array.from({ length: B }, (_, b) => b * T + T - 1),
+        );
   return model.logits(rows);
 }

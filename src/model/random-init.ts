@@ -14,7 +14,10 @@ export interface RandomWeightsOptions {
   seed?: number;
   /** @default 'BF16' */
   dtype?: InitDtype;
-  /** Start a new shard before one would pass this many bytes of data (a larger single tensor gets a shard of its own). @default 1 GiB */
+  /**
+   * Start a new shard before one would pass this many bytes of data (a larger single tensor gets a shard of its own).
+   * @default 1 GiB
+   */
   maxShardBytes?: number;
   /** Extra `__metadata__` entries of every shard (strings). */
   metadata?: Record<string, string>;
@@ -30,7 +33,11 @@ const STD = 0.02;
  * Write `config`'s weights into `dir` as `model.safetensors`, or as `model-0000k-of-0000n.safetensors` shards plus
  * `model.safetensors.index.json` (Hugging Face's layout) when they pass `maxShardBytes`. Returns the files written.
  */
-export async function writeRandomWeights(dir: string, config: ModelConfig, opts: RandomWeightsOptions = {}): Promise<{ files: string[]; parameters: number; bytes: number }> {
+export async function writeRandomWeights(
+  dir: string,
+  config: ModelConfig,
+  opts: RandomWeightsOptions = {},
+): Promise<{ files: string[]; parameters: number; bytes: number }> {
   const dtype = opts.dtype ?? 'BF16';
   const width = dtype === 'BF16' ? 2 : 4;
   const maxShard = opts.maxShardBytes ?? 2 ** 30;
@@ -38,7 +45,10 @@ export async function writeRandomWeights(dir: string, config: ModelConfig, opts:
   const parameters = shards.flat().reduce((a, t) => a + t.numel, 0);
   const total = parameters * width;
   const pad = (i: number): string => String(i).padStart(5, '0');
-  const names = shards.length === 1 ? ['model.safetensors'] : shards.map((_, i) => `model-${pad(i + 1)}-of-${pad(shards.length)}.safetensors`);
+  const names =
+    shards.length === 1
+      ? ['model.safetensors']
+      : shards.map((_, i) => `model-${pad(i + 1)}-of-${pad(shards.length)}.safetensors`);
   await mkdir(dir, { recursive: true }).catch((err: unknown) => {
     throw fileSystemError(err, 'create the model folder', dir);
   });
@@ -95,7 +105,10 @@ export async function writeRandomWeights(dir: string, config: ModelConfig, opts:
   const weightMap: Record<string, string> = {};
   for (const [i, shard] of shards.entries()) for (const t of shard) weightMap[t.name] = names[i]!;
   const index = 'model.safetensors.index.json';
-  await writeFile(join(dir, index), JSON.stringify({ metadata: { total_size: total }, weight_map: weightMap }, null, 2) + '\n');
+  await writeFile(
+    join(dir, index),
+    JSON.stringify({ metadata: { total_size: total }, weight_map: weightMap }, null, 2) + '\n',
+  );
   return { files: [...names, index], parameters, bytes: total };
 }
 

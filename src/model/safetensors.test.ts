@@ -1,10 +1,32 @@
-import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  truncateSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CheckpointError } from '../util/index.js';
 import {
-  expectWeight, halfToFloat, loadWeightFiles, loadWeights, parseSafetensors, readSafetensors, readSafetensorsFile, saveWeights, serializeSafetensors, writeSafetensors, type WeightMap,
+  expectWeight,
+  halfToFloat,
+  loadWeightFiles,
+  loadWeights,
+  parseSafetensors,
+  readSafetensors,
+  readSafetensorsFile,
+  saveWeights,
+  serializeSafetensors,
+  writeSafetensors,
+  type WeightMap,
 } from './safetensors.js';
 
 function sample(): WeightMap {
@@ -41,7 +63,9 @@ describe('safetensors', () => {
     // bf16 of 1.5 = 0x3fc0, of -2 = 0xc000; f16 of 1.5 = 0x3e00, of -2 = 0xc000, smallest subnormal 0x0001
     const bf = parseSafetensors(handMade('BF16', Uint8Array.from([0xc0, 0x3f, 0x00, 0xc0]), [2])).weights.get('w')!;
     expect([...bf.data]).toEqual([1.5, -2]);
-    const f16 = parseSafetensors(handMade('F16', Uint8Array.from([0x00, 0x3e, 0x00, 0xc0, 0x01, 0x00]), [3])).weights.get('w')!;
+    const f16 = parseSafetensors(
+      handMade('F16', Uint8Array.from([0x00, 0x3e, 0x00, 0xc0, 0x01, 0x00]), [3]),
+    ).weights.get('w')!;
     expect([...f16.data]).toEqual([1.5, -2, Math.fround(2 ** -24)]);
     expect(halfToFloat(0x7c00)).toBe(Infinity);
     expect(halfToFloat(0x7bff)).toBe(65504);
@@ -50,20 +74,30 @@ describe('safetensors', () => {
   it('names the problem for truncated files, unsupported dtypes and wrong sizes', () => {
     const good = serializeSafetensors(sample());
     expect(() => parseSafetensors(good.subarray(0, 5), 'x.safetensors')).toThrow(/x.safetensors: truncated/);
-    expect(() => parseSafetensors(good.subarray(0, good.length - 4), 'x.safetensors')).toThrow(/truncated.*model.norm.weight/);
-    expect(() => parseSafetensors(handMade('I64', new Uint8Array(8), [1]))).toThrow(/dtype I64; supported: F32, BF16, F16/);
+    expect(() => parseSafetensors(good.subarray(0, good.length - 4), 'x.safetensors')).toThrow(
+      /truncated.*model.norm.weight/,
+    );
+    expect(() => parseSafetensors(handMade('I64', new Uint8Array(8), [1]))).toThrow(
+      /dtype I64; supported: F32, BF16, F16/,
+    );
     expect(() => parseSafetensors(handMade('F32', new Uint8Array(8), [3]))).toThrow(/spans 8 bytes but shape \[3\]/);
   });
 
   it('expectWeight names the tensor and both shapes', () => {
-    expect(() => expectWeight(sample(), 'model.norm.weight', [3])).toThrow(/`model.norm.weight` has shape \[2\], the model expects \[3\]/);
+    expect(() => expectWeight(sample(), 'model.norm.weight', [3])).toThrow(
+      /`model.norm.weight` has shape \[2\], the model expects \[3\]/,
+    );
     expect(() => expectWeight(sample(), 'lm_head.weight', [3, 2])).toThrow(CheckpointError);
   });
 
   it('saves and loads sharded checkpoints through model.safetensors.index.json', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'st-'));
     const files = await saveWeights(dir, sample(), { maxShardBytes: 24 });
-    expect(files).toEqual(['model-00001-of-00002.safetensors', 'model-00002-of-00002.safetensors', 'model.safetensors.index.json']);
+    expect(files).toEqual([
+      'model-00001-of-00002.safetensors',
+      'model-00002-of-00002.safetensors',
+      'model.safetensors.index.json',
+    ]);
     const index = JSON.parse(readFileSync(join(dir, 'model.safetensors.index.json'), 'utf8'));
     expect(index.weight_map['model.norm.weight']).toBe('model-00002-of-00002.safetensors');
     const back = await loadWeights(dir);
@@ -83,13 +117,19 @@ describe('safetensors', () => {
     const good = serializeSafetensors(sample());
     const bad = new Uint8Array(good.length + 3);
     bad.set(good);
-    expect(() => parseSafetensors(bad, 'x.safetensors')).toThrow(/x.safetensors: 3 trailing bytes after the last tensor \(its tensors end at byte 32 of a 35-byte data section\)/);
+    expect(() => parseSafetensors(bad, 'x.safetensors')).toThrow(
+      /x.safetensors: 3 trailing bytes after the last tensor \(its tensors end at byte 32 of a 35-byte data section\)/,
+    );
     const dir = mkdtempSync(join(tmpdir(), 'st-'));
     writeFileSync(join(dir, 'model.safetensors'), bad);
     await expect(loadWeights(dir)).rejects.toThrow(CheckpointError);
-    await expect(readSafetensors(join(dir, 'model.safetensors'))).rejects.toThrow(/model.safetensors: 3 trailing bytes .* 35-byte data section/);
+    await expect(readSafetensors(join(dir, 'model.safetensors'))).rejects.toThrow(
+      /model.safetensors: 3 trailing bytes .* 35-byte data section/,
+    );
     writeFileSync(join(dir, 'model.safetensors'), good.subarray(0, good.length - 4));
-    await expect(readSafetensors(join(dir, 'model.safetensors'))).rejects.toThrow(/model.safetensors: truncated safetensors file \(tensor `model.norm.weight` ends at byte 32 of a 28-byte data section\)/);
+    await expect(readSafetensors(join(dir, 'model.safetensors'))).rejects.toThrow(
+      /model.safetensors: truncated safetensors file \(tensor `model.norm.weight` ends at byte 32 of a 28-byte data section\)/,
+    );
   });
 
   it('writes files byte for byte as the format lays them out, and reads them back by parts', async () => {
@@ -99,14 +139,26 @@ describe('safetensors', () => {
     expect(readFileSync(path).equals(Buffer.from(serializeSafetensors(sample(), { step: '7' })))).toBe(true);
     const { weights, metadata } = await readSafetensorsFile(path);
     expect(metadata).toEqual({ step: '7' });
-    expect([...weights.get('model.embed_tokens.weight')!.data]).toEqual([...sample().get('model.embed_tokens.weight')!.data]);
+    expect([...weights.get('model.embed_tokens.weight')!.data]).toEqual([
+      ...sample().get('model.embed_tokens.weight')!.data,
+    ]);
   });
 
   it('writes the same metadata into every shard, and a later unsharded save replaces the index', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'st-'));
-    const files = await saveWeights(dir, sample(), { maxShardBytes: 24, file: 'policy.safetensors', metadata: { step: '3' } });
-    expect(files).toEqual(['policy-00001-of-00002.safetensors', 'policy-00002-of-00002.safetensors', 'policy.safetensors.index.json']);
-    expect(JSON.parse(readFileSync(join(dir, 'policy.safetensors.index.json'), 'utf8')).metadata.total_size).toBe(6 * 4 + 2 * 4);
+    const files = await saveWeights(dir, sample(), {
+      maxShardBytes: 24,
+      file: 'policy.safetensors',
+      metadata: { step: '3' },
+    });
+    expect(files).toEqual([
+      'policy-00001-of-00002.safetensors',
+      'policy-00002-of-00002.safetensors',
+      'policy.safetensors.index.json',
+    ]);
+    expect(JSON.parse(readFileSync(join(dir, 'policy.safetensors.index.json'), 'utf8')).metadata.total_size).toBe(
+      6 * 4 + 2 * 4,
+    );
     const back = await loadWeightFiles(dir, 'policy.safetensors');
     expect(back.metadata).toEqual({ step: '3' });
     expect(back.path).toBe(join(dir, 'policy.safetensors.index.json'));
@@ -124,7 +176,10 @@ describe('safetensors files over 2 GiB (sparse: no disk used)', () => {
     try {
       const path = join(dir, 'model.safetensors');
       const big = 600_000_000; // float32 elements: 2.4 GB of zeros before the tensor we read
-      const json = JSON.stringify({ big: { dtype: 'F32', shape: [big], data_offsets: [0, 4 * big] }, tail: { dtype: 'F32', shape: [2, 2], data_offsets: [4 * big, 4 * big + 16] } });
+      const json = JSON.stringify({
+        big: { dtype: 'F32', shape: [big], data_offsets: [0, 4 * big] },
+        tail: { dtype: 'F32', shape: [2, 2], data_offsets: [4 * big, 4 * big + 16] },
+      });
       const head = Buffer.alloc(8 + json.length);
       head.writeBigUInt64LE(BigInt(json.length), 0);
       head.write(json, 8);
@@ -141,7 +196,9 @@ describe('safetensors files over 2 GiB (sparse: no disk used)', () => {
       expect(weights.get('tail')!.shape).toEqual([2, 2]);
       expect([...weights.get('tail')!.data]).toEqual([1.5, -2, 3, Math.fround(1e-3)]);
       truncateSync(path, tailAt + 12); // the same file cut short by 4 bytes is refused by its header alone
-      await expect(readSafetensorsFile(path, () => false)).rejects.toThrow(/truncated safetensors file \(tensor `tail` ends at byte 2400000016 of a 2400000012-byte data section\)/);
+      await expect(readSafetensorsFile(path, () => false)).rejects.toThrow(
+        /truncated safetensors file \(tensor `tail` ends at byte 2400000016 of a 2400000012-byte data section\)/,
+      );
       expect(readdirSync(dir)).toEqual(['model.safetensors']);
     } finally {
       rmSync(dir, { recursive: true, force: true });
@@ -163,46 +220,87 @@ const k = { dtype: 'F32', shape: [2, 2], data_offsets: [16, 32] };
 
 describe('item 7: safetensors offsets are checked for range, overlap and coverage', () => {
   it('accepts tensors that tile the data section, in any header order, zero-sized ones included', () => {
-    const { weights } = parseSafetensors(rawFile({ k, q, e: { dtype: 'F32', shape: [0], data_offsets: [16, 16] } }, 32), 'x.safetensors');
+    const { weights } = parseSafetensors(
+      rawFile({ k, q, e: { dtype: 'F32', shape: [0], data_offsets: [16, 16] } }, 32),
+      'x.safetensors',
+    );
     expect([...weights.keys()]).toEqual(['k', 'q', 'e']);
   });
 
   it("refuses k_proj's data_offsets set equal to q_proj's, naming both tensors", () => {
-    expect(() => parseSafetensors(rawFile({ q, k: { ...k, data_offsets: [0, 16] }, pad: { dtype: 'F32', shape: [4], data_offsets: [16, 32] } }, 32), 'x.safetensors'))
-      .toThrow(/^x.safetensors: tensor `[qk]`'s data_offsets \[0, 16\] overlap tensor `[qk]`'s \[0, 16\]/);
+    expect(() =>
+      parseSafetensors(
+        rawFile(
+          { q, k: { ...k, data_offsets: [0, 16] }, pad: { dtype: 'F32', shape: [4], data_offsets: [16, 32] } },
+          32,
+        ),
+        'x.safetensors',
+      ),
+    ).toThrow(/^x.safetensors: tensor `[qk]`'s data_offsets \[0, 16\] overlap tensor `[qk]`'s \[0, 16\]/);
   });
 
   it('refuses a negative begin (the header read as weights), naming the file, the tensor and the field', () => {
-    expect(() => parseSafetensors(rawFile({ q: { ...q, data_offsets: [-16, 0] }, k }, 32), 'x.safetensors'))
-      .toThrow(/^x.safetensors: tensor `q` has `data_offsets` = \[-16,0\]; expected a pair \[begin, end\] of non-negative integers/);
+    expect(() => parseSafetensors(rawFile({ q: { ...q, data_offsets: [-16, 0] }, k }, 32), 'x.safetensors')).toThrow(
+      /^x.safetensors: tensor `q` has `data_offsets` = \[-16,0\]; expected a pair \[begin, end\] of non-negative integers/,
+    );
   });
 
   it('refuses a gap between tensors and offsets past the data section', () => {
-    expect(() => parseSafetensors(rawFile({ q, k: { ...k, data_offsets: [20, 36] } }, 36), 'x.safetensors'))
-      .toThrow(/^x.safetensors: bytes \[16, 20\) of the data section belong to no tensor \(tensor `k`/);
-    expect(() => parseSafetensors(rawFile({ q: { ...q, data_offsets: [2 ** 40, 2 ** 40 + 16] } }, 16), 'x.safetensors'))
-      .toThrow(/^x.safetensors: truncated safetensors file \(tensor `q` ends at byte/);
+    expect(() => parseSafetensors(rawFile({ q, k: { ...k, data_offsets: [20, 36] } }, 36), 'x.safetensors')).toThrow(
+      /^x.safetensors: bytes \[16, 20\) of the data section belong to no tensor \(tensor `k`/,
+    );
+    expect(() =>
+      parseSafetensors(rawFile({ q: { ...q, data_offsets: [2 ** 40, 2 ** 40 + 16] } }, 16), 'x.safetensors'),
+    ).toThrow(/^x.safetensors: truncated safetensors file \(tensor `q` ends at byte/);
   });
 
   it('refuses a header length past the format limit before reading it', async () => {
     const bytes = rawFile({ q }, 16);
     new DataView(bytes.buffer).setBigUint64(0, 2n ** 62n, true);
-    expect(() => parseSafetensors(bytes, 'x.safetensors')).toThrow(/^x.safetensors: the safetensors header length says \d+ bytes, over the 100000000-byte limit/);
+    expect(() => parseSafetensors(bytes, 'x.safetensors')).toThrow(
+      /^x.safetensors: the safetensors header length says \d+ bytes, over the 100000000-byte limit/,
+    );
     const dir = mkdtempSync(join(tmpdir(), 'st-'));
     writeFileSync(join(dir, 'model.safetensors'), bytes);
-    await expect(readSafetensorsFile(join(dir, 'model.safetensors'))).rejects.toThrow(/model.safetensors: the safetensors header length says/);
+    await expect(readSafetensorsFile(join(dir, 'model.safetensors'))).rejects.toThrow(
+      /model.safetensors: the safetensors header length says/,
+    );
   });
 });
 
 describe('item 16: every safetensors header field is typed, one sentence per violation, never a TypeError', () => {
   const cases: [string, unknown, RegExp][] = [
-    ['a null entry', { q: null }, /^x.safetensors: tensor `q` has header entry null; expected an object \{dtype, shape, data_offsets\}/],
-    ['an entry without data_offsets', { q: { dtype: 'F32', shape: [4] } }, /^x.safetensors: tensor `q` has no `data_offsets`; expected a pair/],
-    ['shape "abc"', { q: { ...q, shape: 'abc' } }, /^x.safetensors: tensor `q` has `shape` = "abc"; expected an array of non-negative integers/],
-    ['a fractional dimension', { q: { ...q, shape: [2.5, 2] } }, /tensor `q` has `shape` = \[2.5,2\]; expected an array of non-negative integers/],
+    [
+      'a null entry',
+      { q: null },
+      /^x.safetensors: tensor `q` has header entry null; expected an object \{dtype, shape, data_offsets\}/,
+    ],
+    [
+      'an entry without data_offsets',
+      { q: { dtype: 'F32', shape: [4] } },
+      /^x.safetensors: tensor `q` has no `data_offsets`; expected a pair/,
+    ],
+    [
+      'shape "abc"',
+      { q: { ...q, shape: 'abc' } },
+      /^x.safetensors: tensor `q` has `shape` = "abc"; expected an array of non-negative integers/,
+    ],
+    [
+      'a fractional dimension',
+      { q: { ...q, shape: [2.5, 2] } },
+      /tensor `q` has `shape` = \[2.5,2\]; expected an array of non-negative integers/,
+    ],
     ['a numeric dtype', { q: { ...q, dtype: 4 } }, /tensor `q` has `dtype` = 4; expected a dtype name/],
-    ['a one-element data_offsets', { q: { ...q, data_offsets: [0] } }, /tensor `q` has `data_offsets` = \[0\]; expected a pair/],
-    ['metadata that is not string -> string', { __metadata__: { step: 3 }, q }, /^x.safetensors: the header's `__metadata__` = \{"step":3\} is not an object of strings to strings/],
+    [
+      'a one-element data_offsets',
+      { q: { ...q, data_offsets: [0] } },
+      /tensor `q` has `data_offsets` = \[0\]; expected a pair/,
+    ],
+    [
+      'metadata that is not string -> string',
+      { __metadata__: { step: 3 }, q },
+      /^x.safetensors: the header's `__metadata__` = \{"step":3\} is not an object of strings to strings/,
+    ],
     ['a header that is an array', [q], /^x.safetensors: the safetensors header is \[.*, not a JSON object of tensors/],
   ];
   for (const [what, header, message] of cases) {

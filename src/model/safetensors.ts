@@ -18,7 +18,18 @@ export interface WeightData {
 export type WeightMap = Map<string, WeightData>;
 
 const SUPPORTED = ['F32', 'BF16', 'F16'] as const;
-const BYTES: Record<string, number> = { F64: 8, F32: 4, F16: 2, BF16: 2, I64: 8, I32: 4, I16: 2, I8: 1, U8: 1, BOOL: 1 };
+const BYTES: Record<string, number> = {
+  F64: 8,
+  F32: 4,
+  F16: 2,
+  BF16: 2,
+  I64: 8,
+  I32: 4,
+  I16: 2,
+  I8: 1,
+  U8: 1,
+  BOOL: 1,
+};
 
 /** One tensor's entry in a safetensors header, checked against the data section's size. */
 interface HeaderEntry {
@@ -54,13 +65,17 @@ function show(v: unknown): string {
 /** The entry of tensor `name`, typed; a CheckpointError naming the file, the tensor and the field otherwise. */
 function typedEntry(name: string, entry: unknown, source: string): z.infer<typeof EntrySchema> {
   if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) {
-    throw new CheckpointError(`${source}: tensor \`${name}\` has header entry ${show(entry)}; expected an object {dtype, shape, data_offsets}: the file is damaged or not a safetensors file.`);
+    throw new CheckpointError(
+      `${source}: tensor \`${name}\` has header entry ${show(entry)}; expected an object {dtype, shape, data_offsets}: the file is damaged or not a safetensors file.`,
+    );
   }
   const r = EntrySchema.safeParse(entry);
   if (r.success) return r.data;
   const field = String(r.error.issues[0]!.path[0]);
   const got = (entry as Record<string, unknown>)[field];
-  throw new CheckpointError(`${source}: tensor \`${name}\` has ${got === undefined ? `no \`${field}\`` : `\`${field}\` = ${show(got)}`}; expected ${EXPECTED[field]}: the file is damaged or not a safetensors file.`);
+  throw new CheckpointError(
+    `${source}: tensor \`${name}\` has ${got === undefined ? `no \`${field}\`` : `\`${field}\` = ${show(got)}`}; expected ${EXPECTED[field]}: the file is damaged or not a safetensors file.`,
+  );
 }
 
 /**
@@ -69,30 +84,53 @@ function typedEntry(name: string, entry: unknown, source: string): z.infer<typeo
  * each begins where the previous ended, the last ends at `dataLen`): no overlap, no gap, nothing past the end (a
  * truncated file) and no bytes after the last tensor (a file with a tail of something else).
  */
-function checkHeader(header: unknown, dataLen: number, source: string): { entries: HeaderEntry[]; metadata: Record<string, string> } {
+function checkHeader(
+  header: unknown,
+  dataLen: number,
+  source: string,
+): { entries: HeaderEntry[]; metadata: Record<string, string> } {
   if (typeof header !== 'object' || header === null || Array.isArray(header)) {
-    throw new CheckpointError(`${source}: the safetensors header is ${show(header)}, not a JSON object of tensors: the file is damaged or not a safetensors file.`);
+    throw new CheckpointError(
+      `${source}: the safetensors header is ${show(header)}, not a JSON object of tensors: the file is damaged or not a safetensors file.`,
+    );
   }
   const entries: HeaderEntry[] = [];
   let metadata: Record<string, string> = {};
   for (const [name, entry] of Object.entries(header)) {
     if (name === '__metadata__') {
       const m = MetadataSchema.safeParse(entry);
-      if (!m.success) throw new CheckpointError(`${source}: the header's \`__metadata__\` = ${show(entry)} is not an object of strings to strings: the file is damaged or not a safetensors file.`);
+      if (!m.success)
+        throw new CheckpointError(
+          `${source}: the header's \`__metadata__\` = ${show(entry)} is not an object of strings to strings: the file is damaged or not a safetensors file.`,
+        );
       metadata = m.data ?? {};
       continue;
     }
-    const { dtype, shape, data_offsets: [begin, end] } = typedEntry(name, entry, source);
-    if (!(dtype in BYTES)) throw new CheckpointError(`${source}: tensor \`${name}\` has unknown dtype ${show(dtype)}; expected ${EXPECTED['dtype']}.`);
+    const {
+      dtype,
+      shape,
+      data_offsets: [begin, end],
+    } = typedEntry(name, entry, source);
+    if (!(dtype in BYTES))
+      throw new CheckpointError(
+        `${source}: tensor \`${name}\` has unknown dtype ${show(dtype)}; expected ${EXPECTED['dtype']}.`,
+      );
     if (!(SUPPORTED as readonly string[]).includes(dtype)) {
-      throw new CheckpointError(`${source}: tensor \`${name}\` has dtype ${dtype}; supported: ${SUPPORTED.join(', ')} (convert the checkpoint to float32/bfloat16/float16)`);
+      throw new CheckpointError(
+        `${source}: tensor \`${name}\` has dtype ${dtype}; supported: ${SUPPORTED.join(', ')} (convert the checkpoint to float32/bfloat16/float16)`,
+      );
     }
     const numel = shape.reduce((a, b) => a * b, 1);
     const need = numel * BYTES[dtype]!;
     if (!Number.isSafeInteger(need) || end - begin !== need) {
-      throw new CheckpointError(`${source}: tensor \`${name}\` spans ${end - begin} bytes but shape [${shape}] of ${dtype} needs ${need} (data_offsets [${begin}, ${end}])`);
+      throw new CheckpointError(
+        `${source}: tensor \`${name}\` spans ${end - begin} bytes but shape [${shape}] of ${dtype} needs ${need} (data_offsets [${begin}, ${end}])`,
+      );
     }
-    if (end > dataLen) throw new CheckpointError(`${source}: truncated safetensors file (tensor \`${name}\` ends at byte ${end} of a ${dataLen}-byte data section)`);
+    if (end > dataLen)
+      throw new CheckpointError(
+        `${source}: truncated safetensors file (tensor \`${name}\` ends at byte ${end} of a ${dataLen}-byte data section)`,
+      );
     entries.push({ name, dtype, shape: [...shape], numel, begin, end });
   }
   const sorted = [...entries].sort((a, b) => a.begin - b.begin || a.end - b.end);
@@ -100,16 +138,22 @@ function checkHeader(header: unknown, dataLen: number, source: string): { entrie
   let prev: HeaderEntry | undefined;
   for (const e of sorted) {
     if (e.begin < at) {
-      throw new CheckpointError(`${source}: tensor \`${e.name}\`'s data_offsets [${e.begin}, ${e.end}] overlap tensor \`${prev!.name}\`'s [${prev!.begin}, ${prev!.end}]: the file is damaged or was edited; use an earlier checkpoint or the original file.`);
+      throw new CheckpointError(
+        `${source}: tensor \`${e.name}\`'s data_offsets [${e.begin}, ${e.end}] overlap tensor \`${prev!.name}\`'s [${prev!.begin}, ${prev!.end}]: the file is damaged or was edited; use an earlier checkpoint or the original file.`,
+      );
     }
     if (e.begin > at) {
-      throw new CheckpointError(`${source}: bytes [${at}, ${e.begin}) of the data section belong to no tensor (tensor \`${e.name}\`'s data_offsets begin at ${e.begin}): the file is damaged or was edited; use an earlier checkpoint or the original file.`);
+      throw new CheckpointError(
+        `${source}: bytes [${at}, ${e.begin}) of the data section belong to no tensor (tensor \`${e.name}\`'s data_offsets begin at ${e.begin}): the file is damaged or was edited; use an earlier checkpoint or the original file.`,
+      );
     }
     at = e.end;
     prev = e;
   }
   if (at < dataLen) {
-    throw new CheckpointError(`${source}: ${dataLen - at} trailing bytes after the last tensor (its tensors end at byte ${at} of a ${dataLen}-byte data section); the file is damaged or not one safetensors file: use an earlier checkpoint.`);
+    throw new CheckpointError(
+      `${source}: ${dataLen - at} trailing bytes after the last tensor (its tensors end at byte ${at} of a ${dataLen}-byte data section); the file is damaged or not one safetensors file: use an earlier checkpoint.`,
+    );
   }
   return { entries, metadata };
 }
@@ -117,10 +161,14 @@ function checkHeader(header: unknown, dataLen: number, source: string): { entrie
 /** The 8-byte header length, checked against the file's size and a sane bound. */
 function checkHeaderLength(headerLen: number, size: number, source: string): void {
   if (headerLen > MAX_HEADER_BYTES) {
-    throw new CheckpointError(`${source}: the safetensors header length says ${headerLen} bytes, over the ${MAX_HEADER_BYTES}-byte limit of the format: the file is damaged or not a safetensors file.`);
+    throw new CheckpointError(
+      `${source}: the safetensors header length says ${headerLen} bytes, over the ${MAX_HEADER_BYTES}-byte limit of the format: the file is damaged or not a safetensors file.`,
+    );
   }
   if (8 + headerLen > size) {
-    throw new CheckpointError(`${source}: truncated safetensors file (header says ${headerLen} bytes of JSON, file has ${size - 8} after the length)`);
+    throw new CheckpointError(
+      `${source}: truncated safetensors file (header says ${headerLen} bytes of JSON, file has ${size - 8} after the length)`,
+    );
   }
 }
 
@@ -133,13 +181,23 @@ function parseHeaderJson(bytes: Uint8Array, source: string): unknown {
 }
 
 /** Parse a safetensors buffer held in memory (files go through `readSafetensorsFile`). `source` names it in errors. */
-export function parseSafetensors(bytes: Uint8Array, source = '<buffer>'): { weights: WeightMap; metadata: Record<string, string> } {
-  if (bytes.byteLength < 8) throw new CheckpointError(`${source}: truncated safetensors file (${bytes.byteLength} bytes, the 8-byte header length is missing)`);
+export function parseSafetensors(
+  bytes: Uint8Array,
+  source = '<buffer>',
+): { weights: WeightMap; metadata: Record<string, string> } {
+  if (bytes.byteLength < 8)
+    throw new CheckpointError(
+      `${source}: truncated safetensors file (${bytes.byteLength} bytes, the 8-byte header length is missing)`,
+    );
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const headerLen = Number(view.getBigUint64(0, true));
   checkHeaderLength(headerLen, bytes.byteLength, source);
   const dataStart = 8 + headerLen;
-  const { entries, metadata } = checkHeader(parseHeaderJson(bytes.subarray(8, dataStart), source), bytes.byteLength - dataStart, source);
+  const { entries, metadata } = checkHeader(
+    parseHeaderJson(bytes.subarray(8, dataStart), source),
+    bytes.byteLength - dataStart,
+    source,
+  );
   const weights: WeightMap = new Map();
   for (const e of entries) {
     const raw = new Uint8Array(e.end - e.begin);
@@ -173,13 +231,18 @@ export function halfToFloat(h: number): number {
   return sign * (1 + frac / 1024) * 2 ** (exp - 15);
 }
 
-/** The 8-byte length and the JSON header (padded to 8 bytes) of weights saved as F32 in map order, and the data size. */
+/**
+ * The 8-byte length and the JSON header (padded to 8 bytes) of weights saved as F32 in map order, and the data size.
+ */
 function headerBytes(weights: WeightMap, metadata: Record<string, string>): { head: Uint8Array; dataBytes: number } {
   const header: Record<string, unknown> = { __metadata__: metadata };
   let offset = 0;
   for (const [name, w] of weights) {
     const numel = w.shape.reduce((a, b) => a * b, 1);
-    if (numel !== w.data.length) throw new CheckpointError(`cannot save \`${name}\`: shape [${w.shape}] has ${numel} elements, data has ${w.data.length}`);
+    if (numel !== w.data.length)
+      throw new CheckpointError(
+        `cannot save \`${name}\`: shape [${w.shape}] has ${numel} elements, data has ${w.data.length}`,
+      );
     header[name] = { dtype: 'F32', shape: w.shape, data_offsets: [offset, offset + numel * 4] };
     offset += numel * 4;
   }
@@ -192,8 +255,13 @@ function headerBytes(weights: WeightMap, metadata: Record<string, string>): { he
   return { head, dataBytes: offset };
 }
 
-/** Serialise weights as F32 safetensors into one buffer (for small in-memory uses; files go through `writeSafetensors`). */
-export function serializeSafetensors(weights: WeightMap, metadata: Record<string, string> = { format: 'pt' }): Uint8Array {
+/**
+ * Serialise weights as F32 safetensors into one buffer (for small in-memory uses; files go through `writeSafetensors`).
+ */
+export function serializeSafetensors(
+  weights: WeightMap,
+  metadata: Record<string, string> = { format: 'pt' },
+): Uint8Array {
   const { head, dataBytes } = headerBytes(weights, metadata);
   const out = new Uint8Array(head.length + dataBytes);
   out.set(head, 0);
@@ -209,29 +277,37 @@ export function serializeSafetensors(weights: WeightMap, metadata: Record<string
 const PIECE = 256 * 2 ** 20;
 
 async function readAt(fh: FileHandle, into: Uint8Array, position: number, path: string): Promise<void> {
-  for (let done = 0; done < into.byteLength; ) {
+  for (let done = 0; done < into.byteLength;) {
     const n = Math.min(PIECE, into.byteLength - done);
     const { bytesRead } = await fh.read(into, done, n, position + done);
-    if (bytesRead === 0) throw new CheckpointError(`${path}: truncated safetensors file (ended at byte ${position + done} while reading)`);
+    if (bytesRead === 0)
+      throw new CheckpointError(`${path}: truncated safetensors file (ended at byte ${position + done} while reading)`);
     done += bytesRead;
   }
 }
 
 // Sequential writes in pieces; a short write (allowed by POSIX) continues where it stopped.
 async function writeAll(fh: FileHandle, bytes: Uint8Array): Promise<void> {
-  for (let at = 0; at < bytes.length; ) at += (await fh.write(bytes, at, Math.min(PIECE, bytes.length - at))).bytesWritten;
+  for (let at = 0; at < bytes.length;)
+    at += (await fh.write(bytes, at, Math.min(PIECE, bytes.length - at))).bytesWritten;
 }
 
 /**
  * Read one safetensors file by parts: the 8-byte length, the header, then each tensor at its offset, so files of any
  * size load (Node refuses whole-file reads past 2 GiB). `only` picks the tensors to read; the header is checked whole.
  */
-export async function readSafetensorsFile(path: string, only?: (name: string) => boolean): Promise<{ weights: WeightMap; metadata: Record<string, string> }> {
+export async function readSafetensorsFile(
+  path: string,
+  only?: (name: string) => boolean,
+): Promise<{ weights: WeightMap; metadata: Record<string, string> }> {
   if (!existsSync(path)) throw new CheckpointError(`safetensors file not found: ${path}`);
   const fh = await withFileErrorsAsync('read safetensors', path, () => open(path, 'r'));
   try {
     const size = (await fh.stat()).size;
-    if (size < 8) throw new CheckpointError(`${path}: truncated safetensors file (${size} bytes, the 8-byte header length is missing)`);
+    if (size < 8)
+      throw new CheckpointError(
+        `${path}: truncated safetensors file (${size} bytes, the 8-byte header length is missing)`,
+      );
     const len = new Uint8Array(8);
     await readAt(fh, len, 0, path);
     const headerLen = Number(new DataView(len.buffer).getBigUint64(0, true));
@@ -261,12 +337,17 @@ export async function readSafetensors(path: string): Promise<WeightMap> {
 }
 
 /** Write one safetensors file (F32): the header, then each tensor in pieces; no buffer of the whole file is made. */
-export async function writeSafetensors(path: string, weights: WeightMap, metadata: Record<string, string> = { format: 'pt' }): Promise<void> {
+export async function writeSafetensors(
+  path: string,
+  weights: WeightMap,
+  metadata: Record<string, string> = { format: 'pt' },
+): Promise<void> {
   const { head } = headerBytes(weights, metadata);
   const fh = await withFileErrorsAsync('write safetensors', path, () => open(path, 'w'));
   try {
     await writeAll(fh, head);
-    for (const w of weights.values()) await writeAll(fh, new Uint8Array(w.data.buffer, w.data.byteOffset, w.data.byteLength));
+    for (const w of weights.values())
+      await writeAll(fh, new Uint8Array(w.data.buffer, w.data.byteOffset, w.data.byteLength));
   } catch (err) {
     throw fileSystemError(err, 'write safetensors', path);
   } finally {
@@ -289,18 +370,25 @@ export const DEFAULT_MAX_SHARD_BYTES = 2 ** 30;
  * Load a Hugging Face weights file with its metadata: `dir/<file>`, or the shards listed in `dir/<file>.index.json`
  * (metadata from the first shard; `saveWeights` writes the same metadata into every shard).
  */
-export async function loadWeightFiles(dir: string, file = 'model.safetensors'): Promise<{ weights: WeightMap; metadata: Record<string, string>; path: string }> {
+export async function loadWeightFiles(
+  dir: string,
+  file = 'model.safetensors',
+): Promise<{ weights: WeightMap; metadata: Record<string, string>; path: string }> {
   const single = join(dir, file);
   const index = join(dir, `${file}.index.json`);
   if (existsSync(single)) return { ...(await readSafetensorsFile(single)), path: single };
   if (!existsSync(index)) {
-    throw new CheckpointError(`no weights in ${dir}: expected ${file} or ${file}.index.json (only safetensors checkpoints are supported; convert .bin/.pt with transformers' save_pretrained(safe_serialization=True))`);
+    throw new CheckpointError(
+      `no weights in ${dir}: expected ${file} or ${file}.index.json (only safetensors checkpoints are supported; convert .bin/.pt with transformers' save_pretrained(safe_serialization=True))`,
+    );
   }
   let weightMap: Record<string, string> | undefined;
   try {
     weightMap = (JSON.parse(await readFile(index, 'utf8')) as { weight_map?: Record<string, string> }).weight_map;
   } catch (err) {
-    throw err instanceof SyntaxError ? new CheckpointError(`${index} is not valid JSON (${err.message}); the checkpoint is damaged.`) : fileSystemError(err, 'read the weights index', index);
+    throw err instanceof SyntaxError
+      ? new CheckpointError(`${index} is not valid JSON (${err.message}); the checkpoint is damaged.`)
+      : fileSystemError(err, 'read the weights index', index);
   }
   if (!weightMap) throw new CheckpointError(`${index}: missing "weight_map"`);
   const out: WeightMap = new Map();
@@ -311,7 +399,8 @@ export async function loadWeightFiles(dir: string, file = 'model.safetensors'): 
     for (const [name, w] of read.weights) out.set(name, w);
   }
   for (const name of Object.keys(weightMap)) {
-    if (!out.has(name)) throw new CheckpointError(`${index} maps \`${name}\` to ${weightMap[name]}, but that shard does not hold it`);
+    if (!out.has(name))
+      throw new CheckpointError(`${index} maps \`${name}\` to ${weightMap[name]}, but that shard does not hold it`);
   }
   return { weights: out, metadata: metadata ?? {}, path: index };
 }
@@ -336,10 +425,17 @@ export interface SaveWeightsOptions {
  * `model.safetensors.index.json` (`metadata.total_size`, `weight_map`) when they exceed `maxShardBytes`.
  * Returns the file names written.
  */
-export async function saveWeights(dir: string, weights: WeightMap, options: SaveWeightsOptions = {}): Promise<string[]> {
+export async function saveWeights(
+  dir: string,
+  weights: WeightMap,
+  options: SaveWeightsOptions = {},
+): Promise<string[]> {
   const file = options.file ?? 'model.safetensors';
   const maxShard = options.maxShardBytes ?? DEFAULT_MAX_SHARD_BYTES;
-  if (!(maxShard > 0)) throw new CheckpointError(`maxShardBytes must be > 0, got ${maxShard}; pass a shard size in bytes such as ${DEFAULT_MAX_SHARD_BYTES}.`);
+  if (!(maxShard > 0))
+    throw new CheckpointError(
+      `maxShardBytes must be > 0, got ${maxShard}; pass a shard size in bytes such as ${DEFAULT_MAX_SHARD_BYTES}.`,
+    );
   await withFileErrorsAsync('create the weights folder', dir, () => mkdir(dir, { recursive: true }));
   const shards: WeightMap[] = [new Map()];
   let size = 0;
@@ -369,23 +465,36 @@ export async function saveWeights(dir: string, weights: WeightMap, options: Save
     await writeSafetensors(join(dir, names[i]!), shards[i]!, options.metadata);
     for (const name of shards[i]!.keys()) weightMap[name] = names[i]!;
   }
-  await withFileErrorsAsync('write the weights index', index, () => writeFile(index, JSON.stringify({ metadata: { total_size: total }, weight_map: weightMap }, null, 2) + '\n'));
+  await withFileErrorsAsync('write the weights index', index, () =>
+    writeFile(index, JSON.stringify({ metadata: { total_size: total }, weight_map: weightMap }, null, 2) + '\n'),
+  );
   return [...names, `${file}.index.json`];
 }
 
 /** `weights.get(name)` checked against the shape the model expects; errors name the tensor and both shapes. */
-export function expectWeight(weights: WeightMap, name: string, shape: readonly number[], source = 'checkpoint'): WeightData {
+export function expectWeight(
+  weights: WeightMap,
+  name: string,
+  shape: readonly number[],
+  source = 'checkpoint',
+): WeightData {
   const w = weights.get(name);
   if (!w) {
     const near = [...weights.keys()].filter((k) => k.endsWith(name.split('.').slice(-2).join('.'))).slice(0, 3);
-    throw new CheckpointError(`${source}: missing tensor \`${name}\` (shape [${shape}])${near.length ? `; similar names present: ${near.join(', ')}` : ''}`);
+    throw new CheckpointError(
+      `${source}: missing tensor \`${name}\` (shape [${shape}])${near.length ? `; similar names present: ${near.join(', ')}` : ''}`,
+    );
   }
   if (w.shape.length !== shape.length || w.shape.some((d, i) => d !== shape[i])) {
-    throw new CheckpointError(`${source}: tensor \`${name}\` has shape [${w.shape}], the model expects [${shape}] (does config.json match the weights?)`);
+    throw new CheckpointError(
+      `${source}: tensor \`${name}\` has shape [${w.shape}], the model expects [${shape}] (does config.json match the weights?)`,
+    );
   }
   const bad = w.data.findIndex((x) => !Number.isFinite(x));
   if (bad >= 0) {
-    throw new CheckpointError(`${source}: tensor \`${name}\` holds ${w.data[bad]} at element ${bad}; a model with non-finite weights cannot train (a diverged run saves such checkpoints): use an earlier checkpoint.`);
+    throw new CheckpointError(
+      `${source}: tensor \`${name}\` holds ${w.data[bad]} at element ${bad}; a model with non-finite weights cannot train (a diverged run saves such checkpoints): use an earlier checkpoint.`,
+    );
   }
   return w;
 }
@@ -394,10 +503,17 @@ export function expectWeight(weights: WeightMap, name: string, shape: readonly n
  * Throw when `weights` holds tensors the model did not take (`used`): a config.json that says 3 layers beside weights
  * of 4 is a mismatch, not something to ignore. `ignore` names tensors that are known to be harmless extras.
  */
-export function rejectUnexpected(weights: WeightMap, used: ReadonlySet<string>, source: string, ignore: (name: string) => boolean = () => false): void {
+export function rejectUnexpected(
+  weights: WeightMap,
+  used: ReadonlySet<string>,
+  source: string,
+  ignore: (name: string) => boolean = () => false,
+): void {
   const extra = [...weights.keys()].filter((k) => !used.has(k) && !ignore(k));
   if (extra.length > 0) {
     const list = extra.slice(0, 4).join(', ') + (extra.length > 4 ? `, ... (${extra.length} in all)` : '');
-    throw new CheckpointError(`${source}: tensors the model does not use: ${list}; does config.json (layers, heads, tied embeddings) match the weights?`);
+    throw new CheckpointError(
+      `${source}: tensors the model does not use: ${list}; does config.json (layers, heads, tied embeddings) match the weights?`,
+    );
   }
 }

@@ -56,7 +56,10 @@ describe('Sampler', () => {
 
   it('a normalized row samples the same tokens without summing its mass', () => {
     const s = new Sampler(4);
-    for (let seed = 0; seed < 50; seed++) expect(s.pick(probs, 0, { topP: 1, topK: 0 }, new Rng(seed), true)).toBe(s.pick(probs, 0, { topP: 1, topK: 0 }, new Rng(seed)));
+    for (let seed = 0; seed < 50; seed++)
+      expect(s.pick(probs, 0, { topP: 1, topK: 0 }, new Rng(seed), true)).toBe(
+        s.pick(probs, 0, { topP: 1, topK: 0 }, new Rng(seed)),
+      );
   });
 
   it('never picks a zero-probability token', () => {

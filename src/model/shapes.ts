@@ -20,7 +20,9 @@ interface ShapeTable {
   aliases: Record<string, string>;
 }
 
-/** The path of shapes.json: python/ragen_torch beside src/ (or dist/src/) in the repository or the installed package. */
+/**
+ * The path of shapes.json: python/ragen_torch beside src/ (or dist/src/) in the repository or the installed package.
+ */
 export function shapeTablePath(): string {
   let dir = import.meta.dirname;
   for (let i = 0; i < 5; i++) {
@@ -28,7 +30,9 @@ export function shapeTablePath(): string {
     if (existsSync(p)) return p;
     dir = dirname(dir);
   }
-  throw new ConfigError(`python/ragen_torch/shapes.json was not found above ${import.meta.dirname}; reinstall ragen-ts (the package ships python/).`);
+  throw new ConfigError(
+    `python/ragen_torch/shapes.json was not found above ${import.meta.dirname}; reinstall ragen-ts (the package ships python/).`,
+  );
 }
 
 let table: ShapeTable | undefined;
@@ -48,9 +52,15 @@ export function modelShape(name: string): ModelShape {
   const t = readTable();
   const key = t.aliases[name] ?? name;
   const entry = t.shapes[key];
-  if (!entry) throw new ConfigError(`Unknown model shape \`${name}\`: give one of ${shapeNames().join(', ')}.${didYouMean(name, shapeNames())}`);
+  if (!entry)
+    throw new ConfigError(
+      `Unknown model shape \`${name}\`: give one of ${shapeNames().join(', ')}.${didYouMean(name, shapeNames())}`,
+    );
   const { family, ...own } = entry;
   const base = t.families[family];
-  if (!base || (family !== 'qwen2.5' && family !== 'qwen3')) throw new ConfigError(`${shapeTablePath()}: shape \`${key}\` names family \`${family}\`, which the table does not define.`);
+  if (!base || (family !== 'qwen2.5' && family !== 'qwen3'))
+    throw new ConfigError(
+      `${shapeTablePath()}: shape \`${key}\` names family \`${family}\`, which the table does not define.`,
+    );
   return { name: key, family, config: { ...base, ...own } };
 }

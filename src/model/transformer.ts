@@ -1,6 +1,28 @@
 // The decoder-only transformer of the Llama / Qwen2 / Qwen3 family (HF modeling_llama / modeling_qwen2/3):
 // RMSNorm, RoPE, grouped-query attention, SwiGLU MLP, optional q/k/v bias and q/k norm, tied or untied head.
-import { concat, embedding, isGradEnabled, keep, linear, narrow, noGrad, tidy, permute, randn, rmsNorm, rope, swiglu, causalAttention, add, assignSlice, ones, zeros, tensor, Tensor, type Backend } from '../tensor/index.js';
+import {
+  concat,
+  embedding,
+  isGradEnabled,
+  keep,
+  linear,
+  narrow,
+  noGrad,
+  tidy,
+  permute,
+  randn,
+  rmsNorm,
+  rope,
+  swiglu,
+  causalAttention,
+  add,
+  assignSlice,
+  ones,
+  zeros,
+  tensor,
+  Tensor,
+  type Backend,
+} from '../tensor/index.js';
 import { Rng } from '../util/index.js';
 import { countParameters, type ModelConfig } from './config.js';
 import type { FusedWeights } from './fused-weights.js';
@@ -68,7 +90,13 @@ export function layerWeightNames(c: ModelConfig, i: number): string[] {
   names.push(`${p}self_attn.o_proj.weight`);
   if (c.oBias) names.push(`${p}self_attn.o_proj.bias`);
   if (c.qkNorm) names.push(`${p}self_attn.q_norm.weight`, `${p}self_attn.k_norm.weight`);
-  names.push(`${p}mlp.gate_proj.weight`, `${p}mlp.up_proj.weight`, `${p}mlp.down_proj.weight`, `${p}input_layernorm.weight`, `${p}post_attention_layernorm.weight`);
+  names.push(
+    `${p}mlp.gate_proj.weight`,
+    `${p}mlp.up_proj.weight`,
+    `${p}mlp.down_proj.weight`,
+    `${p}input_layernorm.weight`,
+    `${p}post_attention_layernorm.weight`,
+  );
   return names;
 }
 
@@ -80,10 +108,21 @@ export function weightShapes(c: ModelConfig): Map<string, number[]> {
     for (const name of layerWeightNames(c, i)) {
       const leaf = name.split('.').slice(-2).join('.');
       const s: Record<string, number[]> = {
-        'q_proj.weight': [H * D, C], 'q_proj.bias': [H * D], 'k_proj.weight': [K * D, C], 'k_proj.bias': [K * D],
-        'v_proj.weight': [K * D, C], 'v_proj.bias': [K * D], 'o_proj.weight': [C, H * D], 'o_proj.bias': [C],
-        'q_norm.weight': [D], 'k_norm.weight': [D], 'gate_proj.weight': [F, C], 'up_proj.weight': [F, C], 'down_proj.weight': [C, F],
-        'input_layernorm.weight': [C], 'post_attention_layernorm.weight': [C],
+        'q_proj.weight': [H * D, C],
+        'q_proj.bias': [H * D],
+        'k_proj.weight': [K * D, C],
+        'k_proj.bias': [K * D],
+        'v_proj.weight': [K * D, C],
+        'v_proj.bias': [K * D],
+        'o_proj.weight': [C, H * D],
+        'o_proj.bias': [C],
+        'q_norm.weight': [D],
+        'k_norm.weight': [D],
+        'gate_proj.weight': [F, C],
+        'up_proj.weight': [F, C],
+        'down_proj.weight': [C, F],
+        'input_layernorm.weight': [C],
+        'post_attention_layernorm.weight': [C],
       };
       shapes.set(name, s[leaf]!);
     }
@@ -113,7 +152,11 @@ export class Transformer {
       if (!t) throw new Error(`Transformer: weight ${name} is missing`);
       return t;
     };
-    const proj = (name: string, bias: boolean): Proj => ({ name, weight: w(`${name}.weight`), bias: bias ? w(`${name}.bias`) : null });
+    const proj = (name: string, bias: boolean): Proj => ({
+      name,
+      weight: w(`${name}.weight`),
+      bias: bias ? w(`${name}.bias`) : null,
+    });
     this.layers = [];
     for (let i = 0; i < config.numLayers; i++) {
       const p = `model.layers.${i}.`;
@@ -138,7 +181,11 @@ export class Transformer {
     const rng = new Rng(seed);
     const weights = new Map<string, Tensor>();
     for (const [name, shape] of weightShapes(config)) {
-      const t = name.endsWith('norm.weight') ? ones(shape) : name.endsWith('.bias') ? zeros(shape) : randn(shape, rng, std);
+      const t = name.endsWith('norm.weight')
+        ? ones(shape)
+        : name.endsWith('.bias')
+          ? zeros(shape)
+          : randn(shape, rng, std);
       t.requiresGrad = true;
       weights.set(name, keep(t));
     }
@@ -153,7 +200,12 @@ export class Transformer {
       weights.set(name, keep(t));
     }
     // Harmless extras: rotary inverse frequencies (older Llama exports) and a copy of the tied embedding.
-    rejectUnexpected(loaded, new Set(weights.keys()), source, (n) => n.endsWith('rotary_emb.inv_freq') || (config.tieWordEmbeddings && n === 'lm_head.weight'));
+    rejectUnexpected(
+      loaded,
+      new Set(weights.keys()),
+      source,
+      (n) => n.endsWith('rotary_emb.inv_freq') || (config.tieWordEmbeddings && n === 'lm_head.weight'),
+    );
     return new Transformer(config, weights, source);
   }
 
@@ -226,10 +278,12 @@ export class Transformer {
     this.layers.forEach((l, i) => {
       const prev = h;
       const run = () => this.layer(l, i, prev, B, T, positions, start, layerOpts);
-      const out = grad ? run() : tidy(() => {
-        const r = run();
-        return opts.kvOut ? [r.h, r.k, r.v] : [r.h];
-      });
+      const out = grad
+        ? run()
+        : tidy(() => {
+            const r = run();
+            return opts.kvOut ? [r.h, r.k, r.v] : [r.h];
+          });
       h = Array.isArray(out) ? out[0]! : out.h;
       if (opts.kvOut) {
         opts.kvOut.keys.push(Array.isArray(out) ? out[1]! : out.k);
@@ -244,11 +298,21 @@ export class Transformer {
   }
 
   /** One decoder layer on h (B*T, C): the new hidden states, and this pass's own keys and values (for `kvOut`). */
-  private layer(l: Layer, i: number, h: Tensor, B: number, T: number, positions: Int32Array, start: number, opts: Omit<ForwardOptions, 'keyValid'> & { keyValid: Int32Array | null; local: boolean }): { h: Tensor; k: Tensor; v: Tensor } {
+  private layer(
+    l: Layer,
+    i: number,
+    h: Tensor,
+    B: number,
+    T: number,
+    positions: Int32Array,
+    start: number,
+    opts: Omit<ForwardOptions, 'keyValid'> & { keyValid: Int32Array | null; local: boolean },
+  ): { h: Tensor; k: Tensor; v: Tensor } {
     const { numHeads: H, numKvHeads: K, headDim: D, rmsNormEps: eps, ropeTheta } = this.config;
     const rng = opts.dropoutRng;
     // (B, T, n, D) -> (B, n, T, D); with T = 1 both layouts are the same memory, so a reshape does it.
-    const heads = (x: Tensor, n: number): Tensor => (T === 1 ? x.reshape(B, n, 1, D) : permute(x.reshape(B, T, n, D), [0, 2, 1, 3]));
+    const heads = (x: Tensor, n: number): Tensor =>
+      T === 1 ? x.reshape(B, n, 1, D) : permute(x.reshape(B, T, n, D), [0, 2, 1, 3]);
     const f = opts.fused?.layers[i];
     const x = rmsNorm(h, l.inputNorm, eps);
     let q: Tensor, k: Tensor, vFlat: Tensor;

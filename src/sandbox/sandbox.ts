@@ -8,7 +8,10 @@ import { RagenError } from '../util/index.js';
 import { bwrapArgs, findExecutable, isExecutable } from './bwrap.js';
 import { PY_HARNESS } from './harness.js';
 
-/** How the sandbox isolates a program: `bwrap` (namespaces, the default) or `none` (rlimits and seccomp only; the host filesystem stays readable). */
+/**
+ * How the sandbox isolates a program: `bwrap` (namespaces, the default) or `none` (rlimits and seccomp only; the host
+ * filesystem stays readable).
+ */
 export type Isolation = 'bwrap' | 'none';
 
 /** Limits on one run (one submission, all its tests). */
@@ -21,11 +24,20 @@ export interface SandboxLimits {
   memoryMB: number;
   /** Bytes one test may print (RLIMIT_FSIZE on its stdout file; also caps scratch files). @default 1048576 */
   outputBytes: number;
-  /** Wall time of one test (an interval timer in the harness; the program can block it, wallSeconds still holds). @default 2 */
+  /**
+   * Wall time of one test (an interval timer in the harness; the program can block it, wallSeconds still holds).
+   * @default 2
+   */
   perTestSeconds: number;
 }
 
-export const DEFAULT_LIMITS: SandboxLimits = { wallSeconds: 10, cpuSeconds: 5, memoryMB: 512, outputBytes: 1 << 20, perTestSeconds: 2 };
+export const DEFAULT_LIMITS: SandboxLimits = {
+  wallSeconds: 10,
+  cpuSeconds: 5,
+  memoryMB: 512,
+  outputBytes: 1 << 20,
+  perTestSeconds: 2,
+};
 
 /** Options of a {@link Sandbox}. */
 export interface SandboxOptions {
@@ -42,7 +54,10 @@ export interface SandboxOptions {
   scratchMB?: number;
 }
 
-/** One program and the inputs to run it on: `stdin` programs read each input on stdin; `call` ones define `functionName` (or `class Solution` with that method) called with each input, a JSON array of arguments. */
+/**
+ * One program and the inputs to run it on: `stdin` programs read each input on stdin; `call` ones define `functionName`
+ * (or `class Solution` with that method) called with each input, a JSON array of arguments.
+ */
 export interface SandboxJob {
   code: string;
   style: 'stdin' | 'call';
@@ -114,16 +129,23 @@ export class Sandbox {
       'Install bubblewrap (`apt-get install -y bubblewrap`) on a kernel that allows user namespaces, or set the env config ' +
       '`sandbox: none` to run model-written code with rlimits and seccomp only (the host filesystem is then readable: only on a machine you can lose).';
     if (this.isolation === 'bwrap' && (this.bwrap === undefined || !isExecutable(this.bwrap))) {
-      const where = this.bwrap === undefined ? `is not on PATH (${process.env.PATH ?? ''}) nor in /usr/bin` : `is not an executable at ${this.bwrap}`;
+      const where =
+        this.bwrap === undefined
+          ? `is not on PATH (${process.env.PATH ?? ''}) nor in /usr/bin`
+          : `is not an executable at ${this.bwrap}`;
       throw new SandboxUnavailableError(`The code sandbox needs bubblewrap (\`bwrap\`), which ${where}. ${fix}`);
     }
     if (this.isolation === 'bwrap' && !this.python.startsWith('/usr/')) {
-      throw new SandboxUnavailableError(`The sandbox's Python must live under /usr (only /usr is mounted inside bubblewrap); got \`${this.python}\`. Use /usr/bin/python3 (apt-get install -y python3).`);
+      throw new SandboxUnavailableError(
+        `The sandbox's Python must live under /usr (only /usr is mounted inside bubblewrap); got \`${this.python}\`. Use /usr/bin/python3 (apt-get install -y python3).`,
+      );
     }
     const run = await this.run({ code: 'print(input()[::-1])', style: 'stdin', inputs: ['olleh\n'] });
     const t = run.tests[0]!;
     if (t.status !== 'ok' || t.output.trim() !== 'hello') {
-      throw new SandboxUnavailableError(`The code sandbox (${this.isolation}) failed its self-test: ${t.error ?? `printed ${JSON.stringify(t.output)}`} (exit ${run.exitCode}, signal ${run.signal}). ${fix}`);
+      throw new SandboxUnavailableError(
+        `The code sandbox (${this.isolation}) failed its self-test: ${t.error ?? `printed ${JSON.stringify(t.output)}`} (exit ${run.exitCode}, signal ${run.signal}). ${fix}`,
+      );
     }
   }
 
@@ -157,7 +179,12 @@ export class Sandbox {
       style: job.style,
       functionName: job.functionName ?? null,
       inputs: job.inputs,
-      limits: { cpuSeconds: Math.max(1, Math.ceil(lim.cpuSeconds)), memoryBytes: lim.memoryMB * 1024 * 1024, outputBytes: lim.outputBytes, perTestSeconds: lim.perTestSeconds },
+      limits: {
+        cpuSeconds: Math.max(1, Math.ceil(lim.cpuSeconds)),
+        memoryBytes: lim.memoryMB * 1024 * 1024,
+        outputBytes: lim.outputBytes,
+        perTestSeconds: lim.perTestSeconds,
+      },
     });
     // Not -I: it would ignore PYTHONHASHSEED. -s -P keep user site dirs and the working directory off sys.path.
     const py = [this.python, '-S', '-s', '-P', '-B', '-c', PY_HARNESS];
@@ -167,7 +194,12 @@ export class Sandbox {
     const scratch = bwrap ? undefined : mkdtempSync(join(tmpdir(), 'ragen-sandbox-'));
     const started = performance.now();
     return new Promise<SandboxRun>((resolve) => {
-      const child = spawn(cmd!, args, { stdio: ['pipe', 'pipe', 'pipe'], detached: true, env: { ...ENV }, cwd: scratch ?? '/' });
+      const child = spawn(cmd!, args, {
+        stdio: ['pipe', 'pipe', 'pipe'],
+        detached: true,
+        env: { ...ENV },
+        cwd: scratch ?? '/',
+      });
       let killed: SandboxRun['killed'];
       const kill = (why: 'wall' | 'output'): void => {
         killed ??= why;
@@ -205,7 +237,15 @@ export class Sandbox {
     });
   }
 
-  private finish(job: SandboxJob, stdout: string, stderr: string, code: number | null, signal: NodeJS.Signals | null, killed: SandboxRun['killed'], started: number): SandboxRun {
+  private finish(
+    job: SandboxJob,
+    stdout: string,
+    stderr: string,
+    code: number | null,
+    signal: NodeJS.Signals | null,
+    killed: SandboxRun['killed'],
+    started: number,
+  ): SandboxRun {
     // bubblewrap reports a child killed by signal N as exit status 128 + N.
     let sig: string | null = signal;
     if (sig === null && this.isolation === 'bwrap' && code !== null && code > 128) sig = signalName(code - 128);
@@ -221,10 +261,15 @@ export class Sandbox {
       }
       if (typeof frame.fatal === 'string') fatal = frame.fatal;
       const i = frame.i;
-      if (typeof i !== 'number' || !Number.isInteger(i) || i < 0 || i >= tests.length || tests[i] !== undefined) continue;
+      if (typeof i !== 'number' || !Number.isInteger(i) || i < 0 || i >= tests.length || tests[i] !== undefined)
+        continue;
       const status = (['ok', 'error', 'timeout', 'output_limit'] as const).find((s) => s === frame.status);
       if (status === undefined) continue;
-      tests[i] = { status, output: typeof frame.out === 'string' ? frame.out : '', ...(typeof frame.error === 'string' ? { error: frame.error } : {}) };
+      tests[i] = {
+        status,
+        output: typeof frame.out === 'string' ? frame.out : '',
+        ...(typeof frame.error === 'string' ? { error: frame.error } : {}),
+      };
     }
     const why = this.endReason(killed, sig, code, fatal, stderr);
     return {
@@ -237,11 +282,18 @@ export class Sandbox {
   }
 
   /** Why tests got no result: the limit or the fault that ended the process. */
-  private endReason(killed: SandboxRun['killed'], sig: string | null, code: number | null, fatal: string | undefined, stderr: string): string {
+  private endReason(
+    killed: SandboxRun['killed'],
+    sig: string | null,
+    code: number | null,
+    fatal: string | undefined,
+    stderr: string,
+  ): string {
     const lim = this.limits;
     if (killed === 'wall') return `wall time limit (${lim.wallSeconds} s) exceeded`;
     if (killed === 'output') return 'output limit exceeded';
-    if (sig === 'SIGSYS') return 'killed for a forbidden system call (the sandbox blocks process creation, exec, sockets and namespace calls)';
+    if (sig === 'SIGSYS')
+      return 'killed for a forbidden system call (the sandbox blocks process creation, exec, sockets and namespace calls)';
     if (sig === 'SIGXCPU' || sig === 'SIGKILL') return `CPU time limit (${lim.cpuSeconds} s) exceeded`;
     if (sig) return `crashed (${sig})`;
     if (fatal) return `sandbox harness failed: ${fatal}`;

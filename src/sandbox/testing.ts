@@ -12,5 +12,7 @@ export function testSandbox(): boolean {
   if (process.env.RAGEN_UNIT_TIER === '1') return false;
   if (findExecutable('bwrap')) return true;
   if (!backendsRequired()) return false;
-  throw new Error('RAGEN_REQUIRE_BACKENDS=1 requires bubblewrap for the sandbox tests, and `bwrap` is not on PATH: `apt-get install -y bubblewrap`. Unset RAGEN_REQUIRE_BACKENDS to skip them instead.');
+  throw new Error(
+    'RAGEN_REQUIRE_BACKENDS=1 requires bubblewrap for the sandbox tests, and `bwrap` is not on PATH: `apt-get install -y bubblewrap`. Unset RAGEN_REQUIRE_BACKENDS to skip them instead.',
+  );
 }

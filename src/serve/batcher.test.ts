@@ -24,17 +24,34 @@ class RecordingEngine implements Engine {
   }
 }
 
-const job = (first: number, over: Partial<BatchJob> = {}): BatchJob => ({ prompt: [first, 7], maxTokens: 3, temperature: 0, topP: 1, topK: 0, stopTokenIds: [0], stopStrings: [], ...over });
+const job = (first: number, over: Partial<BatchJob> = {}): BatchJob => ({
+  prompt: [first, 7],
+  maxTokens: 3,
+  temperature: 0,
+  topP: 1,
+  topK: 0,
+  stopTokenIds: [0],
+  stopStrings: [],
+  ...over,
+});
 
 describe('Batcher', () => {
   it('puts jobs submitted together into one generate call, each cut to its own max tokens', async () => {
     const engine = new RecordingEngine();
     const b = new Batcher(engine, { batchWindowMs: 0 });
-    const gens = await Promise.all([b.submit(job(10, { maxTokens: 2 })), b.submit(job(20, { maxTokens: 4 })), b.submit(job(30))]);
+    const gens = await Promise.all([
+      b.submit(job(10, { maxTokens: 2 })),
+      b.submit(job(20, { maxTokens: 4 })),
+      b.submit(job(30)),
+    ]);
     expect(engine.calls).toHaveLength(1);
     expect(engine.calls[0]!.prompts.map((p) => p[0])).toEqual([10, 20, 30]);
     expect(engine.calls[0]!.params.maxNewTokens).toBe(4);
-    expect(gens.map((g) => g.tokens)).toEqual([[11, 12], [21, 22, 23, 24], [31, 32, 33]]);
+    expect(gens.map((g) => g.tokens)).toEqual([
+      [11, 12],
+      [21, 22, 23, 24],
+      [31, 32, 33],
+    ]);
     expect(gens[0]!.logprobs).toEqual([-0.11, -0.12]);
     expect(b.stats).toEqual({ batches: 1, jobs: 3, maxBatch: 3, tokens: 9 });
   });
@@ -84,7 +101,7 @@ describe('Batcher', () => {
     await expect(b.submit(job(3), gone.signal)).rejects.toBeInstanceOf(ClientGone); // already gone
   });
 
-  it('cut: a stop past the job\'s max never happened for it', () => {
+  it("cut: a stop past the job's max never happened for it", () => {
     const g: Generation = { tokens: [5, 6, 7, 0], logprobs: [-1, -2, -3, -4], finishReason: 'stop' };
     expect(cut(g, 2)).toEqual({ tokens: [5, 6], logprobs: [-1, -2], finishReason: 'length' });
     expect(cut(g, 4)).toBe(g);

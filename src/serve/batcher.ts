@@ -118,15 +118,19 @@ export class Batcher {
           this.pending.push(p);
         }),
     );
-    signal?.addEventListener('abort', () => {
-      for (const p of mine) {
-        const i = this.pending.indexOf(p);
-        if (i >= 0) {
-          this.pending.splice(i, 1);
-          p.reject(new ClientGone());
+    signal?.addEventListener(
+      'abort',
+      () => {
+        for (const p of mine) {
+          const i = this.pending.indexOf(p);
+          if (i >= 0) {
+            this.pending.splice(i, 1);
+            p.reject(new ClientGone());
+          }
         }
-      }
-    }, { once: true });
+      },
+      { once: true },
+    );
     if (this.pending.length >= this.maxBatchSize) this.wake?.();
     this.schedule();
     return promises;
@@ -167,7 +171,7 @@ export class Batcher {
         if (this.pending.length === 0) break;
         const key = this.pending[0]!.key;
         const batch: Pending[] = [];
-        for (let i = 0; i < this.pending.length && batch.length < this.maxBatchSize; ) {
+        for (let i = 0; i < this.pending.length && batch.length < this.maxBatchSize;) {
           if (this.pending[i]!.key === key) batch.push(...this.pending.splice(i, 1));
           else i++;
         }
@@ -188,16 +192,24 @@ export class Batcher {
       stopTokenIds: first.stopTokenIds,
       ...(first.stopStrings.length > 0 ? { stopStrings: first.stopStrings } : {}),
       seed: first.seed ?? this.nextSeed(),
-      ...(streams ? { onTokens: (sampled: readonly SampledToken[]) => {
-        for (const t of sampled) streams[t.index]!.push(t.token, t.logprob, t.stopped);
-      } } : {}),
+      ...(streams
+        ? {
+            onTokens: (sampled: readonly SampledToken[]) => {
+              for (const t of sampled) streams[t.index]!.push(t.token, t.logprob, t.stopped);
+            },
+          }
+        : {}),
       // A job whose client went away stops at the next decode step (on engines that decode step by step).
       ...(batch.some((p) => p.signal) ? { cancelled: (i: number) => batch[i]!.signal?.aborted === true } : {}),
     };
     let gens: Generation[];
     try {
-      gens = await this.engine.generate(batch.map((p) => p.job.prompt), params);
-      if (gens.length !== batch.length) throw new Error(`engine ${this.engine.kind} returned ${gens.length} generations for ${batch.length} prompts`);
+      gens = await this.engine.generate(
+        batch.map((p) => p.job.prompt),
+        params,
+      );
+      if (gens.length !== batch.length)
+        throw new Error(`engine ${this.engine.kind} returned ${gens.length} generations for ${batch.length} prompts`);
     } catch (err) {
       batch.forEach((p, i) => (streams?.[i]?.settled ? undefined : p.reject(err)));
       return;
@@ -208,7 +220,12 @@ export class Batcher {
     batch.forEach((p, i) => {
       const g = cut(gens[i]!, p.job.maxTokens);
       this.stats.tokens += g.tokens.length;
-      if (p.signal?.aborted && !streams?.[i]!.settled) p.reject(new ClientGone(`the client disconnected while its job ran; it was stopped after ${g.tokens.length} of at most ${p.job.maxTokens} tokens`));
+      if (p.signal?.aborted && !streams?.[i]!.settled)
+        p.reject(
+          new ClientGone(
+            `the client disconnected while its job ran; it was stopped after ${g.tokens.length} of at most ${p.job.maxTokens} tokens`,
+          ),
+        );
       else if (streams) streams[i]!.end(g);
       else p.resolve(g);
     });
@@ -253,7 +270,8 @@ class JobStream {
     this.logprobs.push(logprob);
     this.p.job.onToken?.(token, logprob);
     const full = this.tokens.length >= this.p.job.maxTokens;
-    if (stopped || full) this.settle({ tokens: this.tokens, logprobs: this.logprobs, finishReason: stopped ? 'stop' : 'length' });
+    if (stopped || full)
+      this.settle({ tokens: this.tokens, logprobs: this.logprobs, finishReason: stopped ? 'stop' : 'length' });
   }
 
   end(g: Generation): void {
@@ -261,7 +279,9 @@ class JobStream {
     const n = this.tokens.length;
     if (n > g.tokens.length || this.tokens.some((t, i) => t !== g.tokens[i])) {
       this.settled = true;
-      this.p.reject(new Error(`engine reported tokens [${this.tokens.join(', ')}] per step but returned [${g.tokens.join(', ')}]`));
+      this.p.reject(
+        new Error(`engine reported tokens [${this.tokens.join(', ')}] per step but returned [${g.tokens.join(', ')}]`),
+      );
       return;
     }
     for (let i = n; i < g.tokens.length; i++) this.p.job.onToken?.(g.tokens[i]!, g.logprobs[i]!);

@@ -29,7 +29,15 @@ export function readJsonBody(req: IncomingMessage, max: number): Promise<unknown
       try {
         resolve(JSON.parse(text));
       } catch (err) {
-        reject(new ApiError(400, `The request body is not valid JSON (${(err as Error).message}); send a JSON object with Content-Type: application/json.`, 'invalid_request_error', null, 'invalid_json'));
+        reject(
+          new ApiError(
+            400,
+            `The request body is not valid JSON (${(err as Error).message}); send a JSON object with Content-Type: application/json.`,
+            'invalid_request_error',
+            null,
+            'invalid_json',
+          ),
+        );
       }
     });
     req.on('aborted', () => {
@@ -42,5 +50,11 @@ export function readJsonBody(req: IncomingMessage, max: number): Promise<unknown
 }
 
 function tooLarge(size: number, max: number): ApiError {
-  return new ApiError(413, `The request body is ${size} bytes or more, over this server's limit of ${max} bytes (--max-body-bytes).`, 'invalid_request_error', null, 'request_too_large');
+  return new ApiError(
+    413,
+    `The request body is ${size} bytes or more, over this server's limit of ${max} bytes (--max-body-bytes).`,
+    'invalid_request_error',
+    null,
+    'request_too_large',
+  );
 }

@@ -25,7 +25,13 @@ export class ApiError extends Error {
 
 /** 400 naming the field, the value received and what is accepted. */
 export function badParam(param: string, value: unknown, accepted: string): ApiError {
-  return new ApiError(400, `Invalid value for \`${param}\`: ${preview(value)}. ${accepted}`, 'invalid_request_error', param, 'invalid_value');
+  return new ApiError(
+    400,
+    `Invalid value for \`${param}\`: ${preview(value)}. ${accepted}`,
+    'invalid_request_error',
+    param,
+    'invalid_value',
+  );
 }
 
 /** A short JSON rendering of a client-sent value for messages (never echo megabytes back). */

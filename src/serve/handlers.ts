@@ -25,10 +25,37 @@ export interface HandlerContext {
   topLogprobs: TopLogprobsSource | undefined;
 }
 
-/** The handlers' context over `engine`: one batcher, the tokenizer's EOS as the stop id, up to `maxTokens` (1024) a choice. */
-export function handlerContext(engine: Engine, o: { tokenizer: Tokenizer; modelName: string; contextLength: number; maxTokens?: number; maxBatchSize?: number; batchWindowMs?: number; seed?: number; topLogprobs?: TopLogprobsSource }): HandlerContext {
-  const batcher = new Batcher(engine, { maxBatchSize: o.maxBatchSize, seed: o.seed ?? 0, batchWindowMs: o.batchWindowMs });
-  return { tokenizer: o.tokenizer, batcher, modelName: o.modelName, contextLength: o.contextLength, maxTokens: o.maxTokens ?? 1024, stopTokenIds: [o.tokenizer.eosTokenId], topLogprobs: o.topLogprobs };
+/**
+ * The handlers' context over `engine`: one batcher, the tokenizer's EOS as the stop id, up to `maxTokens` (1024) a
+ * choice.
+ */
+export function handlerContext(
+  engine: Engine,
+  o: {
+    tokenizer: Tokenizer;
+    modelName: string;
+    contextLength: number;
+    maxTokens?: number;
+    maxBatchSize?: number;
+    batchWindowMs?: number;
+    seed?: number;
+    topLogprobs?: TopLogprobsSource;
+  },
+): HandlerContext {
+  const batcher = new Batcher(engine, {
+    maxBatchSize: o.maxBatchSize,
+    seed: o.seed ?? 0,
+    batchWindowMs: o.batchWindowMs,
+  });
+  return {
+    tokenizer: o.tokenizer,
+    batcher,
+    modelName: o.modelName,
+    contextLength: o.contextLength,
+    maxTokens: o.maxTokens ?? 1024,
+    stopTokenIds: [o.tokenizer.eosTokenId],
+    topLogprobs: o.topLogprobs,
+  };
 }
 
 /** Chat prompt ids: the checkpoint's chat template over the messages, with the assistant header appended. */
@@ -37,7 +64,12 @@ export function chatPromptIds(ctx: HandlerContext, req: ChatRequest): number[] {
   try {
     text = ctx.tokenizer.applyChatTemplate(req.messages, { addGenerationPrompt: true, extra: req.templateKwargs });
   } catch (err) {
-    throw new ApiError(400, `The chat template failed on these messages: ${(err as Error).message}`, 'invalid_request_error', 'messages');
+    throw new ApiError(
+      400,
+      `The chat template failed on these messages: ${(err as Error).message}`,
+      'invalid_request_error',
+      'messages',
+    );
   }
   checkPromptBytes(text, ctx.tokenizer, ctx.contextLength, 'messages'); // before the tokenizer's work, not after it
   return ctx.tokenizer.encode(text);
@@ -45,20 +77,48 @@ export function chatPromptIds(ctx: HandlerContext, req: ChatRequest): number[] {
 
 /** Completion prompt ids: token ids as given, texts tokenized after their length is bounded (see prompt-bytes.ts). */
 export function completionPromptIds(ctx: HandlerContext, req: CompletionRequest): number[][] {
-  for (const p of req.prompts) if (typeof p === 'string') checkPromptBytes(p, ctx.tokenizer, ctx.contextLength, 'prompt');
+  for (const p of req.prompts)
+    if (typeof p === 'string') checkPromptBytes(p, ctx.tokenizer, ctx.contextLength, 'prompt');
   return req.prompts.map((p) => (typeof p === 'string' ? ctx.tokenizer.encode(p) : p));
 }
 
-/** The batcher jobs of a request's choices (prompts x n, choice k of prompt i at i*n + k), after its limits are checked. */
+/**
+ * The batcher jobs of a request's choices (prompts x n, choice k of prompt i at i*n + k), after its limits are checked.
+ */
 export function choiceJobs(ctx: HandlerContext, req: ChatRequest | CompletionRequest, prompts: number[][]): BatchJob[] {
-  if (req.topLogprobs > 0 && !ctx.topLogprobs) throw new ApiError(400, 'This engine does not provide top_logprobs; ask for logprobs without alternatives (top_logprobs 0).', 'invalid_request_error', 'top_logprobs', 'unsupported_parameter');
+  if (req.topLogprobs > 0 && !ctx.topLogprobs)
+    throw new ApiError(
+      400,
+      'This engine does not provide top_logprobs; ask for logprobs without alternatives (top_logprobs 0).',
+      'invalid_request_error',
+      'top_logprobs',
+      'unsupported_parameter',
+    );
   const maxes = prompts.map((p, i) => {
-    if (p.length === 0) throw new ApiError(400, `Prompt ${i} encodes to no tokens; give a prompt with text.`, 'invalid_request_error', 'prompt');
+    if (p.length === 0)
+      throw new ApiError(
+        400,
+        `Prompt ${i} encodes to no tokens; give a prompt with text.`,
+        'invalid_request_error',
+        'prompt',
+      );
     const room = ctx.contextLength - p.length;
     const want = req.maxTokens ?? Math.min(ctx.maxTokens, room);
-    if (want > ctx.maxTokens) throw new ApiError(400, `max_tokens ${want} is above this server's limit of ${ctx.maxTokens} tokens per choice; ask for fewer (or restart the server with a higher --max-tokens).`, 'invalid_request_error', 'max_tokens');
+    if (want > ctx.maxTokens)
+      throw new ApiError(
+        400,
+        `max_tokens ${want} is above this server's limit of ${ctx.maxTokens} tokens per choice; ask for fewer (or restart the server with a higher --max-tokens).`,
+        'invalid_request_error',
+        'max_tokens',
+      );
     if (want > room || room <= 0) {
-      throw new ApiError(400, `This model's context is ${ctx.contextLength} tokens; the prompt has ${p.length} and ${req.maxTokens === undefined ? 'no room is left' : `max_tokens asks for ${want}`}. Shorten the prompt or lower max_tokens.`, 'invalid_request_error', 'messages', 'context_length_exceeded');
+      throw new ApiError(
+        400,
+        `This model's context is ${ctx.contextLength} tokens; the prompt has ${p.length} and ${req.maxTokens === undefined ? 'no room is left' : `max_tokens asks for ${want}`}. Shorten the prompt or lower max_tokens.`,
+        'invalid_request_error',
+        'messages',
+        'context_length_exceeded',
+      );
     }
     return want;
   });
@@ -79,7 +139,12 @@ export function choiceJobs(ctx: HandlerContext, req: ChatRequest | CompletionReq
 }
 
 /** Run every choice of a request (prompts x n) through the batcher. */
-export async function runChoices(ctx: HandlerContext, req: ChatRequest | CompletionRequest, prompts: number[][], signal: AbortSignal): Promise<ChoiceResult[]> {
+export async function runChoices(
+  ctx: HandlerContext,
+  req: ChatRequest | CompletionRequest,
+  prompts: number[][],
+  signal: AbortSignal,
+): Promise<ChoiceResult[]> {
   const jobs = choiceJobs(ctx, req, prompts);
   const gens = await Promise.all(ctx.batcher.submitAll(jobs, signal));
   return Promise.all(
@@ -92,7 +157,12 @@ export async function runChoices(ctx: HandlerContext, req: ChatRequest | Complet
 }
 
 /** The body of a non-streamed chat completion. */
-export function chatBody(ctx: HandlerContext, req: ChatRequest, prompt: number[], choices: ChoiceResult[]): Record<string, unknown> {
+export function chatBody(
+  ctx: HandlerContext,
+  req: ChatRequest,
+  prompt: number[],
+  choices: ChoiceResult[],
+): Record<string, unknown> {
   return {
     id: `chatcmpl-${randomUUID()}`,
     object: 'chat.completion',
@@ -111,7 +181,12 @@ export function chatBody(ctx: HandlerContext, req: ChatRequest, prompt: number[]
 }
 
 /** The body of a non-streamed completion. */
-export function completionBody(ctx: HandlerContext, req: CompletionRequest, prompts: number[][], choices: ChoiceResult[]): Record<string, unknown> {
+export function completionBody(
+  ctx: HandlerContext,
+  req: CompletionRequest,
+  prompts: number[][],
+  choices: ChoiceResult[],
+): Record<string, unknown> {
   return {
     id: `cmpl-${randomUUID()}`,
     object: 'text_completion',
@@ -128,16 +203,33 @@ export function completionBody(ctx: HandlerContext, req: CompletionRequest, prom
   };
 }
 
-/** Send choices as server-sent events: per choice one chunk per sampled token, then its finish; usage if asked; [DONE]. */
-export function streamChoices(ctx: HandlerContext, res: ServerResponse, req: ChatRequest | CompletionRequest, prompts: number[][], choices: ChoiceResult[]): void {
+/**
+ * Send choices as server-sent events: per choice one chunk per sampled token, then its finish; usage if asked; [DONE].
+ */
+export function streamChoices(
+  ctx: HandlerContext,
+  res: ServerResponse,
+  req: ChatRequest | CompletionRequest,
+  prompts: number[][],
+  choices: ChoiceResult[],
+): void {
   const chat = req.kind === 'chat';
-  const head = { id: `${chat ? 'chatcmpl' : 'cmpl'}-${randomUUID()}`, object: chat ? 'chat.completion.chunk' : 'text_completion', created: Math.floor(Date.now() / 1000), model: ctx.modelName };
+  const head = {
+    id: `${chat ? 'chatcmpl' : 'cmpl'}-${randomUUID()}`,
+    object: chat ? 'chat.completion.chunk' : 'text_completion',
+    created: Math.floor(Date.now() / 1000),
+    model: ctx.modelName,
+  };
   const send = (data: unknown): void => {
     if (!res.destroyed) res.write(`data: ${JSON.stringify(data)}\n\n`);
   };
   for (const c of choices) {
     if (chat) {
-      send({ ...head, choices: [{ index: c.index, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }], ...(req.returnTokenIds ? { prompt_token_ids: c.prompt } : {}) });
+      send({
+        ...head,
+        choices: [{ index: c.index, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }],
+        ...(req.returnTokenIds ? { prompt_token_ids: c.prompt } : {}),
+      });
     }
     const pieces = textPieces(ctx.tokenizer, c.gen, c.text);
     let offset = 0;
@@ -146,14 +238,48 @@ export function streamChoices(ctx: HandlerContext, res: ServerResponse, req: Cha
       const ids = req.returnTokenIds ? { token_ids: [c.gen.tokens[i]!] } : {};
       const finish = last ? c.gen.finishReason : null;
       if (chat) {
-        send({ ...head, choices: [{ index: c.index, delta: { content: piece }, logprobs: req.logprobs ? chatLogprobs(ctx.tokenizer, c, i, i + 1) : null, finish_reason: finish, ...ids }] });
+        send({
+          ...head,
+          choices: [
+            {
+              index: c.index,
+              delta: { content: piece },
+              logprobs: req.logprobs ? chatLogprobs(ctx.tokenizer, c, i, i + 1) : null,
+              finish_reason: finish,
+              ...ids,
+            },
+          ],
+        });
       } else {
         const lp = req.logprobs ? completionLogprobs(ctx.tokenizer, c, i, i + 1, offset) : null;
-        send({ ...head, choices: [{ index: c.index, text: piece, logprobs: lp, finish_reason: finish, ...ids, ...(i === 0 && req.returnTokenIds ? { prompt_token_ids: c.prompt } : {}) }] });
+        send({
+          ...head,
+          choices: [
+            {
+              index: c.index,
+              text: piece,
+              logprobs: lp,
+              finish_reason: finish,
+              ...ids,
+              ...(i === 0 && req.returnTokenIds ? { prompt_token_ids: c.prompt } : {}),
+            },
+          ],
+        });
       }
       offset += piece.length;
     });
-    if (pieces.length === 0) send({ ...head, choices: [{ index: c.index, ...(chat ? { delta: {} } : { text: '' }), logprobs: null, finish_reason: c.gen.finishReason }] });
+    if (pieces.length === 0)
+      send({
+        ...head,
+        choices: [
+          {
+            index: c.index,
+            ...(chat ? { delta: {} } : { text: '' }),
+            logprobs: null,
+            finish_reason: c.gen.finishReason,
+          },
+        ],
+      });
   }
   if (req.includeUsage) send({ ...head, choices: [], usage: usage(prompts, choices) });
   if (!res.destroyed) res.end('data: [DONE]\n\n');

@@ -18,13 +18,21 @@ afterAll(async () => {
 });
 
 /** One raw HTTP request; resolves with status and body text. */
-function raw(method: string, path: string, body?: string | Buffer, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
+function raw(
+  method: string,
+  path: string,
+  body?: string | Buffer,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, method, path, headers: { 'Content-Type': 'application/json', ...headers } }, (res) => {
-      let text = '';
-      res.on('data', (c: Buffer) => (text += c.toString()));
-      res.on('end', () => resolve({ status: res.statusCode!, body: text }));
-    });
+    const req = request(
+      { host: '127.0.0.1', port, method, path, headers: { 'Content-Type': 'application/json', ...headers } },
+      (res) => {
+        let text = '';
+        res.on('data', (c: Buffer) => (text += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode!, body: text }));
+      },
+    );
     req.on('error', reject);
     if (body !== undefined) req.write(body);
     req.end();
@@ -37,7 +45,8 @@ async function stillServes(): Promise<void> {
   expect(r.choices[0]!.finish_reason).toMatch(/stop|length/);
 }
 
-const error = (text: string) => (JSON.parse(text) as { error: { type: string; code: string | null; param: string | null; message: string } }).error;
+const error = (text: string) =>
+  (JSON.parse(text) as { error: { type: string; code: string | null; param: string | null; message: string } }).error;
 
 describe('hostile requests', () => {
   it('answers garbage, non-object and truncated JSON with a 400 in OpenAI format', async () => {
@@ -55,10 +64,19 @@ describe('hostile requests', () => {
     expect(declared.status).toBe(413);
     expect(error(declared.body).code).toBe('request_too_large');
     const chunked = await new Promise<number>((resolve, reject) => {
-      const req = request({ host: '127.0.0.1', port, method: 'POST', path: '/v1/completions', headers: { 'Transfer-Encoding': 'chunked' } }, (res) => {
-        res.resume();
-        resolve(res.statusCode!);
-      });
+      const req = request(
+        {
+          host: '127.0.0.1',
+          port,
+          method: 'POST',
+          path: '/v1/completions',
+          headers: { 'Transfer-Encoding': 'chunked' },
+        },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode!);
+        },
+      );
       req.on('error', reject);
       for (let i = 0; i < 10; i++) req.write('x'.repeat(1000));
       req.end();
@@ -85,14 +103,22 @@ describe('hostile requests', () => {
       expect(r.status, JSON.stringify(fields)).toBe(400);
       expect(error(r.body).param).toBe(param);
     }
-    const unknown = await raw('POST', '/v1/completions', JSON.stringify({ model: 'tiny', prompt: 'hi', max_tokens: 2, frobnicate: { deep: [1] }, __proto__: { x: 1 } }));
+    const unknown = await raw(
+      'POST',
+      '/v1/completions',
+      JSON.stringify({ model: 'tiny', prompt: 'hi', max_tokens: 2, frobnicate: { deep: [1] }, __proto__: { x: 1 } }),
+    );
     expect(unknown.status).toBe(200);
   });
 
   it('answers unknown routes with 404, wrong methods with 405 and bad messages with 400', async () => {
     expect((await raw('GET', '/v2/anything')).status).toBe(404);
     expect((await raw('GET', '/v1/chat/completions')).status).toBe(405);
-    const r = await raw('POST', '/v1/chat/completions', JSON.stringify({ model: 'tiny', messages: [{ role: 'wizard', content: 'hi' }] }));
+    const r = await raw(
+      'POST',
+      '/v1/chat/completions',
+      JSON.stringify({ model: 'tiny', messages: [{ role: 'wizard', content: 'hi' }] }),
+    );
     expect(r.status).toBe(400);
     expect(error(r.body).param).toBe('messages[0].role');
   });
@@ -108,21 +134,43 @@ describe('hostile requests', () => {
   });
 
   it('survives clients that disconnect while queued and in the middle of a stream', async () => {
-    const body = JSON.stringify({ model: 'tiny', prompt: 'Turn 1:', max_tokens: 200, temperature: 0, stream: true, logprobs: 2 });
+    const body = JSON.stringify({
+      model: 'tiny',
+      prompt: 'Turn 1:',
+      max_tokens: 200,
+      temperature: 0,
+      stream: true,
+      logprobs: 2,
+    });
     // Gone before the answer: the request is sent, the socket destroyed at once.
-    const early = request({ host: '127.0.0.1', port, method: 'POST', path: '/v1/completions', headers: { 'Content-Type': 'application/json' } });
+    const early = request({
+      host: '127.0.0.1',
+      port,
+      method: 'POST',
+      path: '/v1/completions',
+      headers: { 'Content-Type': 'application/json' },
+    });
     early.on('error', () => undefined);
     early.end(body, () => early.destroy());
     // Gone after the first chunk of the stream.
     const chunks = await new Promise<number>((resolve) => {
-      const req = request({ host: '127.0.0.1', port, method: 'POST', path: '/v1/completions', headers: { 'Content-Type': 'application/json' } }, (res) => {
-        let n = 0;
-        res.on('data', () => {
-          n++;
-          req.destroy();
-          resolve(n);
-        });
-      });
+      const req = request(
+        {
+          host: '127.0.0.1',
+          port,
+          method: 'POST',
+          path: '/v1/completions',
+          headers: { 'Content-Type': 'application/json' },
+        },
+        (res) => {
+          let n = 0;
+          res.on('data', () => {
+            n++;
+            req.destroy();
+            resolve(n);
+          });
+        },
+      );
       req.on('error', () => undefined);
       req.end(body);
     });

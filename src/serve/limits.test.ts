@@ -12,15 +12,22 @@ afterAll(async () => {
 });
 
 async function post(path: string, body: unknown): Promise<{ status: number; text: string }> {
-  const r = await fetch(`${ctx.url}${path}`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+  const r = await fetch(`${ctx.url}${path}`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   return { status: r.status, text: await r.text() };
 }
-const error = (text: string) => (JSON.parse(text) as { error: { code: string | null; param: string | null; message: string } }).error;
+const error = (text: string) =>
+  (JSON.parse(text) as { error: { code: string | null; param: string | null; message: string } }).error;
 
 describe('request limits', () => {
   it('names the n the server allows (64 by default), not a wider parser bound', async () => {
     for (const path of ['/completions', '/chat/completions']) {
-      const body = path.includes('chat') ? { model: 'tiny', messages: [{ role: 'user', content: 'hi' }], n: 200 } : { model: 'tiny', prompt: 'hi', n: 200 };
+      const body = path.includes('chat')
+        ? { model: 'tiny', messages: [{ role: 'user', content: 'hi' }], n: 200 }
+        : { model: 'tiny', prompt: 'hi', n: 200 };
       const r = await post(path, body);
       expect(r.status).toBe(400);
       expect(error(r.text).param).toBe('n');
@@ -40,7 +47,9 @@ describe('request limits', () => {
         const r = await post(path, body);
         expect(r.status).toBe(400);
         expect(error(r.text)).toMatchObject({ code: 'context_length_exceeded', param });
-        expect(error(r.text).message).toMatch(/^The prompt is \d+ bytes; this model's context of \d+ tokens holds at most \d+ bytes/);
+        expect(error(r.text).message).toMatch(
+          /^The prompt is \d+ bytes; this model's context of \d+ tokens holds at most \d+ bytes/,
+        );
       }
       expect(encode.mock.calls.filter(([text]) => text.length > 100_000)).toEqual([]);
     } finally {
@@ -62,7 +71,13 @@ describe('request limits', () => {
       const plain = await post('/completions', { model: 'tiny', prompt: 'Turn 1', max_tokens: 2, n: 16 });
       expect(plain.status).toBe(200);
       expect((JSON.parse(plain.text) as { choices: unknown[] }).choices).toHaveLength(16);
-      const streamed = await post('/chat/completions', { model: 'tiny', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2, n: 16, stream: true });
+      const streamed = await post('/chat/completions', {
+        model: 'tiny',
+        messages: [{ role: 'user', content: 'hi' }],
+        max_tokens: 2,
+        n: 16,
+        stream: true,
+      });
       expect(streamed.status).toBe(200);
       expect(streamed.text).toMatch(/"index":15/);
       await new Promise((r) => setTimeout(r, 50)); // warnings are emitted on a later tick

@@ -21,8 +21,15 @@ describe('ragen serve under load', () => {
     const contents = Array.from({ length: N }, (_, i) => `Turn ${i}:\nState:\n${'#_P'.repeat(1 + (i % 5))}`);
     const before = { ...ctx.server.stats };
     const answers = await Promise.all(
-      contents.map((content, i) =>
-        client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content }], max_tokens: 3 + (i % 4), temperature: 0, return_token_ids: true } as never) as Promise<any>,
+      contents.map(
+        (content, i) =>
+          client.chat.completions.create({
+            model: 'tiny',
+            messages: [{ role: 'user', content }],
+            max_tokens: 3 + (i % 4),
+            temperature: 0,
+            return_token_ids: true,
+          } as never) as Promise<any>,
       ),
     );
     const stats = ctx.server.stats;
@@ -35,8 +42,15 @@ describe('ragen serve under load', () => {
     // Batching does not change what a greedy request gets (each row cut to its own max_tokens).
     const tok = ctx.target.tokenizer;
     for (const i of [0, 57, 133, 199]) {
-      const prompt = tok.encode(tok.applyChatTemplate([{ role: 'user', content: contents[i]! }], { addGenerationPrompt: true }));
-      const [g] = await ctx.target.engine.generate([prompt], { maxNewTokens: 3 + (i % 4), temperature: 0, stopTokenIds: [tok.eosTokenId], seed: 0 });
+      const prompt = tok.encode(
+        tok.applyChatTemplate([{ role: 'user', content: contents[i]! }], { addGenerationPrompt: true }),
+      );
+      const [g] = await ctx.target.engine.generate([prompt], {
+        maxNewTokens: 3 + (i % 4),
+        temperature: 0,
+        stopTokenIds: [tok.eosTokenId],
+        seed: 0,
+      });
       expect(answers[i].choices[0].token_ids).toEqual(g!.tokens);
     }
   });
@@ -45,7 +59,11 @@ describe('ragen serve under load', () => {
     const small = await serveTiny({ maxConcurrent: 2 });
     try {
       const client = new OpenAI({ baseURL: small.url, apiKey: 'x', maxRetries: 0 });
-      const results = await Promise.allSettled(Array.from({ length: 12 }, () => client.completions.create({ model: 'tiny', prompt: 'Turn 1', max_tokens: 4, temperature: 0 })));
+      const results = await Promise.allSettled(
+        Array.from({ length: 12 }, () =>
+          client.completions.create({ model: 'tiny', prompt: 'Turn 1', max_tokens: 4, temperature: 0 }),
+        ),
+      );
       const refused = results.filter((r) => r.status === 'rejected').map((r) => (r as PromiseRejectedResult).reason);
       expect(refused.length).toBeGreaterThan(0);
       expect(refused.every((e) => e instanceof OpenAI.RateLimitError)).toBe(true);

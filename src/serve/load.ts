@@ -4,7 +4,13 @@ import { existsSync, readFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { LocalEngine, TorchEngine } from '../engine/index.js';
 import { configFromHF } from '../model/index.js';
-import { loadTokenizer, runTokenizer, tinyTokenizerDir, type ChatTemplateChoice, type Tokenizer } from '../tokenizer/index.js';
+import {
+  loadTokenizer,
+  runTokenizer,
+  tinyTokenizerDir,
+  type ChatTemplateChoice,
+  type Tokenizer,
+} from '../tokenizer/index.js';
 import { UsageError } from '../util/index.js';
 import type { ServeOptions } from './server.js';
 import { localTopLogprobs } from './top-logprobs.js';
@@ -13,7 +19,10 @@ import { localTopLogprobs } from './top-logprobs.js';
 export type ModelDirResolver = (dir: string) => string;
 
 /** What `OpenAIServer` needs for a checkpoint, plus where it came from and how to free its engine. */
-export type ServeTarget = Pick<ServeOptions, 'engine' | 'tokenizer' | 'modelName' | 'contextLength' | 'vocabSize' | 'topLogprobs'> & {
+export type ServeTarget = Pick<
+  ServeOptions,
+  'engine' | 'tokenizer' | 'modelName' | 'contextLength' | 'vocabSize' | 'topLogprobs'
+> & {
   modelDir: string;
   /** Free the engine (the torch engine's worker process). */
   dispose(): void;
@@ -33,7 +42,10 @@ export interface TorchServeOptions {
 export interface ServeTokenizerOptions {
   /** A tokenizer directory instead of the checkpoint's own (its own chat template). */
   tokenizerDir?: string;
-  /** The chat template over the checkpoint's own tokenizer, as `model.chatTemplate` picks it in training. @default 'model' */
+  /**
+   * The chat template over the checkpoint's own tokenizer, as `model.chatTemplate` picks it in training. @default
+   * 'model'
+   */
   chatTemplate?: ChatTemplateChoice;
 }
 
@@ -44,45 +56,87 @@ export interface ServeTokenizerOptions {
 function openTokenizer(modelDir: string, opts: ServeTokenizerOptions): { tokenizer: Tokenizer; tokDir: string } {
   const choice = opts.chatTemplate ?? 'model';
   if (opts.tokenizerDir !== undefined) {
-    if (choice !== 'model') throw new UsageError(`--chat-template ${choice} applies to the checkpoint's own tokenizer; drop --tokenizer or --chat-template.`);
+    if (choice !== 'model')
+      throw new UsageError(
+        `--chat-template ${choice} applies to the checkpoint's own tokenizer; drop --tokenizer or --chat-template.`,
+      );
     return { tokenizer: loadTokenizer(opts.tokenizerDir), tokDir: opts.tokenizerDir };
   }
-  if (!existsSync(join(modelDir, 'tokenizer.json'))) throw new UsageError(`\`${modelDir}\` has no tokenizer.json; pass --tokenizer <dir> (e.g. ${tinyTokenizerDir()}).`);
+  if (!existsSync(join(modelDir, 'tokenizer.json')))
+    throw new UsageError(`\`${modelDir}\` has no tokenizer.json; pass --tokenizer <dir> (e.g. ${tinyTokenizerDir()}).`);
   return { tokenizer: runTokenizer(modelDir, choice, '--chat-template'), tokDir: modelDir };
 }
 
 function checkVocab(tokenizer: Tokenizer, tokDir: string, modelVocab: number): void {
-  if (tokenizer.vocabSize > modelVocab) throw new UsageError(`The tokenizer of \`${tokDir}\` has ${tokenizer.vocabSize} ids but the model's vocabulary has ${modelVocab}; give the model's own tokenizer with --tokenizer.`);
+  if (tokenizer.vocabSize > modelVocab)
+    throw new UsageError(
+      `The tokenizer of \`${tokDir}\` has ${tokenizer.vocabSize} ids but the model's vocabulary has ${modelVocab}; give the model's own tokenizer with --tokenizer.`,
+    );
 }
 
 /** The target of an opened engine: its vocabulary checked against the tokenizer (the engine is freed if it fails). */
-function target(engine: LocalEngine | TorchEngine, dir: string, modelDir: string, opened: { tokenizer: Tokenizer; tokDir: string }, name: string | undefined, sizes: { contextLength: number; vocabSize: number }, topLogprobs: ServeTarget['topLogprobs']): ServeTarget {
+function target(
+  engine: LocalEngine | TorchEngine,
+  dir: string,
+  modelDir: string,
+  opened: { tokenizer: Tokenizer; tokDir: string },
+  name: string | undefined,
+  sizes: { contextLength: number; vocabSize: number },
+  topLogprobs: ServeTarget['topLogprobs'],
+): ServeTarget {
   try {
     checkVocab(opened.tokenizer, opened.tokDir, sizes.vocabSize);
   } catch (e) {
     engine.dispose();
     throw e;
   }
-  return { modelDir, engine, tokenizer: opened.tokenizer, modelName: name ?? basename(resolve(dir)), ...sizes, topLogprobs, dispose: () => engine.dispose() };
+  return {
+    modelDir,
+    engine,
+    tokenizer: opened.tokenizer,
+    modelName: name ?? basename(resolve(dir)),
+    ...sizes,
+    topLogprobs,
+    dispose: () => engine.dispose(),
+  };
 }
 
 /** A checkpoint on the local engine, whose `top_logprobs` come from a teacher-forced pass of the same model. */
-export async function localServeTarget(dir: string, resolveModelDir: ModelDirResolver, opts: ServeTokenizerOptions & { name?: string } = {}): Promise<ServeTarget> {
+export async function localServeTarget(
+  dir: string,
+  resolveModelDir: ModelDirResolver,
+  opts: ServeTokenizerOptions & { name?: string } = {},
+): Promise<ServeTarget> {
   const modelDir = resolveModelDir(dir);
   const opened = openTokenizer(modelDir, opts);
   const engine = await LocalEngine.fromPretrained(modelDir, { decode: (ids) => opened.tokenizer.decode(ids) });
   const cfg = engine.policy.config;
-  return target(engine, dir, modelDir, opened, opts.name, { contextLength: cfg.maxPositionEmbeddings, vocabSize: cfg.vocabSize }, localTopLogprobs(engine.policy));
+  return target(
+    engine,
+    dir,
+    modelDir,
+    opened,
+    opts.name,
+    { contextLength: cfg.maxPositionEmbeddings, vocabSize: cfg.vocabSize },
+    localTopLogprobs(engine.policy),
+  );
 }
 
 /**
  * A checkpoint on the torch engine (a PyTorch worker process). Its worker returns whole generations, so streams
  * are sent when a batch finishes; it has no `top_logprobs` source (such requests get a 400).
  */
-export async function torchServeTarget(dir: string, resolveModelDir: ModelDirResolver, opts: ServeTokenizerOptions & { name?: string; torch?: TorchServeOptions } = {}): Promise<ServeTarget> {
+export async function torchServeTarget(
+  dir: string,
+  resolveModelDir: ModelDirResolver,
+  opts: ServeTokenizerOptions & { name?: string; torch?: TorchServeOptions } = {},
+): Promise<ServeTarget> {
   const modelDir = resolveModelDir(dir);
   const opened = openTokenizer(modelDir, opts);
-  const cfg = configFromHF(JSON.parse(readFileSync(join(modelDir, 'config.json'), 'utf8')) as Record<string, unknown>, join(modelDir, 'config.json'));
+  const cfg = configFromHF(
+    JSON.parse(readFileSync(join(modelDir, 'config.json'), 'utf8')) as Record<string, unknown>,
+    join(modelDir, 'config.json'),
+  );
   const t = opts.torch ?? {};
   const engine = await TorchEngine.fromPretrained(modelDir, {
     decode: (ids) => opened.tokenizer.decode(ids),
@@ -90,5 +144,13 @@ export async function torchServeTarget(dir: string, resolveModelDir: ModelDirRes
     ...(t.precision ? { precision: t.precision } : {}),
     ...(t.python ? { python: t.python } : {}),
   });
-  return target(engine, dir, modelDir, opened, opts.name, { contextLength: cfg.maxPositionEmbeddings, vocabSize: engine.vocabSize }, undefined);
+  return target(
+    engine,
+    dir,
+    modelDir,
+    opened,
+    opts.name,
+    { contextLength: cfg.maxPositionEmbeddings, vocabSize: engine.vocabSize },
+    undefined,
+  );
 }

@@ -28,7 +28,11 @@ afterAll(async () => {
 });
 
 async function complete(body: Record<string, unknown>): Promise<{ status: number; text: string }> {
-  const res = await fetch(`${url}/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ model: 'huge', prompt: 'Hello', max_tokens: 2, logprobs: 1, ...body }) });
+  const res = await fetch(`${url}/completions`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ model: 'huge', prompt: 'Hello', max_tokens: 2, logprobs: 1, ...body }),
+  });
   return { status: res.status, text: await res.text() };
 }
 
@@ -47,7 +51,9 @@ describe('item 8: ragen serve answers non-finite logits with a 500 naming the mo
   it('a stream whose second step fails is a 500 as well (its first token is held until the status is known)', async () => {
     const { status, text } = await complete({ stream: true, temperature: 0, max_tokens: 8 });
     expect(status).toBe(500);
-    expect((JSON.parse(text) as { error: { message: string } }).error.message).toMatch(new RegExp(`Model \`${dir}\` computed non-finite logits .* at decode step 1 `));
+    expect((JSON.parse(text) as { error: { message: string } }).error.message).toMatch(
+      new RegExp(`Model \`${dir}\` computed non-finite logits .* at decode step 1 `),
+    );
     expect(text).not.toContain('data:');
   });
 });

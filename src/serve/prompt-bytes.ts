@@ -19,11 +19,19 @@ export function longestTokenBytes(tokenizer: Tokenizer): number {
   return n;
 }
 
-/** Throw a 400 (context_length_exceeded) when `text` is too long to fit `contextLength` tokens, before tokenizing it. */
+/**
+ * Throw a 400 (context_length_exceeded) when `text` is too long to fit `contextLength` tokens, before tokenizing it.
+ */
 export function checkPromptBytes(text: string, tokenizer: Tokenizer, contextLength: number, param: string): void {
   const bytes = Buffer.byteLength(text);
   const most = contextLength * longestTokenBytes(tokenizer);
   if (bytes > most) {
-    throw new ApiError(400, `The prompt is ${bytes} bytes; this model's context of ${contextLength} tokens holds at most ${most} bytes of text (${longestTokenBytes(tokenizer)} per token at most). Shorten the prompt.`, 'invalid_request_error', param, 'context_length_exceeded');
+    throw new ApiError(
+      400,
+      `The prompt is ${bytes} bytes; this model's context of ${contextLength} tokens holds at most ${most} bytes of text (${longestTokenBytes(tokenizer)} per token at most). Shorten the prompt.`,
+      'invalid_request_error',
+      param,
+      'context_length_exceeded',
+    );
   }
 }

@@ -58,16 +58,26 @@ type Body = Record<string, unknown>;
 export function parseChatRequest(body: unknown, limits: RequestLimits): ChatRequest {
   const b = asObject(body);
   const raw = b['messages'];
-  if (!Array.isArray(raw) || raw.length === 0) throw badParam('messages', raw, 'Give a non-empty array of {role, content} messages.');
+  if (!Array.isArray(raw) || raw.length === 0)
+    throw badParam('messages', raw, 'Give a non-empty array of {role, content} messages.');
   const messages = raw.map((m, i) => chatMessage(m, i));
   const logprobs = optBool(b, 'logprobs') ?? false;
   const topLogprobs = optInt(b, 'top_logprobs', 0, 20) ?? 0;
-  if (topLogprobs > 0 && !logprobs) throw badParam('top_logprobs', topLogprobs, '`top_logprobs` needs `logprobs: true`.');
+  if (topLogprobs > 0 && !logprobs)
+    throw badParam('top_logprobs', topLogprobs, '`top_logprobs` needs `logprobs: true`.');
   const kwargs = b['chat_template_kwargs'];
-  if (kwargs !== undefined && kwargs !== null && (typeof kwargs !== 'object' || Array.isArray(kwargs))) throw badParam('chat_template_kwargs', kwargs, 'Give an object of template variables.');
-  const maxTokens = optInt(b, 'max_completion_tokens', 1, Number.MAX_SAFE_INTEGER) ?? optInt(b, 'max_tokens', 1, Number.MAX_SAFE_INTEGER);
+  if (kwargs !== undefined && kwargs !== null && (typeof kwargs !== 'object' || Array.isArray(kwargs)))
+    throw badParam('chat_template_kwargs', kwargs, 'Give an object of template variables.');
+  const maxTokens =
+    optInt(b, 'max_completion_tokens', 1, Number.MAX_SAFE_INTEGER) ??
+    optInt(b, 'max_tokens', 1, Number.MAX_SAFE_INTEGER);
   refuseUnsupported(b, ['tools', 'functions', 'response_format', 'audio']);
-  const req: ChatRequest = { kind: 'chat', messages, templateKwargs: (kwargs ?? {}) as Record<string, unknown>, ...sampling(b, maxTokens, logprobs, topLogprobs, limits) };
+  const req: ChatRequest = {
+    kind: 'chat',
+    messages,
+    templateKwargs: (kwargs ?? {}) as Record<string, unknown>,
+    ...sampling(b, maxTokens, logprobs, topLogprobs, limits),
+  };
   checkChoices(req.n, req.n, limits);
   return req;
 }
@@ -76,18 +86,43 @@ export function parseChatRequest(body: unknown, limits: RequestLimits): ChatRequ
 export function parseCompletionRequest(body: unknown, limits: RequestLimits): CompletionRequest {
   const b = asObject(body);
   const prompts = promptList(b['prompt'], limits.vocabSize);
-  if (b['echo'] === true) throw new ApiError(400, '`echo` is not supported by this server; send the request without it.', 'invalid_request_error', 'echo', 'unsupported_parameter');
-  if (b['suffix'] !== undefined && b['suffix'] !== null) throw new ApiError(400, '`suffix` is not supported by this server.', 'invalid_request_error', 'suffix', 'unsupported_parameter');
+  if (b['echo'] === true)
+    throw new ApiError(
+      400,
+      '`echo` is not supported by this server; send the request without it.',
+      'invalid_request_error',
+      'echo',
+      'unsupported_parameter',
+    );
+  if (b['suffix'] !== undefined && b['suffix'] !== null)
+    throw new ApiError(
+      400,
+      '`suffix` is not supported by this server.',
+      'invalid_request_error',
+      'suffix',
+      'unsupported_parameter',
+    );
   const top = optInt(b, 'logprobs', 0, 5); // the legacy API: an integer count of alternatives, null = off
   const maxTokens = optInt(b, 'max_tokens', 1, Number.MAX_SAFE_INTEGER) ?? 16; // OpenAI's documented default
-  const req: CompletionRequest = { kind: 'completion', prompts, ...sampling(b, maxTokens, top !== undefined, top ?? 0, limits) };
+  const req: CompletionRequest = {
+    kind: 'completion',
+    prompts,
+    ...sampling(b, maxTokens, top !== undefined, top ?? 0, limits),
+  };
   checkChoices(prompts.length * req.n, req.n, limits);
   return req;
 }
 
-function sampling(b: Body, maxTokens: number | undefined, logprobs: boolean, topLogprobs: number, limits: RequestLimits): SamplingRequest {
+function sampling(
+  b: Body,
+  maxTokens: number | undefined,
+  logprobs: boolean,
+  topLogprobs: number,
+  limits: RequestLimits,
+): SamplingRequest {
   const model = b['model'];
-  if (typeof model !== 'string' || model === '') throw badParam('model', model, 'Give the model name (GET /v1/models lists it).');
+  if (typeof model !== 'string' || model === '')
+    throw badParam('model', model, 'Give the model name (GET /v1/models lists it).');
   const temperature = optNumber(b, 'temperature', 0, 2) ?? 1;
   const topP = optNumber(b, 'top_p', 0, 1) ?? 1;
   if (topP === 0) throw badParam('top_p', 0, 'Give a number in (0, 1].');
@@ -96,15 +131,32 @@ function sampling(b: Body, maxTokens: number | undefined, logprobs: boolean, top
   for (const key of ['presence_penalty', 'frequency_penalty', 'repetition_penalty'] as const) {
     const v = optNumber(b, key, -2, 2);
     if (v !== undefined && v !== 0 && !(key === 'repetition_penalty' && v === 1)) {
-      throw new ApiError(400, `\`${key}\` is not supported by this server (got ${v}); leave it out or at its neutral value.`, 'invalid_request_error', key, 'unsupported_parameter');
+      throw new ApiError(
+        400,
+        `\`${key}\` is not supported by this server (got ${v}); leave it out or at its neutral value.`,
+        'invalid_request_error',
+        key,
+        'unsupported_parameter',
+      );
     }
   }
   const bias = b['logit_bias'];
   if (bias !== undefined && bias !== null && (typeof bias !== 'object' || Object.keys(bias).length > 0)) {
-    throw new ApiError(400, '`logit_bias` is not supported by this server; leave it out.', 'invalid_request_error', 'logit_bias', 'unsupported_parameter');
+    throw new ApiError(
+      400,
+      '`logit_bias` is not supported by this server; leave it out.',
+      'invalid_request_error',
+      'logit_bias',
+      'unsupported_parameter',
+    );
   }
   const streamOptions = b['stream_options'];
-  if (streamOptions !== undefined && streamOptions !== null && (typeof streamOptions !== 'object' || Array.isArray(streamOptions))) throw badParam('stream_options', streamOptions, 'Give an object like {"include_usage": true}.');
+  if (
+    streamOptions !== undefined &&
+    streamOptions !== null &&
+    (typeof streamOptions !== 'object' || Array.isArray(streamOptions))
+  )
+    throw badParam('stream_options', streamOptions, 'Give an object like {"include_usage": true}.');
   return {
     model,
     maxTokens,
@@ -123,11 +175,20 @@ function sampling(b: Body, maxTokens: number | undefined, logprobs: boolean, top
 }
 
 function checkChoices(choices: number, n: number, limits: RequestLimits): void {
-  if (choices > limits.maxChoices) throw badParam('n', n, `This request asks for ${choices} choices; this server answers at most ${limits.maxChoices} per request.`);
+  if (choices > limits.maxChoices)
+    throw badParam(
+      'n',
+      n,
+      `This request asks for ${choices} choices; this server answers at most ${limits.maxChoices} per request.`,
+    );
 }
 
 function asObject(body: unknown): Body {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ApiError(400, `The request body must be a JSON object, got ${Array.isArray(body) ? 'an array' : body === null ? 'null' : typeof body}.`);
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw new ApiError(
+      400,
+      `The request body must be a JSON object, got ${Array.isArray(body) ? 'an array' : body === null ? 'null' : typeof body}.`,
+    );
   return body as Body;
 }
 
@@ -142,7 +203,13 @@ function chatMessage(m: unknown, i: number): ChatMessage {
   if ((content === null || content === undefined) && role === 'assistant') return { role, content: '' };
   if (Array.isArray(content)) {
     const parts = content.map((p, j) => {
-      if (p && typeof p === 'object' && (p as { type?: unknown }).type === 'text' && typeof (p as { text?: unknown }).text === 'string') return (p as { text: string }).text;
+      if (
+        p &&
+        typeof p === 'object' &&
+        (p as { type?: unknown }).type === 'text' &&
+        typeof (p as { text?: unknown }).text === 'string'
+      )
+        return (p as { text: string }).text;
       throw badParam(`${param}.content[${j}]`, p, 'Only text parts ({"type": "text", "text": ...}) are supported.');
     });
     return { role, content: parts.join('') };
@@ -151,7 +218,8 @@ function chatMessage(m: unknown, i: number): ChatMessage {
 }
 
 function promptList(p: unknown, vocabSize: number): (string | number[])[] {
-  const isIds = (x: unknown): x is number[] => Array.isArray(x) && x.length > 0 && x.every((t) => typeof t === 'number');
+  const isIds = (x: unknown): x is number[] =>
+    Array.isArray(x) && x.length > 0 && x.every((t) => typeof t === 'number');
   let list: unknown[];
   if (typeof p === 'string' || isIds(p)) list = [p];
   else if (Array.isArray(p) && p.length > 0) list = p;
@@ -162,7 +230,9 @@ function promptList(p: unknown, vocabSize: number): (string | number[])[] {
       return x;
     }
     if (!isIds(x)) throw badParam(`prompt[${i}]`, x, 'Give a string or a non-empty array of token ids.');
-    for (const id of x) if (!Number.isInteger(id) || id < 0 || id >= vocabSize) throw badParam(`prompt[${i}]`, id, `Token ids are integers in [0, ${vocabSize}).`);
+    for (const id of x)
+      if (!Number.isInteger(id) || id < 0 || id >= vocabSize)
+        throw badParam(`prompt[${i}]`, id, `Token ids are integers in [0, ${vocabSize}).`);
     return x;
   });
 }
@@ -170,21 +240,24 @@ function promptList(p: unknown, vocabSize: number): (string | number[])[] {
 function stopList(s: unknown): string[] {
   if (s === undefined || s === null) return [];
   const list = typeof s === 'string' ? [s] : s;
-  if (!Array.isArray(list) || list.length > 4 || list.some((x) => typeof x !== 'string' || x === '')) throw badParam('stop', s, 'Give a non-empty string or up to 4 of them.');
+  if (!Array.isArray(list) || list.length > 4 || list.some((x) => typeof x !== 'string' || x === ''))
+    throw badParam('stop', s, 'Give a non-empty string or up to 4 of them.');
   return list as string[];
 }
 
 function optNumber(b: Body, key: string, lo: number, hi: number): number | undefined {
   const v = b[key];
   if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'number' || !Number.isFinite(v) || v < lo || v > hi) throw badParam(key, v, `Give a number in [${lo}, ${hi}].`);
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < lo || v > hi)
+    throw badParam(key, v, `Give a number in [${lo}, ${hi}].`);
   return v;
 }
 
 function optInt(b: Body, key: string, lo: number, hi: number): number | undefined {
   const v = b[key];
   if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < lo || v > hi) throw badParam(key, v, `Give an integer in [${lo}, ${hi === Number.MAX_SAFE_INTEGER ? 'inf' : hi}].`);
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < lo || v > hi)
+    throw badParam(key, v, `Give an integer in [${lo}, ${hi === Number.MAX_SAFE_INTEGER ? 'inf' : hi}].`);
   return v;
 }
 
@@ -199,7 +272,13 @@ function refuseUnsupported(b: Body, keys: string[]): void {
   for (const key of keys) {
     const v = b[key];
     if (v !== undefined && v !== null && !(Array.isArray(v) && v.length === 0)) {
-      throw new ApiError(400, `\`${key}\` is not supported by this server; leave it out.`, 'invalid_request_error', key, 'unsupported_parameter');
+      throw new ApiError(
+        400,
+        `\`${key}\` is not supported by this server; leave it out.`,
+        'invalid_request_error',
+        key,
+        'unsupported_parameter',
+      );
     }
   }
 }

@@ -17,7 +17,12 @@ export interface ChoiceResult {
 }
 
 /** The text of a generation: a final stop token left out, cut before the first stop sequence. */
-export function completionText(tok: Tokenizer, gen: Generation, stopTokenIds: readonly number[], stop: readonly string[]): string {
+export function completionText(
+  tok: Tokenizer,
+  gen: Generation,
+  stopTokenIds: readonly number[],
+  stop: readonly string[],
+): string {
   const ids = contentIds(gen, stopTokenIds);
   const full = tok.decode(ids);
   let end = full.length;
@@ -30,7 +35,9 @@ export function completionText(tok: Tokenizer, gen: Generation, stopTokenIds: re
 
 function contentIds(gen: Generation, stopTokenIds: readonly number[]): number[] {
   const last = gen.tokens[gen.tokens.length - 1];
-  return gen.finishReason === 'stop' && last !== undefined && stopTokenIds.includes(last) ? gen.tokens.slice(0, -1) : gen.tokens;
+  return gen.finishReason === 'stop' && last !== undefined && stopTokenIds.includes(last)
+    ? gen.tokens.slice(0, -1)
+    : gen.tokens;
 }
 
 /**
@@ -55,20 +62,34 @@ export function textPieces(tok: Tokenizer, gen: Generation, text: string): strin
 }
 
 /** Chat-style logprobs (`choices[i].logprobs.content`) of tokens [from, to) of a choice. */
-export function chatLogprobs(tok: Tokenizer, c: ChoiceResult, from = 0, to = c.gen.tokens.length): { content: unknown[] } {
+export function chatLogprobs(
+  tok: Tokenizer,
+  c: ChoiceResult,
+  from = 0,
+  to = c.gen.tokens.length,
+): { content: unknown[] } {
   const entry = (id: number, logprob: number) => {
     const token = tok.decode([id]);
     return { token, logprob, bytes: [...Buffer.from(token, 'utf8')] };
   };
   const content = [];
   for (let i = from; i < to; i++) {
-    content.push({ ...entry(c.gen.tokens[i]!, c.gen.logprobs[i]!), top_logprobs: (c.top?.[i] ?? []).map((t) => entry(t.id, t.logprob)) });
+    content.push({
+      ...entry(c.gen.tokens[i]!, c.gen.logprobs[i]!),
+      top_logprobs: (c.top?.[i] ?? []).map((t) => entry(t.id, t.logprob)),
+    });
   }
   return { content };
 }
 
 /** Legacy completion logprobs (`tokens`, `token_logprobs`, `top_logprobs`, `text_offset`) of tokens [from, to). */
-export function completionLogprobs(tok: Tokenizer, c: ChoiceResult, from = 0, to = c.gen.tokens.length, offset0 = 0): Record<string, unknown> {
+export function completionLogprobs(
+  tok: Tokenizer,
+  c: ChoiceResult,
+  from = 0,
+  to = c.gen.tokens.length,
+  offset0 = 0,
+): Record<string, unknown> {
   const tokens: string[] = [];
   const offsets: number[] = [];
   let offset = offset0;
@@ -78,12 +99,17 @@ export function completionLogprobs(tok: Tokenizer, c: ChoiceResult, from = 0, to
     offsets.push(offset);
     offset += t.length;
   }
-  const top = c.top ? c.top.slice(from, to).map((alts) => Object.fromEntries(alts.map((a) => [tok.decode([a.id]), a.logprob]))) : null;
+  const top = c.top
+    ? c.top.slice(from, to).map((alts) => Object.fromEntries(alts.map((a) => [tok.decode([a.id]), a.logprob])))
+    : null;
   return { tokens, token_logprobs: c.gen.logprobs.slice(from, to), top_logprobs: top, text_offset: offsets };
 }
 
 /** OpenAI's usage block: prompt tokens counted once per prompt, completion tokens over every choice. */
-export function usage(prompts: readonly number[][], choices: readonly ChoiceResult[]): { prompt_tokens: number; completion_tokens: number; total_tokens: number } {
+export function usage(
+  prompts: readonly number[][],
+  choices: readonly ChoiceResult[],
+): { prompt_tokens: number; completion_tokens: number; total_tokens: number } {
   const p = prompts.reduce((a, x) => a + x.length, 0);
   const c = choices.reduce((a, x) => a + x.gen.tokens.length, 0);
   return { prompt_tokens: p, completion_tokens: c, total_tokens: p + c };

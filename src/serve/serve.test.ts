@@ -21,7 +21,13 @@ afterAll(async () => {
 });
 
 async function direct(prompt: number[], maxNewTokens: number, stopStrings?: string[]) {
-  const [g] = await ctx.target.engine.generate([prompt], { maxNewTokens, temperature: 0, stopTokenIds: [ctx.target.tokenizer.eosTokenId], ...(stopStrings ? { stopStrings } : {}), seed: 0 });
+  const [g] = await ctx.target.engine.generate([prompt], {
+    maxNewTokens,
+    temperature: 0,
+    stopTokenIds: [ctx.target.tokenizer.eosTokenId],
+    ...(stopStrings ? { stopStrings } : {}),
+    seed: 0,
+  });
   return g!;
 }
 
@@ -32,7 +38,14 @@ describe('ragen serve with the openai client', () => {
   });
 
   it('answers a greedy chat completion with exactly the tokens and log-probs the engine samples for the templated prompt', async () => {
-    const r = (await client.chat.completions.create({ model: 'tiny', messages, max_tokens: 12, temperature: 0, logprobs: true, ...extra })) as any;
+    const r = (await client.chat.completions.create({
+      model: 'tiny',
+      messages,
+      max_tokens: 12,
+      temperature: 0,
+      logprobs: true,
+      ...extra,
+    })) as any;
     const tok = ctx.target.tokenizer;
     const prompt = tok.encode(tok.applyChatTemplate(messages, { addGenerationPrompt: true }));
     expect(r.prompt_token_ids).toEqual(prompt);
@@ -43,13 +56,24 @@ describe('ragen serve with the openai client', () => {
     expect(choice.finish_reason).toBe(g.finishReason);
     const content = g.finishReason === 'stop' ? g.tokens.slice(0, -1) : g.tokens;
     expect(choice.message.content).toBe(tok.decode(content));
-    expect(r.usage).toEqual({ prompt_tokens: prompt.length, completion_tokens: g.tokens.length, total_tokens: prompt.length + g.tokens.length });
+    expect(r.usage).toEqual({
+      prompt_tokens: prompt.length,
+      completion_tokens: g.tokens.length,
+      total_tokens: prompt.length + g.tokens.length,
+    });
   });
 
   it('takes token-id prompts on /v1/completions and its top_logprobs agree with the sampled log-probs under greedy decoding', async () => {
     const tok = ctx.target.tokenizer;
     const prompt = tok.encode(tok.applyChatTemplate(messages, { addGenerationPrompt: true }) + '<answer>');
-    const r = (await client.completions.create({ model: 'tiny', prompt, max_tokens: 8, temperature: 0, logprobs: 3, ...extra })) as any;
+    const r = (await client.completions.create({
+      model: 'tiny',
+      prompt,
+      max_tokens: 8,
+      temperature: 0,
+      logprobs: 3,
+      ...extra,
+    })) as any;
     const c = r.choices[0];
     expect(c.prompt_token_ids).toEqual(prompt);
     const lp = c.logprobs;
@@ -67,8 +91,22 @@ describe('ragen serve with the openai client', () => {
   });
 
   it('streams the same text and token ids as the whole response', async () => {
-    const whole = (await client.chat.completions.create({ model: 'tiny', messages, max_tokens: 10, temperature: 0, ...extra })) as any;
-    const stream = await client.chat.completions.create({ model: 'tiny', messages, max_tokens: 10, temperature: 0, stream: true, stream_options: { include_usage: true }, ...extra });
+    const whole = (await client.chat.completions.create({
+      model: 'tiny',
+      messages,
+      max_tokens: 10,
+      temperature: 0,
+      ...extra,
+    })) as any;
+    const stream = await client.chat.completions.create({
+      model: 'tiny',
+      messages,
+      max_tokens: 10,
+      temperature: 0,
+      stream: true,
+      stream_options: { include_usage: true },
+      ...extra,
+    });
     let text = '';
     const ids: number[] = [];
     let finish: string | null = null;
@@ -93,7 +131,14 @@ describe('ragen serve with the openai client', () => {
     const free = await direct(prompt, 12);
     const text = tok.decode(free.tokens);
     const stop = text.slice(3, 5); // a piece the greedy text really contains
-    const r = (await client.completions.create({ model: 'tiny', prompt, max_tokens: 12, temperature: 0, stop: [stop], ...extra })) as any;
+    const r = (await client.completions.create({
+      model: 'tiny',
+      prompt,
+      max_tokens: 12,
+      temperature: 0,
+      stop: [stop],
+      ...extra,
+    })) as any;
     const stopped = await direct(prompt, 12, [stop]);
     expect(r.choices[0].token_ids).toEqual(stopped.tokens);
     expect(r.choices[0].finish_reason).toBe('stop');
@@ -101,14 +146,27 @@ describe('ragen serve with the openai client', () => {
   });
 
   it('gives n choices and reproduces a seeded sampled request', async () => {
-    const ask = () => client.chat.completions.create({ model: 'tiny', messages, max_tokens: 8, temperature: 1, seed: 7, n: 2, ...extra }) as Promise<any>;
+    const ask = () =>
+      client.chat.completions.create({
+        model: 'tiny',
+        messages,
+        max_tokens: 8,
+        temperature: 1,
+        seed: 7,
+        n: 2,
+        ...extra,
+      }) as Promise<any>;
     const [a, b] = [await ask(), await ask()];
     expect(a.choices).toHaveLength(2);
     expect(a.choices.map((c: any) => c.token_ids)).toEqual(b.choices.map((c: any) => c.token_ids));
   });
 
   it('answers errors in OpenAI format with the status the client maps to its error classes', async () => {
-    const err = async (p: Promise<unknown>) => p.then(() => undefined, (e: unknown) => e as { status: number; code?: string; param?: string });
+    const err = async (p: Promise<unknown>) =>
+      p.then(
+        () => undefined,
+        (e: unknown) => e as { status: number; code?: string; param?: string },
+      );
     const unknown = await err(client.chat.completions.create({ model: 'nope', messages }));
     expect(unknown).toBeInstanceOf(OpenAI.NotFoundError);
     expect(unknown!.code).toBe('model_not_found');

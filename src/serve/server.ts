@@ -8,7 +8,16 @@ import { Batcher, ClientGone, type BatcherStats } from './batcher.js';
 import { longestTokenBytes } from './prompt-bytes.js';
 import { readJsonBody } from './body.js';
 import { ApiError } from './errors.js';
-import { chatBody, chatPromptIds, completionPromptIds, completionBody, runChoices, streamChoices, handlerContext, type HandlerContext } from './handlers.js';
+import {
+  chatBody,
+  chatPromptIds,
+  completionPromptIds,
+  completionBody,
+  runChoices,
+  streamChoices,
+  handlerContext,
+  type HandlerContext,
+} from './handlers.js';
 import { parseChatRequest, parseCompletionRequest } from './requests.js';
 import { streamIncremental } from './stream.js';
 import type { TopLogprobsSource } from './top-logprobs.js';
@@ -99,21 +108,41 @@ export class OpenAIServer {
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? '/').split('?')[0]!.replace(/\/+$/, '') || '/';
     if (path === '/health') return this.json(res, 200, { status: 'ok' });
-    if (path === '/stats') return this.json(res, 200, { ...this.batcher.stats, inFlight: this.inFlight, waiting: this.batcher.waiting });
+    if (path === '/stats')
+      return this.json(res, 200, { ...this.batcher.stats, inFlight: this.inFlight, waiting: this.batcher.waiting });
     if (this.options.apiKey !== undefined && req.headers.authorization !== `Bearer ${this.options.apiKey}`) {
-      throw new ApiError(401, 'Incorrect or missing API key: send `Authorization: Bearer <key>` with the key the server was started with.', 'authentication_error', null, 'invalid_api_key');
+      throw new ApiError(
+        401,
+        'Incorrect or missing API key: send `Authorization: Bearer <key>` with the key the server was started with.',
+        'authentication_error',
+        null,
+        'invalid_api_key',
+      );
     }
     if (path === '/v1/models') {
       if (req.method !== 'GET') throw methodNotAllowed(req, 'GET');
       return this.json(res, 200, { object: 'list', data: [this.modelCard()] });
     }
     if (path === `/v1/models/${this.options.modelName}`) return this.json(res, 200, this.modelCard());
-    if (path !== '/v1/chat/completions' && path !== '/v1/completions') throw new ApiError(404, `Unknown route ${req.method} ${path}; this server has GET /v1/models, POST /v1/chat/completions, POST /v1/completions.`, 'invalid_request_error', null, 'unknown_route');
+    if (path !== '/v1/chat/completions' && path !== '/v1/completions')
+      throw new ApiError(
+        404,
+        `Unknown route ${req.method} ${path}; this server has GET /v1/models, POST /v1/chat/completions, POST /v1/completions.`,
+        'invalid_request_error',
+        null,
+        'unknown_route',
+      );
     if (req.method !== 'POST') throw methodNotAllowed(req, 'POST');
     const maxConcurrent = this.options.maxConcurrent ?? 512;
     if (this.inFlight >= maxConcurrent) {
       res.setHeader('Retry-After', '1');
-      throw new ApiError(429, `The server is answering ${this.inFlight} requests, its limit (--max-concurrent ${maxConcurrent}); retry shortly.`, 'rate_limit_error', null, 'rate_limit_exceeded');
+      throw new ApiError(
+        429,
+        `The server is answering ${this.inFlight} requests, its limit (--max-concurrent ${maxConcurrent}); retry shortly.`,
+        'rate_limit_error',
+        null,
+        'rate_limit_exceeded',
+      );
     }
     this.inFlight++;
     try {
@@ -128,7 +157,13 @@ export class OpenAIServer {
     const limits = { maxChoices: this.options.maxChoices ?? 64, vocabSize: this.options.vocabSize };
     const parsed = chat ? parseChatRequest(body, limits) : parseCompletionRequest(body, limits);
     if (parsed.model !== this.options.modelName) {
-      throw new ApiError(404, `The model \`${parsed.model}\` does not exist; this server serves \`${this.options.modelName}\`.`, 'invalid_request_error', 'model', 'model_not_found');
+      throw new ApiError(
+        404,
+        `The model \`${parsed.model}\` does not exist; this server serves \`${this.options.modelName}\`.`,
+        'invalid_request_error',
+        'model',
+        'model_not_found',
+      );
     }
     const prompts = parsed.kind === 'chat' ? [chatPromptIds(this.ctx, parsed)] : completionPromptIds(this.ctx, parsed);
     // A client that hangs up before its batch starts takes its jobs out of the queue.
@@ -137,19 +172,36 @@ export class OpenAIServer {
       if (!res.writableFinished) abort.abort();
     });
     // Token by token, except with top_logprobs: the alternatives come from a teacher-forced pass after generation.
-    if (parsed.stream && parsed.topLogprobs === 0) return streamIncremental(this.ctx, res, parsed, prompts, abort.signal);
+    if (parsed.stream && parsed.topLogprobs === 0)
+      return streamIncremental(this.ctx, res, parsed, prompts, abort.signal);
     const choices = await runChoices(this.ctx, parsed, prompts, abort.signal);
     if (res.destroyed) return;
     if (parsed.stream) {
-      res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', Connection: 'keep-alive' });
+      res.writeHead(200, {
+        'Content-Type': 'text/event-stream',
+        'Cache-Control': 'no-cache',
+        Connection: 'keep-alive',
+      });
       streamChoices(this.ctx, res, parsed, prompts, choices);
     } else {
-      this.json(res, 200, parsed.kind === 'chat' ? chatBody(this.ctx, parsed, prompts[0]!, choices) : completionBody(this.ctx, parsed, prompts, choices));
+      this.json(
+        res,
+        200,
+        parsed.kind === 'chat'
+          ? chatBody(this.ctx, parsed, prompts[0]!, choices)
+          : completionBody(this.ctx, parsed, prompts, choices),
+      );
     }
   }
 
   private modelCard(): Record<string, unknown> {
-    return { id: this.options.modelName, object: 'model', created: this.created, owned_by: 'ragen', max_model_len: this.options.contextLength };
+    return {
+      id: this.options.modelName,
+      object: 'model',
+      created: this.created,
+      owned_by: 'ragen',
+      max_model_len: this.options.contextLength,
+    };
   }
 
   private readJson(req: IncomingMessage): Promise<unknown> {
@@ -159,7 +211,11 @@ export class OpenAIServer {
   private json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
     if (res.destroyed || res.headersSent) return;
     const text = JSON.stringify(body);
-    res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text), ...headers });
+    res.writeHead(status, {
+      'Content-Type': 'application/json',
+      'Content-Length': Buffer.byteLength(text),
+      ...headers,
+    });
     res.end(text);
   }
 
@@ -169,7 +225,16 @@ export class OpenAIServer {
       this.log(`client gone: ${(err as Error)?.message ?? String(err)}`);
       return;
     }
-    const e = err instanceof ApiError ? err : new ApiError(500, `The server failed on this request: ${(err as Error)?.message ?? String(err)}`, 'server_error', null, 'internal_error');
+    const e =
+      err instanceof ApiError
+        ? err
+        : new ApiError(
+            500,
+            `The server failed on this request: ${(err as Error)?.message ?? String(err)}`,
+            'server_error',
+            null,
+            'internal_error',
+          );
     if (e.status >= 500) this.log(`500: ${(err as Error)?.stack ?? String(err)}`);
     else if (e.status === 413 || e.status === 429) this.log(`${e.status}: ${e.message}`);
     if (res.headersSent) {
@@ -183,5 +248,11 @@ export class OpenAIServer {
 }
 
 function methodNotAllowed(req: IncomingMessage, allowed: string): ApiError {
-  return new ApiError(405, `${req.method} is not allowed here; use ${allowed}.`, 'invalid_request_error', null, 'method_not_allowed');
+  return new ApiError(
+    405,
+    `${req.method} is not allowed here; use ${allowed}.`,
+    'invalid_request_error',
+    null,
+    'method_not_allowed',
+  );
 }

@@ -51,7 +51,9 @@ export class StreamText {
     const sentText = this.text.slice(0, this.sent);
     this.stopped = true;
     if (!finalText.startsWith(sentText)) {
-      throw new Error(`streamed text ${JSON.stringify(sentText)} is not a prefix of the final text ${JSON.stringify(finalText)}`);
+      throw new Error(
+        `streamed text ${JSON.stringify(sentText)} is not a prefix of the final text ${JSON.stringify(finalText)}`,
+      );
     }
     this.sent = finalText.length;
     return finalText.slice(sentText.length);

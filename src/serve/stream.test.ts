@@ -26,10 +26,13 @@ beforeAll(async () => {
       if (!params.onTokens) return inner.generate(prompts, params);
       receivedAtStep = [];
       const onTokens = params.onTokens;
-      return inner.generate(prompts, { ...params, onTokens: (s) => {
-        receivedAtStep.push(received);
-        onTokens(s);
-      } });
+      return inner.generate(prompts, {
+        ...params,
+        onTokens: (s) => {
+          receivedAtStep.push(received);
+          onTokens(s);
+        },
+      });
     },
   };
   server = new OpenAIServer({ ...target, engine: spy });
@@ -46,7 +49,14 @@ const extra = { return_token_ids: true } as Record<string, unknown>;
 describe('token-by-token streaming', () => {
   it('delivers chunks to the openai client while the completion is still being sampled', async () => {
     received = 0;
-    const stream = await client.chat.completions.create({ model: 'tiny', messages, max_tokens: 300, temperature: 0, stream: true, ...extra });
+    const stream = await client.chat.completions.create({
+      model: 'tiny',
+      messages,
+      max_tokens: 300,
+      temperature: 0,
+      stream: true,
+      ...extra,
+    });
     const ids: number[] = [];
     for await (const chunk of stream as AsyncIterable<any>) {
       received++;
@@ -62,7 +72,16 @@ describe('token-by-token streaming', () => {
 
   it('streams deltas that concatenate to the non-streamed text, with the same ids and log-probs, for the same seed', async () => {
     for (const stop of [[], ['</answer>']]) {
-      const body = { model: 'tiny', messages, max_tokens: 120, temperature: 1, seed: 11, logprobs: true, stop, ...extra };
+      const body = {
+        model: 'tiny',
+        messages,
+        max_tokens: 120,
+        temperature: 1,
+        seed: 11,
+        logprobs: true,
+        stop,
+        ...extra,
+      };
       const whole = (await client.chat.completions.create(body as any)) as any;
       const stream = await client.chat.completions.create({ ...body, stream: true } as any);
       let text = '';
@@ -91,7 +110,8 @@ describe('token-by-token streaming', () => {
     const whole = (await client.completions.create(body as any)) as any;
     const stream = await client.completions.create({ ...body, stream: true } as any);
     const texts = ['', ''];
-    for await (const chunk of stream as unknown as AsyncIterable<any>) for (const ch of chunk.choices) texts[ch.index] += ch.text;
+    for await (const chunk of stream as unknown as AsyncIterable<any>)
+      for (const ch of chunk.choices) texts[ch.index] += ch.text;
     expect(texts).toEqual(whole.choices.map((c: { text: string }) => c.text));
   });
 });
@@ -113,7 +133,11 @@ describe('StreamText', () => {
   it('never sends a stop sequence or a tail that may begin one, nor the stop token', () => {
     const tok = target.tokenizer;
     const st = new StreamText(tok, [tok.eosTokenId], ['STOP']);
-    const sentAfter = (s: string) => tok.encode(s).map((id) => st.push(id)).join('');
+    const sentAfter = (s: string) =>
+      tok
+        .encode(s)
+        .map((id) => st.push(id))
+        .join('');
     expect(sentAfter('go to ST')).toBe('go to ');
     expect(sentAfter('ART then')).toBe('START then');
     expect(sentAfter(' STOP and more')).toBe(' ');
@@ -127,7 +151,16 @@ describe('Batcher streaming', () => {
     const batcher = new Batcher(target.engine, { batchWindowMs: 0 });
     const prompt = target.tokenizer.encode('State:\n#P_#\n');
     const seen: number[][] = [[], []];
-    const job = (max: number, k: number) => ({ prompt, maxTokens: max, temperature: 0, topP: 1, topK: 0, stopTokenIds: [], stopStrings: [], onToken: (t: number) => seen[k]!.push(t) });
+    const job = (max: number, k: number) => ({
+      prompt,
+      maxTokens: max,
+      temperature: 0,
+      topP: 1,
+      topK: 0,
+      stopTokenIds: [],
+      stopStrings: [],
+      onToken: (t: number) => seen[k]!.push(t),
+    });
     const long = batcher.submit(job(200, 1));
     const short = await batcher.submit(job(5, 0));
     const longSoFar = seen[1]!.length;
@@ -140,11 +173,24 @@ describe('Batcher streaming', () => {
 
   it('sends the whole generation when the batch ends on an engine that does not report steps', async () => {
     const inner = target.engine;
-    const whole: Engine = { kind: 'whole', forward: (b, o) => inner.forward(b, o), generate: (p, { onTokens: _, ...params }) => inner.generate(p, params) };
+    const whole: Engine = {
+      kind: 'whole',
+      forward: (b, o) => inner.forward(b, o),
+      generate: (p, { onTokens: _, ...params }) => inner.generate(p, params),
+    };
     const batcher = new Batcher(whole, { batchWindowMs: 0 });
     const prompt = target.tokenizer.encode('State:\n#P_#\n');
     const seen: number[] = [];
-    const g: Generation = await batcher.submit({ prompt, maxTokens: 12, temperature: 0, topP: 1, topK: 0, stopTokenIds: [], stopStrings: [], onToken: (t) => seen.push(t) });
+    const g: Generation = await batcher.submit({
+      prompt,
+      maxTokens: 12,
+      temperature: 0,
+      topP: 1,
+      topK: 0,
+      stopTokenIds: [],
+      stopStrings: [],
+      onToken: (t) => seen.push(t),
+    });
     expect(g.tokens).toHaveLength(12);
     expect(seen).toEqual(g.tokens);
   });

@@ -7,7 +7,9 @@ import { OpenAIServer, type ServeOptions } from './server.js';
 export const TINY_MODEL_DIR = fileURLToPath(new URL('../../models/ragen-tiny', import.meta.url));
 
 /** Serve models/ragen-tiny on 127.0.0.1 (a free port) as `tiny`; `options` override the limits. */
-export async function serveTiny(options: Partial<ServeOptions> = {}): Promise<{ server: OpenAIServer; url: string; target: Awaited<ReturnType<typeof localServeTarget>> }> {
+export async function serveTiny(
+  options: Partial<ServeOptions> = {},
+): Promise<{ server: OpenAIServer; url: string; target: Awaited<ReturnType<typeof localServeTarget>> }> {
   const target = await localServeTarget(TINY_MODEL_DIR, (d) => d, { name: 'tiny' });
   const server = new OpenAIServer({ ...target, ...options });
   const { url } = await server.listen(0);

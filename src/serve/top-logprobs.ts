@@ -10,7 +10,11 @@ export interface TopLogprob {
 }
 
 /** The `k` most likely tokens (descending) at each position where `completion` was sampled after `prompt`. */
-export type TopLogprobsSource = (prompt: readonly number[], completion: readonly number[], k: number) => Promise<TopLogprob[][]>;
+export type TopLogprobsSource = (
+  prompt: readonly number[],
+  completion: readonly number[],
+  k: number,
+) => Promise<TopLogprob[][]>;
 
 /**
  * Top log-probs from a teacher-forced pass of a local model over prompt + completion: log-softmax of the logits
@@ -36,6 +40,8 @@ export function topK(z: Float32Array, k: number): TopLogprob[] {
   let sum = 0;
   for (const v of z) sum += Math.exp(v - max);
   const logZ = max + Math.log(sum);
-  const order = Array.from(z.keys()).sort((a, b) => z[b]! - z[a]! || a - b).slice(0, k);
+  const order = Array.from(z.keys())
+    .sort((a, b) => z[b]! - z[a]! || a - b)
+    .slice(0, k);
   return order.map((id) => ({ id, logprob: z[id]! - logZ }));
 }

@@ -16,7 +16,10 @@ describe.skipIf(!python)('ragen serve --engine torch', () => {
   let server: OpenAIServer;
   let client: OpenAI;
   beforeAll(async () => {
-    target = await torchServeTarget(TINY_MODEL_DIR, (d) => d, { name: 'tiny', torch: { python: python!, device: 'cpu', precision: 'float32' } });
+    target = await torchServeTarget(TINY_MODEL_DIR, (d) => d, {
+      name: 'tiny',
+      torch: { python: python!, device: 'cpu', precision: 'float32' },
+    });
     local = await localServeTarget(TINY_MODEL_DIR, (d) => d, { name: 'tiny' });
     server = new OpenAIServer(target);
     const { url } = await server.listen(0);
@@ -32,24 +35,51 @@ describe.skipIf(!python)('ragen serve --engine torch', () => {
 
   it('answers a greedy chat completion with the tokens the local engine samples, and log-probs close to its', async () => {
     expect(target.engine.kind).toBe('torch');
-    const r = (await client.chat.completions.create({ model: 'tiny', messages, max_tokens: 16, temperature: 0, logprobs: true, ...extra })) as any;
+    const r = (await client.chat.completions.create({
+      model: 'tiny',
+      messages,
+      max_tokens: 16,
+      temperature: 0,
+      logprobs: true,
+      ...extra,
+    })) as any;
     const tok = local.tokenizer;
     const prompt = tok.encode(tok.applyChatTemplate(messages, { addGenerationPrompt: true }));
     expect(r.prompt_token_ids).toEqual(prompt);
-    const [g] = await local.engine.generate([prompt], { maxNewTokens: 16, temperature: 0, stopTokenIds: [tok.eosTokenId], seed: 0 });
+    const [g] = await local.engine.generate([prompt], {
+      maxNewTokens: 16,
+      temperature: 0,
+      stopTokenIds: [tok.eosTokenId],
+      seed: 0,
+    });
     const c = r.choices[0];
     expect(c.token_ids).toEqual(g!.tokens);
-    c.logprobs.content.forEach((e: { logprob: number }, i: number) => expect(e.logprob).toBeCloseTo(g!.logprobs[i]!, 3));
+    c.logprobs.content.forEach((e: { logprob: number }, i: number) =>
+      expect(e.logprob).toBeCloseTo(g!.logprobs[i]!, 3),
+    );
     expect(c.message.content).toBe(tok.decode(g!.finishReason === 'stop' ? g!.tokens.slice(0, -1) : g!.tokens));
   }, 60_000);
 
   it('streams the same text (sent when the batch finishes) and refuses top_logprobs by name', async () => {
-    const whole = (await client.chat.completions.create({ model: 'tiny', messages, max_tokens: 12, temperature: 0 })) as any;
-    const stream = await client.chat.completions.create({ model: 'tiny', messages, max_tokens: 12, temperature: 0, stream: true });
+    const whole = (await client.chat.completions.create({
+      model: 'tiny',
+      messages,
+      max_tokens: 12,
+      temperature: 0,
+    })) as any;
+    const stream = await client.chat.completions.create({
+      model: 'tiny',
+      messages,
+      max_tokens: 12,
+      temperature: 0,
+      stream: true,
+    });
     let text = '';
     for await (const chunk of stream) for (const ch of chunk.choices) text += ch.delta.content ?? '';
     expect(text).toBe(whole.choices[0].message.content);
-    const err = await client.chat.completions.create({ model: 'tiny', messages, max_tokens: 4, logprobs: true, top_logprobs: 2 }).catch((e: unknown) => e as { status: number; param: string });
+    const err = await client.chat.completions
+      .create({ model: 'tiny', messages, max_tokens: 4, logprobs: true, top_logprobs: 2 })
+      .catch((e: unknown) => e as { status: number; param: string });
     expect(err).toMatchObject({ status: 400, param: 'top_logprobs' });
   }, 60_000);
 });

@@ -6,9 +6,15 @@ const MB = 1 << 20;
 
 describe('Arena', () => {
   it('rounds requests to size classes, four per power of two', () => {
-    expect([sizeClass(4), sizeClass(256), sizeClass(257), sizeClass(1024), sizeClass(1025), sizeClass(1280), sizeClass(1281)]).toEqual([
-      256, 256, 320, 1024, 1280, 1280, 1536,
-    ]);
+    expect([
+      sizeClass(4),
+      sizeClass(256),
+      sizeClass(257),
+      sizeClass(1024),
+      sizeClass(1025),
+      sizeClass(1280),
+      sizeClass(1281),
+    ]).toEqual([256, 256, 320, 1024, 1280, 1280, 1536]);
   });
 
   it('merges freed neighbours and splits them for smaller requests', () => {

@@ -8,7 +8,11 @@ import type { Buf } from './backend.js';
 
 /** A region of the arena: byte address and element count. */
 export class ArenaBuf implements Buf {
-  constructor(readonly ptr: number, readonly length: number, readonly bytes: number) {}
+  constructor(
+    readonly ptr: number,
+    readonly length: number,
+    readonly bytes: number,
+  ) {}
 }
 
 const PAGE = 65536;
@@ -84,7 +88,9 @@ export class Arena {
     else this.list(start, bytes);
   }
 
-  /** A free block of at least `bytes` (first fit among a few of its own bin, else any of a larger bin), split to size. */
+  /**
+   * A free block of at least `bytes` (first fit among a few of its own bin, else any of a larger bin), split to size.
+   */
   private take(bytes: number): number | undefined {
     const own = this.bins[binOf(bytes)]!;
     let seen = 0;
@@ -132,7 +138,9 @@ export class Arena {
         const havePages = have / PAGE;
         const grow = Math.min(Math.max(needPages, Math.ceil(havePages / 4)), MAX_PAGES - havePages);
         if (grow < needPages)
-          throw new RangeError(`tensor arena is out of memory: ${(end / 2 ** 30).toFixed(2)} GiB needed, WebAssembly memory is limited to 4 GiB; free tensors (tidy/dispose) or use a smaller batch`);
+          throw new RangeError(
+            `tensor arena is out of memory: ${(end / 2 ** 30).toFixed(2)} GiB needed, WebAssembly memory is limited to 4 GiB; free tensors (tidy/dispose) or use a smaller batch`,
+          );
         this.memory.grow(grow);
       }
       this.f32View = new Float32Array(this.memory.buffer);

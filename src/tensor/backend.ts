@@ -80,7 +80,17 @@ export interface Backend {
   read(buf: Buf, offset?: number, length?: number, out?: Float32Array): Float32Array;
   fill(buf: Buf, value: number, offset?: number, length?: number): void;
   /** rows x cols block copy between strided layouts; adds into dst when accumulate. */
-  copyBlock(src: Buf, srcOff: number, srcStride: number, dst: Buf, dstOff: number, dstStride: number, rows: number, cols: number, accumulate: boolean): void;
+  copyBlock(
+    src: Buf,
+    srcOff: number,
+    srcStride: number,
+    dst: Buf,
+    dstOff: number,
+    dstStride: number,
+    rows: number,
+    cols: number,
+    accumulate: boolean,
+  ): void;
   /** dst = src permuted; shape and perm have exactly 4 entries. */
   permute(src: Buf, dst: Buf, shape: readonly number[], perm: readonly number[]): void;
 
@@ -109,8 +119,20 @@ export interface Backend {
   rmsNorm(x: Buf, w: Buf, y: Buf, rstd: Buf, rows: number, C: number, eps: number): void;
   /** dx = d/dx, dw += d/dw (dw accumulates). */
   rmsNormBackward(g: Buf, x: Buf, w: Buf, rstd: Buf, dx: Buf, dw: Buf, rows: number, C: number): void;
-  /** Rotary embedding, HF rotate_half convention, on x (B, H, T, D); positions has T or B*T entries. inverse = backward. */
-  rope(x: Buf, out: Buf, B: number, H: number, T: number, D: number, positions: Int32Array, theta: number, inverse: boolean): void;
+  /**
+   * Rotary embedding, HF rotate_half convention, on x (B, H, T, D); positions has T or B*T entries. inverse = backward.
+   */
+  rope(
+    x: Buf,
+    out: Buf,
+    B: number,
+    H: number,
+    T: number,
+    D: number,
+    positions: Int32Array,
+    theta: number,
+    inverse: boolean,
+  ): void;
   /** out = silu(gate) * up. */
   swiglu(gate: Buf, up: Buf, out: Buf, n: number): void;
   swigluBackward(g: Buf, gate: Buf, up: Buf, dgate: Buf, dup: Buf, n: number): void;
@@ -152,7 +174,10 @@ export interface DecoderDims {
   eps: number;
 }
 
-/** One decoder layer for the fused decode: norm weights as stored, matrices packed by `DecodeKernels.pack`, its KV cache. */
+/**
+ * One decoder layer for the fused decode: norm weights as stored, matrices packed by `DecodeKernels.pack`, its KV
+ * cache.
+ */
 export interface DecodeLayer {
   inNorm: Buf;
   /** q | k | v (((H + 2 Hkv) D), C), its bias or null. */

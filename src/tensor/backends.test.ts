@@ -23,7 +23,9 @@ describe('getBackend without RAGEN_BACKEND', () => {
 
   it.runIf(haveWasm)('falls back from native to wasm with one line naming the choice and the reason', async () => {
     const { getBackend, registerBackendLoader, warn } = await fresh();
-    registerBackendLoader('native', () => { throw new Error('no addon in this test'); });
+    registerBackendLoader('native', () => {
+      throw new Error('no addon in this test');
+    });
     expect(getBackend().name).toBe('wasm');
     expect(warn).toHaveBeenCalledTimes(1);
     expect(String(warn.mock.calls[0]![0])).toMatch(/using the wasm backend \(.*no addon in this test\)/);
@@ -31,10 +33,16 @@ describe('getBackend without RAGEN_BACKEND', () => {
 
   it('falls back to the js reference with one line giving both reasons', async () => {
     const { getBackend, registerBackendLoader, warn } = await fresh();
-    registerBackendLoader('native', () => { throw new Error('no addon in this test'); });
-    registerBackendLoader('wasm', () => { throw new Error('no wasm in this test either'); });
+    registerBackendLoader('native', () => {
+      throw new Error('no addon in this test');
+    });
+    registerBackendLoader('wasm', () => {
+      throw new Error('no wasm in this test either');
+    });
     expect(getBackend().name).toBe('js');
     expect(warn).toHaveBeenCalledTimes(1);
-    expect(String(warn.mock.calls[0]![0])).toMatch(/using the slow js reference backend \(.*no addon in this test.*; .*no wasm in this test either\)/);
+    expect(String(warn.mock.calls[0]![0])).toMatch(
+      /using the slow js reference backend \(.*no addon in this test.*; .*no wasm in this test either\)/,
+    );
   });
 });

@@ -25,11 +25,13 @@ export function registerBackendLoader(name: BackendName, loader: Loader): void {
 
 /** Load (once) and return a backend by name, without making it current. Throws when unavailable. */
 export function loadBackend(name: BackendName): Backend {
-  if (!NAMES.includes(name)) throw new ConfigError(`Unknown tensor backend \`${name}\`.${didYouMean(name, NAMES)} Valid: ${NAMES.join(', ')}.`);
+  if (!NAMES.includes(name))
+    throw new ConfigError(`Unknown tensor backend \`${name}\`.${didYouMean(name, NAMES)} Valid: ${NAMES.join(', ')}.`);
   const have = loaded.get(name);
   if (have) return have;
   const loader = loaders.get(name);
-  if (!loader) throw new ConfigError(`Tensor backend \`${name}\` is not available in this build (no loader registered).`);
+  if (!loader)
+    throw new ConfigError(`Tensor backend \`${name}\` is not available in this build (no loader registered).`);
   let b: Backend;
   try {
     b = loader();
@@ -77,7 +79,8 @@ export function getBackend(): Backend {
       why.push((e as Error).message);
     }
   }
-  if (loaders.has('wasm')) console.warn(`ragen tensor: using the slow js reference backend (${why.join('; ')}). Run \`npm run build\`.`);
+  if (loaders.has('wasm'))
+    console.warn(`ragen tensor: using the slow js reference backend (${why.join('; ')}). Run \`npm run build\`.`);
   return setBackend('js');
 }
 

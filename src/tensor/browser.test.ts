@@ -12,7 +12,8 @@ describe('browser entry', () => {
     const be = await createWasmBackend(bytes);
     useBackend(be);
     try {
-      const a = tensor([1, 2, 3, 4, 5, 6], [2, 3]), b = tensor([1, 0, 0, 1, 1, 1], [3, 2]);
+      const a = tensor([1, 2, 3, 4, 5, 6], [2, 3]),
+        b = tensor([1, 0, 0, 1, 1, 1], [3, 2]);
       expect(Array.from(matmul(a, b).toFloat32Array())).toEqual([4, 5, 10, 11]);
       const s = softmax(tensor([0, Math.log(3)], [1, 2])).toFloat32Array();
       expect(s[0]).toBeCloseTo(0.25, 6);

@@ -5,16 +5,67 @@ export { Tensor, noGrad, tidy, keep, isGradEnabled, liveTensors } from './tensor
 export type { GradNode } from './tensor.js';
 export { tensor, scalar, full, zeros, ones, randn, rand, empty } from './creation.js';
 export type { CreateOptions } from './creation.js';
-export { add, sub, mul, div, neg, exp, log, sqrt, silu, sigmoid, tanh, relu, square, affine, scale, addScalar, sum, mean } from './ops.js';
+export {
+  add,
+  sub,
+  mul,
+  div,
+  neg,
+  exp,
+  log,
+  sqrt,
+  silu,
+  sigmoid,
+  tanh,
+  relu,
+  square,
+  affine,
+  scale,
+  addScalar,
+  sum,
+  mean,
+} from './ops.js';
 export { permute, transpose, narrow, slice, concat, assignSlice } from './shape-ops.js';
 export { matmul, linear } from './linalg.js';
 export type { MatmulOptions } from './linalg.js';
-export { embedding, rmsNorm, rope, swiglu, softmax, logSoftmax, logprobOfTarget, crossEntropy, entropy, causalAttention, dropout } from './nn.js';
+export {
+  embedding,
+  rmsNorm,
+  rope,
+  swiglu,
+  softmax,
+  logSoftmax,
+  logprobOfTarget,
+  crossEntropy,
+  entropy,
+  causalAttention,
+  dropout,
+} from './nn.js';
 export type { AttentionOptions } from './nn.js';
 export { AdamW, clipGradNorm, gradNorm, gradsAreFinite } from './optim.js';
 export type { AdamWOptions, AdamWState } from './optim.js';
-export { setBackend, getBackend, loadBackend, backendAvailable, useBackend, backendNames, memoryStats, simdPeak } from './backends.js';
-export type { Backend, BackendName, Buf, GemmArgs, AttentionDims, AdamWStep, DecoderDims, DecodeLayer, DecodeCall, DecodeKernels } from './backend.js';
+export {
+  setBackend,
+  getBackend,
+  loadBackend,
+  backendAvailable,
+  useBackend,
+  backendNames,
+  memoryStats,
+  simdPeak,
+} from './backends.js';
+export type {
+  Backend,
+  BackendName,
+  Buf,
+  GemmArgs,
+  AttentionDims,
+  AdamWStep,
+  DecoderDims,
+  DecodeLayer,
+  DecodeCall,
+  DecodeKernels,
+} from './backend.js';
 export { finiteDifferenceCheck, compareWithReference } from './grad-check.js';
 export type { CheckInput, GradCheckResult } from './grad-check.js';
 

@@ -10,9 +10,14 @@ export interface CreateOptions {
 }
 
 /** A tensor holding a copy of `data` with the given shape (default: 1-D). */
-export function tensor(data: Float32Array | Float64Array | readonly number[], shape?: readonly number[], opts: CreateOptions = {}): Tensor {
+export function tensor(
+  data: Float32Array | Float64Array | readonly number[],
+  shape?: readonly number[],
+  opts: CreateOptions = {},
+): Tensor {
   const s = shape ?? [data.length];
-  if (shapeSize(s) !== data.length) throw new ShapeError(`tensor(): ${data.length} values do not fill shape [${s}] (${shapeSize(s)} elements)`);
+  if (shapeSize(s) !== data.length)
+    throw new ShapeError(`tensor(): ${data.length} values do not fill shape [${s}] (${shapeSize(s)} elements)`);
   const t = Tensor.empty(s);
   t.backend.write(t.buf, data);
   t.requiresGrad = opts.requiresGrad ?? false;

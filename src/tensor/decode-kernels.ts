@@ -49,14 +49,22 @@ function layerScratch(d: DecoderDims, rows: number): number {
   return rows * (d.C + (d.H + 2 * d.Hkv) * d.D + d.H * d.D + 3 * d.F);
 }
 
-/** assembly/decode.ts: panels of 8 columns; one call per thread runs the whole step; the worker takes half the sequences. */
+/**
+ * assembly/decode.ts: panels of 8 columns; one call per thread runs the whole step; the worker takes half the
+ * sequences.
+ */
 export class WasmDecodeKernels implements DecodeKernels {
   readonly prefills = true;
   readonly threads: number;
   private readonly slots: Slots;
 
-  constructor(private readonly k: WasmKernels, private readonly arena: Arena, private readonly pool: ThreadPool | null,
-    private readonly dims: DecoderDims, private readonly capacity: number) {
+  constructor(
+    private readonly k: WasmKernels,
+    private readonly arena: Arena,
+    private readonly pool: ThreadPool | null,
+    private readonly dims: DecoderDims,
+    private readonly capacity: number,
+  ) {
     this.threads = pool ? 2 : 1;
     this.slots = new Slots(arena);
   }
@@ -71,21 +79,63 @@ export class WasmDecodeKernels implements DecodeKernels {
 
   run(c: DecodeCall): void {
     const { C, H, Hkv: K, D, F, V, eps } = this.dims;
-    const cap = this.capacity, T = c.T, L = c.layers.length;
+    const cap = this.capacity,
+      T = c.T,
+      L = c.layers.length;
     const scale = 1 / Math.sqrt(D);
     const desc = this.slots.get('desc', L * DESC);
     const i32 = this.arena.i32;
     c.layers.forEach((l, i) => {
-      const ptrs = [p(l.inNorm), p(l.qkv), optP(l.qkvBias), p(l.o), optP(l.oBias), p(l.postNorm), p(l.gateUp), p(l.down), p(l.keys), p(l.values), optP(l.qNorm), optP(l.kNorm)];
+      const ptrs = [
+        p(l.inNorm),
+        p(l.qkv),
+        optP(l.qkvBias),
+        p(l.o),
+        optP(l.oBias),
+        p(l.postNorm),
+        p(l.gateUp),
+        p(l.down),
+        p(l.keys),
+        p(l.values),
+        optP(l.qNorm),
+        optP(l.kNorm),
+      ];
       i32.set(ptrs, (desc >>> 2) + i * DESC);
     });
     const valid = c.keyValid ? this.slots.mask(c.keyValid, c.seq0, c.rows / T, cap) : 0;
     // x, qkv, y, gate|up, act, attention scores, then the GEMMs' packed input, 4 floats of alignment and a 4 x 8 tile
-    const scratchFloats = (rows: number): number => layerScratch(this.dims, rows) + H * cap + (rows + 3) * Math.max(C, H * D, F) + 4 + 32;
+    const scratchFloats = (rows: number): number =>
+      layerScratch(this.dims, rows) + H * cap + (rows + 3) * Math.max(C, H * D, F) + 4 + 32;
     const args = (r0: number, r1: number, scratch: number): Parameters<WasmKernels['decodeStep']> => {
-      const s = r0 / T, seq = c.seq0 + s; // first sequence of these rows: within the call, and in the cache
-      return [desc, L, p(c.h) + 4 * r0 * C, scratch, p(c.rope) + 4 * r0 * D, valid ? valid + 4 * s * cap : 0, 4 * seq * K * cap * D, r1 - r0,
-        C, H, K, D, F, cap, c.start, eps, scale, T, p(c.norm), p(c.head), p(c.logits) + 4 * seq * V, V, p(c.probs) + 4 * seq * V, p(c.lse) + 4 * seq, c.invTemp];
+      const s = r0 / T,
+        seq = c.seq0 + s; // first sequence of these rows: within the call, and in the cache
+      return [
+        desc,
+        L,
+        p(c.h) + 4 * r0 * C,
+        scratch,
+        p(c.rope) + 4 * r0 * D,
+        valid ? valid + 4 * s * cap : 0,
+        4 * seq * K * cap * D,
+        r1 - r0,
+        C,
+        H,
+        K,
+        D,
+        F,
+        cap,
+        c.start,
+        eps,
+        scale,
+        T,
+        p(c.norm),
+        p(c.head),
+        p(c.logits) + 4 * seq * V,
+        V,
+        p(c.probs) + 4 * seq * V,
+        p(c.lse) + 4 * seq,
+        c.invTemp,
+      ];
     };
     // the worker takes the second half of the sequences (a sequence's rows stay on one thread)
     const half = ((c.rows / T) >> 1) * T;
@@ -94,7 +144,8 @@ export class WasmDecodeKernels implements DecodeKernels {
       this.k.decodeStep(...args(0, c.rows, this.slots.get('scratch0', scratchFloats(c.rows))));
       return;
     }
-    const s0 = this.slots.get('scratch0', scratchFloats(half)), s1 = this.slots.get('scratch1', scratchFloats(c.rows - half));
+    const s0 = this.slots.get('scratch0', scratchFloats(half)),
+      s1 = this.slots.get('scratch1', scratchFloats(c.rows - half));
     this.pool.run('decodeStep', args(0, half, s0), args(half, c.rows, s1));
   }
 
@@ -103,15 +154,22 @@ export class WasmDecodeKernels implements DecodeKernels {
   }
 }
 
-/** native/decode.inc: panels of 16 columns; a call per layer and one for the head, each splitting rows over two threads. */
+/**
+ * native/decode.inc: panels of 16 columns; a call per layer and one for the head, each splitting rows over two threads.
+ */
 export class NativeDecodeKernels implements DecodeKernels {
   readonly prefills = false;
   readonly threads = 2;
   private readonly slots: Slots;
 
   /** @param sync points the addon at the arena (again after it grew) */
-  constructor(private readonly addon: NativeAddon, arena: Arena, private readonly sync: () => void, private readonly dims: DecoderDims,
-    private readonly capacity: number) {
+  constructor(
+    private readonly addon: NativeAddon,
+    arena: Arena,
+    private readonly sync: () => void,
+    private readonly dims: DecoderDims,
+    private readonly capacity: number,
+  ) {
     this.slots = new Slots(arena);
   }
 
@@ -125,17 +183,61 @@ export class NativeDecodeKernels implements DecodeKernels {
   }
 
   run(c: DecodeCall): void {
-    if (c.T !== 1 || c.seq0 !== 0) throw new RangeError(`native decodeKernels: one token per sequence from sequence 0 (no prefill), got T = ${c.T}, seq0 = ${c.seq0}`);
+    if (c.T !== 1 || c.seq0 !== 0)
+      throw new RangeError(
+        `native decodeKernels: one token per sequence from sequence 0 (no prefill), got T = ${c.T}, seq0 = ${c.seq0}`,
+      );
     const { C, H, Hkv: K, D, F, V, eps } = this.dims;
-    const B = c.rows, cap = this.capacity, scale = 1 / Math.sqrt(D);
+    const B = c.rows,
+      cap = this.capacity,
+      scale = 1 / Math.sqrt(D);
     const scratch = this.slots.get('scratch', layerScratch(this.dims, B));
     const valid = c.keyValid ? this.slots.mask(c.keyValid, 0, B, cap) : 0;
     this.sync();
     for (const l of c.layers) {
-      this.addon.decodeLayer(p(c.h), scratch, p(l.inNorm), p(l.qkv), optP(l.qkvBias), p(l.o), optP(l.oBias), p(l.postNorm), p(l.gateUp), p(l.down),
-        p(l.keys), p(l.values), p(c.rope), optP(l.qNorm), optP(l.kNorm), valid, B, C, H, K, D, F, cap, c.start, eps, scale);
+      this.addon.decodeLayer(
+        p(c.h),
+        scratch,
+        p(l.inNorm),
+        p(l.qkv),
+        optP(l.qkvBias),
+        p(l.o),
+        optP(l.oBias),
+        p(l.postNorm),
+        p(l.gateUp),
+        p(l.down),
+        p(l.keys),
+        p(l.values),
+        p(c.rope),
+        optP(l.qNorm),
+        optP(l.kNorm),
+        valid,
+        B,
+        C,
+        H,
+        K,
+        D,
+        F,
+        cap,
+        c.start,
+        eps,
+        scale,
+      );
     }
-    this.addon.decodeHead(p(c.h), scratch, p(c.norm), p(c.head), p(c.logits), B, C, V, eps, p(c.probs), p(c.lse), c.invTemp);
+    this.addon.decodeHead(
+      p(c.h),
+      scratch,
+      p(c.norm),
+      p(c.head),
+      p(c.logits),
+      B,
+      C,
+      V,
+      eps,
+      p(c.probs),
+      p(c.lse),
+      c.invTemp,
+    );
   }
 
   dispose(): void {

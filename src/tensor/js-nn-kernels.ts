@@ -19,7 +19,17 @@ export function ropeAngle(pos: number, invFreq: number): number {
   return Math.fround(pos * invFreq);
 }
 
-export function refRope(x: FArr, o: FArr, B: number, H: number, T: number, D: number, positions: Int32Array, theta: number, inverse: boolean): void {
+export function refRope(
+  x: FArr,
+  o: FArr,
+  B: number,
+  H: number,
+  T: number,
+  D: number,
+  positions: Int32Array,
+  theta: number,
+  inverse: boolean,
+): void {
   const half = D / 2;
   const inv = ropeInvFreq(D, theta);
   const perBatch = positions.length === B * T;
@@ -30,8 +40,10 @@ export function refRope(x: FArr, o: FArr, B: number, H: number, T: number, D: nu
         const base = ((b * H + h) * T + t) * D;
         for (let i = 0; i < half; i++) {
           const ang = ropeAngle(pos, inv[i]!);
-          const c = Math.cos(ang), s = inverse ? -Math.sin(ang) : Math.sin(ang);
-          const x1 = x[base + i]!, x2 = x[base + i + half]!;
+          const c = Math.cos(ang),
+            s = inverse ? -Math.sin(ang) : Math.sin(ang);
+          const x1 = x[base + i]!,
+            x2 = x[base + i + half]!;
           o[base + i] = x1 * c - x2 * s;
           o[base + i + half] = x2 * c + x1 * s;
         }
@@ -54,10 +66,18 @@ export function refLogprobTarget(x: FArr, targets: Int32Array, out: FArr, lse: F
   }
 }
 
-export function refLogprobTargetBackward(g: FArr, x: FArr, targets: Int32Array, lse: FArr, dx: FArr, N: number, V: number): void {
+export function refLogprobTargetBackward(
+  g: FArr,
+  x: FArr,
+  targets: Int32Array,
+  lse: FArr,
+  dx: FArr,
+  N: number,
+  V: number,
+): void {
   for (let n = 0; n < N; n++) {
     for (let j = 0; j < V; j++) dx[n * V + j] = -g[n]! * Math.exp(x[n * V + j]! - lse[n]!);
-    dx[n * V + targets[n]!] += g[n]!;
+    dx[n * V + targets[n]!]! += g[n]!;
   }
 }
 
@@ -84,7 +104,15 @@ function visible(d: AttentionDims, keyValid: Int32Array | null, b: number, t: nu
   return s <= d.offset + t && (keyValid === null || keyValid[b * d.S + s] !== 0);
 }
 
-export function refAttention(q: FArr, k: FArr, v: FArr, out: FArr, probs: FArr, d: AttentionDims, keyValid: Int32Array | null): void {
+export function refAttention(
+  q: FArr,
+  k: FArr,
+  v: FArr,
+  out: FArr,
+  probs: FArr,
+  d: AttentionDims,
+  keyValid: Int32Array | null,
+): void {
   const { B, Hq, Hkv, T, S, D } = d;
   const group = Hq / Hkv;
   const sc = new Float64Array(S);
@@ -92,7 +120,8 @@ export function refAttention(q: FArr, k: FArr, v: FArr, out: FArr, probs: FArr, 
     for (let h = 0; h < Hq; h++) {
       const kvh = Math.floor(h / group);
       for (let t = 0; t < T; t++) {
-        const qo = ((b * Hq + h) * T + t) * D, po = ((b * Hq + h) * T + t) * S;
+        const qo = ((b * Hq + h) * T + t) * D,
+          po = ((b * Hq + h) * T + t) * S;
         let mx = -Infinity;
         for (let s = 0; s < S; s++) {
           if (!visible(d, keyValid, b, t, s)) continue;
@@ -112,13 +141,23 @@ export function refAttention(q: FArr, k: FArr, v: FArr, out: FArr, probs: FArr, 
           const p = sum > 0 ? sc[s]! / sum : 0;
           probs[po + s] = p;
           const vo = ((b * Hkv + kvh) * S + s) * D;
-          for (let i = 0; i < D; i++) out[qo + i] += p * v[vo + i]!;
+          for (let i = 0; i < D; i++) out[qo + i]! += p * v[vo + i]!;
         }
       }
     }
 }
 
-export function refAttentionBackward(g: FArr, q: FArr, k: FArr, v: FArr, probs: FArr, dq: FArr, dk: FArr, dv: FArr, d: AttentionDims): void {
+export function refAttentionBackward(
+  g: FArr,
+  q: FArr,
+  k: FArr,
+  v: FArr,
+  probs: FArr,
+  dq: FArr,
+  dk: FArr,
+  dv: FArr,
+  d: AttentionDims,
+): void {
   const { B, Hq, Hkv, T, S, D } = d;
   const group = Hq / Hkv;
   dk.fill(0, 0, B * Hkv * S * D);
@@ -128,7 +167,8 @@ export function refAttentionBackward(g: FArr, q: FArr, k: FArr, v: FArr, probs: 
     for (let h = 0; h < Hq; h++) {
       const kvh = Math.floor(h / group);
       for (let t = 0; t < T; t++) {
-        const qo = ((b * Hq + h) * T + t) * D, po = ((b * Hq + h) * T + t) * S;
+        const qo = ((b * Hq + h) * T + t) * D,
+          po = ((b * Hq + h) * T + t) * S;
         let dot = 0;
         for (let s = 0; s < S; s++) {
           const vo = ((b * Hkv + kvh) * S + s) * D;
@@ -144,9 +184,9 @@ export function refAttentionBackward(g: FArr, q: FArr, k: FArr, v: FArr, probs: 
           const dsc = p * (ds[s]! - dot) * d.scale;
           const ko = ((b * Hkv + kvh) * S + s) * D;
           for (let i = 0; i < D; i++) {
-            dq[qo + i] += dsc * k[ko + i]!;
-            dk[ko + i] += dsc * q[qo + i]!;
-            dv[ko + i] += p * g[qo + i]!;
+            dq[qo + i]! += dsc * k[ko + i]!;
+            dk[ko + i]! += dsc * q[qo + i]!;
+            dv[ko + i]! += p * g[qo + i]!;
           }
         }
       }

@@ -15,21 +15,40 @@ const kernels = join(packageRoot(), 'build', 'kernels');
 const addonFile = join(packageRoot(), 'build', 'native', 'ragen_native.node');
 
 describe.runIf(existsSync(join(kernels, 'ragen.wasm')))('the wasm kernel modules', () => {
-  for (const [file, shared] of [['ragen.wasm', true], ['ragen-relaxed.wasm', true], ['ragen-single.wasm', false]] as const) {
+  for (const [file, shared] of [
+    ['ragen.wasm', true],
+    ['ragen-relaxed.wasm', true],
+    ['ragen-single.wasm', false],
+  ] as const) {
     it(`${file} exports exactly the declared functions, each with its declared parameter count`, () => {
       setFlagsFromString('--experimental-wasm-relaxed-simd');
       const module = new WebAssembly.Module(readFileSync(join(kernels, file)));
-      const exported = WebAssembly.Module.exports(module).filter((e) => e.kind === 'function').map((e) => e.name);
+      const exported = WebAssembly.Module.exports(module)
+        .filter((e) => e.kind === 'function')
+        .map((e) => e.name);
       expect([...exported].sort()).toEqual(Object.keys(WASM_KERNEL_ARITY).sort());
       const memory = new WebAssembly.Memory({ initial: 32, maximum: 65536, shared });
-      const inst = new WebAssembly.Instance(module, { env: { memory, abort: () => { throw new Error('wasm abort'); } } });
-      for (const [name, n] of Object.entries(WASM_KERNEL_ARITY)) expect([name, (inst.exports[name] as (...a: number[]) => unknown).length]).toEqual([name, n]);
+      const inst = new WebAssembly.Instance(module, {
+        env: {
+          memory,
+          abort: () => {
+            throw new Error('wasm abort');
+          },
+        },
+      });
+      for (const [name, n] of Object.entries(WASM_KERNEL_ARITY))
+        expect([name, (inst.exports[name] as (...a: number[]) => unknown).length]).toEqual([name, n]);
       expect(() => checkKernels(inst.exports)).not.toThrow();
     });
   }
 
   it('checkKernels names a missing export and a parameter count that differs', () => {
-    const fake: Record<string, unknown> = Object.fromEntries(Object.entries(WASM_KERNEL_ARITY).map(([name, n]) => [name, new Function(...Array.from({ length: n }, (_, i) => `a${i}`), '')]));
+    const fake: Record<string, unknown> = Object.fromEntries(
+      Object.entries(WASM_KERNEL_ARITY).map(([name, n]) => [
+        name,
+        new Function(...Array.from({ length: n }, (_, i) => `a${i}`), ''),
+      ]),
+    );
     delete fake.decodeStep;
     fake.gemm = (a: number) => a;
     expect(() => checkKernels(fake)).toThrow(/gemm takes 1 arguments, not 14; decodeStep is missing/);
@@ -46,16 +65,27 @@ describe.runIf(existsSync(addonFile))('the native addon at the N-API boundary', 
   for (const [name, n] of Object.entries(NATIVE_ADDON_ARITY)) {
     it(`${name} throws a TypeError naming itself when called with ${n + 1}${n > 0 ? ` or ${n - 1}` : ''} arguments`, () => {
       const call = (args: unknown[]) => () => addon[name]!(...args);
-      expect(call(new Array(n + 1).fill(0))).toThrow(new TypeError(`ragen native ${name}: expected ${n} arguments, got ${n + 1}`));
-      if (n > 0) expect(call(new Array(n - 1).fill(0))).toThrow(new TypeError(`ragen native ${name}: expected ${n} arguments, got ${n - 1}`));
+      expect(call(new Array(n + 1).fill(0))).toThrow(
+        new TypeError(`ragen native ${name}: expected ${n} arguments, got ${n + 1}`),
+      );
+      if (n > 0)
+        expect(call(new Array(n - 1).fill(0))).toThrow(
+          new TypeError(`ragen native ${name}: expected ${n} arguments, got ${n - 1}`),
+        );
     });
   }
 
   it('rejects a non-number argument (before reading any memory) and a setMemory that is not a Float32Array', () => {
     const args: unknown[] = [0, 0, 4, 4];
     args[2] = '4';
-    expect(() => addon.decodePack(...(args as [number, number, number, number]))).toThrow(new TypeError('ragen native decodePack: argument 2 must be a number'));
-    expect(() => addon.gemm(0, 0, 1, 1, 1, 0, 1, 0, 1, 0, 1, 1, 0, 1, 0, 0, null as unknown as number)).toThrow(/gemm: argument 16 must be a number/);
-    expect(() => addon.setMemory(new Int32Array(4) as unknown as Float32Array)).toThrow(new TypeError('ragen native setMemory: expected a Float32Array over the arena'));
+    expect(() => addon.decodePack(...(args as [number, number, number, number]))).toThrow(
+      new TypeError('ragen native decodePack: argument 2 must be a number'),
+    );
+    expect(() => addon.gemm(0, 0, 1, 1, 1, 0, 1, 0, 1, 0, 1, 1, 0, 1, 0, 0, null as unknown as number)).toThrow(
+      /gemm: argument 16 must be a number/,
+    );
+    expect(() => addon.setMemory(new Int32Array(4) as unknown as Float32Array)).toThrow(
+      new TypeError('ragen native setMemory: expected a Float32Array over the arena'),
+    );
   });
 });

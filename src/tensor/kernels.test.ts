@@ -12,15 +12,18 @@ const ref = loadBackend('js');
 /** The same random data on the reference and the backend under test. */
 function pair(be: Backend, n: number, rng: Rng, gen: () => number = () => rng.normal()): [Buf, Buf] {
   const data = Float32Array.from({ length: n }, gen);
-  const r = ref.alloc(n), b = be.alloc(n);
+  const r = ref.alloc(n),
+    b = be.alloc(n);
   ref.write(r, data);
   be.write(b, data);
   return [r, b];
 }
 
 function relErr(be: Backend, r: Buf, b: Buf, n = r.length): number {
-  const x = ref.read(r, 0, n), y = be.read(b, 0, n);
-  let mx = 0, err = 0;
+  const x = ref.read(r, 0, n),
+    y = be.read(b, 0, n);
+  let mx = 0,
+    err = 0;
   for (let i = 0; i < n; i++) mx = Math.max(mx, Math.abs(x[i]!));
   for (let i = 0; i < n; i++) err = Math.max(err, Math.abs(x[i]! - y[i]!));
   if (!Number.isFinite(err)) return Infinity;
@@ -33,15 +36,41 @@ for (const name of ['wasm', 'native'] as const) {
     const rng = new Rng(42);
 
     const gemmShapes: [number, number, number, number][] = [
-      [1, 1, 1, 1], [3, 5, 7, 1], [37, 53, 71, 1], [64, 515, 259, 1], [7, 260, 33, 2], [64, 1030, 256, 1], [3, 9, 13, 1], [130, 67, 300, 1], [64, 1030, 33, 1], [260, 96, 96, 1], [5, 9, 17, 3], [128, 128, 64, 4],
+      [1, 1, 1, 1],
+      [3, 5, 7, 1],
+      [37, 53, 71, 1],
+      [64, 515, 259, 1],
+      [7, 260, 33, 2],
+      [64, 1030, 256, 1],
+      [3, 9, 13, 1],
+      [130, 67, 300, 1],
+      [64, 1030, 33, 1],
+      [260, 96, 96, 1],
+      [5, 9, 17, 3],
+      [128, 128, 64, 4],
     ];
     for (const [M, N, K, batch] of gemmShapes)
       for (const tA of [false, true])
         for (const tB of [false, true])
           it(`gemm ${M}x${N}x${K} batch ${batch} transA=${tA} transB=${tB}`, () => {
-            const [ar, ab] = pair(be, batch * M * K, rng), [br, bb] = pair(be, batch * K * N, rng), [cr, cb] = pair(be, batch * M * N + 3, rng);
+            const [ar, ab] = pair(be, batch * M * K, rng),
+              [br, bb] = pair(be, batch * K * N, rng),
+              [cr, cb] = pair(be, batch * M * N + 3, rng);
             for (const accumulate of [false, true]) {
-              const args = { transA: tA, transB: tB, M, N, K, batch, strideA: M * K, strideB: K * N, strideC: M * N, alpha: 0.5, accumulate, offC: 3 };
+              const args = {
+                transA: tA,
+                transB: tB,
+                M,
+                N,
+                K,
+                batch,
+                strideA: M * K,
+                strideB: K * N,
+                strideC: M * N,
+                alpha: 0.5,
+                accumulate,
+                offC: 3,
+              };
               ref.gemm({ ...args, a: ar, b: br, c: cr });
               be.gemm({ ...args, a: ab, b: bb, c: cb });
               expect(relErr(be, cr, cb)).toBeLessThan(1e-5);
@@ -50,8 +79,22 @@ for (const name of ['wasm', 'native'] as const) {
 
     it('gemm with a broadcast operand summed into one output (strideC 0)', () => {
       const [M, N, K, batch] = [33, 40, 20, 3];
-      const [ar, ab] = pair(be, batch * M * K, rng), [br, bb] = pair(be, K * N, rng), [cr, cb] = pair(be, M * N, rng);
-      const args = { transA: false, transB: false, M, N, K, batch, strideA: M * K, strideB: 0, strideC: 0, alpha: 1, accumulate: true };
+      const [ar, ab] = pair(be, batch * M * K, rng),
+        [br, bb] = pair(be, K * N, rng),
+        [cr, cb] = pair(be, M * N, rng);
+      const args = {
+        transA: false,
+        transB: false,
+        M,
+        N,
+        K,
+        batch,
+        strideA: M * K,
+        strideB: 0,
+        strideC: 0,
+        alpha: 1,
+        accumulate: true,
+      };
       ref.gemm({ ...args, a: ar, b: br, c: cr });
       be.gemm({ ...args, a: ab, b: bb, c: cb });
       expect(relErr(be, cr, cb)).toBeLessThan(1e-5);
@@ -71,7 +114,11 @@ for (const name of ['wasm', 'native'] as const) {
           be.unaryBackward(op, xb, ob, gb, db, n);
           expect(relErr(be, dr, db), `${op} backward`).toBeLessThan(2e-6);
         }
-        for (const [m, inner] of [[n, 1], [1, 1], [1, n]]) {
+        for (const [m, inner] of [
+          [n, 1],
+          [1, 1],
+          [1, n],
+        ] as const) {
           for (const op of ['add', 'sub', 'mul', 'div'] as const) {
             ref.binary(op, gr, xr, orr, n, m, inner);
             be.binary(op, gb, xb, ob, n, m, inner);
@@ -81,7 +128,8 @@ for (const name of ['wasm', 'native'] as const) {
         ref.swiglu(gr, xr, orr, n);
         be.swiglu(gb, xb, ob, n);
         expect(relErr(be, orr, ob)).toBeLessThan(2e-6);
-        const [d2r, d2b] = pair(be, n, rng), [d3r, d3b] = pair(be, n, rng);
+        const [d2r, d2b] = pair(be, n, rng),
+          [d3r, d3b] = pair(be, n, rng);
         ref.swigluBackward(orr, gr, xr, d2r, d3r, n);
         be.swigluBackward(ob, gb, xb, d2b, d3b, n);
         expect(relErr(be, d2r, d2b)).toBeLessThan(2e-6);
@@ -97,8 +145,12 @@ for (const name of ['wasm', 'native'] as const) {
 
     it('broadcast binary and its reductions on (rows, cols) with odd sizes', () => {
       const [R, C] = [97, 131];
-      const [ar, ab] = pair(be, R * C, rng), [rowr, rowb] = pair(be, C, rng), [colr, colb] = pair(be, R, rng);
-      const [orr, ob] = pair(be, R * C, rng), [sr, sb] = pair(be, C, rng), [s2r, s2b] = pair(be, R, rng);
+      const [ar, ab] = pair(be, R * C, rng),
+        [rowr, rowb] = pair(be, C, rng),
+        [colr, colb] = pair(be, R, rng);
+      const [orr, ob] = pair(be, R * C, rng),
+        [sr, sb] = pair(be, C, rng),
+        [s2r, s2b] = pair(be, R, rng);
       ref.binary('mul', ar, rowr, orr, R * C, C, 1);
       be.binary('mul', ab, rowb, ob, R * C, C, 1);
       expect(relErr(be, orr, ob)).toBeLessThan(1e-6);
@@ -128,10 +180,15 @@ for (const name of ['wasm', 'native'] as const) {
       expect(relErr(be, orr, ob)).toBeLessThan(1e-6);
     });
 
-    for (const [rows, C] of [[3, 7], [257, 2051]] as const)
+    for (const [rows, C] of [
+      [3, 7],
+      [257, 2051],
+    ] as const)
       it(`row kernels (softmax, log-softmax, logprob, entropy, rmsNorm) on ${rows}x${C}`, () => {
         const [xr, xb] = pair(be, rows * C, rng, () => 3 * rng.normal());
-        const [yr, yb] = pair(be, rows * C, rng), [gr, gb] = pair(be, rows * C, rng), [dr, db] = pair(be, rows * C, rng);
+        const [yr, yb] = pair(be, rows * C, rng),
+          [gr, gb] = pair(be, rows * C, rng),
+          [dr, db] = pair(be, rows * C, rng);
         for (const log of [false, true]) {
           ref.softmax(xr, yr, rows, C, log);
           be.softmax(xb, yb, rows, C, log);
@@ -141,7 +198,9 @@ for (const name of ['wasm', 'native'] as const) {
           expect(relErr(be, dr, db), 'softmax backward').toBeLessThan(1e-5);
         }
         const targets = Int32Array.from({ length: rows }, () => rng.int(C));
-        const [or, ob] = pair(be, rows, rng), [lr, lb] = pair(be, rows, rng), [g1r, g1b] = pair(be, rows, rng);
+        const [or, ob] = pair(be, rows, rng),
+          [lr, lb] = pair(be, rows, rng),
+          [g1r, g1b] = pair(be, rows, rng);
         ref.logprobTarget(xr, targets, or, lr, rows, C);
         be.logprobTarget(xb, targets, ob, lb, rows, C);
         expect(relErr(be, or, ob)).toBeLessThan(1e-5);
@@ -154,7 +213,9 @@ for (const name of ['wasm', 'native'] as const) {
         ref.entropyBackward(g1r, xr, lr, or, dr, rows, C);
         be.entropyBackward(g1b, xb, lb, ob, db, rows, C);
         expect(relErr(be, dr, db)).toBeLessThan(1e-5);
-        const [wr, wb] = pair(be, C, rng), [rr, rb] = pair(be, rows, rng), [dwr, dwb] = pair(be, C, rng);
+        const [wr, wb] = pair(be, C, rng),
+          [rr, rb] = pair(be, rows, rng),
+          [dwr, dwb] = pair(be, C, rng);
         ref.rmsNorm(xr, wr, yr, rr, rows, C, 1e-6);
         be.rmsNorm(xb, wb, yb, rb, rows, C, 1e-6);
         expect(relErr(be, yr, yb)).toBeLessThan(1e-5);
@@ -167,7 +228,8 @@ for (const name of ['wasm', 'native'] as const) {
     it('embedding forward and backward, rope with shared and per-sequence positions', () => {
       const [V, C, N] = [50, 67, 31];
       const ids = Int32Array.from({ length: N }, () => rng.int(V));
-      const [wr, wb] = pair(be, V * C, rng), [or, ob] = pair(be, N * C, rng);
+      const [wr, wb] = pair(be, V * C, rng),
+        [or, ob] = pair(be, N * C, rng);
       ref.embedding(wr, ids, or, C);
       be.embedding(wb, ids, ob, C);
       expect(relErr(be, or, ob)).toBe(0);
@@ -175,8 +237,12 @@ for (const name of ['wasm', 'native'] as const) {
       be.embeddingBackward(ob, ids, wb, C);
       expect(relErr(be, wr, wb)).toBeLessThan(1e-6);
       const [B, H, T, D] = [2, 3, 5, 68];
-      const [xr, xb] = pair(be, B * H * T * D, rng), [yr, yb] = pair(be, B * H * T * D, rng);
-      for (const pos of [Int32Array.from([0, 1, 2, 3, 4]), Int32Array.from([9, 10, 11, 12, 13, 100, 200, 300, 400, 500])])
+      const [xr, xb] = pair(be, B * H * T * D, rng),
+        [yr, yb] = pair(be, B * H * T * D, rng);
+      for (const pos of [
+        Int32Array.from([0, 1, 2, 3, 4]),
+        Int32Array.from([9, 10, 11, 12, 13, 100, 200, 300, 400, 500]),
+      ])
         for (const inverse of [false, true]) {
           ref.rope(xr, yr, B, H, T, D, pos, 10000, inverse);
           be.rope(xb, yb, B, H, T, D, pos, 10000, inverse);
@@ -191,15 +257,23 @@ for (const name of ['wasm', 'native'] as const) {
     ])
       it(`attention forward and backward B${d.B} Hq${d.Hq} Hkv${d.Hkv} T${d.T} S${d.S} D${d.D}`, () => {
         const dims = { ...d, scale: 1 / Math.sqrt(d.D) };
-        const nq = d.B * d.Hq * d.T * d.D, nk = d.B * d.Hkv * d.S * d.D, np = d.B * d.Hq * d.T * d.S;
-        const [qr, qb] = pair(be, nq, rng), [kr, kb] = pair(be, nk, rng), [vr, vb] = pair(be, nk, rng);
-        const [or, ob] = pair(be, nq, rng), [pr, pb] = pair(be, np, rng), [gr, gb] = pair(be, nq, rng);
+        const nq = d.B * d.Hq * d.T * d.D,
+          nk = d.B * d.Hkv * d.S * d.D,
+          np = d.B * d.Hq * d.T * d.S;
+        const [qr, qb] = pair(be, nq, rng),
+          [kr, kb] = pair(be, nk, rng),
+          [vr, vb] = pair(be, nk, rng);
+        const [or, ob] = pair(be, nq, rng),
+          [pr, pb] = pair(be, np, rng),
+          [gr, gb] = pair(be, nq, rng);
         const keyValid = d.T === 1 ? Int32Array.from({ length: d.B * d.S }, (_, i) => (i % 5 === 0 ? 0 : 1)) : null;
         ref.attention(qr, kr, vr, or, pr, dims, keyValid);
         be.attention(qb, kb, vb, ob, pb, dims, keyValid);
         expect(relErr(be, or, ob)).toBeLessThan(1e-5);
         expect(relErr(be, pr, pb)).toBeLessThan(1e-5);
-        const [dqr, dqb] = pair(be, nq, rng), [dkr, dkb] = pair(be, nk, rng), [dvr, dvb] = pair(be, nk, rng);
+        const [dqr, dqb] = pair(be, nq, rng),
+          [dkr, dkb] = pair(be, nk, rng),
+          [dvr, dvb] = pair(be, nk, rng);
         ref.attentionBackward(gr, qr, kr, vr, pr, dqr, dkr, dvr, dims);
         be.attentionBackward(gb, qb, kb, vb, pb, dqb, dkb, dvb, dims);
         expect(relErr(be, dqr, dqb)).toBeLessThan(1e-5);
@@ -209,10 +283,20 @@ for (const name of ['wasm', 'native'] as const) {
 
     it('adamw on a large parameter (threaded split)', () => {
       const n = 100_003;
-      const [pr, pb] = pair(be, n, rng), [gr, gb] = pair(be, n, rng);
-      const [mr, mb] = pair(be, n, rng, () => 0), [vr, vb] = pair(be, n, rng, () => 0);
+      const [pr, pb] = pair(be, n, rng),
+        [gr, gb] = pair(be, n, rng);
+      const [mr, mb] = pair(be, n, rng, () => 0),
+        [vr, vb] = pair(be, n, rng, () => 0);
       for (let t = 1; t <= 3; t++) {
-        const h = { lr: 1e-2, beta1: 0.9, beta2: 0.999, eps: 1e-8, weightDecay: 0.1, bc1: 1 - 0.9 ** t, bc2: 1 - 0.999 ** t };
+        const h = {
+          lr: 1e-2,
+          beta1: 0.9,
+          beta2: 0.999,
+          eps: 1e-8,
+          weightDecay: 0.1,
+          bc1: 1 - 0.9 ** t,
+          bc2: 1 - 0.999 ** t,
+        };
         ref.adamw(pr, gr, mr, vr, n, h);
         be.adamw(pb, gb, mb, vb, n, h);
       }

@@ -9,24 +9,109 @@
 export interface NativeAddon {
   setMemory(view: Float32Array): void;
   info(): string;
-  gemm(tA: number, tB: number, M: number, N: number, K: number, a: number, lda: number, b: number, ldb: number, c: number, ldc: number,
-    alpha: number, accumulate: number, batch: number, strideA: number, strideB: number, strideC: number): void;
-  attention(q: number, k: number, v: number, out: number, probs: number, B: number, Hq: number, Hkv: number, T: number, S: number, D: number,
-    offset: number, scale: number, keyValid: number): void;
-  attentionBackward(g: number, q: number, k: number, v: number, probs: number, dq: number, dk: number, dv: number,
-    B: number, Hq: number, Hkv: number, T: number, S: number, D: number, scale: number): void;
+  gemm(
+    tA: number,
+    tB: number,
+    M: number,
+    N: number,
+    K: number,
+    a: number,
+    lda: number,
+    b: number,
+    ldb: number,
+    c: number,
+    ldc: number,
+    alpha: number,
+    accumulate: number,
+    batch: number,
+    strideA: number,
+    strideB: number,
+    strideC: number,
+  ): void;
+  attention(
+    q: number,
+    k: number,
+    v: number,
+    out: number,
+    probs: number,
+    B: number,
+    Hq: number,
+    Hkv: number,
+    T: number,
+    S: number,
+    D: number,
+    offset: number,
+    scale: number,
+    keyValid: number,
+  ): void;
+  attentionBackward(
+    g: number,
+    q: number,
+    k: number,
+    v: number,
+    probs: number,
+    dq: number,
+    dk: number,
+    dv: number,
+    B: number,
+    Hq: number,
+    Hkv: number,
+    T: number,
+    S: number,
+    D: number,
+    scale: number,
+  ): void;
   /** out = W (N, K) in panels of 16 columns (ceil(N / 16) * 16 * K floats). */
   decodePack(w: number, out: number, N: number, K: number): void;
   /** h (B, C) += one decoder layer at cache slot `start`, scratch holding B (C + (H + 2 Kh) D + H D + 3F) floats. */
-  decodeLayer(h: number, scratch: number, inNorm: number, qkvP: number, qkvBias: number, oP: number, oBias: number, postNorm: number, guP: number,
-    downP: number, kc: number, vc: number, tab: number, qNorm: number, kNorm: number, valid: number,
-    B: number, C: number, H: number, Kh: number, D: number, F: number, cap: number, start: number, eps: number, scale: number): void;
+  decodeLayer(
+    h: number,
+    scratch: number,
+    inNorm: number,
+    qkvP: number,
+    qkvBias: number,
+    oP: number,
+    oBias: number,
+    postNorm: number,
+    guP: number,
+    downP: number,
+    kc: number,
+    vc: number,
+    tab: number,
+    qNorm: number,
+    kNorm: number,
+    valid: number,
+    B: number,
+    C: number,
+    H: number,
+    Kh: number,
+    D: number,
+    F: number,
+    cap: number,
+    start: number,
+    eps: number,
+    scale: number,
+  ): void;
   /** logits (B, V) = rmsnorm(h) head^T, lse (B), probs = softmax(logits * invTemp) unless invTemp is 0. */
-  decodeHead(h: number, scratch: number, norm: number, headP: number, logits: number, B: number, C: number, V: number, eps: number,
-    probs: number, lse: number, invTemp: number): void;
+  decodeHead(
+    h: number,
+    scratch: number,
+    norm: number,
+    headP: number,
+    logits: number,
+    B: number,
+    C: number,
+    V: number,
+    eps: number,
+    probs: number,
+    lse: number,
+    invTemp: number,
+  ): void;
 }
 
-/** Each addon function's argument count (the addon checks the same counts; node-kernels.ts checks the names at load). */
+/**
+ * Each addon function's argument count (the addon checks the same counts; node-kernels.ts checks the names at load).
+ */
 export const NATIVE_ADDON_ARITY: { readonly [K in keyof NativeAddon]: number } = {
   setMemory: 1,
   info: 0,

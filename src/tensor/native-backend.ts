@@ -16,7 +16,13 @@ export class NativeBackend extends WasmBackend {
   private memoryBytes = -1;
 
   /** The wasm kernels (and their worker thread) serve every op the addon does not replace. */
-  constructor(k: WasmKernels, arena: Arena, pool: ThreadPool | null, readonly addon: NativeAddon, variant: string) {
+  constructor(
+    k: WasmKernels,
+    arena: Arena,
+    pool: ThreadPool | null,
+    readonly addon: NativeAddon,
+    variant: string,
+  ) {
     super(k, arena, pool, variant);
   }
 
@@ -32,11 +38,36 @@ export class NativeBackend extends WasmBackend {
   override gemm(a: GemmArgs): void {
     this.sync();
     const { M, N, K } = a;
-    this.addon.gemm(a.transA ? 1 : 0, a.transB ? 1 : 0, M, N, K, p(a.a) + (a.offA ?? 0) * 4, a.transA ? M : K, p(a.b) + (a.offB ?? 0) * 4, a.transB ? K : N,
-      p(a.c) + (a.offC ?? 0) * 4, N, a.alpha, a.accumulate ? 1 : 0, a.batch, a.strideA, a.strideB, a.strideC);
+    this.addon.gemm(
+      a.transA ? 1 : 0,
+      a.transB ? 1 : 0,
+      M,
+      N,
+      K,
+      p(a.a) + (a.offA ?? 0) * 4,
+      a.transA ? M : K,
+      p(a.b) + (a.offB ?? 0) * 4,
+      a.transB ? K : N,
+      p(a.c) + (a.offC ?? 0) * 4,
+      N,
+      a.alpha,
+      a.accumulate ? 1 : 0,
+      a.batch,
+      a.strideA,
+      a.strideB,
+      a.strideC,
+    );
   }
 
-  override attention(q: Buf, k: Buf, v: Buf, out: Buf, probs: Buf, d: AttentionDims, keyValid: Int32Array | null): void {
+  override attention(
+    q: Buf,
+    k: Buf,
+    v: Buf,
+    out: Buf,
+    probs: Buf,
+    d: AttentionDims,
+    keyValid: Int32Array | null,
+  ): void {
     this.sync();
     const run = (kv: number): void =>
       this.addon.attention(p(q), p(k), p(v), p(out), p(probs), d.B, d.Hq, d.Hkv, d.T, d.S, d.D, d.offset, d.scale, kv);
@@ -44,9 +75,35 @@ export class NativeBackend extends WasmBackend {
     else run(0);
   }
 
-  override attentionBackward(g: Buf, q: Buf, k: Buf, v: Buf, probs: Buf, dq: Buf, dk: Buf, dv: Buf, d: AttentionDims): void {
+  override attentionBackward(
+    g: Buf,
+    q: Buf,
+    k: Buf,
+    v: Buf,
+    probs: Buf,
+    dq: Buf,
+    dk: Buf,
+    dv: Buf,
+    d: AttentionDims,
+  ): void {
     this.sync();
-    this.addon.attentionBackward(p(g), p(q), p(k), p(v), p(probs), p(dq), p(dk), p(dv), d.B, d.Hq, d.Hkv, d.T, d.S, d.D, d.scale);
+    this.addon.attentionBackward(
+      p(g),
+      p(q),
+      p(k),
+      p(v),
+      p(probs),
+      p(dq),
+      p(dk),
+      p(dv),
+      d.B,
+      d.Hq,
+      d.Hkv,
+      d.T,
+      d.S,
+      d.D,
+      d.scale,
+    );
   }
 
   /** The addon's fused decode (a call per layer; prompts are prefilled op by op). */
@@ -59,4 +116,3 @@ export class NativeBackend extends WasmBackend {
     return this.addon.info();
   }
 }
-

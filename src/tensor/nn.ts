@@ -10,7 +10,8 @@ import { Tensor, attach } from './tensor.js';
 
 function checkIds(ids: Int32Array, V: number, what: string): void {
   for (let i = 0; i < ids.length; i++)
-    if (!(ids[i]! >= 0 && ids[i]! < V)) throw new ShapeError(`${what}: id ${ids[i]} at position ${i} is outside [0, ${V})`);
+    if (!(ids[i]! >= 0 && ids[i]! < V))
+      throw new ShapeError(`${what}: id ${ids[i]} at position ${i} is outside [0, ${V})`);
 }
 
 /** Rows of weight (V, C) picked by ids -> (N, C). */
@@ -33,19 +34,26 @@ export function embedding(weight: Tensor, ids: Int32Array): Tensor {
 /** x / sqrt(mean(x^2) + eps) * weight over the last dim. */
 export function rmsNorm(x: Tensor, weight: Tensor, eps = 1e-6): Tensor {
   const C = x.shape[x.ndim - 1]!;
-  if (weight.size !== C) throw new ShapeError(`rmsNorm: weight [${weight.shape}] does not match the last dim of x [${x.shape}]`);
+  if (weight.size !== C)
+    throw new ShapeError(`rmsNorm: weight [${weight.shape}] does not match the last dim of x [${x.shape}]`);
   const rows = x.size / C;
   const be = backendOf(x, weight);
   const out = Tensor.empty(x.shape, be);
   const rstd = Tensor.empty([rows], be);
   be.rmsNorm(x.buf, weight.buf, out.buf, rstd.buf, rows, C, eps);
-  return attach(out, 'rmsNorm', [x, weight], (g) => {
-    const gx = Tensor.empty(x.shape, be);
-    const gw = Tensor.empty(weight.shape, be);
-    be.fill(gw.buf, 0);
-    be.rmsNormBackward(g.buf, x.buf, weight.buf, rstd.buf, gx.buf, gw.buf, rows, C);
-    return [gx, weight.requiresGrad ? gw : (gw.dispose(), null)];
-  }, [rstd]);
+  return attach(
+    out,
+    'rmsNorm',
+    [x, weight],
+    (g) => {
+      const gx = Tensor.empty(x.shape, be);
+      const gw = Tensor.empty(weight.shape, be);
+      be.fill(gw.buf, 0);
+      be.rmsNormBackward(g.buf, x.buf, weight.buf, rstd.buf, gx.buf, gw.buf, rows, C);
+      return [gx, weight.requiresGrad ? gw : (gw.dispose(), null)];
+    },
+    [rstd],
+  );
 }
 
 /**
@@ -53,9 +61,11 @@ export function rmsNorm(x: Tensor, weight: Tensor, eps = 1e-6): Tensor {
  * positions: T entries (shared by the batch) or B*T (per sequence, e.g. with a KV cache or left padding).
  */
 export function rope(x: Tensor, positions: Int32Array, theta = 10000): Tensor {
-  if (x.ndim !== 4 || x.shape[3]! % 2 !== 0) throw new ShapeError(`rope: x must be (B, H, T, D) with even D, got [${x.shape}]`);
+  if (x.ndim !== 4 || x.shape[3]! % 2 !== 0)
+    throw new ShapeError(`rope: x must be (B, H, T, D) with even D, got [${x.shape}]`);
   const [B, H, T, D] = x.shape as [number, number, number, number];
-  if (positions.length !== T && positions.length !== B * T) throw new ShapeError(`rope: positions has ${positions.length} entries; expected T=${T} or B*T=${B * T}`);
+  if (positions.length !== T && positions.length !== B * T)
+    throw new ShapeError(`rope: positions has ${positions.length} entries; expected T=${T} or B*T=${B * T}`);
   const be = x.backend;
   const pos = positions.slice();
   const out = Tensor.empty(x.shape, be);
@@ -74,14 +84,16 @@ export function swiglu(gate: Tensor, up: Tensor): Tensor {
   const out = Tensor.empty(gate.shape, be);
   be.swiglu(gate.buf, up.buf, out.buf, gate.size);
   return attach(out, 'swiglu', [gate, up], (g) => {
-    const dg = Tensor.empty(gate.shape, be), du = Tensor.empty(up.shape, be);
+    const dg = Tensor.empty(gate.shape, be),
+      du = Tensor.empty(up.shape, be);
     be.swigluBackward(g.buf, gate.buf, up.buf, dg.buf, du.buf, gate.size);
     return [dg, du];
   });
 }
 
 function lastAxisOnly(x: Tensor, axis: number, what: string): number {
-  if (axis !== -1 && axis !== x.ndim - 1) throw new ShapeError(`${what}: only the last axis is supported, got axis ${axis} of [${x.shape}]; transpose first`);
+  if (axis !== -1 && axis !== x.ndim - 1)
+    throw new ShapeError(`${what}: only the last axis is supported, got axis ${axis} of [${x.shape}]; transpose first`);
   return x.shape[x.ndim - 1]!;
 }
 
@@ -118,11 +130,17 @@ export function logprobOfTarget(logits: Tensor, targets: Int32Array): Tensor {
   const out = Tensor.empty([N], be);
   const lse = Tensor.empty([N], be);
   be.logprobTarget(logits.buf, tg, out.buf, lse.buf, N, V);
-  return attach(out, 'logprobOfTarget', [logits], (g) => {
-    const gx = Tensor.empty(logits.shape, be);
-    be.logprobTargetBackward(g.buf, logits.buf, tg, lse.buf, gx.buf, N, V);
-    return [gx];
-  }, [lse]);
+  return attach(
+    out,
+    'logprobOfTarget',
+    [logits],
+    (g) => {
+      const gx = Tensor.empty(logits.shape, be);
+      be.logprobTargetBackward(g.buf, logits.buf, tg, lse.buf, gx.buf, N, V);
+      return [gx];
+    },
+    [lse],
+  );
 }
 
 /** Mean cross-entropy over rows (weighted by mask when given: sum(mask * nll) / sum(mask)). A scalar. */
@@ -137,7 +155,10 @@ export function crossEntropy(logits: Tensor, targets: Int32Array, mask?: Float32
     if (mask.length !== N) throw new ShapeError(`crossEntropy: mask has ${mask.length} entries for ${N} rows`);
     let total = 0;
     for (let i = 0; i < N; i++) total += mask[i]!;
-    const w = tensor(Array.from(mask, (m) => (total > 0 ? -m / total : 0)), [N]);
+    const w = tensor(
+      Array.from(mask, (m) => (total > 0 ? -m / total : 0)),
+      [N],
+    );
     const prod = mul(lp, w);
     loss = sum(prod);
   }
@@ -151,11 +172,17 @@ export function entropy(logits: Tensor): Tensor {
   const out = Tensor.empty([N], be);
   const lse = Tensor.empty([N], be);
   be.entropy(logits.buf, out.buf, lse.buf, N, V);
-  return attach(out, 'entropy', [logits], (g) => {
-    const gx = Tensor.empty(logits.shape, be);
-    be.entropyBackward(g.buf, logits.buf, lse.buf, out.buf, gx.buf, N, V);
-    return [gx];
-  }, [lse]);
+  return attach(
+    out,
+    'entropy',
+    [logits],
+    (g) => {
+      const gx = Tensor.empty(logits.shape, be);
+      be.entropyBackward(g.buf, logits.buf, lse.buf, out.buf, gx.buf, N, V);
+      return [gx];
+    },
+    [lse],
+  );
 }
 
 export interface AttentionOptions {
@@ -172,16 +199,21 @@ export interface AttentionOptions {
  * Hq a multiple of Hkv (query head h reads KV head floor(h / (Hq / Hkv))). Returns (B, Hq, T, D).
  */
 export function causalAttention(q: Tensor, k: Tensor, v: Tensor, opts: AttentionOptions = {}): Tensor {
-  if (q.ndim !== 4 || k.ndim !== 4 || v.ndim !== 4) throw new ShapeError(`causalAttention: q, k, v must be 4-D, got [${q.shape}], [${k.shape}], [${v.shape}]`);
+  if (q.ndim !== 4 || k.ndim !== 4 || v.ndim !== 4)
+    throw new ShapeError(`causalAttention: q, k, v must be 4-D, got [${q.shape}], [${k.shape}], [${v.shape}]`);
   const [B, Hq, T, D] = q.shape as [number, number, number, number];
   const [Bk, Hkv, S, Dk] = k.shape as [number, number, number, number];
   if (Bk !== B || Dk !== D || v.shape.some((d, i) => d !== k.shape[i]) || Hq % Hkv !== 0)
-    throw new ShapeError(`causalAttention: q [${q.shape}] needs k, v (B, Hkv, S, D) with Hq % Hkv == 0; got k [${k.shape}], v [${v.shape}]`);
+    throw new ShapeError(
+      `causalAttention: q [${q.shape}] needs k, v (B, Hkv, S, D) with Hq % Hkv == 0; got k [${k.shape}], v [${v.shape}]`,
+    );
   const offset = opts.queryOffset ?? S - T;
-  if (!Number.isInteger(offset) || offset < 0) throw new ShapeError(`causalAttention: queryOffset must be a non-negative integer, got ${offset}`);
+  if (!Number.isInteger(offset) || offset < 0)
+    throw new ShapeError(`causalAttention: queryOffset must be a non-negative integer, got ${offset}`);
   let keyValid: Int32Array | null = null;
   if (opts.keyValid) {
-    if (opts.keyValid.length !== B * S) throw new ShapeError(`causalAttention: keyValid has ${opts.keyValid.length} entries; expected B*S = ${B * S}`);
+    if (opts.keyValid.length !== B * S)
+      throw new ShapeError(`causalAttention: keyValid has ${opts.keyValid.length} entries; expected B*S = ${B * S}`);
     keyValid = Int32Array.from(opts.keyValid);
   }
   const dims: AttentionDims = { B, Hq, Hkv, T, S, D, offset, scale: opts.scale ?? 1 / Math.sqrt(D) };
@@ -189,11 +221,19 @@ export function causalAttention(q: Tensor, k: Tensor, v: Tensor, opts: Attention
   const out = Tensor.empty(q.shape, be);
   const probs = Tensor.empty([B, Hq, T, S], be);
   be.attention(q.buf, k.buf, v.buf, out.buf, probs.buf, dims, keyValid);
-  return attach(out, 'causalAttention', [q, k, v], (g) => {
-    const dq = Tensor.empty(q.shape, be), dk = Tensor.empty(k.shape, be), dv = Tensor.empty(v.shape, be);
-    be.attentionBackward(g.buf, q.buf, k.buf, v.buf, probs.buf, dq.buf, dk.buf, dv.buf, dims);
-    return [dq, dk, dv];
-  }, [probs]);
+  return attach(
+    out,
+    'causalAttention',
+    [q, k, v],
+    (g) => {
+      const dq = Tensor.empty(q.shape, be),
+        dk = Tensor.empty(k.shape, be),
+        dv = Tensor.empty(v.shape, be);
+      be.attentionBackward(g.buf, q.buf, k.buf, v.buf, probs.buf, dq.buf, dk.buf, dv.buf, dims);
+      return [dq, dk, dv];
+    },
+    [probs],
+  );
 }
 
 /** Inverted dropout: zero each element with probability p, scale the rest by 1 / (1 - p). Identity when p = 0. */

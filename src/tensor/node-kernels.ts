@@ -30,9 +30,12 @@ export function packageRoot(): string {
 
 /** Compile the kernel module: the relaxed-SIMD (FMA) build if V8 takes it, else the plain SIMD build. */
 function compileKernels(dir: string): { module: WebAssembly.Module; variant: string } {
-  const plain = join(dir, 'ragen.wasm'), relaxed = join(dir, 'ragen-relaxed.wasm');
-  if (!existsSync(plain)) throw new Error(`${plain} is missing; run \`npm run build\` (it compiles assembly/ with AssemblyScript)`);
-  if (process.env.RAGEN_WASM_RELAXED === '0') return { module: new WebAssembly.Module(readFileSync(plain)), variant: 'simd' };
+  const plain = join(dir, 'ragen.wasm'),
+    relaxed = join(dir, 'ragen-relaxed.wasm');
+  if (!existsSync(plain))
+    throw new Error(`${plain} is missing; run \`npm run build\` (it compiles assembly/ with AssemblyScript)`);
+  if (process.env.RAGEN_WASM_RELAXED === '0')
+    return { module: new WebAssembly.Module(readFileSync(plain)), variant: 'simd' };
   let why = `${relaxed} is missing`;
   if (existsSync(relaxed)) {
     try {
@@ -42,18 +45,33 @@ function compileKernels(dir: string): { module: WebAssembly.Module; variant: str
       why = `this V8 rejects relaxed SIMD: ${(e as Error).message}`;
     }
   }
-  console.warn(`ragen tensor: wasm kernels without relaxed-SIMD FMA (slower matmuls) because ${why}; RAGEN_WASM_RELAXED=0 picks them quietly`);
+  console.warn(
+    `ragen tensor: wasm kernels without relaxed-SIMD FMA (slower matmuls) because ${why}; RAGEN_WASM_RELAXED=0 picks them quietly`,
+  );
   return { module: new WebAssembly.Module(readFileSync(plain)), variant: 'simd' };
 }
 
-let shared: { arena: Arena; kernels: WasmKernels; module: WebAssembly.Module; variant: string; pool?: ThreadPool | null } | null = null;
+let shared: {
+  arena: Arena;
+  kernels: WasmKernels;
+  module: WebAssembly.Module;
+  variant: string;
+  pool?: ThreadPool | null;
+} | null = null;
 
 /** One arena + module instance per process, shared by the wasm and native backends. */
 function sharedKernels() {
   if (shared) return shared;
   const { module, variant } = compileKernels(join(packageRoot(), 'build', 'kernels'));
   const arena = new Arena();
-  const inst = new WebAssembly.Instance(module, { env: { memory: arena.memory, abort: () => { throw new Error('wasm abort'); } } });
+  const inst = new WebAssembly.Instance(module, {
+    env: {
+      memory: arena.memory,
+      abort: () => {
+        throw new Error('wasm abort');
+      },
+    },
+  });
   shared = { arena, kernels: checkKernels(inst.exports), module, variant };
   return shared;
 }
@@ -71,7 +89,8 @@ function sharedPool(): ThreadPool | null {
   s.pool = null;
   if (threadCount() < 2) return null;
   const names = Object.keys(WASM_KERNEL_ARITY);
-  const boot = "init((typeof require === 'function' ? require('node:worker_threads') : process.getBuiltinModule('node:worker_threads')).workerData);";
+  const boot =
+    "init((typeof require === 'function' ? require('node:worker_threads') : process.getBuiltinModule('node:worker_threads')).workerData);";
   const worker = new Worker(`${WORKER_SOURCE}\n${boot}`, {
     eval: true,
     execArgv: [], // run as a script whatever flags (e.g. --input-type=module) the main process got
@@ -93,12 +112,18 @@ function loadNative(): NativeBackend {
   const file = join(packageRoot(), 'build', 'native', 'ragen_native.node');
   if (!existsSync(file)) {
     // An installed package ships no addon (it is compiled for the building machine's CPU) and no sources to build one.
-    if (!existsSync(join(packageRoot(), 'native', 'binding.gyp'))) throw new Error('the optional native addon is not part of the installed package');
-    throw new Error(`${file} is missing (the native addon is optional; \`npm run build\` builds it when g++ is available)`);
+    if (!existsSync(join(packageRoot(), 'native', 'binding.gyp')))
+      throw new Error('the optional native addon is not part of the installed package');
+    throw new Error(
+      `${file} is missing (the native addon is optional; \`npm run build\` builds it when g++ is available)`,
+    );
   }
   const addon = createRequire(import.meta.url)(file) as Record<string, unknown>;
   const missing = Object.keys(NATIVE_ADDON_ARITY).filter((name) => typeof addon[name] !== 'function');
-  if (missing.length > 0) throw new Error(`${file} lacks ${missing.join(', ')} (built from older sources); rebuild it with \`npm run build\``);
+  if (missing.length > 0)
+    throw new Error(
+      `${file} lacks ${missing.join(', ')} (built from older sources); rebuild it with \`npm run build\``,
+    );
   const s = sharedKernels();
   return new NativeBackend(s.kernels, s.arena, sharedPool(), addon as unknown as NativeAddon, s.variant);
 }

@@ -7,7 +7,11 @@ import { Tensor, attach } from './tensor.js';
 /** @internal check that tensors share one backend and return it. */
 export function backendOf(...ts: Tensor[]) {
   const b = ts[0]!.backend;
-  for (const t of ts) if (t.backend !== b) throw new Error(`tensors from backends ${b.name} and ${t.backend.name} cannot be mixed; create them after setBackend()`);
+  for (const t of ts)
+    if (t.backend !== b)
+      throw new Error(
+        `tensors from backends ${b.name} and ${t.backend.name} cannot be mixed; create them after setBackend()`,
+      );
   return b;
 }
 
@@ -25,10 +29,12 @@ export function broadcastOf(a: readonly number[], b: readonly number[]): Broadca
   if (b.length > a.length) return null;
   const pad = a.length - b.length;
   const bb = [...new Array<number>(pad).fill(1), ...b];
-  let first = -1, last = -1;
-  for (let i = 0; i < bb.length; i++) if (bb[i] !== 1) (first = first < 0 ? i : first), (last = i);
+  let first = -1,
+    last = -1;
+  for (let i = 0; i < bb.length; i++) if (bb[i] !== 1) ((first = first < 0 ? i : first), (last = i));
   if (first < 0) return { m: 1, inner: 1 };
-  let m = 1, inner = 1;
+  let m = 1,
+    inner = 1;
   for (let i = first; i <= last; i++) {
     if (bb[i] !== a[i]) return null;
     m *= a[i]!;
@@ -40,15 +46,20 @@ export function broadcastOf(a: readonly number[], b: readonly number[]): Broadca
 function binaryOp(op: BinaryOp, a: Tensor, b: Tensor): Tensor {
   let bc = broadcastOf(a.shape, b.shape);
   if (!bc && (op === 'add' || op === 'mul') && broadcastOf(b.shape, a.shape)) return binaryOp(op, b, a);
-  if (!bc) throw new ShapeError(`${op}: shapes [${a.shape}] and [${b.shape}] do not broadcast (b must be a trailing block of a's dims, e.g. a bias or a per-row scalar)`);
+  if (!bc)
+    throw new ShapeError(
+      `${op}: shapes [${a.shape}] and [${b.shape}] do not broadcast (b must be a trailing block of a's dims, e.g. a bias or a per-row scalar)`,
+    );
   const be = backendOf(a, b);
   const out = Tensor.empty(a.shape, be);
   be.binary(op, a.buf, b.buf, out.buf, a.size, bc.m, bc.inner);
   return attach(out, op, [a, b], (g) => {
     const n = a.size;
-    let ga: Tensor | null = null, gb: Tensor | null = null;
+    let ga: Tensor | null = null,
+      gb: Tensor | null = null;
     if (a.requiresGrad) {
-      if (op === 'add' || op === 'sub') ga = g; // passed through: the engine hands it out once
+      if (op === 'add' || op === 'sub')
+        ga = g; // passed through: the engine hands it out once
       else {
         ga = Tensor.empty(a.shape, be);
         be.binary(op, g.buf, b.buf, ga.buf, n, bc.m, bc.inner);
@@ -124,13 +135,15 @@ export const addScalar = (x: Tensor, t: number): Tensor => affine(x, 1, t);
 
 function normAxis(axis: number, ndim: number, what: string): number {
   const a = axis < 0 ? axis + ndim : axis;
-  if (!Number.isInteger(a) || a < 0 || a >= ndim) throw new ShapeError(`${what}: axis ${axis} is out of range for a tensor with ${ndim} dims`);
+  if (!Number.isInteger(a) || a < 0 || a >= ndim)
+    throw new ShapeError(`${what}: axis ${axis} is out of range for a tensor with ${ndim} dims`);
   return a;
 }
 
 /** @internal (outer, len, inner) split of a shape around an axis. */
 export function splitAt(shape: readonly number[], axis: number): [number, number, number] {
-  let outer = 1, inner = 1;
+  let outer = 1,
+    inner = 1;
   for (let i = 0; i < axis; i++) outer *= shape[i]!;
   for (let i = axis + 1; i < shape.length; i++) inner *= shape[i]!;
   return [outer, shape[axis]!, inner];

@@ -9,9 +9,14 @@ for (const backend of ['js', 'wasm', 'native'] as const) {
       setBackend(backend);
       const p = tensor([1, -2, 0.5], [3], { requiresGrad: true });
       const opt = new AdamW([p], { lr: 0.1, betas: [0.9, 0.99], eps: 1e-8, weightDecay: 0.1 });
-      const grads = [[0.5, -1, 2], [1, 1, -3]];
+      const grads = [
+        [0.5, -1, 2],
+        [1, 1, -3],
+      ];
       // hand-computed in float64
-      const x = [1, -2, 0.5], m = [0, 0, 0], v = [0, 0, 0];
+      const x = [1, -2, 0.5],
+        m = [0, 0, 0],
+        v = [0, 0, 0];
       for (let step = 1; step <= 2; step++) {
         p.grad = tensor(grads[step - 1]!, [3]);
         opt.step();
@@ -21,8 +26,9 @@ for (const backend of ['js', 'wasm', 'native'] as const) {
           x[i] = x[i]! * (1 - 0.1 * 0.1);
           m[i] = 0.9 * m[i]! + 0.1 * g;
           v[i] = 0.99 * v[i]! + 0.01 * g * g;
-          const mhat = m[i]! / (1 - 0.9 ** step), vhat = v[i]! / (1 - 0.99 ** step);
-          x[i] = x[i]! - 0.1 * mhat / (Math.sqrt(vhat) + 1e-8);
+          const mhat = m[i]! / (1 - 0.9 ** step),
+            vhat = v[i]! / (1 - 0.99 ** step);
+          x[i] = x[i]! - (0.1 * mhat) / (Math.sqrt(vhat) + 1e-8);
         }
       }
       const got = p.toFloat32Array();
@@ -46,7 +52,8 @@ for (const backend of ['js', 'wasm', 'native'] as const) {
 
     it('clipGradNorm returns the total norm and scales gradients to maxNorm', () => {
       setBackend(backend);
-      const a = tensor([0, 0], [2], { requiresGrad: true }), b = tensor([0], [1], { requiresGrad: true });
+      const a = tensor([0, 0], [2], { requiresGrad: true }),
+        b = tensor([0], [1], { requiresGrad: true });
       a.grad = tensor([3, 0], [2]);
       b.grad = tensor([4], [1]);
       expect(clipGradNorm([a, b], 1)).toBeCloseTo(5, 5);

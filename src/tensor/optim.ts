@@ -54,8 +54,13 @@ export class AdamW {
     this.stepCount++;
     const [beta1, beta2] = this.betas;
     const h = {
-      lr: this.lr, beta1, beta2, eps: this.eps, weightDecay: this.weightDecay,
-      bc1: 1 - beta1 ** this.stepCount, bc2: 1 - beta2 ** this.stepCount,
+      lr: this.lr,
+      beta1,
+      beta2,
+      eps: this.eps,
+      weightDecay: this.weightDecay,
+      bc1: 1 - beta1 ** this.stepCount,
+      bc2: 1 - beta2 ** this.stepCount,
     };
     this.params.forEach((p, i) => {
       if (!p.grad) return;
@@ -77,10 +82,14 @@ export class AdamW {
 
   setState(state: AdamWState): void {
     if (state.m.length !== this.params.length || state.v.length !== this.params.length)
-      throw new ShapeError(`AdamW.setState: state has ${state.m.length} moment tensors for ${this.params.length} parameters`);
+      throw new ShapeError(
+        `AdamW.setState: state has ${state.m.length} moment tensors for ${this.params.length} parameters`,
+      );
     this.params.forEach((p, i) => {
       if (state.m[i]!.length !== p.size || state.v[i]!.length !== p.size)
-        throw new ShapeError(`AdamW.setState: moment ${i} has ${state.m[i]!.length} values for a parameter of ${p.size}`);
+        throw new ShapeError(
+          `AdamW.setState: moment ${i} has ${state.m[i]!.length} values for a parameter of ${p.size}`,
+        );
       p.backend.write(this.m[i]!.buf, state.m[i]!);
       p.backend.write(this.v[i]!.buf, state.v[i]!);
     });
@@ -100,7 +109,10 @@ export function gradNorm(params: readonly Tensor[]): number {
   return Math.sqrt(ss);
 }
 
-/** Scale gradients so their global norm is at most maxNorm (as torch's clip_grad_norm_). Returns the norm before clipping. */
+/**
+ * Scale gradients so their global norm is at most maxNorm (as torch's clip_grad_norm_). Returns the norm before
+ * clipping.
+ */
 export function clipGradNorm(params: readonly Tensor[], maxNorm: number): number {
   const total = gradNorm(params);
   const coef = maxNorm / (total + 1e-6);

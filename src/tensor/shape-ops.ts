@@ -7,7 +7,8 @@ import { Tensor, attach, isGradEnabled } from './tensor.js';
 
 function normAxis(axis: number, ndim: number, what: string): number {
   const a = axis < 0 ? axis + ndim : axis;
-  if (!Number.isInteger(a) || a < 0 || a >= ndim) throw new ShapeError(`${what}: axis ${axis} is out of range for a tensor with ${ndim} dims`);
+  if (!Number.isInteger(a) || a < 0 || a >= ndim)
+    throw new ShapeError(`${what}: axis ${axis} is out of range for a tensor with ${ndim} dims`);
   return a;
 }
 
@@ -24,7 +25,8 @@ function collapse(shape: readonly number[], perm: readonly number[]): { shape: n
   const bySource = [...groups].sort((a, b) => a[0]! - b[0]!);
   const srcShape = bySource.map((g) => g.reduce((n, d) => n * shape[d]!, 1));
   const newPerm = groups.map((g) => bySource.indexOf(g));
-  if (srcShape.length > 4) throw new ShapeError(`permute: [${perm}] of shape [${shape}] moves more than 4 independent dims (unsupported)`);
+  if (srcShape.length > 4)
+    throw new ShapeError(`permute: [${perm}] of shape [${shape}] moves more than 4 independent dims (unsupported)`);
   while (srcShape.length < 4) {
     srcShape.unshift(1);
     for (let i = 0; i < newPerm.length; i++) newPerm[i]! += 1;
@@ -38,7 +40,10 @@ export function permute(x: Tensor, perm: readonly number[]): Tensor {
   if (perm.length !== x.ndim || [...perm].sort((p, q) => p - q).some((p, i) => p !== i))
     throw new ShapeError(`permute: [${perm}] is not a permutation of ${x.ndim} dims (shape [${x.shape}])`);
   const be = x.backend;
-  const out = Tensor.empty(perm.map((p) => x.shape[p]!), be);
+  const out = Tensor.empty(
+    perm.map((p) => x.shape[p]!),
+    be,
+  );
   const c = collapse(x.shape, perm);
   be.permute(x.buf, out.buf, c.shape, c.perm);
   const inv = perm.map((_, i) => perm.indexOf(i));
@@ -47,7 +52,8 @@ export function permute(x: Tensor, perm: readonly number[]): Tensor {
 
 /** Swap two dims. */
 export function transpose(x: Tensor, dim0: number, dim1: number): Tensor {
-  const a = normAxis(dim0, x.ndim, 'transpose'), b = normAxis(dim1, x.ndim, 'transpose');
+  const a = normAxis(dim0, x.ndim, 'transpose'),
+    b = normAxis(dim1, x.ndim, 'transpose');
   const perm = x.shape.map((_, i) => i);
   perm[a] = b;
   perm[b] = a;
@@ -59,9 +65,14 @@ export function narrow(x: Tensor, axis: number, start: number, length: number): 
   const a = normAxis(axis, x.ndim, 'narrow');
   const [outer, len, inner] = splitAt(x.shape, a);
   if (!Number.isInteger(start) || !Number.isInteger(length) || start < 0 || length < 0 || start + length > len)
-    throw new ShapeError(`narrow: [${start}, ${start + length}) is outside axis ${axis} of length ${len} (shape [${x.shape}])`);
+    throw new ShapeError(
+      `narrow: [${start}, ${start + length}) is outside axis ${axis} of length ${len} (shape [${x.shape}])`,
+    );
   const be = x.backend;
-  const out = Tensor.empty(x.shape.map((d, i) => (i === a ? length : d)), be);
+  const out = Tensor.empty(
+    x.shape.map((d, i) => (i === a ? length : d)),
+    be,
+  );
   be.copyBlock(x.buf, start * inner, len * inner, out.buf, 0, length * inner, outer, length * inner, false);
   return attach(out, 'narrow', [x], (g) => {
     const gx = Tensor.empty(x.shape, be);
@@ -115,9 +126,18 @@ export function concat(xs: readonly Tensor[], axis: number): Tensor {
 export function assignSlice(dst: Tensor, src: Tensor, axis: number, start: number): void {
   const a = normAxis(axis, dst.ndim, 'assignSlice');
   const l = src.shape[a];
-  if (src.ndim !== dst.ndim || l === undefined || src.shape.some((d, i) => i !== a && d !== dst.shape[i]) || start < 0 || start + l > dst.shape[a]!)
+  if (
+    src.ndim !== dst.ndim ||
+    l === undefined ||
+    src.shape.some((d, i) => i !== a && d !== dst.shape[i]) ||
+    start < 0 ||
+    start + l > dst.shape[a]!
+  )
     throw new ShapeError(`assignSlice: cannot write [${src.shape}] into [${dst.shape}] at ${start} along axis ${axis}`);
-  if (isGradEnabled() && dst.requiresGrad) throw new Error('assignSlice: the destination requires grad; in-place writes are only for no-grad buffers such as KV caches');
+  if (isGradEnabled() && dst.requiresGrad)
+    throw new Error(
+      'assignSlice: the destination requires grad; in-place writes are only for no-grad buffers such as KV caches',
+    );
   const be = backendOf(dst, src);
   const [outer, len, inner] = splitAt(dst.shape, a);
   be.copyBlock(src.buf, 0, l * inner, dst.buf, start * inner, len * inner, outer, l * inner, false);

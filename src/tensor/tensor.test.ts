@@ -47,7 +47,8 @@ describe('autograd', () => {
 
   it('shape errors name the shapes', () => {
     T.setBackend('js');
-    const a = T.zeros([2, 3]), b = T.zeros([4, 5]);
+    const a = T.zeros([2, 3]),
+      b = T.zeros([4, 5]);
     expect(() => T.matmul(a, b)).toThrow(/\[2,3\].*\[4,5\]/);
     expect(() => T.add(a, T.zeros([2]))).toThrow(/do not broadcast/);
     expect(() => a.reshape(5, -1)).toThrow(/cannot view shape \[2,3\]/);

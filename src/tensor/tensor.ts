@@ -8,7 +8,10 @@ import { getBackend, setLiveCounter } from './backends.js';
 /** Backend storage shared by a tensor and its reshapes / detached copies. */
 class Storage {
   refs = 1;
-  constructor(readonly backend: Backend, readonly buf: Buf) {}
+  constructor(
+    readonly backend: Backend,
+    readonly buf: Buf,
+  ) {}
 }
 
 /** How a tensor was computed: its inputs and the map from its gradient to theirs. */
@@ -126,7 +129,8 @@ export class Tensor {
 export function shapeSize(shape: readonly number[]): number {
   let n = 1;
   for (const d of shape) {
-    if (!Number.isInteger(d) || d < 0) throw new ShapeError(`invalid shape [${shape}]: dims must be non-negative integers`);
+    if (!Number.isInteger(d) || d < 0)
+      throw new ShapeError(`invalid shape [${shape}]: dims must be non-negative integers`);
     n *= d;
   }
   return n;
@@ -143,7 +147,13 @@ function inferShape(dims: readonly number[], size: number, from: readonly number
 }
 
 /** @internal mark `out` as computed from `inputs`, recording a GradNode when any input needs a gradient. */
-export function attach(out: Tensor, name: string, inputs: readonly Tensor[], backward: (g: Tensor) => (Tensor | null)[], saved?: Tensor[]): Tensor {
+export function attach(
+  out: Tensor,
+  name: string,
+  inputs: readonly Tensor[],
+  backward: (g: Tensor) => (Tensor | null)[],
+  saved?: Tensor[],
+): Tensor {
   if (gradEnabled && inputs.some((t) => t.requiresGrad)) {
     out.requiresGrad = true;
     out.node = saved ? { name, inputs, backward, saved } : { name, inputs, backward };
@@ -215,7 +225,10 @@ export function liveTensors(): number {
 setLiveCounter(liveTensors);
 
 function runBackward(root: Tensor, gradOutput?: Tensor): void {
-  if (!root.requiresGrad) throw new Error('backward(): this tensor does not require grad (no input had requiresGrad, or it was made in noGrad)');
+  if (!root.requiresGrad)
+    throw new Error(
+      'backward(): this tensor does not require grad (no input had requiresGrad, or it was made in noGrad)',
+    );
   if (!gradOutput && root.size !== 1)
     throw new ShapeError(`backward(): a seed gradient is required for a non-scalar tensor of shape [${root.shape}]`);
   if (gradOutput && gradOutput.size !== root.size)

@@ -25,6 +25,8 @@ export function testBackend(name: BackendName): boolean {
   } catch (e) {
     if (!backendsRequired()) return false;
     const how = HOW_TO_BUILD[name] ?? 'see docs/';
-    throw new Error(`RAGEN_REQUIRE_BACKENDS=1 requires the ${name} backend, and it does not load: ${(e as Error).message}. To build it: ${how}. Unset RAGEN_REQUIRE_BACKENDS to skip its tests instead.`);
+    throw new Error(
+      `RAGEN_REQUIRE_BACKENDS=1 requires the ${name} backend, and it does not load: ${(e as Error).message}. To build it: ${how}. Unset RAGEN_REQUIRE_BACKENDS to skip its tests instead.`,
+    );
   }
 }

@@ -15,7 +15,8 @@ export interface ThreadPool {
 }
 
 // control block: Int32 [0] job seq, [1] done seq, [2] fn index, [3] ready, [4] argc, [5] error, [6] claimable job
-// (its seq, 0 once claimed), [15] left for kernel experiments (src/bench/scripts/step-ab.ts); Float64 args at +64. The worker's
+// (its seq, 0 once claimed), [15] left for kernel experiments (src/bench/scripts/step-ab.ts); Float64 args at +64. The
+// worker's
 // half is claimed by whichever thread gets to it first: if the worker is not scheduled in time (a busy machine), the
 // main thread runs both halves itself.
 const ARGS_ADDR = CONTROL_ADDR + 64;
@@ -68,14 +69,20 @@ export class Backoff {
   private strikes = 0;
   private until = -Infinity;
 
-  constructor(readonly coolMs = 200, readonly slackMs = 0.1) {}
+  constructor(
+    readonly coolMs = 200,
+    readonly slackMs = 0.1,
+  ) {}
 
   /** Whether a job starting at `now` (performance.now()) runs on the main thread alone. */
   serial(now: number): boolean {
     return now < this.until;
   }
 
-  /** A job whose main-thread half took `mainMs`, after which the main thread waited `waitMs` for the worker, ending at `now`. */
+  /**
+   * A job whose main-thread half took `mainMs`, after which the main thread waited `waitMs` for the worker, ending at
+   * `now`.
+   */
   record(mainMs: number, waitMs: number, now: number): void {
     if (waitMs > mainMs + this.slackMs) {
       if (++this.strikes >= 3) {
@@ -95,7 +102,13 @@ export function workerInitData(module: WebAssembly.Module, memory: WebAssembly.M
  * The main-thread side. `terminate` stops the worker. Waits up to `readyTimeoutMs` for the worker to start;
  * returns null (after calling terminate) if it does not.
  */
-export function createThreadPool(memory: WebAssembly.Memory, exports: WasmKernels, names: string[], terminate: () => void, readyTimeoutMs = 10000): ThreadPool | null {
+export function createThreadPool(
+  memory: WebAssembly.Memory,
+  exports: WasmKernels,
+  names: string[],
+  terminate: () => void,
+  readyTimeoutMs = 10000,
+): ThreadPool | null {
   const ctl = new Int32Array(memory.buffer, CONTROL_ADDR, 16);
   const args = new Float64Array(memory.buffer, ARGS_ADDR, MAX_ARGS);
   Atomics.wait(ctl, 3, 0, readyTimeoutMs);

@@ -13,11 +13,24 @@ export interface CreateWasmOptions {
 }
 
 /** Compile and instantiate the kernels; pass the result to `useBackend`. */
-export async function createWasmBackend(source: ArrayBuffer | ArrayBufferView | { arrayBuffer(): Promise<ArrayBuffer> }, opts: CreateWasmOptions = {}): Promise<WasmBackend> {
-  const bytes = 'arrayBuffer' in source && typeof source.arrayBuffer === 'function' ? await source.arrayBuffer() : (source as ArrayBuffer | ArrayBufferView);
+export async function createWasmBackend(
+  source: ArrayBuffer | ArrayBufferView | { arrayBuffer(): Promise<ArrayBuffer> },
+  opts: CreateWasmOptions = {},
+): Promise<WasmBackend> {
+  const bytes =
+    'arrayBuffer' in source && typeof source.arrayBuffer === 'function'
+      ? await source.arrayBuffer()
+      : (source as ArrayBuffer | ArrayBufferView);
   // (a cast, not a copy: the DOM typings, used when the dashboard bundles this file, want BufferSource)
   const module = await WebAssembly.compile(bytes as ArrayBuffer);
   const arena = new Arena(opts.initialBytes, opts.shared ?? false);
-  const inst = new WebAssembly.Instance(module, { env: { memory: arena.memory, abort: () => { throw new Error('wasm abort'); } } });
+  const inst = new WebAssembly.Instance(module, {
+    env: {
+      memory: arena.memory,
+      abort: () => {
+        throw new Error('wasm abort');
+      },
+    },
+  });
   return new WasmBackend(checkKernels(inst.exports), arena, null, 'simd');
 }

@@ -3,10 +3,72 @@
 
 /** The kernel module's exports. */
 export interface WasmKernels {
-  gemm(transA: number, transB: number, M: number, N: number, K: number, a: number, lda: number, b: number, ldb: number, c: number, ldc: number, alpha: number, accumulate: number, scratch: number): void;
-  gemmBatched(transA: number, transB: number, M: number, N: number, K: number, a: number, lda: number, b: number, ldb: number, c: number, ldc: number, alpha: number, accumulate: number, batch: number, strideA: number, strideB: number, strideC: number, scratch: number): void;
-  gemmNT(M: number, N: number, K: number, a: number, lda: number, b: number, ldb: number, c: number, ldc: number, alpha: number, accumulate: number): void;
-  gemmNTBatched(M: number, N: number, K: number, a: number, lda: number, b: number, ldb: number, c: number, ldc: number, alpha: number, accumulate: number, batch: number, strideA: number, strideB: number, strideC: number): void;
+  gemm(
+    transA: number,
+    transB: number,
+    M: number,
+    N: number,
+    K: number,
+    a: number,
+    lda: number,
+    b: number,
+    ldb: number,
+    c: number,
+    ldc: number,
+    alpha: number,
+    accumulate: number,
+    scratch: number,
+  ): void;
+  gemmBatched(
+    transA: number,
+    transB: number,
+    M: number,
+    N: number,
+    K: number,
+    a: number,
+    lda: number,
+    b: number,
+    ldb: number,
+    c: number,
+    ldc: number,
+    alpha: number,
+    accumulate: number,
+    batch: number,
+    strideA: number,
+    strideB: number,
+    strideC: number,
+    scratch: number,
+  ): void;
+  gemmNT(
+    M: number,
+    N: number,
+    K: number,
+    a: number,
+    lda: number,
+    b: number,
+    ldb: number,
+    c: number,
+    ldc: number,
+    alpha: number,
+    accumulate: number,
+  ): void;
+  gemmNTBatched(
+    M: number,
+    N: number,
+    K: number,
+    a: number,
+    lda: number,
+    b: number,
+    ldb: number,
+    c: number,
+    ldc: number,
+    alpha: number,
+    accumulate: number,
+    batch: number,
+    strideA: number,
+    strideB: number,
+    strideC: number,
+  ): void;
   gemmScratchBytes(): number;
   binary(op: number, a: number, b: number, out: number, n: number, m: number, inner: number): void;
   reduceBroadcast(g: number, a: number, out: number, n: number, m: number, inner: number): void;
@@ -14,32 +76,145 @@ export interface WasmKernels {
   unaryBackward(op: number, x: number, y: number, g: number, out: number, n: number): void;
   affine(x: number, out: number, n: number, s: number, t: number): void;
   axpy(alpha: number, x: number, y: number, n: number): void;
-  copyBlock(src: number, srcStride: number, dst: number, dstStride: number, rows: number, cols: number, accumulate: number): void;
-  permute4(src: number, dst: number, n0: number, n1: number, n2: number, n3: number, s0: number, s1: number, s2: number, s3: number): void;
+  copyBlock(
+    src: number,
+    srcStride: number,
+    dst: number,
+    dstStride: number,
+    rows: number,
+    cols: number,
+    accumulate: number,
+  ): void;
+  permute4(
+    src: number,
+    dst: number,
+    n0: number,
+    n1: number,
+    n2: number,
+    n3: number,
+    s0: number,
+    s1: number,
+    s2: number,
+    s3: number,
+  ): void;
   sumAxis(x: number, out: number, outer: number, len: number, inner: number): void;
   expandAxis(g: number, out: number, outer: number, len: number, inner: number, s: number): void;
   fill(x: number, n: number, v: number): void;
   swiglu(gate: number, up: number, out: number, n: number): void;
   swigluBackward(g: number, gate: number, up: number, dgate: number, dup: number, n: number): void;
-  adamw(p: number, g: number, m: number, v: number, n: number, lr: number, beta1: number, beta2: number, eps: number, wd: number, bc1: number, bc2: number): void;
+  adamw(
+    p: number,
+    g: number,
+    m: number,
+    v: number,
+    n: number,
+    lr: number,
+    beta1: number,
+    beta2: number,
+    eps: number,
+    wd: number,
+    bc1: number,
+    bc2: number,
+  ): void;
   sumSquares(x: number, n: number): number;
   allFinite(x: number, n: number): number;
   rmsNorm(x: number, w: number, y: number, rstd: number, rows: number, C: number, eps: number): void;
   rmsNormBackward(g: number, x: number, w: number, rstd: number, dx: number, dw: number, rows: number, C: number): void;
-  rope(x: number, out: number, B: number, H: number, T: number, D: number, tab: number, perBatch: number, sign: number): void;
+  rope(
+    x: number,
+    out: number,
+    B: number,
+    H: number,
+    T: number,
+    D: number,
+    tab: number,
+    perBatch: number,
+    sign: number,
+  ): void;
   softmax(x: number, y: number, rows: number, C: number, log: number): void;
   softmaxBackward(y: number, g: number, dx: number, rows: number, C: number, log: number): void;
   logprobTarget(logits: number, targets: number, out: number, lse: number, N: number, V: number): void;
-  logprobTargetBackward(g: number, logits: number, targets: number, lse: number, dlogits: number, N: number, V: number): void;
+  logprobTargetBackward(
+    g: number,
+    logits: number,
+    targets: number,
+    lse: number,
+    dlogits: number,
+    N: number,
+    V: number,
+  ): void;
   entropy(logits: number, out: number, lse: number, N: number, V: number): void;
   entropyBackward(g: number, logits: number, lse: number, ent: number, dlogits: number, N: number, V: number): void;
   embedding(w: number, ids: number, out: number, N: number, C: number): void;
   embeddingBackward(g: number, ids: number, dw: number, N: number, C: number): void;
-  attention(q: number, k: number, v: number, out: number, probs: number, B: number, Hq: number, Hkv: number, T: number, S: number, D: number, offset: number, scale: number, keyValid: number, p0: number, p1: number, scratch: number): void;
-  attentionBackward(g: number, q: number, k: number, v: number, probs: number, dq: number, dk: number, dv: number, B: number, Hq: number, Hkv: number, T: number, S: number, D: number, scale: number, p0: number, p1: number, scratch: number): void;
+  attention(
+    q: number,
+    k: number,
+    v: number,
+    out: number,
+    probs: number,
+    B: number,
+    Hq: number,
+    Hkv: number,
+    T: number,
+    S: number,
+    D: number,
+    offset: number,
+    scale: number,
+    keyValid: number,
+    p0: number,
+    p1: number,
+    scratch: number,
+  ): void;
+  attentionBackward(
+    g: number,
+    q: number,
+    k: number,
+    v: number,
+    probs: number,
+    dq: number,
+    dk: number,
+    dv: number,
+    B: number,
+    Hq: number,
+    Hkv: number,
+    T: number,
+    S: number,
+    D: number,
+    scale: number,
+    p0: number,
+    p1: number,
+    scratch: number,
+  ): void;
   attentionScratchBytes(R: number, S: number): number;
   decodePack(w: number, out: number, N: number, K: number): void;
-  decodeStep(desc: number, L: number, h: number, scratch: number, tab: number, valid: number, kvOff: number, B: number, C: number, H: number, Kh: number, D: number, F: number, cap: number, start: number, eps: number, scale: number, T: number, norm: number, headP: number, logits: number, V: number, probs: number, lse: number, invTemp: number): void;
+  decodeStep(
+    desc: number,
+    L: number,
+    h: number,
+    scratch: number,
+    tab: number,
+    valid: number,
+    kvOff: number,
+    B: number,
+    C: number,
+    H: number,
+    Kh: number,
+    D: number,
+    F: number,
+    cap: number,
+    start: number,
+    eps: number,
+    scale: number,
+    T: number,
+    norm: number,
+    headP: number,
+    logits: number,
+    V: number,
+    probs: number,
+    lse: number,
+    invTemp: number,
+  ): void;
   fmaProbe(n: number, x: number): number;
 }
 

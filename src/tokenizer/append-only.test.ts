@@ -1,7 +1,14 @@
 // Our append-only Qwen templates (`ragen-qwen`): each turn's rendering extends the last one verbatim, earlier
 // <think> reasoning included, and the probe tells them apart from Qwen3's own template, which rewrites history.
 import { describe, expect, it } from 'vitest';
-import { appendOnlyViolation, HfTokenizer, loadQwenTokenizer, qwenTokenizerFiles, ragenQwenTemplate, type ChatMessage } from './index.js';
+import {
+  appendOnlyViolation,
+  HfTokenizer,
+  loadQwenTokenizer,
+  qwenTokenizerFiles,
+  ragenQwenTemplate,
+  type ChatMessage,
+} from './index.js';
 
 const ragen25 = new HfTokenizer(qwenTokenizerFiles('qwen2.5', ragenQwenTemplate('qwen2.5')), 'ragen-qwen2.5');
 const ragen3 = new HfTokenizer(qwenTokenizerFiles('qwen3', ragenQwenTemplate('qwen3')), 'ragen-qwen3');
@@ -27,14 +34,18 @@ describe('the ragen-qwen templates', () => {
         '<|im_start|>assistant\n',
     );
     // A system message of the caller's replaces the default one.
-    expect(ragen25.applyChatTemplate(exchange(1, true))).toBe('<|im_start|>system\nYou solve Sokoban.<|im_end|>\n<|im_start|>user\nTurn 1: State:\n#P_#<|im_end|>\n');
+    expect(ragen25.applyChatTemplate(exchange(1, true))).toBe(
+      '<|im_start|>system\nYou solve Sokoban.<|im_end|>\n<|im_start|>user\nTurn 1: State:\n#P_#<|im_end|>\n',
+    );
   });
 
   it("agree with Qwen2.5-Instruct's own template on plain conversations", () => {
     const own = loadQwenTokenizer('qwen2.5');
     for (const system of [true, false]) {
       const m = exchange(3, system);
-      expect(ragen25.applyChatTemplate(m, { addGenerationPrompt: true })).toBe(own.applyChatTemplate(m, { addGenerationPrompt: true }));
+      expect(ragen25.applyChatTemplate(m, { addGenerationPrompt: true })).toBe(
+        own.applyChatTemplate(m, { addGenerationPrompt: true }),
+      );
     }
   });
 
@@ -58,12 +69,21 @@ describe('the ragen-qwen templates', () => {
     expect(text).toContain('<think>step 1: push right</think>');
     expect(text).toContain('<think>step 2: push right</think>');
     const own = loadQwenTokenizer('qwen3');
-    expect(own.applyChatTemplate(exchange(3, false), { addGenerationPrompt: true })).not.toContain('step 1: push right</think>');
+    expect(own.applyChatTemplate(exchange(3, false), { addGenerationPrompt: true })).not.toContain(
+      'step 1: push right</think>',
+    );
     expect(appendOnlyViolation(own)).toMatch(/^rendering turn 2 changes earlier text at character \d+/);
   });
 
   it('refuse nothing: no messages, a lone assistant turn, tool and mid-conversation system messages all render', () => {
-    const odd: ChatMessage[][] = [[], [{ role: 'assistant', content: 'hi' }], [{ role: 'tool', content: '{"x": 1}' }, { role: 'system', content: 'late' }]];
+    const odd: ChatMessage[][] = [
+      [],
+      [{ role: 'assistant', content: 'hi' }],
+      [
+        { role: 'tool', content: '{"x": 1}' },
+        { role: 'system', content: 'late' },
+      ],
+    ];
     for (const tok of [ragen25, ragen3]) {
       for (const m of odd) {
         const text = tok.applyChatTemplate(m, { addGenerationPrompt: true });

@@ -5,8 +5,14 @@ import type { Tokenizer } from './tokenizer.js';
 
 /** A multi-turn exchange as the agent loop writes it: replies with reasoning that a template might rewrite. */
 const PROBE_TURNS = [
-  { user: 'Turn 1: State:\n#P_#\nYou have 3 actions left.', reply: '<think>The box is to the right.</think><answer>Right</answer>' },
-  { user: 'Turn 2: State:\n#_P#\nYou have 2 actions left.', reply: '<think>Now go left.</think><answer>Left || Up</answer>' },
+  {
+    user: 'Turn 1: State:\n#P_#\nYou have 3 actions left.',
+    reply: '<think>The box is to the right.</think><answer>Right</answer>',
+  },
+  {
+    user: 'Turn 2: State:\n#_P#\nYou have 2 actions left.',
+    reply: '<think>Now go left.</think><answer>Left || Up</answer>',
+  },
   { user: 'Turn 3: State:\n#P_#\nYou have 1 actions left.', reply: '<answer>Down</answer>' },
 ];
 

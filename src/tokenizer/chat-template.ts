@@ -32,7 +32,9 @@ export class ChatTemplate {
     try {
       this.template = new Template(source);
     } catch (err) {
-      throw new ConfigError(`The chat template does not parse as Jinja: ${(err as Error).message}. Check tokenizer_config.json's \`chat_template\`.`);
+      throw new ConfigError(
+        `The chat template does not parse as Jinja: ${(err as Error).message}. Check tokenizer_config.json's \`chat_template\`.`,
+      );
     }
   }
 
@@ -50,7 +52,8 @@ export class ChatTemplate {
 /** The special-token string of a tokenizer_config.json field (a string or an AddedToken object), if any. */
 export function tokenString(value: unknown): string | undefined {
   if (typeof value === 'string') return value;
-  if (value && typeof value === 'object' && typeof (value as { content?: unknown }).content === 'string') return (value as { content: string }).content;
+  if (value && typeof value === 'object' && typeof (value as { content?: unknown }).content === 'string')
+    return (value as { content: string }).content;
   return undefined;
 }
 
@@ -62,7 +65,8 @@ export function chatTemplateSource(config: Record<string, unknown>): string | un
   const t = config['chat_template'];
   if (typeof t === 'string') return t;
   if (Array.isArray(t)) {
-    const entry = t.find((e) => e && typeof e === 'object' && (e as { name?: unknown }).name === 'default') as { template?: unknown } | undefined;
+    const entry = t.find((e) => e && typeof e === 'object' && (e as { name?: unknown }).name === 'default') as
+      { template?: unknown } | undefined;
     if (entry && typeof entry.template === 'string') return entry.template;
   }
   return undefined;

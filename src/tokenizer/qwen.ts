@@ -36,7 +36,12 @@ export function qwenTokenizerFiles(version: 'qwen2.5' | 'qwen3', chatTemplate?: 
   const decoder = (tokenizerConfig['added_tokens_decoder'] ?? {}) as Record<string, unknown>;
   return {
     tokenizerJson: { ...tokenizerJson, added_tokens: added.filter((t) => t.id < QWEN25_VOCAB_SIZE) },
-    tokenizerConfig: { ...config, added_tokens_decoder: Object.fromEntries(Object.entries(decoder).filter(([id]) => Number(id) < QWEN25_VOCAB_SIZE)) },
+    tokenizerConfig: {
+      ...config,
+      added_tokens_decoder: Object.fromEntries(
+        Object.entries(decoder).filter(([id]) => Number(id) < QWEN25_VOCAB_SIZE),
+      ),
+    },
   };
 }
 

@@ -30,7 +30,9 @@ describe('runTokenizer', () => {
       expect(runTokenizer(dir, 'auto').chatTemplate).toBe(RAGEN_QWEN3_TEMPLATE);
       expect(runTokenizer(dir, 'auto').chatTemplate).toBe(RAGEN_QWEN3_TEMPLATE);
       expect(log).toHaveBeenCalledTimes(1);
-      expect(String(log.mock.calls[0]![0])).toMatch(/^model\.chatTemplate=auto: the chat template of `.*q3` is not append-only \(rendering turn 2 changes earlier text/);
+      expect(String(log.mock.calls[0]![0])).toMatch(
+        /^model\.chatTemplate=auto: the chat template of `.*q3` is not append-only \(rendering turn 2 changes earlier text/,
+      );
     } finally {
       log.mockRestore();
     }
@@ -53,12 +55,41 @@ describe('runTokenizer', () => {
     // A word-level tokenizer with neither ChatML token.
     const plain = join(root, 'plain');
     mkdirSync(plain);
-    const special = { id: 1, content: '</s>', single_word: false, lstrip: false, rstrip: false, normalized: false, special: true };
+    const special = {
+      id: 1,
+      content: '</s>',
+      single_word: false,
+      lstrip: false,
+      rstrip: false,
+      normalized: false,
+      special: true,
+    };
     const model = { type: 'WordLevel', vocab: { a: 0, '</s>': 1, '[UNK]': 2 }, unk_token: '[UNK]' };
-    writeFileSync(join(plain, 'tokenizer.json'), JSON.stringify({ version: '1.0', truncation: null, padding: null, added_tokens: [special], normalizer: null, pre_tokenizer: { type: 'Whitespace' }, post_processor: null, decoder: null, model }));
-    writeFileSync(join(plain, 'tokenizer_config.json'), JSON.stringify({ eos_token: '</s>', chat_template: '{{ messages | length }}{% for m in messages %}{{ m.content }} {% endfor %}' }));
+    writeFileSync(
+      join(plain, 'tokenizer.json'),
+      JSON.stringify({
+        version: '1.0',
+        truncation: null,
+        padding: null,
+        added_tokens: [special],
+        normalizer: null,
+        pre_tokenizer: { type: 'Whitespace' },
+        post_processor: null,
+        decoder: null,
+        model,
+      }),
+    );
+    writeFileSync(
+      join(plain, 'tokenizer_config.json'),
+      JSON.stringify({
+        eos_token: '</s>',
+        chat_template: '{{ messages | length }}{% for m in messages %}{{ m.content }} {% endfor %}',
+      }),
+    );
     expect(() => runTokenizer(plain, 'ragen-qwen')).toThrow(ConfigError);
-    expect(() => runTokenizer(plain, 'ragen-qwen')).toThrow(/needs Qwen's <\|im_start\|> and <\|im_end\|> tokens.*use model\.chatTemplate=model\./);
+    expect(() => runTokenizer(plain, 'ragen-qwen')).toThrow(
+      /needs Qwen's <\|im_start\|> and <\|im_end\|> tokens.*use model\.chatTemplate=model\./,
+    );
     // Not append-only (it opens with the message count) but not ChatML either: kept, for the agent loop's refusal.
     expect(runTokenizer(plain, 'auto').chatTemplate).toContain('messages | length');
   });

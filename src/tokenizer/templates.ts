@@ -22,7 +22,9 @@ export const QWEN25_DEFAULT_SYSTEM = 'You are Qwen, created by Alibaba Cloud. Yo
  * (a `tool` message as `<|im_start|>tool`, where Qwen2.5's own template wraps it in <tool_response> under `user`).
  */
 export const RAGEN_QWEN25_TEMPLATE =
-  "{%- if messages | length == 0 or messages[0].role != 'system' %}{{- '<|im_start|>system\\n" + QWEN25_DEFAULT_SYSTEM + "<|im_end|>\\n' }}{%- endif %}" +
+  "{%- if messages | length == 0 or messages[0].role != 'system' %}{{- '<|im_start|>system\\n" +
+  QWEN25_DEFAULT_SYSTEM +
+  "<|im_end|>\\n' }}{%- endif %}" +
   "{%- for message in messages %}{{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' }}{%- endfor %}" +
   "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}";
 

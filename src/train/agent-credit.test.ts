@@ -63,16 +63,24 @@ beforeAll(() => {
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 /** True when `seq` is a prefix of `row`. */
-const prefixOf = (seq: readonly number[], row: readonly number[]): boolean => seq.length <= row.length && seq.every((id, i) => row[i] === id);
+const prefixOf = (seq: readonly number[], row: readonly number[]): boolean =>
+  seq.length <= row.length && seq.every((id, i) => row[i] === id);
 
-describe('the gateway trains what the program received, each call on its own episode\'s reward (issue 42)', () => {
-  it('issue 42: every update row is one episode\'s received calls, loss on their sampled ids only, scored with that episode\'s reward', async () => {
+describe("the gateway trains what the program received, each call on its own episode's reward (issue 42)", () => {
+  it("issue 42: every update row is one episode's received calls, loss on their sampled ids only, scored with that episode's reward", async () => {
     const model = await writeMicroModel(join(root, 'model'));
     const logDir = join(root, 'log');
     mkdirSync(logDir);
     const block = `{command: "node ${join(root, 'agent.mjs')} ${logDir}", timeoutS: 60, concurrency: 2}`;
     const dir = join(root, 'run');
-    const config = microConfig(model, dir, [`env.train=[{agent: ${block}, groups: 2, groupSize: 2}]`, 'env.val=[]', 'algo.advEstimator=grpo', 'trainer.steps=1', 'agent.maxContextTokens=2048', 'agent.maxNewTokens=400']);
+    const config = microConfig(model, dir, [
+      `env.train=[{agent: ${block}, groups: 2, groupSize: 2}]`,
+      'env.val=[]',
+      'algo.advEstimator=grpo',
+      'trainer.steps=1',
+      'agent.maxContextTokens=2048',
+      'agent.maxNewTokens=400',
+    ]);
     const models = await openLocalModels(config);
     const rows: { ids: number[]; mask: number[]; rewards: number[]; score: number }[] = [];
     const backward = models.engine.backward.bind(models.engine);
@@ -111,7 +119,8 @@ describe('the gateway trains what the program received, each call on its own epi
       expect(row.ids.length).toBe(last.prompt.length + last.completion.length);
       // loss exactly on the ids the program received as completions; prompt, template and history tokens masked
       const expected = new Array<number>(row.ids.length).fill(0);
-      for (const c of calls) for (let t = c.prompt.length; t < c.prompt.length + c.completion.length; t++) expected[t] = 1;
+      for (const c of calls)
+        for (let t = c.prompt.length; t < c.prompt.length + c.completion.length; t++) expected[t] = 1;
       expect(row.mask).toEqual(expected);
       // credit: the row's own episode's reward, once, on its last sampled token
       expect(row.score).toBeCloseTo(ep.reward, 5);
@@ -120,6 +129,7 @@ describe('the gateway trains what the program received, each call on its own epi
       expect(row.rewards[nonZero[0]!]).toBeCloseTo(ep.reward, 5);
     }
     // and every received call is trained: each opens some row
-    for (const e of episodes) for (const c of e.calls) expect(rows.some((r) => prefixOf([...c.prompt, ...c.completion], r.ids))).toBe(true);
+    for (const e of episodes)
+      for (const c of e.calls) expect(rows.some((r) => prefixOf([...c.prompt, ...c.completion], r.ids))).toBe(true);
   }, 120_000);
 });

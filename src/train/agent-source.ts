@@ -14,7 +14,13 @@ import { join } from 'node:path';
  * A gateway answering agent programs with the run's policy: loopback, a free port, sampling fixed to the split's
  * (`generation.*`, or `generation.val.*`), at most `agent.maxNewTokens` tokens per call, the model's context length.
  */
-export async function openGateway(config: RagenConfig, engine: Engine, tokenizer: Tokenizer, mode: 'train' | 'val', log?: (line: string) => void): Promise<Gateway> {
+export async function openGateway(
+  config: RagenConfig,
+  engine: Engine,
+  tokenizer: Tokenizer,
+  mode: 'train' | 'val',
+  log?: (line: string) => void,
+): Promise<Gateway> {
   const s = samplingOf(config, mode, 0);
   const { contextLength, vocabSize } = modelSizes(config, engine);
   const gateway = new Gateway({
@@ -33,10 +39,17 @@ export async function openGateway(config: RagenConfig, engine: Engine, tokenizer
 
 /** The policy's context length and vocabulary: the local engine's model, else `model.path`'s config.json. */
 function modelSizes(config: RagenConfig, engine: Engine): { contextLength: number; vocabSize: number } {
-  if (engine instanceof LocalEngine) return { contextLength: engine.policy.config.maxPositionEmbeddings, vocabSize: engine.policy.config.vocabSize };
+  if (engine instanceof LocalEngine)
+    return { contextLength: engine.policy.config.maxPositionEmbeddings, vocabSize: engine.policy.config.vocabSize };
   const dir = findModelPath(config.model.path) ?? config.model.path;
-  const cfg = configFromHF(JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')) as Record<string, unknown>, join(dir, 'config.json'));
-  return { contextLength: cfg.maxPositionEmbeddings, vocabSize: 'vocabSize' in engine ? Number((engine as { vocabSize: number }).vocabSize) : cfg.vocabSize };
+  const cfg = configFromHF(
+    JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')) as Record<string, unknown>,
+    join(dir, 'config.json'),
+  );
+  return {
+    contextLength: cfg.maxPositionEmbeddings,
+    vocabSize: 'vocabSize' in engine ? Number((engine as { vocabSize: number }).vocabSize) : cfg.vocabSize,
+  };
 }
 
 /** Where a split's agent rollout starts: its groups' task seeds, its sampling seed, its episode-id prefix. */
@@ -52,7 +65,13 @@ export interface AgentRolloutPlan {
  * Every agent entry of `mode`, rolled out through `gateway`; one batch (groups numbered per entry), the outcomes, and
  * the requests the gateway refused for naming no open episode since the last rollout (`Gateway.takeUnauthorized`).
  */
-export async function agentBatches(gateway: Gateway, config: RagenConfig, mode: 'train' | 'val', plan: AgentRolloutPlan, log?: (line: string) => void): Promise<{ batches: RolloutBatch[]; outcomes: AgentOutcome[]; unauthorized: number }> {
+export async function agentBatches(
+  gateway: Gateway,
+  config: RagenConfig,
+  mode: 'train' | 'val',
+  plan: AgentRolloutPlan,
+  log?: (line: string) => void,
+): Promise<{ batches: RolloutBatch[]; outcomes: AgentOutcome[]; unauthorized: number }> {
   const batches: RolloutBatch[] = [];
   const outcomes: AgentOutcome[] = [];
   let seed = plan.seedBase;
@@ -108,7 +127,8 @@ export function gatewayMetrics(outcomes: readonly AgentOutcome[], unauthorized =
     'gateway/episodes_no_reward': count('no_reward'),
     'gateway/episodes_crashed': count('crashed'),
     'gateway/episodes_timeout': count('timeout'),
-    'gateway/unparsed_tool_call_rate': withTools.length > 0 ? withTools.filter((c) => unparsedToolCall(c.text)).length / withTools.length : 0,
+    'gateway/unparsed_tool_call_rate':
+      withTools.length > 0 ? withTools.filter((c) => unparsedToolCall(c.text)).length / withTools.length : 0,
   };
 }
 
@@ -119,8 +139,12 @@ export function gatewayMetrics(outcomes: readonly AgentOutcome[], unauthorized =
 export function gatewayRefusals(m: MetricValues): string | null {
   const n = (key: keyof MetricValues) => m[key] ?? 0;
   const parts = [
-    n('gateway/unauthorized_calls') > 0 ? `${n('gateway/unauthorized_calls')} request(s) that named no open episode (404: a wrong secret in the URL, or an episode that had ended)` : '',
-    n('gateway/duplicate_rewards') > 0 ? `${n('gateway/duplicate_rewards')} second reward(s) of an episode (409: the first one counts)` : '',
+    n('gateway/unauthorized_calls') > 0
+      ? `${n('gateway/unauthorized_calls')} request(s) that named no open episode (404: a wrong secret in the URL, or an episode that had ended)`
+      : '',
+    n('gateway/duplicate_rewards') > 0
+      ? `${n('gateway/duplicate_rewards')} second reward(s) of an episode (409: the first one counts)`
+      : '',
     n('gateway/refused_calls') > 0 ? `${n('gateway/refused_calls')} call(s) over an episode's maxCalls (429)` : '',
   ].filter((p) => p !== '');
   return parts.length > 0 ? `the gateway refused ${parts.join(', ')}` : null;

@@ -59,18 +59,29 @@ function attack(port: string): Promise<number[]> {
     let out = '';
     child.stdout.setEncoding('utf8').on('data', (c: string) => (out += c));
     child.once('error', reject);
-    child.once('close', (code) => (code === 0 ? resolve(JSON.parse(out) as number[]) : reject(new Error(`attacker exited ${code}`))));
+    child.once('close', (code) =>
+      code === 0 ? resolve(JSON.parse(out) as number[]) : reject(new Error(`attacker exited ${code}`)),
+    );
   });
 }
 
 describe('the gateway under attack during ragen train (item 1)', () => {
-  it('item 1: a second process with the port and the naming scheme cannot post a call or a reward into any episode; the run\'s rewards are the honest program\'s', async () => {
+  it("item 1: a second process with the port and the naming scheme cannot post a call or a reward into any episode; the run's rewards are the honest program's", async () => {
     const dir = join(root, 'shared');
     mkdirSync(dir);
     const block = `{command: "node ${join(root, 'honest.mjs')} ${dir}", timeoutS: 60, concurrency: 4}`;
-    const config = microConfig(model, join(root, 'run'), [`env.train=[{agent: ${block}, groups: 2, groupSize: 2}]`, `env.val=[{agent: ${block}, groups: 2}]`, 'algo.advEstimator=grpo', 'trainer.steps=1', 'trainer.valBeforeTrain=true', 'logging.console=plain']);
+    const config = microConfig(model, join(root, 'run'), [
+      `env.train=[{agent: ${block}, groups: 2, groupSize: 2}]`,
+      `env.val=[{agent: ${block}, groups: 2}]`,
+      'algo.advEstimator=grpo',
+      'trainer.steps=1',
+      'trainer.valBeforeTrain=true',
+      'logging.console=plain',
+    ]);
     let printed = '';
-    const stream = Object.assign(new Writable({ write: (c, _e, cb) => ((printed += String(c)), cb()) }), { isTTY: false });
+    const stream = Object.assign(new Writable({ write: (c, _e, cb) => ((printed += String(c)), cb()) }), {
+      isTTY: false,
+    });
     // The watcher: as each split's gateway shows up, attack it once, then let its programs finish.
     const attacks: Record<string, number[]> = {};
     let running = true;
@@ -100,11 +111,23 @@ describe('the gateway under attack during ragen train (item 1)', () => {
     const [m0, m1] = readMetricsFile(join(root, 'run', 'metrics.jsonl'));
     expect(m0!['val/agent/success']).toBe(0);
     expect([m1!['train/reward_mean'], m1!['train/success']]).toEqual([0, 0]);
-    expect([m1!['gateway/calls'], m1!['gateway/episodes_ok'], m1!['gateway/duplicate_rewards'], m1!['gateway/unauthorized_calls']]).toEqual([4, 4, 0, sent]);
+    expect([
+      m1!['gateway/calls'],
+      m1!['gateway/episodes_ok'],
+      m1!['gateway/duplicate_rewards'],
+      m1!['gateway/unauthorized_calls'],
+    ]).toEqual([4, 4, 0, sent]);
     // nothing injected was trained: every recorded episode is the program's one call
-    const records = readFileSync(join(root, 'run', 'rollouts', 'step-1.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { turns: unknown[] });
+    const records = readFileSync(join(root, 'run', 'rollouts', 'step-1.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { turns: unknown[] });
     expect(records.map((r) => r.turns.length)).toEqual([1, 1, 1, 1]);
-    expect(printed).toMatch(new RegExp(`validation: the gateway refused ${sent} request\\(s\\) that named no open episode`));
-    expect(printed).toMatch(new RegExp(`step 1: the gateway refused ${sent} request\\(s\\) that named no open episode`));
+    expect(printed).toMatch(
+      new RegExp(`validation: the gateway refused ${sent} request\\(s\\) that named no open episode`),
+    );
+    expect(printed).toMatch(
+      new RegExp(`step 1: the gateway refused ${sent} request\\(s\\) that named no open episode`),
+    );
   }, 120_000);
 });

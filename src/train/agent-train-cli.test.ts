@@ -20,7 +20,9 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 /** A config file training `program` (a file under root) for `steps` steps on the micro model. */
 function configFile(name: string, program: string, steps: number): string {
   const file = join(root, `${name}.yaml`);
-  writeFileSync(file, `model: {path: ${JSON.stringify(model)}}
+  writeFileSync(
+    file,
+    `model: {path: ${JSON.stringify(model)}}
 env:
   train:
     - agent: {command: "node ${join(root, program)}", timeoutS: 60, concurrency: 1}
@@ -31,7 +33,8 @@ algo: {advEstimator: grpo}
 agent: {maxNewTokens: 4, maxContextTokens: 1024}
 trainer: {steps: ${steps}, miniBatchSize: 2, microBatchSize: 2, valBeforeTrain: false, valEvery: 0, collapse: {every: 0}}
 logging: {runDir: ${JSON.stringify(join(root, name))}, console: none}
-`);
+`,
+  );
   return file;
 }
 
@@ -42,17 +45,22 @@ function ragenTrain(file: string) {
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-  const exit = new Promise<{ code: number | null; signal: string | null; out: string }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal, out })));
+  const exit = new Promise<{ code: number | null; signal: string | null; out: string }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal, out })),
+  );
   return { child, exit };
 }
 
 describe('ragen train --config with an agent program', () => {
   it('trains a step and writes its gateway metrics', async () => {
-    writeFileSync(join(root, 'agent.mjs'), `
+    writeFileSync(
+      join(root, 'agent.mjs'),
+      `
 const r = await fetch(process.env.OPENAI_BASE_URL + '/chat/completions', { method: 'POST', body: JSON.stringify({ messages: [{ role: 'user', content: 'hi ' + process.env.RAGEN_SEED }], max_tokens: 2 }) });
 const text = (await r.json()).choices[0].message.content ?? '';
 await fetch(process.env.RAGEN_REWARD_URL, { method: 'POST', body: JSON.stringify({ reward: text.length % 3 }) });
-`);
+`,
+    );
     const { code, out } = await ragenTrain(configFile('run', 'agent.mjs', 1)).exit;
     expect(code, out).toBe(0);
     const [m] = readMetricsFile(join(root, 'run', 'metrics.jsonl'));
@@ -62,11 +70,14 @@ await fetch(process.env.RAGEN_REWARD_URL, { method: 'POST', body: JSON.stringify
 
   it('exits 130 on SIGINT during a rollout and kills the program it was waiting for', async () => {
     const pidFile = join(root, 'hang.pid');
-    writeFileSync(join(root, 'hang.mjs'), `
+    writeFileSync(
+      join(root, 'hang.mjs'),
+      `
 import { writeFileSync } from 'node:fs';
 writeFileSync(${JSON.stringify(pidFile)}, String(process.pid));
 setTimeout(() => {}, 120_000);
-`);
+`,
+    );
     const { child, exit } = ragenTrain(configFile('hang', 'hang.mjs', 1));
     const t0 = Date.now();
     while (!existsSync(pidFile) || readFileSync(pidFile, 'utf8') === '') {
@@ -86,7 +97,9 @@ setTimeout(() => {}, 120_000);
     const pidFile = join(root, 'later.pid');
     const count = join(root, 'later.count');
     // the first step's two episodes answer; later ones hang (and say so), so SIGINT lands in step 2's rollout
-    writeFileSync(join(root, 'later.mjs'), `
+    writeFileSync(
+      join(root, 'later.mjs'),
+      `
 import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 appendFileSync(${JSON.stringify(count)}, 'x');
 if (readFileSync(${JSON.stringify(count)}, 'utf8').length > 2) {
@@ -96,7 +109,8 @@ if (readFileSync(${JSON.stringify(count)}, 'utf8').length > 2) {
   await fetch(process.env.OPENAI_BASE_URL + '/chat/completions', { method: 'POST', body: JSON.stringify({ messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 }) });
   await fetch(process.env.RAGEN_REWARD_URL, { method: 'POST', body: JSON.stringify({ reward: 1 }) });
 }
-`);
+`,
+    );
     const file = configFile('later', 'later.mjs', 3);
     writeFileSync(file, readFileSync(file, 'utf8').replace('valEvery: 0,', 'valEvery: 0, checkpointEvery: 1,'));
     const { child, exit } = ragenTrain(file);

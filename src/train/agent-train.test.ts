@@ -65,12 +65,20 @@ interface Logged {
 function agentBlock(mode: 'two' | 'one'): { logDir: string; block: string } {
   const logDir = join(root, `log-${++runs}`);
   mkdirSync(logDir);
-  return { logDir, block: `{command: "node ${join(root, 'agent.mjs')} ${logDir} ${mode}", timeoutS: 60, concurrency: 2}` };
+  return {
+    logDir,
+    block: `{command: "node ${join(root, 'agent.mjs')} ${logDir} ${mode}", timeoutS: 60, concurrency: 2}`,
+  };
 }
 
 /** Every episode the program logged, by episode id. */
 function logged(logDir: string): Map<string, Logged> {
-  return new Map(readdirSync(logDir).map((f) => [f.replace(/\.json$/, ''), JSON.parse(readFileSync(join(logDir, f), 'utf8')) as Logged]));
+  return new Map(
+    readdirSync(logDir).map((f) => [
+      f.replace(/\.json$/, ''),
+      JSON.parse(readFileSync(join(logDir, f), 'utf8')) as Logged,
+    ]),
+  );
 }
 
 beforeAll(async () => {
@@ -98,7 +106,13 @@ describe('ragen train on an agent program', () => {
     expect(metrics.map((m) => m.step)).toEqual([0, 1, 2]);
     for (const m of metrics.slice(1)) {
       expect(m['gateway/calls']).toBe(8); // 2 groups x 2 members x 2 calls
-      expect([m['gateway/episodes_ok'], m['gateway/episodes_crashed'], m['gateway/episodes_timeout'], m['gateway/episodes_no_reward'], m['gateway/refused_calls']]).toEqual([4, 0, 0, 0, 0]);
+      expect([
+        m['gateway/episodes_ok'],
+        m['gateway/episodes_crashed'],
+        m['gateway/episodes_timeout'],
+        m['gateway/episodes_no_reward'],
+        m['gateway/refused_calls'],
+      ]).toEqual([4, 0, 0, 0, 0]);
       expect(m['gateway/calls_per_episode']).toBe(2);
       expect(Number.isFinite(m['actor/pg_loss'])).toBe(true);
       expect(m['train/agent/success']).toBeDefined();
@@ -112,14 +126,21 @@ describe('ragen train on an agent program', () => {
 
     // The program's reward is the one trained on: each rollout record's score is its logged reward.
     const eps = logged(a.logDir);
-    const records = readFileSync(join(full.runDir, 'rollouts', 'step-1.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { score?: number; reward?: number; turns: unknown[] });
+    const records = readFileSync(join(full.runDir, 'rollouts', 'step-1.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { score?: number; reward?: number; turns: unknown[] });
     expect(records.length).toBe(4);
-    const rewards = [...eps].filter(([id]) => id.startsWith('s1-')).map(([, e]) => e.reward).sort();
+    const rewards = [...eps]
+      .filter(([id]) => id.startsWith('s1-'))
+      .map(([, e]) => e.reward)
+      .sort();
     expect(records.map((r) => r.score ?? r.reward).sort()).toEqual(rewards);
     expect(records.every((r) => r.turns.length === 2)).toBe(true);
     // Sampling seeds come from the step and the episode, not from the request's `seed: 7`: members of a group differ,
     // and step 2 samples afresh.
-    const text = (prefix: string) => [...eps].filter(([id]) => id.startsWith(prefix)).map(([, e]) => JSON.stringify(e.calls.map((c) => c.completion)));
+    const text = (prefix: string) =>
+      [...eps].filter(([id]) => id.startsWith(prefix)).map(([, e]) => JSON.stringify(e.calls.map((c) => c.completion)));
     expect(new Set(text('s1-e0-g0-')).size).toBe(2);
     expect(text('s2-e0-g0-')).not.toEqual(text('s1-e0-g0-'));
 
@@ -130,17 +151,25 @@ describe('ragen train on an agent program', () => {
     const resumed = await train({ resume: dir });
     expect(resumed.startStep).toBe(1);
     expect(deterministic(readMetricsFile(join(dir, 'metrics.jsonl')))).toEqual(deterministic(metrics));
-    expect(readFileSync(join(dir, 'rollouts', 'step-2.jsonl'), 'utf8')).toBe(readFileSync(join(full.runDir, 'rollouts', 'step-2.jsonl'), 'utf8'));
+    expect(readFileSync(join(dir, 'rollouts', 'step-2.jsonl'), 'utf8')).toBe(
+      readFileSync(join(full.runDir, 'rollouts', 'step-2.jsonl'), 'utf8'),
+    );
   }, 180_000);
 
-  it('trains on exactly the ids the gateway sampled: every call\'s prompt + completion opens a row of the update', async () => {
+  it("trains on exactly the ids the gateway sampled: every call's prompt + completion opens a row of the update", async () => {
     const a = agentBlock('two');
-    const config = microConfig(model, runDir(), [`env.train=[{agent: ${a.block}, groups: 2, groupSize: 2}]`, 'env.val=[]', 'algo.advEstimator=grpo', 'trainer.steps=1']);
+    const config = microConfig(model, runDir(), [
+      `env.train=[{agent: ${a.block}, groups: 2, groupSize: 2}]`,
+      'env.val=[]',
+      'algo.advEstimator=grpo',
+      'trainer.steps=1',
+    ]);
     const models = await openLocalModels(config);
     const rows: number[][] = [];
     const backward = models.engine.backward.bind(models.engine);
     models.engine.backward = (batch, options, lossGrad) => {
-      for (let b = 0; b < batch.B; b++) rows.push([...batch.ids.subarray(b * batch.T, b * batch.T + batch.lengths[b]!)]);
+      for (let b = 0; b < batch.B; b++)
+        rows.push([...batch.ids.subarray(b * batch.T, b * batch.T + batch.lengths[b]!)]);
       return backward(batch, options, lossGrad);
     };
     try {
@@ -152,16 +181,35 @@ describe('ragen train on an agent program', () => {
     expect(calls.length).toBe(8);
     for (const c of calls) {
       const seq = [...c.prompt, ...c.completion];
-      expect(rows.some((r) => r.length >= seq.length && seq.every((id, i) => r[i] === id)), `call ${JSON.stringify(seq)}`).toBe(true);
+      expect(
+        rows.some((r) => r.length >= seq.length && seq.every((id, i) => r[i] === id)),
+        `call ${JSON.stringify(seq)}`,
+      ).toBe(true);
     }
-    // and nothing else: every row is some call's prompt + completion, or a chain of them (the second call extends the first)
-    for (const r of rows) expect(calls.some((c) => c.prompt.length + c.completion.length === r.length && [...c.prompt, ...c.completion].every((id, i) => r[i] === id))).toBe(true);
+    // and nothing else: every row is some call's prompt + completion, or a chain of them (the second call extends the
+    // first)
+    for (const r of rows)
+      expect(
+        calls.some(
+          (c) =>
+            c.prompt.length + c.completion.length === r.length &&
+            [...c.prompt, ...c.completion].every((id, i) => r[i] === id),
+        ),
+      ).toBe(true);
   }, 120_000);
 
   it('mixes built-in env and agent entries in one step: one batch, per-tag metrics, agent groups seeded after the env groups', async () => {
     const a = agentBlock('two');
     const dir = runDir();
-    const config = microConfig(model, dir, [`env.train=[{tag: SimpleSokoban, groups: 2, groupSize: 2}, {agent: ${a.block}, groups: 1, groupSize: 2}]`, 'env.val=[]', 'algo.advEstimator=grpo', 'algo.filter.strategy=top_k', 'algo.filter.value=1', 'trainer.steps=2', 'trainer.checkpointEvery=2']);
+    const config = microConfig(model, dir, [
+      `env.train=[{tag: SimpleSokoban, groups: 2, groupSize: 2}, {agent: ${a.block}, groups: 1, groupSize: 2}]`,
+      'env.val=[]',
+      'algo.advEstimator=grpo',
+      'algo.filter.strategy=top_k',
+      'algo.filter.value=1',
+      'trainer.steps=2',
+      'trainer.checkpointEvery=2',
+    ]);
     await train({ config });
     const [m1, m2] = readMetricsFile(join(dir, 'metrics.jsonl'));
     for (const m of [m1!, m2!]) {
@@ -171,38 +219,81 @@ describe('ragen train on an agent program', () => {
     }
     // step k: env groups take seed.train + (k-1)*3 + {0, 1}, the agent group the next seed
     const seeds = [...logged(a.logDir)].map(([id, e]) => [id.slice(0, 2), e.seed]).sort();
-    expect(seeds).toEqual([['s1', config.seed.train + 2], ['s1', config.seed.train + 2], ['s2', config.seed.train + 5], ['s2', config.seed.train + 5]]);
+    expect(seeds).toEqual([
+      ['s1', config.seed.train + 2],
+      ['s1', config.seed.train + 2],
+      ['s2', config.seed.train + 5],
+      ['s2', config.seed.train + 5],
+    ]);
     type Rec = { env: string; seed: number; kept: boolean; turns: { tokens: number; token_advantages?: number[] }[] };
-    const records = readFileSync(join(dir, 'rollouts', 'step-1.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Rec);
+    const records = readFileSync(join(dir, 'rollouts', 'step-1.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Rec);
     // the joined batch's samples point at their own episodes: each turn (the filter keeps every group here) carries one
     // advantage per sampled token
     expect(records.every((r) => r.kept)).toBe(true);
     for (const r of records) for (const t of r.turns) expect(t.token_advantages?.length).toBe(t.tokens);
-    expect(records.map((r) => [r.env, r.seed])).toEqual([['SimpleSokoban', config.seed.train], ['SimpleSokoban', config.seed.train], ['SimpleSokoban', config.seed.train + 1], ['SimpleSokoban', config.seed.train + 1], ['agent', config.seed.train + 2], ['agent', config.seed.train + 2]]);
+    expect(records.map((r) => [r.env, r.seed])).toEqual([
+      ['SimpleSokoban', config.seed.train],
+      ['SimpleSokoban', config.seed.train],
+      ['SimpleSokoban', config.seed.train + 1],
+      ['SimpleSokoban', config.seed.train + 1],
+      ['agent', config.seed.train + 2],
+      ['agent', config.seed.train + 2],
+    ]);
   }, 120_000);
 
   it('scores failed episodes with failureReward, counts them by status, and says why on the console', async () => {
-    writeFileSync(join(root, 'flaky.mjs'), `
+    writeFileSync(
+      join(root, 'flaky.mjs'),
+      `
 if (process.env.RAGEN_EPISODE.endsWith('-m1')) { process.stderr.write('boom: the tool server is down\\n'); process.exit(3); }
 await fetch(process.env.RAGEN_REWARD_URL, { method: 'POST', body: JSON.stringify({ reward: 1 }) });
-`);
+`,
+    );
     const dir = runDir();
     const block = `{command: "node ${join(root, 'flaky.mjs')}", timeoutS: 30, failureReward: -1}`;
-    const config = microConfig(model, dir, [`env.train=[{agent: ${block}, groups: 2, groupSize: 2}]`, `env.val=[{agent: ${block}, groups: 2, groupSize: 2}]`, 'trainer.valBeforeTrain=true', 'trainer.valEvery=1', 'algo.advEstimator=grpo', 'trainer.steps=1', 'logging.console=plain']);
+    const config = microConfig(model, dir, [
+      `env.train=[{agent: ${block}, groups: 2, groupSize: 2}]`,
+      `env.val=[{agent: ${block}, groups: 2, groupSize: 2}]`,
+      'trainer.valBeforeTrain=true',
+      'trainer.valEvery=1',
+      'algo.advEstimator=grpo',
+      'trainer.steps=1',
+      'logging.console=plain',
+    ]);
     let printed = '';
-    const stream = Object.assign(new (await import('node:stream')).Writable({ write: (c, _e, cb) => ((printed += String(c)), cb()) }), { isTTY: false });
+    const stream = Object.assign(
+      new (await import('node:stream')).Writable({ write: (c, _e, cb) => ((printed += String(c)), cb()) }),
+      { isTTY: false },
+    );
     await train({ config, stream });
-    const m = readMetricsFile(join(dir, 'metrics.jsonl')).find((r) => r['step'] === 1 && r['gateway/calls'] !== undefined);
+    const m = readMetricsFile(join(dir, 'metrics.jsonl')).find(
+      (r) => r['step'] === 1 && r['gateway/calls'] !== undefined,
+    );
     // validation's failures are said too (before training and after step 1), not only a lower val/agent/success
-    expect(printed.match(/validation: episode val-e0-g\d-m1: crashed \(exit 3\), reward -1; stderr: boom: the tool server is down \(and 1 more failed episode\(s\)\)/g)).toHaveLength(2);
+    expect(
+      printed.match(
+        /validation: episode val-e0-g\d-m1: crashed \(exit 3\), reward -1; stderr: boom: the tool server is down \(and 1 more failed episode\(s\)\)/g,
+      ),
+    ).toHaveLength(2);
     expect([m!['gateway/episodes_ok'], m!['gateway/episodes_crashed'], m!['gateway/calls']]).toEqual([2, 2, 0]);
     expect(m!['train/reward_mean']).toBe(0); // two 1s and two failureReward -1s
-    expect(printed).toMatch(/step 1: episode s1-e0-g\d-m1: crashed \(exit 3\), reward -1; stderr: boom: the tool server is down \(and 1 more failed episode\(s\) this step\)/);
+    expect(printed).toMatch(
+      /step 1: episode s1-e0-g\d-m1: crashed \(exit 3\), reward -1; stderr: boom: the tool server is down \(and 1 more failed episode\(s\) this step\)/,
+    );
   }, 60_000);
 
   it('closes the gateway and drops its signal handlers when a step fails', async () => {
     const a = agentBlock('two');
-    const config = microConfig(model, runDir(), [`env.train=[{agent: ${a.block}, groups: 1, groupSize: 2}]`, 'env.val=[]', 'algo.advEstimator=grpo', 'trainer.miniBatchSize=2', 'trainer.steps=1']);
+    const config = microConfig(model, runDir(), [
+      `env.train=[{agent: ${a.block}, groups: 1, groupSize: 2}]`,
+      'env.val=[]',
+      'algo.advEstimator=grpo',
+      'trainer.miniBatchSize=2',
+      'trainer.steps=1',
+    ]);
     const models = await openLocalModels(config);
     models.engine.backward = () => Promise.reject(new Error('engine fault'));
     const listeners = () => [process.listenerCount('SIGINT'), process.listenerCount('SIGTERM')];

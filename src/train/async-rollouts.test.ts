@@ -23,10 +23,11 @@ async function metrics(overrides: string[]): Promise<MetricRecord[]> {
   return readMetricsFile(join(r.runDir, 'metrics.jsonl'));
 }
 
-const withoutAsync = (records: MetricRecord[]) => deterministic(records).map((r) => Object.fromEntries(Object.entries(r).filter(([k]) => !k.startsWith('async/'))));
+const withoutAsync = (records: MetricRecord[]) =>
+  deterministic(records).map((r) => Object.fromEntries(Object.entries(r).filter(([k]) => !k.startsWith('async/'))));
 
 describe('async rollouts (trainer.async)', () => {
-  it('with maxStaleness 0 logs exactly the synchronous trainer\'s metrics, and zero staleness', async () => {
+  it("with maxStaleness 0 logs exactly the synchronous trainer's metrics, and zero staleness", async () => {
     const sync = await metrics(['trainer.steps=3']);
     const async0 = await metrics(['trainer.steps=3', 'trainer.async.enabled=true', 'trainer.async.maxStaleness=0']);
     expect(withoutAsync(async0)).toEqual(deterministic(sync));
@@ -39,11 +40,17 @@ describe('async rollouts (trainer.async)', () => {
   });
 
   it('with maxStaleness 1 trains on first turns sampled one version back, importance-corrected, deterministically', async () => {
-    const overrides = ['trainer.steps=3', 'trainer.async.enabled=true', 'trainer.async.maxStaleness=1', 'trainer.async.importanceCap=1.5'];
+    const overrides = [
+      'trainer.steps=3',
+      'trainer.async.enabled=true',
+      'trainer.async.maxStaleness=1',
+      'trainer.async.importanceCap=1.5',
+    ];
     const a = await metrics(overrides);
     const b = await metrics(overrides);
     expect(deterministic(b)).toEqual(deterministic(a)); // same seed, same config -> same metrics
-    // Step 1's rollout ran at version 0 (nothing to lag); later steps' first turns were sampled before the previous update.
+    // Step 1's rollout ran at version 0 (nothing to lag); later steps' first turns were sampled before the previous
+    // update.
     expect(a[0]!['async/staleness_max']).toBe(0);
     for (const m of a.slice(1)) {
       expect(m['async/staleness_max']).toBe(1);
@@ -56,7 +63,10 @@ describe('async rollouts (trainer.async)', () => {
     }
     // It is not the synchronous run: the stale samples differ.
     const sync = await metrics(['trainer.steps=3']);
-    expect(a[1]!['train/reward_mean'] === sync[1]!['train/reward_mean'] && a[1]!['actor/pg_loss'] === sync[1]!['actor/pg_loss']).toBe(false);
+    expect(
+      a[1]!['train/reward_mean'] === sync[1]!['train/reward_mean'] &&
+        a[1]!['actor/pg_loss'] === sync[1]!['actor/pg_loss'],
+    ).toBe(false);
   });
 
   it('bounds staleness by maxStaleness: with 2, the third step trains on tokens two versions old', async () => {

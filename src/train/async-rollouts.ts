@@ -46,7 +46,10 @@ export class VersionClock {
   async beforeCall(f: Flight): Promise<number> {
     await this.until(() => {
       const target = VersionClock.target(f);
-      if (this.version > target) throw new Error(`async rollouts: the rollout of step ${f.step} needs policy version ${target} but the policy is at ${this.version}`);
+      if (this.version > target)
+        throw new Error(
+          `async rollouts: the rollout of step ${f.step} needs policy version ${target} but the policy is at ${this.version}`,
+        );
       return !this.updating && this.version === target;
     });
     f.running = true;
@@ -67,7 +70,11 @@ export class VersionClock {
 
   /** Wait until no rollout in flight still needs the current version, then hold the engine for an update. */
   async beginUpdate(): Promise<void> {
-    await this.until(() => !this.updating && [...this.flights].every((f) => f.finished || (!f.running && VersionClock.target(f) > this.version)));
+    await this.until(
+      () =>
+        !this.updating &&
+        [...this.flights].every((f) => f.finished || (!f.running && VersionClock.target(f) > this.version)),
+    );
     this.updating = true;
   }
 
@@ -126,8 +133,14 @@ export class AsyncRollouts {
     this.clock = new VersionClock(opts.startStep);
     this.nextStart = opts.startStep + 1;
     // One set of env slots per rollout in flight (steps k..k+n); the context's own is the first.
-    if (!ctx.groups || ctx.gateway) throw new Error('async rollouts run built-in env entries only (the config check refuses agent entries with trainer.async)');
-    this.ring = [ctx.groups, ...Array.from({ length: opts.maxStaleness }, () => new EnvGroups(envGroupsOptions(ctx.config, 'train')))];
+    if (!ctx.groups || ctx.gateway)
+      throw new Error(
+        'async rollouts run built-in env entries only (the config check refuses agent entries with trainer.async)',
+      );
+    this.ring = [
+      ctx.groups,
+      ...Array.from({ length: opts.maxStaleness }, () => new EnvGroups(envGroupsOptions(ctx.config, 'train'))),
+    ];
   }
 
   /** Step `step`: its rollout (started ahead), then the update with the off-policy correction. */

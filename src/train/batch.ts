@@ -3,7 +3,11 @@
 import type { TokenBatch, TrainingSample } from '../agent/index.js';
 
 /** Copy rows of a (B, T) array into a (rows.length, T) one. */
-export function takeRows<A extends Float64Array | Float32Array | Uint8Array | Int32Array>(x: A, rows: readonly number[], T: number): A {
+export function takeRows<A extends Float64Array | Float32Array | Uint8Array | Int32Array>(
+  x: A,
+  rows: readonly number[],
+  T: number,
+): A {
   const Ctor = x.constructor as new (n: number) => A;
   const out = new Ctor(rows.length * T);
   rows.forEach((r, i) => out.set(x.subarray(r * T, (r + 1) * T), i * T));
@@ -35,7 +39,12 @@ export function selectRows(batch: TokenBatch, rows: readonly number[]): TokenBat
  * becomes `normalized[episode]`; with turn rewards the delta goes on the last loss token of the sample
  * holding the episode's final turn, so the episode's rewards sum to the normalised score.
  */
-export function applyEpisodeScores(samples: readonly TrainingSample[], scores: ArrayLike<number>, normalized: ArrayLike<number>, rewardMode: 'episode' | 'turn'): TrainingSample[] {
+export function applyEpisodeScores(
+  samples: readonly TrainingSample[],
+  scores: ArrayLike<number>,
+  normalized: ArrayLike<number>,
+  rewardMode: 'episode' | 'turn',
+): TrainingSample[] {
   const lastTurn = new Map<number, number>();
   for (const s of samples) lastTurn.set(s.episode, Math.max(lastTurn.get(s.episode) ?? -1, ...s.turns));
   return samples.map((s) => {

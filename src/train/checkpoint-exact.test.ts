@@ -23,7 +23,10 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-/** A copy of the finished run (in its own folder, so a dashboard over that folder sees it alone) with `change` applied to its step-2. */
+/**
+ * A copy of the finished run (in its own folder, so a dashboard over that folder sees it alone) with `change` applied
+ * to its step-2.
+ */
 function copyRun(name: string, change: (step2: string) => void = () => {}): string {
   const dir = join(root, name, 'run');
   rmSync(dirname(dir), { recursive: true, force: true });
@@ -41,12 +44,19 @@ const resumeError = async (dir: string, extra: { allowUnverifiedCheckpoint?: boo
   train({ resume: dir, overrides: ['trainer.steps=3'], ...extra }).catch((e: unknown) => e);
 
 /** GET `path` of a dashboard over the folder holding `dir`; status and body. */
-async function dashboardGet(dir: string, path: string, opts: { allowUnverifiedCheckpoint?: boolean } = {}): Promise<{ status: number; body: string }> {
+async function dashboardGet(
+  dir: string,
+  path: string,
+  opts: { allowUnverifiedCheckpoint?: boolean } = {},
+): Promise<{ status: number; body: string }> {
   const { startDashboard } = await import('../dashboard/index.js');
   const dash = await startDashboard({ roots: [dirname(dir)], ...opts });
   try {
-    const res = await fetch(`${dash.url.replace(/\/$/, "")}/api/file?id=0/run&path=${encodeURIComponent(path)}`);
-    return { status: res.status, body: res.status === 200 ? `${(await res.arrayBuffer()).byteLength} bytes` : await res.text() };
+    const res = await fetch(`${dash.url.replace(/\/$/, '')}/api/file?id=0/run&path=${encodeURIComponent(path)}`);
+    return {
+      status: res.status,
+      body: res.status === 200 ? `${(await res.arrayBuffer()).byteLength} bytes` : await res.text(),
+    };
   } finally {
     await dash.close();
   }
@@ -54,7 +64,9 @@ async function dashboardGet(dir: string, path: string, opts: { allowUnverifiedCh
 
 describe('item 4: a checkpoint loads only the files its manifest lists', () => {
   it('item 4: a model.safetensors copied next to a sharded index is refused by name by eval --run, serve, --resume and the dashboard', async () => {
-    const dir = copyRun('extra-model', (step2) => copyFileSync(join(model, 'model.safetensors'), join(step2, 'model.safetensors')));
+    const dir = copyRun('extra-model', (step2) =>
+      copyFileSync(join(model, 'model.safetensors'), join(step2, 'model.safetensors')),
+    );
     const named = /step-2`.*: `model\.safetensors` is not listed in its checkpoint\.json/;
 
     const e = await runCli('eval', '--run', dir, '--groups', '1');
@@ -78,18 +90,38 @@ describe('item 4: a checkpoint loads only the files its manifest lists', () => {
 
   it('item 4: an unlisted critic/model.safetensors, optimizer/policy.safetensors or adapter/adapter_config.json is refused by name', async () => {
     const extras: [string, (step2: string) => void][] = [
-      ['critic/model.safetensors', (s) => copyFileSync(join(model, 'model.safetensors'), join(s, 'critic', 'model.safetensors'))],
-      ['optimizer/policy.safetensors', (s) => copyFileSync(join(model, 'model.safetensors'), join(s, 'optimizer', 'policy.safetensors'))],
-      ['adapter/adapter_config.json', (s) => {
-        mkdirSync(join(s, 'adapter'));
-        writeFileSync(join(s, 'adapter', 'adapter_config.json'), JSON.stringify({ peft_type: 'LORA', r: 2, lora_alpha: 4, target_modules: ['q_proj'], base_model_name_or_path: '..' }));
-      }],
+      [
+        'critic/model.safetensors',
+        (s) => copyFileSync(join(model, 'model.safetensors'), join(s, 'critic', 'model.safetensors')),
+      ],
+      [
+        'optimizer/policy.safetensors',
+        (s) => copyFileSync(join(model, 'model.safetensors'), join(s, 'optimizer', 'policy.safetensors')),
+      ],
+      [
+        'adapter/adapter_config.json',
+        (s) => {
+          mkdirSync(join(s, 'adapter'));
+          writeFileSync(
+            join(s, 'adapter', 'adapter_config.json'),
+            JSON.stringify({
+              peft_type: 'LORA',
+              r: 2,
+              lora_alpha: 4,
+              target_modules: ['q_proj'],
+              base_model_name_or_path: '..',
+            }),
+          );
+        },
+      ],
     ];
     for (const [file, add] of extras) {
       const dir = copyRun(`extra-${file.replace(/\W/g, '-')}`, add);
       const r = await resumeError(dir);
       expect(r, file).toBeInstanceOf(CheckpointError);
-      expect((r as Error).message).toMatch(new RegExp(`step-2\`.*: \`${file.replace(/\./g, '\\.')}\` is not listed in its checkpoint\\.json`));
+      expect((r as Error).message).toMatch(
+        new RegExp(`step-2\`.*: \`${file.replace(/\./g, '\\.')}\` is not listed in its checkpoint\\.json`),
+      );
       const e = await runCli('eval', '--run', dir, '--groups', '1');
       expect(e.code, file).toBe(2);
       expect(e.err).toContain(`\`${file}\` is not listed`);
@@ -97,21 +129,32 @@ describe('item 4: a checkpoint loads only the files its manifest lists', () => {
   });
 });
 
-describe('item 4: a fresh run that starts from another run\'s checkpoint (model.path) verifies it the same way', () => {
+describe("item 4: a fresh run that starts from another run's checkpoint (model.path) verifies it the same way", () => {
   it('item 4: an unlisted model.safetensors in the checkpoint model.path names is refused before training', async () => {
-    const dir = copyRun('from-checkpoint', (step2) => copyFileSync(join(model, 'model.safetensors'), join(step2, 'model.safetensors')));
-    const err = await train({ config: microConfig(join(dir, 'checkpoints', 'step-2'), join(root, 'from-checkpoint', 'next')) }).catch((e: unknown) => e);
+    const dir = copyRun('from-checkpoint', (step2) =>
+      copyFileSync(join(model, 'model.safetensors'), join(step2, 'model.safetensors')),
+    );
+    const err = await train({
+      config: microConfig(join(dir, 'checkpoints', 'step-2'), join(root, 'from-checkpoint', 'next')),
+    }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(CheckpointError);
-    expect((err as Error).message).toMatch(/step-2`: `model\.safetensors` is not listed in its checkpoint\.json .*; move it out of the checkpoint\.$/);
+    expect((err as Error).message).toMatch(
+      /step-2`: `model\.safetensors` is not listed in its checkpoint\.json .*; move it out of the checkpoint\.$/,
+    );
   });
 });
 
 describe('item 4: probe-grads --step 0 verifies the initial model when it is a checkpoint', () => {
   it('item 4: a run whose model.path is a checkpoint with an unlisted file is refused by probe-grads --step 0', async () => {
-    const base = copyRun('probe-base', (step2) => copyFileSync(join(model, 'model.safetensors'), join(step2, 'model.safetensors')));
+    const base = copyRun('probe-base', (step2) =>
+      copyFileSync(join(model, 'model.safetensors'), join(step2, 'model.safetensors')),
+    );
     const dir = copyRun('probe-from');
     const cfg = join(dir, 'config.yaml');
-    writeFileSync(cfg, readFileSync(cfg, 'utf8').replace(`path: ${model}`, `path: ${join(base, 'checkpoints', 'step-2')}`));
+    writeFileSync(
+      cfg,
+      readFileSync(cfg, 'utf8').replace(`path: ${model}`, `path: ${join(base, 'checkpoints', 'step-2')}`),
+    );
     expect(readFileSync(cfg, 'utf8')).toContain(join(base, 'checkpoints', 'step-2'));
     const p = await runCli('probe-grads', '--run', dir, '--step', '0', '--groups', '1');
     expect(p.code, p.err).toBe(2);
@@ -125,7 +168,9 @@ describe('item 5: a damaged newest checkpoint is named, never skipped', () => {
     const step1 = join(dir, 'checkpoints', 'step-1');
     const e = await runCli('eval', '--run', dir, '--groups', '1');
     expect(e.code, e.err).toBe(2);
-    expect(e.err).toMatch(/step-2`: config\.json is missing \(listed in checkpoint\.json\); it is the newest checkpoint of `.*` and is not skipped for an older one: /);
+    expect(e.err).toMatch(
+      /step-2`: config\.json is missing \(listed in checkpoint\.json\); it is the newest checkpoint of `.*` and is not skipped for an older one: /,
+    );
     expect(e.err).toContain(`give \`${step1}\``);
     expect(e.err).toContain(`or delete \`${join(dir, 'checkpoints', 'step-2')}\``);
     expect(e.out).not.toMatch(/success/);
@@ -179,13 +224,16 @@ describe('item 5: a damaged newest checkpoint is named, never skipped', () => {
 describe('item 6: a manifest without SHA-256 digests is refused unless --allow-unverified-checkpoint', () => {
   /** step-2's manifest without its digests (the version-1 format) and a byte of a weight shard flipped (same size). */
   const unverified = (step2: string) => {
-    const manifest = JSON.parse(readFileSync(join(step2, 'checkpoint.json'), 'utf8')) as { version: number; files: { path: string; sha256?: string }[] };
+    const manifest = JSON.parse(readFileSync(join(step2, 'checkpoint.json'), 'utf8')) as {
+      version: number;
+      files: { path: string; sha256?: string }[];
+    };
     manifest.version = 1;
     for (const f of manifest.files) delete f.sha256;
     writeFileSync(join(step2, 'checkpoint.json'), JSON.stringify(manifest));
     const shard = readdirSync(step2).find((f) => /^model-\d{5}-of-\d{5}\.safetensors$/.test(f))!;
     const bytes = readFileSync(join(step2, shard));
-    bytes[bytes.length - 1] ^= 1;
+    bytes[bytes.length - 1]! ^= 1;
     writeFileSync(join(step2, shard), bytes);
   };
   const refusal = /step-2`: its checkpoint\.json records no SHA-256 .*--allow-unverified-checkpoint/;
@@ -225,8 +273,15 @@ describe('item 6: a manifest without SHA-256 digests is refused unless --allow-u
     expect(t.modelDir).toBe(join(dir, 'checkpoints', 'step-2'));
     t.dispose();
 
-    expect((await dashboardGet(dir, 'checkpoints/step-2/config.json', { allowUnverifiedCheckpoint: true })).status).toBe(200);
-    for (const cmd of [['serve', dir], ['probe-grads', '--run', dir], ['train', '--resume', dir], ['dashboard', dir]]) {
+    expect(
+      (await dashboardGet(dir, 'checkpoints/step-2/config.json', { allowUnverifiedCheckpoint: true })).status,
+    ).toBe(200);
+    for (const cmd of [
+      ['serve', dir],
+      ['probe-grads', '--run', dir],
+      ['train', '--resume', dir],
+      ['dashboard', dir],
+    ]) {
       expect((await runCli(...cmd, '--help')).out, cmd[0]).toContain('--allow-unverified-checkpoint');
     }
     const resumed = await train({ resume: dir, overrides: ['trainer.steps=3'], allowUnverifiedCheckpoint: true });

@@ -1,5 +1,14 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -18,23 +27,39 @@ import {
 } from './checkpoint-io.js';
 
 const fresh = () => join(mkdtempSync(join(tmpdir(), 'ragen-ckpt-')), 'checkpoints');
-const state = (step: number, extra: Partial<CheckpointState> = {}): CheckpointState => ({ step, data: { trainSeedCounter: step * 8 }, ...extra });
+const state = (step: number, extra: Partial<CheckpointState> = {}): CheckpointState => ({
+  step,
+  data: { trainSeedCounter: step * 8 },
+  ...extra,
+});
 
 describe('checkpoint directories', () => {
   it('round-trip data position, trainer state, config and metrics', async () => {
     const root = fresh();
     const config = loadConfig({ config: 'bandit-ppo', overrides: ['trainer.steps=7'] });
     const metrics = join(root, '..', 'metrics.jsonl');
-    writeFileSync(metrics, [1, 2, 3, 4].map((s) => JSON.stringify({ step: s, 'train/success': s / 10 })).join('\n') + '\n');
+    writeFileSync(
+      metrics,
+      [1, 2, 3, 4].map((s) => JSON.stringify({ step: s, 'train/success': s / 10 })).join('\n') + '\n',
+    );
     const dir = await writeCheckpoint(
       root,
       state(3, { trainer: { klCoef: 0.01, emptySteps: 2, pending: { 'actor/pg_loss': [0.5, 0.25] } } }),
       { config, metricsFile: metrics },
     );
     expect(dir).toBe(join(root, 'step-3'));
-    expect(readCheckpoint(dir)).toEqual({ step: 3, data: { trainSeedCounter: 24 }, trainer: { klCoef: 0.01, emptySteps: 2, pending: { 'actor/pg_loss': [0.5, 0.25] } } });
+    expect(readCheckpoint(dir)).toEqual({
+      step: 3,
+      data: { trainSeedCounter: 24 },
+      trainer: { klCoef: 0.01, emptySteps: 2, pending: { 'actor/pg_loss': [0.5, 0.25] } },
+    });
     expect(loadSavedConfig(dir)).toEqual(config);
-    expect(checkpointMetrics(dir).trim().split('\n').map((l) => JSON.parse(l).step)).toEqual([1, 2, 3]);
+    expect(
+      checkpointMetrics(dir)
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l).step),
+    ).toEqual([1, 2, 3]);
   });
 
   it('read a checkpoint of version 1 (sizes only in its manifest, the unused `rng: {}` in its state) only when allowed', async () => {
@@ -43,12 +68,20 @@ describe('checkpoint directories', () => {
     writeFileSync(file, JSON.stringify({ ...JSON.parse(readFileSync(file, 'utf8')), version: 1, rng: {} }, null, 1));
     const manifest = JSON.parse(readFileSync(join(dir, 'checkpoint.json'), 'utf8'));
     manifest.version = 1;
-    manifest.files = manifest.files.map((f: { path: string }) => ({ path: f.path, bytes: readFileSync(join(dir, f.path)).length }));
+    manifest.files = manifest.files.map((f: { path: string }) => ({
+      path: f.path,
+      bytes: readFileSync(join(dir, f.path)).length,
+    }));
     writeFileSync(join(dir, 'checkpoint.json'), JSON.stringify(manifest));
     expect(() => readCheckpoint(dir)).toThrow(/records no SHA-256 for .*--allow-unverified-checkpoint/);
     const warnings: string[] = [];
-    expect(readCheckpoint(dir, { allowUnverified: true, warn: (l) => warnings.push(l) })).toEqual({ step: 2, data: { trainSeedCounter: 16 } });
-    expect(warnings).toEqual([expect.stringMatching(/^warning: checkpoint `.*step-2`: .*trainer-state\.json.* checked by size only/)]);
+    expect(readCheckpoint(dir, { allowUnverified: true, warn: (l) => warnings.push(l) })).toEqual({
+      step: 2,
+      data: { trainSeedCounter: 16 },
+    });
+    expect(warnings).toEqual([
+      expect.stringMatching(/^warning: checkpoint `.*step-2`: .*trainer-state\.json.* checked by size only/),
+    ]);
   });
 
   it('ignore an interrupted write (a step-N.tmp left behind by a killed process) and clean it up on the next write', async () => {
@@ -80,21 +113,27 @@ describe('checkpoint directories', () => {
     const err = await writeCheckpoint(root, state(4), { writeModel: full }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(FileSystemError);
     expect((err as FileSystemError).code).toBe('ENOSPC');
-    expect((err as Error).message).toMatch(/could not write checkpoint step 4: `.*step-4\.tmp`: the disk is full \(ENOSPC\); free space/);
+    expect((err as Error).message).toMatch(
+      /could not write checkpoint step 4: `.*step-4\.tmp`: the disk is full \(ENOSPC\); free space/,
+    );
     expect(readdirSync(root)).toEqual([]);
   });
 
   it('verify files by content: a changed byte, a missing file and a garbage trainer state are each named', async () => {
     const root = fresh();
-    const dir = await writeCheckpoint(root, state(6), { writeModel: (d) => writeFileSync(join(d, 'model.safetensors'), 'weights-0123') });
+    const dir = await writeCheckpoint(root, state(6), {
+      writeModel: (d) => writeFileSync(join(d, 'model.safetensors'), 'weights-0123'),
+    });
     const bytes = readFileSync(join(dir, 'model.safetensors'));
-    bytes[3] ^= 1; // same size, other content: a size check cannot see it
+    bytes[3]! ^= 1; // same size, other content: a size check cannot see it
     writeFileSync(join(dir, 'model.safetensors'), bytes);
     expect(isCompleteCheckpoint(dir)).toBe(true);
     expect(() => verifyCheckpoint(dir)).toThrow(/model\.safetensors does not match its SHA-256/);
     expect(() => readCheckpoint(dir)).toThrow(/model\.safetensors does not match its SHA-256/);
 
-    const dir2 = await writeCheckpoint(root, state(7), { writeModel: (d) => writeFileSync(join(d, 'model.safetensors'), 'w') });
+    const dir2 = await writeCheckpoint(root, state(7), {
+      writeModel: (d) => writeFileSync(join(d, 'model.safetensors'), 'w'),
+    });
     rmSync(join(dir2, 'model.safetensors'));
     expect(() => readCheckpoint(dir2)).toThrow(/model\.safetensors is missing \(listed in checkpoint\.json\)/);
 
@@ -106,12 +145,17 @@ describe('checkpoint directories', () => {
     const manifest = JSON.parse(readFileSync(join(dir3, 'checkpoint.json'), 'utf8'));
     for (const f of manifest.files) delete f.sha256;
     writeFileSync(join(dir3, 'checkpoint.json'), JSON.stringify(manifest));
-    expect(() => readCheckpoint(dir3, { allowUnverified: true, warn: () => {} })).toThrow(/trainer-state\.json is not valid JSON/);
+    expect(() => readCheckpoint(dir3, { allowUnverified: true, warn: () => {} })).toThrow(
+      /trainer-state\.json is not valid JSON/,
+    );
   });
 
   it('find the latest complete checkpoint, skipping ones whose manifest or files are missing or truncated', async () => {
     const root = fresh();
-    for (const s of [2, 10, 9]) await writeCheckpoint(root, state(s), { writeModel: (d) => writeFileSync(join(d, 'model.safetensors'), 'weights') });
+    for (const s of [2, 10, 9])
+      await writeCheckpoint(root, state(s), {
+        writeModel: (d) => writeFileSync(join(d, 'model.safetensors'), 'weights'),
+      });
     mkdirSync(join(root, 'step-11')); // a copy without a manifest
     expect(latestCheckpoint(root)).toEqual({ step: 10, dir: join(root, 'step-10') });
     truncateSync(join(root, 'step-10', 'model.safetensors'), 3);
@@ -130,7 +174,7 @@ describe('checkpoint directories', () => {
     expect(readdirSync(root).sort()).toEqual(['step-3', 'step-4']);
   });
 
-  it('put the engine\'s model files in the manifest', async () => {
+  it("put the engine's model files in the manifest", async () => {
     const root = fresh();
     const dir = await writeCheckpoint(root, state(5), {
       writeModel: (d) => {
@@ -139,25 +183,43 @@ describe('checkpoint directories', () => {
         writeFileSync(join(d, 'critic', 'model.safetensors'), 'x');
       },
     });
-    const files = JSON.parse(readFileSync(join(dir, 'checkpoint.json'), 'utf8')).files.map((f: { path: string }) => f.path).sort();
+    const files = JSON.parse(readFileSync(join(dir, 'checkpoint.json'), 'utf8'))
+      .files.map((f: { path: string }) => f.path)
+      .sort();
     expect(files).toEqual(['config.json', 'critic/model.safetensors', 'trainer-state.json']);
   });
 });
 
 describe('checkpoints holding a file over 2 GiB (a sparse file: no disk used)', () => {
-  it('hash it by streaming (the digest equals sha256sum of as many zeros: every byte was hashed) and verify it', { timeout: 600_000 }, async () => {
-    // Three passes over 2 GiB (write, sha256sum, verify): ~5 s each on an idle core.
-    const root = fresh();
-    const size = 2 ** 31 + 4096; // past Node's 2 GiB whole-file read limit
-    try {
-      const dir = await writeCheckpoint(root, state(1), { writeModel: (d) => { mkdirSync(join(d, 'optimizer')); writeFileSync(join(d, 'optimizer', 'policy.safetensors'), ''); truncateSync(join(d, 'optimizer', 'policy.safetensors'), size); } });
-      const entry = (JSON.parse(readFileSync(join(dir, 'checkpoint.json'), 'utf8')) as { files: { path: string; bytes: number; sha256: string }[] }).files.find((f) => f.path === 'optimizer/policy.safetensors')!;
-      expect(entry.bytes).toBe(size);
-      const expected = execFileSync('sh', ['-c', `head -c ${size} /dev/zero | sha256sum`], { encoding: 'utf8' }).split(' ')[0];
-      expect(entry.sha256).toBe(expected);
-      expect(readCheckpoint(dir).step).toBe(1); // verifies every file by content first
-    } finally {
-      rmSync(root, { recursive: true, force: true });
-    }
-  });
+  it(
+    'hash it by streaming (the digest equals sha256sum of as many zeros: every byte was hashed) and verify it',
+    { timeout: 600_000 },
+    async () => {
+      // Three passes over 2 GiB (write, sha256sum, verify): ~5 s each on an idle core.
+      const root = fresh();
+      const size = 2 ** 31 + 4096; // past Node's 2 GiB whole-file read limit
+      try {
+        const dir = await writeCheckpoint(root, state(1), {
+          writeModel: (d) => {
+            mkdirSync(join(d, 'optimizer'));
+            writeFileSync(join(d, 'optimizer', 'policy.safetensors'), '');
+            truncateSync(join(d, 'optimizer', 'policy.safetensors'), size);
+          },
+        });
+        const entry = (
+          JSON.parse(readFileSync(join(dir, 'checkpoint.json'), 'utf8')) as {
+            files: { path: string; bytes: number; sha256: string }[];
+          }
+        ).files.find((f) => f.path === 'optimizer/policy.safetensors')!;
+        expect(entry.bytes).toBe(size);
+        const expected = execFileSync('sh', ['-c', `head -c ${size} /dev/zero | sha256sum`], {
+          encoding: 'utf8',
+        }).split(' ')[0];
+        expect(entry.sha256).toBe(expected);
+        expect(readCheckpoint(dir).step).toBe(1); // verifies every file by content first
+      } finally {
+        rmSync(root, { recursive: true, force: true });
+      }
+    },
+  );
 });

@@ -1,12 +1,32 @@
 // Checkpoint directories written atomically (step-N.tmp/, fsync, rename to step-N/), with trainer state for an exact
 // resume: data position, trainer bookkeeping, metrics so far. Model weights and optimizer state are written into
 // the same directory by the engine (Hugging Face layout, its own optimizer/ folder) through `writeModel`.
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { CheckpointError, fileSystemError } from '../util/index.js';
 import { saveConfig, type RagenConfig } from '../config/index.js';
 import {
-  CHECKPOINT_FORMAT as FORMAT, CHECKPOINT_VERSION as VERSION, filesIn, isCompleteCheckpoint, MANIFEST_FILE, sha256File, verifyCheckpoint, type ManifestFile, type VerifyCheckpointOptions,
+  CHECKPOINT_FORMAT as FORMAT,
+  CHECKPOINT_VERSION as VERSION,
+  filesIn,
+  isCompleteCheckpoint,
+  MANIFEST_FILE,
+  sha256File,
+  verifyCheckpoint,
+  type ManifestFile,
+  type VerifyCheckpointOptions,
 } from '../metrics/index.js';
 
 // The manifest and its check live with the run directory's layout (src/metrics), where the dashboard reaches them too.
@@ -53,8 +73,13 @@ const stepDir = (root: string, step: number) => join(root, `step-${step}`);
  * leaves either the old checkpoints or the new complete one; a failed write (disk full, ...) removes its `.tmp`
  * and throws a FileSystemError naming the path; a leftover `.tmp` is ignored and removed by the next write.
  */
-export async function writeCheckpoint(root: string, state: CheckpointState, options: WriteCheckpointOptions = {}): Promise<string> {
-  if (!Number.isInteger(state.step) || state.step < 0) throw new CheckpointError(`checkpoint step must be an integer >= 0, got ${state.step}`);
+export async function writeCheckpoint(
+  root: string,
+  state: CheckpointState,
+  options: WriteCheckpointOptions = {},
+): Promise<string> {
+  if (!Number.isInteger(state.step) || state.step < 0)
+    throw new CheckpointError(`checkpoint step must be an integer >= 0, got ${state.step}`);
   const final = stepDir(root, state.step);
   const tmp = `${final}.tmp`;
   try {
@@ -69,9 +94,16 @@ export async function writeCheckpoint(root: string, state: CheckpointState, opti
       writeFileSync(join(tmp, METRICS_COPY), metricsUpTo(readFileSync(options.metricsFile, 'utf8'), state.step));
     }
 
-    const files: ManifestFile[] = filesIn(tmp).map((path) => ({ path, bytes: statSync(join(tmp, path)).size, sha256: sha256File(join(tmp, path)) }));
+    const files: ManifestFile[] = filesIn(tmp).map((path) => ({
+      path,
+      bytes: statSync(join(tmp, path)).size,
+      sha256: sha256File(join(tmp, path)),
+    }));
     for (const f of files) fsyncFile(join(tmp, f.path));
-    writeFileSync(join(tmp, MANIFEST_FILE), JSON.stringify({ format: FORMAT, version: VERSION, step: state.step, files }, null, 1));
+    writeFileSync(
+      join(tmp, MANIFEST_FILE),
+      JSON.stringify({ format: FORMAT, version: VERSION, step: state.step, files }, null, 1),
+    );
     fsyncFile(join(tmp, MANIFEST_FILE));
     fsyncFile(tmp);
 
@@ -90,7 +122,10 @@ export async function writeCheckpoint(root: string, state: CheckpointState, opti
   return final;
 }
 
-/** Every `step-N/` folder under `root` (a run's `checkpoints/`), complete or not, oldest first; `.tmp` folders are skipped. */
+/**
+ * Every `step-N/` folder under `root` (a run's `checkpoints/`), complete or not, oldest first; `.tmp` folders are
+ * skipped.
+ */
 export function checkpointDirs(root: string): CheckpointRef[] {
   if (!existsSync(root)) return [];
   return readdirSync(root)
@@ -126,12 +161,20 @@ export function readCheckpoint(dir: string, opts: VerifyCheckpointOptions = {}):
   try {
     raw = JSON.parse(readFileSync(path, 'utf8')) as typeof raw;
   } catch (err) {
-    throw new CheckpointError(`${path} is not valid JSON (${(err as Error).message}); the checkpoint is damaged, use an earlier step-N directory.`);
+    throw new CheckpointError(
+      `${path} is not valid JSON (${(err as Error).message}); the checkpoint is damaged, use an earlier step-N directory.`,
+    );
   }
-  if (raw === null || typeof raw !== 'object' || raw.format !== FORMAT) throw new CheckpointError(`${path} is not a ragen-ts trainer state; use an earlier step-N directory.`);
-  if (raw.version !== 1 && raw.version !== VERSION) throw new CheckpointError(`\`${dir}\`: checkpoint format version ${String(raw.version)}, this ragen-ts reads versions 1 and ${VERSION}.`);
+  if (raw === null || typeof raw !== 'object' || raw.format !== FORMAT)
+    throw new CheckpointError(`${path} is not a ragen-ts trainer state; use an earlier step-N directory.`);
+  if (raw.version !== 1 && raw.version !== VERSION)
+    throw new CheckpointError(
+      `\`${dir}\`: checkpoint format version ${String(raw.version)}, this ragen-ts reads versions 1 and ${VERSION}.`,
+    );
   if (!Number.isInteger(raw.step) || raw.step < 0 || typeof raw.data !== 'object' || raw.data === null) {
-    throw new CheckpointError(`${path}: \`step\` must be an integer >= 0 and \`data\` an object (got step ${JSON.stringify(raw.step)}); the checkpoint is damaged, use an earlier step-N directory.`);
+    throw new CheckpointError(
+      `${path}: \`step\` must be an integer >= 0 and \`data\` an object (got step ${JSON.stringify(raw.step)}); the checkpoint is damaged, use an earlier step-N directory.`,
+    );
   }
   // `rng` (always {}) was written by version 1; nothing reads it.
   const { format: _f, version: _v, rng: _r, ...state } = raw;

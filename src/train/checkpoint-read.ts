@@ -3,7 +3,13 @@
 // other file of it is read, and a run's newest step is used or named, never skipped for an older one.
 import { existsSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { DamagedCheckpointError, MANIFEST_FILE, UnverifiedCheckpointError, verifyCheckpoint, type VerifyCheckpointOptions } from '../metrics/index.js';
+import {
+  DamagedCheckpointError,
+  MANIFEST_FILE,
+  UnverifiedCheckpointError,
+  verifyCheckpoint,
+  type VerifyCheckpointOptions,
+} from '../metrics/index.js';
 import { shippedModels } from '../model/index.js';
 import { CheckpointError, UsageError } from '../util/index.js';
 import { checkpointDirs, listCheckpoints, type CheckpointRef } from './checkpoint-io.js';
@@ -19,12 +25,19 @@ export interface OpenCheckpointOptions extends VerifyCheckpointOptions {
  * names it as the run's newest and gives the ways out `wayOut` says for the complete-looking checkpoint before it (or
  * undefined), so a damaged newest step is named and never replaced silently by an older one.
  */
-export function openNewest<T>(run: string, newest: CheckpointRef, wayOut: (older: CheckpointRef | undefined) => string, open: () => T): T {
+export function openNewest<T>(
+  run: string,
+  newest: CheckpointRef,
+  wayOut: (older: CheckpointRef | undefined) => string,
+  open: () => T,
+): T {
   try {
     return open();
   } catch (err) {
     if (!(err instanceof CheckpointError) || err instanceof UnverifiedCheckpointError) throw err;
-    const older = listCheckpoints(dirname(newest.dir)).filter((c) => c.step < newest.step).pop();
+    const older = listCheckpoints(dirname(newest.dir))
+      .filter((c) => c.step < newest.step)
+      .pop();
     const newestOf = `the newest checkpoint of \`${run}\` and is not skipped for an older one`;
     if (err instanceof DamagedCheckpointError) {
       const fix = err.fix === undefined ? wayOut(older) : `${err.fix}, or ${wayOut(older)}`;
@@ -48,16 +61,27 @@ export function openModelDir(dir: string, opts: OpenCheckpointOptions = {}): str
   }
   if (existsSync(join(dir, 'config.json'))) return dir;
   const newest = checkpointDirs(join(dir, 'checkpoints')).pop();
-  if (!newest) throw new UsageError(`No model in \`${dir}\`: expected config.json there, or a run directory with checkpoints/step-N/, a shipped model (${shippedModels().join(', ')}) or a Hub id (owner/name).`);
+  if (!newest)
+    throw new UsageError(
+      `No model in \`${dir}\`: expected config.json there, or a run directory with checkpoints/step-N/, a shipped model (${shippedModels().join(', ')}) or a Hub id (owner/name).`,
+    );
   const wayOut = (older: CheckpointRef | undefined) =>
-    older ? `give \`${older.dir}\` instead to use step ${older.step}, or delete \`${newest.dir}\`` : `no complete checkpoint comes before it; delete \`${newest.dir}\` and train the run again`;
+    older
+      ? `give \`${older.dir}\` instead to use step ${older.step}, or delete \`${newest.dir}\``
+      : `no complete checkpoint comes before it; delete \`${newest.dir}\` and train the run again`;
   openNewest(dir, newest, wayOut, () => verifyCheckpoint(newest.dir, opts));
-  opts.say?.(`using checkpoint step ${newest.step} of \`${dir}\` (\`${newest.dir}\`), the newest, verified against its ${MANIFEST_FILE}.`);
+  opts.say?.(
+    `using checkpoint step ${newest.step} of \`${dir}\` (\`${newest.dir}\`), the newest, verified against its ${MANIFEST_FILE}.`,
+  );
   return newest.dir;
 }
 
 /** `<run>/checkpoints/step-N` of a run directory (one with config.yaml): the trainer always wrote a manifest there. */
 function isRunCheckpoint(dir: string): boolean {
   const parent = dirname(dir);
-  return /^step-\d+$/.test(basename(dir)) && basename(parent) === 'checkpoints' && existsSync(join(dirname(parent), 'config.yaml'));
+  return (
+    /^step-\d+$/.test(basename(dir)) &&
+    basename(parent) === 'checkpoints' &&
+    existsSync(join(dirname(parent), 'config.yaml'))
+  );
 }

@@ -33,7 +33,11 @@ function spread<T>(xs: readonly T[], n: number): T[] {
 }
 
 /** Score each response under each distinct prompt; null when fewer than 2 distinct prompts. */
-async function score(engine: Engine, pairs: readonly Pair[], ema: CollapseEma['firstTurn']): Promise<CollapseMetrics | null> {
+async function score(
+  engine: Engine,
+  pairs: readonly Pair[],
+  ema: CollapseEma['firstTurn'],
+): Promise<CollapseMetrics | null> {
   const keys = promptKeys(pairs.map((p) => p.prompt));
   const columns: number[] = [];
   const columnOf = new Map<string, number>();
@@ -64,7 +68,14 @@ async function score(engine: Engine, pairs: readonly Pair[], ema: CollapseEma['f
     }
   }
   return collapseMetrics(
-    { meanLogProbs, sumLogProbs, R, N, ownColumn: keys.map((k) => columnOf.get(k)!), columnKeys: columns.map((c) => keys[c]!) },
+    {
+      meanLogProbs,
+      sumLogProbs,
+      R,
+      N,
+      ownColumn: keys.map((k) => columnOf.get(k)!),
+      columnKeys: columns.map((c) => keys[c]!),
+    },
     ema ? { ema } : {},
   );
 }
@@ -90,14 +101,24 @@ function family(prefix: 'collapse_first_turn_sample' | 'collapse_trajectory_samp
  * (prompts of one group are identical, so N = the distinct prompts); its statistics are also the headline
  * `collapse/*` keys. Trajectory sample: up to TRAJECTORY_SAMPLE_CAP pairs drawn from all turns.
  */
-export async function collapseDiagnostics(engine: Engine, episodes: readonly Episode[], settings: CollapseSettings, ema: CollapseEma): Promise<{ metrics: MetricValues; ema: CollapseEma }> {
+export async function collapseDiagnostics(
+  engine: Engine,
+  episodes: readonly Episode[],
+  settings: CollapseSettings,
+  ema: CollapseEma,
+): Promise<{ metrics: MetricValues; ema: CollapseEma }> {
   const turns = episodes.flatMap((e) => e.turns);
   const metrics: MetricValues = {
     'collapse/valid_thinking_rate': turns.length ? turns.filter((t) => t.think.trim() !== '').length / turns.length : 0,
   };
   const next: CollapseEma = { ...ema };
   if (settings.firstTurn) {
-    const pairs = spread(episodes.filter((e) => e.turns.length > 0).map((e) => ({ prompt: e.turns[0]!.promptIds, response: e.turns[0]!.tokens })), settings.numSamples);
+    const pairs = spread(
+      episodes
+        .filter((e) => e.turns.length > 0)
+        .map((e) => ({ prompt: e.turns[0]!.promptIds, response: e.turns[0]!.tokens })),
+      settings.numSamples,
+    );
     const m = await score(engine, pairs, ema.firstTurn);
     if (m) {
       next.firstTurn = m.ema;

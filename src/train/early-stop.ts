@@ -32,7 +32,10 @@ export class EarlyStopTracker {
     s.emptyStreak = empty ? s.emptyStreak + 1 : 0;
     const patience = this.cfg.emptyBatchPatience;
     if (patience > 0 && s.emptyStreak >= patience) {
-      return { key: 'early_stopped/empty_filtered_steps', reason: `the rollout filter emptied the batch ${s.emptyStreak} steps in a row (trainer.earlyStop.emptyBatchPatience = ${patience})` };
+      return {
+        key: 'early_stopped/empty_filtered_steps',
+        reason: `the rollout filter emptied the batch ${s.emptyStreak} steps in a row (trainer.earlyStop.emptyBatchPatience = ${patience})`,
+      };
     }
     const c = this.cfg.rewardStdCollapse;
     if (!c.enabled) return null;
@@ -55,7 +58,10 @@ export class EarlyStopTracker {
   afterWarnings(started: readonly EarlyWarning[]): EarlyStop | null {
     const hit = started.find((w) => this.cfg.onWarnings.includes(w.kind));
     if (!hit) return null;
-    return { key: 'early_stopped/early_warning', reason: `the ${hit.kind} warning started (trainer.earlyStop.onWarnings = [${this.cfg.onWarnings.join(', ')}]): ${hit.message}` };
+    return {
+      key: 'early_stopped/early_warning',
+      reason: `the ${hit.kind} warning started (trainer.earlyStop.onWarnings = [${this.cfg.onWarnings.join(', ')}]): ${hit.message}`,
+    };
   }
 
   /** After a validation (not the one before training): `success` per val tag. */

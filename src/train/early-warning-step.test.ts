@@ -9,7 +9,7 @@ const collapsing = (step: number): MetricValues => ({
   'actor/grad_norm': step % 2 ? 1 : 1.2,
 });
 
-describe('EarlyWarningMonitor (the trainer\'s echo-trap warnings)', () => {
+describe("EarlyWarningMonitor (the trainer's echo-trap warnings)", () => {
   it('fires reward_std_collapse on a collapsing series, announces it once, and logs listed keys', () => {
     const m = new EarlyWarningMonitor();
     const flags: (number | undefined)[] = [];
@@ -34,7 +34,11 @@ describe('EarlyWarningMonitor (the trainer\'s echo-trap warnings)', () => {
   it('stays quiet on a healthy run', () => {
     const m = new EarlyWarningMonitor();
     for (let step = 1; step <= 30; step++) {
-      const r = m.afterStep({ 'rollout/in_group_reward_std': 0.4, 'actor/entropy': 1.5, 'actor/grad_norm': 1 + 0.1 * (step % 3) });
+      const r = m.afterStep({
+        'rollout/in_group_reward_std': 0.4,
+        'actor/entropy': 1.5,
+        'actor/grad_norm': 1 + 0.1 * (step % 3),
+      });
       expect(r.started).toEqual([]);
     }
   });
@@ -70,7 +74,11 @@ describe('EarlyWarningMonitor (the trainer\'s echo-trap warnings)', () => {
     // The same MI drop with H(Z|X) halving: judged (ratio logged) but quiet.
     const n = new EarlyWarningMonitor();
     let quiet: MetricValues = {};
-    for (let step = 1; step <= 16; step++) quiet = n.afterStep({ 'collapse/mi_zscore': step <= 10 ? 4 : 1, 'collapse/conditional_entropy': step <= 10 ? 2 : 1 }).metrics;
+    for (let step = 1; step <= 16; step++)
+      quiet = n.afterStep({
+        'collapse/mi_zscore': step <= 10 ? 4 : 1,
+        'collapse/conditional_entropy': step <= 10 ? 2 : 1,
+      }).metrics;
     expect(quiet['early_warning/mi_collapse']).toBe(0);
     expect(quiet['early_warning/cond_entropy_ratio']).toBeCloseTo(0.5, 12);
   });

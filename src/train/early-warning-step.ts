@@ -1,7 +1,13 @@
 // The echo-trap early warnings of a training run: the per-step series that src/algo/early-warning.ts reads,
 // kept from the step's metrics, and its report as `early_warning/*` metrics (a warning only warns: stopping
 // is early-stop.ts's).
-import { earlyWarnings, type EarlyWarning, type EarlyWarningConfig, type EarlyWarningKind, type MetricHistory } from '../algo/index.js';
+import {
+  earlyWarnings,
+  type EarlyWarning,
+  type EarlyWarningConfig,
+  type EarlyWarningKind,
+  type MetricHistory,
+} from '../algo/index.js';
 import type { MetricValues } from '../metrics/index.js';
 
 /** The monitor's series and active warnings (plain JSON, saved in checkpoints for an exact resume). */
@@ -39,7 +45,14 @@ const REPORTS = [
  * values and its latest ones (enough for the recent window and the grad-norm window), so the state stays small.
  */
 export class EarlyWarningMonitor {
-  state: EarlyWarningState = { rewardStd: [], entropy: [], gradNorm: [], miZscore: [], conditionalEntropy: [], active: [] };
+  state: EarlyWarningState = {
+    rewardStd: [],
+    entropy: [],
+    gradNorm: [],
+    miZscore: [],
+    conditionalEntropy: [],
+    active: [],
+  };
   private readonly head: number;
   private readonly tail: number;
 
@@ -58,7 +71,10 @@ export class EarlyWarningMonitor {
       if (xs.length > this.head + this.tail) xs.splice(this.head, xs.length - this.head - this.tail);
     }
     const { rewardStd, entropy, gradNorm, miZscore, conditionalEntropy } = this.state;
-    const report = earlyWarnings({ rewardStd, entropy, gradNorm, miZscore, ...(conditionalEntropy ? { conditionalEntropy } : {}) }, this.cfg);
+    const report = earlyWarnings(
+      { rewardStd, entropy, gradNorm, miZscore, ...(conditionalEntropy ? { conditionalEntropy } : {}) },
+      this.cfg,
+    );
     const metrics: MetricValues = {};
     const firing = new Set(report.warnings.map((w) => w.kind));
     for (const [kind, stat, flagKey, statKey] of REPORTS) {
@@ -67,7 +83,8 @@ export class EarlyWarningMonitor {
       metrics[statKey] = value;
       metrics[flagKey] = firing.has(kind) ? 1 : 0;
     }
-    if (report.stats.condEntropyRatio !== undefined) metrics['early_warning/cond_entropy_ratio'] = report.stats.condEntropyRatio;
+    if (report.stats.condEntropyRatio !== undefined)
+      metrics['early_warning/cond_entropy_ratio'] = report.stats.condEntropyRatio;
     const started = report.warnings.filter((w) => !this.state.active.includes(w.kind));
     this.state.active = [...firing];
     return { metrics, started };

@@ -7,7 +7,10 @@ import { localEngineOptions, needsReference, withModelPaths } from './engine-set
 
 describe('engine options from the config', () => {
   it('load LoRA only with a rank, a critic only for GAE estimators, a reference only for KL', () => {
-    const ppo = loadConfig({ config: 'sokoban-ppo', overrides: ['model.lora.rank=8', 'model.critic.mode=shared', 'model.backend=js'] });
+    const ppo = loadConfig({
+      config: 'sokoban-ppo',
+      overrides: ['model.lora.rank=8', 'model.critic.mode=shared', 'model.backend=js'],
+    });
     expect(localEngineOptions(ppo)).toEqual({
       backend: 'js',
       lora: { r: 8, alpha: 64, dropout: 0, targetModules: 'all-linear' },
@@ -15,7 +18,10 @@ describe('engine options from the config', () => {
       reference: false,
       seed: 10000,
     });
-    const grpo = loadConfig({ config: 'sokoban-grpo', overrides: ['algo.kl.useKlLoss=true', 'model.lora.targetModules=[q_proj]'] });
+    const grpo = loadConfig({
+      config: 'sokoban-grpo',
+      overrides: ['algo.kl.useKlLoss=true', 'model.lora.targetModules=[q_proj]'],
+    });
     expect(localEngineOptions(grpo)).toMatchObject({ lora: null, critic: null, reference: true });
   });
 
@@ -44,7 +50,9 @@ describe('the model directories a run starts from', () => {
       const hub = await withModelPaths(loadConfig({ overrides: ['model.path=org/m', 'model.critic.path=ragen-tiny'] }));
       expect(hub.model.path).toBe(snap);
       expect(hub.model.critic.path).toBe(shipped.model.path);
-      await expect(withModelPaths(loadConfig({ overrides: ['model.path=org/absent'] }))).rejects.toThrow(join(cache, 'models--org--absent'));
+      await expect(withModelPaths(loadConfig({ overrides: ['model.path=org/absent'] }))).rejects.toThrow(
+        join(cache, 'models--org--absent'),
+      );
     } finally {
       process.env = saved;
       rmSync(cache, { recursive: true, force: true });

@@ -19,7 +19,10 @@ export interface TrainerModels {
   tokenizer: Tokenizer;
 }
 
-/** The tokenizer of a model directory (its tokenizer.json), else the shipped tiny tokenizer; `chatTemplate` as `model.chatTemplate`. */
+/**
+ * The tokenizer of a model directory (its tokenizer.json), else the shipped tiny tokenizer; `chatTemplate` as
+ * `model.chatTemplate`.
+ */
 export function modelTokenizer(dir: string, chatTemplate: ChatTemplateChoice = 'model'): Tokenizer {
   return runTokenizer(dir, chatTemplate);
 }
@@ -33,7 +36,10 @@ export function modelTokenizer(dir: string, chatTemplate: ChatTemplateChoice = '
 export async function withModelPaths(config: RagenConfig, opts: VerifyCheckpointOptions = {}): Promise<RagenConfig> {
   const m = config.model;
   const path = openModelDir(await resolveModelPath(m.path), opts);
-  const criticPath = m.critic.path === null ? null : openModelDir(await resolveModelPath(m.critic.path, { key: 'model.critic.path' }), opts);
+  const criticPath =
+    m.critic.path === null
+      ? null
+      : openModelDir(await resolveModelPath(m.critic.path, { key: 'model.critic.path' }), opts);
   if (path === m.path && criticPath === m.critic.path) return config;
   const critic = Object.freeze({ ...m.critic, path: criticPath });
   return Object.freeze({ ...config, model: Object.freeze({ ...m, path, critic }) });
@@ -45,14 +51,24 @@ export function needsReference(config: RagenConfig): boolean {
   return r === 'always' || (r === 'auto' && (config.algo.kl.useKlLoss || config.algo.kl.inReward));
 }
 
-/** `LocalEngine.fromPretrained` options: backend, LoRA, critic layout (only for estimators with a critic), reference. */
+/**
+ * `LocalEngine.fromPretrained` options: backend, LoRA, critic layout (only for estimators with a critic), reference.
+ */
 export function localEngineOptions(config: RagenConfig): Omit<LocalPretrainedOptions, 'decode'> {
   const m = config.model;
   const modules = m.lora.targetModules;
   const critic = needsCritic(config.algo.advEstimator);
   return {
     backend: m.backend,
-    lora: m.lora.rank > 0 ? { r: m.lora.rank, alpha: m.lora.alpha, dropout: m.lora.dropout, targetModules: modules.length === 1 && modules[0] === 'all-linear' ? 'all-linear' : [...modules] } : null,
+    lora:
+      m.lora.rank > 0
+        ? {
+            r: m.lora.rank,
+            alpha: m.lora.alpha,
+            dropout: m.lora.dropout,
+            targetModules: modules.length === 1 && modules[0] === 'all-linear' ? 'all-linear' : [...modules],
+          }
+        : null,
     critic: critic ? m.critic.mode : null,
     ...(critic && m.critic.path !== null ? { criticPath: m.critic.path } : {}),
     reference: needsReference(config),
@@ -72,14 +88,24 @@ export async function openModels(config: RagenConfig, from?: string): Promise<Tr
 }
 
 /** `openModels` with the local engine whatever `model.engine` says (tests and tools that read its tensors). */
-export async function openLocalModels(config: RagenConfig, from?: string): Promise<{ engine: LocalEngine; tokenizer: Tokenizer }> {
+export async function openLocalModels(
+  config: RagenConfig,
+  from?: string,
+): Promise<{ engine: LocalEngine; tokenizer: Tokenizer }> {
   const m = config.model;
   const dir = from ?? m.path;
   const tokenizer = modelTokenizer(dir, m.chatTemplate);
   const decode = (ids: number[]) => tokenizer.decode(ids);
   const opts = { ...localEngineOptions(config), decode };
-  if (needsCritic(config.algo.advEstimator) && from && opts.critic === 'separate' && !existsSync(join(from, 'critic', 'config.json'))) {
-    throw new ConfigError(`Checkpoint \`${from}\` has no critic/ but the config's estimator \`${config.algo.advEstimator}\` needs a separate critic.`);
+  if (
+    needsCritic(config.algo.advEstimator) &&
+    from &&
+    opts.critic === 'separate' &&
+    !existsSync(join(from, 'critic', 'config.json'))
+  ) {
+    throw new ConfigError(
+      `Checkpoint \`${from}\` has no critic/ but the config's estimator \`${config.algo.advEstimator}\` needs a separate critic.`,
+    );
   }
   let engine: LocalEngine;
   if (from) {
@@ -89,41 +115,81 @@ export async function openLocalModels(config: RagenConfig, from?: string): Promi
     else getBackend();
     const { model: policy, valueHead } = await loadModel(from);
     const seed = opts.seed ?? 0;
-    const reference = opts.reference ? (policy.lora ? 'base' : (await loadModel(m.path, { adapters: false })).model) : null;
+    const reference = opts.reference
+      ? policy.lora
+        ? 'base'
+        : (await loadModel(m.path, { adapters: false })).model
+      : null;
     let critic: ConstructorParameters<typeof LocalEngine>[0]['critic'] = null;
-    if (opts.critic === 'shared') critic = { mode: 'shared', valueHead: valueHead ?? ValueHead.init(policy.config.hiddenSize, seed + 2) };
+    if (opts.critic === 'shared')
+      critic = { mode: 'shared', valueHead: valueHead ?? ValueHead.init(policy.config.hiddenSize, seed + 2) };
     if (opts.critic === 'separate') {
       const c = await loadModel(join(from, 'critic'), { adapters: false });
-      critic = { mode: 'separate', model: c.model, valueHead: c.valueHead ?? ValueHead.init(c.model.config.hiddenSize, seed + 2) };
+      critic = {
+        mode: 'separate',
+        model: c.model,
+        valueHead: c.valueHead ?? ValueHead.init(c.model.config.hiddenSize, seed + 2),
+      };
     }
     const tokenizerPath = join(m.path, 'tokenizer.json');
-    engine = new LocalEngine({ policy, reference, critic, seed, decode, ...(existsSync(tokenizerPath) ? { tokenizerPath } : {}) });
+    engine = new LocalEngine({
+      policy,
+      reference,
+      critic,
+      seed,
+      decode,
+      ...(existsSync(tokenizerPath) ? { tokenizerPath } : {}),
+    });
   } else {
     engine = await LocalEngine.fromPretrained(dir, opts);
   }
   if (engine.policy.config.vocabSize < tokenizer.vocabSize) {
-    throw new ConfigError(`The model in \`${dir}\` has ${engine.policy.config.vocabSize} token embeddings but its tokenizer has ${tokenizer.vocabSize} tokens; put the model's own tokenizer.json in the directory.`);
+    throw new ConfigError(
+      `The model in \`${dir}\` has ${engine.policy.config.vocabSize} token embeddings but its tokenizer has ${tokenizer.vocabSize} tokens; put the model's own tokenizer.json in the directory.`,
+    );
   }
   if (from && existsSync(join(from, 'optimizer'))) await engine.loadOptimizer(from);
   return { engine, tokenizer };
 }
 
-/** The torch engine for `config` (`model.engine: torch`): the worker loads `model.path`, or checkpoint `from` and its optimizer state. */
-async function openTorch(config: RagenConfig, opts: ReturnType<typeof localEngineOptions> & { decode: (ids: number[]) => string }, tokenizerVocab: number, from?: string): Promise<TorchEngine> {
+/**
+ * The torch engine for `config` (`model.engine: torch`): the worker loads `model.path`, or checkpoint `from` and its
+ * optimizer state.
+ */
+async function openTorch(
+  config: RagenConfig,
+  opts: ReturnType<typeof localEngineOptions> & { decode: (ids: number[]) => string },
+  tokenizerVocab: number,
+  from?: string,
+): Promise<TorchEngine> {
   const m = config.model;
   const tokenizerPath = join(m.path, 'tokenizer.json');
   const engine = await TorchEngine.fromPretrained(from ?? m.path, {
-    lora: opts.lora ?? null, critic: opts.critic ?? null, reference: opts.reference ?? false, seed: opts.seed ?? 0, decode: opts.decode,
-    device: m.torch.device, precision: m.torch.precision, tokenBudget: m.torch.tokenBudget, ranks: m.torch.ranks, nodes: m.torch.nodes, ...(m.torch.master ? { master: m.torch.master } : {}), gradientCheckpointing: m.torch.gradientCheckpointing,
-    packing: m.torch.packing, ...(m.torch.graphTokenBudget !== null ? { graphTokenBudget: m.torch.graphTokenBudget } : {}),
-    rolloutCopy: m.torch.rolloutCopy, compile: m.torch.compile,
+    lora: opts.lora ?? null,
+    critic: opts.critic ?? null,
+    reference: opts.reference ?? false,
+    seed: opts.seed ?? 0,
+    decode: opts.decode,
+    device: m.torch.device,
+    precision: m.torch.precision,
+    tokenBudget: m.torch.tokenBudget,
+    ranks: m.torch.ranks,
+    nodes: m.torch.nodes,
+    ...(m.torch.master ? { master: m.torch.master } : {}),
+    gradientCheckpointing: m.torch.gradientCheckpointing,
+    packing: m.torch.packing,
+    ...(m.torch.graphTokenBudget !== null ? { graphTokenBudget: m.torch.graphTokenBudget } : {}),
+    rolloutCopy: m.torch.rolloutCopy,
+    compile: m.torch.compile,
     // Resuming: the critic is the checkpoint's, the reference of a full fine-tune the weights the run started from.
     ...(from ? { referencePath: m.path } : opts.criticPath ? { criticPath: opts.criticPath } : {}),
     ...(existsSync(tokenizerPath) ? { tokenizerPath } : {}),
   });
   try {
     if (engine.vocabSize < tokenizerVocab) {
-      throw new ConfigError(`The model in \`${from ?? m.path}\` has ${engine.vocabSize} token embeddings but its tokenizer has ${tokenizerVocab} tokens; put the model's own tokenizer.json in the directory.`);
+      throw new ConfigError(
+        `The model in \`${from ?? m.path}\` has ${engine.vocabSize} token embeddings but its tokenizer has ${tokenizerVocab} tokens; put the model's own tokenizer.json in the directory.`,
+      );
     }
     if (from && existsSync(join(from, 'optimizer'))) await engine.loadOptimizer(from);
   } catch (e) {

@@ -40,7 +40,9 @@ describe('a new run', () => {
     const before = readFileSync(join(run, 'metrics.jsonl'), 'utf8');
     const err = await train({ config: microConfig(model, run) }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(UsageError);
-    expect((err as Error).message).toMatch(/already holds a run \(config\.yaml, metrics\.jsonl, checkpoints, rollouts\); continue it with `ragen train --resume/);
+    expect((err as Error).message).toMatch(
+      /already holds a run \(config\.yaml, metrics\.jsonl, checkpoints, rollouts\); continue it with `ragen train --resume/,
+    );
     expect(readFileSync(join(run, 'metrics.jsonl'), 'utf8')).toBe(before);
     expect(readdirSync(join(run, 'checkpoints')).sort()).toEqual(['step-1', 'step-2']);
   });
@@ -57,10 +59,17 @@ describe('a new run', () => {
   it('reports a bad val.jsonl before training (and before a run directory exists)', async () => {
     const data = join(root, 'mq');
     mkdirSync(data);
-    writeFileSync(join(data, 'train.jsonl'), `${JSON.stringify({ query: 'What is 1 + 1?', response: 'The answer is: 2' })}\n`);
+    writeFileSync(
+      join(data, 'train.jsonl'),
+      `${JSON.stringify({ query: 'What is 1 + 1?', response: 'The answer is: 2' })}\n`,
+    );
     writeFileSync(join(data, 'val.jsonl'), '{"query": "x"\n');
     const dir = join(root, 'mq-run');
-    const cfg = microConfig(model, dir, ['env.train=[{tag: MetamathQA, groups: 2, groupSize: 4}]', 'env.val=[{tag: MetamathQA, groups: 2}]', `env.config.MetamathQA.dataPath=${data}`]);
+    const cfg = microConfig(model, dir, [
+      'env.train=[{tag: MetamathQA, groups: 2, groupSize: 4}]',
+      'env.val=[{tag: MetamathQA, groups: 2}]',
+      `env.config.MetamathQA.dataPath=${data}`,
+    ]);
     await expect(train({ config: cfg })).rejects.toThrow(/val\.jsonl:1: not valid JSON/);
     expect(existsSync(dir)).toBe(false);
   });
@@ -71,11 +80,13 @@ describe('a resume', () => {
     const dir = copyRun('damaged');
     const weights = join(dir, 'checkpoints', 'step-2', 'model.safetensors');
     const bytes = readFileSync(weights);
-    bytes[bytes.length - 1] ^= 1;
+    bytes[bytes.length - 1]! ^= 1;
     writeFileSync(weights, bytes);
     const err = await train({ resume: dir, overrides: ['trainer.steps=3'] }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(CheckpointError);
-    expect((err as Error).message).toMatch(/step-2`: model\.safetensors does not match its SHA-256.*delete .*step-2 to resume from step 1/);
+    expect((err as Error).message).toMatch(
+      /step-2`: model\.safetensors does not match its SHA-256.*delete .*step-2 to resume from step 1/,
+    );
   });
 
   it('refuses a checkpoint whose optimizer state is lost, and continues with --fresh-optimizer and a warning', async () => {
@@ -85,10 +96,20 @@ describe('a resume', () => {
     const manifest = JSON.parse(readFileSync(join(ckpt, 'checkpoint.json'), 'utf8'));
     manifest.files = manifest.files.filter((f: { path: string }) => !f.path.startsWith('optimizer'));
     writeFileSync(join(ckpt, 'checkpoint.json'), JSON.stringify(manifest)); // a consistent checkpoint, just without the state
-    await expect(train({ resume: dir, overrides: ['trainer.steps=3'] })).rejects.toThrow(/has no optimizer\/ state .*`--fresh-optimizer`/);
+    await expect(train({ resume: dir, overrides: ['trainer.steps=3'] })).rejects.toThrow(
+      /has no optimizer\/ state .*`--fresh-optimizer`/,
+    );
     let printed = '';
-    const stream = Object.assign(new (await import('node:stream')).Writable({ write: (c, _e, cb) => ((printed += String(c)), cb()) }), { isTTY: false });
-    const r = await train({ resume: dir, overrides: ['trainer.steps=3', 'logging.console=plain'], freshOptimizer: true, stream });
+    const stream = Object.assign(
+      new (await import('node:stream')).Writable({ write: (c, _e, cb) => ((printed += String(c)), cb()) }),
+      { isTTY: false },
+    );
+    const r = await train({
+      resume: dir,
+      overrides: ['trainer.steps=3', 'logging.console=plain'],
+      freshOptimizer: true,
+      stream,
+    });
     expect(r.lastStep).toBe(3);
     expect(printed).toMatch(/warning: the checkpoint has no optimizer\/ state; AdamW starts from fresh moments/);
   });
@@ -107,12 +128,16 @@ describe('partial optimizer state', () => {
     return dir;
   }
 
-  it('refuses a resume when only the critic\'s (or only the policy\'s) state is gone, naming the role', async () => {
+  it("refuses a resume when only the critic's (or only the policy's) state is gone, naming the role", async () => {
     for (const role of ['critic', 'policy']) {
       const dir = withoutRoleState(`no-${role}-state`, role);
       const err = await train({ resume: dir, overrides: ['trainer.steps=3'] }).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(CheckpointError);
-      expect((err as Error).message).toMatch(new RegExp(`has no optimizer state for the ${role} \\(optimizer/${role}\\.safetensors\\).*\`--fresh-optimizer\``));
+      expect((err as Error).message).toMatch(
+        new RegExp(
+          `has no optimizer state for the ${role} \\(optimizer/${role}\\.safetensors\\).*\`--fresh-optimizer\``,
+        ),
+      );
       expect(readdirSync(join(dir, 'checkpoints')).sort()).toEqual(['step-1', 'step-2']); // nothing new written
     }
   });
@@ -120,10 +145,20 @@ describe('partial optimizer state', () => {
   it('continues with --fresh-optimizer and a warning that names the role', async () => {
     const dir = withoutRoleState('no-critic-fresh', 'critic');
     let printed = '';
-    const stream = Object.assign(new (await import('node:stream')).Writable({ write: (c, _e, cb) => ((printed += String(c)), cb()) }), { isTTY: false });
-    const r = await train({ resume: dir, overrides: ['trainer.steps=3', 'logging.console=plain'], freshOptimizer: true, stream });
+    const stream = Object.assign(
+      new (await import('node:stream')).Writable({ write: (c, _e, cb) => ((printed += String(c)), cb()) }),
+      { isTTY: false },
+    );
+    const r = await train({
+      resume: dir,
+      overrides: ['trainer.steps=3', 'logging.console=plain'],
+      freshOptimizer: true,
+      stream,
+    });
     expect(r.lastStep).toBe(3);
-    expect(printed).toMatch(/warning: the checkpoint has no optimizer state for the critic .*; AdamW starts from fresh moments/);
+    expect(printed).toMatch(
+      /warning: the checkpoint has no optimizer state for the critic .*; AdamW starts from fresh moments/,
+    );
   });
 });
 
@@ -145,11 +180,18 @@ describe('readers of a checkpoint besides --resume (eval --run, serve)', () => {
   };
 
   it('ragen eval --run refuses changed weights or an edited config.json as --resume does', async () => {
-    for (const [name, change, file] of [['eval-weights', overwriteWeights, 'model.safetensors'], ['eval-rope', editRopeTheta, 'config.json']] as const) {
+    for (const [name, change, file] of [
+      ['eval-weights', overwriteWeights, 'model.safetensors'],
+      ['eval-rope', editRopeTheta, 'config.json'],
+    ] as const) {
       const dir = damaged(name, change);
       const r = await runCli('eval', '--run', dir, '--groups', '1');
       expect(r.code).toBe(2);
-      expect(r.err).toMatch(new RegExp(`^ragen: checkpoint \`.*step-2\`: ${file.replace('.', '\\.')} (does not match its SHA-256|has \\d+ bytes)`));
+      expect(r.err).toMatch(
+        new RegExp(
+          `^ragen: checkpoint \`.*step-2\`: ${file.replace('.', '\\.')} (does not match its SHA-256|has \\d+ bytes)`,
+        ),
+      );
       expect(r.out).not.toMatch(/success/);
     }
   });
@@ -158,7 +200,9 @@ describe('readers of a checkpoint besides --resume (eval --run, serve)', () => {
     const { localServeTarget } = await import('../serve/index.js');
     const { resolveModelDir } = await import('../cli/commands/eval.js');
     const dir = damaged('serve-rope', editRopeTheta);
-    await expect(localServeTarget(dir, resolveModelDir)).rejects.toThrow(/step-2`: config\.json (does not match its SHA-256|has \d+ bytes)/);
+    await expect(localServeTarget(dir, resolveModelDir)).rejects.toThrow(
+      /step-2`: config\.json (does not match its SHA-256|has \d+ bytes)/,
+    );
     const plain = await localServeTarget(model, resolveModelDir);
     expect(plain.modelDir).toBe(model);
     plain.dispose();
@@ -180,15 +224,28 @@ describe('loading weights', () => {
     const weights = await readSafetensors(join(dir, 'model.safetensors'));
     weights.get('model.layers.1.mlp.up_proj.weight')!.data[5] = Number.NaN;
     await writeSafetensors(join(dir, 'model.safetensors'), weights);
-    await expect(loadModel(dir)).rejects.toThrow(/tensor `model\.layers\.1\.mlp\.up_proj\.weight` holds NaN at element 5/);
+    await expect(loadModel(dir)).rejects.toThrow(
+      /tensor `model\.layers\.1\.mlp\.up_proj\.weight` holds NaN at element 5/,
+    );
   });
 });
 
 describe('filesystem faults on the command line', () => {
   it('are one sentence naming the path, with exit code 2', async () => {
     // /sys is a pseudo filesystem (refused by name); a file where a folder is needed is ENOTDIR.
-    for (const [dir, reason] of [['/sys/ragen-run', /is under `\/sys`, a sysfs pseudo filesystem/], [join(root, 'a-file', 'run'), /: .* \(ENOTDIR\); /]] as const) {
-      const r = await runCli('train', '--config', 'bandit-ppo', `model.path=${model}`, `logging.runDir=${dir}`, 'trainer.steps=1', 'logging.console=none');
+    for (const [dir, reason] of [
+      ['/sys/ragen-run', /is under `\/sys`, a sysfs pseudo filesystem/],
+      [join(root, 'a-file', 'run'), /: .* \(ENOTDIR\); /],
+    ] as const) {
+      const r = await runCli(
+        'train',
+        '--config',
+        'bandit-ppo',
+        `model.path=${model}`,
+        `logging.runDir=${dir}`,
+        'trainer.steps=1',
+        'logging.console=none',
+      );
       expect(r.code).toBe(2);
       expect(r.err).toMatch(/^ragen: could not create the run directory: `/);
       expect(r.err).toMatch(reason);

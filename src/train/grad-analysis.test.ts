@@ -15,7 +15,10 @@ let engine: LocalEngine;
 
 beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), 'ragen-gradan-'));
-  engine = await LocalEngine.fromPretrained(await writeMicroModel(join(root, 'model')), { reference: true, backend: 'js' });
+  engine = await LocalEngine.fromPretrained(await writeMicroModel(join(root, 'model')), {
+    reference: true,
+    backend: 'js',
+  });
 });
 afterAll(() => {
   engine.dispose();
@@ -27,13 +30,21 @@ afterAll(() => {
  * 0), `b` and `c` rewards that differ (advantages ±1 and ±2): written by hand, as GRPO would give them.
  */
 function batch(): { tokens: TokenBatch; groupStd: Map<string, number>; advantageOf: number[] } {
-  const rows = [[5, 9, 14, 20, 7, 3], [5, 9, 14, 11, 8, 2, 6], [6, 10, 12, 4, 13, 15, 1, 9], [6, 10, 12, 17, 3, 5], [7, 3, 8, 9, 21, 4, 11, 2, 16], [7, 3, 8, 18, 6, 1, 12]];
+  const rows = [
+    [5, 9, 14, 20, 7, 3],
+    [5, 9, 14, 11, 8, 2, 6],
+    [6, 10, 12, 4, 13, 15, 1, 9],
+    [6, 10, 12, 17, 3, 5],
+    [7, 3, 8, 9, 21, 4, 11, 2, 16],
+    [7, 3, 8, 18, 6, 1, 12],
+  ];
   const groups = ['a', 'a', 'b', 'b', 'c', 'c'];
   const advantageOf = [0, 0, 1, -1, 2, -2];
   const B = rows.length;
   const T = Math.max(...rows.map((r) => r.length));
   const tokens: TokenBatch = {
-    B, T,
+    B,
+    T,
     ids: new Int32Array(B * T),
     attentionMask: new Uint8Array(B * T),
     lengths: Int32Array.from(rows, (r) => r.length),
@@ -45,12 +56,22 @@ function batch(): { tokens: TokenBatch; groupStd: Map<string, number>; advantage
     scores: new Float64Array(B),
     episodeIds: Int32Array.from(rows, (_, i) => i),
   };
-  rows.forEach((r, b) => r.forEach((id, t) => {
-    tokens.ids[b * T + t] = id;
-    tokens.attentionMask[b * T + t] = 1;
-    if (t >= 3) tokens.lossMask[b * T + t] = 1;
-  }));
-  return { tokens, groupStd: new Map([['a', 0], ['b', Math.SQRT2], ['c', 2 * Math.SQRT2]]), advantageOf };
+  rows.forEach((r, b) =>
+    r.forEach((id, t) => {
+      tokens.ids[b * T + t] = id;
+      tokens.attentionMask[b * T + t] = 1;
+      if (t >= 3) tokens.lossMask[b * T + t] = 1;
+    }),
+  );
+  return {
+    tokens,
+    groupStd: new Map([
+      ['a', 0],
+      ['b', Math.SQRT2],
+      ['c', 2 * Math.SQRT2],
+    ]),
+    advantageOf,
+  };
 }
 
 /** The update's inputs with π_old = π (ratio 1) and a reference `refShift` nats below the policy on every token. */
@@ -59,20 +80,46 @@ async function updateBatch(refShift: number): Promise<{ data: UpdateBatch; group
   const fwd = await engine.forward(tokens, { role: 'policy' });
   const ref = await engine.forward(tokens, { role: 'reference' });
   const advantages = new Float64Array(tokens.B * tokens.T);
-  for (let i = 0; i < advantages.length; i++) if (tokens.lossMask[i]) advantages[i] = advantageOf[Math.floor(i / tokens.T)]!;
-  const data: UpdateBatch = { tokens, oldLogprobs: fwd.logprobs, advantages, returns: new Float64Array(advantages.length), refLogprobs: ref.logprobs.map((x) => x - refShift) };
+  for (let i = 0; i < advantages.length; i++)
+    if (tokens.lossMask[i]) advantages[i] = advantageOf[Math.floor(i / tokens.T)]!;
+  const data: UpdateBatch = {
+    tokens,
+    oldLogprobs: fwd.logprobs,
+    advantages,
+    returns: new Float64Array(advantages.length),
+    refLogprobs: ref.logprobs.map((x) => x - refShift),
+  };
   return { data, groupStd };
 }
 
-const loss = (o: Partial<ActorLossConfig> = {}): ActorLossConfig => ({ lossAgg: 'token-mean', clipRatioLow: 0.2, clipRatioHigh: 0.28, clipRatioC: 3, entropyCoeff: 0.01, klCoef: 0.1, klEstimator: 'k3', ...o });
-const settings = (o: Partial<GradAnalysisSettings> = {}): GradAnalysisSettings => ({ buckets: 3, microBatchSize: 2, horizon: 9, ...o });
+const loss = (o: Partial<ActorLossConfig> = {}): ActorLossConfig => ({
+  lossAgg: 'token-mean',
+  clipRatioLow: 0.2,
+  clipRatioHigh: 0.28,
+  clipRatioC: 3,
+  entropyCoeff: 0.01,
+  klCoef: 0.1,
+  klEstimator: 'k3',
+  ...o,
+});
+const settings = (o: Partial<GradAnalysisSettings> = {}): GradAnalysisSettings => ({
+  buckets: 3,
+  microBatchSize: 2,
+  horizon: 9,
+  ...o,
+});
 
 describe('gradientAnalysis (micro model, reference = policy)', () => {
   it('buckets by reward std; the all-equal-rewards bucket has exactly zero task gradient, the others do not', async () => {
     const { data, groupStd } = await updateBatch(0);
     const out = await gradientAnalysis(engine, data, groupStd, loss(), settings());
     expect(out.map((b) => b.name)).toEqual(['bucket_1', 'bucket_2', 'bucket_3', 'all']);
-    expect(out.map((b) => [b.groups, b.samples])).toEqual([[1, 2], [1, 2], [1, 2], [3, 6]]);
+    expect(out.map((b) => [b.groups, b.samples])).toEqual([
+      [1, 2],
+      [1, 2],
+      [1, 2],
+      [3, 6],
+    ]);
     expect(out[0]!.rewardStd).toEqual({ mean: 0, min: 0, max: 0 });
     expect(out[2]!.rewardStd.min).toBeCloseTo(2 * Math.SQRT2, 12);
     // loss tokens: rows of lengths 6+7 minus 3 each, 8+6, 9+7
@@ -101,7 +148,13 @@ describe('gradientAnalysis (micro model, reference = policy)', () => {
       expect(k2[i]!.norm.kl / k1[i]!.norm.kl).toBeCloseTo(2, 4);
       expect(k2[i]!.norm.task).toBeCloseTo(k1[i]!.norm.task, 6); // the other terms do not see the KL coefficient
     }
-    const off = await gradientAnalysis(engine, apart.data, apart.groupStd, loss({ klCoef: 0, entropyCoeff: 0 }), settings());
+    const off = await gradientAnalysis(
+      engine,
+      apart.data,
+      apart.groupStd,
+      loss({ klCoef: 0, entropyCoeff: 0 }),
+      settings(),
+    );
     for (const b of off) expect([b.norm.kl, b.norm.entropy]).toEqual([0, 0]);
   });
 
@@ -132,7 +185,9 @@ describe('gradientAnalysis (micro model, reference = policy)', () => {
   it('refuses to run over gradients an update is accumulating', async () => {
     const { data, groupStd } = await updateBatch(0);
     await engine.backward(data.tokens, { role: 'policy' }, (out) => ({ logprobs: out.logprobs.map(() => 1) }));
-    await expect(gradientAnalysis(engine, data, groupStd, loss(), settings())).rejects.toThrow(/already holds gradients/);
+    await expect(gradientAnalysis(engine, data, groupStd, loss(), settings())).rejects.toThrow(
+      /already holds gradients/,
+    );
     engine.zeroGrad('policy');
   });
 });

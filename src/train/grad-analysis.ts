@@ -1,7 +1,16 @@
 // RAGEN-2's gradient analysis (inventory 3.5): for groups bucketed by in-group reward std, the gradient norm of
 // each actor-loss term (task, entropy, KL) on its own. Separate backward passes that leave no gradient behind,
 // so training is untouched; RAGEN-2 reads from it how much of the update each signal level drives.
-import { actorLoss, aggNorm, bucketName, entropyBonus, klLoss, rewardStdBuckets, type ActorLossConfig, type RolloutFilterResult } from '../algo/index.js';
+import {
+  actorLoss,
+  aggNorm,
+  bucketName,
+  entropyBonus,
+  klLoss,
+  rewardStdBuckets,
+  type ActorLossConfig,
+  type RolloutFilterResult,
+} from '../algo/index.js';
 import type { TokenBatch } from '../agent/index.js';
 import type { RagenConfig } from '../config/index.js';
 import type { ForwardResult, OutputGradients, TrainableEngine } from '../engine/index.js';
@@ -43,31 +52,76 @@ export interface GradAnalysisSettings {
 }
 
 /** The gradient of one term w.r.t. the pass's outputs, and the term's value. */
-function termGradient(c: GradComponent, out: ForwardResult, rows: readonly number[], data: UpdateBatch, mask: Uint8Array, norm: ReturnType<typeof aggNorm>, loss: ActorLossConfig): { loss: number; grad: OutputGradients } {
+function termGradient(
+  c: GradComponent,
+  out: ForwardResult,
+  rows: readonly number[],
+  data: UpdateBatch,
+  mask: Uint8Array,
+  norm: ReturnType<typeof aggNorm>,
+  loss: ActorLossConfig,
+): { loss: number; grad: OutputGradients } {
   const T = data.tokens.T;
   const B = rows.length;
   switch (c) {
     case 'task': {
       // The clipped policy loss alone: actorLoss with the other two terms switched off.
-      const r = actorLoss({ logprobs: out.logprobs, oldLogprobs: takeRows(data.oldLogprobs, rows, T), advantages: takeRows(data.advantages, rows, T), mask, B, T, norm }, { ...loss, entropyCoeff: 0, klCoef: 0 });
+      const r = actorLoss(
+        {
+          logprobs: out.logprobs,
+          oldLogprobs: takeRows(data.oldLogprobs, rows, T),
+          advantages: takeRows(data.advantages, rows, T),
+          mask,
+          B,
+          T,
+          norm,
+        },
+        { ...loss, entropyCoeff: 0, klCoef: 0 },
+      );
       return { loss: r.stats.pgLoss, grad: { logprobs: r.grad.logprobs } };
     }
     case 'entropy': {
-      const r = entropyBonus({ entropy: out.entropy!, mask, B, T, coef: loss.entropyCoeff, lossAgg: loss.lossAgg, norm });
+      const r = entropyBonus({
+        entropy: out.entropy!,
+        mask,
+        B,
+        T,
+        coef: loss.entropyCoeff,
+        lossAgg: loss.lossAgg,
+        norm,
+      });
       return { loss: r.loss, grad: { entropy: r.grad.entropy } };
     }
     case 'kl': {
-      const r = klLoss({ logprobs: out.logprobs, refLogprobs: takeRows(data.refLogprobs!, rows, T), mask, B, T, estimator: loss.klEstimator, coef: loss.klCoef, lossAgg: loss.lossAgg, norm });
+      const r = klLoss({
+        logprobs: out.logprobs,
+        refLogprobs: takeRows(data.refLogprobs!, rows, T),
+        mask,
+        B,
+        T,
+        estimator: loss.klEstimator,
+        coef: loss.klCoef,
+        lossAgg: loss.lossAgg,
+        norm,
+      });
       return { loss: r.loss, grad: { logprobs: r.grad.logprobs } };
     }
   }
 }
 
 /** Norm and value of term `c` over rows `rows`; the policy's gradients are zero before and after. */
-async function measure(engine: TrainableEngine, c: GradComponent, data: UpdateBatch, rows: readonly number[], loss: ActorLossConfig, s: GradAnalysisSettings): Promise<{ norm: number; loss: number }> {
+async function measure(
+  engine: TrainableEngine,
+  c: GradComponent,
+  data: UpdateBatch,
+  rows: readonly number[],
+  loss: ActorLossConfig,
+  s: GradAnalysisSettings,
+): Promise<{ norm: number; loss: number }> {
   // A term that is not in the loss (coefficient 0) has no gradient: skip its passes.
   if ((c === 'entropy' && loss.entropyCoeff === 0) || (c === 'kl' && loss.klCoef === 0)) return { norm: 0, loss: 0 };
-  if (c === 'kl' && !data.refLogprobs) throw new TypeError('gradient analysis: the KL term is in the loss but the batch has no reference log-probs.');
+  if (c === 'kl' && !data.refLogprobs)
+    throw new TypeError('gradient analysis: the KL term is in the loss but the batch has no reference log-probs.');
   const T = data.tokens.T;
   const norm = aggNorm(takeRows(data.tokens.lossMask, rows as number[], T), rows.length, T, s.horizon);
   let value = 0;
@@ -90,9 +144,18 @@ async function measure(engine: TrainableEngine, c: GradComponent, data: UpdateBa
  * key of `data.tokens.groupIds` to its reward std. Each bucket's loss is normalised over the bucket alone, as if it
  * were one mini-batch. Throws when the policy holds gradients already (they would be lost): call it between updates.
  */
-export async function gradientAnalysis(engine: TrainableEngine, data: UpdateBatch, groupStd: ReadonlyMap<string, number>, loss: ActorLossConfig, settings: GradAnalysisSettings): Promise<GradBucket[]> {
+export async function gradientAnalysis(
+  engine: TrainableEngine,
+  data: UpdateBatch,
+  groupStd: ReadonlyMap<string, number>,
+  loss: ActorLossConfig,
+  settings: GradAnalysisSettings,
+): Promise<GradBucket[]> {
   const held = await engine.gradNorm('policy');
-  if (held !== 0) throw new Error(`gradient analysis: the policy already holds gradients (norm ${held}); run it between updates, when none are accumulated.`);
+  if (held !== 0)
+    throw new Error(
+      `gradient analysis: the policy already holds gradients (norm ${held}); run it between updates, when none are accumulated.`,
+    );
   const ids = data.tokens.groupIds;
   const keys = [...new Set(ids)];
   const stds = keys.map((k) => {
@@ -139,7 +202,10 @@ export async function gradientAnalysis(engine: TrainableEngine, data: UpdateBatc
 }
 
 /** The buckets as metrics `<prefix>/<bucket>/<name>` (names: GRAD_ANALYSIS_NAMES in src/metrics/names.ts). */
-export function gradAnalysisMetrics(buckets: readonly GradBucket[], prefix: 'grad_analysis' | 'grad_analysis/prefilter'): MetricValues {
+export function gradAnalysisMetrics(
+  buckets: readonly GradBucket[],
+  prefix: 'grad_analysis' | 'grad_analysis/prefilter',
+): MetricValues {
   const m: MetricValues = {};
   for (const b of buckets) {
     const k = (name: string) => `${prefix}/${b.name}/${name}` as const;
@@ -177,19 +243,40 @@ export interface StepGradAnalysis {
 export async function analyzeStep(
   engine: TrainableEngine,
   config: RagenConfig,
-  s: { all: TokenBatch; filter: RolloutFilterResult; data: UpdateBatch | null; fullForward?: { logprobs: Float32Array; entropy?: Float32Array }; klBeta: number },
+  s: {
+    all: TokenBatch;
+    filter: RolloutFilterResult;
+    data: UpdateBatch | null;
+    fullForward?: { logprobs: Float32Array; entropy?: Float32Array };
+    klBeta: number;
+  },
 ): Promise<StepGradAnalysis> {
   const ga = config.trainer.gradAnalysis;
   const groupStd = new Map(s.filter.groupKeys.map((k, g) => [String(k), s.filter.groupRewardStd[g]!]));
   const horizon = lossHorizon(config);
-  const settings: GradAnalysisSettings = { buckets: ga.buckets, microBatchSize: config.trainer.microBatchSize, horizon };
+  const settings: GradAnalysisSettings = {
+    buckets: ga.buckets,
+    microBatchSize: config.trainer.microBatchSize,
+    horizon,
+  };
   const loss = actorLossConfig(config);
   const filtered = s.data ? await gradientAnalysis(engine, s.data, groupStd, loss, settings) : [];
   let prefilter: GradBucket[] | null = null;
   if (ga.prefilter) {
     const everyRow = s.all.groupIds.map((_, i) => i);
-    const whole = await prepareUpdate(engine, config, s.all, everyRow, { ...(s.fullForward ? { fullForward: s.fullForward } : {}), klBeta: s.klBeta, keptRatio: 1 });
+    const whole = await prepareUpdate(engine, config, s.all, everyRow, {
+      ...(s.fullForward ? { fullForward: s.fullForward } : {}),
+      klBeta: s.klBeta,
+      keptRatio: 1,
+    });
     prefilter = await gradientAnalysis(engine, whole.data, groupStd, loss, settings);
   }
-  return { filtered, prefilter, metrics: { ...gradAnalysisMetrics(filtered, 'grad_analysis'), ...(prefilter ? gradAnalysisMetrics(prefilter, 'grad_analysis/prefilter') : {}) } };
+  return {
+    filtered,
+    prefilter,
+    metrics: {
+      ...gradAnalysisMetrics(filtered, 'grad_analysis'),
+      ...(prefilter ? gradAnalysisMetrics(prefilter, 'grad_analysis/prefilter') : {}),
+    },
+  };
 }

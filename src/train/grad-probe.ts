@@ -8,7 +8,13 @@ import { openGateway } from './agent-source.js';
 import { runPaths } from '../metrics/index.js';
 import { CheckpointError } from '../util/index.js';
 import type { VerifyCheckpointOptions } from '../metrics/index.js';
-import { checkpointDirs, listCheckpoints, readCheckpoint, type CheckpointRef, type CheckpointState } from './checkpoint-io.js';
+import {
+  checkpointDirs,
+  listCheckpoints,
+  readCheckpoint,
+  type CheckpointRef,
+  type CheckpointState,
+} from './checkpoint-io.js';
 import { openModelDir, openNewest } from './checkpoint-read.js';
 import { openModels } from './engine-setup.js';
 import { analyzeStep, type GradBucket } from './grad-analysis.js';
@@ -25,7 +31,10 @@ export interface ProbeOptions {
   overrides?: readonly string[];
   /** Progress lines (stage by stage). */
   onProgress?: (line: string) => void;
-  /** Accept a checkpoint whose manifest has no SHA-256 digests, checked by size only (`--allow-unverified-checkpoint`). @default false */
+  /**
+   * Accept a checkpoint whose manifest has no SHA-256 digests, checked by size only (`--allow-unverified-checkpoint`).
+   * @default false
+   */
   allowUnverifiedCheckpoint?: boolean;
 }
 
@@ -52,33 +61,58 @@ export interface ProbeReport {
  * The checkpoint of `step` in `run` (the newest when undefined: named when damaged, never skipped) with its trainer
  * state, verified against its manifest first; or the initial model (step 0, `dir` null).
  */
-function resolveCheckpoint(run: string, step: number | undefined, opts: VerifyCheckpointOptions): { step: number; dir: string | null; state: CheckpointState | null } {
+function resolveCheckpoint(
+  run: string,
+  step: number | undefined,
+  opts: VerifyCheckpointOptions,
+): { step: number; dir: string | null; state: CheckpointState | null } {
   const paths = runPaths(run);
-  if (!existsSync(paths.config)) throw new CheckpointError(`\`${run}\` is not a run directory (no config.yaml); give the folder \`ragen train\` wrote, e.g. runs/<name>.`);
+  if (!existsSync(paths.config))
+    throw new CheckpointError(
+      `\`${run}\` is not a run directory (no config.yaml); give the folder \`ragen train\` wrote, e.g. runs/<name>.`,
+    );
   if (step === 0) return { step: 0, dir: null, state: null };
   const all = checkpointDirs(paths.checkpoints);
   if (step === undefined) {
     const newest = all.at(-1);
-    if (!newest) throw new CheckpointError(`\`${run}\` has no checkpoint under checkpoints/; probe its initial model with --step 0.`);
-    const wayOut = (older: CheckpointRef | undefined) => `${older ? `probe the step before it with --step ${older.step}, or` : 'probe the initial model with --step 0, or'} delete \`${newest.dir}\``;
-    return { step: newest.step, dir: newest.dir, state: openNewest(run, newest, wayOut, () => readCheckpoint(newest.dir, opts)) };
+    if (!newest)
+      throw new CheckpointError(
+        `\`${run}\` has no checkpoint under checkpoints/; probe its initial model with --step 0.`,
+      );
+    const wayOut = (older: CheckpointRef | undefined) =>
+      `${older ? `probe the step before it with --step ${older.step}, or` : 'probe the initial model with --step 0, or'} delete \`${newest.dir}\``;
+    return {
+      step: newest.step,
+      dir: newest.dir,
+      state: openNewest(run, newest, wayOut, () => readCheckpoint(newest.dir, opts)),
+    };
   }
   const dir = join(paths.checkpoints, `step-${step}`);
   if (!all.some((c) => c.step === step)) {
-    const have = listCheckpoints(paths.checkpoints).map((c) => c.step).join(', ') || 'none';
-    throw new CheckpointError(`\`${run}\` has no complete checkpoint for step ${step} (complete checkpoints: ${have}); give one of them, or --step 0 for the initial model.`);
+    const have =
+      listCheckpoints(paths.checkpoints)
+        .map((c) => c.step)
+        .join(', ') || 'none';
+    throw new CheckpointError(
+      `\`${run}\` has no complete checkpoint for step ${step} (complete checkpoints: ${have}); give one of them, or --step 0 for the initial model.`,
+    );
   }
   return { step, dir, state: readCheckpoint(dir, opts) };
 }
 
-/** Load the checkpoint, roll out one batch, and analyse its gradients by reward-std bucket (filtered and unfiltered). */
+/**
+ * Load the checkpoint, roll out one batch, and analyse its gradients by reward-std bucket (filtered and unfiltered).
+ */
 export async function probeGradients(o: ProbeOptions): Promise<ProbeReport> {
   const t0 = performance.now();
   const say = o.onProgress ?? (() => {});
   const verify = { allowUnverified: o.allowUnverifiedCheckpoint === true };
   const { step, dir, state } = resolveCheckpoint(o.run, o.step, verify);
   // The probe always reports the unfiltered view too: it is what a checkpoint probe is for.
-  const config: RagenConfig = loadSavedConfig(dir ?? o.run, [...(o.overrides ?? []), 'trainer.gradAnalysis.prefilter=true']);
+  const config: RagenConfig = loadSavedConfig(dir ?? o.run, [
+    ...(o.overrides ?? []),
+    'trainer.gradAnalysis.prefilter=true',
+  ]);
   say(`loading ${dir ?? config.model.path}`);
   if (!dir) openModelDir(config.model.path, verify); // the initial model may be another run's checkpoint: verified too
   const { engine, tokenizer } = dir ? await openModels(config, dir) : await openModels(config);
@@ -87,10 +121,14 @@ export async function probeGradients(o: ProbeOptions): Promise<ProbeReport> {
     const rolloutStep = step + 1;
     say(`rolling out ${config.env.train.reduce((n, e) => n + e.groups, 0)} groups (the batch of step ${rolloutStep})`);
     // The trainer's own sequence (step.ts): the step's rollout, the filter, the kept rows' update data.
-    const gateway = agentEntries(config, 'train').length > 0 ? await openGateway(config, engine, tokenizer, 'train') : undefined;
+    const gateway =
+      agentEntries(config, 'train').length > 0 ? await openGateway(config, engine, tokenizer, 'train') : undefined;
     let batch;
     try {
-      ({ batch } = await collectRollout({ config, engine, tokenizer, agent: config.agent, groups, ...(gateway ? { gateway } : {}) }, rolloutStep));
+      ({ batch } = await collectRollout(
+        { config, engine, tokenizer, agent: config.agent, groups, ...(gateway ? { gateway } : {}) },
+        rolloutStep,
+      ));
     } finally {
       await groups?.close();
       await gateway?.close();
@@ -100,7 +138,9 @@ export async function probeGradients(o: ProbeOptions): Promise<ProbeReport> {
     const saved = state?.trainer?.klCoef;
     const klBeta = typeof saved === 'number' ? saved : config.algo.kl.coef;
     const data = (await prepareKept(engine, config, f, { klBeta }))?.data ?? null;
-    say(`analysing ${config.trainer.gradAnalysis.buckets} buckets (${f.filter.stats.keptCount} of ${f.filter.groupKeys.length} groups kept by the filter)`);
+    say(
+      `analysing ${config.trainer.gradAnalysis.buckets} buckets (${f.filter.stats.keptCount} of ${f.filter.groupKeys.length} groups kept by the filter)`,
+    );
     const a = await analyzeStep(engine, config, { ...f, data, klBeta });
     return {
       run: o.run,
@@ -121,16 +161,40 @@ export async function probeGradients(o: ProbeOptions): Promise<ProbeReport> {
   }
 }
 
-const fmt = (x: number): string => (x === 0 ? '0' : Math.abs(x) >= 1e-3 && Math.abs(x) < 1e4 ? x.toFixed(4) : x.toExponential(2));
+const fmt = (x: number): string =>
+  x === 0 ? '0' : Math.abs(x) >= 1e-3 && Math.abs(x) < 1e4 ? x.toFixed(4) : x.toExponential(2);
 
 /** The report as text tables: one row per bucket, filtered then unfiltered. */
 export function formatProbe(r: ProbeReport): string {
-  const head = ['bucket', 'groups', 'samples', 'tokens', 'std min..max', 'task', 'entropy', 'kl', 'task/token', 'loss task'];
+  const head = [
+    'bucket',
+    'groups',
+    'samples',
+    'tokens',
+    'std min..max',
+    'task',
+    'entropy',
+    'kl',
+    'task/token',
+    'loss task',
+  ];
   const table = (title: string, bs: readonly GradBucket[]): string => {
     if (bs.length === 0) return `${title}: no rows (the filter kept nothing)`;
-    const rows = bs.map((b) => [b.name, String(b.groups), String(b.samples), String(b.tokens), `${fmt(b.rewardStd.min)}..${fmt(b.rewardStd.max)}`, fmt(b.norm.task), fmt(b.norm.entropy), fmt(b.norm.kl), fmt(b.tokens > 0 ? b.norm.task / b.tokens : 0), fmt(b.loss.task)]);
+    const rows = bs.map((b) => [
+      b.name,
+      String(b.groups),
+      String(b.samples),
+      String(b.tokens),
+      `${fmt(b.rewardStd.min)}..${fmt(b.rewardStd.max)}`,
+      fmt(b.norm.task),
+      fmt(b.norm.entropy),
+      fmt(b.norm.kl),
+      fmt(b.tokens > 0 ? b.norm.task / b.tokens : 0),
+      fmt(b.loss.task),
+    ]);
     const width = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
-    const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(width[i]!) : c.padStart(width[i]!))).join('  ');
+    const line = (cells: string[]) =>
+      cells.map((c, i) => (i === 0 ? c.padEnd(width[i]!) : c.padStart(width[i]!))).join('  ');
     return [title, line(head), ...rows.map(line)].join('\n');
   };
   return [

@@ -1,4 +1,5 @@
-// Ctrl-C (SIGINT) or SIGTERM while `train` runs: say what was kept (the newest complete checkpoint) and the command that
+// Ctrl-C (SIGINT) or SIGTERM while `train` runs: say what was kept (the newest complete checkpoint) and the command
+// that
 // continues the run, on stderr (and so in the run's console.log), then stop as the signal would have.
 import { latestCheckpoint } from './checkpoint-io.js';
 
@@ -18,7 +19,10 @@ export interface InterruptedRun {
 /** The lines printed on `signal`: what was interrupted, the checkpoint kept, and the resume command. */
 export function interruptMessage(signal: NodeJS.Signals, run: InterruptedRun): string {
   const step = run.step();
-  const when = step > run.startStep ? `during step ${step} of ${run.totalSteps}` : `before step ${run.startStep + 1} of ${run.totalSteps}`;
+  const when =
+    step > run.startStep
+      ? `during step ${step} of ${run.totalSteps}`
+      : `before step ${run.startStep + 1} of ${run.totalSteps}`;
   const kept = latestCheckpoint(run.checkpoints);
   if (!kept) {
     return `ragen: interrupted by ${signal} ${when}, before the first checkpoint: nothing was kept to resume from (trainer.checkpointEvery sets how often one is written). Start the run again (remove ${run.runDir} first if logging.runDir names it).`;

@@ -19,23 +19,62 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 describe.skipIf(!python)('learning smoke test on the torch engine', () => {
   it('PPO (GAE, separate critic) with model.engine=torch raises greedy Bandit success by a clear margin within 6 steps', async () => {
-    const config = loadConfig({ config: 'bandit-ppo', overrides: [`model.path=${MODEL}`, 'model.engine=torch', 'model.torch.device=cpu', `logging.runDir=${join(root, 'ppo')}`, ...SMOKE] });
+    const config = loadConfig({
+      config: 'bandit-ppo',
+      overrides: [
+        `model.path=${MODEL}`,
+        'model.engine=torch',
+        'model.torch.device=cpu',
+        `logging.runDir=${join(root, 'ppo')}`,
+        ...SMOKE,
+      ],
+    });
     const lines: string[] = [];
     const r = await train({ config, sinks: [{ write() {}, message: (line: string) => lines.push(line) }] });
     expect(r.lastStep).toBe(6);
-    expect(lines.filter((l) => l.startsWith('torch engine:'))).toEqual([expect.stringMatching(/^torch engine: torch \S+ on cpu, float32$/)]); // the run says what runs it
+    expect(lines.filter((l) => l.startsWith('torch engine:'))).toEqual([
+      expect.stringMatching(/^torch engine: torch \S+ on cpu, float32$/),
+    ]); // the run says what runs it
     const row = r.summary.find((s) => s.tag === 'Bandit');
     expect(row?.before, 'validation before training').toBeTypeOf('number');
-    expect(row!.after!, `Bandit val success ${row!.before} -> ${row!.after}`).toBeGreaterThanOrEqual(row!.before! + MARGIN);
+    expect(row!.after!, `Bandit val success ${row!.before} -> ${row!.after}`).toBeGreaterThanOrEqual(
+      row!.before! + MARGIN,
+    );
   }, 180_000);
 
   it('resumes exactly: 1 step + --resume to 2 gives the metrics of an uninterrupted 2-step run (optimizer state and reference through the worker)', async () => {
-    const extra = [`model.path=${MODEL}`, 'model.engine=torch', 'model.torch.device=cpu', ...SMOKE, 'trainer.steps=2', 'trainer.valEvery=0', 'trainer.valBeforeTrain=false', 'env.train=[{tag: Bandit, groups: 2, groupSize: 4}]', 'trainer.miniBatchSize=8', 'trainer.microBatchSize=8', 'trainer.checkpointEvery=1', 'trainer.saveOptimizer=true',
+    const extra = [
+      `model.path=${MODEL}`,
+      'model.engine=torch',
+      'model.torch.device=cpu',
+      ...SMOKE,
+      'trainer.steps=2',
+      'trainer.valEvery=0',
+      'trainer.valBeforeTrain=false',
+      'env.train=[{tag: Bandit, groups: 2, groupSize: 4}]',
+      'trainer.miniBatchSize=8',
+      'trainer.microBatchSize=8',
+      'trainer.checkpointEvery=1',
+      'trainer.saveOptimizer=true',
       // GRPO with a KL loss (no critic: a cheaper step) still resumes the optimizer, the reference and the sampler.
-      'algo.advEstimator=grpo', 'algo.lossAgg=seq-mean-token-mean', 'algo.kl.useKlLoss=true', 'agent.maxNewTokens=24', 'env.val=[{tag: Bandit, groups: 2}]'];
-    const full = await train({ config: loadConfig({ config: 'bandit-ppo', overrides: [...extra, `logging.runDir=${join(root, 'full')}`] }) });
+      'algo.advEstimator=grpo',
+      'algo.lossAgg=seq-mean-token-mean',
+      'algo.kl.useKlLoss=true',
+      'agent.maxNewTokens=24',
+      'env.val=[{tag: Bandit, groups: 2}]',
+    ];
+    const full = await train({
+      config: loadConfig({ config: 'bandit-ppo', overrides: [...extra, `logging.runDir=${join(root, 'full')}`] }),
+    });
     const dir = join(root, 'resumed');
-    expect((await train({ config: loadConfig({ config: 'bandit-ppo', overrides: [...extra, `logging.runDir=${dir}`] }), stopAfter: 1 })).lastStep).toBe(1);
+    expect(
+      (
+        await train({
+          config: loadConfig({ config: 'bandit-ppo', overrides: [...extra, `logging.runDir=${dir}`] }),
+          stopAfter: 1,
+        })
+      ).lastStep,
+    ).toBe(1);
     const second = await train({ resume: dir });
     expect([second.startStep, second.lastStep]).toEqual([1, 2]);
     const mf = deterministic(readMetricsFile(join(full.runDir, 'metrics.jsonl')));

@@ -19,13 +19,22 @@ describe('learning smoke test: Bandit with the shipped model', () => {
   it.each([
     ['PPO (GAE, separate critic)', []],
     ['GRPO', ['algo.advEstimator=grpo', 'algo.lossAgg=seq-mean-token-mean']],
-  ])('%s raises greedy validation success by a clear margin within 6 steps', async (name, algo) => {
-    const config = loadConfig({ config: 'bandit-ppo', overrides: [`model.path=${MODEL}`, `logging.runDir=${join(root, name.split(' ')[0]!)}`, ...SMOKE, ...algo] });
-    const r = await train({ config });
-    expect(r.lastStep).toBe(6);
-    const row = r.summary.find((s) => s.tag === 'Bandit');
-    expect(row?.before, 'validation before training').toBeTypeOf('number');
-    expect(row?.after, 'validation after training').toBeTypeOf('number');
-    expect(row!.after!, `${name}: Bandit val success ${row!.before} -> ${row!.after}`).toBeGreaterThanOrEqual(row!.before! + MARGIN);
-  }, 180_000); // ~10-15 s each alone; the full suite shares 2 cores between test files
+  ])(
+    '%s raises greedy validation success by a clear margin within 6 steps',
+    async (name, algo) => {
+      const config = loadConfig({
+        config: 'bandit-ppo',
+        overrides: [`model.path=${MODEL}`, `logging.runDir=${join(root, name.split(' ')[0]!)}`, ...SMOKE, ...algo],
+      });
+      const r = await train({ config });
+      expect(r.lastStep).toBe(6);
+      const row = r.summary.find((s) => s.tag === 'Bandit');
+      expect(row?.before, 'validation before training').toBeTypeOf('number');
+      expect(row?.after, 'validation after training').toBeTypeOf('number');
+      expect(row!.after!, `${name}: Bandit val success ${row!.before} -> ${row!.after}`).toBeGreaterThanOrEqual(
+        row!.before! + MARGIN,
+      );
+    },
+    180_000,
+  ); // ~10-15 s each alone; the full suite shares 2 cores between test files
 });

@@ -31,12 +31,23 @@ describe('learning-rate schedules', () => {
   });
 
   it('reads the trainer section of a config', () => {
-    expect(lrScheduleOf(defaultConfig().trainer)).toEqual({ kind: 'constant', warmupSteps: 0, minLrRatio: 0.1, totalSteps: 200 });
+    expect(lrScheduleOf(defaultConfig().trainer)).toEqual({
+      kind: 'constant',
+      warmupSteps: 0,
+      minLrRatio: 0.1,
+      totalSteps: 200,
+    });
   });
 
   it('gives the AdamW settings of a step with the scheduled learning rate', () => {
     const c = loadConfig({ overrides: ['trainer.warmupSteps=4', 'trainer.actorLr=0.001', 'trainer.adamEps=1e-6'] });
-    expect(optimizerSettings(c, 'actor', 2)).toEqual({ lr: 0.0005, weightDecay: 0.01, betas: [0.9, 0.999], eps: 1e-6, maxGradNorm: 1 });
+    expect(optimizerSettings(c, 'actor', 2)).toEqual({
+      lr: 0.0005,
+      weightDecay: 0.01,
+      betas: [0.9, 0.999],
+      eps: 1e-6,
+      maxGradNorm: 1,
+    });
     expect(optimizerSettings(c, 'critic', 8).lr).toBe(1e-5);
   });
 });

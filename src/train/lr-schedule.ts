@@ -27,8 +27,18 @@ export function lrAt(step: number, peak: number, s: LrSchedule): number {
 }
 
 /** The schedule of a resolved config's `trainer` section. */
-export function lrScheduleOf(trainer: { lrSchedule: LrSchedule['kind']; warmupSteps: number; minLrRatio: number; steps: number }): LrSchedule {
-  return { kind: trainer.lrSchedule, warmupSteps: trainer.warmupSteps, minLrRatio: trainer.minLrRatio, totalSteps: trainer.steps };
+export function lrScheduleOf(trainer: {
+  lrSchedule: LrSchedule['kind'];
+  warmupSteps: number;
+  minLrRatio: number;
+  steps: number;
+}): LrSchedule {
+  return {
+    kind: trainer.lrSchedule,
+    warmupSteps: trainer.warmupSteps,
+    minLrRatio: trainer.minLrRatio,
+    totalSteps: trainer.steps,
+  };
 }
 
 /** AdamW settings of the policy (`role: 'actor'`) or the critic at 1-based `step`, the schedule applied. */
@@ -37,7 +47,7 @@ export function optimizerSettings(config: RagenConfig, role: 'actor' | 'critic',
   return {
     lr: lrAt(step, role === 'actor' ? t.actorLr : t.criticLr, lrScheduleOf(t)),
     weightDecay: t.weightDecay,
-    betas: [t.adamBetas[0], t.adamBetas[1]],
+    betas: [t.adamBetas[0]!, t.adamBetas[1]!],
     eps: t.adamEps,
     maxGradNorm: t.gradClip,
   };

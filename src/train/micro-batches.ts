@@ -9,7 +9,12 @@ import { fitsOneChunk, type TokenBudget } from '../engine/index.js';
  * the current micro-batch while it stays one pass of the engine on every rank and holds at most `maxRows` rows.
  * Without: consecutive runs of `maxRows` rows in the given order.
  */
-export function microBatches(rows: readonly number[], lengths: ArrayLike<number>, maxRows: number, budget?: TokenBudget): number[][] {
+export function microBatches(
+  rows: readonly number[],
+  lengths: ArrayLike<number>,
+  maxRows: number,
+  budget?: TokenBudget,
+): number[][] {
   const out: number[][] = [];
   if (!budget) {
     for (let i = 0; i < rows.length; i += maxRows) out.push(rows.slice(i, i + maxRows));
@@ -18,7 +23,14 @@ export function microBatches(rows: readonly number[], lengths: ArrayLike<number>
   const order = [...rows].sort((a, b) => lengths[b]! - lengths[a]! || a - b);
   let cur: number[] = [];
   for (const r of order) {
-    if (cur.length > 0 && (cur.length >= maxRows || !fitsOneChunk([...cur, r].map((i) => lengths[i]!), budget))) {
+    if (
+      cur.length > 0 &&
+      (cur.length >= maxRows ||
+        !fitsOneChunk(
+          [...cur, r].map((i) => lengths[i]!),
+          budget,
+        ))
+    ) {
       out.push(cur);
       cur = [];
     }

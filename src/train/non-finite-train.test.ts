@@ -27,10 +27,15 @@ it('item 8: training refuses non-finite logits, naming the step and the model, a
   const run = join(root, 'run');
   const err = await train({ config: microConfig(model, run, ['trainer.steps=2']) }).catch((e: unknown) => e);
   expect(err).toBeInstanceOf(NonFiniteLogitsError);
-  expect((err as Error).message).toMatch(new RegExp(`^step 1 failed: Model \`${model}\` computed non-finite logits .* at decode step \\d+ .*Nothing of step 1 was saved`));
+  expect((err as Error).message).toMatch(
+    new RegExp(
+      `^step 1 failed: Model \`${model}\` computed non-finite logits .* at decode step \\d+ .*Nothing of step 1 was saved`,
+    ),
+  );
   expect((err as Error).message.split('\n')).toHaveLength(1);
   expect(existsSync(join(run, 'checkpoints', 'step-1'))).toBe(false);
-  if (existsSync(join(run, 'metrics.jsonl'))) expect(readFileSync(join(run, 'metrics.jsonl'), 'utf8')).not.toMatch(/"step":\s*1\b/);
+  if (existsSync(join(run, 'metrics.jsonl')))
+    expect(readFileSync(join(run, 'metrics.jsonl'), 'utf8')).not.toMatch(/"step":\s*1\b/);
 });
 
 it('item 8: through the gateway too, non-finite logits stop the step (the program only saw a 500; it is no crashed episode)', async () => {
@@ -43,7 +48,12 @@ await fetch(process.env.RAGEN_REWARD_URL, { method: 'POST', body: JSON.stringify
 `,
   );
   const run = join(root, 'run-gateway');
-  const overrides = ['trainer.steps=1', `env.train=[{agent: {command: "node ${program}", timeoutS: 60}, groups: 2, groupSize: 2}]`, 'env.val=[]', 'algo.advEstimator=grpo'];
+  const overrides = [
+    'trainer.steps=1',
+    `env.train=[{agent: {command: "node ${program}", timeoutS: 60}, groups: 2, groupSize: 2}]`,
+    'env.val=[]',
+    'algo.advEstimator=grpo',
+  ];
   const err = await train({ config: microConfig(model, run, overrides) }).catch((e: unknown) => e);
   expect(err).toBeInstanceOf(NonFiniteLogitsError);
   expect((err as Error).message).toMatch(/^step 1 failed: Model `.*` computed non-finite logits/);

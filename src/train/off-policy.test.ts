@@ -21,16 +21,26 @@ function sample(episode: number, logprobs: number[]): TrainingSample {
 }
 
 describe('off-policy correction of async rollouts', () => {
-  const tokens = collate([sample(0, [Math.log(0.5), Math.log(0.2), Math.log(0.9)]), sample(1, [Math.log(0.4), Math.log(0.4), Math.log(0.4)])], 0);
+  const tokens = collate(
+    [
+      sample(0, [Math.log(0.5), Math.log(0.2), Math.log(0.9)]),
+      sample(1, [Math.log(0.4), Math.log(0.4), Math.log(0.4)]),
+    ],
+    0,
+  );
   // Episode 0's turn 0 was sampled at version 3, everything else at version 4; the update is at version 4.
-  const info = { versionOf: (e: number, turn: number) => (e === 0 && turn === 0 ? 3 : 4), current: 4, importanceCap: 2 };
+  const info = {
+    versionOf: (e: number, turn: number) => (e === 0 && turn === 0 ? 3 : 4),
+    current: 4,
+    importanceCap: 2,
+  };
 
-  it('measures each loss token\'s staleness from the version that sampled its turn', () => {
+  it("measures each loss token's staleness from the version that sampled its turn", () => {
     expect([...tokenStaleness(tokens, info)]).toEqual([0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0]);
     expect(() => tokenStaleness(tokens, { ...info, current: 2 })).toThrow(/newer than the version being updated/);
   });
 
-  it('multiplies stale tokens\' advantages by min(π_old / μ, C) and leaves fresh ones alone', () => {
+  it("multiplies stale tokens' advantages by min(π_old / μ, C) and leaves fresh ones alone", () => {
     // π_old (the current policy's recomputed log-probs): 0.75 and 0.8 where μ was 0.5 and 0.2.
     const old = Float32Array.from(tokens.oldLogprobs);
     old[2] = Math.log(0.75);

@@ -25,7 +25,10 @@ export function tokenStaleness(tokens: TokenBatch, info: OffPolicyInfo): Int32Ar
       const i = b * T + t;
       if (!tokens.lossMask[i]) continue;
       const lag = info.current - info.versionOf(episode, tokens.turnIds[i]!);
-      if (lag < 0) throw new Error(`token ${i} was sampled by policy version ${info.current - lag}, newer than the version being updated (${info.current})`);
+      if (lag < 0)
+        throw new Error(
+          `token ${i} was sampled by policy version ${info.current - lag}, newer than the version being updated (${info.current})`,
+        );
       out[i] = lag;
     }
   }
@@ -37,9 +40,21 @@ export function tokenStaleness(tokens: TokenBatch, info: OffPolicyInfo): Int32Ar
  * and π_old the current policy's (`oldLogprobs`). Fresh tokens keep weight 1 exactly (μ is π_old there), so a step
  * without stale tokens is the synchronous one. Logs the `async/*` metrics.
  */
-export function correctOffPolicy(advantages: Float64Array, tokens: TokenBatch, oldLogprobs: Float32Array, staleness: Int32Array, info: OffPolicyInfo, metrics: MetricValues): Float64Array {
+export function correctOffPolicy(
+  advantages: Float64Array,
+  tokens: TokenBatch,
+  oldLogprobs: Float32Array,
+  staleness: Int32Array,
+  info: OffPolicyInfo,
+  metrics: MetricValues,
+): Float64Array {
   const staleMask = Uint8Array.from(staleness, (s) => (s > 0 ? 1 : 0));
-  const w = truncatedImportanceWeights({ behaviorLogprobs: tokens.oldLogprobs, proxLogprobs: oldLogprobs, mask: staleMask, cap: info.importanceCap });
+  const w = truncatedImportanceWeights({
+    behaviorLogprobs: tokens.oldLogprobs,
+    proxLogprobs: oldLogprobs,
+    mask: staleMask,
+    cap: info.importanceCap,
+  });
   let loss = 0;
   let staleCount = 0;
   let sum = 0;

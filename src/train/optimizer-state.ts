@@ -1,4 +1,5 @@
-// Which roles' AdamW state a checkpoint holds: `optimizer/<role>.safetensors`, or a sharded `<role>.safetensors.index.json`
+// Which roles' AdamW state a checkpoint holds: `optimizer/<role>.safetensors`, or a sharded
+// `<role>.safetensors.index.json`
 // (the layout both engines write). A resume must find every role that had state when the checkpoint was written.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';

@@ -18,8 +18,12 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 describe('overrides on resume', () => {
   it('names each key that cannot change on resume, shorthands by the keys they set', () => {
-    expect(() => checkResumeOverrides(['trainer.steps=10', 'trainer.actorLr=1e-5', 'trainer.valEvery=5', 'logging.console=none'])).not.toThrow();
-    expect(() => checkResumeOverrides(['model.lora.rank=8'])).toThrow(/`model\.lora\.rank` \(from `model\.lora\.rank=8`\)/);
+    expect(() =>
+      checkResumeOverrides(['trainer.steps=10', 'trainer.actorLr=1e-5', 'trainer.valEvery=5', 'logging.console=none']),
+    ).not.toThrow();
+    expect(() => checkResumeOverrides(['model.lora.rank=8'])).toThrow(
+      /`model\.lora\.rank` \(from `model\.lora\.rank=8`\)/,
+    );
     expect(() => checkResumeOverrides(['algo.filter.topP=0.9'])).toThrow(/`algo\.filter\.strategy`/);
     expect(resumable('logging.runDir')).toBe(false);
     expect(resumable('env.train')).toBe(false);
@@ -46,7 +50,10 @@ describe('overrides on resume', () => {
     const run = loadSavedConfig(join(dir, 'config.yaml'));
     expect(run.trainer.steps).toBe(3);
     expect(run.trainer.actorLr).toBe(5e-4);
-    const lines = readFileSync(join(dir, 'resumes.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const lines = readFileSync(join(dir, 'resumes.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(lines.map(({ time: _t, ...rest }) => rest)).toEqual([
       { after_step: 1, overrides: ['trainer.steps=3', 'trainer.actorLr=5e-4'], fresh_optimizer: false },
       { after_step: 2, overrides: [], fresh_optimizer: false },

@@ -23,7 +23,8 @@ export function trainMetrics(batch: RolloutBatch): MetricValues {
     'train/format_error_rate': mean(turns.map((t) => (t.penalty !== 0 ? 1 : 0))),
     'train/response_length': mean(eps.map((e) => e.turns.reduce((a, t) => a + t.tokens.length, 0))),
   };
-  for (const [tag, m] of Object.entries(batch.metrics)) for (const [name, v] of Object.entries(m)) out[trainEnvMetric(tag, name)] = v;
+  for (const [tag, m] of Object.entries(batch.metrics))
+    for (const [name, v] of Object.entries(m)) out[trainEnvMetric(tag, name)] = v;
   return out;
 }
 

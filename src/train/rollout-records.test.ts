@@ -26,8 +26,15 @@ describe('episode records on disk', () => {
     const advantages = new Map([[0, new Map([[0, 0.5]])]]);
     const dir = mkdtempSync(join(tmpdir(), 'ragen-records-'));
     writeEpisodeRecords(join(dir, 'step-3.jsonl'), episodeRecords(3, episodes, new Set([0, 1]), advantages, null, cfg));
-    writeEpisodeRecords(join(dir, 'eval.jsonl'), episodes.map((e) => episodeRecord(e, cfg)));
-    const read = (f: string) => readFileSync(join(dir, f), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    writeEpisodeRecords(
+      join(dir, 'eval.jsonl'),
+      episodes.map((e) => episodeRecord(e, cfg)),
+    );
+    const read = (f: string) =>
+      readFileSync(join(dir, f), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
     const [train, val] = [read('step-3.jsonl'), read('eval.jsonl')];
     expect(train).toHaveLength(4);
     expect(val).toHaveLength(4);
@@ -35,18 +42,25 @@ describe('episode records on disk', () => {
       expect(keyPaths(train[i])).toEqual(keyPaths(val[i]));
       for (const k of keyPaths(train[i])) expect(k, 'keys are snake_case').toMatch(/^[a-z0-9_.]+$/);
       // Only the training fields differ: the step, the filter's verdict, the advantages.
-      const strip = (r: Record<string, unknown>) => ({ ...r, step: null, kept: null, turns: (r.turns as object[]).map((t) => ({ ...t, advantage: null, token_text: null, token_advantages: null })) });
+      const strip = (r: Record<string, unknown>) => ({
+        ...r,
+        step: null,
+        kept: null,
+        turns: (r.turns as object[]).map((t) => ({ ...t, advantage: null, token_text: null, token_advantages: null })),
+      });
       expect(strip(train[i]!)).toEqual(strip(val[i]!));
     }
     expect(train[0]).toMatchObject({ step: 3, kept: true, end_reason: episodes[0]!.endReason, env: 'TestCorridor' });
-    expect((train[0]!.turns as { advantage: number | null }[]).map((t) => t.advantage)).toEqual(episodes[0]!.turns.map((_, k) => (k === 0 ? 0.5 : null)));
+    expect((train[0]!.turns as { advantage: number | null }[]).map((t) => t.advantage)).toEqual(
+      episodes[0]!.turns.map((_, k) => (k === 0 ? 0.5 : null)),
+    );
     expect(train[2]).toMatchObject({ kept: false });
     expect(val[0]).toMatchObject({ step: null, kept: null, end_reason: episodes[0]!.endReason });
   });
 });
 
 describe('per-token advantages in rollout records', () => {
-  it('carries each sampled token\'s text and advantage when the trained tokens are the sampled ones, and nothing otherwise', async () => {
+  it("carries each sampled token's text and advantage when the trained tokens are the sampled ones, and nothing otherwise", async () => {
     const tok = loadTokenizer(tinyTokenizerDir());
     const cfg = agentConfig({ maxTurns: 1, maxNewTokens: 12 });
     const groups = new EnvGroups({ tags: [{ env: 'TestCorridor', nGroups: 2 }], groupSize: 1, mode: 'val', seed: 3 });
@@ -56,12 +70,34 @@ describe('per-token advantages in rollout records', () => {
     const sampled1 = e1.turns[0]!.tokens;
     // Two rows: row 0 trains episode 0's sampled tokens after a 2-token prompt; row 1 trains other ids for episode 1.
     const T = 2 + Math.max(sampled0.length, sampled1.length);
-    const ids = new Int32Array(2 * T), lossMask = new Uint8Array(2 * T), turnIds = new Int32Array(2 * T).fill(-1);
+    const ids = new Int32Array(2 * T),
+      lossMask = new Uint8Array(2 * T),
+      turnIds = new Int32Array(2 * T).fill(-1);
     const adv = new Float32Array(2 * T);
-    sampled0.forEach((id, i) => { ids[2 + i] = id; lossMask[2 + i] = 1; turnIds[2 + i] = 0; adv[2 + i] = i * 0.25 - 1; });
-    sampled1.forEach((id, i) => { ids[T + 2 + i] = id + 1; lossMask[T + 2 + i] = 1; turnIds[T + 2 + i] = 0; adv[T + 2 + i] = 1; });
-    const tokens = { B: 2, T, ids, lossMask, turnIds, episodeIds: Int32Array.from([e0.index, e1.index]) } as unknown as TokenBatch;
-    const records = episodeRecords(1, episodes, new Set([e0.index, e1.index]), turnAdvantages(tokens, adv), null, cfg, { tokens: tokenAdvantages(tokens, adv), decode: (id) => tok.decode([id]) });
+    sampled0.forEach((id, i) => {
+      ids[2 + i] = id;
+      lossMask[2 + i] = 1;
+      turnIds[2 + i] = 0;
+      adv[2 + i] = i * 0.25 - 1;
+    });
+    sampled1.forEach((id, i) => {
+      ids[T + 2 + i] = id + 1;
+      lossMask[T + 2 + i] = 1;
+      turnIds[T + 2 + i] = 0;
+      adv[T + 2 + i] = 1;
+    });
+    const tokens = {
+      B: 2,
+      T,
+      ids,
+      lossMask,
+      turnIds,
+      episodeIds: Int32Array.from([e0.index, e1.index]),
+    } as unknown as TokenBatch;
+    const records = episodeRecords(1, episodes, new Set([e0.index, e1.index]), turnAdvantages(tokens, adv), null, cfg, {
+      tokens: tokenAdvantages(tokens, adv),
+      decode: (id) => tok.decode([id]),
+    });
     const t0 = records[0]!.turns[0]!;
     expect(t0.token_advantages).toEqual(sampled0.map((_, i) => Math.fround(i * 0.25 - 1)));
     expect(t0.token_text).toEqual(sampled0.map((id) => tok.decode([id])));

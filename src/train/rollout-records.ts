@@ -24,7 +24,10 @@ export function turnAdvantages(tokens: TokenBatch, advantages: ArrayLike<number>
 }
 
 /** Per (episode, turn): the loss tokens' ids and advantages, in sequence order. */
-export function tokenAdvantages(tokens: TokenBatch, advantages: ArrayLike<number>): Map<number, Map<number, { ids: number[]; advantages: number[] }>> {
+export function tokenAdvantages(
+  tokens: TokenBatch,
+  advantages: ArrayLike<number>,
+): Map<number, Map<number, { ids: number[]; advantages: number[] }>> {
   const out = new Map<number, Map<number, { ids: number[]; advantages: number[] }>>();
   for (let b = 0; b < tokens.B; b++) {
     const ep = tokens.episodeIds[b]!;
@@ -62,7 +65,8 @@ export function episodeRecords(
         const got = perToken?.tokens.get(e.index)?.get(turn);
         const sampled = e.turns.find((t) => t.turn === turn)?.tokens;
         // Only when the trained tokens are exactly the sampled ones (else the colours would sit on the wrong text).
-        if (!got || !sampled || got.ids.length !== sampled.length || got.ids.some((id, i) => id !== sampled[i])) return undefined;
+        if (!got || !sampled || got.ids.length !== sampled.length || got.ids.some((id, i) => id !== sampled[i]))
+          return undefined;
         return { text: got.ids.map((id) => perToken!.decode(id)), advantages: got.advantages };
       },
     }),

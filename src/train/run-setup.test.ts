@@ -30,7 +30,11 @@ describe('runs', () => {
     const paths = createRun(config);
     const line = (s: number) => JSON.stringify({ step: s, time: 0, 'train/success': s / 10 });
     writeFileSync(paths.metrics, [1, 2].map(line).join('\n') + '\n');
-    await writeCheckpoint(paths.checkpoints, { step: 2, data: { trainSeedCounter: 16 } }, { config, metricsFile: paths.metrics });
+    await writeCheckpoint(
+      paths.checkpoints,
+      { step: 2, data: { trainSeedCounter: 16 } },
+      { config, metricsFile: paths.metrics },
+    );
     writeFileSync(paths.metrics, [1, 2, 3, 4].map(line).join('\n') + '\n'); // the run went on, then died
     for (const s of [1, 2, 3, 4]) writeFileSync(rolloutFile(paths, s), '{}\n');
     const r = resumeRun(paths.root);

@@ -6,7 +6,16 @@ import { createRunDir, runPaths, type RunPaths } from '../metrics/index.js';
 import { CheckpointError, withFileErrors } from '../util/index.js';
 import { checkResumeOverrides, entryTags, loadSavedConfig, saveConfig, type RagenConfig } from '../config/index.js';
 import type { VerifyCheckpointOptions } from '../metrics/index.js';
-import { checkpointDirs, checkpointMetrics, metricsUpTo, readCheckpoint, type CheckpointRef, type CheckpointState, MANIFEST_FILE, METRICS_COPY } from './checkpoint-io.js';
+import {
+  checkpointDirs,
+  checkpointMetrics,
+  metricsUpTo,
+  readCheckpoint,
+  type CheckpointRef,
+  type CheckpointState,
+  MANIFEST_FILE,
+  METRICS_COPY,
+} from './checkpoint-io.js';
 import { openNewest } from './checkpoint-read.js';
 
 /** The env part of a run's directory name: `name`, else the training tags joined by `+`. */
@@ -39,7 +48,8 @@ export function abandonRun(paths: RunPaths): string {
   withFileErrors('remove the unstarted run', paths.root, () => {
     if (existsSync(paths.metrics) && readFileSync(paths.metrics, 'utf8') === '') rmSync(paths.metrics);
     for (const d of [paths.checkpoints, paths.rollouts, paths.eval]) if (emptyDir(d)) rmSync(d, { recursive: true });
-    if (!existsSync(paths.metrics) && !existsSync(paths.checkpoints) && !existsSync(paths.rollouts)) rmSync(paths.config, { force: true });
+    if (!existsSync(paths.metrics) && !existsSync(paths.checkpoints) && !existsSync(paths.rollouts))
+      rmSync(paths.config, { force: true });
   });
   return `\`${paths.root}\` keeps only its console.log, so the same command can run again.`;
 }
@@ -65,19 +75,31 @@ export interface ResumedRun {
  * checkpoint's step, and rollout files of later steps removed, so the continued run writes exactly what an
  * uninterrupted one would have.
  */
-export function resumeRun(runDir: string, overrides: readonly string[] = [], opts: VerifyCheckpointOptions = {}): ResumedRun {
+export function resumeRun(
+  runDir: string,
+  overrides: readonly string[] = [],
+  opts: VerifyCheckpointOptions = {},
+): ResumedRun {
   checkResumeOverrides(overrides);
   const paths = runPaths(runDir);
   if (!existsSync(paths.config)) throw new CheckpointError(`\`${runDir}\` is not a run directory (no config.yaml).`);
   const checkpoint = checkpointDirs(paths.checkpoints).pop(); // the newest, checked below rather than skipped when damaged
   if (!checkpoint) {
-    throw new CheckpointError(`\`${runDir}\` has no checkpoint under checkpoints/ (a step-N/ with ${MANIFEST_FILE}): nothing to resume. Start it again from its config into a new folder with \`ragen train --config ${paths.config} logging.runDir=${freshSibling(runDir)}\` (or delete \`${runDir}\` and rerun the command that started it).`);
+    throw new CheckpointError(
+      `\`${runDir}\` has no checkpoint under checkpoints/ (a step-N/ with ${MANIFEST_FILE}): nothing to resume. Start it again from its config into a new folder with \`ragen train --config ${paths.config} logging.runDir=${freshSibling(runDir)}\` (or delete \`${runDir}\` and rerun the command that started it).`,
+    );
   }
   const wayOut = (older: CheckpointRef | undefined) =>
-    older ? `the newest intact-looking one before it is ${older.dir}: delete ${checkpoint.dir} to resume from step ${older.step}` : 'no complete checkpoint comes before it to resume from';
+    older
+      ? `the newest intact-looking one before it is ${older.dir}: delete ${checkpoint.dir} to resume from step ${older.step}`
+      : 'no complete checkpoint comes before it to resume from';
   const state = openNewest(runDir, checkpoint, wayOut, () => readCheckpoint(checkpoint.dir, opts));
   const config = loadSavedConfig(checkpoint.dir, overrides);
-  const saved = existsSync(join(checkpoint.dir, METRICS_COPY)) ? checkpointMetrics(checkpoint.dir) : existsSync(paths.metrics) ? metricsUpTo(readFileSync(paths.metrics, 'utf8'), checkpoint.step) : '';
+  const saved = existsSync(join(checkpoint.dir, METRICS_COPY))
+    ? checkpointMetrics(checkpoint.dir)
+    : existsSync(paths.metrics)
+      ? metricsUpTo(readFileSync(paths.metrics, 'utf8'), checkpoint.step)
+      : '';
   writeFileSync(paths.metrics, saved);
   if (existsSync(paths.rollouts)) {
     for (const f of readdirSync(paths.rollouts)) {
@@ -96,9 +118,18 @@ export const RESUME_LOG = 'resumes.jsonl';
  * effect (overrides applied) and `resumes.jsonl` gains a line with the step resumed after, the overrides, and whether
  * AdamW restarted from fresh moments. The checkpoints keep the config each was written with.
  */
-export function recordResume(paths: RunPaths, config: RagenConfig, entry: { afterStep: number; overrides: readonly string[]; freshOptimizer: boolean }): void {
+export function recordResume(
+  paths: RunPaths,
+  config: RagenConfig,
+  entry: { afterStep: number; overrides: readonly string[]; freshOptimizer: boolean },
+): void {
   saveConfig(config, paths.root);
   const file = join(paths.root, RESUME_LOG);
-  const line = JSON.stringify({ after_step: entry.afterStep, overrides: entry.overrides, fresh_optimizer: entry.freshOptimizer, time: new Date().toISOString() });
+  const line = JSON.stringify({
+    after_step: entry.afterStep,
+    overrides: entry.overrides,
+    fresh_optimizer: entry.freshOptimizer,
+    time: new Date().toISOString(),
+  });
   withFileErrors('write the resume log', file, () => appendFileSync(file, `${line}\n`));
 }

@@ -1,6 +1,15 @@
 // Demonstrations for SFT: the envs' solvers played through the real rollout loop (so the token layout and
 // loss masks are exactly what RL later samples in), with short templated reasoning in <think> per env.
-import { EnvGroups, formatAnswer, rollout, scriptedGeneration, type AgentConfig, type Episode, type Policy, type TrainingSample } from '../agent/index.js';
+import {
+  EnvGroups,
+  formatAnswer,
+  rollout,
+  scriptedGeneration,
+  type AgentConfig,
+  type Episode,
+  type Policy,
+  type TrainingSample,
+} from '../agent/index.js';
 import { resolveEnvId } from '../env/index.js';
 import type { Tokenizer } from '../tokenizer/index.js';
 import { Rng, UsageError } from '../util/index.js';
@@ -34,9 +43,11 @@ function cells(observation: string, symbols: string): string[] {
  *
  * | env | think |
  * |---|---|
- * | Sokoban (`#_OX√PS` grid) | `player (4, 2), box (3, 2), target (2, 1)` (player on target counts as player; a box on target is left out) |
+ * | Sokoban (`#_OX√PS` grid) | `player (4, 2), box (3, 2), target (2, 1)` (player on target counts as player; a box on
+ * target is left out) |
  * | FrozenLake, CoordFrozenLake | `player (3, 1), goal (2, 3)` |
- * | Bandit, BanditTest | `Prospector is the risky arm` / `Auditor is the safe arm` (of the arm pulled: the solver pulls the risky one) |
+ * | Bandit, BanditTest | `Prospector is the risky arm` / `Auditor is the safe arm` (of the arm pulled: the solver pulls
+ * the risky one) |
  *
  * Envs without an entry get an empty <think></think>.
  */
@@ -66,7 +77,10 @@ function banditThink(t: DemoTurn): string {
 
 /** Settings of `demoPolicy`. */
 export interface DemoPolicyOptions {
-  /** Per env id: the fraction of episodes (drawn per seed) that play random valid actions instead of the solver's. @default none */
+  /**
+   * Per env id: the fraction of episodes (drawn per seed) that play random valid actions instead of the solver's.
+   * @default none
+   */
   noise?: Readonly<Record<string, number>>;
   /** Reasoning templates by env id. @default DEMO_REASONING */
   reasoning?: Readonly<Record<string, Reasoner>>;
@@ -90,7 +104,10 @@ export function demoPolicy(tokenizer: Tokenizer, cfg: AgentConfig, options: Demo
         const slot = r.slot;
         let entry = plans.get(slot.index);
         if (!entry || entry.seed !== slot.seed || r.turn === 0) {
-          if (!slot.spec.solve) throw new UsageError(`Environment \`${slot.tag}\` has no solver, so it cannot give SFT demonstrations. Pick envs with a solver (see \`ragen envs\`).`);
+          if (!slot.spec.solve)
+            throw new UsageError(
+              `Environment \`${slot.tag}\` has no solver, so it cannot give SFT demonstrations. Pick envs with a solver (see \`ragen envs\`).`,
+            );
           const plan = slot.spec.solve(slot.config, slot.seed, slot.mode);
           if (!plan) throw new UsageError(`The solver of \`${slot.tag}\` found no solution for seed ${slot.seed}.`);
           const draw = new Rng(((slot.seed * 0x9e3779b1) ^ (options.seed ?? 0)) >>> 0);
@@ -101,9 +118,11 @@ export function demoPolicy(tokenizer: Tokenizer, cfg: AgentConfig, options: Demo
         const n = Math.max(1, Math.min(cfg.maxActionsPerTurn, r.actionsLeft));
         const plan = entry.plan.slice(0, n);
         const names = slot.env.actionNames;
-        const actions = entry.rng && names && names.length > 0 ? Array.from({ length: n }, () => entry.rng!.choice(names)) : plan;
+        const actions =
+          entry.rng && names && names.length > 0 ? Array.from({ length: n }, () => entry.rng!.choice(names)) : plan;
         entry.plan.splice(0, n);
-        const think = reasoning[slot.tag]?.({ observation: slot.env.render(), actionNames: names, plan, actions }) ?? '';
+        const think =
+          reasoning[slot.tag]?.({ observation: slot.env.render(), actionNames: names, plan, actions }) ?? '';
         return scriptedGeneration(formatAnswer(actions, cfg, think), tokenizer, cfg);
       });
     },
@@ -141,10 +160,17 @@ export async function buildDemos(tokenizer: Tokenizer, cfg: AgentConfig, opts: B
   for (const raw of opts.envs) {
     const env = resolveEnvId(raw);
     let solved = 0;
-    for (let done = 0; done < opts.episodes; ) {
+    for (let done = 0; done < opts.episodes;) {
       const n = Math.min(64, opts.episodes - done);
       const groups = new EnvGroups({
-        tags: [{ env, nGroups: n, config: { ...(opts.envConfig?.[env] ?? {}) }, ...(opts.maxTurns?.[env] ? { maxTurns: opts.maxTurns[env] } : {}) }],
+        tags: [
+          {
+            env,
+            nGroups: n,
+            config: { ...(opts.envConfig?.[env] ?? {}) },
+            ...(opts.maxTurns?.[env] ? { maxTurns: opts.maxTurns[env] } : {}),
+          },
+        ],
         groupSize: 1,
         mode: 'train',
         seed,

@@ -12,11 +12,20 @@ import { buildDemos, DEMO_REASONING } from './sft-demos.js';
 import { maskedCrossEntropy, presetModelConfig, runSft } from './sft.js';
 
 const tokenizer = loadTokenizer(tinyTokenizerDir());
-const agent = agentConfig({ contextWindowMode: 'limited_multi_turn', maxContextWindow: 1, maxNewTokens: 64, maxContextTokens: 1024 });
+const agent = agentConfig({
+  contextWindowMode: 'limited_multi_turn',
+  maxContextWindow: 1,
+  maxNewTokens: 64,
+  maxContextTokens: 1024,
+});
 
 describe('SFT demonstrations', () => {
   test('without reasoning or noise they are exactly the oracle rollout of the agent loop (tokens and masks)', async () => {
-    const demos = await buildDemos(tokenizer, agent, { envs: ['SimpleSokoban', 'CoordFrozenLake'], episodes: 6, reasoning: {} });
+    const demos = await buildDemos(tokenizer, agent, {
+      envs: ['SimpleSokoban', 'CoordFrozenLake'],
+      episodes: 6,
+      reasoning: {},
+    });
     const expected = [];
     let seed = 10000;
     for (const env of ['SimpleSokoban', 'CoordFrozenLake']) {
@@ -39,17 +48,37 @@ describe('SFT demonstrations', () => {
       const ep = demos.episodes[s.episode]!;
       const turn = ep.turns[s.turns[0]!]!;
       expect(s.ids.slice(first)).toEqual(turn.tokens);
-      const prompt = tokenizer.applyChatTemplate([{ role: 'system', content: ep.system }, { role: 'user', content: turn.userText }], { addGenerationPrompt: true }) + prefillText(agent);
+      const prompt =
+        tokenizer.applyChatTemplate(
+          [
+            { role: 'system', content: ep.system },
+            { role: 'user', content: turn.userText },
+          ],
+          { addGenerationPrompt: true },
+        ) + prefillText(agent);
       expect(s.ids.slice(0, first)).toEqual(tokenizer.encode(prompt));
-      const parsed = parseResponse(prefillText(agent) + tokenizer.decode(turn.tokens), { enableThink: true, actionSep: '||', maxActions: 2 });
+      const parsed = parseResponse(prefillText(agent) + tokenizer.decode(turn.tokens), {
+        enableThink: true,
+        actionSep: '||',
+        maxActions: 2,
+      });
       expect(parsed.ok).toBe(true);
-      expect(parsed.think).toBe(DEMO_REASONING[ep.tag]!({ observation: turn.observation, actionNames: undefined, plan: parsed.actions, actions: parsed.actions }));
+      expect(parsed.think).toBe(
+        DEMO_REASONING[ep.tag]!({
+          observation: turn.observation,
+          actionNames: undefined,
+          plan: parsed.actions,
+          actions: parsed.actions,
+        }),
+      );
     }
   });
 
   test('reasoning names positions in row/column notation; noise replaces the actions of a fraction of episodes', async () => {
     const obs = '######\n#_####\n#O__##\n#_X_##\n#_P_##\n######';
-    expect(DEMO_REASONING.SimpleSokoban!({ observation: obs, actionNames: undefined, plan: ['Up'], actions: ['Up'] })).toBe('player (4, 2), box (3, 2), target (2, 1)');
+    expect(
+      DEMO_REASONING.SimpleSokoban!({ observation: obs, actionNames: undefined, plan: ['Up'], actions: ['Up'] }),
+    ).toBe('player (4, 2), box (3, 2), target (2, 1)');
     const clean = await buildDemos(tokenizer, agent, { envs: ['Bandit'], episodes: 40 });
     const noisy = await buildDemos(tokenizer, agent, { envs: ['Bandit'], episodes: 40, noise: { Bandit: 1 } });
     expect(clean.success.Bandit).toBe(1);
@@ -63,7 +92,12 @@ describe('runSft', () => {
     const demos = await buildDemos(tokenizer, agent, { envs: ['Bandit'], episodes: 8 });
     const config = { ...presetModelConfig('micro', tokenizer.vocabSize, 1024) };
     const engine = new LocalEngine({ policy: Transformer.init(config, 0) });
-    const result = await runSft(engine, tokenizer, agent, demos.samples, { steps: 30, batch: 4, lr: 1e-2, warmupSteps: 3 });
+    const result = await runSft(engine, tokenizer, agent, demos.samples, {
+      steps: 30,
+      batch: 4,
+      lr: 1e-2,
+      warmupSteps: 3,
+    });
     expect(Number.isFinite(result.finalLoss)).toBe(true);
     expect(result.firstLoss).toBeGreaterThan(5); // ~ln(1024) at init
     expect(result.finalLoss).toBeLessThan(0.6 * result.firstLoss);
@@ -71,7 +105,19 @@ describe('runSft', () => {
   });
 
   test('maskedCrossEntropy puts -1/N on the mask-1 tokens (token-aligned), padding and token 0 excluded', () => {
-    const sample = (ids: number[], lossMask: number[]) => ({ ids, lossMask, logprobs: ids.map(() => 0), rewards: ids.map(() => 0), turnIds: ids.map(() => 0), score: 0, episode: 0, group: 0, tag: 't', turns: [0], length: ids.length });
+    const sample = (ids: number[], lossMask: number[]) => ({
+      ids,
+      lossMask,
+      logprobs: ids.map(() => 0),
+      rewards: ids.map(() => 0),
+      turnIds: ids.map(() => 0),
+      score: 0,
+      episode: 0,
+      group: 0,
+      tag: 't',
+      turns: [0],
+      length: ids.length,
+    });
     const batch = collate([sample([5, 6, 7, 8], [0, 0, 1, 1]), sample([5, 9], [1, 1])], 0);
     const ce = maskedCrossEntropy(batch);
     const g = ce.grad({ logprobs: Float32Array.from([0, -1, -2, -4, 0, -3, 0, 0]) });
@@ -83,19 +129,54 @@ describe('runSft', () => {
 describe('ragen sft', () => {
   test('--help names the options', async () => {
     let out = '';
-    const write = vi.spyOn(process.stdout, 'write').mockImplementation((s: string | Uint8Array) => ((out += String(s)), true));
+    const write = vi
+      .spyOn(process.stdout, 'write')
+      .mockImplementation((s: string | Uint8Array) => ((out += String(s)), true));
     await main(['sft', '--help']);
     write.mockRestore();
-    for (const flag of ['--env', '--episodes', '--steps', '--batch', '--lr', '--model', '--init', '--lora', '--out', '--noise']) expect(out).toContain(flag);
+    for (const flag of [
+      '--env',
+      '--episodes',
+      '--steps',
+      '--batch',
+      '--lr',
+      '--model',
+      '--init',
+      '--lora',
+      '--out',
+      '--noise',
+    ])
+      expect(out).toContain(flag);
   });
 
   test('trains a micro model from scratch and saves it in Hugging Face layout', async () => {
     const out = join(mkdtempSync(join(tmpdir(), 'ragen-sft-')), 'model');
     vi.spyOn(console, 'error').mockImplementation(() => undefined);
-    const code = await main(['sft', '--env', 'Bandit', '--episodes', '4', '--steps', '3', '--batch', '2', '--init', 'micro', '--val-every', '0', '--val-groups', '1', '--progress', 'none', '--out', out]);
+    const code = await main([
+      'sft',
+      '--env',
+      'Bandit',
+      '--episodes',
+      '4',
+      '--steps',
+      '3',
+      '--batch',
+      '2',
+      '--init',
+      'micro',
+      '--val-every',
+      '0',
+      '--val-groups',
+      '1',
+      '--progress',
+      'none',
+      '--out',
+      out,
+    ]);
     vi.restoreAllMocks();
     expect(code).toBe(0);
-    for (const f of ['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json', 'sft_args.json']) expect(existsSync(join(out, f)), f).toBe(true);
+    for (const f of ['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json', 'sft_args.json'])
+      expect(existsSync(join(out, f)), f).toBe(true);
     const { model } = await loadModel(out);
     expect(model.config.vocabSize).toBe(tokenizer.vocabSize);
     expect(JSON.parse(readFileSync(join(out, 'sft_args.json'), 'utf8')).steps).toBe(3);
@@ -105,7 +186,27 @@ describe('ragen sft', () => {
     const out = join(mkdtempSync(join(tmpdir(), 'ragen-sft-')), 'model');
     const err: string[] = [];
     vi.spyOn(console, 'error').mockImplementation((...a: unknown[]) => void err.push(a.join(' ')));
-    const code = await main(['sft', '--env', 'Bandit', '--episodes', '2', '--steps', '1', '--batch', '2', '--model', 'ragen-tiny', '--val-every', '0', '--val-groups', '1', '--progress', 'none', '--out', out]);
+    const code = await main([
+      'sft',
+      '--env',
+      'Bandit',
+      '--episodes',
+      '2',
+      '--steps',
+      '1',
+      '--batch',
+      '2',
+      '--model',
+      'ragen-tiny',
+      '--val-every',
+      '0',
+      '--val-groups',
+      '1',
+      '--progress',
+      'none',
+      '--out',
+      out,
+    ]);
     const bad = await main(['sft', '--env', 'Bandit', '--model', 'no-such-model', '--out', out]);
     vi.restoreAllMocks();
     expect(code, err.join('\n')).toBe(0);

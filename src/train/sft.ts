@@ -2,7 +2,15 @@
 // demonstrated (loss-mask) tokens only, AdamW with warmup + cosine, periodic validation through the agent loop.
 import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { collate, EnvGroups, enginePolicy, rollout, type AgentConfig, type TokenBatch, type TrainingSample } from '../agent/index.js';
+import {
+  collate,
+  EnvGroups,
+  enginePolicy,
+  rollout,
+  type AgentConfig,
+  type TokenBatch,
+  type TrainingSample,
+} from '../agent/index.js';
 import type { TrainableEngine, ForwardResult, OutputGradients } from '../engine/index.js';
 import { modelConfig, type ModelConfig } from '../model/index.js';
 import type { Tokenizer } from '../tokenizer/index.js';
@@ -26,8 +34,16 @@ export type SizePreset = keyof typeof SIZE_PRESETS;
 /** The model config of a size preset for a tokenizer of `vocabSize` ids. */
 export function presetModelConfig(name: string, vocabSize: number, maxPositions = 2048): ModelConfig {
   const names = Object.keys(SIZE_PRESETS);
-  if (!names.includes(name)) throw new ConfigError(`Unknown model size preset \`${name}\`.${didYouMean(name, names)} Known: ${names.join(', ')}.`);
-  return modelConfig({ modelType: 'qwen2', vocabSize, maxPositionEmbeddings: maxPositions, ...SIZE_PRESETS[name as SizePreset] });
+  if (!names.includes(name))
+    throw new ConfigError(
+      `Unknown model size preset \`${name}\`.${didYouMean(name, names)} Known: ${names.join(', ')}.`,
+    );
+  return modelConfig({
+    modelType: 'qwen2',
+    vocabSize,
+    maxPositionEmbeddings: maxPositions,
+    ...SIZE_PRESETS[name as SizePreset],
+  });
 }
 
 /** Settings of one SFT run. */
@@ -51,11 +67,20 @@ export interface SftOptions {
   /** Save a checkpoint (and validate, with `val`) every this many steps; 0 = only at the end. @default 0 */
   valEvery?: number;
   /** Validation rollouts: env tags and their configs, groups per tag, seeds, temperature. */
-  val?: { envs: readonly string[]; envConfig?: Readonly<Record<string, Record<string, unknown>>>; groups: number; seed: number; temperature: number };
+  val?: {
+    envs: readonly string[];
+    envConfig?: Readonly<Record<string, Record<string, unknown>>>;
+    groups: number;
+    seed: number;
+    temperature: number;
+  };
   /** Output directory: the final model, `checkpoints/step-N/` at each validation, `sft_log.jsonl`. */
   out?: string;
   /** Progress: called after each step with its numbers, and with each validation. */
-  onStep?: (step: number, stats: { loss: number; lr: number; gradNorm: number; seconds: number; tokens: number }) => void;
+  onStep?: (
+    step: number,
+    stats: { loss: number; lr: number; gradNorm: number; seconds: number; tokens: number },
+  ) => void;
   onVal?: (step: number, success: Record<string, number>, formatError: Record<string, number>) => void;
 }
 
@@ -72,11 +97,18 @@ export interface SftResult {
 }
 
 /** Mean cross-entropy of the masked tokens of a token batch and its gradient (token-aligned, the engine's layout). */
-export function maskedCrossEntropy(batch: TokenBatch): { count: number; grad: (out: ForwardResult) => OutputGradients; loss: () => number } {
+export function maskedCrossEntropy(batch: TokenBatch): {
+  count: number;
+  grad: (out: ForwardResult) => OutputGradients;
+  loss: () => number;
+} {
   const { B, T, lossMask } = batch;
   let count = 0;
   for (let i = 0; i < B * T; i++) if (i % T > 0 && lossMask[i]) count++; // token 0 is scored by nothing
-  if (count === 0) throw new ConfigError('SFT batch has no loss tokens: every sample needs demonstrated (mask 1) tokens after its first position.');
+  if (count === 0)
+    throw new ConfigError(
+      'SFT batch has no loss tokens: every sample needs demonstrated (mask 1) tokens after its first position.',
+    );
   let loss = NaN;
   return {
     count,
@@ -97,10 +129,27 @@ export function maskedCrossEntropy(batch: TokenBatch): { count: number; grad: (o
   };
 }
 
-/** Validation: one rollout of `val.groups` seeds per tag with the engine's policy; success and format errors per tag. */
-export async function sftValidate(engine: TrainableEngine, tokenizer: Tokenizer, agent: AgentConfig, val: NonNullable<SftOptions['val']>): Promise<{ success: Record<string, number>; formatError: Record<string, number> }> {
-  const groups = new EnvGroups({ tags: val.envs.map((env) => ({ env, nGroups: val.groups, config: { ...(val.envConfig?.[env] ?? {}) } })), groupSize: 1, mode: 'val', seed: val.seed });
-  const batch = await rollout({ groups, policy: enginePolicy(engine, tokenizer, agent, { temperature: val.temperature, seed: val.seed }), tokenizer, agent });
+/**
+ * Validation: one rollout of `val.groups` seeds per tag with the engine's policy; success and format errors per tag.
+ */
+export async function sftValidate(
+  engine: TrainableEngine,
+  tokenizer: Tokenizer,
+  agent: AgentConfig,
+  val: NonNullable<SftOptions['val']>,
+): Promise<{ success: Record<string, number>; formatError: Record<string, number> }> {
+  const groups = new EnvGroups({
+    tags: val.envs.map((env) => ({ env, nGroups: val.groups, config: { ...(val.envConfig?.[env] ?? {}) } })),
+    groupSize: 1,
+    mode: 'val',
+    seed: val.seed,
+  });
+  const batch = await rollout({
+    groups,
+    policy: enginePolicy(engine, tokenizer, agent, { temperature: val.temperature, seed: val.seed }),
+    tokenizer,
+    agent,
+  });
   await groups.close();
   const success: Record<string, number> = {};
   const formatError: Record<string, number> = {};
@@ -112,11 +161,23 @@ export async function sftValidate(engine: TrainableEngine, tokenizer: Tokenizer,
 }
 
 /** Train `engine`'s policy on `samples` (their loss masks mark the demonstrated tokens). */
-export async function runSft(engine: TrainableEngine, tokenizer: Tokenizer, agent: AgentConfig, samples: readonly TrainingSample[], opts: SftOptions): Promise<SftResult> {
+export async function runSft(
+  engine: TrainableEngine,
+  tokenizer: Tokenizer,
+  agent: AgentConfig,
+  samples: readonly TrainingSample[],
+  opts: SftOptions,
+): Promise<SftResult> {
   if (samples.length === 0) throw new ConfigError('SFT needs at least one demonstration sample.');
-  if (!(opts.steps >= 1) || !(opts.batch >= 1)) throw new ConfigError(`SFT needs steps >= 1 and batch >= 1, got steps ${opts.steps}, batch ${opts.batch}.`);
+  if (!(opts.steps >= 1) || !(opts.batch >= 1))
+    throw new ConfigError(`SFT needs steps >= 1 and batch >= 1, got steps ${opts.steps}, batch ${opts.batch}.`);
   const rng = new Rng(opts.seed ?? 0);
-  const schedule = { kind: 'warmup_cosine' as const, warmupSteps: opts.warmupSteps ?? Math.min(100, Math.floor(opts.steps / 10)), minLrRatio: opts.minLrRatio ?? 0.1, totalSteps: opts.steps };
+  const schedule = {
+    kind: 'warmup_cosine' as const,
+    warmupSteps: opts.warmupSteps ?? Math.min(100, Math.floor(opts.steps / 10)),
+    minLrRatio: opts.minLrRatio ?? 0.1,
+    totalSteps: opts.steps,
+  };
   const logPath = opts.out ? join(opts.out, 'sft_log.jsonl') : undefined;
   if (opts.out) {
     writeFileAt(logPath!, '', 'create the SFT log', '--out');
@@ -144,11 +205,21 @@ export async function runSft(engine: TrainableEngine, tokenizer: Tokenizer, agen
     const ce = maskedCrossEntropy(tokens);
     await engine.backward(tokens, { role: 'policy' }, ce.grad);
     const lr = lrAt(step, opts.lr, schedule);
-    const r = await engine.optimizerStep('policy', { lr, weightDecay: opts.weightDecay ?? 0.01, maxGradNorm: opts.maxGradNorm ?? 1 });
+    const r = await engine.optimizerStep('policy', {
+      lr,
+      weightDecay: opts.weightDecay ?? 0.01,
+      maxGradNorm: opts.maxGradNorm ?? 1,
+    });
     const loss = ce.loss();
     history.push({ step, loss });
     const seconds = (performance.now() - ts) / 1000;
-    opts.onStep?.(step, { loss, lr, gradNorm: r.gradNorm, seconds, tokens: batch.reduce((a, s) => a + s.ids.length, 0) });
+    opts.onStep?.(step, {
+      loss,
+      lr,
+      gradNorm: r.gradNorm,
+      seconds,
+      tokens: batch.reduce((a, s) => a + s.ids.length, 0),
+    });
     log({ step, loss, lr, grad_norm: r.gradNorm, skipped: r.skipped, seconds });
     const valEvery = opts.valEvery ?? 0;
     if (valEvery > 0 && step % valEvery === 0 && step < opts.steps) {
@@ -160,5 +231,12 @@ export async function runSft(engine: TrainableEngine, tokenizer: Tokenizer, agen
   await validate(opts.steps);
   const k = Math.min(10, history.length);
   const mean = (xs: { loss: number }[]) => xs.reduce((a, h) => a + h.loss, 0) / xs.length;
-  return { steps: opts.steps, firstLoss: mean(history.slice(0, k)), finalLoss: mean(history.slice(-k)), seconds: (performance.now() - t0) / 1000, valSuccess, history };
+  return {
+    steps: opts.steps,
+    firstLoss: mean(history.slice(0, k)),
+    finalLoss: mean(history.slice(-k)),
+    seconds: (performance.now() - t0) / 1000,
+    valSuccess,
+    history,
+  };
 }

@@ -1,7 +1,15 @@
 // One StarPO step, in RAGEN's order (inventory 3.6) with its bugs left out: rollout -> collapse diagnostics ->
 // reward normalisation -> group filter -> old / reference log-probs -> values -> advantages -> gradient analysis ->
 // critic update -> actor update. Validation, checkpoints and early stops are the loop's (trainer.ts).
-import { enginePolicy, rollout, type AgentConfig, type EnvGroups, type EpisodeRecord, type Policy, type RolloutBatch } from '../agent/index.js';
+import {
+  enginePolicy,
+  rollout,
+  type AgentConfig,
+  type EnvGroups,
+  type EpisodeRecord,
+  type Policy,
+  type RolloutBatch,
+} from '../agent/index.js';
 import type { KLController } from '../algo/index.js';
 import type { TrainableEngine } from '../engine/index.js';
 import type { MetricValues } from '../metrics/index.js';
@@ -70,7 +78,11 @@ export interface CollectedRollout {
  * out in the agent loop, agent entries through the gateway; step k's groups take seeds `seed.train + (k-1)·G + g`
  * (G every entry's groups, the built-in envs' first), and the two batches are joined.
  */
-export async function collectRollout(ctx: Pick<StepContext, 'config' | 'engine' | 'tokenizer' | 'agent' | 'groups' | 'gateway' | 'log'>, step: number, opts: { groups?: EnvGroups; wrap?: (p: Policy) => Policy } = {}): Promise<CollectedRollout> {
+export async function collectRollout(
+  ctx: Pick<StepContext, 'config' | 'engine' | 'tokenizer' | 'agent' | 'groups' | 'gateway' | 'log'>,
+  step: number,
+  opts: { groups?: EnvGroups; wrap?: (p: Policy) => Policy } = {},
+): Promise<CollectedRollout> {
   const { config, engine, tokenizer, agent } = ctx;
   const groups = opts.groups ?? ctx.groups;
   const t0 = performance.now();
@@ -89,7 +101,10 @@ export async function collectRollout(ctx: Pick<StepContext, 'config' | 'engine' 
     // A failed episode's line carries its stderr tail: the first of the step is shown, the rest counted.
     const failures: string[] = [];
     const agents = await agentBatches(ctx.gateway, config, 'train', plan, (line) => failures.push(line));
-    if (failures.length > 0) ctx.log?.(`step ${step}: ${failures[0]}${failures.length > 1 ? ` (and ${failures.length - 1} more failed episode(s) this step)` : ''}`);
+    if (failures.length > 0)
+      ctx.log?.(
+        `step ${step}: ${failures[0]}${failures.length > 1 ? ` (and ${failures.length - 1} more failed episode(s) this step)` : ''}`,
+      );
     batches.push(...agents.batches);
     gateway = gatewayMetrics(agents.outcomes, agents.unauthorized);
     const refused = gatewayRefusals(gateway);
@@ -98,7 +113,13 @@ export async function collectRollout(ctx: Pick<StepContext, 'config' | 'engine' 
   const batch = joinBatches(batches);
   const genSeconds = seconds(t0);
   const genTokens = generatedTokens(batch);
-  const metrics: MetricValues = { ...trainMetrics(batch), ...gateway, 'timing_s/gen': genSeconds, 'perf/total_tokens': genTokens, 'perf/gen_tokens_per_s': genTokens / Math.max(genSeconds, 1e-9) };
+  const metrics: MetricValues = {
+    ...trainMetrics(batch),
+    ...gateway,
+    'timing_s/gen': genSeconds,
+    'perf/total_tokens': genTokens,
+    'perf/gen_tokens_per_s': genTokens / Math.max(genSeconds, 1e-9),
+  };
   return { batch, metrics, genTokens };
 }
 
@@ -109,7 +130,13 @@ export async function starpoStep(ctx: StepContext, step: number): Promise<StepOu
 }
 
 /** Steps 2-6 of a StarPO step on a collected rollout; `tStep` is when the step's clock started (perf/tokens_per_s). */
-export async function starpoUpdate(ctx: StepContext, step: number, collected: CollectedRollout, tStep: number, offPolicy?: OffPolicyInfo): Promise<StepOutput> {
+export async function starpoUpdate(
+  ctx: StepContext,
+  step: number,
+  collected: CollectedRollout,
+  tStep: number,
+  offPolicy?: OffPolicyInfo,
+): Promise<StepOutput> {
   const { config, engine, tokenizer, agent } = ctx;
   const algo = config.algo;
   const t = config.trainer;
@@ -144,7 +171,13 @@ export async function starpoUpdate(ctx: StepContext, step: number, collected: Co
     'timing_s/filter': seconds(t0),
   } satisfies MetricValues);
   // `timing_s/step` is the loop's (trainer.ts): it times the whole step, validation included.
-  const out = (records: EpisodeRecord[], empty: boolean): StepOutput => ({ metrics, records, empty, inGroupStd: filter.stats.reward.std, rollout: batch });
+  const out = (records: EpisodeRecord[], empty: boolean): StepOutput => ({
+    metrics,
+    records,
+    empty,
+    inGroupStd: filter.stats.reward.std,
+    rollout: batch,
+  });
   const limit = config.logging.rolloutsPerStep;
   // 4-5. old / reference log-probs, values, token rewards, advantages and their modifiers on the kept rows
   const klBeta = ctx.kl.value; // this step's in-reward β (the controller then adapts it for the next step)
@@ -155,7 +188,13 @@ export async function starpoUpdate(ctx: StepContext, step: number, collected: Co
   const data = prepared.data;
   const { tokens, advantages } = data;
   const critic = data.values !== undefined;
-  const schedule: BatchSchedule = { miniBatchSize: t.miniBatchSize, microBatchSize: t.microBatchSize, epochs: t.ppoEpochs, shuffleSeed: t.shuffle ? stepSeed(config.seed.train ^ 0x2545f491, step) : null, horizon: lossHorizon(config) };
+  const schedule: BatchSchedule = {
+    miniBatchSize: t.miniBatchSize,
+    microBatchSize: t.microBatchSize,
+    epochs: t.ppoEpochs,
+    shuffleSeed: t.shuffle ? stepSeed(config.seed.train ^ 0x2545f491, step) : null,
+    horizon: lossHorizon(config),
+  };
 
   // 5b. RAGEN-2's gradient analysis by reward-std bucket, at its cadence: separate passes that leave no gradient
   const ga = t.gradAnalysis;
@@ -170,7 +209,13 @@ export async function starpoUpdate(ctx: StepContext, step: number, collected: Co
   if (critic) {
     t0 = performance.now();
     const settings = optimizerSettings(config, 'critic', step);
-    const c = await updateCritic(engine, data, { lossAgg: algo.lossAgg, valueClip: algo.valueClip }, schedule, settings);
+    const c = await updateCritic(
+      engine,
+      data,
+      { lossAgg: algo.lossAgg, valueClip: algo.valueClip },
+      schedule,
+      settings,
+    );
     // A shared-trunk critic's backward also reaches the policy trunk: drop that gradient so the actor's update
     // is its own loss's alone (the trunk learns from the policy loss; the value head from the value loss).
     if (config.model.critic.mode === 'shared') engine.zeroGrad('policy');
@@ -206,5 +251,11 @@ export async function starpoUpdate(ctx: StepContext, step: number, collected: Co
   const trainedTokens = tokens.lengths.reduce((x, y) => x + y, 0) * (optimizerSteps > 0 ? t.ppoEpochs : 0);
   metrics['perf/tokens_per_s'] = (genTokens + trainedTokens) / Math.max(seconds(tStep), 1e-9);
   metrics['perf/rss_mb'] = process.memoryUsage.rss() / 2 ** 20;
-  return out(episodeRecords(step, episodes, keptEpisodes, turnAdvantages(tokens, advantages), limit, agent, { tokens: tokenAdvantages(tokens, advantages), decode: (id) => tokenizer.decode([id]) }), false);
+  return out(
+    episodeRecords(step, episodes, keptEpisodes, turnAdvantages(tokens, advantages), limit, agent, {
+      tokens: tokenAdvantages(tokens, advantages),
+      decode: (id) => tokenizer.decode([id]),
+    }),
+    false,
+  );
 }

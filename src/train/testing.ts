@@ -7,8 +7,17 @@ import { loadConfig, type RagenConfig } from '../config/index.js';
 import type { MetricRecord } from '../metrics/index.js';
 import { ScriptedEngine } from '../agent/testing.js';
 import {
-  rowTokens, type BackwardOptions, type ForwardResult, type Generation, type ModelRole, type OptimizerStepResult, type OutputGradients,
-  type SamplingParams, type SequenceBatch, type TrainableEngine, type TrainableRole,
+  rowTokens,
+  type BackwardOptions,
+  type ForwardResult,
+  type Generation,
+  type ModelRole,
+  type OptimizerStepResult,
+  type OutputGradients,
+  type SamplingParams,
+  type SequenceBatch,
+  type TrainableEngine,
+  type TrainableRole,
 } from '../engine/index.js';
 import type { Tokenizer } from '../tokenizer/index.js';
 
@@ -27,7 +36,14 @@ export interface MicroModelOptions {
 export async function writeMicroModel(dir: string, o: MicroModelOptions = {}): Promise<string> {
   const tokDir = tinyTokenizerDir();
   const vocabSize = loadTokenizer(tokDir).vocabSize;
-  const cfg = modelConfig({ vocabSize, hiddenSize: o.hiddenSize ?? 32, intermediateSize: o.intermediateSize ?? 64, numLayers: o.numLayers ?? 2, numHeads: o.numHeads ?? 4, maxPositionEmbeddings: o.maxPositionEmbeddings ?? 2048 });
+  const cfg = modelConfig({
+    vocabSize,
+    hiddenSize: o.hiddenSize ?? 32,
+    intermediateSize: o.intermediateSize ?? 64,
+    numLayers: o.numLayers ?? 2,
+    numHeads: o.numHeads ?? 4,
+    maxPositionEmbeddings: o.maxPositionEmbeddings ?? 2048,
+  });
   const model = Transformer.init(cfg, o.seed ?? 1);
   await saveModel(dir, model, { tokenizerPath: join(tokDir, 'tokenizer.json') });
   model.dispose();
@@ -66,7 +82,11 @@ export function microConfig(modelDir: string, runDir: string, overrides: readonl
 
 /** Metric lines without wall-clock keys (time, timing_s/*, perf/*), which legitimately differ between runs. */
 export function deterministic(records: MetricRecord[]): Record<string, number>[] {
-  return records.map((r) => Object.fromEntries(Object.entries(r).filter(([k]) => k !== 'time' && !k.startsWith('timing_s/') && !k.startsWith('perf/'))));
+  return records.map((r) =>
+    Object.fromEntries(
+      Object.entries(r).filter(([k]) => k !== 'time' && !k.startsWith('timing_s/') && !k.startsWith('perf/')),
+    ),
+  );
 }
 
 /** The per-token outputs of `RecordingEngine`, as functions of the token position t (>= 1) they describe. */
@@ -107,9 +127,21 @@ export class RecordingEngine implements TrainableEngine {
   readonly outputs: RecordingOutputs;
   private readonly sampler: ScriptedEngine;
 
-  constructor(tokenizer: Tokenizer, script: (promptText: string, index: number) => string, outputs: Partial<RecordingOutputs> = {}) {
+  constructor(
+    tokenizer: Tokenizer,
+    script: (promptText: string, index: number) => string,
+    outputs: Partial<RecordingOutputs> = {},
+  ) {
     this.sampler = new ScriptedEngine(tokenizer, script);
-    this.outputs = { oldLogprob: (t) => -0.4 - 0.05 * (t % 5), logRatio: 0, refGap: 0, value: () => -0.5, valueShift: 0, entropy: (t) => 1 + 0.01 * (t % 3), ...outputs };
+    this.outputs = {
+      oldLogprob: (t) => -0.4 - 0.05 * (t % 5),
+      logRatio: 0,
+      refGap: 0,
+      value: () => -0.5,
+      valueShift: 0,
+      entropy: (t) => 1 + 0.01 * (t % 3),
+      ...outputs,
+    };
   }
 
   generate(prompts: readonly (readonly number[])[], params: SamplingParams): Promise<Generation[]> {
@@ -126,8 +158,13 @@ export class RecordingEngine implements TrainableEngine {
   private result(batch: SequenceBatch, role: ModelRole, entropy: boolean, current: boolean): ForwardResult {
     const o = this.outputs;
     const shift = current ? o.logRatio : 0;
-    const lp = role === 'reference' ? (t: number) => o.oldLogprob(t) + o.logRatio - o.refGap : (t: number) => o.oldLogprob(t) + shift;
-    const out: ForwardResult = { logprobs: role === 'critic' ? new Float32Array(batch.B * batch.T) : this.perToken(batch, lp) };
+    const lp =
+      role === 'reference'
+        ? (t: number) => o.oldLogprob(t) + o.logRatio - o.refGap
+        : (t: number) => o.oldLogprob(t) + shift;
+    const out: ForwardResult = {
+      logprobs: role === 'critic' ? new Float32Array(batch.B * batch.T) : this.perToken(batch, lp),
+    };
     if (entropy && role !== 'critic') out.entropy = this.perToken(batch, o.entropy);
     if (role === 'critic') out.values = this.perToken(batch, (t) => o.value(t) + (current ? o.valueShift : 0));
     return out;
@@ -137,7 +174,11 @@ export class RecordingEngine implements TrainableEngine {
     return this.result(batch, options.role, options.entropy ?? false, false);
   }
 
-  async backward(batch: SequenceBatch, options: BackwardOptions, lossGrad: (out: ForwardResult) => OutputGradients): Promise<ForwardResult> {
+  async backward(
+    batch: SequenceBatch,
+    options: BackwardOptions,
+    lossGrad: (out: ForwardResult) => OutputGradients,
+  ): Promise<ForwardResult> {
     const out = this.result(batch, options.role, options.entropy ?? false, true);
     const sequences = Array.from({ length: batch.B }, (_, b) => Array.from(rowTokens(batch, b)));
     this.backwards.push({ role: options.role, sequences, grads: lossGrad(out), T: batch.T });

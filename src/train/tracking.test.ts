@@ -25,7 +25,9 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 describe('tracking in a training run', () => {
   it('writes TensorBoard events and a console log of what the run printed', async () => {
     const runDir = join(root, 'run-tb');
-    const r = await train({ config: microConfig(model, runDir, ['logging.sinks=[jsonl, tensorboard]', 'logging.console=plain']) });
+    const r = await train({
+      config: microConfig(model, runDir, ['logging.sinks=[jsonl, tensorboard]', 'logging.console=plain']),
+    });
     expect(existsSync(join(runDir, 'metrics.jsonl'))).toBe(true);
     const events = readdirSync(join(runDir, 'tensorboard'));
     expect(events).toHaveLength(1);
@@ -51,7 +53,13 @@ describe('tracking in a training run', () => {
     const restore = wandbEnv({ WANDB_BASE_URL: standIn.url, WANDB_API_KEY: standIn.key });
     try {
       const runDir = join(root, 'run-wandb');
-      await train({ config: microConfig(model, runDir, ['logging.sinks=[jsonl, wandb]', 'logging.wandb.project=micro', 'logging.console=plain']) });
+      await train({
+        config: microConfig(model, runDir, [
+          'logging.sinks=[jsonl, wandb]',
+          'logging.wandb.project=micro',
+          'logging.console=plain',
+        ]),
+      });
       const metrics = readMetricsFile(join(runDir, 'metrics.jsonl'));
       expect(metrics.map((m) => m.step)).toEqual([1, 2]);
       expect(standIn.seen.history.map((h) => h['_step'])).toEqual(metrics.map((m) => m.step));
@@ -59,12 +67,16 @@ describe('tracking in a training run', () => {
       expect(standIn.seen.upserts).toHaveLength(1);
       expect(standIn.seen.upserts[0]).toMatchObject({ project: 'micro', displayName: 'run-wandb' });
       expect(standIn.seen.finished).toEqual([{ complete: true, exitcode: 0 }]);
-      expect(readFileSync(join(runDir, 'console.log'), 'utf8')).toMatch(/^W&B: http:\/\/127\.0\.0\.1:\d+\/tester\/micro\/runs\/\S+$/m);
+      expect(readFileSync(join(runDir, 'console.log'), 'utf8')).toMatch(
+        /^W&B: http:\/\/127\.0\.0\.1:\d+\/tester\/micro\/runs\/\S+$/m,
+      );
 
       process.env.WANDB_API_KEY = 'x'.repeat(40);
       const write = process.stdout.write;
       const refused = join(root, 'run-wandb-refused');
-      const err = await train({ config: microConfig(model, refused, ['logging.sinks=[jsonl, wandb]']) }).catch((e: unknown) => e);
+      const err = await train({ config: microConfig(model, refused, ['logging.sinks=[jsonl, wandb]']) }).catch(
+        (e: unknown) => e,
+      );
       expect(err).toBeInstanceOf(TrackingError);
       expect((err as Error).message).toMatch(/WANDB_API_KEY/);
       expect(process.stdout.write).toBe(write); // the console log let go of the streams
@@ -98,7 +110,7 @@ describe('tracking in a training run', () => {
     }
   }, 180_000);
 
-  it("item 13: --resume of a run that never reached a checkpoint advises a command that works", async () => {
+  it('item 13: --resume of a run that never reached a checkpoint advises a command that works', async () => {
     const runDir = join(root, 'run-no-checkpoint');
     createRun(microConfig(model, runDir, ['trainer.steps=1'])); // what a run stopped during its first step leaves
     const err = await train({ resume: runDir }).catch((e: unknown) => e);
@@ -112,7 +124,9 @@ describe('tracking in a training run', () => {
 
   it('refuses sinks without jsonl, naming the key and what reads metrics.jsonl', () => {
     expect(() => microConfig(model, join(root, 'x'), ['logging.sinks=[tensorboard]'])).toThrow(ConfigError);
-    expect(() => microConfig(model, join(root, 'x'), ['logging.sinks=[tensorboard]'])).toThrow(/logging\.sinks.*must include `jsonl`/);
+    expect(() => microConfig(model, join(root, 'x'), ['logging.sinks=[tensorboard]'])).toThrow(
+      /logging\.sinks.*must include `jsonl`/,
+    );
     expect(() => microConfig(model, join(root, 'x'), ['logging.sinks=[jsonl, mlflow]'])).toThrow(/logging\.sinks/);
   });
 });

@@ -6,14 +6,34 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { EnvGroups, writeEpisodeRecords } from '../agent/index.js';
 import { KLController } from '../algo/index.js';
-import { assertNewRunDir, MetricLogger, openRunSinks, rolloutFile, summaryTable, type LoggerState, type MetricSink, type RunPaths, type RunSinks, type SummaryRow } from '../metrics/index.js';
+import {
+  assertNewRunDir,
+  MetricLogger,
+  openRunSinks,
+  rolloutFile,
+  summaryTable,
+  type LoggerState,
+  type MetricSink,
+  type RunPaths,
+  type RunSinks,
+  type SummaryRow,
+} from '../metrics/index.js';
 import { writeCheckpoint } from './checkpoint-io.js';
 import { hasOptimizerState, optimizerRoles } from './optimizer-state.js';
 import type { TrainableRole } from '../engine/index.js';
 import type { CollapseEma } from './collapse-step.js';
 import { resolveEnvId } from '../env/index.js';
 import { registerRemoteEnvs, RemoteEnvError } from '../env/remote/index.js';
-import { agentEntries, checkPromptBudget, checkRunConfig, entryTags, envGroupsOptions, envTags, tagEntries, type RagenConfig } from '../config/index.js';
+import {
+  agentEntries,
+  checkPromptBudget,
+  checkRunConfig,
+  entryTags,
+  envGroupsOptions,
+  envTags,
+  tagEntries,
+  type RagenConfig,
+} from '../config/index.js';
 import { openGateway } from './agent-source.js';
 import type { Gateway } from '../gateway/index.js';
 import { EarlyStopTracker, type EarlyStop, type EarlyStopState } from './early-stop.js';
@@ -110,7 +130,11 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     }
     models = options.models ?? (await openModels(config, r.checkpoint.dir));
     await promptsFit(config, models, options.models === undefined);
-    recordResume(paths, config, { afterStep: startStep, overrides: options.overrides ?? [], freshOptimizer: lost !== null });
+    recordResume(paths, config, {
+      afterStep: startStep,
+      overrides: options.overrides ?? [],
+      freshOptimizer: lost !== null,
+    });
   } else {
     if (!options.config) throw new TypeError('train: give `config` (a fresh run) or `resume` (a run directory).');
     config = options.config;
@@ -127,7 +151,11 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   const agent = config.agent;
   const groups = tagEntries(config, 'train').length > 0 ? new EnvGroups(envGroupsOptions(config, 'train')) : null;
   const klCfg = config.algo.kl;
-  const kl = new KLController(klCfg.controller.type === 'fixed' ? { type: 'fixed', klCoef: klCfg.coef } : { type: 'adaptive', klCoef: klCfg.coef, targetKl: klCfg.controller.target, horizon: klCfg.controller.horizon });
+  const kl = new KLController(
+    klCfg.controller.type === 'fixed'
+      ? { type: 'fixed', klCoef: klCfg.coef }
+      : { type: 'adaptive', klCoef: klCfg.coef, targetKl: klCfg.controller.target, horizon: klCfg.controller.horizon },
+  );
   if (saved.klCoef !== undefined) kl.value = saved.klCoef;
   const tracker = new EarlyStopTracker(t.earlyStop);
   if (saved.earlyStop) tracker.state = saved.earlyStop;
@@ -138,19 +166,37 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   let gateway: Gateway | undefined;
   try {
     const l = config.logging;
-    opened = await openRunSinks({ paths, sinks: l.sinks, wandb: l.wandb, config, console: l.console, totalSteps: t.steps, startStep, ...(options.stream ? { stream: options.stream } : {}) });
-    // One gateway for the run's agent entries (closed in the finally below; a signal exits through the runner's exit hook).
-    if (agentEntries(config, 'train').length > 0) gateway = ctx.gateway = await openGateway(config, engine, tokenizer, 'train', (line) => opened.consoleLog.append(`gateway: ${line}\n`));
+    opened = await openRunSinks({
+      paths,
+      sinks: l.sinks,
+      wandb: l.wandb,
+      config,
+      console: l.console,
+      totalSteps: t.steps,
+      startStep,
+      ...(options.stream ? { stream: options.stream } : {}),
+    });
+    // One gateway for the run's agent entries (closed in the finally below; a signal exits through the runner's exit
+    // hook).
+    if (agentEntries(config, 'train').length > 0)
+      gateway = ctx.gateway = await openGateway(config, engine, tokenizer, 'train', (line) =>
+        opened.consoleLog.append(`gateway: ${line}\n`),
+      );
   } catch (err) {
     await groups?.close();
     if (!options.models) engine.dispose();
     // A fresh run that never took a step must not block its own retry ("already holds a run", then "no checkpoint").
-    if (options.resume === undefined && err instanceof Error) err.message = `${err.message.replace(/\.?$/, '.')} ${abandonRun(paths)}`;
+    if (options.resume === undefined && err instanceof Error)
+      err.message = `${err.message.replace(/\.?$/, '.')} ${abandonRun(paths)}`;
     throw err;
   }
   let current = startStep; // the step being trained, for the interrupt message
-  // Ctrl-C says what was kept and how to continue; with agent programs it exits through process.exit, whose hook kills them
-  const stopOnSignal = sayOnInterrupt({ runDir: paths.root, checkpoints: paths.checkpoints, totalSteps: t.steps, startStep, step: () => current }, { exit: gateway !== undefined });
+  // Ctrl-C says what was kept and how to continue; with agent programs it exits through process.exit, whose hook kills
+  // them
+  const stopOnSignal = sayOnInterrupt(
+    { runDir: paths.root, checkpoints: paths.checkpoints, totalSteps: t.steps, startStep, step: () => current },
+    { exit: gateway !== undefined },
+  );
   const logger = new MetricLogger([...opened.sinks, ...(options.sinks ?? [])], { every: config.logging.logEvery });
   ctx.log = (line) => logger.message(line);
   if (saved.logger) logger.setState(saved.logger);
@@ -162,9 +208,22 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   for (const note of opened.notes) logger.message(note);
   if ('describe' in engine) logger.message(engine.describe()); // engines that say what runs them (TrainableEngine.describe)
   const end = Math.min(t.steps, options.stopAfter ?? Infinity);
-  const ahead = t.async.enabled ? new AsyncRollouts(ctx, { maxStaleness: t.async.maxStaleness, importanceCap: t.async.importanceCap, startStep, endStep: end }) : null;
-  if (ahead) logger.message(`async rollouts: up to ${t.async.maxStaleness} step(s) ahead, importance weights capped at ${t.async.importanceCap}`);
-  if (lost !== null) logger.message(`warning: the checkpoint has no ${lost}; AdamW starts from fresh moments there, so this run will differ from an uninterrupted one`);
+  const ahead = t.async.enabled
+    ? new AsyncRollouts(ctx, {
+        maxStaleness: t.async.maxStaleness,
+        importanceCap: t.async.importanceCap,
+        startStep,
+        endStep: end,
+      })
+    : null;
+  if (ahead)
+    logger.message(
+      `async rollouts: up to ${t.async.maxStaleness} step(s) ahead, importance weights capped at ${t.async.importanceCap}`,
+    );
+  if (lost !== null)
+    logger.message(
+      `warning: the checkpoint has no ${lost}; AdamW starts from fresh moments there, so this run will differ from an uninterrupted one`,
+    );
   try {
     if (startStep === 0 && t.valBeforeTrain) {
       const v = await validate(config, engine, tokenizer, agent, ctx.log);
@@ -179,13 +238,19 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
     for (let step = startStep + 1; step <= end; step++) {
       current = step;
       const t0 = performance.now();
-      const out = await stepOrExplain(ahead ? ahead.step(step) : starpoStep(ctx, step), step, lastCheckpoint, paths.root);
+      const out = await stepOrExplain(
+        ahead ? ahead.step(step) : starpoStep(ctx, step),
+        step,
+        lastCheckpoint,
+        paths.root,
+      );
       logger.log(out.metrics);
       const w = warnings.afterStep(out.metrics);
       logger.log(w.metrics);
       for (const x of w.started) logger.message(`step ${step}: ${x.message}`);
       if (checkpointSeconds !== undefined) logger.log({ 'timing_s/checkpoint': checkpointSeconds }); // the previous step's write
-      if (config.logging.rolloutsEvery > 0 && step % config.logging.rolloutsEvery === 0) writeEpisodeRecords(rolloutFile(paths, step), out.records);
+      if (config.logging.rolloutsEvery > 0 && step % config.logging.rolloutsEvery === 0)
+        writeEpisodeRecords(rolloutFile(paths, step), out.records);
       if (out.empty) logger.message(`step ${step}: the rollout filter kept no group; no update`);
       earlyStop = tracker.afterStep(out.empty, out.inGroupStd) ?? tracker.afterWarnings(w.started);
       const last = step === t.steps || earlyStop !== null;
@@ -202,21 +267,36 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
         logger.message(`early stop after step ${step}: ${earlyStop.reason}`);
       }
       logger.log({ 'timing_s/step': (performance.now() - t0) / 1000 }); // once per step: starpoStep does not time itself
-      if (earlyStop || step === t.steps) logger.flush(step); // a stop before the end keeps the interval pending (checkpointed)
+      if (earlyStop || step === t.steps)
+        logger.flush(step); // a stop before the end keeps the interval pending (checkpointed)
       else logger.endStep(step);
       lastStep = step;
       if ((t.checkpointEvery > 0 && step % t.checkpointEvery === 0) || step === end || earlyStop) {
         const c0 = performance.now();
-        const state: LoopState = { klCoef: kl.value, collapseEma: ctx.collapseEma, earlyStop: tracker.state, earlyWarning: warnings.state, logger: logger.getState(), valBefore, lastVal };
-        // writeCheckpoint serializes `state` after writeModel: the roles whose state the engine wrote are recorded, and a
-        // resume requires each of them (a role without state yet, e.g. the policy during critic warm-up, is not required).
+        const state: LoopState = {
+          klCoef: kl.value,
+          collapseEma: ctx.collapseEma,
+          earlyStop: tracker.state,
+          earlyWarning: warnings.state,
+          logger: logger.getState(),
+          valBefore,
+          lastVal,
+        };
+        // writeCheckpoint serializes `state` after writeModel: the roles whose state the engine wrote are recorded, and
+        // a
+        // resume requires each of them (a role without state yet, e.g. the policy during critic warm-up, is not
+        // required).
         const writeModel = async (dir: string) => {
           await engine.save(dir, { optimizer: t.saveOptimizer, maxShardBytes: t.checkpointShardBytes });
           if (t.saveOptimizer) state.optimizerRoles = optimizerRoles(dir);
         };
         await writeCheckpoint(
           paths.checkpoints,
-          { step, data: { trainSeedCounter: step * config.env.train.reduce((n, e) => n + e.groups, 0) }, trainer: state as unknown as Record<string, unknown> },
+          {
+            step,
+            data: { trainSeedCounter: step * config.env.train.reduce((n, e) => n + e.groups, 0) },
+            trainer: state as unknown as Record<string, unknown>,
+          },
           { config, writeModel, metricsFile: paths.metrics, keep: t.keepCheckpoints },
         );
         checkpointSeconds = (performance.now() - c0) / 1000;
@@ -241,14 +321,21 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
   }
   // the ids metrics use (a `remote:` tag's is `<EnvId>@host:port`; an agent entry's is its name)
   const tags = config.env.val.map((v, i) => (v.tag !== undefined ? resolveEnvId(v.tag) : entryTags(config, 'val')[i]!));
-  const summary: SummaryRow[] = [...new Set(tags)].map((tag) => ({ tag, ...(valBefore?.[tag] !== undefined ? { before: valBefore[tag] } : {}), ...(lastVal?.[tag] !== undefined ? { after: lastVal[tag] } : {}) }));
+  const summary: SummaryRow[] = [...new Set(tags)].map((tag) => ({
+    tag,
+    ...(valBefore?.[tag] !== undefined ? { before: valBefore[tag] } : {}),
+    ...(lastVal?.[tag] !== undefined ? { after: lastVal[tag] } : {}),
+  }));
   const summaryText = summaryTable(summary);
   opened.consoleLog.append(`Validation success:\n${summaryText}\n`);
   opened.consoleLog.close();
   return { runDir: paths.root, config, startStep, lastStep, earlyStop, summary, summaryText };
 }
 
-/** The context budget holds every tag's first prompt (before any step or run directory); frees `models` it owns on failure. */
+/**
+ * The context budget holds every tag's first prompt (before any step or run directory); frees `models` it owns on
+ * failure.
+ */
 async function promptsFit(config: RagenConfig, models: TrainerModels, owned: boolean): Promise<void> {
   try {
     await checkPromptBudget(config, models.tokenizer, models.engine.maxPositions);
@@ -286,7 +373,13 @@ async function stepOrExplain<T>(pending: Promise<T>, step: number, lastCheckpoin
       throw err;
     }
     if (!(err instanceof RemoteEnvError)) throw err;
-    const from = lastCheckpoint > 0 ? `after step ${lastCheckpoint}, its last checkpoint` : 'from the start (no checkpoint was written yet)';
-    throw new RemoteEnvError(err.code, `step ${step} failed: ${err.message.replace(/ reset\(\) opens a new session\.$/, '')} Nothing of step ${step} was saved; once the server is back, \`ragen train --resume ${runDir}\` continues ${from}.`);
+    const from =
+      lastCheckpoint > 0
+        ? `after step ${lastCheckpoint}, its last checkpoint`
+        : 'from the start (no checkpoint was written yet)';
+    throw new RemoteEnvError(
+      err.code,
+      `step ${step} failed: ${err.message.replace(/ reset\(\) opens a new session\.$/, '')} Nothing of step ${step} was saved; once the server is back, \`ragen train --resume ${runDir}\` continues ${from}.`,
+    );
   }
 }

@@ -20,7 +20,19 @@ function samples(V: number): TrainingSample[] {
   return LENGTHS.map((n, i) => {
     const ids = Array.from({ length: n }, () => Math.floor(rng.random() * V));
     const lossMask = ids.map((_, t) => (t >= Math.floor(n / 2) ? 1 : 0));
-    return { ids, lossMask, logprobs: ids.map(() => 0), rewards: ids.map(() => 0), turnIds: lossMask.map((m) => (m ? 0 : -1)), score: 0, episode: i, group: i >> 1, tag: 'T', turns: [0], length: n };
+    return {
+      ids,
+      lossMask,
+      logprobs: ids.map(() => 0),
+      rewards: ids.map(() => 0),
+      turnIds: lossMask.map((m) => (m ? 0 : -1)),
+      score: 0,
+      episode: i,
+      group: i >> 1,
+      tag: 'T',
+      turns: [0],
+      length: n,
+    };
   });
 }
 
@@ -42,12 +54,16 @@ describe.skipIf(!python)('token-budget micro-batches on the torch engine', () =>
   let data: UpdateBatch;
   beforeAll(async () => {
     const opts = { python: python!, critic: 'shared' as const, tokenBudget: BUDGET, echoStderr: false, seed: 0 };
-    [byBudget, byRows] = await Promise.all([TorchEngine.fromPretrained(TINY, opts), TorchEngine.fromPretrained(TINY, opts)]);
+    [byBudget, byRows] = await Promise.all([
+      TorchEngine.fromPretrained(TINY, opts),
+      TorchEngine.fromPretrained(TINY, opts),
+    ]);
     const tokens = collate(samples(byBudget.vocabSize), 0);
     const before = await byBudget.forward(tokens, { role: 'critic' });
     const old = (await byBudget.forward(tokens, { role: 'policy' })).logprobs;
     const rng = new Rng(9);
-    const perturb = (x: Float32Array) => Float32Array.from(x, (v, i) => (tokens.lossMask[i] ? v + 0.05 * (rng.random() - 0.5) : 0));
+    const perturb = (x: Float32Array) =>
+      Float32Array.from(x, (v, i) => (tokens.lossMask[i] ? v + 0.05 * (rng.random() - 0.5) : 0));
     data = {
       tokens,
       oldLogprobs: perturb(old),
@@ -65,7 +81,15 @@ describe.skipIf(!python)('token-budget micro-batches on the torch engine', () =>
     const schedule: BatchSchedule = { miniBatchSize: 8, microBatchSize: 4, epochs: 1, shuffleSeed: null, horizon: 64 };
     // A large eps keeps AdamW's step a smooth function of the gradient, so float rounding cannot flip an entry's step.
     const optimizer = { lr: 1e-2, eps: 1e-3, weightDecay: 0 };
-    const loss = { lossAgg: 'token-mean' as const, clipRatioLow: 0.2, clipRatioHigh: 0.2, clipRatioC: 3, entropyCoeff: 0.01, klCoef: 0, klEstimator: 'k1' as const };
+    const loss = {
+      lossAgg: 'token-mean' as const,
+      clipRatioLow: 0.2,
+      clipRatioHigh: 0.2,
+      clipRatioC: 3,
+      entropyCoeff: 0.01,
+      klCoef: 0,
+      klEstimator: 'k1' as const,
+    };
     const start = await byBudget.tensors('policy');
     const s0 = [await byBudget.stats(), await byRows.stats()];
     const a = await updateActor(byBudget, data, loss, schedule, optimizer);

@@ -3,8 +3,16 @@
 // their modifiers. The step prepares the kept rows; the gradient analysis also every row (its unfiltered view).
 import { collate, type Episode, type RolloutBatch, type TokenBatch } from '../agent/index.js';
 import {
-  applyKLPenalty, computeAdvantage, filterRollouts, lengthWeightAdvantages, needsCritic, normalizeRewards, scaleByKeptRatio, softReweightByGroupStd,
-  type ActorLossConfig, type RolloutFilterResult,
+  applyKLPenalty,
+  computeAdvantage,
+  filterRollouts,
+  lengthWeightAdvantages,
+  needsCritic,
+  normalizeRewards,
+  scaleByKeptRatio,
+  softReweightByGroupStd,
+  type ActorLossConfig,
+  type RolloutFilterResult,
 } from '../algo/index.js';
 import type { TrainableEngine } from '../engine/index.js';
 import type { MetricValues } from '../metrics/index.js';
@@ -30,13 +38,24 @@ export interface FilteredBatch {
 }
 
 /** Stage 3: reward normalisation (per episode score), then the group filter on the raw episode scores. */
-export async function filterBatch(engine: TrainableEngine, config: RagenConfig, batch: RolloutBatch, padTokenId: number): Promise<FilteredBatch> {
+export async function filterBatch(
+  engine: TrainableEngine,
+  config: RagenConfig,
+  batch: RolloutBatch,
+  padTokenId: number,
+): Promise<FilteredBatch> {
   const algo = config.algo;
   const episodes = batch.episodes;
   const rawScores = Float64Array.from(episodes, (e) => e.score);
   let samples = batch.samples;
   if (algo.rewardNorm.method !== 'identity') {
-    const normalized = normalizeRewards({ scores: rawScores, grouping: algo.rewardNorm.grouping, method: algo.rewardNorm.method, groupIds: episodes.map((e) => `${e.tag}/${e.group}`), tags: episodes.map((e) => e.tag) });
+    const normalized = normalizeRewards({
+      scores: rawScores,
+      grouping: algo.rewardNorm.grouping,
+      method: algo.rewardNorm.method,
+      groupIds: episodes.map((e) => `${e.tag}/${e.group}`),
+      tags: episodes.map((e) => e.tag),
+    });
     samples = applyEpisodeScores(samples, rawScores, normalized, config.agent.useTurnScores ? 'turn' : 'episode');
   }
   const all = collate(samples, padTokenId);
@@ -47,11 +66,12 @@ export async function filterBatch(engine: TrainableEngine, config: RagenConfig, 
     fullForward = await engine.forward(all, { role: 'policy', entropy: true });
     const sums = new Float64Array(episodes.length);
     const counts = new Float64Array(episodes.length);
-    for (let i = 0; i < all.B * all.T; i++) if (all.lossMask[i]) {
-      const e = all.episodeIds[Math.floor(i / all.T)]!;
-      sums[e] += fullForward.entropy![i]!;
-      counts[e]++;
-    }
+    for (let i = 0; i < all.B * all.T; i++)
+      if (all.lossMask[i]) {
+        const e = all.episodeIds[Math.floor(i / all.T)]!;
+        sums[e]! += fullForward.entropy![i]!;
+        counts[e]!++;
+      }
     entropyByEpisode = sums.map((x, i) => (counts[i]! > 0 ? x / counts[i]! : 0));
   }
   const filter = filterRollouts(
@@ -79,7 +99,8 @@ export interface PreparedUpdate {
 /**
  * Stages 4-5 of a StarPO step on rows `rows` of the whole batch `all`. `fullForward` is a policy forward over every
  * row (with entropy) made earlier for an entropy filter, reused instead of a fresh one; `klBeta` is the in-reward
- * KL coefficient now; `keptRatio` the filter's kept fraction (for `filterLossScaling`); `offPolicy` (async rollouts) says
+ * KL coefficient now; `keptRatio` the filter's kept fraction (for `filterLossScaling`); `offPolicy` (async rollouts)
+ * says
  * which tokens are stale: their old log-probs are recomputed and their advantages importance-weighted.
  */
 export async function prepareUpdate(
@@ -87,7 +108,12 @@ export async function prepareUpdate(
   config: RagenConfig,
   all: TokenBatch,
   rows: readonly number[],
-  o: { fullForward?: { logprobs: Float32Array; entropy?: Float32Array }; klBeta: number; keptRatio: number; offPolicy?: OffPolicyInfo },
+  o: {
+    fullForward?: { logprobs: Float32Array; entropy?: Float32Array };
+    klBeta: number;
+    keptRatio: number;
+    offPolicy?: OffPolicyInfo;
+  },
 ): Promise<PreparedUpdate> {
   const algo = config.algo;
   const metrics: MetricValues = {};
@@ -100,10 +126,13 @@ export async function prepareUpdate(
   const staleness = o.offPolicy ? tokenStaleness(tokens, o.offPolicy) : undefined;
   // Stale tokens (async rollouts) were sampled by an older policy: π_old must be the current one, recomputed.
   const stale = staleness !== undefined && staleness.some((x) => x > 0);
-  const recompute = stale || (algo.recomputeOldLogprobs === 'auto' ? engine.kind !== 'local' : algo.recomputeOldLogprobs);
+  const recompute =
+    stale || (algo.recomputeOldLogprobs === 'auto' ? engine.kind !== 'local' : algo.recomputeOldLogprobs);
   let t0 = performance.now();
   if (fullForward || recompute) {
-    const fwd = fullForward ? { logprobs: takeRows(fullForward.logprobs, rows, all.T), entropy: takeRows(fullForward.entropy!, rows, all.T) } : await engine.forward(tokens, { role: 'policy', entropy: true });
+    const fwd = fullForward
+      ? { logprobs: takeRows(fullForward.logprobs, rows, all.T), entropy: takeRows(fullForward.entropy!, rows, all.T) }
+      : await engine.forward(tokens, { role: 'policy', entropy: true });
     oldLogprobs = fwd.logprobs;
     metrics['timing_s/old_log_prob'] = seconds(t0);
     metrics['actor/entropy'] = maskedStats(fwd.entropy!, tokens.lossMask).mean;
@@ -130,18 +159,43 @@ export async function prepareUpdate(
   let rewards: Float64Array = Float64Array.from(tokens.rewards);
   let klUpdate: PreparedUpdate['klUpdate'] = null;
   if (algo.kl.inReward) {
-    const p = applyKLPenalty({ rewards, logprobs: oldLogprobs, refLogprobs: refLogprobs!, mask: tokens.lossMask, B, T, beta: o.klBeta, estimator: algo.kl.estimator });
+    const p = applyKLPenalty({
+      rewards,
+      logprobs: oldLogprobs,
+      refLogprobs: refLogprobs!,
+      mask: tokens.lossMask,
+      B,
+      T,
+      beta: o.klBeta,
+      estimator: algo.kl.estimator,
+    });
     rewards = p.rewards;
     metrics['actor/kl_coef'] = o.klBeta;
     klUpdate = { currentKl: p.currentKl, B };
   } else if (algo.kl.useKlLoss) metrics['actor/kl_coef'] = algo.kl.coef;
   const adv = computeAdvantage(
-    { rewards, mask: tokens.lossMask, B, T, ...(values ? { values } : {}), groupIds: tokens.groupIds, episodeIds: tokens.episodeIds, turnIds: tokens.turnIds },
-    { advEstimator: algo.advEstimator, gamma: algo.gamma, lambda: algo.lambda, gammaTurn: algo.gammaTurn, ...(algo.normAdvantages !== null ? { normAdvantages: algo.normAdvantages } : {}) },
+    {
+      rewards,
+      mask: tokens.lossMask,
+      B,
+      T,
+      ...(values ? { values } : {}),
+      groupIds: tokens.groupIds,
+      episodeIds: tokens.episodeIds,
+      turnIds: tokens.turnIds,
+    },
+    {
+      advEstimator: algo.advEstimator,
+      gamma: algo.gamma,
+      lambda: algo.lambda,
+      gammaTurn: algo.gammaTurn,
+      ...(algo.normAdvantages !== null ? { normAdvantages: algo.normAdvantages } : {}),
+    },
   );
   let advantages = adv.advantages;
   const mods = algo.modifiers;
-  if (mods.softReweight && adv.groupStd) advantages = softReweightByGroupStd({ advantages, groupStd: adv.groupStd, B, T }).advantages;
+  if (mods.softReweight && adv.groupStd)
+    advantages = softReweightByGroupStd({ advantages, groupStd: adv.groupStd, B, T }).advantages;
   if (mods.filterLossScaling !== 'none') advantages = scaleByKeptRatio(advantages, o.keptRatio, mods.filterLossScaling);
   if (mods.lengthWeight) advantages = lengthWeightAdvantages({ advantages, mask: tokens.lossMask, B, T });
   if (mods.zeroTaskAdvantage) advantages = new Float64Array(advantages.length);
@@ -155,7 +209,14 @@ export async function prepareUpdate(
     'critic/returns_mean': maskedStats(adv.returns, tokens.lossMask).mean,
     'critic/score_mean': tokens.scores.reduce((x, y) => x + y, 0) / B,
   } satisfies MetricValues);
-  const data: UpdateBatch = { tokens, oldLogprobs, advantages, returns: adv.returns, ...(values ? { values } : {}), ...(refLogprobs ? { refLogprobs } : {}) };
+  const data: UpdateBatch = {
+    tokens,
+    oldLogprobs,
+    advantages,
+    returns: adv.returns,
+    ...(values ? { values } : {}),
+    ...(refLogprobs ? { refLogprobs } : {}),
+  };
   return { data, metrics, klUpdate };
 }
 
@@ -163,9 +224,19 @@ export async function prepareUpdate(
  * Stages 4-5 on the rows the filter kept, as both the trainer's step and the gradient probe run them (one sequence:
  * rollout, `filterBatch`, this, then the update or the analysis); null when the filter kept nothing.
  */
-export async function prepareKept(engine: TrainableEngine, config: RagenConfig, f: FilteredBatch, o: { klBeta: number; offPolicy?: OffPolicyInfo }): Promise<PreparedUpdate | null> {
+export async function prepareKept(
+  engine: TrainableEngine,
+  config: RagenConfig,
+  f: FilteredBatch,
+  o: { klBeta: number; offPolicy?: OffPolicyInfo },
+): Promise<PreparedUpdate | null> {
   if (f.keptRows.length === 0) return null;
-  return prepareUpdate(engine, config, f.all, f.keptRows, { ...(f.fullForward ? { fullForward: f.fullForward } : {}), klBeta: o.klBeta, keptRatio: f.filter.stats.keptRatio, ...(o.offPolicy ? { offPolicy: o.offPolicy } : {}) });
+  return prepareUpdate(engine, config, f.all, f.keptRows, {
+    ...(f.fullForward ? { fullForward: f.fullForward } : {}),
+    klBeta: o.klBeta,
+    keptRatio: f.filter.stats.keptRatio,
+    ...(o.offPolicy ? { offPolicy: o.offPolicy } : {}),
+  });
 }
 
 /** The most loss tokens one sequence can hold (Dr. GRPO's constant horizon for `seq-mean-token-sum-norm`). */

@@ -2,7 +2,14 @@
 // micro-batches (gradient accumulation). Losses come from src/algo with the mini-batch's AggNorm, so the
 // update does not depend on the micro-batch size (up to float rounding).
 import type { TokenBatch } from '../agent/index.js';
-import { actorLoss, aggNorm, clippedValueLoss, type ActorLossConfig, type AggNorm, type LossAggMode } from '../algo/index.js';
+import {
+  actorLoss,
+  aggNorm,
+  clippedValueLoss,
+  type ActorLossConfig,
+  type AggNorm,
+  type LossAggMode,
+} from '../algo/index.js';
 import type { OptimizerSettings, TrainableEngine } from '../engine/index.js';
 import { Rng } from '../util/index.js';
 import { selectRows, takeRows } from './batch.js';
@@ -69,11 +76,29 @@ export interface ActorUpdateStats {
  * The policy update: for each mini-batch, accumulate micro-batch gradients of the actor loss, then one optimizer step.
  * Micro-batches follow `microBatches`: by the engine's token budget when it has one.
  */
-export async function updateActor(engine: TrainableEngine, data: UpdateBatch, loss: ActorLossConfig, schedule: BatchSchedule, optimizer: OptimizerSettings): Promise<ActorUpdateStats> {
+export async function updateActor(
+  engine: TrainableEngine,
+  data: UpdateBatch,
+  loss: ActorLossConfig,
+  schedule: BatchSchedule,
+  optimizer: OptimizerSettings,
+): Promise<ActorUpdateStats> {
   const { tokens } = data;
   const T = tokens.T;
   const needEntropy = loss.entropyCoeff !== 0;
-  const sum = { pgLoss: 0, entropyLoss: 0, klLoss: 0, gradNorm: 0, clip: 0, dual: 0, kl: 0, tokens: 0, steps: 0, skipped: 0, entropy: 0 };
+  const sum = {
+    pgLoss: 0,
+    entropyLoss: 0,
+    klLoss: 0,
+    gradNorm: 0,
+    clip: 0,
+    dual: 0,
+    kl: 0,
+    tokens: 0,
+    steps: 0,
+    skipped: 0,
+    entropy: 0,
+  };
   for (const mini of miniBatches(tokens.B, schedule)) {
     const norm: AggNorm = aggNorm(takeRows(tokens.lossMask, mini, T), mini.length, T, schedule.horizon);
     if (norm.tokens === 0) continue;
@@ -136,7 +161,9 @@ export interface CriticUpdateStats {
   skipped: number;
 }
 
-/** The critic update: clipped value loss toward `returns`, around the pre-update `values`, same batching as the actor. */
+/**
+ * The critic update: clipped value loss toward `returns`, around the pre-update `values`, same batching as the actor.
+ */
 export async function updateCritic(
   engine: TrainableEngine,
   data: UpdateBatch,

@@ -20,7 +20,13 @@ export interface Validation {
  * Roll out the validation set once; null when `env.val` is empty. Agent entries run through a gateway of their own
  * with validation sampling, their groups seeded after the built-in envs' (`seed.val + g`), the same every validation.
  */
-export async function validate(config: RagenConfig, engine: Engine, tokenizer: Tokenizer, agent: AgentConfig, log?: (line: string) => void): Promise<Validation | null> {
+export async function validate(
+  config: RagenConfig,
+  engine: Engine,
+  tokenizer: Tokenizer,
+  agent: AgentConfig,
+  log?: (line: string) => void,
+): Promise<Validation | null> {
   const t0 = performance.now();
   const batch = await validationBatch(config, engine, tokenizer, agent, log);
   if (!batch) return null;
@@ -32,9 +38,16 @@ export async function validate(config: RagenConfig, engine: Engine, tokenizer: T
 
 /**
  * The episodes of one validation (built-in tags, then agent entries, as `validate` runs them); null when `env.val` is
- * empty. When agent episodes fail, `log` gets one line: the first failure (status, exit, stderr tail) and how many more.
+ * empty. When agent episodes fail, `log` gets one line: the first failure (status, exit, stderr tail) and how many
+ * more.
  */
-export async function validationBatch(config: RagenConfig, engine: Engine, tokenizer: Tokenizer, agent: AgentConfig, log?: (line: string) => void): Promise<RolloutBatch | null> {
+export async function validationBatch(
+  config: RagenConfig,
+  engine: Engine,
+  tokenizer: Tokenizer,
+  agent: AgentConfig,
+  log?: (line: string) => void,
+): Promise<RolloutBatch | null> {
   if (config.env.val.length === 0) return null;
   const groups = tagEntries(config, 'val').length > 0 ? new EnvGroups(envGroupsOptions(config, 'val')) : null;
   const gateway = agentEntries(config, 'val').length > 0 ? await openGateway(config, engine, tokenizer, 'val') : null;
@@ -45,11 +58,18 @@ export async function validationBatch(config: RagenConfig, engine: Engine, token
       batches.push(await rollout({ groups, policy, tokenizer, agent }));
     }
     if (gateway) {
-      const plan = { seedBase: config.seed.val + (groups?.nGroups ?? 0), samplingSeed: config.seed.val, idPrefix: 'val' }; // ids need only be unique within this gateway
+      const plan = {
+        seedBase: config.seed.val + (groups?.nGroups ?? 0),
+        samplingSeed: config.seed.val,
+        idPrefix: 'val',
+      }; // ids need only be unique within this gateway
       const failures: string[] = [];
       const agents = await agentBatches(gateway, config, 'val', plan, (line) => failures.push(line));
       batches.push(...agents.batches);
-      if (failures.length > 0) log?.(`validation: ${failures[0]}${failures.length > 1 ? ` (and ${failures.length - 1} more failed episode(s))` : ''}`);
+      if (failures.length > 0)
+        log?.(
+          `validation: ${failures[0]}${failures.length > 1 ? ` (and ${failures.length - 1} more failed episode(s))` : ''}`,
+        );
       const refused = gatewayRefusals(gatewayMetrics(agents.outcomes, agents.unauthorized));
       if (refused) log?.(`validation: ${refused}`);
     }

@@ -33,8 +33,14 @@ export interface Exposure {
 export function checkExposure(e: Exposure): string | undefined {
   if (isLoopback(e.host) || e.secret?.given) return undefined;
   const where = e.port ? `${e.host}:${e.port}` : e.host;
-  if (e.insecure === undefined) throw new UsageError(`${e.server} listens on loopback only (127.0.0.1), not on \`${e.host}\`.`);
-  if (e.insecure) return `${e.server}: listening on ${where} with --insecure and no ${e.secret?.noun ?? 'access control'}: anyone who can reach this address can use it.`;
-  const fix = e.secret ? `set ${e.secret.how}, or pass --insecure on a trusted network` : 'pass --insecure on a trusted network (or keep 127.0.0.1 and reach it through an SSH tunnel)';
-  throw new UsageError(`${e.server} would listen on ${e.host}, beyond loopback, with no ${e.secret?.noun ?? 'access control'}: anyone who can reach the port could use it; ${fix}.`);
+  if (e.insecure === undefined)
+    throw new UsageError(`${e.server} listens on loopback only (127.0.0.1), not on \`${e.host}\`.`);
+  if (e.insecure)
+    return `${e.server}: listening on ${where} with --insecure and no ${e.secret?.noun ?? 'access control'}: anyone who can reach this address can use it.`;
+  const fix = e.secret
+    ? `set ${e.secret.how}, or pass --insecure on a trusted network`
+    : 'pass --insecure on a trusted network (or keep 127.0.0.1 and reach it through an SSH tunnel)';
+  throw new UsageError(
+    `${e.server} would listen on ${e.host}, beyond loopback, with no ${e.secret?.noun ?? 'access control'}: anyone who can reach the port could use it; ${fix}.`,
+  );
 }

@@ -22,20 +22,26 @@ describe('fileSystemError', () => {
       })();
       expect(err).toBeInstanceOf(FileSystemError);
       expect((err as FileSystemError).code).toBe('ERR_FS_FILE_TOO_LARGE');
-      expect((err as Error).message).toMatch(/^could not read the optimizer state: `.*big\.safetensors`: the file is over 2 GiB.*\(ERR_FS_FILE_TOO_LARGE\); .*\.$/);
+      expect((err as Error).message).toMatch(
+        /^could not read the optimizer state: `.*big\.safetensors`: the file is over 2 GiB.*\(ERR_FS_FILE_TOO_LARGE\); .*\.$/,
+      );
       expect((err as Error).message).not.toContain('\n');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
   });
 
-  it('maps errno codes with digits and Node\'s other ERR_FS_ codes, and leaves other errors alone', () => {
+  it("maps errno codes with digits and Node's other ERR_FS_ codes, and leaves other errors alone", () => {
     const e2big = Object.assign(new Error('E2BIG: argument list too long'), { code: 'E2BIG' });
     expect(fileSystemError(e2big, 'write', '/x')).toBeInstanceOf(FileSystemError);
-    const cp = Object.assign(new Error('Cannot overwrite directory /a with non-directory /b'), { code: 'ERR_FS_CP_DIR_TO_NON_DIR' });
+    const cp = Object.assign(new Error('Cannot overwrite directory /a with non-directory /b'), {
+      code: 'ERR_FS_CP_DIR_TO_NON_DIR',
+    });
     const mapped = fileSystemError(cp, 'copy the checkpoint', '/b') as FileSystemError;
     expect(mapped).toBeInstanceOf(FileSystemError);
-    expect(mapped.message).toBe('could not copy the checkpoint: `/b`: Cannot overwrite directory /a with non-directory /b (ERR_FS_CP_DIR_TO_NON_DIR); check the path and the disk.');
+    expect(mapped.message).toBe(
+      'could not copy the checkpoint: `/b`: Cannot overwrite directory /a with non-directory /b (ERR_FS_CP_DIR_TO_NON_DIR); check the path and the disk.',
+    );
     const notFs = Object.assign(new TypeError('bad arg'), { code: 'ERR_INVALID_ARG_TYPE' });
     expect(fileSystemError(notFs, 'read', '/x')).toBe(notFs);
   });

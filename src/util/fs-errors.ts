@@ -26,9 +26,15 @@ const REASONS: Record<string, [reason: string, fix: string]> = {
   EMFILE: ['too many files are open', 'raise the open-file limit (ulimit -n)'],
   EIO: ['the device reported an I/O error', 'check the disk'],
   // Node's own codes (not errno) on the same paths: a whole-file read past 2 GiB, a string or buffer past V8's limits.
-  ERR_FS_FILE_TOO_LARGE: ['the file is over 2 GiB, more than Node reads into one buffer', 'read it in pieces (this is a bug in ragen-ts: please report it)'],
+  ERR_FS_FILE_TOO_LARGE: [
+    'the file is over 2 GiB, more than Node reads into one buffer',
+    'read it in pieces (this is a bug in ragen-ts: please report it)',
+  ],
   ERR_STRING_TOO_LONG: ['the file is too large to read as one string', 'check that it is the file you meant'],
-  ERR_BUFFER_TOO_LARGE: ['the data is larger than the largest buffer Node can make', 'check that it is the file you meant'],
+  ERR_BUFFER_TOO_LARGE: [
+    'the data is larger than the largest buffer Node can make',
+    'check that it is the file you meant',
+  ],
   ERR_FS_EISDIR: ['it is a folder where a file is needed', 'check the path'],
 };
 
@@ -39,7 +45,13 @@ const REASONS: Record<string, [reason: string, fix: string]> = {
 export function isErrnoError(err: unknown): err is NodeJS.ErrnoException {
   if (!(err instanceof Error)) return false;
   const code = (err as NodeJS.ErrnoException).code;
-  return typeof code === 'string' && (/^E[A-Z0-9]+$/.test(code) || /^ERR_FS_[A-Z_]+$/.test(code) || code === 'ERR_STRING_TOO_LONG' || code === 'ERR_BUFFER_TOO_LARGE');
+  return (
+    typeof code === 'string' &&
+    (/^E[A-Z0-9]+$/.test(code) ||
+      /^ERR_FS_[A-Z_]+$/.test(code) ||
+      code === 'ERR_STRING_TOO_LONG' ||
+      code === 'ERR_BUFFER_TOO_LARGE')
+  );
 }
 
 /**
@@ -51,7 +63,11 @@ export function fileSystemError(err: unknown, action: string, path?: string): un
   const where = err.path ?? path ?? '?';
   const [reason, fix] = REASONS[err.code!] ?? [err.message, 'check the path and the disk'];
   const at = path && err.path && path !== err.path ? ` (for \`${path}\`)` : '';
-  return new FileSystemError(`could not ${action}: \`${where}\`${at}: ${reason} (${err.code}); ${fix}.`, err.code!, where);
+  return new FileSystemError(
+    `could not ${action}: \`${where}\`${at}: ${reason} (${err.code}); ${fix}.`,
+    err.code!,
+    where,
+  );
 }
 
 /** Run `fn`; an errno error it throws comes out as a FileSystemError about `path`. */

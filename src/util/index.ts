@@ -2,7 +2,16 @@
 export { Rng } from './rng.js';
 export { assert, assertNever } from './assert.js';
 export { editDistance, nearest, didYouMean, suggestions } from './suggest.js';
-export { RagenError, ConfigError, EnvNotFoundError, ResetNeededError, ShapeError, CheckpointError, UsageError, TrackingError } from './errors.js';
+export {
+  RagenError,
+  ConfigError,
+  EnvNotFoundError,
+  ResetNeededError,
+  ShapeError,
+  CheckpointError,
+  UsageError,
+  TrackingError,
+} from './errors.js';
 export { FileSystemError, fileSystemError, isErrnoError, withFileErrors } from './fs-errors.js';
 export { makeDir, writeFileAt, checkCreatable, pseudoFilesystemOf, existingAncestor, withSetting } from './make-dir.js';
 export { HOST_PORT, freePort } from './host-port.js';

@@ -30,8 +30,12 @@ describe('makeDir', () => {
   it('refuses paths under /proc and /sys at once, naming the pseudo filesystem and the setting', () => {
     const t0 = performance.now();
     const proc = errorOf(() => makeDir('/proc/ragen-x/y', 'create the run directory', 'logging.runDir'));
-    expect(proc.message).toBe('could not create the run directory: `/proc/ragen-x/y` is under `/proc`, a proc pseudo filesystem of the kernel, which holds no user files; point logging.runDir at a folder on a disk.');
-    expect(errorOf(() => checkCreatable('/sys/ragen-x', 'create it')).message).toMatch(/under `\/sys`, a sysfs pseudo filesystem/);
+    expect(proc.message).toBe(
+      'could not create the run directory: `/proc/ragen-x/y` is under `/proc`, a proc pseudo filesystem of the kernel, which holds no user files; point logging.runDir at a folder on a disk.',
+    );
+    expect(errorOf(() => checkCreatable('/sys/ragen-x', 'create it')).message).toMatch(
+      /under `\/sys`, a sysfs pseudo filesystem/,
+    );
     expect(performance.now() - t0).toBeLessThan(1000);
   });
 
@@ -41,17 +45,21 @@ describe('makeDir', () => {
     expect(errorOf(() => makeDir(join(file, 'run'), 'create it')).code).toBe('ENOTDIR');
   });
 
-  it.runIf(canMount)('names a read-only mount (EROFS), not ENOENT as Node\'s recursive mkdir does (needs tmpfs mounts)', () => {
-    const ro = mountTmpfs('ro,size=64k')!;
-    try {
-      for (const path of [join(ro, 'run'), join(ro, 'a', 'b', 'run')]) {
-        const err = errorOf(() => makeDir(path, 'create the run directory', 'logging.runDir'));
-        expect(err.code).toBe('EROFS');
-        expect(err.message).toBe(`could not create the run directory: \`${ro}\` (for \`${path}\`): the filesystem is read-only (EROFS); point logging.runDir at a writable folder on a disk with free space.`);
+  it.runIf(canMount)(
+    "names a read-only mount (EROFS), not ENOENT as Node's recursive mkdir does (needs tmpfs mounts)",
+    () => {
+      const ro = mountTmpfs('ro,size=64k')!;
+      try {
+        for (const path of [join(ro, 'run'), join(ro, 'a', 'b', 'run')]) {
+          const err = errorOf(() => makeDir(path, 'create the run directory', 'logging.runDir'));
+          expect(err.code).toBe('EROFS');
+          expect(err.message).toBe(
+            `could not create the run directory: \`${ro}\` (for \`${path}\`): the filesystem is read-only (EROFS); point logging.runDir at a writable folder on a disk with free space.`,
+          );
+        }
+      } finally {
+        unmount(ro);
       }
-    } finally {
-      unmount(ro);
-    }
-  });
-
+    },
+  );
 });

@@ -65,10 +65,15 @@ export function checkCreatable(path: string, action: string, setting?: string): 
   const fs = pseudoFilesystemOf(base);
   if (fs !== undefined) {
     const fix = setting ? `point ${setting} at a folder on a disk` : 'choose a folder on a disk';
-    throw new FileSystemError(`could not ${action}: \`${path}\` is under \`${base}\`, a ${fs} pseudo filesystem of the kernel, which holds no user files; ${fix}.`, 'EPSEUDOFS', path);
+    throw new FileSystemError(
+      `could not ${action}: \`${path}\` is under \`${base}\`, a ${fs} pseudo filesystem of the kernel, which holds no user files; ${fix}.`,
+      'EPSEUDOFS',
+      path,
+    );
   }
   try {
-    if (!statSync(base).isDirectory()) throw Object.assign(new Error(`ENOTDIR: not a directory, '${base}'`), { code: 'ENOTDIR', path: base });
+    if (!statSync(base).isDirectory())
+      throw Object.assign(new Error(`ENOTDIR: not a directory, '${base}'`), { code: 'ENOTDIR', path: base });
     if (base !== target) accessSync(base, constants.W_OK); // EROFS on a read-only mount, EACCES without permission
   } catch (err) {
     throw withSetting(fileSystemError(err, action, path), setting);
@@ -76,7 +81,9 @@ export function checkCreatable(path: string, action: string, setting?: string): 
   return base;
 }
 
-/** Create folder `path` and its missing parents (like `mkdir -p`) after `checkCreatable`, never hanging; same errors. */
+/**
+ * Create folder `path` and its missing parents (like `mkdir -p`) after `checkCreatable`, never hanging; same errors.
+ */
 export function makeDir(path: string, action: string, setting?: string): void {
   const target = resolve(path);
   const base = checkCreatable(path, action, setting);
@@ -103,8 +110,16 @@ export function writeFileAt(path: string, data: string | Uint8Array, action: str
   }
 }
 
-/** `err` with its fix naming `setting` when the fault is the disk's (full, quota, read-only): the generic fix names logging.runsDir. */
+/**
+ * `err` with its fix naming `setting` when the fault is the disk's (full, quota, read-only): the generic fix names
+ * logging.runsDir.
+ */
 export function withSetting(err: unknown, setting: string | undefined): unknown {
-  if (!(err instanceof FileSystemError) || setting === undefined || !['ENOSPC', 'EDQUOT', 'EROFS'].includes(err.code)) return err;
-  return new FileSystemError(err.message.replace(/; [^;]*$/, `; point ${setting} at a writable folder on a disk with free space.`), err.code, err.path);
+  if (!(err instanceof FileSystemError) || setting === undefined || !['ENOSPC', 'EDQUOT', 'EROFS'].includes(err.code))
+    return err;
+  return new FileSystemError(
+    err.message.replace(/; [^;]*$/, `; point ${setting} at a writable folder on a disk with free space.`),
+    err.code,
+    err.path,
+  );
 }

@@ -3,11 +3,13 @@ import { Rng } from './rng.js';
 
 describe('Rng', () => {
   test('the same seed gives the same sequence', () => {
-    const a = new Rng(42), b = new Rng(42);
+    const a = new Rng(42),
+      b = new Rng(42);
     for (let i = 0; i < 100; i++) expect(a.nextUint32()).toBe(b.nextUint32());
   });
   test('different seeds give different sequences', () => {
-    const a = new Rng(1), b = new Rng(2);
+    const a = new Rng(1),
+      b = new Rng(2);
     expect([a.nextUint32(), a.nextUint32()]).not.toEqual([b.nextUint32(), b.nextUint32()]);
   });
   test('seeds above 2^32 are distinct from their low 32 bits', () => {

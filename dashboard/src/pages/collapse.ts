@@ -37,7 +37,11 @@ export function regimeOf(mi: number, hzx: number, baseMi: number, baseH: number)
 }
 
 const SVG = 'http://www.w3.org/2000/svg';
-function s<K extends keyof SVGElementTagNameMap>(tag: K, attrs: Record<string, string | number>, text?: string): SVGElementTagNameMap[K] {
+function s<K extends keyof SVGElementTagNameMap>(
+  tag: K,
+  attrs: Record<string, string | number>,
+  text?: string,
+): SVGElementTagNameMap[K] {
   const el = document.createElementNS(SVG, tag);
   for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, String(v));
   if (text !== undefined) el.textContent = text;
@@ -47,16 +51,44 @@ function s<K extends keyof SVGElementTagNameMap>(tag: K, attrs: Record<string, s
 /** SVG scatter of (Ĥ(Z|X), Î) per diagnostic step, a path in step order, quadrant lines through the first step. */
 function regimePicture(run: RunDetail): HTMLElement {
   const pts = run.metrics
-    .filter((r) => Number.isFinite(r['collapse/mi_estimate']) && Number.isFinite(r['collapse/conditional_entropy']) && r['collapse/mi_estimate'] !== null)
+    .filter(
+      (r) =>
+        Number.isFinite(r['collapse/mi_estimate']) &&
+        Number.isFinite(r['collapse/conditional_entropy']) &&
+        r['collapse/mi_estimate'] !== null,
+    )
     .map((r) => ({ step: r['step']!, mi: r['collapse/mi_estimate']!, h: r['collapse/conditional_entropy']! }));
-  const box = h('figure', { class: 'regimes', id: 'regimes' }, h('figcaption', {}, 'Reasoning regimes (RAGEN-2): cross-input distinguishability Î(X;Z) against within-input diversity Ĥ(Z|X)'));
+  const box = h(
+    'figure',
+    { class: 'regimes', id: 'regimes' },
+    h(
+      'figcaption',
+      {},
+      'Reasoning regimes (RAGEN-2): cross-input distinguishability Î(X;Z) against within-input diversity Ĥ(Z|X)',
+    ),
+  );
   if (pts.length === 0) {
-    box.append(h('p', { class: 'empty' }, 'No collapse diagnostics logged yet (trainer.collapse.every sets how often they run).'));
+    box.append(
+      h(
+        'p',
+        { class: 'empty' },
+        'No collapse diagnostics logged yet (trainer.collapse.every sets how often they run).',
+      ),
+    );
     return box;
   }
-  const W = 520, H = 360, L = 60, B = 44, T = 14, R = 14;
-  const xs = pts.map((p) => p.h), ys = pts.map((p) => p.mi);
-  const pad = (lo: number, hi: number) => { const d = (hi - lo) || Math.abs(hi) || 1; return [lo - 0.15 * d, hi + 0.15 * d] as const; };
+  const W = 520,
+    H = 360,
+    L = 60,
+    B = 44,
+    T = 14,
+    R = 14;
+  const xs = pts.map((p) => p.h),
+    ys = pts.map((p) => p.mi);
+  const pad = (lo: number, hi: number) => {
+    const d = hi - lo || Math.abs(hi) || 1;
+    return [lo - 0.15 * d, hi + 0.15 * d] as const;
+  };
   const [x0, x1] = pad(Math.min(...xs), Math.max(...xs));
   const [y0, y1] = pad(Math.min(...ys), Math.max(...ys));
   const X = (v: number) => L + ((v - x0) / (x1 - x0)) * (W - L - R);
@@ -72,21 +104,44 @@ function regimePicture(run: RunDetail): HTMLElement {
     s('text', { x: W - R - 4, y: H - B - 6, 'text-anchor': 'end', class: 'quad bad' }, 'template collapse'),
     s('text', { x: L + 4, y: H - B - 6, class: 'quad bad' }, 'low-entropy collapse'),
     s('text', { x: (L + W - R) / 2, y: H - 8, 'text-anchor': 'middle' }, 'Ĥ(Z|X): within-input diversity (nats/token)'),
-    s('text', { x: 14, y: (T + H - B) / 2, transform: `rotate(-90 14 ${(T + H - B) / 2})`, 'text-anchor': 'middle' }, 'Î(X;Z): cross-input distinguishability'),
+    s(
+      'text',
+      { x: 14, y: (T + H - B) / 2, transform: `rotate(-90 14 ${(T + H - B) / 2})`, 'text-anchor': 'middle' },
+      'Î(X;Z): cross-input distinguishability',
+    ),
     s('text', { x: L, y: H - B + 14, 'text-anchor': 'middle', class: 'tick' }, fmt(x0)),
     s('text', { x: W - R, y: H - B + 14, 'text-anchor': 'end', class: 'tick' }, fmt(x1)),
     s('text', { x: L - 4, y: H - B, 'text-anchor': 'end', class: 'tick' }, fmt(y0)),
     s('text', { x: L - 4, y: T + 8, 'text-anchor': 'end', class: 'tick' }, fmt(y1)),
-    s('polyline', { points: pts.map((p) => `${X(p.h)},${Y(p.mi)}`).join(' '), fill: 'none', stroke: '#888', 'stroke-width': 1 }),
+    s('polyline', {
+      points: pts.map((p) => `${X(p.h)},${Y(p.mi)}`).join(' '),
+      fill: 'none',
+      stroke: '#888',
+      'stroke-width': 1,
+    }),
   );
   pts.forEach((p, i) => {
     const t = pts.length > 1 ? i / (pts.length - 1) : 1;
-    const c = s('circle', { cx: X(p.h), cy: Y(p.mi), r: 4, fill: `hsl(210, 80%, ${75 - 50 * t}%)`, stroke: '#333', 'stroke-width': 0.5 });
+    const c = s('circle', {
+      cx: X(p.h),
+      cy: Y(p.mi),
+      r: 4,
+      fill: `hsl(210, 80%, ${75 - 50 * t}%)`,
+      stroke: '#333',
+      'stroke-width': 0.5,
+    });
     c.append(s('title', {}, `step ${p.step}: Î = ${fmt(p.mi)}, Ĥ(Z|X) = ${fmt(p.h)}`));
     svg.append(c);
   });
   const last = pts.at(-1)!;
-  box.append(svg, h('p', { id: 'regime-now' }, `Step ${last.step}: ${regimeOf(last.mi, last.h, base.mi, base.h)} (quadrants split at step ${base.step}, the first diagnostic step; light to dark = early to late).`));
+  box.append(
+    svg,
+    h(
+      'p',
+      { id: 'regime-now' },
+      `Step ${last.step}: ${regimeOf(last.mi, last.h, base.mi, base.h)} (quadrants split at step ${base.step}, the first diagnostic step; light to dark = early to late).`,
+    ),
+  );
   return box;
 }
 
@@ -103,8 +158,17 @@ export async function collapsePage(params: URLSearchParams): Promise<Page> {
   const warnings = h('div', {});
   const grid = h('div', { class: 'chart-grid' });
   const grads = h('div', {});
-  const gradChart = new Chart('Task gradient norm per token, by reward-std bucket', 'grad_analysis/<bucket>/per_token/task (before the filter when logged): trainer.gradAnalysis, docs/training.md');
-  el.append(head, problems, h('div', { class: 'collapse-top' }, picture, warnings), grid, h('div', { class: 'collapse-top' }, grads, gradChart.el));
+  const gradChart = new Chart(
+    'Task gradient norm per token, by reward-std bucket',
+    'grad_analysis/<bucket>/per_token/task (before the filter when logged): trainer.gradAnalysis, docs/training.md',
+  );
+  el.append(
+    head,
+    problems,
+    h('div', { class: 'collapse-top' }, picture, warnings),
+    grid,
+    h('div', { class: 'collapse-top' }, grads, gradChart.el),
+  );
   const charts: [Chart, [string, number[]?][]][] = [
     [new Chart('Î(X;Z) mutual information'), [['collapse/mi_estimate'], ['collapse/mi_upper_bound', [4, 4]]]],
     [new Chart('Ĥ(Z|X) and Ĥ(Z)'), [['collapse/conditional_entropy'], ['collapse/reasoning_entropy', [4, 4]]]],
@@ -125,12 +189,30 @@ export async function collapsePage(params: URLSearchParams): Promise<Page> {
     warnings.replaceChildren(
       h('h2', {}, 'Early warnings'),
       markers.length === 0
-        ? h('p', { class: 'muted', id: 'no-warnings' }, 'None fired. Each needs its baseline (10 steps) and window (5 steps) of history first.')
-        : h('table', { id: 'warnings' }, h('tr', {}, h('th', {}, 'step'), h('th', {}, 'warning')), markers.map((m) => h('tr', {}, h('td', {}, m.step), h('td', { style: { color: m.color } }, m.label)))),
+        ? h(
+            'p',
+            { class: 'muted', id: 'no-warnings' },
+            'None fired. Each needs its baseline (10 steps) and window (5 steps) of history first.',
+          )
+        : h(
+            'table',
+            { id: 'warnings' },
+            h('tr', {}, h('th', {}, 'step'), h('th', {}, 'warning')),
+            markers.map((m) => h('tr', {}, h('td', {}, m.step), h('td', { style: { color: m.color } }, m.label))),
+          ),
     );
     for (const [chart, keys] of charts) {
-      const lines: Line[] = keys.map(([k, dash], i) => ({ label: k, points: series(run, k), color: colors[i % colors.length]!, ...(dash ? { dash } : {}) }));
-      chart.update(lines.filter((l) => l.points.length > 0), markers, 0);
+      const lines: Line[] = keys.map(([k, dash], i) => ({
+        label: k,
+        points: series(run, k),
+        color: colors[i % colors.length]!,
+        ...(dash ? { dash } : {}),
+      }));
+      chart.update(
+        lines.filter((l) => l.points.length > 0),
+        markers,
+        0,
+      );
     }
     grads.replaceChildren(gradTable(run));
     gradChart.update(gradLines(run), markers, 0);

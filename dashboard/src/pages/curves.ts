@@ -34,7 +34,13 @@ export function linesOf(runs: readonly RunDetail[], keys: readonly string[]): Li
       if (points.length === 0) return;
       const label = runs.length > 1 ? `${run.summary.name} · ${key}` : key;
       const dash = runs.length > 1 ? DASHES[ki % DASHES.length] : undefined;
-      out.push({ label, key, points, color: PALETTE[(runs.length > 1 ? ri : ki) % PALETTE.length]!, ...(dash ? { dash } : {}) });
+      out.push({
+        label,
+        key,
+        points,
+        color: PALETTE[(runs.length > 1 ? ri : ki) % PALETTE.length]!,
+        ...(dash ? { dash } : {}),
+      });
     }),
   );
   return out;
@@ -44,7 +50,9 @@ export async function curvesPage(params: URLSearchParams): Promise<Page> {
   const ids = (params.get('runs') ?? params.get('run') ?? '').split(',').filter((s) => s !== '');
   const el = h('section', { class: 'curves-page' }, h('h1', {}, 'Curves'));
   if (ids.length === 0) {
-    el.append(errorBox('No run selected: tick runs in the Runs table and press "Compare selected", or click a run name.'));
+    el.append(
+      errorBox('No run selected: tick runs in the Runs table and press "Compare selected", or click a run name.'),
+    );
     return { el, runs: [] };
   }
   const slider = h('input', { type: 'range', min: 0, max: 0.99, step: 0.01, value: 0.6, id: 'smoothing' });
@@ -54,7 +62,18 @@ export async function curvesPage(params: URLSearchParams): Promise<Page> {
   const legend = h('div', { class: 'run-legend' });
   const diff = h('div', {});
   const grid = h('div', { class: 'chart-grid' });
-  el.append(h('div', { class: 'toolbar' }, h('label', {}, 'smoothing ', slider, ' ', sliderValue), h('label', {}, 'add a chart ', extraSel)), legend, problems, diff, grid);
+  el.append(
+    h(
+      'div',
+      { class: 'toolbar' },
+      h('label', {}, 'smoothing ', slider, ' ', sliderValue),
+      h('label', {}, 'add a chart ', extraSel),
+    ),
+    legend,
+    problems,
+    diff,
+    grid,
+  );
   const charts = new Map<string, [Chart, string[]]>();
   let runs: RunDetail[] = [];
 
@@ -68,18 +87,33 @@ export async function curvesPage(params: URLSearchParams): Promise<Page> {
 
   const refresh = async () => {
     runs = await Promise.all(ids.map((id) => api.run(id)));
-    legend.replaceChildren(...runs.map((r, i) => h('span', { class: 'run-chip', style: { borderColor: runs.length > 1 ? PALETTE[i % PALETTE.length] : '#999' } }, `${r.summary.name} (${r.summary.status}, step ${r.summary.lastStep ?? '-'})`)));
+    legend.replaceChildren(
+      ...runs.map((r, i) =>
+        h(
+          'span',
+          { class: 'run-chip', style: { borderColor: runs.length > 1 ? PALETTE[i % PALETTE.length] : '#999' } },
+          `${r.summary.name} (${r.summary.status}, step ${r.summary.lastStep ?? '-'})`,
+        ),
+      ),
+    );
     if (runs.length > 1) {
       const open = diff.querySelector('details')?.open ?? true; // a live refresh keeps the table folded if it was
       diff.replaceChildren(configTable(runs, open));
     }
-    problems.replaceChildren(problemsBox(runs.flatMap((r) => r.problems.map((p) => (runs.length > 1 ? `${r.summary.name}: ${p}` : p)))) ?? '');
+    problems.replaceChildren(
+      problemsBox(runs.flatMap((r) => r.problems.map((p) => (runs.length > 1 ? `${r.summary.name}: ${p}` : p)))) ?? '',
+    );
     const keys = [...new Set(runs.flatMap((r) => [...Object.keys(r.descriptions), ...r.unknownMetrics]))].sort();
     const descriptions = Object.assign({}, ...runs.map((r) => r.descriptions)) as Record<string, string>;
     if (extraSel.options.length !== keys.length + 1) {
-      extraSel.replaceChildren(h('option', { value: '' }, `(${keys.length} metrics)`), ...keys.map((k) => h('option', { value: k, title: descriptions[k] ?? 'not in src/metrics/names.ts' }, k)));
+      extraSel.replaceChildren(
+        h('option', { value: '' }, `(${keys.length} metrics)`),
+        ...keys.map((k) => h('option', { value: k, title: descriptions[k] ?? 'not in src/metrics/names.ts' }, k)),
+      );
     }
-    if (charts.size === 0) for (const [title, ks] of CURVE_GROUPS) addChart(title, ks, ks.map((k) => `${k}: ${descriptions[k] ?? ''}`).join('\n'));
+    if (charts.size === 0)
+      for (const [title, ks] of CURVE_GROUPS)
+        addChart(title, ks, ks.map((k) => `${k}: ${descriptions[k] ?? ''}`).join('\n'));
     else for (const [chart, ks] of charts.values()) chart.update(linesOf(runs, ks), [], weight());
   };
 
@@ -89,7 +123,8 @@ export async function curvesPage(params: URLSearchParams): Promise<Page> {
   });
   extraSel.addEventListener('change', () => {
     const k = extraSel.value;
-    if (k && !charts.has(k)) addChart(k, [k], runs.find((r) => r.descriptions[k])?.descriptions[k] ?? 'not in src/metrics/names.ts');
+    if (k && !charts.has(k))
+      addChart(k, [k], runs.find((r) => r.descriptions[k])?.descriptions[k] ?? 'not in src/metrics/names.ts');
     extraSel.value = '';
   });
   await refresh();
@@ -100,8 +135,27 @@ export async function curvesPage(params: URLSearchParams): Promise<Page> {
 export function configTable(runs: readonly RunDetail[], open = true): HTMLElement {
   const { rows, same } = configDiff(runs.map((r) => r.config));
   const missing = runs.filter((r) => r.config === null).map((r) => r.summary.name);
-  const head = h('tr', {}, h('th', {}, 'config key'), runs.map((r, i) => h('th', { style: { borderTop: `4px solid ${PALETTE[i % PALETTE.length]}` } }, r.summary.name)));
-  const body = rows.map((row) => h('tr', { 'data-key': row.key }, h('td', {}, row.key), row.values.map((v) => h('td', { class: v === undefined ? 'muted' : '' }, v ?? '-'))));
+  const head = h(
+    'tr',
+    {},
+    h('th', {}, 'config key'),
+    runs.map((r, i) => h('th', { style: { borderTop: `4px solid ${PALETTE[i % PALETTE.length]}` } }, r.summary.name)),
+  );
+  const body = rows.map((row) =>
+    h(
+      'tr',
+      { 'data-key': row.key },
+      h('td', {}, row.key),
+      row.values.map((v) => h('td', { class: v === undefined ? 'muted' : '' }, v ?? '-')),
+    ),
+  );
   const note = `${rows.length} key${rows.length === 1 ? '' : 's'} differ, ${same} are the same${missing.length ? `; no config.yaml: ${missing.join(', ')}` : ''}`;
-  return h('details', { class: 'config-diff', open }, h('summary', {}, `Config differences (${note})`), rows.length ? h('table', { id: 'config-diff' }, h('thead', {}, head), h('tbody', {}, body)) : h('p', { class: 'muted' }, 'The configs are identical.'));
+  return h(
+    'details',
+    { class: 'config-diff', open },
+    h('summary', {}, `Config differences (${note})`),
+    rows.length
+      ? h('table', { id: 'config-diff' }, h('thead', {}, head), h('tbody', {}, body))
+      : h('p', { class: 'muted' }, 'The configs are identical.'),
+  );
 }

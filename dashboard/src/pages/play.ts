@@ -1,7 +1,15 @@
 // Agents playing live in the browser: a run's checkpoint is fetched as files, loaded into the WASM tensor engine in
 // this page, and plays one of the run's validation envs turn by turn (envs are TypeScript and run here too). The
 // server only hands out the files; generation, parsing and env steps all run in the browser.
-import { agentConfig, EnvGroups, rollout, stopSettings, type AgentConfig, type Episode, type Policy } from '../../../src/agent/index.js';
+import {
+  agentConfig,
+  EnvGroups,
+  rollout,
+  stopSettings,
+  type AgentConfig,
+  type Episode,
+  type Policy,
+} from '../../../src/agent/index.js';
 import { configFromHF, generate, parseSafetensors, Transformer } from '../../../src/model/index.js';
 import { createWasmBackend, getBackend, useBackend } from '../../../src/tensor/browser.js';
 import { HfTokenizer } from '../../../src/tokenizer/index.js';
@@ -18,30 +26,51 @@ interface Loaded {
 let backendReady: Promise<void> | null = null;
 /** The single-memory WASM kernels (no cross-origin isolation needed), once per page. */
 function initBackend(): Promise<void> {
-  backendReady ??= fetch('/kernels/ragen-single.wasm').then((res) => createWasmBackend(res)).then((be) => useBackend(be));
+  backendReady ??= fetch('/kernels/ragen-single.wasm')
+    .then((res) => createWasmBackend(res))
+    .then((be) => useBackend(be));
   return backendReady;
 }
 
 async function fetchBytes(url: string): Promise<Uint8Array> {
   const res = await fetch(url);
-  if (!res.ok) throw new Error(`${url}: ${((await res.json().catch(() => ({}))) as { error?: string }).error ?? `HTTP ${res.status}`}`);
+  if (!res.ok)
+    throw new Error(
+      `${url}: ${((await res.json().catch(() => ({}))) as { error?: string }).error ?? `HTTP ${res.status}`}`,
+    );
   return new Uint8Array(await res.arrayBuffer());
 }
 
 async function loadCheckpoint(run: RunDetail, step: number): Promise<Loaded> {
   const file = (name: string) => api.fileUrl(run.summary.id, `checkpoints/step-${step}/${name}`);
-  const json = async (name: string) => JSON.parse(new TextDecoder().decode(await fetchBytes(file(name)))) as Record<string, unknown>;
+  const json = async (name: string) =>
+    JSON.parse(new TextDecoder().decode(await fetchBytes(file(name)))) as Record<string, unknown>;
   await initBackend();
-  const [config, weights, tokenizerJson, tokenizerConfig] = await Promise.all([json('config.json'), fetchBytes(file('model.safetensors')), json('tokenizer.json'), json('tokenizer_config.json')]);
-  const model = Transformer.fromWeights(configFromHF(config, 'config.json'), parseSafetensors(weights, 'model.safetensors').weights, `checkpoint step ${step}`);
+  const [config, weights, tokenizerJson, tokenizerConfig] = await Promise.all([
+    json('config.json'),
+    fetchBytes(file('model.safetensors')),
+    json('tokenizer.json'),
+    json('tokenizer_config.json'),
+  ]);
+  const model = Transformer.fromWeights(
+    configFromHF(config, 'config.json'),
+    parseSafetensors(weights, 'model.safetensors').weights,
+    `checkpoint step ${step}`,
+  );
   return { step, model, tokenizer: new HfTokenizer({ tokenizerJson, tokenizerConfig }, `step-${step}`) };
 }
 
 /** The envs the run validates on, with their config (what `ragen eval --run` would play). */
 function playableEnvs(config: Record<string, unknown> | null): { tag: string; config: Record<string, unknown> }[] {
-  const env = (config?.['env'] ?? {}) as { val?: { tag?: string }[]; train?: { tag?: string }[]; config?: Record<string, Record<string, unknown>> };
+  const env = (config?.['env'] ?? {}) as {
+    val?: { tag?: string }[];
+    train?: { tag?: string }[];
+    config?: Record<string, Record<string, unknown>>;
+  };
   // Agent-program entries (`agent`, no `tag`) run outside the browser: only built-in envs are playable.
-  const tags = [...new Set([...(env.val ?? []), ...(env.train ?? [])].flatMap((t) => (t.tag !== undefined ? [t.tag] : [])))];
+  const tags = [
+    ...new Set([...(env.val ?? []), ...(env.train ?? [])].flatMap((t) => (t.tag !== undefined ? [t.tag] : []))),
+  ];
   return tags.map((tag) => ({ tag, config: env.config?.[tag] ?? {} }));
 }
 
@@ -58,30 +87,80 @@ export async function playPage(params: URLSearchParams): Promise<Page> {
   const run = await api.run(id);
   const lora = Number((run.config?.['model'] as { lora?: { rank?: number } } | undefined)?.lora?.rank ?? 0);
   if (run.checkpoints.length === 0) {
-    el.append(errorBox(`${run.summary.name} has no complete checkpoint (checkpoints/step-N/ with config.json, model.safetensors and tokenizer.json); trainer.checkpointEvery sets how often they are written.`));
+    el.append(
+      errorBox(
+        `${run.summary.name} has no complete checkpoint (checkpoints/step-N/ with config.json, model.safetensors and tokenizer.json); trainer.checkpointEvery sets how often they are written.`,
+      ),
+    );
     return { el, runs: [id] };
   }
   if (lora > 0) {
-    el.append(errorBox(`${run.summary.name} trains LoRA adapters (model.lora.rank = ${lora}); the browser player loads full checkpoints only.`));
+    el.append(
+      errorBox(
+        `${run.summary.name} trains LoRA adapters (model.lora.rank = ${lora}); the browser player loads full checkpoints only.`,
+      ),
+    );
     return { el, runs: [id] };
   }
   const envs = playableEnvs(run.config);
   const agentRaw = (run.config?.['agent'] ?? {}) as Partial<AgentConfig>;
-  const valGen = ((run.config?.['generation'] as { val?: { temperature?: number; greedy?: boolean } } | undefined)?.val) ?? {};
-  const stepSel = h('select', { id: 'play-step' }, run.checkpoints.map((s) => h('option', { value: s, selected: s === run.checkpoints.at(-1) }, `checkpoint step ${s}`)));
-  const envSel = h('select', { id: 'play-env' }, envs.map((e) => h('option', { value: e.tag }, e.tag)));
+  const valGen =
+    (run.config?.['generation'] as { val?: { temperature?: number; greedy?: boolean } } | undefined)?.val ?? {};
+  const stepSel = h(
+    'select',
+    { id: 'play-step' },
+    run.checkpoints.map((s) =>
+      h('option', { value: s, selected: s === run.checkpoints.at(-1) }, `checkpoint step ${s}`),
+    ),
+  );
+  const envSel = h(
+    'select',
+    { id: 'play-env' },
+    envs.map((e) => h('option', { value: e.tag }, e.tag)),
+  );
   const seedIn = h('input', { type: 'number', id: 'play-seed', value: 123, style: { width: '6em' } });
-  const tempIn = h('input', { type: 'number', id: 'play-temp', step: 0.1, min: 0, value: valGen.greedy ? 0 : (valGen.temperature ?? 0.5), style: { width: '5em' } });
-  const paceSel = h('select', { id: 'play-pace', title: 'pause before each turn, to watch the board change' }, [0, 300, 1000].map((ms) => h('option', { value: ms, selected: ms === 300 }, ms === 0 ? 'no pause' : `${ms} ms / turn`)));
+  const tempIn = h('input', {
+    type: 'number',
+    id: 'play-temp',
+    step: 0.1,
+    min: 0,
+    value: valGen.greedy ? 0 : (valGen.temperature ?? 0.5),
+    style: { width: '5em' },
+  });
+  const paceSel = h(
+    'select',
+    { id: 'play-pace', title: 'pause before each turn, to watch the board change' },
+    [0, 300, 1000].map((ms) =>
+      h('option', { value: ms, selected: ms === 300 }, ms === 0 ? 'no pause' : `${ms} ms / turn`),
+    ),
+  );
   const playBtn = h('button', { id: 'play-button' }, 'Play an episode');
-  const status = h('p', { id: 'play-status', class: 'muted' }, 'The model runs in this page (WebAssembly); nothing is computed on the server.');
+  const status = h(
+    'p',
+    { id: 'play-status', class: 'muted' },
+    'The model runs in this page (WebAssembly); nothing is computed on the server.',
+  );
   const turns = h('div', { id: 'play-turns' });
   const board = h('pre', { class: 'board', id: 'play-board' });
   el.append(
     h('p', { class: 'muted' }, run.summary.name),
-    h('div', { class: 'toolbar' }, stepSel, envSel, h('label', {}, 'seed ', seedIn), h('label', {}, 'temperature ', tempIn), paceSel, playBtn),
+    h(
+      'div',
+      { class: 'toolbar' },
+      stepSel,
+      envSel,
+      h('label', {}, 'seed ', seedIn),
+      h('label', {}, 'temperature ', tempIn),
+      paceSel,
+      playBtn,
+    ),
     status,
-    h('div', { class: 'play-layout' }, h('div', {}, h('h2', {}, 'Board'), board), h('div', {}, h('h2', {}, 'Turns'), turns)),
+    h(
+      'div',
+      { class: 'play-layout' },
+      h('div', {}, h('h2', {}, 'Board'), board),
+      h('div', {}, h('h2', {}, 'Turns'), turns),
+    ),
   );
   let loaded: Loaded | null = null;
 
@@ -101,24 +180,39 @@ export async function playPage(params: URLSearchParams): Promise<Page> {
       const env = envs.find((e) => e.tag === envSel.value)!;
       const temperature = Number(tempIn.value);
       const seed = Number(seedIn.value);
-      const groups = new EnvGroups({ tags: [{ env: env.tag, nGroups: 1, config: env.config }], groupSize: 1, mode: 'val', seed });
+      const groups = new EnvGroups({
+        tags: [{ env: env.tag, nGroups: 1, config: env.config }],
+        groupSize: 1,
+        mode: 'val',
+        seed,
+      });
       let pending: HTMLElement | null = null;
       const policy: Policy = {
         name: 'model(wasm, browser)',
         async generate(requests, call) {
           const req = requests[0]!;
           board.textContent = req.slot.env.render();
-          pending = h('div', { class: 'turn play-turn', 'data-turn': req.turn }, h('h4', {}, `Turn ${req.turn + 1}`), h('pre', { class: 'observation' }, board.textContent), h('p', { class: 'muted' }, 'thinking...'));
+          pending = h(
+            'div',
+            { class: 'turn play-turn', 'data-turn': req.turn },
+            h('h4', {}, `Turn ${req.turn + 1}`),
+            h('pre', { class: 'observation' }, board.textContent),
+            h('p', { class: 'muted' }, 'thinking...'),
+          );
           turns.append(pending);
           status.textContent = `Turn ${req.turn + 1}: generating...`;
           await new Promise((r) => setTimeout(r, req.turn === 0 ? 0 : Number(paceSel.value)));
-          const out = generate(model, requests.map((r) => r.prompt), {
-            maxNewTokens: agent.maxNewTokens,
-            temperature,
-            ...stopSettings(tokenizer, agent),
-            seed: (Math.imul(seed, 0x9e3779b1) ^ Math.imul(call + 1, 0x85ebca6b)) >>> 0,
-            decode: (ids) => tokenizer.decode(ids),
-          });
+          const out = generate(
+            model,
+            requests.map((r) => r.prompt),
+            {
+              maxNewTokens: agent.maxNewTokens,
+              temperature,
+              ...stopSettings(tokenizer, agent),
+              seed: (Math.imul(seed, 0x9e3779b1) ^ Math.imul(call + 1, 0x85ebca6b)) >>> 0,
+              decode: (ids) => tokenizer.decode(ids),
+            },
+          );
           pending.lastElementChild!.replaceWith(h('pre', { class: 'response' }, tokenizer.decode(out[0]!.tokens)));
           return out;
         },
@@ -134,8 +228,17 @@ export async function playPage(params: URLSearchParams): Promise<Page> {
       episode.turns.forEach((t, i) => {
         const card = turns.children[i];
         card?.append(
-          h('div', { class: 'label' }, 'reasoning'), h('pre', { class: 'think' }, t.think || '(none)'),
-          h('div', { class: 'label' }, 'actions'), h('pre', { class: 'actions' }, t.actions.filter((a) => a.executed).map((a) => a.action).join(' || ') || '(no valid action)'),
+          h('div', { class: 'label' }, 'reasoning'),
+          h('pre', { class: 'think' }, t.think || '(none)'),
+          h('div', { class: 'label' }, 'actions'),
+          h(
+            'pre',
+            { class: 'actions' },
+            t.actions
+              .filter((a) => a.executed)
+              .map((a) => a.action)
+              .join(' || ') || '(no valid action)',
+          ),
           h('p', {}, `reward ${fmt(t.reward)}${t.penalty ? `, format penalty ${fmt(t.penalty)}` : ''}`),
         );
       });

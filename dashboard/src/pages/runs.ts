@@ -6,8 +6,18 @@ import type { Page } from './page.js';
 
 /** Header labels and the summary field each sorts by ('' = not sortable). */
 const COLUMNS: [string, keyof RunSummary | ''][] = [
-  ['', ''], ['run', 'name'], ['name / envs', 'label'], ['algorithm', 'algo'], ['filter', 'filter'], ['seed', 'seed'], ['steps', 'lastStep'],
-  ['val before', 'valBefore'], ['val after', 'valAfter'], ['status', 'status'], ['pages', ''], ['', ''],
+  ['', ''],
+  ['run', 'name'],
+  ['name / envs', 'label'],
+  ['algorithm', 'algo'],
+  ['filter', 'filter'],
+  ['seed', 'seed'],
+  ['steps', 'lastStep'],
+  ['val before', 'valBefore'],
+  ['val after', 'valAfter'],
+  ['status', 'status'],
+  ['pages', ''],
+  ['', ''],
 ];
 
 /** Runs ordered by a field (`-field`: descending); missing values last; '' keeps the server's order (newest first). */
@@ -54,7 +64,31 @@ export async function runsPage(): Promise<Page> {
     compare.setAttribute('href', routeHref('curves', { runs: [...selected].join(',') }));
     compare.classList.toggle('disabled', selected.size === 0);
     table.replaceChildren(
-      h('thead', {}, h('tr', {}, COLUMNS.map(([c, key]) => h('th', key ? { class: 'sortable', title: 'sort', onclick: () => { sortBy = sortBy === key ? `-${key}` : key; draw(); } } : {}, c, key && sortBy === key ? ' ▲' : key && sortBy === `-${key}` ? ' ▼' : '')))),
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          COLUMNS.map(([c, key]) =>
+            h(
+              'th',
+              key
+                ? {
+                    class: 'sortable',
+                    title: 'sort',
+                    onclick: () => {
+                      sortBy = sortBy === key ? `-${key}` : key;
+                      draw();
+                    },
+                  }
+                : {},
+              c,
+              key && sortBy === key ? ' ▲' : key && sortBy === `-${key}` ? ' ▼' : '',
+            ),
+          ),
+        ),
+      ),
       h(
         'tbody',
         {},
@@ -62,7 +96,19 @@ export async function runsPage(): Promise<Page> {
           h(
             'tr',
             { 'data-run': r.id, class: `status-${r.status}` },
-            h('td', {}, h('input', { type: 'checkbox', checked: selected.has(r.id), onchange: (e: Event) => { if ((e.target as HTMLInputElement).checked) selected.add(r.id); else selected.delete(r.id); draw(); } })),
+            h(
+              'td',
+              {},
+              h('input', {
+                type: 'checkbox',
+                checked: selected.has(r.id),
+                onchange: (e: Event) => {
+                  if ((e.target as HTMLInputElement).checked) selected.add(r.id);
+                  else selected.delete(r.id);
+                  draw();
+                },
+              }),
+            ),
             h('td', {}, h('a', { href: routeHref('curves', { runs: r.id }), title: r.path }, r.name)),
             h('td', {}, r.label),
             h('td', {}, r.algo ?? '-'),
@@ -72,8 +118,24 @@ export async function runsPage(): Promise<Page> {
             h('td', { class: 'num' }, fmt(r.valBefore, 'pct')),
             h('td', { class: 'num' }, fmt(r.valAfter, 'pct')),
             h('td', {}, h('span', { class: `badge ${r.status}` }, r.status)),
-            h('td', { class: 'links' }, (['collapse', 'trajectories', 'eval', 'play'] as const).map((p) => h('a', { href: routeHref(p, { run: r.id }) }, p))),
-            h('td', {}, r.problems.length ? h('span', { class: 'warn', title: r.problems.join('\n') }, `⚠ ${r.problems.length} problem${r.problems.length > 1 ? 's' : ''}`) : ''),
+            h(
+              'td',
+              { class: 'links' },
+              (['collapse', 'trajectories', 'eval', 'play'] as const).map((p) =>
+                h('a', { href: routeHref(p, { run: r.id }) }, p),
+              ),
+            ),
+            h(
+              'td',
+              {},
+              r.problems.length
+                ? h(
+                    'span',
+                    { class: 'warn', title: r.problems.join('\n') },
+                    `⚠ ${r.problems.length} problem${r.problems.length > 1 ? 's' : ''}`,
+                  )
+                : '',
+            ),
           ),
         ),
       ),
@@ -87,7 +149,8 @@ export async function runsPage(): Promise<Page> {
     options(statusSel, [...new Set(runs.map((r) => r.status))].sort());
     options(algoSel, [...new Set(runs.map((r) => r.algo).filter((a): a is string => a !== null))].sort());
     draw();
-    if (runs.length === 0) info.textContent = `No runs yet under ${res.roots.join(', ')}: start one with \`ragen train\`; it will appear here.`;
+    if (runs.length === 0)
+      info.textContent = `No runs yet under ${res.roots.join(', ')}: start one with \`ragen train\`; it will appear here.`;
   };
   for (const control of [text, statusSel, algoSel]) control.addEventListener('input', draw);
   await refresh();

@@ -23,7 +23,16 @@ function generatedText(turn: Turn, scale: number): HTMLElement {
     });
   } else {
     // Older records, or a turn not trained on: one colour, the turn's mean advantage.
-    pre.append(h('span', { style: { background: advantageColor(turn.advantage, scale) }, title: `turn advantage ${fmt(turn.advantage)} (mean over the turn's tokens)` }, turn.response));
+    pre.append(
+      h(
+        'span',
+        {
+          style: { background: advantageColor(turn.advantage, scale) },
+          title: `turn advantage ${fmt(turn.advantage)} (mean over the turn's tokens)`,
+        },
+        turn.response,
+      ),
+    );
   }
   return pre;
 }
@@ -32,18 +41,33 @@ function episodeView(e: EpisodeRecord, scale: number): HTMLElement {
   return h(
     'article',
     { class: 'episode', id: 'episode-view', 'data-episode': e.custom_id },
-    h('h3', {}, `${e.custom_id}: ${e.success ? 'success' : 'failure'}, reward ${fmt(e.total_reward)}, score ${fmt(e.score)}, ${e.num_actions} actions, ended ${e.end_reason}${e.kept === false ? ' (group dropped by the filter)' : ''}`),
+    h(
+      'h3',
+      {},
+      `${e.custom_id}: ${e.success ? 'success' : 'failure'}, reward ${fmt(e.total_reward)}, score ${fmt(e.score)}, ${e.num_actions} actions, ended ${e.end_reason}${e.kept === false ? ' (group dropped by the filter)' : ''}`,
+    ),
     e.turns.map((t) =>
       h(
         'div',
         { class: 'turn' },
-        h('h4', {}, `Turn ${t.turn + 1}: reward ${fmt(t.reward)}${t.penalty ? `, penalty ${fmt(t.penalty)}` : ''}, advantage ${fmt(t.advantage)}, ${t.tokens} tokens${t.format_error ? `, format error: ${t.format_error}` : ''}`),
-        h('div', { class: 'cols' },
+        h(
+          'h4',
+          {},
+          `Turn ${t.turn + 1}: reward ${fmt(t.reward)}${t.penalty ? `, penalty ${fmt(t.penalty)}` : ''}, advantage ${fmt(t.advantage)}, ${t.tokens} tokens${t.format_error ? `, format error: ${t.format_error}` : ''}`,
+        ),
+        h(
+          'div',
+          { class: 'cols' },
           h('div', {}, h('div', { class: 'label' }, 'observation'), h('pre', { class: 'observation' }, t.observation)),
-          h('div', {},
-            h('div', { class: 'label' }, 'generated (colour = advantage)'), generatedText(t, scale),
-            h('div', { class: 'label' }, 'reasoning'), h('pre', { class: 'think' }, t.think || '(none)'),
-            h('div', { class: 'label' }, 'actions'), h('pre', { class: 'actions' }, t.actions.length ? t.actions.join(' || ') : '(no valid action)'),
+          h(
+            'div',
+            {},
+            h('div', { class: 'label' }, 'generated (colour = advantage)'),
+            generatedText(t, scale),
+            h('div', { class: 'label' }, 'reasoning'),
+            h('pre', { class: 'think' }, t.think || '(none)'),
+            h('div', { class: 'label' }, 'actions'),
+            h('pre', { class: 'actions' }, t.actions.length ? t.actions.join(' || ') : '(no valid action)'),
           ),
         ),
       ),
@@ -62,7 +86,9 @@ export async function trajectoriesPage(params: URLSearchParams): Promise<Page> {
   const evalFile = params.get('file');
   const steps = run.rolloutSteps;
   const step = params.has('step') ? Number(params.get('step')) : steps.at(-1);
-  const stepSel = h('select', { id: 'step-select' },
+  const stepSel = h(
+    'select',
+    { id: 'step-select' },
     steps.map((s) => h('option', { value: `step:${s}`, selected: !evalFile && s === step }, `step ${s}`)),
     run.evalFiles.map((f) => h('option', { value: `eval:${f}`, selected: evalFile === f }, `eval/${f}`)),
   );
@@ -72,12 +98,26 @@ export async function trajectoriesPage(params: URLSearchParams): Promise<Page> {
   });
   const envSel = h('select', { id: 'env-search' }, h('option', { value: '' }, 'any env'));
   const seedIn = h('input', { type: 'number', placeholder: 'seed', id: 'seed-search' });
-  const outcomeSel = h('select', { id: 'outcome-search' }, h('option', { value: '' }, 'any outcome'), h('option', { value: 'success' }, 'success'), h('option', { value: 'failure' }, 'failure'));
+  const outcomeSel = h(
+    'select',
+    { id: 'outcome-search' },
+    h('option', { value: '' }, 'any outcome'),
+    h('option', { value: 'success' }, 'success'),
+    h('option', { value: 'failure' }, 'failure'),
+  );
   const list = h('div', { class: 'group-list', id: 'group-list' });
   const detail = h('div', { class: 'episode-detail' });
-  el.append(h('p', { class: 'muted' }, run.summary.name), h('div', { class: 'toolbar' }, stepSel, envSel, seedIn, outcomeSel));
+  el.append(
+    h('p', { class: 'muted' }, run.summary.name),
+    h('div', { class: 'toolbar' }, stepSel, envSel, seedIn, outcomeSel),
+  );
   if (steps.length === 0 && run.evalFiles.length === 0) {
-    el.append(problemsBox(run.problems) ?? '', errorBox('This run has no rollouts/step-N.jsonl and no eval/*.jsonl yet (logging.rolloutsEvery sets how often rollouts are saved).'));
+    el.append(
+      problemsBox(run.problems) ?? '',
+      errorBox(
+        'This run has no rollouts/step-N.jsonl and no eval/*.jsonl yet (logging.rolloutsEvery sets how often rollouts are saved).',
+      ),
+    );
     return { el, runs: [id] };
   }
   const file = evalFile ? await api.evalFile(id, evalFile) : await api.rollouts(id, step!);
@@ -85,14 +125,40 @@ export async function trajectoriesPage(params: URLSearchParams): Promise<Page> {
   const episodes = file.episodes;
   envSel.append(...[...new Set(episodes.map((e) => e.env))].map((e) => h('option', { value: e }, e)));
   // One colour scale per file: the largest |advantage| of any token (or turn, for records without per-token values).
-  const scale = Math.max(1e-6, ...episodes.flatMap((e) => e.turns.flatMap((t) => [Math.abs(t.advantage ?? 0), ...(t.token_advantages ?? []).map(Math.abs)])));
+  const scale = Math.max(
+    1e-6,
+    ...episodes.flatMap((e) =>
+      e.turns.flatMap((t) => [Math.abs(t.advantage ?? 0), ...(t.token_advantages ?? []).map(Math.abs)]),
+    ),
+  );
   let shown: EpisodeRecord | undefined;
   const swatch = (a: number) => h('span', { class: 'swatch', style: { background: advantageColor(a, scale) } }, fmt(a));
-  el.insertBefore(h('p', { class: 'legend', id: 'advantage-legend' }, 'advantage colour: ', swatch(-scale), ' ', swatch(-scale / 2), ' ', swatch(0), ' ', swatch(scale / 2), ' ', swatch(scale)), el.lastElementChild);
+  el.insertBefore(
+    h(
+      'p',
+      { class: 'legend', id: 'advantage-legend' },
+      'advantage colour: ',
+      swatch(-scale),
+      ' ',
+      swatch(-scale / 2),
+      ' ',
+      swatch(0),
+      ' ',
+      swatch(scale / 2),
+      ' ',
+      swatch(scale),
+    ),
+    el.lastElementChild,
+  );
 
   const draw = () => {
     const seed = seedIn.value === '' ? null : Number(seedIn.value);
-    const match = episodes.filter((e) => (!envSel.value || e.env === envSel.value) && (seed === null || e.seed === seed) && (!outcomeSel.value || (outcomeSel.value === 'success') === e.success));
+    const match = episodes.filter(
+      (e) =>
+        (!envSel.value || e.env === envSel.value) &&
+        (seed === null || e.seed === seed) &&
+        (!outcomeSel.value || (outcomeSel.value === 'success') === e.success),
+    );
     const groups = new Map<string, EpisodeRecord[]>();
     for (const e of match) {
       const key = `${e.env} · seed ${e.seed} · group ${e.group}`;
@@ -101,10 +167,39 @@ export async function trajectoriesPage(params: URLSearchParams): Promise<Page> {
     list.replaceChildren(
       h('p', { class: 'muted' }, `${match.length} of ${episodes.length} episodes in ${groups.size} groups`),
       ...[...groups].map(([key, eps]) =>
-        h('details', { open: groups.size <= 8, class: 'group' },
-          h('summary', {}, `${key}: ${eps.filter((e) => e.success).length}/${eps.length} succeeded${eps[0]!.kept === false ? ', dropped' : ''}`),
-          h('ul', {}, eps.map((e) => h('li', {}, h('a', { href: '#', 'data-episode': e.custom_id, class: e === shown ? 'active' : undefined, onclick: (ev: Event) => { ev.preventDefault(); shown = e; detail.replaceChildren(episodeView(e, scale)); draw(); } },
-            `member ${e.member}: ${e.success ? '✓' : '✗'} reward ${fmt(e.total_reward)}`)))),
+        h(
+          'details',
+          { open: groups.size <= 8, class: 'group' },
+          h(
+            'summary',
+            {},
+            `${key}: ${eps.filter((e) => e.success).length}/${eps.length} succeeded${eps[0]!.kept === false ? ', dropped' : ''}`,
+          ),
+          h(
+            'ul',
+            {},
+            eps.map((e) =>
+              h(
+                'li',
+                {},
+                h(
+                  'a',
+                  {
+                    href: '#',
+                    'data-episode': e.custom_id,
+                    class: e === shown ? 'active' : undefined,
+                    onclick: (ev: Event) => {
+                      ev.preventDefault();
+                      shown = e;
+                      detail.replaceChildren(episodeView(e, scale));
+                      draw();
+                    },
+                  },
+                  `member ${e.member}: ${e.success ? '✓' : '✗'} reward ${fmt(e.total_reward)}`,
+                ),
+              ),
+            ),
+          ),
         ),
       ),
     );
@@ -119,8 +214,10 @@ export async function trajectoriesPage(params: URLSearchParams): Promise<Page> {
     const now = await api.run(id);
     const have = new Set([...stepSel.options].map((o) => o.value));
     const firstEval = [...stepSel.options].find((o) => o.value.startsWith('eval:')) ?? null;
-    for (const s of now.rolloutSteps) if (!have.has(`step:${s}`)) stepSel.insertBefore(h('option', { value: `step:${s}` }, `step ${s}`), firstEval);
-    for (const f of now.evalFiles) if (!have.has(`eval:${f}`)) stepSel.append(h('option', { value: `eval:${f}` }, `eval/${f}`));
+    for (const s of now.rolloutSteps)
+      if (!have.has(`step:${s}`)) stepSel.insertBefore(h('option', { value: `step:${s}` }, `step ${s}`), firstEval);
+    for (const f of now.evalFiles)
+      if (!have.has(`eval:${f}`)) stepSel.append(h('option', { value: `eval:${f}` }, `eval/${f}`));
   };
   return { el, runs: [id], refresh };
 }

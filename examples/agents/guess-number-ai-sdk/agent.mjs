@@ -7,7 +7,9 @@ import { GUESS_TOOL, MAX_GUESSES, PROMPT, answer, secretOf } from './task.mjs';
 
 const seed = Number(process.env.RAGEN_SEED);
 if (!Number.isSafeInteger(seed)) {
-  console.error(`RAGEN_SEED must be an integer, got ${JSON.stringify(process.env.RAGEN_SEED)}; run this agent through the gateway (docs/agents.md).`);
+  console.error(
+    `RAGEN_SEED must be an integer, got ${JSON.stringify(process.env.RAGEN_SEED)}; run this agent through the gateway (docs/agents.md).`,
+  );
   process.exit(2);
 }
 const secret = secretOf(seed);
@@ -45,5 +47,8 @@ try {
   console.error(`episode ${process.env.RAGEN_EPISODE}: ${err.name}: ${err.message}`);
 }
 
-const res = await fetch(process.env.RAGEN_REWARD_URL, { method: 'POST', body: JSON.stringify({ reward: found ? 1 : 0 }) });
+const res = await fetch(process.env.RAGEN_REWARD_URL, {
+  method: 'POST',
+  body: JSON.stringify({ reward: found ? 1 : 0 }),
+});
 if (!res.ok) throw new Error(`reporting the reward failed: ${res.status} ${await res.text()}`);

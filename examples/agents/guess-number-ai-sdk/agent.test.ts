@@ -8,7 +8,7 @@ import { MAX_NUMBER, secretOf } from './task.mjs';
 
 guessNumberAgentSuite('ai-sdk', 'Vercel AI SDK', { boundedSchema: false });
 
-describe('the AI SDK agent\'s task', () => {
+describe("the AI SDK agent's task", () => {
   it('hides the same number as the built-in GuessNumber env for every seed', () => {
     for (let seed = 0; seed < 2000; seed += 7) expect(secretOf(seed)).toBe(guessNumberSecret(seed, MAX_NUMBER));
     expect(secretOf(4_000_000_123)).toBe(guessNumberSecret(4_000_000_123, MAX_NUMBER));

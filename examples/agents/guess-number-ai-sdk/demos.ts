@@ -5,8 +5,16 @@ import { toolDemoSamples, type ToolDemo } from '../../../src/gateway/index.js';
 import { binarySearchGuesses } from '../../../src/env/guess-number/index.js';
 import { GUESS_TOOL, MAX_NUMBER, PROMPT, answer, secretOf } from './task.mjs';
 
-/** `tools` as the AI SDK's OpenAI chat provider sends `{guess: tool({description, inputSchema})}` (checked by agent.test.ts). */
-export const SDK_TOOLS = [{ type: 'function', function: { name: 'guess', description: GUESS_TOOL.description, parameters: GUESS_TOOL.parameters } }];
+/**
+ * `tools` as the AI SDK's OpenAI chat provider sends `{guess: tool({description, inputSchema})}` (checked by
+ * agent.test.ts).
+ */
+export const SDK_TOOLS = [
+  {
+    type: 'function',
+    function: { name: 'guess', description: GUESS_TOOL.description, parameters: GUESS_TOOL.parameters },
+  },
+];
 
 /** The demonstration of one seed: binary search's guesses, each answered by the agent's own tool logic. */
 export function guessNumberDemo(seed: number): ToolDemo {
@@ -14,11 +22,19 @@ export function guessNumberDemo(seed: number): ToolDemo {
   return {
     messages: [{ role: 'user', content: PROMPT }],
     tools: SDK_TOOLS,
-    steps: binarySearchGuesses(secret, MAX_NUMBER).map((n) => ({ name: 'guess', arguments: { n }, result: answer(n, secret) })),
+    steps: binarySearchGuesses(secret, MAX_NUMBER).map((n) => ({
+      name: 'guess',
+      arguments: { n },
+      result: answer(n, secret),
+    })),
   };
 }
 
 /** Samples of `episodes` demos on seeds from `firstSeed` (the train split: 10000 as RAGEN's seed.train). */
 export function guessNumberToolSamples(tokenizer: Tokenizer, episodes: number, firstSeed = 10000): TrainingSample[] {
-  return toolDemoSamples(tokenizer, Array.from({ length: episodes }, (_, i) => guessNumberDemo(firstSeed + i)), 'GuessNumberAgent');
+  return toolDemoSamples(
+    tokenizer,
+    Array.from({ length: episodes }, (_, i) => guessNumberDemo(firstSeed + i)),
+    'GuessNumberAgent',
+  );
 }

@@ -18,15 +18,31 @@ import { withAddedTokens } from './tool-tokens.js';
 const HERE = import.meta.dirname;
 
 /** Success of the AI SDK agent through a gateway over the model in `dir`: one episode per seed from `seedBase`. */
-export async function gatewaySuccess(dir: string, o: { episodes: number; seedBase: number; temperature: number; concurrency?: number }): Promise<{ success: number; episodesPerS: number }> {
+export async function gatewaySuccess(
+  dir: string,
+  o: { episodes: number; seedBase: number; temperature: number; concurrency?: number },
+): Promise<{ success: number; episodesPerS: number }> {
   const target = await localServeTarget(dir, (d) => d, { name: 'policy' });
   const gateway = new Gateway({ ...target, sampling: { temperature: o.temperature, topP: 1, topK: 0 } });
   await gateway.listen(0);
   try {
-    const program = agentProgram({ command: `node ${JSON.stringify(join(HERE, 'agent.mjs'))}`, timeoutS: 60, concurrency: o.concurrency ?? 4 });
+    const program = agentProgram({
+      command: `node ${JSON.stringify(join(HERE, 'agent.mjs'))}`,
+      timeoutS: 60,
+      concurrency: o.concurrency ?? 4,
+    });
     const t0 = performance.now();
-    const { batch } = await agentRollout(gateway, program, { tag: 'GuessNumberAgent', groups: o.episodes, groupSize: 1, seedBase: o.seedBase, idPrefix: 'eval' });
-    return { success: batch.episodes.filter((e) => e.success).length / o.episodes, episodesPerS: o.episodes / ((performance.now() - t0) / 1000) };
+    const { batch } = await agentRollout(gateway, program, {
+      tag: 'GuessNumberAgent',
+      groups: o.episodes,
+      groupSize: 1,
+      seedBase: o.seedBase,
+      idPrefix: 'eval',
+    });
+    return {
+      success: batch.episodes.filter((e) => e.success).length / o.episodes,
+      episodesPerS: o.episodes / ((performance.now() - t0) / 1000),
+    };
   } finally {
     await gateway.close();
     target.dispose();
@@ -54,29 +70,50 @@ async function main(): Promise<void> {
   const t0 = performance.now();
   const tokenizerDir = mkdtempSync(join(tmpdir(), 'gn-tokenizer-'));
   const { model, tokenizer, added } = await withAddedTokens(values.base!, tokenizerDir);
-  console.error(`added tokens: ${[...added].map(([tag, { id, pieces }]) => `${tag} = ${id} (was ${pieces.length} pieces)`).join(', ')}`);
-  const engine = new LocalEngine({ policy: model, tokenizerPath: join(tokenizerDir, 'tokenizer.json'), decode: (ids) => tokenizer.decode(ids), seed: 0 });
+  console.error(
+    `added tokens: ${[...added].map(([tag, { id, pieces }]) => `${tag} = ${id} (was ${pieces.length} pieces)`).join(', ')}`,
+  );
+  const engine = new LocalEngine({
+    policy: model,
+    tokenizerPath: join(tokenizerDir, 'tokenizer.json'),
+    decode: (ids) => tokenizer.decode(ids),
+    seed: 0,
+  });
   const preset = loadConfig({ config: 'guessnumber-ppo' });
   const agent = agentConfig(preset.agent);
-  // the built-in demos are short (one sequence per turn), the tool-call ones long (a whole episode): fewer of the former
+  // the built-in demos are short (one sequence per turn), the tool-call ones long (a whole episode): fewer of the
+  // former
   const builtIn = await buildDemos(tokenizer, agent, { envs: ['GuessNumber'], episodes: num('builtin-episodes') });
   const tools = guessNumberToolSamples(tokenizer, num('episodes'));
   const samples = [...builtIn.samples, ...tools];
-  console.error(`demos: ${builtIn.samples.length} built-in sequences, ${tools.length} tool-call sequences (longest ${Math.max(...tools.map((s) => s.length))} tokens)`);
+  console.error(
+    `demos: ${builtIn.samples.length} built-in sequences, ${tools.length} tool-call sequences (longest ${Math.max(...tools.map((s) => s.length))} tokens)`,
+  );
   const result = await runSft(engine, tokenizer, agent, samples, {
     steps: num('steps'),
     batch: num('batch'),
     lr: num('lr'),
     out: values.out!,
-    val: { envs: ['GuessNumber'], groups: num('eval-episodes'), seed: 123, temperature: preset.generation.val.temperature },
-    onStep: (step, s) => step % 25 === 0 && console.error(`step ${step}: loss ${s.loss.toFixed(4)} (${s.seconds.toFixed(2)} s)`),
+    val: {
+      envs: ['GuessNumber'],
+      groups: num('eval-episodes'),
+      seed: 123,
+      temperature: preset.generation.val.temperature,
+    },
+    onStep: (step, s) =>
+      step % 25 === 0 && console.error(`step ${step}: loss ${s.loss.toFixed(4)} (${s.seconds.toFixed(2)} s)`),
   });
   engine.dispose();
   rmSync(tokenizerDir, { recursive: true });
-  const viaGateway = await gatewaySuccess(values.out!, { episodes: num('eval-episodes'), seedBase: 123, temperature: preset.generation.val.temperature });
+  const viaGateway = await gatewaySuccess(values.out!, {
+    episodes: num('eval-episodes'),
+    seedBase: 123,
+    temperature: preset.generation.val.temperature,
+  });
   const summary = {
     command: `npx tsx examples/agents/guess-number-ai-sdk/sft.ts ${process.argv.slice(2).join(' ')}`.trim(),
-    // what `ragen sft` records too: the envs and agent settings of the demos (sft-models.test.ts checks presets against them)
+    // what `ragen sft` records too: the envs and agent settings of the demos (sft-models.test.ts checks presets against
+    // them)
     envs: ['GuessNumber'],
     envConfig: {},
     agent,

@@ -13,7 +13,10 @@ export const GUESS_TOOL = {
   parameters: { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] },
 };
 
-/** The hidden number of a seed: a 32-bit integer mix of the seed in 1..maxNumber (src/env's guessNumberSecret, GuessNumber). */
+/**
+ * The hidden number of a seed: a 32-bit integer mix of the seed in 1..maxNumber (src/env's guessNumberSecret,
+ * GuessNumber).
+ */
 export function secretOf(seed, maxNumber = MAX_NUMBER) {
   let h = Math.imul((seed >>> 0) ^ 0x9e3779b9, 0x85ebca6b);
   h ^= h >>> 13;

@@ -48,11 +48,17 @@ describe('Qwen tool tags as added tokens of ragen-tiny (issue 42)', () => {
     expect(ids.length).toBe(base.encode(call).length - tagPieces + 2);
     const plain = 'Guess the number between 1 and 100. {"n": 42} is lower.';
     expect(tokenizer.encode(plain)).toEqual(base.encode(plain));
-    const config = JSON.parse(readFileSync(join(dir, 'tokenizer_config.json'), 'utf8')) as { added_tokens_decoder: Record<string, { content: string; special: boolean }> };
-    expect(QWEN_TOOL_TAGS.map((_, i) => config.added_tokens_decoder[String(base.vocabSize + i)])).toEqual(QWEN_TOOL_TAGS.map((content) => expect.objectContaining({ content, special: false })));
+    const config = JSON.parse(readFileSync(join(dir, 'tokenizer_config.json'), 'utf8')) as {
+      added_tokens_decoder: Record<string, { content: string; special: boolean }>;
+    };
+    expect(QWEN_TOOL_TAGS.map((_, i) => config.added_tokens_decoder[String(base.vocabSize + i)])).toEqual(
+      QWEN_TOOL_TAGS.map((content) => expect.objectContaining({ content, special: false })),
+    );
   });
 
   it('issue 42: a base whose tokenizer already has a tag as one token is refused, naming the tag', async () => {
-    await expect(withAddedTokens(BASE, join(dir, 'again'), ['<think>'])).rejects.toThrow(/already encodes "<think>" as one token/);
+    await expect(withAddedTokens(BASE, join(dir, 'again'), ['<think>'])).rejects.toThrow(
+      /already encodes "<think>" as one token/,
+    );
   });
 });

@@ -16,7 +16,11 @@ export const QWEN_TOOL_TAGS = ['<tool_call>', '</tool_call>', '<tool_response>',
  * rows, written as tokenizer.json + tokenizer_config.json into `tokenizerDir`; the returned model's
  * `config.vocabSize` counts the new rows. A tag the base tokenizer already holds as one token is an error.
  */
-export async function withAddedTokens(base: string, tokenizerDir: string, tags: readonly string[] = QWEN_TOOL_TAGS): Promise<{ model: Transformer; tokenizer: Tokenizer; added: Map<string, { id: number; pieces: number[] }> }> {
+export async function withAddedTokens(
+  base: string,
+  tokenizerDir: string,
+  tags: readonly string[] = QWEN_TOOL_TAGS,
+): Promise<{ model: Transformer; tokenizer: Tokenizer; added: Map<string, { id: number; pieces: number[] }> }> {
   const baseTokenizer = loadTokenizer(base);
   const { model } = await loadModel(base, { adapters: false });
   const V = model.config.vocabSize;
@@ -24,11 +28,16 @@ export async function withAddedTokens(base: string, tokenizerDir: string, tags: 
   const added = new Map<string, { id: number; pieces: number[] }>();
   tags.forEach((tag, i) => {
     const pieces = baseTokenizer.encode(tag);
-    if (pieces.length < 2) throw new Error(`${base}'s tokenizer already encodes ${JSON.stringify(tag)} as one token (${pieces.join(', ')}); add only tags it splits.`);
+    if (pieces.length < 2)
+      throw new Error(
+        `${base}'s tokenizer already encodes ${JSON.stringify(tag)} as one token (${pieces.join(', ')}); add only tags it splits.`,
+      );
     added.set(tag, { id: V + i, pieces });
   });
   const weights: WeightMap = model.exportWeights();
-  for (const name of model.config.tieWordEmbeddings ? ['model.embed_tokens.weight'] : ['model.embed_tokens.weight', 'lm_head.weight']) {
+  for (const name of model.config.tieWordEmbeddings
+    ? ['model.embed_tokens.weight']
+    : ['model.embed_tokens.weight', 'lm_head.weight']) {
     const w = weights.get(name)!;
     const data = new Float32Array((V + tags.length) * C);
     data.set(w.data);
@@ -37,10 +46,18 @@ export async function withAddedTokens(base: string, tokenizerDir: string, tags: 
     }
     weights.set(name, { shape: [V + tags.length, C], data });
   }
-  const grown = Transformer.fromWeights({ ...model.config, vocabSize: V + tags.length }, weights, `${base} + ${tags.length} added tokens`);
+  const grown = Transformer.fromWeights(
+    { ...model.config, vocabSize: V + tags.length },
+    weights,
+    `${base} + ${tags.length} added tokens`,
+  );
 
-  const tokenizerJson = JSON.parse(readFileSync(join(base, 'tokenizer.json'), 'utf8')) as { added_tokens: Record<string, unknown>[] };
-  const tokenizerConfig = JSON.parse(readFileSync(join(base, 'tokenizer_config.json'), 'utf8')) as { added_tokens_decoder: Record<string, unknown> };
+  const tokenizerJson = JSON.parse(readFileSync(join(base, 'tokenizer.json'), 'utf8')) as {
+    added_tokens: Record<string, unknown>[];
+  };
+  const tokenizerConfig = JSON.parse(readFileSync(join(base, 'tokenizer_config.json'), 'utf8')) as {
+    added_tokens_decoder: Record<string, unknown>;
+  };
   for (const [content, { id }] of added) {
     const entry = { content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: false };
     tokenizerJson.added_tokens.push({ id, ...entry });

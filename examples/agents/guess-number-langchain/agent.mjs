@@ -9,7 +9,9 @@ import { GUESS_TOOL, MAX_GUESSES, MAX_NUMBER, PROMPT, answer, secretOf } from '.
 
 const seed = Number(process.env.RAGEN_SEED);
 if (!Number.isSafeInteger(seed)) {
-  console.error(`RAGEN_SEED must be an integer, got ${JSON.stringify(process.env.RAGEN_SEED)}; run this agent through the gateway (docs/agents.md).`);
+  console.error(
+    `RAGEN_SEED must be an integer, got ${JSON.stringify(process.env.RAGEN_SEED)}; run this agent through the gateway (docs/agents.md).`,
+  );
   process.exit(2);
 }
 const secret = secretOf(seed);
@@ -26,12 +28,21 @@ const guess = tool(
   },
   // As a user writes it: a zod schema with the range (sent with `$schema` and `additionalProperties`, which the
   // gateway leaves out of the prompt: docs/agents.md, "Tool schemas").
-  { name: 'guess', description: GUESS_TOOL.description, schema: z.object({ n: z.number().int().min(1).max(MAX_NUMBER) }) },
+  {
+    name: 'guess',
+    description: GUESS_TOOL.description,
+    schema: z.object({ n: z.number().int().min(1).max(MAX_NUMBER) }),
+  },
 );
 
 // ChatOpenAI reads OPENAI_API_KEY itself; the gateway's URL is passed on explicitly. Chat completions is its
 // default API for a model name like this one (the gateway has no Responses API).
-const model = new ChatOpenAI({ model: 'policy', maxTokens: 64, maxRetries: 0, configuration: { baseURL: process.env.OPENAI_BASE_URL } }).bindTools([guess]);
+const model = new ChatOpenAI({
+  model: 'policy',
+  maxTokens: 64,
+  maxRetries: 0,
+  configuration: { baseURL: process.env.OPENAI_BASE_URL },
+}).bindTools([guess]);
 
 // One model call per guess; stop once the number is found, the guesses are spent or the model answers in text.
 const messages = [new HumanMessage(PROMPT)];
@@ -42,7 +53,9 @@ for (let turn = 0; turn < MAX_GUESSES && !found; turn++) {
   for (const call of reply.tool_calls) {
     if (call.name !== 'guess') {
       // An unknown tool is the model's mistake: it scores 0 like a wrong guess.
-      console.error(`episode ${process.env.RAGEN_EPISODE}: the model called an unknown tool ${JSON.stringify(call.name)}`);
+      console.error(
+        `episode ${process.env.RAGEN_EPISODE}: the model called an unknown tool ${JSON.stringify(call.name)}`,
+      );
       turn = MAX_GUESSES;
       break;
     }
@@ -58,5 +71,8 @@ for (let turn = 0; turn < MAX_GUESSES && !found; turn++) {
   }
 }
 
-const res = await fetch(process.env.RAGEN_REWARD_URL, { method: 'POST', body: JSON.stringify({ reward: found ? 1 : 0 }) });
+const res = await fetch(process.env.RAGEN_REWARD_URL, {
+  method: 'POST',
+  body: JSON.stringify({ reward: found ? 1 : 0 }),
+});
 if (!res.ok) throw new Error(`reporting the reward failed: ${res.status} ${await res.text()}`);

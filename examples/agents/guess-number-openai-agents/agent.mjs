@@ -1,13 +1,23 @@
 // Guess-the-number played by an agent written with the OpenAI Agents SDK (`@openai/agents`): a `guess` tool
 // answers higher/lower/correct, the SDK's run loop calls the model and the tool, and the reward is posted back.
 // Started once per episode by the training gateway (OPENAI_BASE_URL, RAGEN_SEED, RAGEN_REWARD_URL); docs/agents.md.
-import { Agent, MaxTurnsExceededError, ModelBehaviorError, run, setOpenAIAPI, setTracingDisabled, tool } from '@openai/agents';
+import {
+  Agent,
+  MaxTurnsExceededError,
+  ModelBehaviorError,
+  run,
+  setOpenAIAPI,
+  setTracingDisabled,
+  tool,
+} from '@openai/agents';
 import { z } from 'zod';
 import { GUESS_TOOL, MAX_GUESSES, MAX_NUMBER, PROMPT, answer, secretOf } from '../guess-number-ai-sdk/task.mjs';
 
 const seed = Number(process.env.RAGEN_SEED);
 if (!Number.isSafeInteger(seed)) {
-  console.error(`RAGEN_SEED must be an integer, got ${JSON.stringify(process.env.RAGEN_SEED)}; run this agent through the gateway (docs/agents.md).`);
+  console.error(
+    `RAGEN_SEED must be an integer, got ${JSON.stringify(process.env.RAGEN_SEED)}; run this agent through the gateway (docs/agents.md).`,
+  );
   process.exit(2);
 }
 const secret = secretOf(seed);
@@ -40,7 +50,10 @@ const agent = new Agent({
   tools: [guess],
   modelSettings: { maxTokens: 64 }, // a call in Qwen's format is ~50 tokens of the tiny tokenizer
   // one model call per guess; stop once the number is found or the guesses are spent
-  toolUseBehavior: () => (found || guesses >= MAX_GUESSES ? { isFinalOutput: true, isInterrupted: undefined, finalOutput: found ? 'found' : 'not found' } : { isFinalOutput: false, isInterrupted: undefined }),
+  toolUseBehavior: () =>
+    found || guesses >= MAX_GUESSES
+      ? { isFinalOutput: true, isInterrupted: undefined, finalOutput: found ? 'found' : 'not found' }
+      : { isFinalOutput: false, isInterrupted: undefined },
 });
 
 try {
@@ -52,5 +65,8 @@ try {
   console.error(`episode ${process.env.RAGEN_EPISODE}: ${err.name}: ${err.message}`);
 }
 
-const res = await fetch(process.env.RAGEN_REWARD_URL, { method: 'POST', body: JSON.stringify({ reward: found ? 1 : 0 }) });
+const res = await fetch(process.env.RAGEN_REWARD_URL, {
+  method: 'POST',
+  body: JSON.stringify({ reward: found ? 1 : 0 }),
+});
 if (!res.ok) throw new Error(`reporting the reward failed: ${res.status} ${await res.text()}`);

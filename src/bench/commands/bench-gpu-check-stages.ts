@@ -15,10 +15,21 @@ export interface StageContext {
   /** A scratch folder for this stage (model directories, runs): outside --out, removed at the end. */
   work: string;
   log(line: string): void;
-  /** Run a child (its stderr forwarded line by line as progress, and to `onLine`); resolves with its exit code and stdout. */
-  run(cmd: string, args: string[], env?: Record<string, string>, onLine?: (line: string) => void): Promise<{ code: number | null; stdout: string; stderrTail: string }>;
+  /**
+   * Run a child (its stderr forwarded line by line as progress, and to `onLine`); resolves with its exit code and
+   * stdout.
+   */
+  run(
+    cmd: string,
+    args: string[],
+    env?: Record<string, string>,
+    onLine?: (line: string) => void,
+  ): Promise<{ code: number | null; stdout: string; stderrTail: string }>;
   /** `node bin/ragen.js <args>`. */
-  ragen(args: string[], onLine?: (line: string) => void): Promise<{ code: number | null; stdout: string; stderrTail: string }>;
+  ragen(
+    args: string[],
+    onLine?: (line: string) => void,
+  ): Promise<{ code: number | null; stdout: string; stderrTail: string }>;
   /** Partial details, kept when the stage times out. */
   partial: Record<string, unknown>;
 }
@@ -43,14 +54,18 @@ export const lastLine = (s: string) => s.trim().split('\n').pop() ?? '';
 /** `python -m ragen_torch.check <name>`'s JSON. */
 export async function pythonCheck(ctx: StageContext, name: string): Promise<Record<string, unknown>> {
   const r = await ctx.run(ctx.python, ['-m', 'ragen_torch.check', name]);
-  if (r.code !== 0) throw new Error(`python -m ragen_torch.check ${name} exited with code ${r.code}: ${lastLine(r.stderrTail)}`);
+  if (r.code !== 0)
+    throw new Error(`python -m ragen_torch.check ${name} exited with code ${r.code}: ${lastLine(r.stderrTail)}`);
   return JSON.parse(lastLine(r.stdout)) as Record<string, unknown>;
 }
 
-/** A ready model directory (config, seeded random weights, Qwen tokenizer, append-only template): `ragen model init`. */
+/**
+ * A ready model directory (config, seeded random weights, Qwen tokenizer, append-only template): `ragen model init`.
+ */
 async function modelInit(ctx: StageContext, shape: string, dir: string): Promise<void> {
   const r = await ctx.ragen(['model', 'init', '--shape', shape, '--out', dir]);
-  if (r.code !== 0) throw new Error(`ragen model init --shape ${shape} exited with code ${r.code}: ${lastLine(r.stderrTail)}`);
+  if (r.code !== 0)
+    throw new Error(`ragen model init --shape ${shape} exited with code ${r.code}: ${lastLine(r.stderrTail)}`);
 }
 
 /** A model directory of `shape` for `ragen train`: the family's tiny directory (tokenizer, template) from `ragen model
@@ -59,14 +74,23 @@ async function modelInit(ctx: StageContext, shape: string, dir: string): Promise
 export async function fastModel(ctx: StageContext, shape: string, dir: string): Promise<void> {
   await modelInit(ctx, 'qwen2.5-tiny', dir);
   const r = await ctx.run(ctx.python, ['-m', 'ragen_torch.random_checkpoint', shape, dir]);
-  if (r.code !== 0) throw new Error(`python -m ragen_torch.random_checkpoint ${shape} exited with code ${r.code}: ${lastLine(r.stderrTail)}`);
+  if (r.code !== 0)
+    throw new Error(
+      `python -m ragen_torch.random_checkpoint ${shape} exited with code ${r.code}: ${lastLine(r.stderrTail)}`,
+    );
 }
 
 /** The fields of `ragen bench gpu --json`'s report (GpuBenchReport in bench-gpu.ts) that the summary shows. */
 export interface BenchReport {
   rollout: { tokensPerSecond: number; tokens: number; seconds: number; turns: { tokens: number; seconds: number }[] };
   update: { mfu: number | null; updateTflops: number };
-  step: { totalSeconds: number; peakMemoryBytes: number; oldLogprobsSeconds: number; refLogprobsSeconds: number; updateSeconds: number };
+  step: {
+    totalSeconds: number;
+    peakMemoryBytes: number;
+    oldLogprobsSeconds: number;
+    refLogprobsSeconds: number;
+    updateSeconds: number;
+  };
   transformers: { available: false } | { available: true; rolloutSpeedup: number; turns: number };
 }
 
@@ -80,7 +104,11 @@ export const versions: CheckStage = {
     const v = await pythonCheck(ctx, 'versions');
     const gpus = v.gpus as { name: string; memoryBytes: number }[];
     const device = gpus.length ? `${gpus.length} x ${gpus[0]!.name} (${gb(gpus[0]!.memoryBytes)})` : 'no CUDA GPU';
-    return { status: 'passed', summary: `torch ${v.torch}, CUDA ${v.cuda ?? '-'}, transformers ${v.transformers ?? '-'}, peft ${v.peft ?? '-'}; ${device}`, details: v };
+    return {
+      status: 'passed',
+      summary: `torch ${v.torch}, CUDA ${v.cuda ?? '-'}, transformers ${v.transformers ?? '-'}, peft ${v.peft ?? '-'}; ${device}`,
+      details: v,
+    };
   },
 };
 
@@ -92,7 +120,10 @@ export const decode: CheckStage = {
     const d = await pythonCheck(ctx, 'decode');
     const cases = d.cases as { precision: string; case: string; tokensIdentical: boolean; logprobMaxDiff: number }[];
     const same = cases.filter((c) => c.tokensIdentical).length;
-    const worst = [...new Set(cases.map((c) => c.precision))].map((p) => `${p} ${Math.max(...cases.filter((c) => c.precision === p).map((c) => c.logprobMaxDiff)).toExponential(1)}`);
+    const worst = [...new Set(cases.map((c) => c.precision))].map(
+      (p) =>
+        `${p} ${Math.max(...cases.filter((c) => c.precision === p).map((c) => c.logprobMaxDiff)).toExponential(1)}`,
+    );
     const failed = d.captureFailed ? 'CUDA graph capture FAILED (the static step ran instead); ' : '';
     const summary = `${failed}${d.mode} vs eager: tokens identical in ${same} of ${cases.length} cases; log-prob max diff ${worst.join(', ')}${d.note ? ` (${d.note})` : ''}`;
     return { status: d.passed ? 'passed' : 'failed', summary, details: d };
@@ -117,19 +148,27 @@ export const bench: CheckStage = {
   title: 'update MFU and rollout tokens/s, 0.5B and 1.5B, quick shape, beside transformers',
   limitSeconds: { cuda: 160, cpu: 180 },
   async run(ctx) {
-    const runs = ctx.mode === 'cuda' ? ['qwen2.5-0.5b', 'qwen2.5-1.5b'].map((s) => ['--shape', s, '--run-shape', 'quick']) : [['--shape', 'tiny', '--device', 'cpu', '--run-shape', 'smoke']];
+    const runs =
+      ctx.mode === 'cuda'
+        ? ['qwen2.5-0.5b', 'qwen2.5-1.5b'].map((s) => ['--shape', s, '--run-shape', 'quick'])
+        : [['--shape', 'tiny', '--device', 'cpu', '--run-shape', 'smoke']];
     const reports: BenchReport[] = [];
     ctx.partial.reports = reports;
     const parts: string[] = [];
     for (const args of runs) {
       const r = await ctx.ragen(['bench', 'gpu', ...args, '--json']);
-      if (r.code !== 0) throw new Error(`ragen bench gpu ${args.join(' ')} exited with code ${r.code}: ${lastLine(r.stderrTail)}`);
+      if (r.code !== 0)
+        throw new Error(`ragen bench gpu ${args.join(' ')} exited with code ${r.code}: ${lastLine(r.stderrTail)}`);
       const rep = (JSON.parse(r.stdout) as BenchReport[])[0]!;
       reports.push(rep);
       const t = rep.transformers;
-      const ratio = t.available ? `${t.rolloutSpeedup.toFixed(2)}x transformers (${t.turns} turn${t.turns > 1 ? 's' : ''})` : 'no transformers';
+      const ratio = t.available
+        ? `${t.rolloutSpeedup.toFixed(2)}x transformers (${t.turns} turn${t.turns > 1 ? 's' : ''})`
+        : 'no transformers';
       const mfu = rep.update.mfu === null ? '' : `, MFU ${(100 * rep.update.mfu).toFixed(1)}%`;
-      parts.push(`${args[1]}: ${Math.round(rep.rollout.tokensPerSecond).toLocaleString('en-US')} tokens/s, ${ratio}${mfu}, step ${rep.step.totalSeconds.toFixed(1)} s, peak ${gb(rep.step.peakMemoryBytes)}`);
+      parts.push(
+        `${args[1]}: ${Math.round(rep.rollout.tokensPerSecond).toLocaleString('en-US')} tokens/s, ${ratio}${mfu}, step ${rep.step.totalSeconds.toFixed(1)} s, peak ${gb(rep.step.peakMemoryBytes)}`,
+      );
     }
     return { status: 'passed', summary: parts.join('; '), details: { reports } };
   },
@@ -137,18 +176,43 @@ export const bench: CheckStage = {
 
 /** The rollout of the train stages: small enough for the time limit, the preset's algorithm and every other key. */
 export function trainOverrides(mode: CheckMode): string[] {
-  const shape = mode === 'cuda'
-    ? ['env.train=[{tag: CoordSokoban, groups: 4, groupSize: 4}]', 'agent.maxTurns=2', 'agent.maxNewTokens=64', 'trainer.miniBatchSize=16', 'trainer.microBatchSize=8']
-    : ['model.torch.device=cpu', 'env.train=[{tag: CoordSokoban, groups: 1, groupSize: 2}]', 'agent.maxTurns=2', 'agent.maxNewTokens=4', 'trainer.miniBatchSize=2', 'trainer.microBatchSize=2'];
-  return [...shape, 'env.val=[{tag: CoordSokoban, groups: 2}]', 'trainer.valBeforeTrain=false', 'trainer.valEvery=0', 'trainer.collapse.every=0'];
+  const shape =
+    mode === 'cuda'
+      ? [
+          'env.train=[{tag: CoordSokoban, groups: 4, groupSize: 4}]',
+          'agent.maxTurns=2',
+          'agent.maxNewTokens=64',
+          'trainer.miniBatchSize=16',
+          'trainer.microBatchSize=8',
+        ]
+      : [
+          'model.torch.device=cpu',
+          'env.train=[{tag: CoordSokoban, groups: 1, groupSize: 2}]',
+          'agent.maxTurns=2',
+          'agent.maxNewTokens=4',
+          'trainer.miniBatchSize=2',
+          'trainer.microBatchSize=2',
+        ];
+  return [
+    ...shape,
+    'env.val=[{tag: CoordSokoban, groups: 2}]',
+    'trainer.valBeforeTrain=false',
+    'trainer.valEvery=0',
+    'trainer.collapse.every=0',
+  ];
 }
 
 const wallClock = (k: string) => k === 'time' || k.startsWith('timing_s/') || k.startsWith('perf/');
 
 /** The largest difference between an uninterrupted and a resumed run's metrics at `step`, wall-clock keys aside. */
-export function compareStep(uninterrupted: MetricRecord[], resumed: MetricRecord[], step: number): { equal: boolean; keys: number; maxAbsDiff: number; differing: string[] } {
+export function compareStep(
+  uninterrupted: MetricRecord[],
+  resumed: MetricRecord[],
+  step: number,
+): { equal: boolean; keys: number; maxAbsDiff: number; differing: string[] } {
   const [ra, rb] = [uninterrupted.find((r) => r.step === step), resumed.find((r) => r.step === step)];
-  if (!ra || !rb) throw new Error(`step ${step} is missing from the ${ra ? 'resumed' : 'uninterrupted'} run's metrics.jsonl`);
+  if (!ra || !rb)
+    throw new Error(`step ${step} is missing from the ${ra ? 'resumed' : 'uninterrupted'} run's metrics.jsonl`);
   const keys = [...new Set([...Object.keys(ra), ...Object.keys(rb)])].filter((k) => !wallClock(k)).sort();
   let maxAbsDiff = 0;
   const differing: string[] = [];
@@ -163,7 +227,10 @@ export function compareStep(uninterrupted: MetricRecord[], resumed: MetricRecord
 
 export async function trainOk(ctx: StageContext, args: string[], onLine?: (line: string) => void): Promise<void> {
   const r = await ctx.ragen(['train', ...args], onLine);
-  if (r.code !== 0) throw new Error(`ragen train ${args[0] === '--resume' ? '--resume' : ''} exited with code ${r.code}: ${lastLine(r.stderrTail)}`);
+  if (r.code !== 0)
+    throw new Error(
+      `ragen train ${args[0] === '--resume' ? '--resume' : ''} exited with code ${r.code}: ${lastLine(r.stderrTail)}`,
+    );
 }
 
 export const modelShape = (mode: CheckMode) => (mode === 'cuda' ? 'qwen2.5-0.5b' : 'qwen2.5-tiny');
@@ -180,7 +247,13 @@ export const train: CheckStage = {
     const model = join(ctx.work, 'model');
     await fastModel(ctx, modelShape(ctx.mode), model);
     const n = trainSteps(ctx.mode);
-    const base = ['--config', 'sokoban-ppo-qwen', `model.path=${model}`, ...trainOverrides(ctx.mode), `trainer.steps=${n}`];
+    const base = [
+      '--config',
+      'sokoban-ppo-qwen',
+      `model.path=${model}`,
+      ...trainOverrides(ctx.mode),
+      `trainer.steps=${n}`,
+    ];
     const [split, full] = [join(ctx.work, 'resumed'), join(ctx.work, 'uninterrupted')];
     await trainOk(ctx, [...base, `logging.runDir=${split}`, '--stop-after', String(n - 1)]);
     ctx.partial.stoppedAfter = n - 1;
@@ -189,7 +262,13 @@ export const train: CheckStage = {
     await trainOk(ctx, [...base, `logging.runDir=${full}`, 'trainer.checkpointEvery=0']);
     const [mr, mf] = [readMetricsFile(join(split, 'metrics.jsonl')), readMetricsFile(join(full, 'metrics.jsonl'))];
     const c = compareStep(mf, mr, n);
-    const details = { model: modelShape(ctx.mode), overrides: trainOverrides(ctx.mode), steps: mr.map((r) => r.step), compared: c, lastStepMetrics: mr.find((r) => r.step === n) };
+    const details = {
+      model: modelShape(ctx.mode),
+      overrides: trainOverrides(ctx.mode),
+      steps: mr.map((r) => r.step),
+      compared: c,
+      lastStepMetrics: mr.find((r) => r.step === n),
+    };
     const summary = c.equal
       ? `${modelShape(ctx.mode)}: step-${n} metrics of the run resumed after step ${n - 1} equal the uninterrupted run's (${c.keys} keys, wall-clock aside)`
       : `${modelShape(ctx.mode)}: step-${n} metrics of the resumed run differ in ${c.differing.length} of ${c.keys} keys (max |diff| ${c.maxAbsDiff.toExponential(2)}: ${c.differing.slice(0, 4).join(', ')})`;

@@ -51,7 +51,10 @@ export function checkMarkdown(r: CheckReport): string {
     '| # | stage | status | time | limit | peak GPU memory | result |',
     '|---|---|---|---|---|---|---|',
   ];
-  const rows = r.stages.map((s, i) => `| ${i + 1} | ${s.title} | ${s.status} | ${s.seconds === null ? '-' : `${s.seconds.toFixed(1)} s`} | ${s.limitSeconds} s | ${gib(s.peakGpuMemoryBytes)} | ${s.summary.replaceAll('|', '\\|')} |`);
+  const rows = r.stages.map(
+    (s, i) =>
+      `| ${i + 1} | ${s.title} | ${s.status} | ${s.seconds === null ? '-' : `${s.seconds.toFixed(1)} s`} | ${s.limitSeconds} s | ${gib(s.peakGpuMemoryBytes)} | ${s.summary.replaceAll('|', '\\|')} |`,
+  );
   return [...head, ...rows, ''].join('\n');
 }
 
@@ -60,13 +63,18 @@ function gpuMemorySampler(enabled: boolean): { stop(): number | null } {
   if (!enabled) return { stop: () => null };
   let peak: number | null = null;
   const sample = () =>
-    execFile('nvidia-smi', ['--query-gpu=memory.used', '--format=csv,noheader,nounits'], { timeout: 5000 }, (err, out) => {
-      if (err) return; // no nvidia-smi: the stage's row says '-' (the Python stages report torch's own peak)
-      for (const line of out.trim().split('\n')) {
-        const mib = Number(line.trim());
-        if (Number.isFinite(mib)) peak = Math.max(peak ?? 0, mib * 2 ** 20);
-      }
-    });
+    execFile(
+      'nvidia-smi',
+      ['--query-gpu=memory.used', '--format=csv,noheader,nounits'],
+      { timeout: 5000 },
+      (err, out) => {
+        if (err) return; // no nvidia-smi: the stage's row says '-' (the Python stages report torch's own peak)
+        for (const line of out.trim().split('\n')) {
+          const mib = Number(line.trim());
+          if (Number.isFinite(mib)) peak = Math.max(peak ?? 0, mib * 2 ** 20);
+        }
+      },
+    );
   sample();
   const timer = setInterval(sample, 1000);
   return { stop: () => (clearInterval(timer), peak) };
@@ -85,7 +93,14 @@ function killGroup(pid: number): void {
 }
 
 /** Spawn a child in its own process group (so a time limit kills its children too), forwarding stderr lines. */
-function runChild(cmd: string, args: string[], env: NodeJS.ProcessEnv, signal: AbortSignal, log: (l: string) => void, onLine?: (l: string) => void) {
+function runChild(
+  cmd: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  signal: AbortSignal,
+  log: (l: string) => void,
+  onLine?: (l: string) => void,
+) {
   return new Promise<{ code: number | null; stdout: string; stderrTail: string }>((resolve, reject) => {
     if (signal.aborted) return reject(new Error('the stage ran out of time'));
     const child = spawn(cmd, args, { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
@@ -136,8 +151,20 @@ export async function runGpuCheck(o: CheckOptions): Promise<void> {
   const stages = o.stages ?? DEFAULT_STAGES;
   let mode: CheckMode = o.mode ?? 'cpu';
   const report: CheckReport = {
-    mode, startedAt: new Date().toISOString(), finishedAt: null, node: process.version,
-    stages: stages.map((s) => ({ name: s.name, title: s.title, status: 'pending', summary: '', seconds: null, limitSeconds: s.limitSeconds[mode], peakGpuMemoryBytes: null, details: {} })),
+    mode,
+    startedAt: new Date().toISOString(),
+    finishedAt: null,
+    node: process.version,
+    stages: stages.map((s) => ({
+      name: s.name,
+      title: s.title,
+      status: 'pending',
+      summary: '',
+      seconds: null,
+      limitSeconds: s.limitSeconds[mode],
+      peakGpuMemoryBytes: null,
+      details: {},
+    })),
   };
   const save = () => {
     writeAtomic(join(o.out, 'check.json'), JSON.stringify(report, null, 2) + '\n');
@@ -166,26 +193,43 @@ export async function runGpuCheck(o: CheckOptions): Promise<void> {
       mkdirSync(work, { recursive: true });
       const abort = new AbortController();
       const ctx: StageContext = {
-        mode, python: found.python, root, work, log, partial: {},
+        mode,
+        python: found.python,
+        root,
+        work,
+        log,
+        partial: {},
         run: (cmd, args, extra, onLine) => runChild(cmd, args, { ...env, ...extra }, abort.signal, log, onLine),
-        ragen: (args, onLine) => runChild(process.execPath, [join(root, 'bin', 'ragen.js'), ...args], env, abort.signal, log, onLine),
+        ragen: (args, onLine) =>
+          runChild(process.execPath, [join(root, 'bin', 'ragen.js'), ...args], env, abort.signal, log, onLine),
       };
       const sampler = gpuMemorySampler(mode === 'cuda');
       const t0 = performance.now();
       let timer: NodeJS.Timeout | undefined;
-      const timeout = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), rec.limitSeconds * 1000)));
+      const timeout = new Promise<'timeout'>(
+        (resolve) => (timer = setTimeout(() => resolve('timeout'), rec.limitSeconds * 1000)),
+      );
       let outcome: StageOutcome | 'timeout';
       try {
         outcome = await Promise.race([stage.run(ctx), timeout]);
       } catch (e) {
-        outcome = { status: 'failed', summary: e instanceof Error ? e.message.split('\n')[0]! : String(e), details: { error: String(e) } };
+        outcome = {
+          status: 'failed',
+          summary: e instanceof Error ? e.message.split('\n')[0]! : String(e),
+          details: { error: String(e) },
+        };
       } finally {
         clearTimeout(timer);
         abort.abort(); // kills what a timed-out stage still runs
       }
       rec.seconds = (performance.now() - t0) / 1000;
       rec.peakGpuMemoryBytes = sampler.stop();
-      if (outcome === 'timeout') Object.assign(rec, { status: 'timed out', summary: `killed after ${rec.limitSeconds} s`, details: ctx.partial });
+      if (outcome === 'timeout')
+        Object.assign(rec, {
+          status: 'timed out',
+          summary: `killed after ${rec.limitSeconds} s`,
+          details: ctx.partial,
+        });
       else Object.assign(rec, outcome);
       if (stage.name === 'versions' && !o.mode) {
         mode = rec.details.cudaAvailable === true ? 'cuda' : 'cpu';
@@ -193,7 +237,9 @@ export async function runGpuCheck(o: CheckOptions): Promise<void> {
         for (const [j, s] of stages.entries()) if (j > i) report.stages[j]!.limitSeconds = s.limitSeconds[mode];
       }
       save(); // before the line below, so whoever reads that line finds the stage in the files
-      log(`${rec.status} in ${rec.seconds.toFixed(1)} s${rec.peakGpuMemoryBytes === null ? '' : `, peak GPU memory ${gib(rec.peakGpuMemoryBytes)}`}: ${rec.summary}`);
+      log(
+        `${rec.status} in ${rec.seconds.toFixed(1)} s${rec.peakGpuMemoryBytes === null ? '' : `, peak GPU memory ${gib(rec.peakGpuMemoryBytes)}`}: ${rec.summary}`,
+      );
     }
   } finally {
     process.off('exit', killAll);
@@ -206,5 +252,8 @@ export async function runGpuCheck(o: CheckOptions): Promise<void> {
   if (o.json) console.log(JSON.stringify(report, null, 2));
   else console.log(checkMarkdown(report));
   const bad = report.stages.filter((s) => s.status === 'failed' || s.status === 'timed out');
-  if (bad.length) throw new RagenError(`the GPU check did not pass: ${bad.map((s) => `${s.name} ${s.status}`).join(', ')}; see ${join(o.out, 'check.md')}.`);
+  if (bad.length)
+    throw new RagenError(
+      `the GPU check did not pass: ${bad.map((s) => `${s.name} ${s.status}`).join(', ')}; see ${join(o.out, 'check.md')}.`,
+    );
 }

@@ -33,16 +33,40 @@ export interface GpuBenchReport {
   precision: string;
   /** The decode step used: eager, static or graph (RAGEN_TORCH_DECODE). */
   decode: string;
-  /** The dtype of the weights the rollout sampled from: bfloat16 (the rollout copy; CUDA with bf16) or float32 (the policy). */
+  /**
+   * The dtype of the weights the rollout sampled from: bfloat16 (the rollout copy; CUDA with bf16) or float32 (the
+   * policy).
+   */
   rolloutModel: string;
   model: string;
   parameters: number;
-  shape: { trajectories: number; turns: number; newTokens: number; promptTokens: number; obsTokens: number; microBatch: number };
+  shape: {
+    trajectories: number;
+    turns: number;
+    newTokens: number;
+    promptTokens: number;
+    obsTokens: number;
+    microBatch: number;
+  };
   bf16PeakTflops: number | null;
   rollout: { tokens: number; seconds: number; tokensPerSecond: number; turns: { tokens: number; seconds: number }[] };
   /** 6 x parameters x trajectory tokens over the update's time; MFU against the bf16 peak when it is known. */
-  update: { updateTokens: number; updateSeconds: number; updateFlops: number; updateTflops: number; mfu: number | null };
-  step: { rolloutSeconds: number; oldLogprobsSeconds: number; refLogprobsSeconds: number; updateSeconds: number; totalSeconds: number; peakMemoryBytes: number; rolloutPeakMemoryBytes: number };
+  update: {
+    updateTokens: number;
+    updateSeconds: number;
+    updateFlops: number;
+    updateTflops: number;
+    mfu: number | null;
+  };
+  step: {
+    rolloutSeconds: number;
+    oldLogprobsSeconds: number;
+    refLogprobsSeconds: number;
+    updateSeconds: number;
+    totalSeconds: number;
+    peakMemoryBytes: number;
+    rolloutPeakMemoryBytes: number;
+  };
   transformers:
     | { available: false; note: string }
     | {
@@ -104,24 +128,60 @@ interface Opts {
 
 /** Resolve --run-shape and the flags that override its fields. */
 export function resolveRunShape(o: Opts): GpuBenchOpts {
-  if (!(o.runShape in RUN_SHAPES)) throw new UsageError(`Bad --run-shape \`${o.runShape}\`: give one of ${Object.keys(RUN_SHAPES).join(', ')}.`);
+  if (!(o.runShape in RUN_SHAPES))
+    throw new UsageError(`Bad --run-shape \`${o.runShape}\`: give one of ${Object.keys(RUN_SHAPES).join(', ')}.`);
   const base = RUN_SHAPES[o.runShape as RunShape];
   const turns = o.turns ?? base.turns;
   const transformersTurns = o.transformersTurns ?? Math.min(base.transformersTurns, turns);
-  if (transformersTurns > turns) throw new UsageError(`--transformers-turns ${transformersTurns} is more than --turns ${turns}: give 1 to ${turns}.`);
+  if (transformersTurns > turns)
+    throw new UsageError(
+      `--transformers-turns ${transformersTurns} is more than --turns ${turns}: give 1 to ${turns}.`,
+    );
   return {
-    ...(o.model ? { model: o.model } : {}), device: o.device, precision: o.precision, turns, transformersTurns,
-    trajectories: o.trajectories ?? base.trajectories, newTokens: o.newTokens ?? base.newTokens,
-    promptTokens: o.promptTokens ?? base.promptTokens, obsTokens: o.obsTokens ?? base.obsTokens,
-    microBatch: o.microBatch, tokenBudget: o.tokenBudget, ...(o.peakTflops ? { peakTflops: o.peakTflops } : {}), transformers: o.transformers, seed: o.seed,
+    ...(o.model ? { model: o.model } : {}),
+    device: o.device,
+    precision: o.precision,
+    turns,
+    transformersTurns,
+    trajectories: o.trajectories ?? base.trajectories,
+    newTokens: o.newTokens ?? base.newTokens,
+    promptTokens: o.promptTokens ?? base.promptTokens,
+    obsTokens: o.obsTokens ?? base.obsTokens,
+    microBatch: o.microBatch,
+    tokenBudget: o.tokenBudget,
+    ...(o.peakTflops ? { peakTflops: o.peakTflops } : {}),
+    transformers: o.transformers,
+    seed: o.seed,
   };
 }
 
 /** The `python -m ragen_torch.bench` arguments of one shape (or --model). */
 export function benchPythonArgs(shape: string, o: GpuBenchOpts): string[] {
-  const args = ['-m', 'ragen_torch.bench', '--shape', shape, '--device', o.device, '--precision', o.precision, '--trajectories', String(o.trajectories), '--turns', String(o.turns)];
+  const args = [
+    '-m',
+    'ragen_torch.bench',
+    '--shape',
+    shape,
+    '--device',
+    o.device,
+    '--precision',
+    o.precision,
+    '--trajectories',
+    String(o.trajectories),
+    '--turns',
+    String(o.turns),
+  ];
   args.push('--transformers-turns', String(o.transformersTurns));
-  args.push('--new-tokens', String(o.newTokens), '--prompt-tokens', String(o.promptTokens), '--obs-tokens', String(o.obsTokens), '--micro-batch', String(o.microBatch));
+  args.push(
+    '--new-tokens',
+    String(o.newTokens),
+    '--prompt-tokens',
+    String(o.promptTokens),
+    '--obs-tokens',
+    String(o.obsTokens),
+    '--micro-batch',
+    String(o.microBatch),
+  );
   args.push('--token-budget', String(o.tokenBudget), '--seed', String(o.seed));
   if (o.model) args.push('--model', o.model);
   if (o.peakTflops) args.push('--peak-tflops', String(o.peakTflops));
@@ -147,8 +207,18 @@ async function runOne(python: string, shape: string, o: GpuBenchOpts): Promise<G
     child.on('close', resolve);
   });
   const tail = err.join('').trim().split('\n').slice(-15).join('\n');
-  if (code === 2) throw new UsageError(`ragen bench gpu: ${tail.split('\n').filter((l) => l.startsWith('error: ')).pop()?.slice(7) ?? tail}`);
-  if (code !== 0) throw new Error(`ragen bench gpu: the Python bench for ${o.model ?? shape} exited with code ${code}:\n${tail}`);
+  if (code === 2)
+    throw new UsageError(
+      `ragen bench gpu: ${
+        tail
+          .split('\n')
+          .filter((l) => l.startsWith('error: '))
+          .pop()
+          ?.slice(7) ?? tail
+      }`,
+    );
+  if (code !== 0)
+    throw new Error(`ragen bench gpu: the Python bench for ${o.model ?? shape} exited with code ${code}:\n${tail}`);
   try {
     return JSON.parse(out) as GpuBenchReport;
   } catch {
@@ -169,13 +239,25 @@ export function formatGpuReport(r: GpuBenchReport): string {
     `rollout shape: ${s.trajectories} trajectories x ${s.turns} turns, ${s.newTokens} new tokens a turn, ${s.promptTokens}-token prompts, ${s.obsTokens} observation tokens a turn`,
   ];
   const t = r.transformers;
-  lines.push(`  rollout            ${Math.round(r.rollout.tokensPerSecond).toLocaleString('en-US').padStart(10)} tokens/s   ${t.available ? `transformers ${t.version}: ${Math.round(t.tokensPerSecond).toLocaleString('en-US')} tokens/s over the first ${t.turns} of ${s.turns} turns (ours ${Math.round(t.oursTokensPerSecondSameTurns).toLocaleString('en-US')}), ratio ${t.rolloutSpeedup.toFixed(2)}x` : t.note}`);
+  lines.push(
+    `  rollout            ${Math.round(r.rollout.tokensPerSecond).toLocaleString('en-US').padStart(10)} tokens/s   ${t.available ? `transformers ${t.version}: ${Math.round(t.tokensPerSecond).toLocaleString('en-US')} tokens/s over the first ${t.turns} of ${s.turns} turns (ours ${Math.round(t.oursTokensPerSecondSameTurns).toLocaleString('en-US')}), ratio ${t.rolloutSpeedup.toFixed(2)}x` : t.note}`,
+  );
   const u = r.update;
-  lines.push(`  update             ${u.updateTflops.toFixed(2).padStart(10)} TFLOP/s    MFU ${u.mfu === null ? `- (no bf16 peak known for ${r.deviceName}; pass --peak-tflops)` : `${(100 * u.mfu).toFixed(1)}% of ${r.bf16PeakTflops} TFLOP/s`} (${u.updateTokens} tokens)`);
+  lines.push(
+    `  update             ${u.updateTflops.toFixed(2).padStart(10)} TFLOP/s    MFU ${u.mfu === null ? `- (no bf16 peak known for ${r.deviceName}; pass --peak-tflops)` : `${(100 * u.mfu).toFixed(1)}% of ${r.bf16PeakTflops} TFLOP/s`} (${u.updateTokens} tokens)`,
+  );
   const st = r.step;
-  lines.push(`  StarPO step        ${sec(st.totalSeconds).padStart(10)}            rollout ${sec(st.rolloutSeconds)}, old log-probs ${sec(st.oldLogprobsSeconds)}, ref log-probs ${sec(st.refLogprobsSeconds)}, update ${sec(st.updateSeconds)}`);
-  lines.push(`  peak memory        ${gib(st.peakMemoryBytes).padStart(10)}            (rollout ${gib(st.rolloutPeakMemoryBytes)}; ${r.device === 'cpu' ? "the process's peak resident set" : 'torch.cuda.max_memory_allocated'})`);
-  if (t.available) for (const [p, d] of Object.entries(t.logits)) lines.push(`  logits vs transformers (${p}): max |diff| ${d.maxAbsDiff.toExponential(2)} (largest |logit| ${d.maxAbsLogit.toFixed(2)})`);
+  lines.push(
+    `  StarPO step        ${sec(st.totalSeconds).padStart(10)}            rollout ${sec(st.rolloutSeconds)}, old log-probs ${sec(st.oldLogprobsSeconds)}, ref log-probs ${sec(st.refLogprobsSeconds)}, update ${sec(st.updateSeconds)}`,
+  );
+  lines.push(
+    `  peak memory        ${gib(st.peakMemoryBytes).padStart(10)}            (rollout ${gib(st.rolloutPeakMemoryBytes)}; ${r.device === 'cpu' ? "the process's peak resident set" : 'torch.cuda.max_memory_allocated'})`,
+  );
+  if (t.available)
+    for (const [p, d] of Object.entries(t.logits))
+      lines.push(
+        `  logits vs transformers (${p}): max |diff| ${d.maxAbsDiff.toExponential(2)} (largest |logit| ${d.maxAbsLogit.toFixed(2)})`,
+      );
   return lines.join('\n');
 }
 
@@ -186,32 +268,70 @@ export function register(bench: Command): void {
       "The torch engine's speed: rollout tokens/s on RAGEN's rollout shape beside transformers' generate (same model, same run), the update's MFU " +
         "(6 x parameters x tokens / time / the GPU's bf16 peak), one StarPO step's engine time (rollout, old/ref log-probs, update) with peak memory, and logits beside transformers'.",
     )
-    .option('--shape <list>', `comma-separated random-weight model shapes: ${GPU_BENCH_SHAPES.join(', ')}`, 'qwen2.5-0.5b,qwen2.5-1.5b')
+    .option(
+      '--shape <list>',
+      `comma-separated random-weight model shapes: ${GPU_BENCH_SHAPES.join(', ')}`,
+      'qwen2.5-0.5b,qwen2.5-1.5b',
+    )
     .option('--model <dir>', 'a Hugging Face model directory (real weights) instead of --shape')
     .option('--device <d>', 'auto, cpu, cuda or cuda:N', 'auto')
     .option('--precision <p>', 'auto (bf16 on a GPU that has it), float32 or bfloat16', 'auto')
-    .option('--run-shape <name>', `the rollout shape: ${Object.entries(RUN_SHAPES).map(([k, v]) => `${k} (${v.trajectories} x ${v.turns} turns x ${v.newTokens} tokens, transformers ${v.transformersTurns} turn${v.transformersTurns > 1 ? 's' : ''})`).join(', ')}; the flags below override its fields`, 'ragen')
+    .option(
+      '--run-shape <name>',
+      `the rollout shape: ${Object.entries(RUN_SHAPES)
+        .map(
+          ([k, v]) =>
+            `${k} (${v.trajectories} x ${v.turns} turns x ${v.newTokens} tokens, transformers ${v.transformersTurns} turn${v.transformersTurns > 1 ? 's' : ''})`,
+        )
+        .join(', ')}; the flags below override its fields`,
+      'ragen',
+    )
     .option('--trajectories <n>', 'rollouts sampled at once', parsePositiveInt('--trajectories'))
     .option('--turns <n>', 'turns per rollout', parsePositiveInt('--turns'))
-    .option('--transformers-turns <n>', "turns of transformers' rollout (the first of ours; the ratio compares the same turns)", parsePositiveInt('--transformers-turns'))
-    .option('--new-tokens <n>', 'tokens sampled per turn (no stop tokens: every turn samples exactly this many)', parsePositiveInt('--new-tokens'))
+    .option(
+      '--transformers-turns <n>',
+      "turns of transformers' rollout (the first of ours; the ratio compares the same turns)",
+      parsePositiveInt('--transformers-turns'),
+    )
+    .option(
+      '--new-tokens <n>',
+      'tokens sampled per turn (no stop tokens: every turn samples exactly this many)',
+      parsePositiveInt('--new-tokens'),
+    )
     .option('--prompt-tokens <n>', 'random prompt tokens before the first turn', parsePositiveInt('--prompt-tokens'))
     .option('--obs-tokens <n>', 'random observation tokens appended after each turn', parsePositiveInt('--obs-tokens'))
-    .option('--micro-batch <n>', 'trajectories per backward in the update; keep it x the trajectory length under --token-budget, or the micro-batch is split and recomputed (time the MFU counts)', parsePositiveInt('--micro-batch'), 2)
-    .option('--token-budget <n>', 'model.torch.tokenBudget: most tokens run through the model at once', parsePositiveInt('--token-budget'), 16384)
-    .option('--peak-tflops <x>', "the device's dense bf16 peak in TFLOP/s, for a GPU the built-in table (H100, H200, A100) lacks", parsePositive('--peak-tflops'))
+    .option(
+      '--micro-batch <n>',
+      'trajectories per backward in the update; keep it x the trajectory length under --token-budget, or the micro-batch is split and recomputed (time the MFU counts)',
+      parsePositiveInt('--micro-batch'),
+      2,
+    )
+    .option(
+      '--token-budget <n>',
+      'model.torch.tokenBudget: most tokens run through the model at once',
+      parsePositiveInt('--token-budget'),
+      16384,
+    )
+    .option(
+      '--peak-tflops <x>',
+      "the device's dense bf16 peak in TFLOP/s, for a GPU the built-in table (H100, H200, A100) lacks",
+      parsePositive('--peak-tflops'),
+    )
     .option('--no-transformers', 'skip the transformers comparison even when it is importable')
     .option('--seed <n>', 'seed of the random weights, prompts and sampling', parseSeed, 0)
-    .option('--json', 'print one JSON report per shape, as an array (with --check: the check\'s JSON)')
+    .option('--json', "print one JSON report per shape, as an array (with --check: the check's JSON)")
     .option('--check', 'run the GPU check (stages with time limits) instead of one bench; see --out')
     .option('--out <dir>', 'with --check: the folder for check.json and check.md', 'gpu-check')
-    .option('--stages <list>', `with --check: default (${DEFAULT_STAGES.map((s) => s.name).join(', ')}), all, or some of ${CHECK_STAGES.map((s) => s.name).join(', ')} (versions always runs)`)
+    .option(
+      '--stages <list>',
+      `with --check: default (${DEFAULT_STAGES.map((s) => s.name).join(', ')}), all, or some of ${CHECK_STAGES.map((s) => s.name).join(', ')} (versions always runs)`,
+    )
     .addHelpText(
       'after',
-      '\nRandom weights are written to a temporary directory from the shape\'s Qwen2.5 config unless --model is given. Needs torch (a CUDA build for GPU numbers);' +
+      "\nRandom weights are written to a temporary directory from the shape's Qwen2.5 config unless --model is given. Needs torch (a CUDA build for GPU numbers);" +
         '\ntransformers is used when importable. RAGEN_TORCH_DECODE=eager|static|graph picks the decode step (default: graph on CUDA).' +
-        '\n\n--check runs the one GPU check instead (docs/gpu.md): versions; issue 24\'s table (this bench on the quick shape for 0.5B and 1.5B, the rollout on' +
-        '\nRAGEN\'s shape with each turn\'s time, a whole `ragen train` step by phase with peak memory, 7B with LoRA); CUDA-graph decode = eager; `ragen train`' +
+        "\n\n--check runs the one GPU check instead (docs/gpu.md): versions; issue 24's table (this bench on the quick shape for 0.5B and 1.5B, the rollout on" +
+        "\nRAGEN's shape with each turn's time, a whole `ragen train` step by phase with peak memory, 7B with LoRA); CUDA-graph decode = eager; `ragen train`" +
         '\nwith checkpoint and resume; FSDP2 on two CPU ranks (--stages all). Each stage has its own time limit; check.json and check.md are written as each ends.' +
         '\n\nExamples:\n  $ ragen bench gpu\n  $ ragen bench gpu --shape qwen2.5-0.5b --run-shape quick\n  $ ragen bench gpu --model /models/Qwen2.5-0.5B-Instruct --json > gpu.json' +
         '\n  $ ragen bench gpu --shape tiny --device cpu --run-shape smoke   # a CPU smoke run' +
@@ -223,15 +343,27 @@ export function register(bench: Command): void {
       const given = cmd.options.map((x) => x.attributeName()).filter((k) => cmd.getOptionValueSource(k) === 'cli');
       if (o.check) {
         const extra = given.filter((k) => k !== 'check' && k !== 'out' && k !== 'json' && k !== 'stages');
-        if (extra.length) throw new UsageError(`--check runs fixed stages and takes only --out, --stages and --json; drop ${extra.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`).join(', ')}.`);
+        if (extra.length)
+          throw new UsageError(
+            `--check runs fixed stages and takes only --out, --stages and --json; drop ${extra.map((k) => `--${k.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`).join(', ')}.`,
+          );
         return runGpuCheck({ out: o.out, json: Boolean(o.json), stages: selectStages(o.stages ?? 'default') });
       }
-      if (given.includes('out')) throw new UsageError('--out is the folder of --check\'s files; add --check, or drop --out.');
-      if (given.includes('stages')) throw new UsageError('--stages picks the stages of --check; add --check, or drop --stages.');
+      if (given.includes('out'))
+        throw new UsageError("--out is the folder of --check's files; add --check, or drop --out.");
+      if (given.includes('stages'))
+        throw new UsageError('--stages picks the stages of --check; add --check, or drop --stages.');
       const resolved = resolveRunShape(o);
       const shapes = o.model ? ['tiny'] : o.shape.split(',').map((s) => s.trim());
-      for (const s of shapes) if (!(GPU_BENCH_SHAPES as readonly string[]).includes(s)) throw new UsageError(`Bad --shape \`${s}\`: give one or more of ${GPU_BENCH_SHAPES.join(', ')} (comma-separated).`);
-      if (o.model && !existsSync(o.model)) throw new UsageError(`--model ${o.model}: no such directory (give a Hugging Face model directory with config.json + *.safetensors).`);
+      for (const s of shapes)
+        if (!(GPU_BENCH_SHAPES as readonly string[]).includes(s))
+          throw new UsageError(
+            `Bad --shape \`${s}\`: give one or more of ${GPU_BENCH_SHAPES.join(', ')} (comma-separated).`,
+          );
+      if (o.model && !existsSync(o.model))
+        throw new UsageError(
+          `--model ${o.model}: no such directory (give a Hugging Face model directory with config.json + *.safetensors).`,
+        );
       found ??= findTorchPython(); // kept: finding it starts a Python that imports torch (seconds)
       if (!found) throw new UsageError(TORCH_MISSING);
       const reports: GpuBenchReport[] = [];

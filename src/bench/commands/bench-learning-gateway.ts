@@ -8,25 +8,44 @@ import { localServeTarget } from '../../serve/index.js';
 export const GATEWAY_SEEDS = [10000, 20000, 30000];
 
 /** The comparison's runs: the agent program through the gateway, then the built-in env, per seed. */
-export const GATEWAY_RUNS: { name: string; presets: string[]; overrides: string[] }[] = GATEWAY_SEEDS.flatMap((seed, i) => [
-  { name: `guessnumber-gateway-s${i + 1}`, presets: ['guessnumber-agent-ppo'], overrides: [`seed.train=${seed}`] },
-  { name: `guessnumber-builtin-s${i + 1}`, presets: ['guessnumber-ppo'], overrides: [`seed.train=${seed}`] },
-]);
+export const GATEWAY_RUNS: { name: string; presets: string[]; overrides: string[] }[] = GATEWAY_SEEDS.flatMap(
+  (seed, i) => [
+    { name: `guessnumber-gateway-s${i + 1}`, presets: ['guessnumber-agent-ppo'], overrides: [`seed.train=${seed}`] },
+    { name: `guessnumber-builtin-s${i + 1}`, presets: ['guessnumber-ppo'], overrides: [`seed.train=${seed}`] },
+  ],
+);
 
 /**
  * `--runs frameworks`: the same guess-number agent written with each framework (the AI SDK's runs are GATEWAY_RUNS'),
  * beside the built-in loop, per seed: does the framework a program is written with change what training does?
  */
-export const FRAMEWORK_RUNS: { name: string; presets: string[]; overrides: string[] }[] = GATEWAY_SEEDS.flatMap((seed, i) => [
-  ...GATEWAY_RUNS.slice(2 * i, 2 * i + 2),
-  { name: `guessnumber-openai-agents-s${i + 1}`, presets: ['guessnumber-agent-openai-agents-ppo'], overrides: [`seed.train=${seed}`] },
-  { name: `guessnumber-langchain-s${i + 1}`, presets: ['guessnumber-agent-langchain-ppo'], overrides: [`seed.train=${seed}`] },
-]);
+export const FRAMEWORK_RUNS: { name: string; presets: string[]; overrides: string[] }[] = GATEWAY_SEEDS.flatMap(
+  (seed, i) => [
+    ...GATEWAY_RUNS.slice(2 * i, 2 * i + 2),
+    {
+      name: `guessnumber-openai-agents-s${i + 1}`,
+      presets: ['guessnumber-agent-openai-agents-ppo'],
+      overrides: [`seed.train=${seed}`],
+    },
+    {
+      name: `guessnumber-langchain-s${i + 1}`,
+      presets: ['guessnumber-agent-langchain-ppo'],
+      overrides: [`seed.train=${seed}`],
+    },
+  ],
+);
 
 /** The comparison's paths, as run names spell them (`guessnumber-<path>-s<seed>`), and their labels in the table. */
-const PATHS = { gateway: 'AI SDK agent, gateway', 'openai-agents': 'OpenAI Agents SDK agent, gateway', langchain: 'LangChain.js agent, gateway', builtin: 'built-in loop' } as const;
+const PATHS = {
+  gateway: 'AI SDK agent, gateway',
+  'openai-agents': 'OpenAI Agents SDK agent, gateway',
+  langchain: 'LangChain.js agent, gateway',
+  builtin: 'built-in loop',
+} as const;
 
-/** Per-call cost of the gateway: the same greedy call through HTTP + template + recording, and on the engine directly. */
+/**
+ * Per-call cost of the gateway: the same greedy call through HTTP + template + recording, and on the engine directly.
+ */
 export interface GatewayOverhead {
   calls: number;
   promptTokens: number;
@@ -55,11 +74,24 @@ export async function measureGatewayOverhead(modelDir: string, calls = 20, maxTo
       max_tokens: maxTokens,
       temperature: 0,
       messages: [{ role: 'user', content: 'Guess the hidden number between 1 and 16. You have 5 guesses.' }],
-      tools: [{ type: 'function', function: { name: 'guess', description: 'Guess the hidden number; answers higher, lower or correct.', parameters: { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] } } }],
+      tools: [
+        {
+          type: 'function',
+          function: {
+            name: 'guess',
+            description: 'Guess the hidden number; answers higher, lower or correct.',
+            parameters: { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] },
+          },
+        },
+      ],
       tool_choice: 'auto',
     });
     const viaGateway = async (): Promise<void> => {
-      const res = await fetch(`${baseUrl}/chat/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body });
+      const res = await fetch(`${baseUrl}/chat/completions`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body,
+      });
       if (!res.ok) throw new Error(`gateway call failed at ${base}: ${res.status} ${await res.text()}`);
       await res.json();
     };
@@ -67,7 +99,14 @@ export async function measureGatewayOverhead(modelDir: string, calls = 20, maxTo
     const first = gateway.finish('overhead').calls[0]!;
     ({ baseUrl } = gateway.open('overhead', { maxCalls: 1e9 })); // a new episode: a new secret in its URL
     const direct = async (): Promise<void> => {
-      await target.engine.generate([first.promptIds], { maxNewTokens: maxTokens, temperature: 0, topP: 1, topK: 0, stopTokenIds: [target.tokenizer.eosTokenId], seed: 0 });
+      await target.engine.generate([first.promptIds], {
+        maxNewTokens: maxTokens,
+        temperature: 0,
+        topP: 1,
+        topK: 0,
+        stopTokenIds: [target.tokenizer.eosTokenId],
+        seed: 0,
+      });
     };
     const msPer = async (f: () => Promise<void>, n: number): Promise<number> => {
       const t = performance.now();
@@ -82,7 +121,14 @@ export async function measureGatewayOverhead(modelDir: string, calls = 20, maxTo
     const g2 = await msPer(viaGateway, half);
     const engineMs = (d1 + d2) / 2;
     const gatewayMs = (g1 + g2) / 2;
-    return { calls: 2 * half, promptTokens: first.promptIds.length, completionTokens: first.completionIds.length, engineMs, gatewayMs, overheadMs: gatewayMs - engineMs };
+    return {
+      calls: 2 * half,
+      promptTokens: first.promptIds.length,
+      completionTokens: first.completionIds.length,
+      engineMs,
+      gatewayMs,
+      overheadMs: gatewayMs - engineMs,
+    };
   } finally {
     await gateway.close();
     target.dispose();
@@ -112,7 +158,9 @@ export function gatewayMarkdown(runs: readonly ComparedRun[], overhead: GatewayO
     const a = mean(rs.map((r) => value(r.after)!).filter((x) => x !== undefined));
     return `| ${label} | ${rs.map((r) => r.stepsDone).join('/')} | ${pct(b)} | ${pct(a)} | ${Number.isNaN(a - b) ? '-' : `${a - b >= 0 ? '+' : ''}${(100 * (a - b)).toFixed(1)} pts`} | ${mean(rs.map((r) => r.episodesPerS)).toFixed(2)} | ${mean(rs.map((r) => r.meanStepSeconds)).toFixed(1)} |`;
   };
-  const paths = (Object.keys(PATHS) as (keyof typeof PATHS)[]).map((p) => [PATHS[p], rows.filter((r) => r.name.startsWith(`guessnumber-${p}-`))] as const);
+  const paths = (Object.keys(PATHS) as (keyof typeof PATHS)[]).map(
+    (p) => [PATHS[p], rows.filter((r) => r.name.startsWith(`guessnumber-${p}-`))] as const,
+  );
   return [
     '',
     '### Agents through the gateway beside the built-in loop (GuessNumber)',

@@ -17,10 +17,16 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 describe('ragen bench learning', () => {
   it('resolves run names: the defaults by name, anything else as presets and key=value overrides joined by +', () => {
     expect(learningRuns(undefined).map((r) => r.name)).toContain('sokoban-ppo+no-filter');
-    expect(learningRuns('bandit-ppo,sokoban-ppo+filter/top-k-0.25,sokoban-ppo+model.engine=torch+trainer.steps=3')).toEqual([
+    expect(
+      learningRuns('bandit-ppo,sokoban-ppo+filter/top-k-0.25,sokoban-ppo+model.engine=torch+trainer.steps=3'),
+    ).toEqual([
       { name: 'bandit-ppo', presets: ['bandit-ppo'] },
       { name: 'sokoban-ppo+filter/top-k-0.25', presets: ['sokoban-ppo', 'filter/top-k-0.25'], overrides: [] },
-      { name: 'sokoban-ppo+model.engine=torch+trainer.steps=3', presets: ['sokoban-ppo'], overrides: ['model.engine=torch', 'trainer.steps=3'] },
+      {
+        name: 'sokoban-ppo+model.engine=torch+trainer.steps=3',
+        presets: ['sokoban-ppo'],
+        overrides: ['model.engine=torch', 'trainer.steps=3'],
+      },
     ]);
   });
 
@@ -28,7 +34,17 @@ describe('ragen bench learning', () => {
     const err: string[] = [];
     const spy = vi.spyOn(console, 'error').mockImplementation((...a: unknown[]) => void err.push(a.join(' ')));
     try {
-      expect(await main(['bench', 'learning', '--runs', 'bandit-ppo', `model.path=${join(root, 'missing')}`, '--runs-dir', root])).toBe(2);
+      expect(
+        await main([
+          'bench',
+          'learning',
+          '--runs',
+          'bandit-ppo',
+          `model.path=${join(root, 'missing')}`,
+          '--runs-dir',
+          root,
+        ]),
+      ).toBe(2);
     } finally {
       spy.mockRestore();
     }
@@ -42,8 +58,25 @@ describe('ragen bench learning', () => {
     const err = vi.spyOn(console, 'error').mockImplementation(() => {});
     const write = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
     try {
-      const args = ['bench', 'learning', '--runs', 'bandit-ppo', '--steps', '1', '--out', out, '--runs-dir', root, `model.path=${join(root, 'model')}`];
-      const small = ['env.train=[{tag: Bandit, groups: 2, groupSize: 2}]', 'env.val=[{tag: Bandit, groups: 4}]', 'agent.maxNewTokens=4', 'trainer.collapse.every=0'];
+      const args = [
+        'bench',
+        'learning',
+        '--runs',
+        'bandit-ppo',
+        '--steps',
+        '1',
+        '--out',
+        out,
+        '--runs-dir',
+        root,
+        `model.path=${join(root, 'model')}`,
+      ];
+      const small = [
+        'env.train=[{tag: Bandit, groups: 2, groupSize: 2}]',
+        'env.val=[{tag: Bandit, groups: 4}]',
+        'agent.maxNewTokens=4',
+        'trainer.collapse.every=0',
+      ];
       expect(await main([...args, ...small])).toBe(0);
     } finally {
       log.mockRestore();
@@ -70,7 +103,9 @@ describe('ragen bench learning', () => {
       ['guessnumber-gateway-s3', 'guessnumber-agent-ppo', 'seed.train=30000'],
       ['guessnumber-builtin-s3', 'guessnumber-ppo', 'seed.train=30000'],
     ]);
-    expect(learningRuns('guessnumber-builtin-s2')).toEqual([{ name: 'guessnumber-builtin-s2', presets: ['guessnumber-ppo'], overrides: ['seed.train=20000'] }]);
+    expect(learningRuns('guessnumber-builtin-s2')).toEqual([
+      { name: 'guessnumber-builtin-s2', presets: ['guessnumber-ppo'], overrides: ['seed.train=20000'] },
+    ]);
   });
 
   it('item 1: `--runs frameworks` is the agent written with each framework beside the built-in loop, 3 training seeds each', () => {
@@ -82,10 +117,32 @@ describe('ragen bench learning', () => {
       ['guessnumber-langchain-s1', 'guessnumber-agent-langchain-ppo', 'seed.train=10000'],
     ]);
     expect(runs).toHaveLength(12);
-    expect(new Set(runs.map((r) => r.overrides![0]))).toEqual(new Set(['seed.train=10000', 'seed.train=20000', 'seed.train=30000']));
-    expect(learningRuns('guessnumber-langchain-s3')).toEqual([{ name: 'guessnumber-langchain-s3', presets: ['guessnumber-agent-langchain-ppo'], overrides: ['seed.train=30000'] }]);
-    const run = (name: string, after: number) => ({ name, before: { t: 0.5 }, after: { t: after }, stepsDone: 1, episodesPerS: 1, meanStepSeconds: 10 });
-    const lines = gatewayMarkdown([run('guessnumber-openai-agents-s1', 0.75), run('guessnumber-openai-agents-s2', 0.25), run('guessnumber-langchain-s1', 0.5)], undefined);
+    expect(new Set(runs.map((r) => r.overrides![0]))).toEqual(
+      new Set(['seed.train=10000', 'seed.train=20000', 'seed.train=30000']),
+    );
+    expect(learningRuns('guessnumber-langchain-s3')).toEqual([
+      {
+        name: 'guessnumber-langchain-s3',
+        presets: ['guessnumber-agent-langchain-ppo'],
+        overrides: ['seed.train=30000'],
+      },
+    ]);
+    const run = (name: string, after: number) => ({
+      name,
+      before: { t: 0.5 },
+      after: { t: after },
+      stepsDone: 1,
+      episodesPerS: 1,
+      meanStepSeconds: 10,
+    });
+    const lines = gatewayMarkdown(
+      [
+        run('guessnumber-openai-agents-s1', 0.75),
+        run('guessnumber-openai-agents-s2', 0.25),
+        run('guessnumber-langchain-s1', 0.5),
+      ],
+      undefined,
+    );
     expect(lines.filter((l) => l.startsWith('| guessnumber') || l.startsWith('| **'))).toEqual([
       '| guessnumber-openai-agents-s1 | 1 | 50.0% | 75.0% | +25.0 pts | 1.00 | 10.0 |',
       '| guessnumber-openai-agents-s2 | 1 | 50.0% | 25.0% | -25.0 pts | 1.00 | 10.0 |',
@@ -95,9 +152,21 @@ describe('ragen bench learning', () => {
   });
 
   it('the gateway comparison table: a row per run, the mean of each path over its seeds, and the per-call overhead', () => {
-    const run = (name: string, before: number, after: number, episodesPerS: number) => ({ name, before: { t: before }, after: { t: after }, stepsDone: 4, episodesPerS, meanStepSeconds: 10 });
+    const run = (name: string, before: number, after: number, episodesPerS: number) => ({
+      name,
+      before: { t: before },
+      after: { t: after },
+      stepsDone: 4,
+      episodesPerS,
+      meanStepSeconds: 10,
+    });
     const lines = gatewayMarkdown(
-      [run('guessnumber-gateway-s1', 0.25, 0.5, 1), run('guessnumber-gateway-s2', 0.25, 0.25, 2), run('guessnumber-builtin-s1', 0.5, 0.75, 8), run('sokoban-ppo', 0, 1, 1)],
+      [
+        run('guessnumber-gateway-s1', 0.25, 0.5, 1),
+        run('guessnumber-gateway-s2', 0.25, 0.25, 2),
+        run('guessnumber-builtin-s1', 0.5, 0.75, 8),
+        run('sokoban-ppo', 0, 1, 1),
+      ],
       { calls: 20, promptTokens: 431, completionTokens: 50, engineMs: 100, gatewayMs: 103.5, overheadMs: 3.5 },
     );
     expect(lines.filter((l) => l.startsWith('| guessnumber') || l.startsWith('| **'))).toEqual([
@@ -106,7 +175,9 @@ describe('ragen bench learning', () => {
       '| guessnumber-builtin-s1 | 4 | 50.0% | 75.0% | +25.0 pts | 8.00 | 10.0 |',
       '| **AI SDK agent, gateway, mean of 2 seeds** | 4/4 | 25.0% | 37.5% | +12.5 pts | 1.50 | 10.0 |',
     ]);
-    expect(lines.at(-1)).toBe('Per chat call (greedy, 431-token prompt with the tools block, 50 tokens out, 20 calls each): engine 100.0 ms, through the gateway 103.5 ms, overhead 3.5 ms.');
+    expect(lines.at(-1)).toBe(
+      'Per chat call (greedy, 431-token prompt with the tools block, 50 tokens out, 20 calls each): engine 100.0 ms, through the gateway 103.5 ms, overhead 3.5 ms.',
+    );
     expect(gatewayMarkdown([run('sokoban-ppo', 0, 1, 1)], undefined)).toEqual([]);
   });
 });

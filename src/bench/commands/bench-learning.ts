@@ -10,7 +10,13 @@ import { checkFlagOverrides, checkRunConfig, listPresets, loadConfig, type Ragen
 import { train } from '../../train/index.js';
 import { ConfigError, didYouMean, RagenError, UsageError } from '../../util/index.js';
 import { parsePositiveInt } from '../../cli/commands/env-options.js';
-import { FRAMEWORK_RUNS, GATEWAY_RUNS, gatewayMarkdown, measureGatewayOverhead, type GatewayOverhead } from './bench-learning-gateway.js';
+import {
+  FRAMEWORK_RUNS,
+  GATEWAY_RUNS,
+  gatewayMarkdown,
+  measureGatewayOverhead,
+  type GatewayOverhead,
+} from './bench-learning-gateway.js';
 
 /** One benchmark run: a name, the presets merged for it and its own overrides (after the command's). */
 export interface LearningRunSpec {
@@ -19,7 +25,10 @@ export interface LearningRunSpec {
   overrides?: string[];
 }
 
-/** The issue's evidence: PPO on Sokoban and FrozenLake, GRPO, Bandit, and top-p 0.9 filtering (sokoban-ppo's) beside none. */
+/**
+ * The issue's evidence: PPO on Sokoban and FrozenLake, GRPO, Bandit, and top-p 0.9 filtering (sokoban-ppo's) beside
+ * none.
+ */
 export const DEFAULT_RUNS: LearningRunSpec[] = [
   { name: 'sokoban-ppo', presets: ['sokoban-ppo'] },
   { name: 'frozenlake-ppo', presets: ['frozenlake-ppo'] },
@@ -75,13 +84,25 @@ interface LearningOptions {
 export function register(bench: Command): void {
   bench
     .command('learning')
-    .description('Train presets and report validation success before/after with curves, kept ratio and step time (JSON + a markdown section for docs/benchmarks.md).')
+    .description(
+      'Train presets and report validation success before/after with curves, kept ratio and step time (JSON + a markdown section for docs/benchmarks.md).',
+    )
     .argument('[overrides...]', 'config overrides applied to every run, e.g. trainer.valEvery=5')
-    .option('--runs <list>', `comma-separated runs: names of the defaults (${DEFAULT_RUNS.map((r) => r.name).join(', ')}), \`gateway\` (the AI SDK guess-number agent through the gateway beside GuessNumber in the built-in loop, 3 seeds each), \`frameworks\` (gateway's runs plus the same agent written with the OpenAI Agents SDK and LangChain.js) or presets and key=value overrides joined by + (e.g. sokoban-ppo+filter/top-k-0.25, sokoban-ppo+model.engine=torch)`)
-    .option('--steps <n>', 'training steps per run (trainer.steps; default: each preset\'s)', parsePositiveInt('--steps'))
+    .option(
+      '--runs <list>',
+      `comma-separated runs: names of the defaults (${DEFAULT_RUNS.map((r) => r.name).join(', ')}), \`gateway\` (the AI SDK guess-number agent through the gateway beside GuessNumber in the built-in loop, 3 seeds each), \`frameworks\` (gateway's runs plus the same agent written with the OpenAI Agents SDK and LangChain.js) or presets and key=value overrides joined by + (e.g. sokoban-ppo+filter/top-k-0.25, sokoban-ppo+model.engine=torch)`,
+    )
+    .option(
+      '--steps <n>',
+      "training steps per run (trainer.steps; default: each preset's)",
+      parsePositiveInt('--steps'),
+    )
     .option('--out <file.json>', 'write the report here [<runs-dir>/report-<time>.json]')
     .option('--runs-dir <dir>', 'parent of the run directories', 'runs/bench-learning')
-    .addHelpText('after', '\nExamples:\n  $ ragen bench learning\n  $ ragen bench learning --runs sokoban-ppo,sokoban-ppo+top-p-0.9 --steps 30 trainer.valEvery=5\n  $ ragen bench learning --runs bandit-ppo --out bench-bandit.json\n  $ ragen bench learning --runs gateway\n  $ ragen bench learning --runs frameworks --steps 20 env.train.0.groupSize=4')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  $ ragen bench learning\n  $ ragen bench learning --runs sokoban-ppo,sokoban-ppo+top-p-0.9 --steps 30 trainer.valEvery=5\n  $ ragen bench learning --runs bandit-ppo --out bench-bandit.json\n  $ ragen bench learning --runs gateway\n  $ ragen bench learning --runs frameworks --steps 20 env.train.0.groupSize=4',
+    )
     .action(async (overrides: string[], opts: LearningOptions) => {
       const report = await benchLearning(overrides, opts);
       console.log(`\n${learningMarkdown(report)}`);
@@ -91,21 +112,27 @@ export function register(bench: Command): void {
 /** Resolve `--runs` into specs. */
 export function learningRuns(list: string | undefined): LearningRunSpec[] {
   if (!list) return DEFAULT_RUNS;
-  return list.split(',').map((s) => s.trim()).filter((s) => s !== '').flatMap((name) => {
-    if (name === 'gateway') return GATEWAY_RUNS;
-    if (name === 'frameworks') return FRAMEWORK_RUNS;
-    const parts = name.split('+');
-    const known = DEFAULT_RUNS.find((r) => r.name === name) ?? FRAMEWORK_RUNS.find((r) => r.name === name);
-    if (known) return known;
-    const presets = listPresets();
-    for (const part of parts.filter((p) => !p.includes('='))) {
-      if (!presets.includes(part) && !existsSync(part) && !existsSync(`${part}.yaml`)) {
-        const names = [...DEFAULT_RUNS, ...FRAMEWORK_RUNS].map((r) => r.name);
-        throw new UsageError(`Unknown --runs entry \`${part}\`: neither a run name (${DEFAULT_RUNS.map((r) => r.name).join(', ')}, gateway, frameworks, or one of theirs) nor a preset or YAML file.${didYouMean(part, [...names, 'gateway', 'frameworks', ...presets])}`);
+  return list
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '')
+    .flatMap((name) => {
+      if (name === 'gateway') return GATEWAY_RUNS;
+      if (name === 'frameworks') return FRAMEWORK_RUNS;
+      const parts = name.split('+');
+      const known = DEFAULT_RUNS.find((r) => r.name === name) ?? FRAMEWORK_RUNS.find((r) => r.name === name);
+      if (known) return known;
+      const presets = listPresets();
+      for (const part of parts.filter((p) => !p.includes('='))) {
+        if (!presets.includes(part) && !existsSync(part) && !existsSync(`${part}.yaml`)) {
+          const names = [...DEFAULT_RUNS, ...FRAMEWORK_RUNS].map((r) => r.name);
+          throw new UsageError(
+            `Unknown --runs entry \`${part}\`: neither a run name (${DEFAULT_RUNS.map((r) => r.name).join(', ')}, gateway, frameworks, or one of theirs) nor a preset or YAML file.${didYouMean(part, [...names, 'gateway', 'frameworks', ...presets])}`,
+          );
+        }
       }
-    }
-    return { name, presets: parts.filter((p) => !p.includes('=')), overrides: parts.filter((p) => p.includes('=')) };
-  });
+      return { name, presets: parts.filter((p) => !p.includes('=')), overrides: parts.filter((p) => p.includes('=')) };
+    });
 }
 
 /** Check every run's config first (a missing model fails in seconds, not after an hour), then train them in turn. */
@@ -116,9 +143,20 @@ export async function benchLearning(overrides: readonly string[], opts: Learning
   const problems: string[] = [];
   for (const spec of specs) {
     try {
-      const flags = [...(opts.steps ? [{ flag: '--steps', key: 'trainer.steps', value: opts.steps }] : []), { flag: '--runs-dir', key: 'logging.runDir' }];
+      const flags = [
+        ...(opts.steps ? [{ flag: '--steps', key: 'trainer.steps', value: opts.steps }] : []),
+        { flag: '--runs-dir', key: 'logging.runDir' },
+      ];
       checkFlagOverrides(flags, [...overrides, ...(spec.overrides ?? [])]);
-      const config = loadConfig({ config: spec.presets, overrides: [...overrides, ...(opts.steps ? [`trainer.steps=${opts.steps}`] : []), ...(spec.overrides ?? []), `logging.runDir=${join(opts.runsDir, `${spec.name.replace(/[^\w.+-]+/g, '-')}__${stamp}`)}`] });
+      const config = loadConfig({
+        config: spec.presets,
+        overrides: [
+          ...overrides,
+          ...(opts.steps ? [`trainer.steps=${opts.steps}`] : []),
+          ...(spec.overrides ?? []),
+          `logging.runDir=${join(opts.runsDir, `${spec.name.replace(/[^\w.+-]+/g, '-')}__${stamp}`)}`,
+        ],
+      });
       checkRunConfig(config);
       configs.push(config);
     } catch (err) {
@@ -127,23 +165,38 @@ export async function benchLearning(overrides: readonly string[], opts: Learning
     }
   }
   if (problems.length) {
-    const modelHint = problems.some((p) => p.includes('`model.path`')) ? '\nThe presets train the shipped base models under models/; build them with `ragen sft` (docs/models.md) or pass model.path=<dir>.' : '';
-    const gatewayHint = problems.some((p) => p.includes('guess-number-tiny')) ? '\nThe guessnumber presets start from models/guess-number-tiny: make it with `npx tsx examples/agents/guess-number-ai-sdk/sft.ts` (docs/agents.md).' : '';
+    const modelHint = problems.some((p) => p.includes('`model.path`'))
+      ? '\nThe presets train the shipped base models under models/; build them with `ragen sft` (docs/models.md) or pass model.path=<dir>.'
+      : '';
+    const gatewayHint = problems.some((p) => p.includes('guess-number-tiny'))
+      ? '\nThe guessnumber presets start from models/guess-number-tiny: make it with `npx tsx examples/agents/guess-number-ai-sdk/sft.ts` (docs/agents.md).'
+      : '';
     throw new ConfigError(`bench learning cannot start:\n${problems.join('\n')}${modelHint}${gatewayHint}`);
   }
-  const report: LearningReport = { date: new Date().toISOString(), node: process.version, cpu: `${os.cpus()[0]?.model ?? 'unknown'} x ${os.cpus().length}`, loadAverage: os.loadavg()[0]!, overrides: [...overrides], runs: [] };
+  const report: LearningReport = {
+    date: new Date().toISOString(),
+    node: process.version,
+    cpu: `${os.cpus()[0]?.model ?? 'unknown'} x ${os.cpus().length}`,
+    loadAverage: os.loadavg()[0]!,
+    overrides: [...overrides],
+    runs: [],
+  };
   for (const [i, spec] of specs.entries()) {
     const config = configs[i]!;
     console.error(`[${i + 1}/${specs.length}] ${spec.name}: ${config.trainer.steps} steps`);
     const t0 = performance.now();
     const r = await train({ config });
-    report.runs.push(summarize(spec, config, r.runDir, r.lastStep, r.earlyStop?.reason ?? null, (performance.now() - t0) / 1000));
+    report.runs.push(
+      summarize(spec, config, r.runDir, r.lastStep, r.earlyStop?.reason ?? null, (performance.now() - t0) / 1000),
+    );
     const out = opts.out ?? join(opts.runsDir, `report-${stamp}.json`);
     mkdirSync(dirname(out), { recursive: true });
     writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`); // after every run, so a long benchmark keeps what it has
     console.error(`report: ${out}`);
   }
-  const gatewayRun = specs.findIndex((s) => FRAMEWORK_RUNS.some((g) => g.name === s.name && !g.name.includes('-builtin-')));
+  const gatewayRun = specs.findIndex((s) =>
+    FRAMEWORK_RUNS.some((g) => g.name === s.name && !g.name.includes('-builtin-')),
+  );
   if (gatewayRun >= 0) {
     console.error('gateway overhead per call...');
     report.gatewayOverhead = await measureGatewayOverhead(configs[gatewayRun]!.model.path);
@@ -152,9 +205,21 @@ export async function benchLearning(overrides: readonly string[], opts: Learning
   return report;
 }
 
-function summarize(spec: LearningRunSpec, config: RagenConfig, runDir: string, stepsDone: number, earlyStop: string | null, seconds: number): LearningRunResult {
+function summarize(
+  spec: LearningRunSpec,
+  config: RagenConfig,
+  runDir: string,
+  stepsDone: number,
+  earlyStop: string | null,
+  seconds: number,
+): LearningRunResult {
   const records = readMetricsFile(join(runDir, 'metrics.jsonl'));
-  const perTag = (r: Record<string, number>) => Object.fromEntries(Object.entries(r).filter(([k]) => /^val\/[^/]+\/success$/.test(k)).map(([k, v]) => [k.split('/')[1]!, v]));
+  const perTag = (r: Record<string, number>) =>
+    Object.fromEntries(
+      Object.entries(r)
+        .filter(([k]) => /^val\/[^/]+\/success$/.test(k))
+        .map(([k, v]) => [k.split('/')[1]!, v]),
+    );
   const vals = records.filter((r) => r['val/success'] !== undefined);
   const trained = records.filter((r) => r.step > 0);
   const mean = (xs: number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : Number.NaN);
@@ -165,7 +230,10 @@ function summarize(spec: LearningRunSpec, config: RagenConfig, runDir: string, s
     presets: spec.presets,
     model: config.model.path,
     algo: config.algo.advEstimator,
-    filter: f.strategy === 'top_p' && f.value >= 1 && f.includeZero ? 'none' : `${f.strategy} ${f.value}${f.strategy === 'top_p' ? ` (${f.topPMode})` : ''}`,
+    filter:
+      f.strategy === 'top_p' && f.value >= 1 && f.includeZero
+        ? 'none'
+        : `${f.strategy} ${f.value}${f.strategy === 'top_p' ? ` (${f.topPMode})` : ''}`,
     runDir,
     stepsPlanned: config.trainer.steps,
     stepsDone,
@@ -177,7 +245,12 @@ function summarize(spec: LearningRunSpec, config: RagenConfig, runDir: string, s
     before: vals[0]?.step === 0 ? perTag(vals[0]) : {},
     after: vals.length && vals[vals.length - 1]!.step > 0 ? perTag(vals[vals.length - 1]!) : {},
     valCurve: vals.map((r) => ({ step: r.step, success: r['val/success']! })),
-    steps: trained.map((r) => ({ step: r.step, keptRatio: r['rollout/filter_kept_ratio'] ?? Number.NaN, seconds: r['timing_s/step'] ?? Number.NaN, trainSuccess: r['train/success'] ?? Number.NaN })),
+    steps: trained.map((r) => ({
+      step: r.step,
+      keptRatio: r['rollout/filter_kept_ratio'] ?? Number.NaN,
+      seconds: r['timing_s/step'] ?? Number.NaN,
+      trainSuccess: r['train/success'] ?? Number.NaN,
+    })),
   };
 }
 
@@ -189,11 +262,15 @@ export function learningMarkdown(r: LearningReport): string {
     Object.keys({ ...run.before, ...run.after }).map((tag) => {
       const b = run.before[tag];
       const a = run.after[tag];
-      const change = b !== undefined && a !== undefined ? `${a - b >= 0 ? '+' : ''}${(100 * (a - b)).toFixed(1)} pts` : '-';
+      const change =
+        b !== undefined && a !== undefined ? `${a - b >= 0 ? '+' : ''}${(100 * (a - b)).toFixed(1)} pts` : '-';
       return `| ${run.name} | ${tag} | ${run.algo} | ${run.filter} | ${run.stepsDone}/${run.stepsPlanned} | ${pct(b)} | ${pct(a)} | ${change} | ${run.meanKeptRatio.toFixed(2)} | ${run.meanStepSeconds.toFixed(1)} |`;
     }),
   );
-  const curves = r.runs.map((run) => `- ${run.name}: ${run.valCurve.map((p) => `${p.step}: ${pct(p.success)}`).join(', ')}${run.earlyStop ? ` (early stop: ${run.earlyStop})` : ''}`);
+  const curves = r.runs.map(
+    (run) =>
+      `- ${run.name}: ${run.valCurve.map((p) => `${p.step}: ${pct(p.success)}`).join(', ')}${run.earlyStop ? ` (early stop: ${run.earlyStop})` : ''}`,
+  );
   return [
     '## Learning: `ragen bench learning`',
     '',

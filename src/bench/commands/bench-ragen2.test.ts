@@ -16,17 +16,31 @@ describe('ragen bench ragen2', () => {
     expect(() => parseSeeds('10000,abc')).toThrow(/`10000,abc`/);
   });
 
-  it.skipIf(!existsSync(chromiumPath()))('writes the summary and the figures from the run directories', async () => {
-    const runs = mkdtempSync(join(tmpdir(), 'ragen2-cli-'));
-    const dir = join(runs, 'ppo-topp0.9__seed5');
-    mkdirSync(dir);
-    writeFileSync(join(dir, 'config.yaml'), 'trainer:\n  steps: 10\n');
-    writeFileSync(join(dir, 'metrics.jsonl'), [{ step: 0, 'val/success': 0.2 }, { step: 1, 'collapse/mi_estimate': 0.5, 'collapse/conditional_entropy': 0.1 }, { step: 10, 'val/success': 0.4, 'collapse/mi_estimate': 0.6, 'collapse/conditional_entropy': 0.09 }].map((r) => JSON.stringify(r)).join('\n') + '\n');
-    const out = join(runs, 'report');
-    const md = await ragen2Report(runs, out, 0.1, ['ppo-topp0.9'], 'ragen bench ragen2 --report-only');
-    expect(md).toContain('| ppo-topp0.9 | 5 | finished | 10/10 | 20.0% | 40.0% |');
-    expect(readFileSync(join(out, 'summary.md'), 'utf8')).toBe(`${md}\n`);
-    expect(JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8')).configs[0].after.mean).toBe(0.4);
-    for (const f of ['success.png', 'collapse.png', 'regimes.png']) expect(readFileSync(join(out, f)).subarray(1, 4).toString()).toBe('PNG');
-  }, 60_000);
+  it.skipIf(!existsSync(chromiumPath()))(
+    'writes the summary and the figures from the run directories',
+    async () => {
+      const runs = mkdtempSync(join(tmpdir(), 'ragen2-cli-'));
+      const dir = join(runs, 'ppo-topp0.9__seed5');
+      mkdirSync(dir);
+      writeFileSync(join(dir, 'config.yaml'), 'trainer:\n  steps: 10\n');
+      writeFileSync(
+        join(dir, 'metrics.jsonl'),
+        [
+          { step: 0, 'val/success': 0.2 },
+          { step: 1, 'collapse/mi_estimate': 0.5, 'collapse/conditional_entropy': 0.1 },
+          { step: 10, 'val/success': 0.4, 'collapse/mi_estimate': 0.6, 'collapse/conditional_entropy': 0.09 },
+        ]
+          .map((r) => JSON.stringify(r))
+          .join('\n') + '\n',
+      );
+      const out = join(runs, 'report');
+      const md = await ragen2Report(runs, out, 0.1, ['ppo-topp0.9'], 'ragen bench ragen2 --report-only');
+      expect(md).toContain('| ppo-topp0.9 | 5 | finished | 10/10 | 20.0% | 40.0% |');
+      expect(readFileSync(join(out, 'summary.md'), 'utf8')).toBe(`${md}\n`);
+      expect(JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8')).configs[0].after.mean).toBe(0.4);
+      for (const f of ['success.png', 'collapse.png', 'regimes.png'])
+        expect(readFileSync(join(out, f)).subarray(1, 4).toString()).toBe('PNG');
+    },
+    60_000,
+  );
 });

@@ -18,24 +18,48 @@ export interface SandboxBenchReport {
 export function register(bench: Command): void {
   bench
     .command('sandbox')
-    .description("Programs judged per second: DeepCoder's reference solutions run in the code sandbox on their hidden tests (all must pass; exit 1 otherwise).")
+    .description(
+      "Programs judged per second: DeepCoder's reference solutions run in the code sandbox on their hidden tests (all must pass; exit 1 otherwise).",
+    )
     .option('--problems <n>', 'how many problems of the generated set to judge', parsePositiveInt('--problems'), 400)
     .option('--parallel <k>', 'programs run at once', parsePositiveInt('--parallel'), 2)
-    .option('--isolation <mode>', 'bwrap (bubblewrap + rlimits + seccomp), none (rlimits + seccomp only), or both (to see what bubblewrap costs)', 'bwrap')
+    .option(
+      '--isolation <mode>',
+      'bwrap (bubblewrap + rlimits + seccomp), none (rlimits + seccomp only), or both (to see what bubblewrap costs)',
+      'bwrap',
+    )
     .option('--json', 'print {node, cpu, loadAverage, python, results: [...]} as JSON')
-    .addHelpText('after', '\nNeeds bubblewrap (apt-get install -y bubblewrap) and /usr/bin/python3.\n\nExamples:\n  $ ragen bench sandbox\n  $ ragen bench sandbox --problems 100 --isolation both --json')
+    .addHelpText(
+      'after',
+      '\nNeeds bubblewrap (apt-get install -y bubblewrap) and /usr/bin/python3.\n\nExamples:\n  $ ragen bench sandbox\n  $ ragen bench sandbox --problems 100 --isolation both --json',
+    )
     .action(async (opts: { problems: number; parallel: number; isolation: string; json?: boolean }) => {
-      const modes = opts.isolation === 'both' ? (['bwrap', 'none'] as const) : opts.isolation === 'bwrap' || opts.isolation === 'none' ? ([opts.isolation] as const) : undefined;
+      const modes =
+        opts.isolation === 'both'
+          ? (['bwrap', 'none'] as const)
+          : opts.isolation === 'bwrap' || opts.isolation === 'none'
+            ? ([opts.isolation] as const)
+            : undefined;
       if (!modes) throw new UsageError(`Bad --isolation \`${opts.isolation}\`: give bwrap, none or both.`);
-      const report: SandboxBenchReport = { node: process.version, cpu: `${os.cpus()[0]?.model ?? 'unknown'} x ${os.cpus().length}`, loadAverage: os.loadavg()[0]!, python: '/usr/bin/python3', results: [] };
-      if (!opts.json) console.log(`node ${report.node}, ${report.cpu}, load average ${report.loadAverage.toFixed(2)}; ${opts.problems} reference solutions, ${opts.parallel} at once`);
+      const report: SandboxBenchReport = {
+        node: process.version,
+        cpu: `${os.cpus()[0]?.model ?? 'unknown'} x ${os.cpus().length}`,
+        loadAverage: os.loadavg()[0]!,
+        python: '/usr/bin/python3',
+        results: [],
+      };
+      if (!opts.json)
+        console.log(
+          `node ${report.node}, ${report.cpu}, load average ${report.loadAverage.toFixed(2)}; ${opts.problems} reference solutions, ${opts.parallel} at once`,
+        );
       for (const isolation of modes) {
         const r = await benchJudge({
           problems: opts.problems,
           parallel: opts.parallel,
           isolation,
           onProgress: (done, total) => {
-            if (!opts.json && process.stderr.isTTY && (done % 20 === 0 || done === total)) process.stderr.write(`\r${isolation}: ${done}/${total}`);
+            if (!opts.json && process.stderr.isTTY && (done % 20 === 0 || done === total))
+              process.stderr.write(`\r${isolation}: ${done}/${total}`);
           },
         });
         if (!opts.json && process.stderr.isTTY) process.stderr.write('\n');

@@ -6,7 +6,10 @@ import { EnvGroups, agentConfig, oraclePolicy, rollout, type ContextWindowMode }
 
 const i = process.argv.indexOf('--groups');
 const nGroups = i >= 0 ? Number(process.argv[i + 1]) : 128;
-const tokenizers: [string, Tokenizer][] = [['tiny', loadTokenizer(tinyTokenizerDir())], ['qwen', loadQwenTokenizer()]];
+const tokenizers: [string, Tokenizer][] = [
+  ['tiny', loadTokenizer(tinyTokenizerDir())],
+  ['qwen', loadQwenTokenizer()],
+];
 console.log(`agent loop with the oracle policy, ${nGroups} episodes per row (val seeds from 123)`);
 console.log('env              tokenizer  mode                 episodes/s   turns/s   ms/turn');
 for (const env of ['SimpleSokoban', 'SimpleSudoku']) {
@@ -20,7 +23,9 @@ for (const env of ['SimpleSokoban', 'SimpleSudoku']) {
       const batch = await rollout({ groups, policy: oraclePolicy(tok, cfg), tokenizer: tok, agent: cfg });
       const s = (performance.now() - t0) / 1000;
       const turns = batch.episodes.reduce((a, e) => a + e.turns.length, 0);
-      console.log(`${env.padEnd(16)} ${name.padEnd(10)} ${mode.padEnd(20)} ${(batch.episodes.length / s).toFixed(0).padStart(10)} ${(turns / s).toFixed(0).padStart(9)} ${((1000 * s) / turns).toFixed(3).padStart(9)}`);
+      console.log(
+        `${env.padEnd(16)} ${name.padEnd(10)} ${mode.padEnd(20)} ${(batch.episodes.length / s).toFixed(0).padStart(10)} ${(turns / s).toFixed(0).padStart(9)} ${((1000 * s) / turns).toFixed(3).padStart(9)}`,
+      );
     }
   }
 }

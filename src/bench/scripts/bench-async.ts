@@ -4,7 +4,8 @@
 // stand-in `LatentSokoban`, SimpleSokoban whose reset and step each await a `--latency-ms` timer in this process.
 // Trains --model (models/ragen-tiny, which plays valid moves, so every turn steps the env; `micro` is a 2-layer random
 // model that mostly does not) for --steps steps synchronously, then with trainer.async (maxStaleness --staleness),
-// --rounds times each. Usage: npx tsx src/bench/scripts/bench-async.ts [--env remote|inprocess] [--latency-ms 1000] [--steps 6] [--staleness 1] [--rounds 1]
+// --rounds times each. Usage: npx tsx src/bench/scripts/bench-async.ts [--env remote|inprocess] [--latency-ms 1000]
+// [--steps 6] [--staleness 1] [--rounds 1]
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createInterface } from 'node:readline';
@@ -31,7 +32,10 @@ const ei = process.argv.indexOf('--env');
 const envMode = ei >= 0 ? process.argv[ei + 1]! : 'remote';
 if (envMode !== 'remote' && envMode !== 'inprocess') throw new Error(`--env ${envMode}: give remote or inprocess`);
 
-if (steps < staleness + 2) throw new Error(`--steps ${steps} leaves no steady state after the first ${staleness + 1} steps; give at least ${staleness + 2}`);
+if (steps < staleness + 2)
+  throw new Error(
+    `--steps ${steps} leaves no steady state after the first ${staleness + 1} steps; give at least ${staleness + 2}`,
+  );
 const steadyFrom = staleness + 2;
 const delay = () => new Promise((r) => setTimeout(r, latencyMs));
 const inner = envSpec('SimpleSokoban');
@@ -41,11 +45,23 @@ registerEnv('LatentSokoban', {
   create(config) {
     const env = inner.create(config);
     const latent: Env = {
-      get instruction() { return env.instruction; },
-      get legend() { return env.legend; },
-      get actionNames() { return env.actionNames; },
-      async reset(o) { await delay(); return env.reset(o); },
-      async step(a) { await delay(); return env.step(a); },
+      get instruction() {
+        return env.instruction;
+      },
+      get legend() {
+        return env.legend;
+      },
+      get actionNames() {
+        return env.actionNames;
+      },
+      async reset(o) {
+        await delay();
+        return env.reset(o);
+      },
+      async step(a) {
+        await delay();
+        return env.step(a);
+      },
       render: () => env.render(),
       close: () => env.close(),
     };
@@ -57,7 +73,9 @@ registerEnv('LatentSokoban', {
 async function startEnvServer(): Promise<{ tag: string; stop: () => void }> {
   const main = new URL('../../cli/main.ts', import.meta.url).pathname;
   const script = `const { main } = await import(${JSON.stringify(main)}); process.exitCode = await main(['env', 'serve', 'SimpleSokoban', '--port', '0', '--step-delay-ms', '${latencyMs}']);`;
-  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const lines = createInterface({ input: child.stdout! });
   const tag = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('ragen env serve did not start within 30 s')), 30_000);
@@ -111,12 +129,23 @@ async function oneRun(asyncOn: boolean): Promise<{ perStep: number; steady: numb
     const xs = m.filter((x) => x.step >= from);
     return xs.reduce((a, x) => a + ((x[k] as number | undefined) ?? 0), 0) / xs.length;
   };
-  return { perStep: mean('timing_s/step'), steady: mean('timing_s/step', steadyFrom), wait: mean('timing_s/rollout_wait'), staleFrac: mean('async/stale_token_frac') };
+  return {
+    perStep: mean('timing_s/step'),
+    steady: mean('timing_s/step', steadyFrom),
+    wait: mean('timing_s/rollout_wait'),
+    staleFrac: mean('async/stale_token_frac'),
+  };
 }
 
-console.log(`node ${process.version}, ${os.cpus()[0]?.model ?? 'cpu'} x ${os.cpus().length}, load average ${os.loadavg()[0]!.toFixed(2)}`);
-const where = remote ? `SimpleSokoban on \`ragen env serve --step-delay-ms ${latencyMs}\` (${remote.tag})` : `LatentSokoban (in-process, ${latencyMs} ms timer per reset/step)`;
-console.log(`${modelArg}, ${where}, 16 episodes x 3 turns per step (sokoban-ppo's agent settings), ${steps} steps, best of ${rounds}`);
+console.log(
+  `node ${process.version}, ${os.cpus()[0]?.model ?? 'cpu'} x ${os.cpus().length}, load average ${os.loadavg()[0]!.toFixed(2)}`,
+);
+const where = remote
+  ? `SimpleSokoban on \`ragen env serve --step-delay-ms ${latencyMs}\` (${remote.tag})`
+  : `LatentSokoban (in-process, ${latencyMs} ms timer per reset/step)`;
+console.log(
+  `${modelArg}, ${where}, 16 episodes x 3 turns per step (sokoban-ppo's agent settings), ${steps} steps, best of ${rounds}`,
+);
 let bestSync = { perStep: Infinity, steady: Infinity };
 let bestAsync = { perStep: Infinity, steady: Infinity, wait: 0, staleFrac: 0 };
 try {
@@ -129,9 +158,13 @@ try {
 } finally {
   remote?.stop();
 }
-if (!process.argv.includes("--keep")) rmSync(root, { recursive: true, force: true });
+if (!process.argv.includes('--keep')) rmSync(root, { recursive: true, force: true });
 else console.log(`runs kept in ${root}`);
 console.log(`                         all steps    steps ${steadyFrom}-${steps} (pipeline full)`);
 console.log(`synchronous:             ${bestSync.perStep.toFixed(3)} s/step  ${bestSync.steady.toFixed(3)} s/step`);
-console.log(`async (maxStaleness ${staleness}): ${bestAsync.perStep.toFixed(3)} s/step  ${bestAsync.steady.toFixed(3)} s/step   (waited ${bestAsync.wait.toFixed(3)} s/step for rollouts; ${(100 * bestAsync.staleFrac).toFixed(0)}% of trained tokens stale)`);
-console.log(`wall-time gain:          ${(bestSync.perStep / bestAsync.perStep).toFixed(2)}x          ${(bestSync.steady / bestAsync.steady).toFixed(2)}x`);
+console.log(
+  `async (maxStaleness ${staleness}): ${bestAsync.perStep.toFixed(3)} s/step  ${bestAsync.steady.toFixed(3)} s/step   (waited ${bestAsync.wait.toFixed(3)} s/step for rollouts; ${(100 * bestAsync.staleFrac).toFixed(0)}% of trained tokens stale)`,
+);
+console.log(
+  `wall-time gain:          ${(bestSync.perStep / bestAsync.perStep).toFixed(2)}x          ${(bestSync.steady / bestAsync.steady).toFixed(2)}x`,
+);

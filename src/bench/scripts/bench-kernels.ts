@@ -14,7 +14,9 @@ const opt = (name: string): string | undefined => {
 };
 const quick = args.includes('--quick');
 const asJson = args.includes('--json');
-const backends = (opt('--backends')?.split(',') ?? ['js', 'wasm', 'native']).filter((b) => T.backendAvailable(b as BackendName)) as BackendName[];
+const backends = (opt('--backends')?.split(',') ?? ['js', 'wasm', 'native']).filter((b) =>
+  T.backendAvailable(b as BackendName),
+) as BackendName[];
 
 /** Best (minimum) ms of fn over reps after warmup: on a shared machine the minimum is the least disturbed run. */
 function time(fn: () => void, reps: number, warmup = 2): number {
@@ -49,7 +51,8 @@ function benchMatmul(backend: BackendName): void {
   for (const [name, M, N, K, tA, tB] of backend === 'js' ? cases.slice(0, 1) : cases) {
     if (quick && M * N * K > 2 ** 28) continue;
     T.tidy(() => {
-      const a = T.randn(tA ? [K, M] : [M, K], rng), b = T.randn(tB ? [N, K] : [K, N], rng);
+      const a = T.randn(tA ? [K, M] : [M, K], rng),
+        b = T.randn(tB ? [N, K] : [K, N], rng);
       const ms = time(() => T.tidy(() => void T.matmul(a, b, { transA: tA, transB: tB })), backend === 'js' ? 2 : 7, 1);
       record(backend, `matmul ${name} GFLOP/s`, (2 * M * N * K) / ms / 1e6);
     });
@@ -60,35 +63,82 @@ function benchFused(backend: BackendName): void {
   const rng = new Rng(2);
   const reps = backend === 'js' ? 2 : 10;
   T.tidy(() => {
-    const x = T.randn([1024, 256], rng, 1, { requiresGrad: true }), w = T.randn([256], rng, 1, { requiresGrad: true });
+    const x = T.randn([1024, 256], rng, 1, { requiresGrad: true }),
+      w = T.randn([256], rng, 1, { requiresGrad: true });
     const logits = T.randn([1024, 2048], rng, 1, { requiresGrad: true });
-    const g = T.randn([1024, 768], rng, 1, { requiresGrad: true }), u = T.randn([1024, 768], rng, 1, { requiresGrad: true });
-    const q = T.randn([8, 4, 128, 64], rng, 1, { requiresGrad: true }), k = T.randn([8, 2, 128, 64], rng, 1, { requiresGrad: true });
+    const g = T.randn([1024, 768], rng, 1, { requiresGrad: true }),
+      u = T.randn([1024, 768], rng, 1, { requiresGrad: true });
+    const q = T.randn([8, 4, 128, 64], rng, 1, { requiresGrad: true }),
+      k = T.randn([8, 2, 128, 64], rng, 1, { requiresGrad: true });
     const v = T.randn([8, 2, 128, 64], rng, 1, { requiresGrad: true });
     const targets = Int32Array.from({ length: 1024 }, () => rng.int(2048));
     const pos = Int32Array.from({ length: 128 }, (_, i) => i);
-    const fwdBwd = (f: () => Tensor): number => time(() => T.tidy(() => {
-      const y = f();
-      y.backward(y.size === 1 ? undefined : T.ones(y.shape));
-    }), reps);
-    record(backend, 'rmsNorm (1024x256) fwd+bwd ms', fwdBwd(() => T.rmsNorm(x, w)));
-    record(backend, 'swiglu (1024x768) fwd+bwd ms', fwdBwd(() => T.swiglu(g, u)));
-    record(backend, 'rope (8x4x128x64) fwd+bwd ms', fwdBwd(() => T.rope(q, pos, 10000)));
-    record(backend, 'crossEntropy (1024x2048) fwd+bwd ms', fwdBwd(() => T.crossEntropy(logits, targets)));
-    record(backend, 'entropy (1024x2048) fwd+bwd ms', fwdBwd(() => T.entropy(logits)));
-    record(backend, 'attention (8x4x128x64, 2 kv) fwd+bwd ms', fwdBwd(() => T.causalAttention(q, k, v)));
-    record(backend, 'add bias (1024x768) fwd+bwd ms', fwdBwd(() => T.add(g, T.narrow(u, 0, 0, 1).reshape(768))));
+    const fwdBwd = (f: () => Tensor): number =>
+      time(
+        () =>
+          T.tidy(() => {
+            const y = f();
+            y.backward(y.size === 1 ? undefined : T.ones(y.shape));
+          }),
+        reps,
+      );
+    record(
+      backend,
+      'rmsNorm (1024x256) fwd+bwd ms',
+      fwdBwd(() => T.rmsNorm(x, w)),
+    );
+    record(
+      backend,
+      'swiglu (1024x768) fwd+bwd ms',
+      fwdBwd(() => T.swiglu(g, u)),
+    );
+    record(
+      backend,
+      'rope (8x4x128x64) fwd+bwd ms',
+      fwdBwd(() => T.rope(q, pos, 10000)),
+    );
+    record(
+      backend,
+      'crossEntropy (1024x2048) fwd+bwd ms',
+      fwdBwd(() => T.crossEntropy(logits, targets)),
+    );
+    record(
+      backend,
+      'entropy (1024x2048) fwd+bwd ms',
+      fwdBwd(() => T.entropy(logits)),
+    );
+    record(
+      backend,
+      'attention (8x4x128x64, 2 kv) fwd+bwd ms',
+      fwdBwd(() => T.causalAttention(q, k, v)),
+    );
+    record(
+      backend,
+      'add bias (1024x768) fwd+bwd ms',
+      fwdBwd(() => T.add(g, T.narrow(u, 0, 0, 1).reshape(768))),
+    );
     const params = Array.from({ length: 4 }, () => T.randn([1024, 1024], rng, 0.02, { requiresGrad: true }));
     for (const p of params) p.grad = T.keep(T.randn([1024, 1024], rng));
     const opt = new T.AdamW(params, { lr: 1e-3 });
-    record(backend, 'AdamW step (4M params) ms', time(() => opt.step(), reps));
-    record(backend, 'clipGradNorm (4M params) ms', time(() => void T.clipGradNorm(params, 1e9), reps));
+    record(
+      backend,
+      'AdamW step (4M params) ms',
+      time(() => opt.step(), reps),
+    );
+    record(
+      backend,
+      'clipGradNorm (4M params) ms',
+      time(() => void T.clipGradNorm(params, 1e9), reps),
+    );
     for (const p of params) p.grad?.dispose();
     opt.dispose();
   });
 }
 
-/** The reference model of `ragen bench engine` (vocab 2048, C 256, 6 layers, 4 heads / 2 KV, MLP 768, tied), from raw ops. */
+/**
+ * The reference model of `ragen bench engine` (vocab 2048, C 256, 6 layers, 4 heads / 2 KV, MLP 768, tied), from raw
+ * ops.
+ */
 function benchStep(backend: BackendName): void {
   const rng = new Rng(3);
   const [V, C, L, H, Hkv, F, B, Tn] = [2048, 256, 6, 4, 2, 768, 8, 128];
@@ -97,8 +147,15 @@ function benchStep(backend: BackendName): void {
   const one = (n: number): Tensor => T.ones([n], { requiresGrad: true });
   const wte = p([V, C]);
   const layers = Array.from({ length: L }, () => ({
-    n1: one(C), wq: p([C, C]), wk: p([Hkv * D, C]), wv: p([Hkv * D, C]), wo: p([C, C]),
-    n2: one(C), wg: p([F, C]), wu: p([F, C]), wd: p([C, F]),
+    n1: one(C),
+    wq: p([C, C]),
+    wk: p([Hkv * D, C]),
+    wv: p([Hkv * D, C]),
+    wo: p([C, C]),
+    n2: one(C),
+    wg: p([F, C]),
+    wu: p([F, C]),
+    wd: p([C, F]),
   }));
   const nf = one(C);
   const params = [wte, nf, ...layers.flatMap((l) => Object.values(l))];
@@ -107,37 +164,48 @@ function benchStep(backend: BackendName): void {
   const targets = Int32Array.from({ length: B * Tn }, () => rng.int(V));
   const pos = Int32Array.from({ length: Tn }, (_, i) => i);
   const heads = (x: Tensor, h: number): Tensor => T.transpose(x.reshape(B, Tn, h, D), 1, 2); // (B, h, T, D)
-  const step = (): number => T.tidy(() => {
-    let x = T.embedding(wte, ids); // (B*T, C)
-    for (const l of layers) {
-      const h = T.rmsNorm(x, l.n1, 1e-6);
-      const q = T.rope(heads(T.linear(h, l.wq), H), pos, 10000);
-      const k = T.rope(heads(T.linear(h, l.wk), Hkv), pos, 10000);
-      const v = heads(T.linear(h, l.wv), Hkv);
-      const a = T.transpose(T.causalAttention(q, k, v), 1, 2).reshape(B * Tn, C);
-      x = T.add(x, T.linear(a, l.wo));
-      const h2 = T.rmsNorm(x, l.n2, 1e-6);
-      x = T.add(x, T.linear(T.swiglu(T.linear(h2, l.wg), T.linear(h2, l.wu)), l.wd));
-    }
-    const logits = T.linear(T.rmsNorm(x, nf, 1e-6), wte);
-    const loss = T.crossEntropy(logits, targets);
-    loss.backward();
-    T.clipGradNorm(params, 1.0);
-    opt.step();
-    opt.zeroGrad();
-    return loss.item();
-  });
+  const step = (): number =>
+    T.tidy(() => {
+      let x = T.embedding(wte, ids); // (B*T, C)
+      for (const l of layers) {
+        const h = T.rmsNorm(x, l.n1, 1e-6);
+        const q = T.rope(heads(T.linear(h, l.wq), H), pos, 10000);
+        const k = T.rope(heads(T.linear(h, l.wk), Hkv), pos, 10000);
+        const v = heads(T.linear(h, l.wv), Hkv);
+        const a = T.transpose(T.causalAttention(q, k, v), 1, 2).reshape(B * Tn, C);
+        x = T.add(x, T.linear(a, l.wo));
+        const h2 = T.rmsNorm(x, l.n2, 1e-6);
+        x = T.add(x, T.linear(T.swiglu(T.linear(h2, l.wg), T.linear(h2, l.wu)), l.wd));
+      }
+      const logits = T.linear(T.rmsNorm(x, nf, 1e-6), wte);
+      const loss = T.crossEntropy(logits, targets);
+      loss.backward();
+      T.clipGradNorm(params, 1.0);
+      opt.step();
+      opt.zeroGrad();
+      return loss.item();
+    });
   const reps = backend === 'js' ? 1 : quick ? 3 : 6;
-  record(backend, 'train step B8xT128 (5.3M-param ref model) ms', time(() => void step(), reps, 1));
+  record(
+    backend,
+    'train step B8xT128 (5.3M-param ref model) ms',
+    time(() => void step(), reps, 1),
+  );
   opt.dispose();
   for (const t of params) t.dispose();
 }
 
-if (!asJson) console.log(`node ${process.version}, ${os.cpus()[0]?.model ?? 'cpu'} x ${os.cpus().length}, load average ${os.loadavg()[0]!.toFixed(2)}`);
+if (!asJson)
+  console.log(
+    `node ${process.version}, ${os.cpus()[0]?.model ?? 'cpu'} x ${os.cpus().length}, load average ${os.loadavg()[0]!.toFixed(2)}`,
+  );
 for (const backend of backends) {
   T.setBackend(backend);
   const be = T.getBackend() as { variant?: string; threads?: number; info?: () => string };
-  if (!asJson) console.log(`# ${backend}${be.variant ? ` (${be.variant}, ${be.threads} thread${be.threads === 1 ? '' : 's'}${be.info ? `, ${be.info()}` : ''})` : ''}`);
+  if (!asJson)
+    console.log(
+      `# ${backend}${be.variant ? ` (${be.variant}, ${be.threads} thread${be.threads === 1 ? '' : 's'}${be.info ? `, ${be.info()}` : ''})` : ''}`,
+    );
   if (!args.includes('--step-only')) {
     benchMatmul(backend);
     benchFused(backend);

@@ -25,7 +25,8 @@ await gw.listen(0);
 const client = new OpenAI({ baseURL: gw.open('bench', { maxCalls: 1e9 }).baseUrl, apiKey: 'x', maxRetries: 0 });
 const messages = [{ role: 'user' as const, content: 'Turn 1: State:\n#P_#\nYou have 5 actions left.' }];
 const prompt = target.tokenizer.encode(target.tokenizer.applyChatTemplate(messages, { addGenerationPrompt: true }));
-const direct = () => target.engine.generate([prompt], { maxNewTokens: 16, temperature: 0, stopTokenIds: [eos], seed: 0 });
+const direct = () =>
+  target.engine.generate([prompt], { maxNewTokens: 16, temperature: 0, stopTokenIds: [eos], seed: 0 });
 const viaGateway = () => client.chat.completions.create({ model: 'm', messages, max_tokens: 16, temperature: 0 });
 const msPerCall = async (f: () => Promise<unknown>): Promise<number> => {
   const t = performance.now();
@@ -38,23 +39,32 @@ const d = await msPerCall(direct);
 const g1 = await msPerCall(viaGateway);
 const d2 = await msPerCall(direct);
 const g2 = await msPerCall(viaGateway);
-console.log(`per call: engine ${((d + d2) / 2).toFixed(1)} ms, gateway ${((g1 + g2) / 2).toFixed(1)} ms, overhead ${((g1 + g2 - d - d2) / 2).toFixed(1)} ms (N=${2 * N} each)`);
+console.log(
+  `per call: engine ${((d + d2) / 2).toFixed(1)} ms, gateway ${((g1 + g2) / 2).toFixed(1)} ms, overhead ${((g1 + g2 - d - d2) / 2).toFixed(1)} ms (N=${2 * N} each)`,
+);
 await gw.close();
 
 // 2. Whole episodes: a node program making one call and reporting, at concurrency 1 and 2.
 const dir = mkdtempSync(join(os.tmpdir(), 'ragen-gw-bench-'));
 const program = join(dir, 'one-call.mjs');
-writeFileSync(program, `import OpenAI from '${pathToFileURL(join(root, 'node_modules', 'openai', 'index.mjs')).href}';
+writeFileSync(
+  program,
+  `import OpenAI from '${pathToFileURL(join(root, 'node_modules', 'openai', 'index.mjs')).href}';
 await new OpenAI({ maxRetries: 0 }).chat.completions.create({ model: 'p', messages: [{ role: 'user', content: 'hi' }], max_tokens: 16, temperature: 0 });
-await fetch(process.env.RAGEN_REWARD_URL, { method: 'POST', body: JSON.stringify({ reward: 1 }) });`);
+await fetch(process.env.RAGEN_REWARD_URL, { method: 'POST', body: JSON.stringify({ reward: 1 }) });`,
+);
 const gw2 = new Gateway({ ...target });
 await gw2.listen(0);
 for (const concurrency of [1, 2]) {
   const tasks = Array.from({ length: EPISODES }, (_, i) => ({ episodeId: `c${concurrency}-${i}`, seed: i, group: 0 }));
   const t = performance.now();
-  const outs = await runAgentEpisodes(gw2, { command: `node ${JSON.stringify(program)}`, timeoutS: 60 }, tasks, { concurrency });
+  const outs = await runAgentEpisodes(gw2, { command: `node ${JSON.stringify(program)}`, timeoutS: 60 }, tasks, {
+    concurrency,
+  });
   const s = (performance.now() - t) / 1000;
-  console.log(`episodes at concurrency ${concurrency}: ${(EPISODES / s).toFixed(2)}/s (${outs.filter((o) => o.status === 'ok').length}/${EPISODES} ok)`);
+  console.log(
+    `episodes at concurrency ${concurrency}: ${(EPISODES / s).toFixed(2)}/s (${outs.filter((o) => o.status === 'ok').length}/${EPISODES} ok)`,
+  );
 }
 await gw2.close();
 rmSync(dir, { recursive: true, force: true });

@@ -8,7 +8,10 @@ import '../../env/mcp/index.js';
 
 const at = process.argv.indexOf('--episodes');
 const episodes = at >= 0 ? Number(process.argv[at + 1]) : 8;
-const base = { tasks: { file: 'examples/mcp-calculator/tasks.jsonl' }, verifier: { module: 'examples/mcp-calculator/verify.mjs' } };
+const base = {
+  tasks: { file: 'examples/mcp-calculator/tasks.jsonl' },
+  verifier: { module: 'examples/mcp-calculator/verify.mjs' },
+};
 const call = '<tool_call>{"name": "calculate", "arguments": {"expression": "2 * 21"}}</tool_call>';
 
 async function measure(label: string, config: Record<string, unknown>): Promise<void> {
@@ -27,14 +30,18 @@ async function measure(label: string, config: Record<string, unknown>): Promise<
   } finally {
     await env.close();
   }
-  console.log(`${label.padEnd(28)} reset ${(reset / episodes).toFixed(1).padStart(7)} ms   tool call ${(step / episodes).toFixed(2).padStart(6)} ms   (${episodes} episodes)`);
+  console.log(
+    `${label.padEnd(28)} reset ${(reset / episodes).toFixed(1).padStart(7)} ms   tool call ${(step / episodes).toFixed(2).padStart(6)} ms   (${episodes} episodes)`,
+  );
 }
 
 const stdio = { command: process.execPath, args: ['examples/mcp-calculator/server.mjs'] };
 await measure('stdio, session episode', { server: stdio });
 await measure('stdio, session env', { server: stdio, session: 'env' });
 const port = await freePort();
-const http = spawn(process.execPath, ['examples/mcp-calculator/server.mjs', '--http', String(port)], { stdio: ['ignore', 'ignore', 'pipe'] });
+const http = spawn(process.execPath, ['examples/mcp-calculator/server.mjs', '--http', String(port)], {
+  stdio: ['ignore', 'ignore', 'pipe'],
+});
 await new Promise<void>((resolve) => http.stderr!.once('data', () => resolve())); // it prints its URL when listening
 try {
   await measure('http, session episode', { server: { url: `http://127.0.0.1:${port}/mcp` } });

@@ -1,5 +1,6 @@
 // Per-phase time of StarPO steps on a preset (default sokoban-ppo) with engine token counts (real vs padded) and
-// FLOP rates. Usage: npx tsx src/bench/scripts/profile-step.ts [--model DIR | --size tiny] [--steps 3] [--val] [--no-share-prefix] [key=value ...]
+// FLOP rates. Usage: npx tsx src/bench/scripts/profile-step.ts [--model DIR | --size tiny] [--steps 3] [--val]
+// [--no-share-prefix] [key=value ...]
 import { mkdtempSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -35,7 +36,12 @@ if (!model) {
   const shipped = loadConfig({ config: preset }).model.path;
   if (existsSync(join(shipped, 'config.json'))) model = shipped;
   else {
-    const s = (SIZE_PRESETS as Record<string, { hiddenSize: number; intermediateSize: number; numLayers: number; numHeads: number }>)[size];
+    const s = (
+      SIZE_PRESETS as Record<
+        string,
+        { hiddenSize: number; intermediateSize: number; numLayers: number; numHeads: number }
+      >
+    )[size];
     if (!s) throw new Error(`unknown --size ${size}`);
     model = await writeMicroModel(mkdtempSync(join(tmpdir(), 'ragen-prof-')), { ...s, seed: 1 });
     console.log(`(no ${shipped}: random-init ${size} model ${JSON.stringify(s)})`);
@@ -46,13 +52,25 @@ const { engine, tokenizer } = await openModels(config);
 const local = engine as LocalEngine;
 if (noShare) (local as unknown as { options: { sharedPrefixMin: number } }).options.sharedPrefixMin = 0;
 const pc = local.policy.config;
-console.log(`preset ${preset} model ${model}: hidden ${pc.hiddenSize} layers ${pc.numLayers} vocab ${pc.vocabSize} params ${(local.policy.numParameters / 1e6).toFixed(2)}M backend ${getBackend().name}`);
-console.log(`critic ${config.model.critic.mode}, recomputeOldLogprobs ${(config.algo as { recomputeOldLogprobs?: unknown }).recomputeOldLogprobs ?? '(n/a)'}, collapse.every ${config.trainer.collapse.every}`);
+console.log(
+  `preset ${preset} model ${model}: hidden ${pc.hiddenSize} layers ${pc.numLayers} vocab ${pc.vocabSize} params ${(local.policy.numParameters / 1e6).toFixed(2)}M backend ${getBackend().name}`,
+);
+console.log(
+  `critic ${config.model.critic.mode}, recomputeOldLogprobs ${(config.algo as { recomputeOldLogprobs?: unknown }).recomputeOldLogprobs ?? '(n/a)'}, collapse.every ${config.trainer.collapse.every}`,
+);
 // Forward FLOPs per token ~ 2 x (non-embedding params + LM head); backward ~ 2x forward.
 const flopsPerToken = 2 * (local.policy.numParameters - pc.vocabSize * pc.hiddenSize + pc.vocabSize * pc.hiddenSize);
 const agent = config.agent;
 const groups = new EnvGroups(envGroupsOptions(config, 'train'));
-const ctx: StepContext = { config, engine, tokenizer, agent, groups, kl: new KLController({ type: 'fixed', klCoef: 0 }), collapseEma: {} };
+const ctx: StepContext = {
+  config,
+  engine,
+  tokenizer,
+  agent,
+  groups,
+  kl: new KLController({ type: 'fixed', klCoef: 0 }),
+  collapseEma: {},
+};
 
 const phases = ['gen', 'collapse', 'old_log_prob', 'ref', 'values', 'update_critic', 'update_actor', 'step'];
 const fmt = (x: number | undefined) => (x === undefined ? '-' : x.toFixed(2)).padStart(8);
@@ -70,7 +88,9 @@ for (let step = 1; step <= steps; step++) {
 }
 if (withVal) {
   const v = await validate(config, engine, tokenizer, agent);
-  console.log(`validation of ${config.env.val.reduce((a, x) => a + x.groups * (x.groupSize ?? 1), 0)} episodes: ${v?.seconds.toFixed(2)} s, success ${JSON.stringify(v?.success)}`);
+  console.log(
+    `validation of ${config.env.val.reduce((a, x) => a + x.groups * (x.groupSize ?? 1), 0)} episodes: ${v?.seconds.toFixed(2)} s, success ${JSON.stringify(v?.success)}`,
+  );
 }
 const c0 = performance.now();
 await engine.save(mkdtempSync(join(tmpdir(), 'ragen-prof-ckpt-')), { optimizer: true });

@@ -24,10 +24,11 @@ const bin = resolve('bin/ragen.js');
 const t0 = Date.now();
 const log = (line: string) => console.log(`[soak ${((Date.now() - t0) / 1000).toFixed(0).padStart(4)} s] ${line}`);
 
-
 /** A `ragen env serve SimpleSokoban` process on `port`, resolved once it answers /health. */
 async function serve(port: number): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [bin, 'env', 'serve', 'SimpleSokoban', '--port', String(port)], { stdio: ['ignore', 'ignore', 'ignore'] });
+  const child = spawn(process.execPath, [bin, 'env', 'serve', 'SimpleSokoban', '--port', String(port)], {
+    stdio: ['ignore', 'ignore', 'ignore'],
+  });
   for (;;) {
     if (child.exitCode !== null) throw new Error(`env server on ${port} exited with ${child.exitCode}`);
     try {
@@ -44,14 +45,18 @@ function trainProcess(argv: string[]): { done: Promise<{ code: number | null; la
   const child = spawn(process.execPath, [bin, 'train', ...argv], { stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
   child.stderr!.on('data', (d: Buffer) => (err = (err + String(d)).slice(-4000)));
-  const done = new Promise<{ code: number | null; last: string }>((ok) => child.on('close', (code) => ok({ code, last: err.trim().split('\n').at(-1) ?? '' })));
+  const done = new Promise<{ code: number | null; last: string }>((ok) =>
+    child.on('close', (code) => ok({ code, last: err.trim().split('\n').at(-1) ?? '' })),
+  );
   return { done, child };
 }
 
 /** metrics.jsonl without wall-clock keys, one record per step. */
 function metricsOf(runDir: string): Record<string, unknown>[] {
   return readMetricsFile(join(runDir, 'metrics.jsonl')).map((r) =>
-    Object.fromEntries(Object.entries(r).filter(([k]) => k !== 'time' && !k.startsWith('timing_s/') && !k.startsWith('perf/'))),
+    Object.fromEntries(
+      Object.entries(r).filter(([k]) => k !== 'time' && !k.startsWith('timing_s/') && !k.startsWith('perf/')),
+    ),
   );
 }
 
@@ -99,7 +104,12 @@ async function main(): Promise<void> {
     stats.failures++;
     stats.failureLines.push(r.last);
     log(`train exited ${r.code}: ${r.last.slice(0, 300)}`);
-    while (!(await fetch(`http://127.0.0.1:${pa}/health`).then((x) => x.ok).catch(() => false))) await new Promise((res) => setTimeout(res, 200));
+    while (
+      !(await fetch(`http://127.0.0.1:${pa}/health`)
+        .then((x) => x.ok)
+        .catch(() => false))
+    )
+      await new Promise((res) => setTimeout(res, 200));
     stats.resumes++;
     current = trainProcess(['--resume', run]);
   }
@@ -113,7 +123,13 @@ async function main(): Promise<void> {
   if (fr.code !== 0) throw new Error(`the finishing resume failed: ${fr.last}`);
   log('training the uninterrupted reference run');
   const ref = join(out, 'reference');
-  const rr = await trainProcess(['--config', 'sokoban-ppo', `logging.runDir=${ref}`, ...overrides, `trainer.steps=${final}`]).done;
+  const rr = await trainProcess([
+    '--config',
+    'sokoban-ppo',
+    `logging.runDir=${ref}`,
+    ...overrides,
+    `trainer.steps=${final}`,
+  ]).done;
   if (rr.code !== 0) throw new Error(`the reference run failed: ${rr.last}`);
   a.kill('SIGKILL');
   b.kill('SIGKILL');
@@ -121,7 +137,18 @@ async function main(): Promise<void> {
   const mr = metricsOf(ref);
   const equal = JSON.stringify(ms) === JSON.stringify(mr);
   const firstDiff = ms.findIndex((m, i) => JSON.stringify(m) !== JSON.stringify(mr[i]));
-  const report = { minutes, killEvery, steps: final, checkpointAtDeadline: k, serverKills: stats.kills, trainFailures: stats.failures, resumes: stats.resumes + 1, metricsEqual: equal, firstDifferentStep: equal ? null : (ms[firstDiff]?.['step'] ?? null), failureLines: stats.failureLines };
+  const report = {
+    minutes,
+    killEvery,
+    steps: final,
+    checkpointAtDeadline: k,
+    serverKills: stats.kills,
+    trainFailures: stats.failures,
+    resumes: stats.resumes + 1,
+    metricsEqual: equal,
+    firstDifferentStep: equal ? null : (ms[firstDiff]?.['step'] ?? null),
+    failureLines: stats.failureLines,
+  };
   writeFileSync(join(out, 'report.json'), JSON.stringify(report, null, 1));
   log(JSON.stringify(report, null, 1));
   if (!existsSync(join(run, 'resumes.jsonl'))) log('note: no resumes.jsonl in the run directory');

@@ -4,7 +4,9 @@
 import { envSpec, makeEnv, resolveEnvConfig } from '../../env/index.js';
 import type { StepResult } from '../../env/core.js';
 
-const ids = process.argv.slice(2).length ? process.argv.slice(2) : ['SimpleSokoban', 'LargerSokoban', 'SokobanDifferentGridVocab', 'CoordSokoban', 'FrozenLake', 'CoordFrozenLake'];
+const ids = process.argv.slice(2).length
+  ? process.argv.slice(2)
+  : ['SimpleSokoban', 'LargerSokoban', 'SokobanDifferentGridVocab', 'CoordSokoban', 'FrozenLake', 'CoordFrozenLake'];
 const ROUNDS = 200;
 
 for (const id of ids) {
@@ -36,6 +38,11 @@ for (const id of ids) {
     }
     bestStep = Math.min(bestStep, spent / steps);
   }
-  const perSecond = (ms: number): string => Math.round(1000 / ms).toLocaleString('en').padStart(11);
-  console.log(`${id.padEnd(26)} resets/s ${perSecond(bestReset)}   steps/s ${perSecond(bestStep)}${check ? '' : ' (no observation read)'}`);
+  const perSecond = (ms: number): string =>
+    Math.round(1000 / ms)
+      .toLocaleString('en')
+      .padStart(11);
+  console.log(
+    `${id.padEnd(26)} resets/s ${perSecond(bestReset)}   steps/s ${perSecond(bestStep)}${check ? '' : ' (no observation read)'}`,
+  );
 }

@@ -1,8 +1,17 @@
 // The RAGEN-2 study as a markdown section for docs/benchmarks.md: one row per config (mean ± sd over finished seeds)
 // and one row per run (its curve's landmarks: when success fell, when each warning first fired, when MI halved).
-import { earliestWarning, endMeans, END_WINDOW, WARNING_KINDS, type Spread, type StudyRun, type StudySummary } from './summary.js';
+import {
+  earliestWarning,
+  endMeans,
+  END_WINDOW,
+  WARNING_KINDS,
+  type Spread,
+  type StudyRun,
+  type StudySummary,
+} from './summary.js';
 
-const pct = (x: number | null | undefined) => (x === null || x === undefined || !Number.isFinite(x) ? '-' : `${(100 * x).toFixed(1)}%`);
+const pct = (x: number | null | undefined) =>
+  x === null || x === undefined || !Number.isFinite(x) ? '-' : `${(100 * x).toFixed(1)}%`;
 const num = (x: number | undefined) => (x === undefined || !Number.isFinite(x) ? '-' : x.toFixed(3));
 
 /** `mean ± sd (min–max)` in percent (points for a change). */
@@ -33,13 +42,22 @@ function warnedFirst(run: StudyRun): string {
 export function studyMarkdown(s: StudySummary, meta: string, command: string, figures = 'ragen2'): string {
   const runs = s.configs.flatMap((c) => c.runs);
   const done = runs.filter((r) => r.after !== null);
-  const status = runs.length === 0 ? 'No runs yet.' : `Runs finished: ${done.length} of ${runs.length} started (${runs.map((r) => `${r.config} seed ${r.seed}: ${r.after !== null ? 'finished' : `${r.status}, step ${r.stepsDone}/${r.stepsPlanned ?? '?'}`}`).join('; ')}).`;
+  const status =
+    runs.length === 0
+      ? 'No runs yet.'
+      : `Runs finished: ${done.length} of ${runs.length} started (${runs.map((r) => `${r.config} seed ${r.seed}: ${r.after !== null ? 'finished' : `${r.status}, step ${r.stepsDone}/${r.stepsPlanned ?? '?'}`}`).join('; ')}).`;
   const configRows = s.configs.map((c) => {
     const fell = c.runs.filter((r) => r.successFell !== null);
-    const warned = fell.filter((r) => { const w = earliestWarning(r); return w !== null && w.step < r.successFell!; });
+    const warned = fell.filter((r) => {
+      const w = earliestWarning(r);
+      return w !== null && w.step < r.successFell!;
+    });
     return `| ${c.name} | ${c.finished}/${c.runs.length} | ${fmtSpread(c.before)} | ${fmtSpread(c.after)} | ${fmtSpread(c.change, true)} | ${firstLast(c.mi)} | ${firstLast(c.hzx)} | ${c.runs.filter((r) => r.miHalved !== null).length}/${c.runs.length} | ${fell.length}/${c.runs.length} | ${warned.length}/${fell.length} |`;
   });
-  const runRows = runs.map((r) => `| ${r.config} | ${r.seed} | ${r.status} | ${r.stepsDone}/${r.stepsPlanned ?? '?'} | ${pct(r.before)} | ${pct(r.after)} | ${pct(Math.max(...r.val.map((p) => p.success)))} | ${r.successFell ?? '-'} | ${warningsOf(r)} | ${warnedFirst(r)} | ${r.miHalved ?? '-'} | ${r.endRegime ?? '-'} |`);
+  const runRows = runs.map(
+    (r) =>
+      `| ${r.config} | ${r.seed} | ${r.status} | ${r.stepsDone}/${r.stepsPlanned ?? '?'} | ${pct(r.before)} | ${pct(r.after)} | ${pct(Math.max(...r.val.map((p) => p.success)))} | ${r.successFell ?? '-'} | ${warningsOf(r)} | ${warnedFirst(r)} | ${r.miHalved ?? '-'} | ${r.endRegime ?? '-'} |`,
+  );
   return [
     '## RAGEN-2 on our own runs: `ragen bench ragen2`',
     '',

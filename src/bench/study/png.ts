@@ -14,14 +14,20 @@ export function chromiumPath(): string {
 /** Write `<dir>/<figure>.png` for each figure; returns the files. */
 export async function writePngs(figures: Figure[], dir: string, opts: { scale?: number } = {}): Promise<string[]> {
   const exe = chromiumPath();
-  if (!existsSync(exe)) throw new UsageError(`Rendering the figures needs chromium, and ${exe} does not exist. Install it (apt-get install chromium) or set RAGEN_CHROMIUM to a chromium binary.`);
+  if (!existsSync(exe))
+    throw new UsageError(
+      `Rendering the figures needs chromium, and ${exe} does not exist. Install it (apt-get install chromium) or set RAGEN_CHROMIUM to a chromium binary.`,
+    );
   const { chromium } = await loadPlaywright();
   mkdirSync(dir, { recursive: true });
   const browser = await chromium.launch({ executablePath: exe, args: ['--no-sandbox'] });
   try {
     const files: string[] = [];
     for (const fig of figures) {
-      const page = await browser.newPage({ viewport: { width: fig.width, height: fig.height }, deviceScaleFactor: opts.scale ?? 2 });
+      const page = await browser.newPage({
+        viewport: { width: fig.width, height: fig.height },
+        deviceScaleFactor: opts.scale ?? 2,
+      });
       await page.setContent(`<!doctype html><html><body style="margin:0;background:#fff">${fig.svg}</body></html>`);
       const file = join(dir, `${fig.name}.png`);
       await page.screenshot({ path: file, clip: { x: 0, y: 0, width: fig.width, height: fig.height } });
@@ -39,6 +45,8 @@ async function loadPlaywright(): Promise<typeof import('playwright-core')> {
     return await import('playwright-core');
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'ERR_MODULE_NOT_FOUND') throw e;
-    throw new UsageError('Rendering the figures needs the package playwright-core (a dev dependency of ragen-ts); install it with `npm install playwright-core`.');
+    throw new UsageError(
+      'Rendering the figures needs the package playwright-core (a dev dependency of ragen-ts); install it with `npm install playwright-core`.',
+    );
   }
 }

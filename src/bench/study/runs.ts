@@ -45,7 +45,9 @@ export function studyConfigs(list: string | undefined): StudyConfig[] {
       const presets = listPresets();
       for (const part of name.split('+')) {
         if (!presets.includes(part) && !existsSync(part) && !existsSync(`${part}.yaml`)) {
-          throw new UsageError(`Unknown --configs entry \`${part}\`: neither a study config (${STUDY_CONFIGS.map((c) => c.name).join(', ')}) nor a preset or YAML file.${didYouMean(part, [...STUDY_CONFIGS.map((c) => c.name), ...presets])}`);
+          throw new UsageError(
+            `Unknown --configs entry \`${part}\`: neither a study config (${STUDY_CONFIGS.map((c) => c.name).join(', ')}) nor a preset or YAML file.${didYouMean(part, [...STUDY_CONFIGS.map((c) => c.name), ...presets])}`,
+          );
         }
       }
       return { name: name.replace(/[^\w.+-]+/g, '-'), presets: name.split('+') };
@@ -83,12 +85,21 @@ export interface RunStudyOptions {
 }
 
 /** The runs in study order: every config on the first seed, then on the next seed, ... */
-export function studyPlan(runsDir: string, configs: StudyConfig[], seeds: number[]): { config: StudyConfig; seed: number; dir: string }[] {
-  return seeds.flatMap((seed) => configs.map((config) => ({ config, seed, dir: studyRunDir(runsDir, config.name, seed) })));
+export function studyPlan(
+  runsDir: string,
+  configs: StudyConfig[],
+  seeds: number[],
+): { config: StudyConfig; seed: number; dir: string }[] {
+  return seeds.flatMap((seed) =>
+    configs.map((config) => ({ config, seed, dir: studyRunDir(runsDir, config.name, seed) })),
+  );
 }
 
 function freshConfig(c: StudyConfig, seed: number, dir: string, overrides: readonly string[]): RagenConfig {
-  return loadConfig({ config: c.presets, overrides: [...STUDY_OVERRIDES, `seed.train=${seed}`, ...overrides, `logging.runDir=${dir}`] });
+  return loadConfig({
+    config: c.presets,
+    overrides: [...STUDY_OVERRIDES, `seed.train=${seed}`, ...overrides, `logging.runDir=${dir}`],
+  });
 }
 
 /**
@@ -149,7 +160,10 @@ function lock(runsDir: string): () => void {
         alive = false; // no such process: a stale lock from a study that died
       }
     }
-    if (alive) throw new UsageError(`Another study (pid ${pid}) is training in ${runsDir} (${file}). Wait for it, or stop it (kill ${pid}) and run again; it resumes where it stopped.`);
+    if (alive)
+      throw new UsageError(
+        `Another study (pid ${pid}) is training in ${runsDir} (${file}). Wait for it, or stop it (kill ${pid}) and run again; it resumes where it stopped.`,
+      );
   }
   writeFileSync(file, `${process.pid}\n`);
   return () => rmSync(file, { force: true });

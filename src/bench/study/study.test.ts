@@ -5,7 +5,22 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { binned, endMeans, firstFall, niceTicks, regimeFigure, runStudy, scale, spread, studyMarkdown, studyPlan, studyRunState, successFigure, summarizeStudy, type StudySummary } from './index.js';
+import {
+  binned,
+  endMeans,
+  firstFall,
+  niceTicks,
+  regimeFigure,
+  runStudy,
+  scale,
+  spread,
+  studyMarkdown,
+  studyPlan,
+  studyRunState,
+  successFigure,
+  summarizeStudy,
+  type StudySummary,
+} from './index.js';
 
 function writeRun(dir: string, steps: number, lines: Record<string, number>[], tail = ''): void {
   mkdirSync(dir, { recursive: true });
@@ -38,7 +53,12 @@ beforeAll(() => {
     { step: 20, 'val/success': 0.45, 'collapse/mi_estimate': 1.0, 'collapse/conditional_entropy': 0.5 },
   ]);
   // beta seed 7: stopped at step 12 of 20, its last line cut by a crash.
-  writeRun(join(root, 'beta__seed7'), 20, [{ step: 0, 'val/success': 0.1 }, { step: 10, 'val/success': 0.2 }, { step: 12 }], '{"step": 13, "val/succ');
+  writeRun(
+    join(root, 'beta__seed7'),
+    20,
+    [{ step: 0, 'val/success': 0.1 }, { step: 10, 'val/success': 0.2 }, { step: 12 }],
+    '{"step": 13, "val/succ',
+  );
   mkdirSync(join(root, 'notes')); // not a study run: ignored
   s = summarizeStudy(root, { order: ['beta', 'alpha'] });
 });
@@ -51,9 +71,28 @@ describe('the study summary', () => {
 
   it('finds when success fell, when each warning first fired, when MI halved and the end regime', () => {
     const [a1, a2] = s.configs[1]!.runs;
-    expect(a1).toMatchObject({ before: 0.25, after: 0.3, successFell: 20, miHalved: 10, endRegime: 'template collapse', stepsDone: 20, status: 'finished' });
-    expect(a1!.firstWarning).toEqual({ entropy_drop: 15, reward_std_collapse: 16, grad_norm_spike: null, mi_collapse: null });
-    expect(a2).toMatchObject({ before: 0.25, after: 0.45, successFell: null, miHalved: null, endRegime: 'diverse, input-grounded' });
+    expect(a1).toMatchObject({
+      before: 0.25,
+      after: 0.3,
+      successFell: 20,
+      miHalved: 10,
+      endRegime: 'template collapse',
+      stepsDone: 20,
+      status: 'finished',
+    });
+    expect(a1!.firstWarning).toEqual({
+      entropy_drop: 15,
+      reward_std_collapse: 16,
+      grad_norm_spike: null,
+      mi_collapse: null,
+    });
+    expect(a2).toMatchObject({
+      before: 0.25,
+      after: 0.45,
+      successFell: null,
+      miHalved: null,
+      endRegime: 'diverse, input-grounded',
+    });
   });
 
   it('averages finished runs over seeds with the sample sd, and series step by step', () => {
@@ -64,7 +103,12 @@ describe('the study summary', () => {
     expect(a.change!.mean).toBeCloseTo(0.125, 12); // +0.05 and +0.20
     expect(a.val.find((p) => p.step === 10)).toMatchObject({ n: 2, min: 0.35, max: 0.5 });
     expect(a.val.find((p) => p.step === 10)!.mean).toBeCloseTo(0.425, 12);
-    expect(a.mi.map((p) => [p.step, p.n])).toEqual([[1, 2], [5, 1], [10, 2], [20, 2]]);
+    expect(a.mi.map((p) => [p.step, p.n])).toEqual([
+      [1, 2],
+      [5, 1],
+      [10, 2],
+      [20, 2],
+    ]);
     expect(a.mi[0]!.mean).toBeCloseTo(0.9, 12);
     expect(a.mi[3]!.mean).toBeCloseTo(0.65, 12);
   });
@@ -80,8 +124,12 @@ describe('the study summary', () => {
 
   it('writes the markdown rows from those numbers', () => {
     const md = studyMarkdown(s, 'Date x.', 'ragen bench ragen2 --report-only');
-    expect(md).toContain('| alpha | 2/2 | 25.0% ± 0.0 (25.0 to 25.0, n=2) | 37.5% ± 10.6 (30.0 to 45.0, n=2) | +12.5 pts ± 10.6 (+5.0 to +20.0, n=2) |');
-    expect(md).toContain('| alpha | 1 | finished | 20/20 | 25.0% | 30.0% | 50.0% | 20 | reward_std_collapse @16, entropy_drop @15 | yes (5 steps ahead) | 10 | template collapse |');
+    expect(md).toContain(
+      '| alpha | 2/2 | 25.0% ± 0.0 (25.0 to 25.0, n=2) | 37.5% ± 10.6 (30.0 to 45.0, n=2) | +12.5 pts ± 10.6 (+5.0 to +20.0, n=2) |',
+    );
+    expect(md).toContain(
+      '| alpha | 1 | finished | 20/20 | 25.0% | 30.0% | 50.0% | 20 | reward_std_collapse @16, entropy_drop @15 | yes (5 steps ahead) | 10 | template collapse |',
+    );
     expect(md).toMatch(/Runs finished: 2 of 3 started .*beta seed 7: (running|stopped), step 12\/20/);
     expect(md).toContain('](ragen2/regimes.png)');
     expect(studyMarkdown(s, 'Date x.', 'c', 'ragen2/frozenlake')).toContain('](ragen2/frozenlake/regimes.png)');
@@ -90,9 +138,34 @@ describe('the study summary', () => {
 
 describe('the study helpers', () => {
   it('success fell: the first validation `drop` below the best before it, the boundary included', () => {
-    expect(firstFall([{ step: 0, success: 0.2 }, { step: 10, success: 0.15 }, { step: 20, success: 0.05 }], 0.1)).toBe(20);
-    expect(firstFall([{ step: 0, success: 0.3 }, { step: 10, success: 0.2 }], 0.1)).toBe(10);
-    expect(firstFall([{ step: 0, success: 0.3 }, { step: 10, success: 0.21 }], 0.1)).toBeNull();
+    expect(
+      firstFall(
+        [
+          { step: 0, success: 0.2 },
+          { step: 10, success: 0.15 },
+          { step: 20, success: 0.05 },
+        ],
+        0.1,
+      ),
+    ).toBe(20);
+    expect(
+      firstFall(
+        [
+          { step: 0, success: 0.3 },
+          { step: 10, success: 0.2 },
+        ],
+        0.1,
+      ),
+    ).toBe(10);
+    expect(
+      firstFall(
+        [
+          { step: 0, success: 0.3 },
+          { step: 10, success: 0.21 },
+        ],
+        0.1,
+      ),
+    ).toBeNull();
   });
 
   it('end means average steps 1-10 and the last 10 steps', () => {
@@ -120,31 +193,55 @@ describe('the study helpers', () => {
     expect(studyRunState(stopped)).toBe('unstarted');
     mkdirSync(join(stopped, 'checkpoints', 'step-10'), { recursive: true });
     expect(studyRunState(stopped)).toBe('resumable');
-    const plan = studyPlan('/r', [{ name: 'a', presets: [] }, { name: 'b', presets: [] }], [1, 2]);
+    const plan = studyPlan(
+      '/r',
+      [
+        { name: 'a', presets: [] },
+        { name: 'b', presets: [] },
+      ],
+      [1, 2],
+    );
     expect(plan.map((p) => p.dir)).toEqual(['/r/a__seed1', '/r/b__seed1', '/r/a__seed2', '/r/b__seed2']);
   });
 
   it('refuses to train while another live study holds the lock', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'ragen2-lock-'));
     writeFileSync(join(dir, 'study.lock'), `${process.ppid}\n`);
-    await expect(runStudy({ runsDir: dir, configs: [{ name: 'ppo-topp0.9', presets: ['sokoban-ppo'] }], seeds: [1], overrides: [], log: () => {} })).rejects.toThrow(/Another study \(pid \d+\)/);
+    await expect(
+      runStudy({
+        runsDir: dir,
+        configs: [{ name: 'ppo-topp0.9', presets: ['sokoban-ppo'] }],
+        seeds: [1],
+        overrides: [],
+        log: () => {},
+      }),
+    ).rejects.toThrow(/Another study \(pid \d+\)/);
   });
 });
 
 describe('the figures', () => {
-  it('draw one mean line per config and a triangle at each run\'s first warning', () => {
+  it("draw one mean line per config and a triangle at each run's first warning", () => {
     const svg = successFigure(s).svg;
     const lines = [...svg.matchAll(/<polyline class="line" data-label="([^"]+)" points="([^"]+)"/g)];
-    expect(lines.map((m) => [m[1], m[2]!.split(' ').length])).toEqual([['beta', 2], ['alpha', 3]]);
+    expect(lines.map((m) => [m[1], m[2]!.split(' ').length])).toEqual([
+      ['beta', 2],
+      ['alpha', 3],
+    ]);
     // One marker, alpha seed 1's entropy drop at step 15: x = 56 + 15/20 × (900 − 12 − 56) = 680 (domain 0..20).
     const markers = [...svg.matchAll(/<path class="marker" d="M([\d.]+),/g)];
     expect(markers.map((m) => Number(m[1]))).toEqual([680]);
     expect(svg).toContain('alpha seed 1: entropy_drop at step 15');
   });
 
-  it('split the regime picture at the configs\' first diagnostic point', () => {
+  it("split the regime picture at the configs' first diagnostic point", () => {
     const svg = regimeFigure(s).svg;
-    for (const q of ['diverse, input-grounded', 'compressed, input-grounded', 'template collapse', 'low-entropy collapse']) expect(svg).toContain(q);
+    for (const q of [
+      'diverse, input-grounded',
+      'compressed, input-grounded',
+      'template collapse',
+      'low-entropy collapse',
+    ])
+      expect(svg).toContain(q);
     expect(svg).toContain('<title>step 10</title>');
     expect(svg).toContain('<title>step 20</title>');
   });

@@ -38,7 +38,10 @@ export interface StudyRun {
   successFell: number | null;
   /** First diagnostic step at which Î(X;Z) is at most half its first value (null when it never is, or starts <= 0). */
   miHalved: number | null;
-  /** RAGEN-2's quadrant of the mean over the last 10 steps' diagnostics against the mean over steps 1-10 (single diagnostics are noisy). */
+  /**
+   * RAGEN-2's quadrant of the mean over the last 10 steps' diagnostics against the mean over steps 1-10 (single
+   * diagnostics are noisy).
+   */
   endRegime: string | null;
 }
 
@@ -92,7 +95,8 @@ export function spread(xs: number[]): Spread | null {
 /** Aggregate per-run series by step (a step present in some runs only is aggregated over those). */
 export function spreadSeries(series: { step: number; value: number }[][]): SpreadSeries {
   const byStep = new Map<number, number[]>();
-  for (const s of series) for (const p of s) if (Number.isFinite(p.value)) byStep.set(p.step, [...(byStep.get(p.step) ?? []), p.value]);
+  for (const s of series)
+    for (const p of s) if (Number.isFinite(p.value)) byStep.set(p.step, [...(byStep.get(p.step) ?? []), p.value]);
   return [...byStep.entries()].sort((a, b) => a[0] - b[0]).map(([step, xs]) => ({ step, ...spread(xs)! }));
 }
 
@@ -106,7 +110,10 @@ export function firstFall(val: { step: number; success: number }[], drop: number
   return null;
 }
 
-/** RAGEN-2's four regimes: Î(X;Z) (cross-input distinguishability) and Ĥ(Z|X) (within-input diversity) against a base point. */
+/**
+ * RAGEN-2's four regimes: Î(X;Z) (cross-input distinguishability) and Ĥ(Z|X) (within-input diversity) against a base
+ * point.
+ */
 export function regimeOf(p: { mi: number; hzx: number }, base: { mi: number; hzx: number }): string {
   if (p.mi >= base.mi) return p.hzx >= base.hzx ? 'diverse, input-grounded' : 'compressed, input-grounded';
   return p.hzx >= base.hzx ? 'template collapse' : 'low-entropy collapse';
@@ -115,8 +122,14 @@ export function regimeOf(p: { mi: number; hzx: number }, base: { mi: number; hzx
 /** Steps averaged at each end of a run for its regime and for the tables' first/last values. */
 export const END_WINDOW = 10;
 
-/** Mean of `value` over points with step <= END_WINDOW and over the last END_WINDOW steps (null if they overlap or are empty). */
-export function endMeans<T extends { step: number }>(points: T[], value: (p: T) => number): { early: number; late: number } | null {
+/**
+ * Mean of `value` over points with step <= END_WINDOW and over the last END_WINDOW steps (null if they overlap or are
+ * empty).
+ */
+export function endMeans<T extends { step: number }>(
+  points: T[],
+  value: (p: T) => number,
+): { early: number; late: number } | null {
   if (points.length === 0) return null;
   const last = points.at(-1)!.step;
   const early = points.filter((p) => p.step <= END_WINDOW);
@@ -133,14 +146,25 @@ function endRegime(collapse: CollapsePoint[]): string | null {
 }
 
 /** Read one run directory named `<config>__seed<N>`. */
-export function readStudyRun(dir: string, config: string, seed: number, drop: number): { run: StudyRun; problems: string[] } {
+export function readStudyRun(
+  dir: string,
+  config: string,
+  seed: number,
+  drop: number,
+): { run: StudyRun; problems: string[] } {
   const s = summarizeRun('study', dir);
-  const { records } = readJsonl<Record<string, number>>(join(dir, 'metrics.jsonl'), 'metrics.jsonl', { nullAsNaN: true });
-  const val = records.filter((r) => Number.isFinite(r['val/success'])).map((r) => ({ step: r.step!, success: r['val/success']! }));
+  const { records } = readJsonl<Record<string, number>>(join(dir, 'metrics.jsonl'), 'metrics.jsonl', {
+    nullAsNaN: true,
+  });
+  const val = records
+    .filter((r) => Number.isFinite(r['val/success']))
+    .map((r) => ({ step: r.step!, success: r['val/success']! }));
   const collapse = records
     .filter((r) => Number.isFinite(r['collapse/mi_estimate']) && Number.isFinite(r['collapse/conditional_entropy']))
     .map((r) => ({ step: r.step!, mi: r['collapse/mi_estimate']!, hzx: r['collapse/conditional_entropy']! }));
-  const firstWarning = Object.fromEntries(WARNING_KINDS.map((k) => [k, records.find((r) => r[`early_warning/${k}`] === 1)?.step ?? null])) as Record<WarningKind, number | null>;
+  const firstWarning = Object.fromEntries(
+    WARNING_KINDS.map((k) => [k, records.find((r) => r[`early_warning/${k}`] === 1)?.step ?? null]),
+  ) as Record<WarningKind, number | null>;
   const finished = s.status === 'finished' || s.status === 'early-stopped';
   const lastVal = val.at(-1);
   const first = collapse[0];
@@ -180,7 +204,9 @@ export function summarizeStudy(runsDir: string, opts: { drop?: number; order?: s
     }
   }
   const order = opts.order ?? [];
-  const names = [...new Set(runs.map((r) => r.config))].sort((a, b) => rank(order, a) - rank(order, b) || a.localeCompare(b));
+  const names = [...new Set(runs.map((r) => r.config))].sort(
+    (a, b) => rank(order, a) - rank(order, b) || a.localeCompare(b),
+  );
   const configs = names.map((name): ConfigSummary => {
     const rs = runs.filter((r) => r.config === name).sort((a, b) => a.seed - b.seed);
     const done = rs.filter((r) => r.after !== null);

@@ -8,7 +8,8 @@ export function niceTicks(lo: number, hi: number, count = 5): number[] {
   const mag = 10 ** Math.floor(Math.log10(raw));
   const step = [1, 2, 5, 10].map((m) => m * mag).find((s) => s >= raw)!;
   const out: number[] = [];
-  for (let t = Math.floor(lo / step + 1e-9) * step; t <= hi + step * 1e-9; t += step) out.push(Number(t.toPrecision(12)));
+  for (let t = Math.floor(lo / step + 1e-9) * step; t <= hi + step * 1e-9; t += step)
+    out.push(Number(t.toPrecision(12)));
   return out;
 }
 
@@ -64,7 +65,8 @@ export function plotArea(p: PanelSpec): { x0: number; x1: number; y0: number; y1
 function domain(vals: number[], pad: number): [number, number] {
   const v = vals.filter(Number.isFinite);
   if (v.length === 0) return [0, 1];
-  const lo = Math.min(...v), hi = Math.max(...v);
+  const lo = Math.min(...v),
+    hi = Math.max(...v);
   const d = hi - lo || Math.abs(hi) || 1;
   return [lo - pad * d, hi + pad * d];
 }
@@ -79,22 +81,40 @@ export function panel(p: PanelSpec): string {
   const X = (v: number) => f(scale(v, xd, [x0, x1]));
   const Y = (v: number) => f(scale(v, yd, [y0, y1]));
   const fmtY = p.yFormat ?? ((v: number) => String(Number(v.toPrecision(3))));
-  const out: string[] = [`<rect x="${x0}" y="${y1}" width="${x1 - x0}" height="${y0 - y1}" fill="#fcfcfc" stroke="#bbb"/>`];
-  for (const t of niceTicks(xd[0], xd[1], 6).filter((t) => t >= xd[0] && t <= xd[1])) out.push(`<line x1="${X(t)}" x2="${X(t)}" y1="${y0}" y2="${y0 + 4}" stroke="#888"/><text x="${X(t)}" y="${y0 + 16}" text-anchor="middle" class="tick">${t}</text>`);
-  for (const t of niceTicks(yd[0], yd[1], 5).filter((t) => t >= yd[0] && t <= yd[1])) out.push(`<line x1="${x0}" x2="${x1}" y1="${Y(t)}" y2="${Y(t)}" stroke="#eee"/><text x="${x0 - 5}" y="${Y(t) + 4}" text-anchor="end" class="tick">${esc(fmtY(t))}</text>`);
+  const out: string[] = [
+    `<rect x="${x0}" y="${y1}" width="${x1 - x0}" height="${y0 - y1}" fill="#fcfcfc" stroke="#bbb"/>`,
+  ];
+  for (const t of niceTicks(xd[0], xd[1], 6).filter((t) => t >= xd[0] && t <= xd[1]))
+    out.push(
+      `<line x1="${X(t)}" x2="${X(t)}" y1="${y0}" y2="${y0 + 4}" stroke="#888"/><text x="${X(t)}" y="${y0 + 16}" text-anchor="middle" class="tick">${t}</text>`,
+    );
+  for (const t of niceTicks(yd[0], yd[1], 5).filter((t) => t >= yd[0] && t <= yd[1]))
+    out.push(
+      `<line x1="${x0}" x2="${x1}" y1="${Y(t)}" y2="${Y(t)}" stroke="#eee"/><text x="${x0 - 5}" y="${Y(t) + 4}" text-anchor="end" class="tick">${esc(fmtY(t))}</text>`,
+    );
   out.push(`<text x="${(x0 + x1) / 2}" y="${p.y + 16}" text-anchor="middle" class="title">${esc(p.title)}</text>`);
   out.push(`<text x="${(x0 + x1) / 2}" y="${y0 + 33}" text-anchor="middle" class="label">${esc(p.xLabel)}</text>`);
-  out.push(`<text x="${p.x + 14}" y="${(y0 + y1) / 2}" transform="rotate(-90 ${p.x + 14} ${(y0 + y1) / 2})" text-anchor="middle" class="label">${esc(p.yLabel)}</text>`);
+  out.push(
+    `<text x="${p.x + 14}" y="${(y0 + y1) / 2}" transform="rotate(-90 ${p.x + 14} ${(y0 + y1) / 2})" text-anchor="middle" class="label">${esc(p.yLabel)}</text>`,
+  );
   for (const s of p.series) {
     const band = s.points.filter((q) => q.lo !== undefined && q.hi !== undefined);
-    if (band.length > 1) out.push(`<polygon class="band" points="${[...band.map((q) => `${X(q.x)},${Y(q.hi!)}`), ...band.reverse().map((q) => `${X(q.x)},${Y(q.lo!)}`)].join(' ')}" fill="${s.color}" fill-opacity="0.15" stroke="none"/>`);
+    if (band.length > 1)
+      out.push(
+        `<polygon class="band" points="${[...band.map((q) => `${X(q.x)},${Y(q.hi!)}`), ...band.reverse().map((q) => `${X(q.x)},${Y(q.lo!)}`)].join(' ')}" fill="${s.color}" fill-opacity="0.15" stroke="none"/>`,
+      );
   }
   for (const s of p.series) {
     const pts = s.points.map((q) => `${X(q.x)},${Y(q.y)}`).join(' ');
-    out.push(`<polyline class="line" data-label="${esc(s.label)}" points="${pts}" fill="none" stroke="${s.color}" stroke-width="2"${s.dash ? ` stroke-dasharray="${s.dash}"` : ''}/>`);
+    out.push(
+      `<polyline class="line" data-label="${esc(s.label)}" points="${pts}" fill="none" stroke="${s.color}" stroke-width="2"${s.dash ? ` stroke-dasharray="${s.dash}"` : ''}/>`,
+    );
     if (s.dots) for (const q of s.points) out.push(`<circle cx="${X(q.x)}" cy="${Y(q.y)}" r="2.5" fill="${s.color}"/>`);
   }
-  for (const m of p.markers ?? []) out.push(`<path class="marker" d="M${X(m.x)},${y0 - 1} l-5,-9 h10 z" fill="${m.color}" stroke="#333" stroke-width="0.5"><title>${esc(m.title)}</title></path>`);
+  for (const m of p.markers ?? [])
+    out.push(
+      `<path class="marker" d="M${X(m.x)},${y0 - 1} l-5,-9 h10 z" fill="${m.color}" stroke="#333" stroke-width="0.5"><title>${esc(m.title)}</title></path>`,
+    );
   return out.join('\n');
 }
 

@@ -5,7 +5,8 @@ import { UsageError } from '../../util/index.js';
 /** A seed from the command line: a safe integer, else a UsageError naming the value. */
 export function parseSeed(text: string): number {
   const n = Number(text);
-  if (text.trim() === '' || !Number.isSafeInteger(n)) throw new UsageError(`Bad seed \`${text}\`: give an integer, e.g. --seed 3.`);
+  if (text.trim() === '' || !Number.isSafeInteger(n))
+    throw new UsageError(`Bad seed \`${text}\`: give an integer, e.g. --seed 3.`);
   return n;
 }
 
@@ -50,7 +51,10 @@ export function parseConfigPairs(pairs: readonly string[] = []): Record<string, 
 
 /** An action list as the agent writes it: `Up || Left || Up` (empty entries dropped). */
 export function parseActions(text: string): string[] {
-  return text.split('||').map((a) => a.trim()).filter((a) => a !== '');
+  return text
+    .split('||')
+    .map((a) => a.trim())
+    .filter((a) => a !== '');
 }
 
 /** `--mode` values. */

@@ -21,10 +21,19 @@ export function register(program: Command): void {
     .action((opts: { json?: boolean }) => {
       const rows: EnvListing[] = listEnvs().map(({ id, description }) => {
         const spec = envSpec(id);
-        return { id, description, maxActionsPerEpisode: spec.maxActionsPerEpisode, hasSolver: spec.solve !== undefined, ...(spec.requires ? { requires: spec.requires } : {}) };
+        return {
+          id,
+          description,
+          maxActionsPerEpisode: spec.maxActionsPerEpisode,
+          hasSolver: spec.solve !== undefined,
+          ...(spec.requires ? { requires: spec.requires } : {}),
+        };
       });
       if (opts.json) return console.log(JSON.stringify(rows, null, 2));
       const width = Math.max(...rows.map((r) => r.id.length));
-      for (const r of rows) console.log(`${r.id.padEnd(width)}  ${r.description}${r.hasSolver ? '' : ' (no solver)'}${r.requires ? ` [needs ${r.requires}]` : ''}`);
+      for (const r of rows)
+        console.log(
+          `${r.id.padEnd(width)}  ${r.description}${r.hasSolver ? '' : ' (no solver)'}${r.requires ? ` [needs ${r.requires}]` : ''}`,
+        );
     });
 }

@@ -21,26 +21,54 @@ afterAll(async () => {
 async function tinyRun(): Promise<string> {
   const runDir = join(tmp, 'run');
   saveConfig(loadConfig({ config: 'sokoban-ppo', overrides: ['agent.maxNewTokens=40', 'agent.maxTurns=3'] }), runDir);
-  await writeCheckpoint(join(runDir, 'checkpoints'), { step: 1, data: {} }, {
-    writeModel: (ckpt) => {
-      for (const f of readdirSync(TINY_MODEL_DIR)) if (/\.(json|safetensors)$/.test(f)) copyFileSync(join(TINY_MODEL_DIR, f), join(ckpt, f));
+  await writeCheckpoint(
+    join(runDir, 'checkpoints'),
+    { step: 1, data: {} },
+    {
+      writeModel: (ckpt) => {
+        for (const f of readdirSync(TINY_MODEL_DIR))
+          if (/\.(json|safetensors)$/.test(f)) copyFileSync(join(TINY_MODEL_DIR, f), join(ckpt, f));
+      },
     },
-  });
+  );
   return runDir;
 }
 
-const lines = (path: string) => readFileSync(path, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+const lines = (path: string) =>
+  readFileSync(path, 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
 
 describe('ragen eval --policy openai', () => {
   test('against `ragen serve` of the same checkpoint reproduces `ragen eval --run` (greedy): metrics and every trajectory', async () => {
     const runDir = await tinyRun();
-    const server = new OpenAIServer({ ...(await localServeTarget(runDir, resolveModelDir, { name: 'tiny-run' })), contextLength: 8192, batchWindowMs: 50 });
+    const server = new OpenAIServer({
+      ...(await localServeTarget(runDir, resolveModelDir, { name: 'tiny-run' })),
+      contextLength: 8192,
+      batchWindowMs: 50,
+    });
     const { url } = await server.listen(0);
     closers.push(() => server.close());
     const common = ['--groups', '6', '--greedy', '--json'];
     const local = await run('eval', '--run', runDir, ...common, '--out', join(tmp, 'local.jsonl'));
     expect(local.code, local.err).toBe(0);
-    const remote = await run('eval', '--run', runDir, '--policy', 'openai', '--base-url', url, '--model', 'tiny-run', '--api', 'completions', ...common, '--out', join(tmp, 'remote.jsonl'));
+    const remote = await run(
+      'eval',
+      '--run',
+      runDir,
+      '--policy',
+      'openai',
+      '--base-url',
+      url,
+      '--model',
+      'tiny-run',
+      '--api',
+      'completions',
+      ...common,
+      '--out',
+      join(tmp, 'remote.jsonl'),
+    );
     expect(remote.code, remote.err).toBe(0);
     const [a, b] = [JSON.parse(local.out) as EvalReport, JSON.parse(remote.out) as EvalReport];
     expect(b.metrics).toEqual(a.metrics);
@@ -67,32 +95,91 @@ describe('ragen eval --policy openai', () => {
         calls++;
         if (calls % 3 === 1) {
           res.writeHead(429, { 'Content-Type': 'application/json', 'Retry-After': '0.01' });
-          return void res.end(JSON.stringify({ error: { message: 'slow down', type: 'rate_limit_error', param: null, code: null } }));
+          return void res.end(
+            JSON.stringify({ error: { message: 'slow down', type: 'rate_limit_error', param: null, code: null } }),
+          );
         }
         if (calls % 3 === 2) {
           res.writeHead(503, { 'Content-Type': 'application/json' });
-          return void res.end(JSON.stringify({ error: { message: 'overloaded', type: 'server_error', param: null, code: null } }));
+          return void res.end(
+            JSON.stringify({ error: { message: 'overloaded', type: 'server_error', param: null, code: null } }),
+          );
         }
         res.writeHead(200, { 'Content-Type': 'application/json' });
-        res.end(JSON.stringify({ id: 'x', object: 'chat.completion', created: 0, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: '<think>push up</think><answer>Up</answer>' }, finish_reason: 'stop', logprobs: null }], usage: { prompt_tokens: 11, completion_tokens: 3, total_tokens: 14 } }));
+        res.end(
+          JSON.stringify({
+            id: 'x',
+            object: 'chat.completion',
+            created: 0,
+            model: 'm',
+            choices: [
+              {
+                index: 0,
+                message: { role: 'assistant', content: '<think>push up</think><answer>Up</answer>' },
+                finish_reason: 'stop',
+                logprobs: null,
+              },
+            ],
+            usage: { prompt_tokens: 11, completion_tokens: 3, total_tokens: 14 },
+          }),
+        );
       });
     });
     await new Promise<void>((r) => fake.listen(0, '127.0.0.1', r));
     closers.push(() => new Promise((r) => fake.close(() => r())));
     const url = `http://127.0.0.1:${(fake.address() as AddressInfo).port}/v1`;
     const out = join(tmp, 'fake.jsonl');
-    const r = await run('eval', '--env', 'SimpleSokoban', '--policy', 'openai', '--base-url', url, '--model', 'm', '--groups', '1', '--max-turns', '2', '--concurrency', '1', '--json', '--out', out);
+    const r = await run(
+      'eval',
+      '--env',
+      'SimpleSokoban',
+      '--policy',
+      'openai',
+      '--base-url',
+      url,
+      '--model',
+      'm',
+      '--groups',
+      '1',
+      '--max-turns',
+      '2',
+      '--concurrency',
+      '1',
+      '--json',
+      '--out',
+      out,
+    );
     expect(r.code, r.err).toBe(0);
     // The chat reply wrote the <think> tag the loop prefills: it is not doubled, and the answer is played.
-    const [rec] = lines(out) as { turns: { actions: string[]; format_error: string | null; think: string }[]; usage: unknown }[];
-    expect(rec!.turns.map((t) => [t.actions, t.format_error, t.think])).toEqual([[['Up'], null, 'push up'], [['Up'], null, 'push up']]);
+    const [rec] = lines(out) as {
+      turns: { actions: string[]; format_error: string | null; think: string }[];
+      usage: unknown;
+    }[];
+    expect(rec!.turns.map((t) => [t.actions, t.format_error, t.think])).toEqual([
+      [['Up'], null, 'push up'],
+      [['Up'], null, 'push up'],
+    ]);
     expect(rec!.usage).toEqual({ prompt_tokens: 22, completion_tokens: 6, requests: 2, retries: 4 });
     const report = JSON.parse(r.out) as EvalReport;
     expect(report.usage).toEqual({ promptTokens: 22, completionTokens: 6, requests: 2, retries: 4 });
     expect(r.err.match(/retry \d\/4/g)).toHaveLength(4);
     expect(r.err).toMatch(/429 slow down; retry 1\/4/);
     expect(r.err).toMatch(/503 overloaded; retry 2\/4/);
-    const none = await run('eval', '--env', 'SimpleSokoban', '--policy', 'openai', '--base-url', url, '--model', 'm', '--groups', '1', '--max-retries', '0');
+    const none = await run(
+      'eval',
+      '--env',
+      'SimpleSokoban',
+      '--policy',
+      'openai',
+      '--base-url',
+      url,
+      '--model',
+      'm',
+      '--groups',
+      '1',
+      '--max-retries',
+      '0',
+    );
     expect(none.code).toBe(2);
     expect(none.err).toMatch(/refused the request \(429: slow down\)/);
   });
@@ -107,7 +194,22 @@ describe('ragen eval --policy openai --api chat against `ragen serve`, default f
     const cards = (await (await fetch(`${url}/models`)).json()) as { data: { id: string; max_model_len: number }[] };
     expect(cards.data).toEqual([expect.objectContaining({ id: 'ragen-tiny', max_model_len: 1024 })]);
     const out = join(tmp, 'chat.jsonl');
-    const r = await run('eval', '--env', 'SimpleSokoban', '--policy', 'openai', '--base-url', url, '--model', 'ragen-tiny', '--groups', '4', '--json', '--out', out);
+    const r = await run(
+      'eval',
+      '--env',
+      'SimpleSokoban',
+      '--policy',
+      'openai',
+      '--base-url',
+      url,
+      '--model',
+      'ragen-tiny',
+      '--groups',
+      '4',
+      '--json',
+      '--out',
+      out,
+    );
     expect(r.code, r.err).toBe(0);
     const recs = lines(out) as { turns: { response: string }[] }[];
     expect(Math.max(...recs.map((e) => e.turns.length))).toBeGreaterThanOrEqual(3);

@@ -4,13 +4,36 @@ import { existsSync, renameSync, rmSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Command } from 'commander';
 import {
-  EnvGroups, agentConfig, enginePolicy, oraclePolicy, openaiPolicy, randomPolicy, episodeRecord, rollout, writeEpisodeRecords,
-  type AgentConfig, type EpisodeRecord, type EpisodeUsage, type OpenAIPolicy, type Policy, type RolloutBatch,
+  EnvGroups,
+  agentConfig,
+  enginePolicy,
+  oraclePolicy,
+  openaiPolicy,
+  randomPolicy,
+  episodeRecord,
+  rollout,
+  writeEpisodeRecords,
+  type AgentConfig,
+  type EpisodeRecord,
+  type EpisodeUsage,
+  type OpenAIPolicy,
+  type Policy,
+  type RolloutBatch,
 } from '../../agent/index.js';
 import { envSpec, resolveEnvId } from '../../env/index.js';
 import { registerRemoteEnvs } from '../../env/remote/index.js';
 import { loadTokenizer, runTokenizer, tinyTokenizerDir, type Tokenizer } from '../../tokenizer/index.js';
-import { agentEntries, checkPromptsFit, defaultConfig, envGroupsOptions, loadConfig, loadSavedConfig, samplingOf, tagEntries, type RagenConfig } from '../../config/index.js';
+import {
+  agentEntries,
+  checkPromptsFit,
+  defaultConfig,
+  envGroupsOptions,
+  loadConfig,
+  loadSavedConfig,
+  samplingOf,
+  tagEntries,
+  type RagenConfig,
+} from '../../config/index.js';
 import { findModelPath, isHubId, loadModelConfig, resolveModelPath } from '../../model/index.js';
 import { fileSystemError, makeDir, UsageError, withSetting, writeFileAt } from '../../util/index.js';
 import { openModelDir, validationBatch } from '../../train/index.js';
@@ -79,26 +102,76 @@ export function register(program: Command): void {
     .command('eval')
     .description('Validation rollouts: success, pass@k and other metrics per env tag; trajectories as JSONL.')
     .option('--env <ids>', 'comma-separated env ids (see `ragen envs`); default: the val tags of --run/--preset')
-    .option('--run <dir>', "a run directory: its latest checkpoint, its config's val set (agent programs included), agent and sampling settings")
-    .option('--preset <name>', "a preset (see configs/): its model, val tags, agent and sampling settings")
-    .option('--groups <n>', 'groups per env tag (one seed each, from --seed up) [8, or the config\'s]', parsePositiveInt('--groups'))
-    .option('--group-size <k>', 'episodes per group (same seed; pass@k uses k) [1, or the config\'s]', parsePositiveInt('--group-size'))
-    .option('--policy <name>', `who plays: ${POLICIES.join(' | ')} [oracle, or model with --run/--preset/--model]`, parsePolicy)
-    .option('--model <dir|name>', 'model directory (Hugging Face layout), a run directory (its latest checkpoint), a shipped model (ragen-tiny) or a Hub id (Qwen/Qwen2.5-0.5B-Instruct), for --policy model; the model id, for --policy openai')
-    .option('--base-url <url>', 'OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (`ragen serve`), for --policy openai')
+    .option(
+      '--run <dir>',
+      "a run directory: its latest checkpoint, its config's val set (agent programs included), agent and sampling settings",
+    )
+    .option('--preset <name>', 'a preset (see configs/): its model, val tags, agent and sampling settings')
+    .option(
+      '--groups <n>',
+      "groups per env tag (one seed each, from --seed up) [8, or the config's]",
+      parsePositiveInt('--groups'),
+    )
+    .option(
+      '--group-size <k>',
+      "episodes per group (same seed; pass@k uses k) [1, or the config's]",
+      parsePositiveInt('--group-size'),
+    )
+    .option(
+      '--policy <name>',
+      `who plays: ${POLICIES.join(' | ')} [oracle, or model with --run/--preset/--model]`,
+      parsePolicy,
+    )
+    .option(
+      '--model <dir|name>',
+      'model directory (Hugging Face layout), a run directory (its latest checkpoint), a shipped model (ragen-tiny) or a Hub id (Qwen/Qwen2.5-0.5B-Instruct), for --policy model; the model id, for --policy openai',
+    )
+    .option(
+      '--base-url <url>',
+      'OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (`ragen serve`), for --policy openai',
+    )
     .option('--api-key <key>', 'API key for --policy openai (default: $OPENAI_API_KEY)')
-    .option('--api <kind>', 'chat: send the messages (any chat model); completions: send the exact prompt ids and keep the returned token ids (ragen serve, vLLM) [chat]', parseApi)
-    .option('--concurrency <n>', 'requests in flight at once, for --policy openai [16]', parsePositiveInt('--concurrency'))
-    .option('--max-retries <n>', 'retries per request on 429/5xx/timeouts, with backoff, for --policy openai [4]', parseNonNegative('--max-retries'))
-    .option('--timeout <s>', 'seconds per request before it is retried, for --policy openai [120]', parsePositiveInt('--timeout'))
+    .option(
+      '--api <kind>',
+      'chat: send the messages (any chat model); completions: send the exact prompt ids and keep the returned token ids (ragen serve, vLLM) [chat]',
+      parseApi,
+    )
+    .option(
+      '--concurrency <n>',
+      'requests in flight at once, for --policy openai [16]',
+      parsePositiveInt('--concurrency'),
+    )
+    .option(
+      '--max-retries <n>',
+      'retries per request on 429/5xx/timeouts, with backoff, for --policy openai [4]',
+      parseNonNegative('--max-retries'),
+    )
+    .option(
+      '--timeout <s>',
+      'seconds per request before it is retried, for --policy openai [120]',
+      parsePositiveInt('--timeout'),
+    )
     .option('--tokenizer <dir>', "tokenizer directory (default: the model's own, else models/tokenizer-tiny)")
     .option('--temperature <t>', "sampling temperature [0.5 (RAGEN's validation), or the config's]", parseTemperature)
     .option('--greedy', 'greedy decoding (temperature 0)')
-    .option('--max-turns <n>', "turns per episode (default: enough for the env's action cap, at most 100)", parsePositiveInt('--max-turns'))
+    .option(
+      '--max-turns <n>',
+      "turns per episode (default: enough for the env's action cap, at most 100)",
+      parsePositiveInt('--max-turns'),
+    )
     .option('--seed <n>', "first validation seed [123 (RAGEN's seed.val), or the config's]", parseSeed)
-    .option('--set <key=value...>', 'agent settings, e.g. maxActionsPerTurn=1 enableThink=false (see docs/agent-loop.md)')
-    .option('--config <key=value...>', 'env config overrides: key=value for every tag, Tag.key=value for one, e.g. FrozenLake.successRate=1')
-    .option('--allow-unverified-checkpoint', "accept a checkpoint whose checkpoint.json has no SHA-256 digests (the version-1 format), its files checked by size only (warns)")
+    .option(
+      '--set <key=value...>',
+      'agent settings, e.g. maxActionsPerTurn=1 enableThink=false (see docs/agent-loop.md)',
+    )
+    .option(
+      '--config <key=value...>',
+      'env config overrides: key=value for every tag, Tag.key=value for one, e.g. FrozenLake.successRate=1',
+    )
+    .option(
+      '--allow-unverified-checkpoint',
+      'accept a checkpoint whose checkpoint.json has no SHA-256 digests (the version-1 format), its files checked by size only (warns)',
+    )
     .option('--json', 'print the report as JSON')
     .option('--out <file.jsonl>', 'write the trajectories (OpenAI messages + metadata) to this JSONL file')
     .addHelpText('after', EXAMPLES)
@@ -109,12 +182,14 @@ export function register(program: Command): void {
 }
 
 function parsePolicy(text: string): PolicyName {
-  if (!(POLICIES as readonly string[]).includes(text)) throw new UsageError(`Bad --policy \`${text}\`: give one of ${POLICIES.join(', ')}.`);
+  if (!(POLICIES as readonly string[]).includes(text))
+    throw new UsageError(`Bad --policy \`${text}\`: give one of ${POLICIES.join(', ')}.`);
   return text as PolicyName;
 }
 
 function parseApi(text: string): 'chat' | 'completions' {
-  if (text !== 'chat' && text !== 'completions') throw new UsageError(`Bad --api \`${text}\`: give chat or completions.`);
+  if (text !== 'chat' && text !== 'completions')
+    throw new UsageError(`Bad --api \`${text}\`: give chat or completions.`);
   return text;
 }
 
@@ -128,7 +203,8 @@ function parseNonNegative(name: string): (text: string) => number {
 
 function parseTemperature(text: string): number {
   const t = Number(text);
-  if (!Number.isFinite(t) || t < 0) throw new UsageError(`Bad --temperature \`${text}\`: give a number >= 0 (0 = greedy).`);
+  if (!Number.isFinite(t) || t < 0)
+    throw new UsageError(`Bad --temperature \`${text}\`: give a number >= 0 (0 = greedy).`);
   return t;
 }
 
@@ -140,7 +216,11 @@ function parseTemperature(text: string): number {
  */
 export function resolveModelDir(spec: string, opts: { allowUnverified?: boolean } = {}): string {
   const say = (line: string) => void process.stderr.write(`ragen: ${line}\n`);
-  return openModelDir(findModelPath(spec) ?? spec, { say, warn: say, ...(opts.allowUnverified ? { allowUnverified: true } : {}) });
+  return openModelDir(findModelPath(spec) ?? spec, {
+    say,
+    warn: say,
+    ...(opts.allowUnverified ? { allowUnverified: true } : {}),
+  });
 }
 
 /** Download `spec` into the Hugging Face cache when it is a Hub id that is neither a local directory nor cached. */
@@ -163,54 +243,102 @@ function openOut(out: string): string {
   } catch (err) {
     if (existsSync(tmp)) rmSync(tmp, { force: true }); // (rmSync throws ENOTDIR itself when a part of the path is a file)
     const e = withSetting(fileSystemError(err, 'write --out', tmp), '--out');
-    throw new UsageError(`Cannot write --out \`${out}\` (${(e as Error).message.replace(/\.$/, '')}); give a file path in a writable folder. Nothing was run.`);
+    throw new UsageError(
+      `Cannot write --out \`${out}\` (${(e as Error).message.replace(/\.$/, '')}); give a file path in a writable folder. Nothing was run.`,
+    );
   }
   return tmp;
 }
 
-/** Run the evaluation `opts` describe and return its report; `onReport` sees it before --out is written (when given). */
+/**
+ * Run the evaluation `opts` describe and return its report; `onReport` sees it before --out is written (when given).
+ */
 export async function runEval(opts: EvalOptions, onReport?: (report: EvalReport) => void): Promise<EvalReport> {
   if (opts.run && opts.preset) throw new UsageError('Give --run or --preset, not both.');
-  const base: RagenConfig | undefined = opts.run ? loadSavedConfig(opts.run) : opts.preset ? loadConfig({ config: opts.preset }) : undefined;
+  const base: RagenConfig | undefined = opts.run
+    ? loadSavedConfig(opts.run)
+    : opts.preset
+      ? loadConfig({ config: opts.preset })
+      : undefined;
   if (base && !opts.env && agentEntries(base, 'val').length > 0) return evalAgents(base, opts, onReport);
-  await registerRemoteEnvs([...(opts.env ?? '').split(',').map((s) => s.trim()), ...(base ? tagEntries(base, 'val').map((e) => e.tag) : [])]);
+  await registerRemoteEnvs([
+    ...(opts.env ?? '').split(',').map((s) => s.trim()),
+    ...(base ? tagEntries(base, 'val').map((e) => e.tag) : []),
+  ]);
   const cfg = agentOf(base, opts);
   const setTurns = parseConfigPairs(opts.set)['maxTurns'];
   if (opts.maxTurns !== undefined && setTurns !== undefined && setTurns !== opts.maxTurns) {
-    throw new UsageError(`\`--max-turns ${opts.maxTurns}\` and \`--set maxTurns=${JSON.stringify(setTurns)}\` both set the turns per episode, to different values; give one of them.`);
+    throw new UsageError(
+      `\`--max-turns ${opts.maxTurns}\` and \`--set maxTurns=${JSON.stringify(setTurns)}\` both set the turns per episode, to different values; give one of them.`,
+    );
   }
   const baseGroups = base ? envGroupsOptions(base, 'val') : undefined;
   const envConfig = envConfigOverrides(parseConfigPairs(opts.config));
   const seed = opts.seed ?? (base ?? defaultConfig()).seed.val;
   const groupSize = opts.groupSize ?? baseGroups?.groupSize ?? 1;
-  const maxTurnsOf = (env: string) => opts.maxTurns ?? (base ? cfg.maxTurns : Math.min(100, Math.ceil(envSpec(env).maxActionsPerEpisode / cfg.maxActionsPerTurn)));
+  const maxTurnsOf = (env: string) =>
+    opts.maxTurns ??
+    (base ? cfg.maxTurns : Math.min(100, Math.ceil(envSpec(env).maxActionsPerEpisode / cfg.maxActionsPerTurn)));
   let tags;
   if (opts.env) {
-    const ids = opts.env.split(',').map((s) => s.trim()).filter((s) => s !== '').map(resolveEnvId);
+    const ids = opts.env
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => s !== '')
+      .map(resolveEnvId);
     if (ids.length === 0) throw new UsageError('Give at least one env id to --env, e.g. --env SimpleSokoban.');
-    tags = ids.map((env) => ({ env, nGroups: opts.groups ?? 8, config: { ...(base?.env.config[env] ?? {}), ...envConfig.of(env) }, maxTurns: maxTurnsOf(env) }));
+    tags = ids.map((env) => ({
+      env,
+      nGroups: opts.groups ?? 8,
+      config: { ...(base?.env.config[env] ?? {}), ...envConfig.of(env) },
+      maxTurns: maxTurnsOf(env),
+    }));
   } else if (baseGroups) {
-    tags = baseGroups.tags.map((t) => ({ ...t, nGroups: opts.groups ?? t.nGroups, config: { ...t.config, ...envConfig.of(t.env) }, maxTurns: maxTurnsOf(t.env) }));
+    tags = baseGroups.tags.map((t) => ({
+      ...t,
+      nGroups: opts.groups ?? t.nGroups,
+      config: { ...t.config, ...envConfig.of(t.env) },
+      maxTurns: maxTurnsOf(t.env),
+    }));
   } else {
-    throw new UsageError('Give --env <ids> (e.g. --env SimpleSokoban), or --run/--preset to use their validation envs.');
+    throw new UsageError(
+      'Give --env <ids> (e.g. --env SimpleSokoban), or --run/--preset to use their validation envs.',
+    );
   }
   for (const env of envConfig.tagged) {
-    if (!tags.some((t) => t.env === env)) throw new UsageError(`--config sets \`${env}.*\`, but \`${env}\` is not among the evaluated envs (${tags.map((t) => t.env).join(', ')}).`);
+    if (!tags.some((t) => t.env === env))
+      throw new UsageError(
+        `--config sets \`${env}.*\`, but \`${env}\` is not among the evaluated envs (${tags.map((t) => t.env).join(', ')}).`,
+      );
   }
   const policyName = opts.policy ?? (base || opts.model ? 'model' : 'oracle');
   let modelDir: string | undefined;
   if (policyName === 'model') modelDir = await modelDirOf(opts, base);
   if (policyName === 'openai') {
-    if (!opts.baseUrl || !opts.model) throw new UsageError('--policy openai needs --base-url <url> and --model <name>, e.g. --base-url http://127.0.0.1:8000/v1 --model ragen-tiny.');
+    if (!opts.baseUrl || !opts.model)
+      throw new UsageError(
+        '--policy openai needs --base-url <url> and --model <name>, e.g. --base-url http://127.0.0.1:8000/v1 --model ragen-tiny.',
+      );
     if (opts.run) modelDir = resolveModelDir(opts.run, verifyOptions(opts)); // its tokenizer reads the replies
   }
   const tokenizer = tokenizerOf(opts, modelDir, base);
   // what `ragen train` refuses, eval refuses: a budget no first prompt fits, or one past the model's positions
   const positions = policyName === 'model' ? (await loadModelConfig(modelDir!)).maxPositionEmbeddings : Infinity;
-  await checkPromptsFit([{ label: opts.env ? '--env' : 'env.val', options: { tags, groupSize, mode: 'val', seed } }], tokenizer, cfg, positions);
-  const temperature = opts.greedy ? 0 : (opts.temperature ?? samplingOf(base ?? defaultConfig(), 'val', seed).temperature);
-  const policy = policyName === 'openai' ? openaiOf(opts, cfg, tokenizer, temperature, seed) : await makePolicy(policyName, cfg, tokenizer, modelDir, temperature, seed);
-  const usageOf = (e: { index: number }) => ('usage' in policy ? (policy as OpenAIPolicy).usage.get(e.index) : undefined);
+  await checkPromptsFit(
+    [{ label: opts.env ? '--env' : 'env.val', options: { tags, groupSize, mode: 'val', seed } }],
+    tokenizer,
+    cfg,
+    positions,
+  );
+  const temperature = opts.greedy
+    ? 0
+    : (opts.temperature ?? samplingOf(base ?? defaultConfig(), 'val', seed).temperature);
+  const policy =
+    policyName === 'openai'
+      ? openaiOf(opts, cfg, tokenizer, temperature, seed)
+      : await makePolicy(policyName, cfg, tokenizer, modelDir, temperature, seed);
+  const usageOf = (e: { index: number }) =>
+    'usage' in policy ? (policy as OpenAIPolicy).usage.get(e.index) : undefined;
   const tmp = opts.out !== undefined ? openOut(opts.out) : undefined;
   const groups = new EnvGroups({ tags, groupSize, mode: 'val', seed });
   const t0 = performance.now();
@@ -227,7 +355,8 @@ export async function runEval(opts: EvalOptions, onReport?: (report: EvalReport)
   let usage: EvalReport['usage'];
   if ('usage' in policy) {
     usage = { promptTokens: 0, completionTokens: 0, requests: 0, retries: 0 };
-    for (const u of (policy as OpenAIPolicy).usage.values()) for (const k of Object.keys(usage) as (keyof EpisodeUsage)[]) usage[k] += u[k];
+    for (const u of (policy as OpenAIPolicy).usage.values())
+      for (const k of Object.keys(usage) as (keyof EpisodeUsage)[]) usage[k] += u[k];
   }
   const report: EvalReport = {
     policy: policy.name,
@@ -241,7 +370,12 @@ export async function runEval(opts: EvalOptions, onReport?: (report: EvalReport)
     ...(usage ? { usage } : {}),
   };
   onReport?.(report); // before the file: the summary survives whatever happens to --out
-  if (tmp) writeRecords(tmp, opts.out!, batch.episodes.map((e) => withUsage(episodeRecord(e, cfg), usageOf(e))));
+  if (tmp)
+    writeRecords(
+      tmp,
+      opts.out!,
+      batch.episodes.map((e) => withUsage(episodeRecord(e, cfg), usageOf(e))),
+    );
   return report;
 }
 
@@ -251,9 +385,18 @@ export async function runEval(opts: EvalOptions, onReport?: (report: EvalReport)
  * --groups, --group-size, --seed, --temperature/--greedy and --set apply, and with --run and the same seed the
  * numbers are the run's last `val/*`.
  */
-async function evalAgents(base: RagenConfig, opts: EvalOptions, onReport?: (report: EvalReport) => void): Promise<EvalReport> {
-  const which = agentEntries(base, 'val').map((e) => `env.val.${e.index}`).join(', ');
-  const refuse = (what: string) => new UsageError(`${what} does not apply to agent programs (${which}); leave it out, or give --env <ids> to evaluate built-in envs.`);
+async function evalAgents(
+  base: RagenConfig,
+  opts: EvalOptions,
+  onReport?: (report: EvalReport) => void,
+): Promise<EvalReport> {
+  const which = agentEntries(base, 'val')
+    .map((e) => `env.val.${e.index}`)
+    .join(', ');
+  const refuse = (what: string) =>
+    new UsageError(
+      `${what} does not apply to agent programs (${which}); leave it out, or give --env <ids> to evaluate built-in envs.`,
+    );
   if (opts.policy && opts.policy !== 'model') throw refuse(`--policy ${opts.policy}`);
   if (opts.config?.length) throw refuse('--config');
   if (opts.maxTurns !== undefined) throw refuse('--max-turns');
@@ -262,8 +405,10 @@ async function evalAgents(base: RagenConfig, opts: EvalOptions, onReport?: (repo
   const seed = config.seed.val;
   const modelDir = await modelDirOf(opts, base);
   const tokenizer = tokenizerOf(opts, modelDir, base);
-  // the built-in tags of the val set are checked as `ragen train` checks them (agent programs: each call, by the gateway)
-  const builtIn = tagEntries(config, 'val').length > 0 ? [{ label: 'env.val', options: envGroupsOptions(config, 'val') }] : [];
+  // the built-in tags of the val set are checked as `ragen train` checks them (agent programs: each call, by the
+  // gateway)
+  const builtIn =
+    tagEntries(config, 'val').length > 0 ? [{ label: 'env.val', options: envGroupsOptions(config, 'val') }] : [];
   await checkPromptsFit(builtIn, tokenizer, agent, (await loadModelConfig(modelDir)).maxPositionEmbeddings);
   const tmp = opts.out !== undefined ? openOut(opts.out) : undefined;
   const engine = await localEngine(modelDir, tokenizer);
@@ -290,19 +435,41 @@ async function evalAgents(base: RagenConfig, opts: EvalOptions, onReport?: (repo
     agents: agentEntries(config, 'val').map((e) => e.name),
   };
   onReport?.(report);
-  if (tmp) writeRecords(tmp, opts.out!, batch.episodes.map((e) => episodeRecord(e, agent)));
+  if (tmp)
+    writeRecords(
+      tmp,
+      opts.out!,
+      batch.episodes.map((e) => episodeRecord(e, agent)),
+    );
   return report;
 }
 
-/** The config an agent val set is evaluated with: --set, --seed, --temperature/--greedy, --groups and --group-size over the base's. */
+/**
+ * The config an agent val set is evaluated with: --set, --seed, --temperature/--greedy, --groups and --group-size over
+ * the base's.
+ */
 export function agentEvalConfig(base: RagenConfig, opts: EvalOptions): RagenConfig {
   const val = base.generation.val;
   return {
     ...base,
     agent: agentOf(base, opts),
     seed: { ...base.seed, val: opts.seed ?? base.seed.val },
-    generation: { ...base.generation, val: opts.greedy ? { ...val, greedy: true } : opts.temperature !== undefined ? { temperature: opts.temperature, greedy: opts.temperature === 0 } : val },
-    env: { ...base.env, val: base.env.val.map((e) => ({ ...e, ...(opts.groups !== undefined ? { groups: opts.groups } : {}), ...(opts.groupSize !== undefined ? { groupSize: opts.groupSize } : {}) })) },
+    generation: {
+      ...base.generation,
+      val: opts.greedy
+        ? { ...val, greedy: true }
+        : opts.temperature !== undefined
+          ? { temperature: opts.temperature, greedy: opts.temperature === 0 }
+          : val,
+    },
+    env: {
+      ...base.env,
+      val: base.env.val.map((e) => ({
+        ...e,
+        ...(opts.groups !== undefined ? { groups: opts.groups } : {}),
+        ...(opts.groupSize !== undefined ? { groupSize: opts.groupSize } : {}),
+      })),
+    },
   };
 }
 
@@ -318,7 +485,13 @@ function writeRecords(tmp: string, out: string, records: EpisodeRecord[]): void 
   }
 }
 
-function openaiOf(opts: EvalOptions, cfg: AgentConfig, tokenizer: Tokenizer, temperature: number, seed: number): OpenAIPolicy {
+function openaiOf(
+  opts: EvalOptions,
+  cfg: AgentConfig,
+  tokenizer: Tokenizer,
+  temperature: number,
+  seed: number,
+): OpenAIPolicy {
   const apiKey = opts.apiKey ?? process.env['OPENAI_API_KEY'];
   return openaiPolicy(tokenizer, cfg, {
     baseURL: opts.baseUrl!,
@@ -334,13 +507,29 @@ function openaiOf(opts: EvalOptions, cfg: AgentConfig, tokenizer: Tokenizer, tem
 }
 
 /** An episode record with the endpoint's token usage of the episode (--policy openai). */
-function withUsage(record: EpisodeRecord, u: EpisodeUsage | undefined): EpisodeRecord & { usage?: Record<string, number> } {
+function withUsage(
+  record: EpisodeRecord,
+  u: EpisodeUsage | undefined,
+): EpisodeRecord & { usage?: Record<string, number> } {
   if (!u) return record;
-  return { ...record, usage: { prompt_tokens: u.promptTokens, completion_tokens: u.completionTokens, requests: u.requests, retries: u.retries } };
+  return {
+    ...record,
+    usage: {
+      prompt_tokens: u.promptTokens,
+      completion_tokens: u.completionTokens,
+      requests: u.requests,
+      retries: u.retries,
+    },
+  };
 }
 
-/** Split `--config` pairs: `key` applies to every tag, `Tag.key` (a registered env id before the dot) to that tag only. */
-function envConfigOverrides(pairs: Record<string, unknown>): { of(env: string): Record<string, unknown>; tagged: Set<string> } {
+/**
+ * Split `--config` pairs: `key` applies to every tag, `Tag.key` (a registered env id before the dot) to that tag only.
+ */
+function envConfigOverrides(pairs: Record<string, unknown>): {
+  of(env: string): Record<string, unknown>;
+  tagged: Set<string>;
+} {
   const all: Record<string, unknown> = {};
   const perTag = new Map<string, Record<string, unknown>>();
   for (const [key, value] of Object.entries(pairs)) {
@@ -356,7 +545,14 @@ function envConfigOverrides(pairs: Record<string, unknown>): { of(env: string): 
   return { of: (env) => ({ ...all, ...perTag.get(env) }), tagged: new Set(perTag.keys()) };
 }
 
-async function makePolicy(name: PolicyName, cfg: AgentConfig, tokenizer: Tokenizer, modelDir: string | undefined, temperature: number, seed: number): Promise<Policy> {
+async function makePolicy(
+  name: PolicyName,
+  cfg: AgentConfig,
+  tokenizer: Tokenizer,
+  modelDir: string | undefined,
+  temperature: number,
+  seed: number,
+): Promise<Policy> {
   if (name === 'oracle') return oraclePolicy(tokenizer, cfg);
   if (name === 'random') return randomPolicy(tokenizer, cfg, seed);
   return enginePolicy(await localEngine(modelDir!, tokenizer), tokenizer, cfg, { temperature, seed });
@@ -377,7 +573,10 @@ function agentOf(base: RagenConfig | undefined, opts: EvalOptions): AgentConfig 
   }
 }
 
-/** The model --policy model plays: --model, else the run's latest checkpoint, else the preset's `model.path` (Hub ids fetched first). */
+/**
+ * The model --policy model plays: --model, else the run's latest checkpoint, else the preset's `model.path` (Hub ids
+ * fetched first).
+ */
 async function modelDirOf(opts: EvalOptions, base: RagenConfig | undefined): Promise<string> {
   const spec = opts.model ?? opts.run ?? base?.model.path;
   if (spec === undefined) throw new UsageError('--policy model needs --model <dir> (or --run / --preset).');
@@ -390,7 +589,10 @@ function verifyOptions(opts: EvalOptions): { allowUnverified?: boolean } {
   return opts.allowUnverifiedCheckpoint ? { allowUnverified: true } : {};
 }
 
-/** --tokenizer, else the model's own with the run's or preset's `model.chatTemplate` (docs/models.md) as in training, else the tiny one. */
+/**
+ * --tokenizer, else the model's own with the run's or preset's `model.chatTemplate` (docs/models.md) as in training,
+ * else the tiny one.
+ */
 function tokenizerOf(opts: EvalOptions, modelDir: string | undefined, base: RagenConfig | undefined): Tokenizer {
   if (opts.tokenizer !== undefined) return loadTokenizer(opts.tokenizer);
   return modelDir ? runTokenizer(modelDir, base?.model.chatTemplate ?? 'model') : loadTokenizer(tinyTokenizerDir());
@@ -412,14 +614,22 @@ export function formatTable(r: EvalReport): string {
   ];
   const header = ['env', ...cols.map((c) => c[0])];
   const envOnly = new Set(['action_valid_ratio', 'action_effective_ratio']); // an agent program's episodes take no env actions
-  const rows = Object.entries(r.metrics).map(([tag, m]) => [tag, ...cols.map(([, key, f]) => (r.agents?.includes(tag) && envOnly.has(key) ? '-' : f(m[key] ?? 0)))]);
+  const rows = Object.entries(r.metrics).map(([tag, m]) => [
+    tag,
+    ...cols.map(([, key, f]) => (r.agents?.includes(tag) && envOnly.has(key) ? '-' : f(m[key] ?? 0))),
+  ]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  const line = (cells: string[]) =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
   return [
     `policy ${r.policy}: ${r.episodes} episodes (groups of ${r.groupSize}), seeds from ${r.seed}, ${r.seconds.toFixed(1)} s`,
     line(header),
     ...rows.map(line),
-    ...(r.usage ? [`usage: ${r.usage.promptTokens} prompt + ${r.usage.completionTokens} completion tokens in ${r.usage.requests} requests (${(r.usage.promptTokens / Math.max(1, r.episodes)).toFixed(0)} + ${(r.usage.completionTokens / Math.max(1, r.episodes)).toFixed(0)} per episode), ${r.usage.retries} retries`] : []),
+    ...(r.usage
+      ? [
+          `usage: ${r.usage.promptTokens} prompt + ${r.usage.completionTokens} completion tokens in ${r.usage.requests} requests (${(r.usage.promptTokens / Math.max(1, r.episodes)).toFixed(0)} + ${(r.usage.completionTokens / Math.max(1, r.episodes)).toFixed(0)} per episode), ${r.usage.retries} retries`,
+        ]
+      : []),
   ].join('\n');
 }
 

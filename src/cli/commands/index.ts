@@ -14,4 +14,18 @@ import * as dashboard from './dashboard.js';
 import * as probeGrads from './probe-grads.js';
 import * as modelInit from './model-init.js';
 
-export const commands: ((program: Command) => void)[] = [trainCmd.register, envs.register, envServe.register, play.register, solve.register, bench.register, evalCmd.register, sft.register, serve.register, retrieval.register, dashboard.register, probeGrads.register, modelInit.register];
+export const commands: ((program: Command) => void)[] = [
+  trainCmd.register,
+  envs.register,
+  envServe.register,
+  play.register,
+  solve.register,
+  bench.register,
+  evalCmd.register,
+  sft.register,
+  serve.register,
+  retrieval.register,
+  dashboard.register,
+  probeGrads.register,
+  modelInit.register,
+];

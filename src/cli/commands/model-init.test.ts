@@ -7,7 +7,16 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { torchPythonForTests } from '../../engine/torch-testing.js';
 import { workerPackageDir } from '../../engine/torch-worker.js';
-import { configFromHF, countParameters, loadModel, loadModelConfig, modelShape, planShards, readSafetensors, weightShapes } from '../../model/index.js';
+import {
+  configFromHF,
+  countParameters,
+  loadModel,
+  loadModelConfig,
+  modelShape,
+  planShards,
+  readSafetensors,
+  weightShapes,
+} from '../../model/index.js';
 import { noGrad, setBackend } from '../../tensor/index.js';
 import { appendOnlyViolation, loadTokenizer } from '../../tokenizer/index.js';
 import { runCli } from '../testing.js';
@@ -15,22 +24,103 @@ import { initModelDir } from './model-init.js';
 
 const root = mkdtempSync(join(tmpdir(), 'ragen-model-init-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
-const json = (dir: string, file: string) => JSON.parse(readFileSync(join(dir, file), 'utf8')) as Record<string, unknown>;
+const json = (dir: string, file: string) =>
+  JSON.parse(readFileSync(join(dir, file), 'utf8')) as Record<string, unknown>;
 
 // The published config.json of each Instruct model (Hugging Face, Qwen/<name>-Instruct and Qwen/Qwen3-<size>).
-const QWEN25 = { model_type: 'qwen2', architectures: ['Qwen2ForCausalLM'], rope_theta: 1000000, rms_norm_eps: 1e-6, max_position_embeddings: 32768, bos_token_id: 151643, eos_token_id: 151645, hidden_act: 'silu', use_sliding_window: false };
-const QWEN3 = { model_type: 'qwen3', architectures: ['Qwen3ForCausalLM'], rope_theta: 1000000, rms_norm_eps: 1e-6, max_position_embeddings: 40960, bos_token_id: 151643, eos_token_id: 151645, hidden_act: 'silu', attention_bias: false, head_dim: 128 };
+const QWEN25 = {
+  model_type: 'qwen2',
+  architectures: ['Qwen2ForCausalLM'],
+  rope_theta: 1000000,
+  rms_norm_eps: 1e-6,
+  max_position_embeddings: 32768,
+  bos_token_id: 151643,
+  eos_token_id: 151645,
+  hidden_act: 'silu',
+  use_sliding_window: false,
+};
+const QWEN3 = {
+  model_type: 'qwen3',
+  architectures: ['Qwen3ForCausalLM'],
+  rope_theta: 1000000,
+  rms_norm_eps: 1e-6,
+  max_position_embeddings: 40960,
+  bos_token_id: 151643,
+  eos_token_id: 151645,
+  hidden_act: 'silu',
+  attention_bias: false,
+  head_dim: 128,
+};
 const PUBLISHED: Record<string, Record<string, unknown>> = {
-  'qwen2.5-0.5b': { ...QWEN25, vocab_size: 151936, hidden_size: 896, intermediate_size: 4864, num_hidden_layers: 24, num_attention_heads: 14, num_key_value_heads: 2, tie_word_embeddings: true },
-  'qwen2.5-1.5b': { ...QWEN25, vocab_size: 151936, hidden_size: 1536, intermediate_size: 8960, num_hidden_layers: 28, num_attention_heads: 12, num_key_value_heads: 2, tie_word_embeddings: true },
-  'qwen2.5-3b': { ...QWEN25, vocab_size: 151936, hidden_size: 2048, intermediate_size: 11008, num_hidden_layers: 36, num_attention_heads: 16, num_key_value_heads: 2, tie_word_embeddings: true },
-  'qwen2.5-7b': { ...QWEN25, vocab_size: 152064, hidden_size: 3584, intermediate_size: 18944, num_hidden_layers: 28, num_attention_heads: 28, num_key_value_heads: 4, tie_word_embeddings: false },
-  'qwen3-0.6b': { ...QWEN3, vocab_size: 151936, hidden_size: 1024, intermediate_size: 3072, num_hidden_layers: 28, num_attention_heads: 16, num_key_value_heads: 8, tie_word_embeddings: true },
-  'qwen3-1.7b': { ...QWEN3, vocab_size: 151936, hidden_size: 2048, intermediate_size: 6144, num_hidden_layers: 28, num_attention_heads: 16, num_key_value_heads: 8, tie_word_embeddings: true },
+  'qwen2.5-0.5b': {
+    ...QWEN25,
+    vocab_size: 151936,
+    hidden_size: 896,
+    intermediate_size: 4864,
+    num_hidden_layers: 24,
+    num_attention_heads: 14,
+    num_key_value_heads: 2,
+    tie_word_embeddings: true,
+  },
+  'qwen2.5-1.5b': {
+    ...QWEN25,
+    vocab_size: 151936,
+    hidden_size: 1536,
+    intermediate_size: 8960,
+    num_hidden_layers: 28,
+    num_attention_heads: 12,
+    num_key_value_heads: 2,
+    tie_word_embeddings: true,
+  },
+  'qwen2.5-3b': {
+    ...QWEN25,
+    vocab_size: 151936,
+    hidden_size: 2048,
+    intermediate_size: 11008,
+    num_hidden_layers: 36,
+    num_attention_heads: 16,
+    num_key_value_heads: 2,
+    tie_word_embeddings: true,
+  },
+  'qwen2.5-7b': {
+    ...QWEN25,
+    vocab_size: 152064,
+    hidden_size: 3584,
+    intermediate_size: 18944,
+    num_hidden_layers: 28,
+    num_attention_heads: 28,
+    num_key_value_heads: 4,
+    tie_word_embeddings: false,
+  },
+  'qwen3-0.6b': {
+    ...QWEN3,
+    vocab_size: 151936,
+    hidden_size: 1024,
+    intermediate_size: 3072,
+    num_hidden_layers: 28,
+    num_attention_heads: 16,
+    num_key_value_heads: 8,
+    tie_word_embeddings: true,
+  },
+  'qwen3-1.7b': {
+    ...QWEN3,
+    vocab_size: 151936,
+    hidden_size: 2048,
+    intermediate_size: 6144,
+    num_hidden_layers: 28,
+    num_attention_heads: 16,
+    num_key_value_heads: 8,
+    tie_word_embeddings: true,
+  },
 };
 // Parameter counts as the model cards give them, in billions (Qwen2.5-0.5B's and 7B's exactly, from their safetensors).
 const BILLIONS: Record<string, [number, number]> = {
-  'qwen2.5-0.5b': [0.494032768, 1e-9], 'qwen2.5-1.5b': [1.54, 0.005], 'qwen2.5-3b': [3.09, 0.005], 'qwen2.5-7b': [7.615616512, 1e-9], 'qwen3-0.6b': [0.6, 0.05], 'qwen3-1.7b': [1.7, 0.05],
+  'qwen2.5-0.5b': [0.494032768, 1e-9],
+  'qwen2.5-1.5b': [1.54, 0.005],
+  'qwen2.5-3b': [3.09, 0.005],
+  'qwen2.5-7b': [7.615616512, 1e-9],
+  'qwen3-0.6b': [0.6, 0.05],
+  'qwen3-1.7b': [1.7, 0.05],
 };
 
 describe('ragen model init', () => {
@@ -78,7 +168,18 @@ describe('ragen model init', () => {
   for (const shape of ['qwen2.5-tiny', 'qwen3-tiny']) {
     it(`writes ${shape} through the CLI: seeded N(0, 0.02) weights, norms 1, biases 0, loaded by the local engine`, async () => {
       const dir = join(root, shape);
-      const { code, out, err } = await runCli('model', 'init', '--shape', shape, '--out', dir, '--seed', '3', '--dtype', 'f32');
+      const { code, out, err } = await runCli(
+        'model',
+        'init',
+        '--shape',
+        shape,
+        '--out',
+        dir,
+        '--seed',
+        '3',
+        '--dtype',
+        'f32',
+      );
       expect(code, err).toBe(0);
       expect(out).toContain(`${shape}, ${TINY_PARAMS[shape]} parameters (f32`);
       tinyDirs[shape] = dir;
@@ -87,13 +188,21 @@ describe('ragen model init', () => {
       expect(embed.shape).toEqual([151936, 64]);
       let sum = 0;
       let sq = 0;
-      for (const x of embed.data) (sum += x), (sq += x * x);
+      for (const x of embed.data) ((sum += x), (sq += x * x));
       const n = embed.data.length;
       expect(Math.abs(sum / n)).toBeLessThan(2e-4);
       expect(Math.sqrt(sq / n - (sum / n) ** 2)).toBeCloseTo(0.02, 4);
       for (const [name, t] of w) {
-        if (name.endsWith('norm.weight')) expect(t.data.every((x) => x === 1), name).toBe(true);
-        if (name.endsWith('.bias')) expect(t.data.every((x) => x === 0), name).toBe(true);
+        if (name.endsWith('norm.weight'))
+          expect(
+            t.data.every((x) => x === 1),
+            name,
+          ).toBe(true);
+        if (name.endsWith('.bias'))
+          expect(
+            t.data.every((x) => x === 0),
+            name,
+          ).toBe(true);
       }
       expect(w.has('model.layers.0.self_attn.q_proj.bias')).toBe(shape === 'qwen2.5-tiny'); // Qwen2's q/k/v biases
       expect(w.has('model.layers.1.self_attn.q_norm.weight')).toBe(shape === 'qwen3-tiny'); // Qwen3's q/k norms
@@ -118,18 +227,41 @@ describe('ragen model init', () => {
     expect(bytes(a).equals(bytes(c))).toBe(false);
     const f32 = (await readSafetensors(join(a, 'model.safetensors'))).get('model.layers.0.mlp.up_proj.weight')!.data;
     const b16 = (await readSafetensors(join(bf, 'model.safetensors'))).get('model.layers.0.mlp.up_proj.weight')!.data;
-    for (let i = 0; i < f32.length; i += 97) expect(Math.abs(b16[i]! - f32[i]!)).toBeLessThanOrEqual(Math.abs(f32[i]!) / 256);
+    for (let i = 0; i < f32.length; i += 97)
+      expect(Math.abs(b16[i]! - f32[i]!)).toBeLessThanOrEqual(Math.abs(f32[i]!) / 256);
     expect(json(bf, 'config.json')['torch_dtype']).toBe('bfloat16');
   }, 300_000);
 
   it("shards in Hugging Face's layout past --max-shard-mb, and the shards load as the single file does", async () => {
     const dir = join(root, 'sharded');
-    const { code, err } = await runCli('model', 'init', '--shape', 'qwen2.5-tiny', '--out', dir, '--seed', '3', '--dtype', 'f32', '--max-shard-mb', '20');
+    const { code, err } = await runCli(
+      'model',
+      'init',
+      '--shape',
+      'qwen2.5-tiny',
+      '--out',
+      dir,
+      '--seed',
+      '3',
+      '--dtype',
+      'f32',
+      '--max-shard-mb',
+      '20',
+    );
     expect(code, err).toBe(0);
     // 151936 x 64 f32 is 37.1 MiB: the embedding and the untied head each pass 20 MiB, so each gets a shard.
-    const shards = readdirSync(dir).filter((f) => f.endsWith('.safetensors')).sort();
-    expect(shards).toEqual(['model-00001-of-00003.safetensors', 'model-00002-of-00003.safetensors', 'model-00003-of-00003.safetensors']);
-    const index = json(dir, 'model.safetensors.index.json') as { metadata: { total_size: number }; weight_map: Record<string, string> };
+    const shards = readdirSync(dir)
+      .filter((f) => f.endsWith('.safetensors'))
+      .sort();
+    expect(shards).toEqual([
+      'model-00001-of-00003.safetensors',
+      'model-00002-of-00003.safetensors',
+      'model-00003-of-00003.safetensors',
+    ]);
+    const index = json(dir, 'model.safetensors.index.json') as {
+      metadata: { total_size: number };
+      weight_map: Record<string, string>;
+    };
     expect(index.weight_map['model.embed_tokens.weight']).toBe('model-00001-of-00003.safetensors');
     expect(index.weight_map['lm_head.weight']).toBe('model-00003-of-00003.safetensors');
     setBackend('js');
@@ -147,44 +279,60 @@ describe('ragen model init', () => {
   }, 300_000);
 
   const python = torchPythonForTests();
-  it.runIf(python)("the torch worker loads each tiny family and computes the local engine's logits", async () => {
-    setBackend('js');
-    for (const shape of ['qwen2.5-tiny', 'qwen3-tiny']) {
-      const dir = tinyDirs[shape]!;
-      const ids = [151644, 872, 198, 6023, 151645, 13708, 766, 29];
-      const script = [
-        'import json, sys, torch',
-        'from ragen_torch.model import load_decoder',
-        'm = load_decoder(sys.argv[1], "cpu")',
-        'with torch.no_grad():',
-        '    _, logits = m(torch.tensor([json.loads(sys.argv[2])]), with_logits=True)',
-        'print(json.dumps(logits.flatten().tolist()))',
-      ].join('\n');
-      const outText = execFileSync(python!, ['-c', script, dir, JSON.stringify(ids)], { env: { ...process.env, PYTHONPATH: workerPackageDir() }, maxBuffer: 1 << 28 }).toString();
-      const theirs = JSON.parse(outText) as number[];
-      const { model } = await loadModel(dir);
-      const ours = noGrad(() => model.logits(model.hidden(Int32Array.from(ids), 1, ids.length)).toFloat32Array());
-      expect(theirs.length).toBe(ours.length);
-      let err = 0;
-      let scale = 0;
-      for (let i = 0; i < ours.length; i++) (err = Math.max(err, Math.abs(ours[i]! - theirs[i]!))), (scale = Math.max(scale, Math.abs(theirs[i]!)));
-      expect(scale).toBeGreaterThan(0);
-      expect(err / scale, shape).toBeLessThan(1e-4);
-      model.dispose();
-    }
-  }, 300_000);
+  it.runIf(python)(
+    "the torch worker loads each tiny family and computes the local engine's logits",
+    async () => {
+      setBackend('js');
+      for (const shape of ['qwen2.5-tiny', 'qwen3-tiny']) {
+        const dir = tinyDirs[shape]!;
+        const ids = [151644, 872, 198, 6023, 151645, 13708, 766, 29];
+        const script = [
+          'import json, sys, torch',
+          'from ragen_torch.model import load_decoder',
+          'm = load_decoder(sys.argv[1], "cpu")',
+          'with torch.no_grad():',
+          '    _, logits = m(torch.tensor([json.loads(sys.argv[2])]), with_logits=True)',
+          'print(json.dumps(logits.flatten().tolist()))',
+        ].join('\n');
+        const outText = execFileSync(python!, ['-c', script, dir, JSON.stringify(ids)], {
+          env: { ...process.env, PYTHONPATH: workerPackageDir() },
+          maxBuffer: 1 << 28,
+        }).toString();
+        const theirs = JSON.parse(outText) as number[];
+        const { model } = await loadModel(dir);
+        const ours = noGrad(() => model.logits(model.hidden(Int32Array.from(ids), 1, ids.length)).toFloat32Array());
+        expect(theirs.length).toBe(ours.length);
+        let err = 0;
+        let scale = 0;
+        for (let i = 0; i < ours.length; i++)
+          ((err = Math.max(err, Math.abs(ours[i]! - theirs[i]!))), (scale = Math.max(scale, Math.abs(theirs[i]!))));
+        expect(scale).toBeGreaterThan(0);
+        expect(err / scale, shape).toBeLessThan(1e-4);
+        model.dispose();
+      }
+    },
+    300_000,
+  );
 
   it('refuses an unknown shape and an occupied folder in one sentence each', async () => {
     let r = await runCli('model', 'init', '--shape', 'qwen2.5-05b', '--out', join(root, 'x'));
     expect(r.code).toBe(2);
-    expect(r.err).toMatch(/Bad --shape `qwen2\.5-05b`: give one of qwen2\.5-0\.5b, .*qwen3-tiny\. Did you mean `qwen2\.5-0\.5b`\?/);
+    expect(r.err).toMatch(
+      /Bad --shape `qwen2\.5-05b`: give one of qwen2\.5-0\.5b, .*qwen3-tiny\. Did you mean `qwen2\.5-0\.5b`\?/,
+    );
     r = await runCli('model', 'init', '--shape', 'qwen3-tiny', '--out', tinyDirs['qwen3-tiny']!);
     expect(r.code).toBe(2);
-    expect(r.err).toMatch(/already holds a model \(config\.json, model\.safetensors\); choose an empty folder or pass --force/);
+    expect(r.err).toMatch(
+      /already holds a model \(config\.json, model\.safetensors\); choose an empty folder or pass --force/,
+    );
     // --force replaces a model, stale shards included.
     r = await runCli('model', 'init', '--shape', 'qwen3-tiny', '--out', join(root, 'sharded'), '--force');
     expect(r.code, r.err).toBe(0);
-    expect(readdirSync(join(root, 'sharded')).filter((f) => f.startsWith('model')).sort()).toEqual(['model.safetensors']);
+    expect(
+      readdirSync(join(root, 'sharded'))
+        .filter((f) => f.startsWith('model'))
+        .sort(),
+    ).toEqual(['model.safetensors']);
     expect(json(join(root, 'sharded'), 'config.json')['model_type']).toBe('qwen3');
     r = await runCli('model', 'init', '--shape', 'qwen3-tiny', '--out', join(root, 'y'), '--dtype', 'fp16');
     expect(r.code).toBe(2);

@@ -1,10 +1,19 @@
-// `ragen model init`: a ready model directory from a named published shape (python/ragen_torch/shapes.json): config.json
-// as Hugging Face publishes it, random weights streamed to safetensors, and the offline Qwen tokenizer with our template.
+// `ragen model init`: a ready model directory from a named published shape (python/ragen_torch/shapes.json):
+// config.json
+// as Hugging Face publishes it, random weights streamed to safetensors, and the offline Qwen tokenizer with our
+// template.
 import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import cliProgress from 'cli-progress';
 import type { Command } from 'commander';
-import { configFromHF, countParameters, modelShape, shapeNames, writeRandomWeights, type InitDtype } from '../../model/index.js';
+import {
+  configFromHF,
+  countParameters,
+  modelShape,
+  shapeNames,
+  writeRandomWeights,
+  type InitDtype,
+} from '../../model/index.js';
 import { qwenTokenizerFiles, ragenQwenTemplate } from '../../tokenizer/index.js';
 import { didYouMean, makeDir, UsageError, withFileErrors, writeFileAt } from '../../util/index.js';
 import { parseSeed } from './env-options.js';
@@ -19,7 +28,10 @@ interface InitOptions {
   maxShardMb?: number;
 }
 
-const DTYPES: Record<string, { safetensors: InitDtype; torch: string }> = { bf16: { safetensors: 'BF16', torch: 'bfloat16' }, f32: { safetensors: 'F32', torch: 'float32' } };
+const DTYPES: Record<string, { safetensors: InitDtype; torch: string }> = {
+  bf16: { safetensors: 'BF16', torch: 'bfloat16' },
+  f32: { safetensors: 'F32', torch: 'float32' },
+};
 
 /** What `initModelDir` wrote. */
 export interface InitResult {
@@ -37,19 +49,32 @@ export interface InitResult {
 export async function initModelDir(
   out: string,
   name: string,
-  opts: { seed?: number; dtype?: 'bf16' | 'f32'; force?: boolean; maxShardBytes?: number; onProgress?: (written: number, total: number) => void; weights?: boolean } = {},
+  opts: {
+    seed?: number;
+    dtype?: 'bf16' | 'f32';
+    force?: boolean;
+    maxShardBytes?: number;
+    onProgress?: (written: number, total: number) => void;
+    weights?: boolean;
+  } = {},
 ): Promise<InitResult> {
   const shape = modelShape(name);
   const dtype = DTYPES[opts.dtype ?? 'bf16']!;
-  const stale = existsSync(out) ? readdirSync(out).filter((f) => f === 'config.json' || /^model.*\.safetensors(\.index\.json)?$/.test(f)) : [];
-  if (stale.length > 0 && !opts.force) throw new UsageError(`\`${out}\` already holds a model (${stale.join(', ')}); choose an empty folder or pass --force to replace it.`);
+  const stale = existsSync(out)
+    ? readdirSync(out).filter((f) => f === 'config.json' || /^model.*\.safetensors(\.index\.json)?$/.test(f))
+    : [];
+  if (stale.length > 0 && !opts.force)
+    throw new UsageError(
+      `\`${out}\` already holds a model (${stale.join(', ')}); choose an empty folder or pass --force to replace it.`,
+    );
   const hf: Record<string, unknown> = { ...shape.config, torch_dtype: dtype.torch };
   const config = configFromHF(hf, `shape ${shape.name}`);
   const tokenizer = qwenTokenizerFiles(shape.family, ragenQwenTemplate(shape.family));
   makeDir(out, 'write the model folder', '--out'); // never Node's recursive mkdir: it loops forever under /proc
   withFileErrors('write the model folder', out, () => {
     for (const f of stale) rmSync(join(out, f));
-    const json = (file: string, value: unknown) => writeFileAt(join(out, file), JSON.stringify(value, null, 2) + '\n', 'write the model folder', '--out');
+    const json = (file: string, value: unknown) =>
+      writeFileAt(join(out, file), JSON.stringify(value, null, 2) + '\n', 'write the model folder', '--out');
     json('config.json', hf);
     json('generation_config.json', { bos_token_id: hf['bos_token_id'], eos_token_id: hf['eos_token_id'] });
     json('tokenizer.json', tokenizer.tokenizerJson);
@@ -64,7 +89,12 @@ export async function initModelDir(
     ...(opts.maxShardBytes === undefined ? {} : { maxShardBytes: opts.maxShardBytes }),
     ...(opts.onProgress ? { onProgress: opts.onProgress } : {}),
   });
-  return { shape: shape.name, parameters: weights.parameters, bytes: weights.bytes, files: [...meta, ...weights.files] };
+  return {
+    shape: shape.name,
+    parameters: weights.parameters,
+    bytes: weights.bytes,
+    files: [...meta, ...weights.files],
+  };
 }
 
 /** A progress bar on a terminal, a line per quarter otherwise (logs of a GPU check); nothing for small models. */
@@ -76,7 +106,10 @@ function progress(label: string): { update: (written: number, total: number) => 
       update(written, total) {
         if (!bigEnough(total)) return;
         if (!bar) {
-          bar = new cliProgress.SingleBar({ format: `${label} [{bar}] {percentage}% | {value}/{total} MB | {eta}s left`, stream: process.stderr }, cliProgress.Presets.shades_classic);
+          bar = new cliProgress.SingleBar(
+            { format: `${label} [{bar}] {percentage}% | {value}/{total} MB | {eta}s left`, stream: process.stderr },
+            cliProgress.Presets.shades_classic,
+          );
           bar.start(Math.round(total / 2 ** 20), 0);
         }
         bar.update(Math.round(written / 2 ** 20));
@@ -88,7 +121,9 @@ function progress(label: string): { update: (written: number, total: number) => 
   return {
     update(written, total) {
       if (!bigEnough(total) || written / total < next) return;
-      console.error(`${label}: ${Math.round((100 * written) / total)}% (${(written / 2 ** 30).toFixed(2)} of ${(total / 2 ** 30).toFixed(2)} GiB)`);
+      console.error(
+        `${label}: ${Math.round((100 * written) / total)}% (${(written / 2 ** 30).toFixed(2)} of ${(total / 2 ** 30).toFixed(2)} GiB)`,
+      );
       next += 0.25;
     },
     stop: () => {},
@@ -115,29 +150,48 @@ Examples:
   $ ragen model init --shape qwen3-tiny --out /tmp/q3 --seed 1 --dtype f32`;
 
 export function register(program: Command): void {
-  const model = program.command('model').description('Model directories: `ragen model init` writes a random-weight one of a published shape.');
+  const model = program
+    .command('model')
+    .description('Model directories: `ragen model init` writes a random-weight one of a published shape.');
   model
     .command('init')
-    .description('Write a ready model directory (config, random weights, tokenizer, append-only chat template) of a named published shape.')
+    .description(
+      'Write a ready model directory (config, random weights, tokenizer, append-only chat template) of a named published shape.',
+    )
     .requiredOption('--shape <name>', `one of ${shapeNames().join(', ')}`)
-    .requiredOption('--out <dir>', 'the model directory to write (created; must not already hold a model unless --force)')
+    .requiredOption(
+      '--out <dir>',
+      'the model directory to write (created; must not already hold a model unless --force)',
+    )
     .option('--seed <n>', 'seed of the random weights', parseSeed, 0)
     .option('--dtype <type>', 'weight type: bf16 (as published) or f32', parseDtype, 'bf16')
     .option('--max-shard-mb <n>', 'shard the weights Hugging Face-style above this many MiB a file', parseShardMb, 1024)
     .option('--force', 'replace a model already in --out')
     .addHelpText('after', HELP)
     .action(async (o: InitOptions) => {
-      if (!shapeNames().includes(o.shape)) throw new UsageError(`Bad --shape \`${o.shape}\`: give one of ${shapeNames().join(', ')}.${didYouMean(o.shape, shapeNames())}`);
+      if (!shapeNames().includes(o.shape))
+        throw new UsageError(
+          `Bad --shape \`${o.shape}\`: give one of ${shapeNames().join(', ')}.${didYouMean(o.shape, shapeNames())}`,
+        );
       const bar = progress(`writing ${o.shape}`);
       const t0 = Date.now();
       let r: InitResult;
       try {
-        r = await initModelDir(o.out, o.shape, { seed: o.seed, dtype: o.dtype, force: Boolean(o.force), maxShardBytes: (o.maxShardMb ?? 1024) * 2 ** 20, onProgress: bar.update });
+        r = await initModelDir(o.out, o.shape, {
+          seed: o.seed,
+          dtype: o.dtype,
+          force: Boolean(o.force),
+          maxShardBytes: (o.maxShardMb ?? 1024) * 2 ** 20,
+          onProgress: bar.update,
+        });
       } finally {
         bar.stop();
       }
-      const size = r.bytes >= 2 ** 30 ? `${(r.bytes / 2 ** 30).toFixed(2)} GiB` : `${(r.bytes / 2 ** 20).toFixed(1)} MiB`;
-      console.log(`${o.out}: ${r.shape}, ${(r.parameters / 1e6).toFixed(1)}M parameters (${o.dtype}, ${size}), seed ${o.seed}, in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+      const size =
+        r.bytes >= 2 ** 30 ? `${(r.bytes / 2 ** 30).toFixed(2)} GiB` : `${(r.bytes / 2 ** 20).toFixed(1)} MiB`;
+      console.log(
+        `${o.out}: ${r.shape}, ${(r.parameters / 1e6).toFixed(1)}M parameters (${o.dtype}, ${size}), seed ${o.seed}, in ${((Date.now() - t0) / 1000).toFixed(1)} s`,
+      );
       console.log(`  files: ${r.files.join(', ')}`);
       console.log(`  train it: ragen train --config sokoban-ppo-qwen model.path=${o.out}`);
     });
@@ -150,6 +204,7 @@ function parseDtype(v: string): 'bf16' | 'f32' {
 
 function parseShardMb(v: string): number {
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 1) throw new UsageError(`Bad --max-shard-mb \`${v}\`: give a whole number of MiB, at least 1.`);
+  if (!Number.isInteger(n) || n < 1)
+    throw new UsageError(`Bad --max-shard-mb \`${v}\`: give a whole number of MiB, at least 1.`);
   return n;
 }

@@ -12,7 +12,14 @@ import { actionKeys, keyCommand } from './play-keys.js';
 
 /** A fake terminal: a stream with isTTY and setRawMode, recording the modes it was put in. */
 function fakeTty() {
-  const input = Object.assign(new PassThrough(), { isTTY: true, modes: [] as boolean[], setRawMode(mode: boolean) { input.modes.push(mode); return input; } });
+  const input = Object.assign(new PassThrough(), {
+    isTTY: true,
+    modes: [] as boolean[],
+    setRawMode(mode: boolean) {
+      input.modes.push(mode);
+      return input;
+    },
+  });
   const output = new PassThrough();
   let text = '';
   output.on('data', (c: Buffer) => (text += c.toString()));
@@ -29,7 +36,16 @@ async function until(what: string, ok: () => boolean, ms = 20_000): Promise<void
 
 describe('issue 38 item 4: ragen play acts on the key press in a terminal', () => {
   it('actionKeys maps arrows and distinct first letters; envs without such keys read lines', () => {
-    expect(Object.fromEntries(actionKeys(['Up', 'Down', 'Left', 'Right'])!)).toEqual({ up: 'Up', down: 'Down', left: 'Left', right: 'Right', u: 'Up', d: 'Down', l: 'Left', r: 'Right' });
+    expect(Object.fromEntries(actionKeys(['Up', 'Down', 'Left', 'Right'])!)).toEqual({
+      up: 'Up',
+      down: 'Down',
+      left: 'Left',
+      right: 'Right',
+      u: 'Up',
+      d: 'Down',
+      l: 'Left',
+      r: 'Right',
+    });
     expect(Object.fromEntries(actionKeys(['BigWaveSurfer', 'Actuary'])!)).toEqual({ b: 'BigWaveSurfer', a: 'Actuary' });
     expect(actionKeys(['U', "U'", 'D', "D'"])).toBeNull(); // Rubik's: shared letters, no directions
     expect(actionKeys(undefined)).toBeNull();
@@ -54,7 +70,9 @@ describe('issue 38 item 4: ragen play acts on the key press in a terminal', () =
       await done;
       expect(t.input.modes).toEqual([true, false]);
       expect(t.text()).not.toContain('[invalid');
-      expect(t.text()).toMatch(/Keys: arrow keys or u \(Up\), d \(Down\), l \(Left\), r \(Right\) play at once; q quits\./);
+      expect(t.text()).toMatch(
+        /Keys: arrow keys or u \(Up\), d \(Down\), l \(Left\), r \(Right\) play at once; q quits\./,
+      );
     }
   });
 
@@ -72,22 +90,31 @@ describe('issue 38 item 4: ragen play acts on the key press in a terminal', () =
   const hasScript = spawnSync('script', ['--version']).status === 0;
   const dir = mkdtempSync(join(tmpdir(), 'ragen-play-pty-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
-  it.skipIf(!hasScript)('in a pseudo-terminal: the up arrow moves before any Enter, and the terminal is cooked again after q', async () => {
-    const main = join(dir, 'play.mjs');
-    writeFileSync(main, `const m = await import(${JSON.stringify(resolve('src/cli/main.ts'))}); process.exitCode = await m.main(['play', 'SimpleSokoban', '--seed', '3']);`);
-    // `stty -a` after the game shows the terminal's modes as the game left them
-    const child = spawn('script', ['-qfec', `${process.execPath} --import tsx ${main}; stty -a`, '/dev/null'], { stdio: ['pipe', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    const exit = new Promise<number | null>((r) => child.on('exit', r));
-    await until('the prompt', () => /q (to quit|quits)/.test(out), 60_000);
-    child.stdin.write('\x1b[A');
-    await until('the move', () => out.includes('> Up'));
-    child.stdin.write('q');
-    await until('stty', () => /\bicanon\b/.test(out) || /-icanon/.test(out));
-    child.stdin.end();
-    expect(await exit).toBe(0);
-    expect(out).not.toMatch(/-icanon|-echo\b/);
-    expect(out).toMatch(/\bicanon\b/);
-  }, 90_000);
+  it.skipIf(!hasScript)(
+    'in a pseudo-terminal: the up arrow moves before any Enter, and the terminal is cooked again after q',
+    async () => {
+      const main = join(dir, 'play.mjs');
+      writeFileSync(
+        main,
+        `const m = await import(${JSON.stringify(resolve('src/cli/main.ts'))}); process.exitCode = await m.main(['play', 'SimpleSokoban', '--seed', '3']);`,
+      );
+      // `stty -a` after the game shows the terminal's modes as the game left them
+      const child = spawn('script', ['-qfec', `${process.execPath} --import tsx ${main}; stty -a`, '/dev/null'], {
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
+      let out = '';
+      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      const exit = new Promise<number | null>((r) => child.on('exit', r));
+      await until('the prompt', () => /q (to quit|quits)/.test(out), 60_000);
+      child.stdin.write('\x1b[A');
+      await until('the move', () => out.includes('> Up'));
+      child.stdin.write('q');
+      await until('stty', () => /\bicanon\b/.test(out) || /-icanon/.test(out));
+      child.stdin.end();
+      expect(await exit).toBe(0);
+      expect(out).not.toMatch(/-icanon|-echo\b/);
+      expect(out).toMatch(/\bicanon\b/);
+    },
+    90_000,
+  );
 });

@@ -33,8 +33,16 @@ export function actionKeys(names: readonly string[] | undefined): Map<string, st
 /** What one keypress means: an action, quit, the next seed (after an episode), or nothing (with a hint). */
 export type KeyCommand = { kind: 'action'; action: string } | { kind: 'quit' } | { kind: 'next' } | { kind: 'other' };
 
-/** The meaning of a keypress (`str`, `key` as readline's keypress event gives them) while an episode runs or has `ended`. */
-export function keyCommand(str: string | undefined, key: Key | undefined, keys: Map<string, string>, ended: boolean): KeyCommand {
+/**
+ * The meaning of a keypress (`str`, `key` as readline's keypress event gives them) while an episode runs or has
+ * `ended`.
+ */
+export function keyCommand(
+  str: string | undefined,
+  key: Key | undefined,
+  keys: Map<string, string>,
+  ended: boolean,
+): KeyCommand {
   const name = key?.name ?? str ?? '';
   if ((key?.ctrl && (name === 'c' || name === 'd')) || name === 'escape' || name === 'q') return { kind: 'quit' };
   if (ended) return name === 'n' ? { kind: 'next' } : { kind: 'quit' };
@@ -47,7 +55,10 @@ export function keyCommand(str: string | undefined, key: Key | undefined, keys: 
 export function keysHelp(keys: Map<string, string>): string {
   const arrows = [...keys.keys()].filter((k) => k in ARROW_KEYS);
   const letters = [...keys.keys()].filter((k) => !(k in ARROW_KEYS));
-  const parts = [arrows.length ? 'arrow keys' : '', letters.length ? letters.map((k) => `${k} (${keys.get(k)})`).join(', ') : ''].filter(Boolean);
+  const parts = [
+    arrows.length ? 'arrow keys' : '',
+    letters.length ? letters.map((k) => `${k} (${keys.get(k)})`).join(', ') : '',
+  ].filter(Boolean);
   return parts.join(' or ');
 }
 
@@ -55,7 +66,11 @@ export function keysHelp(keys: Map<string, string>): string {
  * Read keypresses from `input` in raw mode and call `onKey` for each (awaited in order) until it returns false or the
  * input ends; the terminal leaves raw mode afterwards, also if `onKey` throws or the process exits meanwhile.
  */
-export async function readKeys(input: KeyInput, output: Writable, onKey: (str: string | undefined, key: Key | undefined) => Promise<boolean>): Promise<void> {
+export async function readKeys(
+  input: KeyInput,
+  output: Writable,
+  onKey: (str: string | undefined, key: Key | undefined) => Promise<boolean>,
+): Promise<void> {
   emitKeypressEvents(input);
   const restore = () => {
     input.setRawMode(false);
@@ -67,16 +82,18 @@ export async function readKeys(input: KeyInput, output: Writable, onKey: (str: s
     await new Promise<void>((resolve, reject) => {
       let chain = Promise.resolve(true);
       const onKeypress = (str: string | undefined, key: Key | undefined) => {
-        chain = chain.then(async (going) => going && (await onKey(str, key))).then(
-          (going) => {
-            if (!going) done();
-            return going;
-          },
-          (err: unknown) => {
-            done(err);
-            return false;
-          },
-        );
+        chain = chain
+          .then(async (going) => going && (await onKey(str, key)))
+          .then(
+            (going) => {
+              if (!going) done();
+              return going;
+            },
+            (err: unknown) => {
+              done(err);
+              return false;
+            },
+          );
       };
       const done = (err?: unknown) => {
         input.off('keypress', onKeypress);

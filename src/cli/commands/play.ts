@@ -2,7 +2,15 @@
 import type { Readable, Writable } from 'node:stream';
 import { createInterface } from 'node:readline';
 import type { Command } from 'commander';
-import { envSpec, makeEnv, resolveEnvId, type Env, type EnvInfo, type EnvMode, type StepResult } from '../../env/index.js';
+import {
+  envSpec,
+  makeEnv,
+  resolveEnvId,
+  type Env,
+  type EnvInfo,
+  type EnvMode,
+  type StepResult,
+} from '../../env/index.js';
 import { registerRemoteEnvs } from '../../env/remote/index.js';
 import { addEpisodeOptions, parseActions, parseConfigPairs, parsePositiveInt } from './env-options.js';
 import { actionKeys, keyCommand, keysHelp, readKeys, type KeyInput } from './play-keys.js';
@@ -23,7 +31,14 @@ export interface PlayRecord {
   envId: string;
   seed: number;
   initial: { observation: string; info: EnvInfo };
-  steps: { action: string; observation: string; reward: number; terminated: boolean; truncated: boolean; info: EnvInfo }[];
+  steps: {
+    action: string;
+    observation: string;
+    reward: number;
+    terminated: boolean;
+    truncated: boolean;
+    info: EnvInfo;
+  }[];
 }
 
 const EXAMPLES = `
@@ -36,12 +51,21 @@ Examples:
   $ ragen play MetamathQA --mode val --seed 4 --actions "42"`;
 
 export function register(program: Command): void {
-  addEpisodeOptions(program
-    .command('play')
-    .description('Play an environment: interactively in a terminal, or scripted with --actions.')
-    .argument('<envId>', 'environment id (see `ragen envs`), or remote:ws://host:port/<EnvId> for one served by `ragen env serve`'))
+  addEpisodeOptions(
+    program
+      .command('play')
+      .description('Play an environment: interactively in a terminal, or scripted with --actions.')
+      .argument(
+        '<envId>',
+        'environment id (see `ragen envs`), or remote:ws://host:port/<EnvId> for one served by `ragen env serve`',
+      ),
+  )
     .option('--actions <list>', 'actions to play, separated by || (as in an agent answer)')
-    .option('--max-actions <n>', "truncate the episode after n actions, unrecognised ones included (default: the env's per-episode cap, `ragen envs --json`)", parsePositiveInt('--max-actions'))
+    .option(
+      '--max-actions <n>',
+      "truncate the episode after n actions, unrecognised ones included (default: the env's per-episode cap, `ragen envs --json`)",
+      parsePositiveInt('--max-actions'),
+    )
     .option('--json', 'print {envId, seed, initial, steps} as JSON')
     .addHelpText('after', EXAMPLES)
     .action(async (envId: string, opts: PlayOptions) => {
@@ -69,14 +93,18 @@ async function playScripted(env: Env, id: string, opts: PlayOptions): Promise<vo
   if (!opts.json) printHeader(env, id, opts.seed, opts.mode, initial.observation, (s) => console.log(s));
   const actions = parseActions(opts.actions ?? '');
   if (opts.actions === undefined && !opts.json) {
-    console.log(`\n(stdin is not a terminal) Replay actions with: ragen play ${id} --seed ${opts.seed} --actions "${exampleActions(env)}"`);
+    console.log(
+      `\n(stdin is not a terminal) Replay actions with: ragen play ${id} --seed ${opts.seed} --actions "${exampleActions(env)}"`,
+    );
     return;
   }
   let ended = false;
   for (const [i, action] of actions.entries()) {
     if (ended) {
       const atCap = record.steps.at(-1)!.truncated && i === opts.cap;
-      console.error(`ragen: the episode ended after ${i} action(s)${atCap ? ' (the action cap; --max-actions changes it)' : ''}; ignored the remaining ${actions.length - i}.`);
+      console.error(
+        `ragen: the episode ended after ${i} action(s)${atCap ? ' (the action cap; --max-actions changes it)' : ''}; ignored the remaining ${actions.length - i}.`,
+      );
       break;
     }
     const r = await env.step(action);
@@ -94,7 +122,14 @@ async function playScripted(env: Env, id: string, opts: PlayOptions): Promise<vo
  * (pipes, free-text envs) it reads an action a line. `q` quits; after an episode ends, `n` starts the next seed.
  * Streams are parameters for tests.
  */
-export async function playInteractive(env: Env, id: string, seed: number, mode: EnvMode, input: Readable, output: Writable): Promise<void> {
+export async function playInteractive(
+  env: Env,
+  id: string,
+  seed: number,
+  mode: EnvMode,
+  input: Readable,
+  output: Writable,
+): Promise<void> {
   const initial = await env.reset({ seed, mode });
   const keys = isKeyInput(input) ? actionKeys(env.actionNames) : null;
   if (keys) return playByKeys(env, id, seed, mode, initial.observation, keys, input as KeyInput, output);
@@ -120,7 +155,10 @@ export async function playInteractive(env: Env, id: string, seed: number, mode: 
       await start();
     } else if (line !== '') {
       const typed = translateArrows(line, env.actionNames);
-      if (typed.unmapped) say(`(arrow keys play ${id}'s actions only when it has Up/Down/Left/Right; type an action: ${exampleActions(env)})`);
+      if (typed.unmapped)
+        say(
+          `(arrow keys play ${id}'s actions only when it has Up/Down/Left/Right; type an action: ${exampleActions(env)})`,
+        );
       for (const action of parseActions(typed.line)) {
         const r = await env.step(action);
         steps.push(r);
@@ -143,7 +181,16 @@ function isKeyInput(input: Readable): boolean {
 }
 
 /** The key-by-key game (raw mode: lines end in \r\n, as the terminal no longer adds the carriage return). */
-async function playByKeys(env: Env, id: string, seed: number, mode: EnvMode, observation: string, keys: Map<string, string>, input: KeyInput, output: Writable): Promise<void> {
+async function playByKeys(
+  env: Env,
+  id: string,
+  seed: number,
+  mode: EnvMode,
+  observation: string,
+  keys: Map<string, string>,
+  input: KeyInput,
+  output: Writable,
+): Promise<void> {
   const say = (s: string): void => void output.write(`${s.replace(/\r?\n/g, '\r\n')}\r\n`);
   const help = `${keysHelp(keys)} play at once; q quits`;
   let steps: StepResult[] = [];
@@ -183,7 +230,10 @@ const ARROWS: Record<string, string> = { A: 'up', B: 'down', C: 'right', D: 'lef
  * directional actions (`Up`, as the env spells it), one action each; other escape sequences dropped. `unmapped`: an
  * arrow had no such action (free-text envs, Bandit...) and was dropped too.
  */
-export function translateArrows(line: string, names: readonly string[] | undefined): { line: string; unmapped: boolean } {
+export function translateArrows(
+  line: string,
+  names: readonly string[] | undefined,
+): { line: string; unmapped: boolean } {
   let unmapped = false;
   const text = line.replace(/\x1b(?:\[[0-9;]*|O)([A-Za-z~])/g, (_, key: string) => {
     const dir = ARROWS[key];
@@ -198,7 +248,14 @@ export function translateArrows(line: string, names: readonly string[] | undefin
   return { line: text, unmapped };
 }
 
-function printHeader(env: Env, id: string, seed: number, mode: EnvMode, observation: string, say: (s: string) => void): void {
+function printHeader(
+  env: Env,
+  id: string,
+  seed: number,
+  mode: EnvMode,
+  observation: string,
+  say: (s: string) => void,
+): void {
   say(`${id}  seed ${seed}  (${mode})`);
   if (env.instruction) say(env.instruction);
   if (env.legend) say(env.legend);
@@ -214,9 +271,19 @@ function exampleActions(env: Env): string {
 
 function formatStep(action: string, r: StepResult): string {
   const { success, actionIsValid, actionIsEffective, reason, ...extra } = r.info;
-  const flags = [r.terminated && 'terminated', r.truncated && 'truncated', success && 'success', !actionIsValid && 'invalid', actionIsValid && !actionIsEffective && 'no effect'].filter(Boolean);
+  const flags = [
+    r.terminated && 'terminated',
+    r.truncated && 'truncated',
+    success && 'success',
+    !actionIsValid && 'invalid',
+    actionIsValid && !actionIsEffective && 'no effect',
+  ].filter(Boolean);
   const extras = Object.entries(extra).map(([k, v]) => `${k}=${v}`);
-  const lines = [`\n> ${action}`, r.observation, `reward ${r.reward}${flags.length ? `  [${flags.join(', ')}]` : ''}${extras.length ? `  ${extras.join(' ')}` : ''}`];
+  const lines = [
+    `\n> ${action}`,
+    r.observation,
+    `reward ${r.reward}${flags.length ? `  [${flags.join(', ')}]` : ''}${extras.length ? `  ${extras.join(' ')}` : ''}`,
+  ];
   if (reason) lines.push(`(${reason})`);
   return lines.join('\n');
 }

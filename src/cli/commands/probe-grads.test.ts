@@ -18,10 +18,19 @@ beforeAll(async () => {
   const model = await writeMicroModel(join(root, 'model'));
   run = join(root, 'run');
   const config = microConfig(model, run, [
-    'trainer.keepCheckpoints=2', 'trainer.gradAnalysis.every=1', 'trainer.gradAnalysis.buckets=2', 'trainer.gradAnalysis.prefilter=true',
-    'algo.filter.strategy=top_k', 'algo.filter.value=0.5', 'algo.kl.useKlLoss=true', 'algo.kl.coef=0.05', 'algo.kl.estimator=k3', 'algo.entropyCoeff=0.01',
+    'trainer.keepCheckpoints=2',
+    'trainer.gradAnalysis.every=1',
+    'trainer.gradAnalysis.buckets=2',
+    'trainer.gradAnalysis.prefilter=true',
+    'algo.filter.strategy=top_k',
+    'algo.filter.value=0.5',
+    'algo.kl.useKlLoss=true',
+    'algo.kl.coef=0.05',
+    'algo.kl.estimator=k3',
+    'algo.entropyCoeff=0.01',
     // the in-reward penalty too, with the adaptive β the probe must read back from the checkpoint
-    'algo.kl.inReward=true', 'algo.kl.controller.type=adaptive',
+    'algo.kl.inReward=true',
+    'algo.kl.controller.type=adaptive',
   ]);
   await train({ config });
   metrics = readMetricsFile(join(run, 'metrics.jsonl'));
@@ -29,13 +38,19 @@ beforeAll(async () => {
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 describe('ragen probe-grads', () => {
-  it("probing checkpoint 1 reproduces the analysis training logged at step 2 (same weights, same batch), and writes the JSON", async () => {
+  it('probing checkpoint 1 reproduces the analysis training logged at step 2 (same weights, same batch), and writes the JSON', async () => {
     const r = await runCli('probe-grads', '--run', run, '--step', '1', '--json');
     expect(r.code, r.err).toBe(0);
     const report = JSON.parse(r.out);
     expect(report).toMatchObject({ step: 1, rolloutStep: 2, buckets: 2, groups: 2, keptGroups: 1 });
     const logged = metrics[1]!;
-    const views: [string, { name: string; norm: Record<string, number>; loss: Record<string, number>; samples: number }[]][] = [['grad_analysis', report.filtered], ['grad_analysis/prefilter', report.prefilter]];
+    const views: [
+      string,
+      { name: string; norm: Record<string, number>; loss: Record<string, number>; samples: number }[],
+    ][] = [
+      ['grad_analysis', report.filtered],
+      ['grad_analysis/prefilter', report.prefilter],
+    ];
     let compared = 0;
     for (const [prefix, buckets] of views) {
       for (const b of buckets) {

@@ -30,21 +30,41 @@ Examples:
 
 function parseStep(text: string): number {
   const n = Number(text);
-  if (!Number.isInteger(n) || n < 0) throw new UsageError(`Bad --step \`${text}\`: give a checkpoint's step (an integer >= 0; 0 = the run's initial model).`);
+  if (!Number.isInteger(n) || n < 0)
+    throw new UsageError(
+      `Bad --step \`${text}\`: give a checkpoint's step (an integer >= 0; 0 = the run's initial model).`,
+    );
   return n;
 }
 
 export function register(program: Command): void {
   program
     .command('probe-grads')
-    .description("Gradient analysis of a run's checkpoint by reward-std bucket (task / entropy / KL gradient norms), without training.")
+    .description(
+      "Gradient analysis of a run's checkpoint by reward-std bucket (task / entropy / KL gradient norms), without training.",
+    )
     .requiredOption('--run <dir>', 'the run directory')
-    .option('--step <n>', "the checkpoint's step (checkpoints/step-N); 0 = the initial model [the latest complete checkpoint]", parseStep)
-    .option('--buckets <k>', "reward-std buckets [the run's trainer.gradAnalysis.buckets, 6 by default]", parsePositiveInt('--buckets'))
-    .option('--groups <n>', "groups per training env tag in the probe's rollout [the run's env.train groups]", parsePositiveInt('--groups'))
+    .option(
+      '--step <n>',
+      "the checkpoint's step (checkpoints/step-N); 0 = the initial model [the latest complete checkpoint]",
+      parseStep,
+    )
+    .option(
+      '--buckets <k>',
+      "reward-std buckets [the run's trainer.gradAnalysis.buckets, 6 by default]",
+      parsePositiveInt('--buckets'),
+    )
+    .option(
+      '--groups <n>',
+      "groups per training env tag in the probe's rollout [the run's env.train groups]",
+      parsePositiveInt('--groups'),
+    )
     .option('--out <file.json>', 'where to write the JSON report [<run>/grad-probe/step-<N>.json]')
     .option('--json', 'print the JSON report instead of the table')
-    .option('--allow-unverified-checkpoint', "accept a checkpoint whose checkpoint.json has no SHA-256 digests (the version-1 format), its files checked by size only (warns)")
+    .option(
+      '--allow-unverified-checkpoint',
+      'accept a checkpoint whose checkpoint.json has no SHA-256 digests (the version-1 format), its files checked by size only (warns)',
+    )
     .addHelpText('after', EXAMPLES)
     .action(async (opts: ProbeGradsOptions) => {
       const report = await runProbe(opts, (line) => process.stderr.write(`probe-grads: ${line}\n`));
@@ -54,7 +74,10 @@ export function register(program: Command): void {
 }
 
 /** Run the probe `opts` describe, write its JSON, and return the report. */
-export async function runProbe(opts: ProbeGradsOptions, onProgress?: (line: string) => void): Promise<ProbeReport & { file: string }> {
+export async function runProbe(
+  opts: ProbeGradsOptions,
+  onProgress?: (line: string) => void,
+): Promise<ProbeReport & { file: string }> {
   const overrides: string[] = [];
   if (opts.buckets !== undefined) overrides.push(`trainer.gradAnalysis.buckets=${opts.buckets}`);
   if (opts.groups !== undefined) overrides.push(`env.train=${JSON.stringify(trainTags(opts.run, opts.groups))}`);
@@ -63,7 +86,9 @@ export async function runProbe(opts: ProbeGradsOptions, onProgress?: (line: stri
     try {
       checkCreatable(dirname(opts.out), 'create the folder of --out', '--out');
     } catch (err) {
-      throw new UsageError(`Cannot write --out \`${opts.out}\` (${(withSetting(err, '--out') as Error).message.replace(/\.$/, '')}); give a file path in a writable folder. Nothing was probed.`);
+      throw new UsageError(
+        `Cannot write --out \`${opts.out}\` (${(withSetting(err, '--out') as Error).message.replace(/\.$/, '')}); give a file path in a writable folder. Nothing was probed.`,
+      );
     }
   }
   const report = await probeGradients({
@@ -75,9 +100,16 @@ export async function runProbe(opts: ProbeGradsOptions, onProgress?: (line: stri
   });
   const file = opts.out ?? join(opts.run, 'grad-probe', `step-${report.step}.json`);
   try {
-    writeFileAt(file, `${JSON.stringify(report, null, 2)}\n`, 'write the report', opts.out !== undefined ? '--out' : undefined);
+    writeFileAt(
+      file,
+      `${JSON.stringify(report, null, 2)}\n`,
+      'write the report',
+      opts.out !== undefined ? '--out' : undefined,
+    );
   } catch (err) {
-    throw new UsageError(`Cannot write the report to \`${file}\` (${(err as Error).message.replace(/\.$/, '')}); give --out a file path in a writable folder.`);
+    throw new UsageError(
+      `Cannot write the report to \`${file}\` (${(err as Error).message.replace(/\.$/, '')}); give --out a file path in a writable folder.`,
+    );
   }
   onProgress?.(`wrote ${file}`);
   return { ...report, file };

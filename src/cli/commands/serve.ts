@@ -44,42 +44,100 @@ See docs/serving.md.`;
 export function register(program: Command): void {
   program
     .command('serve')
-    .description('Serve a checkpoint over an OpenAI-compatible HTTP API (chat, completions, streaming, logprobs, token ids).')
-    .argument('<dir>', 'model directory (Hugging Face layout), run directory (its latest checkpoint), shipped model (ragen-tiny) or Hub id')
-    .option('--host <host>', 'address to listen on; beyond loopback (0.0.0.0) needs --api-key, or --insecure', '127.0.0.1')
+    .description(
+      'Serve a checkpoint over an OpenAI-compatible HTTP API (chat, completions, streaming, logprobs, token ids).',
+    )
+    .argument(
+      '<dir>',
+      'model directory (Hugging Face layout), run directory (its latest checkpoint), shipped model (ragen-tiny) or Hub id',
+    )
+    .option(
+      '--host <host>',
+      'address to listen on; beyond loopback (0.0.0.0) needs --api-key, or --insecure',
+      '127.0.0.1',
+    )
     .option('--port <n>', 'port to listen on (0 = any free port)', parsePort, 8000)
     .option('--name <id>', "the model id clients send (default: the directory's name)")
     .option('--tokenizer <dir>', "tokenizer directory (default: the checkpoint's own)")
-    .option('--chat-template <choice>', "model (the checkpoint's own), ragen-qwen (ragen's append-only Qwen template) or auto, as model.chatTemplate in training (default: a run directory's model.chatTemplate, else model)", parseChatTemplate)
+    .option(
+      '--chat-template <choice>',
+      "model (the checkpoint's own), ragen-qwen (ragen's append-only Qwen template) or auto, as model.chatTemplate in training (default: a run directory's model.chatTemplate, else model)",
+      parseChatTemplate,
+    )
     .option('--api-key <key>', 'require `Authorization: Bearer <key>` (default: $RAGEN_API_KEY, else none)')
     .option('--insecure', 'listen beyond loopback without an API key (a trusted network only)')
     .option('--max-tokens <n>', 'most tokens one choice may generate', parsePositiveInt('--max-tokens'), 1024)
-    .option('--context-length <n>', "prompt + completion tokens per request (default: the model's max_position_embeddings)", parsePositiveInt('--context-length'))
+    .option(
+      '--context-length <n>',
+      "prompt + completion tokens per request (default: the model's max_position_embeddings)",
+      parsePositiveInt('--context-length'),
+    )
     .option('--max-body-bytes <n>', 'largest request body', parsePositiveInt('--max-body-bytes'), 1 << 20)
-    .option('--max-concurrent <n>', 'generation requests in flight at once; more get 429', parsePositiveInt('--max-concurrent'), 512)
-    .option('--max-batch-size <n>', 'most prompts per engine.generate call', parsePositiveInt('--max-batch-size'), BATCHER_DEFAULTS.maxBatchSize)
-    .option('--batch-window-ms <ms>', 'how long a batch waits for more requests before it starts', parseNonNegativeInt('--batch-window-ms'), BATCHER_DEFAULTS.batchWindowMs)
+    .option(
+      '--max-concurrent <n>',
+      'generation requests in flight at once; more get 429',
+      parsePositiveInt('--max-concurrent'),
+      512,
+    )
+    .option(
+      '--max-batch-size <n>',
+      'most prompts per engine.generate call',
+      parsePositiveInt('--max-batch-size'),
+      BATCHER_DEFAULTS.maxBatchSize,
+    )
+    .option(
+      '--batch-window-ms <ms>',
+      'how long a batch waits for more requests before it starts',
+      parseNonNegativeInt('--batch-window-ms'),
+      BATCHER_DEFAULTS.batchWindowMs,
+    )
     .option('--seed <n>', 'seed of the batch seeds of unseeded sampled requests', parseSeed, 0)
-    .option('--engine <kind>', 'local (in-process kernels; streams token by token, top_logprobs) or torch (a PyTorch worker; streams per batch)', parseEngine, 'local')
+    .option(
+      '--engine <kind>',
+      'local (in-process kernels; streams token by token, top_logprobs) or torch (a PyTorch worker; streams per batch)',
+      parseEngine,
+      'local',
+    )
     .option('--device <device>', 'torch engine: auto (CUDA when there is a GPU), cpu, cuda, cuda:1 (default: auto)')
     .option('--precision <p>', 'torch engine: auto (bf16 autocast on a GPU), float32, bfloat16 (default: auto)')
-    .option('--allow-unverified-checkpoint', "accept a checkpoint whose checkpoint.json has no SHA-256 digests (the version-1 format), its files checked by size only (warns)")
+    .option(
+      '--allow-unverified-checkpoint',
+      'accept a checkpoint whose checkpoint.json has no SHA-256 digests (the version-1 format), its files checked by size only (warns)',
+    )
     .addHelpText('after', EXAMPLES)
     .action(async (dir: string, opts: ServeCliOptions) => {
       if (opts.engine !== 'torch' && (opts.device !== undefined || opts.precision !== undefined)) {
         throw new UsageError('--device and --precision set the torch engine; add --engine torch (or drop them).');
       }
       const apiKey = opts.apiKey ?? process.env['RAGEN_API_KEY'];
-      const exposure = (port?: number): Exposure => ({ server: 'ragen serve', host: opts.host, ...(port ? { port } : {}), secret: { noun: 'API key', given: Boolean(apiKey), how: '--api-key (or RAGEN_API_KEY)' }, insecure: opts.insecure === true });
+      const exposure = (port?: number): Exposure => ({
+        server: 'ragen serve',
+        host: opts.host,
+        ...(port ? { port } : {}),
+        secret: { noun: 'API key', given: Boolean(apiKey), how: '--api-key (or RAGEN_API_KEY)' },
+        insecure: opts.insecure === true,
+      });
       checkExposure(exposure()); // before loading the model: a refused address costs nothing
       await fetchHubModel(dir);
       const { OpenAIServer, localServeTarget, torchServeTarget } = await import('../../serve/index.js'); // loads the engine only when serving
       const chatTemplate = opts.chatTemplate ?? runChatTemplate(dir);
-      const common = { ...(opts.tokenizer ? { tokenizerDir: opts.tokenizer } : {}), ...(opts.name ? { name: opts.name } : {}), ...(chatTemplate ? { chatTemplate } : {}) };
-      const openDir = (d: string) => resolveModelDir(d, opts.allowUnverifiedCheckpoint ? { allowUnverified: true } : {}); // says which checkpoint of a run
-      const target = opts.engine === 'torch'
-        ? await torchServeTarget(dir, openDir, { ...common, torch: { ...(opts.device ? { device: opts.device } : {}), ...(opts.precision ? { precision: opts.precision } : {}) } })
-        : await localServeTarget(dir, openDir, common);
+      const common = {
+        ...(opts.tokenizer ? { tokenizerDir: opts.tokenizer } : {}),
+        ...(opts.name ? { name: opts.name } : {}),
+        ...(chatTemplate ? { chatTemplate } : {}),
+      };
+      const openDir = (d: string) =>
+        resolveModelDir(d, opts.allowUnverifiedCheckpoint ? { allowUnverified: true } : {}); // says which checkpoint of a run
+      const target =
+        opts.engine === 'torch'
+          ? await torchServeTarget(dir, openDir, {
+              ...common,
+              torch: {
+                ...(opts.device ? { device: opts.device } : {}),
+                ...(opts.precision ? { precision: opts.precision } : {}),
+              },
+            })
+          : await localServeTarget(dir, openDir, common);
       const server = new OpenAIServer({
         ...target,
         ...(apiKey ? { apiKey } : {}),
@@ -97,14 +155,20 @@ export function register(program: Command): void {
         ({ url } = await server.listen(opts.port, opts.host));
       } catch (err) {
         target.dispose();
-        throw new UsageError(`Cannot listen on ${opts.host}:${opts.port} (${(err as Error).message}); pick another --port or --host.`);
+        throw new UsageError(
+          `Cannot listen on ${opts.host}:${opts.port} (${(err as Error).message}); pick another --port or --host.`,
+        );
       }
       const warning = checkExposure(exposure(Number(new URL(url).port)));
       if (warning) console.error(warning);
-      console.error(`Serving \`${target.modelName}\` (${target.modelDir}, engine ${target.engine.kind}) at ${url}${apiKey ? ' (API key required)' : ''}. Ctrl-C stops.`);
+      console.error(
+        `Serving \`${target.modelName}\` (${target.modelDir}, engine ${target.engine.kind}) at ${url}${apiKey ? ' (API key required)' : ''}. Ctrl-C stops.`,
+      );
       await new Promise<void>((resolve) => {
         const stop = () => {
-          console.error(`Stopping: ${server.stats.jobs} choices in ${server.stats.batches} batches (largest ${server.stats.maxBatch}).`);
+          console.error(
+            `Stopping: ${server.stats.jobs} choices in ${server.stats.batches} batches (largest ${server.stats.maxBatch}).`,
+          );
           void server.close().then(() => {
             target.dispose();
             resolve();
@@ -118,7 +182,8 @@ export function register(program: Command): void {
 
 function parsePort(text: string): number {
   const n = Number(text);
-  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new UsageError(`Bad --port \`${text}\`: give an integer in [0, 65535].`);
+  if (!Number.isInteger(n) || n < 0 || n > 65535)
+    throw new UsageError(`Bad --port \`${text}\`: give an integer in [0, 65535].`);
   return n;
 }
 
@@ -137,7 +202,8 @@ export function runChatTemplate(dir: string): ServeCliOptions['chatTemplate'] {
 }
 
 function parseChatTemplate(text: string): NonNullable<ServeCliOptions['chatTemplate']> {
-  if (text !== 'auto' && text !== 'model' && text !== 'ragen-qwen') throw new UsageError(`Bad --chat-template \`${text}\`: give model, ragen-qwen or auto.`);
+  if (text !== 'auto' && text !== 'model' && text !== 'ragen-qwen')
+    throw new UsageError(`Bad --chat-template \`${text}\`: give model, ragen-qwen or auto.`);
   return text;
 }
 

@@ -54,7 +54,11 @@ describe('ragen solve on a slippery lake', () => {
 
 describe('ragen solve on a deterministic env', () => {
   test('actions that do not solve it are still reported as a solver bug', async () => {
-    registerEnv('BrokenSolverTest', { ...envSpec('SimpleSokoban'), description: 'Sokoban with a solver that gives up.', solve: () => ['Up'] });
+    registerEnv('BrokenSolverTest', {
+      ...envSpec('SimpleSokoban'),
+      description: 'Sokoban with a solver that gives up.',
+      solve: () => ['Up'],
+    });
     await expect(run('solve', 'BrokenSolverTest', '--seed', '0')).rejects.toThrow(/bug in the solver/);
   });
 });

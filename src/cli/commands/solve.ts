@@ -1,6 +1,14 @@
 // `ragen solve`: the solver's action sequence for a seed, checked by stepping the env through it.
 import type { Command } from 'commander';
-import { envSpec, listEnvs, makeEnv, resolveEnvConfig, resolveEnvId, type EnvMode, type EnvSpec } from '../../env/index.js';
+import {
+  envSpec,
+  listEnvs,
+  makeEnv,
+  resolveEnvConfig,
+  resolveEnvId,
+  type EnvMode,
+  type EnvSpec,
+} from '../../env/index.js';
 import { UsageError } from '../../util/index.js';
 import { addEpisodeOptions, parseConfigPairs } from './env-options.js';
 
@@ -24,10 +32,12 @@ Examples:
   $ ragen solve FrozenLake --seed 1     # slippery: the shortest safe path is a plan, a slip may defeat it`;
 
 export function register(program: Command): void {
-  addEpisodeOptions(program
-    .command('solve')
-    .description("Print the solver's action sequence for a seed (verified by playing it).")
-    .argument('<envId>', 'environment id (see `ragen envs`; those marked "no solver" have none)'))
+  addEpisodeOptions(
+    program
+      .command('solve')
+      .description("Print the solver's action sequence for a seed (verified by playing it).")
+      .argument('<envId>', 'environment id (see `ragen envs`; those marked "no solver" have none)'),
+  )
     .option('--json', 'print {envId, seed, actions, solved, return} as JSON (and reason when not solved)')
     .addHelpText('after', EXAMPLES)
     .action(async (envId: string, opts: { seed: number; mode: EnvMode; config?: string[]; json?: boolean }) => {
@@ -36,7 +46,9 @@ export function register(program: Command): void {
       const overrides = parseConfigPairs(opts.config);
       const config = resolveEnvConfig(id, overrides);
       if (!spec.solve) {
-        const solvable = listEnvs().filter((e) => envSpec(e.id).solve).map((e) => e.id);
+        const solvable = listEnvs()
+          .filter((e) => envSpec(e.id).solve)
+          .map((e) => e.id);
         throw new UsageError(`Environment \`${id}\` has no solver. Envs with one: ${solvable.join(', ')}.`);
       }
       const actions = spec.solve(config, opts.seed, opts.mode);
@@ -44,7 +56,8 @@ export function register(program: Command): void {
       const record = await verify(id, spec, config, overrides, opts.seed, opts.mode, actions);
       if (opts.json) return console.log(JSON.stringify(record, null, 2));
       console.log(actions.join(' || '));
-      if (record.solved) console.log(`${id} seed ${opts.seed}: solved in ${actions.length} action(s), return ${record.return}`);
+      if (record.solved)
+        console.log(`${id} seed ${opts.seed}: solved in ${actions.length} action(s), return ${record.return}`);
       else console.log(`${id} seed ${opts.seed}: not solved, return ${record.return}: ${record.reason}`);
     });
 }
@@ -76,7 +89,9 @@ async function verify(
             const reason = `chance defeated the solver's plan on this seed (${what}); under this config its actions are a plan, not a guarantee`;
             return { envId: id, seed, actions, solved: false, return: round(total), reason };
           }
-          throw new Error(`The ${id} solver's actions for seed ${seed} do not solve it (${what}). This is a bug in the solver.`);
+          throw new Error(
+            `The ${id} solver's actions for seed ${seed} do not solve it (${what}). This is a bug in the solver.`,
+          );
         }
         break;
       }

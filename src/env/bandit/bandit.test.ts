@@ -4,8 +4,12 @@ import type { StepResult } from '../core.js';
 import { envSpec, makeEnv, resolveEnvConfig } from '../index.js';
 import { BanditEnv, TEST_PAIRS, TRAIN_PAIRS, type BanditConfig } from './index.js';
 
-const config = (over: Partial<BanditConfig> = {}): BanditConfig => ({ ...(resolveEnvConfig('Bandit') as BanditConfig), ...over });
-const highName = (env: BanditEnv, seed: number): string => envSpec('Bandit').solve!(config({ split: env.config.split }), seed)![0]!;
+const config = (over: Partial<BanditConfig> = {}): BanditConfig => ({
+  ...(resolveEnvConfig('Bandit') as BanditConfig),
+  ...over,
+});
+const highName = (env: BanditEnv, seed: number): string =>
+  envSpec('Bandit').solve!(config({ split: env.config.split }), seed)![0]!;
 
 describe('Bandit', () => {
   test('train and test name pairs: 12 and 8, all names distinct', () => {
@@ -17,7 +21,8 @@ describe('Bandit', () => {
   test('Bandit draws names from the train pairs and BanditTest from the test pairs', () => {
     const trainNames = new Set(TRAIN_PAIRS.flat());
     const testNames = new Set(TEST_PAIRS.flat());
-    const a = makeEnv('Bandit'), b = makeEnv('BanditTest');
+    const a = makeEnv('Bandit'),
+      b = makeEnv('BanditTest');
     for (let seed = 0; seed < 50; seed++) {
       a.reset({ seed });
       b.reset({ seed });

@@ -2,7 +2,16 @@
 // profession pair, one pull, a steady 0.1 against a 1.0 paid a quarter of the time.
 import { z } from 'zod';
 import { ResetNeededError, Rng } from '../../util/index.js';
-import { checkResetOptions, invalidInfo, matchActionName, type Env, type EnvInfo, type ResetOptions, type ResetResult, type StepResult } from '../core.js';
+import {
+  checkResetOptions,
+  invalidInfo,
+  matchActionName,
+  type Env,
+  type EnvInfo,
+  type ResetOptions,
+  type ResetResult,
+  type StepResult,
+} from '../core.js';
 
 /** (low-risk, high-risk) profession pairs for the `train` split (the `Bandit` id). */
 export const TRAIN_PAIRS: readonly (readonly [string, string])[] = [
@@ -49,7 +58,10 @@ export const banditSchema = z.object({
 export type BanditConfig = z.infer<typeof banditSchema>;
 
 /** The arm names of a seed, in arm order, and which position holds the high-risk arm. */
-export function banditArms(split: 'train' | 'test', seed: number): { names: [string, string]; highArm: 0 | 1; rng: Rng } {
+export function banditArms(
+  split: 'train' | 'test',
+  seed: number,
+): { names: [string, string]; highArm: 0 | 1; rng: Rng } {
   const rng = new Rng(seed);
   const pairs = split === 'train' ? TRAIN_PAIRS : TEST_PAIRS;
   const [low, high] = pairs[rng.int(pairs.length)]!;
@@ -112,7 +124,10 @@ export class BanditEnv implements Env {
     if (drawSeed !== undefined && !Number.isSafeInteger(drawSeed)) {
       throw new RangeError(`Bandit reset option drawSeed must be a safe integer, got ${JSON.stringify(drawSeed)}`);
     }
-    const drawRng = drawSeed === undefined ? arms.rng : new Rng((arms.rng.nextUint32() ^ new Rng(drawSeed as number).nextUint32()) >>> 0);
+    const drawRng =
+      drawSeed === undefined
+        ? arms.rng
+        : new Rng((arms.rng.nextUint32() ^ new Rng(drawSeed as number).nextUint32()) >>> 0);
     this.payoutDraw = drawRng.random();
     this.done = false;
     const [a, b] = this.names;
@@ -126,11 +141,14 @@ export class BanditEnv implements Env {
 
   step(action: string): StepResult {
     if (this.names === undefined) throw new ResetNeededError('Bandit: call reset({seed}) before step().');
-    if (this.done) throw new ResetNeededError('Bandit: the episode ended (one pull per episode); call reset({seed}) for a new one.');
+    if (this.done)
+      throw new ResetNeededError('Bandit: the episode ended (one pull per episode); call reset({seed}) for a new one.');
     const arm = matchActionName(this.names, action);
     if (arm < 0) {
       const shown = action.length > 40 ? `${action.slice(0, 40)}...` : action;
-      const info = invalidInfo(`${JSON.stringify(shown)} is not an arm; answer ${this.names[0]} or ${this.names[1]}.`, { highRisk: 0 });
+      const info = invalidInfo(`${JSON.stringify(shown)} is not an arm; answer ${this.names[0]} or ${this.names[1]}.`, {
+        highRisk: 0,
+      });
       return { observation: this.observation, reward: 0, terminated: false, truncated: false, info };
     }
     const high = arm === this.highArm;

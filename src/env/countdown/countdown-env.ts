@@ -2,7 +2,15 @@
 // Follows RAGEN's ragen/env/countdown (TinyZero scoring), with generated tasks and a safe parser instead of eval.
 import { z } from 'zod';
 import { ResetNeededError, Rng } from '../../util/index.js';
-import { checkResetOptions, invalidInfo, type Env, type EnvInfo, type ResetOptions, type ResetResult, type StepResult } from '../core.js';
+import {
+  checkResetOptions,
+  invalidInfo,
+  type Env,
+  type EnvInfo,
+  type ResetOptions,
+  type ResetResult,
+  type StepResult,
+} from '../core.js';
 import { scoreAnswer } from './expression.js';
 import { generateTask, type CountdownTask } from './generator.js';
 
@@ -88,8 +96,14 @@ export class CountdownEnv implements Env {
     if (options?.numbers !== undefined || options?.target !== undefined) {
       const numbers = options.numbers;
       const target = options.target;
-      if (!Array.isArray(numbers) || !numbers.every((n) => Number.isSafeInteger(n) && n >= 0) || !Number.isSafeInteger(target)) {
-        throw new TypeError(`Countdown reset options need numbers: non-negative integers and target: an integer, got ${JSON.stringify(options)}`);
+      if (
+        !Array.isArray(numbers) ||
+        !numbers.every((n) => Number.isSafeInteger(n) && n >= 0) ||
+        !Number.isSafeInteger(target)
+      ) {
+        throw new TypeError(
+          `Countdown reset options need numbers: non-negative integers and target: an integer, got ${JSON.stringify(options)}`,
+        );
       }
       this.task = { numbers: [...(numbers as number[])], target: target as number, witness: '' };
     } else {
@@ -101,11 +115,27 @@ export class CountdownEnv implements Env {
   }
 
   step(action: string): StepResult {
-    if (this.task === undefined) throw new ResetNeededError('Countdown.step() called before reset(); call reset({seed}) first.');
-    if (this.done) throw new ResetNeededError('Countdown.step() called after the episode ended; call reset({seed}) to start a new one.');
-    const verdict = scoreAnswer(action, this.task.numbers, this.task.target, this.config.correctScore, this.config.formatScore);
+    if (this.task === undefined)
+      throw new ResetNeededError('Countdown.step() called before reset(); call reset({seed}) first.');
+    if (this.done)
+      throw new ResetNeededError(
+        'Countdown.step() called after the episode ended; call reset({seed}) to start a new one.',
+      );
+    const verdict = scoreAnswer(
+      action,
+      this.task.numbers,
+      this.task.target,
+      this.config.correctScore,
+      this.config.formatScore,
+    );
     if (!verdict.valid) {
-      return { observation: this.observation, reward: 0, terminated: false, truncated: false, info: { ...invalidInfo(verdict.reason!), ...this.extra() } };
+      return {
+        observation: this.observation,
+        reward: 0,
+        terminated: false,
+        truncated: false,
+        info: { ...invalidInfo(verdict.reason!), ...this.extra() },
+      };
     }
     this.done = true;
     const success = verdict.correct;

@@ -44,7 +44,12 @@ describe('Countdown solver', () => {
       const env = makeEnv('Countdown');
       env.reset({ seed });
       const r = env.step(actions[0]!) as any;
-      expect(r).toMatchObject({ reward: 1, terminated: true, truncated: false, info: { success: true, actionIsValid: true } });
+      expect(r).toMatchObject({
+        reward: 1,
+        terminated: true,
+        truncated: false,
+        info: { success: true, actionIsValid: true },
+      });
     }
   });
 });
@@ -64,7 +69,7 @@ describe('CountdownEnv', () => {
     env.reset(hand);
     expect((env.step('5 - 3 + 2') as any).reward).toBe(1);
     env.reset(hand);
-    expect((env.step('5 + 3 + 2') as any)).toMatchObject({ reward: 0.1, terminated: true, info: { success: false } });
+    expect(env.step('5 + 3 + 2') as any).toMatchObject({ reward: 0.1, terminated: true, info: { success: false } });
     env.reset(hand);
     const rep = env.step('5 - 3 + 2 - 2 + 2') as any;
     expect(rep).toMatchObject({ reward: 0, terminated: true, info: { success: false, actionIsValid: true } });
@@ -88,7 +93,14 @@ describe('CountdownEnv', () => {
   });
   test('hostile text never throws', () => {
     const env = makeEnv('Countdown');
-    for (const h of ['', 'a'.repeat(100_000), '\u0000\u001b', '🙂', '('.repeat(10_000) + '1' + ')'.repeat(10_000), '9'.repeat(100_000)]) {
+    for (const h of [
+      '',
+      'a'.repeat(100_000),
+      '\u0000\u001b',
+      '🙂',
+      '('.repeat(10_000) + '1' + ')'.repeat(10_000),
+      '9'.repeat(100_000),
+    ]) {
       env.reset({ seed: 2 });
       const r = env.step(h) as any;
       expect(r.reward).toBe(0);

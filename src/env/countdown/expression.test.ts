@@ -35,10 +35,26 @@ describe('parseExpression and evaluate', () => {
     expect(value('5 / (3 - 3)')).toBeUndefined();
   });
   test('keep huge numbers exact', () => {
-    expect(value('999999999999999999999 * 99999999999999999999')).toBe((999999999999999999999n * 99999999999999999999n).toString());
+    expect(value('999999999999999999999 * 99999999999999999999')).toBe(
+      (999999999999999999999n * 99999999999999999999n).toString(),
+    );
   });
   test('reject syntax errors with a reason', () => {
-    for (const bad of ['', '   ', '1 +', '(1 + 2', '1 2', '2(3)', ')', '1 + * 2', '* 3', '3 = 3', 'x', '1.5 + 2', '３ + 5']) {
+    for (const bad of [
+      '',
+      '   ',
+      '1 +',
+      '(1 + 2',
+      '1 2',
+      '2(3)',
+      ')',
+      '1 + * 2',
+      '* 3',
+      '3 = 3',
+      'x',
+      '1.5 + 2',
+      '３ + 5',
+    ]) {
       const p = parseExpression(bad);
       expect(p.ok, bad).toBe(false);
       if (!p.ok) expect(p.reason.length).toBeGreaterThan(5);
@@ -68,21 +84,38 @@ describe('scoreAnswer', () => {
     expect(scoreAnswer('2 + 2 + 0', nums, 4).score).toBe(0);
     expect(scoreAnswer('5 - 3 + 2 - 2 + 2', nums, 4).score).toBe(0);
     expect(scoreAnswer('5 - 3 + 2', [5, 3, 2, 2], 6).score).toBe(0);
-    expect(scoreAnswer('5 + 5', [5, 3], 10)).toMatchObject({ score: 0, reason: expect.stringContaining('exactly once') });
+    expect(scoreAnswer('5 + 5', [5, 3], 10)).toMatchObject({
+      score: 0,
+      reason: expect.stringContaining('exactly once'),
+    });
   });
   test('counts duplicates in the given numbers', () => {
     expect(scoreAnswer('2 * 2 + 5', [2, 5, 2], 9)).toMatchObject({ correct: true });
     expect(scoreAnswer('007 + 2', [7, 2], 9)).toMatchObject({ correct: true });
   });
   test('gives 0 to division by zero without throwing', () => {
-    expect(scoreAnswer('5 / (3 - 3)', [5, 3, 3], 1)).toMatchObject({ valid: true, score: 0, reason: 'the expression divides by zero' });
+    expect(scoreAnswer('5 / (3 - 3)', [5, 3, 3], 1)).toMatchObject({
+      valid: true,
+      score: 0,
+      reason: 'the expression divides by zero',
+    });
   });
   test('gives 0 to huge numbers that are not the given ones', () => {
     const r = scoreAnswer('999999999999999999999*99999999999999999999999', nums, 4);
     expect(r).toMatchObject({ valid: true, score: 0 });
   });
   test('never throws on hostile text', () => {
-    const hostile = ['', 'a'.repeat(100_000), '1+'.repeat(50_000) + '1', '\u0000\u0007\u001b[31m', '🙂 + 3', '\ud800', '((((', '5 / 0 / 0', '9'.repeat(100_000)];
+    const hostile = [
+      '',
+      'a'.repeat(100_000),
+      '1+'.repeat(50_000) + '1',
+      '\u0000\u0007\u001b[31m',
+      '🙂 + 3',
+      '\ud800',
+      '((((',
+      '5 / 0 / 0',
+      '9'.repeat(100_000),
+    ];
     for (const h of hostile) {
       const r = scoreAnswer(h, nums, 4);
       expect(r.score).toBe(0);

@@ -27,7 +27,10 @@ const OPERATOR_ALIASES: Record<string, string> = { '×': '*', '÷': '/', '−': 
 /** Split an answer into tokens: digit runs, `+ - * / ( )` (and × ÷ − as aliases). Whitespace is skipped. */
 export function tokenize(text: string): { ok: true; tokens: string[] } | { ok: false; reason: string } {
   if (text.length > MAX_EXPRESSION_CHARS) {
-    return { ok: false, reason: `the answer is ${text.length} characters long; an expression needs at most ${MAX_EXPRESSION_CHARS}` };
+    return {
+      ok: false,
+      reason: `the answer is ${text.length} characters long; an expression needs at most ${MAX_EXPRESSION_CHARS}`,
+    };
   }
   const tokens: string[] = [];
   let i = 0;
@@ -47,11 +50,18 @@ export function tokenize(text: string): { ok: true; tokens: string[] } | { ok: f
     } else if (/\s/.test(c)) {
       i++;
     } else {
-      const shown = c === '=' ? "'=' (give the expression only, without '= target')" : JSON.stringify(String.fromCodePoint(text.codePointAt(i)!));
-      return { ok: false, reason: `unexpected character ${shown} at position ${i}; use integers, + - * / and parentheses` };
+      const shown =
+        c === '='
+          ? "'=' (give the expression only, without '= target')"
+          : JSON.stringify(String.fromCodePoint(text.codePointAt(i)!));
+      return {
+        ok: false,
+        reason: `unexpected character ${shown} at position ${i}; use integers, + - * / and parentheses`,
+      };
     }
   }
-  if (tokens.length === 0) return { ok: false, reason: 'the answer is empty; give an arithmetic expression such as (3 + 5) * 2' };
+  if (tokens.length === 0)
+    return { ok: false, reason: 'the answer is empty; give an arithmetic expression such as (3 + 5) * 2' };
   return { ok: true, tokens };
 }
 
@@ -195,17 +205,35 @@ export interface CountdownScore {
 }
 
 /** Score a Countdown answer against `numbers` (each used exactly once) and `target`. */
-export function scoreAnswer(answer: string, numbers: readonly number[], target: number, correctScore = 1, formatScore = 0.1): CountdownScore {
+export function scoreAnswer(
+  answer: string,
+  numbers: readonly number[],
+  target: number,
+  correctScore = 1,
+  formatScore = 0.1,
+): CountdownScore {
   const parsed = parseExpression(answer.trim());
   if (!parsed.ok) return { valid: false, correct: false, score: 0, reason: parsed.reason };
   const { expr } = parsed;
   if (!usesExactly(expr.numbers, numbers)) {
     const shown = expr.numbers.map((n) => (n.length > 12 ? `${n.slice(0, 12)}...` : n)).join(', ');
-    return { valid: true, correct: false, score: 0, reason: `the expression uses [${shown}] but must use each of [${numbers.join(', ')}] exactly once` };
+    return {
+      valid: true,
+      correct: false,
+      score: 0,
+      reason: `the expression uses [${shown}] but must use each of [${numbers.join(', ')}] exactly once`,
+    };
   }
   const value = evaluate(expr);
   if (value === undefined) return { valid: true, correct: false, score: 0, reason: 'the expression divides by zero' };
   const shown = value.den === 1n ? String(value.num) : `${value.num}/${value.den}`;
-  if (value.den === 1n && value.num === BigInt(target)) return { valid: true, correct: true, score: correctScore, value: shown };
-  return { valid: true, correct: false, score: formatScore, value: shown, reason: `the expression equals ${shown}, not ${target}` };
+  if (value.den === 1n && value.num === BigInt(target))
+    return { valid: true, correct: true, score: correctScore, value: shown };
+  return {
+    valid: true,
+    correct: false,
+    score: formatScore,
+    value: shown,
+    reason: `the expression equals ${shown}, not ${target}`,
+  };
 }

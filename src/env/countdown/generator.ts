@@ -55,7 +55,14 @@ export function generateTask(rng: Rng, opts: CountdownGenOptions): CountdownTask
       if (a.value > b.value) ops.push('-');
       if (b.value > 1 && a.value % b.value === 0) ops.push('/');
       const op = rng.choice(ops);
-      const value = op === '+' ? a.value + b.value : op === '-' ? a.value - b.value : op === '*' ? a.value * b.value : a.value / b.value;
+      const value =
+        op === '+'
+          ? a.value + b.value
+          : op === '-'
+            ? a.value - b.value
+            : op === '*'
+              ? a.value * b.value
+              : a.value / b.value;
       const node = { value, expr: `${wrap(a)} ${op} ${wrap(b)}`, leaf: false };
       nodes.splice(Math.max(i, j), 1);
       nodes.splice(Math.min(i, j), 1, node);
@@ -96,7 +103,10 @@ export function solveCountdown(numbers: readonly number[], target: number): stri
       return only.den === 1 && only.num === target ? only.expr : undefined;
     }
     // Skip multisets of values already explored at this size (many orders reach the same state).
-    const key = list.map((x) => `${x.num}/${x.den}`).sort().join(',');
+    const key = list
+      .map((x) => `${x.num}/${x.den}`)
+      .sort()
+      .join(',');
     if (seen.has(key)) return undefined;
     seen.add(key);
     for (let i = 0; i < list.length; i++) {
@@ -119,7 +129,12 @@ export function solveCountdown(numbers: readonly number[], target: number): stri
             den = -den;
           }
           const g = gcd(num, den) || 1;
-          const item = { num: num / g, den: den / g, expr: `${a.leaf ? a.expr : `(${a.expr})`} ${op} ${b.leaf ? b.expr : `(${b.expr})`}`, leaf: false };
+          const item = {
+            num: num / g,
+            den: den / g,
+            expr: `${a.leaf ? a.expr : `(${a.expr})`} ${op} ${b.leaf ? b.expr : `(${b.expr})`}`,
+            leaf: false,
+          };
           const found = search([...rest, item]);
           if (found !== undefined) return found;
         }

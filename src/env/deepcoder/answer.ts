@@ -1,5 +1,6 @@
 // From the model's answer to the program the sandbox runs, as RAGEN's run_deepcoder_sandbox builds it:
-// a `class Solution` replaces the starter, a bare method is indented into it. Plus one kindness: a markdown fence is unwrapped.
+// a `class Solution` replaces the starter, a bare method is indented into it. Plus one kindness: a markdown fence is
+// unwrapped.
 import type { Problem } from './problem.js';
 
 export type AssembledProgram = { ok: true; code: string } | { ok: false; reason: string };

@@ -3,7 +3,15 @@
 import { z } from 'zod';
 import { ResetNeededError } from '../../util/index.js';
 import { Sandbox, type SandboxLimits, type TestRun } from '../../sandbox/index.js';
-import { checkResetOptions, invalidInfo, type Env, type EnvInfo, type ResetOptions, type ResetResult, type StepResult } from '../core.js';
+import {
+  checkResetOptions,
+  invalidInfo,
+  type Env,
+  type EnvInfo,
+  type ResetOptions,
+  type ResetResult,
+  type StepResult,
+} from '../core.js';
 import { assembleProgram } from './answer.js';
 import { STYLES, TIERS, type Problem, type Style } from './problem.js';
 import { generateProblems, problemPool, renderProblem } from './problems.js';
@@ -13,12 +21,24 @@ export const deepCoderSchema = z.object({
   /** Size of the generated problem set; every fifth problem is a validation problem. @default 400 */
   numProblems: z.number().int().min(20).max(100_000).default(400),
   /** Difficulty tiers to draw from. @default ['easy', 'medium', 'hard'] */
-  tiers: z.array(z.enum(TIERS)).min(1).default([...TIERS]),
-  /** Problem styles to draw from: `stdin` programs and/or `call` (a method of class Solution). @default ['stdin', 'call'] */
-  styles: z.array(z.enum(STYLES)).min(1).default([...STYLES]),
+  tiers: z
+    .array(z.enum(TIERS))
+    .min(1)
+    .default([...TIERS]),
+  /**
+   * Problem styles to draw from: `stdin` programs and/or `call` (a method of class Solution). @default ['stdin',
+   * 'call']
+   */
+  styles: z
+    .array(z.enum(STYLES))
+    .min(1)
+    .default([...STYLES]),
   /** Submissions per episode (RAGEN `max_steps`); a failed one shows feedback and allows another. @default 1 */
   maxSteps: z.number().int().min(1).default(1),
-  /** `bwrap` (namespaces; fails closed when bubblewrap does not work) or `none` (rlimits + seccomp only, host files readable: opt in only on a disposable machine). @default 'bwrap' */
+  /**
+   * `bwrap` (namespaces; fails closed when bubblewrap does not work) or `none` (rlimits + seccomp only, host files
+   * readable: opt in only on a disposable machine). @default 'bwrap'
+   */
   sandbox: z.enum(['bwrap', 'none']).default('bwrap'),
   /** Wall time of one submission (all its tests). RAGEN: 3 s in an unconfined subprocess. @default 10 */
   wallSeconds: z.number().positive().max(600).default(10),
@@ -29,7 +49,12 @@ export const deepCoderSchema = z.object({
   /** Address-space limit, MiB. @default 512 */
   memoryMB: z.number().int().min(64).max(65_536).default(512),
   /** Output limit of one test, bytes. @default 1048576 */
-  outputBytes: z.number().int().min(1024).max(1 << 30).default(1 << 20),
+  outputBytes: z
+    .number()
+    .int()
+    .min(1024)
+    .max(1 << 30)
+    .default(1 << 20),
   /** Sandboxed programs run at once (per process, shared by every DeepCoder env with the same settings). @default 2 */
   maxParallel: z.number().int().min(1).max(256).default(2),
 });
@@ -44,7 +69,13 @@ const sandboxes = new Map<string, Sandbox>();
 
 /** The one sandbox of these settings in this process (so envs share its parallelism limit and self-check). */
 export function sharedSandbox(config: DeepCoderConfig): Sandbox {
-  const limits: SandboxLimits = { wallSeconds: config.wallSeconds, cpuSeconds: config.cpuSeconds, perTestSeconds: config.perTestSeconds, memoryMB: config.memoryMB, outputBytes: config.outputBytes };
+  const limits: SandboxLimits = {
+    wallSeconds: config.wallSeconds,
+    cpuSeconds: config.cpuSeconds,
+    perTestSeconds: config.perTestSeconds,
+    memoryMB: config.memoryMB,
+    outputBytes: config.outputBytes,
+  };
   const key = JSON.stringify([config.sandbox, config.maxParallel, limits]);
   let sb = sandboxes.get(key);
   if (!sb) {
@@ -57,7 +88,10 @@ export function sharedSandbox(config: DeepCoderConfig): Sandbox {
 /** The problem an env poses for (seed, mode): `seed mod n` over the selected split. */
 export function deepCoderProblem(config: DeepCoderConfig, seed: number, mode: 'train' | 'val' = 'train'): Problem {
   const pool = problemPool(config.numProblems, mode, config.tiers, config.styles);
-  if (pool.length === 0) throw new RangeError(`DeepCoder: no ${mode} problems among ${config.numProblems} with tiers ${config.tiers.join(',')} and styles ${config.styles.join(',')}`);
+  if (pool.length === 0)
+    throw new RangeError(
+      `DeepCoder: no ${mode} problems among ${config.numProblems} with tiers ${config.tiers.join(',')} and styles ${config.styles.join(',')}`,
+    );
   return pool[((seed % pool.length) + pool.length) % pool.length]!;
 }
 
@@ -87,7 +121,8 @@ export function testPassed(run: TestRun, expected: string, style: Style): boolea
  * Problem `seed mod n` of the train (or val: every fifth problem) split filtered by `tiers` and `styles`.
  *
  * ## Rewards
- * passed / total tests (RAGEN's partial credit). Wrong answers, exceptions and every sandbox limit count as failed tests.
+ * passed / total tests (RAGEN's partial credit). Wrong answers, exceptions and every sandbox limit count as failed
+ * tests.
  *
  * ## Episode End
  * Terminated when all tests pass or after `maxSteps` submissions (1).
@@ -120,7 +155,10 @@ export class DeepCoderEnv implements Env {
     const k = options?.problem;
     if (k !== undefined) {
       const all = generateProblems(this.config.numProblems);
-      if (!Number.isInteger(k) || (k as number) < 0 || (k as number) >= all.length) throw new RangeError(`DeepCoder reset option problem must be an integer in 0..${all.length - 1}, got ${JSON.stringify(k)}`);
+      if (!Number.isInteger(k) || (k as number) < 0 || (k as number) >= all.length)
+        throw new RangeError(
+          `DeepCoder reset option problem must be an integer in 0..${all.length - 1}, got ${JSON.stringify(k)}`,
+        );
       this.problem = all[k as number]!;
     } else {
       this.problem = deepCoderProblem(this.config, seed, mode ?? 'train');
@@ -133,14 +171,29 @@ export class DeepCoderEnv implements Env {
   }
 
   async step(action: string): Promise<StepResult> {
-    if (this.problem === undefined) throw new ResetNeededError('DeepCoder.step() called before reset(); call reset({seed}) first.');
-    if (this.done) throw new ResetNeededError('DeepCoder.step() called after the episode ended; call reset({seed}) to start a new one.');
+    if (this.problem === undefined)
+      throw new ResetNeededError('DeepCoder.step() called before reset(); call reset({seed}) first.');
+    if (this.done)
+      throw new ResetNeededError(
+        'DeepCoder.step() called after the episode ended; call reset({seed}) to start a new one.',
+      );
     const problem = this.problem;
     const program = assembleProgram(action, problem);
     if (!program.ok) {
-      return { observation: `${this.view}\n\nInvalid action: ${program.reason}.`, reward: 0, terminated: false, truncated: false, info: { ...invalidInfo(program.reason), ...this.extra(0) } };
+      return {
+        observation: `${this.view}\n\nInvalid action: ${program.reason}.`,
+        reward: 0,
+        terminated: false,
+        truncated: false,
+        info: { ...invalidInfo(program.reason), ...this.extra(0) },
+      };
     }
-    const run = await this.sandbox.run({ code: program.code, style: problem.style, ...(problem.functionName ? { functionName: problem.functionName } : {}), inputs: problem.tests.map((t) => t.input) });
+    const run = await this.sandbox.run({
+      code: program.code,
+      style: problem.style,
+      ...(problem.functionName ? { functionName: problem.functionName } : {}),
+      inputs: problem.tests.map((t) => t.input),
+    });
     let passed = 0;
     let detail = '';
     problem.tests.forEach((t, i) => {
@@ -179,5 +232,7 @@ function failure(run: TestRun, expected: string, i: number): string {
   const where = `Test ${i + 1}:`;
   if (run.status !== 'ok') return `${where} ${run.error ?? run.status}.`;
   const got = JSON.stringify(run.output.trim().slice(0, 200));
-  return i < 2 ? `${where} wrong answer: got ${got}, expected ${JSON.stringify(expected.trim())}.` : `${where} wrong answer (a hidden test).`;
+  return i < 2
+    ? `${where} wrong answer: got ${got}, expected ${JSON.stringify(expected.trim())}.`
+    : `${where} wrong answer (a hidden test).`;
 }

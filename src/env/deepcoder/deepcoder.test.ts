@@ -2,15 +2,31 @@ import { describe, expect, test } from 'vitest';
 import { Sandbox } from '../../sandbox/index.js';
 import { testSandbox } from '../../sandbox/testing.js';
 import { envSpec, makeEnv, resolveEnvConfig } from '../registry.js';
-import { assembleProgram, deepCoderProblem, FAMILIES, generateProblem, generateProblems, renderProblem, testPassed, type DeepCoderConfig, type Problem } from './index.js';
+import {
+  assembleProgram,
+  deepCoderProblem,
+  FAMILIES,
+  generateProblem,
+  generateProblems,
+  renderProblem,
+  testPassed,
+  type DeepCoderConfig,
+  type Problem,
+} from './index.js';
 
-const config = (over: Record<string, unknown> = {}): DeepCoderConfig => resolveEnvConfig('DeepCoder', over) as DeepCoderConfig;
+const config = (over: Record<string, unknown> = {}): DeepCoderConfig =>
+  resolveEnvConfig('DeepCoder', over) as DeepCoderConfig;
 const sandbox = new Sandbox();
 
 async function score(p: Problem, code: string): Promise<number> {
   const prog = assembleProgram(code, p);
   if (!prog.ok) throw new Error(prog.reason);
-  const run = await sandbox.run({ code: prog.code, style: p.style, ...(p.functionName ? { functionName: p.functionName } : {}), inputs: p.tests.map((t) => t.input) });
+  const run = await sandbox.run({
+    code: prog.code,
+    style: p.style,
+    ...(p.functionName ? { functionName: p.functionName } : {}),
+    inputs: p.tests.map((t) => t.input),
+  });
   return p.tests.filter((t, i) => testPassed(run.tests[i]!, t.output, p.style)).length / p.tests.length;
 }
 
@@ -18,11 +34,19 @@ describe('the generated problem set', () => {
   const all = generateProblems(400);
   test('holds 400 problems over every tier and style, with hidden tests', () => {
     expect(all).toHaveLength(400);
-    for (const tier of ['easy', 'medium', 'hard']) for (const style of ['stdin', 'call']) expect(all.some((p) => p.tier === tier && p.style === style), `${tier}/${style}`).toBe(true);
+    for (const tier of ['easy', 'medium', 'hard'])
+      for (const style of ['stdin', 'call'])
+        expect(
+          all.some((p) => p.tier === tier && p.style === style),
+          `${tier}/${style}`,
+        ).toBe(true);
     for (const p of all) {
       expect(p.tests.length, p.id).toBeGreaterThanOrEqual(8);
       expect(new Set(p.tests.map((t) => t.input)).size, `${p.id}: repeated inputs`).toBe(p.tests.length);
-      expect(new Set(p.tests.map((t) => t.output.trim())).size, `${p.id}: one answer passes every test`).toBeGreaterThanOrEqual(2);
+      expect(
+        new Set(p.tests.map((t) => t.output.trim())).size,
+        `${p.id}: one answer passes every test`,
+      ).toBeGreaterThanOrEqual(2);
     }
     expect(new Set(all.map((p) => p.family)).size).toBe(FAMILIES.length);
   });
@@ -44,21 +68,31 @@ describe('the generated problem set', () => {
     const c = config({ tiers: ['hard'], styles: ['call'] });
     for (let s = 0; s < 20; s++) expect(deepCoderProblem(c, s)).toMatchObject({ tier: 'hard', style: 'call' });
   });
-  // All 400 are judged by `ragen bench sandbox` (exit 1 on any failure; docs/benchmarks.md): 80 here keep the suite fast.
-  test.runIf(testSandbox())('reference solutions of four problems per family (Python) agree with the TypeScript oracles on every test', async () => {
-    const sample = FAMILIES.flatMap((_, f) => [0, 1, 2, 3].map((r) => all[f + r * FAMILIES.length]!));
-    const scores = await Promise.all(sample.map((p) => score(p, p.reference)));
-    expect(scores.map((s, i) => `${sample[i]!.id}: ${s}`)).toEqual(sample.map((p) => `${p.id}: 1`));
-  });
+  // All 400 are judged by `ragen bench sandbox` (exit 1 on any failure; docs/benchmarks.md): 80 here keep the suite
+  // fast.
+  test.runIf(testSandbox())(
+    'reference solutions of four problems per family (Python) agree with the TypeScript oracles on every test',
+    async () => {
+      const sample = FAMILIES.flatMap((_, f) => [0, 1, 2, 3].map((r) => all[f + r * FAMILIES.length]!));
+      const scores = await Promise.all(sample.map((p) => score(p, p.reference)));
+      expect(scores.map((s, i) => `${sample[i]!.id}: ${s}`)).toEqual(sample.map((p) => `${p.id}: 1`));
+    },
+  );
 });
 
 describe('assembleProgram', () => {
   const call = { style: 'call' as const };
   test('takes the first fenced code block', () => {
-    expect(assembleProgram('Here:\n```python\nprint(1)\n```\nthanks', { style: 'stdin' })).toEqual({ ok: true, code: 'print(1)\n' });
+    expect(assembleProgram('Here:\n```python\nprint(1)\n```\nthanks', { style: 'stdin' })).toEqual({
+      ok: true,
+      code: 'print(1)\n',
+    });
   });
   test('indents a bare method into class Solution, as RAGEN does', () => {
-    expect(assembleProgram('def f(self, x):\n    return x', call)).toEqual({ ok: true, code: 'class Solution:\n    def f(self, x):\n        return x\n' });
+    expect(assembleProgram('def f(self, x):\n    return x', call)).toEqual({
+      ok: true,
+      code: 'class Solution:\n    def f(self, x):\n        return x\n',
+    });
   });
   test('keeps a def without self at top level and a whole class as it is', () => {
     expect(assembleProgram('def f(x):\n    return x', call)).toEqual({ ok: true, code: 'def f(x):\n    return x\n' });
@@ -82,14 +116,22 @@ describe.runIf(testSandbox())('DeepCoderEnv', () => {
     expect(r.observation).toContain(`class Solution:\n    ${p.signature}`);
     expect(r.observation).toContain('Example 1');
     const s = await env.step(envSpec('DeepCoder').solve!(c, 5)![0]!);
-    expect(s).toMatchObject({ reward: 1, terminated: true, info: { success: true, actionIsValid: true, testsPassed: p.tests.length } });
+    expect(s).toMatchObject({
+      reward: 1,
+      terminated: true,
+      info: { success: true, actionIsValid: true, testsPassed: p.tests.length },
+    });
   });
   test('a method-only answer is accepted for call-style problems', async () => {
     const env = makeEnv('DeepCoder');
     const k = generateProblems(400).findIndex((p) => p.family === 'digit-power-sum');
     const p = generateProblem(k);
     await env.reset({ seed: 0, options: { problem: k } });
-    const method = p.reference.split('\n').slice(1).map((l) => l.slice(4)).join('\n');
+    const method = p.reference
+      .split('\n')
+      .slice(1)
+      .map((l) => l.slice(4))
+      .join('\n');
     expect((await env.step(method)).reward).toBe(1);
   });
   test('partial credit is passed/total, and the feedback names the first failing test', async () => {

@@ -62,7 +62,11 @@ const rotate: Family = {
   make(rng) {
     const right = rng.random() < 0.5;
     const name = pick(rng, ['rotate', 'rotate_list', 'shift_items']);
-    const cases: unknown[][] = [[[], 3], [[1], 5], [[1, 2, 3], 3]];
+    const cases: unknown[][] = [
+      [[], 3],
+      [[1], 5],
+      [[1, 2, 3], 3],
+    ];
     for (let k = 0; k < 7; k++) cases.push([ints(rng, rng.intBetween(1, 12), -9, 9), rng.intBetween(0, 30)]);
     return callDraft(
       {
@@ -92,7 +96,11 @@ const CLASSES = {
   vowels: { text: 'lowercase vowels (a, e, i, o, u)', ts: (c: string) => 'aeiou'.includes(c), py: "c in 'aeiou'" },
   upper: { text: 'uppercase letters', ts: (c: string) => c >= 'A' && c <= 'Z', py: "'A' <= c <= 'Z'" },
   digits: { text: 'decimal digits', ts: (c: string) => c >= '0' && c <= '9', py: "'0' <= c <= '9'" },
-  consonants: { text: 'lowercase consonants (lowercase letters other than a, e, i, o, u)', ts: (c: string) => c >= 'a' && c <= 'z' && !'aeiou'.includes(c), py: "'a' <= c <= 'z' and c not in 'aeiou'" },
+  consonants: {
+    text: 'lowercase consonants (lowercase letters other than a, e, i, o, u)',
+    ts: (c: string) => c >= 'a' && c <= 'z' && !'aeiou'.includes(c),
+    py: "'a' <= c <= 'z' and c not in 'aeiou'",
+  },
 } as const;
 
 const countClass: Family = {
@@ -104,7 +112,11 @@ const countClass: Family = {
     const cls = CLASSES[key];
     const name = `count_${key}`;
     const alphabet = 'abcdeiouxyzABCEIZ0123456789 -';
-    const cases = [[''], ['aEiOu 09'], ...Array.from({ length: 8 }, () => [word(rng, rng.intBetween(1, 30), alphabet)])];
+    const cases = [
+      [''],
+      ['aEiOu 09'],
+      ...Array.from({ length: 8 }, () => [word(rng, rng.intBetween(1, 30), alphabet)]),
+    ];
     return callDraft(
       {
         title: `Count the ${key}`,
@@ -126,8 +138,16 @@ const twoSum: Family = {
   style: 'call',
   make(rng) {
     const diff = rng.random() < 0.4;
-    const name = pick(rng, diff ? ['pair_with_gap', 'find_gap', 'gap_indices'] : ['two_sum', 'find_pair', 'pair_indices']);
-    const cases: unknown[][] = [[[1, 2], 3], [[5], 10], [[3, 3, 3], 6], [[4, 1], -3]];
+    const name = pick(
+      rng,
+      diff ? ['pair_with_gap', 'find_gap', 'gap_indices'] : ['two_sum', 'find_pair', 'pair_indices'],
+    );
+    const cases: unknown[][] = [
+      [[1, 2], 3],
+      [[5], 10],
+      [[3, 3, 3], 6],
+      [[4, 1], -3],
+    ];
     for (let k = 0; k < 8; k++) cases.push([ints(rng, rng.intBetween(2, 40), -20, 20), rng.intBetween(-30, 30)]);
     const rel = diff ? 'nums[j] - nums[i] == target' : 'nums[i] + nums[j] == target';
     return callDraft(
@@ -149,7 +169,8 @@ const twoSum: Family = {
       },
       cases,
       (nums: number[], target: number) => {
-        for (let j = 0; j < nums.length; j++) for (let i = 0; i < j; i++) if ((diff ? nums[j]! - nums[i]! : nums[i]! + nums[j]!) === target) return [i, j];
+        for (let j = 0; j < nums.length; j++)
+          for (let i = 0; i < j; i++) if ((diff ? nums[j]! - nums[i]! : nums[i]! + nums[j]!) === target) return [i, j];
         return [-1, -1];
       },
     );
@@ -165,8 +186,12 @@ const runLength: Family = {
     const dropOnes = rng.random() < 0.5;
     const name = pick(rng, ['compress', 'run_length', 'encode_runs']);
     const emit = countFirst ? 'str(n) + s[i]' : 's[i] + str(n)';
-    const piece = (ch: string, n: number): string => (dropOnes && n === 1 ? ch : countFirst ? `${n}${ch}` : `${ch}${n}`);
-    const runs = (): string => Array.from({ length: rng.intBetween(1, 8) }, () => rng.choice(['a', 'b', 'c', 'x']).repeat(rng.intBetween(1, 12))).join('');
+    const piece = (ch: string, n: number): string =>
+      dropOnes && n === 1 ? ch : countFirst ? `${n}${ch}` : `${ch}${n}`;
+    const runs = (): string =>
+      Array.from({ length: rng.intBetween(1, 8) }, () =>
+        rng.choice(['a', 'b', 'c', 'x']).repeat(rng.intBetween(1, 12)),
+      ).join('');
     const cases = [[''], ['a'], ['aaaaaaaaaaaa'], ...Array.from({ length: 7 }, () => [runs()])];
     return callDraft(
       {
@@ -183,7 +208,9 @@ const runLength: Family = {
           '    while j < len(s) and s[j] == s[i]:',
           '        j += 1',
           '    n = j - i',
-          ...(dropOnes ? ['    if n == 1:', '        out.append(s[i])', '    else:', `        out.append(${emit})`] : [`    out.append(${emit})`]),
+          ...(dropOnes
+            ? ['    if n == 1:', '        out.append(s[i])', '    else:', `        out.append(${emit})`]
+            : [`    out.append(${emit})`]),
           '    i = j',
           "return ''.join(out)",
         ].join('\n'),
@@ -191,7 +218,7 @@ const runLength: Family = {
       cases,
       (s: string) => {
         let out = '';
-        for (let i = 0; i < s.length; ) {
+        for (let i = 0; i < s.length;) {
           let j = i;
           while (j < s.length && s[j] === s[i]) j++;
           out += piece(s[i]!, j - i);
@@ -204,9 +231,27 @@ const runLength: Family = {
 };
 
 const PRIME_ASKS = {
-  count: { name: ['count_primes', 'primes_between', 'prime_count'], title: 'Count the primes in a range', text: 'how many prime numbers p satisfy lo <= p <= hi', returns: "sum(sieve[lo:hi + 1])", empty: '0' },
-  sum: { name: ['sum_primes', 'prime_sum', 'add_primes'], title: 'Add up the primes in a range', text: 'the sum of the prime numbers p with lo <= p <= hi (0 if there are none)', returns: 'sum(p for p in range(lo, hi + 1) if sieve[p])', empty: '0' },
-  largest: { name: ['largest_prime', 'max_prime', 'top_prime'], title: 'The largest prime in a range', text: 'the largest prime number p with lo <= p <= hi, or -1 if there is none', returns: 'max((p for p in range(lo, hi + 1) if sieve[p]), default=-1)', empty: '-1' },
+  count: {
+    name: ['count_primes', 'primes_between', 'prime_count'],
+    title: 'Count the primes in a range',
+    text: 'how many prime numbers p satisfy lo <= p <= hi',
+    returns: 'sum(sieve[lo:hi + 1])',
+    empty: '0',
+  },
+  sum: {
+    name: ['sum_primes', 'prime_sum', 'add_primes'],
+    title: 'Add up the primes in a range',
+    text: 'the sum of the prime numbers p with lo <= p <= hi (0 if there are none)',
+    returns: 'sum(p for p in range(lo, hi + 1) if sieve[p])',
+    empty: '0',
+  },
+  largest: {
+    name: ['largest_prime', 'max_prime', 'top_prime'],
+    title: 'The largest prime in a range',
+    text: 'the largest prime number p with lo <= p <= hi, or -1 if there is none',
+    returns: 'max((p for p in range(lo, hi + 1) if sieve[p]), default=-1)',
+    empty: '-1',
+  },
 } as const;
 
 const countPrimes: Family = {
@@ -217,7 +262,12 @@ const countPrimes: Family = {
     const key = rng.choice(Object.keys(PRIME_ASKS) as (keyof typeof PRIME_ASKS)[]);
     const ask = PRIME_ASKS[key];
     const name = pick(rng, [...ask.name]);
-    const cases: unknown[][] = [[0, 1], [2, 2], [24, 28], [1, 100]];
+    const cases: unknown[][] = [
+      [0, 1],
+      [2, 2],
+      [24, 28],
+      [1, 100],
+    ];
     for (let k = 0; k < 6; k++) {
       const lo = rng.intBetween(0, 50_000);
       cases.push([lo, lo + rng.intBetween(0, 20_000)]);
@@ -265,7 +315,16 @@ const editDistance: Family = {
   make(rng) {
     const [ins, del, sub] = [rng.intBetween(1, 3), rng.intBetween(1, 3), rng.intBetween(1, 4)];
     const name = pick(rng, ['edit_cost', 'min_edit_cost', 'transform_cost']);
-    const cases = [['', ''], ['abc', ''], ['', 'ab'], ['kitten', 'sitting'], ...Array.from({ length: 6 }, () => [word(rng, rng.intBetween(0, 12), 'abcd'), word(rng, rng.intBetween(0, 12), 'abcd')])];
+    const cases = [
+      ['', ''],
+      ['abc', ''],
+      ['', 'ab'],
+      ['kitten', 'sitting'],
+      ...Array.from({ length: 6 }, () => [
+        word(rng, rng.intBetween(0, 12), 'abcd'),
+        word(rng, rng.intBetween(0, 12), 'abcd'),
+      ]),
+    ];
     return callDraft(
       {
         title: 'Weighted edit distance',
@@ -286,10 +345,16 @@ const editDistance: Family = {
       },
       cases,
       (a: string, b: string) => {
-        const d = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j * ins : j === 0 ? i * del : 0)));
+        const d = Array.from({ length: a.length + 1 }, (_, i) =>
+          Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j * ins : j === 0 ? i * del : 0)),
+        );
         for (let i = 1; i <= a.length; i++) {
           for (let j = 1; j <= b.length; j++) {
-            d[i]![j] = Math.min(d[i - 1]![j - 1]! + (a[i - 1] === b[j - 1] ? 0 : sub), d[i - 1]![j]! + del, d[i]![j - 1]! + ins);
+            d[i]![j] = Math.min(
+              d[i - 1]![j - 1]! + (a[i - 1] === b[j - 1] ? 0 : sub),
+              d[i - 1]![j]! + del,
+              d[i]![j - 1]! + ins,
+            );
           }
         }
         return d[a.length]![b.length]!;
@@ -304,9 +369,17 @@ const minCoins: Family = {
   style: 'call',
   make(rng) {
     const ways = rng.random() < 0.4;
-    const name = pick(rng, ways ? ['coin_ways', 'count_change', 'change_ways'] : ['min_coins', 'fewest_coins', 'coin_change']);
-    const cases: unknown[][] = [[[1], 0], [[2], 3], [[1, 5, 10, 25], 63]];
-    for (let k = 0; k < 7; k++) cases.push([[...new Set(ints(rng, rng.intBetween(1, 5), 2, 30))], rng.intBetween(0, 300)]);
+    const name = pick(
+      rng,
+      ways ? ['coin_ways', 'count_change', 'change_ways'] : ['min_coins', 'fewest_coins', 'coin_change'],
+    );
+    const cases: unknown[][] = [
+      [[1], 0],
+      [[2], 3],
+      [[1, 5, 10, 25], 63],
+    ];
+    for (let k = 0; k < 7; k++)
+      cases.push([[...new Set(ints(rng, rng.intBetween(1, 5), 2, 30))], rng.intBetween(0, 300)]);
     return callDraft(
       {
         title: ways ? 'Ways to make change' : 'Fewest coins',
@@ -340,7 +413,8 @@ const minCoins: Family = {
           return w[amount];
         }
         const best = [0, ...new Array<number>(amount).fill(Infinity)];
-        for (let a = 1; a <= amount; a++) for (const c of coins) if (c <= a) best[a] = Math.min(best[a]!, best[a - c]! + 1);
+        for (let a = 1; a <= amount; a++)
+          for (const c of coins) if (c <= a) best[a] = Math.min(best[a]!, best[a - c]! + 1);
         return Number.isFinite(best[amount]!) ? best[amount] : -1;
       },
     );
@@ -399,4 +473,14 @@ const gridPaths: Family = {
 };
 
 /** The call-style families, easy to hard. */
-export const CALL_FAMILIES: readonly Family[] = [digitPowerSum, rotate, countClass, twoSum, runLength, countPrimes, editDistance, minCoins, gridPaths];
+export const CALL_FAMILIES: readonly Family[] = [
+  digitPowerSum,
+  rotate,
+  countClass,
+  twoSum,
+  runLength,
+  countPrimes,
+  editDistance,
+  minCoins,
+  gridPaths,
+];

@@ -15,7 +15,14 @@ export const gridPath: Family = {
   make(rng) {
     const wall = rng.choice(['#', 'X', '*']);
     const king = rng.random() < 0.4;
-    const steps = king ? [-1, 0, 1].flatMap((dr) => [-1, 0, 1].map((dc) => [dr, dc] as const)).filter(([a, b]) => a !== 0 || b !== 0) : ([[1, 0], [-1, 0], [0, 1], [0, -1]] as const);
+    const steps = king
+      ? [-1, 0, 1].flatMap((dr) => [-1, 0, 1].map((dc) => [dr, dc] as const)).filter(([a, b]) => a !== 0 || b !== 0)
+      : ([
+          [1, 0],
+          [-1, 0],
+          [0, 1],
+          [0, -1],
+        ] as const);
     const cases: TestCase[] = [];
     for (let k = 0; k < 10; k++) {
       const r = rng.intBetween(2, 8);
@@ -37,7 +44,10 @@ export const gridPath: Family = {
           queue.push(ny * c + nx);
         }
       }
-      cases.push({ input: `${r} ${c}\n${g.map((row) => row.join('')).join('\n')}\n`, output: `${dist.get(cells[1]) ?? -1}\n` });
+      cases.push({
+        input: `${r} ${c}\n${g.map((row) => row.join('')).join('\n')}\n`,
+        output: `${dist.get(cells[1]) ?? -1}\n`,
+      });
     }
     return {
       title: `Shortest path ${king ? 'with diagonal moves' : 'in a maze'}`,

@@ -13,7 +13,9 @@ const filteredSum: Family = {
   make(rng) {
     const k = rng.intBetween(2, 9);
     const keep = rng.random() < 0.5;
-    const cases = [[k], [1], [k * 3, -k, 5, 7]].concat(Array.from({ length: 7 }, () => ints(rng, rng.intBetween(1, 30), -100, 100)));
+    const cases = [[k], [1], [k * 3, -k, 5, 7]].concat(
+      Array.from({ length: 7 }, () => ints(rng, rng.intBetween(1, 30), -100, 100)),
+    );
     const answer = (a: number[]): number => a.filter((x) => (x % k === 0) === keep).reduce((s, x) => s + x, 0);
     const cond = keep ? `x % ${k} == 0` : `x % ${k} != 0`;
     return {
@@ -37,9 +39,11 @@ const caesar: Family = {
     const s = rng.intBetween(1, 25);
     const back = rng.random() < 0.5;
     const shift = back ? 26 - s : s;
-    const line = (): string => Array.from({ length: rng.intBetween(1, 5) }, () => word(rng, rng.intBetween(1, 8))).join(' ');
+    const line = (): string =>
+      Array.from({ length: rng.intBetween(1, 5) }, () => word(rng, rng.intBetween(1, 8))).join(' ');
     const cases = ['z', 'abc xyz', ...Array.from({ length: 8 }, line)];
-    const enc = (t: string): string => [...t].map((c) => (c === ' ' ? c : String.fromCharCode(((c.charCodeAt(0) - 97 + shift) % 26) + 97))).join('');
+    const enc = (t: string): string =>
+      [...t].map((c) => (c === ' ' ? c : String.fromCharCode(((c.charCodeAt(0) - 97 + shift) % 26) + 97))).join('');
     return {
       title: `Shift letters ${back ? 'back' : 'forward'} by ${s}`,
       statement: `Encrypt a line of text by moving every letter ${s} place${s > 1 ? 's' : ''} ${back ? 'backward' : 'forward'} in the alphabet, wrapping around (${back ? "'a' wraps to 'z'" : "'z' wraps to 'a'"}). Spaces stay as they are.\n\nInput: one line of lowercase letters and single spaces.\nOutput: the encrypted line.`,
@@ -63,12 +67,23 @@ const fizzWords: Family = {
     let b = rng.intBetween(2, 7);
     if (b === a) b = a + 1;
     const [wa, wb] = rng.shuffle([...WORDS]).slice(0, 2) as [string, string];
-    const line = (i: number): string => (i % a === 0 && i % b === 0 ? wa + wb : i % a === 0 ? wa : i % b === 0 ? wb : String(i));
-    const ns = [1, a * b, ...rng.shuffle(Array.from({ length: 49 }, (_, i) => i + 2)).filter((n) => n !== a * b).slice(0, 8)];
+    const line = (i: number): string =>
+      i % a === 0 && i % b === 0 ? wa + wb : i % a === 0 ? wa : i % b === 0 ? wb : String(i);
+    const ns = [
+      1,
+      a * b,
+      ...rng
+        .shuffle(Array.from({ length: 49 }, (_, i) => i + 2))
+        .filter((n) => n !== a * b)
+        .slice(0, 8),
+    ];
     return {
       title: `${wa}${wb} with ${a} and ${b}`,
       statement: `Print the numbers from 1 to n, one a line, but print "${wa}" instead of multiples of ${a}, "${wb}" instead of multiples of ${b}, and "${wa}${wb}" instead of multiples of both.\n\nInput: one integer n (1 <= n <= 50).\nOutput: n lines.`,
-      tests: ns.map((n) => ({ input: `${n}\n`, output: Array.from({ length: n }, (_, i) => line(i + 1)).join('\n') + '\n' })),
+      tests: ns.map((n) => ({
+        input: `${n}\n`,
+        output: Array.from({ length: n }, (_, i) => line(i + 1)).join('\n') + '\n',
+      })),
       reference: dedent(`
         n = int(input())
         for i in range(1, n + 1):
@@ -86,11 +101,31 @@ const fizzWords: Family = {
 };
 
 const STATS = {
-  spread: { text: 'the largest number minus the smallest', ts: (a: number[]) => Math.max(...a) - Math.min(...a), py: 'max(a) - min(a)' },
-  evens: { text: 'how many of the numbers are even', ts: (a: number[]) => a.filter((x) => x % 2 === 0).length, py: 'sum(1 for x in a if x % 2 == 0)' },
-  squares: { text: 'the sum of the squares of the numbers', ts: (a: number[]) => a.reduce((s, x) => s + x * x, 0), py: 'sum(x * x for x in a)' },
-  aboveFirst: { text: 'how many numbers are strictly greater than the first one', ts: (a: number[]) => a.filter((x) => x > a[0]!).length, py: 'sum(1 for x in a if x > a[0])' },
-  absSum: { text: 'the sum of the absolute values of the numbers', ts: (a: number[]) => a.reduce((t, x) => t + Math.abs(x), 0), py: 'sum(abs(x) for x in a)' },
+  spread: {
+    text: 'the largest number minus the smallest',
+    ts: (a: number[]) => Math.max(...a) - Math.min(...a),
+    py: 'max(a) - min(a)',
+  },
+  evens: {
+    text: 'how many of the numbers are even',
+    ts: (a: number[]) => a.filter((x) => x % 2 === 0).length,
+    py: 'sum(1 for x in a if x % 2 == 0)',
+  },
+  squares: {
+    text: 'the sum of the squares of the numbers',
+    ts: (a: number[]) => a.reduce((s, x) => s + x * x, 0),
+    py: 'sum(x * x for x in a)',
+  },
+  aboveFirst: {
+    text: 'how many numbers are strictly greater than the first one',
+    ts: (a: number[]) => a.filter((x) => x > a[0]!).length,
+    py: 'sum(1 for x in a if x > a[0])',
+  },
+  absSum: {
+    text: 'the sum of the absolute values of the numbers',
+    ts: (a: number[]) => a.reduce((t, x) => t + Math.abs(x), 0),
+    py: 'sum(abs(x) for x in a)',
+  },
   distinct: { text: 'how many different values occur', ts: (a: number[]) => new Set(a).size, py: 'len(set(a))' },
 } as const;
 
@@ -116,10 +151,34 @@ const arrayStat: Family = {
 };
 
 const RUNS = {
-  increasing: { text: 'each number is strictly greater than the one before it', title: 'Longest strictly increasing stretch', ts: (x: number, y: number) => y > x, py: '>', hi: 30 },
-  decreasing: { text: 'each number is strictly smaller than the one before it', title: 'Longest strictly decreasing stretch', ts: (x: number, y: number) => y < x, py: '<', hi: 30 },
-  equal: { text: 'all numbers are equal', title: 'Longest block of equal neighbours', ts: (x: number, y: number) => y === x, py: '==', hi: 3 },
-  nonDecreasing: { text: 'no number is smaller than the one before it', title: 'Longest non-decreasing stretch', ts: (x: number, y: number) => y >= x, py: '>=', hi: 12 },
+  increasing: {
+    text: 'each number is strictly greater than the one before it',
+    title: 'Longest strictly increasing stretch',
+    ts: (x: number, y: number) => y > x,
+    py: '>',
+    hi: 30,
+  },
+  decreasing: {
+    text: 'each number is strictly smaller than the one before it',
+    title: 'Longest strictly decreasing stretch',
+    ts: (x: number, y: number) => y < x,
+    py: '<',
+    hi: 30,
+  },
+  equal: {
+    text: 'all numbers are equal',
+    title: 'Longest block of equal neighbours',
+    ts: (x: number, y: number) => y === x,
+    py: '==',
+    hi: 3,
+  },
+  nonDecreasing: {
+    text: 'no number is smaller than the one before it',
+    title: 'Longest non-decreasing stretch',
+    ts: (x: number, y: number) => y >= x,
+    py: '>=',
+    hi: 12,
+  },
 } as const;
 
 const longestRun: Family = {
@@ -137,7 +196,12 @@ const longestRun: Family = {
       }
       return best;
     };
-    const cases = [[7], [1, 2, 3, 4], [4, 4, 4, 1], ...Array.from({ length: 8 }, () => ints(rng, rng.intBetween(1, 40), 0, run.hi))];
+    const cases = [
+      [7],
+      [1, 2, 3, 4],
+      [4, 4, 4, 1],
+      ...Array.from({ length: 8 }, () => ints(rng, rng.intBetween(1, 40), 0, run.hi)),
+    ];
     return {
       title: run.title,
       statement: `Given a sequence of n integers, find the length of the longest contiguous stretch in which ${run.text}.\n\nInput: n (1 <= n <= 40), then the n integers on one line.\nOutput: the length.`,
@@ -156,9 +220,27 @@ const longestRun: Family = {
 };
 
 const PAIRS = {
-  sum: { title: 'Pairs with a given sum', text: 'a[i] + a[j] equals T', ts: (x: number, y: number, t: number) => x + y === t, py: 'a[i] + a[j] == t', tHi: 30 },
-  diff: { title: 'Pairs at a given distance', text: 'the absolute difference of a[i] and a[j] equals T', ts: (x: number, y: number, t: number) => Math.abs(x - y) === t, py: 'abs(a[i] - a[j]) == t', tHi: 10 },
-  atMost: { title: 'Pairs with a small sum', text: 'a[i] + a[j] is at most T', ts: (x: number, y: number, t: number) => x + y <= t, py: 'a[i] + a[j] <= t', tHi: 30 },
+  sum: {
+    title: 'Pairs with a given sum',
+    text: 'a[i] + a[j] equals T',
+    ts: (x: number, y: number, t: number) => x + y === t,
+    py: 'a[i] + a[j] == t',
+    tHi: 30,
+  },
+  diff: {
+    title: 'Pairs at a given distance',
+    text: 'the absolute difference of a[i] and a[j] equals T',
+    ts: (x: number, y: number, t: number) => Math.abs(x - y) === t,
+    py: 'abs(a[i] - a[j]) == t',
+    tHi: 10,
+  },
+  atMost: {
+    title: 'Pairs with a small sum',
+    text: 'a[i] + a[j] is at most T',
+    ts: (x: number, y: number, t: number) => x + y <= t,
+    py: 'a[i] + a[j] <= t',
+    tHi: 30,
+  },
 } as const;
 
 const pairCount: Family = {
@@ -172,7 +254,10 @@ const pairCount: Family = {
       for (let i = 0; i < a.length; i++) for (let j = i + 1; j < a.length; j++) if (pair.ts(a[i]!, a[j]!, t)) c++;
       return c;
     };
-    const cases: [number[], number][] = [[[1], 2], [[3, 3, 3], 6]];
+    const cases: [number[], number][] = [
+      [[1], 2],
+      [[3, 3, 3], 6],
+    ];
     for (let k = 0; k < 8; k++) cases.push([ints(rng, rng.intBetween(2, 60), 0, 20), rng.intBetween(0, pair.tHi)]);
     return {
       title: pair.title,
@@ -224,7 +309,11 @@ const balanced: Family = {
       const all = opens + closes;
       return s.slice(0, i) + all[rng.int(all.length)] + s.slice(i + 1);
     };
-    const strings = [kinds[0]!, kinds[0]![1]! + kinds[0]![0]!, ...Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? wellFormed(0) || kinds[1]! : mutate(wellFormed(0))))];
+    const strings = [
+      kinds[0]!,
+      kinds[0]![1]! + kinds[0]![0]!,
+      ...Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? wellFormed(0) || kinds[1]! : mutate(wellFormed(0)))),
+    ];
     return {
       title: `Balanced ${kinds.join(' ')}`,
       statement: `A string over the brackets ${kinds.join(' ')} is balanced when every opening bracket is closed by the matching closing bracket in the right order. Decide whether the given string is balanced.\n\nInput: one non-empty line of bracket characters.\nOutput: YES or NO.`,
@@ -257,11 +346,23 @@ const lis: Family = {
     const before = (x: number, y: number): boolean => (down ? (strict ? x > y : x >= y) : strict ? x < y : x <= y);
     const answer = (a: number[]): number => {
       const best = a.map(() => 1);
-      for (let i = 0; i < a.length; i++) for (let j = 0; j < i; j++) if (before(a[j]!, a[i]!)) best[i] = Math.max(best[i]!, best[j]! + 1);
+      for (let i = 0; i < a.length; i++)
+        for (let j = 0; j < i; j++) if (before(a[j]!, a[i]!)) best[i] = Math.max(best[i]!, best[j]! + 1);
       return Math.max(...best);
     };
-    const kind = down ? (strict ? 'strictly decreasing' : 'non-increasing') : strict ? 'strictly increasing' : 'non-decreasing';
-    const cases = [[4], [5, 4, 3], [2, 2, 2, 2], ...Array.from({ length: 8 }, () => ints(rng, rng.intBetween(1, 150), 0, rng.intBetween(5, 100)))];
+    const kind = down
+      ? strict
+        ? 'strictly decreasing'
+        : 'non-increasing'
+      : strict
+        ? 'strictly increasing'
+        : 'non-decreasing';
+    const cases = [
+      [4],
+      [5, 4, 3],
+      [2, 2, 2, 2],
+      ...Array.from({ length: 8 }, () => ints(rng, rng.intBetween(1, 150), 0, rng.intBetween(5, 100))),
+    ];
     return {
       title: `Longest ${down ? (strict ? 'decreasing' : 'non-increasing') : strict ? 'increasing' : 'non-decreasing'} subsequence`,
       statement: `Delete as few numbers as you like from the sequence (keeping the order of the rest) so that what remains is ${kind}. Print the length of the longest such remainder.\n\nInput: n (1 <= n <= 150), then the n integers.\nOutput: one integer.`,
@@ -296,7 +397,10 @@ const knapsack: Family = {
       const items = Array.from({ length: n }, () => [rng.intBetween(1, 40), rng.intBetween(1, 60)] as const);
       const best = new Array<number>(cap + 1).fill(0);
       for (const [w, v] of items) for (let c = cap; c >= w; c--) best[c] = Math.max(best[c]!, best[c - w]! + v);
-      cases.push({ input: `${n} ${cap}\n${items.map(([w, v]) => `${w} ${v}`).join('\n')}\n`, output: `${best[cap]}\n` });
+      cases.push({
+        input: `${n} ${cap}\n${items.map(([w, v]) => `${w} ${v}`).join('\n')}\n`,
+        output: `${best[cap]}\n`,
+      });
     }
     return {
       title: `Pack the ${thing}s`,
@@ -316,4 +420,16 @@ const knapsack: Family = {
 };
 
 /** The stdin-style families, easy to hard. */
-export const STDIN_FAMILIES: readonly Family[] = [filteredSum, caesar, fizzWords, arrayStat, longestRun, pairCount, balanced, islands, gridPath, lis, knapsack];
+export const STDIN_FAMILIES: readonly Family[] = [
+  filteredSum,
+  caesar,
+  fizzWords,
+  arrayStat,
+  longestRun,
+  pairCount,
+  balanced,
+  islands,
+  gridPath,
+  lis,
+  knapsack,
+];

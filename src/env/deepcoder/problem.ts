@@ -6,7 +6,10 @@ import type { Rng } from '../../util/index.js';
 export const TIERS = ['easy', 'medium', 'hard'] as const;
 export type Tier = (typeof TIERS)[number];
 
-/** `stdin`: a program reads stdin and prints; `call`: a method of `class Solution` is called with arguments (LiveCodeBench's "functional" tests). */
+/**
+ * `stdin`: a program reads stdin and prints; `call`: a method of `class Solution` is called with arguments
+ * (LiveCodeBench's "functional" tests).
+ */
 export const STYLES = ['stdin', 'call'] as const;
 export type Style = (typeof STYLES)[number];
 

@@ -20,7 +20,9 @@ export function generateProblem(k: number): Problem {
   // Families list their fixed edge cases first and random cases last: the shown examples are random ones.
   // A repeated input is dropped (it would weigh twice in passed / total).
   const seen = new Set<string>();
-  const tests = [...draft.tests.slice(-EXAMPLES), ...draft.tests.slice(0, -EXAMPLES)].filter((t) => !seen.has(t.input) && seen.add(t.input));
+  const tests = [...draft.tests.slice(-EXAMPLES), ...draft.tests.slice(0, -EXAMPLES)].filter(
+    (t) => !seen.has(t.input) && seen.add(t.input),
+  );
   return { id: `${family.id}-${k}`, family: family.id, tier: family.tier, style: family.style, ...draft, tests };
 }
 
@@ -38,8 +40,15 @@ export function generateProblems(count: number): Problem[] {
 export const isValProblem = (k: number): boolean => k % 5 === 4;
 
 /** The problems a (mode, tiers, styles) selection draws from, in index order. */
-export function problemPool(count: number, mode: 'train' | 'val', tiers: readonly Tier[], styles: readonly Style[]): Problem[] {
-  return generateProblems(count).filter((p, k) => isValProblem(k) === (mode === 'val') && tiers.includes(p.tier) && styles.includes(p.style));
+export function problemPool(
+  count: number,
+  mode: 'train' | 'val',
+  tiers: readonly Tier[],
+  styles: readonly Style[],
+): Problem[] {
+  return generateProblems(count).filter(
+    (p, k) => isValProblem(k) === (mode === 'val') && tiers.includes(p.tier) && styles.includes(p.style),
+  );
 }
 
 /** The text the model reads: statement, examples, and how to answer (starter code for call style). */
@@ -53,7 +62,14 @@ export function renderProblem(p: Problem): string {
       parts.push(`Example ${i + 1}: ${p.functionName}(${args}) returns ${t.output}`, '');
     }
   });
-  if (p.style === 'stdin') parts.push('Write a Python 3 program that reads the input from standard input and prints the answer to standard output.');
-  else parts.push('Complete this Python 3 code (answer with the whole class, or with just the method):', `class Solution:\n    ${p.signature}`);
+  if (p.style === 'stdin')
+    parts.push(
+      'Write a Python 3 program that reads the input from standard input and prints the answer to standard output.',
+    );
+  else
+    parts.push(
+      'Complete this Python 3 code (answer with the whole class, or with just the method):',
+      `class Solution:\n    ${p.signature}`,
+    );
   return parts.join('\n');
 }

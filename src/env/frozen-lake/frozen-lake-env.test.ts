@@ -97,14 +97,17 @@ describe('FrozenLake observations and text', () => {
   test('grid, coord and grid_coord golden strings', () => {
     expect(FrozenLakeEnv.fromMap(map).render()).toBe(grid);
     expect(FrozenLakeEnv.fromMap(map, { observationFormat: 'coord' }).render()).toBe(coord);
-    expect(FrozenLakeEnv.fromMap(map, { observationFormat: 'grid_coord' }).render()).toBe(`Coordinates:\n${coord}\nGrid:\n${grid}`);
+    expect(FrozenLakeEnv.fromMap(map, { observationFormat: 'grid_coord' }).render()).toBe(
+      `Coordinates:\n${coord}\nGrid:\n${grid}`,
+    );
   });
   test('the legend names exactly the grid symbols', () => {
     const legend = new FrozenLakeEnv().legend;
     expect(legend).toBe('Symbols: P player, _ frozen ice, O hole, G goal, X player in a hole, √ player on the goal.');
     const env = makeEnv('FrozenLake');
     for (let seed = 0; seed < 50; seed++) {
-      for (const ch of (env.reset({ seed }) as StepResult).observation.replace(/\n/g, '')) expect('P_OGX√').toContain(ch);
+      for (const ch of (env.reset({ seed }) as StepResult).observation.replace(/\n/g, ''))
+        expect('P_OGX√').toContain(ch);
     }
   });
   test('the instruction states the real board size and coordinate range', () => {

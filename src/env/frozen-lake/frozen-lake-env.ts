@@ -2,15 +2,38 @@
 // Follows RAGEN's FrozenLakeEnv (which wraps Gymnasium's FrozenLakeEnv); fixes its instruction text.
 import { z } from 'zod';
 import { ConfigError, ResetNeededError, Rng } from '../../util/index.js';
-import { checkResetOptions, invalidInfo, matchActionName, type Env, type EnvInfo, type ResetOptions, type ResetResult, type StepResult } from '../core.js';
-import { ACTION_NAMES, GOAL, GRID_LEGEND, HOLE, generateLake, move, parseLake, renderLake, shortestPath, type LakeMap } from './lake.js';
+import {
+  checkResetOptions,
+  invalidInfo,
+  matchActionName,
+  type Env,
+  type EnvInfo,
+  type ResetOptions,
+  type ResetResult,
+  type StepResult,
+} from '../core.js';
+import {
+  ACTION_NAMES,
+  GOAL,
+  GRID_LEGEND,
+  HOLE,
+  generateLake,
+  move,
+  parseLake,
+  renderLake,
+  shortestPath,
+  type LakeMap,
+} from './lake.js';
 
 export const frozenLakeConfigSchema = z.object({
   /** Side of the square lake (RAGEN `size`). @default 4 */
   size: z.number().int().min(2).max(64).default(4),
   /** Probability that a cell is frozen rather than a hole (RAGEN `p`). @default 0.9 */
   p: z.number().gt(0).max(1).default(0.9),
-  /** Probability that a slippery move goes the intended way; the rest splits evenly between the two perpendicular ways. @default 0.8 */
+  /**
+   * Probability that a slippery move goes the intended way; the rest splits evenly between the two perpendicular ways.
+   * @default 0.8
+   */
   successRate: z.number().min(0).max(1).default(0.8),
   /** Whether moves may slip at all (false: always the intended way). @default true */
   isSlippery: z.boolean().default(true),
@@ -115,7 +138,8 @@ export class FrozenLakeEnv implements Env {
     checkResetOptions('FrozenLake', options, RESET_OPTIONS);
     this.rng.seed(seed);
     if (options?.map !== undefined) {
-      if (typeof options.map !== 'string') throw new ConfigError(`FrozenLake reset option \`map\` must be a string, got ${typeof options.map}.`);
+      if (typeof options.map !== 'string')
+        throw new ConfigError(`FrozenLake reset option \`map\` must be a string, got ${typeof options.map}.`);
       this.map = parseLake(options.map);
     } else {
       this.map = generateLake(this.rng, this.config.size, this.config.p);
@@ -124,16 +148,26 @@ export class FrozenLakeEnv implements Env {
     this.player = this.map.start;
     this.steps = 0;
     this.done = false;
-    return { observation: this.render(), info: { success: false, actionIsValid: true, actionIsEffective: false, slipped: false } };
+    return {
+      observation: this.render(),
+      info: { success: false, actionIsValid: true, actionIsEffective: false, slipped: false },
+    };
   }
 
   step(action: string): StepResult {
-    if (this.done) throw new ResetNeededError(this.map ? 'FrozenLake: the episode has ended; call reset() before step().' : 'FrozenLake: call reset() before the first step().');
+    if (this.done)
+      throw new ResetNeededError(
+        this.map
+          ? 'FrozenLake: the episode has ended; call reset() before step().'
+          : 'FrozenLake: call reset() before the first step().',
+      );
     let a = -1;
     for (let i = 0; i < 4; i++) if (action === ACTION_NAMES[i]) a = i;
     if (a < 0) a = typeof action === 'string' ? matchActionName(ACTION_NAMES, action) : -1;
     if (a < 0) {
-      const info = invalidInfo(`Unknown action ${preview(action)}; valid actions: ${ACTION_NAMES.join(', ')}.`, { slipped: false });
+      const info = invalidInfo(`Unknown action ${preview(action)}; valid actions: ${ACTION_NAMES.join(', ')}.`, {
+        slipped: false,
+      });
       return { observation: this.render(), reward: 0, terminated: false, truncated: false, info };
     }
 
@@ -183,5 +217,7 @@ export class FrozenLakeEnv implements Env {
 
 function preview(action: unknown): string {
   if (typeof action !== 'string') return `of type ${typeof action}`;
-  return action.length > 40 ? `${JSON.stringify(action.slice(0, 40))}... (${action.length} characters)` : JSON.stringify(action);
+  return action.length > 40
+    ? `${JSON.stringify(action.slice(0, 40))}... (${action.length} characters)`
+    : JSON.stringify(action);
 }

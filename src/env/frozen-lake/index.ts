@@ -2,7 +2,12 @@
 import { registerEnv } from '../registry.js';
 import { FrozenLakeEnv, frozenLakeConfigSchema, type FrozenLakeConfig } from './frozen-lake-env.js';
 
-export { FrozenLakeEnv, frozenLakeConfigSchema, type FrozenLakeConfig, type FrozenLakeConfigInput } from './frozen-lake-env.js';
+export {
+  FrozenLakeEnv,
+  frozenLakeConfigSchema,
+  type FrozenLakeConfig,
+  type FrozenLakeConfigInput,
+} from './frozen-lake-env.js';
 export { generateLake, parseLake, renderLake, shortestPath, type LakeMap } from './lake.js';
 
 const base = {
@@ -20,7 +25,8 @@ const base = {
 
 registerEnv<FrozenLakeConfig>('FrozenLake', {
   ...base,
-  description: 'FrozenLake, random 4x4 lake, slippery (moves go the intended way with probability 0.8), grid observation.',
+  description:
+    'FrozenLake, random 4x4 lake, slippery (moves go the intended way with probability 0.8), grid observation.',
   defaults: { size: 4, p: 0.9, successRate: 0.8, observationFormat: 'grid' },
 });
 

@@ -72,7 +72,9 @@ export function generateLake(rng: Rng, size: number, p: number): LakeMap {
     const map = { rows: size, cols: size, tiles, start, goal };
     if (shortestPath(map, start)) return map;
   }
-  throw new ConfigError(`Could not draw a ${size}x${size} FrozenLake map with a safe path at p = ${p} in ${MAX_ATTEMPTS} tries; raise p.`);
+  throw new ConfigError(
+    `Could not draw a ${size}x${size} FrozenLake map with a safe path at p = ${p} in ${MAX_ATTEMPTS} tries; raise p.`,
+  );
 }
 
 /**
@@ -80,26 +82,37 @@ export function generateLake(rng: Rng, size: number, p: number): LakeMap {
  * Needs exactly one S and one G and rows of equal length; bad input is a `ConfigError`.
  */
 export function parseLake(text: string): LakeMap {
-  const lines = text.trim().split(/\r?\n/).map((line) => line.trim());
+  const lines = text
+    .trim()
+    .split(/\r?\n/)
+    .map((line) => line.trim());
   const rows = lines.length;
   const cols = lines[0]!.length;
   const tiles = new Uint8Array(rows * cols);
   const starts: number[] = [];
   const goals: number[] = [];
   lines.forEach((line, r) => {
-    if (line.length !== cols) throw new ConfigError(`FrozenLake map row ${r} has ${line.length} cells but row 0 has ${cols}; rows must have equal length.`);
+    if (line.length !== cols)
+      throw new ConfigError(
+        `FrozenLake map row ${r} has ${line.length} cells but row 0 has ${cols}; rows must have equal length.`,
+      );
     [...line].forEach((ch, c) => {
       const i = r * cols + c;
       if (ch === 'S') starts.push(i);
       else if (ch === 'G') goals.push(i);
       else if (ch === 'H') tiles[i] = HOLE;
-      else if (ch !== 'F') throw new ConfigError(`Unknown FrozenLake map letter ${JSON.stringify(ch)} at row ${r}, column ${c}; use S (start), F (frozen), H (hole), G (goal).`);
+      else if (ch !== 'F')
+        throw new ConfigError(
+          `Unknown FrozenLake map letter ${JSON.stringify(ch)} at row ${r}, column ${c}; use S (start), F (frozen), H (hole), G (goal).`,
+        );
       if (ch === 'G') tiles[i] = GOAL;
     });
   });
   if (cols === 0) throw new ConfigError('FrozenLake map is empty; give rows of S, F, H, G.');
   if (starts.length !== 1 || goals.length !== 1) {
-    throw new ConfigError(`FrozenLake map needs exactly one S and one G, found ${starts.length} S and ${goals.length} G.`);
+    throw new ConfigError(
+      `FrozenLake map needs exactly one S and one G, found ${starts.length} S and ${goals.length} G.`,
+    );
   }
   return { rows, cols, tiles, start: starts[0]!, goal: goals[0]! };
 }

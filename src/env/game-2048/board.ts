@@ -20,7 +20,8 @@ export class Board2048 {
       const t = new Int32Array(s * s);
       for (let l = 0; l < s; l++) {
         for (let p = 0; p < s; p++) {
-          t[l * s + p] = d === 0 ? p * s + l : d === 1 ? l * s + (s - 1 - p) : d === 2 ? (s - 1 - p) * s + l : l * s + p;
+          t[l * s + p] =
+            d === 0 ? p * s + l : d === 1 ? l * s + (s - 1 - p) : d === 2 ? (s - 1 - p) * s + l : l * s + p;
         }
       }
       return t;
@@ -90,7 +91,8 @@ export class Board2048 {
 
   /** No empty cell and no two equal neighbours: no move changes the board. */
   isGameOver(): boolean {
-    const s = this.size, c = this.cells;
+    const s = this.size,
+      c = this.cells;
     for (let r = 0; r < s; r++) {
       for (let col = 0; col < s; col++) {
         const v = c[r * s + col]!;

@@ -2,7 +2,16 @@
 // Follows RAGEN's ragen/env/game_2048 (rewards, spawning, render), with the invalid-move penalty kept.
 import { z } from 'zod';
 import { ResetNeededError, Rng } from '../../util/index.js';
-import { checkResetOptions, invalidInfo, matchActionName, type Env, type EnvInfo, type ResetOptions, type ResetResult, type StepResult } from '../core.js';
+import {
+  checkResetOptions,
+  invalidInfo,
+  matchActionName,
+  type Env,
+  type EnvInfo,
+  type ResetOptions,
+  type ResetResult,
+  type StepResult,
+} from '../core.js';
 import { Board2048, DIRECTIONS, tileExponent } from './board.js';
 
 /** 2048's configuration (RAGEN's Game2048EnvConfig; keys in camelCase). */
@@ -103,16 +112,25 @@ export class Game2048Env implements Env {
 
   step(action: string): StepResult {
     if (!this.started) throw new ResetNeededError('game_2048.step() called before reset(); call reset({seed}) first.');
-    if (this.done) throw new ResetNeededError('game_2048.step() called after the game ended; call reset({seed}) to start a new one.');
+    if (this.done)
+      throw new ResetNeededError(
+        'game_2048.step() called after the game ended; call reset({seed}) to start a new one.',
+      );
     const d = matchActionName(DIRECTIONS, action);
     if (d < 0) {
       const shown = action.length > 40 ? `${JSON.stringify(action.slice(0, 40))}...` : JSON.stringify(action);
-      return this.result(0, false, { ...invalidInfo(`${shown} is not an action; answer one of Up, Right, Down, Left`), ...this.metrics(0) });
+      return this.result(0, false, {
+        ...invalidInfo(`${shown} is not an action; answer one of Up, Right, Down, Left`),
+        ...this.metrics(0),
+      });
     }
     const merged = this.board.move(d);
     if (merged < 0) {
       const penalty = this.config.invalidMovePenalty;
-      return this.result(penalty, false, { ...invalidInfo(`${DIRECTIONS[d]} moves no tile; valid now: ${this.validActions().join(', ')}`), ...this.metrics(penalty) });
+      return this.result(penalty, false, {
+        ...invalidInfo(`${DIRECTIONS[d]} moves no tile; valid now: ${this.validActions().join(', ')}`),
+        ...this.metrics(penalty),
+      });
     }
     this.board.spawn(this.rng, this.config.twoProb);
     this.score += merged;
@@ -169,8 +187,14 @@ export class Game2048Env implements Env {
   private load(spec: unknown): void {
     const s = this.config.size;
     const rows = spec as unknown[];
-    const ok = Array.isArray(rows) && rows.length === s && rows.every((r) => Array.isArray(r) && r.length === s && r.every((v) => tileExponent(v) >= 0));
-    if (!ok) throw new TypeError(`game_2048 reset options.board must be ${s} rows of ${s} tile values (0 or powers of two >= 2), got ${JSON.stringify(spec)}`);
+    const ok =
+      Array.isArray(rows) &&
+      rows.length === s &&
+      rows.every((r) => Array.isArray(r) && r.length === s && r.every((v) => tileExponent(v) >= 0));
+    if (!ok)
+      throw new TypeError(
+        `game_2048 reset options.board must be ${s} rows of ${s} tile values (0 or powers of two >= 2), got ${JSON.stringify(spec)}`,
+      );
     (rows as number[][]).forEach((row, r) => row.forEach((v, c) => (this.board.cells[r * s + c] = tileExponent(v))));
   }
 }

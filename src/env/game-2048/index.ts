@@ -2,7 +2,13 @@
 import { registerEnv } from '../registry.js';
 import { Game2048Env, type Game2048Config, game2048Schema } from './game-2048-env.js';
 
-export { Game2048Env, GAME_2048_INSTRUCTION, game2048Instruction, type Game2048Config, game2048Schema } from './game-2048-env.js';
+export {
+  Game2048Env,
+  GAME_2048_INSTRUCTION,
+  game2048Instruction,
+  type Game2048Config,
+  game2048Schema,
+} from './game-2048-env.js';
 export { Board2048, DIRECTIONS } from './board.js';
 
 registerEnv<Game2048Config>('game_2048', {

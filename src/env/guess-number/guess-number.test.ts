@@ -1,4 +1,5 @@
-// GuessNumber: the hidden number's spread over seeds, the higher/lower answers, invalid guesses, the solver, the conformance check.
+// GuessNumber: the hidden number's spread over seeds, the higher/lower answers, invalid guesses, the solver, the
+// conformance check.
 import { describe, expect, test } from 'vitest';
 import { ResetNeededError } from '../../util/index.js';
 import { checkRegisteredEnv, envSpec, resolveEnvConfig } from '../index.js';
@@ -22,15 +23,33 @@ describe('GuessNumber', () => {
     const seed = [...Array(100).keys()].find((s) => guessNumberSecret(s, 16) === 9)!;
     expect(env.reset({ seed }).observation).toBe('Guess the hidden number between 1 and 16. You have 3 guesses.');
     let r = env.step('4');
-    expect([r.observation, r.reward, r.terminated, r.info.guesses]).toEqual(['Guess the hidden number between 1 and 16. Your guesses: 4 higher. 2 guesses left.', 0, false, 1]);
+    expect([r.observation, r.reward, r.terminated, r.info.guesses]).toEqual([
+      'Guess the hidden number between 1 and 16. Your guesses: 4 higher. 2 guesses left.',
+      0,
+      false,
+      1,
+    ]);
     r = env.step(' 12 ');
-    expect([r.observation, r.terminated]).toEqual(['Guess the hidden number between 1 and 16. Your guesses: 4 higher, 12 lower. 1 guesses left.', false]);
+    expect([r.observation, r.terminated]).toEqual([
+      'Guess the hidden number between 1 and 16. Your guesses: 4 higher, 12 lower. 1 guesses left.',
+      false,
+    ]);
     r = env.step('10');
-    expect([r.observation, r.reward, r.terminated, r.info.success]).toEqual(['Guess the hidden number between 1 and 16. Your guesses: 4 higher, 12 lower, 10 lower. 0 guesses left.', 0, true, false]);
+    expect([r.observation, r.reward, r.terminated, r.info.success]).toEqual([
+      'Guess the hidden number between 1 and 16. Your guesses: 4 higher, 12 lower, 10 lower. 0 guesses left.',
+      0,
+      true,
+      false,
+    ]);
     expect(() => env.step('9')).toThrow(ResetNeededError);
     env.reset({ seed });
     r = env.step('9');
-    expect([r.observation, r.reward, r.terminated, r.info.success]).toEqual(['Guess the hidden number between 1 and 16. Your guesses: 9 correct. 2 guesses left.', 1, true, true]);
+    expect([r.observation, r.reward, r.terminated, r.info.success]).toEqual([
+      'Guess the hidden number between 1 and 16. Your guesses: 9 correct. 2 guesses left.',
+      1,
+      true,
+      true,
+    ]);
   });
 
   test('an invalid guess costs nothing and says why', () => {

@@ -2,7 +2,14 @@
 // Vercel AI SDK example agent (examples/agents/guess-number-ai-sdk/), which computes the same number from the seed.
 import { z } from 'zod';
 import { ResetNeededError } from '../../util/index.js';
-import { invalidInfo, checkResetOptions, type Env, type ResetOptions, type ResetResult, type StepResult } from '../core.js';
+import {
+  invalidInfo,
+  checkResetOptions,
+  type Env,
+  type ResetOptions,
+  type ResetResult,
+  type StepResult,
+} from '../core.js';
 
 /** Guess-the-number settings. */
 export const guessNumberSchema = z.object({
@@ -68,7 +75,8 @@ export function binarySearchGuesses(secret: number, maxNumber: number): number[]
  * `maxNumber` (16), `maxGuesses` (5).
  */
 export class GuessNumberEnv implements Env {
-  readonly instruction = 'You are playing guess the number. Each turn, answer with one number; you are told whether the hidden number is higher, lower or correct.';
+  readonly instruction =
+    'You are playing guess the number. Each turn, answer with one number; you are told whether the hidden number is higher, lower or correct.';
   readonly legend = '';
   readonly actionNames = undefined;
   private secret = 0;
@@ -88,7 +96,10 @@ export class GuessNumberEnv implements Env {
     this.done = false;
     this.started = true;
     this.observation = `Guess the hidden number between 1 and ${this.config.maxNumber}. You have ${this.config.maxGuesses} guesses.`;
-    return { observation: this.observation, info: { success: false, actionIsValid: true, actionIsEffective: false, guesses: 0 } };
+    return {
+      observation: this.observation,
+      info: { success: false, actionIsValid: true, actionIsEffective: false, guesses: 0 },
+    };
   }
 
   step(action: string): StepResult {
@@ -98,7 +109,10 @@ export class GuessNumberEnv implements Env {
     const n = /^\d+$/.test(text) ? Number(text) : Number.NaN;
     if (!(n >= 1 && n <= this.config.maxNumber)) {
       const shown = text.length > 40 ? `${text.slice(0, 40)}...` : text;
-      const info = invalidInfo(`${JSON.stringify(shown)} is not a number from 1 to ${this.config.maxNumber}; answer with one number.`, { guesses: this.guesses });
+      const info = invalidInfo(
+        `${JSON.stringify(shown)} is not a number from 1 to ${this.config.maxNumber}; answer with one number.`,
+        { guesses: this.guesses },
+      );
       return { observation: this.observation, reward: 0, terminated: false, truncated: false, info };
     }
     this.guesses++;
@@ -109,7 +123,13 @@ export class GuessNumberEnv implements Env {
     this.history.push(`${n} ${word}`);
     // the whole history in every observation: a policy that sees only the current state (window 1) has what it needs
     this.observation = `Guess the hidden number between 1 and ${this.config.maxNumber}. Your guesses: ${this.history.join(', ')}. ${left} guesses left.`;
-    return { observation: this.observation, reward: correct ? 1 : 0, terminated: this.done, truncated: false, info: { success: correct, actionIsValid: true, actionIsEffective: true, guesses: this.guesses } };
+    return {
+      observation: this.observation,
+      reward: correct ? 1 : 0,
+      terminated: this.done,
+      truncated: false,
+      info: { success: correct, actionIsValid: true, actionIsEffective: true, guesses: this.guesses },
+    };
   }
 
   render(): string {

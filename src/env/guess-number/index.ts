@@ -1,8 +1,21 @@
-// Registers `GuessNumber`: find a hidden number from higher/lower answers (the AI SDK example's task in the built-in loop).
+// Registers `GuessNumber`: find a hidden number from higher/lower answers (the AI SDK example's task in the built-in
+// loop).
 import { registerEnv } from '../registry.js';
-import { binarySearchGuesses, GuessNumberEnv, guessNumberSchema, guessNumberSecret, type GuessNumberConfig } from './guess-number.js';
+import {
+  binarySearchGuesses,
+  GuessNumberEnv,
+  guessNumberSchema,
+  guessNumberSecret,
+  type GuessNumberConfig,
+} from './guess-number.js';
 
-export { binarySearchGuesses, GuessNumberEnv, guessNumberSchema, guessNumberSecret, type GuessNumberConfig } from './guess-number.js';
+export {
+  binarySearchGuesses,
+  GuessNumberEnv,
+  guessNumberSchema,
+  guessNumberSecret,
+  type GuessNumberConfig,
+} from './guess-number.js';
 
 registerEnv<GuessNumberConfig>('GuessNumber', {
   description: 'Guess the number: find a hidden number in 1..16 from higher/lower answers, 5 guesses (multi-turn).',

@@ -18,7 +18,10 @@ export class FakeKiminaServer {
   private server: Server | undefined;
   private readonly seen500 = new Set<string>();
 
-  /** `v1`: answers `{results: [r]}` (kimina-lean-server 1.x, RAGEN's client); `v2`: answers the bare `r` of the single-snippet endpoint (2.x). */
+  /**
+   * `v1`: answers `{results: [r]}` (kimina-lean-server 1.x, RAGEN's client); `v2`: answers the bare `r` of the
+   * single-snippet endpoint (2.x).
+   */
   constructor(
     private readonly theorems: readonly LeanTheorem[],
     private readonly api: 'v1' | 'v2' = 'v1',
@@ -48,7 +51,15 @@ export class FakeKiminaServer {
     const body = JSON.parse(text);
     this.requests.push(body);
     const snippet = (this.api === 'v1' ? body.snippets?.[0] : body.snippet) as { id: string; code: string } | undefined;
-    if (!snippet) return [422, { detail: [{ msg: this.api === 'v1' ? '`snippets` must be provided and non empty' : 'Field required: snippet' }] }];
+    if (!snippet)
+      return [
+        422,
+        {
+          detail: [
+            { msg: this.api === 'v1' ? '`snippets` must be provided and non empty' : 'Field required: snippet' },
+          ],
+        },
+      ];
     if (snippet.code.includes('fake_http_500') && !this.seen500.has(snippet.code)) {
       this.seen500.add(snippet.code);
       return [500, { detail: 'Internal Server Error' }];
@@ -61,17 +72,36 @@ export class FakeKiminaServer {
     const lines = code.split('\n');
     const thm = this.theorems.find((t) => code.includes(t.formalStatement));
     const at = thm ? lines.findIndex((l) => l === thm.formalStatement.split('\n').at(-1)) : -1;
-    if (!thm || at < 0) return { id, time: 0.1, response: { messages: [{ severity: 'error', pos: { line: 1, column: 0 }, data: 'unknown identifier' }] } };
+    if (!thm || at < 0)
+      return {
+        id,
+        time: 0.1,
+        response: { messages: [{ severity: 'error', pos: { line: 1, column: 0 }, data: 'unknown identifier' }] },
+      };
     const tactics = lines.slice(at + 1).filter((l) => l.trim() !== '');
     const goal = `⊢ ${thm.formalStatement.replace(/^theorem \S+ /, '').replace(/ := by$/, '')}`;
     const lineOf = (i: number) => ({ line: at + 2 + i, column: 2 });
-    if (tactics.some((t) => t.includes('fake_timeout'))) return { id, time: timeout, error: `Lean REPL command timed out in ${timeout} seconds`, diagnostics: { repl_uuid: 'fake' } };
-    if (tactics.some((t) => t.includes('fake_repl_error'))) return { id, time: 0.1, response: { message: 'Lean REPL error: unexpected end of input' } };
+    if (tactics.some((t) => t.includes('fake_timeout')))
+      return {
+        id,
+        time: timeout,
+        error: `Lean REPL command timed out in ${timeout} seconds`,
+        diagnostics: { repl_uuid: 'fake' },
+      };
+    if (tactics.some((t) => t.includes('fake_repl_error')))
+      return { id, time: 0.1, response: { message: 'Lean REPL error: unexpected end of input' } };
     const sorryAt = tactics.findIndex((t) => /\bsorry\b/.test(t));
     if (sorryAt >= 0) {
       const response: CommandResponse = {
         env: 0,
-        messages: [{ severity: 'warning', pos: { line: 1, column: 8 }, endPos: { line: 1, column: 20 }, data: "declaration uses 'sorry'" }],
+        messages: [
+          {
+            severity: 'warning',
+            pos: { line: 1, column: 8 },
+            endPos: { line: 1, column: 20 },
+            data: "declaration uses 'sorry'",
+          },
+        ],
         sorries: [{ pos: lineOf(sorryAt), endPos: { ...lineOf(sorryAt), column: 7 }, goal }],
       };
       return { id, time: 0.1, response };
@@ -79,9 +109,29 @@ export class FakeKiminaServer {
     const proof = thm.proof ?? [];
     const given = tactics.map((t) => t.trim());
     const wrong = given.findIndex((t, i) => t !== proof[i]);
-    const unsolved = { severity: 'error', pos: { line: at + 1, column: thm.formalStatement.length - 2 }, endPos: lineOf(Math.max(0, given.length - 1)), data: `unsolved goals\n${goal}` };
+    const unsolved = {
+      severity: 'error',
+      pos: { line: at + 1, column: thm.formalStatement.length - 2 },
+      endPos: lineOf(Math.max(0, given.length - 1)),
+      data: `unsolved goals\n${goal}`,
+    };
     if (wrong < 0 && given.length === proof.length) return { id, time: 0.2, response: { env: 0, messages: [] } };
     if (wrong < 0) return { id, time: 0.2, response: { env: 0, messages: [unsolved] } };
-    return { id, time: 0.2, response: { env: 0, messages: [{ severity: 'error', pos: lineOf(wrong), endPos: { ...lineOf(wrong), column: 2 + given[wrong]!.length }, data: `unknown tactic '${given[wrong]!.slice(0, 40)}'` }, unsolved] } };
+    return {
+      id,
+      time: 0.2,
+      response: {
+        env: 0,
+        messages: [
+          {
+            severity: 'error',
+            pos: lineOf(wrong),
+            endPos: { ...lineOf(wrong), column: 2 + given[wrong]!.length },
+            data: `unknown tactic '${given[wrong]!.slice(0, 40)}'`,
+          },
+          unsolved,
+        ],
+      },
+    };
   }
 }

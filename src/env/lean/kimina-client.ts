@@ -20,7 +20,10 @@ export interface CommandResponse {
   sorries?: unknown[] | null;
 }
 
-/** One result of /api/check (Kimina's ReplResponse): exactly one of `error` (server-level, e.g. "timed out") and `response`; a response with `message` is a REPL-level error. */
+/**
+ * One result of /api/check (Kimina's ReplResponse): exactly one of `error` (server-level, e.g. "timed out") and
+ * `response`; a response with `message` is a REPL-level error.
+ */
 export interface ReplResponse {
   id: string;
   time?: number;
@@ -61,7 +64,11 @@ export class KiminaClient {
   async ensureReachable(): Promise<void> {
     if (this.healthy) return;
     try {
-      const res = await this.fetchWithTimeout(`${this.url}/health`, { method: 'GET', headers: this.headers() }, Math.min(this.options.httpTimeout, 10));
+      const res = await this.fetchWithTimeout(
+        `${this.url}/health`,
+        { method: 'GET', headers: this.headers() },
+        Math.min(this.options.httpTimeout, 10),
+      );
       if (!res.ok) throw new Error(`HTTP ${res.status} ${res.statusText}`);
     } catch (err) {
       throw new LeanServerError(
@@ -81,11 +88,21 @@ export class KiminaClient {
   async check(code: string): Promise<ReplResponse> {
     const id = `ragen-proof-${process.pid}-${++snippetCounter}`;
     const snippet = { id, code };
-    const body = JSON.stringify({ snippets: [snippet], snippet, timeout: Math.round(this.options.requestTimeout), debug: true, reuse: true });
+    const body = JSON.stringify({
+      snippets: [snippet],
+      snippet,
+      timeout: Math.round(this.options.requestTimeout),
+      debug: true,
+      reuse: true,
+    });
     let lastError = '';
     for (let attempt = 1; attempt <= this.options.maxRetries; attempt++) {
       try {
-        const res = await this.fetchWithTimeout(`${this.url}/api/check`, { method: 'POST', headers: { 'content-type': 'application/json', ...this.headers() }, body }, this.options.httpTimeout);
+        const res = await this.fetchWithTimeout(
+          `${this.url}/api/check`,
+          { method: 'POST', headers: { 'content-type': 'application/json', ...this.headers() }, body },
+          this.options.httpTimeout,
+        );
         const text = await res.text();
         if (!res.ok) throw new Error(`HTTP ${res.status}: ${text.slice(0, 200)}`);
         let json: unknown;
@@ -95,19 +112,26 @@ export class KiminaClient {
           throw new Error(`the server answered non-JSON: ${JSON.stringify(text.slice(0, 200))}`);
         }
         const first = firstResult(json);
-        if (first === undefined) throw new Error(`the answer is not a check result ({results: [...]}, [...] or {id, response | error}): ${text.slice(0, 200)}`);
+        if (first === undefined)
+          throw new Error(
+            `the answer is not a check result ({results: [...]}, [...] or {id, response | error}): ${text.slice(0, 200)}`,
+          );
         return first;
       } catch (err) {
         lastError = describe(err);
         if (attempt < this.options.maxRetries) {
           const wait = (this.options.backoffSeconds ?? 1) * 2 ** (attempt - 1);
-          console.warn(`[lean] POST ${this.url}/api/check failed (attempt ${attempt}/${this.options.maxRetries}: ${lastError}); retrying in ${wait} s`);
+          console.warn(
+            `[lean] POST ${this.url}/api/check failed (attempt ${attempt}/${this.options.maxRetries}: ${lastError}); retrying in ${wait} s`,
+          );
           await new Promise((r) => setTimeout(r, wait * 1000));
         }
       }
     }
     this.healthy = false;
-    throw new LeanServerError(`POST ${this.url}/api/check failed after ${this.options.maxRetries} attempt(s): ${lastError}. Is the Kimina Lean server still running?`);
+    throw new LeanServerError(
+      `POST ${this.url}/api/check failed after ${this.options.maxRetries} attempt(s): ${lastError}. Is the Kimina Lean server still running?`,
+    );
   }
 
   private headers(): Record<string, string> {
@@ -127,7 +151,8 @@ export class KiminaClient {
 
 /** The first check result of an answer in any of the server versions' shapes. */
 function firstResult(json: unknown): ReplResponse | undefined {
-  const isResult = (x: unknown): x is ReplResponse => typeof x === 'object' && x !== null && !Array.isArray(x) && ('response' in x || 'error' in x);
+  const isResult = (x: unknown): x is ReplResponse =>
+    typeof x === 'object' && x !== null && !Array.isArray(x) && ('response' in x || 'error' in x);
   if (Array.isArray(json)) return isResult(json[0]) ? json[0] : undefined;
   if (typeof json === 'object' && json !== null && 'results' in json) {
     const results = (json as { results: unknown }).results;
@@ -139,7 +164,8 @@ function firstResult(json: unknown): ReplResponse | undefined {
 function describe(err: unknown): string {
   if (err instanceof Error) {
     const cause = (err as { cause?: unknown }).cause;
-    const code = typeof cause === 'object' && cause !== null && 'code' in cause ? ` ${(cause as { code: unknown }).code}` : '';
+    const code =
+      typeof cause === 'object' && cause !== null && 'code' in cause ? ` ${(cause as { code: unknown }).code}` : '';
     return `${err.message}${code}`;
   }
   return String(err);

@@ -2,7 +2,15 @@
 // Lean server. Follows RAGEN's ragen/env/lean (acceptance rules, rewards, render).
 import { z } from 'zod';
 import { ResetNeededError } from '../../util/index.js';
-import { checkResetOptions, invalidInfo, type Env, type EnvInfo, type ResetOptions, type ResetResult, type StepResult } from '../core.js';
+import {
+  checkResetOptions,
+  invalidInfo,
+  type Env,
+  type EnvInfo,
+  type ResetOptions,
+  type ResetResult,
+  type StepResult,
+} from '../core.js';
 import { KiminaClient, type LeanMessage } from './kimina-client.js';
 import { DEFAULT_IMPORTS, generateTheorems, loadTheorems, type LeanTheorem } from './theorems.js';
 import { formatMessages, judge, judgeFailure, type LeanVerdict } from './verdict.js';
@@ -57,7 +65,13 @@ function clientFor(c: LeanConfig): KiminaClient {
   const key = JSON.stringify([c.serverUrl, c.apiKey, c.requestTimeout, c.httpTimeout, c.maxRetries]);
   let client = clients.get(key);
   if (!client) {
-    client = new KiminaClient({ serverUrl: c.serverUrl, ...(c.apiKey ? { apiKey: c.apiKey } : {}), requestTimeout: c.requestTimeout, httpTimeout: c.httpTimeout, maxRetries: c.maxRetries });
+    client = new KiminaClient({
+      serverUrl: c.serverUrl,
+      ...(c.apiKey ? { apiKey: c.apiKey } : {}),
+      requestTimeout: c.requestTimeout,
+      httpTimeout: c.httpTimeout,
+      maxRetries: c.maxRetries,
+    });
     clients.set(key, client);
   }
   return client;
@@ -65,8 +79,15 @@ function clientFor(c: LeanConfig): KiminaClient {
 
 const datasets = new Map<string, LeanTheorem[]>();
 
-/** The theorem for (seed, mode): `seed mod n` over the split (generated: every fifth is val; a JSONL file serves both, as RAGEN's). */
-export function leanTheorem(c: Pick<LeanConfig, 'dataPath' | 'numTheorems'>, seed: number, mode: 'train' | 'val' = 'train'): LeanTheorem {
+/**
+ * The theorem for (seed, mode): `seed mod n` over the split (generated: every fifth is val; a JSONL file serves both,
+ * as RAGEN's).
+ */
+export function leanTheorem(
+  c: Pick<LeanConfig, 'dataPath' | 'numTheorems'>,
+  seed: number,
+  mode: 'train' | 'val' = 'train',
+): LeanTheorem {
   const key = c.dataPath || `generated:${c.numTheorems}`;
   let all = datasets.get(key);
   if (!all) {
@@ -110,7 +131,8 @@ interface LogEntry {
  *
  * ## Info
  * `success`, `actionIsValid` (well-formed tactic text), `actionIsEffective` and `accepted` (Lean accepted it;
- * RAGEN reports this as action_is_valid), `status` (valid | invalid | error | timeout | server_error), `acceptedTactics`.
+ * RAGEN reports this as action_is_valid), `status` (valid | invalid | error | timeout | server_error),
+ * `acceptedTactics`.
  *
  * ## Arguments
  * See {@link LeanConfig}. A missing server is an error at `reset` naming the URL.
@@ -144,13 +166,26 @@ export class LeanEnv implements Env {
   }
 
   async step(action: string): Promise<StepResult> {
-    if (this.theorem === undefined) throw new ResetNeededError('Lean.step() called before reset(); call reset({seed}) first.');
-    if (this.done) throw new ResetNeededError('Lean.step() called after the episode ended; call reset({seed}) to start a new one.');
+    if (this.theorem === undefined)
+      throw new ResetNeededError('Lean.step() called before reset(); call reset({seed}) first.');
+    if (this.done)
+      throw new ResetNeededError('Lean.step() called after the episode ended; call reset({seed}) to start a new one.');
     const c = this.config;
     const tactic = action.replace(/^\s*\n|\s+$/g, '');
-    const bad = tactic.trim() === '' ? 'Empty tactic is not allowed.' : tactic.length > c.maxTacticChars ? `The tactic is ${tactic.length} characters long; at most ${c.maxTacticChars} are sent to Lean.` : undefined;
+    const bad =
+      tactic.trim() === ''
+        ? 'Empty tactic is not allowed.'
+        : tactic.length > c.maxTacticChars
+          ? `The tactic is ${tactic.length} characters long; at most ${c.maxTacticChars} are sent to Lean.`
+          : undefined;
     if (bad !== undefined) {
-      return { observation: `${this.render()}\n\nInvalid action: ${bad}`, reward: c.stepPenalty + c.invalidStepReward, terminated: false, truncated: false, info: { ...invalidInfo(bad), ...this.extra('invalid') } };
+      return {
+        observation: `${this.render()}\n\nInvalid action: ${bad}`,
+        reward: c.stepPenalty + c.invalidStepReward,
+        terminated: false,
+        truncated: false,
+        info: { ...invalidInfo(bad), ...this.extra('invalid') },
+      };
     }
     let verdict: LeanVerdict;
     try {
@@ -168,7 +203,13 @@ export class LeanEnv implements Env {
     const truncated = !verdict.success && this.steps >= c.maxSteps;
     if (truncated) reward += c.maxStepsPenalty;
     this.done = verdict.success || truncated;
-    return { observation: this.render(), reward, terminated: verdict.success, truncated, info: this.info(verdict.success, true, verdict.accepted, verdict.status) };
+    return {
+      observation: this.render(),
+      reward,
+      terminated: verdict.success,
+      truncated,
+      info: this.info(verdict.success, true, verdict.accepted, verdict.status),
+    };
   }
 
   /** The proof script for `steps` (RAGEN's `_construct_proof`). */
@@ -186,7 +227,11 @@ export class LeanEnv implements Env {
   render(): string {
     if (this.theorem === undefined) return 'Lean environment not initialised.';
     const c = this.config;
-    const out = [`Steps taken: ${this.steps}/${c.maxSteps} | accepted tactics: ${this.tactics.length}`, '', 'Informal statement:'];
+    const out = [
+      `Steps taken: ${this.steps}/${c.maxSteps} | accepted tactics: ${this.tactics.length}`,
+      '',
+      'Informal statement:',
+    ];
     out.push(...wrap(this.theorem.naturalLanguageStatement.trim(), 88).map((l) => `  ${l}`));
     out.push('', 'Proof transcript:');
     const proof = this.proofText(this.tactics).trimEnd().split('\n');
@@ -198,10 +243,22 @@ export class LeanEnv implements Env {
       out.push('', 'Proof log (latest 5 steps):');
       const first = Math.max(0, this.log.length - 5);
       if (first > 0) out.push(`  ... (${first} earlier steps omitted)`);
-      this.log.slice(first).forEach((e, i) => out.push(`  ${String(first + i + 1).padStart(2, '0')}. ${e.action.split('\n')[0]} [${e.accepted ? '✓ accepted' : '✗ rejected'}]`));
+      this.log
+        .slice(first)
+        .forEach((e, i) =>
+          out.push(
+            `  ${String(first + i + 1).padStart(2, '0')}. ${e.action.split('\n')[0]} [${e.accepted ? '✓ accepted' : '✗ rejected'}]`,
+          ),
+        );
     }
     if (this.last) {
-      out.push('', 'Last Lean feedback:', `  accepted: ${this.last.accepted}`, '  messages:', ...formatMessages(this.last.messages, '', c.messageTruncateLimit));
+      out.push(
+        '',
+        'Last Lean feedback:',
+        `  accepted: ${this.last.accepted}`,
+        '  messages:',
+        ...formatMessages(this.last.messages, '', c.messageTruncateLimit),
+      );
     }
     return out.join('\n');
   }

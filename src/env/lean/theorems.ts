@@ -18,7 +18,8 @@ export interface LeanTheorem {
 }
 
 /** RAGEN's default header when a record has no imports. */
-export const DEFAULT_IMPORTS = 'import Mathlib\nimport Aesop\nset_option maxHeartbeats 0\nopen BigOperators Real Nat Topology Rat';
+export const DEFAULT_IMPORTS =
+  'import Mathlib\nimport Aesop\nset_option maxHeartbeats 0\nopen BigOperators Real Nat Topology Rat';
 
 type Template = (rng: Rng, name: string) => Omit<LeanTheorem, 'name' | 'imports' | 'preamble'>;
 
@@ -109,13 +110,18 @@ export function splitFormalSections(text: string): { imports: string; preamble: 
   return { imports: imports.join('\n').trim(), preamble: preamble.join('\n').trim(), body: body.join('\n').trim() };
 }
 
-/** Records of miniF2F-format JSONL (`formal_statement`, `natural_language_statement`, `name`); lines without a statement are skipped. */
+/**
+ * Records of miniF2F-format JSONL (`formal_statement`, `natural_language_statement`, `name`); lines without a statement
+ * are skipped.
+ */
 export function loadTheorems(path: string): LeanTheorem[] {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
   } catch (err) {
-    throw new ConfigError(`Lean dataPath \`${path}\` cannot be read (${(err as Error).message}). Give a JSONL file with formal_statement and natural_language_statement per line, or '' for the generated set.`);
+    throw new ConfigError(
+      `Lean dataPath \`${path}\` cannot be read (${(err as Error).message}). Give a JSONL file with formal_statement and natural_language_statement per line, or '' for the generated set.`,
+    );
   }
   const out: LeanTheorem[] = [];
   text.split('\n').forEach((line, i) => {
@@ -124,7 +130,9 @@ export function loadTheorems(path: string): LeanTheorem[] {
     try {
       rec = JSON.parse(line);
     } catch {
-      throw new ConfigError(`Lean dataPath \`${path}\` line ${i + 1} is not JSON: ${JSON.stringify(line.slice(0, 80))}.`);
+      throw new ConfigError(
+        `Lean dataPath \`${path}\` line ${i + 1} is not JSON: ${JSON.stringify(line.slice(0, 80))}.`,
+      );
     }
     if (typeof rec.formal_statement !== 'string' || !rec.formal_statement.trim()) return;
     const parts = splitFormalSections(rec.formal_statement);
@@ -133,7 +141,8 @@ export function loadTheorems(path: string): LeanTheorem[] {
       imports: parts.imports,
       preamble: parts.preamble,
       formalStatement: parts.body,
-      naturalLanguageStatement: typeof rec.natural_language_statement === 'string' ? rec.natural_language_statement : '',
+      naturalLanguageStatement:
+        typeof rec.natural_language_statement === 'string' ? rec.natural_language_statement : '',
     });
   });
   if (out.length === 0) throw new ConfigError(`Lean dataPath \`${path}\` has no record with a formal_statement.`);

@@ -28,7 +28,9 @@ export function describeServer(server: McpServerConfig): string {
 
 const STDERR_KEEP = 400;
 
-/** The SDK's pieces this file uses, imported at the first connection: loading them costs every `ragen` command ~0.5 s. */
+/**
+ * The SDK's pieces this file uses, imported at the first connection: loading them costs every `ragen` command ~0.5 s.
+ */
 async function loadSdk() {
   const [client, stdio, http, types] = await Promise.all([
     import('@modelcontextprotocol/sdk/client/index.js'),
@@ -36,7 +38,14 @@ async function loadSdk() {
     import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
     import('@modelcontextprotocol/sdk/types.js'),
   ]);
-  return { Client: client.Client, StdioClientTransport: stdio.StdioClientTransport, getDefaultEnvironment: stdio.getDefaultEnvironment, StreamableHTTPClientTransport: http.StreamableHTTPClientTransport, ErrorCode: types.ErrorCode, McpError: types.McpError };
+  return {
+    Client: client.Client,
+    StdioClientTransport: stdio.StdioClientTransport,
+    getDefaultEnvironment: stdio.getDefaultEnvironment,
+    StreamableHTTPClientTransport: http.StreamableHTTPClientTransport,
+    ErrorCode: types.ErrorCode,
+    McpError: types.McpError,
+  };
 }
 type Sdk = Awaited<ReturnType<typeof loadSdk>>;
 let sdk: Promise<Sdk> | undefined;
@@ -72,12 +81,16 @@ export class McpConnection {
     const client = new m.Client({ name: 'ragen-ts', version: '1' });
     const conn = new McpConnection(m, client, transport, server);
     if (transport instanceof m.StdioClientTransport) {
-      transport.stderr?.on('data', (chunk: Buffer) => (conn.stderrTail = (conn.stderrTail + chunk.toString('utf8')).slice(-STDERR_KEEP)));
+      transport.stderr?.on(
+        'data',
+        (chunk: Buffer) => (conn.stderrTail = (conn.stderrTail + chunk.toString('utf8')).slice(-STDERR_KEEP)),
+      );
     }
     client.onerror = (err: Error) => {
       // the stdio transport drops a message past its read buffer and closes; say that, not "the connection closed"
       const big = /ReadBuffer exceeded maximum size of (\d+) bytes/.exec(err.message);
-      if (big) conn.lostReason ??= `it sent a message larger than the MCP SDK's stdio limit of ${big[1]} bytes (a tool result that big cannot be read); make the tool return less`;
+      if (big)
+        conn.lostReason ??= `it sent a message larger than the MCP SDK's stdio limit of ${big[1]} bytes (a tool result that big cannot be read); make the tool return less`;
     };
     client.onclose = () => {
       if (!conn.closed) conn.lostReason ??= 'the connection closed';
@@ -107,7 +120,12 @@ export class McpConnection {
     let cursor: string | undefined;
     do {
       const page = await this.client.listTools(cursor === undefined ? {} : { cursor }, { timeout: timeoutMs });
-      for (const t of page.tools) tools.push({ name: t.name, ...(t.description !== undefined ? { description: t.description } : {}), inputSchema: t.inputSchema as Record<string, unknown> });
+      for (const t of page.tools)
+        tools.push({
+          name: t.name,
+          ...(t.description !== undefined ? { description: t.description } : {}),
+          inputSchema: t.inputSchema as Record<string, unknown>,
+        });
       cursor = page.nextCursor;
     } while (cursor !== undefined);
     return tools;
@@ -125,22 +143,47 @@ export class McpConnection {
 
   private failure(err: unknown): CallOutcome {
     const { McpError, ErrorCode } = this.sdk;
-    const stderr = this.stderrTail.trim() ? ` Its last stderr: ${JSON.stringify(this.stderrTail.trim().slice(-200))}.` : '';
+    const stderr = this.stderrTail.trim()
+      ? ` Its last stderr: ${JSON.stringify(this.stderrTail.trim().slice(-200))}.`
+      : '';
     if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) {
-      return { ok: false, kind: 'timeout', message: `the MCP server \`${describeServer(this.server)}\` did not answer within the call timeout (callTimeoutS); make the tool faster or raise callTimeoutS.` };
+      return {
+        ok: false,
+        kind: 'timeout',
+        message: `the MCP server \`${describeServer(this.server)}\` did not answer within the call timeout (callTimeoutS); make the tool faster or raise callTimeoutS.`,
+      };
     }
     if (this.lostReason?.startsWith('it sent a message larger')) {
-      return { ok: false, kind: 'result_too_large', message: `the MCP server \`${describeServer(this.server)}\` ended the call: ${this.lostReason}.` };
+      return {
+        ok: false,
+        kind: 'result_too_large',
+        message: `the MCP server \`${describeServer(this.server)}\` ended the call: ${this.lostReason}.`,
+      };
     }
-    if (this.lostReason !== undefined || this.closed || (err instanceof McpError && err.code === ErrorCode.ConnectionClosed)) {
-      return { ok: false, kind: 'server_closed', message: `the MCP server \`${describeServer(this.server)}\` closed the connection during the call (${(err as Error).message}).${stderr}` };
+    if (
+      this.lostReason !== undefined ||
+      this.closed ||
+      (err instanceof McpError && err.code === ErrorCode.ConnectionClosed)
+    ) {
+      return {
+        ok: false,
+        kind: 'server_closed',
+        message: `the MCP server \`${describeServer(this.server)}\` closed the connection during the call (${(err as Error).message}).${stderr}`,
+      };
     }
-    // a live server that answered with a JSON-RPC error (unknown tool, invalid params): the call was wrong, not the server
+    // a live server that answered with a JSON-RPC error (unknown tool, invalid params): the call was wrong, not the
+    // server
     if (err instanceof McpError) return { ok: true, text: err.message, isError: true };
-    return { ok: false, kind: 'server_error', message: `the MCP server \`${describeServer(this.server)}\` could not be reached for the call (${(err as Error).message}).${stderr}` };
+    return {
+      ok: false,
+      kind: 'server_error',
+      message: `the MCP server \`${describeServer(this.server)}\` could not be reached for the call (${(err as Error).message}).${stderr}`,
+    };
   }
 
-  /** End the session: HTTP sessions are terminated on the server, stdio processes are stopped (SIGTERM, then SIGKILL). */
+  /**
+   * End the session: HTTP sessions are terminated on the server, stdio processes are stopped (SIGTERM, then SIGKILL).
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
@@ -161,7 +204,8 @@ export function resultText(result: Record<string, unknown>): string {
   const content = Array.isArray(result['content']) ? (result['content'] as Record<string, unknown>[]) : [];
   for (const c of content) {
     if (c['type'] === 'text' && typeof c['text'] === 'string') parts.push(c['text']);
-    else if (c['type'] === 'resource' && typeof (c['resource'] as { text?: unknown } | undefined)?.text === 'string') parts.push((c['resource'] as { text: string }).text);
+    else if (c['type'] === 'resource' && typeof (c['resource'] as { text?: unknown } | undefined)?.text === 'string')
+      parts.push((c['resource'] as { text: string }).text);
     else parts.push(`[${String(c['type'])} content not shown]`);
   }
   if (parts.length === 0 && result['structuredContent'] !== undefined) parts.push(pyJson(result['structuredContent']));

@@ -12,14 +12,17 @@ const fx = writeMcpFixtures();
 const stdio = { command: process.execPath, args: [fx.server] };
 
 function mcpEnv(over: Partial<z.input<typeof mcpSchema>> = {}): McpEnv {
-  return new McpEnv(mcpSchema.parse({ server: stdio, tasks: { file: fx.tasks }, verifier: { module: fx.verifier }, ...over }));
+  return new McpEnv(
+    mcpSchema.parse({ server: stdio, tasks: { file: fx.tasks }, verifier: { module: fx.verifier }, ...over }),
+  );
 }
 let http: Awaited<ReturnType<typeof startHttpMcpServer>>;
 beforeAll(async () => void (http = await startHttpMcpServer(fx.tools)));
 afterAll(async () => http.stop());
 /** An env on the in-process HTTP server: for tests of the env's own rules, where spawning a process adds only time. */
 const httpEnv = (over: Partial<z.input<typeof mcpSchema>> = {}) => mcpEnv({ server: { url: http.url }, ...over });
-const call = (name: string, args: unknown) => `<tool_call>{"name": ${JSON.stringify(name)}, "arguments": ${JSON.stringify(args)}}</tool_call>`;
+const call = (name: string, args: unknown) =>
+  `<tool_call>{"name": ${JSON.stringify(name)}, "arguments": ${JSON.stringify(args)}}</tool_call>`;
 
 describe('MCP env over stdio', () => {
   let env: McpEnv;
@@ -30,10 +33,21 @@ describe('MCP env over stdio', () => {
     const { observation, info } = await env.reset({ seed: 1 });
     expect(info.actionIsValid).toBe(true);
     expect(observation).toContain('Task: What is 10 + 7?');
-    const tools = /<tools>\n([\s\S]*)\n<\/tools>/.exec(observation)![1]!.split('\n').map((l) => JSON.parse(l));
+    const tools = /<tools>\n([\s\S]*)\n<\/tools>/
+      .exec(observation)![1]!
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(tools.map((t) => t.function.name)).toEqual(['add', 'count', 'fail', 'stats', 'die', 'hang']);
-    expect(tools[0]).toMatchObject({ type: 'function', function: { description: 'Add two numbers.', parameters: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } } } } });
-    expect(observation).toContain('<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>');
+    expect(tools[0]).toMatchObject({
+      type: 'function',
+      function: {
+        description: 'Add two numbers.',
+        parameters: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } } },
+      },
+    });
+    expect(observation).toContain(
+      '<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>',
+    );
   });
 
   it('a correct tool call returns the result as a tool response, and the verifier ends the episode', async () => {
@@ -160,7 +174,9 @@ describe('MCP env over stdio', () => {
     const e = httpEnv({ verifier: { module: fx.verifier, export: 'broken' } });
     try {
       await e.reset({ seed: 0 });
-      await expect(e.step('5')).rejects.toThrow(/returned \{"reward":"high"\}.*finite number.*return a number or \{reward/);
+      await expect(e.step('5')).rejects.toThrow(
+        /returned \{"reward":"high"\}.*finite number.*return a number or \{reward/,
+      );
     } finally {
       await e.close();
     }
@@ -190,14 +206,20 @@ describe('MCP env over stdio', () => {
 });
 
 describe('MCP env over streamable HTTP', () => {
-
   it('lists tools, calls them and ends the HTTP session on close', async () => {
-    const env: Env = makeEnv('MCP', { server: { url: http.url }, tasks: { file: fx.tasks }, verifier: { module: fx.verifier }, allowedTools: ['add', 'hang'] });
+    const env: Env = makeEnv('MCP', {
+      server: { url: http.url },
+      tasks: { file: fx.tasks },
+      verifier: { module: fx.verifier },
+      allowedTools: ['add', 'hang'],
+    });
     const { observation } = await env.reset({ seed: 0 });
     expect(observation).toContain('"name": "add"');
     expect(observation).not.toContain('"name": "count"');
     expect(http.sessions()).toBe(1);
-    expect(((await env.step(call('add', { a: 20, b: 22 }))) as StepResult).observation).toBe('<tool_response>\n42\n</tool_response>');
+    expect(((await env.step(call('add', { a: 20, b: 22 }))) as StepResult).observation).toBe(
+      '<tool_response>\n42\n</tool_response>',
+    );
     expect(((await env.step(call('count', {}))) as StepResult).observation).toMatch(/no tool `count`/);
     expect(await env.step('5')).toMatchObject({ reward: 1, terminated: true });
     await env.close();
@@ -205,7 +227,12 @@ describe('MCP env over streamable HTTP', () => {
   });
 
   it('a hanging tool times out and a vanished server ends the episode with a reason', async () => {
-    const env = makeEnv('MCP', { server: { url: http.url }, tasks: { file: fx.tasks }, verifier: { module: fx.verifier }, callTimeoutS: 0.3 });
+    const env = makeEnv('MCP', {
+      server: { url: http.url },
+      tasks: { file: fx.tasks },
+      verifier: { module: fx.verifier },
+      callTimeoutS: 0.3,
+    });
     try {
       await env.reset({ seed: 0 });
       expect(((await env.step(call('hang', {}))) as StepResult).info.status).toBe('timeout');
@@ -223,7 +250,10 @@ describe('MCP env over streamable HTTP', () => {
 describe('MCP env conformance', () => {
   it('passes checkEnv over HTTP (determinism across instances, hostile actions, reset-before-step), with a solver from the tasks', async () => {
     const targets = [5, 17]; // the fixture's tasks.jsonl: 2 + 3 and 10 + 7
-    const solve = (seed: number) => [call('add', { a: seed % 2 ? 10 : 2, b: seed % 2 ? 7 : 3 }), String(targets[seed % 2])];
+    const solve = (seed: number) => [
+      call('add', { a: seed % 2 ? 10 : 2, b: seed % 2 ? 7 : 3 }),
+      String(targets[seed % 2]),
+    ];
     const env = httpEnv();
     try {
       await checkEnv(env, { seeds: [0, 1], solve, make: () => httpEnv(), maxSteps: 20 });
@@ -236,12 +266,23 @@ describe('MCP env conformance', () => {
 describe('MCP env config', () => {
   it('a missing server, a bad tasks file and an unknown allowed tool are errors that say the fix', async () => {
     const unset = makeEnv('MCP', { tasks: { file: fx.tasks }, verifier: { module: fx.verifier } });
-    await expect(Promise.resolve().then(() => unset.reset({ seed: 0 }))).rejects.toThrow(/needs `env.config.MCP.server`, which is not set; give e.g. \{command/);
+    await expect(Promise.resolve().then(() => unset.reset({ seed: 0 }))).rejects.toThrow(
+      /needs `env.config.MCP.server`, which is not set; give e.g. \{command/,
+    );
     expect(() => resolveEnvConfig('MCP', { server: { url: 'not a url' } })).toThrow(/`server.url` = .*Invalid URL/);
-    expect(() => resolveEnvConfig('MCP', { tasks: { fil: 'x.jsonl' } })).toThrow(/`tasks` = \{"fil":"x.jsonl"\}: give \{file: "tasks.jsonl"\}/);
-    expect(() => resolveEnvConfig('MCP', { server: { command: 'node', arg: ['x'] } })).toThrow(/Unrecognized key: "arg"/);
-    const noServer = mcpEnv({ server: { command: process.execPath, args: ['/nonexistent/server.mjs'] }, connectTimeoutS: 5 });
-    await expect(noServer.reset({ seed: 0 })).rejects.toThrow(/Could not connect to the MCP server `.*\/nonexistent\/server.mjs`.*env\.config\.MCP\.server/);
+    expect(() => resolveEnvConfig('MCP', { tasks: { fil: 'x.jsonl' } })).toThrow(
+      /`tasks` = \{"fil":"x.jsonl"\}: give \{file: "tasks.jsonl"\}/,
+    );
+    expect(() => resolveEnvConfig('MCP', { server: { command: 'node', arg: ['x'] } })).toThrow(
+      /Unrecognized key: "arg"/,
+    );
+    const noServer = mcpEnv({
+      server: { command: process.execPath, args: ['/nonexistent/server.mjs'] },
+      connectTimeoutS: 5,
+    });
+    await expect(noServer.reset({ seed: 0 })).rejects.toThrow(
+      /Could not connect to the MCP server `.*\/nonexistent\/server.mjs`.*env\.config\.MCP\.server/,
+    );
     await noServer.close();
     const badTool = httpEnv({ allowedTools: ['ad'] });
     await expect(badTool.reset({ seed: 0 })).rejects.toThrow(/`allowedTools` names `ad`.*Did you mean `add`/);
@@ -255,20 +296,43 @@ describe('MCP env config', () => {
 describe('MCP tool lists from hostile or broken servers (issue 34, item 15)', () => {
   const obj = (extra: Record<string, unknown>) => ({ type: 'object', ...extra });
   const rawEnv = (tools: unknown[], resultChars = 1) =>
-    mcpEnv({ server: { command: process.execPath, args: [writeRawToolsServer(fx.dir, tools, resultChars)] }, connectTimeoutS: 20, callTimeoutS: 20 });
+    mcpEnv({
+      server: { command: process.execPath, args: [writeRawToolsServer(fx.dir, tools, resultChars)] },
+      connectTimeoutS: 20,
+      callTimeoutS: 20,
+    });
 
   it('item 15: finds $ref loops that never reach the data, and allows recursion through properties', () => {
     expect(refCycle(obj({ $ref: '#' }))).toEqual(['#', '#']);
-    expect(refCycle(obj({ properties: { a: { $ref: '#/properties/a' } } }))).toEqual(['#/properties/a', '#/properties/a']);
-    expect(refCycle({ definitions: { a: { allOf: [{ $ref: '#/definitions/b' }] }, b: { anyOf: [{ type: 'null' }, { $ref: '#/definitions/a' }] } }, $ref: '#/definitions/a' })).not.toBeNull();
-    const tree = obj({ definitions: { n: obj({ properties: { kids: { type: 'array', items: { $ref: '#/definitions/n' } } } }) }, properties: { root: { $ref: '#/definitions/n' } } });
+    expect(refCycle(obj({ properties: { a: { $ref: '#/properties/a' } } }))).toEqual([
+      '#/properties/a',
+      '#/properties/a',
+    ]);
+    expect(
+      refCycle({
+        definitions: {
+          a: { allOf: [{ $ref: '#/definitions/b' }] },
+          b: { anyOf: [{ type: 'null' }, { $ref: '#/definitions/a' }] },
+        },
+        $ref: '#/definitions/a',
+      }),
+    ).not.toBeNull();
+    const tree = obj({
+      definitions: { n: obj({ properties: { kids: { type: 'array', items: { $ref: '#/definitions/n' } } } }) },
+      properties: { root: { $ref: '#/definitions/n' } },
+    });
     expect(refCycle(tree)).toBeNull();
     expect(refCycle(obj({ properties: { a: { type: 'number' } }, required: ['a'] }))).toBeNull();
   });
 
   it('item 15: a self-referential $ref schema is refused at reset naming the tool (was an uncaught RangeError)', async () => {
-    const env = rawEnv([{ name: 'ok', inputSchema: obj({}) }, { name: 'loop', inputSchema: obj({ properties: { a: { $ref: '#/properties/a' } } }) }]);
-    await expect(env.reset({ seed: 0 })).rejects.toThrow(/cannot be used: the input schema of tool `loop` has a `\$ref` cycle .*#\/properties\/a -> #\/properties\/a/);
+    const env = rawEnv([
+      { name: 'ok', inputSchema: obj({}) },
+      { name: 'loop', inputSchema: obj({ properties: { a: { $ref: '#/properties/a' } } }) },
+    ]);
+    await expect(env.reset({ seed: 0 })).rejects.toThrow(
+      /cannot be used: the input schema of tool `loop` has a `\$ref` cycle .*#\/properties\/a -> #\/properties\/a/,
+    );
     await env.close();
     const root = rawEnv([{ name: 'self', inputSchema: obj({ $ref: '#' }) }]);
     await expect(root.reset({ seed: 0 })).rejects.toThrow(/tool `self` has a `\$ref` cycle/);
@@ -276,7 +340,10 @@ describe('MCP tool lists from hostile or broken servers (issue 34, item 15)', ()
   });
 
   it('item 15: two tools with the same name are refused at reset', async () => {
-    const env = rawEnv([{ name: 'add', inputSchema: obj({ properties: { a: { type: 'number' } } }) }, { name: 'add', inputSchema: obj({ properties: { a: { type: 'string' } } }) }]);
+    const env = rawEnv([
+      { name: 'add', inputSchema: obj({ properties: { a: { type: 'number' } } }) },
+      { name: 'add', inputSchema: obj({ properties: { a: { type: 'string' } } }) },
+    ]);
     await expect(env.reset({ seed: 0 })).rejects.toThrow(/lists two tools named `add`/);
     await env.close();
   });
@@ -292,13 +359,15 @@ describe('MCP tool lists from hostile or broken servers (issue 34, item 15)', ()
     await bad.close();
   });
 
-  it('item 15: a result past the SDK\'s 10 MiB stdio limit is reported as too large, not as a closed connection', async () => {
+  it("item 15: a result past the SDK's 10 MiB stdio limit is reported as too large, not as a closed connection", async () => {
     const env = rawEnv([{ name: 'big', inputSchema: obj({}) }], 11 * 1024 * 1024);
     await env.reset({ seed: 0 });
     const r = (await env.step(call('big', {}))) as StepResult;
     expect(r.truncated).toBe(true);
     expect(r.info.status).toBe('result_too_large');
-    expect(String(r.info.reason)).toMatch(/larger than the MCP SDK's stdio limit of 10485760 bytes.*make the tool return less/);
+    expect(String(r.info.reason)).toMatch(
+      /larger than the MCP SDK's stdio limit of 10485760 bytes.*make the tool return less/,
+    );
     await env.close();
   });
 });

@@ -3,7 +3,16 @@
 import type { JsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import { ConfigError, RagenError, ResetNeededError, didYouMean } from '../../util/index.js';
 import { readToolCallBlocks, toolResponseText, toolsBlockText } from '../../tokenizer/index.js';
-import { checkResetOptions, invalidInfo, type Env, type EnvInfo, type EnvMode, type ResetOptions, type ResetResult, type StepResult } from '../core.js';
+import {
+  checkResetOptions,
+  invalidInfo,
+  type Env,
+  type EnvInfo,
+  type EnvMode,
+  type ResetOptions,
+  type ResetResult,
+  type StepResult,
+} from '../core.js';
 import { McpConnection, describeServer, type McpTool } from './connection.js';
 import type { McpConfig, ReadyMcpConfig } from './schema.js';
 import { compileToolValidators, toolListProblem } from './tool-schemas.js';
@@ -14,10 +23,16 @@ export class McpServerError extends RagenError {}
 
 const CALL_FORMAT = '<tool_call>{"name": <tool-name>, "arguments": {...}}</tool_call>';
 
-/** A tool as Qwen's template lists it (OpenAI's function shape); the schema's `$schema` tag is dropped (no use to a model). */
+/**
+ * A tool as Qwen's template lists it (OpenAI's function shape); the schema's `$schema` tag is dropped (no use to a
+ * model).
+ */
 function functionOf(t: McpTool): Record<string, unknown> {
   const { $schema: _drop, ...parameters } = t.inputSchema;
-  return { type: 'function', function: { name: t.name, ...(t.description !== undefined ? { description: t.description } : {}), parameters } };
+  return {
+    type: 'function',
+    function: { name: t.name, ...(t.description !== undefined ? { description: t.description } : {}), parameters },
+  };
 }
 
 /**
@@ -45,11 +60,13 @@ function functionOf(t: McpTool): Record<string, unknown> {
  *
  * ## Episode End
  * Terminated when the verifier says `done` (the default). Truncated when the call budget (`maxToolCalls`) is spent, or
- * when the server dies, hangs past `callTimeoutS` or cannot be reached (`info.reason` says which; the connection is dropped).
+ * when the server dies, hangs past `callTimeoutS` or cannot be reached (`info.reason` says which; the connection is
+ * dropped).
  *
  * ## Info
  * `success` (the verifier's), `actionIsValid`, `actionIsEffective` (a call that returned a result), `reason`,
- * `status` (`result`, `tool_error`, `invalid_call`, `answer`, `max_tool_calls`, `timeout`, `server_closed`, `result_too_large`,
+ * `status` (`result`, `tool_error`, `invalid_call`, `answer`, `max_tool_calls`, `timeout`, `server_closed`,
+ * `result_too_large`,
  * `server_error`), `toolCalls` (calls that reached the server so far).
  *
  * ## Arguments
@@ -82,9 +99,16 @@ export class McpEnv implements Env {
   /** The config with its three required keys checked: a ConfigError naming the first one missing, with an example. */
   private ready(): ReadyMcpConfig {
     const c = this.config;
-    const example = { server: '{command: node, args: [my-server.mjs]} or {url: "http://127.0.0.1:3000/mcp"}', tasks: '{file: tasks.jsonl}', verifier: '{module: verify.mjs, export: verify}' };
+    const example = {
+      server: '{command: node, args: [my-server.mjs]} or {url: "http://127.0.0.1:3000/mcp"}',
+      tasks: '{file: tasks.jsonl}',
+      verifier: '{module: verify.mjs, export: verify}',
+    };
     for (const key of ['server', 'tasks', 'verifier'] as const) {
-      if (c[key] === null) throw new ConfigError(`The MCP env needs \`env.config.MCP.${key}\`, which is not set; give e.g. ${example[key]} (docs/agents.md, "MCP tool servers as environments").`);
+      if (c[key] === null)
+        throw new ConfigError(
+          `The MCP env needs \`env.config.MCP.${key}\`, which is not set; give e.g. ${example[key]} (docs/agents.md, "MCP tool servers as environments").`,
+        );
     }
     return c as ReadyMcpConfig;
   }
@@ -113,13 +137,17 @@ export class McpEnv implements Env {
     try {
       conn = await McpConnection.connect(server, timeoutMs);
     } catch (err) {
-      throw new McpServerError(`Could not connect to the MCP server \`${name}\`: ${(err as Error).message}. Check \`env.config.MCP.server\` (is the command right, or the server up at that URL?).`);
+      throw new McpServerError(
+        `Could not connect to the MCP server \`${name}\`: ${(err as Error).message}. Check \`env.config.MCP.server\` (is the command right, or the server up at that URL?).`,
+      );
     }
     try {
       listed = await conn.listTools(timeoutMs);
     } catch (err) {
       await conn.close();
-      throw new McpServerError(`The MCP server \`${name}\` did not list its tools: ${(err as Error).message}. An MCP env needs a server with tools.`);
+      throw new McpServerError(
+        `The MCP server \`${name}\` did not list its tools: ${(err as Error).message}. An MCP env needs a server with tools.`,
+      );
     }
     const allowed = this.config.allowedTools;
     if (allowed !== null) {
@@ -127,7 +155,9 @@ export class McpEnv implements Env {
       const missing = allowed.find((a) => !names.includes(a));
       if (missing !== undefined) {
         await conn.close();
-        throw new ConfigError(`\`allowedTools\` names \`${missing}\`, which the MCP server \`${name}\` does not have.${didYouMean(missing, names)} Its tools: ${names.join(', ')}.`);
+        throw new ConfigError(
+          `\`allowedTools\` names \`${missing}\`, which the MCP server \`${name}\` does not have.${didYouMean(missing, names)} Its tools: ${names.join(', ')}.`,
+        );
       }
       listed = listed.filter((t) => allowed.includes(t.name));
     }
@@ -136,7 +166,10 @@ export class McpEnv implements Env {
       await conn.close();
       throw new McpServerError(`The MCP server \`${name}\` cannot be used: ${problem}.`);
     }
-    if (listed.map((t) => t.name).join('\n') !== this.tools.map((t) => t.name).join('\n') || this.validators.size === 0) {
+    if (
+      listed.map((t) => t.name).join('\n') !== this.tools.map((t) => t.name).join('\n') ||
+      this.validators.size === 0
+    ) {
       const { AjvJsonSchemaValidator } = await import('@modelcontextprotocol/sdk/validation/ajv'); // at first use, as connection.ts loads the SDK
       const ajv = new AjvJsonSchemaValidator();
       const validators = compileToolValidators(listed, (schema) => ajv.getValidator(schema as never));
@@ -151,58 +184,146 @@ export class McpEnv implements Env {
   }
 
   async step(action: string): Promise<StepResult> {
-    if (this.done || this.task === undefined || this.conn === undefined) throw new ResetNeededError('MCP env: call reset() before step() (and after the episode ends).');
+    if (this.done || this.task === undefined || this.conn === undefined)
+      throw new ResetNeededError('MCP env: call reset() before step() (and after the episode ends).');
     const blocks = readToolCallBlocks(action);
     if (blocks.length === 0) return this.answer(action);
-    if (blocks.length > 1) return this.invalid(`That action holds ${blocks.length} tool calls; give one ${CALL_FORMAT} per action.`, 'invalid_call');
+    if (blocks.length > 1)
+      return this.invalid(
+        `That action holds ${blocks.length} tool calls; give one ${CALL_FORMAT} per action.`,
+        'invalid_call',
+      );
     const block = blocks[0]!;
     if (!block.ok) return this.invalid(`Invalid tool call: ${block.reason}; write ${CALL_FORMAT}.`, 'invalid_call');
     const names = this.tools.map((t) => t.name);
-    if (!names.includes(block.name)) return this.invalid(`There is no tool \`${block.name}\`.${didYouMean(block.name, names)} Call one of: ${names.join(', ')}.`, 'invalid_call');
+    if (!names.includes(block.name))
+      return this.invalid(
+        `There is no tool \`${block.name}\`.${didYouMean(block.name, names)} Call one of: ${names.join(', ')}.`,
+        'invalid_call',
+      );
     let check: ReturnType<JsonSchemaValidator<unknown>>;
     try {
       check = this.validators.get(block.name)!(block.arguments);
     } catch (err) {
-      return this.invalid(`The arguments for \`${block.name}\` could not be checked against its schema (${(err as Error).message}); the server's schema for it is broken.`, 'invalid_call');
+      return this.invalid(
+        `The arguments for \`${block.name}\` could not be checked against its schema (${(err as Error).message}); the server's schema for it is broken.`,
+        'invalid_call',
+      );
     }
-    if (!check.valid) return this.invalid(`Invalid arguments for \`${block.name}\`: ${check.errorMessage}; give arguments that match its parameters.`, 'invalid_call');
+    if (!check.valid)
+      return this.invalid(
+        `Invalid arguments for \`${block.name}\`: ${check.errorMessage}; give arguments that match its parameters.`,
+        'invalid_call',
+      );
     if (this.calls.length >= this.config.maxToolCalls) {
       this.done = true;
       const reason = `the tool-call budget (maxToolCalls = ${this.config.maxToolCalls}) is spent without a final answer`;
-      return { observation: `No tool calls are left: ${reason}.`, reward: 0, terminated: false, truncated: true, info: this.info({ success: false, actionIsValid: true, actionIsEffective: false, reason, status: 'max_tool_calls' }) };
+      return {
+        observation: `No tool calls are left: ${reason}.`,
+        reward: 0,
+        terminated: false,
+        truncated: true,
+        info: this.info({
+          success: false,
+          actionIsValid: true,
+          actionIsEffective: false,
+          reason,
+          status: 'max_tool_calls',
+        }),
+      };
     }
     const outcome = await this.conn.callTool(block.name, block.arguments, this.config.callTimeoutS * 1000);
     if (!outcome.ok) {
       // the server died, hung or vanished: end the episode and drop the connection (the next reset makes a new one)
       this.done = true;
       await this.conn.close();
-      return { observation: `The episode ended: ${outcome.message}`, reward: 0, terminated: false, truncated: true, info: this.info({ success: false, actionIsValid: true, actionIsEffective: false, reason: outcome.message, status: outcome.kind }) };
+      return {
+        observation: `The episode ended: ${outcome.message}`,
+        reward: 0,
+        terminated: false,
+        truncated: true,
+        info: this.info({
+          success: false,
+          actionIsValid: true,
+          actionIsEffective: false,
+          reason: outcome.message,
+          status: outcome.kind,
+        }),
+      };
     }
     const max = this.config.maxResultChars;
-    const text = max > 0 && outcome.text.length > max ? `${outcome.text.slice(0, max)}... [${outcome.text.length - max} more characters]` : outcome.text;
+    const text =
+      max > 0 && outcome.text.length > max
+        ? `${outcome.text.slice(0, max)}... [${outcome.text.length - max} more characters]`
+        : outcome.text;
     this.calls.push({ name: block.name, arguments: block.arguments, result: outcome.text, isError: outcome.isError });
     this.lastResponse = toolResponseText(text);
     if (outcome.isError) {
       const fix = `The tool \`${block.name}\` reported an error; change its arguments or call another tool.`;
-      return { observation: `${this.lastResponse}\n${fix}`, reward: 0, terminated: false, truncated: false, info: this.info(invalidInfo(`tool error: ${text.slice(0, 200)}`, { status: 'tool_error' })) };
+      return {
+        observation: `${this.lastResponse}\n${fix}`,
+        reward: 0,
+        terminated: false,
+        truncated: false,
+        info: this.info(invalidInfo(`tool error: ${text.slice(0, 200)}`, { status: 'tool_error' })),
+      };
     }
-    return { observation: this.lastResponse, reward: 0, terminated: false, truncated: false, info: this.info({ success: false, actionIsValid: true, actionIsEffective: true, status: 'result' }) };
+    return {
+      observation: this.lastResponse,
+      reward: 0,
+      terminated: false,
+      truncated: false,
+      info: this.info({ success: false, actionIsValid: true, actionIsEffective: true, status: 'result' }),
+    };
   }
 
   private async answer(action: string): Promise<StepResult> {
     const answer = action.trim();
-    if (answer === '') return this.invalid(`The answer is empty; call a tool with ${CALL_FORMAT} or give the final answer as text.`, 'invalid_call');
-    const verdict = await verify(this.ready().verifier, { task: this.task!, calls: this.calls.slice(), answer, seed: this.seed, mode: this.mode });
-    const info = this.info({ success: verdict.success, actionIsValid: true, actionIsEffective: true, status: 'answer' });
+    if (answer === '')
+      return this.invalid(
+        `The answer is empty; call a tool with ${CALL_FORMAT} or give the final answer as text.`,
+        'invalid_call',
+      );
+    const verdict = await verify(this.ready().verifier, {
+      task: this.task!,
+      calls: this.calls.slice(),
+      answer,
+      seed: this.seed,
+      mode: this.mode,
+    });
+    const info = this.info({
+      success: verdict.success,
+      actionIsValid: true,
+      actionIsEffective: true,
+      status: 'answer',
+    });
     if (verdict.done) {
       this.done = true;
-      return { observation: `Answer: ${answer}\nReward: ${verdict.reward}`, reward: verdict.reward, terminated: true, truncated: false, info };
+      return {
+        observation: `Answer: ${answer}\nReward: ${verdict.reward}`,
+        reward: verdict.reward,
+        terminated: true,
+        truncated: false,
+        info,
+      };
     }
-    return { observation: `The answer ${JSON.stringify(answer)} is not accepted; keep working on the task.`, reward: verdict.reward, terminated: false, truncated: false, info };
+    return {
+      observation: `The answer ${JSON.stringify(answer)} is not accepted; keep working on the task.`,
+      reward: verdict.reward,
+      terminated: false,
+      truncated: false,
+      info,
+    };
   }
 
   private invalid(reason: string, status: string): StepResult {
-    return { observation: reason, reward: 0, terminated: false, truncated: false, info: this.info(invalidInfo(reason, { status })) };
+    return {
+      observation: reason,
+      reward: 0,
+      terminated: false,
+      truncated: false,
+      info: this.info(invalidInfo(reason, { status })),
+    };
   }
 
   private info(base: EnvInfo): EnvInfo {

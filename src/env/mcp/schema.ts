@@ -32,31 +32,55 @@ const moduleRefSchema = (defaultExport: string) =>
   });
 
 /** Tasks: a JSON array or JSONL file of task objects (task `seed mod n`), or a module exporting `task(seed, mode)`. */
-export const tasksSchema = z.union([
-  z.strictObject({
-    /** A `.json` file holding an array of tasks, or a `.jsonl` file with one task per line; each task is an object with a `prompt` string. */
-    file: z.string().min(1),
-  }),
-  moduleRefSchema('task'),
-], { error: 'give {file: "tasks.jsonl"} (a .json array or .jsonl file) or {module: "tasks.mjs", export: "task"}' });
+export const tasksSchema = z.union(
+  [
+    z.strictObject({
+      /**
+       * A `.json` file holding an array of tasks, or a `.jsonl` file with one task per line; each task is an object
+       * with a `prompt` string.
+       */
+      file: z.string().min(1),
+    }),
+    moduleRefSchema('task'),
+  ],
+  { error: 'give {file: "tasks.jsonl"} (a .json array or .jsonl file) or {module: "tasks.mjs", export: "task"}' },
+);
 
 /** Configuration of the `MCP` env. */
 export const mcpSchema = z.object({
-  /** The MCP server: `{command, args, env, cwd}` (stdio) or `{url, headers}` (streamable HTTP); must be set (reset says so). @default null */
+  /**
+   * The MCP server: `{command, args, env, cwd}` (stdio) or `{url, headers}` (streamable HTTP); must be set (reset says
+   * so). @default null
+   */
   server: z.union([stdioServerSchema, httpServerSchema]).nullable().default(null),
-  /** Where each episode's task comes from: `{file}` or `{module, export}` (default export `task`); must be set. @default null */
+  /**
+   * Where each episode's task comes from: `{file}` or `{module, export}` (default export `task`); must be set. @default
+   * null
+   */
   tasks: tasksSchema.nullable().default(null),
-  /** The reward function `{module, export}` (default export `verify`): gets `{task, calls, answer, seed, mode}`, returns `{reward, success?, done?}`; must be set. @default null */
+  /**
+   * The reward function `{module, export}` (default export `verify`): gets `{task, calls, answer, seed, mode}`, returns
+   * `{reward, success?, done?}`; must be set. @default null
+   */
   verifier: moduleRefSchema('verify').nullable().default(null),
-  /** Tool calls one episode may make (calls that reached the server, errors included); the next one truncates the episode. @default 8 */
+  /**
+   * Tool calls one episode may make (calls that reached the server, errors included); the next one truncates the
+   * episode. @default 8
+   */
   maxToolCalls: z.number().int().min(1).default(8),
   /** Names of the server's tools the model sees and may call; null: all of them. @default null */
   allowedTools: z.array(z.string().min(1)).nullable().default(null),
-  /** `episode`: a fresh connection (a new process or HTTP session) at every reset, so no state leaks between episodes; `env`: one connection per env instance kept across episodes (cheaper, for stateless servers). @default "episode" */
+  /**
+   * `episode`: a fresh connection (a new process or HTTP session) at every reset, so no state leaks between episodes;
+   * `env`: one connection per env instance kept across episodes (cheaper, for stateless servers). @default "episode"
+   */
   session: z.enum(['episode', 'env']).default('episode'),
   /** Seconds to start the server, initialize and list its tools. @default 30 */
   connectTimeoutS: z.number().positive().default(30),
-  /** Seconds one tool call may take; past it the episode ends (`info.reason` says so) and the connection is dropped. @default 30 */
+  /**
+   * Seconds one tool call may take; past it the episode ends (`info.reason` says so) and the connection is dropped.
+   * @default 30
+   */
   callTimeoutS: z.number().positive().default(30),
   /** Characters kept of a tool result in the observation; 0: all. @default 2000 */
   maxResultChars: z.number().int().min(0).default(2000),
@@ -73,4 +97,8 @@ export const mcpSchema = z.object({
 export type McpConfig = z.infer<typeof mcpSchema>;
 export type McpServerConfig = NonNullable<McpConfig['server']>;
 /** The config once `server`, `tasks` and `verifier` are known to be set. */
-export type ReadyMcpConfig = McpConfig & { server: McpServerConfig; tasks: NonNullable<McpConfig['tasks']>; verifier: NonNullable<McpConfig['verifier']> };
+export type ReadyMcpConfig = McpConfig & {
+  server: McpServerConfig;
+  tasks: NonNullable<McpConfig['tasks']>;
+  verifier: NonNullable<McpConfig['verifier']>;
+};

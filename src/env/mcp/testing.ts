@@ -16,7 +16,8 @@ const url = (id: string) => pathToFileURL(require.resolve(id)).href;
 
 /**
  * The tools: `add(a, b)`, `count()` (a per-connection counter: shows whether state leaks between sessions),
- * `fail()` (an isError result), `stats()` (structured content only), `die()` (the process exits), `hang()` (never answers).
+ * `fail()` (an isError result), `stats()` (structured content only), `die()` (the process exits), `hang()` (never
+ * answers).
  */
 const TOOLS_SOURCE = `import { z } from ${JSON.stringify(url('zod'))};
 export function registerTools(server, { exit }) {
@@ -32,7 +33,14 @@ export function registerTools(server, { exit }) {
 `;
 
 /** A temp directory holding `tools.mjs`, the stdio server `server.mjs`, `tasks.jsonl` and `verify.mjs`. */
-export function writeMcpFixtures(): { dir: string; server: string; tasks: string; taskModule: string; verifier: string; tools: string } {
+export function writeMcpFixtures(): {
+  dir: string;
+  server: string;
+  tasks: string;
+  taskModule: string;
+  verifier: string;
+  tools: string;
+} {
   const dir = mkdtempSync(join(tmpdir(), 'ragen-mcp-'));
   const tools = join(dir, 'tools.mjs');
   writeFileSync(tools, TOOLS_SOURCE);
@@ -48,9 +56,15 @@ await server.connect(new StdioServerTransport());
 `,
   );
   const tasks = join(dir, 'tasks.jsonl');
-  writeFileSync(tasks, ['{"prompt": "What is 2 + 3?", "target": 5}', '{"prompt": "What is 10 + 7?", "target": 17}'].join('\n'));
+  writeFileSync(
+    tasks,
+    ['{"prompt": "What is 2 + 3?", "target": 5}', '{"prompt": "What is 10 + 7?", "target": 17}'].join('\n'),
+  );
   const taskModule = join(dir, 'tasks.mjs');
-  writeFileSync(taskModule, 'export const task = (seed, mode) => ({ prompt: `What is ${seed} + ${seed}? (${mode})`, target: 2 * seed });\n');
+  writeFileSync(
+    taskModule,
+    'export const task = (seed, mode) => ({ prompt: `What is ${seed} + ${seed}? (${mode})`, target: 2 * seed });\n',
+  );
   const verifier = join(dir, 'verify.mjs');
   // reward 1 for the target after at least one add call, 0.5 for the target without one, 0 otherwise
   writeFileSync(
@@ -96,8 +110,12 @@ function readBody(req: IncomingMessage): Promise<unknown> {
 }
 
 /** An in-process streamable HTTP MCP server on port 0 with the same tools, one McpServer per session. */
-export async function startHttpMcpServer(toolsModule: string): Promise<{ url: string; sessions: () => number; stop: () => Promise<void> }> {
-  const { registerTools } = (await import(pathToFileURL(toolsModule).href)) as { registerTools: (s: McpServer, o: { exit: () => void }) => void };
+export async function startHttpMcpServer(
+  toolsModule: string,
+): Promise<{ url: string; sessions: () => number; stop: () => Promise<void> }> {
+  const { registerTools } = (await import(pathToFileURL(toolsModule).href)) as {
+    registerTools: (s: McpServer, o: { exit: () => void }) => void;
+  };
   const transports = new Map<string, StreamableHTTPServerTransport>();
   let http: Server;
   http = createServer(async (req, res) => {
@@ -106,7 +124,10 @@ export async function startHttpMcpServer(toolsModule: string): Promise<{ url: st
       const id = req.headers['mcp-session-id'];
       let transport = typeof id === 'string' ? transports.get(id) : undefined;
       if (!transport && req.method === 'POST' && isInitializeRequest(body)) {
-        const t = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID(), onsessioninitialized: (sid) => void transports.set(sid, t) });
+        const t = new StreamableHTTPServerTransport({
+          sessionIdGenerator: () => randomUUID(),
+          onsessioninitialized: (sid) => void transports.set(sid, t),
+        });
         t.onclose = () => void (t.sessionId && transports.delete(t.sessionId));
         const server = new McpServer({ name: 'test-tools-http', version: '1' });
         registerTools(server, { exit: () => http.closeAllConnections() });

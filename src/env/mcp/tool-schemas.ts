@@ -24,7 +24,8 @@ function resolvePointer(root: unknown, ref: string): unknown {
 }
 
 /**
- * The first chain of `$ref`s that comes back to where it started without moving into the instance (e.g. `{"$ref": "#"}`,
+ * The first chain of `$ref`s that comes back to where it started without moving into the instance (e.g. `{"$ref":
+ * "#"}`,
  * or `properties.a = {"$ref": "#/properties/a"}`), as the list of pointers; null where there is none. Recursion through
  * `properties`/`items` (a tree of nodes) moves into the data and ends, so it is allowed.
  */
@@ -52,9 +53,11 @@ export function refCycle(schema: unknown): string[] | null {
   const starts: [unknown, string][] = [];
   const collect = (node: unknown, at: string, depth: number): void => {
     if (typeof node !== 'object' || node === null) return;
-    if (depth > MAX_SCHEMA_DEPTH) throw new RangeError(`nested deeper than ${MAX_SCHEMA_DEPTH} levels at ${at.slice(0, 80)}...`);
+    if (depth > MAX_SCHEMA_DEPTH)
+      throw new RangeError(`nested deeper than ${MAX_SCHEMA_DEPTH} levels at ${at.slice(0, 80)}...`);
     if (!Array.isArray(node)) starts.push([node, at]);
-    for (const [k, v] of Object.entries(node)) collect(v, `${at}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`, depth + 1);
+    for (const [k, v] of Object.entries(node))
+      collect(v, `${at}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`, depth + 1);
   };
   collect(schema, '#', 0);
   for (const [node, at] of starts) {
@@ -68,7 +71,8 @@ export function refCycle(schema: unknown): string[] | null {
 export function toolListProblem(tools: McpTool[]): string | null {
   const seen = new Set<string>();
   for (const t of tools) {
-    if (seen.has(t.name)) return `it lists two tools named \`${t.name}\` (the model could not tell them apart, and only one schema would check the calls); give each tool its own name`;
+    if (seen.has(t.name))
+      return `it lists two tools named \`${t.name}\` (the model could not tell them apart, and only one schema would check the calls); give each tool its own name`;
     seen.add(t.name);
   }
   for (const t of tools) {
@@ -78,7 +82,8 @@ export function toolListProblem(tools: McpTool[]): string | null {
     } catch (err) {
       return `the input schema of tool \`${t.name}\` is ${(err as Error).message}; flatten the schema`;
     }
-    if (cycle) return `the input schema of tool \`${t.name}\` has a \`$ref\` cycle that never reaches the data (${cycle.join(' -> ')}), so no call could be checked against it; fix the schema`;
+    if (cycle)
+      return `the input schema of tool \`${t.name}\` has a \`$ref\` cycle that never reaches the data (${cycle.join(' -> ')}), so no call could be checked against it; fix the schema`;
   }
   return null;
 }

@@ -54,7 +54,10 @@ function moduleSpecifier(path: string): string {
   // a path (relative to the working directory) or a package name
   if (isAbsolute(path) || path.startsWith('.') || /\.(m?js|cjs)$/.test(path)) {
     const abs = resolve(path);
-    if (!existsSync(abs)) throw new ConfigError(`MCP env module \`${path}\` does not exist (resolved to ${abs}); paths are relative to the working directory.`);
+    if (!existsSync(abs))
+      throw new ConfigError(
+        `MCP env module \`${path}\` does not exist (resolved to ${abs}); paths are relative to the working directory.`,
+      );
     return pathToFileURL(abs).href;
   }
   return path;
@@ -78,7 +81,9 @@ async function loadFunction(path: string, name: string, key: string): Promise<(.
   const fn = loaded[name];
   if (typeof fn !== 'function') {
     const found = Object.keys(loaded).filter((k) => typeof loaded[k] === 'function');
-    throw new ConfigError(`MCP env \`${key}\`: \`${path}\` exports no function \`${name}\` (its functions: ${found.join(', ') || 'none'}); set \`${key}.export\`.`);
+    throw new ConfigError(
+      `MCP env \`${key}\`: \`${path}\` exports no function \`${name}\` (its functions: ${found.join(', ') || 'none'}); set \`${key}.export\`.`,
+    );
   }
   return fn as (...args: unknown[]) => unknown;
 }
@@ -86,8 +91,15 @@ async function loadFunction(path: string, name: string, key: string): Promise<(.
 const taskFiles = new Map<string, McpTask[]>();
 
 function checkTask(t: unknown, where: string): McpTask {
-  if (typeof t !== 'object' || t === null || Array.isArray(t) || typeof (t as { prompt?: unknown }).prompt !== 'string') {
-    throw new ConfigError(`MCP env task ${where} is ${JSON.stringify(t)?.slice(0, 120)}; each task must be an object with a "prompt" string.`);
+  if (
+    typeof t !== 'object' ||
+    t === null ||
+    Array.isArray(t) ||
+    typeof (t as { prompt?: unknown }).prompt !== 'string'
+  ) {
+    throw new ConfigError(
+      `MCP env task ${where} is ${JSON.stringify(t)?.slice(0, 120)}; each task must be an object with a "prompt" string.`,
+    );
   }
   return t as McpTask;
 }
@@ -97,7 +109,10 @@ export function loadTaskFile(path: string): McpTask[] {
   const abs = resolve(path);
   const cached = taskFiles.get(abs);
   if (cached) return cached;
-  if (!existsSync(abs)) throw new ConfigError(`MCP env tasks file \`${path}\` does not exist (resolved to ${abs}); paths are relative to the working directory.`);
+  if (!existsSync(abs))
+    throw new ConfigError(
+      `MCP env tasks file \`${path}\` does not exist (resolved to ${abs}); paths are relative to the working directory.`,
+    );
   const text = readFileSync(abs, 'utf8');
   let tasks: McpTask[];
   if (abs.endsWith('.jsonl')) {
@@ -108,7 +123,9 @@ export function loadTaskFile(path: string): McpTask[] {
       try {
         t = JSON.parse(line);
       } catch (err) {
-        throw new ConfigError(`MCP env tasks file \`${path}\` line ${i + 1} is not JSON (${(err as Error).message}); write one task object per line.`);
+        throw new ConfigError(
+          `MCP env tasks file \`${path}\` line ${i + 1} is not JSON (${(err as Error).message}); write one task object per line.`,
+        );
       }
       tasks.push(checkTask(t, `at ${path}:${i + 1}`));
     });
@@ -117,12 +134,18 @@ export function loadTaskFile(path: string): McpTask[] {
     try {
       all = JSON.parse(text);
     } catch (err) {
-      throw new ConfigError(`MCP env tasks file \`${path}\` is not JSON (${(err as Error).message}); give a JSON array of tasks or a .jsonl file.`);
+      throw new ConfigError(
+        `MCP env tasks file \`${path}\` is not JSON (${(err as Error).message}); give a JSON array of tasks or a .jsonl file.`,
+      );
     }
-    if (!Array.isArray(all)) throw new ConfigError(`MCP env tasks file \`${path}\` holds no JSON array; give an array of task objects (or a .jsonl file).`);
+    if (!Array.isArray(all))
+      throw new ConfigError(
+        `MCP env tasks file \`${path}\` holds no JSON array; give an array of task objects (or a .jsonl file).`,
+      );
     tasks = all.map((t, i) => checkTask(t, `${i} of ${path}`));
   }
-  if (tasks.length === 0) throw new ConfigError(`MCP env tasks file \`${path}\` has no tasks; add at least one {"prompt": ...} object.`);
+  if (tasks.length === 0)
+    throw new ConfigError(`MCP env tasks file \`${path}\` has no tasks; add at least one {"prompt": ...} object.`);
   taskFiles.set(abs, tasks);
   return tasks;
 }
@@ -136,7 +159,9 @@ export async function taskFor(tasks: ReadyMcpConfig['tasks'], seed: number, mode
   const fn = await loadFunction(tasks.module, tasks.export, 'tasks');
   const t = await fn(seed, mode);
   if (typeof t !== 'object' || t === null || typeof (t as { prompt?: unknown }).prompt !== 'string') {
-    throw new McpUserCodeError(`MCP env tasks: \`${tasks.export}(${seed}, "${mode}")\` of \`${tasks.module}\` returned ${JSON.stringify(t)?.slice(0, 120)}; return an object with a "prompt" string.`);
+    throw new McpUserCodeError(
+      `MCP env tasks: \`${tasks.export}(${seed}, "${mode}")\` of \`${tasks.module}\` returned ${JSON.stringify(t)?.slice(0, 120)}; return an object with a "prompt" string.`,
+    );
   }
   return t as McpTask;
 }
@@ -148,11 +173,16 @@ export async function verify(ref: ReadyMcpConfig['verifier'], input: VerifierInp
   try {
     out = await fn(input);
   } catch (err) {
-    throw new McpUserCodeError(`MCP env verifier \`${ref.export}\` of \`${ref.module}\` threw on seed ${input.seed}: ${(err as Error)?.message ?? String(err)}; fix the verifier (it must return {reward, success?, done?}).`);
+    throw new McpUserCodeError(
+      `MCP env verifier \`${ref.export}\` of \`${ref.module}\` threw on seed ${input.seed}: ${(err as Error)?.message ?? String(err)}; fix the verifier (it must return {reward, success?, done?}).`,
+    );
   }
-  const v = typeof out === 'number' ? { reward: out } : (out as { reward?: unknown; success?: unknown; done?: unknown } | null);
+  const v =
+    typeof out === 'number' ? { reward: out } : (out as { reward?: unknown; success?: unknown; done?: unknown } | null);
   const bad = (what: string) =>
-    new McpUserCodeError(`MCP env verifier \`${ref.export}\` of \`${ref.module}\` returned ${JSON.stringify(out)?.slice(0, 120)} on seed ${input.seed}: ${what}; return a number or {reward, success?, done?}.`);
+    new McpUserCodeError(
+      `MCP env verifier \`${ref.export}\` of \`${ref.module}\` returned ${JSON.stringify(out)?.slice(0, 120)} on seed ${input.seed}: ${what}; return a number or {reward, success?, done?}.`,
+    );
   if (typeof v !== 'object' || v === null) throw bad('not an object');
   if (typeof v.reward !== 'number' || !Number.isFinite(v.reward)) throw bad('`reward` is not a finite number');
   if (v.success !== undefined && typeof v.success !== 'boolean') throw bad('`success` is not a boolean');

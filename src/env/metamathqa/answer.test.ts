@@ -34,6 +34,7 @@ describe('answer matching', () => {
     expect(answersMatch(given, reference)).toBe(false);
   });
   test('parseNumber rejects what is not a number', () => {
-    for (const s of ['abc', '1.2.3', 'nan', '', '1e400', '--3']) expect(parseNumber(normalizeAnswer(s))).toBeUndefined();
+    for (const s of ['abc', '1.2.3', 'nan', '', '1e400', '--3'])
+      expect(parseNumber(normalizeAnswer(s))).toBeUndefined();
   });
 });

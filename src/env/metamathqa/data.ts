@@ -19,7 +19,10 @@ export function shippedDataDir(): string {
     const candidate = join(dir, 'data', 'metamathqa');
     if (existsSync(join(candidate, 'train.jsonl'))) return candidate;
     const parent = dirname(dir);
-    if (parent === dir) throw new ConfigError('The shipped MetaMathQA data (data/metamathqa/train.jsonl) is missing; regenerate it with `npx tsx scripts/gen-metamathqa.ts` or set `dataPath`.');
+    if (parent === dir)
+      throw new ConfigError(
+        'The shipped MetaMathQA data (data/metamathqa/train.jsonl) is missing; regenerate it with `npx tsx scripts/gen-metamathqa.ts` or set `dataPath`.',
+      );
     dir = parent;
   }
 }
@@ -30,10 +33,16 @@ export function shippedDataDir(): string {
  */
 export function splitFile(dataPath: string, mode: 'train' | 'val'): string {
   const path = resolve(dataPath === '' ? shippedDataDir() : dataPath);
-  if (!existsSync(path)) throw new ConfigError(`MetaMathQA dataPath \`${dataPath}\` does not exist. Give a .jsonl file or a folder with train.jsonl and val.jsonl.`);
+  if (!existsSync(path))
+    throw new ConfigError(
+      `MetaMathQA dataPath \`${dataPath}\` does not exist. Give a .jsonl file or a folder with train.jsonl and val.jsonl.`,
+    );
   if (!statSync(path).isDirectory()) return path;
   const file = join(path, `${mode}.jsonl`);
-  if (!existsSync(file)) throw new ConfigError(`MetaMathQA dataPath \`${dataPath}\` has no ${mode}.jsonl. Add it, or point dataPath at a single .jsonl file.`);
+  if (!existsSync(file))
+    throw new ConfigError(
+      `MetaMathQA dataPath \`${dataPath}\` has no ${mode}.jsonl. Add it, or point dataPath at a single .jsonl file.`,
+    );
   return file;
 }
 
@@ -55,7 +64,8 @@ export function loadRecords(file: string): QARecord[] {
       throw new ConfigError(`${where}: not valid JSON (${(err as Error).message}).`);
     }
     const { query, response } = (rec ?? {}) as Record<string, unknown>;
-    if (typeof query !== 'string' || typeof response !== 'string') throw new ConfigError(`${where}: a record needs string fields \`query\` and \`response\`.`);
+    if (typeof query !== 'string' || typeof response !== 'string')
+      throw new ConfigError(`${where}: a record needs string fields \`query\` and \`response\`.`);
     const answer = extractAnswer(response);
     if (!answer) throw new ConfigError(`${where}: the response does not end in "The answer is: X".`);
     records.push({ query, answer });

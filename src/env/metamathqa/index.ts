@@ -8,7 +8,8 @@ export { answersMatch, normalizeAnswer, parseNumber, extractAnswer } from './ans
 export { loadRecords, splitFile, shippedDataDir, type QARecord } from './data.js';
 
 registerEnv<MetaMathQAConfig>('MetamathQA', {
-  description: 'Math word problems from MetaMathQA-format JSONL (shipped: 600 generated arithmetic problems); one answer.',
+  description:
+    'Math word problems from MetaMathQA-format JSONL (shipped: 600 generated arithmetic problems); one answer.',
   schema: metaMathQASchema,
   create: (config) => new MetaMathQAEnv(config),
   maxActionsPerEpisode: 1,

@@ -43,7 +43,10 @@ describe('the shipped MetaMathQA sample', () => {
       const answer = extractAnswer(response)!;
       const body = response.slice(0, response.lastIndexOf('The answer is'));
       const numbers = [...body.matchAll(/-?\$?[\d,]+(?:\.\d+)?(?:\/\d+)?/g)].map((m) => m[0].replace(/\$/g, ''));
-      expect(numbers.some((n) => answersMatch(n, answer)), response).toBe(true);
+      expect(
+        numbers.some((n) => answersMatch(n, answer)),
+        response,
+      ).toBe(true);
     }
   });
 });
@@ -60,7 +63,13 @@ describe('MetamathQA env', () => {
     const env = makeEnv('MetamathQA', { dataPath: two });
     env.reset({ seed: 0 });
     const r = env.step('5') as StepResult;
-    expect([r.reward, r.terminated, r.info.success, r.info.actionIsValid, r.observation]).toEqual([0, true, false, true, 'Incorrect.']);
+    expect([r.reward, r.terminated, r.info.success, r.info.actionIsValid, r.observation]).toEqual([
+      0,
+      true,
+      false,
+      true,
+      'Incorrect.',
+    ]);
   });
   test('with maxAttempts 3 a wrong answer asks again and the second right answer earns 1/2', () => {
     const env = makeEnv('MetamathQA', { dataPath: two, maxAttempts: 3 });
@@ -88,15 +97,21 @@ describe('MetamathQA env', () => {
     const env = makeEnv('MetamathQA');
     for (let seed = 0; seed < 80; seed++) {
       env.reset({ seed, mode: 'val' });
-      expect((env.step(solve({ dataPath: '', maxAttempts: 1 }, seed, 'val')![0]!) as StepResult).info.success).toBe(true);
+      expect((env.step(solve({ dataPath: '', maxAttempts: 1 }, seed, 'val')![0]!) as StepResult).info.success).toBe(
+        true,
+      );
     }
   });
   test('a missing path or a malformed file is a ConfigError naming it', () => {
     expect(() => makeEnv('MetamathQA', { dataPath: '/nonexistent/x.jsonl' })).toThrow(ConfigError);
     expect(() => makeEnv('MetamathQA', { dataPath: '/nonexistent/x.jsonl' })).toThrow(/\/nonexistent\/x.jsonl/);
     const bad = jsonl('bad.jsonl', '{"query": "q", "response": "no marker"}\n');
-    expect(() => makeEnv('MetamathQA', { dataPath: bad }).reset({ seed: 0 })).toThrow(/bad.jsonl:1: the response does not end/);
+    expect(() => makeEnv('MetamathQA', { dataPath: bad }).reset({ seed: 0 })).toThrow(
+      /bad.jsonl:1: the response does not end/,
+    );
     const broken = jsonl('broken.jsonl', '{"query": "q", "response": "The answer is: 1"}\n{oops\n');
-    expect(() => makeEnv('MetamathQA', { dataPath: broken }).reset({ seed: 0 })).toThrow(/broken.jsonl:2: not valid JSON/);
+    expect(() => makeEnv('MetamathQA', { dataPath: broken }).reset({ seed: 0 })).toThrow(
+      /broken.jsonl:2: not valid JSON/,
+    );
   });
 });

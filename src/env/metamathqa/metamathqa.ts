@@ -1,17 +1,27 @@
 // A static question-answer env over MetaMathQA-format records (inventory section 1.5), with numeric answer matching.
 import { z } from 'zod';
 import { ResetNeededError } from '../../util/index.js';
-import { checkResetOptions, invalidInfo, type Env, type EnvInfo, type ResetOptions, type ResetResult, type StepResult } from '../core.js';
+import {
+  checkResetOptions,
+  invalidInfo,
+  type Env,
+  type EnvInfo,
+  type ResetOptions,
+  type ResetResult,
+  type StepResult,
+} from '../core.js';
 import { answersMatch } from './answer.js';
 import { loadRecords, splitFile, type QARecord } from './data.js';
 
 /** MetaMathQA settings. */
 export const metaMathQASchema = z.object({
-    /** A folder with train.jsonl and val.jsonl, or one .jsonl file for both splits; '' = the shipped sample. @default '' */
-    dataPath: z.string().default(''),
-    /** Answers allowed per question; attempt k (from 1) earns 1/2^(k-1) when right (RAGEN's rule). @default 1 */
-    maxAttempts: z.number().int().min(1).default(1),
-  });
+  /**
+   * A folder with train.jsonl and val.jsonl, or one .jsonl file for both splits; '' = the shipped sample. @default ''
+   */
+  dataPath: z.string().default(''),
+  /** Answers allowed per question; attempt k (from 1) earns 1/2^(k-1) when right (RAGEN's rule). @default 1 */
+  maxAttempts: z.number().int().min(1).default(1),
+});
 
 export type MetaMathQAConfig = z.infer<typeof metaMathQASchema>;
 
@@ -41,7 +51,8 @@ export type MetaMathQAConfig = z.infer<typeof metaMathQASchema>;
  * `success`: answered right. `attempts`: answers given so far. `correctAnswer` (string) once the episode ends.
  */
 export class MetaMathQAEnv implements Env {
-  readonly instruction = 'You are solving math word problems. Answer with the final answer only: a number, fraction or expression.';
+  readonly instruction =
+    'You are solving math word problems. Answer with the final answer only: a number, fraction or expression.';
   readonly legend = '';
   readonly actionNames = undefined;
   private record: QARecord | undefined;
@@ -61,7 +72,10 @@ export class MetaMathQAEnv implements Env {
     this.attempts = 0;
     this.done = false;
     this.observation = this.record.query;
-    return { observation: this.observation, info: { success: false, actionIsValid: true, actionIsEffective: false, attempts: 0 } };
+    return {
+      observation: this.observation,
+      info: { success: false, actionIsValid: true, actionIsEffective: false, attempts: 0 },
+    };
   }
 
   step(action: string): StepResult {

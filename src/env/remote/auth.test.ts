@@ -37,7 +37,9 @@ describe('the env server token', () => {
   });
 
   it('guards /metadata and /schema, and leaves /health open for probes', async () => {
-    const get = async (path: string, token?: string) => (await fetch(`http://127.0.0.1:${port}${path}`, { headers: token ? { authorization: `Bearer ${token}` } : {} })).status;
+    const get = async (path: string, token?: string) =>
+      (await fetch(`http://127.0.0.1:${port}${path}`, { headers: token ? { authorization: `Bearer ${token}` } : {} }))
+        .status;
     expect(await get('/metadata')).toBe(401);
     expect(await get('/schema', 'nope')).toBe(401);
     expect(await get('/metadata', TOKEN)).toBe(200);
@@ -66,7 +68,9 @@ describe('the env server token', () => {
   });
 
   it('refuses to listen beyond loopback without a token, unless --insecure', () => {
-    expect(() => new EnvServer({ envIds: ['Bandit'], host: '0.0.0.0' })).toThrow(/would listen on 0\.0\.0\.0, beyond loopback, with no token.*RAGEN_ENV_TOKEN \(or --token\).*--insecure/);
+    expect(() => new EnvServer({ envIds: ['Bandit'], host: '0.0.0.0' })).toThrow(
+      /would listen on 0\.0\.0\.0, beyond loopback, with no token.*RAGEN_ENV_TOKEN \(or --token\).*--insecure/,
+    );
     expect(() => new EnvServer({ envIds: ['Bandit'], host: '0.0.0.0', token: TOKEN })).not.toThrow();
     expect(() => new EnvServer({ envIds: ['Bandit'], host: '0.0.0.0', insecure: true })).not.toThrow();
     expect(() => new EnvServer({ envIds: ['Bandit'], host: '127.0.0.1' })).not.toThrow();

@@ -18,7 +18,10 @@ export function authHeaders(token: string | undefined): Record<string, string> {
   return token === undefined ? {} : { authorization: `Bearer ${token}` };
 }
 
-/** Whether the request's bearer token equals `token`; compared as SHA-256 digests, so in constant time whatever the lengths. */
+/**
+ * Whether the request's bearer token equals `token`; compared as SHA-256 digests, so in constant time whatever the
+ * lengths.
+ */
 export function tokenMatches(headers: IncomingHttpHeaders, token: string): boolean {
   const m = /^Bearer (.+)$/.exec(headers.authorization ?? '');
   if (!m) return false;

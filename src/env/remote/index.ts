@@ -4,5 +4,11 @@ export * from './protocol.js';
 export { EnvServer, type EnvServerOptions, type EnvServerStats } from './server.js';
 export { EnvSession } from './session.js';
 export { RemoteEnv, RemoteEnvError, type RemoteEnvOptions } from './remote-env.js';
-export { REMOTE_PREFIX, isRemoteEnvId, parseRemoteTag, registerRemoteEnv, registerRemoteEnvs } from './register-remote.js';
+export {
+  REMOTE_PREFIX,
+  isRemoteEnvId,
+  parseRemoteTag,
+  registerRemoteEnv,
+  registerRemoteEnvs,
+} from './register-remote.js';
 export { TOKEN_ENV, clientToken, escapeControl, isLoopback } from './auth.js';

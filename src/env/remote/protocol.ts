@@ -25,7 +25,15 @@ export type ErrorCode =
   | 'SERVER_SHUTDOWN'; // closes: the server is stopping
 
 /** The codes after which the server closes the session. */
-export const CLOSING_CODES: ReadonlySet<ErrorCode> = new Set(['CAPACITY_REACHED', 'FACTORY_ERROR', 'STEP_TIMEOUT', 'UNKNOWN_ENV', 'CONFIG_ERROR', 'IDLE_TIMEOUT', 'SERVER_SHUTDOWN']);
+export const CLOSING_CODES: ReadonlySet<ErrorCode> = new Set([
+  'CAPACITY_REACHED',
+  'FACTORY_ERROR',
+  'STEP_TIMEOUT',
+  'UNKNOWN_ENV',
+  'CONFIG_ERROR',
+  'IDLE_TIMEOUT',
+  'SERVER_SHUTDOWN',
+]);
 
 /** `data` of a `reset`: OpenEnv's `seed` and `episode_id`, plus our `mode` and `options`. */
 export interface ResetData {
@@ -105,44 +113,82 @@ export function parseClientMessage(raw: string): ParseResult {
   try {
     msg = JSON.parse(raw);
   } catch (err) {
-    return { ok: false, code: 'INVALID_JSON', message: `Invalid JSON (${(err as Error).message}); send {"type": "reset"|"step"|"state"|"close", "data": {...}}.` };
+    return {
+      ok: false,
+      code: 'INVALID_JSON',
+      message: `Invalid JSON (${(err as Error).message}); send {"type": "reset"|"step"|"state"|"close", "data": {...}}.`,
+    };
   }
-  if (!isObject(msg)) return { ok: false, code: 'VALIDATION_ERROR', message: `A message must be a JSON object, got ${Array.isArray(msg) ? 'an array' : typeof msg}.` };
+  if (!isObject(msg))
+    return {
+      ok: false,
+      code: 'VALIDATION_ERROR',
+      message: `A message must be a JSON object, got ${Array.isArray(msg) ? 'an array' : typeof msg}.`,
+    };
   const type = msg.type;
   const data = msg.data ?? {};
-  if (!isObject(data)) return { ok: false, code: 'VALIDATION_ERROR', message: `\`data\` must be an object, got ${JSON.stringify(data).slice(0, 40)}.` };
+  if (!isObject(data))
+    return {
+      ok: false,
+      code: 'VALIDATION_ERROR',
+      message: `\`data\` must be an object, got ${JSON.stringify(data).slice(0, 40)}.`,
+    };
   switch (type) {
     case 'reset':
       return checkReset(data);
     case 'step':
       if (typeof data.text !== 'string') {
-        return { ok: false, code: 'VALIDATION_ERROR', message: `A step needs \`data.text\`, the action as a string; got ${JSON.stringify(data.text)?.slice(0, 40) ?? 'nothing'}.` };
+        return {
+          ok: false,
+          code: 'VALIDATION_ERROR',
+          message: `A step needs \`data.text\`, the action as a string; got ${JSON.stringify(data.text)?.slice(0, 40) ?? 'nothing'}.`,
+        };
       }
       return { ok: true, message: { type, data: { text: data.text } } };
     case 'state':
     case 'close':
       return { ok: true, message: { type, data } };
     default:
-      return { ok: false, code: 'UNKNOWN_TYPE', message: `Unknown message type ${JSON.stringify(type)?.slice(0, 40)}; use reset, step, state or close.` };
+      return {
+        ok: false,
+        code: 'UNKNOWN_TYPE',
+        message: `Unknown message type ${JSON.stringify(type)?.slice(0, 40)}; use reset, step, state or close.`,
+      };
   }
 }
 
 function checkReset(data: Record<string, unknown>): ParseResult {
   const out: ResetData = {};
   if (data.seed !== undefined && data.seed !== null) {
-    if (typeof data.seed !== 'number' || !Number.isSafeInteger(data.seed)) return { ok: false, code: 'VALIDATION_ERROR', message: `\`data.seed\` must be an integer, got ${JSON.stringify(data.seed).slice(0, 40)}.` };
+    if (typeof data.seed !== 'number' || !Number.isSafeInteger(data.seed))
+      return {
+        ok: false,
+        code: 'VALIDATION_ERROR',
+        message: `\`data.seed\` must be an integer, got ${JSON.stringify(data.seed).slice(0, 40)}.`,
+      };
     out.seed = data.seed;
   }
   if (data.mode !== undefined) {
-    if (data.mode !== 'train' && data.mode !== 'val') return { ok: false, code: 'VALIDATION_ERROR', message: `\`data.mode\` must be "train" or "val", got ${JSON.stringify(data.mode).slice(0, 40)}.` };
+    if (data.mode !== 'train' && data.mode !== 'val')
+      return {
+        ok: false,
+        code: 'VALIDATION_ERROR',
+        message: `\`data.mode\` must be "train" or "val", got ${JSON.stringify(data.mode).slice(0, 40)}.`,
+      };
     out.mode = data.mode;
   }
   if (data.options !== undefined) {
-    if (!isObject(data.options)) return { ok: false, code: 'VALIDATION_ERROR', message: '`data.options` must be an object.' };
+    if (!isObject(data.options))
+      return { ok: false, code: 'VALIDATION_ERROR', message: '`data.options` must be an object.' };
     out.options = data.options;
   }
   if (data.episode_id !== undefined && data.episode_id !== null) {
-    if (typeof data.episode_id !== 'string' || data.episode_id.length > 255) return { ok: false, code: 'VALIDATION_ERROR', message: '`data.episode_id` must be a string of at most 255 characters.' };
+    if (typeof data.episode_id !== 'string' || data.episode_id.length > 255)
+      return {
+        ok: false,
+        code: 'VALIDATION_ERROR',
+        message: '`data.episode_id` must be a string of at most 255 characters.',
+      };
     out.episode_id = data.episode_id;
   }
   return { ok: true, message: { type: 'reset', data: out } };
@@ -156,11 +202,18 @@ export function parseServerMessage(raw: string): { ok: true; message: ServerMess
   } catch (err) {
     return { ok: false, message: `the server sent invalid JSON (${(err as Error).message})` };
   }
-  if (!isObject(msg) || !isObject(msg.data)) return { ok: false, message: `the server sent a message without a \`data\` object: ${raw.slice(0, 80)}` };
+  if (!isObject(msg) || !isObject(msg.data))
+    return { ok: false, message: `the server sent a message without a \`data\` object: ${raw.slice(0, 80)}` };
   if (msg.type === 'observation' || msg.type === 'state') return { ok: true, message: msg as unknown as ServerMessage };
   if (msg.type === 'error') {
     const data = msg.data as Record<string, unknown>;
-    return { ok: true, message: { type: 'error', data: { ...data, code: String(data.code ?? 'UNKNOWN') as ErrorCode, message: String(data.message ?? '') } } };
+    return {
+      ok: true,
+      message: {
+        type: 'error',
+        data: { ...data, code: String(data.code ?? 'UNKNOWN') as ErrorCode, message: String(data.message ?? '') },
+      },
+    };
   }
   return { ok: false, message: `the server sent an unknown message type ${JSON.stringify(msg.type)}` };
 }
@@ -170,7 +223,10 @@ export function parseServerMessage(raw: string): { ok: true; message: ServerMess
  * `/<id>` (the short form of `remote:ws://host:port/<id>`). Returns the env id named, or null for `/ws`.
  */
 export function envIdOfPath(pathname: string, query: URLSearchParams): string | null {
-  const parts = pathname.split('/').filter((p) => p !== '').map(safeDecode);
+  const parts = pathname
+    .split('/')
+    .filter((p) => p !== '')
+    .map(safeDecode);
   if (parts.length === 0 || (parts.length === 1 && parts[0] === 'ws')) return query.get('env');
   if (parts.length === 2 && parts[0] === 'ws') return parts[1]!;
   if (parts.length === 1) return parts[0]!;

@@ -25,10 +25,17 @@ const logs: string[] = [];
 
 /** Starts the bridge on the example envs with `flags`; resolves with its process and ws:// base. */
 async function startBridge(flags: string[]): Promise<{ proc: ChildProcess; url: string }> {
-  const proc = spawn(PYTHON, ['python/ragen_env_bridge.py', '--env', 'python/example_envs.py:ENVS', '--port', '0', ...flags], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(
+    PYTHON,
+    ['python/ragen_env_bridge.py', '--env', 'python/example_envs.py:ENVS', '--port', '0', ...flags],
+    { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   createInterface({ input: proc.stderr! }).on('line', (l) => logs.push(l));
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the bridge did not start within 15 s: ${logs.join('\n')}`)), 15_000);
+    const timer = setTimeout(
+      () => reject(new Error(`the bridge did not start within 15 s: ${logs.join('\n')}`)),
+      15_000,
+    );
     proc.once('exit', (code) => reject(new Error(`the bridge exited with ${code}: ${logs.join('\n')}`)));
     createInterface({ input: proc.stdout! }).on('line', (line) => {
       const m = /ws:\/\/127\.0\.0\.1:(\d+)\//.exec(line);
@@ -69,14 +76,28 @@ describe('Python bridge', () => {
     expect(invalid.info).toMatchObject({ actionIsValid: false, reason: expect.stringContaining('not an action') });
     let last = await corridor.step('right');
     if (!last.terminated) last = await corridor.step('RIGHT');
-    expect(last).toMatchObject({ terminated: true, truncated: false, info: { success: true, actionIsValid: true, actionIsEffective: true } });
+    expect(last).toMatchObject({
+      terminated: true,
+      truncated: false,
+      info: { success: true, actionIsValid: true, actionIsEffective: true },
+    });
     corridor.close();
 
     const sum = new RemoteEnv(`${base}/PySum`);
     await sum.reset({ seed: 4 });
     const [a, b] = sum.render().match(/\d+/g)!.map(Number);
-    expect(await sum.step('1000')).toMatchObject({ reward: 0, terminated: false, truncated: false, info: { tries: 1, success: false } });
-    expect(await sum.step(String(a! + b!))).toMatchObject({ reward: 1, terminated: true, truncated: false, info: { success: true } });
+    expect(await sum.step('1000')).toMatchObject({
+      reward: 0,
+      terminated: false,
+      truncated: false,
+      info: { tries: 1, success: false },
+    });
+    expect(await sum.step(String(a! + b!))).toMatchObject({
+      reward: 1,
+      terminated: true,
+      truncated: false,
+      info: { success: true },
+    });
     await sum.reset({ seed: 4 });
     await sum.step('1000');
     await sum.step('1000');
@@ -100,12 +121,17 @@ describe('Python bridge', () => {
       expect(codeOf(await c.ask(msg)), JSON.stringify(msg).slice(0, 40)).toBe(code);
     }
     c.ws.terminate(); // vanishes: the bridge frees the session
-    for (const [path, code] of [['/Nope', 'UNKNOWN_ENV'], [`/PySum?config=${encodeURIComponent('{"hgh": 3}')}`, 'CONFIG_ERROR']] as const) {
+    for (const [path, code] of [
+      ['/Nope', 'UNKNOWN_ENV'],
+      [`/PySum?config=${encodeURIComponent('{"hgh": 3}')}`, 'CONFIG_ERROR'],
+    ] as const) {
       const d = await RawClient.open(`${base}${path}`);
       expect(codeOf(await d.next())).toBe(code);
     }
     const many = await Promise.all(Array.from({ length: 13 }, () => RawClient.open(`${base}/PySum`)));
-    const refusals = (await Promise.all(many.map((m) => m.next(300).then(codeOf, () => 'open')))).filter((x) => x === 'CAPACITY_REACHED');
+    const refusals = (await Promise.all(many.map((m) => m.next(300).then(codeOf, () => 'open')))).filter(
+      (x) => x === 'CAPACITY_REACHED',
+    );
     expect(refusals.length).toBeGreaterThanOrEqual(1);
     for (const m of many) m.ws.close();
     expect(logs.some((l) => /EXECUTION_ERROR|raised/.test(l))).toBe(true);
@@ -140,13 +166,32 @@ describe('Python bridge', () => {
     const tag = `remote:${base}/PyCorridor`;
     await registerRemoteEnv(tag);
     const config = loadConfig({
-      overrides: ['logging.console=none', `env.train=[{tag: "${tag}", groups: 2, groupSize: 4}]`, `env.val=[{tag: "${tag}", groups: 2}]`, 'agent.maxTurns=1', 'agent.maxActionsPerTurn=5', 'agent.maxNewTokens=60', 'trainer.miniBatchSize=8', 'trainer.microBatchSize=8', 'trainer.collapse.every=0'],
+      overrides: [
+        'logging.console=none',
+        `env.train=[{tag: "${tag}", groups: 2, groupSize: 4}]`,
+        `env.val=[{tag: "${tag}", groups: 2}]`,
+        'agent.maxTurns=1',
+        'agent.maxActionsPerTurn=5',
+        'agent.maxNewTokens=60',
+        'trainer.miniBatchSize=8',
+        'trainer.microBatchSize=8',
+        'trainer.collapse.every=0',
+      ],
     });
     const tokenizer = loadTokenizer(tinyTokenizerDir());
-    const script = (_prompt: string, i: number) => `go</think><answer>${i % 4 === 3 ? 'Left' : 'Right || Right || Right || Right || Right'}</answer><|im_end|>`;
+    const script = (_prompt: string, i: number) =>
+      `go</think><answer>${i % 4 === 3 ? 'Left' : 'Right || Right || Right || Right || Right'}</answer><|im_end|>`;
     const groups = new EnvGroups(envGroupsOptions(config, 'train'));
     const engine = new RecordingEngine(tokenizer, script);
-    const ctx = { config, engine, tokenizer, agent: config.agent, groups, kl: new KLController({ type: 'fixed', klCoef: config.algo.kl.coef }), collapseEma: {} };
+    const ctx = {
+      config,
+      engine,
+      tokenizer,
+      agent: config.agent,
+      groups,
+      kl: new KLController({ type: 'fixed', klCoef: config.algo.kl.coef }),
+      collapseEma: {},
+    };
     try {
       for (let step = 1; step <= 2; step++) {
         const out = await starpoStep(ctx, step);
@@ -167,17 +212,23 @@ describe('Python bridge token and logs', () => {
     const guarded = await startBridge(['--token', 'py-token']);
     try {
       const port = new URL(guarded.url).port;
-      await expect(new RemoteEnv(`${guarded.url}/PySum`, { connectAttempts: 1, log: () => {} }).reset({ seed: 0 })).rejects.toThrow(/HTTP 401/);
+      await expect(
+        new RemoteEnv(`${guarded.url}/PySum`, { connectAttempts: 1, log: () => {} }).reset({ seed: 0 }),
+      ).rejects.toThrow(/HTTP 401/);
       const env = new RemoteEnv(`${guarded.url}/PySum`, { token: 'py-token' });
       expect((await env.reset({ seed: 0 })).observation).toMatch(/\S/);
       env.close();
       expect((await fetch(`http://127.0.0.1:${port}/metadata`)).status).toBe(401);
-      expect((await fetch(`http://127.0.0.1:${port}/metadata`, { headers: { authorization: 'Bearer py-token' } })).status).toBe(200);
+      expect(
+        (await fetch(`http://127.0.0.1:${port}/metadata`, { headers: { authorization: 'Bearer py-token' } })).status,
+      ).toBe(200);
       expect((await fetch(`http://127.0.0.1:${port}/health`)).status).toBe(200);
     } finally {
       guarded.proc.kill();
     }
-    await expect(startBridge(['--host', '0.0.0.0'])).rejects.toThrow(/beyond loopback, needs a token: set RAGEN_ENV_TOKEN/);
+    await expect(startBridge(['--host', '0.0.0.0'])).rejects.toThrow(
+      /beyond loopback, needs a token: set RAGEN_ENV_TOKEN/,
+    );
   });
 
   it('escapes control characters of client bytes in its log', async () => {
@@ -187,7 +238,9 @@ describe('Python bridge token and logs', () => {
     // A raw upgrade whose request target holds an OSC sequence (a well-behaved client would percent-encode it).
     await new Promise<void>((resolve) => {
       const sock = connect(port, '127.0.0.1', () => {
-        sock.write('GET /\u001b]0;pwned\u0007 HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n');
+        sock.write(
+          'GET /\u001b]0;pwned\u0007 HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n',
+        );
       });
       sock.on('data', () => {});
       sock.on('close', () => resolve());

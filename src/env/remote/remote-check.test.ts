@@ -7,7 +7,9 @@ import { EnvServer, registerRemoteEnv, RemoteEnv } from './index.js';
 
 // As in check-env.test.ts: envs that need an outside service (Lean) are left to their own tests; DeepCoder judges in
 // the sandbox, so it runs where bubblewrap does (testSandbox fails CI without it).
-const builtins = listEnvs().map((e) => e.id).filter((id) => !id.includes('@') && !envSpec(id).requires && (id !== 'DeepCoder' || testSandbox()));
+const builtins = listEnvs()
+  .map((e) => e.id)
+  .filter((id) => !id.includes('@') && !envSpec(id).requires && (id !== 'DeepCoder' || testSandbox()));
 let server: EnvServer;
 let port: number;
 
@@ -24,12 +26,19 @@ describe('checkEnv over the wire', () => {
       const spec = envSpec(id);
       const config = resolveEnvConfig(id);
       const solve = spec.solve ? (seed: number, mode: 'train' | 'val') => spec.solve!(config, seed, mode) : undefined;
-      await checkEnv(new RemoteEnv(url), { seeds: id === 'DeepCoder' ? [0] : [0, 1], solve, make: () => new RemoteEnv(url) }); // DeepCoder's judging is slow
+      await checkEnv(new RemoteEnv(url), {
+        seeds: id === 'DeepCoder' ? [0] : [0, 1],
+        solve,
+        make: () => new RemoteEnv(url),
+      }); // DeepCoder's judging is slow
     });
   }
 });
 
-/** Reset with `seed` in `mode`, then play up to 12 actions drawn from the env's names (or the solver's plan), recording everything. */
+/**
+ * Reset with `seed` in `mode`, then play up to 12 actions drawn from the env's names (or the solver's plan), recording
+ * everything.
+ */
 async function play(env: Env, id: string, seed: number, mode: 'train' | 'val'): Promise<unknown[]> {
   const out: unknown[] = [await env.reset({ seed, mode }), env.render(), env.instruction, env.legend, env.actionNames];
   const plan = envSpec(id).solve?.(resolveEnvConfig(id), seed, mode);
@@ -49,7 +58,11 @@ describe('determinism across the wire', () => {
   for (const id of builtins) {
     it(`${id}: same seeds and actions give the same trajectory remotely as in-process`, async () => {
       const remoteId = await registerRemoteEnv(`remote:ws://127.0.0.1:${port}/${id}`);
-      for (const [seed, mode] of [[3, 'train'], [17, 'train'], [5, 'val']] as const) {
+      for (const [seed, mode] of [
+        [3, 'train'],
+        [17, 'train'],
+        [5, 'val'],
+      ] as const) {
         const local = await play(makeEnv(id), id, seed, mode);
         const remote = await play(makeEnv(remoteId), id, seed, mode);
         expect(remote).toEqual(local);

@@ -16,7 +16,9 @@ afterEach(async () => {
 /** `ragen env serve <ids> --port 0` in a child process (a real process to kill); resolves with it and its port. */
 async function serveInChild(ids: string[]): Promise<{ child: ChildProcess; port: number }> {
   const script = `const { main } = await import(${JSON.stringify(new URL('../../cli/main.ts', import.meta.url).pathname)}); await main(['env', 'serve', ${ids.map((i) => JSON.stringify(i)).join(', ')}, '--port', '0']);`;
-  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   cleanup.push(() => child.kill('SIGKILL'));
   const lines = createInterface({ input: child.stdout! });
   const port = await new Promise<number>((resolve, reject) => {
@@ -66,7 +68,23 @@ describe('RemoteEnv failure policy', () => {
       ws.on('message', (raw) => {
         const msg = JSON.parse(raw.toString());
         if (msg.type === 'reset') {
-          ws.send(JSON.stringify({ type: 'observation', data: { observation: { text: 'start' }, reward: null, done: false, terminated: false, truncated: false, info: { success: false, actionIsValid: true, actionIsEffective: true }, render: 'start', actionNames: ['a'], episode_id: '1', step_count: 0 } }));
+          ws.send(
+            JSON.stringify({
+              type: 'observation',
+              data: {
+                observation: { text: 'start' },
+                reward: null,
+                done: false,
+                terminated: false,
+                truncated: false,
+                info: { success: false, actionIsValid: true, actionIsEffective: true },
+                render: 'start',
+                actionNames: ['a'],
+                episode_id: '1',
+                step_count: 0,
+              },
+            }),
+          );
         } else {
           setTimeout(() => (ws as unknown as { _socket: { destroy(): void } })._socket.destroy(), 50); // dies mid-step
         }
@@ -91,12 +109,33 @@ describe('RemoteEnv failure policy', () => {
         else t++;
         // OpenEnv's echo env: action {message}, observation {echoed_message, message_length}, then reward and done.
         const echoed = `t=${t} ${msg.data.message ?? ''}`;
-        ws.send(JSON.stringify({ type: 'observation', data: { observation: { echoed_message: echoed, message_length: echoed.length }, reward: msg.type === 'reset' ? null : 0.5, done: t >= 2 } }));
+        ws.send(
+          JSON.stringify({
+            type: 'observation',
+            data: {
+              observation: { echoed_message: echoed, message_length: echoed.length },
+              reward: msg.type === 'reset' ? null : 0.5,
+              done: t >= 2,
+            },
+          }),
+        );
       });
     });
-    const env = new RemoteEnv(`ws://127.0.0.1:${(wss.address() as { port: number }).port}/ws`, { ...quiet, actionKey: 'message', observationKey: 'echoed_message' });
-    expect(await env.reset({ seed: 0 })).toEqual({ observation: 't=0 ', info: { success: false, actionIsValid: true, actionIsEffective: true } });
-    expect(await env.step('a')).toMatchObject({ observation: 't=1 a', reward: 0.5, terminated: false, truncated: false });
+    const env = new RemoteEnv(`ws://127.0.0.1:${(wss.address() as { port: number }).port}/ws`, {
+      ...quiet,
+      actionKey: 'message',
+      observationKey: 'echoed_message',
+    });
+    expect(await env.reset({ seed: 0 })).toEqual({
+      observation: 't=0 ',
+      info: { success: false, actionIsValid: true, actionIsEffective: true },
+    });
+    expect(await env.step('a')).toMatchObject({
+      observation: 't=1 a',
+      reward: 0.5,
+      terminated: false,
+      truncated: false,
+    });
     expect(await env.step('b')).toMatchObject({ observation: 't=2 b', terminated: true, truncated: false });
     expect(env.render()).toBe('t=2 b');
     env.close();
@@ -142,16 +181,31 @@ describe('RemoteEnv failure policy', () => {
     const server = new EnvServer({ envIds: ['FrozenLake'], port: 0, ...quiet });
     const port = await server.listen();
     cleanup.push(() => server.close());
-    await expect(new RemoteEnv(`ws://127.0.0.1:${port}/FrozenLake`, quiet).step('Down')).rejects.toBeInstanceOf(ResetNeededError);
+    await expect(new RemoteEnv(`ws://127.0.0.1:${port}/FrozenLake`, quiet).step('Down')).rejects.toBeInstanceOf(
+      ResetNeededError,
+    );
     const bad = new RemoteEnv(`ws://127.0.0.1:${port}/FrozenLake`, { ...quiet, config: { size: 'huge' } });
     await expect(bad.reset({ seed: 0 })).rejects.toBeInstanceOf(ConfigError);
     // remote: ids: unknown env names and unknown config keys are ConfigErrors naming the fix.
     await expect(registerRemoteEnv(`remote:ws://127.0.0.1:${port}/Sokobam`)).rejects.toThrow(/serves FrozenLake/);
     const id = await registerRemoteEnv(`remote:ws://127.0.0.1:${port}/FrozenLake`);
     expect(id).toBe(`FrozenLake@127.0.0.1:${port}`);
-    expect(() => new EnvGroups({ tags: [{ env: `remote:ws://127.0.0.1:${port}/FrozenLake`, nGroups: 1, config: { sizee: 4 } }], groupSize: 1, mode: 'train', seed: 0 })).toThrow(/Did you mean `size`/);
+    expect(
+      () =>
+        new EnvGroups({
+          tags: [{ env: `remote:ws://127.0.0.1:${port}/FrozenLake`, nGroups: 1, config: { sizee: 4 } }],
+          groupSize: 1,
+          mode: 'train',
+          seed: 0,
+        }),
+    ).toThrow(/Did you mean `size`/);
     // Config values travel to the server: a 3x3 lake comes back.
-    const small = new EnvGroups({ tags: [{ env: `remote:ws://127.0.0.1:${port}/FrozenLake`, nGroups: 1, config: { size: 3 } }], groupSize: 1, mode: 'train', seed: 0 });
+    const small = new EnvGroups({
+      tags: [{ env: `remote:ws://127.0.0.1:${port}/FrozenLake`, nGroups: 1, config: { size: 3 } }],
+      groupSize: 1,
+      mode: 'train',
+      seed: 0,
+    });
     const [obs] = await small.reset();
     expect(small.slots[0]!.env.render().trim().split('\n')).toHaveLength(3);
     expect(obs).toContain('P');

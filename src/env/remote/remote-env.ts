@@ -1,10 +1,17 @@
 // RemoteEnv: the Env contract over one WebSocket session of an env server (ours, the Python bridge, or an
-// OpenEnv server whose action and observation carry one text field). One request in flight at a time, as Env is sequential.
+// OpenEnv server whose action and observation carry one text field). One request in flight at a time, as Env is
+// sequential.
 import WebSocket from 'ws';
 import { ConfigError, RagenError, ResetNeededError } from '../../util/index.js';
 import type { Env, EnvInfo, ResetOptions, ResetResult, StepResult } from '../core.js';
 import { authHeaders, clientToken, TOKEN_ENV } from './auth.js';
-import { parseServerMessage, type ClientMessage, type ErrorData, type ObservationData, type ServerMessage } from './protocol.js';
+import {
+  parseServerMessage,
+  type ClientMessage,
+  type ErrorData,
+  type ObservationData,
+  type ServerMessage,
+} from './protocol.js';
 
 /** A remote env failed in a way the caller cannot fix by changing its input: the connection, a timeout, the server. */
 export class RemoteEnvError extends RagenError {
@@ -61,7 +68,9 @@ export class RemoteEnv implements Env {
   legend: string;
   actionNames: readonly string[] | undefined;
   private ws: WebSocket | undefined;
-  private pending: { resolve: (m: ServerMessage) => void; reject: (e: Error) => void; timer: NodeJS.Timeout; type: string } | undefined;
+  private pending:
+    | { resolve: (m: ServerMessage) => void; reject: (e: Error) => void; timer: NodeJS.Timeout; type: string }
+    | undefined;
   /** A typed error the server sent unasked just before closing (CONFIG_ERROR at connect, IDLE_TIMEOUT...). */
   private goodbye: ErrorData | undefined;
   private lastRender = '';
@@ -89,7 +98,14 @@ export class RemoteEnv implements Env {
   }
 
   async reset(options: ResetOptions): Promise<ResetResult> {
-    const msg: ClientMessage = { type: 'reset', data: { seed: options.seed, mode: options.mode ?? 'train', ...(options.options ? { options: options.options } : {}) } };
+    const msg: ClientMessage = {
+      type: 'reset',
+      data: {
+        seed: options.seed,
+        mode: options.mode ?? 'train',
+        ...(options.options ? { options: options.options } : {}),
+      },
+    };
     this.seed = options.seed;
     this.steps = 0;
     if (!this.isOpen() || this.reaped()) await this.reconnect();
@@ -111,13 +127,25 @@ export class RemoteEnv implements Env {
   async step(action: string): Promise<StepResult> {
     if (!this.everReset) throw new ResetNeededError('Cannot call step() before reset(): call reset({seed}) first.');
     if (!this.isOpen()) {
-      throw new RemoteEnvError('CONNECTION_LOST', `The ${this.sessionName()} with ${this.url} is closed (${this.lost ?? 'closed'}); the episode is lost. reset() opens a new session.`);
+      throw new RemoteEnvError(
+        'CONNECTION_LOST',
+        `The ${this.sessionName()} with ${this.url} is closed (${this.lost ?? 'closed'}); the episode is lost. reset() opens a new session.`,
+      );
     }
     this.steps++;
-    const reply = await this.request({ type: 'step', data: { [this.options.actionKey ?? 'text']: action } as { text: string } });
+    const reply = await this.request({
+      type: 'step',
+      data: { [this.options.actionKey ?? 'text']: action } as { text: string },
+    });
     const data = this.observationOf(reply, 'step');
     if (data.done) this.episodeRunning = false;
-    return { observation: this.textOf(data), reward: data.reward ?? 0, terminated: data.terminated ?? data.done, truncated: data.truncated ?? false, info: data.info };
+    return {
+      observation: this.textOf(data),
+      reward: data.reward ?? 0,
+      terminated: data.terminated ?? data.done,
+      truncated: data.truncated ?? false,
+      info: data.info,
+    };
   }
 
   render(): string {
@@ -146,7 +174,9 @@ export class RemoteEnv implements Env {
 
   /** The server said it is closing this session (its close frame may not have arrived yet). */
   private reaped(): boolean {
-    return this.goodbye !== undefined && (this.goodbye.code === 'IDLE_TIMEOUT' || this.goodbye.code === 'SERVER_SHUTDOWN');
+    return (
+      this.goodbye !== undefined && (this.goodbye.code === 'IDLE_TIMEOUT' || this.goodbye.code === 'SERVER_SHUTDOWN')
+    );
   }
 
   /** Drops the current socket (if any) and opens a new session. */
@@ -162,7 +192,8 @@ export class RemoteEnv implements Env {
   private async connect(): Promise<void> {
     const attempts = this.options.connectAttempts ?? 3;
     let last = '';
-    if (this.lost !== undefined && this.lost !== CLOSED_HERE && this.everReset) this.log(`[remote-env] ${this.url}: reconnecting (the previous session ended: ${this.lost})`);
+    if (this.lost !== undefined && this.lost !== CLOSED_HERE && this.everReset)
+      this.log(`[remote-env] ${this.url}: reconnecting (the previous session ended: ${this.lost})`);
     for (let k = 0; k < attempts; k++) {
       if (k > 0) {
         this.log(`[remote-env] ${this.url}: connection attempt ${k} failed (${last}); retrying`);
@@ -179,14 +210,20 @@ export class RemoteEnv implements Env {
       }
     }
     const episode = this.seed !== undefined ? ` for a new session (episode seed ${this.seed})` : '';
-    throw new RemoteEnvError('CONNECTION_FAILED', `Could not connect to the env server at ${this.url}${episode} after ${attempts} attempt(s): ${last}. Is \`ragen env serve <EnvId> --port <N>\` running there?`);
+    throw new RemoteEnvError(
+      'CONNECTION_FAILED',
+      `Could not connect to the env server at ${this.url}${episode} after ${attempts} attempt(s): ${last}. Is \`ragen env serve <EnvId> --port <N>\` running there?`,
+    );
   }
 
   private open(): Promise<WebSocket> {
     const config = this.options.config ?? {};
     const url = new URL(this.url);
     if (Object.keys(config).length > 0) url.searchParams.set('config', JSON.stringify(config));
-    const ws = new WebSocket(url, { handshakeTimeout: (this.options.connectTimeoutS ?? 10) * 1000, headers: authHeaders(this.options.token ?? clientToken()) });
+    const ws = new WebSocket(url, {
+      handshakeTimeout: (this.options.connectTimeoutS ?? 10) * 1000,
+      headers: authHeaders(this.options.token ?? clientToken()),
+    });
     return new Promise((resolve, reject) => {
       ws.once('open', () => {
         ws.removeAllListeners('error');
@@ -233,7 +270,13 @@ export class RemoteEnv implements Env {
       this.pending = undefined;
       clearTimeout(pending.timer);
       if (this.goodbye) pending.reject(this.errorOf(this.goodbye, pending.type));
-      else pending.reject(new RemoteEnvError('CONNECTION_LOST', `The env server at ${this.url} closed the ${this.sessionName()} while its ${pending.type} was waiting (${this.lost}); the episode is lost. reset() opens a new session.`));
+      else
+        pending.reject(
+          new RemoteEnvError(
+            'CONNECTION_LOST',
+            `The env server at ${this.url} closed the ${this.sessionName()} while its ${pending.type} was waiting (${this.lost}); the episode is lost. reset() opens a new session.`,
+          ),
+        );
     } else if (this.episodeRunning) {
       this.log(`[remote-env] ${this.url}: ${this.sessionName()} lost mid-episode (${this.lost})`);
     }
@@ -247,7 +290,12 @@ export class RemoteEnv implements Env {
         this.pending = undefined;
         this.lost = `no reply to ${msg.type} within ${this.timeoutMs / 1000} s`;
         ws.terminate(); // the session's state is unknown now: drop it
-        reject(new RemoteEnvError('TIMEOUT', `The env server at ${this.url} did not answer ${msg.type} within ${this.timeoutMs / 1000} s (RemoteEnvOptions.timeoutS); the session is dropped and the episode lost.`));
+        reject(
+          new RemoteEnvError(
+            'TIMEOUT',
+            `The env server at ${this.url} did not answer ${msg.type} within ${this.timeoutMs / 1000} s (RemoteEnvOptions.timeoutS); the session is dropped and the episode lost.`,
+          ),
+        );
       }, this.timeoutMs);
       if (this.goodbye) {
         clearTimeout(timer);
@@ -258,11 +306,14 @@ export class RemoteEnv implements Env {
     });
   }
 
-  /** The exception for a server error: the caller's mistakes as ResetNeededError / ConfigError, the rest RemoteEnvError. */
+  /**
+   * The exception for a server error: the caller's mistakes as ResetNeededError / ConfigError, the rest RemoteEnvError.
+   */
   private errorOf(data: ErrorData, what: string): Error {
     const { code, message } = data;
     if (code === 'RESET_NEEDED') return new ResetNeededError(message);
-    if (code === 'VALIDATION_ERROR' || code === 'CONFIG_ERROR' || code === 'UNKNOWN_ENV') return new ConfigError(`${this.url}: ${message}`);
+    if (code === 'VALIDATION_ERROR' || code === 'CONFIG_ERROR' || code === 'UNKNOWN_ENV')
+      return new ConfigError(`${this.url}: ${message}`);
     return new RemoteEnvError(code, `The env server at ${this.url} answered ${what} with ${code}: ${message}`);
   }
 
@@ -277,8 +328,14 @@ export class RemoteEnv implements Env {
       throw this.errorOf(reply.data, what);
     }
     const key = this.options.observationKey ?? 'text';
-    if (reply.type !== 'observation' || typeof (reply.data.observation as Record<string, unknown> | undefined)?.[key] !== 'string') {
-      throw new RemoteEnvError('PROTOCOL_ERROR', `The env server at ${this.url} answered ${what} with ${JSON.stringify(reply).slice(0, 120)}, not an observation with a string observation.${key} (RemoteEnvOptions.observationKey).`);
+    if (
+      reply.type !== 'observation' ||
+      typeof (reply.data.observation as Record<string, unknown> | undefined)?.[key] !== 'string'
+    ) {
+      throw new RemoteEnvError(
+        'PROTOCOL_ERROR',
+        `The env server at ${this.url} answered ${what} with ${JSON.stringify(reply).slice(0, 120)}, not an observation with a string observation.${key} (RemoteEnvOptions.observationKey).`,
+      );
     }
     const d = reply.data;
     this.lastRender = typeof d.render === 'string' ? d.render : this.textOf(d);
@@ -292,6 +349,7 @@ export class RemoteEnv implements Env {
 function normalizeInfo(info: unknown): EnvInfo {
   const raw = typeof info === 'object' && info !== null ? (info as Record<string, unknown>) : {};
   const out: EnvInfo = { success: false, actionIsValid: true, actionIsEffective: true };
-  for (const [k, v] of Object.entries(raw)) if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'string') out[k] = v;
+  for (const [k, v] of Object.entries(raw))
+    if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'string') out[k] = v;
   return out;
 }

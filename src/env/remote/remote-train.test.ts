@@ -46,10 +46,13 @@ function banditConfig(runDir: string, tag: (id: string) => string, extra: string
 describe('training over remote envs', () => {
   it('bandit PPO over `remote:` envs gives the same metrics as over local envs with the same seeds', async () => {
     const local = await train({ config: banditConfig(join(root, 'local'), (id) => id) });
-    const remote = await train({ config: banditConfig(join(root, 'remote'), (id) => `remote:ws://127.0.0.1:${port}/${id}`) });
+    const remote = await train({
+      config: banditConfig(join(root, 'remote'), (id) => `remote:ws://127.0.0.1:${port}/${id}`),
+    });
     const ml = deterministic(readMetricsFile(join(local.runDir, 'metrics.jsonl')));
     // Per-tag keys name the remote id (`train/Bandit@127.0.0.1:<port>/success`): map them back to compare.
-    const unport = (r: Record<string, number>) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k.replace(`@127.0.0.1:${port}`, ''), v]));
+    const unport = (r: Record<string, number>) =>
+      Object.fromEntries(Object.entries(r).map(([k, v]) => [k.replace(`@127.0.0.1:${port}`, ''), v]));
     const mr = deterministic(readMetricsFile(join(remote.runDir, 'metrics.jsonl'))).map(unport);
     expect(ml.map((r) => r.step)).toEqual([1, 2]);
     expect(Object.keys(ml[1]!)).toContain('val/BanditTest/success');
@@ -69,11 +72,25 @@ describe('training over remote envs', () => {
       const config = banditConfig(join(root, 'unused'), tag, ['agent.maxNewTokens=40']);
       const groups = new EnvGroups(envGroupsOptions(config, 'train'));
       const engine = new RecordingEngine(tokenizer, script);
-      const ctx = { config, engine, tokenizer, agent: config.agent, groups, kl: new KLController({ type: 'fixed', klCoef: config.algo.kl.coef }), collapseEma: {} };
+      const ctx = {
+        config,
+        engine,
+        tokenizer,
+        agent: config.agent,
+        groups,
+        kl: new KLController({ type: 'fixed', klCoef: config.algo.kl.coef }),
+        collapseEma: {},
+      };
       const out = [];
       for (let step = 1; step <= 3; step++) out.push((await starpoStep(ctx, step)).metrics);
       await groups.close();
-      return out.map((m) => Object.fromEntries(Object.entries(m).filter(([k]) => !k.startsWith('timing_s/') && !k.startsWith('perf/')).map(([k, v]) => [k.replace(`@127.0.0.1:${port}`, ''), v])));
+      return out.map((m) =>
+        Object.fromEntries(
+          Object.entries(m)
+            .filter(([k]) => !k.startsWith('timing_s/') && !k.startsWith('perf/'))
+            .map(([k, v]) => [k.replace(`@127.0.0.1:${port}`, ''), v]),
+        ),
+      );
     };
     const before = server.stats.steps;
     const local = await run((id) => id);

@@ -18,7 +18,6 @@ let model: string;
 let port: number;
 const children: ChildProcess[] = [];
 
-
 /** `ragen env serve Bandit` in a child process on `port`; resolves once it listens. */
 async function startServer(): Promise<ChildProcess> {
   const script = `const { main } = await import(${JSON.stringify(resolve('src/cli/main.ts'))}); process.exitCode = await main(${JSON.stringify(['env', 'serve', 'Bandit', '--port', String(port), '--step-delay-ms', '20'])});`;
@@ -59,12 +58,21 @@ describe('an env server that dies mid-run', () => {
     const metrics = join(run, 'metrics.jsonl');
     // Kill the server as soon as step 2's metrics are written: step 3 meets a dead server.
     const watch = setInterval(() => {
-      if (existsSync(metrics) && readFileSync(metrics, 'utf8').trim().split('\n').length >= 2 && server.exitCode === null) server.kill('SIGKILL');
+      if (
+        existsSync(metrics) &&
+        readFileSync(metrics, 'utf8').trim().split('\n').length >= 2 &&
+        server.exitCode === null
+      )
+        server.kill('SIGKILL');
     }, 5);
     const err = await train({ config: config(run) }).catch((e: unknown) => e);
     clearInterval(watch);
     expect(err).toBeInstanceOf(RemoteEnvError);
-    expect((err as Error).message).toMatch(new RegExp(`^step 3 failed: .*env server at ws://127\\.0\\.0\\.1:${port}/Bandit.*(session #\\d+|new session) \\(episode seed \\d+.*Nothing of step 3 was saved; once the server is back, \`ragen train --resume ${run.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\` continues after step 2`));
+    expect((err as Error).message).toMatch(
+      new RegExp(
+        `^step 3 failed: .*env server at ws://127\\.0\\.0\\.1:${port}/Bandit.*(session #\\d+|new session) \\(episode seed \\d+.*Nothing of step 3 was saved; once the server is back, \`ragen train --resume ${run.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\` continues after step 2`,
+      ),
+    );
     expect(readMetricsFile(metrics).map((r) => r.step)).toEqual([1, 2]);
     expect(readdirSync(join(run, 'checkpoints')).sort()).toEqual(['step-1', 'step-2']);
     expect(existsSync(join(run, 'rollouts', 'step-3.jsonl'))).toBe(false);
@@ -73,7 +81,9 @@ describe('an env server that dies mid-run', () => {
     const resumed = await train({ resume: run });
     expect(resumed).toMatchObject({ startStep: 2, lastStep: 4 });
     const whole = await train({ config: config(join(root, 'whole')) });
-    expect(deterministic(readMetricsFile(metrics))).toEqual(deterministic(readMetricsFile(join(whole.runDir, 'metrics.jsonl'))));
+    expect(deterministic(readMetricsFile(metrics))).toEqual(
+      deterministic(readMetricsFile(join(whole.runDir, 'metrics.jsonl'))),
+    );
     server.kill('SIGKILL');
   }, 300_000);
 });

@@ -7,7 +7,10 @@ import { invalidInfo, makeEnv, registerEnv, type Env } from '../../index.js';
 import { EnvServer } from './index.js';
 import { codeOf, RawClient } from './testing.js';
 
-/** A test env whose step takes `delayMs` (async), throws on the action "crash" and answers "bigint" with unserialisable info. */
+/**
+ * A test env whose step takes `delayMs` (async), throws on the action "crash" and answers "bigint" with unserialisable
+ * info.
+ */
 function testEnv(delayMs: number): Env {
   let t = 0;
   return {
@@ -17,24 +20,50 @@ function testEnv(delayMs: number): Env {
     reset: () => ((t = 0), { observation: 'start', info: invalidInfo('', { actionIsValid: true }) }),
     step: async (action: string) => {
       if (action === 'crash') throw new Error('boom');
-      if (action === 'bigint') return { observation: 'x', reward: 0, terminated: false, truncated: false, info: { success: false, actionIsValid: true, actionIsEffective: true, big: 1n as never } };
+      if (action === 'bigint')
+        return {
+          observation: 'x',
+          reward: 0,
+          terminated: false,
+          truncated: false,
+          info: { success: false, actionIsValid: true, actionIsEffective: true, big: 1n as never },
+        };
       await new Promise((r) => setTimeout(r, delayMs));
       t++;
-      return { observation: `t=${t}`, reward: 1, terminated: t >= 2, truncated: false, info: { success: t >= 2, actionIsValid: true, actionIsEffective: true } };
+      return {
+        observation: `t=${t}`,
+        reward: 1,
+        terminated: t >= 2,
+        truncated: false,
+        info: { success: t >= 2, actionIsValid: true, actionIsEffective: true },
+      };
     },
     render: () => `t=${t}`,
     close: () => {},
   };
 }
 const schema = z.object({ delayMs: z.number().default(0) });
-registerEnv('RemoteTestEnv', { description: 'test', schema, maxActionsPerEpisode: 5, create: (c) => testEnv(c.delayMs) });
+registerEnv('RemoteTestEnv', {
+  description: 'test',
+  schema,
+  maxActionsPerEpisode: 5,
+  create: (c) => testEnv(c.delayMs),
+});
 
 const lines: string[] = [];
 let server: EnvServer;
 let base: string;
 
 beforeAll(async () => {
-  server = new EnvServer({ envIds: ['FrozenLake', 'RemoteTestEnv'], port: 0, maxSessions: 6, maxMessageBytes: 64 * 1024, stepTimeoutS: 0.3, idleTimeoutS: 60, log: (l) => lines.push(l) });
+  server = new EnvServer({
+    envIds: ['FrozenLake', 'RemoteTestEnv'],
+    port: 0,
+    maxSessions: 6,
+    maxMessageBytes: 64 * 1024,
+    stepTimeoutS: 0.3,
+    idleTimeoutS: 60,
+    log: (l) => lines.push(l),
+  });
   base = `ws://127.0.0.1:${await server.listen()}`;
 });
 afterAll(() => server.close());
@@ -114,7 +143,9 @@ describe('env server under hostile clients', () => {
     expect(codeOf(await c.ask({ type: 'step', data: { text: 'go' } }))).toBe('RESET_NEEDED'); // after the end
     c.ws.close();
 
-    const slow = await RawClient.open(`${base}/RemoteTestEnv?config=${encodeURIComponent(JSON.stringify({ delayMs: 2000 }))}`);
+    const slow = await RawClient.open(
+      `${base}/RemoteTestEnv?config=${encodeURIComponent(JSON.stringify({ delayMs: 2000 }))}`,
+    );
     await slow.ask({ type: 'reset', data: { seed: 0 } });
     const t0 = Date.now();
     expect(codeOf(await slow.ask({ type: 'step', data: { text: 'go' } }))).toBe('STEP_TIMEOUT');
@@ -169,7 +200,11 @@ describe('env server under hostile clients', () => {
     });
     const answer = await new Promise<string>((resolve) => {
       let got = '';
-      const sock = connect(port, '127.0.0.1', () => sock.write('GET /ws/FrozenLake HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: nope\r\n\r\n'));
+      const sock = connect(port, '127.0.0.1', () =>
+        sock.write(
+          'GET /ws/FrozenLake HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: nope\r\n\r\n',
+        ),
+      );
       sock.on('data', (d) => (got += d.toString()));
       sock.on('close', () => resolve(got));
     });
@@ -178,7 +213,9 @@ describe('env server under hostile clients', () => {
     for (let i = 0; i < 100; i++) flood.send({ type: 'state' });
     const replies = await Promise.all(Array.from({ length: 100 }, () => flood.next()));
     expect(replies.filter((r) => r.type === 'state').length).toBeGreaterThanOrEqual(32);
-    expect(replies.some((r) => codeOf(r) === 'VALIDATION_ERROR' && r.type === 'error' && /waiting/.test(r.data.message))).toBe(true);
+    expect(
+      replies.some((r) => codeOf(r) === 'VALIDATION_ERROR' && r.type === 'error' && /waiting/.test(r.data.message)),
+    ).toBe(true);
     flood.ws.close();
     const health = (await (await fetch(`http://127.0.0.1:${port}/health`)).json()) as { status: string };
     expect(health.status).toBe('healthy');

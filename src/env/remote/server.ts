@@ -6,7 +6,14 @@ import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import { z } from 'zod';
 import { checkExposure, RagenError, type Exposure } from '../../util/index.js';
 import { envSpec, resolveEnvConfig, resolveEnvId } from '../registry.js';
-import { CLOSING_CODES, envIdOfPath, parseClientMessage, PROTOCOL_VERSION, type ErrorCode, type ServerMessage } from './protocol.js';
+import {
+  CLOSING_CODES,
+  envIdOfPath,
+  parseClientMessage,
+  PROTOCOL_VERSION,
+  type ErrorCode,
+  type ServerMessage,
+} from './protocol.js';
 import { EnvSession, type Handled } from './session.js';
 import { escapeControl, tokenMatches, TOKEN_ENV } from './auth.js';
 
@@ -72,7 +79,8 @@ export class EnvServer {
   private nextId = 1;
 
   constructor(options: EnvServerOptions) {
-    if (options.envIds.length === 0) throw new RagenError('The env server needs at least one env id to serve (see `ragen envs`).');
+    if (options.envIds.length === 0)
+      throw new RagenError('The env server needs at least one env id to serve (see `ragen envs`).');
     this.envIds = [...new Set(options.envIds.map(resolveEnvId))];
     this.options = {
       host: options.host ?? '127.0.0.1',
@@ -94,7 +102,17 @@ export class EnvServer {
 
   /** How this server is exposed, for `checkExposure` (src/util/exposure.ts): the policy every server shares. */
   exposure(port?: number): Exposure {
-    return { server: 'ragen env serve', host: this.options.host, ...(port !== undefined ? { port } : {}), secret: { noun: 'token', given: this.options.token !== '', how: `${TOKEN_ENV} (or --token) on the server and its clients` }, insecure: this.options.insecure };
+    return {
+      server: 'ragen env serve',
+      host: this.options.host,
+      ...(port !== undefined ? { port } : {}),
+      secret: {
+        noun: 'token',
+        given: this.options.token !== '',
+        how: `${TOKEN_ENV} (or --token) on the server and its clients`,
+      },
+      insecure: this.options.insecure,
+    };
   }
 
   /** Sessions open now. */
@@ -106,12 +124,19 @@ export class EnvServer {
   async listen(): Promise<number> {
     const http = createServer((req, res) => this.onHttp(req, res));
     // ws closes a connection itself past maxPayload (code 1009); below it, our own limit answers with a typed error.
-    const wss = new WebSocketServer({ noServer: true, maxPayload: Math.max(4 * this.options.maxMessageBytes, 16 << 20) });
+    const wss = new WebSocketServer({
+      noServer: true,
+      maxPayload: Math.max(4 * this.options.maxMessageBytes, 16 << 20),
+    });
     http.on('upgrade', (req, socket, head) => {
       if (!this.authorized(req)) {
         this.stats.errors++;
-        this.options.log(`[env-serve] refused a session from ${req.socket.remoteAddress ?? '?'} (${(req.url ?? '/').slice(0, 200)}): missing or wrong token`);
-        socket.end('HTTP/1.1 401 Unauthorized\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\nThis env server needs its token: send `Authorization: Bearer <token>` (set RAGEN_ENV_TOKEN on the client).\n');
+        this.options.log(
+          `[env-serve] refused a session from ${req.socket.remoteAddress ?? '?'} (${(req.url ?? '/').slice(0, 200)}): missing or wrong token`,
+        );
+        socket.end(
+          'HTTP/1.1 401 Unauthorized\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\nThis env server needs its token: send `Authorization: Bearer <token>` (set RAGEN_ENV_TOKEN on the client).\n',
+        );
         return;
       }
       wss.handleUpgrade(req, socket, head, (ws) => this.onConnection(ws, req));
@@ -135,7 +160,8 @@ export class EnvServer {
   /** Close every session (SERVER_SHUTDOWN) and stop listening. */
   async close(): Promise<void> {
     clearInterval(this.reaper);
-    for (const [ws, session] of [...this.sessions]) this.endSession(ws, session, { code: 'SERVER_SHUTDOWN', message: 'The env server is shutting down.' });
+    for (const [ws, session] of [...this.sessions])
+      this.endSession(ws, session, { code: 'SERVER_SHUTDOWN', message: 'The env server is shutting down.' });
     await new Promise((resolve) => setTimeout(resolve, 50)); // lets the goodbye messages flush
     for (const ws of this.wss?.clients ?? []) ws.terminate();
     this.wss?.close();
@@ -155,7 +181,16 @@ export class EnvServer {
         const spec = envSpec(id);
         const config = resolveEnvConfig(id);
         const env = spec.create(config);
-        const row = { id, description: spec.description, instruction: env.instruction, legend: env.legend, actionNames: env.actionNames ? [...env.actionNames] : null, maxActionsPerEpisode: spec.maxActionsPerEpisode, hasSolver: spec.solve !== undefined, config };
+        const row = {
+          id,
+          description: spec.description,
+          instruction: env.instruction,
+          legend: env.legend,
+          actionNames: env.actionNames ? [...env.actionNames] : null,
+          maxActionsPerEpisode: spec.maxActionsPerEpisode,
+          hasSolver: spec.solve !== undefined,
+          config,
+        };
         void env.close();
         return row;
       }),
@@ -173,9 +208,22 @@ export class EnvServer {
       }
     }
     return {
-      action: { type: 'object', properties: { text: { type: 'string', description: 'The action, as the model wrote it.' } }, required: ['text'] },
+      action: {
+        type: 'object',
+        properties: { text: { type: 'string', description: 'The action, as the model wrote it.' } },
+        required: ['text'],
+      },
       observation: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] },
-      state: { type: 'object', properties: { episode_id: { type: ['string', 'null'] }, step_count: { type: 'integer' }, env: { type: 'string' }, status: { enum: ['new', 'running', 'ended'] }, render: { type: ['string', 'null'] } } },
+      state: {
+        type: 'object',
+        properties: {
+          episode_id: { type: ['string', 'null'] },
+          step_count: { type: 'integer' },
+          env: { type: 'string' },
+          status: { enum: ['new', 'running', 'ended'] },
+          render: { type: ['string', 'null'] },
+        },
+      },
       config: configs,
     };
   }
@@ -187,12 +235,21 @@ export class EnvServer {
       res.end(JSON.stringify(body));
     };
     try {
-      if (req.method !== 'GET') return send(405, { error: `Only GET is served over HTTP (${req.method} ${path}); sessions go over WebSocket at /ws.` });
-      if (path === '/health') return send(200, { status: 'healthy', sessions: this.sessions.size, maxSessions: this.options.maxSessions });
-      if (!this.authorized(req)) return send(401, { error: `This env server needs its token: send \`Authorization: Bearer <token>\` (set ${TOKEN_ENV} on the client).` });
+      if (req.method !== 'GET')
+        return send(405, {
+          error: `Only GET is served over HTTP (${req.method} ${path}); sessions go over WebSocket at /ws.`,
+        });
+      if (path === '/health')
+        return send(200, { status: 'healthy', sessions: this.sessions.size, maxSessions: this.options.maxSessions });
+      if (!this.authorized(req))
+        return send(401, {
+          error: `This env server needs its token: send \`Authorization: Bearer <token>\` (set ${TOKEN_ENV} on the client).`,
+        });
       if (path === '/metadata') return send(200, this.metadata());
       if (path === '/schema') return send(200, this.schema());
-      send(404, { error: `No route ${path}: use GET /health, /metadata, /schema or a WebSocket at /ws, /ws/<EnvId> or /<EnvId>.` });
+      send(404, {
+        error: `No route ${path}: use GET /health, /metadata, /schema or a WebSocket at /ws, /ws/<EnvId> or /<EnvId>.`,
+      });
     } catch (err) {
       this.options.log(`[env-serve] HTTP ${path} failed: ${String(err)}`);
       send(500, { error: String(err) });
@@ -214,30 +271,50 @@ export class EnvServer {
     };
     ws.on('error', (err) => this.options.log(`[env-serve] socket error: ${err.message}`));
     if (this.sessions.size >= this.options.maxSessions) {
-      return refuse('CAPACITY_REACHED', `The server holds its maximum of ${this.options.maxSessions} sessions; retry later or start it with a larger --max-sessions.`, { active_sessions: this.sessions.size, max_sessions: this.options.maxSessions });
+      return refuse(
+        'CAPACITY_REACHED',
+        `The server holds its maximum of ${this.options.maxSessions} sessions; retry later or start it with a larger --max-sessions.`,
+        { active_sessions: this.sessions.size, max_sessions: this.options.maxSessions },
+      );
     }
     const named = envIdOfPath(url.pathname, url.searchParams) ?? (this.envIds.length === 1 ? this.envIds[0]! : null);
-    if (named === null) return refuse('UNKNOWN_ENV', `This server serves ${this.envIds.join(', ')}: connect to /ws/<EnvId> (or /ws?env=<EnvId>).`);
+    if (named === null)
+      return refuse(
+        'UNKNOWN_ENV',
+        `This server serves ${this.envIds.join(', ')}: connect to /ws/<EnvId> (or /ws?env=<EnvId>).`,
+      );
     const id = this.envIds.find((e) => e.toLowerCase() === named.toLowerCase());
-    if (id === undefined) return refuse('UNKNOWN_ENV', `No served env \`${named.slice(0, 80)}\`; this server serves ${this.envIds.join(', ')}.`);
+    if (id === undefined)
+      return refuse(
+        'UNKNOWN_ENV',
+        `No served env \`${named.slice(0, 80)}\`; this server serves ${this.envIds.join(', ')}.`,
+      );
     let config: Record<string, unknown>;
     try {
       const raw = url.searchParams.get('config');
       const overrides: unknown = raw ? JSON.parse(raw) : {};
-      if (typeof overrides !== 'object' || overrides === null || Array.isArray(overrides)) throw new RagenError(`the \`config\` query parameter must be a JSON object, got ${raw!.slice(0, 60)}`);
+      if (typeof overrides !== 'object' || overrides === null || Array.isArray(overrides))
+        throw new RagenError(`the \`config\` query parameter must be a JSON object, got ${raw!.slice(0, 60)}`);
       config = resolveEnvConfig(id, overrides as Record<string, unknown>);
     } catch (err) {
       return refuse('CONFIG_ERROR', `Bad config for ${id}: ${err instanceof Error ? err.message : String(err)}`);
     }
     let session: EnvSession;
     try {
-      session = new EnvSession(this.nextId++, id, envSpec(id).create(config), this.options.stepTimeoutS * 1000, this.options.stepDelayMs);
+      session = new EnvSession(
+        this.nextId++,
+        id,
+        envSpec(id).create(config),
+        this.options.stepTimeoutS * 1000,
+        this.options.stepDelayMs,
+      );
     } catch (err) {
       return refuse('FACTORY_ERROR', `Creating ${id} failed: ${String(err)}`);
     }
     this.sessions.set(ws, session);
     this.stats.sessionsOpened++;
-    if (this.options.verbose) this.options.log(`[env-serve] session ${session.id} (${id}) opened; ${this.sessions.size} open`);
+    if (this.options.verbose)
+      this.options.log(`[env-serve] session ${session.id} (${id}) opened; ${this.sessions.size} open`);
 
     let queue: Promise<void> = Promise.resolve();
     let queued = 0;
@@ -246,19 +323,40 @@ export class EnvServer {
       const bytes = byteLength(data);
       if (bytes > this.options.maxMessageBytes) {
         this.stats.errors++;
-        this.options.log(`[env-serve] session ${session.id} (${session.envId}): MESSAGE_TOO_LARGE: ${bytes} bytes, over the limit of ${this.options.maxMessageBytes}`);
-        this.reply(ws, { type: 'error', data: { code: 'MESSAGE_TOO_LARGE', message: `The message has ${bytes} bytes; this server takes at most ${this.options.maxMessageBytes} (--max-message-bytes).`, bytes, max_bytes: this.options.maxMessageBytes } });
+        this.options.log(
+          `[env-serve] session ${session.id} (${session.envId}): MESSAGE_TOO_LARGE: ${bytes} bytes, over the limit of ${this.options.maxMessageBytes}`,
+        );
+        this.reply(ws, {
+          type: 'error',
+          data: {
+            code: 'MESSAGE_TOO_LARGE',
+            message: `The message has ${bytes} bytes; this server takes at most ${this.options.maxMessageBytes} (--max-message-bytes).`,
+            bytes,
+            max_bytes: this.options.maxMessageBytes,
+          },
+        });
         return;
       }
       if (queued >= MAX_QUEUED) {
         this.stats.errors++;
-        if (!flooded) this.options.log(`[env-serve] session ${session.id} (${id}): VALIDATION_ERROR: more than ${MAX_QUEUED} messages waiting (logged once per session)`);
+        if (!flooded)
+          this.options.log(
+            `[env-serve] session ${session.id} (${id}): VALIDATION_ERROR: more than ${MAX_QUEUED} messages waiting (logged once per session)`,
+          );
         flooded = true;
-        this.reply(ws, { type: 'error', data: { code: 'VALIDATION_ERROR', message: `More than ${MAX_QUEUED} messages are waiting in this session; send the next message after the reply to the previous one.` } });
+        this.reply(ws, {
+          type: 'error',
+          data: {
+            code: 'VALIDATION_ERROR',
+            message: `More than ${MAX_QUEUED} messages are waiting in this session; send the next message after the reply to the previous one.`,
+          },
+        });
         return;
       }
       queued++;
-      const text = Array.isArray(data) ? Buffer.concat(data).toString('utf8') : Buffer.from(data as ArrayBuffer).toString('utf8');
+      const text = Array.isArray(data)
+        ? Buffer.concat(data).toString('utf8')
+        : Buffer.from(data as ArrayBuffer).toString('utf8');
       queue = queue.then(async () => {
         queued--;
         if (!this.sessions.has(ws)) return;
@@ -267,8 +365,13 @@ export class EnvServer {
         } catch (err) {
           // A bug of ours or an unserialisable env result: answer and log it, keep the session's queue alive.
           this.stats.errors++;
-          this.options.log(`[env-serve] session ${session.id} (${id}): internal error: ${err instanceof Error ? err.stack : String(err)}`);
-          this.reply(ws, { type: 'error', data: { code: 'EXECUTION_ERROR', message: `The server failed to answer: ${String(err)}` } });
+          this.options.log(
+            `[env-serve] session ${session.id} (${id}): internal error: ${err instanceof Error ? err.stack : String(err)}`,
+          );
+          this.reply(ws, {
+            type: 'error',
+            data: { code: 'EXECUTION_ERROR', message: `The server failed to answer: ${String(err)}` },
+          });
         }
       });
     });
@@ -276,7 +379,10 @@ export class EnvServer {
       if (!this.sessions.has(ws)) return;
       this.sessions.delete(ws);
       const mid = session.status === 'running';
-      if (mid || this.options.verbose) this.options.log(`[env-serve] session ${session.id} (${id}) closed by the client${mid ? ` mid-episode (after step ${session.stepCount}); env closed` : ''}`);
+      if (mid || this.options.verbose)
+        this.options.log(
+          `[env-serve] session ${session.id} (${id}) closed by the client${mid ? ` mid-episode (after step ${session.stepCount}); env closed` : ''}`,
+        );
       void this.closeEnv(session);
     });
   }
@@ -293,7 +399,9 @@ export class EnvServer {
     }
     if (handled.reply?.type === 'error') {
       this.stats.errors++;
-      this.options.log(`[env-serve] session ${session.id} (${session.envId}): ${handled.reply.data.code}: ${handled.reply.data.message.slice(0, 200)}`);
+      this.options.log(
+        `[env-serve] session ${session.id} (${session.envId}): ${handled.reply.data.code}: ${handled.reply.data.message.slice(0, 200)}`,
+      );
     }
     if (handled.close) {
       const reason = handled.reply?.type === 'error' ? handled.reply.data : undefined;
@@ -319,8 +427,13 @@ export class EnvServer {
     for (const [ws, session] of [...this.sessions]) {
       if (session.lastActive >= limit) continue;
       this.stats.reaped++;
-      this.options.log(`[env-serve] session ${session.id} (${session.envId}) reaped after ${this.options.idleTimeoutS} s idle${session.status === 'running' ? ` mid-episode (after step ${session.stepCount})` : ''}`);
-      this.endSession(ws, session, { code: 'IDLE_TIMEOUT', message: `No message for ${this.options.idleTimeoutS} s (--idle-timeout); the session is closed. Reconnect and reset.` });
+      this.options.log(
+        `[env-serve] session ${session.id} (${session.envId}) reaped after ${this.options.idleTimeoutS} s idle${session.status === 'running' ? ` mid-episode (after step ${session.stepCount})` : ''}`,
+      );
+      this.endSession(ws, session, {
+        code: 'IDLE_TIMEOUT',
+        message: `No message for ${this.options.idleTimeoutS} s (--idle-timeout); the session is closed. Reconnect and reset.`,
+      });
     }
   }
 

@@ -38,7 +38,19 @@ export class EnvSession {
       case 'close':
         return { close: true };
       case 'state':
-        return { reply: { type: 'state', data: { episode_id: this.episodeId, step_count: this.stepCount, env: this.envId, status: this.status, render: this.status === 'new' ? null : this.safeRender() } }, close: false };
+        return {
+          reply: {
+            type: 'state',
+            data: {
+              episode_id: this.episodeId,
+              step_count: this.stepCount,
+              env: this.envId,
+              status: this.status,
+              render: this.status === 'new' ? null : this.safeRender(),
+            },
+          },
+          close: false,
+        };
       case 'reset':
         return this.reset(msg.data);
       case 'step':
@@ -50,7 +62,13 @@ export class EnvSession {
     let r: ResetResult;
     await this.delay();
     try {
-      r = await this.withTimeout(() => this.env.reset({ seed: data.seed ?? 0, mode: data.mode ?? 'train', ...(data.options ? { options: data.options } : {}) }));
+      r = await this.withTimeout(() =>
+        this.env.reset({
+          seed: data.seed ?? 0,
+          mode: data.mode ?? 'train',
+          ...(data.options ? { options: data.options } : {}),
+        }),
+      );
     } catch (err) {
       this.status = 'ended';
       return this.failure(err, 'reset');
@@ -66,7 +84,10 @@ export class EnvSession {
 
   private async step(action: string): Promise<Handled> {
     if (this.status !== 'running') {
-      const message = this.status === 'new' ? 'Cannot step before reset: send {"type": "reset", "data": {"seed": N}} first.' : 'Cannot step after the episode ended (terminated or truncated): send a reset to start a new one.';
+      const message =
+        this.status === 'new'
+          ? 'Cannot step before reset: send {"type": "reset", "data": {"seed": N}} first.'
+          : 'Cannot step after the episode ended (terminated or truncated): send a reset to start a new one.';
       return error('RESET_NEEDED', message);
     }
     let r: StepResult;
@@ -79,10 +100,22 @@ export class EnvSession {
     }
     this.stepCount++;
     if (r.terminated || r.truncated) this.status = 'ended';
-    return { reply: { type: 'observation', data: this.observation(r.observation, r.reward, r.terminated, r.truncated, r.info) }, close: false };
+    return {
+      reply: {
+        type: 'observation',
+        data: this.observation(r.observation, r.reward, r.terminated, r.truncated, r.info),
+      },
+      close: false,
+    };
   }
 
-  private observation(text: string, reward: number | null, terminated: boolean, truncated: boolean, info: ObservationData['info']): ObservationData {
+  private observation(
+    text: string,
+    reward: number | null,
+    terminated: boolean,
+    truncated: boolean,
+    info: ObservationData['info'],
+  ): ObservationData {
     const names = this.env.actionNames;
     return {
       observation: { text },
@@ -108,10 +141,20 @@ export class EnvSession {
 
   /** An env failure as a typed reply: order errors, bad options, timeouts (closing) or env bugs. */
   private failure(err: unknown, what: 'reset' | 'step'): Handled {
-    if (err instanceof StepTimeout) return { ...error('STEP_TIMEOUT', `${what} took longer than the server's limit of ${this.stepTimeoutMs / 1000} s; the env's state is unknown, so the session is closed. Reconnect and reset.`), close: true };
+    if (err instanceof StepTimeout)
+      return {
+        ...error(
+          'STEP_TIMEOUT',
+          `${what} took longer than the server's limit of ${this.stepTimeoutMs / 1000} s; the env's state is unknown, so the session is closed. Reconnect and reset.`,
+        ),
+        close: true,
+      };
     if (err instanceof ResetNeededError) return error('RESET_NEEDED', err.message);
     if (err instanceof RagenError) return error('VALIDATION_ERROR', `${what} rejected its input: ${err.message}`);
-    return error('EXECUTION_ERROR', `The env threw during ${what}: ${err instanceof Error ? err.message : String(err)}. The episode is over; reset to start a new one.`);
+    return error(
+      'EXECUTION_ERROR',
+      `The env threw during ${what}: ${err instanceof Error ? err.message : String(err)}. The episode is over; reset to start a new one.`,
+    );
   }
 
   /** The configured per-call latency; a timer, so other sessions run meanwhile as they would beside a slow env. */

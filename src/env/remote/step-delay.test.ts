@@ -24,8 +24,12 @@ async function timed(fn: () => Promise<unknown>): Promise<number> {
 it('makes each reset and step take at least the delay, and overlaps the delays of concurrent sessions', async () => {
   const clients = await Promise.all([0, 1, 2, 3].map(() => RawClient.open(`ws://127.0.0.1:${port}/SimpleSokoban`)));
   const [one] = clients;
-  const reset = await timed(async () => expect((await one!.ask({ type: 'reset', data: { seed: 1 } })).type).toBe('observation'));
-  const step = await timed(async () => expect((await one!.ask({ type: 'step', data: { text: 'Up' } })).type).toBe('observation'));
+  const reset = await timed(async () =>
+    expect((await one!.ask({ type: 'reset', data: { seed: 1 } })).type).toBe('observation'),
+  );
+  const step = await timed(async () =>
+    expect((await one!.ask({ type: 'step', data: { text: 'Up' } })).type).toBe('observation'),
+  );
   expect(reset).toBeGreaterThanOrEqual(DELAY - 1);
   expect(step).toBeGreaterThanOrEqual(DELAY - 1);
   // Four sessions resetting at once: about one delay, well under the four a serial wait would take.

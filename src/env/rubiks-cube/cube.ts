@@ -5,7 +5,7 @@ export const FACE_NAMES = ['Up', 'Left', 'Front', 'Right', 'Back', 'Down'] as co
 /** Colour letters, indexed by the face that carries the colour when solved. */
 export const COLORS = ['W', 'O', 'G', 'R', 'B', 'Y'] as const;
 /** RAGEN's 12 actions in its order (its ids 1..12 are our indices 0..11). */
-export const MOVE_NAMES = ["U", "U'", 'D', "D'", 'L', "L'", 'R', "R'", 'F', "F'", 'B', "B'"] as const;
+export const MOVE_NAMES = ['U', "U'", 'D', "D'", 'L', "L'", 'R', "R'", 'F', "F'", 'B', "B'"] as const;
 
 type Vec = [number, number, number];
 
@@ -22,7 +22,11 @@ const FRAMES: Record<(typeof FACES)[number], { n: Vec; up: Vec; right: Vec }> = 
 
 const add = (a: Vec, b: Vec, s = 1): Vec => [a[0] + s * b[0], a[1] + s * b[1], a[2] + s * b[2]];
 const dot = (a: Vec, b: Vec): number => a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
-const cross = (a: Vec, b: Vec): Vec => [a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]];
+const cross = (a: Vec, b: Vec): Vec => [
+  a[1] * b[2] - a[2] * b[1],
+  a[2] * b[0] - a[0] * b[2],
+  a[0] * b[1] - a[1] * b[0],
+];
 
 /** Sticker i = face * 4 + row * 2 + col (row 0 on top, col 0 on the left, as the face is seen). */
 interface Sticker {
@@ -55,7 +59,8 @@ export function stickerAt(pos: Vec, normal: Vec): number {
 function quarterTurn(face: (typeof FACES)[number]): Uint8Array {
   const k = FRAMES[face].n;
   const rot = (v: Vec): Vec => {
-    const c = cross(k, v), d = dot(k, v);
+    const c = cross(k, v),
+      d = dot(k, v);
     return [k[0] * d - c[0], k[1] * d - c[1], k[2] * d - c[2]];
   };
   const src = Uint8Array.from({ length: 24 }, (_, i) => i);

@@ -4,7 +4,13 @@ import { MOVE_NAMES, applyMove, solvedCube } from './cube.js';
 import { RubiksCubeEnv, scrambleMoves, type RubiksCubeConfig, rubiksCubeSchema } from './rubiks-cube-env.js';
 import { solveCube } from './solver.js';
 
-export { RubiksCubeEnv, scrambleMoves, RUBIKS_CUBE_INSTRUCTION, type RubiksCubeConfig, rubiksCubeSchema } from './rubiks-cube-env.js';
+export {
+  RubiksCubeEnv,
+  scrambleMoves,
+  RUBIKS_CUBE_INSTRUCTION,
+  type RubiksCubeConfig,
+  rubiksCubeSchema,
+} from './rubiks-cube-env.js';
 export { MOVE_NAMES, MOVES, applyMove, isSolved, moveIndex, solvedCube } from './cube.js';
 export { solveCube, cornerFixedGoal } from './solver.js';
 
@@ -14,7 +20,8 @@ export function solveRubiksCube(config: RubiksCubeConfig, seed: number): string[
   const scratch = new Uint8Array(24);
   for (const m of scrambleMoves(config.scrambleDepth, seed)) applyMove(cube, m, scratch);
   const moves = solveCube(cube);
-  if (moves === undefined) throw new Error(`rubikscube: no solution found for seed ${seed} (a bug: every scramble is solvable)`);
+  if (moves === undefined)
+    throw new Error(`rubikscube: no solution found for seed ${seed} (a bug: every scramble is solvable)`);
   return moves.map((m) => MOVE_NAMES[m]!);
 }
 

@@ -2,8 +2,26 @@
 // Follows RAGEN's ragen/env/rubikscube (faces, colours, actions, reward, step limit, render).
 import { z } from 'zod';
 import { ResetNeededError, Rng } from '../../util/index.js';
-import { checkResetOptions, invalidInfo, type Env, type EnvInfo, type ResetOptions, type ResetResult, type StepResult } from '../core.js';
-import { COLORS, FACE_NAMES, FACES, MOVE_NAMES, applyMove, inverseMove, isSolved, moveIndex, solvedCube } from './cube.js';
+import {
+  checkResetOptions,
+  invalidInfo,
+  type Env,
+  type EnvInfo,
+  type ResetOptions,
+  type ResetResult,
+  type StepResult,
+} from '../core.js';
+import {
+  COLORS,
+  FACE_NAMES,
+  FACES,
+  MOVE_NAMES,
+  applyMove,
+  inverseMove,
+  isSolved,
+  moveIndex,
+  solvedCube,
+} from './cube.js';
 
 /** The cube's configuration (RAGEN's RubiksCube2x2Config; keys in camelCase). */
 export const rubiksCubeSchema = z.object({
@@ -102,7 +120,10 @@ export class RubiksCubeEnv implements Env {
     if (options?.scramble !== undefined) {
       const names = options.scramble;
       moves = Array.isArray(names) ? names.map((n) => (typeof n === 'string' ? moveIndex(n) : -1)) : [-1];
-      if (moves.includes(-1)) throw new TypeError(`rubikscube reset options.scramble must be move names (${MOVE_NAMES.join(', ')}), got ${JSON.stringify(names)}`);
+      if (moves.includes(-1))
+        throw new TypeError(
+          `rubikscube reset options.scramble must be move names (${MOVE_NAMES.join(', ')}), got ${JSON.stringify(names)}`,
+        );
     } else {
       moves = scrambleMoves(this.config.scrambleDepth, seed);
     }
@@ -117,11 +138,17 @@ export class RubiksCubeEnv implements Env {
 
   step(action: string): StepResult {
     if (!this.started) throw new ResetNeededError('rubikscube.step() called before reset(); call reset({seed}) first.');
-    if (this.done) throw new ResetNeededError('rubikscube.step() called after the episode ended; call reset({seed}) to start a new one.');
+    if (this.done)
+      throw new ResetNeededError(
+        'rubikscube.step() called after the episode ended; call reset({seed}) to start a new one.',
+      );
     const m = moveIndex(action);
     if (m < 0) {
       const shown = action.length > 40 ? `${JSON.stringify(action.slice(0, 40))}...` : JSON.stringify(action);
-      const info = { ...invalidInfo(`${shown} is not a move; answer one of ${MOVE_NAMES.join(', ')}`), steps: this.steps };
+      const info = {
+        ...invalidInfo(`${shown} is not a move; answer one of ${MOVE_NAMES.join(', ')}`),
+        steps: this.steps,
+      };
       return { observation: this.observation, reward: 0, terminated: false, truncated: false, info };
     }
     applyMove(this.cube, m, this.scratch);
@@ -130,7 +157,13 @@ export class RubiksCubeEnv implements Env {
     const truncated = !solved && this.steps >= this.config.maxSteps;
     this.done = solved || truncated;
     this.observation = this.draw();
-    return { observation: this.observation, reward: solved ? 1 : 0, terminated: solved, truncated, info: this.info(solved, true, true) };
+    return {
+      observation: this.observation,
+      reward: solved ? 1 : 0,
+      terminated: solved,
+      truncated,
+      info: this.info(solved, true, true),
+    };
   }
 
   render(): string {

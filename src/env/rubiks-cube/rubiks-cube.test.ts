@@ -1,7 +1,16 @@
 import { describe, expect, test } from 'vitest';
 import { ResetNeededError, Rng } from '../../util/index.js';
 import { envSpec, makeEnv, resolveEnvConfig } from '../registry.js';
-import { MOVE_NAMES, applyMove, isSolved, moveIndex, scrambleMoves, solveCube, solvedCube, type RubiksCubeConfig } from './index.js';
+import {
+  MOVE_NAMES,
+  applyMove,
+  isSolved,
+  moveIndex,
+  scrambleMoves,
+  solveCube,
+  solvedCube,
+  type RubiksCubeConfig,
+} from './index.js';
 
 const scratch = new Uint8Array(24);
 const run = (names: string[], cube = solvedCube()): Uint8Array => {
@@ -9,7 +18,9 @@ const run = (names: string[], cube = solvedCube()): Uint8Array => {
   return cube;
 };
 const faces = (obs: string): Record<string, string> =>
-  Object.fromEntries([...obs.matchAll(/\((\w)\):\s+\[(\w), (\w)\] \[(\w), (\w)\]/g)].map((m) => [m[1]!, m.slice(2, 6).join('')]));
+  Object.fromEntries(
+    [...obs.matchAll(/\((\w)\):\s+\[(\w), (\w)\] \[(\w), (\w)\]/g)].map((m) => [m[1]!, m.slice(2, 6).join('')]),
+  );
 
 describe('cube moves', () => {
   test('every move has order 4 and its prime undoes it', () => {
@@ -28,7 +39,7 @@ describe('cube moves', () => {
     const obs = faces((makeEnv('rubikscube').reset({ seed: 0, options: { scramble: ['R'] } }) as any).observation);
     expect(obs).toEqual({ U: 'WGWG', L: 'OOOO', F: 'GYGY', R: 'RRRR', B: 'WBWB', D: 'YBYB' });
   });
-  test('the sexy move (R U R\' U\') has order 6 and opposite faces commute', () => {
+  test("the sexy move (R U R' U') has order 6 and opposite faces commute", () => {
     const c = solvedCube();
     for (let k = 0; k < 5; k++) run(['R', 'U', "R'", "U'"], c);
     expect(isSolved(c)).toBe(false);
@@ -107,7 +118,12 @@ describe('rubikscube env', () => {
     const env = makeEnv('rubikscube');
     const first = env.reset({ seed: 0, options: { scramble: ['R', 'U'] } }) as any;
     const bad = env.step('R2') as any;
-    expect(bad).toMatchObject({ reward: 0, terminated: false, observation: first.observation, info: { actionIsValid: false, steps: 0 } });
+    expect(bad).toMatchObject({
+      reward: 0,
+      terminated: false,
+      observation: first.observation,
+      info: { actionIsValid: false, steps: 0 },
+    });
     expect(bad.info.reason).toMatch(/not a move/);
     expect(env.step("U'")).toMatchObject({ reward: 0, terminated: false, info: { actionIsValid: true, steps: 1 } });
     const done = env.step("r'") as any;
@@ -126,7 +142,8 @@ describe('rubikscube env', () => {
     const env = makeEnv('rubikscube');
     expect(() => env.step('U')).toThrow(ResetNeededError);
     env.reset({ seed: 1 });
-    for (const h of ['', 'a'.repeat(100_000), '\u0000', '🙂', "U' || R"]) expect(env.step(h)).toMatchObject({ info: { actionIsValid: false } });
+    for (const h of ['', 'a'.repeat(100_000), '\u0000', '🙂', "U' || R"])
+      expect(env.step(h)).toMatchObject({ info: { actionIsValid: false } });
   });
   test('uses the tag defaults: scramble depth 1, 20 moves', () => {
     expect(resolveEnvConfig('rubikscube')).toEqual({ scrambleDepth: 1, maxSteps: 20 });

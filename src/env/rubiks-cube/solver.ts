@@ -8,7 +8,11 @@ const URF = ['U', "U'", 'R', "R'", 'F', "F'"].map((n) => (MOVE_NAMES as readonly
 /** God's number of the 2x2 in the quarter-turn metric: no position needs more. */
 export const MAX_QUARTER_TURNS = 14;
 
-const DBL = { D: stickerAt([-1, -1, -1], [0, -1, 0]), L: stickerAt([-1, -1, -1], [-1, 0, 0]), B: stickerAt([-1, -1, -1], [0, 0, -1]) };
+const DBL = {
+  D: stickerAt([-1, -1, -1], [0, -1, 0]),
+  L: stickerAt([-1, -1, -1], [-1, 0, 0]),
+  B: stickerAt([-1, -1, -1], [0, 0, -1]),
+};
 // Colours c and OPPOSITE[c] sit on opposite faces of a solved cube (U-D, L-R, F-B).
 const OPPOSITE = [5, 3, 4, 1, 2, 0];
 

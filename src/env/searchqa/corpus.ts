@@ -54,25 +54,53 @@ function buildCorpus(w: World): Corpus {
   for (const f of w.films) produced.set(f.studio, (produced.get(f.studio) ?? 0) + 1);
 
   for (const c of w.countries) {
-    add(`country:${c.name}:main`, c.name, `${c.name} is a country whose capital is ${c.capital}. It became independent in ${c.year}.`);
+    add(
+      `country:${c.name}:main`,
+      c.name,
+      `${c.name} is a country whose capital is ${c.capital}. It became independent in ${c.year}.`,
+    );
     const some = citiesOf.get(c.name)!.slice(1, 4);
-    add(`country:${c.name}:lang`, c.name, `The official language of ${c.name} is ${c.language}. Besides the capital, its cities include ${some.join(', ')}.`);
+    add(
+      `country:${c.name}:lang`,
+      c.name,
+      `The official language of ${c.name} is ${c.language}. Besides the capital, its cities include ${some.join(', ')}.`,
+    );
   }
   for (const c of w.cities) {
     add(`city:${c.name}:main`, c.name, `${c.name} is a city in ${c.country}. It was founded in ${c.founded}.`);
-    add(`city:${c.name}:geo`, c.name, `${c.name} lies on the ${c.river} and has a population of ${withCommas(c.population)}.`);
+    add(
+      `city:${c.name}:geo`,
+      c.name,
+      `${c.name} lies on the ${c.river} and has a population of ${withCommas(c.population)}.`,
+    );
   }
   for (const p of w.people) {
-    add(`person:${p.name}:bio`, p.name, `${p.name} (born ${p.born}) is ${article(p.occupation)} ${p.occupation} who was born in ${p.birthCity}.`);
+    add(
+      `person:${p.name}:bio`,
+      p.name,
+      `${p.name} (born ${p.born}) is ${article(p.occupation)} ${p.occupation} who was born in ${p.birthCity}.`,
+    );
     const film = directed.get(p.name);
     const company = founded.get(p.name);
-    const work = film ? ` ${p.name} directed ${film.map((t) => `"${t}"`).join(', ')}.` : company ? ` ${p.name} is known as a founder in the ${company.industry} industry.` : '';
+    const work = film
+      ? ` ${p.name} directed ${film.map((t) => `"${t}"`).join(', ')}.`
+      : company
+        ? ` ${p.name} is known as a founder in the ${company.industry} industry.`
+        : '';
     add(`person:${p.name}:career`, p.name, `${p.name} studied in ${p.studyCity}.${work}`);
   }
   for (const c of w.companies) {
-    add(`company:${c.name}:main`, c.name, `${c.name} is ${article(c.industry)} ${c.industry} company founded in ${c.founded} by ${c.founder}.`);
+    add(
+      `company:${c.name}:main`,
+      c.name,
+      `${c.name} is ${article(c.industry)} ${c.industry} company founded in ${c.founded} by ${c.founder}.`,
+    );
     const films = produced.get(c.name) ?? 0;
-    add(`company:${c.name}:hq`, c.name, `${c.name} is headquartered in ${c.headquarters}.${films > 0 ? ` It has produced ${films} film${films > 1 ? 's' : ''}.` : ''}`);
+    add(
+      `company:${c.name}:hq`,
+      c.name,
+      `${c.name} is headquartered in ${c.headquarters}.${films > 0 ? ` It has produced ${films} film${films > 1 ? 's' : ''}.` : ''}`,
+    );
   }
   for (const f of w.films) {
     add(`film:${f.title}:main`, f.title, `${f.title} is a ${f.year} ${f.genre} film directed by ${f.director}.`);

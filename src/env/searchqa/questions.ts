@@ -40,20 +40,128 @@ function generateQuestions(c: Corpus, rng: Rng): Question[] {
   const city = new Map(w.cities.map((x) => [x.name, x]));
   const company = new Map(w.companies.map((x) => [x.name, x]));
   const single: (() => Question)[] = [
-    () => { const p = rng.choice(w.people); return { question: `In which city was ${p.name} born?`, answer: p.birthCity, type: 'single', gold: gold(`person:${p.name}:bio`), queries: [p.name] }; },
-    () => { const p = rng.choice(w.people); return { question: `In what year was ${p.name} born?`, answer: String(p.born), type: 'single', gold: gold(`person:${p.name}:bio`), queries: [p.name] }; },
-    () => { const x = rng.choice(w.companies); return { question: `In what year was ${x.name} founded?`, answer: String(x.founded), type: 'single', gold: gold(`company:${x.name}:main`), queries: [x.name] }; },
-    () => { const x = rng.choice(w.companies); return { question: `In which city is ${x.name} headquartered?`, answer: x.headquarters, type: 'single', gold: gold(`company:${x.name}:hq`), queries: [x.name] }; },
-    () => { const f = rng.choice(w.films); return { question: `Who directed ${f.title}?`, answer: f.director, type: 'single', gold: gold(`film:${f.title}:main`), queries: [f.title] }; },
-    () => { const x = rng.choice(w.cities); return { question: `In which country is ${x.name}?`, answer: x.country, type: 'single', gold: gold(`city:${x.name}:main`), queries: [x.name] }; },
-    () => { const x = rng.choice(w.countries); return { question: `What is the capital of ${x.name}?`, answer: x.capital, type: 'single', gold: gold(`country:${x.name}:main`), queries: [x.name] }; },
+    () => {
+      const p = rng.choice(w.people);
+      return {
+        question: `In which city was ${p.name} born?`,
+        answer: p.birthCity,
+        type: 'single',
+        gold: gold(`person:${p.name}:bio`),
+        queries: [p.name],
+      };
+    },
+    () => {
+      const p = rng.choice(w.people);
+      return {
+        question: `In what year was ${p.name} born?`,
+        answer: String(p.born),
+        type: 'single',
+        gold: gold(`person:${p.name}:bio`),
+        queries: [p.name],
+      };
+    },
+    () => {
+      const x = rng.choice(w.companies);
+      return {
+        question: `In what year was ${x.name} founded?`,
+        answer: String(x.founded),
+        type: 'single',
+        gold: gold(`company:${x.name}:main`),
+        queries: [x.name],
+      };
+    },
+    () => {
+      const x = rng.choice(w.companies);
+      return {
+        question: `In which city is ${x.name} headquartered?`,
+        answer: x.headquarters,
+        type: 'single',
+        gold: gold(`company:${x.name}:hq`),
+        queries: [x.name],
+      };
+    },
+    () => {
+      const f = rng.choice(w.films);
+      return {
+        question: `Who directed ${f.title}?`,
+        answer: f.director,
+        type: 'single',
+        gold: gold(`film:${f.title}:main`),
+        queries: [f.title],
+      };
+    },
+    () => {
+      const x = rng.choice(w.cities);
+      return {
+        question: `In which country is ${x.name}?`,
+        answer: x.country,
+        type: 'single',
+        gold: gold(`city:${x.name}:main`),
+        queries: [x.name],
+      };
+    },
+    () => {
+      const x = rng.choice(w.countries);
+      return {
+        question: `What is the capital of ${x.name}?`,
+        answer: x.capital,
+        type: 'single',
+        gold: gold(`country:${x.name}:main`),
+        queries: [x.name],
+      };
+    },
   ];
   const bridge: (() => Question)[] = [
-    () => { const p = rng.choice(w.people); return { question: `In which country was ${p.name} born?`, answer: city.get(p.birthCity)!.country, type: 'bridge', gold: gold(`person:${p.name}:bio`, `city:${p.birthCity}:main`), queries: [p.name, p.birthCity] }; },
-    () => { const x = rng.choice(w.companies); return { question: `In what year was the founder of ${x.name} born?`, answer: String(person.get(x.founder)!.born), type: 'bridge', gold: gold(`company:${x.name}:main`, `person:${x.founder}:bio`), queries: [x.name, x.founder] }; },
-    () => { const f = rng.choice(w.films); return { question: `In which city was the director of ${f.title} born?`, answer: person.get(f.director)!.birthCity, type: 'bridge', gold: gold(`film:${f.title}:main`, `person:${f.director}:bio`), queries: [f.title, f.director] }; },
-    () => { const f = rng.choice(w.films); return { question: `In what year was the company that produced ${f.title} founded?`, answer: String(company.get(f.studio)!.founded), type: 'bridge', gold: gold(`film:${f.title}:studio`, `company:${f.studio}:main`), queries: [f.title, f.studio] }; },
-    () => { const x = rng.choice(w.companies); return { question: `Which river flows through the city where ${x.name} is headquartered?`, answer: city.get(x.headquarters)!.river, type: 'bridge', gold: gold(`company:${x.name}:hq`, `city:${x.headquarters}:geo`), queries: [x.name, x.headquarters] }; },
+    () => {
+      const p = rng.choice(w.people);
+      return {
+        question: `In which country was ${p.name} born?`,
+        answer: city.get(p.birthCity)!.country,
+        type: 'bridge',
+        gold: gold(`person:${p.name}:bio`, `city:${p.birthCity}:main`),
+        queries: [p.name, p.birthCity],
+      };
+    },
+    () => {
+      const x = rng.choice(w.companies);
+      return {
+        question: `In what year was the founder of ${x.name} born?`,
+        answer: String(person.get(x.founder)!.born),
+        type: 'bridge',
+        gold: gold(`company:${x.name}:main`, `person:${x.founder}:bio`),
+        queries: [x.name, x.founder],
+      };
+    },
+    () => {
+      const f = rng.choice(w.films);
+      return {
+        question: `In which city was the director of ${f.title} born?`,
+        answer: person.get(f.director)!.birthCity,
+        type: 'bridge',
+        gold: gold(`film:${f.title}:main`, `person:${f.director}:bio`),
+        queries: [f.title, f.director],
+      };
+    },
+    () => {
+      const f = rng.choice(w.films);
+      return {
+        question: `In what year was the company that produced ${f.title} founded?`,
+        answer: String(company.get(f.studio)!.founded),
+        type: 'bridge',
+        gold: gold(`film:${f.title}:studio`, `company:${f.studio}:main`),
+        queries: [f.title, f.studio],
+      };
+    },
+    () => {
+      const x = rng.choice(w.companies);
+      return {
+        question: `Which river flows through the city where ${x.name} is headquartered?`,
+        answer: city.get(x.headquarters)!.river,
+        type: 'bridge',
+        gold: gold(`company:${x.name}:hq`, `city:${x.headquarters}:geo`),
+        queries: [x.name, x.headquarters],
+      };
+    },
   ];
   const pair = <T>(items: readonly T[], differ: (a: T, b: T) => boolean): [T, T] => {
     for (;;) {
@@ -63,13 +171,46 @@ function generateQuestions(c: Corpus, rng: Rng): Question[] {
     }
   };
   const comparison: (() => Question)[] = [
-    () => { const [a, b] = pair(w.people, (x, y) => x.born !== y.born); return { question: `Who was born first, ${a.name} or ${b.name}?`, answer: a.born < b.born ? a.name : b.name, type: 'comparison', gold: gold(`person:${a.name}:bio`, `person:${b.name}:bio`), queries: [a.name, b.name] }; },
-    () => { const [a, b] = pair(w.companies, (x, y) => x.founded !== y.founded); return { question: `Which company was founded earlier, ${a.name} or ${b.name}?`, answer: a.founded < b.founded ? a.name : b.name, type: 'comparison', gold: gold(`company:${a.name}:main`, `company:${b.name}:main`), queries: [a.name, b.name] }; },
-    () => { const [a, b] = pair(w.cities, (x, y) => x.population !== y.population); return { question: `Which city has the larger population, ${a.name} or ${b.name}?`, answer: a.population > b.population ? a.name : b.name, type: 'comparison', gold: gold(`city:${a.name}:geo`, `city:${b.name}:geo`), queries: [a.name, b.name] }; },
+    () => {
+      const [a, b] = pair(w.people, (x, y) => x.born !== y.born);
+      return {
+        question: `Who was born first, ${a.name} or ${b.name}?`,
+        answer: a.born < b.born ? a.name : b.name,
+        type: 'comparison',
+        gold: gold(`person:${a.name}:bio`, `person:${b.name}:bio`),
+        queries: [a.name, b.name],
+      };
+    },
+    () => {
+      const [a, b] = pair(w.companies, (x, y) => x.founded !== y.founded);
+      return {
+        question: `Which company was founded earlier, ${a.name} or ${b.name}?`,
+        answer: a.founded < b.founded ? a.name : b.name,
+        type: 'comparison',
+        gold: gold(`company:${a.name}:main`, `company:${b.name}:main`),
+        queries: [a.name, b.name],
+      };
+    },
+    () => {
+      const [a, b] = pair(w.cities, (x, y) => x.population !== y.population);
+      return {
+        question: `Which city has the larger population, ${a.name} or ${b.name}?`,
+        answer: a.population > b.population ? a.name : b.name,
+        type: 'comparison',
+        gold: gold(`city:${a.name}:geo`, `city:${b.name}:geo`),
+        queries: [a.name, b.name],
+      };
+    },
     () => {
       const same = rng.random() < 0.5;
       const [a, b] = pair(w.people, (x, y) => (x.occupation === y.occupation) === same);
-      return { question: `Do ${a.name} and ${b.name} have the same occupation?`, answer: same ? 'yes' : 'no', type: 'comparison', gold: gold(`person:${a.name}:bio`, `person:${b.name}:bio`), queries: [a.name, b.name] };
+      return {
+        question: `Do ${a.name} and ${b.name} have the same occupation?`,
+        answer: same ? 'yes' : 'no',
+        type: 'comparison',
+        gold: gold(`person:${a.name}:bio`, `person:${b.name}:bio`),
+        queries: [a.name, b.name],
+      };
     },
   ];
   const out: Question[] = [];

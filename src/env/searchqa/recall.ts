@@ -25,7 +25,10 @@ export interface RecallReport {
  * Recall@k of the gold passages of the first `limit` questions of `mode` (val: the first
  * `numValQuestions` questions; train: the rest) in world `seed`, by question type.
  */
-export async function retrievalRecall(seed: number, options: { k?: number; mode?: EnvMode; numValQuestions?: number; limit?: number; retriever?: Retriever } = {}): Promise<RecallReport> {
+export async function retrievalRecall(
+  seed: number,
+  options: { k?: number; mode?: EnvMode; numValQuestions?: number; limit?: number; retriever?: Retriever } = {},
+): Promise<RecallReport> {
   const k = options.k ?? 5;
   const mode = options.mode ?? 'val';
   const all = questions(seed);
@@ -39,7 +42,8 @@ export async function retrievalRecall(seed: number, options: { k?: number; mode?
     const top = new Set((await retriever.retrieve(q.question, k)).map((r) => r.id));
     const hit = q.gold.filter((g) => top.has(g)).length;
     let entityHits = 0;
-    for (const [i, g] of q.gold.entries()) if ((await retriever.retrieve(q.queries[i]!, k)).some((r) => r.id === g)) entityHits++;
+    for (const [i, g] of q.gold.entries())
+      if ((await retriever.retrieve(q.queries[i]!, k)).some((r) => r.id === g)) entityHits++;
     for (const key of [q.type, 'all']) {
       const a = acc.get(key) ?? { n: 0, recall: 0, allGold: 0, entity: 0 };
       a.n++;
@@ -54,5 +58,10 @@ export async function retrievalRecall(seed: number, options: { k?: number; mode?
     const n = Math.max(1, a.n);
     return { questions: a.n, recall: a.recall / n, allGold: a.allGold / n, entityRecall: a.entity / n };
   };
-  return { k, mode, seconds: (performance.now() - t0) / 1000, rows: { single: row('single'), bridge: row('bridge'), comparison: row('comparison'), all: row('all') } };
+  return {
+    k,
+    mode,
+    seconds: (performance.now() - t0) / 1000,
+    rows: { single: row('single'), bridge: row('bridge'), comparison: row('comparison'), all: row('all') },
+  };
 }

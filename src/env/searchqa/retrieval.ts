@@ -24,7 +24,11 @@ const engines = new WeakMap<Corpus, MiniSearch>();
 function engine(c: Corpus): MiniSearch {
   let ms = engines.get(c);
   if (!ms) {
-    ms = new MiniSearch({ fields: ['title', 'text'], processTerm: dropStopword, searchOptions: { boost: { title: 2 } } });
+    ms = new MiniSearch({
+      fields: ['title', 'text'],
+      processTerm: dropStopword,
+      searchOptions: { boost: { title: 2 } },
+    });
     ms.addAll(c.passages);
     engines.set(c, ms);
   }
@@ -44,7 +48,11 @@ export class BM25Retriever implements Retriever {
     return engine(this.corpus)
       .search(searchTerms(query), { combineWith: 'OR' })
       .slice(0, k)
-      .map((hit) => ({ id: hit.id as string, content: passageContent(this.corpus.byId.get(hit.id as string)!), score: hit.score }));
+      .map((hit) => ({
+        id: hit.id as string,
+        content: passageContent(this.corpus.byId.get(hit.id as string)!),
+        score: hit.score,
+      }));
   }
 }
 
@@ -54,7 +62,10 @@ export class BM25Retriever implements Retriever {
  * server is unreachable, times out, answers non-200 or answers a body without `results`.
  */
 export class HttpRetriever implements Retriever {
-  constructor(readonly url: string, readonly timeoutMs = 10_000) {}
+  constructor(
+    readonly url: string,
+    readonly timeoutMs = 10_000,
+  ) {}
 
   async retrieve(query: string, topK: number): Promise<RetrievalResult[]> {
     const endpoint = `${this.url.replace(/\/+$/, '')}/retrieve`;
@@ -69,12 +80,22 @@ export class HttpRetriever implements Retriever {
     } catch (err) {
       const cause = (err as { cause?: { code?: string; message?: string } }).cause;
       const why = [(err as Error).message, cause?.code ?? cause?.message].filter(Boolean).join(': ');
-      throw new Error(`retrieval server ${endpoint} did not answer (${why}); start one with \`ragen retrieval serve\` or fix retrievalUrl`);
+      throw new Error(
+        `retrieval server ${endpoint} did not answer (${why}); start one with \`ragen retrieval serve\` or fix retrievalUrl`,
+      );
     }
-    if (!res.ok) throw new Error(`retrieval server ${endpoint} answered HTTP ${res.status}: ${(await res.text()).slice(0, 200)}`);
+    if (!res.ok)
+      throw new Error(`retrieval server ${endpoint} answered HTTP ${res.status}: ${(await res.text()).slice(0, 200)}`);
     const body = (await res.json().catch(() => undefined)) as { results?: unknown } | undefined;
-    if (!body || !Array.isArray(body.results)) throw new Error(`retrieval server ${endpoint} answered without a results array: ${JSON.stringify(body)?.slice(0, 200)}`);
-    return body.results.map((r: any, i: number) => ({ id: String(r?.id ?? i), content: String(r?.content ?? r?.contents ?? ''), score: Number.isFinite(Number(r?.score)) ? Number(r.score) : 0 }));
+    if (!body || !Array.isArray(body.results))
+      throw new Error(
+        `retrieval server ${endpoint} answered without a results array: ${JSON.stringify(body)?.slice(0, 200)}`,
+      );
+    return body.results.map((r: any, i: number) => ({
+      id: String(r?.id ?? i),
+      content: String(r?.content ?? r?.contents ?? ''),
+      score: Number.isFinite(Number(r?.score)) ? Number(r.score) : 0,
+    }));
   }
 }
 

@@ -2,7 +2,16 @@
 // Follows RAGEN's ragen/env/search (from rllm), on a generated corpus with in-process BM25 or a server.
 import { z } from 'zod';
 import { ResetNeededError } from '../../util/index.js';
-import { checkResetOptions, invalidInfo, type Env, type EnvInfo, type EnvMode, type ResetOptions, type ResetResult, type StepResult } from '../core.js';
+import {
+  checkResetOptions,
+  invalidInfo,
+  type Env,
+  type EnvInfo,
+  type EnvMode,
+  type ResetOptions,
+  type ResetResult,
+  type StepResult,
+} from '../core.js';
 import { extractAnswer, scoreAnswer } from './answer.js';
 import { loadQuestions, questionFile } from './data.js';
 import { questions, type Question } from './questions.js';
@@ -12,9 +21,14 @@ import { BM25Retriever, formatResults, HttpRetriever, type RetrievalResult, type
 export const searchqaSchema = z.object({
   /** Seed of the generated world, its corpus and its questions (the episode seed picks a question). @default 0 */
   corpusSeed: z.number().int().min(0).default(0),
-  /** Questions from JSONL instead of the generated ones: a folder with train.jsonl and val.jsonl, or one file for both (`loadQuestions`); pair it with a `retrievalUrl` whose corpus answers them. @default "" */
+  /**
+   * Questions from JSONL instead of the generated ones: a folder with train.jsonl and val.jsonl, or one file for both
+   * (`loadQuestions`); pair it with a `retrievalUrl` whose corpus answers them. @default ""
+   */
   dataPath: z.string().default(''),
-  /** A RAGEN-compatible retrieval server (`http://host:port`); empty means in-process BM25 over the corpus. @default "" */
+  /**
+   * A RAGEN-compatible retrieval server (`http://host:port`); empty means in-process BM25 over the corpus. @default ""
+   */
   retrievalUrl: z.union([z.literal(''), z.url({ protocol: /^https?$/ })]).default(''),
   /** Passages per search (RAGEN's client shows 5; capped at 50). @default 5 */
   topK: z.number().int().min(1).max(50).default(5),
@@ -105,8 +119,11 @@ export class SearchQAEnv implements Env {
 
   constructor(readonly config: SearchQAConfig) {
     // A bad question file is a config error at creation, not at the first reset.
-    if (config.dataPath) for (const mode of ['train', 'val'] as const) loadQuestions(questionFile(config.dataPath, mode));
-    this.retriever = config.retrievalUrl ? new HttpRetriever(config.retrievalUrl, config.requestTimeoutMs) : new BM25Retriever(config.corpusSeed);
+    if (config.dataPath)
+      for (const mode of ['train', 'val'] as const) loadQuestions(questionFile(config.dataPath, mode));
+    this.retriever = config.retrievalUrl
+      ? new HttpRetriever(config.retrievalUrl, config.requestTimeoutMs)
+      : new BM25Retriever(config.corpusSeed);
   }
 
   reset({ seed, mode = 'train', options }: ResetOptions): ResetResult {
@@ -121,8 +138,12 @@ export class SearchQAEnv implements Env {
   }
 
   step(action: string): StepResult | Promise<StepResult> {
-    if (this.question === undefined) throw new ResetNeededError('SearchQA.step() called before reset(); call reset({seed}) first.');
-    if (this.done) throw new ResetNeededError('SearchQA.step() called after the episode ended; call reset({seed}) to start a new one.');
+    if (this.question === undefined)
+      throw new ResetNeededError('SearchQA.step() called before reset(); call reset({seed}) first.');
+    if (this.done)
+      throw new ResetNeededError(
+        'SearchQA.step() called after the episode ended; call reset({seed}) to start a new one.',
+      );
     const text = action.trim();
     if (text === '') return this.invalid('the action is empty; use search[query] or finish[answer]');
     const m = /^(search|finish)\s*\[([\s\S]*)\]$/i.exec(text);
@@ -130,14 +151,21 @@ export class SearchQAEnv implements Env {
     if (verb === 'search') {
       const query = m![2]!.replace(/\s+/g, ' ').trim();
       if (query === '') return this.invalid('search[] needs a query between the brackets');
-      if (query.length > this.config.maxQueryLength) return this.invalid(`the query has ${query.length} characters, more than maxQueryLength ${this.config.maxQueryLength}`);
+      if (query.length > this.config.maxQueryLength)
+        return this.invalid(
+          `the query has ${query.length} characters, more than maxQueryLength ${this.config.maxQueryLength}`,
+        );
       let hits: RetrievalResult[] | Promise<RetrievalResult[]>;
       try {
         hits = this.retriever.retrieve(query, this.config.topK);
       } catch (err) {
         return this.searchFailed(query, err);
       }
-      if (hits instanceof Promise) return hits.then((h) => this.searched(query, h), (err) => this.searchFailed(query, err));
+      if (hits instanceof Promise)
+        return hits.then(
+          (h) => this.searched(query, h),
+          (err) => this.searchFailed(query, err),
+        );
       return this.searched(query, hits);
     }
     const fallback = verb !== 'finish';
@@ -159,30 +187,53 @@ export class SearchQAEnv implements Env {
     // Once per URL on stderr too: a run against a dead server must not look like a model that never searches well.
     if (!warned.has(this.config.retrievalUrl)) {
       warned.add(this.config.retrievalUrl);
-      console.warn(`ragen: SearchQA search failed (${reason}); episodes go on with the error as the observation and info.retrievalError set. Further failures of this server are not printed.`);
+      console.warn(
+        `ragen: SearchQA search failed (${reason}); episodes go on with the error as the observation and info.retrievalError set. Further failures of this server are not printed.`,
+      );
     }
     this.retrievalError = true;
     this.results = `Search for "${query.slice(0, 100)}" failed: ${reason}`;
-    return { observation: this.render(), reward: 0, terminated: false, truncated: false, info: { ...this.info(true, false), reason } };
+    return {
+      observation: this.render(),
+      reward: 0,
+      terminated: false,
+      truncated: false,
+      info: { ...this.info(true, false), reason },
+    };
   }
 
   private finish(answer: string, fallback: boolean): StepResult {
     const q = this.question!;
-    const score = [q.answer, ...(q.aliases ?? [])].map((truth) => scoreAnswer(answer, truth)).reduce((best, s) => (s.reward > best.reward ? s : best));
+    const score = [q.answer, ...(q.aliases ?? [])]
+      .map((truth) => scoreAnswer(answer, truth))
+      .reduce((best, s) => (s.reward > best.reward ? s : best));
     this.answered = { answer, em: score.exactMatch, f1: score.f1, fallback };
     this.done = true;
-    return { observation: this.render(), reward: score.reward, terminated: true, truncated: false, info: this.info(true, true, score.success) };
+    return {
+      observation: this.render(),
+      reward: score.reward,
+      terminated: true,
+      truncated: false,
+      info: this.info(true, true, score.success),
+    };
   }
 
   private invalid(reason: string): StepResult {
-    return { observation: `${this.render()}\nInvalid action: ${reason}`, reward: 0, terminated: false, truncated: false, info: { ...invalidInfo(reason), ...this.extra() } };
+    return {
+      observation: `${this.render()}\nInvalid action: ${reason}`,
+      reward: 0,
+      terminated: false,
+      truncated: false,
+      info: { ...invalidInfo(reason), ...this.extra() },
+    };
   }
 
   render(): string {
     if (this.question === undefined) return '';
     let out = `Question: ${this.question.question}`;
     if (this.results) out += `\n\n${this.results}`;
-    if (this.answered) out += `\n\nAnswer given: ${this.answered.answer.slice(0, 200)} (${this.answered.em ? 'correct' : 'incorrect'})`;
+    if (this.answered)
+      out += `\n\nAnswer given: ${this.answered.answer.slice(0, 200)} (${this.answered.em ? 'correct' : 'incorrect'})`;
     return out;
   }
 
@@ -192,8 +243,22 @@ export class SearchQAEnv implements Env {
     return { success, actionIsValid: valid, actionIsEffective: effective, ...this.extra() };
   }
 
-  private extra(): { exactMatch: boolean; f1: number; fallbackAnswer: boolean; searches: number; questionType: string; retrievalError: boolean } {
+  private extra(): {
+    exactMatch: boolean;
+    f1: number;
+    fallbackAnswer: boolean;
+    searches: number;
+    questionType: string;
+    retrievalError: boolean;
+  } {
     const a = this.answered;
-    return { exactMatch: a?.em ?? false, f1: a?.f1 ?? 0, fallbackAnswer: a?.fallback ?? false, searches: this.searches, questionType: this.question!.type, retrievalError: this.retrievalError };
+    return {
+      exactMatch: a?.em ?? false,
+      f1: a?.f1 ?? 0,
+      fallbackAnswer: a?.fallback ?? false,
+      searches: this.searches,
+      questionType: this.question!.type,
+      retrievalError: this.retrievalError,
+    };
   }
 }

@@ -39,7 +39,8 @@ export async function startRetrievalServer(options: RetrievalServerOptions = {})
       if (req.method !== 'GET') return send(res, 405, { error: 'use GET /health' });
       return send(res, 200, { status: 'healthy', retriever: 'bm25', corpusSeed: seed, passages });
     }
-    if (path !== '/retrieve') return send(res, 404, { error: `no route ${req.method} ${path}; use POST /retrieve or GET /health` });
+    if (path !== '/retrieve')
+      return send(res, 404, { error: `no route ${req.method} ${path}; use POST /retrieve or GET /health` });
     if (req.method !== 'POST') return send(res, 405, { error: 'use POST /retrieve with a JSON body {query, top_k}' });
     const body = await readBody(req, maxBody);
     if (body === undefined) return send(res, 413, { error: `request body over ${maxBody} bytes` });
@@ -50,9 +51,13 @@ export async function startRetrievalServer(options: RetrievalServerOptions = {})
       return send(res, 400, { error: `the body is not JSON: ${JSON.stringify(body.slice(0, 80))}` });
     }
     const query = parsed?.query;
-    if (typeof query !== 'string' || query.trim() === '') return send(res, 400, { error: `"query" must be a non-empty string, got ${JSON.stringify(query)?.slice(0, 80)}` });
+    if (typeof query !== 'string' || query.trim() === '')
+      return send(res, 400, {
+        error: `"query" must be a non-empty string, got ${JSON.stringify(query)?.slice(0, 80)}`,
+      });
     const topK = parsed.top_k ?? 5;
-    if (typeof topK !== 'number' || !Number.isInteger(topK) || topK < 1 || topK > MAX_TOP_K) return send(res, 400, { error: `"top_k" must be an integer in 1..${MAX_TOP_K}, got ${JSON.stringify(topK)}` });
+    if (typeof topK !== 'number' || !Number.isInteger(topK) || topK < 1 || topK > MAX_TOP_K)
+      return send(res, 400, { error: `"top_k" must be an integer in 1..${MAX_TOP_K}, got ${JSON.stringify(topK)}` });
     send(res, 200, { results: retriever.retrieve(query, topK) });
   }
   await new Promise<void>((resolve, reject) => {
@@ -70,7 +75,10 @@ function send(res: ServerResponse, status: number, body: unknown): void {
   res.end(JSON.stringify(body));
 }
 
-/** The body as text, or undefined when it exceeds `max` bytes (the rest is read and dropped, so the 413 reaches the client). */
+/**
+ * The body as text, or undefined when it exceeds `max` bytes (the rest is read and dropped, so the 413 reaches the
+ * client).
+ */
 function readBody(req: IncomingMessage, max: number): Promise<string | undefined> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];

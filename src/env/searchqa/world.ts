@@ -51,15 +51,94 @@ export interface World {
 /** How many entities of each kind a world has (about 10,500 passages with the defaults). */
 export const WORLD_SIZE = { countries: 40, cities: 500, people: 3000, companies: 600, films: 1400 } as const;
 
-const ONSETS = ['b', 'd', 'f', 'g', 'h', 'k', 'l', 'm', 'n', 'p', 'r', 's', 't', 'v', 'z', 'br', 'dr', 'kr', 'st', 'th', 'sh', 'gr', 'tr', 'vel', 'qu'];
+const ONSETS = [
+  'b',
+  'd',
+  'f',
+  'g',
+  'h',
+  'k',
+  'l',
+  'm',
+  'n',
+  'p',
+  'r',
+  's',
+  't',
+  'v',
+  'z',
+  'br',
+  'dr',
+  'kr',
+  'st',
+  'th',
+  'sh',
+  'gr',
+  'tr',
+  'vel',
+  'qu',
+];
 const VOWELS = ['a', 'e', 'i', 'o', 'u', 'ai', 'ou', 'ei', 'ia', 'y'];
 const CODAS = ['', '', 'n', 'r', 's', 'l', 'm', 'th', 'nd', 'rk', 'sk', 'x'];
 const CITY_SUFFIX = ['ford', 'holm', 'burg', 'mouth', 'vale', 'stad', 'haven', 'port', 'wick', 'ton'];
 const COMPANY_SUFFIX = ['Industries', 'Systems', 'Works', 'Holdings', 'Labs', 'Group', 'Dynamics', 'Motors'];
-const FILM_ADJ = ['Silent', 'Crimson', 'Hollow', 'Distant', 'Broken', 'Golden', 'Winter', 'Last', 'Hidden', 'Burning', 'Quiet', 'Iron'];
-const FILM_NOUN = ['Harbor', 'Orchard', 'Signal', 'Meridian', 'Lantern', 'Tide', 'Garden', 'Crossing', 'Archive', 'Summit', 'Mirror', 'Frontier'];
-const OCCUPATIONS = ['architect', 'painter', 'physicist', 'novelist', 'engineer', 'composer', 'economist', 'botanist', 'sculptor', 'diplomat', 'chemist', 'film director', 'entrepreneur', 'mathematician', 'poet'];
-const INDUSTRIES = ['shipbuilding', 'software', 'textile', 'pharmaceutical', 'aerospace', 'publishing', 'mining', 'food processing', 'film production', 'railway'];
+const FILM_ADJ = [
+  'Silent',
+  'Crimson',
+  'Hollow',
+  'Distant',
+  'Broken',
+  'Golden',
+  'Winter',
+  'Last',
+  'Hidden',
+  'Burning',
+  'Quiet',
+  'Iron',
+];
+const FILM_NOUN = [
+  'Harbor',
+  'Orchard',
+  'Signal',
+  'Meridian',
+  'Lantern',
+  'Tide',
+  'Garden',
+  'Crossing',
+  'Archive',
+  'Summit',
+  'Mirror',
+  'Frontier',
+];
+const OCCUPATIONS = [
+  'architect',
+  'painter',
+  'physicist',
+  'novelist',
+  'engineer',
+  'composer',
+  'economist',
+  'botanist',
+  'sculptor',
+  'diplomat',
+  'chemist',
+  'film director',
+  'entrepreneur',
+  'mathematician',
+  'poet',
+];
+const INDUSTRIES = [
+  'shipbuilding',
+  'software',
+  'textile',
+  'pharmaceutical',
+  'aerospace',
+  'publishing',
+  'mining',
+  'food processing',
+  'film production',
+  'railway',
+];
 const GENRES = ['drama', 'comedy', 'thriller', 'documentary', 'science fiction', 'western', 'musical', 'romance'];
 const LANGUAGES = ['Velish', 'Ordanic', 'Maruvian', 'Tessic', 'Kalori', 'Brenish', 'Austrine', 'Quellan'];
 
@@ -99,7 +178,12 @@ function generateWorld(seed: number): World {
   const taken = new Set<string>();
   const countries: Country[] = [];
   for (let i = 0; i < WORLD_SIZE.countries; i++) {
-    countries.push({ name: uniqueName(taken, () => `${word(rng, 2)}ia`), capital: '', year: rng.intBetween(1600, 1960), language: rng.choice(LANGUAGES) });
+    countries.push({
+      name: uniqueName(taken, () => `${word(rng, 2)}ia`),
+      capital: '',
+      year: rng.intBetween(1600, 1960),
+      language: rng.choice(LANGUAGES),
+    });
   }
   const cities: City[] = [];
   for (let i = 0; i < WORLD_SIZE.cities; i++) {

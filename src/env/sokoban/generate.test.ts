@@ -40,7 +40,7 @@ describe('Sokoban room generation', () => {
       expect(grid).toHaveLength(8);
       expect(grid[0]).toBe('########');
       expect(grid[7]).toBe('########');
-      for (const row of grid) expect(row[0] + row[7]).toBe('##');
+      for (const row of grid) expect(row[0]! + row[7]!).toBe('##');
       expect(layout.targets.length).toBe(2);
       expect(new Set(boxes).size).toBe(2);
     }
@@ -54,7 +54,12 @@ describe('Sokoban room generation', () => {
       const lengths: number[] = [];
       for (let seed = 0; seed < 200; seed++) {
         rng.seed(seed);
-        const room = generator.generate(rng, { rows: config.dimRoom[0], cols: config.dimRoom[1], numBoxes: config.numBoxes, searchDepth: config.searchDepth });
+        const room = generator.generate(rng, {
+          rows: config.dimRoom[0],
+          cols: config.dimRoom[1],
+          numBoxes: config.numBoxes,
+          searchDepth: config.searchDepth,
+        });
         const solution = solveSokoban(room);
         expect(solution, `seed ${seed}`).toBeDefined();
         expect(solution!.length).toBeGreaterThanOrEqual(1);

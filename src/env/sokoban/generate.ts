@@ -31,11 +31,32 @@ const TURN_PROBABILITY = 0.35;
 /** Stamps the carving walk cuts out around its position: (row, column) offsets. */
 const STAMPS: readonly (readonly [number, number])[][] = [
   [[0, 0]],
-  [[0, 0], [0, 1]],
-  [[0, 0], [1, 0]],
-  [[0, 0], [0, 1], [1, 0]],
-  [[0, 0], [0, 1], [1, 0], [1, 1]],
-  [[0, 0], [-1, 0], [1, 0], [0, -1], [0, 1]],
+  [
+    [0, 0],
+    [0, 1],
+  ],
+  [
+    [0, 0],
+    [1, 0],
+  ],
+  [
+    [0, 0],
+    [0, 1],
+    [1, 0],
+  ],
+  [
+    [0, 0],
+    [0, 1],
+    [1, 0],
+    [1, 1],
+  ],
+  [
+    [0, 0],
+    [-1, 0],
+    [1, 0],
+    [0, -1],
+    [0, 1],
+  ],
 ];
 const STEP_R = [-1, 1, 0, 0];
 const STEP_C = [0, 0, -1, 1];
@@ -81,7 +102,9 @@ export class SokobanGenerator {
       const room = this.reversePlay(rng, makeLayout(rows, cols, statics), numBoxes, searchDepth);
       if (room) return room;
     }
-    throw new ConfigError(`Could not generate a ${rows}x${cols} Sokoban room with ${numBoxes} boxes in ${MAX_ATTEMPTS} tries; use a larger dimRoom or fewer boxes.`);
+    throw new ConfigError(
+      `Could not generate a ${rows}x${cols} Sokoban room with ${numBoxes} boxes in ${MAX_ATTEMPTS} tries; use a larger dimRoom or fewer boxes.`,
+    );
   }
 
   /** Breadth-first reverse play from the solved states; picks one unsolved state, or undefined if none. */

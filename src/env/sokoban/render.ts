@@ -85,7 +85,8 @@ export class SokobanRenderer {
   /** Board size, targets, boxes, boxes on target and the player; walls are not listed (as in RAGEN). */
   private coord(player: number, boxes: Int32Array): string {
     const width = this.layout!.width;
-    if (boxes.length === 1) return this.coordHeader + (this.oneBoxLines[boxes[0]!] ??= this.boxLines(boxes)) + position(player, width);
+    if (boxes.length === 1)
+      return this.coordHeader + (this.oneBoxLines[boxes[0]!] ??= this.boxLines(boxes)) + position(player, width);
     return this.coordHeader + this.boxLines(boxes) + position(player, width);
   }
 

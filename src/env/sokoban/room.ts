@@ -19,7 +19,15 @@ export interface SokobanVocab {
 }
 
 /** RAGEN's default symbols. */
-export const DEFAULT_VOCAB: SokobanVocab = { wall: '#', floor: '_', target: 'O', boxOnTarget: '√', box: 'X', player: 'P', playerOnTarget: 'S' };
+export const DEFAULT_VOCAB: SokobanVocab = {
+  wall: '#',
+  floor: '_',
+  target: 'O',
+  boxOnTarget: '√',
+  box: 'X',
+  player: 'P',
+  playerOnTarget: 'S',
+};
 
 /** Cell kinds in RAGEN's numbering (0 wall ... 6 player on target); index into `vocabSymbols`. */
 const KIND_NAMES = ['wall', 'floor', 'target', 'boxOnTarget', 'box', 'player', 'playerOnTarget'] as const;
@@ -74,7 +82,8 @@ export function position(index: number, width: number): string {
   let texts = positionTexts.get(width);
   if (!texts || texts.length <= index) {
     texts = [];
-    for (let i = 0; i <= Math.max(index, width * width); i++) texts.push(`(${((i / width) | 0) - 1}, ${(i % width) - 1})`);
+    for (let i = 0; i <= Math.max(index, width * width); i++)
+      texts.push(`(${((i / width) | 0) - 1}, ${(i % width) - 1})`);
     positionTexts.set(width, texts);
   }
   return texts[index]!;
@@ -94,7 +103,10 @@ export function positionList(indices: ArrayLike<number>, width: number): string 
  * Bad input is a `ConfigError` naming the row, the column and the symbol.
  */
 export function parseGrid(text: string, vocab: SokobanVocab = DEFAULT_VOCAB): SokobanRoom {
-  const lines = text.replace(/\r\n/g, '\n').replace(/^\n+|\n+$/g, '').split('\n');
+  const lines = text
+    .replace(/\r\n/g, '\n')
+    .replace(/^\n+|\n+$/g, '')
+    .split('\n');
   const rowsOfSymbols = lines.map((line) => [...line]);
   const rows = rowsOfSymbols.length;
   const cols = rowsOfSymbols[0]!.length;
@@ -105,10 +117,16 @@ export function parseGrid(text: string, vocab: SokobanVocab = DEFAULT_VOCAB): So
   const boxes: number[] = [];
   const players: number[] = [];
   rowsOfSymbols.forEach((line, r) => {
-    if (line.length !== cols) throw new ConfigError(`Sokoban grid row ${r} has ${line.length} cells but row 0 has ${cols}; rows must have equal length.`);
+    if (line.length !== cols)
+      throw new ConfigError(
+        `Sokoban grid row ${r} has ${line.length} cells but row 0 has ${cols}; rows must have equal length.`,
+      );
     line.forEach((symbol, c) => {
       const kind = symbols.indexOf(symbol);
-      if (kind < 0) throw new ConfigError(`Unknown symbol ${JSON.stringify(symbol)} at row ${r}, column ${c} of the Sokoban grid. ${vocabLegend(vocab)}`);
+      if (kind < 0)
+        throw new ConfigError(
+          `Unknown symbol ${JSON.stringify(symbol)} at row ${r}, column ${c} of the Sokoban grid. ${vocabLegend(vocab)}`,
+        );
       const i = (r + 1) * width + c + 1;
       statics[i] = kind === 0 ? WALL : kind === 2 || kind === 3 || kind === 6 ? TARGET : 0;
       if (kind === 3 || kind === 4) boxes.push(i);
@@ -116,10 +134,16 @@ export function parseGrid(text: string, vocab: SokobanVocab = DEFAULT_VOCAB): So
     });
   });
   const layout = makeLayout(rows, cols, statics);
-  if (players.length !== 1) throw new ConfigError(`Sokoban grid needs exactly one player (${vocab.player} or ${vocab.playerOnTarget}), found ${players.length}.`);
-  if (boxes.length === 0) throw new ConfigError(`Sokoban grid needs at least one box (${vocab.box} or ${vocab.boxOnTarget}).`);
+  if (players.length !== 1)
+    throw new ConfigError(
+      `Sokoban grid needs exactly one player (${vocab.player} or ${vocab.playerOnTarget}), found ${players.length}.`,
+    );
+  if (boxes.length === 0)
+    throw new ConfigError(`Sokoban grid needs at least one box (${vocab.box} or ${vocab.boxOnTarget}).`);
   if (boxes.length !== layout.targets.length) {
-    throw new ConfigError(`Sokoban grid has ${boxes.length} boxes but ${layout.targets.length} targets; they must be equal.`);
+    throw new ConfigError(
+      `Sokoban grid has ${boxes.length} boxes but ${layout.targets.length} targets; they must be equal.`,
+    );
   }
   return { layout, player: players[0]!, boxes: Int32Array.from(boxes) };
 }

@@ -61,7 +61,9 @@ export class StateCodec {
   ) {
     this.capacity = floorCells ** (numBoxes + 1);
     if (!(this.capacity <= Number.MAX_SAFE_INTEGER)) {
-      throw new ConfigError(`Sokoban search cannot index ${numBoxes} boxes on ${floorCells} floor cells; use fewer boxes or a smaller dimRoom.`);
+      throw new ConfigError(
+        `Sokoban search cannot index ${numBoxes} boxes on ${floorCells} floor cells; use fewer boxes or a smaller dimRoom.`,
+      );
     }
   }
 

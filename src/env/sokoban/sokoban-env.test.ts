@@ -105,7 +105,9 @@ describe('Sokoban observations', () => {
     expect(SokobanEnv.fromGrid(grid, { observationFormat: 'coord' }).render()).toBe(coord);
   });
   test('grid_coord format', () => {
-    expect(SokobanEnv.fromGrid(grid, { observationFormat: 'grid_coord' }).render()).toBe(`Coordinates:\n${coord}\nGrid:\n${grid}`);
+    expect(SokobanEnv.fromGrid(grid, { observationFormat: 'grid_coord' }).render()).toBe(
+      `Coordinates:\n${coord}\nGrid:\n${grid}`,
+    );
   });
   test('a step observation equals render() after it, in every format', () => {
     for (const observationFormat of ['grid', 'coord', 'grid_coord'] as const) {
@@ -121,20 +123,27 @@ describe('Sokoban observations', () => {
     }
   });
   test('the default legend names exactly the default symbols', () => {
-    expect(new SokobanEnv().legend).toBe('Symbols: # wall, _ floor, O target, √ box on target, X box, P player, S player on target.');
+    expect(new SokobanEnv().legend).toBe(
+      'Symbols: # wall, _ floor, O target, √ box on target, X box, P player, S player on target.',
+    );
     expect(new SokobanEnv({ observationFormat: 'coord' }).legend).toBe('');
   });
   test("SokobanDifferentGridVocab's legend uses its own symbols, and so does its grid", () => {
     const env = makeEnv('SokobanDifferentGridVocab');
-    expect(env.legend).toBe('Symbols: W wall, . floor, G target, C box on target, B box, A player, @ player on target.');
+    expect(env.legend).toBe(
+      'Symbols: W wall, . floor, G target, C box on target, B box, A player, @ player on target.',
+    );
     const used = new Set<string>();
-    for (let seed = 0; seed < 50; seed++) for (const ch of (env.reset({ seed }) as { observation: string }).observation) used.add(ch);
+    for (let seed = 0; seed < 50; seed++)
+      for (const ch of (env.reset({ seed }) as { observation: string }).observation) used.add(ch);
     used.delete('\n');
     expect([...used].every((ch) => 'W.GCBA@'.includes(ch))).toBe(true);
     expect(used.has('W') && used.has('A') && used.has('B')).toBe(true);
   });
   test('hand-built grids use the env vocabulary', () => {
-    const env = SokobanEnv.fromGrid('WWWWW\nWA.GW\nW.B.W\nWWWWW', { gridVocab: { wall: 'W', floor: '.', target: 'G', boxOnTarget: 'C', box: 'B', player: 'A', playerOnTarget: '@' } });
+    const env = SokobanEnv.fromGrid('WWWWW\nWA.GW\nW.B.W\nWWWWW', {
+      gridVocab: { wall: 'W', floor: '.', target: 'G', boxOnTarget: 'C', box: 'B', player: 'A', playerOnTarget: '@' },
+    });
     expect(env.render()).toBe('WWWWW\nWA.GW\nW.B.W\nWWWWW');
   });
 });

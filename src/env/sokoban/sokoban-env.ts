@@ -1,11 +1,29 @@
 // The Sokoban environment: flat typed-array state, no allocation in the state update, cached rendering.
 // Follows RAGEN's SokobanEnv (gym-sokoban rules and rewards) and Gymnasium's env semantics.
 import { ConfigError, ResetNeededError, Rng } from '../../util/index.js';
-import { checkResetOptions, invalidInfo, matchActionName, type Env, type EnvInfo, type ResetOptions, type ResetResult, type StepResult } from '../core.js';
+import {
+  checkResetOptions,
+  invalidInfo,
+  matchActionName,
+  type Env,
+  type EnvInfo,
+  type ResetOptions,
+  type ResetResult,
+  type StepResult,
+} from '../core.js';
 import { parseSokobanConfig, type SokobanConfig, type SokobanConfigInput } from './config.js';
 import { SokobanGenerator } from './generate.js';
 import { SokobanRenderer } from './render.js';
-import { BOX, TARGET, WALL, parseGrid, vocabLegend, vocabSymbols, type SokobanLayout, type SokobanRoom } from './room.js';
+import {
+  BOX,
+  TARGET,
+  WALL,
+  parseGrid,
+  vocabLegend,
+  vocabSymbols,
+  type SokobanLayout,
+  type SokobanRoom,
+} from './room.js';
 import { ACTION_NAMES, directionDeltas } from './search.js';
 import { solveSokoban } from './solve.js';
 
@@ -100,12 +118,18 @@ export class SokobanEnv implements Env {
     checkResetOptions('Sokoban', options, RESET_OPTIONS);
     let room: SokobanRoom;
     if (options?.grid !== undefined) {
-      if (typeof options.grid !== 'string') throw new ConfigError(`Sokoban reset option \`grid\` must be a string, got ${typeof options.grid}.`);
+      if (typeof options.grid !== 'string')
+        throw new ConfigError(`Sokoban reset option \`grid\` must be a string, got ${typeof options.grid}.`);
       room = parseGrid(options.grid, this.config.gridVocab);
     } else {
       this.rng.seed(seed);
       const [rows, cols] = this.config.dimRoom;
-      room = this.generator.generate(this.rng, { rows, cols, numBoxes: this.config.numBoxes, searchDepth: this.config.searchDepth });
+      room = this.generator.generate(this.rng, {
+        rows,
+        cols,
+        numBoxes: this.config.numBoxes,
+        searchDepth: this.config.searchDepth,
+      });
     }
     this.load(room);
     return { observation: this.observation, info: this.info(true, false) };
@@ -113,13 +137,25 @@ export class SokobanEnv implements Env {
 
   step(action: string): StepResult {
     if (this.done) {
-      throw new ResetNeededError(this.layout ? 'Sokoban: the episode has ended; call reset() before step().' : 'Sokoban: call reset() before the first step().');
+      throw new ResetNeededError(
+        this.layout
+          ? 'Sokoban: the episode has ended; call reset() before step().'
+          : 'Sokoban: call reset() before the first step().',
+      );
     }
     // Exact names first: a string comparison, no allocation; then the case-insensitive match.
     let a = -1;
     for (let i = 0; i < 4; i++) if (action === ACTION_NAMES[i]) a = i;
     if (a < 0) a = typeof action === 'string' ? matchActionName(ACTION_NAMES, action) : -1;
-    if (a < 0) return this.result(0, false, false, invalidInfo(`Unknown action ${preview(action)}; valid actions: ${ACTION_NAMES.join(', ')}.`, { boxesOnTarget: this.boxesOnTarget }));
+    if (a < 0)
+      return this.result(
+        0,
+        false,
+        false,
+        invalidInfo(`Unknown action ${preview(action)}; valid actions: ${ACTION_NAMES.join(', ')}.`, {
+          boxesOnTarget: this.boxesOnTarget,
+        }),
+      );
 
     const cells = this.cells;
     const d = this.delta[a]!;
@@ -151,7 +187,12 @@ export class SokobanEnv implements Env {
     if (success) reward += SOLVED_BONUS;
     const truncated = !success && this.steps >= this.config.maxSteps;
     this.done = success || truncated;
-    return this.result(reward, success, truncated, { success, actionIsValid: true, actionIsEffective: effective, boxesOnTarget: this.boxesOnTarget });
+    return this.result(reward, success, truncated, {
+      success,
+      actionIsValid: true,
+      actionIsEffective: effective,
+      boxesOnTarget: this.boxesOnTarget,
+    });
   }
 
   render(): string {
@@ -196,12 +237,19 @@ export class SokobanEnv implements Env {
   }
 
   private info(actionIsValid: boolean, actionIsEffective: boolean): EnvInfo {
-    return { success: this.boxesOnTarget === this.boxes.length, actionIsValid, actionIsEffective, boxesOnTarget: this.boxesOnTarget };
+    return {
+      success: this.boxesOnTarget === this.boxes.length,
+      actionIsValid,
+      actionIsEffective,
+      boxesOnTarget: this.boxesOnTarget,
+    };
   }
 }
 
 /** A short, safe quote of (possibly huge or hostile) action text for error reasons. */
 export function preview(action: unknown): string {
   if (typeof action !== 'string') return `of type ${typeof action}`;
-  return action.length > 40 ? `${JSON.stringify(action.slice(0, 40))}... (${action.length} characters)` : JSON.stringify(action);
+  return action.length > 40
+    ? `${JSON.stringify(action.slice(0, 40))}... (${action.length} characters)`
+    : JSON.stringify(action);
 }

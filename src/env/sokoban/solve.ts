@@ -76,4 +76,3 @@ function path(link: number[], at: number): string[] {
   }
   return actions.reverse();
 }
-

@@ -11,7 +11,8 @@ export interface Placement {
 export type ParsedPlacement = { ok: true; placement: Placement } | { ok: false; reason: string };
 
 /** The formats we accept, for error messages. */
-export const ACTION_FORMATS = "'place N at row R col C', 'place N at (R,C)', 'place N at R,C', 'N at R,C', '(R,C,N)' or 'R,C,N'";
+export const ACTION_FORMATS =
+  "'place N at row R col C', 'place N at (R,C)', 'place N at R,C', 'N at R,C', '(R,C,N)' or 'R,C,N'";
 
 const MAX_ACTION_CHARS = 100;
 
@@ -26,12 +27,18 @@ const PATTERNS: { re: RegExp; digit: number; row: number; col: number }[] = [
 
 /** Parse a placement for a grid of side `n`. Case and surrounding whitespace are ignored; a final '.' is allowed. */
 export function parsePlacement(text: string, n: number): ParsedPlacement {
-  if (text.length > MAX_ACTION_CHARS) return { ok: false, reason: `the action is ${text.length} characters long; write one placement such as ${ACTION_FORMATS}` };
+  if (text.length > MAX_ACTION_CHARS)
+    return {
+      ok: false,
+      reason: `the action is ${text.length} characters long; write one placement such as ${ACTION_FORMATS}`,
+    };
   const s = text.trim().toLowerCase().replace(/\.$/, '');
   for (const p of PATTERNS) {
     const m = p.re.exec(s);
     if (!m) continue;
-    const digit = Number(m[p.digit]), row = Number(m[p.row]), col = Number(m[p.col]);
+    const digit = Number(m[p.digit]),
+      row = Number(m[p.row]),
+      col = Number(m[p.col]);
     if (!(row >= 1 && row <= n)) return { ok: false, reason: `row ${m[p.row]} is outside 1..${n}` };
     if (!(col >= 1 && col <= n)) return { ok: false, reason: `column ${m[p.col]} is outside 1..${n}` };
     if (!(digit >= 1 && digit <= n)) return { ok: false, reason: `digit ${m[p.digit]} is outside 1..${n}` };

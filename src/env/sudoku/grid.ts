@@ -26,12 +26,15 @@ function popcount(x: number): number {
 export function countSolutions(grid: Grid, n: number, limit: number, rng?: Rng, firstSolution?: Grid): number {
   const b = boxSide(n);
   const full = (1 << n) - 1;
-  const rows = new Int32Array(n), cols = new Int32Array(n), boxes = new Int32Array(n);
+  const rows = new Int32Array(n),
+    cols = new Int32Array(n),
+    boxes = new Int32Array(n);
   const boxOf = new Uint8Array(n * n);
   const cells = Uint8Array.from(grid);
   const empties: number[] = [];
   for (let i = 0; i < n * n; i++) {
-    const r = (i / n) | 0, c = i % n;
+    const r = (i / n) | 0,
+      c = i % n;
     boxOf[i] = ((r / b) | 0) * b + ((c / b) | 0);
     const v = cells[i]!;
     if (v === 0) {
@@ -52,7 +55,9 @@ export function countSolutions(grid: Grid, n: number, limit: number, rng?: Rng, 
       count++;
       return;
     }
-    let bestK = -1, bestMask = 0, bestCount = n + 1;
+    let bestK = -1,
+      bestMask = 0,
+      bestCount = n + 1;
     for (let k = 0; k < remaining; k++) {
       const i = empties[k]!;
       const mask = full & ~(rows[(i / n) | 0]! | cols[i % n]! | boxes[boxOf[i]!]!);
@@ -68,7 +73,9 @@ export function countSolutions(grid: Grid, n: number, limit: number, rng?: Rng, 
     const i = empties[bestK]!;
     empties[bestK] = empties[remaining - 1]!;
     empties[remaining - 1] = i;
-    const r = (i / n) | 0, c = i % n, bx = boxOf[i]!;
+    const r = (i / n) | 0,
+      c = i % n,
+      bx = boxOf[i]!;
     let m = 0;
     for (let d = 0; d < n; d++) if (bestMask & (1 << d)) digits[m++] = d + 1;
     const order = Array.from(digits.subarray(0, m));

@@ -34,7 +34,8 @@ function unitsOf(n: number): Int32Array {
   const b = boxSide(n);
   units = new Int32Array(3 * n * n);
   for (let u = 0; u < n; u++) {
-    const r0 = ((u / b) | 0) * b, c0 = (u % b) * b;
+    const r0 = ((u / b) | 0) * b,
+      c0 = (u % b) * b;
     for (let k = 0; k < n; k++) {
       units[u * n + k] = u * n + k; // row u
       units[(n + u) * n + k] = k * n + u; // column u
@@ -70,13 +71,15 @@ export function markConflicts(board: Grid, n: number, out: Uint8Array): number {
 /** The digits that fit cell `i` given its row, column and box. */
 export function candidates(board: Grid, n: number, i: number): number[] {
   const b = boxSide(n);
-  const r = (i / n) | 0, c = i % n;
+  const r = (i / n) | 0,
+    c = i % n;
   const used = new Uint8Array(n + 1);
   for (let k = 0; k < n; k++) {
     used[board[r * n + k]!] = 1;
     used[board[k * n + c]!] = 1;
   }
-  const r0 = ((r / b) | 0) * b, c0 = ((c / b) | 0) * b;
+  const r0 = ((r / b) | 0) * b,
+    c0 = ((c / b) | 0) * b;
   for (let dr = 0; dr < b; dr++) for (let dc = 0; dc < b; dc++) used[board[(r0 + dr) * n + c0 + dc]!] = 1;
   const out: number[] = [];
   for (let d = 1; d <= n; d++) if (!used[d]) out.push(d);
@@ -112,7 +115,10 @@ export function renderWithFeedback(v: SudokuView, showConflicts: boolean, showVa
   let header = ' '.repeat(w + 1);
   for (let c = 0; c < n; c++) {
     if (c > 0 && c % b === 0) header += '|';
-    header += String(c + 1).padStart(w).padStart(w + 1).padEnd(cellW);
+    header += String(c + 1)
+      .padStart(w)
+      .padStart(w + 1)
+      .padEnd(cellW);
   }
   lines.push(header.trimEnd());
   const rule = ' '.repeat(w + 1) + Array.from({ length: b }, () => '-'.repeat(cellW * b)).join('+');
@@ -124,7 +130,14 @@ export function renderWithFeedback(v: SudokuView, showConflicts: boolean, showVa
       const i = r * n + c;
       const d = v.board[i]!;
       const s = String(d).padStart(w);
-      line += d === 0 ? ' ' + '.'.padStart(w) + ' ' : v.given[i] ? `[${s}]` : showConflicts && v.conflict[i] ? `*${s}*` : ` ${s} `;
+      line +=
+        d === 0
+          ? ' ' + '.'.padStart(w) + ' '
+          : v.given[i]
+            ? `[${s}]`
+            : showConflicts && v.conflict[i]
+              ? `*${s}*`
+              : ` ${s} `;
     }
     lines.push(line.trimEnd());
   }

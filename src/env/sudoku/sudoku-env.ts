@@ -2,7 +2,15 @@
 // Follows RAGEN's ragen/env/sudoku (formats, rewards, render), adding the missing uniqueness check.
 import { z } from 'zod';
 import { ResetNeededError, Rng } from '../../util/index.js';
-import { checkResetOptions, invalidInfo, type Env, type EnvInfo, type ResetOptions, type ResetResult, type StepResult } from '../core.js';
+import {
+  checkResetOptions,
+  invalidInfo,
+  type Env,
+  type EnvInfo,
+  type ResetOptions,
+  type ResetResult,
+  type StepResult,
+} from '../core.js';
 import { formatPlacement, parsePlacement } from './actions.js';
 import { countSolutions, generatePuzzle, type Puzzle } from './grid.js';
 import { SUDOKU_LEGEND, markConflicts, renderSimple, renderWithFeedback, type SudokuView } from './render.js';
@@ -13,7 +21,9 @@ export const sudokuSchema = z.object({
   gridSize: z.union([z.literal(4), z.literal(9), z.literal(16)]).default(9),
   /** Share of cells left empty: easy 40%, medium 50%, hard 60%. @default 'easy' */
   difficulty: z.enum(['easy', 'medium', 'hard']).default('easy'),
-  /** `with_feedback` (alias `detailed`): annotated grid with feedback; `simple`: digits only. @default 'with_feedback' */
+  /**
+   * `with_feedback` (alias `detailed`): annotated grid with feedback; `simple`: digits only. @default 'with_feedback'
+   */
   renderFormat: z.enum(['with_feedback', 'detailed', 'simple']).default('with_feedback'),
   /** Mark repeated digits as *N* and list the conflicting cells. @default true */
   showConflicts: z.boolean().default(true),
@@ -43,7 +53,8 @@ export function solveSudoku(puzzle: Puzzle): string[] {
   const actions: string[] = [];
   const { n } = puzzle;
   for (let i = 0; i < n * n; i++) {
-    if (puzzle.puzzle[i] === 0) actions.push(formatPlacement({ row: (i / n) | 0, col: i % n, digit: puzzle.solution[i]! }));
+    if (puzzle.puzzle[i] === 0)
+      actions.push(formatPlacement({ row: (i / n) | 0, col: i % n, digit: puzzle.solution[i]! }));
   }
   return actions;
 }
@@ -118,7 +129,9 @@ export class SudokuEnv implements Env {
     this.instruction = instruction(this.n);
   }
 
-  /** `options.puzzle` (n*n digits, 0 or '.' for empty; a string for n <= 9 or a number array) poses a hand-built puzzle. */
+  /**
+   * `options.puzzle` (n*n digits, 0 or '.' for empty; a string for n <= 9 or a number array) poses a hand-built puzzle.
+   */
   reset({ seed, options }: ResetOptions): ResetResult {
     checkResetOptions('Sudoku', options, ['puzzle']);
     const n = this.n;
@@ -136,8 +149,12 @@ export class SudokuEnv implements Env {
   }
 
   step(action: string): StepResult {
-    if (this.puzzle === undefined) throw new ResetNeededError('Sudoku.step() called before reset(); call reset({seed}) first.');
-    if (this.done) throw new ResetNeededError('Sudoku.step() called after the episode ended; call reset({seed}) to start a new one.');
+    if (this.puzzle === undefined)
+      throw new ResetNeededError('Sudoku.step() called before reset(); call reset({seed}) first.');
+    if (this.done)
+      throw new ResetNeededError(
+        'Sudoku.step() called after the episode ended; call reset({seed}) to start a new one.',
+      );
     const { n, config } = this;
     const parsed = parsePlacement(action, n);
     if (!parsed.ok) return this.invalid(parsed.reason);
@@ -195,7 +212,13 @@ export class SudokuEnv implements Env {
   }
 
   private info(success: boolean, valid: boolean, effective: boolean): EnvInfo {
-    return { success, actionIsValid: valid, actionIsEffective: effective, emptyCells: this.empty, conflicts: this.conflicts };
+    return {
+      success,
+      actionIsValid: valid,
+      actionIsEffective: effective,
+      emptyCells: this.empty,
+      conflicts: this.conflicts,
+    };
   }
 
   private draw(): string {
@@ -211,19 +234,28 @@ export class SudokuEnv implements Env {
       difficulty: this.config.difficulty,
       feedback: this.feedback,
     };
-    return this.config.renderFormat === 'simple' ? renderSimple(view) : renderWithFeedback(view, this.config.showConflicts, this.config.showValidNumbers);
+    return this.config.renderFormat === 'simple'
+      ? renderSimple(view)
+      : renderWithFeedback(view, this.config.showConflicts, this.config.showValidNumbers);
   }
 
   private handBuilt(spec: unknown): Puzzle {
     const n = this.n;
-    const digits = typeof spec === 'string' ? [...spec.replace(/\s/g, '')].map((ch) => (ch === '.' ? 0 : Number(ch))) : spec;
-    if (!Array.isArray(digits) || digits.length !== n * n || !digits.every((d) => Number.isInteger(d) && d >= 0 && d <= n)) {
-      throw new TypeError(`Sudoku reset options.puzzle must hold ${n * n} digits 0..${n} (0 or '.' = empty), got ${JSON.stringify(spec)}`);
+    const digits =
+      typeof spec === 'string' ? [...spec.replace(/\s/g, '')].map((ch) => (ch === '.' ? 0 : Number(ch))) : spec;
+    if (
+      !Array.isArray(digits) ||
+      digits.length !== n * n ||
+      !digits.every((d) => Number.isInteger(d) && d >= 0 && d <= n)
+    ) {
+      throw new TypeError(
+        `Sudoku reset options.puzzle must hold ${n * n} digits 0..${n} (0 or '.' = empty), got ${JSON.stringify(spec)}`,
+      );
     }
     const puzzle = Uint8Array.from(digits as number[]);
     const solution = new Uint8Array(n * n);
-    if (countSolutions(puzzle, n, 1, undefined, solution) === 0) throw new TypeError(`Sudoku reset options.puzzle has no solution: ${JSON.stringify(spec)}`);
+    if (countSolutions(puzzle, n, 1, undefined, solution) === 0)
+      throw new TypeError(`Sudoku reset options.puzzle has no solution: ${JSON.stringify(spec)}`);
     return { n, puzzle, solution };
   }
 }
-

@@ -1,7 +1,14 @@
 import { describe, expect, test } from 'vitest';
 import { ResetNeededError, Rng } from '../../util/index.js';
 import { envSpec, makeEnv, resolveEnvConfig } from '../registry.js';
-import { countSolutions, generatePuzzle, parsePlacement, randomFullGrid, sudokuPuzzle, type SudokuConfig } from './index.js';
+import {
+  countSolutions,
+  generatePuzzle,
+  parsePlacement,
+  randomFullGrid,
+  sudokuPuzzle,
+  type SudokuConfig,
+} from './index.js';
 
 // A 4x4 puzzle with one solution:   solution
 //  1 . | . .                        1 2 | 3 4
@@ -14,7 +21,9 @@ const cfg = (id: string): SudokuConfig => resolveEnvConfig(id) as SudokuConfig;
 function isValidFullGrid(g: Uint8Array, n: number): boolean {
   const b = Math.sqrt(n);
   for (let u = 0; u < n; u++) {
-    const row = new Set<number>(), col = new Set<number>(), box = new Set<number>();
+    const row = new Set<number>(),
+      col = new Set<number>(),
+      box = new Set<number>();
     for (let k = 0; k < n; k++) {
       row.add(g[u * n + k]!);
       col.add(g[k * n + u]!);
@@ -38,7 +47,10 @@ describe('Sudoku grids', () => {
     expect(countSolutions(clash, 4, 10)).toBe(0);
   });
   test('generated puzzles have a unique solution that matches their clues (100 seeds each)', () => {
-    for (const [id, holes] of [['SimpleSudoku', 6], ['MediumSudoku', 41]] as const) {
+    for (const [id, holes] of [
+      ['SimpleSudoku', 6],
+      ['MediumSudoku', 41],
+    ] as const) {
       for (let seed = 0; seed < 100; seed++) {
         const p = sudokuPuzzle(cfg(id), seed);
         expect(countSolutions(p.puzzle, p.n, 2)).toBe(1);
@@ -62,7 +74,16 @@ describe('Sudoku grids', () => {
 describe('Sudoku actions', () => {
   test('parse every RAGEN format, 1-based', () => {
     const want = { ok: true, placement: { row: 1, col: 2, digit: 4 } };
-    for (const s of ['place 4 at row 2 col 3', 'Place 4 at Row 2, Col 3', 'place 4 at (2,3)', 'place 4 at 2,3', '4 at 2, 3', '(2,3,4)', '2,3,4', ' 2 , 3 , 4. ']) {
+    for (const s of [
+      'place 4 at row 2 col 3',
+      'Place 4 at Row 2, Col 3',
+      'place 4 at (2,3)',
+      'place 4 at 2,3',
+      '4 at 2, 3',
+      '(2,3,4)',
+      '2,3,4',
+      ' 2 , 3 , 4. ',
+    ]) {
       expect(parsePlacement(s, 9), s).toEqual(want);
     }
   });
@@ -70,7 +91,10 @@ describe('Sudoku actions', () => {
     expect(parsePlacement('10,1,1', 9)).toMatchObject({ ok: false, reason: expect.stringContaining('row 10') });
     expect(parsePlacement('1,0,1', 9)).toMatchObject({ ok: false, reason: expect.stringContaining('column 0') });
     expect(parsePlacement('1,1,5', 4)).toMatchObject({ ok: false, reason: expect.stringContaining('digit 5') });
-    expect(parsePlacement('fill it in', 9)).toMatchObject({ ok: false, reason: expect.stringContaining('place N at row R col C') });
+    expect(parsePlacement('fill it in', 9)).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining('place N at row R col C'),
+    });
   });
 });
 
@@ -82,14 +106,22 @@ describe('SudokuEnv rules', () => {
   };
   test('the correct digit earns +1, a fitting wrong digit +0.5', () => {
     const env = hand();
-    expect(env.step('place 2 at row 1 col 2')).toMatchObject({ reward: 1, terminated: false, info: { actionIsValid: true, emptyCells: 8 } });
+    expect(env.step('place 2 at row 1 col 2')).toMatchObject({
+      reward: 1,
+      terminated: false,
+      info: { actionIsValid: true, emptyCells: 8 },
+    });
     // Row 1 col 4 holds 4 in the solution, but 3 repeats nothing in its row, column or box.
     expect(hand().step('1,4,3')).toMatchObject({ reward: 0.5, info: { actionIsValid: true, conflicts: 0 } });
   });
   test('a conflicting digit is placed, marked and penalised', () => {
     const env = hand();
     const r = env.step('place 1 at row 1 col 2') as any;
-    expect(r).toMatchObject({ reward: -0.1, terminated: false, info: { actionIsValid: true, actionIsEffective: true, conflicts: 2 } });
+    expect(r).toMatchObject({
+      reward: -0.1,
+      terminated: false,
+      info: { actionIsValid: true, actionIsEffective: true, conflicts: 2 },
+    });
     expect(r.observation).toContain('*1*');
     expect(r.observation).toContain('Conflicting cells (row,col): (1,1) (1,2)');
     // Overwriting it with the right digit clears the conflict but earns nothing (the cell was paid once).
@@ -99,7 +131,11 @@ describe('SudokuEnv rules', () => {
     const env = hand();
     const before = env.render();
     const r = env.step('place 3 at row 1 col 1') as any;
-    expect(r).toMatchObject({ reward: -0.1, terminated: false, info: { actionIsValid: false, actionIsEffective: false } });
+    expect(r).toMatchObject({
+      reward: -0.1,
+      terminated: false,
+      info: { actionIsValid: false, actionIsEffective: false },
+    });
     expect(r.info.reason).toMatch(/clue/);
     expect(env.render()).toBe(before);
     expect(r.observation).toContain('Invalid action');
@@ -116,13 +152,21 @@ describe('SudokuEnv rules', () => {
     const moves = ['1,2,2', '1,3,3', '1,4,4', '2,1,3', '2,2,4', '3,2,1', '3,4,3', '4,1,4', '4,3,2'];
     let last: any;
     for (const m of moves) last = env.step(m);
-    expect(last).toMatchObject({ reward: 11, terminated: true, truncated: false, info: { success: true, emptyCells: 0 } });
+    expect(last).toMatchObject({
+      reward: 11,
+      terminated: true,
+      truncated: false,
+      info: { success: true, emptyCells: 0 },
+    });
     expect(() => env.step('1,2,2')).toThrow(ResetNeededError);
   });
   test('a full grid with a repeated digit is not solved', () => {
     const env = hand();
     for (const m of ['1,2,2', '1,3,3', '1,4,4', '2,1,3', '2,2,4', '3,2,1', '3,4,3', '4,1,4']) env.step(m);
-    expect(env.step('4,3,4')).toMatchObject({ terminated: false, info: { success: false, emptyCells: 0, conflicts: 3 } });
+    expect(env.step('4,3,4')).toMatchObject({
+      terminated: false,
+      info: { success: false, emptyCells: 0, conflicts: 3 },
+    });
   });
   test('truncates after maxSteps valid actions; invalid ones do not count', () => {
     const env = makeEnv('SimpleSudoku', { maxSteps: 2 });
@@ -136,7 +180,14 @@ describe('SudokuEnv rules', () => {
   });
   test('hostile text never throws and is invalid', () => {
     const env = hand();
-    for (const h of ['', 'a'.repeat(100_000), '\u0000\u001b[2J', '🙂,🙂,🙂', '1,1,' + '9'.repeat(1000), 'place -1 at row 1 col 1']) {
+    for (const h of [
+      '',
+      'a'.repeat(100_000),
+      '\u0000\u001b[2J',
+      '🙂,🙂,🙂',
+      '1,1,' + '9'.repeat(1000),
+      'place -1 at row 1 col 1',
+    ]) {
       expect(env.step(h)).toMatchObject({ reward: -0.1, info: { actionIsValid: false } });
     }
   });

@@ -101,7 +101,10 @@ function makeAsin(rng: Rng, taken: Map<string, Product>): string {
 
 /** k distinct elements of `items`, in the order they appear there. */
 function sample<T>(rng: Rng, items: readonly T[], k: number): T[] {
-  const idx = rng.shuffle(items.map((_, i) => i)).slice(0, k).sort((a, b) => a - b);
+  const idx = rng
+    .shuffle(items.map((_, i) => i))
+    .slice(0, k)
+    .sort((a, b) => a - b);
   return idx.map((i) => items[i]!);
 }
 
@@ -139,17 +142,40 @@ function makeProduct(rng: Rng, department: string, brands: string[], taken: Map<
   const description =
     `The ${brand} ${type} is made of ${material} for everyday use. ` +
     `It is ${attributes.slice(0, -1).join(', ')}${attributes.length > 1 ? ' and ' : ''}${attributes.at(-1)}. ` +
-    (Object.keys(options).length > 0 ? `Available in ${Object.entries(options).map(([k, v]) => `${v.length} ${k === 'color' ? 'colors' : `${k}s`}`).join(' and ')}.` : 'Available in one variant.');
+    (Object.keys(options).length > 0
+      ? `Available in ${Object.entries(options)
+          .map(([k, v]) => `${v.length} ${k === 'color' ? 'colors' : `${k}s`}`)
+          .join(' and ')}.`
+      : 'Available in one variant.');
   const features = [...attributes.map((a) => `${titleCase(a)}: designed for ${dep.name}.`), `Material: ${material}.`];
-  const reviews = [`${rng.intBetween(3, 5)} stars: ${rng.choice(REVIEW_WORDS)}.`, `${rng.intBetween(1, 5)} stars: ${rng.choice(REVIEW_WORDS)}.`];
-  return { asin: makeAsin(rng, taken), category: dep.name, type, title, brand, price, description, features, attributes, options, reviews };
+  const reviews = [
+    `${rng.intBetween(3, 5)} stars: ${rng.choice(REVIEW_WORDS)}.`,
+    `${rng.intBetween(1, 5)} stars: ${rng.choice(REVIEW_WORDS)}.`,
+  ];
+  return {
+    asin: makeAsin(rng, taken),
+    category: dep.name,
+    type,
+    title,
+    brand,
+    price,
+    description,
+    features,
+    attributes,
+    options,
+    reviews,
+  };
 }
 
 const TEMPLATES = [
-  (t: string, a: string, o: string, p: string) => `i'm looking for ${a} ${t}${o ? ` with ${o}` : ''}, and price lower than ${p} dollars`,
-  (t: string, a: string, o: string, p: string) => `find me ${a} ${t}${o ? ` in ${o}` : ''}, priced lower than ${p} dollars`,
-  (t: string, a: string, o: string, p: string) => `i need ${t} that is ${a}${o ? `, ${o}` : ''}, and price lower than ${p} dollars`,
-  (t: string, a: string, o: string, p: string) => `i want to buy ${a} ${t}${o ? `; ${o}` : ''}; price lower than ${p} dollars`,
+  (t: string, a: string, o: string, p: string) =>
+    `i'm looking for ${a} ${t}${o ? ` with ${o}` : ''}, and price lower than ${p} dollars`,
+  (t: string, a: string, o: string, p: string) =>
+    `find me ${a} ${t}${o ? ` in ${o}` : ''}, priced lower than ${p} dollars`,
+  (t: string, a: string, o: string, p: string) =>
+    `i need ${t} that is ${a}${o ? `, ${o}` : ''}, and price lower than ${p} dollars`,
+  (t: string, a: string, o: string, p: string) =>
+    `i want to buy ${a} ${t}${o ? `; ${o}` : ''}; price lower than ${p} dollars`,
 ];
 
 /** A goal from product `p`: 1-3 of its attributes, one value of each option dimension (each kept with
@@ -160,7 +186,9 @@ function makeGoal(rng: Rng, p: Product): Goal {
   for (const [dim, values] of Object.entries(p.options)) if (rng.random() < 0.8) options[dim] = rng.choice(values);
   const priceUpper = Math.ceil((p.price + 0.01) / 10) * 10 + 10 * rng.int(4);
   const attrText = attributes.join(' and ');
-  const optText = Object.entries(options).map(([k, v]) => `${k}: ${v}`).join(' and ');
+  const optText = Object.entries(options)
+    .map(([k, v]) => `${k}: ${v}`)
+    .join(' and ');
   const instruction = rng.choice(TEMPLATES)(p.type, attrText, optText, priceUpper.toFixed(2));
   return { asin: p.asin, category: p.category, type: p.type, attributes, options, priceUpper, instruction };
 }

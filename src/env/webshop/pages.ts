@@ -96,7 +96,15 @@ export function renderPage(p: Page, c: Catalogue, instruction: string): string {
       for (const [dim, values] of Object.entries(product.options)) parts.push(dim, ...values);
       const chosen = Object.entries(p.chosen);
       if (chosen.length > 0) parts.push(`Selected: ${chosen.map(([k, v]) => `${k} ${v}`).join(', ')}`);
-      parts.push(product.title, `Price: $${product.price.toFixed(2)}`, 'Rating: N.A.', 'Description', 'Features', 'Reviews', 'Buy Now');
+      parts.push(
+        product.title,
+        `Price: $${product.price.toFixed(2)}`,
+        'Rating: N.A.',
+        'Description',
+        'Features',
+        'Reviews',
+        'Buy Now',
+      );
       return join(parts);
     }
     case 'detail': {
@@ -105,8 +113,14 @@ export function renderPage(p: Page, c: Catalogue, instruction: string): string {
     }
     case 'done': {
       const product = c.byAsin.get(p.asin)!;
-      const chosen = Object.entries(p.chosen).map(([k, v]) => `${k} ${v}`).join(', ');
-      return join(['Thank you for shopping with us!', `You bought ${product.asin}: ${product.title}${chosen ? ` (${chosen})` : ''}`, `Your score (min 0.0, max 1.0): ${p.rawReward.toFixed(2)}`]);
+      const chosen = Object.entries(p.chosen)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ');
+      return join([
+        'Thank you for shopping with us!',
+        `You bought ${product.asin}: ${product.title}${chosen ? ` (${chosen})` : ''}`,
+        `Your score (min 0.0, max 1.0): ${p.rawReward.toFixed(2)}`,
+      ]);
     }
   }
 }

@@ -18,7 +18,10 @@ function engine(c: Catalogue): MiniSearch {
       fields: ['title', 'type', 'category', 'attributes', 'options', 'description'],
       extractField: (doc: any, field: string) => {
         if (field === 'attributes') return doc.attributes.join(' ');
-        if (field === 'options') return Object.values(doc.options as Record<string, string[]>).flat().join(' ');
+        if (field === 'options')
+          return Object.values(doc.options as Record<string, string[]>)
+            .flat()
+            .join(' ');
         return doc[field];
       },
       processTerm: dropStopword,
@@ -30,7 +33,9 @@ function engine(c: Catalogue): MiniSearch {
   return ms;
 }
 
-/** The ASINs of the best `TOP_N` products for `query`'s distinct words (any may match: WebShop's BM25 is an OR query). */
+/**
+ * The ASINs of the best `TOP_N` products for `query`'s distinct words (any may match: WebShop's BM25 is an OR query).
+ */
 export function searchProducts(c: Catalogue, query: string): string[] {
   const hits = engine(c).search(searchTerms(query), { combineWith: 'OR' });
   return hits.slice(0, TOP_N).map((h) => h.id as string);

@@ -16,14 +16,24 @@ function meetsGoal(shop: Catalogue, goal: Goal, asin: string): boolean {
 /** The actions after the search that reach result `index` (0-based), pick the options and buy. */
 function buyPlan(goal: Goal, index: number, asin: string): string[] {
   const pages = Math.floor(index / PAGE_SIZE);
-  return [...Array.from({ length: pages }, () => 'click[next >]'), `click[${asin.toLowerCase()}]`, ...Object.values(goal.options).map((v) => `click[${v}]`), 'click[buy now]'];
+  return [
+    ...Array.from({ length: pages }, () => 'click[next >]'),
+    `click[${asin.toLowerCase()}]`,
+    ...Object.values(goal.options).map((v) => `click[${v}]`),
+    'click[buy now]',
+  ];
 }
 
 /**
  * A winning action sequence for the goal of `seed`, at most `maxActions` long, or `undefined` when
  * neither query finds a product that meets the goal within that many actions.
  */
-export function solveWebShop(config: WebShopConfig, seed: number, mode: EnvMode = 'train', maxActions = 9): string[] | undefined {
+export function solveWebShop(
+  config: WebShopConfig,
+  seed: number,
+  mode: EnvMode = 'train',
+  maxActions = 9,
+): string[] | undefined {
   const shop = catalogue(config.catalogueSeed, config.numProducts);
   const goal = webshopGoal(config, seed, mode);
   const target = shop.byAsin.get(goal.asin)!;

@@ -2,9 +2,30 @@
 // Follows RAGEN's ragen/env/webshop (over WebShop's WebAgentTextEnv), on a generated catalogue.
 import { z } from 'zod';
 import { ResetNeededError } from '../../util/index.js';
-import { checkResetOptions, invalidInfo, type Env, type EnvInfo, type EnvMode, type ResetOptions, type ResetResult, type StepResult } from '../core.js';
+import {
+  checkResetOptions,
+  invalidInfo,
+  type Env,
+  type EnvInfo,
+  type EnvMode,
+  type ResetOptions,
+  type ResetResult,
+  type StepResult,
+} from '../core.js';
 import { catalogue, type Catalogue, type Goal } from './catalogue.js';
-import { availableActions, BACK_TO_SEARCH, BUY_NOW, clickables, hasSearchBar, lastPage, NEXT, PREV, renderPage, type DetailSection, type Page } from './pages.js';
+import {
+  availableActions,
+  BACK_TO_SEARCH,
+  BUY_NOW,
+  clickables,
+  hasSearchBar,
+  lastPage,
+  NEXT,
+  PREV,
+  renderPage,
+  type DetailSection,
+  type Page,
+} from './pages.js';
 import { purchaseReward } from './reward.js';
 import { searchProducts } from './search.js';
 
@@ -15,12 +36,17 @@ export const webshopSchema = z
     catalogueSeed: z.number().int().min(0).default(0),
     /** Products in the catalogue, spread over 13 departments; one goal is made from each. @default 2600 */
     numProducts: z.number().int().min(100).max(100_000).default(2600),
-    /** Goals reserved for `val` mode; `train` uses the rest (RAGEN: 500 test, 1000 val, the rest train). @default 500 */
+    /**
+     * Goals reserved for `val` mode; `train` uses the rest (RAGEN: 500 test, 1000 val, the rest train). @default 500
+     */
     numValGoals: z.number().int().min(1).default(500),
     /** Longest accepted search query in characters; longer ones are invalid actions. @default 500 */
     maxQueryLength: z.number().int().min(1).max(10_000).default(500),
   })
-  .refine((c) => c.numValGoals < c.numProducts, { message: 'numValGoals must be below numProducts (one goal per product; train needs the rest)', path: ['numValGoals'] });
+  .refine((c) => c.numValGoals < c.numProducts, {
+    message: 'numValGoals must be below numProducts (one goal per product; train needs the rest)',
+    path: ['numValGoals'],
+  });
 
 export type WebShopConfig = z.infer<typeof webshopSchema>;
 
@@ -98,15 +124,23 @@ export class WebShopEnv implements Env {
   }
 
   step(action: string): StepResult {
-    if (this.goal === undefined) throw new ResetNeededError('WebShop.step() called before reset(); call reset({seed}) first.');
-    if (this.page.kind === 'done') throw new ResetNeededError('WebShop.step() called after the purchase ended the episode; call reset({seed}) to start a new one.');
+    if (this.goal === undefined)
+      throw new ResetNeededError('WebShop.step() called before reset(); call reset({seed}) first.');
+    if (this.page.kind === 'done')
+      throw new ResetNeededError(
+        'WebShop.step() called after the purchase ended the episode; call reset({seed}) to start a new one.',
+      );
     const parsed = parseWebShopAction(action);
     if (!parsed.ok) return this.invalid(parsed.reason);
     const before = this.render();
     let next: Page | string;
     if (parsed.verb === 'search') {
-      if (!hasSearchBar(this.page)) return this.invalid('there is no search bar on this page; click[back to search] first');
-      if (parsed.arg.length > this.config.maxQueryLength) return this.invalid(`the query has ${parsed.arg.length} characters, more than maxQueryLength ${this.config.maxQueryLength}`);
+      if (!hasSearchBar(this.page))
+        return this.invalid('there is no search bar on this page; click[back to search] first');
+      if (parsed.arg.length > this.config.maxQueryLength)
+        return this.invalid(
+          `the query has ${parsed.arg.length} characters, more than maxQueryLength ${this.config.maxQueryLength}`,
+        );
       next = { kind: 'results', query: parsed.arg, asins: searchProducts(this.shop, parsed.arg), page: 1 };
     } else {
       next = this.click(parsed.arg.toLowerCase());
@@ -116,10 +150,22 @@ export class WebShopEnv implements Env {
     if (next.kind === 'item' && next.asin === this.goal.asin) this.found = true;
     if (next.kind === 'done') {
       const success = next.rawReward >= 1;
-      return { observation: this.render(), reward: success ? 1 : 0, terminated: true, truncated: false, info: this.info(true, true, success) };
+      return {
+        observation: this.render(),
+        reward: success ? 1 : 0,
+        terminated: true,
+        truncated: false,
+        info: this.info(true, true, success),
+      };
     }
     const observation = this.render();
-    return { observation, reward: 0, terminated: false, truncated: false, info: this.info(true, observation !== before) };
+    return {
+      observation,
+      reward: 0,
+      terminated: false,
+      truncated: false,
+      info: this.info(true, observation !== before),
+    };
   }
 
   /** The page after clicking `name`, or why the click is invalid. */
@@ -140,9 +186,15 @@ export class WebShopEnv implements Env {
         if (name === PREV) return page.back;
         if (name === BUY_NOW) {
           const product = this.shop.byAsin.get(page.asin)!;
-          return { kind: 'done', asin: page.asin, chosen: page.chosen, rawReward: purchaseReward(this.goal!, product, page.chosen).total };
+          return {
+            kind: 'done',
+            asin: page.asin,
+            chosen: page.chosen,
+            rawReward: purchaseReward(this.goal!, product, page.chosen).total,
+          };
         }
-        if (name === 'description' || name === 'features' || name === 'reviews') return { kind: 'detail', section: name as DetailSection, item: page };
+        if (name === 'description' || name === 'features' || name === 'reviews')
+          return { kind: 'detail', section: name as DetailSection, item: page };
         const product = this.shop.byAsin.get(page.asin)!;
         const dim = Object.keys(product.options).find((d) => product.options[d]!.includes(name))!;
         return { ...page, chosen: { ...page.chosen, [dim]: name } };
@@ -155,7 +207,13 @@ export class WebShopEnv implements Env {
   }
 
   private invalid(reason: string): StepResult {
-    return { observation: `${this.render()}\nInvalid action: ${reason}`, reward: 0, terminated: false, truncated: false, info: { ...invalidInfo(reason), ...this.extra() } };
+    return {
+      observation: `${this.render()}\nInvalid action: ${reason}`,
+      reward: 0,
+      terminated: false,
+      truncated: false,
+      info: { ...invalidInfo(reason), ...this.extra() },
+    };
   }
 
   render(): string {
@@ -193,10 +251,19 @@ export type WebShopAction = { ok: true; verb: 'search' | 'click'; arg: string } 
 export function parseWebShopAction(text: string): WebShopAction {
   const s = text.trim();
   const open = s.indexOf('[');
-  if (open < 0 || !s.endsWith(']')) return { ok: false, reason: `expected search[keywords] or click[name], got ${JSON.stringify(s.slice(0, 60))}` };
+  if (open < 0 || !s.endsWith(']'))
+    return { ok: false, reason: `expected search[keywords] or click[name], got ${JSON.stringify(s.slice(0, 60))}` };
   const verb = s.slice(0, open).trim().toLowerCase();
-  if (verb !== 'search' && verb !== 'click') return { ok: false, reason: `unknown action ${JSON.stringify(verb.slice(0, 30))}; use search[keywords] or click[name]` };
-  const arg = s.slice(open + 1, -1).replace(/\s+/g, ' ').trim();
-  if (arg === '') return { ok: false, reason: `${verb}[] needs ${verb === 'search' ? 'keywords' : 'a name'} between the brackets` };
+  if (verb !== 'search' && verb !== 'click')
+    return {
+      ok: false,
+      reason: `unknown action ${JSON.stringify(verb.slice(0, 30))}; use search[keywords] or click[name]`,
+    };
+  const arg = s
+    .slice(open + 1, -1)
+    .replace(/\s+/g, ' ')
+    .trim();
+  if (arg === '')
+    return { ok: false, reason: `${verb}[] needs ${verb === 'search' ? 'keywords' : 'a name'} between the brackets` };
   return { ok: true, verb, arg };
 }
