@@ -62,10 +62,7 @@ export interface GatewayOverhead {
  */
 export async function measureGatewayOverhead(modelDir: string, calls = 20, maxTokens = 64): Promise<GatewayOverhead> {
   const target = await localServeTarget(modelDir, (d) => d, { name: 'policy' });
-  const gateway = new Gateway({ ...target, batchWindowMs: 0 });
-  // A half of engine calls can outlast Node's 5 s keep-alive on a loaded machine: the server then closes the idle
-  // socket as fetch reuses it (ECONNRESET, seen in a 1-step smoke at load ~10).
-  gateway.http.keepAliveTimeout = 10 * 60_000;
+  const gateway = new Gateway({ ...target, batchWindowMs: 0 }); // no idle timeout: a half of engine calls may outlast 5 s
   const base = await gateway.listen(0);
   try {
     let { baseUrl } = gateway.open('overhead', { maxCalls: 1e9 });
