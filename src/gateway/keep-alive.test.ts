@@ -71,5 +71,5 @@ describe('gateway connections', () => {
       await gateway.close();
       target.dispose();
     }
-  }, 60_000);
+  }, 120_000);
 });
