@@ -65,3 +65,4 @@ export {
   type VerifiedCheckpoint,
   type VerifyCheckpointOptions,
 } from './checkpoint-manifest.js';
+export { modelCard, type ModelCardInput } from './model-card.js';

@@ -13,6 +13,7 @@ import * as serve from './serve.js';
 import * as dashboard from './dashboard.js';
 import * as probeGrads from './probe-grads.js';
 import * as modelInit from './model-init.js';
+import * as push from './push.js';
 
 export const commands: ((program: Command) => void)[] = [
   trainCmd.register,
@@ -28,4 +29,5 @@ export const commands: ((program: Command) => void)[] = [
   dashboard.register,
   probeGrads.register,
   modelInit.register,
+  push.register,
 ];
