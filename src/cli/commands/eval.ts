@@ -162,7 +162,7 @@ export function register(program: Command): void {
     .option('--seed <n>', "first validation seed [123 (RAGEN's seed.val), or the config's]", parseSeed)
     .option(
       '--set <key=value...>',
-      'agent settings, e.g. maxActionsPerTurn=1 enableThink=false (see docs/agent-loop.md)',
+      "agent settings, e.g. maxActionsPerTurn=1 enableThink=false (see docs/agent-loop.md); with --env alone, maxContextTokens defaults to the model's positions when they are fewer than 3600",
     )
     .option(
       '--config <key=value...>',
@@ -265,7 +265,7 @@ export async function runEval(opts: EvalOptions, onReport?: (report: EvalReport)
     ...(opts.env ?? '').split(',').map((s) => s.trim()),
     ...(base ? tagEntries(base, 'val').map((e) => e.tag) : []),
   ]);
-  const cfg = agentOf(base, opts);
+  let cfg = agentOf(base, opts);
   const setTurns = parseConfigPairs(opts.set)['maxTurns'];
   if (opts.maxTurns !== undefined && setTurns !== undefined && setTurns !== opts.maxTurns) {
     throw new UsageError(
@@ -324,6 +324,9 @@ export async function runEval(opts: EvalOptions, onReport?: (report: EvalReport)
   const tokenizer = tokenizerOf(opts, modelDir, base);
   // what `ragen train` refuses, eval refuses: a budget no first prompt fits, or one past the model's positions
   const positions = policyName === 'model' ? (await loadModelConfig(modelDir!)).maxPositionEmbeddings : Infinity;
+  // without a run or preset, the context budget defaults to what the model holds (RAGEN's 3600 is past a tiny model's)
+  if (!base && parseConfigPairs(opts.set)['maxContextTokens'] === undefined && cfg.maxContextTokens > positions)
+    cfg = { ...cfg, maxContextTokens: positions };
   await checkPromptsFit(
     [{ label: opts.env ? '--env' : 'env.val', options: { tags, groupSize, mode: 'val', seed } }],
     tokenizer,
