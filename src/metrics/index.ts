@@ -66,3 +66,12 @@ export {
   type VerifyCheckpointOptions,
 } from './checkpoint-manifest.js';
 export { modelCard, type ModelCardInput } from './model-card.js';
+export {
+  boardHtml,
+  buildBoard,
+  parseEvalFile,
+  wilson,
+  type Board,
+  type BoardCell,
+  type BoardEntry,
+} from './leaderboard.js';

@@ -14,6 +14,7 @@ import * as dashboard from './dashboard.js';
 import * as probeGrads from './probe-grads.js';
 import * as modelInit from './model-init.js';
 import * as push from './push.js';
+import * as leaderboard from './leaderboard.js';
 
 export const commands: ((program: Command) => void)[] = [
   trainCmd.register,
@@ -30,4 +31,5 @@ export const commands: ((program: Command) => void)[] = [
   probeGrads.register,
   modelInit.register,
   push.register,
+  leaderboard.register,
 ];
