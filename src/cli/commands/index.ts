@@ -15,6 +15,7 @@ import * as probeGrads from './probe-grads.js';
 import * as modelInit from './model-init.js';
 import * as push from './push.js';
 import * as leaderboard from './leaderboard.js';
+import * as newCmd from './new.js';
 
 export const commands: ((program: Command) => void)[] = [
   trainCmd.register,
@@ -32,4 +33,5 @@ export const commands: ((program: Command) => void)[] = [
   modelInit.register,
   push.register,
   leaderboard.register,
+  newCmd.register,
 ];
