@@ -3,7 +3,7 @@
 import '../envs/index.js'; // the built-in environments
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { FakeKiminaServer } from '../envs/lean/fake-kimina.js';
-import { generateTheorems } from '../envs/lean/index.js';
+import { generateTheorems } from '../envs/index.js';
 import { loadTokenizer, tinyTokenizerDir } from '../tokenizer/index.js';
 import { agentConfig } from './config.js';
 import { EnvGroups } from './env-groups.js';
