@@ -17,3 +17,4 @@ export { makeDir, writeFileAt, checkCreatable, pseudoFilesystemOf, existingAnces
 export { HOST_PORT, freePort } from './host-port.js';
 export { checkExposure, isLoopback, type Exposure } from './exposure.js';
 export { packageRoot, packageVersion } from './package-root.js';
+export { parseSeed, parsePositiveInt, parsePositive, parseConfigPairs } from './option-values.js';

@@ -3,7 +3,7 @@
 // model's positions as the budget, and an explicit budget past them must still be refused.
 import { describe, expect, test } from 'vitest';
 import { runCli } from '../testing.js';
-import type { EvalReport } from './eval.js';
+import type { EvalReport } from '../../eval/index.js';
 
 describe('ragen eval --env with a model and no preset', () => {
   test('runs within the model positions instead of refusing the default budget', async () => {
