@@ -16,3 +16,20 @@ export { FileSystemError, fileSystemError, isErrnoError, withFileErrors } from '
 export { makeDir, writeFileAt, checkCreatable, pseudoFilesystemOf, existingAncestor, withSetting } from './make-dir.js';
 export { HOST_PORT, freePort } from './host-port.js';
 export { checkExposure, isLoopback, type Exposure } from './exposure.js';
+export {
+  ApiError,
+  EventStream,
+  badParam,
+  clientGone,
+  closeServer,
+  errorBody,
+  httpServer,
+  listen,
+  pathOf,
+  preview,
+  readBody,
+  readJson,
+  sendJson,
+  type ErrorForm,
+  type FailurePolicy,
+} from './http.js';
