@@ -1,12 +1,19 @@
 // `ragen dashboard`'s HTTP server (node:http, 127.0.0.1): the bundled page from build/dashboard/, a JSON API over run
 // directories (read only), checkpoint files for in-browser play, and server-sent events when a run's files change.
 import { createReadStream, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { dirname, extname, join } from 'node:path';
 import { hostname, networkInterfaces } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { filesIn, runPaths, verifyCheckpoint } from '../metrics/index.js';
-import { CheckpointError } from '../util/index.js';
+import {
+  ApiError as HttpError,
+  CheckpointError,
+  closeServer,
+  httpServer,
+  listen,
+  sendJson as send,
+} from '../util/index.js';
 import { evalSummary, readEvalFile, readRollouts } from './episodes.js';
 import { RunIndex, runDetail } from '../metrics/index.js';
 import { RunEvents } from './events.js';
@@ -62,18 +69,11 @@ const TYPES: Record<string, string> = {
 const PLAY_FILES =
   /^checkpoints\/step-\d+\/(config\.json|generation_config\.json|model\.safetensors|tokenizer\.json|tokenizer_config\.json)$/;
 
-class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
-    super(message);
-  }
-}
+/** Every reply is read fresh: a run's files change while it trains. */
+const NO_STORE = { 'Cache-Control': 'no-store' };
 
 function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
-  res.end(JSON.stringify(body));
+  send(res, status, body, { ...NO_STORE, 'Content-Type': 'application/json; charset=utf-8' });
 }
 
 function sendFile(res: ServerResponse, file: string): void {
@@ -240,24 +240,22 @@ export async function startDashboard(opts: DashboardOptions): Promise<Dashboard>
     verified,
   });
   let allowedHosts = new Set<string>();
-  const server = createServer((req, res) => {
-    try {
+  const server = httpServer(
+    (req, res) => {
       const url = checkRequest(req, allowedHosts);
       const route = table[url.pathname];
       if (route) route(url.searchParams, res);
       else staticFile(assets, url.pathname, res);
-    } catch (err) {
-      const status = err instanceof HttpError ? err.status : 500;
-      if (status === 500) console.error(`ragen dashboard: ${req.url}: ${(err as Error).stack ?? String(err)}`);
-      if (!res.headersSent) sendJson(res, status, { error: (err as Error).message });
-      else res.end();
-    }
-  });
+    },
+    {
+      form: 'plain',
+      name: 'The dashboard',
+      log: (line) => console.error(`ragen dashboard: ${line}`),
+      headers: NO_STORE,
+    },
+  );
   const host = opts.host ?? '127.0.0.1';
-  await new Promise<void>((resolveListen, reject) => {
-    server.once('error', reject);
-    server.listen(opts.port ?? 0, host, () => resolveListen());
-  });
+  await listen(server, opts.port ?? 0, host);
   // Started once listening, so a failed listen leaves no timer holding the process open.
   const timer = setInterval(() => {
     try {
@@ -279,7 +277,7 @@ export async function startDashboard(opts: DashboardOptions): Promise<Dashboard>
     close: async () => {
       clearInterval(timer);
       events.close();
-      await new Promise<void>((r) => server.close(() => r()));
+      await closeServer(server);
     },
   };
 }
