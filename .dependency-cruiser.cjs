@@ -20,7 +20,7 @@ const LAYERS = {
   // gateway for agent programs as a rollout source (env.train.N.agent).
   train: ['util', 'tensor', 'model', 'tokenizer', 'engine', 'env', 'agent', 'algo', 'metrics', 'config', 'gateway'],
   serve: ['util', 'tensor', 'model', 'tokenizer', 'engine'],
-  // serve for its request parser, handlers and batcher (the gateway is ragen serve scoped by episode, recording);
+  // serve for its OpenAI server (the gateway is that server in its episode mode: prefix, transform, onCall);
   // agent for the TrainingSample its calls become.
   gateway: ['util', 'tokenizer', 'engine', 'serve', 'agent'],
   // agent for the type of a rollouts/step-N.jsonl line (EpisodeRecord), written by the agent's trajectories.ts.

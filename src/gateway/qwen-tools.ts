@@ -8,7 +8,8 @@ import {
   toolsSystemText,
   type ChatMessage,
 } from '../tokenizer/index.js';
-import { ApiError, badParam, preview, type ToolCall, type Transformed } from '../serve/index.js';
+import type { ToolCall, Transformed } from '../serve/index.js';
+import { ApiError, badParam, preview } from '../util/index.js';
 import { ToolHold } from './stream.js';
 
 // The format's text pieces live in src/tokenizer (the MCP env writes the same tools block); re-exported for the

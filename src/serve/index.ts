@@ -1,4 +1,5 @@
-// serve: an OpenAI-compatible HTTP server over any Engine (`ragen serve`), with request batching.
+// serve: the OpenAI-compatible HTTP server over any Engine (`ragen serve`; the training gateway is its episode mode),
+// with request batching.
 export {
   OpenAIServer,
   type AnsweredCall,
@@ -31,9 +32,7 @@ export {
   type ServeTarget,
   type TorchServeOptions,
 } from './load.js';
-export { chatPromptIds, choiceJobs, handlerContext, runChoices, type HandlerContext } from './handlers.js';
-export { StreamText } from './stream-text.js';
-export { ChoiceStream, type TextHold } from './stream.js';
-export { completionText, type Answer, type ChoiceResult, type ToolCall } from './responses.js';
+export type { TextHold } from './stream.js';
+export type { Answer, ToolCall } from './responses.js';
 // The OpenAI error type and its helpers live in util/http.ts (every server's); re-exported for serve's users.
 export { ApiError, badParam, preview } from '../util/index.js';
