@@ -33,3 +33,4 @@ export {
   type ErrorForm,
   type FailurePolicy,
 } from './http.js';
+export { parseSeed, parsePositiveInt, parsePositive, parseConfigPairs } from './option-values.js';
