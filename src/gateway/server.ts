@@ -99,11 +99,9 @@ export class Gateway {
   }
 
   /** Start listening on loopback; resolves with the base URL (`http://127.0.0.1:<port>`). */
-  async listen(port = 0, host = '127.0.0.1'): Promise<string> {
-    checkExposure({ server: 'the training gateway', host }); // never beyond loopback: it offers no --insecure
-    const bound = await this.server.listen(port, host);
-    this.base = `http://${host}:${bound.port}`;
-    return this.base;
+  listen(port = 0, host = '127.0.0.1'): Promise<string> {
+    checkExposure({ server: 'the training gateway', host }); // never beyond loopback (it offers no --insecure): throws
+    return this.server.listen(port, host).then((bound) => (this.base = `http://${host}:${bound.port}`));
   }
 
   close(): Promise<void> {
