@@ -56,6 +56,16 @@ describe('httpServer and readJson', () => {
     expect([ok.status, JSON.parse(ok.body)]).toEqual([200, { a: 1 }]);
   });
 
+  it('logs size refusals in one line only where the server asks for it', async () => {
+    const handle = async (req: Parameters<Parameters<typeof httpServer>[0]>[0]) => void (await readJson(req, 8));
+    const quiet = await start(handle);
+    const loud = await start(handle, { logRefused: true });
+    for (const { url } of [quiet, loud])
+      expect((await fetch(url, { method: 'POST', body: '[1,2,3,4,5]' })).status).toBe(413);
+    expect(quiet.lines).toEqual([]);
+    expect(loud.lines).toEqual(["413: The request body is 11 bytes or more, over this server's limit of 8 bytes."]);
+  });
+
   it('answers bad JSON with a 400 in OpenAI form, or as {"error": message} for a plain server', async () => {
     const handle = async (req: Parameters<Parameters<typeof httpServer>[0]>[0]) => void (await readJson(req, 1024));
     const openai = await start(handle);

@@ -196,6 +196,8 @@ export interface FailurePolicy {
   isClientGone?: (err: unknown) => boolean;
   /** Sees every failure first (the training gateway notes the policy's own errors). */
   onError?: (err: unknown) => void;
+  /** Also log refusals for size (413) and load (429) in one line each. @default false */
+  logRefused?: boolean;
   /** Headers on every error reply (the dashboard's `Cache-Control: no-store`). */
   headers?: Record<string, string>;
 }
@@ -227,6 +229,7 @@ function fail(res: ServerResponse, err: unknown, p: FailurePolicy): void {
       ? err
       : new ApiError(500, `${p.name} failed on this request: ${message}`, 'server_error', null, 'internal_error');
   if (e.status >= 500) p.log(`500: ${(err as Error)?.stack ?? String(err)}`);
+  else if (p.logRefused && (e.status === 413 || e.status === 429)) p.log(`${e.status}: ${e.message}`);
   if (res.headersSent) {
     if (eventStreams.has(res)) new EventStream(res).end(errorBody(e, p.form));
     else res.end();
