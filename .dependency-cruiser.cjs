@@ -27,7 +27,7 @@ const LAYERS = {
   // The evaluation runner: validation rollouts (train's validationBatch) of a policy from a config, a run or a model.
   eval: ['util', 'env', 'agent', 'tokenizer', 'config', 'model', 'engine', 'train'],
   serve: ['util', 'tensor', 'model', 'tokenizer', 'engine'],
-  // serve for its request parser, handlers and batcher (the gateway is ragen serve scoped by episode, recording);
+  // serve for its OpenAI server (the gateway is that server in its episode mode: prefix, transform, onCall);
   // agent for the TrainingSample its calls become.
   gateway: ['util', 'tokenizer', 'engine', 'serve', 'agent'],
   // agent for the type of a rollouts/step-N.jsonl line (EpisodeRecord), written by the agent's trajectories.ts.
