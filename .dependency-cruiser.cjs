@@ -17,11 +17,10 @@ const LAYERS = {
   metrics: ['util'],
   model: ['util', 'tensor'],
   engine: ['util', 'tensor', 'model', 'tokenizer'],
-  // envs for the MCP env's server settings (an agent program reaches the same server).
-  agent: ['util', 'env', 'envs', 'tokenizer', 'engine'],
+  agent: ['util', 'env', 'tokenizer', 'engine'],
   // engine for the defaults of its settings (model.torch.tokenBudget), written once there; model to check that
   // model.path names a directory, a shipped model or a Hub id.
-  config: ['util', 'env', 'envs', 'algo', 'tokenizer', 'model', 'engine', 'agent'],
+  config: ['util', 'env', 'algo', 'tokenizer', 'model', 'engine', 'agent'],
   // gateway for agent programs as a rollout source (env.train.N.agent).
   train: ['util', 'tensor', 'model', 'tokenizer', 'engine', 'env', 'agent', 'algo', 'metrics', 'config', 'gateway'],
   // The evaluation runner: validation rollouts (train's validationBatch) of a policy from a config, a run or a model.
@@ -75,6 +74,17 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/bench/', pathNot: TESTS },
       to: { path: '^src/cli/' },
+    },
+    {
+      name: 'through-index',
+      comment:
+        "Another folder's modules are imported through its index.ts, its public surface (STYLE.md); env/remote, the env transport kept out of env's index (Node only), has its own, and a folder's test helpers (testing.ts) are its surface for tests and the lab.",
+      severity: 'error',
+      from: { path: '^src/([^/]+)/', pathNot: TESTS },
+      to: {
+        path: `^src/(?:${Object.keys(LAYERS).join('|')})/`,
+        pathNot: ['^src/$1/', '^src/[^/]+/index\\.ts$', '^src/env/remote/index\\.ts$', '(/testing|-testing)\\.ts$'],
+      },
     },
     ...layerRules,
   ],

@@ -17,7 +17,6 @@ import './guess-number/index.js';
 
 // What other folders use of particular environments (imported after every registration above, so ids register in
 // this file's order whatever imports it first).
-export { httpServerSchema, stdioServerSchema, mcpAgentEnv, type McpServerConfig } from './mcp/index.js';
 export { startRetrievalServer, HttpRetriever, retrievalRecall } from './searchqa/index.js';
 export { binarySearchGuesses, guessNumberSecret } from './guess-number/index.js';
 export { assembleProgram, testPassed, generateProblems } from './deepcoder/index.js';

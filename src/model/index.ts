@@ -52,3 +52,4 @@ export type { ModelShape, ShapeFamily } from './shapes.js';
 export { isHubId, hubCacheDir, hubRepoDir, cachedHubModel, hubModel } from './hub.js';
 export type { HubModelOptions } from './hub.js';
 export { findModelPath, resolveModelPath, shippedModels, shippedModelsDir } from './model-path.js';
+export { FastDecoder } from './decode-fast.js';
