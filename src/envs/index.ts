@@ -1,5 +1,5 @@
-// The built-in environments: importing this module registers every one of them, in this order.
-// Each env folder's index.ts calls registerEnv() for its ids when imported.
+// envs: the built-in environments, one folder each: importing this module registers every one of them, in this order
+// (each folder's index.ts calls registerEnv() for its ids when imported).
 import './countdown/index.js';
 import './bandit/index.js';
 import './metamathqa/index.js';
