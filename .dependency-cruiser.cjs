@@ -1,6 +1,6 @@
-// The import rules of shared/DESIGN.md's module table, checked by dependency-cruiser (`npx depcruise src
-// dashboard-ui/src` prints violations; src/layering.test.ts runs it in `npm test`). Type-only imports count: a circle
-// of types is a circle.
+// The import rules of the library's modules (docs/architecture.md draws them), checked by dependency-cruiser
+// (`npx depcruise src dashboard-ui/src` prints violations; src/layering.test.ts runs it in `npm test`). Type-only
+// imports count: a circle of types is a circle.
 
 /** Each library folder under src/ and the folders it may import (besides itself), lower layers first. */
 const LAYERS = {
@@ -37,7 +37,7 @@ const TESTS = '(\\.test\\.ts|/testing\\.ts|-testing\\.ts)$';
 
 const layerRules = Object.entries(LAYERS).map(([folder, allowed]) => ({
   name: `layer-${folder}`,
-  comment: `src/${folder} imports only ${allowed.length ? allowed.map((f) => `src/${f}`).join(', ') : 'nothing else in src/'} (shared/DESIGN.md's module table)`,
+  comment: `src/${folder} imports only ${allowed.length ? allowed.map((f) => `src/${f}`).join(', ') : 'nothing else in src/'} (docs/architecture.md)`,
   severity: 'error',
   from: { path: `^src/${folder}/`, pathNot: TESTS },
   to: { path: `^src/(?!(?:${[folder, ...allowed].join('|')})/)[^/]+/` },

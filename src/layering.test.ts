@@ -1,5 +1,5 @@
 // The import rules (.dependency-cruiser.cjs: no circles, the library never imports the lab in src/bench, the
-// layers of shared/DESIGN.md's module table) hold for the whole tree, and each rule does catch its violation.
+// layers drawn in docs/architecture.md) hold for the whole tree, and each rule does catch its violation.
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
