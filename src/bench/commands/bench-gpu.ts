@@ -4,8 +4,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
-import { findTorchPython, TORCH_MISSING } from '../../engine/python.js';
-import { workerPackageDir } from '../../engine/torch-worker.js';
+import { findTorchPython, TORCH_MISSING, workerPackageDir } from '../../engine/index.js';
 import { parsePositive, parsePositiveInt, parseSeed, UsageError } from '../../util/index.js';
 import { runGpuCheck } from './bench-gpu-check.js';
 import { CHECK_STAGES, DEFAULT_STAGES, selectStages } from './bench-gpu-check-table.js';
