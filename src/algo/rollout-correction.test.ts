@@ -57,6 +57,11 @@ describe('rolloutCorrection on hand-worked ratios', () => {
     const r = run({ rejectBound: 1.2 });
     close(r.weights, [0, 0, 0, 1.5, 0.4, 1.8]);
     expect(r.stats.rejectedSeqFrac).toBe(1 / 2);
+    // With mode off, the rows rejection leaves keep weight 1.
+    const off = run({ mode: 'off', rejectBound: 1.2 });
+    close(off.weights, [0, 0, 0, 1, 1, 1]);
+    expect(off.stats.weightMean).toBeCloseTo(3 / 5, 12);
+    expect(off.stats.tokenFrac).toBe(2 / 5);
     // A low geometric mean is rejected too: bound 1.01 leaves row 1 (∛1.08 = 1.026) out as well.
     expect(run({ rejectBound: 1.01 }).stats.rejectedSeqFrac).toBe(1);
   });

@@ -5,11 +5,11 @@ import { parseName, checkTokens, type Nums, type TokenMask } from './shape.js';
 
 /** Where the ratio π_old/μ is formed: per token, per sequence (product), or per sequence's geometric mean. */
 export type CorrectionLevel = 'token' | 'sequence' | 'geometric';
-/** `tis`: truncate the weight at the threshold; `mis`: zero it outside [lowerThreshold, threshold]. */
-export type CorrectionMode = 'tis' | 'mis';
+/** `tis`: truncate the weight at the threshold; `mis`: zero it outside [lowerThreshold, threshold]; `off`: weight 1. */
+export type CorrectionMode = 'off' | 'tis' | 'mis';
 
 export const CORRECTION_LEVELS: readonly CorrectionLevel[] = ['token', 'sequence', 'geometric'];
-export const CORRECTION_MODES: readonly CorrectionMode[] = ['tis', 'mis'];
+export const CORRECTION_MODES: readonly CorrectionMode[] = ['off', 'tis', 'mis'];
 
 /** Parses a correction level. */
 export function parseCorrectionLevel(name: string): CorrectionLevel {
@@ -60,7 +60,7 @@ const CLAMP = 20;
  * else 0 (masked IS; at token level with lowerThreshold α and threshold β this is IcePop, Ling Team 2025, "Every Step
  * Evolves: Scaling RL for Trillion-Scale Thinking Model", whose mask keeps ρ_t inside [α, β]). `rejectBound` b then
  * zeroes every row whose geometric-mean ratio lies outside [1/b, b] (veRL's geometric rejection sampling,
- * `seq_mean_k1`). The weights are constants of the update (π_old and μ do not move with θ): multiplying a token's
+ * `seq_mean_k1`); `off` gives weight 1 to every token rejection leaves. The weights are constants of the update (π_old and μ do not move with θ): multiplying a token's
  * advantage by w ≥ 0 multiplies its PPO, GSPO or CISPO loss and gradient by w.
  * Difference from veRL: rejection zeroes the weights and leaves the loss mask (and so the aggregation denominators)
  * alone, so rejecting tokens shrinks the step rather than re-normalising it over fewer tokens.
@@ -79,7 +79,8 @@ export function rolloutCorrection(
     throw new RangeError(`rolloutCorrection: lowerThreshold must be in [0, threshold = ${C}), got ${L}.`);
   if (R !== null && !(R > 1)) throw new RangeError(`rolloutCorrection: rejectBound must be > 1 or null, got ${R}.`);
   const clamp = (x: number): number => Math.min(CLAMP, Math.max(-CLAMP, x));
-  const weight = (rho: number): number => (mode === 'tis' ? Math.min(rho, C) : rho >= L && rho <= C ? rho : 0);
+  const weight = (rho: number): number =>
+    mode === 'off' ? rho : mode === 'tis' ? Math.min(rho, C) : rho >= L && rho <= C ? rho : 0;
   const weights = new Float64Array(B * T);
   let tokens = 0;
   let seqs = 0;
@@ -112,7 +113,7 @@ export function rolloutCorrection(
         touchedTokens++;
         touched = true;
       }
-      weights[i] = w;
+      weights[i] = mode === 'off' && !reject ? 1 : w;
       sumW += w;
     }
     if (touched) touchedSeqs++;
@@ -120,7 +121,7 @@ export function rolloutCorrection(
   return {
     weights,
     stats: {
-      weightMean: tokens > 0 ? sumW / tokens : 0,
+      weightMean: tokens > 0 ? (mode === 'off' ? tokens - touchedTokens : sumW) / tokens : 0,
       tokenFrac: tokens > 0 ? touchedTokens / tokens : 0,
       seqFrac: seqs > 0 ? touchedSeqs / seqs : 0,
       rejectedSeqFrac: seqs > 0 ? rejected / seqs : 0,

@@ -92,6 +92,12 @@ export const RAGEN_KEYS: readonly RagenKey[] = [
   { ragen: `${R}.rollout_filter_empty_stop_steps`, ours: 'trainer.earlyStop.emptyBatchPatience' },
   { ragen: '…top_p prob mode (linear/softmax)', ours: 'algo.filter.topPMode' },
   { ragen: '…selection_eps', ours: 'algo.filter.selectionEps' },
+  {
+    ragen: `${R}.rollout_filter_percentile_low`,
+    ours: 'algo.filter.percentileLow',
+    note: 'branch `more-experiments`; with strategy `percentile_range` (`within_group` too is a strategy there)',
+  },
+  { ragen: `${R}.rollout_filter_percentile_high`, ours: 'algo.filter.percentileHigh' },
   // algorithm
   {
     ragen: 'algorithm.adv_estimator',
@@ -116,6 +122,22 @@ export const RAGEN_KEYS: readonly RagenKey[] = [
   { ragen: `${A}.clip_ratio_high`, ours: 'algo.clipRatioHigh' },
   { ragen: `${A}.clip_ratio_c`, ours: 'algo.clipRatioC' },
   { ragen: `${A}.loss_agg_mode`, ours: 'algo.lossAgg' },
+  {
+    ragen: `${A}.policy_loss.loss_mode`,
+    ours: 'algo.policyLoss',
+    note: "veRL's key (RAGEN's configs never set it): `vanilla` -> `ppo`; `gspo`, `cispo`",
+  },
+  {
+    ragen: 'algorithm.rollout_correction.rollout_is',
+    ours: 'algo.rolloutCorrection.level',
+    note: "veRL's: `token`/`sequence` with `mode: tis`; veRL masks via `rollout_rs` where we have `mode: mis`",
+  },
+  { ragen: 'algorithm.rollout_correction.rollout_is_threshold', ours: 'algo.rolloutCorrection.threshold' },
+  {
+    ragen: 'algorithm.rollout_correction.rollout_rs',
+    ours: 'algo.rolloutCorrection.rejectBound',
+    note: "veRL's `seq_mean_k1` (geometric) only; its threshold `1/b_b` is written `b`",
+  },
   { ragen: `${A}.entropy_coeff`, ours: 'algo.entropyCoeff' },
   { ragen: `${A}.use_kl_loss`, ours: 'algo.kl.useKlLoss' },
   { ragen: `${A}.kl_loss_coef`, ours: 'algo.kl.coef' },
