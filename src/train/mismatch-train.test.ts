@@ -68,7 +68,7 @@ describe('mismatch/* in training runs', () => {
     const b = await metrics(overrides);
     expect(deterministic(b)).toEqual(deterministic(a));
     for (const rec of a) expect(Number.isFinite(rec['actor/pg_loss'])).toBe(true);
-    if (extra.includes('algo.rolloutCorrection.mode=tis')) {
+    if ((extra as readonly string[]).includes('algo.rolloutCorrection.mode=tis')) {
       expect(a[2]!['mismatch/is_weight_mean']).toBeGreaterThan(0);
       expect(a[2]!['mismatch/is_weight_mean']).toBeLessThanOrEqual(2);
     }
