@@ -55,6 +55,26 @@ export const RAGEN_KEYS: readonly RagenKey[] = [
     ours: 'agent.maxActionsPerEpisode',
     note: "null = each env's own cap",
   },
+  {
+    ragen: 'custom_envs.<Tag>.env_config.distance_reward_coeff',
+    ours: 'env.config',
+    note: 'Sokoban `distanceRewardCoeff` (RAGEN PR #160): + fall in box-target distance × coeff per step',
+  },
+  {
+    ragen: 'custom_envs.<Tag>.env_config.no_op_penalty',
+    ours: 'env.config',
+    note: 'Sokoban `noOpPenalty`: added when a valid action leaves the player in place',
+  },
+  {
+    ragen: 'custom_envs.<Tag>.env_config.ignore_gym_reward',
+    ours: 'env.config',
+    note: 'Sokoban `ignoreGymReward` / `successReward`: success pays `successReward`, else 0',
+  },
+  {
+    ragen: 'custom_envs.<Tag>.env_config.min_solution_steps',
+    ours: 'env.config',
+    note: 'Sokoban `minSolutionSteps` [min, max] by our solver, `maxResetTries`; an error, not a fallback, when none fits',
+  },
   { ragen: 'custom_envs.<Tag>.max_tokens', ours: null, note: 'prompt text only; we state `agent.maxNewTokens`' },
   // agent
   { ragen: 'agent_proxy.max_turn', ours: 'agent.maxTurns' },
