@@ -46,6 +46,17 @@ export const RAGEN_KEYS: readonly RagenKey[] = [
   { ragen: 'es_manager.val.env_configs.n_groups', ours: 'env.val.N.groups' },
   { ragen: 'es_manager.format_penalty', ours: 'agent.formatPenalty' },
   {
+    ragen: 'es_manager.step_penalty',
+    ours: 'agent.stepPenalty',
+    note: 'RAGEN PR #160; sign flipped: its 0.05 is -0.05',
+  },
+  {
+    ragen: 'es_manager.think_len_penalty',
+    ours: 'agent.thinkLenPenalty',
+    note: 'RAGEN PR #160; sign flipped; × (len − limit)/limit',
+  },
+  { ragen: 'es_manager.think_len_limit', ours: 'agent.thinkLenLimit', note: 'characters; -1 -> null' },
+  {
     ragen: 'custom_envs.<Tag>.env_config',
     ours: 'env.config',
     note: '`env.config.<Tag>.<key>`, keys in our env schemas (camelCase)',
