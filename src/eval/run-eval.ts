@@ -107,7 +107,7 @@ export async function runEval(opts: EvalOptions, onReport?: (report: EvalReport)
     ...(opts.env ?? '').split(',').map((s) => s.trim()),
     ...(base ? tagEntries(base, 'val').map((e) => e.tag) : []),
   ]);
-  const cfg = agentOf(base, opts);
+  let cfg = agentOf(base, opts);
   const setTurns = parseConfigPairs(opts.set)['maxTurns'];
   if (opts.maxTurns !== undefined && setTurns !== undefined && setTurns !== opts.maxTurns) {
     throw new UsageError(
@@ -166,6 +166,9 @@ export async function runEval(opts: EvalOptions, onReport?: (report: EvalReport)
   const tokenizer = tokenizerOf(opts, modelDir, base);
   // what `ragen train` refuses, eval refuses: a budget no first prompt fits, or one past the model's positions
   const positions = policyName === 'model' ? (await loadModelConfig(modelDir!)).maxPositionEmbeddings : Infinity;
+  // without a run or preset, the context budget defaults to what the model holds (RAGEN's 3600 is past a tiny model's)
+  if (!base && parseConfigPairs(opts.set)['maxContextTokens'] === undefined && cfg.maxContextTokens > positions)
+    cfg = { ...cfg, maxContextTokens: positions };
   await checkPromptsFit(
     [{ label: opts.env ? '--env' : 'env.val', options: { tags, groupSize, mode: 'val', seed } }],
     tokenizer,

@@ -86,6 +86,11 @@ export class Gateway {
       req.on('error', (err) => this.log(`request error: ${err.message}`));
       this.handle(req, res).catch((err: unknown) => this.fail(res, err));
     });
+    // No idle timeout: the local engine generates synchronously, and a connection's keep-alive timer that expires
+    // while a generation holds the event loop fires before the call its agent sent meanwhile is read, resetting it
+    // (ECONNRESET crashed the episode; which ones depended on the machine's load). Agents close their own idle
+    // connections (fetch after 4 s), episode ends kill their processes, and `close` ends the rest.
+    this.http.keepAliveTimeout = 0;
   }
 
   /** Start listening on loopback; resolves with the base URL (`http://127.0.0.1:<port>`). */

@@ -81,7 +81,7 @@ export function register(program: Command): void {
     .option('--seed <n>', "first validation seed [123 (RAGEN's seed.val), or the config's]", parseSeed)
     .option(
       '--set <key=value...>',
-      'agent settings, e.g. maxActionsPerTurn=1 enableThink=false (see docs/agent-loop.md)',
+      "agent settings, e.g. maxActionsPerTurn=1 enableThink=false (see docs/agent-loop.md); with --env alone, maxContextTokens defaults to the model's positions when they are fewer than 3600",
     )
     .option(
       '--config <key=value...>',
