@@ -40,6 +40,18 @@ export const agentConfigSchema = z
      */
     formatPenalty: z.number().max(0).default(-0.1),
     /**
+     * Reward added per executed action, every turn (RAGEN's `step_penalty`, which is positive and subtracted: its 0.05
+     * is -0.05 here). @default 0
+     */
+    stepPenalty: z.number().max(0).default(0),
+    /**
+     * Reward added × (length − limit) / limit to a turn whose parsed `<think>` text is longer than `thinkLenLimit`
+     * characters (RAGEN's `think_len_penalty`, positive and subtracted there). @default 0
+     */
+    thinkLenPenalty: z.number().max(0).default(0),
+    /** The `<think>` length in characters past which `thinkLenPenalty` applies; null: none (RAGEN's -1). @default null */
+    thinkLenLimit: z.number().int().min(1).nullable().default(null),
+    /**
      * `full`: every turn sees the whole episode, one training sequence per episode holding every turn;
      * `limited_multi_turn`: each turn sees the last `maxContextWindow` turns as chat, one sequence per turn;
      * `single_turn`: each turn is a fresh [system, user] chat whose user message summarises the last `maxContextWindow`

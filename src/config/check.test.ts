@@ -26,6 +26,20 @@ describe('run-time config checks', () => {
     expect(Object.keys(resolved).length > 0).toBe(tags.length > 0);
   });
 
+  it('refuse an MIS band that keeps nothing and a reversed percentile band', () => {
+    expect(problems(['algo.rolloutCorrection.mode=mis', 'algo.rolloutCorrection.lowerThreshold=3'])).toBe(
+      'Bad config value `algo.rolloutCorrection.lowerThreshold` = 3: it must be below `threshold` (2), or nothing is kept.',
+    );
+    expect(
+      problems([
+        'algo.filter.strategy=percentile_range',
+        'algo.filter.percentileLow=0.6',
+        'algo.filter.percentileHigh=0.5',
+      ]),
+    ).toMatch(/^Bad config value `algo.filter.percentileLow` = 0.6: it must not exceed `percentileHigh` \(0.5\)/);
+    expect(problems(['algo.policyLoss=gspoo'])).toMatch(/algo.policyLoss.*gspo/);
+  });
+
   it('name an unknown env tag with the nearest registered one', () => {
     expect(problems(['env.train.0.tag=SimpleSokobann'])).toBe(
       'Bad config value `env.train.0.tag` = "SimpleSokobann": no environment has this id. Did you mean `SimpleSokoban`? Run `ragen envs` for the list.',
