@@ -2,7 +2,7 @@
 // one zod schema, which is also the `agent` section of the run config (src/config), so the loop reads that section as
 // is.
 import { z } from 'zod';
-import { httpServerSchema, mcpAgentEnv, stdioServerSchema } from '../envs/index.js';
+import { httpServerSchema, mcpAgentEnv, stdioServerSchema } from '../env/index.js';
 import { ConfigError, didYouMean } from '../util/index.js';
 
 /** Which context each turn's generation sees, and how training samples are cut. */
@@ -39,6 +39,18 @@ export const agentConfigSchema = z
      * @default -0.1
      */
     formatPenalty: z.number().max(0).default(-0.1),
+    /**
+     * Reward added per executed action, every turn (RAGEN's `step_penalty`, which is positive and subtracted: its 0.05
+     * is -0.05 here). @default 0
+     */
+    stepPenalty: z.number().max(0).default(0),
+    /**
+     * Reward added × (length − limit) / limit to a turn whose parsed `<think>` text is longer than `thinkLenLimit`
+     * characters (RAGEN's `think_len_penalty`, positive and subtracted there). @default 0
+     */
+    thinkLenPenalty: z.number().max(0).default(0),
+    /** The `<think>` length in characters past which `thinkLenPenalty` applies; null: none (RAGEN's -1). @default null */
+    thinkLenLimit: z.number().int().min(1).nullable().default(null),
     /**
      * `full`: every turn sees the whole episode, one training sequence per episode holding every turn;
      * `limited_multi_turn`: each turn sees the last `maxContextWindow` turns as chat, one sequence per turn;

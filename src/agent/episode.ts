@@ -27,7 +27,7 @@ export interface EpisodeTurn {
   droppedActions: number;
   /** Sum of the env rewards of the turn. */
   reward: number;
-  /** The format penalty applied this turn (0 or `formatPenalty`). */
+  /** The penalties of this turn: format (0 or `formatPenalty`), think length and step (`agent.*Penalty`). */
   penalty: number;
   info: EnvInfo;
   /** Sampled ids (all trained on in the turn's own sample), their log-probs, why sampling stopped. */

@@ -164,7 +164,12 @@ async function stepOne(
   const step = await groups.step(slot, parsed.actions);
   const attempted = step.actions.filter((a) => !a.skipped);
   const bad = !parsed.ok || attempted.some((a) => !a.valid);
-  const penalty = bad ? cfg.formatPenalty : 0;
+  // Format penalty, then RAGEN's newer think-length and per-action step penalties (its es_manager, PR #160).
+  let penalty = bad ? cfg.formatPenalty : 0;
+  const limit = cfg.thinkLenLimit;
+  if (parsed.ok && limit !== null && cfg.thinkLenPenalty !== 0 && parsed.think.length > limit)
+    penalty += (cfg.thinkLenPenalty * (parsed.think.length - limit)) / limit;
+  if (cfg.stepPenalty !== 0) penalty += cfg.stepPenalty * step.actions.filter((a) => a.executed).length;
   s.episode.turns.push({
     turn: req.turn,
     observation: s.obs,

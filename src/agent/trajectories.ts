@@ -19,7 +19,7 @@ export interface TurnRecord {
   actions: string[];
   /** Env reward of the turn. */
   reward: number;
-  /** Format penalty (0 or `agent.formatPenalty`). */
+  /** The turn's penalties: format (0 or `agent.formatPenalty`), think length and step. */
   penalty: number;
   format_error: string | null;
   /** Mean advantage over the turn's trained tokens; null outside training or when the filter dropped the group. */

@@ -1,12 +1,13 @@
 // Rollout filtering over groups (RAGEN `rollout_filter.py`: v1's StarPO-S variance filter, RAGEN-2's
-// SNR-aware filter): score each group, keep whole groups by top_p / top_k / top_k_abs / min_p.
-import { assertNever } from '../util/assert.js';
+// SNR-aware filter): score each group, keep whole groups by top_p / top_k / top_k_abs / min_p / percentile_range, or
+// keep every group and the max-variance trajectories inside each (within_group; RAGEN's `more-experiments` branch).
+import { assertNever } from '../util/index.js';
 import { groupIndices, type GroupKeys } from './outcome-advantage.js';
 import { checkLength, parseName, type Nums } from './shape.js';
 
 /** The group score the filter ranks by. */
 export type FilterMetric = 'reward_std' | 'reward_mean' | 'reward_sum' | 'entropy' | 'entropy_std' | 'length';
-export type FilterStrategy = 'top_p' | 'top_k' | 'top_k_abs' | 'min_p';
+export type FilterStrategy = 'top_p' | 'top_k' | 'top_k_abs' | 'min_p' | 'percentile_range' | 'within_group';
 export type FilterType = 'largest' | 'smallest';
 export type TopPMode = 'linear' | 'softmax';
 
@@ -18,7 +19,14 @@ export const FILTER_METRICS: readonly FilterMetric[] = [
   'entropy_std',
   'length',
 ];
-export const FILTER_STRATEGIES: readonly FilterStrategy[] = ['top_p', 'top_k', 'top_k_abs', 'min_p'];
+export const FILTER_STRATEGIES: readonly FilterStrategy[] = [
+  'top_p',
+  'top_k',
+  'top_k_abs',
+  'min_p',
+  'percentile_range',
+  'within_group',
+];
 
 /**
  * Parses a filter metric. RAGEN's names are accepted as aliases: `reward_variance` (which RAGEN computes
@@ -57,6 +65,54 @@ export interface SelectConfig {
   topPMode: TopPMode;
   /** Slack subtracted from linear top_p's threshold. */
   selectionEps: number;
+  /** percentile_range: the band [low, high) of ranks kept, as fractions of the groups (RAGEN's percentile_low). */
+  percentileLow?: number;
+  /** percentile_range: the band's upper end (RAGEN's percentile_high). */
+  percentileHigh?: number;
+}
+
+/** Python's `round`: to the nearest integer, halves to the even one (RAGEN computes its ranks and counts with it). */
+export function roundHalfEven(x: number): number {
+  const f = Math.floor(x);
+  const d = x - f;
+  if (d > 0.5) return f + 1;
+  if (d < 0.5) return f;
+  return f % 2 === 0 ? f : f + 1;
+}
+
+/**
+ * The k members of `values` whose unbiased variance is largest, as ascending indices (RAGEN's `_max_variance_mask`,
+ * the `within_group` filter). Over the values sorted ascending (ties by index) the best subset is always the bottom j
+ * plus the top k − j for some j (exchange argument: swapping a middle member for a more extreme one outside never
+ * lowers the variance), so the k + 1 splits are scored from prefix sums; the first best j wins, so k = 1 keeps the
+ * largest value. k ≥ n keeps everything. Tested against every k-subset by brute force.
+ */
+export function maxVarianceSubset(values: Nums, k: number): number[] {
+  const n = values.length;
+  if (!(Number.isInteger(k) && k >= 1)) throw new RangeError(`maxVarianceSubset: k must be an integer ≥ 1, got ${k}.`);
+  if (k >= n) return Array.from({ length: n }, (_, i) => i);
+  const order = Array.from({ length: n }, (_, i) => i).sort((a, b) => values[a]! - values[b]! || a - b);
+  const pre = new Float64Array(n + 1);
+  const pre2 = new Float64Array(n + 1);
+  for (let i = 0; i < n; i++) {
+    const v = values[order[i]!]!;
+    pre[i + 1] = pre[i]! + v;
+    pre2[i + 1] = pre2[i]! + v * v;
+  }
+  let best = -1;
+  let bestJ = 0;
+  for (let j = 0; j <= k; j++) {
+    const top = k - j;
+    const s = pre[j]! + pre[n]! - pre[n - top]!;
+    const s2 = pre2[j]! + pre2[n]! - pre2[n - top]!;
+    const v = k > 1 ? Math.max(0, (s2 - (s * s) / k) / (k - 1)) : 0;
+    // A relative slack keeps splits that tie in exact arithmetic from being told apart by rounding.
+    if (v > best + 1e-12 * Math.max(1, Math.abs(best))) {
+      best = v;
+      bestJ = j;
+    }
+  }
+  return [...order.slice(0, bestJ), ...order.slice(n - (k - bestJ))].sort((a, b) => a - b);
 }
 
 /** Candidate indices sorted by score (descending for largest, ascending for smallest), ties by index. */
@@ -72,7 +128,10 @@ function sortedBy(cands: number[], key: (i: number) => number, desc: boolean): n
  *   accumulated groups if the threshold was reached, else none (an empty step);
  * - top_p softmax: P = softmax(s) (of −s for smallest), sorted; k = (first i with cumsum(P)_i ≥ p) + 1;
  * - top_k: k = max(1, min(⌊value·G⌋, #candidates)) best; top_k_abs: k = max(1, min(⌊value⌋, #candidates));
- * - min_p: largest keeps s ≥ value·max(s) − 1e-10; smallest keeps s ≤ min(s)/(value + 1e-10) + 1e-10.
+ * - min_p: largest keeps s ≥ value·max(s) − 1e-10; smallest keeps s ≤ min(s)/(value + 1e-10) + 1e-10;
+ * - percentile_range (RAGEN `more-experiments`): rank the candidates (largest first, or smallest first) and keep
+ *   ranks [round(low·G'), max(lo + 1, min(round(high·G'), G'))) with G' the candidate count and Python's rounding;
+ * - within_group keeps every group here (`filterRollouts` picks trajectories inside each).
  * Ties are broken by the lower index (torch leaves them unspecified).
  */
 export function selectGroups(scores: Nums, cfg: SelectConfig): number[] {
@@ -140,6 +199,20 @@ export function selectGroups(scores: Nums, cfg: SelectConfig): number[] {
       const min = Math.min(...cands.map(s));
       return cands.filter((i) => s(i) <= min / (value + 1e-10) + 1e-10);
     }
+    case 'percentile_range': {
+      const low = cfg.percentileLow ?? 0;
+      const high = cfg.percentileHigh ?? 1;
+      if (!(low >= 0 && low <= high && high <= 1))
+        throw new RangeError(
+          `percentile_range needs 0 ≤ percentileLow ≤ percentileHigh ≤ 1, got percentileLow ${low}, percentileHigh ${high}.`,
+        );
+      const n = cands.length;
+      const lo = Math.min(roundHalfEven(low * n), n - 1);
+      const hi = Math.max(lo + 1, Math.min(roundHalfEven(high * n), n));
+      return asc(sortedBy(cands, s, largest).slice(lo, hi));
+    }
+    case 'within_group':
+      return cands;
     default:
       return assertNever(strategy, 'rollout filter strategy');
   }
@@ -204,7 +277,7 @@ export interface RolloutFilterResult {
   noFilter: boolean;
   stats: {
     keptCount: number;
-    /** Kept groups / all groups. */
+    /** Kept groups / all groups (within_group: kept trajectories / all trajectories, as RAGEN). */
     keptRatio: number;
     /** Groups with |score| ≤ 1e-10. */
     zeroCount: number;
@@ -271,9 +344,21 @@ export function filterRollouts(
     default:
       return assertNever(metric, 'rollout filter metric');
   }
-  const keptGroups = selectGroups(scores, cfg);
+  const withinGroup = cfg.strategy === 'within_group';
+  const keptGroups = withinGroup ? groups.map((_, g) => g) : selectGroups(scores, cfg);
   const keep = new Uint8Array(N);
-  for (const g of keptGroups) for (const i of groups[g]!) keep[i] = 1;
+  for (const g of keptGroups) {
+    const members = groups[g]!;
+    if (withinGroup) {
+      // RAGEN's WithinGroupTrajectoryFilter: k = max(1, round(value · group size)) by trajectory reward.
+      const k = Math.max(1, roundHalfEven(cfg.value * members.length));
+      for (const j of maxVarianceSubset(
+        members.map((i) => a.rewards[i]!),
+        k,
+      ))
+        keep[members[j]!] = 1;
+    } else for (const i of members) keep[i] = 1;
+  }
   const keptIndices: number[] = [];
   keep.forEach((k, i) => k && keptIndices.push(i));
   const stats = (m: ReturnType<typeof groupSummary>, idx?: number[]): GroupStats => ({
@@ -292,7 +377,13 @@ export function filterRollouts(
     noFilter: cfg.strategy === 'top_p' && cfg.value >= 1 && cfg.includeZero,
     stats: {
       keptCount: keptGroups.length,
-      keptRatio: groups.length > 0 ? keptGroups.length / groups.length : 0,
+      keptRatio: withinGroup
+        ? N > 0
+          ? keptIndices.length / N
+          : 0
+        : groups.length > 0
+          ? keptGroups.length / groups.length
+          : 0,
       zeroCount: Array.from(scores).filter((x) => Math.abs(x) <= 1e-10).length,
       inGroup: stats(quantity),
       chosenInGroup: stats(quantity, keptGroups),

@@ -31,3 +31,7 @@ export * from './collapse.js';
 export * from './early-warning.js';
 export * from './grad-buckets.js';
 export * from './importance.js';
+export * from './policy-loss-variants.js';
+export * from './rollout-correction.js';
+export * from './mismatch.js';
+export * from './distill.js';

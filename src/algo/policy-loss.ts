@@ -1,50 +1,14 @@
 // PPO's clipped policy loss with asymmetric ("clip-higher") and dual clipping, the entropy bonus, and the
 // combined actor loss, each with its closed-form gradient w.r.t. per-token log-probs (and entropies).
+import { assertNever } from '../util/assert.js';
 import { aggWeights, maskedMean, type AggNorm, type LossAggMode } from './aggregate.js';
 import { klLoss, type KLEstimator } from './kl.js';
-import { checkTokens, type TokenMask, type Nums } from './shape.js';
+import { checkTokens, type Nums, type TokenMask } from './shape.js';
+import { cispoPolicyLoss, gspoPolicyLoss, type SeqClipConfig } from './policy-loss-variants.js';
+import type { PolicyLossKind, PolicyTokens, PPOClipConfig, PPOStats } from './policy-types.js';
 
-/** Settings of the PPO clipped loss, named as the config's `algo.*` keys, which hold their defaults (src/config). */
-export interface PPOClipConfig {
-  /** ε_low: the ratio is clipped below at 1 − ε_low. */
-  clipRatioLow: number;
-  /** ε_high: the ratio is clipped above at 1 + ε_high (DAPO's clip-higher). */
-  clipRatioHigh: number;
-  /** Dual-clip constant c > 1 bounding the loss of negative-advantage tokens at −A·c; Infinity disables it. */
-  clipRatioC: number;
-  /** logπ − logπ_old is clamped to ±this before exp, for numerical safety. @default 20 */
-  logRatioClamp?: number;
-}
-
-/** Statistics of the PPO loss, as masked means over this batch's loss tokens. */
-export interface PPOStats {
-  /** veRL `pg_clipfrac`: fraction of tokens where the clipped term is the larger (= clipHigh + clipLow). */
-  clipfrac: number;
-  /** Fraction with A > 0 and r > 1 + ε_high (the upper clip binds). */
-  clipfracHigh: number;
-  /** Fraction with A < 0 and r < 1 − ε_low (the lower clip binds). */
-  clipfracLow: number;
-  /** veRL `pg_clipfrac_lower`: fraction with A < 0 where the dual clip binds (r > c). */
-  clipfracDual: number;
-  /** veRL `ppo_kl`: mean of logπ_old − logπ (k1), with the log-ratio clamped to ±logRatioClamp as veRL. */
-  ppoKl: number;
-  /** Mean of (r − 1) − log r with the clamped r (k3 of old vs new; ≥ 0). */
-  approxKl: number;
-  /** Number of loss tokens the means are over (to weight micro-batch stats). */
-  tokens: number;
-}
-
-/** The per-token inputs of a policy loss over a padded (B, T) batch (src/algo/shape.ts). */
-export interface PolicyTokens {
-  logprobs: Nums;
-  oldLogprobs: Nums;
-  advantages: Nums;
-  mask: TokenMask;
-  B: number;
-  T: number;
-  /** The mini-batch's normaliser (`aggNorm`), for exact gradient accumulation over micro-batches. */
-  norm?: AggNorm;
-}
+export type { PolicyLossKind, PolicyTokens, PPOClipConfig, PPOStats } from './policy-types.js';
+export { POLICY_LOSSES, parsePolicyLoss } from './policy-types.js';
 
 /**
  * PPO clipped surrogate (Schulman et al. 2017, eq. 7) per token, as veRL's `compute_policy_loss`:
@@ -150,6 +114,12 @@ export function entropyBonus(a: {
  */
 export interface ActorLossConfig extends PPOClipConfig {
   lossAgg: LossAggMode;
+  /** The policy-gradient term (`algo.policyLoss`): PPO's clip (this config's clip ratios), GSPO or CISPO. @default "ppo" */
+  policyLoss?: PolicyLossKind;
+  /** GSPO's sequence-ratio clip range (`algo.gspo`); needed when policyLoss is `gspo`. */
+  gspo?: SeqClipConfig;
+  /** CISPO's weight clip range (`algo.cispo`); needed when policyLoss is `cispo`. */
+  cispo?: SeqClipConfig;
   /** Entropy bonus coefficient (`algo.entropyCoeff`, veRL's `entropy_coeff`); 0 disables the entropy term. */
   entropyCoeff: number;
   /** KL loss coefficient (`algo.kl.coef` when `algo.kl.useKlLoss`, veRL's `kl_loss_coef`); 0 disables the KL term. */
@@ -158,9 +128,31 @@ export interface ActorLossConfig extends PPOClipConfig {
   klEstimator: KLEstimator;
 }
 
+/** The policy-gradient term `cfg.policyLoss` names, over one (micro-)batch. */
+export function policyGradientLoss(
+  a: PolicyTokens,
+  cfg: ActorLossConfig,
+): { loss: number; grad: { logprobs: Float64Array }; stats: PPOStats } {
+  const kind = cfg.policyLoss ?? 'ppo';
+  const need = (c: SeqClipConfig | undefined): SeqClipConfig => {
+    if (c === undefined) throw new TypeError(`actorLoss: policyLoss \`${kind}\` needs its clip range (\`${kind}\`).`);
+    return c;
+  };
+  switch (kind) {
+    case 'ppo':
+      return ppoPolicyLoss({ ...a, ...cfg });
+    case 'gspo':
+      return gspoPolicyLoss({ ...a, lossAgg: cfg.lossAgg, ...need(cfg.gspo) });
+    case 'cispo':
+      return cispoPolicyLoss({ ...a, lossAgg: cfg.lossAgg, ...need(cfg.cispo) });
+    default:
+      return assertNever(kind, 'policy loss');
+  }
+}
+
 /**
  * The actor's loss of one (micro-)batch: pg_loss − entropyCoeff·agg(H) + klCoef·agg(KL(π‖π_ref)), as
- * RAGEN's dp_actor, with gradients w.r.t. logπ and H. `entropy` is needed when entropyCoeff ≠ 0 and
+ * RAGEN's dp_actor, with gradients w.r.t. logπ and H; pg_loss is PPO's, GSPO's or CISPO's (`cfg.policyLoss`). `entropy` is needed when entropyCoeff ≠ 0 and
  * `refLogprobs` when klCoef ≠ 0. Pass the mini-batch's `norm` for exact gradient accumulation.
  */
 export function actorLoss(
@@ -173,7 +165,7 @@ export function actorLoss(
 } {
   const { B, T, mask, norm } = a;
   const { entropyCoeff, klCoef } = cfg;
-  const pg = ppoPolicyLoss({ ...a, ...cfg, ...(norm !== undefined ? { norm } : {}) });
+  const pg = policyGradientLoss({ ...a, ...(norm !== undefined ? { norm } : {}) }, cfg);
   const grad: { logprobs: Float64Array; entropy?: Float64Array } = { logprobs: pg.grad.logprobs };
   let entropyLoss = 0;
   let entropy = 0;

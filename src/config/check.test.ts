@@ -1,3 +1,4 @@
+import '../envs/index.js'; // the built-in environments
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,6 +24,20 @@ describe('run-time config checks', () => {
     // built-in tags resolve to env configs; a preset of agent programs only (guessnumber-agent-ppo) has none
     const tags = [...config.env.train, ...config.env.val].flatMap((e) => (e.tag ? [e.tag] : []));
     expect(Object.keys(resolved).length > 0).toBe(tags.length > 0);
+  });
+
+  it('refuse an MIS band that keeps nothing and a reversed percentile band', () => {
+    expect(problems(['algo.rolloutCorrection.mode=mis', 'algo.rolloutCorrection.lowerThreshold=3'])).toBe(
+      'Bad config value `algo.rolloutCorrection.lowerThreshold` = 3: it must be below `threshold` (2), or nothing is kept.',
+    );
+    expect(
+      problems([
+        'algo.filter.strategy=percentile_range',
+        'algo.filter.percentileLow=0.6',
+        'algo.filter.percentileHigh=0.5',
+      ]),
+    ).toMatch(/^Bad config value `algo.filter.percentileLow` = 0.6: it must not exceed `percentileHigh` \(0.5\)/);
+    expect(problems(['algo.policyLoss=gspoo'])).toMatch(/algo.policyLoss.*gspo/);
   });
 
   it('name an unknown env tag with the nearest registered one', () => {

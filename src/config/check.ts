@@ -4,7 +4,6 @@ import { existsSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import { findModelPath, isHubId, shippedModels } from '../model/index.js';
 import { envSpec, listEnvs, resolveEnvConfig, resolveEnvId } from '../env/index.js';
-import '../envs/index.js'; // the built-in environments register themselves
 import { ConfigError, didYouMean, RagenError } from '../util/index.js';
 import type { RagenConfig } from './schema.js';
 
@@ -87,6 +86,16 @@ export function checkRunConfig(
       problems.push(`Bad config \`env.config.${tag}\`: ${err.message}`);
     }
   }
+  const rc = config.algo.rolloutCorrection;
+  if (rc.mode === 'mis' && !(rc.lowerThreshold < rc.threshold))
+    problems.push(
+      `Bad config value \`algo.rolloutCorrection.lowerThreshold\` = ${rc.lowerThreshold}: it must be below \`threshold\` (${rc.threshold}), or nothing is kept.`,
+    );
+  const f = config.algo.filter;
+  if (f.strategy === 'percentile_range' && !(f.percentileLow <= f.percentileHigh))
+    problems.push(
+      `Bad config value \`algo.filter.percentileLow\` = ${f.percentileLow}: it must not exceed \`percentileHigh\` (${f.percentileHigh}).`,
+    );
   if (problems.length) throw new ConfigError(problems.join('\n'));
   return resolved;
 }

@@ -119,7 +119,7 @@ describe('config errors', () => {
 
   it('list the valid keys when nothing is close', () => {
     expect(err(() => withOverrides('algo.filter.zzzzzzzz=1'))).toBe(
-      'Unknown config key `algo.filter.zzzzzzzz` = 1 (override `algo.filter.zzzzzzzz=1`). Valid keys in `algo.filter`: strategy, value, metric, type, includeZero, topPMode, selectionEps.',
+      'Unknown config key `algo.filter.zzzzzzzz` = 1 (override `algo.filter.zzzzzzzz=1`). Valid keys in `algo.filter`: strategy, value, metric, type, includeZero, topPMode, selectionEps, percentileLow, percentileHigh.',
     );
   });
 

@@ -46,6 +46,17 @@ export const RAGEN_KEYS: readonly RagenKey[] = [
   { ragen: 'es_manager.val.env_configs.n_groups', ours: 'env.val.N.groups' },
   { ragen: 'es_manager.format_penalty', ours: 'agent.formatPenalty' },
   {
+    ragen: 'es_manager.step_penalty',
+    ours: 'agent.stepPenalty',
+    note: 'RAGEN PR #160; sign flipped: its 0.05 is -0.05',
+  },
+  {
+    ragen: 'es_manager.think_len_penalty',
+    ours: 'agent.thinkLenPenalty',
+    note: 'RAGEN PR #160; sign flipped; × (len − limit)/limit',
+  },
+  { ragen: 'es_manager.think_len_limit', ours: 'agent.thinkLenLimit', note: 'characters; -1 -> null' },
+  {
     ragen: 'custom_envs.<Tag>.env_config',
     ours: 'env.config',
     note: '`env.config.<Tag>.<key>`, keys in our env schemas (camelCase)',
@@ -54,6 +65,26 @@ export const RAGEN_KEYS: readonly RagenKey[] = [
     ragen: 'custom_envs.<Tag>.max_actions_per_traj',
     ours: 'agent.maxActionsPerEpisode',
     note: "null = each env's own cap",
+  },
+  {
+    ragen: 'custom_envs.<Tag>.env_config.distance_reward_coeff',
+    ours: 'env.config',
+    note: 'Sokoban `distanceRewardCoeff` (RAGEN PR #160): + fall in box-target distance × coeff per step',
+  },
+  {
+    ragen: 'custom_envs.<Tag>.env_config.no_op_penalty',
+    ours: 'env.config',
+    note: 'Sokoban `noOpPenalty`: added when a valid action leaves the player in place',
+  },
+  {
+    ragen: 'custom_envs.<Tag>.env_config.ignore_gym_reward',
+    ours: 'env.config',
+    note: 'Sokoban `ignoreGymReward` / `successReward`: success pays `successReward`, else 0',
+  },
+  {
+    ragen: 'custom_envs.<Tag>.env_config.min_solution_steps',
+    ours: 'env.config',
+    note: 'Sokoban `minSolutionSteps` [min, max] by our solver, `maxResetTries`; an error, not a fallback, when none fits',
   },
   { ragen: 'custom_envs.<Tag>.max_tokens', ours: null, note: 'prompt text only; we state `agent.maxNewTokens`' },
   // agent
@@ -92,6 +123,12 @@ export const RAGEN_KEYS: readonly RagenKey[] = [
   { ragen: `${R}.rollout_filter_empty_stop_steps`, ours: 'trainer.earlyStop.emptyBatchPatience' },
   { ragen: '…top_p prob mode (linear/softmax)', ours: 'algo.filter.topPMode' },
   { ragen: '…selection_eps', ours: 'algo.filter.selectionEps' },
+  {
+    ragen: `${R}.rollout_filter_percentile_low`,
+    ours: 'algo.filter.percentileLow',
+    note: 'branch `more-experiments`; with strategy `percentile_range` (`within_group` too is a strategy there)',
+  },
+  { ragen: `${R}.rollout_filter_percentile_high`, ours: 'algo.filter.percentileHigh' },
   // algorithm
   {
     ragen: 'algorithm.adv_estimator',
@@ -116,6 +153,22 @@ export const RAGEN_KEYS: readonly RagenKey[] = [
   { ragen: `${A}.clip_ratio_high`, ours: 'algo.clipRatioHigh' },
   { ragen: `${A}.clip_ratio_c`, ours: 'algo.clipRatioC' },
   { ragen: `${A}.loss_agg_mode`, ours: 'algo.lossAgg' },
+  {
+    ragen: `${A}.policy_loss.loss_mode`,
+    ours: 'algo.policyLoss',
+    note: "veRL's key (RAGEN's configs never set it): `vanilla` -> `ppo`; `gspo`, `cispo`",
+  },
+  {
+    ragen: 'algorithm.rollout_correction.rollout_is',
+    ours: 'algo.rolloutCorrection.level',
+    note: "veRL's: `token`/`sequence` with `mode: tis`; veRL masks via `rollout_rs` where we have `mode: mis`",
+  },
+  { ragen: 'algorithm.rollout_correction.rollout_is_threshold', ours: 'algo.rolloutCorrection.threshold' },
+  {
+    ragen: 'algorithm.rollout_correction.rollout_rs',
+    ours: 'algo.rolloutCorrection.rejectBound',
+    note: "veRL's `seq_mean_k1` (geometric) only; its threshold `1/b_b` is written `b`",
+  },
   { ragen: `${A}.entropy_coeff`, ours: 'algo.entropyCoeff' },
   { ragen: `${A}.use_kl_loss`, ours: 'algo.kl.useKlLoss' },
   { ragen: `${A}.kl_loss_coef`, ours: 'algo.kl.coef' },

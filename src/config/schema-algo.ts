@@ -4,6 +4,9 @@
 import { z } from 'zod';
 import {
   ADV_ESTIMATORS,
+  CORRECTION_LEVELS,
+  CORRECTION_MODES,
+  POLICY_LOSSES,
   FILTER_LOSS_SCALINGS,
   FILTER_METRICS,
   FILTER_STRATEGIES,
@@ -34,12 +37,14 @@ export const RewardNormSchema = z.strictObject({
 export const FilterSchema = z.strictObject({
   /**
    * `top_p`: smallest set of groups whose score mass reaches `value`; `top_k`: the best `value` fraction of groups;
-   * `top_k_abs`: the best `value` groups; `min_p`: groups scoring at least `value` × the best. @default "top_p"
+   * `top_k_abs`: the best `value` groups; `min_p`: groups scoring at least `value` × the best; `percentile_range`: the
+   * groups ranked in [`percentileLow`, `percentileHigh`); `within_group`: every group, and in each the round(`value` ×
+   * size) trajectories of largest reward variance (RAGEN's `more-experiments`). @default "top_p"
    */
   strategy: oneOf(FILTER_STRATEGIES).default('top_p'),
   /**
    * The strategy's parameter: p for top_p (1 keeps everything: no filter), the kept fraction for top_k, a count for
-   * top_k_abs, the ratio for min_p. @default 1
+   * top_k_abs, the ratio for min_p, the kept fraction of each group for within_group. @default 1
    */
   value: z.number().min(0).default(1),
   /**
@@ -58,6 +63,63 @@ export const FilterSchema = z.strictObject({
   topPMode: z.enum(['linear', 'softmax']).default('linear'),
   /** Slack subtracted from the linear top_p threshold (RAGEN's `selection_eps`). @default 0.01 */
   selectionEps: z.number().min(0).default(0.01),
+  /**
+   * `percentile_range`: the lower end of the band of group ranks kept, as a fraction of the groups (0 = the best group
+   * under `type: largest`; RAGEN's `rollout_filter_percentile_low`). @default 0
+   */
+  percentileLow: z.number().min(0).max(1).default(0),
+  /** `percentile_range`: the band's upper end (exclusive; RAGEN's `rollout_filter_percentile_high`). @default 1 */
+  percentileHigh: z.number().min(0).max(1).default(1),
+});
+
+/** GSPO's clip range of the length-normalised sequence ratio (`algo.policyLoss: gspo`). */
+export const GspoSchema = z.strictObject({
+  /**
+   * The sequence ratio is clipped below at 1 − this (Zheng et al. 2025 use 3e-4: the ratio is a per-token geometric
+   * mean, far closer to 1 than a token ratio). @default 0.0003
+   */
+  clipRatioLow: z.number().min(0).default(3e-4),
+  /** ... and above at 1 + this (the paper's 4e-4). @default 0.0004 */
+  clipRatioHigh: z.number().min(0).default(4e-4),
+});
+
+/** CISPO's clip range of the stop-gradient importance weight (`algo.policyLoss: cispo`). */
+export const CispoSchema = z.strictObject({
+  /** The weight is clipped below at 1 − this; ≥ 1 is no lower bound (MiniMax-M1 sets none). @default 1 */
+  clipRatioLow: z.number().min(0).default(1),
+  /** ... and above at 1 + this (MiniMax-M1 tunes only this bound). @default 0.28 */
+  clipRatioHigh: z.number().min(0).default(0.28),
+});
+
+/**
+ * Correction of the sampler/trainer mismatch (veRL's rollout correction): importance weights π_old/μ between the
+ * trainer's log-probs and the sampler's, multiplied into the advantages. The `mismatch/*` metrics are written
+ * whatever `mode` is.
+ */
+export const RolloutCorrectionSchema = z.strictObject({
+  /**
+   * `off`; `tis` (truncated IS: weight min(ρ, threshold)); `mis` (masked IS: weight ρ inside [lowerThreshold,
+   * threshold], else 0; at `level: token` with [0.5, 5] this is IcePop). Supersedes the async stale-token weights of
+   * `trainer.async` when on. @default "off"
+   */
+  mode: oneOf(CORRECTION_MODES).default('off'),
+  /**
+   * Where ρ is formed: `token` (per token), `sequence` (product over the sequence's tokens), `geometric` (the
+   * sequence's per-token geometric mean). @default "token"
+   */
+  level: oneOf(CORRECTION_LEVELS).default('token'),
+  /**
+   * The upper bound C of ρ (TIS truncates to it, MIS masks above it); also the band [1/C, C] the
+   * `mismatch/frac_ratio_*` metrics count outside of. @default 2
+   */
+  threshold: z.number().gt(1).default(2),
+  /** `mis` only: ρ below this is masked too (0: no lower bound; IcePop's α = 0.5). @default 0 */
+  lowerThreshold: z.number().min(0).default(0),
+  /**
+   * Reject (weight 0) whole sequences whose geometric-mean ratio lies outside [1/b, b] (veRL's geometric rejection
+   * sampling); null: none. Works with any `mode`, `off` included. @default null
+   */
+  rejectBound: z.number().gt(1).nullable().default(null),
 });
 
 /** The adaptive KL controller of the in-reward penalty (Ziegler et al. 2019). */
@@ -143,6 +205,15 @@ export const AlgoSchema = z.strictObject({
    * `clip_ratio_c`). @default 3
    */
   clipRatioC: z.number().gt(1).default(3),
+  /**
+   * The policy-gradient loss: `ppo` (the clipped surrogate with `clipRatio*`), `gspo` (one length-normalised ratio per
+   * sequence, clipped with `algo.gspo`), `cispo` (REINFORCE with a clipped stop-gradient IS weight, `algo.cispo`).
+   * @default "ppo"
+   */
+  policyLoss: oneOf(POLICY_LOSSES).default('ppo'),
+  gspo: GspoSchema.prefault({}),
+  cispo: CispoSchema.prefault({}),
+  rolloutCorrection: RolloutCorrectionSchema.prefault({}),
   /**
    * How per-token losses are reduced: `token-mean`, `seq-mean-token-mean` (GRPO), `seq-mean-token-sum` (Dr. GRPO),
    * `seq-mean-token-sum-norm`. @default "token-mean"

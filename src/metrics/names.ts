@@ -68,6 +68,18 @@ export const METRICS = {
   'async/is_weight_mean': 'Mean truncated importance weight min(π_old / μ, C) over stale tokens (1 when none).',
   'async/is_truncated_frac': 'Fraction of stale tokens whose ratio π_old / μ exceeded the cap C.',
   'async/behavior_kl': 'Mean of log μ − log π_old over stale tokens: a k1 estimate of how far the sampler lags.',
+  // mismatch: sampler (μ) vs trainer (π_old) log-probs of the trained tokens, and the rollout correction
+  'mismatch/log_ratio_mean':
+    'Mean of log π_old − log μ over loss tokens (0 when the update reuses the sampler’s log-probs).',
+  'mismatch/log_ratio_abs_mean': 'Mean |log π_old − log μ| over loss tokens.',
+  'mismatch/log_ratio_abs_max': 'Largest |log π_old − log μ| over loss tokens.',
+  'mismatch/k3_kl': 'Mean of ρ − 1 − log ρ, ρ = π_old/μ: the k3 estimate of KL(μ ‖ π_old).',
+  'mismatch/frac_ratio_high': 'Fraction of loss tokens with π_old/μ above algo.rolloutCorrection.threshold.',
+  'mismatch/frac_ratio_low': 'Fraction of loss tokens with π_old/μ below 1/algo.rolloutCorrection.threshold.',
+  'mismatch/is_weight_mean': 'Mean rollout-correction weight over loss tokens (when algo.rolloutCorrection is on).',
+  'mismatch/is_token_frac': 'Fraction of loss tokens whose weight the correction truncated, masked or rejected.',
+  'mismatch/is_seq_frac': 'Fraction of sequences with at least one such token.',
+  'mismatch/rejected_seq_frac': 'Fraction of sequences rejected by algo.rolloutCorrection.rejectBound.',
   'timing_s/rollout_wait': 'Time the step waited for its rollout (async: what generation ahead did not hide).',
   // the training gateway (agent programs as episodes, env.train.N.agent; src/gateway)
   'gateway/calls': 'Chat calls the gateway answered this step, over every agent episode.',

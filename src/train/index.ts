@@ -62,3 +62,5 @@ export {
 } from './grad-analysis.js';
 export { probeGradients, formatProbe, type ProbeOptions, type ProbeReport } from './grad-probe.js';
 export { prepareUpdate, filterBatch, actorLossConfig, type PreparedUpdate, type FilteredBatch } from './update-data.js';
+export { runSft, presetModelConfig, SIZE_PRESETS } from './sft.js';
+export { buildDemos } from './sft-demos.js';

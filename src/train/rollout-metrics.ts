@@ -20,7 +20,9 @@ export function trainMetrics(batch: RolloutBatch): MetricValues {
     'train/num_turns': mean(eps.map((e) => e.turns.length)),
     'train/num_actions': mean(eps.map((e) => e.numActions)),
     'train/action_is_valid': mean(turns.map((t) => (t.actions.some((a) => a.valid) ? 1 : 0))),
-    'train/format_error_rate': mean(turns.map((t) => (t.penalty !== 0 ? 1 : 0))),
+    'train/format_error_rate': mean(
+      turns.map((t) => (t.formatError !== undefined || t.actions.some((a) => !a.skipped && !a.valid) ? 1 : 0)),
+    ),
     'train/response_length': mean(eps.map((e) => e.turns.reduce((a, t) => a + t.tokens.length, 0))),
   };
   for (const [tag, m] of Object.entries(batch.metrics))

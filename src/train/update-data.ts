@@ -20,6 +20,7 @@ import type { RagenConfig } from '../config/index.js';
 import { applyEpisodeScores, maskedStats, selectRows, takeRows } from './batch.js';
 import { needsReference } from './engine-setup.js';
 import { correctOffPolicy, tokenStaleness, type OffPolicyInfo } from './off-policy.js';
+import { correctMismatch } from './mismatch-step.js';
 import type { UpdateBatch } from './update.js';
 
 const seconds = (t0: number) => (performance.now() - t0) / 1000;
@@ -199,7 +200,11 @@ export async function prepareUpdate(
   if (mods.filterLossScaling !== 'none') advantages = scaleByKeptRatio(advantages, o.keptRatio, mods.filterLossScaling);
   if (mods.lengthWeight) advantages = lengthWeightAdvantages({ advantages, mask: tokens.lossMask, B, T });
   if (mods.zeroTaskAdvantage) advantages = new Float64Array(advantages.length);
-  if (o.offPolicy) advantages = correctOffPolicy(advantages, tokens, oldLogprobs, staleness!, o.offPolicy, metrics);
+  if (o.offPolicy) {
+    const weighted = correctOffPolicy(advantages, tokens, oldLogprobs, staleness!, o.offPolicy, metrics);
+    if (algo.rolloutCorrection.mode === 'off') advantages = weighted; // else the rollout correction below supersedes it
+  }
+  advantages = correctMismatch(advantages, tokens, oldLogprobs, algo.rolloutCorrection, metrics);
   metrics['timing_s/adv'] = seconds(t0);
   const a = maskedStats(advantages, tokens.lossMask);
   Object.assign(metrics, {
@@ -249,6 +254,9 @@ export function actorLossConfig(config: RagenConfig): ActorLossConfig {
   const algo = config.algo;
   return {
     lossAgg: algo.lossAgg,
+    policyLoss: algo.policyLoss,
+    gspo: algo.gspo,
+    cispo: algo.cispo,
     clipRatioLow: algo.clipRatioLow,
     clipRatioHigh: algo.clipRatioHigh,
     clipRatioC: algo.clipRatioC,

@@ -41,6 +41,34 @@ export const sokobanConfigSchema = z.object({
   observationFormat: z.enum(['grid', 'coord', 'grid_coord']).default('grid'),
   /** Symbols of the grid observation; the legend always shows these. @default RAGEN's # _ O √ X P S */
   gridVocab: sokobanVocabSchema.default(DEFAULT_VOCAB),
+  /**
+   * Shaping: each step adds (distance before − distance after) × this, the distance being the sum over boxes of the
+   * Manhattan distance to the nearest target (RAGEN `distance_reward_coeff`; 0.1-0.5 in its runs). @default 0
+   */
+  distanceRewardCoeff: z.number().default(0),
+  /**
+   * Added to the reward of a valid action that leaves the player in place (into a wall, or a blocked push; RAGEN
+   * `no_op_penalty`, e.g. -0.3). @default 0
+   */
+  noOpPenalty: z.number().default(0),
+  /**
+   * Replace the gym rewards (−0.1 a step, ±1 a box, +10 solved) by `successReward` on success and 0 otherwise; the
+   * shaping terms still add (RAGEN `ignore_gym_reward`). @default false
+   */
+  ignoreGymReward: z.boolean().default(false),
+  /** The reward of solving the room under `ignoreGymReward` (RAGEN `success_reward`). @default 1 */
+  successReward: z.number().default(1),
+  /**
+   * Curriculum: only rooms whose shortest solution (our solver's) has [min, max] moves; the generator draws again
+   * until one does (RAGEN `min_solution_steps`; lower `searchDepth` to ~5 for [1, 3]); null: any room. @default null
+   */
+  minSolutionSteps: z
+    .tuple([z.number().int().min(0), z.number().int().min(0)])
+    .refine(([a, b]) => a <= b, 'minSolutionSteps must be [min, max] with min <= max')
+    .nullable()
+    .default(null),
+  /** Rooms drawn per reset before `minSolutionSteps` gives up with an error (RAGEN `max_reset_tries`). @default 1000 */
+  maxResetTries: z.number().int().min(1).default(1000),
 });
 
 /** A validated Sokoban config (every key present). */

@@ -61,12 +61,15 @@ const INSTRUCTION =
  * spreading a result (`{...r}`, as wrappers do) must keep the observation.
  *
  * ## Starting State
- * A generated room for `seed` (same seed, same room), or a hand-built one: `reset({seed, options: {grid}})`
+ * A generated room for `seed` (same seed, same room; with `minSolutionSteps` the first of the seed's rooms whose
+ * shortest solution has that many moves), or a hand-built one: `reset({seed, options: {grid}})`
  * with a grid string in the env's vocabulary (`SokobanEnv.fromGrid` for short).
  *
  * ## Rewards
  * -0.1 per step; +1 when a push puts a box on a target, -1 when it takes one off; +10 when every box is
- * on a target. Invalid actions: 0.
+ * on a target. Invalid actions: 0. RAGEN's newer options (its PR #160): `ignoreGymReward` replaces these by
+ * `successReward` on success (else 0); `distanceRewardCoeff` adds the fall in summed box-to-nearest-target distance
+ * times the coefficient; `noOpPenalty` is added when a valid action leaves the player in place.
  *
  * ## Episode End
  * Terminated when every box is on a target. Truncated after `maxSteps` steps. Stepping afterwards, or
@@ -77,7 +80,8 @@ const INSTRUCTION =
  * `boxesOnTarget` (a number).
  *
  * ## Arguments
- * See `SokobanConfig`: dimRoom, numBoxes, maxSteps, searchDepth, observationFormat, gridVocab.
+ * See `SokobanConfig`: dimRoom, numBoxes, maxSteps, searchDepth, observationFormat, gridVocab, distanceRewardCoeff,
+ * noOpPenalty, ignoreGymReward, successReward, minSolutionSteps, maxResetTries.
  */
 export class SokobanEnv implements Env {
   readonly instruction = INSTRUCTION;
@@ -124,12 +128,31 @@ export class SokobanEnv implements Env {
     } else {
       this.rng.seed(seed);
       const [rows, cols] = this.config.dimRoom;
-      room = this.generator.generate(this.rng, {
-        rows,
-        cols,
-        numBoxes: this.config.numBoxes,
-        searchDepth: this.config.searchDepth,
-      });
+      const draw = () =>
+        this.generator.generate(this.rng, {
+          rows,
+          cols,
+          numBoxes: this.config.numBoxes,
+          searchDepth: this.config.searchDepth,
+        });
+      const range = this.config.minSolutionSteps;
+      room = draw();
+      if (range) {
+        // The curriculum: draw again from the same seeded stream until the solver's shortest solution fits.
+        const fits = (r: SokobanRoom) => {
+          const n = solveSokoban(r)?.length;
+          return n !== undefined && n >= range[0] && n <= range[1];
+        };
+        let tries = 1;
+        while (!fits(room)) {
+          if (tries >= this.config.maxResetTries)
+            throw new ConfigError(
+              `Sokoban: no room whose shortest solution has ${range[0]}-${range[1]} moves in ${tries} tries (seed ${seed}, searchDepth ${this.config.searchDepth}); widen minSolutionSteps, change searchDepth, or raise maxResetTries.`,
+            );
+          room = draw();
+          tries++;
+        }
+      }
     }
     this.load(room);
     return { observation: this.observation, info: this.info(true, false) };
@@ -160,6 +183,8 @@ export class SokobanEnv implements Env {
     const cells = this.cells;
     const d = this.delta[a]!;
     const from = this.player;
+    const shaping = this.config.distanceRewardCoeff;
+    const distBefore = shaping !== 0 ? this.boxTargetDistance() : 0;
     const to = from + d;
     const there = cells[to]!;
     let effective = false;
@@ -185,6 +210,9 @@ export class SokobanEnv implements Env {
     this.steps++;
     const success = this.boxesOnTarget === this.boxes.length;
     if (success) reward += SOLVED_BONUS;
+    if (this.config.ignoreGymReward) reward = success ? this.config.successReward : 0;
+    if (shaping !== 0) reward += (distBefore - this.boxTargetDistance()) * shaping;
+    if (!effective) reward += this.config.noOpPenalty;
     const truncated = !success && this.steps >= this.config.maxSteps;
     this.done = success || truncated;
     return this.result(reward, success, truncated, {
@@ -211,6 +239,22 @@ export class SokobanEnv implements Env {
   /** The optimal action sequence from the current state (`[]` if solved, undefined if unsolvable). */
   solution(): string[] | undefined {
     return solveSokoban(this.room());
+  }
+
+  /** Σ over boxes of the Manhattan distance to the nearest target (RAGEN's `_box_target_distance`). */
+  private boxTargetDistance(): number {
+    const { width, targets } = this.layout!;
+    let sum = 0;
+    for (const box of this.boxes) {
+      let best = Infinity;
+      for (const t of targets)
+        best = Math.min(
+          best,
+          Math.abs(Math.floor(box / width) - Math.floor(t / width)) + Math.abs((box % width) - (t % width)),
+        );
+      sum += best === Infinity ? 0 : best;
+    }
+    return sum;
   }
 
   private load(room: SokobanRoom): void {

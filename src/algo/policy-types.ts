@@ -1,0 +1,57 @@
+// The shapes every policy loss shares (PPO's clip in policy-loss.ts, GSPO and CISPO in policy-loss-variants.ts):
+// the per-token inputs, the clip settings and the statistics.
+import type { AggNorm } from './aggregate.js';
+import { parseName, type Nums, type TokenMask } from './shape.js';
+
+/** The policy-gradient losses `algo.policyLoss` chooses from. */
+export type PolicyLossKind = 'ppo' | 'gspo' | 'cispo';
+
+/** Every PolicyLossKind, for config validation. */
+export const POLICY_LOSSES: readonly PolicyLossKind[] = ['ppo', 'gspo', 'cispo'];
+
+/** Parses a policy loss name; throws ConfigError with did-you-mean on an unknown name. */
+export function parsePolicyLoss(name: string): PolicyLossKind {
+  return parseName('policy loss', name, POLICY_LOSSES);
+}
+
+/** Settings of the PPO clipped loss, named as the config's `algo.*` keys, which hold their defaults (src/config). */
+export interface PPOClipConfig {
+  /** ε_low: the ratio is clipped below at 1 − ε_low. */
+  clipRatioLow: number;
+  /** ε_high: the ratio is clipped above at 1 + ε_high (DAPO's clip-higher). */
+  clipRatioHigh: number;
+  /** Dual-clip constant c > 1 bounding the loss of negative-advantage tokens at −A·c; Infinity disables it. */
+  clipRatioC: number;
+  /** logπ − logπ_old is clamped to ±this before exp, for numerical safety. @default 20 */
+  logRatioClamp?: number;
+}
+
+/** Statistics of the PPO loss, as masked means over this batch's loss tokens. */
+export interface PPOStats {
+  /** veRL `pg_clipfrac`: fraction of tokens where the clipped term is the larger (= clipHigh + clipLow). */
+  clipfrac: number;
+  /** Fraction with A > 0 and r > 1 + ε_high (the upper clip binds). */
+  clipfracHigh: number;
+  /** Fraction with A < 0 and r < 1 − ε_low (the lower clip binds). */
+  clipfracLow: number;
+  /** veRL `pg_clipfrac_lower`: fraction with A < 0 where the dual clip binds (r > c). */
+  clipfracDual: number;
+  /** veRL `ppo_kl`: mean of logπ_old − logπ (k1), with the log-ratio clamped to ±logRatioClamp as veRL. */
+  ppoKl: number;
+  /** Mean of (r − 1) − log r with the clamped r (k3 of old vs new; ≥ 0). */
+  approxKl: number;
+  /** Number of loss tokens the means are over (to weight micro-batch stats). */
+  tokens: number;
+}
+
+/** The per-token inputs of a policy loss over a padded (B, T) batch (src/algo/shape.ts). */
+export interface PolicyTokens {
+  logprobs: Nums;
+  oldLogprobs: Nums;
+  advantages: Nums;
+  mask: TokenMask;
+  B: number;
+  T: number;
+  /** The mini-batch's normaliser (`aggNorm`), for exact gradient accumulation over micro-batches. */
+  norm?: AggNorm;
+}
