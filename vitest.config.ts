@@ -2,6 +2,13 @@ import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
+  // Markdown imported as its text, as the dashboard's build does (esbuild's text loader; dashboard-ui/src/guide.ts).
+  plugins: [
+    {
+      name: 'markdown-as-text',
+      transform: (code, id) => (id.endsWith('.md') ? `export default ${JSON.stringify(code)};` : null),
+    },
+  ],
   test: {
     include: ['src/**/*.test.ts', 'test/**/*.test.ts', 'examples/**/*.test.ts'],
     testTimeout: 60_000,

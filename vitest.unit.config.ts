@@ -7,6 +7,7 @@ import { configDefaults, defineConfig } from 'vitest/config';
 import base from './vitest.config.js';
 
 export default defineConfig({
+  plugins: base.plugins,
   test: {
     ...base.test,
     include: [

@@ -41,6 +41,7 @@ const nodeStub = {
 await build({
   entryPoints: { main: join(root, 'dashboard-ui', 'src', 'main.ts') },
   bundle: true,
+  loader: { '.md': 'text' }, // the metrics guide, shown beside each chart (dashboard-ui/src/guide.ts)
   splitting: true,
   format: 'esm',
   platform: 'browser',

@@ -16,7 +16,8 @@ port=$((20000 + RANDOM % 20000))
 ragen serve ragen-tiny --port "$port" --name ragen-tiny & server=$!
 trap 'kill $server 2>/dev/null' EXIT
 for _ in $(seq 60); do curl -sf "http://127.0.0.1:$port/v1/models" >/dev/null && break; sleep 1; done
+# the local run's context budget (the model's 1024 positions; an endpoint's positions are not known to eval)
 ragen eval "${common[@]}" --policy openai --base-url "http://127.0.0.1:$port/v1" --model ragen-tiny --api completions \
-  --tokenizer models/ragen-tiny --out "$out/ragen-tiny-api.jsonl"
+  --tokenizer models/ragen-tiny --set maxContextTokens=1024 --concurrency 4 --timeout 600 --out "$out/ragen-tiny-api.jsonl"
 ragen leaderboard "$out/ragen-tiny.jsonl" "ragen-tiny via ragen serve (OpenAI API)=$out/ragen-tiny-api.jsonl" \
   "random policy=$out/random.jsonl" "oracle (solver)=$out/oracle.jsonl" --out docs/leaderboard

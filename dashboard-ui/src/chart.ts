@@ -139,6 +139,7 @@ export class Chart {
   constructor(
     readonly title: string,
     description = '',
+    guide: HTMLElement | '' = '',
   ) {
     this.body = h('div', { class: 'chart-body' });
     this.key = h('div', { class: 'chart-key' });
@@ -161,6 +162,7 @@ export class Chart {
     const tools = h(
       'span',
       { class: 'chart-tools' },
+      guide,
       h('label', { title: 'log scale (values <= 0 are left out)' }, this.logBox, 'log'),
       csv,
     );

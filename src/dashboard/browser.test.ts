@@ -164,6 +164,18 @@ describe.skipIf(!browserAvailable())('dashboard in chromium', () => {
     await shot(page, 'curves');
   });
 
+  it("opens the metrics guide's section on a chart: the Reward chart's paragraph of docs/reading-a-run.md", async () => {
+    await page.goto(`${dash.url}#/curves?runs=0/bandit-run`);
+    await page.click('figure[data-title="Reward"] details.guide > summary');
+    const body = page.locator('figure[data-title="Reward"] details.guide[open] .guide-body');
+    await body.waitFor();
+    const guide = readFileSync(join(import.meta.dirname, '..', '..', 'docs', 'reading-a-run.md'), 'utf8');
+    const heading = /<a id="reward"><\/a>\n## (.+)/.exec(guide)![1]!;
+    expect(await body.locator('strong').textContent()).toBe(heading.replaceAll('`', ''));
+    expect(await body.textContent()).toMatch(/rollout\/in_group_reward_std/);
+    await shot(page, 'guide');
+  });
+
   it('places every collapse-diagnostic step on the regime picture', async () => {
     await page.goto(`${dash.url}#/collapse?run=0/bandit-run`);
     await page.waitForSelector('#regimes svg');

@@ -4,6 +4,7 @@
 import { api, type RunDetail } from '../api.js';
 import { Chart, type Line, type Marker } from '../chart.js';
 import { errorBox, fmt, h, problemsBox } from '../dom.js';
+import { CHART_GUIDE, guideLink } from '../guide.js';
 import type { Page } from './page.js';
 import { series } from './curves.js';
 import { gradLines, gradTable } from './grad-analysis.js';
@@ -147,7 +148,12 @@ function regimePicture(run: RunDetail): HTMLElement {
 
 export async function collapsePage(params: URLSearchParams): Promise<Page> {
   const id = params.get('run') ?? params.get('runs')?.split(',')[0] ?? '';
-  const el = h('section', { class: 'collapse-page' }, h('h1', {}, 'Collapse diagnostics'));
+  const el = h(
+    'section',
+    { class: 'collapse-page' },
+    h('h1', {}, 'Collapse diagnostics'),
+    guideLink(CHART_GUIDE['Collapse']),
+  );
   if (!id) {
     el.append(errorBox('No run selected: open a run from the Runs table first.'));
     return { el, runs: [] };
@@ -188,6 +194,7 @@ export async function collapsePage(params: URLSearchParams): Promise<Page> {
     const markers = warningMarkers(run);
     warnings.replaceChildren(
       h('h2', {}, 'Early warnings'),
+      guideLink(CHART_GUIDE['Early warnings']),
       markers.length === 0
         ? h(
             'p',

@@ -5,18 +5,9 @@ import { api, type RunDetail } from '../api.js';
 import { Chart, PALETTE, type Line } from '../chart.js';
 import { configDiff } from '../config-diff.js';
 import { errorBox, h, problemsBox } from '../dom.js';
+import { CHART_GUIDE, guideLink } from '../guide.js';
+import { CURVE_GROUPS } from '../guide-sections.js';
 import type { Page } from './page.js';
-
-/** The standard charts: a title and the metric keys drawn on it. */
-export const CURVE_GROUPS: [string, string[]][] = [
-  ['Success', ['train/success', 'val/success']],
-  ['Reward', ['train/reward_mean', 'rollout/in_group_reward_std']],
-  ['Entropy', ['actor/entropy']],
-  ['KL', ['actor/ppo_kl', 'actor/kl_loss']],
-  ['Grad norm', ['actor/grad_norm', 'critic/grad_norm']],
-  ['Kept ratio', ['rollout/filter_kept_ratio']],
-  ['Timings (s)', ['timing_s/step', 'timing_s/gen', 'timing_s/update_actor', 'timing_s/val']],
-];
 
 const DASHES: (number[] | undefined)[] = [undefined, [6, 4], [2, 3], [10, 3, 2, 3]];
 
@@ -79,7 +70,7 @@ export async function curvesPage(params: URLSearchParams): Promise<Page> {
 
   const weight = () => Number(slider.value);
   const addChart = (title: string, keys: string[], description: string) => {
-    const chart = new Chart(title, description);
+    const chart = new Chart(title, description, guideLink(CHART_GUIDE[title]));
     charts.set(title, [chart, keys]);
     grid.append(chart.el);
     chart.update(linesOf(runs, keys), [], weight());
