@@ -2,6 +2,7 @@
 // src/tensor's CPU kernels. Implements generate / forward, and backward + optimizerStep for the trainer.
 import { join } from 'node:path';
 import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import {
   add,
   getBackend,
@@ -21,6 +22,8 @@ import {
   generateYielding,
   LoraAdapters,
   loadModel,
+  loadModelConfig,
+  ADAPTER_DIR,
   packedGradient,
   packTokens,
   saveModel,
@@ -36,6 +39,7 @@ import {
 import { loadTokenizer } from '../tokenizer/index.js';
 import { ConfigError, Rng } from '../util/index.js';
 import { RoleOptimizer, loadOptimizerStates, saveOptimizerStates } from './local-optim.js';
+import { checkArenaFits } from './memory-plan.js';
 import type {
   BackwardOptions,
   EngineSaveOptions,
@@ -170,6 +174,7 @@ export class LocalEngine implements TrainableEngine {
   /** Load a Hugging Face checkpoint directory (ours or transformers'); `dir/critic` holds a separate critic. */
   static async fromPretrained(dir: string, opts: LocalPretrainedOptions = {}): Promise<LocalEngine> {
     selectBackend(opts.backend);
+    await checkCheckpointFits(dir, opts);
     const seed = opts.seed ?? 0;
     const { model: policy, valueHead } = await loadModel(dir);
     if (opts.lora && !policy.lora) LoraAdapters.attach(policy, opts.lora, seed + 1);
@@ -422,6 +427,25 @@ export class LocalEngine implements TrainableEngine {
       model.lora = adapters;
     }
   }
+}
+
+/**
+ * Refuse, before reading any weight, a checkpoint whose models (with `opts`' LoRA, critic and reference) cannot fit
+ * the current backend's tensor arena (see memory-plan.ts).
+ */
+export async function checkCheckpointFits(dir: string, opts: Omit<LocalPretrainedOptions, 'decode'>): Promise<void> {
+  const config = await loadModelConfig(dir);
+  let lora = opts.lora ?? null;
+  const saved = join(dir, ADAPTER_DIR, 'adapter_config.json');
+  if (existsSync(saved)) {
+    const raw = JSON.parse(await readFile(saved, 'utf8')) as { r?: unknown; target_modules?: unknown };
+    const r = Number(raw.r);
+    const targets = raw.target_modules;
+    if (Number.isInteger(r) && r > 0)
+      lora = { r, alpha: r, targetModules: Array.isArray(targets) ? targets.map(String) : 'all-linear' };
+  }
+  const reference = opts.reference ? (lora ? 'base' : 'copy') : null;
+  checkArenaFits(config, { lora, critic: opts.critic ?? null, reference }, getBackend().name, dir);
 }
 
 function selectBackend(name: 'auto' | BackendName | undefined): void {

@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { needsCritic } from '../algo/index.js';
 import type { RagenConfig } from '../config/index.js';
-import { LocalEngine, TorchEngine, type LocalPretrainedOptions } from '../engine/index.js';
+import { checkCheckpointFits, LocalEngine, TorchEngine, type LocalPretrainedOptions } from '../engine/index.js';
 import { loadModel, resolveModelPath, ValueHead } from '../model/index.js';
 import { getBackend, setBackend } from '../tensor/index.js';
 import { runTokenizer, type ChatTemplateChoice, type Tokenizer } from '../tokenizer/index.js';
@@ -113,6 +113,7 @@ export async function openLocalModels(
     // checkpoint, and the tokenizer copied into later checkpoints must outlive pruned ones (`model.path`'s).
     if (opts.backend && opts.backend !== 'auto') setBackend(opts.backend);
     else getBackend();
+    await checkCheckpointFits(from, opts);
     const { model: policy, valueHead } = await loadModel(from);
     const seed = opts.seed ?? 0;
     const reference = opts.reference
