@@ -93,6 +93,11 @@ export interface LocalPretrainedOptions {
   criticPath?: string;
   /** Keep a frozen reference policy (with LoRA: the base weights, no copy). @default false */
   reference?: boolean;
+  /**
+   * Storage of frozen projection weights (the LoRA base, a reference copy): bf16 puts them in native memory outside
+   * the tensor arena (native backend only). @default 'float32'
+   */
+  frozenDtype?: 'float32' | 'bf16';
   decode?: (ids: number[]) => string;
   seed?: number;
 }
@@ -180,6 +185,7 @@ export class LocalEngine implements TrainableEngine {
     if (opts.lora && !policy.lora) LoraAdapters.attach(policy, opts.lora, seed + 1);
     let reference: Transformer | 'base' | null = null;
     if (opts.reference) reference = policy.lora ? 'base' : (await loadModel(dir, { adapters: false })).model;
+    storeFrozen(policy, reference, opts.frozenDtype);
     let critic: LocalEngineOptions['critic'] = null;
     if (opts.critic === 'shared')
       critic = { mode: 'shared', valueHead: valueHead ?? ValueHead.init(policy.config.hiddenSize, seed + 2) };
@@ -430,6 +436,27 @@ export class LocalEngine implements TrainableEngine {
 }
 
 /**
+ * With frozenDtype bf16, move the frozen weights to bf16 native memory: the LoRA policy's base (its reference too),
+ * and a separate reference model.
+ */
+export function storeFrozen(
+  policy: Transformer,
+  reference: Transformer | 'base' | null,
+  frozenDtype: 'float32' | 'bf16' | undefined,
+): void {
+  if (frozenDtype !== 'bf16') return;
+  if (!policy.lora && !(reference instanceof Transformer))
+    throw new ConfigError(
+      'model.frozenDtype=bf16 needs frozen weights: LoRA adapters (model.lora.rank > 0) or a reference model; a full fine-tune without a reference has none',
+    );
+  if (policy.lora) policy.storeFrozenAsBf16();
+  if (reference instanceof Transformer) {
+    reference.setBaseTrainable(false);
+    reference.storeFrozenAsBf16();
+  }
+}
+
+/**
  * Refuse, before reading any weight, a checkpoint whose models (with `opts`' LoRA, critic and reference) cannot fit
  * the current backend's tensor arena (see memory-plan.ts).
  */
@@ -445,7 +472,8 @@ export async function checkCheckpointFits(dir: string, opts: Omit<LocalPretraine
       lora = { r, alpha: r, targetModules: Array.isArray(targets) ? targets.map(String) : 'all-linear' };
   }
   const reference = opts.reference ? (lora ? 'base' : 'copy') : null;
-  checkArenaFits(config, { lora, critic: opts.critic ?? null, reference }, getBackend().name, dir);
+  const frozenDtype = opts.frozenDtype ?? 'float32';
+  checkArenaFits(config, { lora, critic: opts.critic ?? null, reference, frozenDtype }, getBackend().name, dir);
 }
 
 function selectBackend(name: 'auto' | BackendName | undefined): void {

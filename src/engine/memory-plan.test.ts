@@ -55,6 +55,28 @@ describe.runIf(backendAvailable('wasm'))('a model past the 4 GiB tensor arena', 
     expect(message).not.toContain('lora');
   });
 
+  it('offers bf16 frozen weights on the native backend where the LoRA layout alone is past the limit', async () => {
+    const dir = configOnly('qwen2.5-1.5b');
+    const lora = { r: 8, alpha: 16 };
+    const message = String(
+      await LocalEngine.fromPretrained(dir, { backend: 'wasm', lora }).catch((e: Error) => e.message),
+    );
+    expect(message).toContain('model.engine=torch');
+    expect(message).not.toContain('bf16'); // the wasm backend has no native memory
+    if (!backendAvailable('native')) return;
+    const native = String(
+      await LocalEngine.fromPretrained(dir, { backend: 'native', lora }).catch((e: Error) => e.message),
+    );
+    expect(native).toMatch(/model\.frozenDtype=bf16: 1\.0\d GiB in the arena \+ 2\.4\d GiB native/);
+    // with it, the plan fits: loading goes on to the (missing) weights
+    const bf16 = String(
+      await LocalEngine.fromPretrained(dir, { backend: 'native', lora, frozenDtype: 'bf16' }).catch(
+        (e: Error) => e.message,
+      ),
+    );
+    expect(bf16).not.toContain('tensor arena');
+  });
+
   it('counts a LoRA adapter saved in the checkpoint (its base then trains no moments)', async () => {
     // Qwen2.5-0.5B full fine-tune is 7.4 GiB; with a saved adapter it is the 1.8 GiB base, which fits, so
     // loading goes on and fails only at the missing weights.

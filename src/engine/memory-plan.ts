@@ -1,7 +1,7 @@
 // What the local engine's models take in memory before the first batch (weights, and for each trainable parameter
 // its gradient and AdamW's two moments, all float32), checked at load against the 4 GiB that the wasm and native
 // backends' tensor arena (one WebAssembly memory) can hold, so that a model too large fails with one sentence.
-import { countParameters, LINEAR_MODULES, type LoraConfig, type ModelConfig } from '../model/index.js';
+import { countParameters, LINEAR_MODULES, weightShapes, type LoraConfig, type ModelConfig } from '../model/index.js';
 import { ARENA_LIMIT_BYTES, type BackendName } from '../tensor/index.js';
 import { ConfigError } from '../util/index.js';
 
@@ -11,6 +11,8 @@ export interface MemoryPlanInput {
   critic: 'shared' | 'separate' | null;
   /** A frozen reference: 'base' (LoRA adapters off, no copy) or a separate copy of the weights. */
   reference: 'base' | 'copy' | null;
+  /** bf16 puts the frozen projection weights in native memory, outside the arena. @default 'float32' */
+  frozenDtype?: 'float32' | 'bf16';
 }
 
 /** Bytes of the engine's resident tensors, by part. */
@@ -20,6 +22,8 @@ export interface MemoryPlan {
   /** Gradient + AdamW m + v of every trainable tensor. */
   trainingStateBytes: number;
   totalBytes: number;
+  /** Of totalBytes, those in native memory outside the arena (bf16 frozen projections). */
+  nativeBytes: number;
 }
 
 const F32 = 4;
@@ -58,9 +62,15 @@ export function memoryPlan(config: ModelConfig, input: MemoryPlanInput): MemoryP
   let trainable = input.lora ? adapters : P;
   if (input.critic === 'separate') trainable += P;
   if (input.critic) trainable += head;
-  const weightBytes = weights * F32;
+  // bf16 frozen projections: 2 bytes each instead of 4, in native memory (the LoRA base; a reference copy)
+  const frozenModels = input.frozenDtype === 'bf16' ? (input.lora ? 1 : 0) + (input.reference === 'copy' ? 1 : 0) : 0;
+  const projections = [...weightShapes(config)]
+    .filter(([name]) => name.endsWith('_proj.weight'))
+    .reduce((n, [, shape]) => n + shape[0]! * shape[1]!, 0);
+  const nativeBytes = frozenModels * projections * 2;
+  const weightBytes = (weights - frozenModels * projections) * F32 + nativeBytes;
   const trainingStateBytes = trainable * STATE_COPIES * F32;
-  return { parameters: P, weightBytes, trainingStateBytes, totalBytes: weightBytes + trainingStateBytes };
+  return { parameters: P, weightBytes, trainingStateBytes, totalBytes: weightBytes + trainingStateBytes, nativeBytes };
 }
 
 const gib = (bytes: number): string => `${(bytes / 2 ** 30).toFixed(2)} GiB`;
@@ -77,20 +87,23 @@ export function checkArenaFits(
 ): void {
   if (backend !== 'wasm' && backend !== 'native') return;
   const plan = memoryPlan(config, input);
-  if (plan.totalBytes <= ARENA_LIMIT_BYTES) return;
+  if (plan.totalBytes - plan.nativeBytes <= ARENA_LIMIT_BYTES) return;
   // The smallest layout of the same run: LoRA adapters, the critic as a head on the policy, the reference = the base.
   const small: MemoryPlanInput = {
     lora: { r: 8, alpha: 16 },
     critic: input.critic ? 'shared' : null,
     reference: input.reference ? 'base' : null,
   };
-  const smallPlan = memoryPlan(config, small);
   const overrides = ['model.lora.rank=8', ...(input.critic === 'separate' ? ['model.critic.mode=shared'] : [])];
-  const lora =
-    !input.lora && smallPlan.totalBytes <= ARENA_LIMIT_BYTES
-      ? `, or train LoRA adapters instead (${overrides.join(' ')} needs ${gib(smallPlan.totalBytes)})`
-      : '';
+  const inArena = (p: MemoryPlan) => p.totalBytes - p.nativeBytes;
+  let lora = '';
+  const smallPlan = memoryPlan(config, small);
+  const bf16Plan = memoryPlan(config, { ...small, frozenDtype: 'bf16' });
+  if (!input.lora && inArena(smallPlan) <= ARENA_LIMIT_BYTES)
+    lora = `, or train LoRA adapters instead (${overrides.join(' ')} needs ${gib(smallPlan.totalBytes)})`;
+  else if (backend === 'native' && input.frozenDtype !== 'bf16' && inArena(bf16Plan) <= ARENA_LIMIT_BYTES)
+    lora = `, or keep the frozen base as bf16 outside the arena (${[...(input.lora ? [] : overrides), 'model.frozenDtype=bf16'].join(' ')}: ${gib(inArena(bf16Plan))} in the arena + ${gib(bf16Plan.nativeBytes)} native)`;
   throw new ConfigError(
-    `The model in \`${source}\` (${(plan.parameters / 1e6).toFixed(1)}M parameters) needs ${gib(plan.totalBytes)} on the local engine (${gib(plan.weightBytes)} of float32 weights + ${gib(plan.trainingStateBytes)} of gradients and AdamW state) before any batch, more than the 4 GiB that the ${backend} backend's tensor arena (one WebAssembly memory) can hold; run it on model.engine=torch${lora}.`,
+    `The model in \`${source}\` (${(plan.parameters / 1e6).toFixed(1)}M parameters) needs ${gib(inArena(plan))} in the local engine's tensor arena (${gib(plan.weightBytes - plan.nativeBytes)} of float32 weights + ${gib(plan.trainingStateBytes)} of gradients and AdamW state) before any batch, more than the 4 GiB that the ${backend} backend's arena (one WebAssembly memory) can hold; run it on model.engine=torch${lora}.`,
   );
 }

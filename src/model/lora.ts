@@ -162,6 +162,7 @@ export class LoraAdapters {
 
   /** Fold W += (alpha / r) B A into the base weights, detach the adapters and make the base trainable again. */
   merge(model: LoraHost): void {
+    model.setBaseTrainable(true); // refuses a bf16 base before anything changes
     noGrad(() => {
       for (const [module, ad] of this.adapters) {
         const w = model.weights.get(`${module}.weight`)!;

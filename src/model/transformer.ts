@@ -6,6 +6,8 @@ import {
   isGradEnabled,
   keep,
   linear,
+  linearBf16,
+  Bf16Matrix,
   narrow,
   noGrad,
   tidy,
@@ -23,7 +25,7 @@ import {
   Tensor,
   type Backend,
 } from '../tensor/index.js';
-import { Rng } from '../util/index.js';
+import { ConfigError, Rng } from '../util/index.js';
 import { countParameters, type ModelConfig } from './config.js';
 import type { FusedWeights } from './fused-weights.js';
 import type { KVCache } from './kv-cache.js';
@@ -139,6 +141,8 @@ export class Transformer {
   /** LoRA adapters, when attached (see lora.ts). */
   lora: LoraAdapters | null = null;
   private readonly layers: Layer[];
+  /** Frozen projection weights moved to bf16 native memory (`storeFrozenAsBf16`), by HF module path. */
+  private readonly bf16 = new Map<string, Bf16Matrix>();
 
   constructor(
     readonly config: ModelConfig,
@@ -214,6 +218,32 @@ export class Transformer {
     return this.weights.get(this.config.tieWordEmbeddings ? 'model.embed_tokens.weight' : 'lm_head.weight')!;
   }
 
+  /**
+   * Move the frozen projection weights (q, k, v, o, gate, up, down of every layer) to bf16 in native memory, outside
+   * the tensor arena: half the bytes, and not bound by its 4 GiB. Embeddings, the LM head, norms and biases stay
+   * float32. The base must be frozen (LoRA attached, or a reference model); it cannot train again afterwards.
+   */
+  storeFrozenAsBf16(): void {
+    const trainable = [...this.weights.values()].some((t) => t.requiresGrad);
+    if (trainable)
+      throw new ConfigError(
+        `${this.source}: bf16 frozen weights need a frozen base (LoRA adapters attached, or a reference model); this model trains its base weights, so keep them float32`,
+      );
+    for (const layer of this.layers)
+      for (const p of [layer.q, layer.k, layer.v, layer.o, layer.gate, layer.up, layer.down]) {
+        if (this.bf16.has(p.name)) continue;
+        const [rows, cols] = p.weight.shape as [number, number];
+        this.bf16.set(p.name, Bf16Matrix.fromFloat32(p.weight.toFloat32Array(), rows, cols, p.weight.backend));
+        p.weight.dispose();
+        this.weights.delete(`${p.name}.weight`);
+      }
+  }
+
+  /** Whether the projections are bf16 in native memory (see storeFrozenAsBf16). */
+  get hasBf16Weights(): boolean {
+    return this.bf16.size > 0;
+  }
+
   /** Trainable parameters by name: the LoRA adapters when attached (base frozen), else every weight. */
   parameters(): [string, Tensor][] {
     if (this.lora) return this.lora.parameters();
@@ -222,13 +252,22 @@ export class Transformer {
 
   /** Freeze (or unfreeze) the base weights. */
   setBaseTrainable(trainable: boolean): void {
+    if (trainable && this.hasBf16Weights)
+      throw new ConfigError(
+        `${this.source}: the base weights are stored as bf16 for a frozen base and cannot train; load the model without bf16 frozen weights to train or merge them`,
+      );
     for (const t of this.weights.values()) t.requiresGrad = trainable;
   }
 
-  /** Base weights copied out as float32 arrays (the order transformers writes them). */
+  /** Base weights copied out as float32 arrays (the order transformers writes them; bf16 ones exactly widened). */
   exportWeights(): WeightMap {
     const out: WeightMap = new Map();
-    for (const [name, t] of this.weights) out.set(name, { shape: [...t.shape], data: t.toFloat32Array() });
+    for (const [name, shape] of weightShapes(this.config)) {
+      const t = this.weights.get(name);
+      const frozen = t ? undefined : this.bf16.get(name.slice(0, -'.weight'.length));
+      if (t) out.set(name, { shape: [...t.shape], data: t.toFloat32Array() });
+      else if (frozen) out.set(name, { shape, data: frozen.readRows() });
+    }
     return out;
   }
 
@@ -249,7 +288,8 @@ export class Transformer {
 
   /** x W^T + b, plus the LoRA delta when this projection has an adapter. */
   proj(p: Proj, x: Tensor, rng?: Rng): Tensor {
-    const y = linear(x, p.weight, p.bias);
+    const frozen = this.bf16.get(p.name);
+    const y = frozen ? linearBf16(x, frozen, p.bias) : linear(x, p.weight, p.bias);
     const delta = this.lora?.delta(p.name, x, rng);
     return delta ? add(y, delta) : y;
   }
@@ -374,6 +414,8 @@ export class Transformer {
   dispose(): void {
     noGrad(() => {
       for (const t of this.weights.values()) t.dispose();
+      for (const m of this.bf16.values()) m.dispose();
+      this.bf16.clear();
       this.lora?.dispose();
     });
   }

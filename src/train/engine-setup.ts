@@ -5,7 +5,13 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { needsCritic } from '../algo/index.js';
 import type { RagenConfig } from '../config/index.js';
-import { checkCheckpointFits, LocalEngine, TorchEngine, type LocalPretrainedOptions } from '../engine/index.js';
+import {
+  checkCheckpointFits,
+  storeFrozen,
+  LocalEngine,
+  TorchEngine,
+  type LocalPretrainedOptions,
+} from '../engine/index.js';
 import { loadModel, resolveModelPath, ValueHead } from '../model/index.js';
 import { getBackend, setBackend } from '../tensor/index.js';
 import { runTokenizer, type ChatTemplateChoice, type Tokenizer } from '../tokenizer/index.js';
@@ -72,6 +78,7 @@ export function localEngineOptions(config: RagenConfig): Omit<LocalPretrainedOpt
     critic: critic ? m.critic.mode : null,
     ...(critic && m.critic.path !== null ? { criticPath: m.critic.path } : {}),
     reference: needsReference(config),
+    frozenDtype: m.frozenDtype,
     seed: config.seed.train,
   };
 }
@@ -121,6 +128,7 @@ export async function openLocalModels(
         ? 'base'
         : (await loadModel(m.path, { adapters: false })).model
       : null;
+    storeFrozen(policy, reference, opts.frozenDtype);
     let critic: ConstructorParameters<typeof LocalEngine>[0]['critic'] = null;
     if (opts.critic === 'shared')
       critic = { mode: 'shared', valueHead: valueHead ?? ValueHead.init(policy.config.hiddenSize, seed + 2) };
