@@ -11,6 +11,7 @@ import {
 } from '../tensor/index.js';
 import { ConfigError, Rng } from '../util/index.js';
 import { modelConfig } from './config.js';
+import { generate } from './generate.js';
 import { LoraAdapters } from './lora.js';
 import { Transformer } from './transformer.js';
 
@@ -102,6 +103,27 @@ describe.runIf(backendAvailable('native'))('bf16 frozen weights on a LoRA model'
     expect(g.every((v, i) => Math.abs(v - w[i]!) <= 2 ** -8 * Math.abs(w[i]!))).toBe(true);
     expect(new Uint32Array(Float32Array.from(g).buffer).every((u) => (u & 0xffff) === 0)).toBe(true);
     expect(got.get('model.embed_tokens.weight')!.data).toEqual(want.get('model.embed_tokens.weight')!.data);
+    f32.dispose();
+    bf.dispose();
+  });
+
+  it('samples with a bf16 base (decoding op by op) and scores its tokens as the float32 model within bf16 rounding', () => {
+    const f32 = loraModel(),
+      bf = loraModel();
+    bf.storeFrozenAsBf16();
+    const params = { maxNewTokens: 6, temperature: 0, seed: 1 };
+    const prompts = [
+      [1, 2, 3],
+      [4, 5],
+    ];
+    const a = generate(f32, prompts, params),
+      b = generate(bf, prompts, params);
+    for (const [i, c] of b.entries()) {
+      expect(c.tokens).toHaveLength(6);
+      // greedy picks can differ only where two logits are within rounding; their log-probs agree closely
+      if (c.tokens.join() === a[i]!.tokens.join())
+        c.logprobs.forEach((lp, t) => expect(Math.abs(lp - a[i]!.logprobs[t]!)).toBeLessThan(0.05));
+    }
     f32.dispose();
     bf.dispose();
   });
