@@ -181,10 +181,12 @@ export class LocalEngine implements TrainableEngine {
     selectBackend(opts.backend);
     await checkCheckpointFits(dir, opts);
     const seed = opts.seed ?? 0;
-    const { model: policy, valueHead } = await loadModel(dir);
+    const bf16 = frozenBf16(dir, opts);
+    const { model: policy, valueHead } = await loadModel(dir, { frozenBf16: bf16.policy });
     if (opts.lora && !policy.lora) LoraAdapters.attach(policy, opts.lora, seed + 1);
     let reference: Transformer | 'base' | null = null;
-    if (opts.reference) reference = policy.lora ? 'base' : (await loadModel(dir, { adapters: false })).model;
+    if (opts.reference)
+      reference = policy.lora ? 'base' : (await loadModel(dir, { adapters: false, frozenBf16: bf16.reference })).model;
     storeFrozen(policy, reference, opts.frozenDtype);
     let critic: LocalEngineOptions['critic'] = null;
     if (opts.critic === 'shared')
@@ -436,6 +438,23 @@ export class LocalEngine implements TrainableEngine {
 }
 
 /**
+ * Which models of checkpoint `dir` load their projections straight into bf16 (frozenDtype bf16): the policy when it
+ * will carry LoRA adapters (given, or saved in `dir`), a reference copy otherwise. Refuses bf16 with nothing frozen.
+ */
+export function frozenBf16(
+  dir: string,
+  opts: Pick<LocalPretrainedOptions, 'lora' | 'reference' | 'frozenDtype'>,
+): { policy: boolean; reference: boolean } {
+  if (opts.frozenDtype !== 'bf16') return { policy: false, reference: false };
+  const lora = !!opts.lora || existsSync(join(dir, ADAPTER_DIR, 'adapter_config.json'));
+  if (!lora && !opts.reference) throw new ConfigError(NOTHING_FROZEN);
+  return { policy: lora, reference: !lora && !!opts.reference };
+}
+
+const NOTHING_FROZEN =
+  'model.frozenDtype=bf16 needs frozen weights: LoRA adapters (model.lora.rank > 0) or a reference model; a full fine-tune without a reference has none';
+
+/**
  * With frozenDtype bf16, move the frozen weights to bf16 native memory: the LoRA policy's base (its reference too),
  * and a separate reference model.
  */
@@ -445,10 +464,7 @@ export function storeFrozen(
   frozenDtype: 'float32' | 'bf16' | undefined,
 ): void {
   if (frozenDtype !== 'bf16') return;
-  if (!policy.lora && !(reference instanceof Transformer))
-    throw new ConfigError(
-      'model.frozenDtype=bf16 needs frozen weights: LoRA adapters (model.lora.rank > 0) or a reference model; a full fine-tune without a reference has none',
-    );
+  if (!policy.lora && !(reference instanceof Transformer)) throw new ConfigError(NOTHING_FROZEN);
   if (policy.lora) policy.storeFrozenAsBf16();
   if (reference instanceof Transformer) {
     reference.setBaseTrainable(false);

@@ -128,6 +128,25 @@ describe.runIf(backendAvailable('native'))('bf16 frozen weights on a LoRA model'
     bf.dispose();
   });
 
+  it('loads projections straight to bf16 (never as float32 in the arena), the same model as converting after', () => {
+    const src = loraModel();
+    const saved = src.exportWeights();
+    const converted = loraModel();
+    converted.storeFrozenAsBf16();
+    const arena = memoryStats().arenaInUse!;
+    const loaded = Transformer.fromWeights(config, saved, 'test', { frozenBf16: true });
+    // only embeddings, norms and biases entered the arena
+    expect(memoryStats().arenaInUse! - arena).toBeLessThan(4 * (50 * 64 + 2 * 4 * 64 + 4 * 64 + 2 * 64) * 2);
+    expect(loaded.hasBf16Weights).toBe(true);
+    LoraAdapters.attach(loaded, { r: 4, alpha: 8 }, 12); // shapes of bf16 projections
+    for (const [name, t] of converted.lora!.parameters()) {
+      const own = loaded.lora!.parameters().find(([n]) => n === name)![1];
+      own.backend.write(own.buf, t.toFloat32Array());
+    }
+    expect(run(loaded).logits).toEqual(run(converted).logits);
+    for (const m of [src, converted, loaded]) m.dispose();
+  });
+
   it('refuses to train or merge a bf16 base, and a model whose base still trains', () => {
     const bf = loraModel();
     bf.storeFrozenAsBf16();

@@ -7,6 +7,7 @@ import { needsCritic } from '../algo/index.js';
 import type { RagenConfig } from '../config/index.js';
 import {
   checkCheckpointFits,
+  frozenBf16,
   storeFrozen,
   LocalEngine,
   TorchEngine,
@@ -121,12 +122,13 @@ export async function openLocalModels(
     if (opts.backend && opts.backend !== 'auto') setBackend(opts.backend);
     else getBackend();
     await checkCheckpointFits(from, opts);
-    const { model: policy, valueHead } = await loadModel(from);
+    const bf16 = frozenBf16(from, opts);
+    const { model: policy, valueHead } = await loadModel(from, { frozenBf16: bf16.policy });
     const seed = opts.seed ?? 0;
     const reference = opts.reference
       ? policy.lora
         ? 'base'
-        : (await loadModel(m.path, { adapters: false })).model
+        : (await loadModel(m.path, { adapters: false, frozenBf16: bf16.reference })).model
       : null;
     storeFrozen(policy, reference, opts.frozenDtype);
     let critic: ConstructorParameters<typeof LocalEngine>[0]['critic'] = null;
