@@ -2,7 +2,8 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { configFromHF, modelShape } from '../model/index.js';
+import { configFromHF, modelConfig, modelShape, saveModel, Transformer } from '../model/index.js';
+import { sequenceBatch } from './batch.js';
 import { backendAvailable, setBackend } from '../tensor/index.js';
 import { ConfigError } from '../util/index.js';
 import { LocalEngine } from './local.js';
@@ -85,5 +86,47 @@ describe.runIf(backendAvailable('wasm'))('a model past the 4 GiB tensor arena', 
     writeFileSync(join(dir, 'adapter', 'adapter_config.json'), JSON.stringify({ r: 8, lora_alpha: 16 }));
     const message = String(await LocalEngine.fromPretrained(dir, { backend: 'wasm' }).catch((e: Error) => e.message));
     expect(message).not.toContain('tensor arena');
+  });
+});
+
+describe.runIf(backendAvailable('native'))('model.frozenDtype=bf16 on the local engine', () => {
+  it('loads a LoRA base as bf16 whose reference (adapters off) scores as the policy at init', async () => {
+    setBackend('native');
+    const dir = mkdtempSync(join(tmpdir(), 'ragen-bf16-'));
+    const config = modelConfig({ vocabSize: 40, hiddenSize: 32, intermediateSize: 48, numLayers: 2, numHeads: 4 });
+    const src = Transformer.init(config, 3);
+    await saveModel(dir, src);
+    src.dispose();
+    const lora = { r: 4, alpha: 8 };
+    const engine = await LocalEngine.fromPretrained(dir, {
+      backend: 'native',
+      lora,
+      critic: 'shared',
+      reference: true,
+      frozenDtype: 'bf16',
+    });
+    expect(engine.policy.hasBf16Weights).toBe(true);
+    const batch = sequenceBatch([
+      [1, 2, 3, 4, 5],
+      [6, 7, 8],
+    ]);
+    const policy = await engine.forward(batch, { role: 'policy' });
+    const reference = await engine.forward(batch, { role: 'reference' });
+    // LoRA's B starts at zero: the adapted policy and the base agree exactly, and the log-probs are real
+    expect(policy.logprobs).toEqual(reference.logprobs);
+    expect(policy.logprobs.some((v) => v < -1)).toBe(true);
+  });
+
+  it('refuses bf16 when nothing is frozen (a full fine-tune without a reference)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ragen-bf16-'));
+    const src = Transformer.init(
+      modelConfig({ vocabSize: 40, hiddenSize: 32, intermediateSize: 48, numLayers: 1, numHeads: 4 }),
+      3,
+    );
+    await saveModel(dir, src);
+    src.dispose();
+    await expect(LocalEngine.fromPretrained(dir, { backend: 'native', frozenDtype: 'bf16' })).rejects.toThrow(
+      /model\.frozenDtype=bf16 needs frozen weights/,
+    );
   });
 });
