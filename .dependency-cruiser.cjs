@@ -1,5 +1,6 @@
-// The import rules of shared/DESIGN.md's module table, checked by dependency-cruiser (`npx depcruise src dashboard`
-// prints violations; src/layering.test.ts runs it in `npm test`). Type-only imports count: a circle of types is a circle.
+// The import rules of shared/DESIGN.md's module table, checked by dependency-cruiser (`npx depcruise src
+// dashboard-ui/src` prints violations; src/layering.test.ts runs it in `npm test`). Type-only imports count: a circle
+// of types is a circle.
 
 /** Each library folder under src/ and the folders it may import (besides itself), lower layers first. */
 const LAYERS = {
@@ -7,18 +8,24 @@ const LAYERS = {
   tensor: ['util'],
   tokenizer: ['util'],
   sandbox: ['util'],
-  // tokenizer for Qwen's tool format (the MCP env shows tools and reads calls as the gateway does).
-  env: ['util', 'sandbox', 'tokenizer'],
+  // The env contract (core, registry, wrappers, checkEnv) and its wire transport (env/remote).
+  env: ['util'],
+  // The built-in environments, one folder each; sandbox for DeepCoder's programs, tokenizer for Qwen's tool format
+  // (the MCP env shows tools and reads calls as the gateway does).
+  envs: ['util', 'env', 'sandbox', 'tokenizer'],
   algo: ['util'],
   metrics: ['util'],
   model: ['util', 'tensor'],
   engine: ['util', 'tensor', 'model', 'tokenizer'],
-  agent: ['util', 'env', 'tokenizer', 'engine'],
+  // envs for the MCP env's server settings (an agent program reaches the same server).
+  agent: ['util', 'env', 'envs', 'tokenizer', 'engine'],
   // engine for the defaults of its settings (model.torch.tokenBudget), written once there; model to check that
   // model.path names a directory, a shipped model or a Hub id.
-  config: ['util', 'env', 'algo', 'tokenizer', 'model', 'engine', 'agent'],
+  config: ['util', 'env', 'envs', 'algo', 'tokenizer', 'model', 'engine', 'agent'],
   // gateway for agent programs as a rollout source (env.train.N.agent).
   train: ['util', 'tensor', 'model', 'tokenizer', 'engine', 'env', 'agent', 'algo', 'metrics', 'config', 'gateway'],
+  // The evaluation runner: validation rollouts (train's validationBatch) of a policy from a config, a run or a model.
+  eval: ['util', 'env', 'agent', 'tokenizer', 'config', 'model', 'engine', 'train'],
   serve: ['util', 'tensor', 'model', 'tokenizer', 'engine'],
   // serve for its request parser, handlers and batcher (the gateway is ragen serve scoped by episode, recording);
   // agent for the TrainingSample its calls become.
@@ -55,10 +62,19 @@ module.exports = {
     },
     {
       name: 'cli-lab-entry-only',
-      comment: 'The CLI registers the lab\'s commands through src/bench/commands/index.ts and imports nothing else of it.',
+      comment:
+        "The CLI registers the lab's commands through src/bench/commands/index.ts and imports nothing else of it.",
       severity: 'error',
       from: { path: '^src/cli/', pathNot: TESTS },
       to: { path: '^src/bench/', pathNot: '^src/bench/commands/index\\.ts$' },
+    },
+    {
+      name: 'lab-not-cli',
+      comment:
+        "The lab (src/bench) takes what it shares with the CLI from the library (src/eval, src/util's option values): the CLI -> lab edge is the only one between them.",
+      severity: 'error',
+      from: { path: '^src/bench/', pathNot: TESTS },
+      to: { path: '^src/cli/' },
     },
     ...layerRules,
   ],

@@ -12,6 +12,7 @@ export default defineConfig({
     include: [
       'src/algo/**/*.test.ts',
       'src/env/**/*.test.ts',
+      'src/envs/**/*.test.ts',
       'src/tensor/**/*.test.ts',
       'src/config/**/*.test.ts',
       'src/agent/**/*.test.ts',
@@ -25,9 +26,9 @@ export default defineConfig({
       ...configDefaults.exclude,
       // Servers and child processes.
       'src/env/remote/**', // the env transport: servers on loopback, Python servers
-      'src/env/mcp/**', // MCP tool servers over stdio (a child process) and HTTP
-      'src/env/lean/lean.test.ts', // a stand-in Kimina Lean server
-      'src/env/searchqa/searchqa.test.ts', // a retrieval server
+      'src/envs/mcp/**', // MCP tool servers over stdio (a child process) and HTTP
+      'src/envs/lean/lean.test.ts', // a stand-in Kimina Lean server
+      'src/envs/searchqa/searchqa.test.ts', // a retrieval server
       'src/env/layered-wrappers.test.ts', // wrappers over a remote env, on a loopback server
       'src/config/env-wrappers.test.ts', // the same, from the config
       'src/agent/oracle-service.test.ts', // the oracle as an OpenAI-compatible server

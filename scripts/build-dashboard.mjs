@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// Builds the dashboard page (`npm run build`): dashboard/src/main.ts and its pages -> build/dashboard/ (ES modules,
-// CSS, the play page as its own chunk) with esbuild, plus dashboard/index.html. The play page bundles the model,
+// Builds the dashboard page (`npm run build`): dashboard-ui/src/main.ts and its pages -> build/dashboard/ (ES modules,
+// CSS, the play page as its own chunk) with esbuild, plus dashboard-ui/index.html. The play page bundles the model,
 // tensor,
 // tokenizer, agent and env code for the browser; their Node-only imports (node:fs ...) resolve to a module that throws
 // when called, since the browser path never reads files.
@@ -39,7 +39,7 @@ const nodeStub = {
 };
 
 await build({
-  entryPoints: { main: join(root, 'dashboard', 'src', 'main.ts') },
+  entryPoints: { main: join(root, 'dashboard-ui', 'src', 'main.ts') },
   bundle: true,
   splitting: true,
   format: 'esm',
@@ -52,5 +52,5 @@ await build({
   logLevel: 'warning',
   plugins: [nodeStub],
 });
-copyFileSync(join(root, 'dashboard', 'index.html'), join(out, 'index.html'));
+copyFileSync(join(root, 'dashboard-ui', 'index.html'), join(out, 'index.html'));
 console.log(`dashboard: built ${readdirSync(out).length} files in ${out}`);

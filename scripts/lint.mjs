@@ -15,7 +15,7 @@ const PRETTIER_GLOBS = [
   'test/**/*.{ts,mjs,js}',
   'scripts/**/*.{ts,mjs}',
   'examples/**/*.{ts,mjs,js}',
-  'dashboard/src/**/*.ts',
+  'dashboard-ui/src/**/*.ts',
   'bin/*.js',
   '*.config.ts',
 ];
@@ -45,7 +45,7 @@ const checks = [
       '--output-type',
       'err',
       'src',
-      'dashboard/src',
+      'dashboard-ui/src',
     ],
   ],
   ['ruff check', ruff, ['check', ...(fix ? ['--fix'] : []), '.']],

@@ -38,7 +38,7 @@ const ALLOWED: Readonly<Record<string, number>> = {
   // The shipped tiny tokenizer's folder, written by the build and by tests, never a user's path.
   'src/tokenizer/tiny.ts': 3,
   // Test helpers (temporary folders of their own).
-  'src/env/mcp/testing.ts': 6,
+  'src/envs/mcp/testing.ts': 6,
   'src/util/mounts-testing.ts': 2,
   // Developer benchmarks and scripts (`ragen bench ...`, src/bench/scripts): not yet converted; their outputs
   // default to folders under the project.

@@ -37,6 +37,7 @@ export {
   EnvCheckError,
   type CheckEnvOptions,
 } from './env/index.js';
+import './envs/index.js'; // the built-in environments register themselves on import
 
 // Environments over the wire (Node only): the server behind `ragen env serve`, the client, `remote:` ids.
 export {

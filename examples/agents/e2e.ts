@@ -9,7 +9,7 @@ import { agentProgram } from '../../src/agent/index.js';
 import { ScriptedEngine } from '../../src/agent/testing.js';
 import { localServeTarget } from '../../src/serve/index.js';
 import { Gateway, agentRollout, toolDemoCalls } from '../../src/gateway/index.js';
-import { binarySearchGuesses } from '../../src/env/guess-number/index.js';
+import { binarySearchGuesses } from '../../src/envs/index.js';
 import { guessNumberDemo } from './guess-number-ai-sdk/demos.js';
 import { MAX_NUMBER, answer, secretOf } from './guess-number-ai-sdk/task.mjs';
 import { RecordingEngine, binarySearchPolicy, commandOf, type ExampleName } from './testing.js';

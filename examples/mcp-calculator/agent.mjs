@@ -1,6 +1,6 @@
 // The calculator task as an agent program, for the training gateway (docs/agents.md): the `openai` client talks to
 // OPENAI_BASE_URL (the policy being trained), the MCP SDK client to the server named by RAGEN_MCP_* (mcpAgentEnv in
-// src/env/mcp); the reward (verify.mjs, as the MCP env scores it) goes to RAGEN_REWARD_URL.
+// src/envs/mcp); the reward (verify.mjs, as the MCP env scores it) goes to RAGEN_REWARD_URL.
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';

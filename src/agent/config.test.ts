@@ -1,5 +1,6 @@
 // The `agent` block of an agent-program env entry: the documented shape parses with its defaults, bad values and
 // unknown keys are one-sentence errors naming the key.
+import '../envs/index.js'; // the built-in environments
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../util/index.js';
 import { agentProgram, programEnv } from './config.js';

@@ -1,3 +1,4 @@
+import '../envs/index.js'; // the built-in environments
 import { describe, expect, it } from 'vitest';
 import { envSpec, resolveEnvConfig } from '../env/index.js';
 import { loadTokenizer, tinyTokenizerDir } from '../tokenizer/index.js';

@@ -1,8 +1,9 @@
 // The oracle of a service env (Lean, through a stand-in Kimina server) playing through the full text loop;
 // src/agent/oracle.test.ts covers the envs that need no service.
+import '../envs/index.js'; // the built-in environments
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { FakeKiminaServer } from '../env/lean/fake-kimina.js';
-import { generateTheorems } from '../env/lean/index.js';
+import { FakeKiminaServer } from '../envs/lean/fake-kimina.js';
+import { generateTheorems } from '../envs/index.js';
 import { loadTokenizer, tinyTokenizerDir } from '../tokenizer/index.js';
 import { agentConfig } from './config.js';
 import { EnvGroups } from './env-groups.js';

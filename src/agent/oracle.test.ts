@@ -1,3 +1,4 @@
+import '../envs/index.js'; // the built-in environments
 import { describe, expect, it } from 'vitest';
 import { testSandbox } from '../sandbox/testing.js';
 import { envSpec, listEnvs, resolveEnvConfig } from '../env/index.js';

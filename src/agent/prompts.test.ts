@@ -1,6 +1,7 @@
 // Golden prompts: the first prompt (chat template + prefill) of every built-in env, as the tiny model sees
 // it, pinned in __golden__/<env>.txt. A deliberate prompt or env-text change: review the diff, then
 // `npx vitest run src/agent/prompts.test.ts -u`.
+import '../envs/index.js'; // the built-in environments
 import { describe, expect, it } from 'vitest';
 import { listEnvs } from '../env/index.js';
 import { loadTokenizer, tinyTokenizerDir } from '../tokenizer/index.js';

@@ -1,3 +1,4 @@
+import '../envs/index.js'; // the built-in environments
 import { describe, expect, it } from 'vitest';
 import { LocalEngine } from '../engine/index.js';
 import { modelConfig } from '../model/index.js';

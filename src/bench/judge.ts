@@ -1,9 +1,7 @@
 // The judging benchmark behind `ragen bench sandbox`: DeepCoder's reference solutions run through the
 // sandbox, timed; every one must pass, so the run doubles as the check that all references score 100%.
 import { Sandbox, type Isolation } from '../sandbox/index.js';
-import { assembleProgram } from '../env/deepcoder/answer.js';
-import { testPassed } from '../env/deepcoder/deepcoder-env.js';
-import { generateProblems } from '../env/deepcoder/problems.js';
+import { assembleProgram, generateProblems, testPassed } from '../envs/index.js';
 
 /** Options of {@link benchJudge}. */
 export interface JudgeBenchOptions {

@@ -1,6 +1,6 @@
 // The remote load test counts what the server really answered, opens every session, and measures the baseline.
 import { describe, expect, it } from 'vitest';
-import '../env/builtins.js';
+import '../envs/index.js';
 import { EnvServer } from '../env/remote/index.js';
 import { benchRemote } from './remote.js';
 

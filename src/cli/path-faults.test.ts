@@ -7,8 +7,8 @@ import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { canMount, fill, mountTmpfs, unmount } from '../util/mounts-testing.js';
 import { runCli } from './testing.js';
-import { runEval, type EvalReport } from './commands/eval.js';
-import '../env/builtins.js';
+import { runEval, type EvalReport } from '../eval/index.js';
+import '../envs/index.js';
 
 const root = mkdtempSync(join(tmpdir(), 'ragen-paths-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

@@ -1,3 +1,4 @@
+import '../envs/index.js'; // the built-in environments
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { DOCS_FILE, renderConfigDocs } from '../../scripts/gen-config-docs.js';

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { train } from '../train/index.js';
 import { microConfig, writeMicroModel } from '../train/testing.js';
 import { ConfigError } from '../util/index.js';
-import { runEval } from '../cli/commands/eval.js';
+import { runEval } from '../eval/index.js';
 import { LocalEngine } from '../engine/index.js';
 
 let root: string;

@@ -1,3 +1,4 @@
+import '../envs/index.js'; // the built-in environments
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from './load.js';
 import { envGroupsOptions, samplingOf } from './rollout-options.js';

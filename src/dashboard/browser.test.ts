@@ -10,7 +10,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EpisodeRecord } from '../agent/index.js';
-import { runEval } from '../cli/commands/eval.js';
+import { runEval } from '../eval/index.js';
 import { loadConfig } from '../config/index.js';
 import { train } from '../train/index.js';
 import { startDashboard, type Dashboard } from './index.js';

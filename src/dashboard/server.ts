@@ -1,12 +1,11 @@
 // `ragen dashboard`'s HTTP server (node:http, 127.0.0.1): the bundled page from build/dashboard/, a JSON API over run
 // directories (read only), checkpoint files for in-browser play, and server-sent events when a run's files change.
-import { createReadStream, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { createReadStream, existsSync, readdirSync, statSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { dirname, extname, join } from 'node:path';
 import { hostname, networkInterfaces } from 'node:os';
-import { fileURLToPath } from 'node:url';
 import { filesIn, runPaths, verifyCheckpoint } from '../metrics/index.js';
-import { CheckpointError } from '../util/index.js';
+import { CheckpointError, packageRoot } from '../util/index.js';
 import { evalSummary, readEvalFile, readRollouts } from './episodes.js';
 import { RunIndex, runDetail } from '../metrics/index.js';
 import { RunEvents } from './events.js';
@@ -37,16 +36,8 @@ export interface Dashboard {
   close(): Promise<void>;
 }
 
-/** The ragen-ts package folder (where build/ lives), found upward from this file. */
-export function packageDir(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (let i = 0; i < 6; i++) {
-    const pj = join(dir, 'package.json');
-    if (existsSync(pj) && (JSON.parse(readFileSync(pj, 'utf8')) as { name?: string }).name === 'ragen-ts') return dir;
-    dir = dirname(dir);
-  }
-  throw new Error(`cannot find the ragen-ts package folder above ${fileURLToPath(import.meta.url)}`);
-}
+/** The ragen-ts package folder (where build/ lives). */
+export const packageDir = packageRoot;
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',

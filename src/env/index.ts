@@ -1,8 +1,8 @@
-// env: the Env contract, the registry, wrappers, the conformance check and the built-in environments.
+// env: the Env contract, the registry, wrappers and the conformance check. The built-in environments live in
+// src/envs and register themselves when src/envs/index.ts is imported.
 export * from './core.js';
 export * from './registry.js';
 export * from './wrappers.js';
 export * from './layered-wrappers.js';
 export * from './wrap-env.js';
 export { checkEnv, checkRegisteredEnv, EnvCheckError, HOSTILE_ACTIONS, type CheckEnvOptions } from './check-env.js';
-import './builtins.js';

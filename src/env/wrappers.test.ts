@@ -1,3 +1,4 @@
+import '../envs/index.js'; // the built-in environments
 import { describe, expect, test } from 'vitest';
 import { ResetNeededError } from '../util/index.js';
 import type { Env, ResetResult, StepResult } from './core.js';

@@ -1,6 +1,7 @@
 // In-process agents (an exported async function per episode) against the gateway over ragen-tiny: the reward
 // returned or reported, a throw, a run past the budget (abandoned, its late calls 404), a bad return value, the
 // concurrency bound, modules named in the config, and errors it leaves unhandled (in a child trainer process).
+import '../envs/index.js'; // the built-in environments
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';

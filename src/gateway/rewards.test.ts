@@ -1,6 +1,7 @@
 // Where an episode's reward comes from: a command's exit record (its last stdout line `{"reward": x}`), the HTTP
 // report winning over it, and a task verifier that scores the transcript (a reported reward is then ignored and
 // counted), a verifier that throws scoring the failure reward.
+import '../envs/index.js'; // the built-in environments
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';

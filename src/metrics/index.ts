@@ -65,3 +65,13 @@ export {
   type VerifiedCheckpoint,
   type VerifyCheckpointOptions,
 } from './checkpoint-manifest.js';
+export { modelCard, type ModelCardInput } from './model-card.js';
+export {
+  boardHtml,
+  buildBoard,
+  parseEvalFile,
+  wilson,
+  type Board,
+  type BoardCell,
+  type BoardEntry,
+} from './leaderboard.js';

@@ -50,5 +50,14 @@ export type { InitDtype, RandomWeightsOptions, PlannedTensor } from './random-in
 export { modelShape, shapeNames, shapeTablePath } from './shapes.js';
 export type { ModelShape, ShapeFamily } from './shapes.js';
 export { isHubId, hubCacheDir, hubRepoDir, cachedHubModel, hubModel } from './hub.js';
+export {
+  checkRepoId,
+  hubToken,
+  pushModel,
+  HUB_URL,
+  type PushFile,
+  type PushOptions,
+  type PushResult,
+} from './hub-push.js';
 export type { HubModelOptions } from './hub.js';
 export { findModelPath, resolveModelPath, shippedModels, shippedModelsDir } from './model-path.js';

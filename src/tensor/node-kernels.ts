@@ -5,10 +5,10 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { Worker } from 'node:worker_threads';
+import { packageRoot } from '../util/index.js';
 import { Arena } from './arena.js';
 import { registerBackendLoader } from './backends.js';
 import { NATIVE_ADDON_ARITY, type NativeAddon } from './native-addon.js';
@@ -17,16 +17,8 @@ import { WORKER_SOURCE, createThreadPool, workerInitData, type ThreadPool } from
 import { WasmBackend, checkKernels } from './wasm-backend.js';
 import { WASM_KERNEL_ARITY, type WasmKernels } from './wasm-kernels.js';
 
-/** The package root (where build/ lives), found from this file in src/ or dist/src/. */
-export function packageRoot(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (let i = 0; i < 6; i++) {
-    const pj = join(dir, 'package.json');
-    if (existsSync(pj) && (JSON.parse(readFileSync(pj, 'utf8')) as { name?: string }).name === 'ragen-ts') return dir;
-    dir = dirname(dir);
-  }
-  throw new Error('cannot find the ragen-ts package root from ' + fileURLToPath(import.meta.url));
-}
+// The package root (where build/ lives): util's, re-exported for the tensor tests.
+export { packageRoot };
 
 /** Compile the kernel module: the relaxed-SIMD (FMA) build if V8 takes it, else the plain SIMD build. */
 function compileKernels(dir: string): { module: WebAssembly.Module; variant: string } {

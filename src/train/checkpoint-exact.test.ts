@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../cli/testing.js';
-import '../env/builtins.js';
+import '../envs/index.js';
 import { CheckpointError } from '../util/index.js';
 import { microConfig, writeMicroModel } from './testing.js';
 import { train } from './trainer.js';
@@ -75,7 +75,7 @@ describe('item 4: a checkpoint loads only the files its manifest lists', () => {
     expect(e.out).not.toMatch(/success/);
 
     const { localServeTarget } = await import('../serve/index.js');
-    const { resolveModelDir } = await import('../cli/commands/eval.js');
+    const { resolveModelDir } = await import('../eval/index.js');
     await expect(localServeTarget(dir, resolveModelDir)).rejects.toThrow(named);
 
     const r = await resumeError(dir);
@@ -176,7 +176,7 @@ describe('item 5: a damaged newest checkpoint is named, never skipped', () => {
     expect(e.out).not.toMatch(/success/);
 
     const { localServeTarget } = await import('../serve/index.js');
-    const { resolveModelDir } = await import('../cli/commands/eval.js');
+    const { resolveModelDir } = await import('../eval/index.js');
     await expect(localServeTarget(dir, resolveModelDir)).rejects.toThrow(/step-2`.*: config\.json is missing/);
 
     // The way out the message gives works: the step before, named explicitly.
@@ -268,7 +268,7 @@ describe('item 6: a manifest without SHA-256 digests is refused unless --allow-u
     expect(e.err).toMatch(/warning: .*step-2.* checked by size only/);
 
     const { localServeTarget } = await import('../serve/index.js');
-    const { resolveModelDir } = await import('../cli/commands/eval.js');
+    const { resolveModelDir } = await import('../eval/index.js');
     const t = await localServeTarget(dir, (d) => resolveModelDir(d, { allowUnverified: true }));
     expect(t.modelDir).toBe(join(dir, 'checkpoints', 'step-2'));
     t.dispose();

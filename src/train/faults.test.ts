@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../cli/testing.js';
-import '../env/builtins.js';
+import '../envs/index.js';
 import { loadModel, readSafetensors, writeSafetensors } from '../model/index.js';
 import { CheckpointError, UsageError } from '../util/index.js';
 import { microConfig, writeMicroModel } from './testing.js';
@@ -198,7 +198,7 @@ describe('readers of a checkpoint besides --resume (eval --run, serve)', () => {
 
   it('ragen serve refuses them too, and a plain model directory without a manifest still loads', async () => {
     const { localServeTarget } = await import('../serve/index.js');
-    const { resolveModelDir } = await import('../cli/commands/eval.js');
+    const { resolveModelDir } = await import('../eval/index.js');
     const dir = damaged('serve-rope', editRopeTheta);
     await expect(localServeTarget(dir, resolveModelDir)).rejects.toThrow(
       /step-2`: config\.json (does not match its SHA-256|has \d+ bytes)/,

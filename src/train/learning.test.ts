@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import '../env/builtins.js';
+import '../envs/index.js';
 import { loadConfig } from '../config/index.js';
 import { LEARNING_SMOKE } from './testing.js';
 import { train } from './trainer.js';

@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
-import '../env/builtins.js';
+import '../envs/index.js';
 import { NonFiniteLogitsError, readSafetensorsFile, writeSafetensors } from '../model/index.js';
 import { microConfig, writeMicroModel } from './testing.js';
 import { train } from './trainer.js';

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkResumeOverrides, loadSavedConfig, resumable } from '../config/index.js';
-import '../env/builtins.js';
+import '../envs/index.js';
 import { ConfigError } from '../util/index.js';
 import { microConfig, writeMicroModel } from './testing.js';
 import { train } from './trainer.js';

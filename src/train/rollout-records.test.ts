@@ -1,3 +1,4 @@
+import '../envs/index.js'; // the built-in environments
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

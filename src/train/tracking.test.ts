@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import '../env/builtins.js';
+import '../envs/index.js';
 import { readMetricsFile } from '../metrics/index.js';
 import { startWandbStandIn, wandbEnv } from '../metrics/wandb-standin.js';
 import { CheckpointError, ConfigError, TrackingError } from '../util/index.js';

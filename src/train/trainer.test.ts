@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import '../env/builtins.js';
+import '../envs/index.js';
 import { MetricLogger, readMetricsFile } from '../metrics/index.js';
 import { CheckpointError, ConfigError } from '../util/index.js';
 import { loadConfig } from '../config/index.js';

@@ -1,6 +1,7 @@
 // The update's token-budget micro-batches on the torch engine: the same weights after an optimizer step as row
 // micro-batches (the loss is normalised over the mini-batch, so the cut must not change it), and every backward call
 // is one worker pass that keeps its graph (the worker's pass counters), where row micro-batches recompute.
+import '../envs/index.js'; // the built-in environments
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { collate, type TrainingSample } from '../agent/index.js';

@@ -16,3 +16,5 @@ export { FileSystemError, fileSystemError, isErrnoError, withFileErrors } from '
 export { makeDir, writeFileAt, checkCreatable, pseudoFilesystemOf, existingAncestor, withSetting } from './make-dir.js';
 export { HOST_PORT, freePort } from './host-port.js';
 export { checkExposure, isLoopback, type Exposure } from './exposure.js';
+export { packageRoot, packageVersion } from './package-root.js';
+export { parseSeed, parsePositiveInt, parsePositive, parseConfigPairs } from './option-values.js';

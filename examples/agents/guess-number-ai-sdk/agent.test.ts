@@ -2,7 +2,7 @@
 // passes): its calls are the SFT demos token for token, trained on what was sampled, rewarded; a garbled call ends the
 // episode unscored; one greedy episode on models/guess-number-tiny. Plus: its task hides GuessNumber's number.
 import { describe, expect, it } from 'vitest';
-import { guessNumberSecret } from '../../../src/env/guess-number/index.js';
+import { guessNumberSecret } from '../../../src/envs/index.js';
 import { guessNumberAgentSuite } from '../e2e.js';
 import { MAX_NUMBER, secretOf } from './task.mjs';
 

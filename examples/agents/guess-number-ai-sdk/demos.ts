@@ -2,7 +2,7 @@
 // renders the agent's calls (src/gateway/tool-demos.ts), with the words and tool schema of task.mjs.
 import type { Tokenizer, TrainingSample } from '../../../src/index.js';
 import { toolDemoSamples, type ToolDemo } from '../../../src/gateway/index.js';
-import { binarySearchGuesses } from '../../../src/env/guess-number/index.js';
+import { binarySearchGuesses } from '../../../src/envs/index.js';
 import { GUESS_TOOL, MAX_NUMBER, PROMPT, answer, secretOf } from './task.mjs';
 
 /**

@@ -3,7 +3,7 @@ import os from 'node:os';
 import type { Command } from 'commander';
 import { envSpec, listEnvs, resolveEnvId } from '../../env/index.js';
 import { benchEnv, type BenchEnvResult } from '../envs.js';
-import { parsePositive, parsePositiveInt } from '../../cli/commands/env-options.js';
+import { parsePositive, parsePositiveInt } from '../../util/index.js';
 import { runRemoteBench } from './bench-remote.js';
 
 /** The `--json` output of `ragen bench envs`. */

@@ -6,10 +6,9 @@ import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import { findTorchPython, TORCH_MISSING } from '../../engine/python.js';
 import { workerPackageDir } from '../../engine/torch-worker.js';
-import { UsageError } from '../../util/index.js';
+import { parsePositive, parsePositiveInt, parseSeed, UsageError } from '../../util/index.js';
 import { runGpuCheck } from './bench-gpu-check.js';
 import { CHECK_STAGES, DEFAULT_STAGES, selectStages } from './bench-gpu-check-table.js';
-import { parsePositive, parsePositiveInt, parseSeed } from '../../cli/commands/env-options.js';
 
 /** Model shapes with random weights (python/ragen_torch/random_checkpoint.py). */
 export const GPU_BENCH_SHAPES = ['tiny', 'qwen2.5-0.5b', 'qwen2.5-1.5b'] as const;

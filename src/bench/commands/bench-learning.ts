@@ -8,8 +8,7 @@ import type { Command } from 'commander';
 import { readMetricsFile, timestamp } from '../../metrics/index.js';
 import { checkFlagOverrides, checkRunConfig, listPresets, loadConfig, type RagenConfig } from '../../config/index.js';
 import { train } from '../../train/index.js';
-import { ConfigError, didYouMean, RagenError, UsageError } from '../../util/index.js';
-import { parsePositiveInt } from '../../cli/commands/env-options.js';
+import { ConfigError, didYouMean, parsePositiveInt, RagenError, UsageError } from '../../util/index.js';
 import {
   FRAMEWORK_RUNS,
   GATEWAY_RUNS,

@@ -2,9 +2,8 @@
 // text as the query and for the gold entities' names (the oracle's searches).
 import type { Command } from 'commander';
 import os from 'node:os';
-import { HttpRetriever, retrievalRecall } from '../../env/searchqa/index.js';
-import { UsageError } from '../../util/index.js';
-import { parsePositiveInt } from '../../cli/commands/env-options.js';
+import { HttpRetriever, retrievalRecall } from '../../envs/index.js';
+import { parsePositiveInt, UsageError } from '../../util/index.js';
 
 export function register(bench: Command): void {
   bench

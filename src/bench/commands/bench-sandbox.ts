@@ -3,8 +3,7 @@
 import os from 'node:os';
 import type { Command } from 'commander';
 import { benchJudge, type JudgeBenchResult } from '../judge.js';
-import { UsageError } from '../../util/index.js';
-import { parsePositiveInt } from '../../cli/commands/env-options.js';
+import { parsePositiveInt, UsageError } from '../../util/index.js';
 
 /** The `--json` output. */
 export interface SandboxBenchReport {

@@ -5,9 +5,8 @@ import { existsSync } from 'node:fs';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
-import { RagenError } from '../../util/index.js';
-import { parsePositiveInt } from '../../cli/commands/env-options.js';
-import { resolveModelDir } from '../../cli/commands/eval.js';
+import { parsePositiveInt, RagenError } from '../../util/index.js';
+import { resolveModelDir } from '../../eval/index.js';
 
 interface BenchServeOptions {
   model: string;

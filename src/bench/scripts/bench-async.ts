@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import os from 'node:os';
 import { join } from 'node:path';
-import '../../env/builtins.js';
+import '../../envs/index.js';
 import { envSpec, registerEnv, type Env } from '../../env/index.js';
 import { loadConfig } from '../../config/index.js';
 import { readMetricsFile } from '../../metrics/index.js';

@@ -4,7 +4,7 @@
 import { spawn } from 'node:child_process';
 import { makeEnv } from '../../env/index.js';
 import { freePort } from '../../util/index.js';
-import '../../env/mcp/index.js';
+import '../../envs/index.js';
 
 const at = process.argv.indexOf('--episodes');
 const episodes = at >= 0 ? Number(process.argv[at + 1]) : 8;

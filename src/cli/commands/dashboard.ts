@@ -4,8 +4,7 @@
 import { existsSync, statSync } from 'node:fs';
 import type { Command } from 'commander';
 import { startDashboard } from '../../dashboard/index.js';
-import { checkExposure, UsageError, type Exposure } from '../../util/index.js';
-import { parsePositiveInt } from './env-options.js';
+import { checkExposure, type Exposure, parsePositiveInt, UsageError } from '../../util/index.js';
 
 const EXAMPLES = `
 Examples:

@@ -1,53 +1,7 @@
-// Option parsing shared by the env commands (play, solve, bench envs): seeds, key=value configs, action lists.
+// Options of the single-episode env commands (play, solve): action lists, --mode, and the options they share.
+// The value parsers they use (seeds, numbers, key=value pairs) are src/util/option-values.ts.
 import type { Command } from 'commander';
-import { UsageError } from '../../util/index.js';
-
-/** A seed from the command line: a safe integer, else a UsageError naming the value. */
-export function parseSeed(text: string): number {
-  const n = Number(text);
-  if (text.trim() === '' || !Number.isSafeInteger(n))
-    throw new UsageError(`Bad seed \`${text}\`: give an integer, e.g. --seed 3.`);
-  return n;
-}
-
-/** A positive integer option value (e.g. --max-actions). */
-export function parsePositiveInt(name: string): (text: string) => number {
-  return (text) => {
-    const n = Number(text);
-    if (!Number.isInteger(n) || n < 1) throw new UsageError(`Bad ${name} \`${text}\`: give an integer >= 1.`);
-    return n;
-  };
-}
-
-/** A positive number option value (e.g. --seconds). */
-export function parsePositive(name: string): (text: string) => number {
-  return (text) => {
-    const n = Number(text);
-    if (!Number.isFinite(n) || n <= 0) throw new UsageError(`Bad ${name} \`${text}\`: give a number > 0.`);
-    return n;
-  };
-}
-
-/**
- * `key=value` pairs into an object. Values parse as JSON when they can (`3`, `true`, `[1,2]`,
- * `"text"`), else stay strings (`dataPath=/tmp/q.jsonl`).
- */
-export function parseConfigPairs(pairs: readonly string[] = []): Record<string, unknown> {
-  const config: Record<string, unknown> = {};
-  for (const pair of pairs) {
-    const eq = pair.indexOf('=');
-    if (eq <= 0) throw new UsageError(`Bad --config \`${pair}\`: write key=value, e.g. --config size=8.`);
-    const raw = pair.slice(eq + 1);
-    let value: unknown = raw;
-    try {
-      value = JSON.parse(raw);
-    } catch {
-      // not JSON: keep the text as a string
-    }
-    config[pair.slice(0, eq)] = value;
-  }
-  return config;
-}
+import { parseSeed, UsageError } from '../../util/index.js';
 
 /** An action list as the agent writes it: `Up || Left || Up` (empty entries dropped). */
 export function parseActions(text: string): string[] {

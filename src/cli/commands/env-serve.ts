@@ -1,9 +1,8 @@
 // `ragen env serve`: the `env` command group and its `serve` subcommand, which serves registered envs over
 // WebSocket sessions in OpenEnv's message shape until Ctrl-C (docs/environments.md, "Serving environments").
 import type { Command } from 'commander';
-import { checkExposure, UsageError } from '../../util/index.js';
+import { checkExposure, parsePositive, parsePositiveInt, UsageError } from '../../util/index.js';
 import { clientToken, EnvServer, TOKEN_ENV } from '../../env/remote/index.js';
-import { parsePositive, parsePositiveInt } from './env-options.js';
 
 interface ServeOptions {
   port: number;

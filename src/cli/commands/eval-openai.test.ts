@@ -9,7 +9,7 @@ import { writeCheckpoint } from '../../train/index.js';
 import { OpenAIServer, localServeTarget } from '../../serve/index.js';
 import { TINY_MODEL_DIR } from '../../serve/testing.js';
 import { runCli as run } from '../testing.js';
-import { resolveModelDir, type EvalReport } from './eval.js';
+import { resolveModelDir, type EvalReport } from '../../eval/index.js';
 
 const tmp = mkdtempSync(join(tmpdir(), 'ragen-eval-openai-'));
 const closers: (() => Promise<void>)[] = [];

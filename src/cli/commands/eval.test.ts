@@ -6,7 +6,7 @@ import { LocalEngine } from '../../engine/index.js';
 import { modelConfig } from '../../model/index.js';
 import { tinyTokenizerDir } from '../../tokenizer/index.js';
 import { loadConfig, samplingOf, saveConfig } from '../../config/index.js';
-import { agentEvalConfig, resolveModelDir, type EvalReport } from './eval.js';
+import { agentEvalConfig, resolveModelDir, type EvalReport } from '../../eval/index.js';
 import { runCli } from '../testing.js';
 import { writeCheckpoint } from '../../train/index.js';
 

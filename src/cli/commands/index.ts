@@ -13,6 +13,9 @@ import * as serve from './serve.js';
 import * as dashboard from './dashboard.js';
 import * as probeGrads from './probe-grads.js';
 import * as modelInit from './model-init.js';
+import * as push from './push.js';
+import * as leaderboard from './leaderboard.js';
+import * as newCmd from './new.js';
 
 export const commands: ((program: Command) => void)[] = [
   trainCmd.register,
@@ -28,4 +31,7 @@ export const commands: ((program: Command) => void)[] = [
   dashboard.register,
   probeGrads.register,
   modelInit.register,
+  push.register,
+  leaderboard.register,
+  newCmd.register,
 ];

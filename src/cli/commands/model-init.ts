@@ -15,8 +15,7 @@ import {
   type InitDtype,
 } from '../../model/index.js';
 import { qwenTokenizerFiles, ragenQwenTemplate } from '../../tokenizer/index.js';
-import { didYouMean, makeDir, UsageError, withFileErrors, writeFileAt } from '../../util/index.js';
-import { parseSeed } from './env-options.js';
+import { didYouMean, makeDir, parseSeed, UsageError, withFileErrors, writeFileAt } from '../../util/index.js';
 
 /** Options of `ragen model init`, as commander parses them. */
 interface InitOptions {

@@ -1,5 +1,6 @@
 // issue 38 item 4: `ragen play` in a terminal moves on the key press (arrow keys and the env's action keys), without
 // Enter, and puts the terminal back; a pipe still reads a line per action (src/cli/env-commands.test.ts).
+import '../../envs/index.js'; // the built-in environments
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

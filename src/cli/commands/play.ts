@@ -12,7 +12,8 @@ import {
   type StepResult,
 } from '../../env/index.js';
 import { registerRemoteEnvs } from '../../env/remote/index.js';
-import { addEpisodeOptions, parseActions, parseConfigPairs, parsePositiveInt } from './env-options.js';
+import { addEpisodeOptions, parseActions } from './env-options.js';
+import { parseConfigPairs, parsePositiveInt } from '../../util/index.js';
 import { actionKeys, keyCommand, keysHelp, readKeys, type KeyInput } from './play-keys.js';
 
 interface PlayOptions {

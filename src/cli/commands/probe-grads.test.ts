@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import '../../env/builtins.js';
+import '../../envs/index.js';
 import { readMetricsFile } from '../../metrics/index.js';
 import { microConfig, writeMicroModel } from '../../train/testing.js';
 import { train } from '../../train/trainer.js';

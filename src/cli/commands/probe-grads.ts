@@ -4,8 +4,7 @@ import { dirname, join } from 'node:path';
 import type { Command } from 'commander';
 import { loadSavedConfig } from '../../config/index.js';
 import { formatProbe, probeGradients, type ProbeReport } from '../../train/grad-probe.js';
-import { checkCreatable, UsageError, withSetting, writeFileAt } from '../../util/index.js';
-import { parsePositiveInt } from './env-options.js';
+import { checkCreatable, parsePositiveInt, UsageError, withSetting, writeFileAt } from '../../util/index.js';
 
 /** Options of `ragen probe-grads`, as commander parses them. */
 export interface ProbeGradsOptions {

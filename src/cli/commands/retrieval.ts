@@ -1,7 +1,7 @@
 // `ragen retrieval serve`: RAGEN's retrieval API (POST /retrieve, GET /health) over SearchQA's generated
 // corpus, so SearchQA (or anything speaking that API) can search it over HTTP.
 import type { Command } from 'commander';
-import { startRetrievalServer } from '../../env/searchqa/index.js';
+import { startRetrievalServer } from '../../envs/index.js';
 import { checkExposure, UsageError, type Exposure } from '../../util/index.js';
 
 const EXAMPLES = `

@@ -10,7 +10,7 @@ import { OpenAIServer, localServeTarget } from '../../serve/index.js';
 import { qwenTokenizerDir, RAGEN_QWEN3_TEMPLATE } from '../../tokenizer/index.js';
 import { writeCheckpoint } from '../../train/index.js';
 import { runCli } from '../testing.js';
-import { resolveModelDir } from './eval.js';
+import { resolveModelDir } from '../../eval/index.js';
 import { initModelDir } from './model-init.js';
 import { runChatTemplate } from './serve.js';
 

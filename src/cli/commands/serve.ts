@@ -5,9 +5,8 @@ import { BATCHER_DEFAULTS } from '../../serve/batcher.js';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadSavedConfig } from '../../config/index.js';
-import { checkExposure, UsageError, type Exposure } from '../../util/index.js';
-import { parsePositiveInt, parseSeed } from './env-options.js';
-import { fetchHubModel, resolveModelDir } from './eval.js';
+import { checkExposure, type Exposure, parsePositiveInt, parseSeed, UsageError } from '../../util/index.js';
+import { fetchHubModel, resolveModelDir } from '../../eval/index.js';
 
 /** Options of `ragen serve`, as commander parses them. */
 export interface ServeCliOptions {

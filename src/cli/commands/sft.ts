@@ -12,8 +12,7 @@ import { ConsoleSink } from '../../metrics/index.js';
 import { loadConfig } from '../../config/index.js';
 import { buildDemos } from '../../train/sft-demos.js';
 import { presetModelConfig, runSft, SIZE_PRESETS } from '../../train/sft.js';
-import { UsageError, writeFileAt } from '../../util/index.js';
-import { parseConfigPairs, parsePositiveInt, parseSeed } from './env-options.js';
+import { parseConfigPairs, parsePositiveInt, parseSeed, UsageError, writeFileAt } from '../../util/index.js';
 
 /** Options of `ragen sft`, as commander parses them. */
 export interface SftCliOptions {

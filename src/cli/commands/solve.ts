@@ -9,8 +9,8 @@ import {
   type EnvMode,
   type EnvSpec,
 } from '../../env/index.js';
-import { UsageError } from '../../util/index.js';
-import { addEpisodeOptions, parseConfigPairs } from './env-options.js';
+import { parseConfigPairs, UsageError } from '../../util/index.js';
+import { addEpisodeOptions } from './env-options.js';
 
 /** The `--json` output of `ragen solve`. */
 export interface SolveRecord {

@@ -10,8 +10,7 @@ import {
   type RagenConfig,
 } from '../../config/index.js';
 import { train } from '../../train/index.js';
-import { UsageError } from '../../util/index.js';
-import { parsePositiveInt } from './env-options.js';
+import { parsePositiveInt, UsageError } from '../../util/index.js';
 
 /** Options of `ragen train`, as commander parses them. */
 export interface TrainCliOptions {

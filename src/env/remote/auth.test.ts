@@ -2,7 +2,7 @@
 // beyond loopback without one, and log lines that never carry a client's control characters.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import '../builtins.js';
+import '../../envs/index.js';
 import { EnvServer, RemoteEnv, RemoteEnvError, registerRemoteEnv } from './index.js';
 import { RawClient } from './testing.js';
 

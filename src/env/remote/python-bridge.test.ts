@@ -4,7 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import '../builtins.js';
+import '../../envs/index.js';
 import { EnvGroups } from '../../agent/index.js';
 import { KLController } from '../../algo/index.js';
 import { envGroupsOptions, loadConfig } from '../../config/index.js';

@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import '../builtins.js';
+import '../../envs/index.js';
 import { readMetricsFile } from '../../metrics/index.js';
 import { EnvGroups } from '../../agent/index.js';
 import { KLController } from '../../algo/index.js';

@@ -7,7 +7,7 @@ import { freePort } from '../../util/index.js';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import '../builtins.js';
+import '../../envs/index.js';
 import { readMetricsFile } from '../../metrics/index.js';
 import { deterministic, microConfig, writeMicroModel } from '../../train/testing.js';
 import { train } from '../../train/index.js';

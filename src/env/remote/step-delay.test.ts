@@ -1,7 +1,7 @@
 // The env server's benchmarking delay (`stepDelayMs`, `ragen env serve --step-delay-ms`): each reset and step waits
 // that long, and sessions wait side by side (a timer, as a slow env or a far-away server would), not in turn.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import '../builtins.js';
+import '../../envs/index.js';
 import { EnvServer } from './index.js';
 import { RawClient } from './testing.js';
 
