@@ -30,7 +30,10 @@ import { updateStage } from './stage-update.js';
 import { agentBatches, gatewayMetrics, gatewayRefusals, joinBatches } from './agent-source.js';
 import type { Gateway } from '../gateway/index.js';
 
-/** What one step needs; `kl` and `collapseEma` carry state from step to step. */
+/**
+ * What one step needs; `kl` and `collapseEma` carry state from step to step (registered with the run's RunState, which
+ * checkpoints them: the step never saves them).
+ */
 export interface StepContext {
   config: RagenConfig;
   engine: TrainableEngine;
