@@ -1,6 +1,6 @@
-// The import rules of shared/DESIGN.md's module table, checked by dependency-cruiser (`npx depcruise src
-// dashboard-ui/src` prints violations; src/layering.test.ts runs it in `npm test`). Type-only imports count: a circle
-// of types is a circle.
+// The import rules of the library's modules (docs/architecture.md draws them), checked by dependency-cruiser
+// (`npx depcruise src dashboard-ui/src` prints violations; src/layering.test.ts runs it in `npm test`). Type-only
+// imports count: a circle of types is a circle.
 
 /** Each library folder under src/ and the folders it may import (besides itself), lower layers first. */
 const LAYERS = {
@@ -17,17 +17,16 @@ const LAYERS = {
   metrics: ['util'],
   model: ['util', 'tensor'],
   engine: ['util', 'tensor', 'model', 'tokenizer'],
-  // envs for the MCP env's server settings (an agent program reaches the same server).
-  agent: ['util', 'env', 'envs', 'tokenizer', 'engine'],
+  agent: ['util', 'env', 'tokenizer', 'engine'],
   // engine for the defaults of its settings (model.torch.tokenBudget), written once there; model to check that
   // model.path names a directory, a shipped model or a Hub id.
-  config: ['util', 'env', 'envs', 'algo', 'tokenizer', 'model', 'engine', 'agent'],
+  config: ['util', 'env', 'algo', 'tokenizer', 'model', 'engine', 'agent'],
   // gateway for agent programs as a rollout source (env.train.N.agent).
   train: ['util', 'tensor', 'model', 'tokenizer', 'engine', 'env', 'agent', 'algo', 'metrics', 'config', 'gateway'],
   // The evaluation runner: validation rollouts (train's validationBatch) of a policy from a config, a run or a model.
   eval: ['util', 'env', 'agent', 'tokenizer', 'config', 'model', 'engine', 'train'],
   serve: ['util', 'tensor', 'model', 'tokenizer', 'engine'],
-  // serve for its request parser, handlers and batcher (the gateway is ragen serve scoped by episode, recording);
+  // serve for its OpenAI server (the gateway is that server in its episode mode: prefix, transform, onCall);
   // agent for the TrainingSample its calls become.
   gateway: ['util', 'tokenizer', 'engine', 'serve', 'agent'],
   // agent for the type of a rollouts/step-N.jsonl line (EpisodeRecord), written by the agent's trajectories.ts.
@@ -38,7 +37,7 @@ const TESTS = '(\\.test\\.ts|/testing\\.ts|-testing\\.ts)$';
 
 const layerRules = Object.entries(LAYERS).map(([folder, allowed]) => ({
   name: `layer-${folder}`,
-  comment: `src/${folder} imports only ${allowed.length ? allowed.map((f) => `src/${f}`).join(', ') : 'nothing else in src/'} (shared/DESIGN.md's module table)`,
+  comment: `src/${folder} imports only ${allowed.length ? allowed.map((f) => `src/${f}`).join(', ') : 'nothing else in src/'} (docs/architecture.md)`,
   severity: 'error',
   from: { path: `^src/${folder}/`, pathNot: TESTS },
   to: { path: `^src/(?!(?:${[folder, ...allowed].join('|')})/)[^/]+/` },
@@ -76,6 +75,17 @@ module.exports = {
       from: { path: '^src/bench/', pathNot: TESTS },
       to: { path: '^src/cli/' },
     },
+    {
+      name: 'through-index',
+      comment:
+        "Another folder's modules are imported through its index.ts, its public surface (STYLE.md); env/remote, the env transport kept out of env's index (Node only), has its own, and a folder's test helpers (testing.ts) are its surface for tests and the lab.",
+      severity: 'error',
+      from: { path: '^src/([^/]+)/', pathNot: TESTS },
+      to: {
+        path: `^src/(?:${Object.keys(LAYERS).join('|')})/`,
+        pathNot: ['^src/$1/', '^src/[^/]+/index\\.ts$', '^src/env/remote/index\\.ts$', '(/testing|-testing)\\.ts$'],
+      },
+    },
     ...layerRules,
   ],
   options: {
@@ -91,3 +101,6 @@ module.exports = {
     },
   },
 };
+// scripts/architecture.mjs draws these layers into docs/architecture.md; not enumerable, so that dependency-cruiser's
+// check of its own options does not see it.
+Object.defineProperty(module.exports, 'layers', { value: LAYERS });

@@ -32,6 +32,7 @@ export default defineConfig({
       'src/env/layered-wrappers.test.ts', // wrappers over a remote env, on a loopback server
       'src/config/env-wrappers.test.ts', // the same, from the config
       'src/agent/oracle-service.test.ts', // the oracle as an OpenAI-compatible server
+      'src/util/http.test.ts', // the shared node:http helpers, against servers on loopback
       'src/util/make-dir.test.ts', // mounts a tmpfs with mount(8)
       'src/metrics/tensorboard-sink.test.ts', // reads the event files back with Python's TensorBoard
       'src/metrics/wandb-sink.test.ts', // the W&B SDK against a stand-in of its API

@@ -1,6 +1,7 @@
 // Generates docs/config.md from the config schema: every key with its type, default and meaning (the JSDoc
 // in src/config/schema*.ts and in the sections other modules own), the shorthands, and the RAGEN key map.
 // Run: npx tsx scripts/gen-config-docs.ts
+import '../src/envs/index.js'; // the built-in environments
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';

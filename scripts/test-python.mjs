@@ -1,12 +1,12 @@
 // `npm test`'s Python tier: python/tests, pytest tests that call the torch worker's handlers in-process on tiny models
 // (seconds). Runs them with the first interpreter that imports torch and pytest ($RAGEN_PYTHON, python3 on PATH, then
-// Debian's /usr/bin/python3: src/engine/python.ts's order), and again with $RAGEN_TORCH2_PYTHON (the torch 2 lane's
-// interpreter) where set. Without torch or pytest the tier is skipped and says so; with RAGEN_REQUIRE_BACKENDS=1 (CI)
-// that is a failure naming the package to install.
+// Debian's /usr/bin/python3: src/engine/python.ts's order), and again in the torch 2 lane: the project's wheel
+// environment (.venv, current PyTorch with transformers and PEFT, which the parity tests hold the worker against) or
+// $RAGEN_TORCH2_PYTHON. Without torch or pytest a lane is skipped and says so; with RAGEN_REQUIRE_BACKENDS=1 (CI) that
+// is a failure naming the package to install, and the torch 2 lane's transformers/PEFT tests may not skip.
 import { spawnSync } from 'node:child_process';
-import { resolve } from 'node:path';
+import { ROOT, VENV_FIX, torch2Python } from './wheel-python.mjs';
 
-const ROOT = resolve(import.meta.dirname, '..');
 const TESTS = 'python/tests';
 const required = process.env.RAGEN_REQUIRE_BACKENDS === '1';
 
@@ -39,11 +39,11 @@ function refuse(message) {
   console.log(`python tier: skipped (${message})`);
 }
 
-function run(p, lane) {
+function run(p, lane, env = {}) {
   console.log(`python tier${lane}: ${TESTS} with torch ${p.torch}, pytest ${p.pytest} (${p.python})`);
   // -p no:cacheprovider: no .pytest_cache folder left in the clone
   const args = ['-m', 'pytest', '-q', '-p', 'no:cacheprovider', TESTS];
-  const r = spawnSync(p.python, args, { cwd: ROOT, stdio: 'inherit' });
+  const r = spawnSync(p.python, args, { cwd: ROOT, stdio: 'inherit', env: { ...process.env, ...env } });
   return r.status ?? 1;
 }
 
@@ -59,13 +59,10 @@ for (const python of candidates) {
     break;
   }
 }
-const torch2 = process.env.RAGEN_TORCH2_PYTHON ? probe(process.env.RAGEN_TORCH2_PYTHON) : null;
-if (torch2 && lacking(torch2)) {
-  refuse(
-    `torch 2 lane: RAGEN_TORCH2_PYTHON=${lacking(torch2)}; run \`sudo sh scripts/torch2-chroot.sh <its folder>\` ` +
-      'again, which binds this clone there and installs python3-torch and python3-pytest',
-  );
-}
+const torch2Path = torch2Python();
+const torch2 = torch2Path ? probe(torch2Path) : null;
+if (!torch2) refuse(`torch 2 lane: there is no .venv and RAGEN_TORCH2_PYTHON is not set; ${VENV_FIX}`);
+else if (lacking(torch2)) refuse(`torch 2 lane: ${lacking(torch2)}; ${VENV_FIX}`);
 if (!chosen) {
   refuse(
     `no interpreter has both torch and pytest (${probes.map(lacking).join('; ')}): ` +
@@ -73,6 +70,10 @@ if (!chosen) {
       'or point RAGEN_PYTHON at an interpreter with both',
   );
 }
-let status = chosen ? run(chosen, '') : 0;
-if (torch2 && !lacking(torch2)) status = run(torch2, ' (torch 2 lane)') || status;
+// In CI the lane's transformers/PEFT parity tests must run: RAGEN_REQUIRE_HF=1 turns their skip into a failure.
+const lane2 = torch2 && !lacking(torch2);
+const hf = required ? { RAGEN_REQUIRE_HF: '1' } : {};
+const same = lane2 && chosen?.python === torch2.python; // RAGEN_PYTHON names the wheel environment: one run
+let status = chosen ? run(chosen, same ? ' (torch 2 lane)' : '', same ? hf : {}) : 0;
+if (lane2 && !same) status = run(torch2, ' (torch 2 lane)', hf) || status;
 process.exit(status);

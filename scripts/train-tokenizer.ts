@@ -1,5 +1,6 @@
 // Train the tiny tokenizer on transcripts of every registered env and write it to a model folder.
 // Usage: npx tsx scripts/train-tokenizer.ts [--out models/tokenizer-tiny] [--vocab 1024] [--episodes 24]
+import '../src/envs/index.js'; // the built-in environments
 import { listEnvs, envSpec } from '../src/env/index.js';
 import {
   byteTokenizer,

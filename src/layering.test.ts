@@ -1,5 +1,5 @@
 // The import rules (.dependency-cruiser.cjs: no circles, the library never imports the lab in src/bench, the
-// layers of shared/DESIGN.md's module table) hold for the whole tree, and each rule does catch its violation.
+// layers drawn in docs/architecture.md) hold for the whole tree, and each rule does catch its violation.
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -30,7 +30,7 @@ describe('import rules', () => {
   const tmp = mkdtempSync(join(os.tmpdir(), 'ragen-layering-'));
   afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
-  it('report a circle, a library import of the lab, an upward import and a CLI import past the lab entry', () => {
+  it('report a circle, a library import of the lab, an upward import, a CLI import past the lab entry, a lab import of the CLI, a config import of the environments and an import past an index', () => {
     const files: Record<string, string> = {
       'src/agent/a.ts': "import type { B } from './b.js';\nexport type A = B[];\n",
       'src/agent/b.ts': "import type { A } from './a.js';\nexport interface B { a: A }\n",
@@ -42,6 +42,17 @@ describe('import rules', () => {
       'src/cli/deep.ts':
         "import { lab } from '../bench/lab.js';\nimport { commands } from '../bench/commands/index.js';\nexport const z = [lab, commands];\n",
       'src/algo/ok.test.ts': "import { x } from '../train/uses-lab.js';\nexport const t = x;\n",
+      'src/bench/uses-cli.ts': "import { cli } from '../cli/cli.js';\nexport const w = cli;\n",
+      'src/cli/cli.ts': 'export const cli = 1;\n',
+      'src/envs/index.ts': 'export const envs = 1;\n',
+      'src/config/pulls-envs.ts': "import { envs } from '../envs/index.js';\nexport const v = envs;\n",
+      'src/util/index.ts': "export { u } from './inner.js';\n",
+      'src/util/inner.ts': 'export const u = 1;\n',
+      'src/util/testing.ts': 'export const helper = 1;\n',
+      'src/model/deep.ts':
+        "import { u } from '../util/inner.js';\nimport { u as v } from '../util/index.js';\nexport const m = [u, v];\n",
+      'src/model/helped.test.ts': "import { u } from '../util/inner.js';\nexport const h = u;\n",
+      'src/train/helped.ts': "import { helper } from '../util/testing.js';\nexport const k = helper;\n",
       'tsconfig.json': JSON.stringify({
         compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', strict: true },
         include: ['src'],
@@ -58,6 +69,13 @@ describe('import rules', () => {
     expect(report).toMatch(/layer-algo: src\/algo\/up\.ts → src\/train\/uses-lab\.ts/);
     expect(report).toMatch(/layer-env: src\/env\/up\.ts → src\/agent\/a\.ts/);
     expect(report).toMatch(/cli-lab-entry-only: src\/cli\/deep\.ts → src\/bench\/lab\.ts/);
+    expect(report).toMatch(/lab-not-cli: src\/bench\/uses-cli\.ts → src\/cli\/cli\.ts/);
+    expect(report).toMatch(/layer-config: src\/config\/pulls-envs\.ts → src\/envs\/index\.ts/);
+    expect(report).toMatch(/through-index: src\/model\/deep\.ts → src\/util\/inner\.ts/);
+    // Through the index, a folder's own files, a test's deep import and a test helper are allowed.
+    expect(report).not.toMatch(/→ src\/util\/index\.ts/);
+    expect(report).not.toMatch(/src\/util\/index\.ts → /);
+    expect(report).not.toMatch(/helped/);
     // The CLI's one entry into the lab and a test's reach across layers are allowed.
     expect(report).not.toMatch(/src\/cli\/deep\.ts → src\/bench\/commands\/index\.ts/);
     expect(report).not.toMatch(/ok\.test\.ts/);

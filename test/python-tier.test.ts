@@ -1,7 +1,8 @@
 // The Python tier's runner (scripts/test-python.mjs, in `npm test`): under RAGEN_REQUIRE_BACKENDS=1 (CI) an interpreter
-// that cannot run python/tests fails the run at once with the package to install, before any test starts.
+// that cannot run python/tests fails the run at once with the package to install, before any test starts, and the
+// torch 2 lane (the wheel environment) runs with RAGEN_REQUIRE_HF=1, so its transformers/PEFT tests cannot skip.
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -20,9 +21,35 @@ describe('scripts/test-python.mjs', () => {
       const env = { ...process.env, RAGEN_TORCH2_PYTHON: python, RAGEN_REQUIRE_BACKENDS: '1' };
       const r = spawnSync('node', ['scripts/test-python.mjs'], { cwd: ROOT, encoding: 'utf8', env, timeout: 120_000 });
       expect(r.status).toBe(1);
-      expect(r.stderr).toContain(`RAGEN_TORCH2_PYTHON=${python} has torch 2.6.0 but not pytest`);
-      expect(r.stderr).toContain('installs python3-torch and python3-pytest');
+      expect(r.stderr).toContain(`torch 2 lane: ${python} has torch 2.6.0 but not pytest`);
+      expect(r.stderr).toContain('.venv/bin/pip install');
       expect(r.stdout).not.toContain('python tier: python/tests with'); // nothing ran
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('in CI, runs the torch 2 lane with RAGEN_REQUIRE_HF=1 and the main lane without', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ragen-pytier-'));
+    try {
+      // Interpreters that pass the probe (project seen, torch, pytest) and, run as pytest, note RAGEN_REQUIRE_HF.
+      const fake = (name: string) => {
+        const python = join(dir, name);
+        writeFileSync(
+          python,
+          `#!/bin/sh\nif [ "$1" = -c ]; then printf 'True\\n2.13.0\\n9.0\\n'; exit 0; fi\n` +
+            `echo "hf=$RAGEN_REQUIRE_HF" > ${python}.ran\n`,
+        );
+        chmodSync(python, 0o755);
+        return python;
+      };
+      const main = fake('main'),
+        lane = fake('lane');
+      const env = { ...process.env, RAGEN_PYTHON: main, RAGEN_TORCH2_PYTHON: lane, RAGEN_REQUIRE_BACKENDS: '1' };
+      const r = spawnSync('node', ['scripts/test-python.mjs'], { cwd: ROOT, encoding: 'utf8', env, timeout: 60_000 });
+      expect(r.status, r.stderr).toBe(0);
+      expect(readFileSync(`${main}.ran`, 'utf8').trim()).toBe('hf=');
+      expect(readFileSync(`${lane}.ran`, 'utf8').trim()).toBe('hf=1');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

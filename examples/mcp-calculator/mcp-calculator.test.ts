@@ -10,7 +10,7 @@ import { makeEnv, type StepResult } from '../../src/env/index.js';
 import { readMetricsFile } from '../../src/metrics/index.js';
 import { runCli } from '../../src/cli/testing.js';
 import { agentProgram } from '../../src/agent/index.js';
-import type { McpServerConfig } from '../../src/envs/index.js';
+import type { McpServerConfig } from '../../src/env/index.js';
 import { Gateway, resolveAgentProgram, runAgentEpisode } from '../../src/gateway/index.js';
 import { localServeTarget } from '../../src/serve/index.js';
 import { TINY_MODEL_DIR } from '../../src/serve/testing.js';

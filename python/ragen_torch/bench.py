@@ -72,6 +72,16 @@ def import_transformers():
         return None
 
 
+def dtype_arg(hf, dtype):
+    """from_pretrained's dtype keyword: `dtype` from transformers 4.56 (which deprecates `torch_dtype`), else
+    `torch_dtype`."""
+    try:
+        newer = tuple(int(x) for x in hf.__version__.split(".")[:2]) >= (4, 56)
+    except ValueError:  # a version that is not numbers (a development build, the tests' double)
+        newer = False
+    return {"dtype": dtype} if newer else {"torch_dtype": dtype}
+
+
 def rollout_ours(model, contexts, a, autocast, budget, V, gen):
     """The multi-turn rollout with our sampler: per turn, every context gets up to --new-tokens sampled tokens, then
     --obs-tokens random 'observation' tokens. Returns (generated tokens, seconds, final contexts, [(tokens, seconds)] per turn)."""
@@ -212,7 +222,7 @@ def compare_logits(path, hf, device, ids, ours):
     res = {}
     for name, theirs_ours in ours.items():
         dtype = torch.bfloat16 if name == "bfloat16" else torch.float32
-        ref = hf.AutoModelForCausalLM.from_pretrained(path, torch_dtype=dtype).to(device).eval()
+        ref = hf.AutoModelForCausalLM.from_pretrained(path, **dtype_arg(hf, dtype)).to(device).eval()
         with torch.no_grad():
             theirs = ref(input_ids=ids.to(device)).logits.float().cpu()
         res[name] = {"maxAbsDiff": float((theirs_ours - theirs).abs().max()), "maxAbsLogit": float(theirs.abs().max())}
@@ -372,7 +382,9 @@ def run(a):
         else:
             del roles, model  # room for transformers' copy
             ref = (
-                hf.AutoModelForCausalLM.from_pretrained(path, torch_dtype=torch.bfloat16 if autocast else torch.float32)
+                hf.AutoModelForCausalLM.from_pretrained(
+                    path, **dtype_arg(hf, torch.bfloat16 if autocast else torch.float32)
+                )
                 .to(device)
                 .eval()
             )

@@ -125,3 +125,8 @@ def _rank(rank, tmp, ckpt):
             json.dump(result, f)
     dist.barrier()
     dist.destroy_process_group()
+    # Leave without the interpreter's teardown: on torch 2.13 a rank's exit after the gloo group is gone sometimes
+    # aborts ("terminate called without an active exception", SIGABRT; once in two CPU runs), failing a check whose
+    # result is already written. Everything this rank owes is done and flushed above.
+    sys.stderr.flush()
+    os._exit(0)

@@ -18,6 +18,10 @@ DEFAULT_CHUNK_BYTES = 1 << 30
 
 def _autocast_dtype(device):
     """The dtype autocast would run a matmul in on `device`, or None when autocast is off there."""
+    if device.type not in ("cuda", "cpu"):
+        return None
+    if hasattr(torch, "get_autocast_dtype"):  # torch >= 2.4: by device type (the older calls are deprecated)
+        return torch.get_autocast_dtype(device.type) if torch.is_autocast_enabled(device.type) else None
     if device.type == "cuda" and torch.is_autocast_enabled():
         return torch.get_autocast_gpu_dtype()
     if device.type == "cpu" and torch.is_autocast_cpu_enabled():

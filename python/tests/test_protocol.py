@@ -3,11 +3,12 @@
 import io
 import json
 import struct
+import warnings
 
 import pytest
 import torch
 from ragen_torch.protocol import ProtocolError, read_frame, write_frame
-from ragen_torch.token_stats import plain_token_stats, token_stats
+from ragen_torch.token_stats import _autocast_dtype, plain_token_stats, token_stats
 
 
 def test_a_frame_is_magic_lengths_json_then_raw_little_endian_buffers():
@@ -55,3 +56,14 @@ def test_chunked_token_stats_equal_the_whole_logits_computation_in_value_and_gra
         results.append((dh, dw))
     for a, b in zip(*results):
         torch.testing.assert_close(b, a, atol=1e-5, rtol=1e-5)
+
+
+def test_token_stats_read_the_cpu_autocast_dtype_without_deprecated_calls():
+    """torch 2.4 deprecates is_autocast_cpu_enabled / get_autocast_cpu_dtype (a warning per call on 2.13): the device-type
+    calls are used where torch has them. (torch may warn once per process: this fails when it runs first.)"""
+    cpu = torch.device("cpu")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            assert _autocast_dtype(cpu) == torch.bfloat16
+        assert _autocast_dtype(cpu) is None

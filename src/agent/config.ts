@@ -2,7 +2,7 @@
 // one zod schema, which is also the `agent` section of the run config (src/config), so the loop reads that section as
 // is.
 import { z } from 'zod';
-import { httpServerSchema, mcpAgentEnv, stdioServerSchema } from '../envs/index.js';
+import { httpServerSchema, mcpAgentEnv, stdioServerSchema } from '../env/index.js';
 import { ConfigError, didYouMean } from '../util/index.js';
 
 /** Which context each turn's generation sees, and how training samples are cut. */

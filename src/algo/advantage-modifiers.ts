@@ -1,6 +1,6 @@
 // Post-advantage modifiers RAGEN applies after the estimator, in this order in `fit()`: soft reweighting
 // by group reward std, loss scaling by the filter's kept ratio, GRPO length weighting.
-import { assertNever } from '../util/assert.js';
+import { assertNever } from '../util/index.js';
 import { checkLength, checkTokens, parseName, seqLengths, type TokenMask, type Nums } from './shape.js';
 
 /** Per-sequence weight scaling of a (B, T) array. */

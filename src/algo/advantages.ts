@@ -1,7 +1,6 @@
 // One entry point for every advantage estimator by its literature name, with each estimator's
 // default whitening (as RAGEN's `compute_advantage` routes them to veRL/RAGEN functions).
-import { assertNever } from '../util/assert.js';
-import { ConfigError } from '../util/errors.js';
+import { assertNever, ConfigError } from '../util/index.js';
 import { biLevelGae, gae, maskedWhiten } from './gae.js';
 import {
   grpoAdvantage,

@@ -1,6 +1,6 @@
 // Loss aggregation over a padded (B, T) batch: token-mean and the seq-mean-* modes of veRL/DAPO/Dr. GRPO,
 // normalised by mini-batch totals so that gradient accumulation over micro-batches is exact.
-import { assertNever } from '../util/assert.js';
+import { assertNever } from '../util/index.js';
 import { parseName, checkTokens, type TokenMask, type Nums } from './shape.js';
 
 /** The literature's loss aggregation modes (veRL `loss_agg_mode`). */

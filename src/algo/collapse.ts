@@ -1,6 +1,6 @@
 // Template-collapse diagnostics of RAGEN-2 (`collapse_metrics.py`): from teacher-forced log-probs of each
 // sampled reasoning z under every prompt x, estimate I(X;Z), H(Z|X), H(Z), and prompt retrieval accuracy.
-import { ShapeError } from '../util/errors.js';
+import { ShapeError } from '../util/index.js';
 import { checkLength, type Nums } from './shape.js';
 
 /** Input: an (R, N) cross-scoring matrix, R sampled reasonings by N prompts, flat row-major. */

@@ -1,6 +1,6 @@
 // Rollout filtering over groups (RAGEN `rollout_filter.py`: v1's StarPO-S variance filter, RAGEN-2's
 // SNR-aware filter): score each group, keep whole groups by top_p / top_k / top_k_abs / min_p.
-import { assertNever } from '../util/assert.js';
+import { assertNever } from '../util/index.js';
 import { groupIndices, type GroupKeys } from './outcome-advantage.js';
 import { checkLength, parseName, type Nums } from './shape.js';
 

@@ -1,6 +1,6 @@
 // Generalized Advantage Estimation over padded token sequences (Schulman et al. 2016), veRL's
 // multi-turn variant that skips non-policy tokens, the turn-level (bi-level) GAE, and masked whitening.
-import { ShapeError } from '../util/errors.js';
+import { ShapeError } from '../util/index.js';
 import { checkTokens, type TokenMask, type Nums } from './shape.js';
 
 /** Advantages and value targets, both (B, T) flat, 0 off the loss mask. */

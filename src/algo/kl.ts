@@ -1,6 +1,6 @@
 // KL estimators between the policy and the reference (k1, k2, k3, abs, and straight-through "+" forms),
 // the KL loss term with its gradient, KL as a reward penalty, and the fixed / adaptive KL controllers.
-import { assertNever } from '../util/assert.js';
+import { assertNever } from '../util/index.js';
 import { aggWeights, maskedMean, type AggNorm, type LossAggMode } from './aggregate.js';
 import { checkTokens, parseName, type TokenMask, type Nums } from './shape.js';
 

@@ -1,6 +1,6 @@
 // Critic-free advantages from outcome rewards: GRPO, Dr. GRPO, RLOO, REINFORCE++ (with and without a
 // group baseline). One score per sequence = the sum of its token rewards, broadcast over its loss mask.
-import { ShapeError } from '../util/errors.js';
+import { ShapeError } from '../util/index.js';
 import { broadcastOverMask, checkLength, checkTokens, seqSums, type TokenMask, type Nums } from './shape.js';
 
 /** A group key per sequence (same seed / same initial state = same group). Numbers or strings. */

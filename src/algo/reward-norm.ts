@@ -1,6 +1,6 @@
 // Episode-reward normalisation before advantages (RAGEN `agent_proxy.reward_normalization`): v1's
 // ARPO (identity), BRPO (batch mean_std) and GRPO (state mean_std) as grouping x method.
-import { assertNever } from '../util/assert.js';
+import { assertNever } from '../util/index.js';
 import { checkLength, parseName, type Nums } from './shape.js';
 import { groupIndices } from './outcome-advantage.js';
 

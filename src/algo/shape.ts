@@ -1,7 +1,6 @@
 // The batch layout every src/algo function shares: padded (B, T) token arrays, flat row-major,
 // with an explicit loss mask; plus shape checks and the name parser used for config enums.
-import { ConfigError, ShapeError } from '../util/errors.js';
-import { didYouMean } from '../util/suggest.js';
+import { ConfigError, didYouMean, ShapeError } from '../util/index.js';
 
 /**
  * Numbers in: any array-like of numbers (Float32Array, Float64Array, number[]).

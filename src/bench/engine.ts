@@ -3,9 +3,8 @@
 import { modelConfig, type ModelConfig } from '../model/index.js';
 import { simdPeak, type BackendName } from '../tensor/index.js';
 import { Rng } from '../util/index.js';
-import { sequenceBatch } from '../engine/batch.js';
-import { LocalEngine } from '../engine/local.js';
-import type { ForwardResult, OutputGradients } from '../engine/types.js';
+import { LocalEngine, sequenceBatch } from '../engine/index.js';
+import type { ForwardResult, OutputGradients } from '../engine/index.js';
 
 /** The reference model: vocab 2048, hidden 256, 6 layers, 4 heads (2 KV), intermediate 768, RoPE, tied embeddings. */
 export const BENCH_MODEL: ModelConfig = modelConfig({

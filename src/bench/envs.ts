@@ -1,8 +1,8 @@
 // The env benchmark behind `ragen bench envs`: resets/s and steps/s of one env id, single-threaded.
 // Steps replay valid actions (the solver's, else random action names); only step() calls are timed.
 import { Rng } from '../util/index.js';
-import type { Env, EnvMode, StepResult } from '../env/core.js';
-import { envSpec, makeEnv, resolveEnvConfig, resolveEnvId } from '../env/registry.js';
+import type { Env, EnvMode, StepResult } from '../env/index.js';
+import { envSpec, makeEnv, resolveEnvConfig, resolveEnvId } from '../env/index.js';
 
 /** Options of `benchEnv`. */
 export interface BenchEnvOptions {

@@ -2,10 +2,9 @@
 // against an env server on loopback for a fixed time, beside the same workload on one in-process env.
 import { readFileSync } from 'node:fs';
 import { Rng } from '../util/index.js';
-import type { Env, EnvMode } from '../env/core.js';
-import { envSpec, makeEnv, resolveEnvConfig, resolveEnvId } from '../env/registry.js';
-import { RemoteEnv } from '../env/remote/remote-env.js';
-import { registerRemoteEnv } from '../env/remote/register-remote.js';
+import type { Env, EnvMode } from '../env/index.js';
+import { envSpec, makeEnv, resolveEnvConfig, resolveEnvId } from '../env/index.js';
+import { registerRemoteEnv, RemoteEnv } from '../env/remote/index.js';
 
 /** Options of `benchRemote`. */
 export interface RemoteBenchOptions {

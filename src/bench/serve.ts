@@ -4,7 +4,7 @@
 import OpenAI from 'openai';
 import type { Engine } from '../engine/index.js';
 import type { Tokenizer } from '../tokenizer/index.js';
-import type { BatcherStats } from '../serve/batcher.js';
+import type { BatcherStats } from '../serve/index.js';
 
 /** What the load phase measures with. */
 export interface ServeBenchOptions {

@@ -1,5 +1,6 @@
 // The `ragen` command: one commander program, one file per subcommand under ./commands.
 import { Command, CommanderError } from 'commander';
+import '../envs/index.js'; // the built-in environments register first, in their order
 import { fileSystemError, RagenError } from '../util/index.js';
 import { commands } from './commands/index.js';
 

@@ -4,7 +4,6 @@ import { existsSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import { findModelPath, isHubId, shippedModels } from '../model/index.js';
 import { envSpec, listEnvs, resolveEnvConfig, resolveEnvId } from '../env/index.js';
-import '../envs/index.js'; // the built-in environments register themselves
 import { ConfigError, didYouMean, RagenError } from '../util/index.js';
 import type { RagenConfig } from './schema.js';
 

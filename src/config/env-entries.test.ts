@@ -1,5 +1,6 @@
 // `env.train` / `env.val` entries are built-in envs (`tag`) or agent programs (`agent`): both shapes parse, a malformed
 // entry is one sentence naming it, and the helpers split a config into its two kinds with their metric tags.
+import '../envs/index.js'; // the built-in environments
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -1,5 +1,6 @@
 // `env.wrappers.<tag>` in a config: the wrappers reach every env of the tag (local or remote), only settings that
 // change something add a wrapper, and unused tags or a reversed clip are config errors naming the key.
+import '../envs/index.js'; // the built-in environments
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EnvGroups } from '../agent/index.js';
 import { EnvServer, registerRemoteEnv } from '../env/remote/index.js';

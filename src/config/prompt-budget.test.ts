@@ -1,3 +1,4 @@
+import '../envs/index.js'; // the built-in environments
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

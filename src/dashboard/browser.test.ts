@@ -3,6 +3,7 @@
 // viewer shows the episodes' own texts, an eval file's pass@k shows, and the play page finishes an episode with the
 // WASM engine inside the page; two runs compared show their config differences, one-row chart keys, a log scale and CSV
 // export. Each test saves a screenshot ($RAGEN_SCREENSHOTS, e.g. docs/dashboard, else a temp dir).
+import '../envs/index.js'; // the built-in environments
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

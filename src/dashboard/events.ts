@@ -3,6 +3,7 @@
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import type { ServerResponse } from 'node:http';
 import { runPaths, type RunIndex } from '../metrics/index.js';
+import { EventStream } from '../util/index.js';
 
 /** What changes when a run is written to: metrics.jsonl's size and time, and the rollout files. */
 function runSignature(dir: string): string {
@@ -16,17 +17,16 @@ function runSignature(dir: string): string {
 
 /** The open event streams and the run signatures they were last told about. */
 export class RunEvents {
-  private readonly streams = new Set<ServerResponse>();
+  private readonly streams = new Set<EventStream>();
   private last = new Map<string, string>();
 
   constructor(private readonly index: RunIndex) {}
 
   /** Answer `/api/events`: the stream stays open until the client leaves. */
   open(res: ServerResponse): void {
-    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive' });
-    res.write('retry: 2000\n\n');
-    this.streams.add(res);
-    res.on('close', () => this.streams.delete(res));
+    const stream = new EventStream(res).open(2000);
+    this.streams.add(stream);
+    res.on('close', () => this.streams.delete(stream));
   }
 
   /** Compare every run's files with the last poll and tell the streams what changed (nothing while none is open). */
@@ -37,10 +37,8 @@ export class RunEvents {
     const changed = [...now].filter(([id, sig]) => this.last.get(id) !== sig).map(([id]) => id);
     const listingChanged = now.size !== this.last.size || [...now.keys()].some((id) => !this.last.has(id));
     if (this.last.size > 0 || now.size > 0) {
-      if (listingChanged)
-        for (const s of this.streams) s.write(`event: runs\ndata: ${JSON.stringify([...now.keys()])}\n\n`);
-      if (changed.length > 0)
-        for (const s of this.streams) s.write(`event: change\ndata: ${JSON.stringify(changed)}\n\n`);
+      if (listingChanged) for (const s of this.streams) s.send([...now.keys()], 'runs');
+      if (changed.length > 0) for (const s of this.streams) s.send(changed, 'change');
     }
     this.last = now;
   }

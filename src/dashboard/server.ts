@@ -1,11 +1,19 @@
 // `ragen dashboard`'s HTTP server (node:http, 127.0.0.1): the bundled page from build/dashboard/, a JSON API over run
 // directories (read only), checkpoint files for in-browser play, and server-sent events when a run's files change.
 import { createReadStream, existsSync, readdirSync, statSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { dirname, extname, join } from 'node:path';
 import { hostname, networkInterfaces } from 'node:os';
 import { filesIn, runPaths, verifyCheckpoint } from '../metrics/index.js';
-import { CheckpointError, packageRoot } from '../util/index.js';
+import {
+  ApiError,
+  CheckpointError,
+  closeServer,
+  httpServer,
+  listen,
+  packageRoot,
+  sendJson as send,
+} from '../util/index.js';
 import { evalSummary, readEvalFile, readRollouts } from './episodes.js';
 import { RunIndex, runDetail } from '../metrics/index.js';
 import { RunEvents } from './events.js';
@@ -53,18 +61,11 @@ const TYPES: Record<string, string> = {
 const PLAY_FILES =
   /^checkpoints\/step-\d+\/(config\.json|generation_config\.json|model\.safetensors|tokenizer\.json|tokenizer_config\.json)$/;
 
-class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
-    super(message);
-  }
-}
+/** Every reply is read fresh: a run's files change while it trains. */
+const NO_STORE = { 'Cache-Control': 'no-store' };
 
 function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
-  res.end(JSON.stringify(body));
+  send(res, status, body, { ...NO_STORE, 'Content-Type': 'application/json; charset=utf-8' });
 }
 
 function sendFile(res: ServerResponse, file: string): void {
@@ -117,7 +118,7 @@ function checkpointGate(allowUnverified: boolean): (stepDir: string) => void {
       verifyCheckpoint(dir, { allowUnverified, warn: (line) => console.error(`ragen dashboard: ${line}`) });
     } catch (err) {
       passed.delete(dir);
-      if (err instanceof CheckpointError) throw new HttpError(409, err.message);
+      if (err instanceof CheckpointError) throw new ApiError(409, err.message);
       throw err;
     }
     passed.set(dir, now);
@@ -128,7 +129,7 @@ function checkpointGate(allowUnverified: boolean): (stepDir: string) => void {
 function runDir(index: RunIndex, id: string | null): string {
   const dir = id === null ? null : index.resolve(id);
   if (dir === null)
-    throw new HttpError(
+    throw new ApiError(
       404,
       `No run \`${id}\` under the dashboard's folders (${index.roots.join(', ')}); pick one from the runs table.`,
     );
@@ -146,7 +147,7 @@ function routes({ index, wasm, events, verified }: RouteContext): Record<string,
     '/api/rollouts': (q, res) => {
       const step = Number(q.get('step'));
       if (!Number.isInteger(step) || step < 0)
-        throw new HttpError(400, `Bad step \`${q.get('step')}\`: give a step number from the run's rollout list.`);
+        throw new ApiError(400, `Bad step \`${q.get('step')}\`: give a step number from the run's rollout list.`);
       sendJson(res, 200, readRollouts(runDir(index, q.get('id')), step));
     },
     '/api/eval': (q, res) => {
@@ -154,7 +155,7 @@ function routes({ index, wasm, events, verified }: RouteContext): Record<string,
       const file = q.get('file') ?? '';
       const files = existsSync(runPaths(dir).eval) ? readdirSync(runPaths(dir).eval) : [];
       if (!file.endsWith('.jsonl') || !files.includes(file))
-        throw new HttpError(
+        throw new ApiError(
           404,
           `No eval file \`${file}\` in this run's eval/ (it has: ${files.join(', ') || 'none'}).`,
         );
@@ -165,12 +166,12 @@ function routes({ index, wasm, events, verified }: RouteContext): Record<string,
       const dir = runDir(index, q.get('id'));
       const path = q.get('path') ?? '';
       if (!PLAY_FILES.test(path))
-        throw new HttpError(
+        throw new ApiError(
           403,
           `Refused \`${path}\`: only checkpoints/step-N/{config.json,model.safetensors,tokenizer.json,...} are served.`,
         );
       const file = join(dir, path);
-      if (!existsSync(file)) throw new HttpError(404, `\`${path}\` is missing in this run.`);
+      if (!existsSync(file)) throw new ApiError(404, `\`${path}\` is missing in this run.`);
       verified(dirname(file));
       sendFile(res, file);
     },
@@ -180,19 +181,19 @@ function routes({ index, wasm, events, verified }: RouteContext): Record<string,
   };
 }
 
-/** The request's URL, once its Host, path and method pass (else an HttpError). */
+/** The request's URL, once its Host, path and method pass (else an ApiError). */
 function checkRequest(req: IncomingMessage, allowedHosts: ReadonlySet<string>): URL {
   // DNS rebinding: a page from another site that resolves its name to 127.0.0.1 still sends its own Host header.
   if (!allowedHosts.has((req.headers.host ?? '').toLowerCase()))
-    throw new HttpError(
+    throw new ApiError(
       403,
       `Refused Host \`${req.headers.host}\`: open the dashboard as ${[...allowedHosts][0] ?? '127.0.0.1'}.`,
     );
   const raw = req.url ?? '/';
   if (/\.\.|%2e%2e|%2e\.|\.%2e|\\|%5c/i.test(raw))
-    throw new HttpError(400, `Refused path \`${raw}\`: \`..\` and backslashes are not allowed.`);
+    throw new ApiError(400, `Refused path \`${raw}\`: \`..\` and backslashes are not allowed.`);
   if (req.method !== 'GET' && req.method !== 'HEAD')
-    throw new HttpError(405, `Method ${req.method} not allowed: the dashboard only reads.`);
+    throw new ApiError(405, `Method ${req.method} not allowed: the dashboard only reads.`);
   return new URL(raw, 'http://localhost');
 }
 
@@ -201,11 +202,11 @@ function staticFile(assets: string, pathname: string, res: ServerResponse): void
   const name = pathname === '/' ? 'index.html' : pathname.slice(1);
   const listing = existsSync(assets) ? readdirSync(assets) : [];
   if (!listing.includes('index.html'))
-    throw new HttpError(
+    throw new ApiError(
       500,
       `The dashboard page is not built (${assets} has no index.html); run \`npm run build\` in the ragen-ts folder.`,
     );
-  if (!listing.includes(name)) throw new HttpError(404, `Not found: ${pathname}`);
+  if (!listing.includes(name)) throw new ApiError(404, `Not found: ${pathname}`);
   sendFile(res, join(assets, name));
 }
 
@@ -231,24 +232,22 @@ export async function startDashboard(opts: DashboardOptions): Promise<Dashboard>
     verified,
   });
   let allowedHosts = new Set<string>();
-  const server = createServer((req, res) => {
-    try {
+  const server = httpServer(
+    (req, res) => {
       const url = checkRequest(req, allowedHosts);
       const route = table[url.pathname];
       if (route) route(url.searchParams, res);
       else staticFile(assets, url.pathname, res);
-    } catch (err) {
-      const status = err instanceof HttpError ? err.status : 500;
-      if (status === 500) console.error(`ragen dashboard: ${req.url}: ${(err as Error).stack ?? String(err)}`);
-      if (!res.headersSent) sendJson(res, status, { error: (err as Error).message });
-      else res.end();
-    }
-  });
+    },
+    {
+      form: 'plain',
+      name: 'The dashboard',
+      log: (line) => console.error(`ragen dashboard: ${line}`),
+      headers: NO_STORE,
+    },
+  );
   const host = opts.host ?? '127.0.0.1';
-  await new Promise<void>((resolveListen, reject) => {
-    server.once('error', reject);
-    server.listen(opts.port ?? 0, host, () => resolveListen());
-  });
+  await listen(server, opts.port ?? 0, host);
   // Started once listening, so a failed listen leaves no timer holding the process open.
   const timer = setInterval(() => {
     try {
@@ -270,7 +269,7 @@ export async function startDashboard(opts: DashboardOptions): Promise<Dashboard>
     close: async () => {
       clearInterval(timer);
       events.close();
-      await new Promise<void>((r) => server.close(() => r()));
+      await closeServer(server);
     },
   };
 }

@@ -6,3 +6,4 @@ export * from './wrappers.js';
 export * from './layered-wrappers.js';
 export * from './wrap-env.js';
 export { checkEnv, checkRegisteredEnv, EnvCheckError, HOSTILE_ACTIONS, type CheckEnvOptions } from './check-env.js';
+export { stdioServerSchema, httpServerSchema, mcpAgentEnv, type McpServerConfig } from './mcp-server.js';

@@ -1,5 +1,5 @@
-// The built-in environments: importing this module registers every one of them, in this order.
-// Each env folder's index.ts calls registerEnv() for its ids when imported.
+// envs: the built-in environments, one folder each: importing this module registers every one of them, in this order
+// (each folder's index.ts calls registerEnv() for its ids when imported).
 import './countdown/index.js';
 import './bandit/index.js';
 import './metamathqa/index.js';
@@ -17,7 +17,6 @@ import './guess-number/index.js';
 
 // What other folders use of particular environments (imported after every registration above, so ids register in
 // this file's order whatever imports it first).
-export { httpServerSchema, stdioServerSchema, mcpAgentEnv, type McpServerConfig } from './mcp/index.js';
 export { startRetrievalServer, HttpRetriever, retrievalRecall } from './searchqa/index.js';
 export { binarySearchGuesses, guessNumberSecret } from './guess-number/index.js';
 export { assembleProgram, testPassed, generateProblems } from './deepcoder/index.js';

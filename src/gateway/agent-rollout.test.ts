@@ -1,5 +1,6 @@
 // An agent program's episodes as a rollout batch: groups share a seed, failures score the failure reward, every
 // sampled id is in a sample of its episode, and the trainer's own filter/collate step takes the batch as it is.
+import '../envs/index.js'; // the built-in environments
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';

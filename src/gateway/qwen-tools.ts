@@ -8,20 +8,52 @@ import {
   toolsSystemText,
   type ChatMessage,
 } from '../tokenizer/index.js';
-import { ApiError, badParam, preview } from '../serve/index.js';
+import type { ToolCall, Transformed } from '../serve/index.js';
+import { ApiError, badParam, preview } from '../util/index.js';
+import { ToolHold } from './stream.js';
 
 // The format's text pieces live in src/tokenizer (the MCP env writes the same tools block); re-exported for the
-// gateway's users.
-export { callText, pyJson, toolsSystemText };
+// gateway's users, with the reply's call type (serve's).
+export { callText, pyJson, toolsSystemText, type ToolCall };
 
 /** Qwen2.5's system prompt when tools are given and the messages have none. */
 export const QWEN_DEFAULT_SYSTEM = 'You are Qwen, created by Alibaba Cloud. You are a helpful assistant.';
 
-/** One function call as OpenAI's chat API carries it (`arguments` is a JSON string). */
-export interface ToolCall {
-  id: string;
-  type: 'function';
-  function: { name: string; arguments: string };
+/**
+ * The gateway's request transform (the tool-call lowering): `tools`, `tool_choice` and `parallel_tool_calls` checked
+ * and written into the messages (`lowerToolMessages`) of the body the OpenAI parser reads; the answers parsed back
+ * into tool calls (`parseToolCalls`, ids `<idPrefix>-k`), with a stream holding back a call until it is whole
+ * (`ToolHold`). Qwen's format has no switch for one call per reply: with `parallel_tool_calls` false the program still
+ * gets every call the policy wrote (and trained on), and `log` says so.
+ */
+export function toolCallLowering(
+  b: Record<string, unknown>,
+  idPrefix: string,
+  log: (line: string) => void,
+): Transformed {
+  const toolChoice = toolChoiceOf(b['tool_choice']);
+  const parallel = b['parallel_tool_calls'];
+  if (parallel !== undefined && parallel !== null && typeof parallel !== 'boolean')
+    throw badParam('parallel_tool_calls', parallel, 'Give true or false.');
+  const tools = Array.isArray(b['tools']) && b['tools'].length > 0 && toolChoice !== 'none';
+  return {
+    body: {
+      ...b,
+      messages: lowerToolMessages(b['messages'], b['tools'], toolChoice),
+      tools: undefined,
+      tool_choice: undefined,
+      parallel_tool_calls: undefined,
+    },
+    tools,
+    answer: (text) => {
+      if (!tools) return { content: text, toolCalls: [] };
+      const { content, calls } = parseToolCalls(text, idPrefix);
+      if (parallel === false && calls.length > 1)
+        log(`parallel_tool_calls is false but the policy wrote ${calls.length} calls; all are returned`);
+      return { content, toolCalls: calls };
+    },
+    hold: () => new ToolHold(tools),
+  };
 }
 
 /**

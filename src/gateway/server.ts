@@ -1,29 +1,14 @@
-// The training gateway: an OpenAI-compatible server scoped by episode (`/episodes/<secret>/v1/...`, the secret given
-// only to the episode's program) over the policy engine, built from `ragen serve`'s parser, handlers and batcher; it
-// records every call token-exactly for training.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+// The training gateway: `ragen serve`'s OpenAI server in its episode mode (`/episodes/<secret>/v1/...`, the secret
+// given only to the episode's program) over the policy engine: the tool-call lowering as its request transform, and
+// every call recorded token-exactly for training through its `onCall` hook.
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { createHash, randomBytes } from 'node:crypto';
 import { NonFiniteLogitsError, type Engine } from '../engine/index.js';
 import type { Tokenizer } from '../tokenizer/index.js';
-import type { Generation } from '../engine/index.js';
-import {
-  ApiError,
-  ClientGone,
-  badParam,
-  chatPromptIds,
-  choiceJobs,
-  completionText,
-  parseChatRequest,
-  readJsonBody,
-  runChoices,
-  handlerContext,
-  type HandlerContext,
-} from '../serve/index.js';
-import { EpisodeBook, type EpisodeLog } from './episodes.js';
-import { lowerToolMessages, parseToolCalls, toolChoiceOf } from './qwen-tools.js';
-import { ChatStream } from './stream.js';
-import { checkExposure } from '../util/index.js';
+import { OpenAIServer, type AnsweredCall, type RoutePrefix } from '../serve/index.js';
+import { ApiError, checkExposure, readJson, sendJson } from '../util/index.js';
+import { EpisodeBook, type EpisodeLog, type OpenEpisode } from './episodes.js';
+import { toolCallLowering } from './qwen-tools.js';
 
 /** What a `Gateway` serves and its limits. */
 export interface GatewayOptions {
@@ -65,9 +50,8 @@ export interface GatewayOptions {
  */
 export class Gateway {
   readonly http: Server;
-  private readonly ctx: HandlerContext;
+  private readonly server: OpenAIServer<OpenEpisode>;
   private readonly book = new EpisodeBook();
-  private inFlight = 0;
   private base = '';
   /** Sampling seeds of open episodes that were given one (see `open`). */
   private readonly seeds = new Map<string, number>();
@@ -80,32 +64,53 @@ export class Gateway {
   private unauthorized = 0;
 
   constructor(private readonly options: GatewayOptions) {
-    this.ctx = handlerContext(options.engine, options);
-    this.http = createServer((req, res) => {
-      res.on('error', (err) => this.log(`response error (client gone?): ${err.message}`));
-      req.on('error', (err) => this.log(`request error: ${err.message}`));
-      this.handle(req, res).catch((err: unknown) => this.fail(res, err));
+    const log = (line: string) => options.log?.(line);
+    this.server = new OpenAIServer<OpenEpisode>({
+      ...options,
+      name: 'The gateway',
+      maxChoices: 1,
+      completions: false,
+      anyModel: true,
+      prefix: this.prefix(),
+      transform: (body, ep, index) => {
+        if (body['n'] !== undefined && body['n'] !== null && body['n'] !== 1)
+          throw new ApiError(
+            400,
+            `n ${JSON.stringify(body['n'])}: the gateway records one completion per call; send n 1 (or leave it out).`,
+            'invalid_request_error',
+            'n',
+          );
+        const s = options.sampling;
+        const seed = this.seeds.get(ep.id);
+        return {
+          ...toolCallLowering(body, `call_${ep.id}_${index}`, (l) => log(`episode ${ep.id} call ${index}: ${l}`)),
+          sampling: {
+            ...(s ? { temperature: s.temperature, topP: s.topP, topK: s.topK } : {}),
+            ...(seed !== undefined ? { seed: callSeed(seed, index) } : {}),
+          },
+        };
+      },
+      onCall: (call, ep) => this.record(call, ep),
+      onError: (err) => {
+        if (err instanceof NonFiniteLogitsError) this.engineFailure ??= err;
+      },
     });
+    this.http = this.server.http;
+    // No idle timeout: the local engine generates synchronously, and a connection's keep-alive timer that expires
+    // while a generation holds the event loop fires before the call its agent sent meanwhile is read, resetting it
+    // (ECONNRESET crashed the episode; which ones depended on the machine's load). Agents close their own idle
+    // connections (fetch after 4 s), episode ends kill their processes, and `close` ends the rest.
+    this.http.keepAliveTimeout = 0;
   }
 
   /** Start listening on loopback; resolves with the base URL (`http://127.0.0.1:<port>`). */
   listen(port = 0, host = '127.0.0.1'): Promise<string> {
-    checkExposure({ server: 'the training gateway', host }); // never beyond loopback: it offers no --insecure
-    return new Promise((resolve, reject) => {
-      this.http.once('error', reject);
-      this.http.listen(port, host, () => {
-        this.http.off('error', reject);
-        this.base = `http://${host}:${(this.http.address() as AddressInfo).port}`;
-        resolve(this.base);
-      });
-    });
+    checkExposure({ server: 'the training gateway', host }); // never beyond loopback (it offers no --insecure): throws
+    return this.server.listen(port, host).then((bound) => (this.base = `http://${host}:${bound.port}`));
   }
 
   close(): Promise<void> {
-    return new Promise((resolve) => {
-      this.http.close(() => resolve());
-      this.http.closeAllConnections();
-    });
+    return this.server.close();
   }
 
   /**
@@ -163,154 +168,56 @@ export class Gateway {
     return n;
   }
 
-  private log(line: string): void {
-    this.options.log?.(line);
+  /** The server's route prefix: `/episodes/<secret>` of an open episode, its call limit, and its `/reward`. */
+  private prefix(): RoutePrefix<OpenEpisode> {
+    return {
+      resolve: (path) => {
+        const m = /^\/episodes\/([^/]+)(\/.*)$/.exec(path);
+        if (!m) {
+          this.unauthorized++;
+          throw new ApiError(
+            404,
+            `Unknown route ${path}; the gateway answers under /episodes/<secret>/v1/ (the URL in OPENAI_BASE_URL).`,
+            'invalid_request_error',
+            null,
+            'unknown_route',
+          );
+        }
+        const [, secret, rest] = m as unknown as [string, string, string];
+        const id = this.routes.get(digestOf(secret));
+        const ep = id === undefined ? undefined : this.book.get(id);
+        if (!ep) {
+          this.unauthorized++;
+          throw new ApiError(
+            404,
+            'No open episode has this URL (its episode ended, or the secret in it is wrong); use the OPENAI_BASE_URL your program was given.',
+            'invalid_request_error',
+            null,
+            'episode_not_found',
+          );
+        }
+        return { scope: ep, rest };
+      },
+      admit: (ep) => {
+        if (ep.started >= ep.maxCalls) {
+          ep.refusedCalls++;
+          throw new ApiError(
+            429,
+            `Episode ${ep.id} made ${ep.started} calls, its limit (maxCalls ${ep.maxCalls}); finish the task with the calls made.`,
+            'rate_limit_error',
+            null,
+            'episode_call_limit',
+          );
+        }
+        return ep.started++;
+      },
+      label: (ep) => `episode ${ep.id}`,
+      routes: { '/reward': (req, res, ep) => this.reward(req, res, ep) },
+    };
   }
 
-  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const path = (req.url ?? '/').split('?')[0]!.replace(/\/+$/, '');
-    const m = /^\/episodes\/([^/]+)(\/.*)$/.exec(path);
-    if (!m) {
-      this.unauthorized++;
-      throw new ApiError(
-        404,
-        `Unknown route ${req.method} ${path}; the gateway answers under /episodes/<secret>/v1/ (the URL in OPENAI_BASE_URL).`,
-        'invalid_request_error',
-        null,
-        'unknown_route',
-      );
-    }
-    const [, secret, rest] = m as unknown as [string, string, string];
-    const id = this.routes.get(digestOf(secret));
-    const ep = id === undefined ? undefined : this.book.get(id);
-    if (!ep) {
-      this.unauthorized++;
-      throw new ApiError(
-        404,
-        'No open episode has this URL (its episode ended, or the secret in it is wrong); use the OPENAI_BASE_URL your program was given.',
-        'invalid_request_error',
-        null,
-        'episode_not_found',
-      );
-    }
-    if (rest === '/v1/models')
-      return this.json(res, 200, {
-        object: 'list',
-        data: [{ id: this.options.modelName, object: 'model', created: 0, owned_by: 'ragen' }],
-      });
-    if (req.method !== 'POST')
-      throw new ApiError(
-        405,
-        `${req.method} is not allowed on ${rest}; use POST.`,
-        'invalid_request_error',
-        null,
-        'method_not_allowed',
-      );
-    if (rest === '/reward') return this.reward(req, res, ep);
-    if (rest === '/v1/responses')
-      throw new ApiError(
-        404,
-        `The gateway serves chat completions, not the Responses API (POST …/v1/responses of episode ${ep.id}); point your client at chat completions: the OpenAI Agents SDK with setOpenAIAPI('chat_completions'), the AI SDK with openai.chat(...), LangChain's ChatOpenAI with useResponsesApi: false.`,
-        'invalid_request_error',
-        null,
-        'unknown_route',
-      );
-    if (rest !== '/v1/chat/completions')
-      throw new ApiError(
-        404,
-        `Unknown route POST …${rest} of episode ${ep.id}; the gateway has POST …/v1/chat/completions and POST …/reward.`,
-        'invalid_request_error',
-        null,
-        'unknown_route',
-      );
-    const maxCalls = ep.maxCalls;
-    if (ep.started >= maxCalls) {
-      ep.refusedCalls++;
-      throw new ApiError(
-        429,
-        `Episode ${id} made ${ep.started} calls, its limit (maxCalls ${maxCalls}); finish the task with the calls made.`,
-        'rate_limit_error',
-        null,
-        'episode_call_limit',
-      );
-    }
-    const maxConcurrent = this.options.maxConcurrent ?? 512;
-    if (this.inFlight >= maxConcurrent)
-      throw new ApiError(
-        429,
-        `The gateway is answering ${this.inFlight} calls, its limit (${maxConcurrent}); retry shortly.`,
-        'rate_limit_error',
-        null,
-        'rate_limit_exceeded',
-      );
-    this.inFlight++;
-    try {
-      await this.chat(req, res, ep, ep.started++);
-    } finally {
-      this.inFlight--;
-    }
-  }
-
-  private async chat(req: IncomingMessage, res: ServerResponse, ep: EpisodeLog, index: number): Promise<void> {
-    const body = await readJsonBody(req, this.options.maxBodyBytes ?? 1 << 20);
-    if (typeof body !== 'object' || body === null || Array.isArray(body))
-      throw new ApiError(400, 'The request body must be a JSON object.');
-    const b = body as Record<string, unknown>;
-    const toolChoice = toolChoiceOf(b['tool_choice']);
-    const parallel = b['parallel_tool_calls'];
-    if (parallel !== undefined && parallel !== null && typeof parallel !== 'boolean')
-      throw badParam('parallel_tool_calls', parallel, 'Give true or false.');
-    if (b['n'] !== undefined && b['n'] !== null && b['n'] !== 1)
-      throw new ApiError(
-        400,
-        `n ${JSON.stringify(b['n'])}: the gateway records one completion per call; send n 1 (or leave it out).`,
-        'invalid_request_error',
-        'n',
-      );
-    const lowered = {
-      ...b,
-      model: this.options.modelName,
-      messages: lowerToolMessages(b['messages'], b['tools'], toolChoice),
-      tools: undefined,
-      tool_choice: undefined,
-      parallel_tool_calls: undefined,
-    };
-    const parsed = parseChatRequest(lowered, { maxChoices: 1, vocabSize: this.options.vocabSize });
-    const s = this.options.sampling;
-    const seed = this.seeds.get(ep.id);
-    const request = {
-      ...parsed,
-      ...(s ? { temperature: s.temperature, topP: s.topP, topK: s.topK } : {}),
-      ...(seed !== undefined ? { seed: callSeed(seed, index) } : {}),
-    };
-    const prompt = chatPromptIds(this.ctx, request);
-    const abort = new AbortController();
-    res.on('close', () => {
-      if (!res.writableFinished) abort.abort();
-    });
-    const withTools = Array.isArray(b['tools']) && b['tools'].length > 0 && toolChoice !== 'none';
-    const head = {
-      id: `chatcmpl-${randomUUID()}`,
-      created: Math.floor(Date.now() / 1000),
-      model: typeof b['model'] === 'string' ? b['model'] : this.options.modelName,
-    };
-    let gen: Generation;
-    let stream: ChatStream | undefined;
-    if (parsed.stream) {
-      // Token by token: the limits are checked (a bad request still gets its status) before the headers go out.
-      const [job] = choiceJobs(this.ctx, { ...request, topLogprobs: 0 }, [prompt]);
-      stream = new ChatStream(res, head, this.ctx, request.stop, withTools);
-      stream.start();
-      gen = await this.ctx.batcher.submit({ ...job!, onToken: (id) => stream!.token(id) }, abort.signal);
-    } else {
-      gen = (await runChoices(this.ctx, request, [prompt], abort.signal))[0]!.gen;
-    }
-    // An answer its agent did not wait for is not recorded: the agent never saw it, so it is no turn to train on.
-    if (abort.signal.aborted)
-      throw new ClientGone(
-        `episode ${ep.id}: the agent disconnected before call ${index} was answered; the call is not recorded`,
-      );
-    const text = completionText(this.ctx.tokenizer, gen, this.ctx.stopTokenIds, request.stop);
+  /** `onCall`: the answered call into its episode's record (an episode that ended meanwhile records nothing: 404). */
+  private record(call: AnsweredCall, ep: OpenEpisode): void {
     if (!this.book.get(ep.id))
       throw new ApiError(
         404,
@@ -319,52 +226,21 @@ export class Gateway {
         null,
         'episode_not_found',
       );
-    const messages = Array.isArray(b['messages']) ? (b['messages'] as unknown[]) : [];
+    const { body, gen } = call;
     ep.calls.push({
-      index,
-      promptIds: prompt,
+      index: call.index,
+      promptIds: call.promptIds,
       completionIds: [...gen.tokens],
       logprobs: [...gen.logprobs],
       finishReason: gen.finishReason,
-      text,
-      messages,
-      tools: withTools ? (b['tools'] as unknown[]) : null,
-    });
-    const { content, calls } = withTools
-      ? parseToolCalls(text, `call_${ep.id}_${index}`)
-      : { content: text, calls: [] };
-    // Qwen's format has no switch for one call per reply; the program gets every call the policy wrote (and trained
-    // on).
-    if (parallel === false && calls.length > 1)
-      this.log(
-        `episode ${ep.id} call ${index}: parallel_tool_calls is false but the policy wrote ${calls.length} calls; all are returned`,
-      );
-    const finish = calls.length > 0 ? 'tool_calls' : gen.finishReason;
-    const usage = {
-      prompt_tokens: prompt.length,
-      completion_tokens: gen.tokens.length,
-      total_tokens: prompt.length + gen.tokens.length,
-    };
-    if (stream) return stream.finish(content, calls, finish, parsed.includeUsage ? usage : undefined);
-    this.json(res, 200, {
-      ...head,
-      object: 'chat.completion',
-      choices: [
-        {
-          index: 0,
-          message: { role: 'assistant', content, ...(calls.length > 0 ? { tool_calls: calls } : {}) },
-          logprobs: null,
-          finish_reason: finish,
-          ...(parsed.returnTokenIds ? { token_ids: gen.tokens } : {}),
-        },
-      ],
-      usage,
-      ...(parsed.returnTokenIds ? { prompt_token_ids: prompt } : {}),
+      text: call.text,
+      messages: Array.isArray(body['messages']) ? (body['messages'] as unknown[]) : [],
+      tools: call.tools ? (body['tools'] as unknown[]) : null,
     });
   }
 
   private async reward(req: IncomingMessage, res: ServerResponse, ep: EpisodeLog): Promise<void> {
-    const body = (await readJsonBody(req, 64 * 1024)) as { reward?: unknown } | null;
+    const body = (await readJson(req, 64 * 1024)) as { reward?: unknown } | null;
     const r = body?.reward;
     if (typeof r !== 'number' || !Number.isFinite(r))
       throw new ApiError(
@@ -384,38 +260,7 @@ export class Gateway {
       );
     }
     ep.reward = r;
-    this.json(res, 200, { ok: true, reward: r });
-  }
-
-  private json(res: ServerResponse, status: number, body: unknown): void {
-    if (res.destroyed || res.headersSent) return;
-    const text = JSON.stringify(body);
-    res.writeHead(status, {
-      'Content-Type': 'application/json',
-      'Content-Length': Buffer.byteLength(text),
-      ...(status === 413 ? { Connection: 'close' } : {}),
-    });
-    res.end(text);
-  }
-
-  private fail(res: ServerResponse, err: unknown): void {
-    if (err instanceof NonFiniteLogitsError) this.engineFailure ??= err;
-    if (err instanceof ClientGone || res.destroyed)
-      return this.log(`client gone: ${(err as Error)?.message ?? String(err)}`);
-    const e =
-      err instanceof ApiError
-        ? err
-        : new ApiError(
-            500,
-            `The gateway failed on this request: ${(err as Error)?.message ?? String(err)}`,
-            'server_error',
-            null,
-            'internal_error',
-          );
-    if (e.status >= 500) this.log(`500: ${(err as Error)?.stack ?? String(err)}`);
-    // Mid-stream the status is gone: the error goes in the stream, which ends.
-    if (res.headersSent) return void (res.destroyed ? undefined : res.end(`data: ${JSON.stringify(e.body())}\n\n`));
-    this.json(res, e.status, e.body());
+    sendJson(res, 200, { ok: true, reward: r });
   }
 }
 

@@ -1,11 +1,14 @@
-// The TensorBoard sink checked by an independent reader: a Python script (below) with its own table-driven CRC-32C
-// that verifies every TFRecord frame and decodes the Events with google.protobuf's descriptor machinery (Debian's
-// python3-protobuf), not with the writer's code.
+// The TensorBoard sink checked by two readers that share nothing with the writer: a Python script (below) with its own
+// table-driven CRC-32C that verifies every TFRecord frame and decodes the Events with google.protobuf's descriptor
+// machinery (Debian's python3-protobuf), and TensorBoard's own EventAccumulator (the project's wheel environment,
+// .venv, or any interpreter with the tensorboard package).
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { JsonlSink } from './jsonl-sink.js';
+import { readMetricsFile } from './jsonl.js';
 import { MetricLogger } from './logger.js';
 import { TensorBoardSink } from './tensorboard-sink.js';
 import { crc32c } from './tfrecord.js';
@@ -166,5 +169,85 @@ describe.runIf(python)('TensorBoard sink, read back by an independent Python rea
     const read = readEvents(sink.file);
     expect(read.ok).toBe(false);
     if (!read.ok) expect(read.error).toMatch(/bad data crc/);
+  });
+});
+
+const ACCUMULATE = String.raw`
+import json, sys
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+acc = EventAccumulator(sys.argv[1], size_guidance={"scalars": 0})  # 0: keep every point
+acc.Reload()
+print(json.dumps({t: [[e.step, e.value, e.wall_time] for e in acc.Scalars(t)] for t in acc.Tags()["scalars"]}))
+`;
+const VENV = resolve(import.meta.dirname, '../../.venv/bin/python');
+/** The first interpreter that imports TensorBoard's EventAccumulator, or undefined. */
+const tensorboardPython = [
+  process.env.RAGEN_TORCH2_PYTHON,
+  existsSync(VENV) ? VENV : undefined,
+  process.env.RAGEN_PYTHON,
+  'python3',
+]
+  .filter((p): p is string => Boolean(p))
+  .find(
+    (p) =>
+      spawnSync(p, ['-c', 'import tensorboard.backend.event_processing.event_accumulator'], { stdio: 'ignore' })
+        .status === 0,
+  );
+if (!tensorboardPython && backendsRequired())
+  throw new Error(
+    "RAGEN_REQUIRE_BACKENDS=1 requires the tensorboard package for TensorBoard's own reader, and no interpreter imports it: make the project's .venv as .ci/run does (`.venv/bin/pip install tensorboard`).",
+  );
+
+/** {tag: [[step, value, wall_time], ...]} as TensorBoard's EventAccumulator loads the folder `dir`. */
+function accumulate(dir: string): Record<string, [number, number, number][]> {
+  const r = spawnSync(tensorboardPython!, ['-c', ACCUMULATE, dir], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(r.stderr);
+  return JSON.parse(r.stdout) as Record<string, [number, number, number][]>;
+}
+
+/** metrics.jsonl's numbers as TensorBoard should show them: per tag, [step, value as a float32, time in s]. */
+function expectedScalars(file: string): Record<string, [number, number, number][]> {
+  const out: Record<string, [number, number, number][]> = {};
+  for (const { step, time, ...rest } of readMetricsFile(file))
+    for (const [tag, v] of Object.entries(rest)) (out[tag] ??= []).push([step, Math.fround(v), time / 1000]);
+  return out;
+}
+
+describe.runIf(tensorboardPython)("TensorBoard's own EventAccumulator reading our event files", () => {
+  it('shows every tag with the steps, values and times of metrics.jsonl', () => {
+    const run = tmp();
+    const tb = new TensorBoardSink({ dir: join(run, 'tensorboard'), now: () => 1_700_000_000_000 });
+    let clock = 1_700_000_001_000;
+    const logger = new MetricLogger([new JsonlSink(join(run, 'metrics.jsonl')), tb], { now: () => (clock += 250) });
+    for (let step = 1; step <= 4; step++) {
+      logger.log({ 'train/success': step / 7, 'actor/pg_loss': -0.1 * step, 'actor/grad_norm': 1e3 + step });
+      if (step % 2 === 0) logger.log({ 'val/Bandit/success': 1 / step });
+      logger.endStep(step);
+    }
+    const expected = expectedScalars(join(run, 'metrics.jsonl'));
+    expect(Object.keys(expected).sort()).toEqual([
+      'actor/grad_norm',
+      'actor/pg_loss',
+      'train/success',
+      'val/Bandit/success',
+    ]);
+    expect(accumulate(join(run, 'tensorboard'))).toEqual(expected);
+  });
+
+  it("drops the killed run's points past the checkpoint when the resumed run's file starts", () => {
+    const run = tmp();
+    const dir = join(run, 'tensorboard');
+    const write = (sink: TensorBoardSink, from: number, to: number, base: number) => {
+      for (let step = from; step <= to; step++) sink.write({ step, time: 10_000 + step, 'train/success': base + step });
+    };
+    write(new TensorBoardSink({ dir, now: () => 5_000 }), 1, 3, 0); // killed after step 3, last checkpoint at 2
+    write(new TensorBoardSink({ dir, startStep: 2, now: () => 9_000 }), 3, 4, 100);
+    expect(readdirSync(dir)).toHaveLength(2);
+    expect(accumulate(dir)['train/success']!.map(([step, v]) => [step, v])).toEqual([
+      [1, 1],
+      [2, 2],
+      [3, 103],
+      [4, 104],
+    ]);
   });
 });

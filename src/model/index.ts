@@ -61,3 +61,4 @@ export {
 } from './hub-push.js';
 export type { HubModelOptions } from './hub.js';
 export { findModelPath, resolveModelPath, shippedModels, shippedModelsDir } from './model-path.js';
+export { FastDecoder } from './decode-fast.js';

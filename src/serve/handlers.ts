@@ -1,14 +1,19 @@
-// The two generation endpoints: a parsed request -> prompt ids -> batched jobs -> an OpenAI response, whole
-// or as server-sent events sent after generation (requests with top_logprobs; token by token is stream.ts).
-import type { ServerResponse } from 'node:http';
-import { randomUUID } from 'node:crypto';
+// The two generation endpoints: a parsed request -> prompt ids -> batched jobs -> an OpenAI response body (streamed
+// responses are stream.ts).
 import type { Tokenizer } from '../tokenizer/index.js';
 import type { Engine } from '../engine/index.js';
 import { Batcher, type BatchJob } from './batcher.js';
-import { ApiError } from './errors.js';
+import { ApiError } from '../util/index.js';
 import { checkPromptBytes } from './prompt-bytes.js';
 import type { ChatRequest, CompletionRequest } from './requests.js';
-import { chatLogprobs, completionLogprobs, completionText, textPieces, usage, type ChoiceResult } from './responses.js';
+import {
+  chatLogprobs,
+  completionLogprobs,
+  completionText,
+  usage,
+  type Answer,
+  type ChoiceResult,
+} from './responses.js';
 import type { TopLogprobsSource } from './top-logprobs.js';
 
 /** What the handlers need from the server. */
@@ -156,25 +161,35 @@ export async function runChoices(
   );
 }
 
-/** The body of a non-streamed chat completion. */
+/** What every response of one request starts with: its id, creation time and the model it names. */
+export interface ResponseHead {
+  id: string;
+  created: number;
+  model: string;
+}
+
+/** The body of a non-streamed chat completion; a choice with tool calls finishes with `tool_calls`. */
 export function chatBody(
-  ctx: HandlerContext,
+  head: ResponseHead,
   req: ChatRequest,
+  tok: Tokenizer,
   prompt: number[],
   choices: ChoiceResult[],
+  answers: Answer[],
 ): Record<string, unknown> {
   return {
-    id: `chatcmpl-${randomUUID()}`,
+    ...head,
     object: 'chat.completion',
-    created: Math.floor(Date.now() / 1000),
-    model: ctx.modelName,
-    choices: choices.map((c) => ({
-      index: c.index,
-      message: { role: 'assistant', content: c.text },
-      logprobs: req.logprobs ? chatLogprobs(ctx.tokenizer, c) : null,
-      finish_reason: c.gen.finishReason,
-      ...(req.returnTokenIds ? { token_ids: c.gen.tokens } : {}),
-    })),
+    choices: choices.map((c, i) => {
+      const { content, toolCalls } = answers[i]!;
+      return {
+        index: c.index,
+        message: { role: 'assistant', content, ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}) },
+        logprobs: req.logprobs ? chatLogprobs(tok, c) : null,
+        finish_reason: toolCalls.length > 0 ? 'tool_calls' : c.gen.finishReason,
+        ...(req.returnTokenIds ? { token_ids: c.gen.tokens } : {}),
+      };
+    }),
     usage: usage([prompt], choices),
     ...(req.returnTokenIds ? { prompt_token_ids: prompt } : {}),
   };
@@ -182,105 +197,22 @@ export function chatBody(
 
 /** The body of a non-streamed completion. */
 export function completionBody(
-  ctx: HandlerContext,
+  head: ResponseHead,
   req: CompletionRequest,
+  tok: Tokenizer,
   prompts: number[][],
   choices: ChoiceResult[],
 ): Record<string, unknown> {
   return {
-    id: `cmpl-${randomUUID()}`,
+    ...head,
     object: 'text_completion',
-    created: Math.floor(Date.now() / 1000),
-    model: ctx.modelName,
     choices: choices.map((c) => ({
       index: c.index,
       text: c.text,
-      logprobs: req.logprobs ? completionLogprobs(ctx.tokenizer, c) : null,
+      logprobs: req.logprobs ? completionLogprobs(tok, c) : null,
       finish_reason: c.gen.finishReason,
       ...(req.returnTokenIds ? { prompt_token_ids: c.prompt, token_ids: c.gen.tokens } : {}),
     })),
     usage: usage(prompts, choices),
   };
-}
-
-/**
- * Send choices as server-sent events: per choice one chunk per sampled token, then its finish; usage if asked; [DONE].
- */
-export function streamChoices(
-  ctx: HandlerContext,
-  res: ServerResponse,
-  req: ChatRequest | CompletionRequest,
-  prompts: number[][],
-  choices: ChoiceResult[],
-): void {
-  const chat = req.kind === 'chat';
-  const head = {
-    id: `${chat ? 'chatcmpl' : 'cmpl'}-${randomUUID()}`,
-    object: chat ? 'chat.completion.chunk' : 'text_completion',
-    created: Math.floor(Date.now() / 1000),
-    model: ctx.modelName,
-  };
-  const send = (data: unknown): void => {
-    if (!res.destroyed) res.write(`data: ${JSON.stringify(data)}\n\n`);
-  };
-  for (const c of choices) {
-    if (chat) {
-      send({
-        ...head,
-        choices: [{ index: c.index, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }],
-        ...(req.returnTokenIds ? { prompt_token_ids: c.prompt } : {}),
-      });
-    }
-    const pieces = textPieces(ctx.tokenizer, c.gen, c.text);
-    let offset = 0;
-    pieces.forEach((piece, i) => {
-      const last = i === pieces.length - 1;
-      const ids = req.returnTokenIds ? { token_ids: [c.gen.tokens[i]!] } : {};
-      const finish = last ? c.gen.finishReason : null;
-      if (chat) {
-        send({
-          ...head,
-          choices: [
-            {
-              index: c.index,
-              delta: { content: piece },
-              logprobs: req.logprobs ? chatLogprobs(ctx.tokenizer, c, i, i + 1) : null,
-              finish_reason: finish,
-              ...ids,
-            },
-          ],
-        });
-      } else {
-        const lp = req.logprobs ? completionLogprobs(ctx.tokenizer, c, i, i + 1, offset) : null;
-        send({
-          ...head,
-          choices: [
-            {
-              index: c.index,
-              text: piece,
-              logprobs: lp,
-              finish_reason: finish,
-              ...ids,
-              ...(i === 0 && req.returnTokenIds ? { prompt_token_ids: c.prompt } : {}),
-            },
-          ],
-        });
-      }
-      offset += piece.length;
-    });
-    if (pieces.length === 0)
-      send({
-        ...head,
-        choices: [
-          {
-            index: c.index,
-            ...(chat ? { delta: {} } : { text: '' }),
-            logprobs: null,
-            finish_reason: c.gen.finishReason,
-          },
-        ],
-      });
-  }
-  if (req.includeUsage) send({ ...head, choices: [], usage: usage(prompts, choices) });
-  if (!res.destroyed) res.end('data: [DONE]\n\n');
 }

@@ -1,5 +1,13 @@
-// serve: an OpenAI-compatible HTTP server over any Engine (`ragen serve`), with request batching.
-export { OpenAIServer, type ServeOptions } from './server.js';
+// serve: the OpenAI-compatible HTTP server over any Engine (`ragen serve`; the training gateway is its episode mode),
+// with request batching.
+export {
+  OpenAIServer,
+  type AnsweredCall,
+  type RequestTransform,
+  type RoutePrefix,
+  type ServeOptions,
+  type Transformed,
+} from './server.js';
 export {
   Batcher,
   BATCHER_DEFAULTS,
@@ -9,7 +17,6 @@ export {
   type BatcherStats,
   type BatcherOptions,
 } from './batcher.js';
-export { ApiError } from './errors.js';
 export { localTopLogprobs, topK, type TopLogprob, type TopLogprobsSource } from './top-logprobs.js';
 export {
   parseChatRequest,
@@ -25,9 +32,7 @@ export {
   type ServeTarget,
   type TorchServeOptions,
 } from './load.js';
-export { readJsonBody } from './body.js';
-export { chatPromptIds, choiceJobs, handlerContext, runChoices, type HandlerContext } from './handlers.js';
-export { StreamText } from './stream-text.js';
-export { completionText } from './responses.js';
-export type { ChoiceResult } from './responses.js';
-export { badParam, preview } from './errors.js';
+export type { TextHold } from './stream.js';
+export type { Answer, ToolCall } from './responses.js';
+// The OpenAI error type and its helpers live in util/http.ts (every server's); re-exported for serve's users.
+export { ApiError, badParam, preview } from '../util/index.js';

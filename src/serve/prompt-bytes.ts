@@ -1,7 +1,7 @@
 // A bound on a prompt's text before it is tokenized: no token decodes to more than the vocabulary's longest token, so
 // a text longer than contextLength x that many UTF-8 bytes cannot fit the context, and is refused without the work.
 import type { Tokenizer } from '../tokenizer/index.js';
-import { ApiError } from './errors.js';
+import { ApiError } from '../util/index.js';
 
 const longest = new WeakMap<Tokenizer, number>();
 

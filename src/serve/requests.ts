@@ -2,7 +2,7 @@
 // Follows OpenAI's API reference for field names and ranges, plus vLLM's extensions `top_k`,
 // `return_token_ids` and `chat_template_kwargs`; unknown fields are ignored, unsupported known ones refused.
 import type { ChatMessage } from '../tokenizer/index.js';
-import { ApiError, badParam } from './errors.js';
+import { ApiError, badParam } from '../util/index.js';
 
 /** What every generation request asks, after defaults. */
 export interface SamplingRequest {

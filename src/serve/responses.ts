@@ -16,6 +16,19 @@ export interface ChoiceResult {
   top: TopLogprob[][] | undefined;
 }
 
+/** One function call as OpenAI's chat API carries it (`arguments` is a JSON string). */
+export interface ToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+/** A chat choice's reply: its content (null when it is only calls) and the tool calls parsed from its text. */
+export interface Answer {
+  content: string | null;
+  toolCalls: readonly ToolCall[];
+}
+
 /** The text of a generation: a final stop token left out, cut before the first stop sequence. */
 export function completionText(
   tok: Tokenizer,
@@ -38,27 +51,6 @@ function contentIds(gen: Generation, stopTokenIds: readonly number[]): number[] 
   return gen.finishReason === 'stop' && last !== undefined && stopTokenIds.includes(last)
     ? gen.tokens.slice(0, -1)
     : gen.tokens;
-}
-
-/**
- * The text each sampled token adds, for streaming: the pieces concatenate to `text`. A token that ends inside a
- * multi-byte character adds nothing until the character completes; tokens after a stop sequence add nothing.
- */
-export function textPieces(tok: Tokenizer, gen: Generation, text: string): string[] {
-  const pieces: string[] = [];
-  let emitted = 0;
-  for (let i = 0; i < gen.tokens.length; i++) {
-    let prefix = tok.decode(gen.tokens.slice(0, i + 1)).replace(/\uFFFD+$/, '');
-    if (prefix.length > text.length) prefix = prefix.slice(0, text.length);
-    if (prefix.length > emitted && text.startsWith(prefix)) {
-      pieces.push(text.slice(emitted, prefix.length));
-      emitted = prefix.length;
-    } else {
-      pieces.push('');
-    }
-  }
-  if (emitted < text.length && pieces.length > 0) pieces[pieces.length - 1] += text.slice(emitted);
-  return pieces;
 }
 
 /** Chat-style logprobs (`choices[i].logprobs.content`) of tokens [from, to) of a choice. */

@@ -1,29 +1,75 @@
-// `ragen serve`'s HTTP server (node:http): OpenAI's routes over any Engine, with the limits that keep a
-// hostile or careless client from taking it down (body size, max tokens, concurrent requests, API key).
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import type { Engine } from '../engine/index.js';
+// The OpenAI-compatible server (node:http) of `ragen serve` and of the training gateway, which is this server in a
+// mode: routes under a prefix per scope (an episode), a request transform (the tool-call lowering) and an `onCall`
+// hook (recording each call). The limits keep a hostile or careless client from taking it down (body size, max tokens,
+// concurrent requests, API key).
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Engine, Generation } from '../engine/index.js';
 import type { Tokenizer } from '../tokenizer/index.js';
-import { Batcher, ClientGone, type BatcherStats } from './batcher.js';
-import { longestTokenBytes } from './prompt-bytes.js';
-import { readJsonBody } from './body.js';
-import { ApiError } from './errors.js';
+import { ApiError, clientGone, closeServer, httpServer, listen, pathOf, readJson, sendJson } from '../util/index.js';
+import { ClientGone, type BatcherStats } from './batcher.js';
 import {
   chatBody,
   chatPromptIds,
-  completionPromptIds,
   completionBody,
-  runChoices,
-  streamChoices,
+  completionPromptIds,
   handlerContext,
+  runChoices,
   type HandlerContext,
+  type ResponseHead,
 } from './handlers.js';
-import { parseChatRequest, parseCompletionRequest } from './requests.js';
-import { streamIncremental } from './stream.js';
+import { longestTokenBytes } from './prompt-bytes.js';
+import { parseChatRequest, parseCompletionRequest, type SamplingRequest } from './requests.js';
+import type { Answer } from './responses.js';
+import { ChoiceStream, streamIncremental, type TextHold } from './stream.js';
 import type { TopLogprobsSource } from './top-logprobs.js';
 
-/** What `OpenAIServer` serves and its limits. */
-export interface ServeOptions {
+/** Routes under a prefix per scope (the gateway's `/episodes/<secret>` per episode) instead of at the root. */
+export interface RoutePrefix<S> {
+  /** The scope `path` names and the path under its prefix (`/v1/...`); throws ApiError (404) when it names none. */
+  resolve(path: string): { scope: S; rest: string };
+  /** Admit one generation call in `scope` (or throw, e.g. a 429 past its call limit); returns its index there. */
+  admit(scope: S): number;
+  /** The scope in messages: `episode s1-e0`. */
+  label(scope: S): string;
+  /** POST routes of the scope's own besides OpenAI's, by path under the prefix: the gateway's `/reward`. */
+  routes?: Record<string, (req: IncomingMessage, res: ServerResponse, scope: S) => Promise<void>>;
+}
+
+/** A chat request as a transform leaves it: the body the OpenAI parser reads, and how its answers are shaped. */
+export interface Transformed {
+  /** The body the OpenAI parser reads (the gateway: tools lowered into the messages). */
+  body: Record<string, unknown>;
+  /** Sampling the scope fixes whatever the request says (the trainer's rollout settings, a call's seed). */
+  sampling?: Partial<Pick<SamplingRequest, 'temperature' | 'topP' | 'topK' | 'seed'>>;
+  /** Whether the prompt shows tools (recorded with the call). */
+  tools: boolean;
+  /** A choice's text as its reply (content and tool calls). @default the text as content, no calls */
+  answer?: (text: string, choice: number) => Answer;
+  /** A stream's hold per choice, keeping back text that may begin a tool call. @default none */
+  hold?: () => TextHold;
+}
+
+/** Rewrites call `index` of `scope` before it is parsed: the gateway's tool-call lowering. Throws ApiError (400). */
+export type RequestTransform<S> = (body: Record<string, unknown>, scope: S, index: number) => Transformed;
+
+/** One answered choice, for `onCall` (the gateway records it for training). */
+export interface AnsweredCall {
+  /** The call's index in its scope (`RoutePrefix.admit`; in arrival order without a prefix). */
+  index: number;
+  /** The request body as the client sent it. */
+  body: Record<string, unknown>;
+  /** The prompt as the engine saw it, and what it sampled (a final stop token included). */
+  promptIds: number[];
+  gen: Generation;
+  /** The reply's text before `answer` shaped it. */
+  text: string;
+  /** The transform's `tools`. */
+  tools: boolean;
+}
+
+/** What `OpenAIServer` serves and its limits; `prefix`, `transform` and `onCall` make it the training gateway. */
+export interface ServeOptions<S = undefined> {
   engine: Engine;
   tokenizer: Tokenizer;
   /** The id clients put in `model` (GET /v1/models lists it). */
@@ -52,53 +98,63 @@ export interface ServeOptions {
   seed?: number;
   /** One line per notable event (errors, refused requests); default: none. */
   log?: (line: string) => void;
+  /** The server in messages. @default 'The server' */
+  name?: string;
+  /** Serve POST /v1/completions (the legacy API). @default true */
+  completions?: boolean;
+  /** Answer requests naming any model with this one (the gateway: the policy answers all). @default false */
+  anyModel?: boolean;
+  /** Routes under a prefix per scope; without it they sit at the root, beside GET /health and GET /stats. */
+  prefix?: RoutePrefix<S>;
+  /** Rewrites each chat request before it is parsed and shapes its answers. */
+  transform?: RequestTransform<S>;
+  /** Called with each answered choice before the answer goes out; a throw fails the call instead. */
+  onCall?: (call: AnsweredCall, scope: S) => void;
+  /** Sees every failed request's error first (the gateway notes the policy's own failures). */
+  onError?: (err: unknown) => void;
 }
 
 /**
  * An OpenAI-compatible server: GET /v1/models, POST /v1/chat/completions, POST /v1/completions; plus GET /health and
- * GET /stats (the batcher's counters: batches, jobs, largest batch, tokens; requests in flight and waiting).
+ * GET /stats (the batcher's counters: batches, jobs, largest batch, tokens; requests in flight and waiting). POST
+ * /v1/responses is a 404 that says how to point each agent framework at chat completions.
  */
-export class OpenAIServer {
+export class OpenAIServer<S = undefined> {
   readonly http: Server;
-  private readonly batcher: Batcher;
   private readonly ctx: HandlerContext;
   private inFlight = 0;
+  private calls = 0;
   private readonly created = Math.floor(Date.now() / 1000);
+  private readonly name: string;
 
-  constructor(private readonly options: ServeOptions) {
+  constructor(private readonly options: ServeOptions<S>) {
     this.ctx = handlerContext(options.engine, options);
-    this.batcher = this.ctx.batcher;
-    this.http = createServer((req, res) => {
-      res.on('error', (err) => this.log(`response error (client gone?): ${err.message}`));
-      req.on('error', (err) => this.log(`request error: ${err.message}`));
-      this.handle(req, res).catch((err: unknown) => this.fail(res, err));
+    this.name = options.name ?? 'The server';
+    this.http = httpServer((req, res) => this.handle(req, res), {
+      form: 'openai',
+      name: this.name,
+      log: (line) => this.log(line),
+      isClientGone: (err) => err instanceof ClientGone,
+      onError: options.onError,
+      logRefused: options.prefix === undefined, // a scope's refusals are counted there (the gateway's episodes)
     });
   }
 
   /** What the batcher did so far (batches, jobs, largest batch, tokens). */
   get stats(): BatcherStats {
-    return this.batcher.stats;
+    return this.ctx.batcher.stats;
   }
 
   /** Start listening; resolves with the bound port and base URL (…/v1). */
-  listen(port = 8000, host = '127.0.0.1'): Promise<{ port: number; url: string }> {
+  async listen(port = 8000, host = '127.0.0.1'): Promise<{ port: number; url: string }> {
     longestTokenBytes(this.options.tokenizer); // the prompt byte bound's one pass over the vocabulary, before any request waits on it
-    return new Promise((resolve, reject) => {
-      this.http.once('error', reject);
-      this.http.listen(port, host, () => {
-        this.http.off('error', reject);
-        const p = (this.http.address() as AddressInfo).port;
-        resolve({ port: p, url: `http://${host.includes(':') ? `[${host}]` : host}:${p}/v1` });
-      });
-    });
+    const bound = await listen(this.http, port, host);
+    return { port: bound, url: `http://${host.includes(':') ? `[${host}]` : host}:${bound}/v1` };
   }
 
-  /** Stop accepting connections and close idle ones. */
+  /** Stop accepting connections and close open ones. */
   close(): Promise<void> {
-    return new Promise((resolve) => {
-      this.http.close(() => resolve());
-      this.http.closeAllConnections();
-    });
+    return closeServer(this.http);
   }
 
   private log(line: string): void {
@@ -106,10 +162,14 @@ export class OpenAIServer {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const path = (req.url ?? '/').split('?')[0]!.replace(/\/+$/, '') || '/';
-    if (path === '/health') return this.json(res, 200, { status: 'ok' });
-    if (path === '/stats')
-      return this.json(res, 200, { ...this.batcher.stats, inFlight: this.inFlight, waiting: this.batcher.waiting });
+    const path = pathOf(req);
+    const { prefix } = this.options;
+    if (!prefix && path === '/health') return sendJson(res, 200, { status: 'ok' });
+    if (!prefix && path === '/stats')
+      return sendJson(res, 200, { ...this.stats, inFlight: this.inFlight, waiting: this.ctx.batcher.waiting });
+    const { scope, rest } = prefix ? prefix.resolve(path) : { scope: undefined as S, rest: path };
+    const where = prefix ? ` of ${prefix.label(scope)}` : '';
+    const shown = prefix ? `…${rest}` : rest;
     if (this.options.apiKey !== undefined && req.headers.authorization !== `Bearer ${this.options.apiKey}`) {
       throw new ApiError(
         401,
@@ -119,79 +179,133 @@ export class OpenAIServer {
         'invalid_api_key',
       );
     }
-    if (path === '/v1/models') {
-      if (req.method !== 'GET') throw methodNotAllowed(req, 'GET');
-      return this.json(res, 200, { object: 'list', data: [this.modelCard()] });
+    if (rest === '/v1/models') {
+      if (req.method !== 'GET') throw methodNotAllowed(req, shown, 'GET');
+      return sendJson(res, 200, { object: 'list', data: [this.modelCard()] });
     }
-    if (path === `/v1/models/${this.options.modelName}`) return this.json(res, 200, this.modelCard());
-    if (path !== '/v1/chat/completions' && path !== '/v1/completions')
-      throw new ApiError(
-        404,
-        `Unknown route ${req.method} ${path}; this server has GET /v1/models, POST /v1/chat/completions, POST /v1/completions.`,
-        'invalid_request_error',
-        null,
-        'unknown_route',
-      );
-    if (req.method !== 'POST') throw methodNotAllowed(req, 'POST');
+    if (rest === `/v1/models/${this.options.modelName}`) return sendJson(res, 200, this.modelCard());
+    const own = prefix?.routes?.[rest];
+    const completions = this.options.completions ?? true;
+    const generates = rest === '/v1/chat/completions' || (completions && rest === '/v1/completions');
+    if (!own && !generates) throw this.unknownRoute(req, shown, where);
+    if (req.method !== 'POST') throw methodNotAllowed(req, shown, 'POST');
+    if (own) return own(req, res, scope);
     const maxConcurrent = this.options.maxConcurrent ?? 512;
     if (this.inFlight >= maxConcurrent) {
       res.setHeader('Retry-After', '1');
       throw new ApiError(
         429,
-        `The server is answering ${this.inFlight} requests, its limit (--max-concurrent ${maxConcurrent}); retry shortly.`,
+        `${this.name} is answering ${this.inFlight} requests, its limit (max concurrent ${maxConcurrent}); retry shortly.`,
         'rate_limit_error',
         null,
         'rate_limit_exceeded',
       );
     }
+    const index = prefix ? prefix.admit(scope) : this.calls++;
     this.inFlight++;
     try {
-      await this.generate(req, res, path === '/v1/chat/completions');
+      await this.generate(req, res, rest === '/v1/chat/completions', scope, index, where);
     } finally {
       this.inFlight--;
     }
   }
 
-  private async generate(req: IncomingMessage, res: ServerResponse, chat: boolean): Promise<void> {
-    const body = await this.readJson(req);
+  private unknownRoute(req: IncomingMessage, shown: string, where: string): ApiError {
+    const p = this.options.prefix ? '…' : '';
+    if (shown.endsWith('/v1/responses'))
+      return new ApiError(
+        404,
+        `${this.name} serves chat completions, not the Responses API (POST ${shown}${where}); point your client at chat completions: the OpenAI Agents SDK with setOpenAIAPI('chat_completions'), the AI SDK with openai.chat(...), LangChain's ChatOpenAI with useResponsesApi: false.`,
+        'invalid_request_error',
+        null,
+        'unknown_route',
+      );
+    const routes = [
+      `GET ${p}/v1/models`,
+      `POST ${p}/v1/chat/completions`,
+      ...((this.options.completions ?? true) ? [`POST ${p}/v1/completions`] : []),
+      ...Object.keys(this.options.prefix?.routes ?? {}).map((r) => `POST ${p}${r}`),
+    ];
+    return new ApiError(
+      404,
+      `Unknown route ${req.method} ${shown}${where}; ${this.name.toLowerCase()} has ${routes.join(', ')}.`,
+      'invalid_request_error',
+      null,
+      'unknown_route',
+    );
+  }
+
+  private async generate(
+    req: IncomingMessage,
+    res: ServerResponse,
+    chat: boolean,
+    scope: S,
+    index: number,
+    where: string,
+  ): Promise<void> {
+    const setting = this.options.prefix ? '' : ' (--max-body-bytes)';
+    const raw = await readJson(req, this.options.maxBodyBytes ?? 1 << 20, setting);
+    if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+      throw new ApiError(
+        400,
+        `The request body must be a JSON object, got ${Array.isArray(raw) ? 'an array' : raw === null ? 'null' : typeof raw}.`,
+      );
+    const body = raw as Record<string, unknown>;
+    const call: Transformed =
+      chat && this.options.transform ? this.options.transform(body, scope, index) : { body, tools: false };
+    const { modelName, anyModel } = this.options;
+    const parseBody = anyModel ? { ...call.body, model: modelName } : call.body;
     const limits = { maxChoices: this.options.maxChoices ?? 64, vocabSize: this.options.vocabSize };
-    const parsed = chat ? parseChatRequest(body, limits) : parseCompletionRequest(body, limits);
-    if (parsed.model !== this.options.modelName) {
+    const parsed = chat ? parseChatRequest(parseBody, limits) : parseCompletionRequest(parseBody, limits);
+    if (parsed.model !== modelName) {
       throw new ApiError(
         404,
-        `The model \`${parsed.model}\` does not exist; this server serves \`${this.options.modelName}\`.`,
+        `The model \`${parsed.model}\` does not exist; this server serves \`${modelName}\`.`,
         'invalid_request_error',
         'model',
         'model_not_found',
       );
     }
-    const prompts = parsed.kind === 'chat' ? [chatPromptIds(this.ctx, parsed)] : completionPromptIds(this.ctx, parsed);
-    // A client that hangs up before its batch starts takes its jobs out of the queue.
-    const abort = new AbortController();
-    res.on('close', () => {
-      if (!res.writableFinished) abort.abort();
-    });
-    // Token by token, except with top_logprobs: the alternatives come from a teacher-forced pass after generation.
-    if (parsed.stream && parsed.topLogprobs === 0)
-      return streamIncremental(this.ctx, res, parsed, prompts, abort.signal);
-    const choices = await runChoices(this.ctx, parsed, prompts, abort.signal);
-    if (res.destroyed) return;
-    if (parsed.stream) {
-      res.writeHead(200, {
-        'Content-Type': 'text/event-stream',
-        'Cache-Control': 'no-cache',
-        Connection: 'keep-alive',
-      });
-      streamChoices(this.ctx, res, parsed, prompts, choices);
+    const request = { ...parsed, ...call.sampling };
+    const prompts =
+      request.kind === 'chat' ? [chatPromptIds(this.ctx, request)] : completionPromptIds(this.ctx, request);
+    // A client that hangs up takes its jobs out of the queue (and, streamed, stops their decoding).
+    const signal = clientGone(res);
+    const head: ResponseHead = {
+      id: `${chat ? 'chatcmpl' : 'cmpl'}-${randomUUID()}`,
+      created: Math.floor(Date.now() / 1000),
+      model: typeof body['model'] === 'string' ? body['model'] : modelName,
+    };
+    let stream: ChoiceStream | undefined;
+    let choices;
+    if (request.stream) {
+      stream = new ChoiceStream(res, this.ctx, request, head, call.hold);
+      // Token by token, except with top_logprobs: the alternatives come from a teacher-forced pass after generation.
+      if (request.topLogprobs === 0) choices = await streamIncremental(this.ctx, stream, request, prompts, signal);
+      else {
+        choices = await runChoices(this.ctx, request, prompts, signal);
+        stream.replay(choices);
+      }
     } else {
-      this.json(
-        res,
-        200,
-        parsed.kind === 'chat'
-          ? chatBody(this.ctx, parsed, prompts[0]!, choices)
-          : completionBody(this.ctx, parsed, prompts, choices),
-      );
+      choices = await runChoices(this.ctx, request, prompts, signal);
     }
+    // An answer its client did not wait for is not recorded: the client never saw it (for training: no turn).
+    if (signal.aborted)
+      throw new ClientGone(
+        `the client disconnected before call ${index}${where} was answered; the call is not recorded`,
+      );
+    const answers = choices.map((c) => call.answer?.(c.text, c.index) ?? { content: c.text, toolCalls: [] });
+    for (const c of choices)
+      this.options.onCall?.({ index, body, promptIds: c.prompt, gen: c.gen, text: c.text, tools: call.tools }, scope);
+    if (stream) return stream.finish(prompts, choices, answers);
+    const tok = this.ctx.tokenizer;
+    sendJson(
+      res,
+      200,
+      request.kind === 'chat'
+        ? chatBody(head, request, tok, prompts[0]!, choices, answers)
+        : completionBody(head, request, tok, prompts, choices),
+    );
   }
 
   private modelCard(): Record<string, unknown> {
@@ -203,54 +317,12 @@ export class OpenAIServer {
       max_model_len: this.options.contextLength,
     };
   }
-
-  private readJson(req: IncomingMessage): Promise<unknown> {
-    return readJsonBody(req, this.options.maxBodyBytes ?? 1 << 20);
-  }
-
-  private json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-    if (res.destroyed || res.headersSent) return;
-    const text = JSON.stringify(body);
-    res.writeHead(status, {
-      'Content-Type': 'application/json',
-      'Content-Length': Buffer.byteLength(text),
-      ...headers,
-    });
-    res.end(text);
-  }
-
-  /** Answer a failure: an ApiError as itself, anything else as a 500 whose message says what broke. */
-  private fail(res: ServerResponse, err: unknown): void {
-    if (err instanceof ClientGone || res.destroyed) {
-      this.log(`client gone: ${(err as Error)?.message ?? String(err)}`);
-      return;
-    }
-    const e =
-      err instanceof ApiError
-        ? err
-        : new ApiError(
-            500,
-            `The server failed on this request: ${(err as Error)?.message ?? String(err)}`,
-            'server_error',
-            null,
-            'internal_error',
-          );
-    if (e.status >= 500) this.log(`500: ${(err as Error)?.stack ?? String(err)}`);
-    else if (e.status === 413 || e.status === 429) this.log(`${e.status}: ${e.message}`);
-    if (res.headersSent) {
-      // Mid-stream: the status is gone; say it in the stream and end it.
-      if (!res.destroyed) res.end(`data: ${JSON.stringify(e.body())}\n\n`);
-      return;
-    }
-    // After a 413 the rest of the body is not read: close the connection rather than drain it.
-    this.json(res, e.status, e.body(), e.status === 413 ? { Connection: 'close' } : {});
-  }
 }
 
-function methodNotAllowed(req: IncomingMessage, allowed: string): ApiError {
+function methodNotAllowed(req: IncomingMessage, shown: string, allowed: string): ApiError {
   return new ApiError(
     405,
-    `${req.method} is not allowed here; use ${allowed}.`,
+    `${req.method} is not allowed on ${shown}; use ${allowed}.`,
     'invalid_request_error',
     null,
     'method_not_allowed',

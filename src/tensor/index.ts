@@ -4,3 +4,5 @@
 import './node-kernels.js'; // registers the wasm and native loaders (Node)
 
 export * from './core.js';
+export { CONTROL_ADDR } from './arena.js';
+export type { WasmBackend } from './wasm-backend.js';

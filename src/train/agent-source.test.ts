@@ -1,5 +1,6 @@
 // The pieces of the agent rollout source that need no program: the gateway's per-step counts, and joining two batches
 // (episodes and samples renumbered so each sample still points at its own episode).
+import '../envs/index.js'; // the built-in environments
 import { describe, expect, it } from 'vitest';
 import type { Episode, RolloutBatch, TrainingSample } from '../agent/index.js';
 import type { AgentOutcome, AgentStatus } from '../gateway/index.js';

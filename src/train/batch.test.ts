@@ -1,3 +1,4 @@
+import '../envs/index.js'; // the built-in environments
 import { describe, expect, it } from 'vitest';
 import type { TrainingSample } from '../agent/index.js';
 import { applyEpisodeScores, selectRows } from './batch.js';

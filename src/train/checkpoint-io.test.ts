@@ -1,3 +1,4 @@
+import '../envs/index.js'; // the built-in environments
 import { execFileSync } from 'node:child_process';
 import {
   mkdirSync,

@@ -1,3 +1,4 @@
+import '../envs/index.js'; // the built-in environments
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';

@@ -88,3 +88,5 @@ export {
   type StepGradAnalysis,
 } from './grad-analysis.js';
 export { probeGradients, formatProbe, type ProbeOptions, type ProbeReport } from './grad-probe.js';
+export { runSft, presetModelConfig, SIZE_PRESETS } from './sft.js';
+export { buildDemos } from './sft-demos.js';

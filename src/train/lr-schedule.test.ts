@@ -1,3 +1,4 @@
+import '../envs/index.js'; // the built-in environments
 import { describe, expect, it } from 'vitest';
 import { defaultConfig, loadConfig } from '../config/index.js';
 import { lrAt, lrScheduleOf, optimizerSettings, type LrSchedule } from './lr-schedule.js';

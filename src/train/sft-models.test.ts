@@ -1,5 +1,6 @@
 // The shipped base models under models/: Hugging Face layout within the size budget, config and tokenizer
 // consistent, and one greedy turn per env of their SFT data is a well-formed <think>…</think><answer>…</answer>.
+import '../envs/index.js'; // the built-in environments
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';

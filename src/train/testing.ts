@@ -1,5 +1,6 @@
 // Test helpers of the trainer: a micro random-init model in Hugging Face layout with the shipped tiny tokenizer,
 // and a config for it, so trainer tests run in seconds without the shipped base models.
+import '../envs/index.js'; // the built-in environments
 import { join } from 'node:path';
 import { modelConfig, saveModel, Transformer } from '../model/index.js';
 import { loadTokenizer, tinyTokenizerDir } from '../tokenizer/index.js';

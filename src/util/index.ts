@@ -17,4 +17,21 @@ export { makeDir, writeFileAt, checkCreatable, pseudoFilesystemOf, existingAnces
 export { HOST_PORT, freePort } from './host-port.js';
 export { checkExposure, isLoopback, type Exposure } from './exposure.js';
 export { packageRoot, packageVersion } from './package-root.js';
+export {
+  ApiError,
+  EventStream,
+  badParam,
+  clientGone,
+  closeServer,
+  errorBody,
+  httpServer,
+  listen,
+  pathOf,
+  preview,
+  readBody,
+  readJson,
+  sendJson,
+  type ErrorForm,
+  type FailurePolicy,
+} from './http.js';
 export { parseSeed, parsePositiveInt, parsePositive, parseConfigPairs } from './option-values.js';

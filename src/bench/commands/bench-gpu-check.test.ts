@@ -1,13 +1,14 @@
 // `ragen bench gpu --check`: the runner (time limits kill a stage's children and the next stage runs; the files are
 // rewritten as each stage ends) with test stages, the metric comparison, and the CPU smoke run of the real stages.
 // The smoke run starts `node bin/ragen.js` (the check's own children do too): it runs the built dist/ (`npm run
-// build`).
+// build`). It runs with the torch 2 lane's interpreter where there is one (the wheel environment, .venv: current torch
+// and the real transformers, as on the GPU lease), else with the machine's torch.
 import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
-import { torchPythonForTests } from '../../engine/torch-testing.js';
+import { torchPythonForTests, wheelPythonForTests } from '../../engine/torch-testing.js';
 import { workerPackageDir } from '../../engine/index.js';
 import type { MetricRecord } from '../../metrics/index.js';
 import type { CheckReport } from './bench-gpu-check.js';
@@ -23,6 +24,7 @@ import {
 } from './bench-gpu-check-table.js';
 
 const python = torchPythonForTests();
+const wheelPython = wheelPythonForTests();
 const root = mkdtempSync(join(tmpdir(), 'ragen-check-test-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 const read = (dir: string) => JSON.parse(readFileSync(join(dir, 'check.json'), 'utf8')) as CheckReport;
@@ -255,6 +257,7 @@ function runCheckCli(
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [bin, 'bench', 'gpu', '--check', '--stages', 'all', '--out', out, '--json'], {
       stdio: ['ignore', 'pipe', 'pipe'],
+      env: wheelPython ? { ...process.env, RAGEN_PYTHON: wheelPython } : process.env,
     });
     let stdout = '';
     let stderr = '';
@@ -303,8 +306,15 @@ describe.runIf(python)('ragen bench gpu --check without CUDA (the smoke run CI k
     for (const name of ['versions', 'bench', 'rollout', 'step', 'lora', 'decode', 'train'])
       expect(by[name]!.status, `${name}: ${by[name]!.summary}`).toBe('passed');
     // Debian's torch 1.13 has no fully_shard: the stage says so; with torch >= 2.4 it must pass.
-    if (by.fsdp!.status === 'skipped') expect(by.fsdp!.summary).toMatch(/^skipped: torch 1\.\d+ has no FSDP2$/);
+    if (by.fsdp!.status === 'skipped' && !wheelPython)
+      expect(by.fsdp!.summary).toMatch(/^skipped: torch 1\.\d+ has no FSDP2$/);
     else expect(by.fsdp!.status, by.fsdp!.summary).toBe('passed');
+    if (wheelPython) {
+      // the real transformers beside ours in the bench stage, as the GPU lease runs it
+      const [rep] = (by.bench!.details as { reports: { transformers: { available: boolean } }[] }).reports;
+      expect(rep!.transformers.available, by.bench!.summary).toBe(true);
+      expect(by.bench!.summary).toMatch(/[\d.]+x transformers/);
+    }
     const decode = by.decode!.details.cases as { case: string; rowsStopped: number; tokensIdentical: boolean }[];
     expect(decode.find((c) => c.case === 'stops')!.rowsStopped).toBeGreaterThan(0); // the stop-id case stops rows
     const compared = by.train!.details.compared as { equal: boolean; keys: number };

@@ -1,10 +1,11 @@
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { runCli } from '../../cli/testing.js';
-import { torchPythonForTests } from '../../engine/torch-testing.js';
+import { torchPythonForTests, wheelPythonForTests } from '../../engine/torch-testing.js';
 import { resolveRunShape, type GpuBenchReport } from './bench-gpu.js';
 
 const python = torchPythonForTests();
+const wheelPython = wheelPythonForTests(); // current torch with the real transformers (the wheel environment, .venv)
 const SMALL = [
   '--shape',
   'tiny',
@@ -92,6 +93,31 @@ describe('ragen bench gpu', () => {
       } finally {
         if (saved === undefined) delete process.env.PYTHONPATH;
         else process.env.PYTHONPATH = saved;
+      }
+    },
+    180_000,
+  );
+
+  test.runIf(wheelPython)(
+    "with the real transformers (the wheel environment): generate's rollout peer runs, and its float32 logits are ours",
+    async () => {
+      const saved = process.env.RAGEN_PYTHON;
+      process.env.RAGEN_PYTHON = wheelPython!;
+      try {
+        const { code, out, err } = await runCli('bench', 'gpu', ...SMALL, '--transformers-turns', '1', '--json');
+        expect(code, err).toBe(0);
+        const [r] = JSON.parse(out) as GpuBenchReport[];
+        const t = r!.transformers;
+        if (!t.available) throw new Error(`transformers was not used: ${t.note}`);
+        expect(t.version).toMatch(/^\d+\.\d+/);
+        expect(t.rolloutTokens).toBe(3 * 6); // sampled exactly --new-tokens per row, as ours
+        expect(t.tokensPerSecond).toBeGreaterThan(0);
+        expect(t.logits.float32!.maxAbsLogit).toBeGreaterThan(0);
+        expect(t.logits.float32!.maxAbsDiff).toBeLessThan(1e-5);
+        expect(err).not.toMatch(/deprecated/); // the keywords it passes are the current ones
+      } finally {
+        if (saved === undefined) delete process.env.RAGEN_PYTHON;
+        else process.env.RAGEN_PYTHON = saved;
       }
     },
     180_000,

@@ -4,8 +4,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
-import { findTorchPython, TORCH_MISSING } from '../../engine/python.js';
-import { workerPackageDir } from '../../engine/torch-worker.js';
+import { findTorchPython, TORCH_MISSING, workerPackageDir } from '../../engine/index.js';
 import { parsePositive, parsePositiveInt, parseSeed, UsageError } from '../../util/index.js';
 import { runGpuCheck } from './bench-gpu-check.js';
 import { CHECK_STAGES, DEFAULT_STAGES, selectStages } from './bench-gpu-check-table.js';
@@ -225,7 +224,8 @@ async function runOne(python: string, shape: string, o: GpuBenchOpts): Promise<G
   }
 }
 
-let found: ReturnType<typeof findTorchPython> | undefined;
+/** The interpreter found, kept per $RAGEN_PYTHON: finding it starts a Python that imports torch (seconds). */
+const found = new Map<string | undefined, ReturnType<typeof findTorchPython>>();
 
 const gib = (b: number) => `${(b / 2 ** 30).toFixed(2)} GiB`;
 const sec = (s: number) => `${s.toFixed(2)} s`;
@@ -363,11 +363,13 @@ export function register(bench: Command): void {
         throw new UsageError(
           `--model ${o.model}: no such directory (give a Hugging Face model directory with config.json + *.safetensors).`,
         );
-      found ??= findTorchPython(); // kept: finding it starts a Python that imports torch (seconds)
-      if (!found) throw new UsageError(TORCH_MISSING);
+      const key = process.env.RAGEN_PYTHON;
+      if (!found.has(key)) found.set(key, findTorchPython());
+      const torch = found.get(key);
+      if (!torch) throw new UsageError(TORCH_MISSING);
       const reports: GpuBenchReport[] = [];
       for (const shape of shapes) {
-        const r = await runOne(found.python, shape, resolved);
+        const r = await runOne(torch.python, shape, resolved);
         reports.push(r);
         if (!o.json) console.log(formatGpuReport(r));
       }

@@ -104,8 +104,14 @@ describe('ragen bench learning', () => {
       ['guessnumber-builtin-s3', 'guessnumber-ppo', 'seed.train=30000'],
     ]);
     expect(learningRuns('guessnumber-builtin-s2')).toEqual([
-      { name: 'guessnumber-builtin-s2', presets: ['guessnumber-ppo'], overrides: ['seed.train=20000'] },
+      {
+        name: 'guessnumber-builtin-s2',
+        presets: ['guessnumber-ppo'],
+        overrides: ['seed.train=20000', 'env.val.0.groups=128', 'trainer.valEvery=20'],
+      },
     ]);
+    // every run validates on the same 128 seeds, at the start and after step 20
+    for (const r of runs) expect(r.overrides!.slice(1)).toEqual(['env.val.0.groups=128', 'trainer.valEvery=20']);
   });
 
   it('item 1: `--runs frameworks` is the agent written with each framework beside the built-in loop, 3 training seeds each', () => {
@@ -124,7 +130,7 @@ describe('ragen bench learning', () => {
       {
         name: 'guessnumber-langchain-s3',
         presets: ['guessnumber-agent-langchain-ppo'],
-        overrides: ['seed.train=30000'],
+        overrides: ['seed.train=30000', 'env.val.0.groups=128', 'trainer.valEvery=20'],
       },
     ]);
     const run = (name: string, after: number) => ({

@@ -1,5 +1,6 @@
 // `ragen bench ragen2`'s report from run directories (--report-only): summary.json, summary.md and the three PNG
 // figures land in the out folder; bad --seeds are usage errors that say what was given.
+import '../../envs/index.js'; // the built-in environments
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -1,5 +1,6 @@
 // Throughput of the agent loop alone (prompt rendering, tokenization, parsing, env steps) with the oracle
 // as the policy, so no model time is included. Usage: npx tsx src/bench/scripts/bench-agent-loop.ts [--groups 128]
+import '../../envs/index.js'; // the built-in environments
 import { envSpec } from '../../env/index.js';
 import { loadQwenTokenizer, loadTokenizer, tinyTokenizerDir, type Tokenizer } from '../../tokenizer/index.js';
 import { EnvGroups, agentConfig, oraclePolicy, rollout, type ContextWindowMode } from '../../agent/index.js';

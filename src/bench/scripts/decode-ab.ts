@@ -7,8 +7,7 @@
 // fused|op-by-op]
 import { parseArgs } from 'node:util';
 import { BENCH_MODEL, DEFAULT_WORKLOAD } from '../engine.js';
-import { FastDecoder } from '../../model/decode-fast.js';
-import { generate, Transformer } from '../../model/index.js';
+import { FastDecoder, generate, Transformer } from '../../model/index.js';
 import { setBackend, type BackendName } from '../../tensor/index.js';
 import { Rng } from '../../util/index.js';
 

@@ -1,6 +1,7 @@
 // Tokens per oracle episode (full multi-turn context, one training sample) under three tokenizers:
 // raw bytes, our tiny BPE (models/tokenizer-tiny) and Qwen's. Usage: npx tsx src/bench/scripts/episode-tokens.ts
 // [--groups 32]
+import '../../envs/index.js'; // the built-in environments
 import { envSpec, listEnvs } from '../../env/index.js';
 import {
   byteTokenizer,

@@ -2,6 +2,7 @@
 // (same one call, same reward), and time to the first streamed content delta against the whole answer, from a client
 // in the same process and from curl.
 //   npx tsx src/bench/scripts/gateway-agents.ts [--episodes 8] [--calls 10]
+import '../../envs/index.js'; // the built-in environments
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';

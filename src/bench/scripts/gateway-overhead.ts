@@ -1,6 +1,7 @@
 // What the training gateway costs: one chat call through it (openai client, HTTP, chat template, recording) against
 // engine.generate on the same prompt, and whole agent-program episodes per second (one node process each).
 //   npx tsx src/bench/scripts/gateway-overhead.ts [--calls 40] [--episodes 8]
+import '../../envs/index.js'; // the built-in environments
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';

@@ -1,6 +1,7 @@
 // Per-phase time of StarPO steps on a preset (default sokoban-ppo) with engine token counts (real vs padded) and
 // FLOP rates. Usage: npx tsx src/bench/scripts/profile-step.ts [--model DIR | --size tiny] [--steps 3] [--val]
 // [--no-share-prefix] [key=value ...]
+import '../../envs/index.js'; // the built-in environments
 import { mkdtempSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,8 +10,7 @@ import { KLController } from '../../algo/index.js';
 import type { LocalEngine } from '../../engine/index.js';
 import { getBackend } from '../../tensor/index.js';
 import { DEFAULT_PRESET, envGroupsOptions, loadConfig } from '../../config/index.js';
-import { openModels, starpoStep, validate, type StepContext } from '../../train/index.js';
-import { SIZE_PRESETS } from '../../train/sft.js';
+import { openModels, SIZE_PRESETS, starpoStep, validate, type StepContext } from '../../train/index.js';
 import { writeMicroModel } from '../../train/testing.js';
 
 const argv = process.argv.slice(2);

@@ -4,6 +4,7 @@
 // the same config is trained, and the two metrics.jsonl are compared (wall-clock keys aside).
 //   npx tsx src/bench/scripts/soak-remote.ts [--minutes 10] [--kill-every 30] [--out /tmp/soak] [key=value ...]
 // Needs dist/ (npx tsc -p tsconfig.build.json): the processes run bin/ragen.js.
+import '../../envs/index.js'; // the built-in environments
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { freePort } from '../../util/index.js';

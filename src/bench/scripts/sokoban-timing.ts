@@ -2,7 +2,7 @@
 // many short rounds, so other load on a shared machine matters less; the official numbers come from
 // `ragen bench envs`. Run: npx tsx src/bench/scripts/sokoban-timing.ts [envId ...]
 import { envSpec, makeEnv, resolveEnvConfig } from '../../env/index.js';
-import type { StepResult } from '../../env/core.js';
+import type { StepResult } from '../../env/index.js';
 
 const ids = process.argv.slice(2).length
   ? process.argv.slice(2)

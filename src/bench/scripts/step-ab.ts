@@ -9,11 +9,9 @@
 // Usage: npx tsx src/bench/scripts/step-ab.ts [--rounds 3]
 import { parseArgs } from 'node:util';
 import { BENCH_MODEL, DEFAULT_WORKLOAD } from '../engine.js';
-import { FastDecoder } from '../../model/decode-fast.js';
-import { generate, Transformer } from '../../model/index.js';
-import { CONTROL_ADDR } from '../../tensor/arena.js';
-import { setBackend } from '../../tensor/index.js';
-import type { WasmBackend } from '../../tensor/wasm-backend.js';
+import { FastDecoder, generate, Transformer } from '../../model/index.js';
+import { CONTROL_ADDR, setBackend } from '../../tensor/index.js';
+import type { WasmBackend } from '../../tensor/index.js';
 import { Rng } from '../../util/index.js';
 
 const EXPERIMENT_ADDR = CONTROL_ADDR + 60; // unused by the thread pool (src/tensor/thread-pool.ts)

@@ -1,5 +1,6 @@
 // The study's figures rasterised by headless chromium: a real PNG at twice the SVG's size whose pixels show the
 // drawing (a red square drawn in the SVG is red in the PNG). Skipped without chromium unless RAGEN_REQUIRE_BACKENDS=1.
+import '../../envs/index.js'; // the built-in environments
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -1,6 +1,7 @@
 // The RAGEN-2 study's bookkeeping on hand-made run directories: run states for resuming, the per-run landmarks
 // (success fell, first warnings, MI halved, end regime), the per-config mean and spread, the markdown rows and the
 // figures' SVG. Every expected number below is worked out by hand from the metrics written here.
+import '../../envs/index.js'; // the built-in environments
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

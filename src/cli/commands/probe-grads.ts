@@ -3,7 +3,7 @@
 import { dirname, join } from 'node:path';
 import type { Command } from 'commander';
 import { loadSavedConfig } from '../../config/index.js';
-import { formatProbe, probeGradients, type ProbeReport } from '../../train/grad-probe.js';
+import { formatProbe, probeGradients, type ProbeReport } from '../../train/index.js';
 import { checkCreatable, parsePositiveInt, UsageError, withSetting, writeFileAt } from '../../util/index.js';
 
 /** Options of `ragen probe-grads`, as commander parses them. */

@@ -1,7 +1,7 @@
 // `ragen serve`: an OpenAI-compatible HTTP server for a checkpoint (src/serve), until Ctrl-C.
 import type { Command } from 'commander';
 // batcher.ts alone (not serve/index.ts): its defaults without loading the server at start-up.
-import { BATCHER_DEFAULTS } from '../../serve/batcher.js';
+import { BATCHER_DEFAULTS } from '../../serve/index.js';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadSavedConfig } from '../../config/index.js';

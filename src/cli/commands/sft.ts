@@ -10,8 +10,7 @@ import { countParameters, LoraAdapters, resolveModelPath, Transformer } from '..
 import { loadTokenizer, tinyTokenizerDir } from '../../tokenizer/index.js';
 import { ConsoleSink } from '../../metrics/index.js';
 import { loadConfig } from '../../config/index.js';
-import { buildDemos } from '../../train/sft-demos.js';
-import { presetModelConfig, runSft, SIZE_PRESETS } from '../../train/sft.js';
+import { buildDemos, presetModelConfig, runSft, SIZE_PRESETS } from '../../train/index.js';
 import { parseConfigPairs, parsePositiveInt, parseSeed, UsageError, writeFileAt } from '../../util/index.js';
 
 /** Options of `ragen sft`, as commander parses them. */

@@ -1,10 +1,19 @@
 // The env server behind `ragen env serve`: registered envs over WebSocket sessions (`/ws`) in OpenEnv's
 // shape, plus GET /health, /metadata, /schema; with session, size, idle and step-time limits.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import { z } from 'zod';
-import { checkExposure, RagenError, type Exposure } from '../../util/index.js';
+import {
+  ApiError,
+  checkExposure,
+  closeServer,
+  httpServer,
+  pathOf,
+  RagenError,
+  sendJson,
+  type Exposure,
+} from '../../util/index.js';
 import { envSpec, resolveEnvConfig, resolveEnvId } from '../registry.js';
 import {
   CLOSING_CODES,
@@ -122,7 +131,11 @@ export class EnvServer {
 
   /** Start listening; resolves with the bound port (useful with port 0). */
   async listen(): Promise<number> {
-    const http = createServer((req, res) => this.onHttp(req, res));
+    const http = httpServer((req, res) => this.onHttp(req, res), {
+      form: 'plain',
+      name: 'The env server',
+      log: (line) => this.options.log(`[env-serve] ${line}`),
+    });
     // ws closes a connection itself past maxPayload (code 1009); below it, our own limit answers with a typed error.
     const wss = new WebSocketServer({
       noServer: true,
@@ -165,9 +178,7 @@ export class EnvServer {
     await new Promise((resolve) => setTimeout(resolve, 50)); // lets the goodbye messages flush
     for (const ws of this.wss?.clients ?? []) ws.terminate();
     this.wss?.close();
-    const closed = new Promise<void>((resolve) => (this.http ? this.http.close(() => resolve()) : resolve()));
-    this.http?.closeAllConnections();
-    await closed;
+    if (this.http) await closeServer(this.http);
   }
 
   /** What `/metadata` returns: OpenEnv's name and description, plus every served env. */
@@ -229,31 +240,29 @@ export class EnvServer {
   }
 
   private onHttp(req: IncomingMessage, res: ServerResponse): void {
-    const path = (req.url ?? '/').split('?')[0];
-    const send = (status: number, body: unknown): void => {
-      res.writeHead(status, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(body));
-    };
-    try {
-      if (req.method !== 'GET')
-        return send(405, {
-          error: `Only GET is served over HTTP (${req.method} ${path}); sessions go over WebSocket at /ws.`,
-        });
-      if (path === '/health')
-        return send(200, { status: 'healthy', sessions: this.sessions.size, maxSessions: this.options.maxSessions });
-      if (!this.authorized(req))
-        return send(401, {
-          error: `This env server needs its token: send \`Authorization: Bearer <token>\` (set ${TOKEN_ENV} on the client).`,
-        });
-      if (path === '/metadata') return send(200, this.metadata());
-      if (path === '/schema') return send(200, this.schema());
-      send(404, {
-        error: `No route ${path}: use GET /health, /metadata, /schema or a WebSocket at /ws, /ws/<EnvId> or /<EnvId>.`,
+    const path = pathOf(req);
+    if (req.method !== 'GET')
+      throw new ApiError(
+        405,
+        `Only GET is served over HTTP (${req.method} ${path}); sessions go over WebSocket at /ws.`,
+      );
+    if (path === '/health')
+      return sendJson(res, 200, {
+        status: 'healthy',
+        sessions: this.sessions.size,
+        maxSessions: this.options.maxSessions,
       });
-    } catch (err) {
-      this.options.log(`[env-serve] HTTP ${path} failed: ${String(err)}`);
-      send(500, { error: String(err) });
-    }
+    if (!this.authorized(req))
+      throw new ApiError(
+        401,
+        `This env server needs its token: send \`Authorization: Bearer <token>\` (set ${TOKEN_ENV} on the client).`,
+      );
+    if (path === '/metadata') return sendJson(res, 200, this.metadata());
+    if (path === '/schema') return sendJson(res, 200, this.schema());
+    throw new ApiError(
+      404,
+      `No route ${path}: use GET /health, /metadata, /schema or a WebSocket at /ws, /ws/<EnvId> or /<EnvId>.`,
+    );
   }
 
   /** Whether `req` carries the server's token (always true when it has none). */

@@ -5,7 +5,6 @@ import { mcpSchema, type McpConfig } from './schema.js';
 
 export { McpEnv, McpServerError } from './mcp-env.js';
 export { McpConnection, describeServer, resultText, type McpTool, type CallOutcome } from './connection.js';
-export { mcpAgentEnv } from './agent-env.js';
 export {
   mcpSchema,
   stdioServerSchema,

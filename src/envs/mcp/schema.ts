@@ -1,26 +1,7 @@
 // The MCP environment's configuration (`env.config.MCP`): which server, which tasks, which verifier, and the limits.
 // Validated by zod like every env's config; paths are resolved against the working directory of the command.
 import { z } from 'zod';
-
-/** A server the env starts itself and speaks to over stdin/stdout (one process per connection). */
-export const stdioServerSchema = z.strictObject({
-  /** The executable, e.g. "node" (run directly, not through a shell). */
-  command: z.string().min(1),
-  /** Its arguments, e.g. ["examples/mcp-calculator/server.mjs"]. @default [] */
-  args: z.array(z.string()).default([]),
-  /** Variables added to the SDK's safe default environment (PATH, HOME, ...). @default {} */
-  env: z.record(z.string(), z.string()).default({}),
-  /** Working directory of the server; null: the trainer's. @default null */
-  cwd: z.string().min(1).nullable().default(null),
-});
-
-/** A running server reached over MCP's streamable HTTP transport (one session per connection). */
-export const httpServerSchema = z.strictObject({
-  /** The server's MCP endpoint, e.g. "http://127.0.0.1:3000/mcp". */
-  url: z.string().url(),
-  /** Headers sent with every request (e.g. an Authorization header). @default {} */
-  headers: z.record(z.string(), z.string()).default({}),
-});
+import { httpServerSchema, stdioServerSchema, type McpServerConfig } from '../../env/index.js';
 
 /** A module export the env calls: `{module: "path/to/file.mjs", export: "verify"}`. */
 const moduleRefSchema = (defaultExport: string) =>
@@ -95,8 +76,9 @@ export const mcpSchema = z.object({
 });
 
 export type McpConfig = z.infer<typeof mcpSchema>;
-export type McpServerConfig = NonNullable<McpConfig['server']>;
 /** The config once `server`, `tasks` and `verifier` are known to be set. */
+export { httpServerSchema, stdioServerSchema, type McpServerConfig };
+
 export type ReadyMcpConfig = McpConfig & {
   server: McpServerConfig;
   tasks: NonNullable<McpConfig['tasks']>;

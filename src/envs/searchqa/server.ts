@@ -1,7 +1,8 @@
 // `ragen retrieval serve`: RAGEN's retrieval API over the generated corpus (BM25), on node:http.
 // POST /retrieve {query, top_k} -> {results: [{id, content, score}]}; GET /health -> {status, ...}.
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { ApiError, closeServer, httpServer, listen, pathOf, readJson, sendJson } from '../../util/index.js';
 import { corpus } from './corpus.js';
 import { BM25Retriever, MAX_TOP_K } from './retrieval.js';
 
@@ -30,64 +31,31 @@ export async function startRetrievalServer(options: RetrievalServerOptions = {})
   const retriever = new BM25Retriever(seed);
   retriever.retrieve('warm up the index', 1); // build the index before the first request
   const passages = corpus(seed).passages.length;
-  const server = createServer((req, res) => {
-    handle(req, res).catch((err) => send(res, 500, { error: `internal error: ${(err as Error).message}` }));
+  const server = httpServer(handle, {
+    form: 'plain',
+    name: 'The retrieval server',
+    log: (line) => process.stderr.write(`ragen retrieval serve: ${line}\n`),
   });
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const path = (req.url ?? '/').split('?')[0];
+    const path = pathOf(req);
     if (path === '/health') {
-      if (req.method !== 'GET') return send(res, 405, { error: 'use GET /health' });
-      return send(res, 200, { status: 'healthy', retriever: 'bm25', corpusSeed: seed, passages });
+      if (req.method !== 'GET') throw new ApiError(405, 'use GET /health');
+      return sendJson(res, 200, { status: 'healthy', retriever: 'bm25', corpusSeed: seed, passages });
     }
     if (path !== '/retrieve')
-      return send(res, 404, { error: `no route ${req.method} ${path}; use POST /retrieve or GET /health` });
-    if (req.method !== 'POST') return send(res, 405, { error: 'use POST /retrieve with a JSON body {query, top_k}' });
-    const body = await readBody(req, maxBody);
-    if (body === undefined) return send(res, 413, { error: `request body over ${maxBody} bytes` });
-    let parsed: { query?: unknown; top_k?: unknown };
-    try {
-      parsed = JSON.parse(body);
-    } catch {
-      return send(res, 400, { error: `the body is not JSON: ${JSON.stringify(body.slice(0, 80))}` });
-    }
+      throw new ApiError(404, `no route ${req.method} ${path}; use POST /retrieve or GET /health`);
+    if (req.method !== 'POST') throw new ApiError(405, 'use POST /retrieve with a JSON body {query, top_k}');
+    const parsed = (await readJson(req, maxBody)) as { query?: unknown; top_k?: unknown } | null;
     const query = parsed?.query;
     if (typeof query !== 'string' || query.trim() === '')
-      return send(res, 400, {
-        error: `"query" must be a non-empty string, got ${JSON.stringify(query)?.slice(0, 80)}`,
-      });
-    const topK = parsed.top_k ?? 5;
+      throw new ApiError(400, `"query" must be a non-empty string, got ${JSON.stringify(query)?.slice(0, 80)}`);
+    const topK = parsed?.top_k ?? 5;
     if (typeof topK !== 'number' || !Number.isInteger(topK) || topK < 1 || topK > MAX_TOP_K)
-      return send(res, 400, { error: `"top_k" must be an integer in 1..${MAX_TOP_K}, got ${JSON.stringify(topK)}` });
-    send(res, 200, { results: retriever.retrieve(query, topK) });
+      throw new ApiError(400, `"top_k" must be an integer in 1..${MAX_TOP_K}, got ${JSON.stringify(topK)}`);
+    sendJson(res, 200, { results: retriever.retrieve(query, topK) });
   }
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 8000, options.host ?? '127.0.0.1', () => resolve());
-  });
+  await listen(server, options.port ?? 8000, options.host ?? '127.0.0.1');
   const addr = server.address() as AddressInfo;
   const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
-  return { url: `http://${host}:${addr.port}`, server, close: () => new Promise((r) => server.close(() => r())) };
-}
-
-function send(res: ServerResponse, status: number, body: unknown): void {
-  if (res.headersSent) return;
-  res.writeHead(status, { 'content-type': 'application/json' });
-  res.end(JSON.stringify(body));
-}
-
-/**
- * The body as text, or undefined when it exceeds `max` bytes (the rest is read and dropped, so the 413 reaches the
- * client).
- */
-function readBody(req: IncomingMessage, max: number): Promise<string | undefined> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size <= max) chunks.push(c);
-    });
-    req.on('end', () => resolve(size > max ? undefined : Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
+  return { url: `http://${host}:${addr.port}`, server, close: () => closeServer(server) };
 }
