@@ -2,7 +2,7 @@
   "targets": [
     {
       "target_name": "ragen_native",
-      "sources": ["ragen.cc"],
+      "sources": ["ragen.cc", "memory.cc", "bf16.cc"],
       "cflags_cc!": ["-fno-exceptions"],
       "cflags_cc": ["-O3", "-march=native", "-std=c++17"],
       "conditions": [

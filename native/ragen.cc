@@ -2,6 +2,7 @@
 // own AVX2/FMA 6x16 packed micro-kernel (also used, on 2 threads, inside causal attention with grouped KV heads).
 // Tensors live in the WASM arena (a SharedArrayBuffer); every pointer argument is a byte offset into it.
 #include <node_api.h>
+#include "memory.h"
 #include <immintrin.h>
 #include <algorithm>
 #include <cmath>
@@ -531,7 +532,9 @@ static napi_value Init(napi_env env, napi_value exports) {
     napi_throw_error(env, nullptr, "ragen native: napi_define_properties failed");
     return nullptr;
   }
-  return exports;
+  // native memory past the arena and bf16 weights (memory.cc, bf16.cc)
+  ragen_register_memory(env, exports);
+  return ragen_register_bf16(env, exports);
 }
 
 NAPI_MODULE(NODE_GYP_MODULE_NAME, Init)

@@ -34,6 +34,22 @@ export interface EpisodeTurn {
   tokens: number[];
   logprobs: number[];
   finishReason: Generation['finishReason'];
+  /** An agent program's turn (the gateway): its chat call as sent and the reply it got; absent for built-in turns. */
+  agentCall?: AgentCall;
+}
+
+/** One chat call of an agent program, in OpenAI chat shapes: the request as the program sent it, the reply it got. */
+export interface AgentCall {
+  /** The request's `messages` (tool calls and tool results included) as sent. */
+  messages: unknown[];
+  /** The request's `tools`; null when the call offered none. */
+  tools: unknown[] | null;
+  /** The assistant message the gateway answered: the text before any tool call, and the parsed calls. */
+  reply: {
+    role: 'assistant';
+    content: string | null;
+    tool_calls?: { id: string; type: 'function'; function: { name: string; arguments: string } }[];
+  };
 }
 
 /** Why an episode ended. */

@@ -42,6 +42,7 @@ export {
   episodeMessages,
   type Episode,
   type EpisodeTurn,
+  type AgentCall,
   type EndReason,
   type RolloutBatch,
   type RolloutOptions,

@@ -13,7 +13,7 @@ import type { Policy, PolicyRequest } from './policies.js';
 import { prefillText, systemPrompt } from './prompt.js';
 import type { TrainingSample } from './sequence.js';
 
-export type { Episode, EpisodeTurn, EndReason } from './episode.js';
+export type { AgentCall, Episode, EpisodeTurn, EndReason } from './episode.js';
 
 /** What a rollout returns: episodes for logging/eval, samples for training, metrics per tag. */
 export interface RolloutBatch {

@@ -4,7 +4,7 @@ import { appendFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { makeDir, withFileErrors, writeFileAt } from '../util/index.js';
 import type { AgentConfig } from './config.js';
-import { episodeMessages, type EndReason, type Episode } from './rollout.js';
+import { episodeMessages, type AgentCall, type EndReason, type Episode } from './rollout.js';
 
 /** One turn of a saved episode. */
 export interface TurnRecord {
@@ -30,6 +30,11 @@ export interface TurnRecord {
   token_text: string[] | null;
   /** Advantage of each sampled token as trained on; null outside training or when the filter dropped the group. */
   token_advantages: number[] | null;
+  /**
+   * An agent program's turn (the gateway): the chat call's messages and tools as the program sent them, and the reply
+   * it got (content and tool_calls). Absent for built-in turns, whose `observation` and `actions` say it instead.
+   */
+  call?: AgentCall;
 }
 
 /** One episode as a JSONL line. */
@@ -104,6 +109,7 @@ export function episodeRecord(
       tokens: t.tokens.length,
       token_text: training?.tokens?.(t.turn)?.text ?? null,
       token_advantages: training?.tokens?.(t.turn)?.advantages ?? null,
+      ...(t.agentCall ? { call: t.agentCall } : {}),
     })),
     messages: episodeMessages(e, cfg),
   };

@@ -232,6 +232,109 @@ describe.skipIf(!browserAvailable())('dashboard in chromium', () => {
     await shot(page, 'trajectories');
   });
 
+  it("issue 38 item 6: shows a gateway episode's messages, tool calls and tool results, and its trained tokens", async () => {
+    // A gateway run's rollout line as src/gateway/agent-rollout.ts writes it: each turn one chat call (`call`), the
+    // sampled tokens with their advantages.
+    const agentRun = join(runsDir, 'agent-run');
+    mkdirSync(join(agentRun, 'rollouts'), { recursive: true });
+    writeFileSync(join(agentRun, 'config.yaml'), toYaml(tinyRun(agentRun)));
+    writeFileSync(join(agentRun, 'metrics.jsonl'), `${JSON.stringify({ step: 1, 'train/success': 1 })}\n`);
+    const tools = ['look', 'take'].map((name) => ({
+      type: 'function',
+      function: { name, parameters: { type: 'object', properties: { what: { type: 'string' } } } },
+    }));
+    const look = {
+      id: 'call_s1-g0-m0_0-0',
+      type: 'function' as const,
+      function: { name: 'look', arguments: '{"what": "table"}' },
+    };
+    const asked = [
+      { role: 'system', content: 'You are in a room. Find the key and take it.' },
+      { role: 'user', content: 'Where is the key?' },
+    ];
+    const turn = (i: number, pieces: string[], advantage: number, call: object) => ({
+      turn: i,
+      observation: '',
+      response: pieces.join(''),
+      think: '',
+      answer: '',
+      actions: [],
+      reward: i === 1 ? 1 : 0,
+      penalty: 0,
+      format_error: null,
+      advantage,
+      tokens: pieces.length,
+      token_text: pieces,
+      token_advantages: pieces.map(() => advantage),
+      call,
+    });
+    const record = {
+      custom_id: 'KeyAgent-seed7-g0-m0',
+      step: 1,
+      env: 'KeyAgent',
+      seed: 7,
+      group: 0,
+      member: 0,
+      success: true,
+      total_reward: 1,
+      score: 1,
+      end_reason: 'terminated',
+      num_actions: 2,
+      context_truncations: 0,
+      n_tokens: 9,
+      kept: true,
+      turns: [
+        turn(
+          0,
+          ['<tool_call>', '\n{"name": "look", ', '"arguments": {"what": "table"}}', '\n</tool_call>', '<|im_end|>'],
+          0.5,
+          {
+            messages: asked,
+            tools,
+            reply: { role: 'assistant', content: null, tool_calls: [look] },
+          },
+        ),
+        turn(1, ['The key', ' is on', ' the table', '.'], 0.5, {
+          messages: [
+            ...asked,
+            { role: 'assistant', content: '', tool_calls: [look] },
+            { role: 'tool', tool_call_id: look.id, content: 'a brass key lies on the table' },
+          ],
+          tools,
+          reply: { role: 'assistant', content: 'The key is on the table.' },
+        }),
+      ],
+      messages: [],
+    };
+    writeFileSync(join(agentRun, 'rollouts', 'step-1.jsonl'), `${JSON.stringify(record)}\n`);
+
+    await page.goto(`${dash.url}#/trajectories?run=0/agent-run&step=1`);
+    const view = page.locator('#episode-view[data-episode="KeyAgent-seed7-g0-m0"]');
+    const first = view.locator('.turn[data-turn="0"]');
+    const second = view.locator('.turn[data-turn="1"]');
+    expect(await first.locator('.request .msg pre').allTextContents()).toEqual([
+      'You are in a room. Find the key and take it.',
+      'Where is the key?',
+    ]);
+    expect(await first.locator('.request > .label').textContent()).toBe('request: tools look, take');
+    expect(await first.locator('.reply .msg pre.tool-call').textContent()).toBe('→ look({"what":"table"})');
+    // The second call repeats the first's messages (not shown again), then the echoed call and its result.
+    expect(await second.locator('.request > .label').textContent()).toMatch(/2 earlier messages as in turn 1$/);
+    expect(await second.locator('.request .msg.role-tool .label').textContent()).toBe(
+      `tool result of look (${look.id})`,
+    );
+    expect(await second.locator('.request .msg.role-tool pre').textContent()).toBe('a brass key lies on the table');
+    expect(await second.locator('.reply .msg pre').textContent()).toBe('The key is on the table.');
+    // The trained tokens, one coloured span each.
+    const spans = first.locator('pre.response span');
+    expect(await spans.count()).toBe(record.turns[0]!.token_text.length);
+    expect(await first.locator('pre.response').textContent()).toBe(record.turns[0]!.response);
+    expect(await spans.first().getAttribute('title')).toBe('advantage 0.500');
+    expect(await view.textContent()).not.toMatch(/no valid action/);
+    await shot(page, 'trajectories-agent');
+    expect(errors).toEqual([]);
+  });
+
   it('shows success and pass@k of a ragen eval file', async () => {
     await runEval({ run: runDir, groups: 3, groupSize: 2, out: join(runDir, 'eval', 'val.jsonl') });
     await page.goto(`${dash.url}#/eval?run=0/bandit-run`);

@@ -18,7 +18,9 @@ export type {
 } from './types.js';
 export { chunkTokens, fitsOneChunk } from './token-budget.js';
 export { sequenceBatch, rowTokens } from './batch.js';
-export { LocalEngine, TokenStats } from './local.js';
+export { LocalEngine, TokenStats, checkCheckpointFits, frozenBf16, storeFrozen } from './local.js';
+export { memoryPlan, checkArenaFits, loraParameters } from './memory-plan.js';
+export type { MemoryPlan, MemoryPlanInput } from './memory-plan.js';
 /** What either engine throws when the policy's logits are not finite (src/model/generate.ts). */
 export { NonFiniteLogitsError } from '../model/index.js';
 export type { LocalEngineOptions, LocalPretrainedOptions } from './local.js';

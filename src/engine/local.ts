@@ -2,6 +2,7 @@
 // src/tensor's CPU kernels. Implements generate / forward, and backward + optimizerStep for the trainer.
 import { join } from 'node:path';
 import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import {
   add,
   getBackend,
@@ -21,6 +22,8 @@ import {
   generateYielding,
   LoraAdapters,
   loadModel,
+  loadModelConfig,
+  ADAPTER_DIR,
   packedGradient,
   packTokens,
   saveModel,
@@ -36,6 +39,7 @@ import {
 import { loadTokenizer } from '../tokenizer/index.js';
 import { ConfigError, Rng } from '../util/index.js';
 import { RoleOptimizer, loadOptimizerStates, saveOptimizerStates } from './local-optim.js';
+import { checkArenaFits } from './memory-plan.js';
 import type {
   BackwardOptions,
   EngineSaveOptions,
@@ -89,6 +93,11 @@ export interface LocalPretrainedOptions {
   criticPath?: string;
   /** Keep a frozen reference policy (with LoRA: the base weights, no copy). @default false */
   reference?: boolean;
+  /**
+   * Storage of frozen projection weights (the LoRA base, a reference copy): bf16 puts them in native memory outside
+   * the tensor arena (native backend only). @default 'float32'
+   */
+  frozenDtype?: 'float32' | 'bf16';
   decode?: (ids: number[]) => string;
   seed?: number;
 }
@@ -170,11 +179,15 @@ export class LocalEngine implements TrainableEngine {
   /** Load a Hugging Face checkpoint directory (ours or transformers'); `dir/critic` holds a separate critic. */
   static async fromPretrained(dir: string, opts: LocalPretrainedOptions = {}): Promise<LocalEngine> {
     selectBackend(opts.backend);
+    await checkCheckpointFits(dir, opts);
     const seed = opts.seed ?? 0;
-    const { model: policy, valueHead } = await loadModel(dir);
+    const bf16 = frozenBf16(dir, opts);
+    const { model: policy, valueHead } = await loadModel(dir, { frozenBf16: bf16.policy });
     if (opts.lora && !policy.lora) LoraAdapters.attach(policy, opts.lora, seed + 1);
     let reference: Transformer | 'base' | null = null;
-    if (opts.reference) reference = policy.lora ? 'base' : (await loadModel(dir, { adapters: false })).model;
+    if (opts.reference)
+      reference = policy.lora ? 'base' : (await loadModel(dir, { adapters: false, frozenBf16: bf16.reference })).model;
+    storeFrozen(policy, reference, opts.frozenDtype);
     let critic: LocalEngineOptions['critic'] = null;
     if (opts.critic === 'shared')
       critic = { mode: 'shared', valueHead: valueHead ?? ValueHead.init(policy.config.hiddenSize, seed + 2) };
@@ -422,6 +435,61 @@ export class LocalEngine implements TrainableEngine {
       model.lora = adapters;
     }
   }
+}
+
+/**
+ * Which models of checkpoint `dir` load their projections straight into bf16 (frozenDtype bf16): the policy when it
+ * will carry LoRA adapters (given, or saved in `dir`), a reference copy otherwise. Refuses bf16 with nothing frozen.
+ */
+export function frozenBf16(
+  dir: string,
+  opts: Pick<LocalPretrainedOptions, 'lora' | 'reference' | 'frozenDtype'>,
+): { policy: boolean; reference: boolean } {
+  if (opts.frozenDtype !== 'bf16') return { policy: false, reference: false };
+  const lora = !!opts.lora || existsSync(join(dir, ADAPTER_DIR, 'adapter_config.json'));
+  if (!lora && !opts.reference) throw new ConfigError(NOTHING_FROZEN);
+  return { policy: lora, reference: !lora && !!opts.reference };
+}
+
+const NOTHING_FROZEN =
+  'model.frozenDtype=bf16 needs frozen weights: LoRA adapters (model.lora.rank > 0) or a reference model; a full fine-tune without a reference has none';
+
+/**
+ * With frozenDtype bf16, move the frozen weights to bf16 native memory: the LoRA policy's base (its reference too),
+ * and a separate reference model.
+ */
+export function storeFrozen(
+  policy: Transformer,
+  reference: Transformer | 'base' | null,
+  frozenDtype: 'float32' | 'bf16' | undefined,
+): void {
+  if (frozenDtype !== 'bf16') return;
+  if (!policy.lora && !(reference instanceof Transformer)) throw new ConfigError(NOTHING_FROZEN);
+  if (policy.lora) policy.storeFrozenAsBf16();
+  if (reference instanceof Transformer) {
+    reference.setBaseTrainable(false);
+    reference.storeFrozenAsBf16();
+  }
+}
+
+/**
+ * Refuse, before reading any weight, a checkpoint whose models (with `opts`' LoRA, critic and reference) cannot fit
+ * the current backend's tensor arena (see memory-plan.ts).
+ */
+export async function checkCheckpointFits(dir: string, opts: Omit<LocalPretrainedOptions, 'decode'>): Promise<void> {
+  const config = await loadModelConfig(dir);
+  let lora = opts.lora ?? null;
+  const saved = join(dir, ADAPTER_DIR, 'adapter_config.json');
+  if (existsSync(saved)) {
+    const raw = JSON.parse(await readFile(saved, 'utf8')) as { r?: unknown; target_modules?: unknown };
+    const r = Number(raw.r);
+    const targets = raw.target_modules;
+    if (Number.isInteger(r) && r > 0)
+      lora = { r, alpha: r, targetModules: Array.isArray(targets) ? targets.map(String) : 'all-linear' };
+  }
+  const reference = opts.reference ? (lora ? 'base' : 'copy') : null;
+  const frozenDtype = opts.frozenDtype ?? 'float32';
+  checkArenaFits(config, { lora, critic: opts.critic ?? null, reference, frozenDtype }, getBackend().name, dir);
 }
 
 function selectBackend(name: 'auto' | BackendName | undefined): void {

@@ -1,12 +1,12 @@
 // An agent program's episodes as a rollout batch: groups share a seed, failures score the failure reward, every
 // sampled id is in a sample of its episode, and the trainer's own filter/collate step takes the batch as it is.
 import '../envs/index.js'; // the built-in environments
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { agentProgram } from '../agent/index.js';
+import { agentProgram, episodeRecord } from '../agent/index.js';
 import { defaultConfig } from '../config/index.js';
 import type { TrainableEngine } from '../engine/index.js';
 import { localServeTarget } from '../serve/index.js';
@@ -94,5 +94,39 @@ await fetch(env.RAGEN_REWARD_URL, { method: 'POST', body: JSON.stringify({ rewar
     for (const v of filtered.all.lossMask) sampled += v;
     expect(sampled).toBe(batch.episodes.reduce((a, e) => a + e.turns.reduce((b, t) => b + t.tokens.length, 0), 0));
     for (const row of filtered.keptRows) expect(filtered.keptEpisodes.has(batch.samples[row]!.episode)).toBe(true);
+  }, 60_000);
+  it("keeps each call's request and the reply the program got on its turn, and the rollout record carries them", async () => {
+    const file = join(dir, 'tool-agent.mjs');
+    const got = join(dir, 'got.json');
+    // One call with a tool, an earlier tool call and its result in the history; the reply the program received is saved.
+    writeFileSync(
+      file,
+      `import OpenAI from '${OPENAI}';
+import { writeFileSync } from 'node:fs';
+const client = new OpenAI({ maxRetries: 0 });
+const tools = [{ type: 'function', function: { name: 'look', description: 'Look around.', parameters: { type: 'object', properties: {} } } }];
+const messages = [
+  { role: 'user', content: 'Find the key.' },
+  { role: 'assistant', content: '', tool_calls: [{ id: 't1', type: 'function', function: { name: 'look', arguments: '{}' } }] },
+  { role: 'tool', tool_call_id: 't1', content: 'a key on the table' },
+];
+const r = await client.chat.completions.create({ model: 'p', messages, tools, max_tokens: 6 });
+writeFileSync(${JSON.stringify(got)}, JSON.stringify({ messages, tools, reply: r.choices[0].message }));
+await fetch(process.env.RAGEN_REWARD_URL, { method: 'POST', body: JSON.stringify({ reward: 1 }) });
+`,
+    );
+    const program = agentProgram({ command: `node ${JSON.stringify(file)}`, timeoutS: 30, concurrency: 1 });
+    const { batch } = await agentRollout(gateway, program, {
+      tag: 'ToolAgent',
+      groups: 1,
+      groupSize: 1,
+      seedBase: 0,
+      idPrefix: 'tools',
+    });
+    const sent = JSON.parse(readFileSync(got, 'utf8')) as { messages: unknown[]; tools: unknown[]; reply: object };
+    const turn = batch.episodes[0]!.turns[0]!;
+    expect(turn.agentCall).toEqual(sent);
+    const record = episodeRecord(batch.episodes[0]!, { enableThink: false });
+    expect(JSON.parse(JSON.stringify(record)).turns[0].call).toEqual(turn.agentCall);
   }, 60_000);
 });

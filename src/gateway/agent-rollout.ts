@@ -3,6 +3,7 @@
 // filters and advantages to consume unchanged.
 import {
   computeMetrics,
+  type AgentCall,
   type AgentProgramConfig,
   type Episode,
   type EpisodeTurn,
@@ -12,7 +13,8 @@ import {
 import { resolveAgentProgram } from './program-module.js';
 import { runAgentEpisodes, type AgentOutcome, type AgentProgram, type AgentTask } from './runner.js';
 import { samplesFromCalls } from './samples.js';
-import { unparsedToolCall } from './qwen-tools.js';
+import { parseToolCalls, unparsedToolCall } from './qwen-tools.js';
+import type { CallRecord } from './episodes.js';
 import type { Gateway } from './server.js';
 
 /** Which episodes one rollout runs. */
@@ -96,6 +98,20 @@ function episodeSeed(seed: number, group: number, member: number): number {
 }
 
 /**
+ * A recorded call as the program saw it: its request, and the reply the gateway answered (the same parse, with the
+ * same ids, as src/gateway/server.ts's answer).
+ */
+function agentCall(c: CallRecord, episodeId: string): AgentCall {
+  const { content, calls } =
+    c.tools !== null ? parseToolCalls(c.text, `call_${episodeId}_${c.index}`) : { content: c.text, calls: [] };
+  return {
+    messages: c.messages,
+    tools: c.tools,
+    reply: { role: 'assistant', content, ...(calls.length > 0 ? { tool_calls: calls } : {}) },
+  };
+}
+
+/**
  * An agent episode in the built-in loop's record shape: one turn per call, no env actions, the reward on the last turn,
  * a format error per garbled tool call.
  */
@@ -129,6 +145,7 @@ function episodeOf(o: AgentOutcome, index: number, member: number, tag: string):
     tokens: c.completionIds,
     logprobs: c.logprobs,
     finishReason: c.finishReason,
+    agentCall: agentCall(c, o.log.id),
   }));
   return {
     index,

@@ -66,10 +66,11 @@ export async function loadModelConfig(dir: string): Promise<ModelConfig> {
 /** Load a checkpoint directory (ours or one saved by transformers), with its LoRA adapter and value head if present. */
 export async function loadModel(
   dir: string,
-  opts: { adapters?: boolean } = {},
+  /** adapters: load a saved LoRA adapter (default true); frozenBf16: projections straight to bf16 native memory. */
+  opts: { adapters?: boolean; frozenBf16?: boolean } = {},
 ): Promise<{ model: Transformer; valueHead: ValueHead | null }> {
   const config = await loadModelConfig(dir);
-  const model = Transformer.fromWeights(config, await loadWeights(dir), dir);
+  const model = Transformer.fromWeights(config, await loadWeights(dir), dir, { frozenBf16: opts.frozenBf16 ?? false });
   if (opts.adapters !== false && existsSync(join(dir, ADAPTER_DIR, 'adapter_config.json')))
     await LoraAdapters.load(model, join(dir, ADAPTER_DIR));
   const vh = join(dir, VALUE_HEAD_FILE);

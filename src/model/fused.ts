@@ -8,14 +8,20 @@ export { FusedWeights, type FusedLayer } from './fused-weights.js';
 
 /** Stack the effective weights of `projs` (rows in order) into one new (sum out, in) matrix. */
 function stack(model: Transformer, projs: Proj[], part: 'weight' | 'bias'): Tensor {
-  const first = projs[0]![part]!;
+  const at0 = (p: Proj): Tensor => {
+    const t = p[part]!;
+    if (!(t instanceof Tensor))
+      throw new Error(`fuseWeights: ${p.name} is a bf16 frozen matrix, which has no fused form`);
+    return t;
+  };
+  const first = at0(projs[0]!);
   const be = first.backend;
   const cols = part === 'weight' ? first.shape[1]! : 1;
-  const rows = projs.reduce((n, p) => n + p[part]!.shape[0]!, 0);
+  const rows = projs.reduce((n, p) => n + at0(p).shape[0]!, 0);
   const out = Tensor.empty(part === 'weight' ? [rows, cols] : [rows], be);
   let at = 0;
   for (const p of projs) {
-    const src = p[part]!;
+    const src = at0(p);
     const r = src.shape[0]!;
     be.copyBlock(src.buf, 0, cols, out.buf, at * cols, cols, r, cols, false);
     const ad = part === 'weight' ? model.lora?.adapters.get(p.name) : undefined;

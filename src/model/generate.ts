@@ -154,7 +154,9 @@ function* generateSteps(
   const window = Math.max(0, ...stopStrings.map((s) => s.length)) + 4;
   const settings = { topP: opts.topP ?? 1, topK: opts.topK ?? 0 };
 
-  const fused = (opts.fuseWeights ?? model.numParameters <= 1e8) ? fuseWeights(model) : undefined;
+  // bf16 frozen weights have no fused (float32-packed) form: those models decode op by op
+  const fused =
+    !model.hasBf16Weights && (opts.fuseWeights ?? model.numParameters <= 1e8) ? fuseWeights(model) : undefined;
   let cache = new KVCache(c, n, capacity);
   // cache row -> prompt index: longest prompts first, so prefill groups pad little
   let rows = prompts.map((_, i) => i).sort((a, b) => prompts[b]!.length - prompts[a]!.length || a - b);

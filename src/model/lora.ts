@@ -11,6 +11,8 @@ import { expectWeight, readSafetensors, rejectUnexpected, writeSafetensors, type
 export interface LoraHost {
   readonly config: { readonly numLayers: number };
   readonly weights: Map<string, Tensor>;
+  /** A weight's shape, float32 or bf16 (bf16 projections are not in `weights`). */
+  weightShape(name: string): readonly number[] | undefined;
   lora: LoraAdapters | null;
   setBaseTrainable(trainable: boolean): void;
 }
@@ -162,6 +164,7 @@ export class LoraAdapters {
 
   /** Fold W += (alpha / r) B A into the base weights, detach the adapters and make the base trainable again. */
   merge(model: LoraHost): void {
+    model.setBaseTrainable(true); // refuses a bf16 base before anything changes
     noGrad(() => {
       for (const [module, ad] of this.adapters) {
         const w = model.weights.get(`${module}.weight`)!;
@@ -213,8 +216,8 @@ function targetShapes(model: LoraHost, modules: readonly string[]): [string, num
   for (let i = 0; i < model.config.numLayers; i++) {
     for (const m of modules) {
       const path = `model.layers.${i}.${m.endsWith('_proj') && ['gate_proj', 'up_proj', 'down_proj'].includes(m) ? 'mlp' : 'self_attn'}.${m}`;
-      const w = model.weights.get(`${path}.weight`)!;
-      out.push([path, w.shape[0]!, w.shape[1]!]);
+      const shape = model.weightShape(`${path}.weight`)!;
+      out.push([path, shape[0]!, shape[1]!]);
     }
   }
   return out;

@@ -6,6 +6,8 @@ import {
   isGradEnabled,
   keep,
   linear,
+  linearBf16,
+  Bf16Matrix,
   narrow,
   noGrad,
   tidy,
@@ -23,7 +25,7 @@ import {
   Tensor,
   type Backend,
 } from '../tensor/index.js';
-import { Rng } from '../util/index.js';
+import { ConfigError, Rng } from '../util/index.js';
 import { countParameters, type ModelConfig } from './config.js';
 import type { FusedWeights } from './fused-weights.js';
 import type { KVCache } from './kv-cache.js';
@@ -33,7 +35,8 @@ import { expectWeight, rejectUnexpected, type WeightMap } from './safetensors.js
 /** One linear projection: HF module path (e.g. `model.layers.0.self_attn.q_proj`), weight (out, in), optional bias. */
 export interface Proj {
   name: string;
-  weight: Tensor;
+  /** float32, or bf16 in native memory for a frozen model (`storeFrozenAsBf16`, `fromWeights` with bf16). */
+  weight: Tensor | Bf16Matrix;
   bias: Tensor | null;
 }
 
@@ -145,6 +148,8 @@ export class Transformer {
     weights: Map<string, Tensor>,
     /** Where the weights came from (a checkpoint directory), for messages. */
     readonly source = '(in memory)',
+    /** Projection weights already in bf16 native memory, by weight name (not in `weights`). */
+    bf16: ReadonlyMap<string, Bf16Matrix> = new Map(),
   ) {
     this.weights = weights;
     const w = (name: string): Tensor => {
@@ -154,7 +159,7 @@ export class Transformer {
     };
     const proj = (name: string, bias: boolean): Proj => ({
       name,
-      weight: w(`${name}.weight`),
+      weight: bf16.get(`${name}.weight`) ?? w(`${name}.weight`),
       bias: bias ? w(`${name}.bias`) : null,
     });
     this.layers = [];
@@ -193,25 +198,73 @@ export class Transformer {
   }
 
   /** Build from loaded weights; throws CheckpointError naming any missing or mis-shaped tensor. */
-  static fromWeights(config: ModelConfig, loaded: WeightMap, source = 'checkpoint'): Transformer {
+  static fromWeights(
+    config: ModelConfig,
+    loaded: WeightMap,
+    source = 'checkpoint',
+    opts: { frozenBf16?: boolean } = {},
+  ): Transformer {
     const weights = new Map<string, Tensor>();
+    const bf16 = new Map<string, Bf16Matrix>();
     for (const [name, shape] of weightShapes(config)) {
-      const t = tensor(expectWeight(loaded, name, shape, source).data, shape, { requiresGrad: true });
-      weights.set(name, keep(t));
+      const data = expectWeight(loaded, name, shape, source).data;
+      // frozen projections go straight to bf16, never through the arena as float32
+      if (opts.frozenBf16 && name.endsWith('_proj.weight'))
+        bf16.set(name, Bf16Matrix.fromFloat32(data, shape[0]!, shape[1]!));
+      else weights.set(name, keep(tensor(data, shape, { requiresGrad: !opts.frozenBf16 })));
     }
     // Harmless extras: rotary inverse frequencies (older Llama exports) and a copy of the tied embedding.
     rejectUnexpected(
       loaded,
       new Set(weights.keys()),
       source,
-      (n) => n.endsWith('rotary_emb.inv_freq') || (config.tieWordEmbeddings && n === 'lm_head.weight'),
+      (n) => n.endsWith('rotary_emb.inv_freq') || (config.tieWordEmbeddings && n === 'lm_head.weight') || bf16.has(n),
     );
-    return new Transformer(config, weights, source);
+    return new Transformer(config, weights, source, bf16);
   }
 
   /** The LM head matrix (V, C): the embedding when tied. */
   get lmHead(): Tensor {
     return this.weights.get(this.config.tieWordEmbeddings ? 'model.embed_tokens.weight' : 'lm_head.weight')!;
+  }
+
+  /**
+   * Move the frozen projection weights (q, k, v, o, gate, up, down of every layer) to bf16 in native memory, outside
+   * the tensor arena: half the bytes, and not bound by its 4 GiB. Embeddings, the LM head, norms and biases stay
+   * float32. The base must be frozen (LoRA attached, or a reference model); it cannot train again afterwards.
+   */
+  storeFrozenAsBf16(): void {
+    const trainable = [...this.weights.values()].some((t) => t.requiresGrad);
+    if (trainable)
+      throw new ConfigError(
+        `${this.source}: bf16 frozen weights need a frozen base (LoRA adapters attached, or a reference model); this model trains its base weights, so keep them float32`,
+      );
+    for (const p of this.projections()) {
+      if (!(p.weight instanceof Tensor)) continue;
+      const [rows, cols] = p.weight.shape as [number, number];
+      const m = Bf16Matrix.fromFloat32(p.weight.toFloat32Array(), rows, cols, p.weight.backend);
+      p.weight.dispose();
+      this.weights.delete(`${p.name}.weight`);
+      p.weight = m;
+    }
+  }
+
+  /** The shape of weight `name` (float32 or bf16), or undefined when the model has none of that name. */
+  weightShape(name: string): readonly number[] | undefined {
+    const t = this.weights.get(name);
+    if (t) return t.shape;
+    const p = this.projections().find((q) => `${q.name}.weight` === name);
+    return p ? p.weight.shape : undefined;
+  }
+
+  /** Every projection of every layer. */
+  private projections(): Proj[] {
+    return this.layers.flatMap((l) => [l.q, l.k, l.v, l.o, l.gate, l.up, l.down]);
+  }
+
+  /** Whether the projections are bf16 in native memory (see storeFrozenAsBf16). */
+  get hasBf16Weights(): boolean {
+    return this.projections().some((p) => p.weight instanceof Bf16Matrix);
   }
 
   /** Trainable parameters by name: the LoRA adapters when attached (base frozen), else every weight. */
@@ -222,13 +275,22 @@ export class Transformer {
 
   /** Freeze (or unfreeze) the base weights. */
   setBaseTrainable(trainable: boolean): void {
+    if (trainable && this.hasBf16Weights)
+      throw new ConfigError(
+        `${this.source}: the base weights are stored as bf16 for a frozen base and cannot train; load the model without bf16 frozen weights to train or merge them`,
+      );
     for (const t of this.weights.values()) t.requiresGrad = trainable;
   }
 
-  /** Base weights copied out as float32 arrays (the order transformers writes them). */
+  /** Base weights copied out as float32 arrays (the order transformers writes them; bf16 ones exactly widened). */
   exportWeights(): WeightMap {
     const out: WeightMap = new Map();
-    for (const [name, t] of this.weights) out.set(name, { shape: [...t.shape], data: t.toFloat32Array() });
+    const frozen = new Map(this.projections().map((p) => [`${p.name}.weight`, p.weight]));
+    for (const [name, shape] of weightShapes(this.config)) {
+      const t = this.weights.get(name) ?? frozen.get(name);
+      if (t instanceof Tensor) out.set(name, { shape: [...t.shape], data: t.toFloat32Array() });
+      else if (t) out.set(name, { shape, data: t.readRows() });
+    }
     return out;
   }
 
@@ -249,7 +311,7 @@ export class Transformer {
 
   /** x W^T + b, plus the LoRA delta when this projection has an adapter. */
   proj(p: Proj, x: Tensor, rng?: Rng): Tensor {
-    const y = linear(x, p.weight, p.bias);
+    const y = p.weight instanceof Tensor ? linear(x, p.weight, p.bias) : linearBf16(x, p.weight, p.bias);
     const delta = this.lora?.delta(p.name, x, rng);
     return delta ? add(y, delta) : y;
   }
@@ -374,6 +436,7 @@ export class Transformer {
   dispose(): void {
     noGrad(() => {
       for (const t of this.weights.values()) t.dispose();
+      for (const p of this.projections()) if (!(p.weight instanceof Tensor)) p.weight.dispose();
       this.lora?.dispose();
     });
   }

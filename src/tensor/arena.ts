@@ -21,6 +21,8 @@ export const ARENA_BASE = 1 << 20;
 /** Address of the thread-pool control block (Int32 flags then Float64 arguments). */
 export const CONTROL_ADDR = 512 * 1024;
 const MAX_PAGES = 65536;
+/** The most bytes the arena can hand out: a WebAssembly (memory32) memory holds at most 4 GiB. */
+export const ARENA_LIMIT_BYTES = MAX_PAGES * PAGE - ARENA_BASE;
 
 /** Round a byte size up to its size class. */
 export function sizeClass(bytes: number): number {
@@ -139,7 +141,7 @@ export class Arena {
         const grow = Math.min(Math.max(needPages, Math.ceil(havePages / 4)), MAX_PAGES - havePages);
         if (grow < needPages)
           throw new RangeError(
-            `tensor arena is out of memory: ${(end / 2 ** 30).toFixed(2)} GiB needed, WebAssembly memory is limited to 4 GiB; free tensors (tidy/dispose) or use a smaller batch`,
+            `tensor arena is out of memory: ${(end / 2 ** 30).toFixed(2)} GiB needed, more than the 4 GiB one WebAssembly memory can hold; free tensors you no longer need (tidy/dispose), shorten the batch (fewer or shorter sequences per forward), or run a model this size on model.engine=torch`,
           );
         this.memory.grow(grow);
       }

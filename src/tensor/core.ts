@@ -66,6 +66,7 @@ export type {
   DecodeCall,
   DecodeKernels,
 } from './backend.js';
+export { ARENA_LIMIT_BYTES } from './arena.js';
 export { finiteDifferenceCheck, compareWithReference } from './grad-check.js';
 export type { CheckInput, GradCheckResult } from './grad-check.js';
 

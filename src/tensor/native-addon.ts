@@ -92,6 +92,36 @@ export interface NativeAddon {
     eps: number,
     scale: number,
   ): void;
+  /** A zeroed native block of `bytes` (outside the arena, so past its 4 GiB); its address. */
+  nativeAlloc(bytes: number): number;
+  nativeFree(address: number): void;
+  /** Copy the array's bytes into the block at `byteOffset` (toNative 1) or out of it (0). */
+  nativeCopy(address: number, byteOffset: number, data: ArrayBufferView, toNative: number): void;
+  /** Bytes in live native blocks. */
+  nativeAllocated(): number;
+  /**
+   * y (M, N) (+)= x (M, K) op(W): x, y float32 at byte offsets of `arena`, W bf16 at `wOffset` of block `w`, (N, K)
+   * when nt (x W^T) else (K, N); path 0 the best present, 1 scalar, 2 avx2, 3 avx512, 4 avx512bf16.
+   */
+  gemmBf16(
+    path: number,
+    nt: number,
+    M: number,
+    N: number,
+    K: number,
+    arena: Float32Array,
+    x: number,
+    w: number,
+    wOffset: number,
+    y: number,
+    accumulate: number,
+  ): void;
+  /** Write `data` as bf16 (round to nearest even) at `byteOffset` of the block. */
+  bf16Store(address: number, byteOffset: number, data: Float32Array): void;
+  /** Read bf16 values at `byteOffset` of the block into `out` as float32. */
+  bf16Load(address: number, byteOffset: number, out: Float32Array): void;
+  /** The bf16 GEMM paths this CPU has, e.g. "scalar avx2 avx512 avx512bf16". */
+  bf16Paths(): string;
   /** logits (B, V) = rmsnorm(h) head^T, lse (B), probs = softmax(logits * invTemp) unless invTemp is 0. */
   decodeHead(
     h: number,
@@ -121,4 +151,12 @@ export const NATIVE_ADDON_ARITY: { readonly [K in keyof NativeAddon]: number } =
   decodePack: 4,
   decodeLayer: 26,
   decodeHead: 12,
+  nativeAlloc: 1,
+  nativeFree: 1,
+  nativeCopy: 4,
+  nativeAllocated: 0,
+  gemmBf16: 11,
+  bf16Store: 3,
+  bf16Load: 3,
+  bf16Paths: 0,
 };

@@ -111,6 +111,14 @@ export class NativeBackend extends WasmBackend {
     return new NativeDecodeKernels(this.addon, this.arena, this.sync, dims, capacity);
   }
 
+  /**
+   * y (M, N) (+)= x (M, K) op(W) with W a bf16 matrix in native memory at `w` (+ wOffset bytes), (N, K) when nt
+   * (x W^T) else (K, N). `path` as the addon's gemmBf16 (0 = the best this CPU has).
+   */
+  gemmBf16(path: number, nt: boolean, M: number, N: number, K: number, x: Buf, w: number, y: Buf, acc: boolean): void {
+    this.addon.gemmBf16(path, nt ? 1 : 0, M, N, K, this.arena.f32, p(x), w, 0, p(y), acc ? 1 : 0);
+  }
+
   /** Which kernels the addon was built with. */
   info(): string {
     return this.addon.info();

@@ -4,7 +4,7 @@ import type { TrainingSample } from '../agent/index.js';
 import { applyEpisodeScores, selectRows } from './batch.js';
 import { EarlyStopTracker } from './early-stop.js';
 import { loadConfig } from '../config/index.js';
-import { miniBatches } from './update.js';
+import { miniBatches } from './stage-update.js';
 
 describe('trainer batch plumbing', () => {
   it('cuts mini-batches per epoch, every row once per epoch, shuffled reproducibly', () => {

@@ -4,6 +4,7 @@ import type { Episode } from '../agent/index.js';
 import { collapseMetrics, promptKeys, type CollapseMetrics } from '../algo/index.js';
 import { sequenceBatch, type Engine } from '../engine/index.js';
 import type { MetricValues } from '../metrics/index.js';
+import { family } from './step-batch.js';
 
 /** Settings (the config's `trainer.collapse`). */
 export interface CollapseSettings {
@@ -80,20 +81,29 @@ async function score(
   );
 }
 
-function family(prefix: 'collapse_first_turn_sample' | 'collapse_trajectory_sample', m: CollapseMetrics): MetricValues {
-  const out: MetricValues = {
-    [`${prefix}/mi_estimate`]: m.miEstimate,
-    [`${prefix}/mi_upper_bound`]: m.miUpperBound,
-    [`${prefix}/mi_zscore`]: m.miZscore,
-    [`${prefix}/mi_zscore_ema`]: m.miZscoreEma,
-    [`${prefix}/conditional_entropy`]: m.conditionalEntropy,
-    [`${prefix}/reasoning_entropy`]: m.reasoningEntropy,
-    [`${prefix}/retrieval_accuracy`]: m.retrieval.accuracy,
-    [`${prefix}/retrieval_chance`]: m.retrieval.chance,
+/** The eight statistics of a sample: its family's first keys, and the headline `collapse/*` keys. */
+function headline(m: CollapseMetrics) {
+  return {
+    mi_estimate: m.miEstimate,
+    mi_upper_bound: m.miUpperBound,
+    mi_zscore: m.miZscore,
+    mi_zscore_ema: m.miZscoreEma,
+    conditional_entropy: m.conditionalEntropy,
+    reasoning_entropy: m.reasoningEntropy,
+    retrieval_accuracy: m.retrieval.accuracy,
+    retrieval_chance: m.retrieval.chance,
   };
-  for (const k of m.retrievalTopK) out[`${prefix}/retrieval_top${k.k}_accuracy`] = k.accuracy;
-  if (m.seq) out[`${prefix}/mi_estimate_seq`] = m.seq.miEstimate;
-  return out;
+}
+
+/** Every statistic of a sample under its family's prefix. */
+function sampleFamily(
+  prefix: 'collapse_first_turn_sample' | 'collapse_trajectory_sample',
+  m: CollapseMetrics,
+): MetricValues {
+  const extra: Record<string, number> = {};
+  for (const k of m.retrievalTopK) extra[`retrieval_top${k.k}_accuracy`] = k.accuracy;
+  if (m.seq) extra.mi_estimate_seq = m.seq.miEstimate;
+  return family(prefix, { ...headline(m), ...extra });
 }
 
 /**
@@ -108,9 +118,9 @@ export async function collapseDiagnostics(
   ema: CollapseEma,
 ): Promise<{ metrics: MetricValues; ema: CollapseEma }> {
   const turns = episodes.flatMap((e) => e.turns);
-  const metrics: MetricValues = {
-    'collapse/valid_thinking_rate': turns.length ? turns.filter((t) => t.think.trim() !== '').length / turns.length : 0,
-  };
+  const metrics = family('collapse', {
+    valid_thinking_rate: turns.length ? turns.filter((t) => t.think.trim() !== '').length / turns.length : 0,
+  });
   const next: CollapseEma = { ...ema };
   if (settings.firstTurn) {
     const pairs = spread(
@@ -122,16 +132,7 @@ export async function collapseDiagnostics(
     const m = await score(engine, pairs, ema.firstTurn);
     if (m) {
       next.firstTurn = m.ema;
-      Object.assign(metrics, family('collapse_first_turn_sample', m), {
-        'collapse/mi_estimate': m.miEstimate,
-        'collapse/mi_upper_bound': m.miUpperBound,
-        'collapse/mi_zscore': m.miZscore,
-        'collapse/mi_zscore_ema': m.miZscoreEma,
-        'collapse/conditional_entropy': m.conditionalEntropy,
-        'collapse/reasoning_entropy': m.reasoningEntropy,
-        'collapse/retrieval_accuracy': m.retrieval.accuracy,
-        'collapse/retrieval_chance': m.retrieval.chance,
-      } satisfies MetricValues);
+      Object.assign(metrics, sampleFamily('collapse_first_turn_sample', m), family('collapse', headline(m)));
     }
   }
   if (settings.multiTurn) {
@@ -139,7 +140,7 @@ export async function collapseDiagnostics(
     const m = await score(engine, spread(all, Math.min(settings.numSamples, TRAJECTORY_SAMPLE_CAP)), ema.trajectory);
     if (m) {
       next.trajectory = m.ema;
-      Object.assign(metrics, family('collapse_trajectory_sample', m));
+      Object.assign(metrics, sampleFamily('collapse_trajectory_sample', m));
     }
   }
   return { metrics, ema: next };

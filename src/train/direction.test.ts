@@ -11,7 +11,7 @@ import { loadTokenizer, tinyTokenizerDir } from '../tokenizer/index.js';
 import { envGroupsOptions, loadConfig } from '../config/index.js';
 import { starpoStep } from './step.js';
 import { RecordingEngine, type RecordedBackward, type RecordingOutputs } from './testing.js';
-import { updateActor, updateCritic, type UpdateBatch } from './update.js';
+import { updateActor, updateCritic, type UpdateBatch } from './stage-update.js';
 
 registerTestCorridor();
 const tokenizer = loadTokenizer(tinyTokenizerDir());

@@ -5,7 +5,14 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { needsCritic } from '../algo/index.js';
 import type { RagenConfig } from '../config/index.js';
-import { LocalEngine, TorchEngine, type LocalPretrainedOptions } from '../engine/index.js';
+import {
+  checkCheckpointFits,
+  frozenBf16,
+  storeFrozen,
+  LocalEngine,
+  TorchEngine,
+  type LocalPretrainedOptions,
+} from '../engine/index.js';
 import { loadModel, resolveModelPath, ValueHead } from '../model/index.js';
 import { getBackend, setBackend } from '../tensor/index.js';
 import { runTokenizer, type ChatTemplateChoice, type Tokenizer } from '../tokenizer/index.js';
@@ -72,6 +79,7 @@ export function localEngineOptions(config: RagenConfig): Omit<LocalPretrainedOpt
     critic: critic ? m.critic.mode : null,
     ...(critic && m.critic.path !== null ? { criticPath: m.critic.path } : {}),
     reference: needsReference(config),
+    frozenDtype: m.frozenDtype,
     seed: config.seed.train,
   };
 }
@@ -113,13 +121,16 @@ export async function openLocalModels(
     // checkpoint, and the tokenizer copied into later checkpoints must outlive pruned ones (`model.path`'s).
     if (opts.backend && opts.backend !== 'auto') setBackend(opts.backend);
     else getBackend();
-    const { model: policy, valueHead } = await loadModel(from);
+    await checkCheckpointFits(from, opts);
+    const bf16 = frozenBf16(from, opts);
+    const { model: policy, valueHead } = await loadModel(from, { frozenBf16: bf16.policy });
     const seed = opts.seed ?? 0;
     const reference = opts.reference
       ? policy.lora
         ? 'base'
-        : (await loadModel(m.path, { adapters: false })).model
+        : (await loadModel(m.path, { adapters: false, frozenBf16: bf16.reference })).model
       : null;
+    storeFrozen(policy, reference, opts.frozenDtype);
     let critic: ConstructorParameters<typeof LocalEngine>[0]['critic'] = null;
     if (opts.critic === 'shared')
       critic = { mode: 'shared', valueHead: valueHead ?? ValueHead.init(policy.config.hiddenSize, seed + 2) };

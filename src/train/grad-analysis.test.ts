@@ -8,7 +8,7 @@ import { LocalEngine } from '../engine/index.js';
 import { describeMetric, isMetricKey } from '../metrics/index.js';
 import { gradAnalysisMetrics, gradientAnalysis, type GradAnalysisSettings } from './grad-analysis.js';
 import { writeMicroModel } from './testing.js';
-import type { UpdateBatch } from './update.js';
+import type { UpdateBatch } from './stage-update.js';
 
 let root: string;
 let engine: LocalEngine;

@@ -12,13 +12,13 @@ import {
   type RolloutFilterResult,
 } from '../algo/index.js';
 import type { TokenBatch } from '../agent/index.js';
-import type { RagenConfig } from '../config/index.js';
 import type { ForwardResult, OutputGradients, TrainableEngine } from '../engine/index.js';
 import type { MetricValues } from '../metrics/index.js';
 import { selectRows, takeRows } from './batch.js';
 import { microBatches } from './micro-batches.js';
-import type { UpdateBatch } from './update.js';
-import { actorLossConfig, lossHorizon, prepareUpdate } from './update-data.js';
+import { advantagesStage } from './stage-advantages.js';
+import { scoreStage } from './stage-score.js';
+import type { StepSettings, UpdateBatch } from './step-batch.js';
 
 /** The three terms of the actor loss, each measured with its own backward pass. */
 export const GRAD_COMPONENTS = ['task', 'entropy', 'kl'] as const;
@@ -236,13 +236,13 @@ export interface StepGradAnalysis {
 }
 
 /**
- * The analysis of one training step with the config's settings (`trainer.gradAnalysis`, the update's loss and
+ * The analysis of one training step with the step's settings (`trainer.gradAnalysis`, the update's loss and
  * batching): on `data` (the kept rows, prepared for the update) and, with `prefilter`, on every row of `all`,
  * prepared the same way. Call it between updates; the policy's gradients are zero before and after.
  */
 export async function analyzeStep(
   engine: TrainableEngine,
-  config: RagenConfig,
+  settings: Pick<StepSettings, 'gradAnalysis' | 'update' | 'score' | 'advantages'>,
   s: {
     all: TokenBatch;
     filter: RolloutFilterResult;
@@ -251,25 +251,26 @@ export async function analyzeStep(
     klBeta: number;
   },
 ): Promise<StepGradAnalysis> {
-  const ga = config.trainer.gradAnalysis;
+  const ga = settings.gradAnalysis;
   const groupStd = new Map(s.filter.groupKeys.map((k, g) => [String(k), s.filter.groupRewardStd[g]!]));
-  const horizon = lossHorizon(config);
-  const settings: GradAnalysisSettings = {
+  const bucketing: GradAnalysisSettings = {
     buckets: ga.buckets,
-    microBatchSize: config.trainer.microBatchSize,
-    horizon,
+    microBatchSize: settings.update.microBatchSize,
+    horizon: settings.update.horizon,
   };
-  const loss = actorLossConfig(config);
-  const filtered = s.data ? await gradientAnalysis(engine, s.data, groupStd, loss, settings) : [];
+  const loss = settings.update.actorLoss;
+  const filtered = s.data ? await gradientAnalysis(engine, s.data, groupStd, loss, bucketing) : [];
   let prefilter: GradBucket[] | null = null;
   if (ga.prefilter) {
-    const everyRow = s.all.groupIds.map((_, i) => i);
-    const whole = await prepareUpdate(engine, config, s.all, everyRow, {
+    // every row through the step's own score and advantages stages (the unfiltered view)
+    const everyRow = {
+      all: s.all,
+      keptRows: s.all.groupIds.map((_, i) => i),
       ...(s.fullForward ? { fullForward: s.fullForward } : {}),
-      klBeta: s.klBeta,
-      keptRatio: 1,
-    });
-    prefilter = await gradientAnalysis(engine, whole.data, groupStd, loss, settings);
+    };
+    const { metrics: _s, ...scored } = await scoreStage(everyRow, settings.score, engine);
+    const { metrics: _a, ...adv } = advantagesStage(scored, settings.advantages, { klBeta: s.klBeta, keptRatio: 1 });
+    prefilter = await gradientAnalysis(engine, { ...scored, ...adv }, groupStd, loss, bucketing);
   }
   return {
     filtered,

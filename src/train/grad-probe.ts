@@ -18,8 +18,8 @@ import {
 import { openModelDir, openNewest } from './checkpoint-read.js';
 import { openModels } from './engine-setup.js';
 import { analyzeStep, type GradBucket } from './grad-analysis.js';
-import { collectRollout } from './step.js';
-import { filterBatch, prepareKept } from './update-data.js';
+import { collectRollout, filterBatch, prepareKept } from './step.js';
+import { stepSettings } from './step-batch.js';
 
 /** What to probe. */
 export interface ProbeOptions {
@@ -137,11 +137,12 @@ export async function probeGradients(o: ProbeOptions): Promise<ProbeReport> {
     // The KL coefficient the run had reached (the adaptive controller's), else the configured one.
     const saved = state?.trainer?.klCoef;
     const klBeta = typeof saved === 'number' ? saved : config.algo.kl.coef;
-    const data = (await prepareKept(engine, config, f, { klBeta }))?.data ?? null;
+    const settings = stepSettings(config);
+    const data = (await prepareKept(engine, settings, f, { klBeta }))?.data ?? null;
     say(
       `analysing ${config.trainer.gradAnalysis.buckets} buckets (${f.filter.stats.keptCount} of ${f.filter.groupKeys.length} groups kept by the filter)`,
     );
-    const a = await analyzeStep(engine, config, { ...f, data, klBeta });
+    const a = await analyzeStep(engine, settings, { ...f, data, klBeta });
     return {
       run: o.run,
       model: dir ?? config.model.path,

@@ -17,28 +17,55 @@ export {
 } from './checkpoint-io.js';
 export { openModelDir } from './checkpoint-read.js';
 export { createRun, recordResume, resumeRun, runEnvName, RESUME_LOG, type ResumedRun } from './run-setup.js';
-export { train, type TrainOptions, type TrainResult } from './trainer.js';
+export { train, type TrainResult } from './trainer.js';
+export { openRun, type OpenedRun, type TrainOptions } from './open-run.js';
+export { RunState, saveCheckpoint, type StatePiece } from './run-state.js';
+export { trainLoop, type Session } from './loop.js';
 export {
   starpoStep,
   starpoUpdate,
   collectRollout,
+  filterBatch,
+  prepareKept,
   stepSeed,
   lossHorizon,
   type StepContext,
   type StepOutput,
   type CollectedRollout,
+  type FilteredBatch,
+  type PreparedUpdate,
 } from './step.js';
+export {
+  family,
+  stepSettings,
+  actorLossConfig,
+  type StepBatch,
+  type StepSettings,
+  type StageOutput,
+  type TokenArray,
+} from './step-batch.js';
+export { collateStage } from './stage-collate.js';
+export { filterStage } from './stage-filter.js';
+export { scoreStage } from './stage-score.js';
+export { advantagesStage, type AdvantageInputs } from './stage-advantages.js';
 export type { OffPolicyInfo } from './off-policy.js';
 export { AsyncRollouts, VersionClock } from './async-rollouts.js';
 export {
+  runUpdate,
+  updateStage,
   updateActor,
   updateCritic,
+  actorLossGrad,
+  criticLossGrad,
   miniBatches,
+  type LossGrad,
+  type MicroLoss,
+  type UpdateStats,
   type UpdateBatch,
   type BatchSchedule,
   type ActorUpdateStats,
   type CriticUpdateStats,
-} from './update.js';
+} from './stage-update.js';
 export { validate, validationBatch, type Validation } from './validate.js';
 export {
   openModels,
@@ -61,6 +88,5 @@ export {
   type StepGradAnalysis,
 } from './grad-analysis.js';
 export { probeGradients, formatProbe, type ProbeOptions, type ProbeReport } from './grad-probe.js';
-export { prepareUpdate, filterBatch, actorLossConfig, type PreparedUpdate, type FilteredBatch } from './update-data.js';
 export { runSft, presetModelConfig, SIZE_PRESETS } from './sft.js';
 export { buildDemos } from './sft-demos.js';

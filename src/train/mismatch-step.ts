@@ -14,7 +14,7 @@ import type { MetricValues } from '../metrics/index.js';
 export function correctMismatch(
   advantages: Float64Array,
   tokens: TokenBatch,
-  oldLogprobs: Float32Array,
+  oldLogprobs: ArrayLike<number>,
   correction: RagenConfig['algo']['rolloutCorrection'],
   metrics: MetricValues,
 ): Float64Array {

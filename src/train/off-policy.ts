@@ -43,7 +43,7 @@ export function tokenStaleness(tokens: TokenBatch, info: OffPolicyInfo): Int32Ar
 export function correctOffPolicy(
   advantages: Float64Array,
   tokens: TokenBatch,
-  oldLogprobs: Float32Array,
+  oldLogprobs: Float32Array | Float64Array,
   staleness: Int32Array,
   info: OffPolicyInfo,
   metrics: MetricValues,

@@ -1,6 +1,7 @@
-// One StarPO step, in RAGEN's order (inventory 3.6) with its bugs left out: rollout -> collapse diagnostics ->
-// reward normalisation -> group filter -> old / reference log-probs -> values -> advantages -> gradient analysis ->
-// critic update -> actor update. Validation, checkpoints and early stops are the loop's (trainer.ts).
+// One StarPO step, in RAGEN's order (inventory 3.6) with its bugs left out, as named stages over one StepBatch
+// (step-batch.ts): rollout -> collapse diagnostics -> collate (stage-collate.ts) -> filter (stage-filter.ts) -> score
+// (stage-score.ts) -> advantages (stage-advantages.ts) -> gradient analysis -> update (stage-update.ts). Validation,
+// checkpoints and early stops are the loop's (loop.ts).
 import {
   enginePolicy,
   rollout,
@@ -14,20 +15,25 @@ import type { KLController } from '../algo/index.js';
 import type { TrainableEngine } from '../engine/index.js';
 import type { MetricValues } from '../metrics/index.js';
 import type { Tokenizer } from '../tokenizer/index.js';
-import { maskedStats } from './batch.js';
 import { collapseDiagnostics, type CollapseEma } from './collapse-step.js';
 import { samplingOf, type RagenConfig } from '../config/index.js';
 import { analyzeStep } from './grad-analysis.js';
 import type { OffPolicyInfo } from './off-policy.js';
-import { optimizerSettings } from './lr-schedule.js';
 import { episodeRecords, tokenAdvantages, turnAdvantages } from './rollout-records.js';
 import { generatedTokens, trainMetrics } from './rollout-metrics.js';
-import { updateActor, updateCritic, type BatchSchedule } from './update.js';
-import { actorLossConfig, filterBatch, lossHorizon, prepareKept } from './update-data.js';
+import { family, seconds, stepSettings, type StepBatch, type StepSettings, type UpdateBatch } from './step-batch.js';
+import { collateStage } from './stage-collate.js';
+import { filterStage } from './stage-filter.js';
+import { scoreStage } from './stage-score.js';
+import { advantagesStage } from './stage-advantages.js';
+import { updateStage } from './stage-update.js';
 import { agentBatches, gatewayMetrics, gatewayRefusals, joinBatches } from './agent-source.js';
 import type { Gateway } from '../gateway/index.js';
 
-/** What one step needs; `kl` and `collapseEma` carry state from step to step. */
+/**
+ * What one step needs; `kl` and `collapseEma` carry state from step to step (registered with the run's RunState, which
+ * checkpoints them: the step never saves them).
+ */
 export interface StepContext {
   config: RagenConfig;
   engine: TrainableEngine;
@@ -61,9 +67,7 @@ export function stepSeed(base: number, step: number): number {
   return (Math.imul(base ^ 0x5bd1e995, 0x27d4eb2d) + Math.imul(step, 0x9e3779b1)) >>> 0;
 }
 
-export { lossHorizon } from './update-data.js';
-
-const seconds = (t0: number) => (performance.now() - t0) / 1000;
+export { lossHorizon } from './step-batch.js';
 
 /** A step's rollout with its metrics (`train/*`, `timing_s/gen`, `perf/*` of generation). */
 export interface CollectedRollout {
@@ -129,7 +133,60 @@ export async function starpoStep(ctx: StepContext, step: number): Promise<StepOu
   return starpoUpdate(ctx, step, await collectRollout(ctx, step), tStep);
 }
 
-/** Steps 2-6 of a StarPO step on a collected rollout; `tStep` is when the step's clock started (perf/tokens_per_s). */
+/** The batch after collate and filter (what the gradient probe and the gateway's tests read). */
+export type FilteredBatch = Pick<
+  StepBatch,
+  'episodes' | 'all' | 'filter' | 'keptEpisodes' | 'keptRows' | 'fullForward'
+>;
+
+/** Stages collate and filter of `config` on a rollout batch. */
+export async function filterBatch(
+  engine: Pick<TrainableEngine, 'forward'>,
+  config: RagenConfig,
+  batch: RolloutBatch,
+  padTokenId: number,
+): Promise<FilteredBatch> {
+  const s = stepSettings(config);
+  const { metrics: _c, ...collated } = collateStage(batch, s.collate, padTokenId);
+  const { metrics: _f, ...filtered } = await filterStage(collated, s.filter, engine);
+  return { ...collated, ...filtered };
+}
+
+/** What `prepareKept` gives: the update's view of the batch, the stages' metrics, the KL controller's input. */
+export interface PreparedUpdate {
+  data: UpdateBatch & Pick<StepBatch, 'staleness'>;
+  metrics: MetricValues;
+  klUpdate: { currentKl: number; B: number } | null;
+}
+
+/**
+ * Stages score and advantages on the rows the filter kept (null when it kept none), as both the step and the gradient
+ * probe run them. `klBeta` is the in-reward KL coefficient now; `offPolicy` (async rollouts) marks stale tokens.
+ */
+export async function prepareKept(
+  engine: TrainableEngine,
+  s: StepSettings,
+  f: FilteredBatch,
+  o: { klBeta: number; offPolicy?: OffPolicyInfo },
+): Promise<PreparedUpdate | null> {
+  if (f.keptRows.length === 0) return null;
+  const { metrics: scoreMetrics, ...scored } = await scoreStage(f, s.score, engine, o.offPolicy);
+  const {
+    metrics: advMetrics,
+    klUpdate,
+    ...adv
+  } = advantagesStage(scored, s.advantages, {
+    klBeta: o.klBeta,
+    keptRatio: f.filter.stats.keptRatio,
+    ...(o.offPolicy ? { offPolicy: o.offPolicy } : {}),
+  });
+  return { data: { ...scored, ...adv }, metrics: { ...scoreMetrics, ...advMetrics }, klUpdate };
+}
+
+/**
+ * The step after its rollout: collapse diagnostics, collate -> filter -> score -> advantages (-> gradient analysis) ->
+ * update. `tStep` is when the step's clock started (perf/tokens_per_s); `offPolicy` comes with async rollouts.
+ */
 export async function starpoUpdate(
   ctx: StepContext,
   step: number,
@@ -137,122 +194,54 @@ export async function starpoUpdate(
   tStep: number,
   offPolicy?: OffPolicyInfo,
 ): Promise<StepOutput> {
-  const { config, engine, tokenizer, agent } = ctx;
-  const algo = config.algo;
-  const t = config.trainer;
-  const { batch, genTokens } = collected;
+  const { engine, tokenizer, agent } = ctx;
+  const s = stepSettings(ctx.config);
+  const { batch: rollout, genTokens } = collected;
   const metrics: MetricValues = { ...collected.metrics };
-  let t0: number;
-
-  // 2. collapse diagnostics on the unfiltered batch, on step 1 and every `collapse.every` steps
-  const every = t.collapse.every;
-  if (every > 0 && (step === 1 || step % every === 0)) {
-    t0 = performance.now();
-    const c = await collapseDiagnostics(engine, batch.episodes, t.collapse, ctx.collapseEma);
+  const take = <T extends { metrics: MetricValues }>({ metrics: m, ...rest }: T): Omit<T, 'metrics'> => {
+    Object.assign(metrics, m);
+    return rest;
+  };
+  // collapse diagnostics on the unfiltered batch, on step 1 and every `collapse.every` steps
+  if (s.collapse.every > 0 && (step === 1 || step % s.collapse.every === 0)) {
+    const t0 = performance.now();
+    const c = await collapseDiagnostics(engine, rollout.episodes, s.collapse, ctx.collapseEma);
     ctx.collapseEma = c.ema;
-    Object.assign(metrics, c.metrics, { 'timing_s/collapse': seconds(t0) });
+    take({ metrics: { ...c.metrics, ...family('timing_s', { collapse: seconds(t0) }) } });
   }
-
-  // 3. reward normalisation (per episode score), then the group filter on the raw episode scores
-  t0 = performance.now();
-  const filtered = await filterBatch(engine, config, batch, tokenizer.padTokenId);
-  const { episodes, filter, keptEpisodes, keptRows } = filtered;
-  Object.assign(metrics, {
-    'rollout/in_group_reward_std': filter.stats.reward.std,
-    'rollout/in_group_reward_mean': filter.stats.reward.mean,
-    'rollout/in_group_reward_max': filter.stats.reward.max,
-    'rollout/chosen_in_group_reward_std': filter.stats.chosenReward.std,
-    'rollout/chosen_in_group_reward_mean': filter.stats.chosenReward.mean,
-    'rollout/filter_kept_count': filter.stats.keptCount,
-    'rollout/filter_kept_ratio': filter.stats.keptRatio,
-    'rollout/filter_zero_count': filter.stats.zeroCount,
-    'rollout/empty_after_filter': keptRows.length === 0 ? 1 : 0,
-    'train/batch_size': keptRows.length,
-    'timing_s/filter': seconds(t0),
-  } satisfies MetricValues);
-  // `timing_s/step` is the loop's (trainer.ts): it times the whole step, validation included.
+  const collated = take(collateStage(rollout, s.collate, tokenizer.padTokenId));
+  const filtered = { ...collated, ...take(await filterStage(collated, s.filter, engine)) };
+  // `timing_s/step` is the loop's (loop.ts): it times the whole step, validation included.
   const out = (records: EpisodeRecord[], empty: boolean): StepOutput => ({
     metrics,
     records,
     empty,
-    inGroupStd: filter.stats.reward.std,
-    rollout: batch,
+    inGroupStd: filtered.filter.stats.reward.std,
+    rollout,
   });
-  const limit = config.logging.rolloutsPerStep;
-  // 4-5. old / reference log-probs, values, token rewards, advantages and their modifiers on the kept rows
+  const { episodes, keptEpisodes } = filtered;
   const klBeta = ctx.kl.value; // this step's in-reward β (the controller then adapts it for the next step)
-  const prepared = await prepareKept(engine, config, filtered, { klBeta, ...(offPolicy ? { offPolicy } : {}) });
-  if (!prepared) return out(episodeRecords(step, episodes, keptEpisodes, new Map(), limit, agent), true);
-  Object.assign(metrics, prepared.metrics);
+  const prepared = await prepareKept(engine, s, filtered, { klBeta, ...(offPolicy ? { offPolicy } : {}) });
+  if (!prepared) return out(episodeRecords(step, episodes, keptEpisodes, new Map(), s.rolloutsPerStep, agent), true);
+  const data = take(prepared).data;
   if (prepared.klUpdate) ctx.kl.update(prepared.klUpdate.currentKl, prepared.klUpdate.B);
-  const data = prepared.data;
-  const { tokens, advantages } = data;
-  const critic = data.values !== undefined;
-  const schedule: BatchSchedule = {
-    miniBatchSize: t.miniBatchSize,
-    microBatchSize: t.microBatchSize,
-    epochs: t.ppoEpochs,
-    shuffleSeed: t.shuffle ? stepSeed(config.seed.train ^ 0x2545f491, step) : null,
-    horizon: lossHorizon(config),
-  };
-
-  // 5b. RAGEN-2's gradient analysis by reward-std bucket, at its cadence: separate passes that leave no gradient
-  const ga = t.gradAnalysis;
+  // RAGEN-2's gradient analysis by reward-std bucket, at its cadence: separate passes that leave no gradient
+  const ga = s.gradAnalysis;
   if (ga.every > 0 && (step === 1 || step % ga.every === 0)) {
-    t0 = performance.now();
-    Object.assign(metrics, (await analyzeStep(engine, config, { ...filtered, data, klBeta })).metrics);
+    const t0 = performance.now();
+    take(await analyzeStep(engine, s, { ...filtered, data, klBeta }));
     metrics['timing_s/grad_analysis'] = seconds(t0);
   }
-
-  // 6. critic update, then the actor update (after `criticWarmup` steps)
-  let optimizerSteps = 0;
-  if (critic) {
-    t0 = performance.now();
-    const settings = optimizerSettings(config, 'critic', step);
-    const c = await updateCritic(
-      engine,
-      data,
-      { lossAgg: algo.lossAgg, valueClip: algo.valueClip },
-      schedule,
-      settings,
-    );
-    // A shared-trunk critic's backward also reaches the policy trunk: drop that gradient so the actor's update
-    // is its own loss's alone (the trunk learns from the policy loss; the value head from the value loss).
-    if (config.model.critic.mode === 'shared') engine.zeroGrad('policy');
-    Object.assign(metrics, {
-      'critic/vf_loss': c.vfLoss,
-      'critic/vf_clipfrac': c.vfClipfrac,
-      'critic/grad_norm': c.gradNorm,
-      'critic/lr': settings.lr,
-      'critic/values_mean': maskedStats(data.values!, tokens.lossMask).mean,
-      'timing_s/update_critic': seconds(t0),
-    } satisfies MetricValues);
-  }
-  if (step > t.criticWarmup) {
-    t0 = performance.now();
-    const settings = optimizerSettings(config, 'actor', step);
-    const u = await updateActor(engine, data, actorLossConfig(config), schedule, settings);
-    optimizerSteps = u.optimizerSteps;
-    Object.assign(metrics, {
-      'actor/pg_loss': u.pgLoss,
-      'actor/pg_clipfrac': u.clipfrac,
-      'actor/pg_clipfrac_lower': u.clipfracDual,
-      'actor/ppo_kl': u.ppoKl,
-      'actor/entropy_loss': u.entropyLoss,
-      'actor/grad_norm': u.gradNorm,
-      'actor/lr': settings.lr,
-      'actor/skipped_updates': u.skipped,
-      'timing_s/update_actor': seconds(t0),
-      ...(metrics['actor/entropy'] === undefined && u.entropy !== null ? { 'actor/entropy': u.entropy } : {}),
-      ...(algo.kl.useKlLoss ? { 'actor/kl_loss': u.klLoss } : {}),
-    } satisfies MetricValues);
-  }
+  const shuffleSeed = s.update.shuffle ? stepSeed(s.trainSeed ^ 0x2545f491, step) : null;
+  const entropyKnown = metrics['actor/entropy'] !== undefined;
+  const { optimizerSteps } = take(await updateStage(data, s.update, engine, { step, shuffleSeed, entropyKnown }));
+  const { tokens, advantages } = data;
   metrics['train/num_mini_batches'] = optimizerSteps;
-  const trainedTokens = tokens.lengths.reduce((x, y) => x + y, 0) * (optimizerSteps > 0 ? t.ppoEpochs : 0);
+  const trainedTokens = tokens.lengths.reduce((x, y) => x + y, 0) * (optimizerSteps > 0 ? s.update.epochs : 0);
   metrics['perf/tokens_per_s'] = (genTokens + trainedTokens) / Math.max(seconds(tStep), 1e-9);
   metrics['perf/rss_mb'] = process.memoryUsage.rss() / 2 ** 20;
   return out(
-    episodeRecords(step, episodes, keptEpisodes, turnAdvantages(tokens, advantages), limit, agent, {
+    episodeRecords(step, episodes, keptEpisodes, turnAdvantages(tokens, advantages), s.rolloutsPerStep, agent, {
       tokens: tokenAdvantages(tokens, advantages),
       decode: (id) => tokenizer.decode([id]),
     }),

@@ -8,7 +8,7 @@ import { collate, type TrainingSample } from '../agent/index.js';
 import { TorchEngine, type TrainableEngine } from '../engine/index.js';
 import { torchPythonForTests } from '../engine/torch-testing.js';
 import { Rng } from '../util/index.js';
-import { updateActor, updateCritic, type BatchSchedule, type UpdateBatch } from './update.js';
+import { updateActor, updateCritic, type BatchSchedule, type UpdateBatch } from './stage-update.js';
 
 const python = torchPythonForTests();
 const TINY = join(import.meta.dirname, '../../models/ragen-tiny');

@@ -3,6 +3,7 @@
 // seed and outcome.
 import { api, type EpisodeRecord } from '../api.js';
 import { errorBox, fmt, h, problemsBox, routeHref } from '../dom.js';
+import { agentCallView, type MessageView } from './agent-call.js';
 import type { Page } from './page.js';
 
 /** Background colour of an advantage: green for positive, red for negative, white at 0; |a| >= scale is full colour. */
@@ -37,6 +38,62 @@ function generatedText(turn: Turn, scale: number): HTMLElement {
   return pre;
 }
 
+function messageBox(m: MessageView, cls: string): HTMLElement {
+  return h(
+    'div',
+    { class: `msg ${cls} role-${m.role}` },
+    h('div', { class: 'label' }, m.answers === undefined ? m.role : `tool result of ${m.answers}`),
+    m.text ? h('pre', {}, m.text) : null,
+    m.toolCalls.map((c) => h('pre', { class: 'tool-call', title: c.id }, `→ ${c.name}(${c.args})`)),
+  );
+}
+
+/** An agent program's turn: the request's new messages, and the reply with its trained tokens coloured. */
+function agentTurnView(t: Turn, previous: Turn | undefined, scale: number): HTMLElement {
+  const v = agentCallView(t.call!, previous?.call);
+  return h(
+    'div',
+    { class: 'cols' },
+    h(
+      'div',
+      { class: 'request' },
+      h(
+        'div',
+        { class: 'label' },
+        `request: ${v.tools === null ? 'no tools' : `tools ${v.tools.join(', ')}`}${v.earlier ? `; ${v.earlier} earlier messages as in turn ${t.turn}` : ''}`,
+      ),
+      v.messages.map((m) => messageBox(m, 'sent')),
+    ),
+    h(
+      'div',
+      { class: 'reply' },
+      h('div', { class: 'label' }, 'sampled and trained (colour = advantage)'),
+      generatedText(t, scale),
+      h('div', { class: 'label' }, 'reply the program got'),
+      messageBox(v.reply, 'got'),
+      v.reply.toolCalls.length === 0 && !v.reply.text ? h('pre', {}, '(empty reply)') : null,
+    ),
+  );
+}
+
+function builtinTurnView(t: Turn, scale: number): HTMLElement {
+  return h(
+    'div',
+    { class: 'cols' },
+    h('div', {}, h('div', { class: 'label' }, 'observation'), h('pre', { class: 'observation' }, t.observation)),
+    h(
+      'div',
+      {},
+      h('div', { class: 'label' }, 'generated (colour = advantage)'),
+      generatedText(t, scale),
+      h('div', { class: 'label' }, 'reasoning'),
+      h('pre', { class: 'think' }, t.think || '(none)'),
+      h('div', { class: 'label' }, 'actions'),
+      h('pre', { class: 'actions' }, t.actions.length ? t.actions.join(' || ') : '(no valid action)'),
+    ),
+  );
+}
+
 function episodeView(e: EpisodeRecord, scale: number): HTMLElement {
   return h(
     'article',
@@ -44,32 +101,18 @@ function episodeView(e: EpisodeRecord, scale: number): HTMLElement {
     h(
       'h3',
       {},
-      `${e.custom_id}: ${e.success ? 'success' : 'failure'}, reward ${fmt(e.total_reward)}, score ${fmt(e.score)}, ${e.num_actions} actions, ended ${e.end_reason}${e.kept === false ? ' (group dropped by the filter)' : ''}`,
+      `${e.custom_id}: ${e.success ? 'success' : 'failure'}, reward ${fmt(e.total_reward)}, score ${fmt(e.score)}, ${e.turns.some((t) => t.call) ? `${e.turns.length} calls` : `${e.num_actions} actions`}, ended ${e.end_reason}${e.kept === false ? ' (group dropped by the filter)' : ''}`,
     ),
-    e.turns.map((t) =>
+    e.turns.map((t, i) =>
       h(
         'div',
-        { class: 'turn' },
+        { class: 'turn', 'data-turn': t.turn },
         h(
           'h4',
           {},
           `Turn ${t.turn + 1}: reward ${fmt(t.reward)}${t.penalty ? `, penalty ${fmt(t.penalty)}` : ''}, advantage ${fmt(t.advantage)}, ${t.tokens} tokens${t.format_error ? `, format error: ${t.format_error}` : ''}`,
         ),
-        h(
-          'div',
-          { class: 'cols' },
-          h('div', {}, h('div', { class: 'label' }, 'observation'), h('pre', { class: 'observation' }, t.observation)),
-          h(
-            'div',
-            {},
-            h('div', { class: 'label' }, 'generated (colour = advantage)'),
-            generatedText(t, scale),
-            h('div', { class: 'label' }, 'reasoning'),
-            h('pre', { class: 'think' }, t.think || '(none)'),
-            h('div', { class: 'label' }, 'actions'),
-            h('pre', { class: 'actions' }, t.actions.length ? t.actions.join(' || ') : '(no valid action)'),
-          ),
-        ),
+        t.call ? agentTurnView(t, e.turns[i - 1], scale) : builtinTurnView(t, scale),
       ),
     ),
   );
