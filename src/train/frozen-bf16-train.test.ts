@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import '../env/builtins.js';
+import '../envs/index.js';
 import { readMetricsFile } from '../metrics/index.js';
 import { backendAvailable } from '../tensor/index.js';
 import { deterministic, microConfig, writeMicroModel } from './testing.js';

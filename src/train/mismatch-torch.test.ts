@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import '../env/builtins.js';
+import '../envs/index.js';
 import { loadConfig } from '../config/index.js';
 import { torchPythonForTests } from '../engine/torch-testing.js';
 import { readMetricsFile } from '../metrics/index.js';

@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import '../env/builtins.js';
+import '../envs/index.js';
 import { readMetricsFile, type MetricRecord } from '../metrics/index.js';
 import { deterministic, microConfig, writeMicroModel } from './testing.js';
 import { train } from './trainer.js';
