@@ -125,17 +125,33 @@ struct Avx2 {
 };
 
 // ---------- AVX-512: 8 rows x 32 columns (16 zmm accumulators), masked edge stores ----------
-template <int M>
-RAGEN_TARGET_AVX512 void micro512(int K, const float* A, const float* P, float* C, int ldc, int ncols, float alpha, bool acc) {
-  constexpr int MR = 8, NR = 32;
+// A's element (i, k) of the block is at A[i * lda + k], or A[k * lda + i] when TA (a packed block: lda = 8). B is
+// packed (each panel serves every row block).
+template <int M, bool TA>
+RAGEN_TARGET_AVX512 void micro512(int K, const float* A, int lda, const float* P, float* C, int ldc, int ncols, float alpha, bool acc) {
+  constexpr int NR = 32;
   __m512 s[M][2];
   for (int i = 0; i < M; i++) s[i][0] = s[i][1] = _mm512_setzero_ps();
-  for (int k = 0; k < K; k++) {
-    const __m512 b0 = _mm512_load_ps(P + (size_t)k * NR), b1 = _mm512_load_ps(P + (size_t)k * NR + 16);
-    for (int i = 0; i < M; i++) {
-      const __m512 a = _mm512_set1_ps(A[(size_t)k * MR + i]);
-      s[i][0] = _mm512_fmadd_ps(a, b0, s[i][0]);
-      s[i][1] = _mm512_fmadd_ps(a, b1, s[i][1]);
+  if (TA) {
+    for (int k = 0; k < K; k++) {
+      const __m512 b0 = _mm512_load_ps(P + (size_t)k * NR), b1 = _mm512_load_ps(P + (size_t)k * NR + 16);
+      const float* ak = A + (size_t)k * lda;
+      for (int i = 0; i < M; i++) {
+        const __m512 a = _mm512_set1_ps(ak[i]);
+        s[i][0] = _mm512_fmadd_ps(a, b0, s[i][0]);
+        s[i][1] = _mm512_fmadd_ps(a, b1, s[i][1]);
+      }
+    }
+  } else {
+    const float* ar[M];
+    for (int i = 0; i < M; i++) ar[i] = A + (size_t)i * lda;
+    for (int k = 0; k < K; k++) {
+      const __m512 b0 = _mm512_load_ps(P + (size_t)k * NR), b1 = _mm512_load_ps(P + (size_t)k * NR + 16);
+      for (int i = 0; i < M; i++) {
+        const __m512 a = _mm512_set1_ps(ar[i][k]);
+        s[i][0] = _mm512_fmadd_ps(a, b0, s[i][0]);
+        s[i][1] = _mm512_fmadd_ps(a, b1, s[i][1]);
+      }
     }
   }
   const __mmask16 m0 = ncols >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << ncols) - 1);
@@ -157,21 +173,56 @@ RAGEN_TARGET_AVX512 void micro512(int K, const float* A, const float* P, float* 
   }
 }
 
-struct Avx512 {
-  static constexpr int MR = 8, NR = 32, KC = 256, MC = 128, NC = 1024;
-  static void block(int m, int K, const float* A, const float* P, float* C, int ldc, int ncols, float alpha, bool acc) {
-    switch (m) {
-      case 8: micro512<8>(K, A, P, C, ldc, ncols, alpha, acc); break;
-      case 7: micro512<7>(K, A, P, C, ldc, ncols, alpha, acc); break;
-      case 6: micro512<6>(K, A, P, C, ldc, ncols, alpha, acc); break;
-      case 5: micro512<5>(K, A, P, C, ldc, ncols, alpha, acc); break;
-      case 4: micro512<4>(K, A, P, C, ldc, ncols, alpha, acc); break;
-      case 3: micro512<3>(K, A, P, C, ldc, ncols, alpha, acc); break;
-      case 2: micro512<2>(K, A, P, C, ldc, ncols, alpha, acc); break;
-      default: micro512<1>(K, A, P, C, ldc, ncols, alpha, acc); break;
+template <bool TA>
+void block512(int m, int K, const float* A, int lda, const float* P, float* C, int ldc, int ncols, float alpha, bool acc) {
+  switch (m) {
+    case 8: micro512<8, TA>(K, A, lda, P, C, ldc, ncols, alpha, acc); break;
+    case 7: micro512<7, TA>(K, A, lda, P, C, ldc, ncols, alpha, acc); break;
+    case 6: micro512<6, TA>(K, A, lda, P, C, ldc, ncols, alpha, acc); break;
+    case 5: micro512<5, TA>(K, A, lda, P, C, ldc, ncols, alpha, acc); break;
+    case 4: micro512<4, TA>(K, A, lda, P, C, ldc, ncols, alpha, acc); break;
+    case 3: micro512<3, TA>(K, A, lda, P, C, ldc, ncols, alpha, acc); break;
+    case 2: micro512<2, TA>(K, A, lda, P, C, ldc, ncols, alpha, acc); break;
+    default: micro512<1, TA>(K, A, lda, P, C, ldc, ncols, alpha, acc); break;
+  }
+}
+
+/** The AVX-512 product: B packed in KC x NC blocks of 32-column panels, A read in place. */
+void run512(bool tA, bool tB, int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb, bool accumulate, float* C, int ldc) {
+  constexpr int MR = 8, NR = 32, KC = 256, MC = 128, NC = 1024;
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0) {
+    if (!accumulate)
+      for (int i = 0; i < M; i++) std::memset(C + (size_t)i * ldc, 0, sizeof(float) * N);
+    return;
+  }
+  // A in place only for NN (measured: faster there; NT and TN products ran faster with A packed, k-major)
+  const bool packA = tA || tB;
+  float* pb = scratch_b.get((size_t)KC * (NC + NR));
+  float* pa = packA ? scratch_a.get((size_t)(MC + MR) * KC) : nullptr;
+  for (int jc = 0; jc < N; jc += NC) {
+    const int nc = std::min(NC, N - jc);
+    for (int pc = 0; pc < K; pc += KC) {
+      const int kc = std::min(KC, K - pc);
+      const bool beta = accumulate || pc > 0;
+      pack_b(tB, B, ldb, pc, kc, jc, nc, NR, pb);
+      for (int ic = 0; ic < M; ic += MC) {
+        const int mc = std::min(MC, M - ic);
+        if (packA) pack_a(tA, A, lda, ic, mc, pc, kc, MR, pa);
+        for (int jr = 0; jr < nc; jr += NR)
+          for (int ir = 0; ir < mc; ir += MR) {
+            const int i = ic + ir, m = std::min(MR, mc - ir), n = std::min(NR, nc - jr);
+            float* c = C + (size_t)i * ldc + jc + jr;
+            const float* pj = pb + (size_t)jr * kc;
+            if (packA)
+              block512<true>(m, kc, pa + (size_t)ir * kc, MR, pj, c, ldc, n, alpha, beta);
+            else
+              block512<false>(m, kc, A + (size_t)i * lda + pc, lda, pj, c, ldc, n, alpha, beta);
+          }
+      }
     }
   }
-};
+}
 
 /** The blocked product on one path: B panels of KC x NC packed once per block, A blocks of MC x KC inside. */
 template <class Isa>
@@ -337,7 +388,7 @@ volatile float sink;
 void sgemm_at(ragen_isa::Level level, bool tA, bool tB, int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb,
               bool accumulate, float* C, int ldc) {
   if (level >= ragen_isa::AVX512)
-    run<Avx512>(tA, tB, M, N, K, alpha, A, lda, B, ldb, accumulate, C, ldc);
+    run512(tA, tB, M, N, K, alpha, A, lda, B, ldb, accumulate, C, ldc);
   else
     run<Avx2>(tA, tB, M, N, K, alpha, A, lda, B, ldb, accumulate, C, ldc);
 }
