@@ -1,9 +1,11 @@
-// ragen-ts native kernels (N-API): gemm through OpenBLAS's cblas_sgemm when found at build time, else our
-// own AVX2/FMA 6x16 packed micro-kernel (also used, on 2 threads, inside causal attention with grouped KV heads).
+// ragen-ts native kernels (N-API): gemm through our own packed micro-kernels (native/gemm.cc), dispatched at run time
+// to AVX-512 or AVX2/FMA (native/isa.h), on 2 threads, also inside causal attention with grouped KV heads.
 // Tensors live in the WASM arena (a SharedArrayBuffer); every pointer argument is a byte offset into it.
 #include <node_api.h>
 #include "memory.h"
 #include <immintrin.h>
+#include "gemm.h"
+#include "isa.h"
 #include <algorithm>
 #include <cmath>
 #include <cstdarg>
@@ -16,9 +18,6 @@
 #include <mutex>
 #include <thread>
 #include <vector>
-#if RAGEN_HAVE_CBLAS
-#include <cblas.h>
-#endif
 
 static uint8_t* g_base = nullptr;
 static size_t g_size = 0;
@@ -32,115 +31,16 @@ static inline float hsum8(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-// ---------- the 6x16 AVX2/FMA micro-kernel of both packed GEMMs (own::gemm and decode.inc's gemm_panels) ----------
+// ---------- decode.inc's packed weight panels: 16 columns, A in blocks of 6 rows (ragen_gemm::panels16) ----------
 namespace tile {
-constexpr int MR = 6, NR = 16;  // 6 x 16 outputs = 12 accumulators
-
-/**
- * C (M, ncols) = alpha A P (+ bias) (+ C when acc), M <= MR: A packed k-major in a block of MR rows (MR floats per k,
- * the first M used), P a panel of B packed k-major (NR floats per k, ncols <= NR of them real).
- */
-template <int M>
-static inline void micro(int K, const float* A, const float* P, float* C, int ldc, int ncols, float alpha, const float* bias, bool acc) {
-  __m256 s[M][2];
-  for (int i = 0; i < M; i++) s[i][0] = s[i][1] = _mm256_setzero_ps();
-  for (int k = 0; k < K; k++) {
-    __m256 b0 = _mm256_loadu_ps(P + (size_t)k * NR), b1 = _mm256_loadu_ps(P + (size_t)k * NR + 8);
-    for (int i = 0; i < M; i++) {
-      __m256 a = _mm256_broadcast_ss(A + (size_t)k * MR + i);
-      s[i][0] = _mm256_fmadd_ps(a, b0, s[i][0]);
-      s[i][1] = _mm256_fmadd_ps(a, b1, s[i][1]);
-    }
-  }
-  __m256 al = _mm256_set1_ps(alpha), bv0 = _mm256_setzero_ps(), bv1 = bv0;
-  if (bias) {
-    alignas(32) float bb[NR];
-    for (int c = 0; c < NR; c++) bb[c] = c < ncols ? bias[c] : 0.f;
-    bv0 = _mm256_load_ps(bb);
-    bv1 = _mm256_load_ps(bb + 8);
-  }
-  for (int i = 0; i < M; i++) {
-    float* row = C + (size_t)i * ldc;
-    __m256 r0 = s[i][0], r1 = s[i][1];
-    if (alpha != 1.f) { r0 = _mm256_mul_ps(r0, al); r1 = _mm256_mul_ps(r1, al); }
-    if (bias) { r0 = _mm256_add_ps(r0, bv0); r1 = _mm256_add_ps(r1, bv1); }
-    if (ncols == NR) {
-      if (acc) { r0 = _mm256_add_ps(r0, _mm256_loadu_ps(row)); r1 = _mm256_add_ps(r1, _mm256_loadu_ps(row + 8)); }
-      _mm256_storeu_ps(row, r0);
-      _mm256_storeu_ps(row + 8, r1);
-    } else {
-      alignas(32) float t[NR];
-      _mm256_store_ps(t, r0);
-      _mm256_store_ps(t + 8, r1);
-      for (int c = 0; c < ncols; c++) row[c] = acc ? row[c] + t[c] : t[c];
-    }
-  }
-}
-
-/** micro<m> for a block of m <= MR rows. */
-static inline void block(int m, int K, const float* A, const float* P, float* C, int ldc, int ncols, float alpha, const float* bias, bool acc) {
-  switch (m) {
-    case 6: micro<6>(K, A, P, C, ldc, ncols, alpha, bias, acc); break;
-    case 5: micro<5>(K, A, P, C, ldc, ncols, alpha, bias, acc); break;
-    case 4: micro<4>(K, A, P, C, ldc, ncols, alpha, bias, acc); break;
-    case 3: micro<3>(K, A, P, C, ldc, ncols, alpha, bias, acc); break;
-    case 2: micro<2>(K, A, P, C, ldc, ncols, alpha, bias, acc); break;
-    default: micro<1>(K, A, P, C, ldc, ncols, alpha, bias, acc); break;
-  }
-}
+constexpr int MR = 6, NR = 16;
 }  // namespace tile
 
-// ---------- own gemm: C = alpha op(A) op(B) + beta C, blocked and packed for tile::micro ----------
-namespace own {
-constexpr int MR = tile::MR, NR = tile::NR, KC = 256, MC = 120, NC = 2048;
-static thread_local std::vector<float> packA, packB;
 
-static inline float at(const float* X, bool t, int ld, int i, int k) { return t ? X[(size_t)k * ld + i] : X[(size_t)i * ld + k]; }
-
-static void gemm(bool tA, bool tB, int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb, bool accumulate, float* C, int ldc) {
-  if (K == 0) {
-    if (!accumulate) for (int i = 0; i < M; i++) std::memset(C + (size_t)i * ldc, 0, sizeof(float) * N);
-    return;
-  }
-  packA.resize((size_t)MC * KC + MR * KC);
-  packB.resize((size_t)KC * NC + NR * KC);
-  for (int jc = 0; jc < N; jc += NC) {
-    int nc = std::min(NC, N - jc);
-    for (int pc = 0; pc < K; pc += KC) {
-      int kc = std::min(KC, K - pc);
-      bool beta = accumulate || pc > 0;
-      for (int jr = 0; jr < nc; jr += NR) {
-        float* d = packB.data() + (size_t)jr * kc;
-        int cols = std::min(NR, nc - jr);
-        for (int k = 0; k < kc; k++)
-          for (int c = 0; c < NR; c++) d[k * NR + c] = c < cols ? at(B, !tB ? false : true, ldb, pc + k, jc + jr + c) : 0.f;
-      }
-      for (int ic = 0; ic < M; ic += MC) {
-        int mc = std::min(MC, M - ic);
-        for (int ir = 0; ir < mc; ir += MR) {
-          float* d = packA.data() + (size_t)ir * kc;
-          int rows = std::min(MR, mc - ir);
-          for (int k = 0; k < kc; k++)
-            for (int r = 0; r < MR; r++) d[k * MR + r] = r < rows ? at(A, tA, lda, ic + ir + r, pc + k) : 0.f;
-        }
-        for (int jr = 0; jr < nc; jr += NR)
-          for (int ir = 0; ir < mc; ir += MR)
-            tile::block(std::min(MR, mc - ir), kc, packA.data() + (size_t)ir * kc, packB.data() + (size_t)jr * kc, C + (size_t)(ic + ir) * ldc + jc + jr,
-                        ldc, std::min(NR, nc - jr), alpha, nullptr, beta);
-      }
-    }
-  }
-}
-}  // namespace own
-
-// B(k, j) with transB means B[j*ldb + k]; own::at(B, t, ld, i=k, k=j) must read that: at(X,t,ld,i,k) = t ? X[k*ld+i] : X[i*ld+k].
+// Our own kernels on every host (OpenBLAS 0.3.21 runs its SSE3 "Prescott" kernels on CPUs newer than it, at a
+// quarter of the AVX-512 path's rate on Sapphire Rapids).
 static void gemm_any(bool tA, bool tB, int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb, bool accumulate, float* C, int ldc) {
-  if (M <= 0 || N <= 0) return;
-#if RAGEN_HAVE_CBLAS
-  cblas_sgemm(CblasRowMajor, tA ? CblasTrans : CblasNoTrans, tB ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, accumulate ? 1.f : 0.f, C, ldc);
-#else
-  own::gemm(tA, tB, M, N, K, alpha, A, lda, B, ldb, accumulate, C, ldc);
-#endif
+  ragen_gemm::sgemm(tA, tB, M, N, K, alpha, A, lda, B, ldb, accumulate, C, ldc);
 }
 
 // ---------- a persistent helper thread with work stealing ----------
@@ -403,11 +303,8 @@ static napi_value Info(napi_env env, napi_callback_info info) {
   napi_value argv[1];
   if (!get_args(env, info, "info", 0, argv)) return nullptr;
   napi_value s;
-#if RAGEN_HAVE_CBLAS
-  const char* text = "openblas sgemm; own avx2/fma gemm in attention (2 threads)";
-#else
-  const char* text = "own avx2/fma gemm; attention on 2 threads";
-#endif
+  const char* text = ragen_isa::level() >= ragen_isa::AVX512 ? "own gemm, avx512 8x32 micro-kernel (run-time dispatch); 2 threads"
+                                                              : "own gemm, avx2/fma 6x16 micro-kernel (run-time dispatch); 2 threads";
   if (napi_create_string_utf8(env, text, NAPI_AUTO_LENGTH, &s) != napi_ok) {
     fail(env, "ragen native info: napi_create_string_utf8 failed");
     return nullptr;
@@ -464,9 +361,9 @@ static napi_value Attention(napi_env env, napi_callback_info info) {
       int b = p / Hkv, kv = p % Hkv;
       size_t qo = (size_t)(b * Hq + kv * grp) * T * D, ko = (size_t)(b * Hkv + kv) * S * D, po = (size_t)(b * Hq + kv * grp) * T * S;
       float* P = F(a[4]) + po;
-      own::gemm(false, true, R, S, D, scale, F(a[0]) + qo, D, F(a[1]) + ko, D, false, P, S);
+      ragen_gemm::sgemm(false, true, R, S, D, scale, F(a[0]) + qo, D, F(a[1]) + ko, D, false, P, S);
       for (int r = 0; r < R; r++) masked_softmax_row(P + (size_t)r * S, S, std::min(S, offset + (r % T) + 1), kvalid ? kvalid + (size_t)b * S : nullptr);
-      own::gemm(false, false, R, D, S, 1.f, P, S, F(a[2]) + ko, D, false, F(a[3]) + qo, D);
+      ragen_gemm::sgemm(false, false, R, D, S, 1.f, P, S, F(a[2]) + ko, D, false, F(a[3]) + qo, D);
     }
   };
   split2(B * Hkv, (double)B * Hq * T * S * D, work);
@@ -487,7 +384,7 @@ static napi_value AttentionBackward(napi_env env, napi_callback_info info) {
       size_t qo = (size_t)(b * Hq + kv * grp) * T * D, ko = (size_t)(b * Hkv + kv) * S * D, po = (size_t)(b * Hq + kv * grp) * T * S;
       const float* P = F(a[4]) + po;
       const float* G = F(a[0]) + qo;
-      own::gemm(false, true, R, S, D, 1.f, G, D, F(a[3]) + ko, D, false, dP.data(), S);
+      ragen_gemm::sgemm(false, true, R, S, D, 1.f, G, D, F(a[3]) + ko, D, false, dP.data(), S);
       for (int r = 0; r < R; r++) {
         const float* pr = P + (size_t)r * S;
         float* dr = dP.data() + (size_t)r * S;
@@ -498,9 +395,9 @@ static napi_value AttentionBackward(napi_env env, napi_callback_info info) {
         for (; s < S; s++) d += pr[s] * dr[s];
         for (s = 0; s < S; s++) dr[s] = pr[s] * (dr[s] - d) * scale;
       }
-      own::gemm(false, false, R, D, S, 1.f, dP.data(), S, F(a[2]) + ko, D, false, F(a[5]) + qo, D);
-      own::gemm(true, false, S, D, R, 1.f, dP.data(), S, F(a[1]) + qo, D, false, F(a[6]) + ko, D);
-      own::gemm(true, false, S, D, R, 1.f, P, S, G, D, false, F(a[7]) + ko, D);
+      ragen_gemm::sgemm(false, false, R, D, S, 1.f, dP.data(), S, F(a[2]) + ko, D, false, F(a[5]) + qo, D);
+      ragen_gemm::sgemm(true, false, S, D, R, 1.f, dP.data(), S, F(a[1]) + qo, D, false, F(a[6]) + ko, D);
+      ragen_gemm::sgemm(true, false, S, D, R, 1.f, P, S, G, D, false, F(a[7]) + ko, D);
     }
   };
   split2(B * Hkv, (double)B * Hq * T * S * D, work);
@@ -509,15 +406,13 @@ static napi_value AttentionBackward(napi_env env, napi_callback_info info) {
 
 #include "decode.inc"  // fused decode-step kernels (decodePack, decodeLayer, decodeHead)
 
-#if RAGEN_HAVE_CBLAS
-extern "C" void openblas_set_num_threads(int);
-#endif
+#include "dispatch.inc"  // isa, setIsa, fmaPeak, threads
 
 static napi_value Init(napi_env env, napi_value exports) {
-#if RAGEN_HAVE_CBLAS
-  // OpenBLAS's own pool spins between calls and fights the kernel worker thread; we split big gemms ourselves.
-  openblas_set_num_threads(1);
-#endif
+  if (!ragen_isa::has_avx2()) {
+    napi_throw_error(env, nullptr, "ragen native: this CPU lacks AVX2/FMA, which the native kernels need; use the wasm backend (RAGEN_BACKEND=wasm)");
+    return nullptr;
+  }
   napi_property_descriptor props[] = {
     {"setMemory", nullptr, SetMemory, nullptr, nullptr, nullptr, napi_default, nullptr},
     {"info", nullptr, Info, nullptr, nullptr, nullptr, napi_default, nullptr},
@@ -527,6 +422,10 @@ static napi_value Init(napi_env env, napi_value exports) {
     {"decodePack", nullptr, DecodePack, nullptr, nullptr, nullptr, napi_default, nullptr},
     {"decodeLayer", nullptr, DecodeLayer, nullptr, nullptr, nullptr, napi_default, nullptr},
     {"decodeHead", nullptr, DecodeHead, nullptr, nullptr, nullptr, napi_default, nullptr},
+    {"isa", nullptr, Isa, nullptr, nullptr, nullptr, napi_default, nullptr},
+    {"setIsa", nullptr, SetIsa, nullptr, nullptr, nullptr, napi_default, nullptr},
+    {"fmaPeak", nullptr, FmaPeak, nullptr, nullptr, nullptr, napi_default, nullptr},
+    {"threads", nullptr, Threads, nullptr, nullptr, nullptr, napi_default, nullptr},
   };
   if (napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props) != napi_ok) {
     napi_throw_error(env, nullptr, "ragen native: napi_define_properties failed");

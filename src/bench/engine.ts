@@ -1,7 +1,7 @@
 // The engine benchmark's workload (issue 3 "Speed"): one reference model, a training step (forward +
 // backward + AdamW on B8 x T128) and batched KV-cached decode (64 sequences, 64-token prompts, 128 new tokens).
 import { modelConfig, type ModelConfig } from '../model/index.js';
-import { simdPeak, type BackendName } from '../tensor/index.js';
+import { fmaPeak, simdPeak, type BackendName } from '../tensor/index.js';
 import { Rng } from '../util/index.js';
 import { LocalEngine, sequenceBatch } from '../engine/index.js';
 import type { ForwardResult, OutputGradients } from '../engine/index.js';
@@ -49,6 +49,24 @@ export interface EngineBenchResult {
   loss: number;
   /** wasm only: one thread's f32x4 multiply-add rate, GFLOP/s (`simdPeak`), and the threads the kernels use. */
   simd?: { gflopsPerThread: number; threads: number } | undefined;
+  /**
+   * native only: one thread's float32 FMA rate on the widest path the kernels take here (`fmaPeak`, of the thread's
+   * own CPU time, so other load does not lower it), that path, and the threads the kernels use.
+   */
+  fma?: { gflopsPerThread: number; threads: number; isa: string } | undefined;
+}
+
+/**
+ * FLOPs of the training step's matrix products, the ones it needs: forward (q/k/v/o, MLP, scores and weighted values
+ * over the whole T x T square, LM head) and backward (twice the forward). Elementwise work and the optimizer are left
+ * out, so `flops / rate` is a lower bound on the time.
+ */
+export function trainStepFlops(c: ModelConfig, w: BenchWorkload): number {
+  const { hiddenSize: C, numHeads: H, numKvHeads: K, headDim: D, intermediateSize: F, vocabSize: V } = c;
+  const linear = C * (H + 2 * K) * D + H * D * C + 3 * C * F;
+  const attention = 2 * H * w.seq * D;
+  const perToken = c.numLayers * (linear + attention) + C * V;
+  return 3 * 2 * w.batch * w.seq * perToken;
 }
 
 /**
@@ -108,11 +126,13 @@ export async function runEngineBench(
   const tokens = gens.reduce((a, g) => a + g.tokens.length, 0);
   engine.dispose();
   const simd = backend === 'wasm' ? simdPeak() : null;
+  const fma = backend === 'native' ? fmaPeak() : null;
   return {
     trainStepMs: median(times),
     decodeTokPerS: tokens / dt,
     peakRssMb: process.resourceUsage().maxRSS / 1024,
     loss,
     ...(simd ? { simd } : {}),
+    ...(fma ? { fma } : {}),
   };
 }

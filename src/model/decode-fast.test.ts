@@ -4,7 +4,9 @@
 // LoRA merged, stops that compact the batch.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { getBackend, liveTensors, noGrad, setBackend, type BackendName } from '../tensor/index.js';
-import { testBackend } from '../tensor/testing.js';
+import type { IsaPath } from '../tensor/native-addon.js';
+import type { NativeBackend } from '../tensor/native-backend.js';
+import { nativeIsaPaths, testBackend } from '../tensor/testing.js';
 import { modelConfig, type ModelConfig } from './config.js';
 import { FastDecoder, hasFastDecode } from './decode-fast.js';
 import { packSequences, tokenForward, unpack } from './forward.js';
@@ -92,10 +94,30 @@ function expectSame(fast: Completion[], ref: Completion[]): void {
   fast.forEach((g, i) => g.logprobs.forEach((lp, j) => expect(Math.abs(lp - ref[i]!.logprobs[j]!)).toBeLessThan(1e-4)));
 }
 
-describe.skipIf(backends.length === 0).each(backends)('fused decode step [%s]', (backend) => {
-  beforeAll(() => void setBackend(backend));
-  afterAll(() => void setBackend('js'));
+// The native backend once per instruction-set path of its kernels (native/isa.h); a path the cores lack is skipped,
+// its reason in the name.
+const variants: { backend: 'native' | 'wasm'; path?: IsaPath; skip: string | null }[] = [
+  ...backends.filter((b) => b === 'wasm').map((b) => ({ backend: b, skip: null })),
+  ...nativeIsaPaths().map((p) => ({ backend: 'native' as const, ...p })),
+];
 
+for (const { backend, path, skip } of variants)
+  describe.skipIf(skip !== null)(
+    `fused decode step [${backend}${path ? `, ${path} path` : ''}]${skip ? ` (skipped: ${skip})` : ''}`,
+    () => {
+      beforeAll(() => {
+        setBackend(backend);
+        if (path) expect((getBackend() as NativeBackend).setIsa(path)).toBe(path);
+      });
+      afterAll(() => {
+        if (path) (getBackend() as NativeBackend).setIsa('avx512');
+        setBackend('js');
+      });
+      decodeStepCases(backend);
+    },
+  );
+
+function decodeStepCases(backend: 'native' | 'wasm'): void {
   for (const [name, cfg] of cases) {
     it(`matches the js reference and teacher forcing: ${name}`, () => {
       const make = (): Transformer => Transformer.init(cfg, 11, 0.3);
@@ -147,7 +169,7 @@ describe.skipIf(backends.length === 0).each(backends)('fused decode step [%s]', 
     const opts: GenerateOptions = { maxNewTokens: 6, temperature: 1, seed: 5, fastDecode: true };
     expectSame(generate(make(), prompts, opts), reference(make, prompts, opts, backend));
   });
-});
+}
 
 describe.skipIf(!testBackend('wasm'))('fused prefill [wasm]', () => {
   beforeAll(() => void setBackend('wasm'));

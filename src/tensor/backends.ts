@@ -100,6 +100,21 @@ export function simdPeak(): { gflopsPerThread: number; threads: number } | null 
   return { gflopsPerThread: be.fmaPeakGflops(), threads: be.threads ?? 1 };
 }
 
+/**
+ * The current backend's float32 FMA rate of one thread on the widest instruction-set path its kernels take here
+ * (native: AVX-512 or AVX2, measured now in the thread's own CPU time), that path, and its kernel threads: the ceiling
+ * of the native kernels on this machine. null for the other backends.
+ */
+export function fmaPeak(): { gflopsPerThread: number; threads: number; isa: string } | null {
+  const be = current as {
+    fmaPeak?: (seconds?: number) => number;
+    isa?: () => { path: string };
+    kernelThreads?: number;
+  } | null;
+  if (typeof be?.fmaPeak !== 'function' || typeof be.isa !== 'function') return null;
+  return { gflopsPerThread: be.fmaPeak(0.3), threads: be.kernelThreads ?? 1, isa: be.isa().path };
+}
+
 let liveCounter: () => number = () => 0;
 /** @internal tensor.ts reports its live count here (avoids an import cycle). */
 export function setLiveCounter(fn: () => number): void {

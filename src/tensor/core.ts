@@ -53,6 +53,7 @@ export {
   backendNames,
   memoryStats,
   simdPeak,
+  fmaPeak,
 } from './backends.js';
 export type {
   Backend,

@@ -1,11 +1,13 @@
 // Fast backends' kernels against the reference kernels on random inputs: odd sizes (not multiples of
 // the SIMD width or the gemm tiles), every transpose, batched, and sizes large enough to use both threads.
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Rng } from '../util/index.js';
 import type { Backend, Buf, UnaryOp } from './backend.js';
 import { UNARY_OPS } from './backend.js';
 import { loadBackend } from './index.js';
-import { testBackend } from './testing.js';
+import type { IsaPath } from './native-addon.js';
+import type { NativeBackend } from './native-backend.js';
+import { nativeIsaPaths, testBackend } from './testing.js';
 
 const ref = loadBackend('js');
 
@@ -30,10 +32,28 @@ function relErr(be: Backend, r: Buf, b: Buf, n = r.length): number {
   return err / Math.max(mx, 1e-6);
 }
 
-for (const name of ['wasm', 'native'] as const) {
-  describe.runIf(testBackend(name))(`${name} kernels match the reference`, () => {
-    const be = testBackend(name) ? loadBackend(name) : ref;
+// The native backend once per instruction-set path it dispatches to at run time (native/isa.h): each path present on
+// this host runs every case; a path the cores lack is skipped, its reason in the name.
+const variants: { name: 'wasm' | 'native'; path?: IsaPath; skip: string | null }[] = [
+  { name: 'wasm', skip: testBackend('wasm') ? null : 'not built' },
+  ...nativeIsaPaths().map((p) => ({ name: 'native' as const, ...p })),
+];
+if (!testBackend('native')) variants.push({ name: 'native', skip: 'not built' });
+
+for (const { name, path, skip } of variants) {
+  const title = `${name}${path ? ` (${path} path)` : ''} kernels match the reference${skip ? ` (skipped: ${skip})` : ''}`;
+  describe.skipIf(skip !== null)(title, () => {
+    const be = skip === null ? loadBackend(name) : ref;
     const rng = new Rng(42);
+    if (path) {
+      const native = be as NativeBackend;
+      beforeAll(() => {
+        expect(native.setIsa(path)).toBe(path);
+      });
+      afterAll(() => {
+        native.setIsa('avx512');
+      });
+    }
 
     const gemmShapes: [number, number, number, number][] = [
       [1, 1, 1, 1],

@@ -137,6 +137,28 @@ export interface NativeAddon {
     lse: number,
     invTemp: number,
   ): void;
+  /** The instruction sets the cores have (cpuid), the widest kernel path for them and the path taken now. */
+  isa(): NativeIsa;
+  /** Cap the kernels' path at `avx2` or `avx512` (tests run each path present); returns the path taken now. */
+  setIsa(path: IsaPath): IsaPath;
+  /** One thread's independent float32 FMA rate on the path taken now, GFLOP/s of its own CPU time over ~`seconds`. */
+  fmaPeak(seconds: number): number;
+  /** The threads one kernel call runs on. */
+  threads(): number;
+}
+
+/** A kernel path of the native addon (native/isa.h). */
+export type IsaPath = 'avx2' | 'avx512';
+
+/** What `isa()` reports. */
+export interface NativeIsa {
+  avx2: boolean;
+  avx512: boolean;
+  avx512bf16: boolean;
+  avx512vnni: boolean;
+  amxBf16: boolean;
+  best: IsaPath | 'none';
+  path: IsaPath | 'none';
 }
 
 /**
@@ -159,4 +181,8 @@ export const NATIVE_ADDON_ARITY: { readonly [K in keyof NativeAddon]: number } =
   bf16Store: 3,
   bf16Load: 3,
   bf16Paths: 0,
+  isa: 0,
+  setIsa: 1,
+  fmaPeak: 1,
+  threads: 0,
 };

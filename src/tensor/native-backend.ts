@@ -1,10 +1,10 @@
 // The native backend: the same arena and WASM kernels, with the hot kernels replaced by a C++ addon
-// (native/ragen.cc: OpenBLAS sgemm when found, else our AVX2 micro-kernel; fused ops with 2 threads).
+// (native/ragen.cc: our own GEMM, AVX-512 or AVX2/FMA chosen at run time (native/isa.h); fused ops with 2 threads).
 
 import type { Arena, ArenaBuf } from './arena.js';
 import type { AttentionDims, BackendName, Buf, DecodeKernels, DecoderDims, GemmArgs } from './backend.js';
 import { NativeDecodeKernels } from './decode-kernels.js';
-import type { NativeAddon } from './native-addon.js';
+import type { IsaPath, NativeAddon, NativeIsa } from './native-addon.js';
 import type { ThreadPool } from './thread-pool.js';
 import { WasmBackend } from './wasm-backend.js';
 import type { WasmKernels } from './wasm-kernels.js';
@@ -119,8 +119,28 @@ export class NativeBackend extends WasmBackend {
     this.addon.gemmBf16(path, nt ? 1 : 0, M, N, K, this.arena.f32, p(x), w, 0, p(y), acc ? 1 : 0);
   }
 
-  /** Which kernels the addon was built with. */
+  /** Which kernels the addon runs. */
   info(): string {
     return this.addon.info();
+  }
+
+  /** The cores' instruction sets and the kernels' path (native/isa.h). */
+  isa(): NativeIsa {
+    return this.addon.isa();
+  }
+
+  /** Cap the kernels' path at `path` (each path present is tested against the reference); returns the path taken. */
+  setIsa(path: IsaPath): IsaPath {
+    return this.addon.setIsa(path);
+  }
+
+  /** One kernel thread's float32 FMA rate on the path taken, GFLOP/s (the cores' ceiling for any kernel). */
+  fmaPeak(seconds = 0.2): number {
+    return this.addon.fmaPeak(seconds);
+  }
+
+  /** The threads a kernel call runs on. */
+  get kernelThreads(): number {
+    return this.addon.threads();
   }
 }

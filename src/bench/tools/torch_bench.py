@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """PyTorch side of `ragen bench engine`: the reference model's train step and batched KV-cached decode.
 
-Plain eager torch, best-configured for 2 cores: run with OPENBLAS_NUM_THREADS=2 (Debian's torch calls
-OpenBLAS for matmul) and one torch intra-op thread (set here). Prints one JSON line:
-{"trainStepMs", "decodeTokPerS", "peakRssMb", "torch"}.
+Plain eager torch on `--threads` cores (ours uses the same number): torch.set_num_threads(threads). A torch
+whose matrix products go through an external OpenBLAS (Debian's 1.13, `BLAS_INFO=generic`) is run with one
+intra-op thread and OPENBLAS_NUM_THREADS=threads instead, its best setting on those cores (both pools at
+`threads` oversubscribe them). Prints one JSON line:
+{"trainStepMs", "decodeTokPerS", "peakRssMb", "torchVersion", "torchThreads", "blas"}.
 
-usage: torch_bench.py CONFIG_JSON [--steps 5] [--batch 8] [--seq 128] [--decode-batch 64] [--prompt 64] [--new 128]
+usage: torch_bench.py CONFIG_JSON [--threads 2] [--steps 5] [--batch 8] [--seq 128] [--decode-batch 64] [--prompt 64]
+       [--new 128]
 CONFIG_JSON is a Hugging Face config.json (the same file our engine reads).
 """
+
 import json
 import math
 import os
@@ -27,12 +31,23 @@ def arg(name, default):
 
 
 def init_params(cfg, gen):
-    C, H, K, F, V = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["intermediate_size"], cfg["vocab_size"]
+    C, H, K, F, V = (
+        cfg["hidden_size"],
+        cfg["num_attention_heads"],
+        cfg["num_key_value_heads"],
+        cfg["intermediate_size"],
+        cfg["vocab_size"],
+    )
     D = cfg.get("head_dim") or C // H
     p = {"model.embed_tokens.weight": torch.randn(V, C, generator=gen) * 0.02, "model.norm.weight": torch.ones(C)}
     for i in range(cfg["num_hidden_layers"]):
         pre = f"model.layers.{i}."
-        for name, shape in [("q_proj", (H * D, C)), ("k_proj", (K * D, C)), ("v_proj", (K * D, C)), ("o_proj", (C, H * D))]:
+        for name, shape in [
+            ("q_proj", (H * D, C)),
+            ("k_proj", (K * D, C)),
+            ("v_proj", (K * D, C)),
+            ("o_proj", (C, H * D)),
+        ]:
             p[pre + f"self_attn.{name}.weight"] = torch.randn(*shape, generator=gen) * 0.02
         if cfg["model_type"] == "qwen2":
             for name, n in [("q_proj", H * D), ("k_proj", K * D), ("v_proj", K * D)]:
@@ -87,7 +102,11 @@ def decode(cfg, p, prompts, new_tokens, gen):
             y = (att.softmax(-1).reshape(B, K, G * T, pos + T) @ vals).reshape(B, H, T, D)
             h = h + lin(p, pre + "self_attn.o_proj", y.transpose(1, 2).reshape(B, T, H * D))
             x = rms_norm(h, p[pre + "post_attention_layernorm.weight"], eps)
-            h = h + lin(p, pre + "mlp.down_proj", torch.nn.functional.silu(lin(p, pre + "mlp.gate_proj", x)) * lin(p, pre + "mlp.up_proj", x))
+            h = h + lin(
+                p,
+                pre + "mlp.down_proj",
+                torch.nn.functional.silu(lin(p, pre + "mlp.gate_proj", x)) * lin(p, pre + "mlp.up_proj", x),
+            )
         logits = rms_norm(h[:, -1], p["model.norm.weight"], eps) @ head.T
         logp = logits.log_softmax(-1)
         tok = torch.multinomial(logp.exp(), 1, generator=gen)
@@ -97,8 +116,16 @@ def decode(cfg, p, prompts, new_tokens, gen):
     return out
 
 
+def external_blas():
+    """True when matmul goes through an external BLAS whose pool torch.set_num_threads does not control."""
+    return "BLAS_INFO=generic" in torch.__config__.show() or "BLAS_INFO=open" in torch.__config__.show()
+
+
 def main():
-    torch.set_num_threads(1)
+    threads = arg("--threads", 2)
+    blas = "openblas" if external_blas() else "mkl" if "BLAS_INFO=mkl" in torch.__config__.show() else "other"
+    # the caller sets OPENBLAS_NUM_THREADS=threads in the environment (it is read when the library loads)
+    torch.set_num_threads(1 if blas == "openblas" else threads)
     cfg = json.load(open(sys.argv[1]))
     gen = torch.Generator().manual_seed(0)
     p = init_params(cfg, gen)
@@ -126,7 +153,19 @@ def main():
     decode(cfg, p, prompts, new, gen)
     dt = time.perf_counter() - t0
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"trainStepMs": statistics.median(times), "decodeTokPerS": nb * new / dt, "peakRssMb": rss_mb, "torch": torch.__version__, "loss": float(loss)}))
+    print(
+        json.dumps(
+            {
+                "trainStepMs": statistics.median(times),
+                "decodeTokPerS": nb * new / dt,
+                "peakRssMb": rss_mb,
+                "torchVersion": torch.__version__,
+                "torchThreads": threads,
+                "blas": blas,
+                "loss": loss.item(),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

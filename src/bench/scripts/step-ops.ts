@@ -1,0 +1,75 @@
+// Where the engine benchmark's training step spends its time, by backend op: wraps every method of the kernel
+// backend with a timer, runs the bench's train step (B8 x T128 fwd+bwd+AdamW on BENCH_MODEL) and prints each op's share
+// of the step and, for gemm, the GFLOP/s by shape. Usage: npx tsx src/bench/scripts/step-ops.ts [--backend native]
+// [--steps 3]
+import { parseArgs } from 'node:util';
+import { BENCH_MODEL, DEFAULT_WORKLOAD } from '../engine.js';
+import { sequenceBatch } from '../../engine/batch.js';
+import { LocalEngine } from '../../engine/local.js';
+import type { ForwardResult, OutputGradients } from '../../engine/types.js';
+import { setBackend, type BackendName, type GemmArgs } from '../../tensor/index.js';
+import { Rng } from '../../util/index.js';
+
+const { values } = parseArgs({
+  options: { backend: { type: 'string', default: 'native' }, steps: { type: 'string', default: '3' } },
+});
+const backend = setBackend(values.backend as BackendName) as unknown as Record<string, unknown>;
+const times = new Map<string, { ms: number; calls: number; flops: number }>();
+let on = false;
+for (let o: object | null = backend; o && o !== Object.prototype; o = Object.getPrototypeOf(o) as object | null) {
+  for (const name of Object.getOwnPropertyNames(o)) {
+    const f = backend[name];
+    if (name === 'constructor' || typeof f !== 'function' || Object.hasOwn(backend, `__t_${name}`)) continue;
+    backend[`__t_${name}`] = true;
+    backend[name] = function (this: unknown, ...args: unknown[]) {
+      if (!on) return (f as (...a: unknown[]) => unknown).apply(backend, args);
+      let key = name;
+      let flops = 0;
+      if (name === 'gemm') {
+        const g = args[0] as GemmArgs;
+        key = `gemm ${g.transA ? 'T' : 'N'}${g.transB ? 'T' : 'N'} ${g.M}x${g.N}x${g.K}${g.batch > 1 ? ` x${g.batch}` : ''}`;
+        flops = 2 * g.M * g.N * g.K * g.batch;
+      }
+      const t0 = performance.now();
+      const r = (f as (...a: unknown[]) => unknown).apply(backend, args);
+      const e = times.get(key) ?? { ms: 0, calls: 0, flops: 0 };
+      e.ms += performance.now() - t0;
+      e.calls++;
+      e.flops += flops;
+      times.set(key, e);
+      return r;
+    };
+  }
+}
+
+const engine = LocalEngine.create(BENCH_MODEL, { backend: values.backend as BackendName, seed: 0 });
+const w = DEFAULT_WORKLOAD;
+const rng = new Rng(0);
+const seqs = sequenceBatch(
+  Array.from({ length: w.batch }, () => Array.from({ length: w.seq + 1 }, () => rng.int(BENCH_MODEL.vocabSize))),
+);
+const n = w.batch * w.seq;
+const grad = (out: ForwardResult): OutputGradients => ({
+  logprobs: out.logprobs.map((_, i) => (i % seqs.T > 0 ? -1 / n : 0)),
+});
+const steps = Number(values.steps);
+let total = 0;
+for (let s = 0; s <= steps; s++) {
+  on = s > 0;
+  const t0 = performance.now();
+  await engine.backward(seqs, { role: 'policy' }, grad);
+  await engine.optimizerStep('policy', { lr: 1e-4, weightDecay: 0.01 });
+  if (s > 0) total += performance.now() - t0;
+}
+const rows = [...times].sort((a, b) => b[1].ms - a[1].ms);
+const inOps = rows.reduce((a, [, e]) => a + e.ms, 0);
+console.log(
+  `${values.backend}: step ${(total / steps).toFixed(1)} ms, in backend ops ${(inOps / steps).toFixed(1)} ms`,
+);
+for (const [k, e] of rows) {
+  const gf = e.flops ? ` ${(e.flops / e.ms / 1e6).toFixed(1)} GFLOP/s` : '';
+  console.log(
+    `${(e.ms / steps).toFixed(2).padStart(8)} ms ${((100 * e.ms) / total).toFixed(1).padStart(5)}%  ${String(e.calls / steps).padStart(4)}x ${k}${gf}`,
+  );
+}
+engine.dispose();
