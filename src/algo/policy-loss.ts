@@ -1,6 +1,6 @@
 // PPO's clipped policy loss with asymmetric ("clip-higher") and dual clipping, the entropy bonus, and the
 // combined actor loss, each with its closed-form gradient w.r.t. per-token log-probs (and entropies).
-import { assertNever } from '../util/assert.js';
+import { assertNever } from '../util/index.js';
 import { aggWeights, maskedMean, type AggNorm, type LossAggMode } from './aggregate.js';
 import { klLoss, type KLEstimator } from './kl.js';
 import { checkTokens, type Nums, type TokenMask } from './shape.js';

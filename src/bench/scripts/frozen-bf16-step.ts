@@ -3,8 +3,7 @@
 // tokens. Usage: npx tsx src/bench/scripts/frozen-bf16-step.ts DIR [bf16|float32] [T] [B]
 // (DIR from `ragen model init --shape qwen2.5-0.5b --out DIR`). Not an RL step: no rollouts, no optimizer.
 import { loadavg } from 'node:os';
-import { LocalEngine } from '../../engine/index.js';
-import { sequenceBatch } from '../../engine/batch.js';
+import { LocalEngine, sequenceBatch } from '../../engine/index.js';
 import { memoryStats, nativeAllocatedBytes } from '../../tensor/index.js';
 
 const [dir, dtypeArg = 'bf16', tArg = '64', bArg = '2'] = process.argv.slice(2);

@@ -4,9 +4,7 @@
 // [--steps 3]
 import { parseArgs } from 'node:util';
 import { BENCH_MODEL, DEFAULT_WORKLOAD } from '../engine.js';
-import { sequenceBatch } from '../../engine/batch.js';
-import { LocalEngine } from '../../engine/local.js';
-import type { ForwardResult, OutputGradients } from '../../engine/types.js';
+import { LocalEngine, sequenceBatch, type ForwardResult, type OutputGradients } from '../../engine/index.js';
 import { setBackend, type BackendName, type GemmArgs } from '../../tensor/index.js';
 import { Rng } from '../../util/index.js';
 
