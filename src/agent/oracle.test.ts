@@ -12,7 +12,7 @@ const tiny = loadTokenizer(tinyTokenizerDir());
 /** The envs the issue names: the solver must win every episode through the text loop. */
 const MUST_WIN = ['SimpleSokoban', 'CoordFrozenLake', 'Countdown', 'SimpleSudoku'];
 /** Solver envs whose moves can fail by chance (a slippery lake): not required to win. */
-const STOCHASTIC = ['FrozenLake'];
+const STOCHASTIC = ['FrozenLake', 'VisualFrozenLake'];
 
 describe('the oracle plays through the full text loop (prompt -> tokens -> parse -> step)', () => {
   it('the named envs are registered', () => {

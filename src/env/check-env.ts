@@ -1,7 +1,7 @@
 // checkEnv: the conformance check every env must pass (run in the tests over every registered id).
 // Follows Gymnasium's utils/env_checker.py: determinism per seed, well-formed results, call-order errors.
 import { ResetNeededError, Rng } from '../util/index.js';
-import type { Env, EnvInfo, EnvMode, ResetResult, StepResult } from './core.js';
+import type { Env, EnvInfo, EnvMode, ObservationSpace, ResetResult, StepResult } from './core.js';
 import { envSpec, makeEnv, resolveEnvConfig } from './registry.js';
 
 /** Options of `checkEnv`. */
@@ -50,7 +50,8 @@ type Trajectory = { reset: ResetResult; steps: { action: string; result: StepRes
  * trajectory of valid actions (the solver's, or random action names) are the same for the same seed
  * (also across instances with `make`, and in `val` mode); observations are strings, rewards finite,
  * info has boolean `success`/`actionIsValid`/`actionIsEffective` and scalar other values; an invalid
- * action is reported as invalid and leaves `render()` unchanged; hostile action text never throws;
+ * action is reported as invalid and leaves `render()` (and the image) unchanged; with a declared `observationSpace`
+ * image, every observation carries exactly one RGB image of that size and `width * height * 3` bytes; hostile action text never throws;
  * `close()` may be called twice.
  */
 export async function checkEnv(env: Env, options: CheckEnvOptions = {}): Promise<void> {
@@ -58,6 +59,7 @@ export async function checkEnv(env: Env, options: CheckEnvOptions = {}): Promise
   const maxSteps = options.maxSteps ?? 300;
   const problems: string[] = [];
   const problem = (msg: string): void => void (problems.length < 50 && problems.push(msg));
+  checkSpace(env.observationSpace, problem);
 
   await expectResetNeeded(() => env.step('anything'), 'step() before the first reset()', problem);
 
@@ -131,7 +133,13 @@ export async function checkRegisteredEnv(
   const spec = envSpec(id);
   const config = resolveEnvConfig(id);
   const solve = spec.solve ? (seed: number, mode: EnvMode) => spec.solve!(config, seed, mode) : undefined;
-  await checkEnv(makeEnv(id), { ...options, solve, make: () => makeEnv(id) });
+  const env = makeEnv(id);
+  const declared = JSON.stringify(spec.observationSpace?.(config));
+  if (declared !== JSON.stringify(env.observationSpace))
+    throw new EnvCheckError([
+      `the spec's observationSpace ${declared ?? 'undefined'} differs from the env's ${JSON.stringify(env.observationSpace) ?? 'undefined'}`,
+    ]);
+  await checkEnv(env, { ...options, solve, make: () => makeEnv(id) });
 }
 
 /** Reset, then play the given actions, the solver's, or random action names until the episode ends. */
@@ -146,7 +154,7 @@ async function trajectory(
   actions?: string[],
 ): Promise<Trajectory> {
   const reset = await env.reset({ seed, mode });
-  checkResult(reset, `${where} reset`, problem);
+  checkResult(reset, env.observationSpace, `${where} reset`, problem);
   const names = env.actionNames;
   if (names !== undefined) checkActionNames(names, where, problem);
   const plan = actions ?? options.solve?.(seed, mode);
@@ -156,7 +164,7 @@ async function trajectory(
     const action = plan ? plan[t]! : names && names.length > 0 ? rng.choice(names) : undefined;
     if (action === undefined) break; // free-text env without a solver: no valid actions to play
     const result = await env.step(action);
-    checkResult(result, `${where} step ${t + 1} (${JSON.stringify(action)})`, problem);
+    checkResult(result, env.observationSpace, `${where} step ${t + 1} (${JSON.stringify(action)})`, problem);
     steps.push({ action, result });
     if (result.terminated || result.truncated) break;
   }
@@ -172,8 +180,49 @@ function checkActionNames(names: readonly string[], where: string, problem: (msg
     problem(`${where}: actionNames must be non-empty trimmed strings`);
 }
 
-function checkResult(r: ResetResult | StepResult, where: string, problem: (msg: string) => void): void {
+function checkSpace(space: ObservationSpace | undefined, problem: (msg: string) => void): void {
+  if (space === undefined) return;
+  if (typeof space.text !== 'boolean') problem(`observationSpace.text is ${JSON.stringify(space.text)}, not a boolean`);
+  if (space.image === undefined) return;
+  const { width, height } = space.image;
+  if (!Number.isInteger(width) || !Number.isInteger(height) || width < 1 || height < 1)
+    problem(`observationSpace.image is ${width}x${height}; width and height must be positive integers`);
+}
+
+function checkImages(
+  images: ResetResult['images'],
+  space: ObservationSpace | undefined,
+  where: string,
+  problem: (msg: string) => void,
+): void {
+  const want = space?.image;
+  if (want === undefined) {
+    if (images !== undefined && images.length > 0)
+      problem(`${where}: the observation carries images but the env declares no observationSpace image`);
+    return;
+  }
+  if (images === undefined || images.length !== 1)
+    return problem(
+      `${where}: the observation carries ${images?.length ?? 0} images, not the 1 its observationSpace declares`,
+    );
+  const image = images[0]!;
+  if (image.width !== want.width || image.height !== want.height)
+    problem(`${where}: the image is ${image.width}x${image.height}, not the declared ${want.width}x${want.height}`);
+  if (!(image.data instanceof Uint8Array)) return problem(`${where}: the image's data is not a Uint8Array`);
+  if (image.data.length !== image.width * image.height * 3)
+    problem(
+      `${where}: the image's data has ${image.data.length} bytes, not width * height * 3 = ${image.width * image.height * 3}`,
+    );
+}
+
+function checkResult(
+  r: ResetResult | StepResult,
+  space: ObservationSpace | undefined,
+  where: string,
+  problem: (msg: string) => void,
+): void {
   if (typeof r.observation !== 'string') problem(`${where}: observation is ${typeof r.observation}, not a string`);
+  checkImages(r.images, space, where, problem);
   if ('reward' in r) {
     if (typeof r.reward !== 'number' || !Number.isFinite(r.reward))
       problem(`${where}: reward ${r.reward} is not a finite number`);
@@ -202,7 +251,7 @@ async function checkInvalidAction(env: Env, seed: number, problem: (msg: string)
   // Discrete envs must reject a non-name; free-text envs choose what is invalid (e.g. an empty answer).
   const candidates = names !== undefined ? [INVALID_NAME, ...HOSTILE_ACTIONS] : [...HOSTILE_ACTIONS];
   for (const action of candidates) {
-    await env.reset({ seed });
+    const beforeImage = imageKey((await env.reset({ seed })).images);
     const before = env.render();
     let r: StepResult;
     try {
@@ -217,6 +266,7 @@ async function checkInvalidAction(env: Env, seed: number, problem: (msg: string)
     if (r.info.actionIsValid === false) {
       const shown = JSON.stringify(action.slice(0, 20));
       if (env.render() !== before) problem(`seed ${seed}: the invalid action ${shown} changed render()`);
+      if (imageKey(r.images) !== beforeImage) problem(`seed ${seed}: the invalid action ${shown} changed the image`);
       if (r.terminated)
         problem(`seed ${seed}: the invalid action ${shown} terminated the episode (it must leave the state unchanged)`);
       if (typeof r.info.reason !== 'string' || r.info.reason === '')
@@ -230,7 +280,12 @@ async function checkHostileActions(env: Env, seed: number, problem: (msg: string
     await env.reset({ seed });
     try {
       const r = await env.step(action);
-      checkResult(r, `seed ${seed} hostile action ${JSON.stringify(action.slice(0, 20))}`, problem);
+      checkResult(
+        r,
+        env.observationSpace,
+        `seed ${seed} hostile action ${JSON.stringify(action.slice(0, 20))}`,
+        problem,
+      );
     } catch (err) {
       problem(
         `seed ${seed}: step(${JSON.stringify(action.slice(0, 20))}${action.length > 20 ? '...' : ''}) threw ${String(err)}`,
@@ -249,8 +304,24 @@ async function expectResetNeeded(call: () => unknown, what: string, problem: (ms
   problem(`${what} did not throw (it must throw ResetNeededError)`);
 }
 
+/** JSON with each image's bytes replaced by their hash, so images compare by content and cheaply. */
 function sameJson(a: unknown, b: unknown): boolean {
-  return JSON.stringify(a) === JSON.stringify(b);
+  return JSON.stringify(a, bytesAsHash) === JSON.stringify(b, bytesAsHash);
+}
+
+function bytesAsHash(_key: string, value: unknown): unknown {
+  return value instanceof Uint8Array ? `bytes:${value.length}:${fnv1a(value)}` : value;
+}
+
+function imageKey(images: ResetResult['images']): string {
+  return JSON.stringify(images ?? [], bytesAsHash);
+}
+
+/** The 32-bit FNV-1a hash of some bytes. */
+function fnv1a(bytes: Uint8Array): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < bytes.length; i++) h = Math.imul(h ^ bytes[i]!, 0x01000193);
+  return h >>> 0;
 }
 
 function firstDifference(a: Trajectory, b: Trajectory): string {

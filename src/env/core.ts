@@ -27,13 +27,37 @@ export interface ResetOptions {
   options?: Record<string, unknown>;
 }
 
+/**
+ * An RGB image: `data` holds `width * height * 3` bytes, row-major from the top left, red, green, blue per pixel.
+ * Treat it as read-only: an env may return the same image again while the state is unchanged.
+ */
+export interface RgbImage {
+  width: number;
+  height: number;
+  data: Uint8Array;
+}
+
+/**
+ * What an env's observations carry. `text`: whether the observation string describes the state (false: it is a fixed
+ * sentence and the images carry the state). `image`: every observation carries exactly one RGB image of this size.
+ * Envs without a declared space are text-only.
+ */
+export interface ObservationSpace {
+  text: boolean;
+  image?: { width: number; height: number };
+}
+
 export interface ResetResult {
   observation: string;
+  /** The images of this observation (one for an env whose `observationSpace` declares an image). */
+  images?: readonly RgbImage[];
   info: EnvInfo;
 }
 
 export interface StepResult {
   observation: string;
+  /** As in `ResetResult`. */
+  images?: readonly RgbImage[];
   reward: number;
   /** The episode reached a terminal state of the task (solved, fell in a hole, answered). */
   terminated: boolean;
@@ -58,6 +82,8 @@ export interface Env {
    * actions are free text. May change at `reset` (Bandit renames its arms).
    */
   readonly actionNames: readonly string[] | undefined;
+  /** What observations carry; undefined: text only (no images). */
+  readonly observationSpace?: ObservationSpace;
   reset(options: ResetOptions): MaybePromise<ResetResult>;
   step(action: string): MaybePromise<StepResult>;
   /**

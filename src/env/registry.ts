@@ -2,7 +2,7 @@
 // Follows Gymnasium's registration.py (register / make, did-you-mean on unknown ids).
 import { z } from 'zod';
 import { ConfigError, EnvNotFoundError, didYouMean } from '../util/index.js';
-import type { Env } from './core.js';
+import type { Env, ObservationSpace } from './core.js';
 import { wrapEnv, type WrapOptions } from './wrap-env.js';
 
 /** Everything the registry knows about one env id. `C` is the env's validated config type. */
@@ -14,6 +14,8 @@ export interface EnvSpec<C extends Record<string, unknown> = Record<string, unkn
   /** Config values this id sets over the schema's defaults (RAGEN's per-tag `env_config`). */
   defaults?: Partial<C>;
   create(config: C): Env;
+  /** What the env's observations carry under `config` (images and their size); undefined: text only. */
+  observationSpace?(config: C): ObservationSpace;
   /**
    * An outside service the env cannot run without (e.g. "a Kimina Lean server at serverUrl"): `ragen envs`
    * names it, and the registry-wide checks (checkEnv, `ragen bench envs`) leave the id to its own tests.

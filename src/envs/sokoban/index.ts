@@ -1,13 +1,23 @@
-// Sokoban: registers RAGEN's four text Sokoban ids and exports the env, its generator and its solver.
+// Sokoban: registers RAGEN's four text Sokoban ids and VisualSimpleSokoban (text+image) and exports the env, its generator and its solver.
 import { registerEnv } from '../../env/index.js';
 import { sokobanConfigSchema, type SokobanConfig } from './config.js';
 import { SokobanEnv } from './sokoban-env.js';
+import { VisualSokobanEnv, visualSokobanConfigSchema, visualSokobanSpace, type VisualSokobanConfig } from './visual.js';
 
 export { SokobanEnv } from './sokoban-env.js';
 export { SokobanGenerator, type GenerateOptions, type GeneratedRoom } from './generate.js';
 export { solveSokoban } from './solve.js';
 export { renderObservation, SokobanRenderer, type ObservationFormat } from './render.js';
 export { parseGrid, DEFAULT_VOCAB, type SokobanVocab, type SokobanRoom, type SokobanLayout } from './room.js';
+export {
+  VisualSokobanEnv,
+  drawSokoban,
+  visualSokobanConfigSchema,
+  visualSokobanSpace,
+  SOKOBAN_COLOURS,
+  type VisualSokobanConfig,
+  type VisualSokobanConfigInput,
+} from './visual.js';
 export { sokobanConfigSchema, type SokobanConfig, type SokobanConfigInput } from './config.js';
 
 const base = {
@@ -51,4 +61,19 @@ registerEnv<SokobanConfig>('CoordSokoban', {
   ...base,
   description: 'Sokoban, 6x6 room, 1 box, solvable in at most 10 moves, coordinates plus the grid.',
   defaults: { dimRoom: [6, 6], numBoxes: 1, searchDepth: 10, observationFormat: 'grid_coord' },
+});
+
+registerEnv<VisualSokobanConfig>('VisualSimpleSokoban', {
+  description:
+    'Sokoban, 6x6 room, 1 box, solvable in at most 10 moves, grid text plus an RGB image (16 pixels per cell).',
+  schema: visualSokobanConfigSchema,
+  create: (config: VisualSokobanConfig) => new VisualSokobanEnv(config),
+  observationSpace: visualSokobanSpace,
+  maxActionsPerEpisode: 10,
+  defaults: { dimRoom: [6, 6], numBoxes: 1, searchDepth: 10, observationFormat: 'grid', observation: 'text+image' },
+  solve(config: VisualSokobanConfig, seed: number): string[] | undefined {
+    const env = new VisualSokobanEnv(config);
+    env.reset({ seed });
+    return env.solution();
+  },
 });
