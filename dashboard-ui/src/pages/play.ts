@@ -10,6 +10,7 @@ import {
   type Episode,
   type Policy,
 } from '../../../src/agent/index.js';
+import '../../../src/envs/index.js'; // the built-in environments the page plays (registered on import)
 import { configFromHF, generate, parseSafetensors, Transformer } from '../../../src/model/index.js';
 import { createWasmBackend, getBackend, useBackend } from '../../../src/tensor/browser.js';
 import { HfTokenizer } from '../../../src/tokenizer/index.js';
