@@ -5,6 +5,7 @@ import { mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import '../../src/envs/index.js'; // the built-in environments (MCP among them)
 import { loadConfig } from '../../src/config/index.js';
 import { makeEnv, type StepResult } from '../../src/env/index.js';
 import { readMetricsFile } from '../../src/metrics/index.js';
