@@ -18,6 +18,7 @@ describe('engine options from the config', () => {
       critic: 'shared',
       reference: false,
       seed: 10000,
+      frozenDtype: 'float32',
     });
     const grpo = loadConfig({
       config: 'sokoban-grpo',
