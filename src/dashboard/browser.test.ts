@@ -312,6 +312,7 @@ describe.skipIf(!browserAvailable())('dashboard in chromium', () => {
     const view = page.locator('#episode-view[data-episode="KeyAgent-seed7-g0-m0"]');
     const first = view.locator('.turn[data-turn="0"]');
     const second = view.locator('.turn[data-turn="1"]');
+    await first.locator('.request .msg pre').first().waitFor(); // allTextContents does not wait for the page to render
     expect(await first.locator('.request .msg pre').allTextContents()).toEqual([
       'You are in a room. Find the key and take it.',
       'Where is the key?',
