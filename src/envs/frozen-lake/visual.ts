@@ -1,6 +1,7 @@
 // VisualFrozenLake: the text FrozenLake's rules and solver, with each observation also drawn as an RGB image from
 // tiles drawn in code (VAGEN's visual FrozenLake: image only, or grid text and image together).
-import { z } from 'zod';
+import type { z } from 'zod';
+import { IMAGE_ONLY_TEXT, visualOptions } from '../visual-options.js';
 import { ConfigError } from '../../util/index.js';
 import {
   blankImage,
@@ -29,18 +30,7 @@ const IMAGE_LEGEND =
   'In the image: light blue squares are frozen ice, dark blue squares are holes, the yellow square is the goal, and ' +
   'the red disc is you.';
 
-/** The observation text when only the image carries the state. */
-export const IMAGE_ONLY_TEXT = 'The current state is shown in the image.';
-
-export const visualFrozenLakeConfigSchema = frozenLakeConfigSchema.extend({
-  /** Side of one cell in pixels: the image is size * tileSize pixels square. @default 16 */
-  tileSize: z.number().int().min(4).max(64).default(16),
-  /**
-   * 'text+image': the text observation (per observationFormat) and the image; 'image': a fixed sentence and the
-   * image, so only the pixels carry the state. @default 'text+image'
-   */
-  observation: z.enum(['image', 'text+image']).default('text+image'),
-});
+export const visualFrozenLakeConfigSchema = frozenLakeConfigSchema.extend(visualOptions);
 
 export type VisualFrozenLakeConfig = z.infer<typeof visualFrozenLakeConfigSchema>;
 export type VisualFrozenLakeConfigInput = z.input<typeof visualFrozenLakeConfigSchema>;

@@ -1,6 +1,7 @@
 // VisualSimpleSokoban: the text Sokoban's rules and solver, with each observation also drawn as an RGB image from
 // tiles drawn in code (VAGEN's visual Sokoban: image only, or grid text and image together).
-import { z } from 'zod';
+import type { z } from 'zod';
+import { IMAGE_ONLY_TEXT, visualOptions } from '../visual-options.js';
 import { ConfigError, ResetNeededError } from '../../util/index.js';
 import {
   blankImage,
@@ -33,18 +34,7 @@ const IMAGE_LEGEND =
   'In the image: dark grey squares are walls, beige is floor, a small green dot is a target, a brown square is a box, ' +
   'a green square is a box on a target, and the blue disc is you.';
 
-/** The observation text when only the image carries the state. */
-export const IMAGE_ONLY_TEXT = 'The current state is shown in the image.';
-
-export const visualSokobanConfigSchema = sokobanConfigSchema.extend({
-  /** Side of one cell in pixels: the image is dimRoom[1] * tileSize wide and dimRoom[0] * tileSize high. @default 16 */
-  tileSize: z.number().int().min(4).max(64).default(16),
-  /**
-   * 'text+image': the text observation (per observationFormat) and the image; 'image': a fixed sentence and the
-   * image, so only the pixels carry the state. @default 'text+image'
-   */
-  observation: z.enum(['image', 'text+image']).default('text+image'),
-});
+export const visualSokobanConfigSchema = sokobanConfigSchema.extend(visualOptions);
 
 export type VisualSokobanConfig = z.infer<typeof visualSokobanConfigSchema>;
 export type VisualSokobanConfigInput = z.input<typeof visualSokobanConfigSchema>;
