@@ -45,7 +45,7 @@ describe.runIf(testBackend('native'))('native instruction-set dispatch', () => {
     expect(() => be.setIsa('sse' as 'avx2')).toThrow(/unknown path "sse"; valid: avx2, avx512/);
   });
 
-  // Twice the FMA rate where the cores have 512-bit FMA units (Intel Xeon: measured 1.9-2x); AMD Zen 4 runs 512-bit
+  // About twice the FMA rate where the cores have 512-bit FMA units (Intel Xeon: above 1.4x); AMD Zen 4 runs 512-bit
   // FMAs as two 256-bit halves (measured 1.0x on an AMD EPYC host), so the bound every host meets is "not slower".
   it.runIf(flags.has('avx512f'))('measures an FMA rate on the avx512 path at least that of avx2', () => {
     be.setIsa('avx2');
