@@ -51,10 +51,11 @@ function run(p, lane, env = {}) {
 // Every interpreter is probed before any test runs, so that a missing one fails CI at once.
 const wheelPath = torch2Python();
 const wheel = wheelPath ? probe(wheelPath) : null;
-if (!wheel) refuse(`main lane: there is no .venv and RAGEN_TORCH2_PYTHON is not set; ${VENV_FIX}`);
-else if (lacking(wheel)) refuse(`main lane: ${lacking(wheel)}; ${VENV_FIX}`);
-let main = wheel && !lacking(wheel) ? wheel : null;
+const noWheel = !wheel ? 'there is no .venv and RAGEN_TORCH2_PYTHON is not set' : lacking(wheel);
+if (noWheel && required) refuse(`main lane: ${noWheel}; ${VENV_FIX}`);
+let main = noWheel ? null : wheel;
 if (!main) {
+  console.log(`python tier: no wheel environment (${noWheel}); the main lane takes the first python with torch`);
   const candidates = [...new Set([process.env.RAGEN_PYTHON, 'python3', '/usr/bin/python3'].filter(Boolean))];
   const probes = candidates.map(probe);
   main = probes.find((p) => !lacking(p)) ?? null;
