@@ -4,12 +4,14 @@
 //     ragen-single.wasm (SIMD, plain memory, for browsers) with AssemblyScript, and the exports' TypeScript
 //  signatures (asc's --bindings typings) -> src/tensor/wasm-kernels.ts (committed; a test checks it against the
 // module);
-//  2. native/ -> build/native/ragen_native.node with node-gyp (optional: one log line and move on if it fails).
+//  2. native/ -> build/native/ragen_native.node with node-gyp (scripts/build-native.mjs; optional: one log line and
+//     move on if it fails).
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { buildNative, lastLine } from './build-native.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
@@ -106,31 +108,8 @@ if (haveAsc) {
 // Optional native addon.
 if (process.env.RAGEN_NO_NATIVE === '1') process.exit(0);
 try {
-  const npmDir = dirname(
-    dirname(
-      require.resolve('npm/package.json', {
-        paths: [dirname(process.execPath), '/usr/lib/node_modules', '/usr/share/nodejs', '/usr/local/lib/node_modules'],
-      }),
-    ),
-  );
-  const gyp = join(npmDir, 'npm', 'node_modules', 'node-gyp', 'bin', 'node-gyp.js');
-  const nativeDir = join(root, 'native');
-  const nodedir = process.env.npm_config_nodedir || (existsSync('/usr/include/node/node_api.h') ? '/usr' : undefined);
-  const args = [gyp, 'rebuild', '--silent', ...(nodedir ? [`--nodedir=${nodedir}`] : [])];
-  execFileSync(process.execPath, args, { cwd: nativeDir, stdio: ['ignore', 'ignore', 'pipe'] });
-  const built = join(nativeDir, 'build', 'Release', 'ragen_native.node');
-  mkdirSync(join(root, 'build', 'native'), { recursive: true });
-  const dest = join(root, 'build', 'native', 'ragen_native.node');
-  copyFileSync(built, `${dest}.tmp`);
-  renameSync(`${dest}.tmp`, dest);
+  buildNative();
   console.log('build-kernels: native backend built');
 } catch (e) {
-  const msg =
-    String(e?.stderr ?? e?.message ?? e)
-      .split('\n')
-      .filter(Boolean)
-      .slice(-1)[0] ?? '';
-  console.log(`build-kernels: native backend not built (${msg.slice(0, 200)}); the wasm backend will be used`);
-} finally {
-  rmSync(join(root, 'native', 'build'), { recursive: true, force: true });
+  console.log(`build-kernels: native backend not built (${lastLine(e).slice(0, 200)}); the wasm backend will be used`);
 }

@@ -1,11 +1,12 @@
 // `npm test`'s Python tier: python/tests, pytest tests that call the torch worker's handlers in-process on tiny models
-// (seconds). Runs them with the first interpreter that imports torch and pytest ($RAGEN_PYTHON, python3 on PATH, then
-// Debian's /usr/bin/python3: src/engine/python.ts's order), and again in the torch 2 lane: the project's wheel
-// environment (.venv, current PyTorch with transformers and PEFT, which the parity tests hold the worker against) or
-// $RAGEN_TORCH2_PYTHON. Without torch or pytest a lane is skipped and says so; with RAGEN_REQUIRE_BACKENDS=1 (CI) that
-// is a failure naming the package to install, and the torch 2 lane's transformers/PEFT tests may not skip.
+// (seconds). The main lane runs them with the project's wheel environment (.venv, current PyTorch with transformers
+// and PEFT, which the parity tests hold the worker against; or $RAGEN_TORCH2_PYTHON), the oldest-torch lane again with
+// $RAGEN_OLDEST_TORCH_PYTHON or Debian's /usr/bin/python3 (bookworm's torch 1.13, the oldest supported) where its torch
+// differs. Without a wheel environment the main lane takes the first interpreter with torch and pytest ($RAGEN_PYTHON,
+// python3, /usr/bin/python3: src/engine/python.ts's order). A lane that cannot run is skipped and says so; with
+// RAGEN_REQUIRE_BACKENDS=1 (CI) that is a failure naming what to install, and the transformers/PEFT tests may not skip.
 import { spawnSync } from 'node:child_process';
-import { ROOT, VENV_FIX, torch2Python } from './wheel-python.mjs';
+import { OLDEST_FIX, ROOT, VENV_FIX, oldestTorchPython, torch2Python } from './wheel-python.mjs';
 
 const TESTS = 'python/tests';
 const required = process.env.RAGEN_REQUIRE_BACKENDS === '1';
@@ -40,7 +41,7 @@ function refuse(message) {
 }
 
 function run(p, lane, env = {}) {
-  console.log(`python tier${lane}: ${TESTS} with torch ${p.torch}, pytest ${p.pytest} (${p.python})`);
+  console.log(`python tier (${lane}): ${TESTS} with torch ${p.torch}, pytest ${p.pytest} (${p.python})`);
   // -p no:cacheprovider: no .pytest_cache folder left in the clone
   const args = ['-m', 'pytest', '-q', '-p', 'no:cacheprovider', TESTS];
   const r = spawnSync(p.python, args, { cwd: ROOT, stdio: 'inherit', env: { ...process.env, ...env } });
@@ -48,32 +49,31 @@ function run(p, lane, env = {}) {
 }
 
 // Every interpreter is probed before any test runs, so that a missing one fails CI at once.
-const candidates = [...new Set([process.env.RAGEN_PYTHON, 'python3', '/usr/bin/python3'].filter(Boolean))];
-const probes = [];
-let chosen = null;
-for (const python of candidates) {
-  const p = probe(python);
-  probes.push(p);
-  if (!lacking(p)) {
-    chosen = p;
-    break;
-  }
+const wheelPath = torch2Python();
+const wheel = wheelPath ? probe(wheelPath) : null;
+const noWheel = !wheel ? 'there is no .venv and RAGEN_TORCH2_PYTHON is not set' : lacking(wheel);
+if (noWheel && required) refuse(`main lane: ${noWheel}; ${VENV_FIX}`);
+let main = noWheel ? null : wheel;
+if (!main) {
+  console.log(`python tier: no wheel environment (${noWheel}); the main lane takes the first python with torch`);
+  const candidates = [...new Set([process.env.RAGEN_PYTHON, 'python3', '/usr/bin/python3'].filter(Boolean))];
+  const probes = candidates.map(probe);
+  main = probes.find((p) => !lacking(p)) ?? null;
+  if (!main)
+    refuse(
+      `no interpreter has both torch and pytest (${probes.map(lacking).join('; ')}): ` +
+        '`apt-get install python3-pytest` (with python3-torch, on Debian/Ubuntu) or `pip install torch pytest`, ' +
+        'or point RAGEN_PYTHON at an interpreter with both',
+    );
 }
-const torch2Path = torch2Python();
-const torch2 = torch2Path ? probe(torch2Path) : null;
-if (!torch2) refuse(`torch 2 lane: there is no .venv and RAGEN_TORCH2_PYTHON is not set; ${VENV_FIX}`);
-else if (lacking(torch2)) refuse(`torch 2 lane: ${lacking(torch2)}; ${VENV_FIX}`);
-if (!chosen) {
-  refuse(
-    `no interpreter has both torch and pytest (${probes.map(lacking).join('; ')}): ` +
-      '`apt-get install python3-pytest` (with python3-torch, on Debian/Ubuntu) or `pip install torch pytest`, ' +
-      'or point RAGEN_PYTHON at an interpreter with both',
-  );
-}
-// In CI the lane's transformers/PEFT parity tests must run: RAGEN_REQUIRE_HF=1 turns their skip into a failure.
-const lane2 = torch2 && !lacking(torch2);
-const hf = required ? { RAGEN_REQUIRE_HF: '1' } : {};
-const same = lane2 && chosen?.python === torch2.python; // RAGEN_PYTHON names the wheel environment: one run
-let status = chosen ? run(chosen, same ? ' (torch 2 lane)' : '', same ? hf : {}) : 0;
-if (lane2 && !same) status = run(torch2, ' (torch 2 lane)', hf) || status;
+const oldest = probe(oldestTorchPython());
+let oldestRuns = false;
+if (lacking(oldest)) refuse(`oldest-torch lane: ${lacking(oldest)}; ${OLDEST_FIX}`);
+else if (main && oldest.torch === main.torch)
+  refuse(`oldest-torch lane: ${oldest.python}'s torch ${oldest.torch} is the main lane's own; ${OLDEST_FIX}`);
+else oldestRuns = true;
+
+// In CI the main lane's transformers/PEFT parity tests must run: RAGEN_REQUIRE_HF=1 turns their skip into a failure.
+let status = main ? run(main, 'main lane', main === wheel && required ? { RAGEN_REQUIRE_HF: '1' } : {}) : 0;
+if (oldestRuns) status = run(oldest, 'oldest-torch lane') || status;
 process.exit(status);

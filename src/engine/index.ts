@@ -32,6 +32,7 @@ export {
   TorchWorker,
   TorchWorkerError,
   TorchRequestError,
+  stopTorchWorkers,
   workerPackageDir,
 } from './torch-worker.js';
 export type { TorchWorkerOptions, TorchHello } from './torch-worker.js';

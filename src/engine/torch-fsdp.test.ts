@@ -1,7 +1,7 @@
 // The parts of the torch worker's FSDP path (python/ragen_torch/fsdp.py) that run without FSDP, on the CPU: ranks
 // padded to the same number of passes with dummy chunks give the same outputs and gradients as unpadded, and the
 // rollout copy with LoRA merged gives the adapted model's logits. Also RAGEN_TORCH_FSDP's choices, the GPU check's
-// fsdp stage (two sharded CPU ranks where torch can, torch >= 2.7: the torch 2 lane) and the reference-BLAS warning.
+// fsdp stage (two sharded CPU ranks where torch can, torch >= 2.7: the main lane, on .venv) and the reference-BLAS warning.
 // The worker's own sharded path is src/engine/torch-dp.test.ts.
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';

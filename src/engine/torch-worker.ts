@@ -195,6 +195,7 @@ export class TorchWorker {
     };
     const child = spawn(args[0]!, args.slice(1), { env, stdio: ['pipe', 'pipe', 'pipe'] });
     const w = new TorchWorker(child, opts, torchrun);
+    live.add(w);
     const wait = opts.startTimeoutS ?? (nodes > 1 ? 1800 : 120);
     if (nodes > 1)
       process.stderr.write(
@@ -268,7 +269,11 @@ export class TorchWorker {
     });
   }
 
-  /** Close the worker's stdin (it exits), SIGKILL it if it is still there after `graceS`. */
+  /**
+   * Close the worker's stdin (it exits), SIGKILL it if it is still there after `graceS`. Node's event loop waits for
+   * that exit (at most `graceS`): a worker that outlived this process would be re-parented to init, and an init that
+   * does not reap (a container's) keeps it defunct.
+   */
   close(graceS = 5): void {
     if (this.exited) return;
     this.failure ??= new TorchWorkerError('torch worker: the engine was disposed');
@@ -276,8 +281,24 @@ export class TorchWorker {
     const t = setTimeout(() => {
       if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGKILL');
     }, graceS * 1000);
-    t.unref();
+    this.child.once('exit', () => clearTimeout(t));
     this.setRef(false);
+    this.child.ref(); // the pipes no longer hold the loop; the process does, until it has exited
+  }
+
+  /**
+   * Stop the process now: SIGTERM (a single worker dies at once, even mid-step; torchrun's launcher stops and reaps
+   * its ranks), SIGKILL after `graceS`; resolves once it has exited and Node has reaped it.
+   */
+  stop(graceS = 5): Promise<void> {
+    if (this.exited) return Promise.resolve();
+    const gone = new Promise<void>((resolve) => this.child.once('exit', () => resolve()));
+    this.failure ??= new TorchWorkerError('torch worker: stopped (the process is stopping on a signal)');
+    this.child.kill('SIGTERM');
+    const t = setTimeout(() => {
+      if (!this.exited) this.child.kill('SIGKILL');
+    }, graceS * 1000);
+    return gone.finally(() => clearTimeout(t));
   }
 
   /** Wire the pipes; resolves with the handshake. */
@@ -340,6 +361,7 @@ export class TorchWorker {
       );
       child.on('exit', (code, signal) => {
         this.exited = true;
+        live.delete(this);
         // stderr may still hold the crash's last lines: read them before failing the waiters.
         setImmediate(() =>
           this.fail(
@@ -438,6 +460,18 @@ export class TorchWorker {
     if (on) this.child.ref();
     else this.child.unref();
   }
+}
+
+/** The workers started by this process that have not exited yet. */
+const live = new Set<TorchWorker>();
+
+/**
+ * Stop every worker this process started and wait until each has exited and been reaped (SIGTERM, then SIGKILL after
+ * `graceS`). For a process about to end on a signal (`ragen train`'s Ctrl-C): ending first would leave the workers
+ * running (until Linux's parent-death signal kills them) and then defunct under an init that does not reap.
+ */
+export function stopTorchWorkers(graceS = 5): Promise<void> {
+  return Promise.all([...live].map((w) => w.stop(graceS))).then(() => undefined);
 }
 
 /** `s` as one POSIX shell word. */

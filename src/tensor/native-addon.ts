@@ -1,5 +1,9 @@
 // The C++ addon's interface (native/ragen.cc): its functions and their argument counts, below the native backend
-// and its decode kernels so that both can name it.
+// and its decode kernels so that both can name it; and where the addon is found (a build from source, else the
+// package's prebuild for this platform), loaded and checked.
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
 
 /**
  * The addon's functions (native/ragen.cc, native/decode.inc); pointers are byte addresses in the arena, the base set
@@ -186,3 +190,50 @@ export const NATIVE_ADDON_ARITY: { readonly [K in keyof NativeAddon]: number } =
   fmaPeak: 1,
   threads: 0,
 };
+
+/** The folder of the package's prebuilt addon for `platform`-`arch` (`npm run prebuild` writes it), e.g. linux-x64. */
+export function prebuildDir(root: string, platform: string = process.platform, arch: string = process.arch): string {
+  return join(root, 'prebuilds', `${platform}-${arch}`);
+}
+
+/**
+ * The addon files tried, in order: a build from this copy's sources (build/native: `npm run build`, or
+ * `npm run build:native` in an installed package), then the prebuild shipped for this platform and architecture.
+ */
+export function nativeAddonCandidates(root: string, platform?: string, arch?: string): string[] {
+  return [
+    join(root, 'build', 'native', 'ragen_native.node'),
+    join(prebuildDir(root, platform, arch), 'ragen_native.node'),
+  ];
+}
+
+/**
+ * Load the first addon of `nativeAddonCandidates` that loads and has every function of NATIVE_ADDON_ARITY; `file` is
+ * the one taken. Throws one message naming each file tried and why it was not taken, and the fix.
+ */
+export function loadNativeAddon(root: string): { addon: NativeAddon; file: string } {
+  const require = createRequire(import.meta.url);
+  const why: string[] = [];
+  for (const file of nativeAddonCandidates(root)) {
+    if (!existsSync(file)) continue;
+    let addon: Record<string, unknown>;
+    try {
+      addon = require(file) as Record<string, unknown>;
+    } catch (e) {
+      // e.g. a CPU without AVX2 + FMA (the addon refuses), or a C++ runtime older than the build's (GLIBCXX_...)
+      why.push(`${file} did not load: ${(e as Error).message.split('\n')[0]}`);
+      continue;
+    }
+    const missing = Object.keys(NATIVE_ADDON_ARITY).filter((name) => typeof addon[name] !== 'function');
+    if (missing.length === 0) return { addon: addon as unknown as NativeAddon, file };
+    why.push(`${file} lacks ${missing.join(', ')} (built from older sources)`);
+  }
+  const fix = existsSync(join(root, 'native', 'binding.gyp'))
+    ? '`npm run build:native` builds it from native/ (needs g++ and make)'
+    : 'this copy has no native/ sources to build it from';
+  if (why.length === 0)
+    throw new Error(
+      `no native addon: neither a build from source (${nativeAddonCandidates(root)[0]}) nor a prebuild for ${process.platform}-${process.arch} (${nativeAddonCandidates(root)[1]}); ${fix}`,
+    );
+  throw new Error(`${why.join('; ')}; ${fix}`);
+}

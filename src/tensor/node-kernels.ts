@@ -3,7 +3,6 @@
 // and the optional native addon, each checked against its declared functions.
 
 import { existsSync, readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
@@ -11,7 +10,7 @@ import { Worker } from 'node:worker_threads';
 import { packageRoot } from '../util/index.js';
 import { Arena } from './arena.js';
 import { registerBackendLoader } from './backends.js';
-import { NATIVE_ADDON_ARITY, type NativeAddon } from './native-addon.js';
+import { loadNativeAddon } from './native-addon.js';
 import { NativeBackend } from './native-backend.js';
 import { WORKER_SOURCE, createThreadPool, workerInitData, type ThreadPool } from './thread-pool.js';
 import { WasmBackend, checkKernels } from './wasm-backend.js';
@@ -101,23 +100,9 @@ function loadWasm(): WasmBackend {
 }
 
 function loadNative(): NativeBackend {
-  const file = join(packageRoot(), 'build', 'native', 'ragen_native.node');
-  if (!existsSync(file)) {
-    // An installed package ships no addon (it is compiled for the building machine's CPU) and no sources to build one.
-    if (!existsSync(join(packageRoot(), 'native', 'binding.gyp')))
-      throw new Error('the optional native addon is not part of the installed package');
-    throw new Error(
-      `${file} is missing (the native addon is optional; \`npm run build\` builds it when g++ is available)`,
-    );
-  }
-  const addon = createRequire(import.meta.url)(file) as Record<string, unknown>;
-  const missing = Object.keys(NATIVE_ADDON_ARITY).filter((name) => typeof addon[name] !== 'function');
-  if (missing.length > 0)
-    throw new Error(
-      `${file} lacks ${missing.join(', ')} (built from older sources); rebuild it with \`npm run build\``,
-    );
+  const { addon } = loadNativeAddon(packageRoot());
   const s = sharedKernels();
-  return new NativeBackend(s.kernels, s.arena, sharedPool(), addon as unknown as NativeAddon, s.variant);
+  return new NativeBackend(s.kernels, s.arena, sharedPool(), addon, s.variant);
 }
 
 registerBackendLoader('wasm', loadWasm);

@@ -1,6 +1,7 @@
 // Ctrl-C (SIGINT) or SIGTERM while `train` runs: say what was kept (the newest complete checkpoint) and the command
 // that
 // continues the run, on stderr (and so in the run's console.log), then stop as the signal would have.
+import { stopTorchWorkers } from '../engine/index.js';
 import { latestCheckpoint } from './checkpoint-io.js';
 
 /** What the interrupt message needs to know about the run, read when the signal arrives. */
@@ -31,7 +32,8 @@ export function interruptMessage(signal: NodeJS.Signals, run: InterruptedRun): s
 }
 
 /**
- * Until the returned undo is called, SIGINT and SIGTERM print `interruptMessage` on stderr, then stop the process: with
+ * Until the returned undo is called, SIGINT and SIGTERM print `interruptMessage` on stderr, stop the torch engine's
+ * workers (waiting for their exit, a few seconds at most), then stop the process: with
  * `exit` (agent programs may run) through `process.exit(130 / 143)`, whose exit hook (src/gateway/runner.ts) kills the
  * programs' process groups; otherwise by raising the signal again with this handler gone, so the process ends as it
  * would have without it (unless the embedding program listens for the signal itself: then it decides).
@@ -50,8 +52,12 @@ export function sayOnInterrupt(run: InterruptedRun, opts: { exit: boolean }): ()
       message = `ragen: interrupted by ${signal}; the checkpoints under ${run.checkpoints} could not be listed (${(err as Error).message}). Continue with: ragen train --resume ${run.runDir}`;
     }
     process.stderr.write(`\n${message}\n`); // synchronous on a terminal, a file and (on Linux) a pipe
-    if (opts.exit) process.exit(signal === 'SIGINT' ? 130 : 143);
-    if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
+    // The torch engine's workers first (a step may be running there): stopped and reaped before this process ends, so
+    // none is left running or defunct (issue 38 item 5).
+    void stopTorchWorkers().then(() => {
+      if (opts.exit) process.exit(signal === 'SIGINT' ? 130 : 143);
+      if (process.listenerCount(signal) === 0) process.kill(process.pid, signal);
+    });
   }
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);

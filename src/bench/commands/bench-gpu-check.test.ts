@@ -1,8 +1,8 @@
 // `ragen bench gpu --check`: the runner (time limits kill a stage's children and the next stage runs; the files are
 // rewritten as each stage ends) with test stages, the metric comparison, and the CPU smoke run of the real stages.
 // The smoke run starts `node bin/ragen.js` (the check's own children do too): it runs the built dist/ (`npm run
-// build`). It runs with the torch 2 lane's interpreter where there is one (the wheel environment, .venv: current torch
-// and the real transformers, as on the GPU lease), else with the machine's torch.
+// build`). It runs with the wheel environment's interpreter where there is one (.venv: current torch and the real
+// transformers, as on the GPU lease), else with the machine's torch.
 import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
