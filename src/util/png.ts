@@ -116,7 +116,7 @@ export function decodePng(bytes: Uint8Array, maxPixels = 64 << 20): RgbImage {
       `The PNG's image data has ${raw.length} bytes; a ${width}x${height} image needs ${(stride + 1) * height}.`,
     );
   const out = new Uint8Array(width * height * 3);
-  let prev = new Uint8Array(stride);
+  let prev: Uint8Array = new Uint8Array(stride);
   for (let y = 0; y < height; y++) {
     const line = unfilter(
       raw[y * (stride + 1)]!,
