@@ -22,7 +22,10 @@ export interface VisionProcessor {
   maxPixels: number;
 }
 
-/** Qwen2.5-VL's published processor settings (also transformers 5's defaults). */
+/**
+ * Qwen2.5-VL's published processor settings (its preprocessor_config.json). transformers' image processor class alone
+ * defaults to max_pixels 1003520 (28 * 28 * 1280); a model's own config overrides that.
+ */
 export const QWEN25_VL_PROCESSOR: VisionProcessor = {
   patchSize: 14,
   mergeSize: 2,
