@@ -119,6 +119,8 @@ export {
   type RolloutBatch,
   type Episode,
   type EpisodeTurn,
+  type LoopEpisode,
+  type LoopTurn,
   type EndReason,
   type TrainingSample,
   parseResponse,

@@ -103,19 +103,20 @@ function fakeEpisode(group: number, success: boolean, actions: { valid: boolean;
     group,
     member: 0,
     seed: group,
-    system: '',
     turns: [
       {
         turn: 0,
-        observation: '',
-        userText: '',
         promptIds: [],
         response: '',
-        think: '',
-        answer: '',
         formatError: success ? undefined : 'no <think> tag',
-        actions: actions.map((a) => ({ action: 'a', ...a, reward: 0, executed: a.valid, skipped: false })),
-        droppedActions: 0,
+        loop: {
+          observation: '',
+          userText: '',
+          think: '',
+          answer: '',
+          actions: actions.map((a) => ({ action: 'a', ...a, reward: 0, executed: a.valid, skipped: false })),
+          droppedActions: 0,
+        },
         reward: success ? 1 : 0,
         penalty: 0,
         info: { success, actionIsValid: true, actionIsEffective: true, boxes: success ? 2 : 0 },
@@ -129,8 +130,7 @@ function fakeEpisode(group: number, success: boolean, actions: { valid: boolean;
     score: success ? 1 : 0,
     numActions: actions.filter((a) => a.valid).length,
     endReason: 'terminated',
-    contextTruncations: group === 0 ? 2 : 0,
-    finalObservation: '',
+    loop: { system: '', contextTruncations: group === 0 ? 2 : 0, finalObservation: '' },
   };
 }
 

@@ -42,6 +42,8 @@ export {
   episodeMessages,
   type Episode,
   type EpisodeTurn,
+  type LoopEpisode,
+  type LoopTurn,
   type AgentCall,
   type EndReason,
   type RolloutBatch,

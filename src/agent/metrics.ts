@@ -1,6 +1,6 @@
 // Rollout metrics per env tag (RAGEN's get_rollout_states, inventory section 2.1): success, pass@k over
 // the group, actions, validity and effectiveness, returns, response length, format errors, truncations.
-import type { Episode } from './episode.js';
+import type { Episode, LoopTurn } from './episode.js';
 
 /** Metric name -> value for one env tag. Keys: see `computeMetrics`. */
 export type TagMetrics = Record<string, number>;
@@ -27,8 +27,8 @@ export function computeMetrics(episodes: readonly Episode[], groupSize: number):
   for (const [tag, eps] of byTag) {
     const groups = new Map<number, boolean>();
     for (const e of eps) groups.set(e.group, (groups.get(e.group) ?? false) || e.success);
-    const ratio = (e: Episode, pick: (a: Episode['turns'][number]['actions'][number]) => boolean): number => {
-      const tried = e.turns.flatMap((t) => t.actions.filter((a) => !a.skipped));
+    const ratio = (e: Episode, pick: (a: LoopTurn['actions'][number]) => boolean): number => {
+      const tried = e.turns.flatMap((t) => t.loop?.actions.filter((a) => !a.skipped) ?? []);
       return tried.length === 0 ? 0 : tried.filter(pick).length / tried.length;
     };
     const m: TagMetrics = {
@@ -43,7 +43,7 @@ export function computeMetrics(episodes: readonly Episode[], groupSize: number):
       score: mean(eps.map((e) => e.score)),
       response_length: mean(eps.map((e) => mean(e.turns.map((t) => t.tokens.length)))),
       format_error_rate: mean(eps.map((e) => mean(e.turns.map((t) => (t.formatError !== undefined ? 1 : 0))))),
-      context_truncations: mean(eps.map((e) => e.contextTruncations)),
+      context_truncations: mean(eps.map((e) => e.loop?.contextTruncations ?? 0)),
     };
     const infoKeys = new Set<string>();
     for (const e of eps) {

@@ -53,7 +53,7 @@ describe('the oracle plays through the full text loop (prompt -> tokens -> parse
         if (fits)
           expect(
             e.success,
-            `${id} seed ${e.seed}: ${e.endReason}, actions ${JSON.stringify(e.turns.map((t) => t.answer))}`,
+            `${id} seed ${e.seed}: ${e.endReason}, actions ${JSON.stringify(e.turns.map((t) => t.loop?.answer))}`,
           ).toBe(true);
         expect(e.turns.every((t) => t.formatError === undefined && t.penalty === 0)).toBe(true);
       }

@@ -235,7 +235,7 @@ describe('rollout: context length', () => {
     for (const e of batch.episodes) {
       expect(e.turns).toHaveLength(0);
       expect(e.endReason).toBe('context_full');
-      expect(e.contextTruncations).toBe(1);
+      expect(e.loop?.contextTruncations).toBe(1);
     }
     expect(batch.metrics['TestCorridor']!['context_truncations']).toBe(1);
   });
@@ -244,7 +244,7 @@ describe('rollout: context length', () => {
     const cfg = agentConfig({ maxNewTokens: 40, maxTurns: 6, maxContextTokens: 330, stopAtAnswer: false });
     const batch = await run(tiny, cfg, 2, 1);
     checkBookkeeping(batch, false);
-    const truncated = batch.episodes.filter((e) => e.contextTruncations > 0);
+    const truncated = batch.episodes.filter((e) => e.loop!.contextTruncations > 0);
     expect(truncated.length).toBeGreaterThan(0);
     expect(batch.metrics['TestCorridor']!['context_truncations']).toBeGreaterThan(0);
     for (const e of batch.episodes) {
@@ -252,10 +252,10 @@ describe('rollout: context length', () => {
         expect(t.promptIds.length + cfg.maxNewTokens).toBeLessThanOrEqual(cfg.maxContextTokens);
         const text = tiny.decode(t.promptIds);
         // system first, then only whole turns: every user message opens with its reward line or "Turn n:"
-        expect(text.startsWith(`<|im_start|>system\n${e.system}<|im_end|>\n`)).toBe(true);
+        expect(text.startsWith(`<|im_start|>system\n${e.loop!.system}<|im_end|>\n`)).toBe(true);
         for (const part of text.split('<|im_start|>user\n').slice(1))
           expect(part).toMatch(/^(Reward: -?[\d.]+\n)?Turn \d+:\nState:\n/);
-        expect(text).toContain(`Turn ${t.turn + 1}:\nState:\n${t.observation}\n`);
+        expect(text).toContain(`Turn ${t.turn + 1}:\nState:\n${t.loop!.observation}\n`);
       }
     }
     for (const e of truncated) expect(batch.samples.filter((s) => s.episode === e.index).length).toBeGreaterThan(1);
@@ -267,20 +267,20 @@ describe('rollout: prompts, penalties and determinism', () => {
     const cfg = agentConfig({ maxNewTokens: 40, maxTurns: 3, stopAtAnswer: false });
     const batch = await run(tiny, cfg, 1, 1);
     const e = batch.episodes[0]!;
-    expect(e.system).toBe(
+    expect(e.loop!.system).toBe(
       "You're a helpful assistant. Walk to the goal G.\nP is you, G is the goal, _ is floor.\nYour available actions are: Left, Right.\n" +
         'You can give up to 2 actions per turn, separated by " || ", and up to 6 actions in the whole episode.',
     );
-    expect(e.turns[0]!.userText).toBe(
+    expect(e.turns[0]!.loop!.userText).toBe(
       'Turn 1:\nState:\nP___G\nYou have 6 actions left. Always output: <think> [Your thoughts] </think> <answer> [your answer] </answer> with no extra text. Strictly follow this format. Max response length: 40 tokens.',
     );
     // turn 1 moved Right once (reward -0.1); turn 2 moved Right, Right (two actions, the third dropped)
-    expect(e.turns[1]!.userText.startsWith('Reward: -0.1\nTurn 2:\nState:\n_P__G\nYou have 5 actions left.')).toBe(
-      true,
-    );
-    expect(e.turns[2]!.userText.startsWith('Reward: -0.2\nTurn 3:\nState:\n___PG\nYou have 3 actions left.')).toBe(
-      true,
-    );
+    expect(
+      e.turns[1]!.loop!.userText.startsWith('Reward: -0.1\nTurn 2:\nState:\n_P__G\nYou have 5 actions left.'),
+    ).toBe(true);
+    expect(
+      e.turns[2]!.loop!.userText.startsWith('Reward: -0.2\nTurn 3:\nState:\n___PG\nYou have 3 actions left.'),
+    ).toBe(true);
     expect(tiny.decode(e.turns[0]!.promptIds).endsWith('<|im_start|>assistant\n<think>')).toBe(true);
   });
 
@@ -290,12 +290,12 @@ describe('rollout: prompts, penalties and determinism', () => {
     const turns = batch.episodes[0]!.turns;
     expect(turns.map((t) => t.penalty)).toEqual([0, 0, -0.5, -0.5, -0.5]);
     expect(turns[2]!.formatError).toBe('no </think> after <think>');
-    expect(turns[3]!.actions[0]).toMatchObject({ action: 'Jump', valid: false, executed: false });
-    expect(turns[3]!.userText).toContain('no valid action');
-    expect(turns[4]!.userText).toContain('no valid action');
+    expect(turns[3]!.loop!.actions[0]).toMatchObject({ action: 'Jump', valid: false, executed: false });
+    expect(turns[3]!.loop!.userText).toContain('no valid action');
+    expect(turns[4]!.loop!.userText).toContain('no valid action');
     // the reward line shows the env reward of the previous turn, not the format penalty
-    expect(turns[3]!.userText.startsWith('Reward: 0\nTurn 4:')).toBe(true);
-    expect(turns[1]!.droppedActions).toBe(1);
+    expect(turns[3]!.loop!.userText.startsWith('Reward: 0\nTurn 4:')).toBe(true);
+    expect(turns[1]!.loop!.droppedActions).toBe(1);
   });
 
   it('same seeds give the same episodes; train seeds advance, val seeds stay', async () => {
@@ -327,7 +327,7 @@ describe('rollout: prompts, penalties and determinism', () => {
     expect(corridorSteps.maxInFlight).toBe(6);
     const t = batch.episodes[0]!.turns[0]!;
     expect(tiny.decode(t.promptIds).endsWith('<|im_start|>assistant\n<answer>')).toBe(true);
-    expect(t.userText).toContain('Always output: <answer> [your answer] </answer> with no extra text.');
+    expect(t.loop!.userText).toContain('Always output: <answer> [your answer] </answer> with no extra text.');
     expect(t.response).toBe('Right || Right</answer>');
     checkBookkeeping(batch, false, () => 0);
   });

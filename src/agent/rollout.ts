@@ -5,7 +5,7 @@ import type { Generation } from '../engine/index.js';
 import type { Tokenizer } from '../tokenizer/index.js';
 import type { AgentConfig } from './config.js';
 import type { EnvGroups, EnvSlot } from './env-groups.js';
-import type { EndReason, Episode } from './episode.js';
+import type { EndReason, Episode, LoopEpisode } from './episode.js';
 import { EpisodeContext } from './episode-context.js';
 import { computeMetrics, type TagMetrics } from './metrics.js';
 import { parseResponse } from './parse.js';
@@ -13,7 +13,7 @@ import type { Policy, PolicyRequest } from './policies.js';
 import { prefillText, systemPrompt } from './prompt.js';
 import type { TrainingSample } from './sequence.js';
 
-export type { AgentCall, Episode, EpisodeTurn, EndReason } from './episode.js';
+export type { AgentCall, Episode, EpisodeTurn, EndReason, LoopEpisode, LoopTurn } from './episode.js';
 
 /** What a rollout returns: episodes for logging/eval, samples for training, metrics per tag. */
 export interface RolloutBatch {
@@ -43,7 +43,7 @@ interface SlotState {
   invalidWarning: boolean;
   info: EnvInfo;
   ended: EndReason | undefined;
-  episode: Episode;
+  episode: Episode & { loop: LoopEpisode };
 }
 
 /** The system message of a slot's episodes (its env's instruction, legend, actions and action cap). */
@@ -78,15 +78,13 @@ export async function rollout(opts: RolloutOptions): Promise<RolloutBatch> {
         group: slot.group,
         member: slot.member,
         seed: slot.seed,
-        system,
         turns: [],
         success: false,
         envReturn: 0,
         score: 0,
         numActions: 0,
         endReason: 'max_turns',
-        contextTruncations: 0,
-        finalObservation: observations[i]!,
+        loop: { system, contextTruncations: 0, finalObservation: observations[i]! },
       },
     };
   });
@@ -172,21 +170,23 @@ async function stepOne(
   if (cfg.stepPenalty !== 0) penalty += cfg.stepPenalty * step.actions.filter((a) => a.executed).length;
   s.episode.turns.push({
     turn: req.turn,
-    observation: s.obs,
-    userText,
     promptIds: req.prompt,
-    response: rec.decoded,
-    think: parsed.think,
-    answer: parsed.answer,
-    formatError: parsed.ok ? undefined : parsed.reason,
-    actions: step.actions,
-    droppedActions: parsed.droppedActions,
-    reward: step.reward,
-    penalty,
-    info: step.info,
     tokens: gen.tokens.slice(),
     logprobs: gen.logprobs.slice(),
     finishReason: gen.finishReason,
+    response: rec.decoded,
+    reward: step.reward,
+    penalty,
+    formatError: parsed.ok ? undefined : parsed.reason,
+    info: step.info,
+    loop: {
+      observation: s.obs,
+      userText,
+      think: parsed.think,
+      answer: parsed.answer,
+      actions: step.actions,
+      droppedActions: parsed.droppedActions,
+    },
   });
   s.ctx.endTurn(
     step.actions.filter((a) => a.executed).map((a) => a.action),
@@ -204,21 +204,26 @@ function finishEpisode(s: SlotState): Episode {
   e.success = s.info.success === true;
   e.envReturn = e.turns.reduce((a, t) => a + t.reward, 0);
   e.score = e.turns.reduce((a, t) => a + t.reward + t.penalty, 0);
-  e.numActions = e.turns.reduce((a, t) => a + t.actions.filter((x) => x.executed).length, 0);
+  e.numActions = e.turns.reduce((a, t) => a + (t.loop?.actions.filter((x) => x.executed).length ?? 0), 0);
   e.endReason = s.ended ?? 'max_turns';
-  e.contextTruncations = s.ctx.truncations;
-  e.finalObservation = s.obs;
+  e.loop.contextTruncations = s.ctx.truncations;
+  e.loop.finalObservation = s.obs;
   return e;
 }
 
-/** The conversation of an episode as OpenAI-style messages (the assistant text includes the prefilled tag). */
+/**
+ * The built-in loop's conversation of an episode as OpenAI-style messages: system, then user / assistant per turn (the
+ * assistant text includes the prefilled tag). Empty for an agent program's episode: each turn's `agentCall` holds its
+ * call as the program sent it.
+ */
 export function episodeMessages(
   e: Episode,
   cfg: Pick<AgentConfig, 'enableThink'>,
 ): { role: string; content: string }[] {
+  if (!e.loop) return [];
   const prefill = prefillText(cfg);
-  const msgs = [{ role: 'system', content: e.system }];
+  const msgs = [{ role: 'system', content: e.loop.system }];
   for (const t of e.turns)
-    msgs.push({ role: 'user', content: t.userText }, { role: 'assistant', content: prefill + t.response });
+    msgs.push({ role: 'user', content: t.loop?.userText ?? '' }, { role: 'assistant', content: prefill + t.response });
   return msgs;
 }

@@ -9,15 +9,15 @@ import { episodeMessages, type AgentCall, type EndReason, type Episode } from '.
 /** One turn of a saved episode. */
 export interface TurnRecord {
   turn: number;
-  /** The env's observation shown this turn. */
-  observation: string;
+  /** The env's observation shown this turn (built-in turns only, as `think`, `answer` and `actions`). */
+  observation?: string;
   /** The sampled text after the prefilled tag. */
   response: string;
-  think: string;
-  answer: string;
+  think?: string;
+  answer?: string;
   /** Actions the env executed this turn. */
-  actions: string[];
-  /** Env reward of the turn. */
+  actions?: string[];
+  /** Reward of the turn: the env's, or an agent program's on its last call. */
   reward: number;
   /** The turn's penalties: format (0 or `agent.formatPenalty`), think length and step. */
   penalty: number;
@@ -60,7 +60,10 @@ export interface EpisodeRecord {
   /** Whether the rollout filter kept the episode's group; null for evaluation. */
   kept: boolean | null;
   turns: TurnRecord[];
-  /** The conversation as OpenAI-style messages (system, then user / assistant per turn). */
+  /**
+   * The built-in loop's conversation as OpenAI-style messages (system, then user / assistant per turn); empty for an
+   * agent program's episode, whose turns carry each call as sent (`call`).
+   */
   messages: { role: string; content: string }[];
 }
 
@@ -92,16 +95,21 @@ export function episodeRecord(
     score: e.score,
     end_reason: e.endReason,
     num_actions: e.numActions,
-    context_truncations: e.contextTruncations,
+    context_truncations: e.loop?.contextTruncations ?? 0,
     n_tokens: e.turns.reduce((a, t) => a + t.tokens.length, 0),
     kept: training?.kept ?? null,
+    // key order as records have always had it: observation, response, think, answer, actions
     turns: e.turns.map((t) => ({
       turn: t.turn,
-      observation: t.observation,
+      ...(t.loop ? { observation: t.loop.observation } : {}),
       response: t.response,
-      think: t.think,
-      answer: t.answer,
-      actions: t.actions.filter((a) => a.executed).map((a) => a.action),
+      ...(t.loop
+        ? {
+            think: t.loop.think,
+            answer: t.loop.answer,
+            actions: t.loop.actions.filter((a) => a.executed).map((a) => a.action),
+          }
+        : {}),
       reward: t.reward,
       penalty: t.penalty,
       format_error: t.formatError ?? null,

@@ -1,8 +1,7 @@
 // The sequence-level and clipped-weight alternatives to PPO's token clip: GSPO (Zheng et al. 2025) and CISPO
 // (MiniMax 2025), each with its closed-form gradient w.r.t. per-token log-probs and the mini-batch's AggNorm.
-import { aggWeights, type LossAggMode } from './aggregate.js';
-import { checkTokens } from './shape.js';
-import type { PolicyTokens, PPOStats } from './policy-types.js';
+import type { LossAggMode } from './aggregate.js';
+import { clipSide, lossWeights, PolicyStats, type PolicyLossOut, type PolicyTokens } from './policy-types.js';
 
 /** The clip range of GSPO's sequence ratio or CISPO's weight (their own config keys, `algo.gspo` / `algo.cispo`). */
 export interface SeqClipConfig {
@@ -11,8 +10,6 @@ export interface SeqClipConfig {
   /** ... and above at 1 + clipRatioHigh. */
   clipRatioHigh: number;
 }
-
-type LossOut = { loss: number; grad: { logprobs: Float64Array }; stats: PPOStats };
 
 /**
  * GSPO (Zheng et al. 2025, "Group Sequence Policy Optimization", eq. 5-7 and GSPO-token, eq. 13): one importance
@@ -24,20 +21,13 @@ type LossOut = { loss: number; grad: { logprobs: Float64Array }; stats: PPOStats
  * of the GSPO objective (tested against finite differences); with per-token advantages (GAE) it is GSPO-token's.
  * Stats as PPO's (clip fractions count tokens; ppo_kl and k3 are per token, as veRL).
  */
-export function gspoPolicyLoss(a: PolicyTokens & { lossAgg: LossAggMode } & SeqClipConfig): LossOut {
-  const { logprobs, oldLogprobs, advantages, mask, B, T, lossAgg, norm } = a;
+export function gspoPolicyLoss(a: PolicyTokens & { lossAgg: LossAggMode } & SeqClipConfig): PolicyLossOut {
+  const { logprobs, oldLogprobs, advantages, mask, B, T } = a;
   const { clipRatioLow: epsLow, clipRatioHigh: epsHigh } = a;
-  checkTokens('logprobs', logprobs, B, T);
-  checkTokens('oldLogprobs', oldLogprobs, B, T);
-  checkTokens('advantages', advantages, B, T);
-  const w = aggWeights(mask, B, T, lossAgg, norm);
+  const w = lossWeights(a);
   const grad = new Float64Array(B * T);
+  const stats = new PolicyStats();
   let loss = 0;
-  let n = 0;
-  let nHigh = 0;
-  let nLow = 0;
-  let sumKl = 0;
-  let sumK3 = 0;
   for (let b = 0; b < B; b++) {
     let len = 0;
     let sum = 0;
@@ -61,28 +51,11 @@ export function gspoPolicyLoss(a: PolicyTokens & { lossAgg: LossAggMode } & SeqC
       const clipped = L2 > L1;
       loss += w[i]! * Math.max(L1, L2);
       grad[i] = clipped || clamped ? 0 : w[i]! * L1;
-      n++;
-      if (clipped && A > 0) nHigh++;
-      if (clipped && A < 0) nLow++;
       const d = logprobs[i]! - oldLogprobs[i]!;
-      sumKl -= d;
-      sumK3 += Math.expm1(d) - d;
+      stats.token({ clipped: clipSide(clipped, A), logRatio: d, k3: Math.expm1(d) - d });
     }
   }
-  const mean = (x: number): number => (n > 0 ? x / n : 0);
-  return {
-    loss,
-    grad: { logprobs: grad },
-    stats: {
-      clipfrac: mean(nHigh + nLow),
-      clipfracHigh: mean(nHigh),
-      clipfracLow: mean(nLow),
-      clipfracDual: 0,
-      ppoKl: mean(sumKl),
-      approxKl: mean(sumK3),
-      tokens: n,
-    },
-  };
+  return { loss, grad: { logprobs: grad }, stats: stats.stats() };
 }
 
 /**
@@ -93,20 +66,13 @@ export function gspoPolicyLoss(a: PolicyTokens & { lossAgg: LossAggMode } & SeqC
  * depends on logπ's scale; its gradient is what matters. The paper sets no lower bound (ε_low ≥ 1) and tunes ε_high.
  * clipfrac counts tokens whose weight was clipped (high: r > 1+ε_high, low: r < 1−ε_low).
  */
-export function cispoPolicyLoss(a: PolicyTokens & { lossAgg: LossAggMode } & SeqClipConfig): LossOut {
-  const { logprobs, oldLogprobs, advantages, mask, B, T, lossAgg, norm } = a;
+export function cispoPolicyLoss(a: PolicyTokens & { lossAgg: LossAggMode } & SeqClipConfig): PolicyLossOut {
+  const { logprobs, oldLogprobs, advantages, mask, B, T } = a;
   const { clipRatioLow: epsLow, clipRatioHigh: epsHigh } = a;
-  checkTokens('logprobs', logprobs, B, T);
-  checkTokens('oldLogprobs', oldLogprobs, B, T);
-  checkTokens('advantages', advantages, B, T);
-  const w = aggWeights(mask, B, T, lossAgg, norm);
+  const w = lossWeights(a);
   const grad = new Float64Array(B * T);
+  const stats = new PolicyStats();
   let loss = 0;
-  let n = 0;
-  let nHigh = 0;
-  let nLow = 0;
-  let sumKl = 0;
-  let sumK3 = 0;
   for (let i = 0; i < B * T; i++) {
     if (!mask[i]) continue;
     const d = Math.min(20, Math.max(-20, logprobs[i]! - oldLogprobs[i]!));
@@ -115,24 +81,8 @@ export function cispoPolicyLoss(a: PolicyTokens & { lossAgg: LossAggMode } & Seq
     const A = advantages[i]!;
     loss += w[i]! * -rc * A * logprobs[i]!;
     grad[i] = w[i]! * -rc * A;
-    n++;
-    if (r > 1 + epsHigh) nHigh++;
-    if (r < 1 - epsLow) nLow++;
-    sumKl -= d;
-    sumK3 += r - 1 - d;
+    // CISPO's clip is on the weight, whichever the advantage's sign: high and low name the bound that held
+    stats.token({ clipped: r > 1 + epsHigh ? 'high' : r < 1 - epsLow ? 'low' : null, logRatio: d, k3: r - 1 - d });
   }
-  const mean = (x: number): number => (n > 0 ? x / n : 0);
-  return {
-    loss,
-    grad: { logprobs: grad },
-    stats: {
-      clipfrac: mean(nHigh + nLow),
-      clipfracHigh: mean(nHigh),
-      clipfracLow: mean(nLow),
-      clipfracDual: 0,
-      ppoKl: mean(sumKl),
-      approxKl: mean(sumK3),
-      tokens: n,
-    },
-  };
+  return { loss, grad: { logprobs: grad }, stats: stats.stats() };
 }

@@ -5,7 +5,16 @@ import { aggWeights, maskedMean, type AggNorm, type LossAggMode } from './aggreg
 import { klLoss, type KLEstimator } from './kl.js';
 import { checkTokens, type Nums, type TokenMask } from './shape.js';
 import { cispoPolicyLoss, gspoPolicyLoss, type SeqClipConfig } from './policy-loss-variants.js';
-import type { PolicyLossKind, PolicyTokens, PPOClipConfig, PPOStats } from './policy-types.js';
+import {
+  clipSide,
+  lossWeights,
+  PolicyStats,
+  type PolicyLossKind,
+  type PolicyLossOut,
+  type PolicyTokens,
+  type PPOClipConfig,
+  type PPOStats,
+} from './policy-types.js';
 
 export type { PolicyLossKind, PolicyTokens, PPOClipConfig, PPOStats } from './policy-types.js';
 export { POLICY_LOSSES, parsePolicyLoss } from './policy-types.js';
@@ -17,27 +26,15 @@ export { POLICY_LOSSES, parsePolicyLoss } from './policy-types.js';
  * min(Lc, −A·c). The loss is agg(L) and its gradient w.r.t. logπ is w_t·(dL_t/dlogπ_t), where
  * dL/dlogπ = −A·r when the unclipped term is active and 0 when a clip (or the log-ratio clamp) binds.
  */
-export function ppoPolicyLoss(a: PolicyTokens & { lossAgg: LossAggMode } & PPOClipConfig): {
-  loss: number;
-  grad: { logprobs: Float64Array };
-  stats: PPOStats;
-} {
-  const { logprobs, oldLogprobs, advantages, mask, B, T, lossAgg, norm } = a;
+export function ppoPolicyLoss(a: PolicyTokens & { lossAgg: LossAggMode } & PPOClipConfig): PolicyLossOut {
+  const { logprobs, oldLogprobs, advantages, mask, B, T } = a;
   const { clipRatioLow: epsLow, clipRatioHigh: epsHigh, clipRatioC: c } = a;
   const clamp = a.logRatioClamp ?? 20;
-  checkTokens('logprobs', logprobs, B, T);
-  checkTokens('oldLogprobs', oldLogprobs, B, T);
-  checkTokens('advantages', advantages, B, T);
+  const w = lossWeights(a);
   if (!(c > 1)) throw new RangeError(`clipRatioC must be > 1 (or Infinity to disable dual clip), got ${c}.`);
-  const w = aggWeights(mask, B, T, lossAgg, norm);
   const grad = new Float64Array(B * T);
+  const stats = new PolicyStats();
   let loss = 0;
-  let n = 0;
-  let nHigh = 0;
-  let nLow = 0;
-  let nDual = 0;
-  let sumKl = 0;
-  let sumK3 = 0;
   for (let i = 0; i < B * T; i++) {
     if (!mask[i]) continue;
     const A = advantages[i]!;
@@ -50,36 +47,17 @@ export function ppoPolicyLoss(a: PolicyTokens & { lossAgg: LossAggMode } & PPOCl
     let L = Math.max(L1, L2);
     // dL/dlogπ: the unclipped branch carries −A·r (times 0 when the clamp binds); a binding clip carries 0.
     let g = L2 > L1 ? 0 : Math.abs(d) > clamp ? 0 : -A * r;
-    const clipped = L2 > L1;
-    let dual = false;
-    if (A < 0 && -A * c < L) {
+    const dual = A < 0 && -A * c < L;
+    if (dual) {
       L = -A * c;
       g = 0;
-      dual = true;
     }
     loss += w[i]! * L;
     grad[i] = w[i]! * g;
-    n++;
-    if (clipped && A > 0) nHigh++;
-    if (clipped && A < 0) nLow++;
-    if (dual) nDual++;
-    sumKl += -dc; // veRL takes ppo_kl from the clamped log-ratio
-    sumK3 += r - 1 - dc;
+    // veRL takes ppo_kl from the clamped log-ratio
+    stats.token({ clipped: clipSide(L2 > L1, A), dual, logRatio: dc, k3: r - 1 - dc });
   }
-  const mean = (x: number): number => (n > 0 ? x / n : 0);
-  return {
-    loss,
-    grad: { logprobs: grad },
-    stats: {
-      clipfrac: mean(nHigh + nLow),
-      clipfracHigh: mean(nHigh),
-      clipfracLow: mean(nLow),
-      clipfracDual: mean(nDual),
-      ppoKl: mean(sumKl),
-      approxKl: mean(sumK3),
-      tokens: n,
-    },
-  };
+  return { loss, grad: { logprobs: grad }, stats: stats.stats() };
 }
 
 /**
@@ -129,10 +107,7 @@ export interface ActorLossConfig extends PPOClipConfig {
 }
 
 /** The policy-gradient term `cfg.policyLoss` names, over one (micro-)batch. */
-export function policyGradientLoss(
-  a: PolicyTokens,
-  cfg: ActorLossConfig,
-): { loss: number; grad: { logprobs: Float64Array }; stats: PPOStats } {
+export function policyGradientLoss(a: PolicyTokens, cfg: ActorLossConfig): PolicyLossOut {
   const kind = cfg.policyLoss ?? 'ppo';
   const need = (c: SeqClipConfig | undefined): SeqClipConfig => {
     if (c === undefined) throw new TypeError(`actorLoss: policyLoss \`${kind}\` needs its clip range (\`${kind}\`).`);

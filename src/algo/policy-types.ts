@@ -1,7 +1,7 @@
-// The shapes every policy loss shares (PPO's clip in policy-loss.ts, GSPO and CISPO in policy-loss-variants.ts):
-// the per-token inputs, the clip settings and the statistics.
-import type { AggNorm } from './aggregate.js';
-import { parseName, type Nums, type TokenMask } from './shape.js';
+// What every policy loss shares (PPO's clip in policy-loss.ts, GSPO and CISPO in policy-loss-variants.ts): the
+// per-token inputs, the clip settings, the statistics and the loop scaffolding around the loss's own formula.
+import { aggWeights, type AggNorm, type LossAggMode } from './aggregate.js';
+import { checkTokens, parseName, type Nums, type TokenMask } from './shape.js';
 
 /** The policy-gradient losses `algo.policyLoss` chooses from. */
 export type PolicyLossKind = 'ppo' | 'gspo' | 'cispo';
@@ -55,3 +55,54 @@ export interface PolicyTokens {
   /** The mini-batch's normaliser (`aggNorm`), for exact gradient accumulation over micro-batches. */
   norm?: AggNorm;
 }
+
+/** A policy loss's value, its gradient w.r.t. the per-token log-probs, and its statistics. */
+export type PolicyLossOut = { loss: number; grad: { logprobs: Float64Array }; stats: PPOStats };
+
+/** Checks the per-token inputs' shapes and returns each token's aggregation weight (`lossAgg` over the batch). */
+export function lossWeights(a: PolicyTokens & { lossAgg: LossAggMode }): Float64Array {
+  checkTokens('logprobs', a.logprobs, a.B, a.T);
+  checkTokens('oldLogprobs', a.oldLogprobs, a.B, a.T);
+  checkTokens('advantages', a.advantages, a.B, a.T);
+  return aggWeights(a.mask, a.B, a.T, a.lossAgg, a.norm);
+}
+
+/** Accumulates PPOStats over a loss's tokens: which clip bound each, and the k1 / k3 estimates of old vs new. */
+export class PolicyStats {
+  private n = 0;
+  private high = 0;
+  private low = 0;
+  private dual = 0;
+  private kl = 0;
+  private k3 = 0;
+
+  /**
+   * One loss token: which clip bound it (`clipSide` for a ratio clip, the bound itself for a clipped weight) and
+   * whether the dual clip did; its `logRatio` (logπ − logπ_old, clamped as the loss clamped it) and its k3 term.
+   */
+  token(t: { clipped: 'high' | 'low' | null; dual?: boolean; logRatio: number; k3: number }): void {
+    this.n++;
+    if (t.clipped === 'high') this.high++;
+    if (t.clipped === 'low') this.low++;
+    if (t.dual) this.dual++;
+    this.kl -= t.logRatio;
+    this.k3 += t.k3;
+  }
+
+  stats(): PPOStats {
+    const mean = (x: number): number => (this.n > 0 ? x / this.n : 0);
+    return {
+      clipfrac: mean(this.high + this.low),
+      clipfracHigh: mean(this.high),
+      clipfracLow: mean(this.low),
+      clipfracDual: mean(this.dual),
+      ppoKl: mean(this.kl),
+      approxKl: mean(this.k3),
+      tokens: this.n,
+    };
+  }
+}
+
+/** Which clip bound a token: by its advantage's sign when the clipped term was the larger, else none. */
+export const clipSide = (clipped: boolean, advantage: number): 'high' | 'low' | null =>
+  clipped && advantage > 0 ? 'high' : clipped && advantage < 0 ? 'low' : null;

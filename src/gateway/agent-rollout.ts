@@ -112,28 +112,26 @@ function agentCall(c: CallRecord, episodeId: string): AgentCall {
 }
 
 /**
- * An agent episode in the built-in loop's record shape: one turn per call, no env actions, the reward on the last turn,
- * a format error per garbled tool call.
+ * An agent episode: one turn per call (its prompt and sampled ids, the call as sent and answered), the reward on the
+ * last turn, a format error per garbled tool call. The built-in loop's details (observations, parsed actions) have no
+ * counterpart here and are absent.
  */
 function episodeOf(o: AgentOutcome, index: number, member: number, tag: string): Episode {
   const success = o.status === 'ok' && o.reward > 0;
   const turns: EpisodeTurn[] = o.log.calls.map((c, i, all) => ({
     turn: i,
-    observation: '',
-    userText: '',
     promptIds: c.promptIds,
+    tokens: c.completionIds,
+    logprobs: c.logprobs,
+    finishReason: c.finishReason,
     response: c.text,
-    think: '',
-    answer: '',
+    reward: i === all.length - 1 ? o.reward : 0,
+    penalty: 0,
     // a reply holding tool-call text that does not parse: the format error of an agent call (`format_error_rate`)
     formatError:
       c.tools !== null && unparsedToolCall(c.text)
         ? 'the reply holds tool-call text that is not a well-formed <tool_call>'
         : undefined,
-    actions: [],
-    droppedActions: 0,
-    reward: i === all.length - 1 ? o.reward : 0,
-    penalty: 0,
     // reported_reward_ignored: 1 when a verifier overrode the program's own reward (`train/<tag>/info/...`).
     info: {
       success,
@@ -142,9 +140,6 @@ function episodeOf(o: AgentOutcome, index: number, member: number, tag: string):
       reported_reward_ignored: o.ignoredReward === undefined ? 0 : 1,
       ...(o.status === 'ok' ? {} : { reason: o.status }),
     },
-    tokens: c.completionIds,
-    logprobs: c.logprobs,
-    finishReason: c.finishReason,
     agentCall: agentCall(c, o.log.id),
   }));
   return {
@@ -153,14 +148,11 @@ function episodeOf(o: AgentOutcome, index: number, member: number, tag: string):
     group: o.task.group,
     member,
     seed: o.task.seed,
-    system: '',
     turns,
     success,
     envReturn: o.reward,
     score: o.reward,
     numActions: turns.length,
     endReason: o.status === 'timeout' ? 'truncated' : 'terminated',
-    contextTruncations: 0,
-    finalObservation: `agent program: ${o.status}${o.exitCode !== null && o.exitCode !== 0 ? ` (exit ${o.exitCode})` : ''}`,
   };
 }

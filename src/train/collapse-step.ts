@@ -119,7 +119,9 @@ export async function collapseDiagnostics(
 ): Promise<{ metrics: MetricValues; ema: CollapseEma }> {
   const turns = episodes.flatMap((e) => e.turns);
   const metrics = family('collapse', {
-    valid_thinking_rate: turns.length ? turns.filter((t) => t.think.trim() !== '').length / turns.length : 0,
+    valid_thinking_rate: turns.length
+      ? turns.filter((t) => (t.loop?.think ?? '').trim() !== '').length / turns.length
+      : 0,
   });
   const next: CollapseEma = { ...ema };
   if (settings.firstTurn) {

@@ -19,9 +19,9 @@ export function trainMetrics(batch: RolloutBatch): MetricValues {
     'train/reward_std': std(eps.map((e) => e.score)),
     'train/num_turns': mean(eps.map((e) => e.turns.length)),
     'train/num_actions': mean(eps.map((e) => e.numActions)),
-    'train/action_is_valid': mean(turns.map((t) => (t.actions.some((a) => a.valid) ? 1 : 0))),
+    'train/action_is_valid': mean(turns.map((t) => (t.loop?.actions.some((a) => a.valid) ? 1 : 0))),
     'train/format_error_rate': mean(
-      turns.map((t) => (t.formatError !== undefined || t.actions.some((a) => !a.skipped && !a.valid) ? 1 : 0)),
+      turns.map((t) => (t.formatError !== undefined || t.loop?.actions.some((a) => !a.skipped && !a.valid) ? 1 : 0)),
     ),
     'train/response_length': mean(eps.map((e) => e.turns.reduce((a, t) => a + t.tokens.length, 0))),
   };

@@ -51,8 +51,8 @@ describe('SFT demonstrations', () => {
       const prompt =
         tokenizer.applyChatTemplate(
           [
-            { role: 'system', content: ep.system },
-            { role: 'user', content: turn.userText },
+            { role: 'system', content: ep.loop!.system },
+            { role: 'user', content: turn.loop!.userText },
           ],
           { addGenerationPrompt: true },
         ) + prefillText(agent);
@@ -65,7 +65,7 @@ describe('SFT demonstrations', () => {
       expect(parsed.ok).toBe(true);
       expect(parsed.think).toBe(
         DEMO_REASONING[ep.tag]!({
-          observation: turn.observation,
+          observation: turn.loop!.observation,
           actionNames: undefined,
           plan: parsed.actions,
           actions: parsed.actions,

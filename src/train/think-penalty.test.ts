@@ -44,7 +44,7 @@ describe('think and step penalties', () => {
 
   it('stepPenalty is added once per executed action', async () => {
     const { turn } = await oneTurn('x', 'Right || Right || Left', { stepPenalty: -0.05, maxActionsPerTurn: 3 });
-    expect(turn.actions.filter((a) => a.executed)).toHaveLength(3);
+    expect(turn.loop!.actions.filter((a) => a.executed)).toHaveLength(3);
     expect(turn.penalty).toBeCloseTo(-0.15, 12);
   });
 

@@ -230,12 +230,12 @@ export async function playPage(params: URLSearchParams): Promise<Page> {
         const card = turns.children[i];
         card?.append(
           h('div', { class: 'label' }, 'reasoning'),
-          h('pre', { class: 'think' }, t.think || '(none)'),
+          h('pre', { class: 'think' }, t.loop?.think || '(none)'),
           h('div', { class: 'label' }, 'actions'),
           h(
             'pre',
             { class: 'actions' },
-            t.actions
+            (t.loop?.actions ?? [])
               .filter((a) => a.executed)
               .map((a) => a.action)
               .join(' || ') || '(no valid action)',

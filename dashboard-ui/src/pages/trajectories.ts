@@ -89,7 +89,7 @@ function builtinTurnView(t: Turn, scale: number): HTMLElement {
       h('div', { class: 'label' }, 'reasoning'),
       h('pre', { class: 'think' }, t.think || '(none)'),
       h('div', { class: 'label' }, 'actions'),
-      h('pre', { class: 'actions' }, t.actions.length ? t.actions.join(' || ') : '(no valid action)'),
+      h('pre', { class: 'actions' }, t.actions?.length ? t.actions.join(' || ') : '(no valid action)'),
     ),
   );
 }
