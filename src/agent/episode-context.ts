@@ -1,7 +1,7 @@
 // One episode's context manager: the chat of every turn (full, limited window, or single turn), the
 // token chain the model really saw, context-length truncation by whole turns, and the training samples.
 import type { Generation } from '../engine/index.js';
-import type { ChatMessage, Tokenizer } from '../tokenizer/index.js';
+import { IMAGE_PLACEHOLDER, type ChatMessage, type Tokenizer } from '../tokenizer/index.js';
 import type { AgentConfig } from './config.js';
 import { prefillText, singleTurnPrompt, turnPrompt, type TurnSummary, type TurnView } from './prompt.js';
 import { TokenChain, chainToSample, type TrainingSample } from './sequence.js';
@@ -15,6 +15,8 @@ interface TurnEntry {
   decoded: string;
   closeText: string | undefined;
   summary: TurnSummary;
+  /** The turn's user message with its images, for a chat API (`visualUser`); absent when it had none. */
+  visual?: ChatMessage;
 }
 
 /** What `respond` reports about one sampled response. */
@@ -31,7 +33,9 @@ export class EpisodeContext {
   private chain: TokenChain | undefined;
   private readonly sealed: TokenChain[] = [];
   private minStart = 0;
-  private current: { view: TurnView; userText: string; messages: ChatMessage[] } | undefined;
+  private current:
+    | { view: TurnView; userText: string; messages: ChatMessage[]; windowStart: number; visual?: ChatMessage }
+    | undefined;
   /** Whole turns dropped from the context to fit `maxContextTokens`, counting a turn whose prompt alone did not fit. */
   truncations = 0;
   private readonly prefill: string;
@@ -129,7 +133,17 @@ export class EpisodeContext {
         )
           this.sealed.push(this.chain);
         this.chain = candidate;
-        this.current = { view, userText, messages };
+        const visual = this.visualUser(view, (v) =>
+          mode === 'single_turn'
+            ? singleTurnPrompt(
+                this.turns.slice(w, n).map((e) => e.summary),
+                n,
+                v,
+                this.cfg,
+              )
+            : this.userText(v),
+        );
+        this.current = { view, userText, messages, windowStart: w, ...(visual ? { visual } : {}) };
         return candidate.ids.slice();
       }
       if (w >= n) {
@@ -149,7 +163,28 @@ export class EpisodeContext {
    * instead of token ids (a chat API). Undefined between `respond` and the next `prompt`.
    */
   get promptMessages(): readonly ChatMessage[] | undefined {
-    return this.current?.messages;
+    const cur = this.current;
+    if (!cur) return undefined;
+    const single = this.cfg.contextWindowMode === 'single_turn';
+    const earlier = single ? [] : this.turns.slice(cur.windowStart);
+    if (!cur.visual && !earlier.some((e) => e.visual)) return cur.messages;
+    // The same messages with each turn's images after its state (the prompt ids, text-only, leave them out).
+    const msgs: ChatMessage[] = [{ role: 'system', content: this.system }];
+    for (const e of earlier)
+      msgs.push(e.visual ?? { role: 'user', content: e.userText }, {
+        role: 'assistant',
+        content: this.prefill + e.decoded,
+      });
+    msgs.push(cur.visual ?? { role: 'user', content: cur.userText });
+    return msgs;
+  }
+
+  /** The user message of `view` with its images, each at a placeholder after the state text; undefined without any. */
+  private visualUser(view: TurnView, text: (v: TurnView) => string): ChatMessage | undefined {
+    const images = view.images;
+    if (!images || images.length === 0) return undefined;
+    const state = `${view.state}\n${IMAGE_PLACEHOLDER.repeat(images.length)}`;
+    return { role: 'user', content: text({ ...view, state }), images };
   }
 
   /** Record the policy's generation for the prompted turn; returns its text. */
@@ -171,6 +206,7 @@ export class EpisodeContext {
       decoded,
       closeText,
       summary: { turn: this.current.view.turn, state: this.current.view.state, actions: [], reward: 0 },
+      ...(this.current.visual ? { visual: this.current.visual } : {}),
     });
     if (this.cfg.contextWindowMode !== 'full') {
       // One sample per turn: seal a copy, keep the live chain as context for the next turn.
