@@ -1,4 +1,5 @@
-"""Two small Python envs for the bridge's tests and docs: one in RAGEN's BaseEnv style, one in Gymnasium's.
+"""Small Python envs for the bridge's tests and docs: one in RAGEN's BaseEnv style, one in Gymnasium's, and the
+first again with an image of its corridor beside the text.
 
 python3 python/ragen_env_bridge.py --env python/example_envs.py:ENVS --port 8766
 """
@@ -109,6 +110,17 @@ class PySum:
         return "What is %d + %d?" % (self.a, self.b)
 
 
+# The visual corridor's colours (RGB) and cell size in pixels.
+_COLOURS = {"P": (200, 30, 30), "G": (240, 200, 0), "_": (120, 120, 120)}
+CELL = 4
+
+
+def corridor_image(obs, env):
+    """PyCorridor's state as a (width, height, bytes) RGB image: one CELL x CELL square per cell, left to right."""
+    row = b"".join(bytes(_COLOURS[c]) * CELL for c in env.render())
+    return [(len(row) // 3, CELL, row * CELL)]
+
+
 ENVS = {
     "PyCorridor": EnvSpec(
         PyCorridor,
@@ -117,6 +129,16 @@ ENVS = {
         legend="P player, G goal, _ floor",
         max_actions_per_episode=10,
         config={"length": 6},
+    ),
+    "PyCorridorImage": EnvSpec(
+        PyCorridor,
+        description="RAGEN-style corridor with an image of it (Python)",
+        instruction="Walk Right to the goal G. Actions: Left, Right.",
+        legend="P player, G goal, _ floor; in the image red player, yellow goal, grey floor",
+        max_actions_per_episode=10,
+        config={"length": 6},
+        observation_to_images=corridor_image,
+        observation_space=lambda config: {"text": True, "image": {"width": config["length"] * CELL, "height": CELL}},
     ),
     "PySum": EnvSpec(
         PySum,

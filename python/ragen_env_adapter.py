@@ -5,6 +5,8 @@ Env contract (text actions and observations, scalar info, terminated vs truncate
 import inspect
 import math
 
+from ragen_env_png import to_wire
+
 # RAGEN's snake_case info keys -> ragen-ts's names.
 _INFO_KEYS = {"action_is_valid": "actionIsValid", "action_is_effective": "actionIsEffective"}
 
@@ -23,13 +25,17 @@ class EnvAdapter:
     Discrete RAGEN envs (``env.config.action_lookup`` = {id: name}, or ``get_all_actions()``) take action
     names; a name that matches none (case-insensitively) is invalid and not sent to the env, as in RAGEN's
     manager. Gymnasium envs are recognised by their 5-tuple ``step`` and ``(obs, info)`` ``reset``.
+    ``observation_to_images(obs, env)`` gives each observation's images (see ragen_env_png.rgb_of for the forms); an
+    invalid action repeats the last ones, as it repeats the text.
     """
 
-    def __init__(self, env, action_names=None, observation_to_text=None):
+    def __init__(self, env, action_names=None, observation_to_text=None, observation_to_images=None):
         self.env = env
         self._fixed_names = list(action_names) if action_names else None
         self._to_text = observation_to_text or (lambda obs: obs if isinstance(obs, str) else str(obs))
+        self._to_images = observation_to_images
         self.last_text = ""
+        self.last_images = []  # wire images (ragen_env_png.to_wire) of the last observation
         self.running = False
 
     def action_lookup(self):
@@ -111,6 +117,8 @@ class EnvAdapter:
         # RAGEN's manager reads the observation with render(); a reset that returns nothing falls back to it.
         text = self._to_text(obs) if obs is not None else self.render()
         self.last_text = text
+        if self._to_images is not None:
+            self.last_images = [to_wire(image) for image in self._to_images(obs, self.env) or []]
         return text
 
     def close(self):
@@ -150,7 +158,18 @@ class EnvSpec:
         config=None,
         action_names=None,
         observation_to_text=None,
+        observation_to_images=None,
+        observation_space=None,
     ):
+        """``observation_to_images(obs, env)``: the observation's images (a list); ``observation_space``: what they
+        are, as ragen-ts's ObservationSpace ``{"text": bool, "image": {"width": w, "height": h}}`` (None: text only),
+        or a function of the env's config giving it (when the config sets the image size).
+        """
+        if (observation_to_images is None) != (observation_space is None):
+            raise ValueError(
+                "EnvSpec: give observation_to_images and observation_space together "
+                "(the space tells clients the image size before the first reset)"
+            )
         self.make = make
         self.description = description
         self.instruction = instruction
@@ -159,3 +178,14 @@ class EnvSpec:
         self.config = dict(config or {})
         self.action_names = action_names
         self.observation_to_text = observation_to_text
+        self.observation_to_images = observation_to_images
+        self.observation_space = observation_space
+
+    def space(self, config):
+        """The observation space under ``config`` (None: text only)."""
+        space = self.observation_space
+        return space(config) if callable(space) else space
+
+    def adapter(self, config):
+        """A new env from ``config`` behind its adapter."""
+        return EnvAdapter(self.make(**config), self.action_names, self.observation_to_text, self.observation_to_images)

@@ -14,9 +14,9 @@ import sys
 import time
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from ragen_env_adapter import EnvAdapter, ProtocolError
+from ragen_env_adapter import ProtocolError
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2  # 2: observation images (see src/env/remote/protocol.ts)
 _WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 # The codes after which the server closes the session (see src/env/remote/protocol.ts).
 _CLOSING = {
@@ -57,7 +57,7 @@ class Bridge:
     def metadata(self):
         envs = []
         for env_id, spec in self.specs.items():
-            adapter = EnvAdapter(spec.make(**spec.config), spec.action_names, spec.observation_to_text)
+            adapter = spec.adapter(spec.config)
             envs.append(
                 {
                     "id": env_id,
@@ -65,6 +65,7 @@ class Bridge:
                     "instruction": spec.instruction,
                     "legend": spec.legend,
                     "actionNames": adapter.action_names(),
+                    "observationSpace": spec.space(spec.config),
                     "maxActionsPerEpisode": spec.max_actions_per_episode,
                     "hasSolver": False,
                     "config": spec.config,
@@ -82,7 +83,14 @@ class Bridge:
     def schema(self):
         return {
             "action": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
-            "observation": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+            "observation": {
+                "type": "object",
+                "properties": {
+                    "text": {"type": "string"},
+                    "images": {"type": "array", "description": "base64 PNGs: {width, height, format: png, data}"},
+                },
+                "required": ["text"],
+            },
             "state": {
                 "type": "object",
                 "properties": {"episode_id": {"type": ["string", "null"]}, "step_count": {"type": "integer"}},
@@ -182,6 +190,7 @@ class Session:
     def __init__(self, bridge, reader, writer, target):
         self.bridge, self.reader, self.writer, self.target = bridge, reader, writer, target
         self.adapter = None
+        self.space = None  # the observation space under this session's config
         self.env_id = None
         self.step_count = 0
         self.episode_id = None
@@ -229,7 +238,8 @@ class Session:
             await self.refuse("CONFIG_ERROR", f"Bad config for {self.env_id}: {err}", 1008)
             return
         try:
-            self.adapter = EnvAdapter(spec.make(**config), spec.action_names, spec.observation_to_text)
+            self.adapter = spec.adapter(config)
+            self.space = spec.space(config)
         except Exception as err:
             await self.refuse("FACTORY_ERROR", f"Creating {self.env_id} failed: {err!r}", 1008)
             return
@@ -320,6 +330,7 @@ class Session:
             reply = self.observation(obs, None, False, False, info)
             reply["data"]["instruction"] = self.bridge.specs[self.env_id].instruction
             reply["data"]["legend"] = self.bridge.specs[self.env_id].legend
+            reply["data"]["observationSpace"] = self.space
             return reply, False
         if kind == "step":
             if not isinstance(data.get("text"), str):
@@ -349,10 +360,13 @@ class Session:
             ) from err
 
     def observation(self, text, reward, terminated, truncated, info):
+        observation = {"text": text}
+        if self.adapter.last_images:
+            observation["images"] = self.adapter.last_images
         return {
             "type": "observation",
             "data": {
-                "observation": {"text": text},
+                "observation": observation,
                 "reward": reward,
                 "done": terminated or truncated,
                 "terminated": terminated,

@@ -1,6 +1,6 @@
 // The env-group manager (RAGEN's EnvStateManager, inventory section 2.1): envGroups x groupSize envs in
 // per-tag blocks, one seed per group, fresh train seeds each reset, fixed val seeds, action caps.
-import { ConfigError } from '../util/index.js';
+import { ConfigError, type RgbImage } from '../util/index.js';
 import {
   envSpec,
   matchActionName,
@@ -88,6 +88,8 @@ export interface TurnStep {
   /** Sum of the env rewards of the turn. */
   reward: number;
   observation: string;
+  /** The images of `observation` (a visual env's), if it has any. */
+  images?: readonly RgbImage[];
   terminated: boolean;
   truncated: boolean;
   /** The last info (or the reset info when nothing was executed). */
@@ -105,6 +107,7 @@ export class EnvGroups {
   private counter = 0;
   private readonly lastInfo: EnvInfo[] = [];
   private readonly lastObs: string[] = [];
+  private readonly lastImages: (readonly RgbImage[] | undefined)[] = [];
 
   constructor(readonly options: EnvGroupsOptions) {
     if (!Number.isInteger(options.groupSize) || options.groupSize < 1)
@@ -176,8 +179,14 @@ export class EnvGroups {
     results.forEach((r, i) => {
       this.lastInfo[i] = r.info;
       this.lastObs[i] = r.observation;
+      this.lastImages[i] = r.images;
     });
     return results.map((r) => r.observation);
+  }
+
+  /** The images of the slot's current observation (a visual env's), or undefined. */
+  imagesOf(slot: EnvSlot): readonly RgbImage[] | undefined {
+    return this.lastImages[slot.index];
   }
 
   /** Actions the slot may still take this episode. */
@@ -195,6 +204,7 @@ export class EnvGroups {
       actions: [],
       reward: 0,
       observation: this.lastObs[slot.index]!,
+      ...(this.lastImages[slot.index] ? { images: this.lastImages[slot.index] } : {}),
       terminated: false,
       truncated: false,
       info: this.lastInfo[slot.index]!,
@@ -215,6 +225,8 @@ export class EnvGroups {
       slot.actionsTaken++;
       out.reward += r.reward;
       out.observation = r.observation;
+      if (r.images) out.images = r.images;
+      else delete out.images;
       out.info = r.info;
       const valid = r.info.actionIsValid;
       if (valid) out.validCount++;
@@ -238,6 +250,7 @@ export class EnvGroups {
       slot.done = true;
     }
     this.lastObs[slot.index] = out.observation;
+    this.lastImages[slot.index] = out.images;
     this.lastInfo[slot.index] = out.info;
     return out;
   }

@@ -1,7 +1,7 @@
 // One episode's context manager: the chat of every turn (full, limited window, or single turn), the
 // token chain the model really saw, context-length truncation by whole turns, and the training samples.
 import type { Generation } from '../engine/index.js';
-import type { ChatMessage, Tokenizer } from '../tokenizer/index.js';
+import { IMAGE_PLACEHOLDER, type ChatMessage, type Tokenizer, type VisionProcessor } from '../tokenizer/index.js';
 import type { AgentConfig } from './config.js';
 import { prefillText, singleTurnPrompt, turnPrompt, type TurnSummary, type TurnView } from './prompt.js';
 import { TokenChain, chainToSample, type TrainingSample } from './sequence.js';
@@ -15,6 +15,8 @@ interface TurnEntry {
   decoded: string;
   closeText: string | undefined;
   summary: TurnSummary;
+  /** The turn's user message with its images, for a chat API (`visualUser`); absent when it had none. */
+  visual?: ChatMessage;
 }
 
 /** What `respond` reports about one sampled response. */
@@ -31,7 +33,9 @@ export class EpisodeContext {
   private chain: TokenChain | undefined;
   private readonly sealed: TokenChain[] = [];
   private minStart = 0;
-  private current: { view: TurnView; userText: string; messages: ChatMessage[] } | undefined;
+  private current:
+    | { view: TurnView; userText: string; messages: ChatMessage[]; windowStart: number; visual?: ChatMessage }
+    | undefined;
   /** Whole turns dropped from the context to fit `maxContextTokens`, counting a turn whose prompt alone did not fit. */
   truncations = 0;
   private readonly prefill: string;
@@ -43,6 +47,12 @@ export class EpisodeContext {
     /** The system message. */
     readonly system: string,
     stopTokenIds: readonly number[] = [tokenizer.eosTokenId],
+    /**
+     * A vision-language model's image processor: its prompts then show each turn's images as vision tokens (prompt
+     * tokens: never trained, and counted against maxContextTokens). Without it the prompt ids are text-only and the
+     * images reach only chat-API policies (`promptMessages`).
+     */
+    private readonly vision?: VisionProcessor,
   ) {
     this.prefill = prefillText(cfg);
     this.stopIds = new Set(stopTokenIds);
@@ -58,29 +68,35 @@ export class EpisodeContext {
     return turnPrompt(view, this.cfg);
   }
 
-  private messages(w: number, upto: number, currentUser: string): ChatMessage[] {
+  /** The user message the model's prompt shows for a turn: with its images for a vision-language model. */
+  private userMessage(text: string, visual: ChatMessage | undefined): ChatMessage {
+    return this.vision && visual ? visual : { role: 'user', content: text };
+  }
+
+  private messages(w: number, upto: number, current: ChatMessage): ChatMessage[] {
     const msgs: ChatMessage[] = [{ role: 'system', content: this.system }];
     for (let t = w; t < upto; t++) {
       const e = this.turns[t]!;
-      msgs.push({ role: 'user', content: e.userText }, { role: 'assistant', content: this.prefill + e.decoded });
+      msgs.push(this.userMessage(e.userText, e.visual), { role: 'assistant', content: this.prefill + e.decoded });
     }
-    msgs.push({ role: 'user', content: currentUser });
+    msgs.push(current);
     return msgs;
   }
 
   private render(msgs: ChatMessage[]): string {
-    return this.tokenizer.applyChatTemplate(msgs, { addGenerationPrompt: true }) + this.prefill;
+    const vision = this.vision ? { vision: this.vision } : {};
+    return this.tokenizer.applyChatTemplate(msgs, { addGenerationPrompt: true, ...vision }) + this.prefill;
   }
 
   /** A new chain holding turns [w, n) as context (mask 0) and the prompt of turn n. */
-  private replay(w: number, n: number, currentUser: string): TokenChain {
+  private replay(w: number, n: number, current: ChatMessage): TokenChain {
     const chain = new TokenChain(w);
     for (let t = w; t < n; t++) {
       const e = this.turns[t]!;
-      chain.extendPrompt(this.render(this.messages(w, t, e.userText)), this.tokenizer);
+      chain.extendPrompt(this.render(this.messages(w, t, this.userMessage(e.userText, e.visual))), this.tokenizer);
       chain.appendSampled(t, e.ids, e.logprobs, e.decoded, e.closeText, false);
     }
-    chain.extendPrompt(this.render(this.messages(w, n, currentUser)), this.tokenizer);
+    chain.extendPrompt(this.render(this.messages(w, n, current)), this.tokenizer);
     return chain;
   }
 
@@ -95,29 +111,24 @@ export class EpisodeContext {
     let w = Math.max(this.minStart, mode === 'full' ? 0 : n - k + 1);
     for (;;) {
       let candidate: TokenChain;
-      let userText: string;
       let messages: ChatMessage[];
+      const summaries = this.turns.slice(w, n).map((e) => e.summary);
+      const textOf = (v: TurnView) =>
+        mode === 'single_turn' ? singleTurnPrompt(summaries, n, v, this.cfg) : this.userText(v);
+      const userText = textOf(view);
+      const visual = this.visualUser(view, textOf);
+      const current = this.userMessage(userText, visual);
       if (mode === 'single_turn') {
-        userText = singleTurnPrompt(
-          this.turns.slice(w, n).map((e) => e.summary),
-          n,
-          view,
-          this.cfg,
-        );
         candidate = new TokenChain(n);
-        messages = [
-          { role: 'system', content: this.system },
-          { role: 'user', content: userText },
-        ];
+        messages = [{ role: 'system', content: this.system }, current];
         candidate.extendPrompt(this.render(messages), this.tokenizer);
       } else {
-        userText = this.userText(view);
-        messages = this.messages(w, n, userText);
+        messages = this.messages(w, n, current);
         if (this.chain && this.chain.windowStart === w) {
           candidate = this.chain.clone();
           candidate.extendPrompt(this.render(messages), this.tokenizer);
         } else {
-          candidate = this.replay(w, n, userText);
+          candidate = this.replay(w, n, current);
         }
       }
       if (candidate.ids.length + this.cfg.maxNewTokens <= this.cfg.maxContextTokens) {
@@ -129,7 +140,7 @@ export class EpisodeContext {
         )
           this.sealed.push(this.chain);
         this.chain = candidate;
-        this.current = { view, userText, messages };
+        this.current = { view, userText, messages, windowStart: w, ...(visual ? { visual } : {}) };
         return candidate.ids.slice();
       }
       if (w >= n) {
@@ -149,7 +160,28 @@ export class EpisodeContext {
    * instead of token ids (a chat API). Undefined between `respond` and the next `prompt`.
    */
   get promptMessages(): readonly ChatMessage[] | undefined {
-    return this.current?.messages;
+    const cur = this.current;
+    if (!cur) return undefined;
+    const single = this.cfg.contextWindowMode === 'single_turn';
+    const earlier = single ? [] : this.turns.slice(cur.windowStart);
+    if (!cur.visual && !earlier.some((e) => e.visual)) return cur.messages;
+    // The same messages with each turn's images after its state (the prompt ids, text-only, leave them out).
+    const msgs: ChatMessage[] = [{ role: 'system', content: this.system }];
+    for (const e of earlier)
+      msgs.push(e.visual ?? { role: 'user', content: e.userText }, {
+        role: 'assistant',
+        content: this.prefill + e.decoded,
+      });
+    msgs.push(cur.visual ?? { role: 'user', content: cur.userText });
+    return msgs;
+  }
+
+  /** The user message of `view` with its images, each at a placeholder after the state text; undefined without any. */
+  private visualUser(view: TurnView, text: (v: TurnView) => string): ChatMessage | undefined {
+    const images = view.images;
+    if (!images || images.length === 0) return undefined;
+    const state = `${view.state}\n${IMAGE_PLACEHOLDER.repeat(images.length)}`;
+    return { role: 'user', content: text({ ...view, state }), images };
   }
 
   /** Record the policy's generation for the prompted turn; returns its text. */
@@ -171,6 +203,7 @@ export class EpisodeContext {
       decoded,
       closeText,
       summary: { turn: this.current.view.turn, state: this.current.view.state, actions: [], reward: 0 },
+      ...(this.current.visual ? { visual: this.current.visual } : {}),
     });
     if (this.cfg.contextWindowMode !== 'full') {
       // One sample per turn: seal a copy, keep the live chain as context for the next turn.

@@ -4,8 +4,8 @@
 // fitted to the server's context when GET /models reports it (vLLM's and `ragen serve`'s `max_model_len`).
 import OpenAI from 'openai';
 import type { Generation } from '../engine/index.js';
-import type { Tokenizer } from '../tokenizer/index.js';
-import { UsageError } from '../util/index.js';
+import { IMAGE_PLACEHOLDER, type ChatMessage, type Tokenizer } from '../tokenizer/index.js';
+import { encodePng, UsageError } from '../util/index.js';
 import type { AgentConfig } from './config.js';
 import type { Policy, PolicyRequest } from './policies.js';
 import { prefillText } from './prompt.js';
@@ -154,7 +154,7 @@ export function openaiPolicy(tokenizer: Tokenizer, cfg: AgentConfig, o: OpenAIPo
     }
     if (!r.messages) throw new Error('openaiPolicy (chat) needs PolicyRequest.messages: run it through `rollout`');
     const stop = cfg.stopAtAnswer ? { stop: ['</answer>'] } : {};
-    const body = { ...common, ...stop, messages: r.messages.map((m) => ({ role: m.role, content: m.content })) };
+    const body = { ...common, ...stop, messages: r.messages.map(chatMessageParam) };
     const res = (await limit(() =>
       withRetries(what, r.slot.index, () =>
         client.chat.completions.create(body as OpenAI.ChatCompletionCreateParamsNonStreaming),
@@ -178,6 +178,32 @@ export function openaiPolicy(tokenizer: Tokenizer, cfg: AgentConfig, o: OpenAIPo
     generate: (requests, call) => Promise.all(requests.map((r, j) => one(r, call, j))),
   };
 }
+
+/**
+ * A message as the chat API takes it: text as a string; with images, text and `image_url` parts in order, each image
+ * a PNG data: URL (OpenAI's inline form, which servers that fetch nothing accept too).
+ */
+export function chatMessageParam(m: ChatMessage): { role: string; content: string | ContentPart[] } {
+  if (!m.images || m.images.length === 0) return { role: m.role, content: m.content };
+  const pieces = m.content.split(IMAGE_PLACEHOLDER);
+  if (pieces.length - 1 !== m.images.length)
+    throw new Error(
+      `A ${m.role} message has ${pieces.length - 1} image placeholders for ${m.images.length} images (a bug in the prompt builder).`,
+    );
+  const parts: ContentPart[] = [];
+  pieces.forEach((text, i) => {
+    if (text !== '') parts.push({ type: 'text', text });
+    const image = m.images![i];
+    if (image)
+      parts.push({
+        type: 'image_url',
+        image_url: { url: `data:image/png;base64,${Buffer.from(encodePng(image)).toString('base64')}` },
+      });
+  });
+  return { role: m.role, content: parts };
+}
+
+type ContentPart = { type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string } };
 
 /**
  * The reply up to its first `</answer>`, as the agent stops there: text a server wrote past it (one that ignores

@@ -1,5 +1,6 @@
 // The prompt text of RAGEN's context manager (inventory section 2.2), with its errors fixed: the legend
 // is the env's own (what it really renders), and both action limits (per turn, per episode) are stated.
+import type { RgbImage } from '../util/index.js';
 import type { AgentConfig } from './config.js';
 
 /** What the system prompt needs to know about an env (after its reset: Bandit renames its arms). */
@@ -54,6 +55,11 @@ export interface TurnView {
   turn: number;
   /** The observation at the start of the turn. */
   state: string;
+  /**
+   * The observation's images (a visual env's). Chat messages for a chat API show each after the state text; the
+   * prompt ids of a text-only model leave them out.
+   */
+  images?: readonly RgbImage[];
   /** Actions left in the episode before this turn. */
   actionsLeft: number;
   /** The previous turn's env reward (without the format penalty, as RAGEN shows it); shown when defined. */

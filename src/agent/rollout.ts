@@ -3,6 +3,7 @@
 import type { EnvInfo } from '../env/index.js';
 import type { Generation } from '../engine/index.js';
 import type { Tokenizer } from '../tokenizer/index.js';
+import type { RgbImage } from '../util/index.js';
 import type { AgentConfig } from './config.js';
 import type { EnvGroups, EnvSlot } from './env-groups.js';
 import type { EndReason, Episode, LoopEpisode } from './episode.js';
@@ -39,6 +40,7 @@ export interface RolloutOptions {
 interface SlotState {
   ctx: EpisodeContext;
   obs: string;
+  images: readonly RgbImage[] | undefined;
   previousReward: number | undefined;
   invalidWarning: boolean;
   info: EnvInfo;
@@ -68,6 +70,7 @@ export async function rollout(opts: RolloutOptions): Promise<RolloutBatch> {
     return {
       ctx: new EpisodeContext(tokenizer, cfg, system),
       obs: observations[i]!,
+      images: groups.imagesOf(slot),
       previousReward: undefined,
       invalidWarning: false,
       info: { success: false, actionIsValid: true, actionIsEffective: false },
@@ -104,6 +107,7 @@ export async function rollout(opts: RolloutOptions): Promise<RolloutBatch> {
       const view = {
         turn: turn + 1,
         state: s.obs,
+        ...(s.images ? { images: s.images } : {}),
         actionsLeft,
         previousReward: s.previousReward,
         invalidWarning: s.invalidWarning,
@@ -193,6 +197,7 @@ async function stepOne(
     step.reward,
   );
   s.obs = step.observation;
+  s.images = step.images;
   s.previousReward = step.reward;
   s.invalidWarning = step.validCount === 0;
   s.info = step.info;

@@ -1,6 +1,6 @@
 // The environment contract: Gymnasium's reset/step semantics with named fields, text in and text out.
 // Follows Gymnasium's core.py (Env, terminated vs truncated) and RAGEN's info conventions.
-import { ConfigError, didYouMean } from '../util/index.js';
+import { ConfigError, didYouMean, type RgbImage } from '../util/index.js';
 
 /** A value or a promise of it: env methods may be async (an env may sit behind a network). */
 export type MaybePromise<T> = T | Promise<T>;
@@ -27,15 +27,8 @@ export interface ResetOptions {
   options?: Record<string, unknown>;
 }
 
-/**
- * An RGB image: `data` holds `width * height * 3` bytes, row-major from the top left, red, green, blue per pixel.
- * Treat it as read-only: an env may return the same image again while the state is unchanged.
- */
-export interface RgbImage {
-  width: number;
-  height: number;
-  data: Uint8Array;
-}
+/** An observation's image (`util/png.ts` defines it beside the PNG codec that carries it over the wire). */
+export type { RgbImage };
 
 /**
  * What an env's observations carry. `text`: whether the observation string describes the state (false: it is a fixed

@@ -3,6 +3,7 @@
 // `return_token_ids` and `chat_template_kwargs`; unknown fields are ignored, unsupported known ones refused.
 import type { ChatMessage } from '../tokenizer/index.js';
 import { ApiError, badParam } from '../util/index.js';
+import { contentOfParts } from './image-parts.js';
 
 /** What every generation request asks, after defaults. */
 export interface SamplingRequest {
@@ -202,19 +203,10 @@ function chatMessage(m: unknown, i: number): ChatMessage {
   if (typeof content === 'string') return { role, content };
   if ((content === null || content === undefined) && role === 'assistant') return { role, content: '' };
   if (Array.isArray(content)) {
-    const parts = content.map((p, j) => {
-      if (
-        p &&
-        typeof p === 'object' &&
-        (p as { type?: unknown }).type === 'text' &&
-        typeof (p as { text?: unknown }).text === 'string'
-      )
-        return (p as { text: string }).text;
-      throw badParam(`${param}.content[${j}]`, p, 'Only text parts ({"type": "text", "text": ...}) are supported.');
-    });
-    return { role, content: parts.join('') };
+    const { content: text, images } = contentOfParts(content, `${param}.content`);
+    return images.length > 0 ? { role, content: text, images } : { role, content: text };
   }
-  throw badParam(`${param}.content`, content, 'Give a string or an array of text parts.');
+  throw badParam(`${param}.content`, content, 'Give a string or an array of text and image_url parts.');
 }
 
 function promptList(p: unknown, vocabSize: number): (string | number[])[] {

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Engine, Generation } from '../engine/index.js';
-import type { Tokenizer } from '../tokenizer/index.js';
+import type { ChatMessage, Tokenizer } from '../tokenizer/index.js';
 import { ApiError, clientGone, closeServer, httpServer, listen, pathOf, readJson, sendJson } from '../util/index.js';
 import { ClientGone, type BatcherStats } from './batcher.js';
 import {
@@ -266,6 +266,7 @@ export class OpenAIServer<S = undefined> {
         'model_not_found',
       );
     }
+    if (parsed.kind === 'chat') refuseImages(parsed.messages, modelName);
     const request = { ...parsed, ...call.sampling };
     const prompts =
       request.kind === 'chat' ? [chatPromptIds(this.ctx, request)] : completionPromptIds(this.ctx, request);
@@ -326,5 +327,21 @@ function methodNotAllowed(req: IncomingMessage, shown: string, allowed: string):
     'invalid_request_error',
     null,
     'method_not_allowed',
+  );
+}
+
+/**
+ * 400 for a request with images: the engines run text-only models so far (issue 39), and a model must not be handed
+ * image tokens it was never trained to read.
+ */
+function refuseImages(messages: readonly ChatMessage[], modelName: string): void {
+  const i = messages.findIndex((m) => (m.images?.length ?? 0) > 0);
+  if (i < 0) return;
+  throw new ApiError(
+    400,
+    `The model \`${modelName}\` is text-only and cannot read the image in messages[${i}]. Send the messages without image_url parts (an env's text observation instead of its image), or serve a vision-language model; ragen serve's engines load text-only models so far.`,
+    'invalid_request_error',
+    `messages[${i}].content`,
+    'model_not_multimodal',
   );
 }

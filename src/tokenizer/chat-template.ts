@@ -1,12 +1,16 @@
 // Chat templates: a Hugging Face `chat_template` (Jinja) rendered with @huggingface/jinja the way
 // transformers' `apply_chat_template(tokenize=False)` does (trim_blocks/lstrip_blocks, special-token variables).
 import { Template } from '@huggingface/jinja';
-import { ConfigError } from '../util/index.js';
+import { ConfigError, type RgbImage } from '../util/index.js';
+import { expandImagePads, type VisionProcessor } from './vision.js';
 
 /** One chat message, OpenAI/transformers style. */
 export interface ChatMessage {
   role: string;
+  /** The text; each image of `images` sits at an `IMAGE_PLACEHOLDER` (`<|vision_start|><|image_pad|><|vision_end|>`). */
   content: string;
+  /** The message's images, in the order of their placeholders in `content`. */
+  images?: readonly RgbImage[];
 }
 
 /** Options of `renderChatTemplate`, named as transformers names them. */
@@ -15,6 +19,11 @@ export interface ChatTemplateOptions {
   addGenerationPrompt?: boolean;
   /** Extra variables passed to the template (e.g. `enable_thinking` for Qwen3). */
   extra?: Record<string, unknown>;
+  /**
+   * A vision-language model's image processor: each image placeholder's `<|image_pad|>` is widened to the image's
+   * tokens. Without it, messages with images are refused (a text-only model cannot read them). @default undefined
+   */
+  vision?: VisionProcessor;
 }
 
 /** A parsed chat template plus the special-token variables transformers passes to it. */
@@ -38,14 +47,21 @@ export class ChatTemplate {
     }
   }
 
-  /** Render `messages` to the prompt string. */
+  /** Render `messages` to the prompt string (with `options.vision`, each image's vision tokens in full). */
   render(messages: readonly ChatMessage[], options: ChatTemplateOptions = {}): string {
-    return this.template.render({
+    const images = messages.flatMap((m) => m.images ?? []);
+    if (images.length > 0 && options.vision === undefined)
+      throw new ConfigError(
+        `The messages carry ${images.length} image(s) but this model is text-only (no vision processor); send text only, or use a vision-language model.`,
+      );
+    const text = this.template.render({
       ...this.specialVars,
       ...options.extra,
       messages: messages.map((m) => ({ role: m.role, content: m.content })),
       add_generation_prompt: options.addGenerationPrompt ?? false,
     });
+    if (options.vision === undefined) return text;
+    return expandImagePads(text, images, options.vision);
   }
 }
 

@@ -41,3 +41,14 @@ export {
   type TinyTokenizerOptions,
 } from './tiny.js';
 export { runTokenizer, type ChatTemplateChoice } from './run-tokenizer.js';
+export {
+  expandImagePads,
+  imageGrid,
+  IMAGE_PAD,
+  IMAGE_PLACEHOLDER,
+  QWEN25_VL_PROCESSOR,
+  VISION_END,
+  VISION_START,
+  type ImageGrid,
+  type VisionProcessor,
+} from './vision.js';

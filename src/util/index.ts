@@ -34,4 +34,5 @@ export {
   type ErrorForm,
   type FailurePolicy,
 } from './http.js';
+export { decodePng, encodePng, isPng, PngError, type RgbImage } from './png.js';
 export { parseSeed, parsePositiveInt, parsePositive, parseConfigPairs } from './option-values.js';

@@ -1,9 +1,13 @@
 // The env wire protocol: OpenEnv's WebSocket message shape ({type, data} both ways) with our extensions.
 // Shared by the server (`ragen env serve`), the client (`RemoteEnv`) and mirrored by python/ragen_env_bridge.py.
-import type { EnvInfo, EnvMode } from '../core.js';
+import type { EnvInfo, EnvMode, ObservationSpace } from '../core.js';
+import type { WireImage } from './wire-image.js';
 
-/** Version of our extensions; `/metadata` reports it so clients can tell what a server speaks. */
-export const PROTOCOL_VERSION = 1;
+/**
+ * Version of our extensions; `/metadata` reports it so clients can tell what a server speaks. 2: observations may carry
+ * images (`observation.images`), and `observationSpace` is in `/metadata` and reset replies.
+ */
+export const PROTOCOL_VERSION = 2;
 
 /**
  * Error codes of `{type: "error", data: {code, message}}`. The first six are OpenEnv's own; the rest
@@ -57,13 +61,14 @@ export type ClientMessage =
   | { type: 'close'; data: Record<string, unknown> };
 
 /**
- * `data` of an `observation` reply. OpenEnv's part: `observation` (an object; ours holds `text`),
- * `reward` (null after reset) and `done` (terminated or truncated). Our extension, which OpenEnv
+ * `data` of an `observation` reply. OpenEnv's part: `observation` (an object; ours holds `text` and, for an env with
+ * images, `images`), `reward` (null after reset) and `done` (terminated or truncated). Our extension, which OpenEnv
  * clients ignore: `terminated`, `truncated`, `info` (with `success`, `actionIsValid`,
- * `actionIsEffective`), `render`, `actionNames`, and after reset `instruction` and `legend`.
+ * `actionIsEffective`), `render`, `actionNames`, and after reset `instruction`, `legend` and `observationSpace`.
  */
 export interface ObservationData {
-  observation: { text: string };
+  /** `images`: the observation's images as base64 PNGs; absent when it has none. */
+  observation: { text: string; images?: WireImage[] };
   reward: number | null;
   done: boolean;
   terminated: boolean;
@@ -77,6 +82,8 @@ export interface ObservationData {
   instruction?: string;
   /** Only in reset replies. */
   legend?: string;
+  /** Only in reset replies: what the env's observations carry (null: text only). */
+  observationSpace?: ObservationSpace | null;
   episode_id: string | null;
   step_count: number;
 }

@@ -12,6 +12,8 @@ import { loadTokenizer, tinyTokenizerDir } from '../../tokenizer/index.js';
 import { RecordingEngine } from '../../train/testing.js';
 import { starpoStep } from '../../train/index.js';
 import { checkEnv } from '../check-env.js';
+import { pixelAt } from '../image.js';
+import { makeEnv } from '../registry.js';
 import { benchRemote } from '../../bench/remote.js';
 import { registerRemoteEnv, RemoteEnv } from './index.js';
 import { codeOf, RawClient } from './testing.js';
@@ -103,6 +105,26 @@ describe('Python bridge', () => {
     await sum.step('1000');
     expect(await sum.step('1000')).toMatchObject({ terminated: false, truncated: true });
     sum.close();
+  });
+
+  it("sends a Python env's images as PNGs RemoteEnv decodes to its pixels, and passes checkEnv with them", async () => {
+    const url = `${base}/PyCorridorImage`;
+    await checkEnv(new RemoteEnv(url), { seeds: [0, 1], make: () => new RemoteEnv(url) });
+    const id = await registerRemoteEnv(`remote:${url}`);
+    const env = makeEnv(id, { length: 5 });
+    const r = await env.reset({ seed: 0 });
+    expect(env.observationSpace).toEqual({ text: true, image: { width: 20, height: 4 } }); // 5 cells of 4 pixels
+    // The text is the corridor; the image draws cell i in pixels 4i..4i+3: red player, yellow goal, grey floor.
+    const colours: Record<string, number[]> = { P: [200, 30, 30], G: [240, 200, 0], _: [120, 120, 120] };
+    const image = r.images![0]!;
+    for (const [i, cell] of [...r.observation].entries())
+      for (const y of [0, 3])
+        expect([...pixelAt(image, 4 * i + 2, y)], `${r.observation} cell ${i}`).toEqual(colours[cell]);
+    const invalid = await env.step('Up');
+    expect(invalid.images).toEqual(r.images); // an invalid action repeats the image, as it repeats the text
+    const moved = await env.step('Right');
+    expect(moved.images![0]!.data).not.toEqual(image.data);
+    await env.close();
   });
 
   it('answers hostile clients with the same typed errors as ragen env serve', async () => {

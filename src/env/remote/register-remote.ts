@@ -2,6 +2,7 @@
 // envs are RemoteEnvs, so configs name a served env wherever they name a local one.
 import { z } from 'zod';
 import { ConfigError } from '../../util/index.js';
+import type { ObservationSpace } from '../core.js';
 import { listEnvs, registerEnv, registerEnvAlias, resolveEnvId } from '../registry.js';
 import { RemoteEnv, RemoteEnvError, type RemoteEnvOptions } from './remote-env.js';
 import { authHeaders, clientToken, TOKEN_ENV } from './auth.js';
@@ -21,6 +22,8 @@ interface RemoteEnvMetadata {
   instruction: string;
   legend: string;
   actionNames: string[] | null;
+  /** Absent from servers before protocol 2; null: text only. */
+  observationSpace?: ObservationSpace | null;
   maxActionsPerEpisode: number;
   config: Record<string, unknown>;
 }
@@ -61,7 +64,7 @@ export function parseRemoteTag(tag: string): {
  */
 export async function registerRemoteEnv(
   tag: string,
-  options: Omit<RemoteEnvOptions, 'config' | 'instruction' | 'legend' | 'actionNames'> = {},
+  options: Omit<RemoteEnvOptions, 'config' | 'instruction' | 'legend' | 'actionNames' | 'observationSpace'> = {},
 ): Promise<string> {
   try {
     return resolveEnvId(tag);
@@ -90,12 +93,14 @@ export async function registerRemoteEnv(
   const id = `${picked.id}@${hostPort}`;
   if (!listEnvs().some((e) => e.id === id)) {
     const keys = Object.keys(picked.config ?? {});
+    const space = picked.observationSpace ?? undefined;
     registerEnv(id, {
       description: `${picked.description} (served at ${httpBase})`,
       schema: z.object(Object.fromEntries(keys.map((k) => [k, z.unknown().optional()]))) as unknown as z.ZodType<
         Record<string, unknown>
       > & { shape: Record<string, z.ZodType> },
       maxActionsPerEpisode: picked.maxActionsPerEpisode,
+      ...(space ? { observationSpace: () => space } : {}),
       create: (config) => {
         const given = Object.fromEntries(Object.entries(config).filter(([, v]) => v !== undefined));
         return new RemoteEnv(wsUrl, {
@@ -104,6 +109,7 @@ export async function registerRemoteEnv(
           instruction: picked.instruction,
           legend: picked.legend,
           ...(picked.actionNames ? { actionNames: picked.actionNames } : {}),
+          ...(space ? { observationSpace: space } : {}),
         });
       },
     });

@@ -37,24 +37,17 @@ describe('checkEnv over the wire', () => {
 
 /**
  * Reset with `seed` in `mode`, then play up to 12 actions drawn from the env's names (or the solver's plan), recording
- * everything but images (the wire carries only the text so far; docs/environments.md, "Image observations").
+ * everything, images included (they cross the wire as PNG and must come back byte for byte).
  */
 async function play(env: Env, id: string, seed: number, mode: 'train' | 'val'): Promise<unknown[]> {
-  const textOnly = <T extends { images?: unknown }>({ images: _images, ...rest }: T) => rest;
-  const out: unknown[] = [
-    textOnly(await env.reset({ seed, mode })),
-    env.render(),
-    env.instruction,
-    env.legend,
-    env.actionNames,
-  ];
+  const out: unknown[] = [await env.reset({ seed, mode }), env.render(), env.instruction, env.legend, env.actionNames];
   const plan = envSpec(id).solve?.(resolveEnvConfig(id), seed, mode);
   const rng = new Rng(seed + 1);
   for (let t = 0; t < 12; t++) {
     const names = env.actionNames;
     const action = plan && t < plan.length && t % 3 !== 2 ? plan[t]! : names ? rng.choice(names) : `${t}`;
     const r = await env.step(action);
-    out.push(action, textOnly(r), env.render(), env.actionNames);
+    out.push(action, r, env.render(), env.actionNames, env.observationSpace);
     if (r.terminated || r.truncated) break;
   }
   await env.close();

@@ -3,7 +3,7 @@
 // sequential.
 import WebSocket from 'ws';
 import { ConfigError, RagenError, ResetNeededError } from '../../util/index.js';
-import type { Env, EnvInfo, ResetOptions, ResetResult, StepResult } from '../core.js';
+import type { Env, EnvInfo, ObservationSpace, ResetOptions, ResetResult, RgbImage, StepResult } from '../core.js';
 import { authHeaders, clientToken, TOKEN_ENV } from './auth.js';
 import {
   parseServerMessage,
@@ -12,6 +12,7 @@ import {
   type ObservationData,
   type ServerMessage,
 } from './protocol.js';
+import { imageFromWire } from './wire-image.js';
 
 /** A remote env failed in a way the caller cannot fix by changing its input: the connection, a timeout, the server. */
 export class RemoteEnvError extends RagenError {
@@ -38,6 +39,8 @@ export interface RemoteEnvOptions {
   instruction?: string;
   legend?: string;
   actionNames?: readonly string[];
+  /** What observations carry, until a reset reply says (the server's `/metadata` has it). @default text only */
+  observationSpace?: ObservationSpace;
   /**
    * The action field of a step's `data` and the observation field holding the text. Ours are `text`;
    * for an OpenEnv server, its action/observation models' text fields (its echo env: `message` and
@@ -67,6 +70,7 @@ export class RemoteEnv implements Env {
   instruction: string;
   legend: string;
   actionNames: readonly string[] | undefined;
+  observationSpace: ObservationSpace | undefined;
   private ws: WebSocket | undefined;
   private pending:
     | { resolve: (m: ServerMessage) => void; reject: (e: Error) => void; timer: NodeJS.Timeout; type: string }
@@ -93,6 +97,7 @@ export class RemoteEnv implements Env {
     this.instruction = options.instruction ?? '';
     this.legend = options.legend ?? '';
     this.actionNames = options.actionNames;
+    this.observationSpace = options.observationSpace;
     this.timeoutMs = (options.timeoutS ?? 60) * 1000;
     this.log = options.log ?? ((line) => process.stderr.write(`${line}\n`));
   }
@@ -120,8 +125,9 @@ export class RemoteEnv implements Env {
     const data = this.observationOf(reply, 'reset');
     if (data.instruction !== undefined) this.instruction = data.instruction;
     if (data.legend !== undefined) this.legend = data.legend;
+    if (data.observationSpace !== undefined) this.observationSpace = data.observationSpace ?? undefined;
     this.episodeRunning = true;
-    return { observation: this.textOf(data), info: data.info };
+    return { observation: this.textOf(data), ...this.imagesOf(data, 'reset'), info: data.info };
   }
 
   async step(action: string): Promise<StepResult> {
@@ -141,6 +147,7 @@ export class RemoteEnv implements Env {
     if (data.done) this.episodeRunning = false;
     return {
       observation: this.textOf(data),
+      ...this.imagesOf(data, 'step'),
       reward: data.reward ?? 0,
       terminated: data.terminated ?? data.done,
       truncated: data.truncated ?? false,
@@ -319,6 +326,19 @@ export class RemoteEnv implements Env {
 
   private textOf(data: ObservationData): string {
     return (data.observation as unknown as Record<string, string>)[this.options.observationKey ?? 'text']!;
+  }
+
+  /** `{images}` of an observation that carries any, decoded; a malformed image is the server's PROTOCOL_ERROR. */
+  private imagesOf(data: ObservationData, what: 'reset' | 'step'): { images?: RgbImage[] } {
+    const wire = (data.observation as { images?: unknown }).images;
+    if (wire === undefined || wire === null) return {};
+    const where = `The env server at ${this.url} answered ${what} with an observation whose`;
+    try {
+      if (!Array.isArray(wire)) throw new Error(`${where} \`images\` is not an array`);
+      return { images: wire.map((w, i) => imageFromWire(w, `${where} image ${i}`)) };
+    } catch (err) {
+      throw new RemoteEnvError('PROTOCOL_ERROR', (err as Error).message);
+    }
   }
 
   /** The observation data of a reply, or the reply's error as the matching exception. */

@@ -198,6 +198,7 @@ export class EnvServer {
           instruction: env.instruction,
           legend: env.legend,
           actionNames: env.actionNames ? [...env.actionNames] : null,
+          observationSpace: env.observationSpace ?? null,
           maxActionsPerEpisode: spec.maxActionsPerEpisode,
           hasSolver: spec.solve !== undefined,
           config,
@@ -224,7 +225,27 @@ export class EnvServer {
         properties: { text: { type: 'string', description: 'The action, as the model wrote it.' } },
         required: ['text'],
       },
-      observation: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] },
+      observation: {
+        type: 'object',
+        properties: {
+          text: { type: 'string' },
+          images: {
+            type: 'array',
+            description: 'The observation images (envs whose observationSpace declares one), as base64 PNG.',
+            items: {
+              type: 'object',
+              properties: {
+                width: { type: 'integer' },
+                height: { type: 'integer' },
+                format: { const: 'png' },
+                data: { type: 'string', contentEncoding: 'base64', contentMediaType: 'image/png' },
+              },
+              required: ['width', 'height', 'format', 'data'],
+            },
+          },
+        },
+        required: ['text'],
+      },
       state: {
         type: 'object',
         properties: {

@@ -3,6 +3,7 @@
 import { ResetNeededError, RagenError } from '../../util/index.js';
 import type { Env, ResetResult, StepResult } from '../core.js';
 import type { ClientMessage, ErrorCode, ObservationData, ServerMessage } from './protocol.js';
+import { imageToWire } from './wire-image.js';
 
 /** What handling one message gives: the reply (none for `close`) and whether to close the session. */
 export interface Handled {
@@ -76,9 +77,10 @@ export class EnvSession {
     this.status = 'running';
     this.stepCount = 0;
     this.episodeId = data.episode_id ?? `${this.id}-${++this.episodes}`;
-    const obs = this.observation(r.observation, null, false, false, r.info);
+    const obs = this.observation(r, null, false, false);
     obs.instruction = this.env.instruction;
     obs.legend = this.env.legend;
+    obs.observationSpace = this.env.observationSpace ?? null;
     return { reply: { type: 'observation', data: obs }, close: false };
   }
 
@@ -103,22 +105,23 @@ export class EnvSession {
     return {
       reply: {
         type: 'observation',
-        data: this.observation(r.observation, r.reward, r.terminated, r.truncated, r.info),
+        data: this.observation(r, r.reward, r.terminated, r.truncated),
       },
       close: false,
     };
   }
 
   private observation(
-    text: string,
+    r: ResetResult | StepResult,
     reward: number | null,
     terminated: boolean,
     truncated: boolean,
-    info: ObservationData['info'],
   ): ObservationData {
     const names = this.env.actionNames;
+    const images = r.images !== undefined && r.images.length > 0 ? { images: r.images.map(imageToWire) } : {};
+    const info = r.info;
     return {
-      observation: { text },
+      observation: { text: r.observation, ...images },
       reward,
       done: terminated || truncated,
       terminated,
