@@ -5,6 +5,7 @@
 #include <immintrin.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "isa.h"
 
@@ -175,5 +176,20 @@ void entropy_backward(const float* g, const float* logits, const float* lse, con
   RAGEN_NN_DISPATCH(entropy_backward, g, logits, lse, ent, dlogits, r0, r1, V);
 }
 void adamw(float* p, const float* g, float* m, float* v, size_t i0, size_t i1, const AdamWConsts& c) { RAGEN_NN_DISPATCH(adamw, p, g, m, v, i0, i1, c); }
+void rope(const float* x, float* out, int B, int H, int T, int D, const float* tab, bool perBatch, float sign, int p0, int p1) {
+  RAGEN_NN_DISPATCH(rope, x, out, B, H, T, D, tab, perBatch, sign, p0, p1);
+}
+
+void permute4(const float* src, float* dst, int n1, int n2, int n3, long s0, long s1, long s2, long s3, long r0, long r1) {
+  for (long r = r0; r < r1; r++) {  // output row r = (i, j, k)
+    const long k = r % n2, j = (r / n2) % n1, i = r / ((long)n2 * n1);
+    const float* s = src + i * s0 + j * s1 + k * s2;
+    float* o = dst + (size_t)r * n3;
+    if (s3 == 1)
+      std::memcpy(o, s, sizeof(float) * n3);
+    else
+      for (int l = 0; l < n3; l++) o[l] = s[l * s3];
+  }
+}
 
 }  // namespace ragen_nn

@@ -1,5 +1,5 @@
 // The train step's non-GEMM kernels (nn.cc): SwiGLU, RMSNorm, softmax / log-softmax, log-prob of the target, entropy,
-// broadcast binary ops, axpy and AdamW, each on one thread's element or row range. AVX-512 or AVX2 by
+// broadcast binary ops, axpy, AdamW, RoPE and 4-D permutes, each on one thread's element or row range. AVX-512 or AVX2 by
 // ragen_isa::level() at each call; ragen.cc's nn.inc splits them over its two threads. Same arithmetic as
 // assembly/elementwise.ts and assembly/nn.ts (the kernels they are tested against).
 #pragma once
@@ -29,5 +29,12 @@ void logprob_target_backward(const float* g, const float* logits, const int32_t*
 void entropy(const float* logits, float* out, float* lse, int r0, int r1, int V);
 void entropy_backward(const float* g, const float* logits, const float* lse, const float* ent, float* dlogits, int r0, int r1, int V);
 void adamw(float* p, const float* g, float* m, float* v, size_t i0, size_t i1, const AdamWConsts& c);
+/**
+ * Rotary embedding of x (B, H, T, D) for the (b, h) pairs [p0, p1), with a table of cos (D/2) then sin (D/2) per
+ * position entry (entry b*T + t when perBatch, else t); sign -1 rotates back (the backward pass).
+ */
+void rope(const float* x, float* out, int B, int H, int T, int D, const float* tab, bool perBatch, float sign, int p0, int p1);
+/** dst = the 4-D permute of src: output dims n0..n3 read at source strides s0..s3, output rows [r0, r1) of n0*n1*n2. */
+void permute4(const float* src, float* dst, int n1, int n2, int n3, long s0, long s1, long s2, long s3, long r0, long r1);
 
 }  // namespace ragen_nn

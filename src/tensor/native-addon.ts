@@ -181,6 +181,31 @@ export interface NativeAddon {
     bc1: number,
     bc2: number,
   ): void;
+  /** x (B, H, T, D) rotated by the table at `tab` (cos then sin per position entry; perBatch: entry b*T + t). */
+  rope(
+    x: number,
+    out: number,
+    B: number,
+    H: number,
+    T: number,
+    D: number,
+    tab: number,
+    perBatch: number,
+    sign: number,
+  ): void;
+  /** dst (n0, n1, n2, n3) read from src at element strides s0..s3. */
+  permute4(
+    src: number,
+    dst: number,
+    n0: number,
+    n1: number,
+    n2: number,
+    n3: number,
+    s0: number,
+    s1: number,
+    s2: number,
+    s3: number,
+  ): void;
 }
 
 /** A kernel path of the native addon (native/isa.h). */
@@ -234,4 +259,6 @@ export const NATIVE_ADDON_ARITY: { readonly [K in keyof NativeAddon]: number } =
   entropy: 5,
   entropyBackward: 7,
   adamw: 12,
+  rope: 9,
+  permute4: 10,
 };

@@ -118,7 +118,7 @@ export class NativeBackend extends WasmBackend {
   }
 
   // The train step's non-GEMM kernels on the addon's threads (the wasm ones would hand off to the wasm worker, a
-  // second helper thread beside the addon's). Unary ops, broadcast reductions, RoPE and copies stay in wasm.
+  // second helper thread beside the addon's). Unary ops, broadcast reductions and block copies stay in wasm.
   override binary(op: BinaryOp, a: Buf, b: Buf, out: Buf, n: number, m: number, inner: number): void {
     this.sync();
     this.addon.binary(BINARY_OPS.indexOf(op), p(a), p(b), p(out), n, m, inner);
@@ -182,6 +182,28 @@ export class NativeBackend extends WasmBackend {
   override adamw(pp: Buf, g: Buf, m: Buf, v: Buf, n: number, s: AdamWStep): void {
     this.sync();
     this.addon.adamw(p(pp), p(g), p(m), p(v), n, s.lr, s.beta1, s.beta2, s.eps, s.weightDecay, s.bc1, s.bc2);
+  }
+  override rope(
+    x: Buf,
+    out: Buf,
+    B: number,
+    H: number,
+    T: number,
+    D: number,
+    positions: Int32Array,
+    theta: number,
+    inverse: boolean,
+  ): void {
+    const tab = this.ropeTable(positions, D, theta);
+    this.sync();
+    this.addon.rope(p(x), p(out), B, H, T, D, tab, positions.length === B * T && B > 1 ? 1 : 0, inverse ? -1 : 1);
+  }
+  override permute(src: Buf, dst: Buf, shape: readonly number[], perm: readonly number[]): void {
+    const st = [shape[1]! * shape[2]! * shape[3]!, shape[2]! * shape[3]!, shape[3]!, 1];
+    const n = perm.map((q) => shape[q]!),
+      s = perm.map((q) => st[q]!);
+    this.sync();
+    this.addon.permute4(p(src), p(dst), n[0]!, n[1]!, n[2]!, n[3]!, s[0]!, s[1]!, s[2]!, s[3]!);
   }
 
   /** The addon's fused decode (a call per layer; prompts are prefilled op by op). */

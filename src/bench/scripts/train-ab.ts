@@ -23,6 +23,8 @@ const NATIVE_OPS = [
   'entropy',
   'entropyBackward',
   'adamw',
+  'rope',
+  'permute',
 ];
 const { values } = parseArgs({
   options: { ops: { type: 'string', default: NATIVE_OPS.join(',') }, pairs: { type: 'string', default: '6' } },
