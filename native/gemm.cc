@@ -83,7 +83,7 @@ struct Avx2 {
     for (int k = 0; k < K; k++) {
       const __m256 b0 = _mm256_load_ps(P + (size_t)k * NR), b1 = _mm256_load_ps(P + (size_t)k * NR + 8);
       for (int i = 0; i < M; i++) {
-        const __m256 a = _mm256_broadcast_ss(A + (size_t)k * MR + i);
+        const __m256 a = _mm256_set1_ps(A[(size_t)k * MR + i]);
         s[i][0] = _mm256_fmadd_ps(a, b0, s[i][0]);
         s[i][1] = _mm256_fmadd_ps(a, b1, s[i][1]);
       }
@@ -299,7 +299,7 @@ void panels256(int K, const float* A, const float* P, float* C, int ldc, int nco
   for (int k = 0; k < K; k++) {
     const __m256 b0 = _mm256_loadu_ps(P + (size_t)k * NR), b1 = _mm256_loadu_ps(P + (size_t)k * NR + 8);
     for (int i = 0; i < M; i++) {
-      const __m256 a = _mm256_broadcast_ss(A + (size_t)k * MR + i);
+      const __m256 a = _mm256_set1_ps(A[(size_t)k * MR + i]);
       s[i][0] = _mm256_fmadd_ps(a, b0, s[i][0]);
       s[i][1] = _mm256_fmadd_ps(a, b1, s[i][1]);
     }

@@ -5,6 +5,7 @@
 #include "memory.h"
 #include <immintrin.h>
 #include "gemm.h"
+#include "nn.h"
 #include "isa.h"
 #include <algorithm>
 #include <cmath>
@@ -408,6 +409,8 @@ static napi_value AttentionBackward(napi_env env, napi_callback_info info) {
 
 #include "dispatch.inc"  // isa, setIsa, fmaPeak, threads
 
+#include "nn.inc"  // the train step's non-GEMM kernels (nn.cc) on two threads
+
 static napi_value Init(napi_env env, napi_value exports) {
   if (!ragen_isa::has_avx2()) {
     napi_throw_error(env, nullptr, "ragen native: this CPU lacks AVX2/FMA, which the native kernels need; use the wasm backend (RAGEN_BACKEND=wasm)");
@@ -426,6 +429,7 @@ static napi_value Init(napi_env env, napi_value exports) {
     {"setIsa", nullptr, SetIsa, nullptr, nullptr, nullptr, napi_default, nullptr},
     {"fmaPeak", nullptr, FmaPeak, nullptr, nullptr, nullptr, napi_default, nullptr},
     {"threads", nullptr, Threads, nullptr, nullptr, nullptr, napi_default, nullptr},
+    RAGEN_NN_PROPS,
   };
   if (napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props) != napi_ok) {
     napi_throw_error(env, nullptr, "ragen native: napi_define_properties failed");

@@ -256,18 +256,39 @@ for (const { name, path, skip } of variants) {
       ref.embeddingBackward(or, ids, wr, C);
       be.embeddingBackward(ob, ids, wb, C);
       expect(relErr(be, wr, wb)).toBeLessThan(1e-6);
-      const [B, H, T, D] = [2, 3, 5, 68];
-      const [xr, xb] = pair(be, B * H * T * D, rng),
-        [yr, yb] = pair(be, B * H * T * D, rng);
-      for (const pos of [
-        Int32Array.from([0, 1, 2, 3, 4]),
-        Int32Array.from([9, 10, 11, 12, 13, 100, 200, 300, 400, 500]),
-      ])
-        for (const inverse of [false, true]) {
-          ref.rope(xr, yr, B, H, T, D, pos, 10000, inverse);
-          be.rope(xb, yb, B, H, T, D, pos, 10000, inverse);
-          expect(relErr(be, yr, yb)).toBeLessThan(1e-5);
-        }
+      // the second shape is big enough to split over two threads; D / 2 = 34 and 33 leave vector tails
+      for (const [B, H, T, D] of [
+        [2, 3, 5, 68],
+        [4, 5, 64, 66],
+      ] as const) {
+        const [xr, xb] = pair(be, B * H * T * D, rng),
+          [yr, yb] = pair(be, B * H * T * D, rng);
+        for (const pos of [
+          Int32Array.from({ length: T }, (_, t) => t),
+          Int32Array.from({ length: B * T }, () => rng.int(600)),
+        ])
+          for (const inverse of [false, true]) {
+            ref.rope(xr, yr, B, H, T, D, pos, 10000, inverse);
+            be.rope(xb, yb, B, H, T, D, pos, 10000, inverse);
+            expect(relErr(be, yr, yb)).toBeLessThan(1e-5);
+          }
+      }
+    });
+
+    it('permute: the attention head transposes (contiguous rows) and a strided one, big enough for two threads', () => {
+      const shape = [8, 128, 4, 33];
+      const n = shape.reduce((a, b) => a * b, 1);
+      const [xr, xb] = pair(be, n, rng),
+        [yr, yb] = pair(be, n, rng);
+      for (const perm of [
+        [0, 2, 1, 3],
+        [0, 2, 3, 1],
+        [1, 0, 2, 3],
+      ]) {
+        ref.permute(xr, yr, shape, perm);
+        be.permute(xb, yb, shape, perm);
+        expect(relErr(be, yr, yb), perm.join(',')).toBe(0);
+      }
     });
 
     for (const d of [

@@ -1,8 +1,19 @@
 // The native backend: the same arena and WASM kernels, with the hot kernels replaced by a C++ addon
-// (native/ragen.cc: our own GEMM, AVX-512 or AVX2/FMA chosen at run time (native/isa.h); fused ops with 2 threads).
+// (native/ragen.cc: our own GEMM, AVX-512 or AVX2/FMA chosen at run time (native/isa.h); fused ops with 2 threads;
+// native/nn.cc: the train step's elementwise, RMSNorm, SwiGLU, softmax / log-prob and AdamW kernels).
 
 import type { Arena, ArenaBuf } from './arena.js';
-import type { AttentionDims, BackendName, Buf, DecodeKernels, DecoderDims, GemmArgs } from './backend.js';
+import type {
+  AdamWStep,
+  AttentionDims,
+  BackendName,
+  BinaryOp,
+  Buf,
+  DecodeKernels,
+  DecoderDims,
+  GemmArgs,
+} from './backend.js';
+import { BINARY_OPS } from './backend.js';
 import { NativeDecodeKernels } from './decode-kernels.js';
 import type { IsaPath, NativeAddon, NativeIsa } from './native-addon.js';
 import type { ThreadPool } from './thread-pool.js';
@@ -104,6 +115,95 @@ export class NativeBackend extends WasmBackend {
       d.D,
       d.scale,
     );
+  }
+
+  // The train step's non-GEMM kernels on the addon's threads (the wasm ones would hand off to the wasm worker, a
+  // second helper thread beside the addon's). Unary ops, broadcast reductions and block copies stay in wasm.
+  override binary(op: BinaryOp, a: Buf, b: Buf, out: Buf, n: number, m: number, inner: number): void {
+    this.sync();
+    this.addon.binary(BINARY_OPS.indexOf(op), p(a), p(b), p(out), n, m, inner);
+  }
+  override axpy(alpha: number, x: Buf, y: Buf, n: number): void {
+    this.sync();
+    this.addon.axpy(alpha, p(x), p(y), n);
+  }
+  override swiglu(gate: Buf, up: Buf, out: Buf, n: number): void {
+    this.sync();
+    this.addon.swiglu(p(gate), p(up), p(out), n);
+  }
+  override swigluBackward(g: Buf, gate: Buf, up: Buf, dgate: Buf, dup: Buf, n: number): void {
+    this.sync();
+    this.addon.swigluBackward(p(g), p(gate), p(up), p(dgate), p(dup), n);
+  }
+  override rmsNorm(x: Buf, w: Buf, y: Buf, rstd: Buf, rows: number, C: number, eps: number): void {
+    this.sync();
+    this.addon.rmsNorm(p(x), p(w), p(y), p(rstd), rows, C, eps);
+  }
+  override rmsNormBackward(g: Buf, x: Buf, w: Buf, rstd: Buf, dx: Buf, dw: Buf, rows: number, C: number): void {
+    this.sync();
+    this.addon.rmsNormBackward(p(g), p(x), p(w), p(rstd), p(dx), p(dw), rows, C);
+  }
+  override softmax(x: Buf, y: Buf, rows: number, C: number, log: boolean): void {
+    this.sync();
+    this.addon.softmax(p(x), p(y), rows, C, log ? 1 : 0);
+  }
+  override softmaxBackward(y: Buf, g: Buf, dx: Buf, rows: number, C: number, log: boolean): void {
+    this.sync();
+    this.addon.softmaxBackward(p(y), p(g), p(dx), rows, C, log ? 1 : 0);
+  }
+  override logprobTarget(logits: Buf, targets: Int32Array, out: Buf, lse: Buf, N: number, V: number): void {
+    this.withInts(targets, (tp) => {
+      this.sync();
+      this.addon.logprobTarget(p(logits), tp, p(out), p(lse), N, V);
+    });
+  }
+  override logprobTargetBackward(
+    g: Buf,
+    logits: Buf,
+    targets: Int32Array,
+    lse: Buf,
+    dlogits: Buf,
+    N: number,
+    V: number,
+  ): void {
+    this.withInts(targets, (tp) => {
+      this.sync();
+      this.addon.logprobTargetBackward(p(g), p(logits), tp, p(lse), p(dlogits), N, V);
+    });
+  }
+  override entropy(logits: Buf, out: Buf, lse: Buf, N: number, V: number): void {
+    this.sync();
+    this.addon.entropy(p(logits), p(out), p(lse), N, V);
+  }
+  override entropyBackward(g: Buf, logits: Buf, lse: Buf, ent: Buf, dlogits: Buf, N: number, V: number): void {
+    this.sync();
+    this.addon.entropyBackward(p(g), p(logits), p(lse), p(ent), p(dlogits), N, V);
+  }
+  override adamw(pp: Buf, g: Buf, m: Buf, v: Buf, n: number, s: AdamWStep): void {
+    this.sync();
+    this.addon.adamw(p(pp), p(g), p(m), p(v), n, s.lr, s.beta1, s.beta2, s.eps, s.weightDecay, s.bc1, s.bc2);
+  }
+  override rope(
+    x: Buf,
+    out: Buf,
+    B: number,
+    H: number,
+    T: number,
+    D: number,
+    positions: Int32Array,
+    theta: number,
+    inverse: boolean,
+  ): void {
+    const tab = this.ropeTable(positions, D, theta);
+    this.sync();
+    this.addon.rope(p(x), p(out), B, H, T, D, tab, positions.length === B * T && B > 1 ? 1 : 0, inverse ? -1 : 1);
+  }
+  override permute(src: Buf, dst: Buf, shape: readonly number[], perm: readonly number[]): void {
+    const st = [shape[1]! * shape[2]! * shape[3]!, shape[2]! * shape[3]!, shape[3]!, 1];
+    const n = perm.map((q) => shape[q]!),
+      s = perm.map((q) => st[q]!);
+    this.sync();
+    this.addon.permute4(p(src), p(dst), n[0]!, n[1]!, n[2]!, n[3]!, s[0]!, s[1]!, s[2]!, s[3]!);
   }
 
   /** The addon's fused decode (a call per layer; prompts are prefilled op by op). */

@@ -1,7 +1,8 @@
 // Where the engine benchmark's training step spends its time, by backend op: wraps every method of the kernel
 // backend with a timer, runs the bench's train step (B8 x T128 fwd+bwd+AdamW on BENCH_MODEL) and prints each op's share
-// of the step and, for gemm, the GFLOP/s by shape. Usage: npx tsx src/bench/scripts/step-ops.ts [--backend native]
-// [--steps 3]
+// of the step and, for gemm, the GFLOP/s by shape; beside the wall time, the process CPU time of each op (both threads:
+// on a busy host the steadier measure of an op's work). Usage: npx tsx src/bench/scripts/step-ops.ts
+// [--backend native] [--steps 3]
 import { parseArgs } from 'node:util';
 import { BENCH_MODEL, DEFAULT_WORKLOAD } from '../engine.js';
 import { LocalEngine, sequenceBatch, type ForwardResult, type OutputGradients } from '../../engine/index.js';
@@ -12,7 +13,7 @@ const { values } = parseArgs({
   options: { backend: { type: 'string', default: 'native' }, steps: { type: 'string', default: '3' } },
 });
 const backend = setBackend(values.backend as BackendName) as unknown as Record<string, unknown>;
-const times = new Map<string, { ms: number; calls: number; flops: number }>();
+const times = new Map<string, { ms: number; cpu: number; calls: number; flops: number }>();
 let on = false;
 for (let o: object | null = backend; o && o !== Object.prototype; o = Object.getPrototypeOf(o) as object | null) {
   for (const name of Object.getOwnPropertyNames(o)) {
@@ -28,10 +29,13 @@ for (let o: object | null = backend; o && o !== Object.prototype; o = Object.get
         key = `gemm ${g.transA ? 'T' : 'N'}${g.transB ? 'T' : 'N'} ${g.M}x${g.N}x${g.K}${g.batch > 1 ? ` x${g.batch}` : ''}`;
         flops = 2 * g.M * g.N * g.K * g.batch;
       }
-      const t0 = performance.now();
+      const t0 = performance.now(),
+        c0 = process.cpuUsage();
       const r = (f as (...a: unknown[]) => unknown).apply(backend, args);
-      const e = times.get(key) ?? { ms: 0, calls: 0, flops: 0 };
+      const c = process.cpuUsage(c0);
+      const e = times.get(key) ?? { ms: 0, cpu: 0, calls: 0, flops: 0 };
       e.ms += performance.now() - t0;
+      e.cpu += (c.user + c.system) / 1000;
       e.calls++;
       e.flops += flops;
       times.set(key, e);
@@ -51,23 +55,32 @@ const grad = (out: ForwardResult): OutputGradients => ({
   logprobs: out.logprobs.map((_, i) => (i % seqs.T > 0 ? -1 / n : 0)),
 });
 const steps = Number(values.steps);
-let total = 0;
+let total = 0,
+  totalCpu = 0;
 for (let s = 0; s <= steps; s++) {
   on = s > 0;
-  const t0 = performance.now();
+  const t0 = performance.now(),
+    c0 = process.cpuUsage();
   await engine.backward(seqs, { role: 'policy' }, grad);
   await engine.optimizerStep('policy', { lr: 1e-4, weightDecay: 0.01 });
+  const c = process.cpuUsage(c0);
   if (s > 0) total += performance.now() - t0;
+  if (s > 0) totalCpu += (c.user + c.system) / 1000;
 }
 const rows = [...times].sort((a, b) => b[1].ms - a[1].ms);
+// ops called inside other ops (the wasm backend's par, withInts, rowSplit) count in both
 const inOps = rows.reduce((a, [, e]) => a + e.ms, 0);
 console.log(
-  `${values.backend}: step ${(total / steps).toFixed(1)} ms, in backend ops ${(inOps / steps).toFixed(1)} ms`,
+  `${values.backend}: step ${(total / steps).toFixed(1)} ms wall, ${(totalCpu / steps).toFixed(1)} ms CPU; in backend ops ${(inOps / steps).toFixed(1)} ms wall`,
 );
+console.log('    wall ms  share    CPU ms  share  calls op');
 for (const [k, e] of rows) {
-  const gf = e.flops ? ` ${(e.flops / e.ms / 1e6).toFixed(1)} GFLOP/s` : '';
+  const gf = e.flops
+    ? ` ${(e.flops / e.ms / 1e6).toFixed(1)} GFLOP/s wall, ${(e.flops / e.cpu / 1e6).toFixed(1)} of CPU`
+    : '';
+  const pct = (x: number, of: number): string => `${((100 * x) / of).toFixed(1).padStart(5)}%`;
   console.log(
-    `${(e.ms / steps).toFixed(2).padStart(8)} ms ${((100 * e.ms) / total).toFixed(1).padStart(5)}%  ${String(e.calls / steps).padStart(4)}x ${k}${gf}`,
+    `${(e.ms / steps).toFixed(2).padStart(11)} ${pct(e.ms, total)} ${(e.cpu / steps).toFixed(2).padStart(9)} ${pct(e.cpu, totalCpu)} ${String(e.calls / steps).padStart(6)}x ${k}${gf}`,
   );
 }
 engine.dispose();
