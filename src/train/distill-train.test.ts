@@ -3,18 +3,20 @@
 // (GRPO's + coef·(log π_teacher − log π_old), or the distillation term alone), computed independently here. Flipping
 // the reverse KL's sign, dropping it or mixing the modes fails them.
 import { describe, expect, it } from 'vitest';
-import { EnvGroups, type TrainingSample } from '../agent/index.js';
+import { collate, EnvGroups, type TrainingSample } from '../agent/index.js';
 import { registerTestCorridor } from '../agent/testing.js';
 import { KLController } from '../algo/index.js';
-import type { SequenceBatch } from '../engine/index.js';
+import { LocalEngine, type SequenceBatch } from '../engine/index.js';
 import { loadTokenizer, tinyTokenizerDir } from '../tokenizer/index.js';
 import { checkRunConfig, envGroupsOptions, loadConfig } from '../config/index.js';
 import { starpoStep } from './step.js';
 import type { Teacher } from './teacher.js';
-import { RecordingEngine } from './testing.js';
+import { localEngineOptions, modelTokenizer } from './engine-setup.js';
+import { LEARNING_SMOKE, RecordingEngine } from './testing.js';
 
 registerTestCorridor();
 const tokenizer = loadTokenizer(tinyTokenizerDir());
+const tiny = modelTokenizer(LEARNING_SMOKE.MODEL);
 const script = (_prompt: string, i: number) => `go</think><answer>${i % 2 === 0 ? 'Right' : 'Left'}</answer><|im_end|>`;
 /** The teacher likes even token ids (log-prob −0.05) and dislikes odd ones (−3). */
 const teacherLogprob = (id: number) => (id % 2 === 0 ? -0.05 : -3);
@@ -172,4 +174,77 @@ describe('algo.distill reaches the gradient', () => {
       /algo.distill.mode.*alone.*algo.distill.teacher/s,
     );
   });
+});
+
+describe('algo.distill on the shipped model', () => {
+  it('moves the student away from the token the teacher dislikes (alone, 3 steps)', async () => {
+    // The teacher dislikes `Right` (log-prob −4), likes `Left` (−0.05) and is near the student elsewhere (−0.1).
+    // Measured: Right's log-prob falls 0.42 more than the other tokens'; with the advantage's sign flipped in
+    // src/algo/distill.ts it rises 0.36 more.
+    const [LEFT, RIGHT] = [tiny.encode('Left'), tiny.encode('Right')].map((ids) => ids[0]!);
+    const teacher: Teacher = {
+      source: 'scripted',
+      async logprobs(b: SequenceBatch) {
+        const out = new Float32Array(b.B * b.T);
+        for (let r = 0; r < b.B; r++)
+          for (let t = 1; t < b.lengths[r]!; t++) {
+            const id = b.ids[r * b.T + t]!;
+            out[r * b.T + t] = id === LEFT ? -0.05 : id === RIGHT ? -4 : -0.1;
+          }
+        return out;
+      },
+      dispose() {},
+    };
+    const config = loadConfig({
+      overrides: [
+        'logging.console=none',
+        `model.path=${LEARNING_SMOKE.MODEL}`,
+        'env.train=[{tag: TestCorridor, groups: 2, groupSize: 4}]',
+        'env.val=[{tag: TestCorridor, groups: 1}]',
+        'env.config.TestCorridor.length=3',
+        'agent.maxTurns=2',
+        'agent.maxNewTokens=24',
+        'trainer.miniBatchSize=8',
+        'trainer.microBatchSize=8',
+        'trainer.actorLr=3e-4',
+        'trainer.collapse.every=0',
+        'algo.advEstimator=grpo',
+        'algo.entropyCoeff=0',
+        'algo.distill.teacher=scripted-in-the-test',
+        'algo.distill.mode=alone',
+      ],
+    });
+    const engine = await LocalEngine.fromPretrained(LEARNING_SMOKE.MODEL, localEngineOptions(config));
+    const groups = new EnvGroups(envGroupsOptions(config, 'train'));
+    const ctx = {
+      config,
+      engine,
+      tokenizer: tiny,
+      agent: config.agent,
+      groups,
+      kl: new KLController({ type: 'fixed', klCoef: 0 }),
+      collapseEma: {},
+      teacher,
+    };
+    try {
+      const first = await starpoStep(ctx, 1);
+      const batch = collate(first.rollout.samples, tiny.padTokenId);
+      // the first rollout's tokens scored by the student as it was after step 1 and after step 3
+      const before = (await engine.forward(batch, { role: 'policy' })).logprobs;
+      await starpoStep(ctx, 2);
+      await starpoStep(ctx, 3);
+      const after = (await engine.forward(batch, { role: 'policy' })).logprobs;
+      const shift = { right: [] as number[], rest: [] as number[] };
+      for (let i = 0; i < batch.B * batch.T; i++)
+        if (batch.lossMask[i] && batch.ids[i] !== LEFT)
+          shift[batch.ids[i] === RIGHT ? 'right' : 'rest'].push(after[i]! - before[i]!);
+      const mean = (x: number[]) => x.reduce((a, v) => a + v, 0) / x.length;
+      expect(shift.right.length, 'the student answers Right somewhere in the first rollout').toBeGreaterThan(0);
+      const gap = mean(shift.right) - mean(shift.rest);
+      expect(gap, `Right ${mean(shift.right)}, the other tokens ${mean(shift.rest)}`).toBeLessThan(-0.1);
+    } finally {
+      await groups.close();
+      engine.dispose();
+    }
+  }, 120_000);
 });
