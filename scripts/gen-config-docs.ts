@@ -176,7 +176,7 @@ the reason and the nearest valid key. Things only the run can check (the model d
 Presets (\`configs/\`): one per environment (\`sokoban-ppo\` is the default, \`frozenlake-ppo\`, \`bandit-ppo\`, \`countdown-ppo\`,
 \`metamathqa-ppo\`, \`sudoku-ppo\`, \`2048-ppo\`, \`rubikscube-ppo\`), sized for tiny models on a CPU through \`base.yaml\`, plus
 \`sokoban-grpo\` (\`sokoban-ppo\` filters with top-p 0.9 and \`sokoban-grpo\` inherits it; \`frozenlake-ppo\` adds a k3 KL loss, β 0.05:
-docs/benchmarks.md says why);
+docs/benchmarks.md says why); \`sokoban-distill\` (on-policy distillation of a PPO-trained ragen-tiny checkpoint into ragen-tiny, \`algo.distill\`: make the teacher first, the file says how);
 \`webshop-ppo\` and \`searchqa-ppo\` (RAGEN's \`_6_webshop\` / \`_9_search\` settings over the schema defaults, sized for Qwen2.5-3B-Instruct
 on the torch engine; their env keys, e.g. \`env.config.SearchQA.retrievalUrl\`, are in docs/environments.md);
 \`deepcoder-grpo\` (DeepCoder, needs bubblewrap) and \`lean-ppo\` (Lean, needs a Kimina Lean server), sized for pretrained models of

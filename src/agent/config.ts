@@ -65,6 +65,14 @@ export const agentConfigSchema = z
      */
     maxContextWindow: z.number().int().min(1).nullable().default(null),
     /**
+     * `limited_multi_turn` only: turns that fall out of the `maxContextWindow` window are summarised by the policy
+     * itself (one extra generation per slot when the window moves, up to `maxNewTokens` tokens, at the rollout's
+     * sampling settings) and the summary opens the window's first user message, instead of the turns being dropped
+     * without a trace. The summary's tokens are context, never trained (loss mask 0): no reward is credited to them
+     * (RAGEN's `enable_summary_memory`, whose summary is a template, not policy-written). @default false
+     */
+    summaryMemory: z.boolean().default(false),
+    /**
      * Longest prompt + response in tokens (RAGEN's `max_model_len`): the oldest whole turns are dropped from the
      * context until the prompt plus `maxNewTokens` fits; each drop is counted (`context_truncations`). `ragen train`
      * and `ragen eval` refuse a budget below an env's first prompt plus `maxNewTokens`, and one past the model's
@@ -84,6 +92,13 @@ export const agentConfigSchema = z
     systemPrefix: z.string().default("You're a helpful assistant."),
   })
   .superRefine((cfg, ctx) => {
+    if (cfg.summaryMemory && (cfg.contextWindowMode !== 'limited_multi_turn' || cfg.maxContextWindow === null)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['summaryMemory'],
+        message: `summarises the turns that leave a \`limited_multi_turn\` window, so it needs \`contextWindowMode\` = "limited_multi_turn" and a \`maxContextWindow\` (got "${cfg.contextWindowMode}" and ${cfg.maxContextWindow}). Set both, or drop \`summaryMemory\``,
+      });
+    }
     if (cfg.maxContextWindow !== null && cfg.contextWindowMode === 'full') {
       ctx.addIssue({
         code: 'custom',

@@ -1,10 +1,17 @@
 // One episode's context manager: the chat of every turn (full, limited window, or single turn), the
-// token chain the model really saw, context-length truncation by whole turns, and the training samples.
+// token chain the model really saw, context-length truncation by whole turns, the policy-written summary of the turns
+// that left the window (`summaryMemory`), and the training samples.
 import type { Generation } from '../engine/index.js';
 import { IMAGE_PLACEHOLDER, type ChatMessage, type Tokenizer, type VisionProcessor } from '../tokenizer/index.js';
 import type { AgentConfig } from './config.js';
 import { prefillText, singleTurnPrompt, turnPrompt, type TurnSummary, type TurnView } from './prompt.js';
 import { TokenChain, chainToSample, type TrainingSample } from './sequence.js';
+
+/** What opens the window's first user message under `summaryMemory`, before the policy's summary. */
+export const SUMMARY_HEADER = 'Summary of the earlier turns (your own notes): ';
+/** The request that closes the summary prompt. */
+export const SUMMARY_INSTRUCTION =
+  'These turns are leaving your context. Summarise what matters from them for the rest of the task in one or two short sentences (plain text, no tags).';
 
 /** A finished or current turn as the context holds it. */
 interface TurnEntry {
@@ -40,6 +47,8 @@ export class EpisodeContext {
   truncations = 0;
   private readonly prefill: string;
   private readonly stopIds: Set<number>;
+  /** `summaryMemory`: the policy's summary of turns [0, summaryUpTo), shown before the window's first turn. */
+  private summary: { text: string; upTo: number } | undefined;
 
   constructor(
     private readonly tokenizer: Tokenizer,
@@ -75,12 +84,57 @@ export class EpisodeContext {
 
   private messages(w: number, upto: number, current: ChatMessage): ChatMessage[] {
     const msgs: ChatMessage[] = [{ role: 'system', content: this.system }];
+    // the summary opens the window's first user message when it covers exactly the turns before the window
+    const memo = this.summary && this.summary.upTo === w && w > 0 ? `${SUMMARY_HEADER}${this.summary.text}\n\n` : '';
     for (let t = w; t < upto; t++) {
       const e = this.turns[t]!;
-      msgs.push(this.userMessage(e.userText, e.visual), { role: 'assistant', content: this.prefill + e.decoded });
+      const user = this.userMessage(e.userText, e.visual);
+      msgs.push(t === w ? withMemo(user, memo) : user, { role: 'assistant', content: this.prefill + e.decoded });
     }
-    msgs.push(current);
+    msgs.push(upto === w ? withMemo(current, memo) : current);
     return msgs;
+  }
+
+  /** The window start of the next turn's prompt by `maxContextWindow` alone (before any context-length drop). */
+  private windowStart(): number {
+    const n = this.turns.length;
+    const k = this.cfg.maxContextWindow ?? Infinity;
+    return Math.max(this.minStart, this.cfg.contextWindowMode === 'full' ? 0 : n - k + 1);
+  }
+
+  /**
+   * `summaryMemory`: the chat asking the policy to summarise the turns that the next prompt's window leaves out (and
+   * the summary before them), or undefined when nothing new left the window. Answer it with `setSummary`.
+   */
+  summaryRequest(): { ids: number[]; messages: ChatMessage[]; upTo: number } | undefined {
+    if (!this.cfg.summaryMemory) return undefined;
+    const w = this.windowStart();
+    if (w <= 0 || (this.summary && this.summary.upTo >= w)) return undefined;
+    const from = this.summary ? this.summary.upTo : 0;
+    let history = this.summary ? `${SUMMARY_HEADER}${this.summary.text}\n\n` : '';
+    for (let t = from; t < w; t++) {
+      const e = this.turns[t]!;
+      history += `${e.userText}\nYour answer: ${this.prefill}${e.decoded}\n\n`;
+    }
+    const messages: ChatMessage[] = [
+      { role: 'system', content: this.system },
+      { role: 'user', content: `${history}${SUMMARY_INSTRUCTION}` },
+    ];
+    const ids = this.tokenizer.encode(this.tokenizer.applyChatTemplate(messages, { addGenerationPrompt: true }));
+    return { ids, messages, upTo: w };
+  }
+
+  /** Record the policy's summary of turns [0, upTo) (its sampled ids; a final stop token is dropped). */
+  setSummary(upTo: number, gen: Generation): void {
+    const ids = gen.tokens;
+    const last = ids[ids.length - 1];
+    const content = last !== undefined && this.stopIds.has(last) ? ids.slice(0, -1) : ids;
+    this.summary = { text: this.tokenizer.decode(content).trim(), upTo };
+  }
+
+  /** The current summary's text (`summaryMemory`), undefined before the first. */
+  get summaryText(): string | undefined {
+    return this.summary?.text;
   }
 
   private render(msgs: ChatMessage[]): string {
@@ -106,9 +160,8 @@ export class EpisodeContext {
    */
   prompt(view: TurnView): number[] | undefined {
     const n = this.turns.length;
-    const k = this.cfg.maxContextWindow ?? Infinity;
     const mode = this.cfg.contextWindowMode;
-    let w = Math.max(this.minStart, mode === 'full' ? 0 : n - k + 1);
+    let w = this.windowStart();
     for (;;) {
       let candidate: TokenChain;
       let messages: ChatMessage[];
@@ -238,3 +291,6 @@ export class EpisodeContext {
     return out;
   }
 }
+
+/** A user message with the summary memory's text before its own (`summaryMemory`); unchanged without one. */
+const withMemo = (m: ChatMessage, memo: string): ChatMessage => (memo ? { ...m, content: memo + m.content } : m);

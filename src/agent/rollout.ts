@@ -93,6 +93,26 @@ export async function rollout(opts: RolloutOptions): Promise<RolloutBatch> {
   });
 
   for (let turn = 0, call = 0; ; turn++) {
+    // summaryMemory: the policy first summarises the turns this turn's window leaves out (its tokens are not trained)
+    const asks: { s: SlotState; upTo: number; req: PolicyRequest }[] = [];
+    groups.slots.forEach((slot, i) => {
+      const s = states[i]!;
+      if (s.ended || turn >= (slot.maxTurns ?? cfg.maxTurns)) return;
+      const ask = s.ctx.summaryRequest();
+      if (ask)
+        asks.push({
+          s,
+          upTo: ask.upTo,
+          req: { prompt: ask.ids, slot, turn, actionsLeft: groups.actionsLeft(slot), messages: ask.messages },
+        });
+    });
+    if (asks.length > 0) {
+      const summaries = await policy.generate(
+        asks.map((a) => a.req),
+        call++,
+      );
+      asks.forEach((a, j) => a.s.ctx.setSummary(a.upTo, summaries[j]!));
+    }
     const requests: PolicyRequest[] = [];
     const active: SlotState[] = [];
     const userTexts: string[] = [];

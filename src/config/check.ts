@@ -91,6 +91,11 @@ export function checkRunConfig(
     problems.push(
       `Bad config value \`algo.rolloutCorrection.lowerThreshold\` = ${rc.lowerThreshold}: it must be below \`threshold\` (${rc.threshold}), or nothing is kept.`,
     );
+  const d = config.algo.distill;
+  if (d.teacher === null && d.mode === 'alone')
+    problems.push(
+      'Bad config value `algo.distill.mode` = "alone": there is no teacher to distil from; set `algo.distill.teacher` (a model directory, a run checkpoint or a server URL) or drop `mode`.',
+    );
   const f = config.algo.filter;
   if (f.strategy === 'percentile_range' && !(f.percentileLow <= f.percentileHigh))
     problems.push(

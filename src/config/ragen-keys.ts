@@ -99,6 +99,11 @@ export const RAGEN_KEYS: readonly RagenKey[] = [
     ours: 'agent.maxContextWindow',
     note: '-1 -> null; an error with `contextWindowMode: full` (RAGEN ignores it)',
   },
+  {
+    ragen: '…enable_summary_memory',
+    ours: 'agent.summaryMemory',
+    note: "RAGEN's newer branches; theirs is a template of the dropped turns, ours is written by the policy (not trained)",
+  },
   { ragen: 'agent_proxy.reward_normalization.grouping', ours: 'algo.rewardNorm.grouping' },
   { ragen: 'agent_proxy.reward_normalization.method', ours: 'algo.rewardNorm.method' },
   { ragen: 'agent_proxy.batch_adjust_mode', ours: null, note: 'not needed: any batch size splits into mini-batches' },

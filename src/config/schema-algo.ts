@@ -122,6 +122,35 @@ export const RolloutCorrectionSchema = z.strictObject({
   rejectBound: z.number().gt(1).nullable().default(null),
 });
 
+/**
+ * On-policy distillation (GKD; Thinking Machines' "On-Policy Distillation"): a teacher scores the student's own sampled
+ * tokens and the per-token reverse KL, −coef·(log π_student − log π_teacher), becomes (part of) the advantage. Off
+ * while `teacher` is null. The teacher must share the student's tokenizer and chat template (checked when the run
+ * opens).
+ */
+export const DistillSchema = z.strictObject({
+  /**
+   * The teacher: a model directory in Hugging Face layout, a shipped model (`ragen-tiny`), another run's checkpoint
+   * (`runs/x/checkpoints/step-N`), or the base URL of an OpenAI-compatible server that returns prompt log-probs
+   * (`echo` with `logprobs`, as `ragen serve` does: `http://127.0.0.1:8000/v1`); null: no distillation. @default null
+   */
+  teacher: z.string().min(1).nullable().default(null),
+  /** The weight of the reverse-KL advantage. @default 1 */
+  coef: z.number().min(0).default(1),
+  /**
+   * `add`: the distillation advantage is added to the environment's advantages (after the estimator and its
+   * modifiers); `alone`: it replaces them, so the environment's reward no longer trains the actor. @default "add"
+   */
+  mode: z.enum(['add', 'alone']).default('add'),
+  /**
+   * A teacher server's model name (the request's `model` field); null: the first of its `GET /v1/models`.
+   * @default null
+   */
+  serverModel: z.string().min(1).nullable().default(null),
+  /** Rows per teacher forward pass (a model directory) or concurrent requests (a server). @default 8 */
+  batchSize: z.number().int().positive().default(8),
+});
+
 /** The adaptive KL controller of the in-reward penalty (Ziegler et al. 2019). */
 export const KlControllerSchema = z.strictObject({
   /** `fixed` keeps β = `algo.kl.coef`; `adaptive` moves β so the observed KL tracks `target`. @default "fixed" */
@@ -235,4 +264,5 @@ export const AlgoSchema = z.strictObject({
    */
   valueClip: z.number().positive().default(0.5),
   modifiers: AdvModifiersSchema.prefault({}),
+  distill: DistillSchema.prefault({}),
 });

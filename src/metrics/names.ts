@@ -80,6 +80,17 @@ export const METRICS = {
   'mismatch/is_token_frac': 'Fraction of loss tokens whose weight the correction truncated, masked or rejected.',
   'mismatch/is_seq_frac': 'Fraction of sequences with at least one such token.',
   'mismatch/rejected_seq_frac': 'Fraction of sequences rejected by algo.rolloutCorrection.rejectBound.',
+  // on-policy distillation (algo.distill; src/train/stage-distill.ts, src/algo/distill.ts), over loss tokens
+  'distill/reverse_kl':
+    'Mean of log π_student − log π_teacher on the student’s sampled tokens: the k1 estimate of KL(π_student ‖ π_teacher).',
+  'distill/teacher_logprob':
+    'Mean teacher log-prob of the student’s sampled tokens (rises as the student imitates it).',
+  'distill/student_logprob': 'Mean student (π_old) log-prob of its sampled tokens.',
+  'distill/advantage_mean': 'Mean distillation advantage −coef·(log π_student − log π_teacher).',
+  'distill/advantage_min': 'Smallest distillation advantage.',
+  'distill/advantage_max': 'Largest distillation advantage.',
+  'distill/tokens': 'Loss tokens the teacher scored this step.',
+  'timing_s/distill': 'Teacher scoring of the batch (algo.distill).',
   'timing_s/rollout_wait': 'Time the step waited for its rollout (async: what generation ahead did not hide).',
   // the training gateway (agent programs as episodes, env.train.N.agent; src/gateway)
   'gateway/calls': 'Chat calls the gateway answered this step, over every agent episode.',

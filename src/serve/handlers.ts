@@ -1,7 +1,7 @@
 // The two generation endpoints: a parsed request -> prompt ids -> batched jobs -> an OpenAI response body (streamed
 // responses are stream.ts).
 import type { Tokenizer } from '../tokenizer/index.js';
-import type { Engine } from '../engine/index.js';
+import { sequenceBatch, type Engine, type Generation } from '../engine/index.js';
 import { Batcher, type BatchJob } from './batcher.js';
 import { ApiError } from '../util/index.js';
 import { checkPromptBytes } from './prompt-bytes.js';
@@ -9,6 +9,7 @@ import type { ChatRequest, CompletionRequest } from './requests.js';
 import {
   chatLogprobs,
   completionLogprobs,
+  echoLogprobs,
   completionText,
   usage,
   type Answer,
@@ -28,6 +29,8 @@ export interface HandlerContext {
   /** Ids that end a generation (the tokenizer's EOS). */
   stopTokenIds: number[];
   topLogprobs: TopLogprobsSource | undefined;
+  /** Scores prompts for `echo` (a teacher-forced pass of the served policy). */
+  engine: Pick<Engine, 'forward'>;
 }
 
 /**
@@ -60,6 +63,7 @@ export function handlerContext(
     maxTokens: o.maxTokens ?? 1024,
     stopTokenIds: [o.tokenizer.eosTokenId],
     topLogprobs: o.topLogprobs,
+    engine,
   };
 }
 
@@ -116,7 +120,7 @@ export function choiceJobs(ctx: HandlerContext, req: ChatRequest | CompletionReq
         'invalid_request_error',
         'max_tokens',
       );
-    if (want > room || room <= 0) {
+    if (want > room || room < (want > 0 ? 1 : 0)) {
       throw new ApiError(
         400,
         `This model's context is ${ctx.contextLength} tokens; the prompt has ${p.length} and ${req.maxTokens === undefined ? 'no room is left' : `max_tokens asks for ${want}`}. Shorten the prompt or lower max_tokens.`,
@@ -151,14 +155,43 @@ export async function runChoices(
   signal: AbortSignal,
 ): Promise<ChoiceResult[]> {
   const jobs = choiceJobs(ctx, req, prompts);
-  const gens = await Promise.all(ctx.batcher.submitAll(jobs, signal));
+  const echo = req.kind === 'completion' && req.echo;
+  // `max_tokens: 0` (echo only): nothing to generate, the prompt is only scored
+  const gens =
+    req.maxTokens === 0
+      ? jobs.map((): Generation => ({ tokens: [], logprobs: [], finishReason: 'length' }))
+      : await Promise.all(ctx.batcher.submitAll(jobs, signal));
+  const scored = echo ? await promptLogprobs(ctx.engine, prompts) : undefined;
   return Promise.all(
     gens.map(async (gen, index) => {
       const prompt = jobs[index]!.prompt;
-      const top = req.topLogprobs > 0 ? await ctx.topLogprobs!(prompt, gen.tokens, req.topLogprobs) : undefined;
-      return { index, prompt, gen, text: completionText(ctx.tokenizer, gen, ctx.stopTokenIds, req.stop), top };
+      const top =
+        req.topLogprobs > 0 && gen.tokens.length > 0
+          ? await ctx.topLogprobs!(prompt, gen.tokens, req.topLogprobs)
+          : req.topLogprobs > 0
+            ? []
+            : undefined;
+      const text = completionText(ctx.tokenizer, gen, ctx.stopTokenIds, req.stop);
+      return {
+        index,
+        prompt,
+        gen,
+        text,
+        top,
+        ...(scored ? { promptLogprobs: scored[Math.floor(index / req.n)]! } : {}),
+      };
     }),
   );
+}
+
+/** log p(token t | tokens < t) of each prompt at temperature 1 (null for its first token), one teacher-forced pass. */
+export async function promptLogprobs(
+  engine: Pick<Engine, 'forward'>,
+  prompts: readonly number[][],
+): Promise<(number | null)[][]> {
+  const batch = sequenceBatch(prompts);
+  const { logprobs } = await engine.forward(batch, { role: 'policy' });
+  return prompts.map((p, b) => p.map((_, t) => (t === 0 ? null : logprobs[b * batch.T + t]!)));
 }
 
 /** What every response of one request starts with: its id, creation time and the model it names. */
@@ -208,8 +241,8 @@ export function completionBody(
     object: 'text_completion',
     choices: choices.map((c) => ({
       index: c.index,
-      text: c.text,
-      logprobs: req.logprobs ? completionLogprobs(tok, c) : null,
+      text: req.echo ? tok.decode(c.prompt) + c.text : c.text,
+      logprobs: req.logprobs ? (req.echo ? echoLogprobs(tok, c) : completionLogprobs(tok, c)) : null,
       finish_reason: c.gen.finishReason,
       ...(req.returnTokenIds ? { prompt_token_ids: c.prompt, token_ids: c.gen.tokens } : {}),
     })),

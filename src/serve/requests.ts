@@ -1,6 +1,7 @@
 // Parsing and validating OpenAI request bodies (chat completions, completions) into one plain form.
 // Follows OpenAI's API reference for field names and ranges, plus vLLM's extensions `top_k`,
-// `return_token_ids` and `chat_template_kwargs`; unknown fields are ignored, unsupported known ones refused.
+// `return_token_ids` and `chat_template_kwargs`; unknown fields are ignored, unsupported known ones refused. The legacy
+// completions' `echo` returns the prompt's log-probs too (what a distillation teacher or an evaluation harness scores).
 import type { ChatMessage } from '../tokenizer/index.js';
 import { ApiError, badParam } from '../util/index.js';
 import { contentOfParts } from './image-parts.js';
@@ -43,6 +44,11 @@ export interface ChatRequest extends SamplingRequest {
 export interface CompletionRequest extends SamplingRequest {
   kind: 'completion';
   prompts: (string | number[])[];
+  /**
+   * OpenAI's `echo`: the response's text and log-probs start with the prompt's (the first prompt token's log-prob is
+   * null: nothing precedes it). With `max_tokens: 0` nothing is generated: the prompt is only scored.
+   */
+  echo: boolean;
 }
 
 /** Limits the parser enforces. */
@@ -87,10 +93,11 @@ export function parseChatRequest(body: unknown, limits: RequestLimits): ChatRequ
 export function parseCompletionRequest(body: unknown, limits: RequestLimits): CompletionRequest {
   const b = asObject(body);
   const prompts = promptList(b['prompt'], limits.vocabSize);
-  if (b['echo'] === true)
+  const echo = optBool(b, 'echo') ?? false;
+  if (echo && b['stream'] === true)
     throw new ApiError(
       400,
-      '`echo` is not supported by this server; send the request without it.',
+      '`echo` is not supported with `stream`; send the scoring request without `stream`.',
       'invalid_request_error',
       'echo',
       'unsupported_parameter',
@@ -104,10 +111,17 @@ export function parseCompletionRequest(body: unknown, limits: RequestLimits): Co
       'unsupported_parameter',
     );
   const top = optInt(b, 'logprobs', 0, 5); // the legacy API: an integer count of alternatives, null = off
-  const maxTokens = optInt(b, 'max_tokens', 1, Number.MAX_SAFE_INTEGER) ?? 16; // OpenAI's documented default
+  const maxTokens = optInt(b, 'max_tokens', 0, Number.MAX_SAFE_INTEGER) ?? 16; // OpenAI's documented default
+  if (maxTokens === 0 && !echo)
+    throw badParam(
+      'max_tokens',
+      0,
+      '`max_tokens: 0` only scores the prompt: it needs `echo: true`; else give 1 or more.',
+    );
   const req: CompletionRequest = {
     kind: 'completion',
     prompts,
+    echo,
     ...sampling(b, maxTokens, top !== undefined, top ?? 0, limits),
   };
   checkChoices(prompts.length * req.n, req.n, limits);

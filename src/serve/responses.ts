@@ -14,6 +14,8 @@ export interface ChoiceResult {
   text: string;
   /** Alternatives per sampled token, when asked. */
   top: TopLogprob[][] | undefined;
+  /** A completion with `echo`: log p(prompt token t | prompt tokens < t), t ≥ 1 (entry 0 is the first token's: null). */
+  promptLogprobs?: (number | null)[];
 }
 
 /** One function call as OpenAI's chat API carries it (`arguments` is a JSON string). */
@@ -95,6 +97,30 @@ export function completionLogprobs(
     ? c.top.slice(from, to).map((alts) => Object.fromEntries(alts.map((a) => [tok.decode([a.id]), a.logprob])))
     : null;
   return { tokens, token_logprobs: c.gen.logprobs.slice(from, to), top_logprobs: top, text_offset: offsets };
+}
+
+/**
+ * Legacy logprobs of an `echo` choice: the prompt's tokens, then the completion's (OpenAI's layout: the first prompt
+ * token's log-prob is null, and prompt positions carry no alternatives).
+ */
+export function echoLogprobs(tok: Tokenizer, c: ChoiceResult): Record<string, unknown> {
+  const tokens: string[] = [];
+  const offsets: number[] = [];
+  let offset = 0;
+  for (const id of c.prompt) {
+    const t = tok.decode([id]);
+    tokens.push(t);
+    offsets.push(offset);
+    offset += t.length;
+  }
+  const rest = completionLogprobs(tok, c, 0, c.gen.tokens.length, tok.decode(c.prompt).length);
+  const top = rest['top_logprobs'] as unknown[] | null;
+  return {
+    tokens: [...tokens, ...(rest['tokens'] as string[])],
+    token_logprobs: [...c.promptLogprobs!, ...(rest['token_logprobs'] as number[])],
+    top_logprobs: top ? [...c.prompt.map(() => null), ...top] : null,
+    text_offset: [...offsets, ...(rest['text_offset'] as number[])],
+  };
 }
 
 /** OpenAI's usage block: prompt tokens counted once per prompt, completion tokens over every choice. */

@@ -19,6 +19,7 @@ import { openModelDir, openNewest } from './checkpoint-read.js';
 import { openModels } from './engine-setup.js';
 import { analyzeStep, type GradBucket } from './grad-analysis.js';
 import { collectRollout, filterBatch, prepareKept } from './step.js';
+import { openTeacher } from './teacher.js';
 import { stepSettings } from './step-batch.js';
 
 /** What to probe. */
@@ -138,7 +139,14 @@ export async function probeGradients(o: ProbeOptions): Promise<ProbeReport> {
     const saved = state?.trainer?.klCoef;
     const klBeta = typeof saved === 'number' ? saved : config.algo.kl.coef;
     const settings = stepSettings(config);
-    const data = (await prepareKept(engine, settings, f, { klBeta }))?.data ?? null;
+    // A distilling run's advantages include the teacher's term: the probe opens the same teacher.
+    const teacher = (await openTeacher(config, tokenizer, { say })) ?? undefined;
+    let data;
+    try {
+      data = (await prepareKept(engine, settings, f, { klBeta, ...(teacher ? { teacher } : {}) }))?.data ?? null;
+    } finally {
+      teacher?.dispose();
+    }
     say(
       `analysing ${config.trainer.gradAnalysis.buckets} buckets (${f.filter.stats.keptCount} of ${f.filter.groupKeys.length} groups kept by the filter)`,
     );

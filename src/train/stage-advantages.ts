@@ -1,6 +1,6 @@
 // Stage advantages: token rewards (minus the in-reward KL penalty), the configured estimator (src/algo
-// `computeAdvantage`), then the modifiers (RAGEN-2's soft reweight, filter loss scaling, length weight) and the async
-// rollouts' importance weights on stale tokens.
+// `computeAdvantage`), then the modifiers (RAGEN-2's soft reweight, filter loss scaling, length weight), the
+// distillation advantages (added, or alone), and the importance weights (async stale tokens, rollout correction).
 import {
   applyKLPenalty,
   computeAdvantage,
@@ -25,7 +25,7 @@ export interface AdvantageInputs {
  * batch size, null without it) is for the caller's adaptive controller.
  */
 export function advantagesStage(
-  b: Pick<StepBatch, 'tokens' | 'oldLogprobs' | 'refLogprobs' | 'values' | 'staleness'>,
+  b: Pick<StepBatch, 'tokens' | 'oldLogprobs' | 'refLogprobs' | 'values' | 'staleness' | 'distillAdvantages'>,
   s: StepSettings['advantages'],
   o: AdvantageInputs,
 ): StageOutput<'advantages' | 'returns'> & { klUpdate: { currentKl: number; B: number } | null } {
@@ -70,6 +70,15 @@ export function advantagesStage(
   if (mods.filterLossScaling !== 'none') advantages = scaleByKeptRatio(advantages, o.keptRatio, mods.filterLossScaling);
   if (mods.lengthWeight) advantages = lengthWeightAdvantages({ advantages, mask: tokens.lossMask, B, T });
   if (mods.zeroTaskAdvantage) advantages = new Float64Array(advantages.length);
+  if (s.distill !== null) {
+    // The reverse KL is a per-token signal: it joins after the estimator and its modifiers, which are sequence-level.
+    if (!b.distillAdvantages)
+      throw new Error(
+        'advantagesStage: algo.distill is on but the batch has no distillAdvantages (stage distill did not run).',
+      );
+    const d = b.distillAdvantages;
+    advantages = s.distill === 'alone' ? Float64Array.from(d) : advantages.map((x, i) => x + d[i]!);
+  }
   if (o.offPolicy) {
     const weighted = correctOffPolicy(advantages, tokens, oldLogprobs, b.staleness!, o.offPolicy, metrics);
     if (s.rolloutCorrection.mode === 'off') advantages = weighted; // else the rollout correction below supersedes it

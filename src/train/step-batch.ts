@@ -38,6 +38,9 @@ export interface StepBatch {
   values?: TokenArray;
   /** Policy versions between each token's sampler and the update (async rollouts only). */
   staleness?: Int32Array;
+  // distill (with `algo.distill.teacher`): the teacher's log-probs of the kept rows and the reverse-KL advantages
+  teacherLogprobs?: TokenArray;
+  distillAdvantages?: TokenArray;
   // advantages
   advantages: TokenArray;
   returns: TokenArray;
@@ -87,7 +90,11 @@ export interface StepSettings {
     modifiers: RagenConfig['algo']['modifiers'];
     /** `mismatch/*` thresholds and the importance correction of the sampler/trainer mismatch. */
     rolloutCorrection: RagenConfig['algo']['rolloutCorrection'];
+    /** How the distillation advantages join the environment's (`algo.distill.mode`); null without a teacher. */
+    distill: 'add' | 'alone' | null;
   };
+  /** The distillation stage's settings; null without `algo.distill.teacher`. */
+  distill: { coef: number } | null;
   update: {
     miniBatchSize: number;
     microBatchSize: number;
@@ -140,7 +147,9 @@ export function stepSettings(config: RagenConfig): StepSettings {
       },
       modifiers: algo.modifiers,
       rolloutCorrection: algo.rolloutCorrection,
+      distill: algo.distill.teacher === null ? null : algo.distill.mode,
     },
+    distill: algo.distill.teacher === null ? null : { coef: algo.distill.coef },
     update: {
       miniBatchSize: t.miniBatchSize,
       microBatchSize: t.microBatchSize,

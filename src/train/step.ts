@@ -26,6 +26,8 @@ import { collateStage } from './stage-collate.js';
 import { filterStage } from './stage-filter.js';
 import { scoreStage } from './stage-score.js';
 import { advantagesStage } from './stage-advantages.js';
+import { distillStage } from './stage-distill.js';
+import type { Teacher } from './teacher.js';
 import { updateStage } from './stage-update.js';
 import { agentBatches, gatewayMetrics, gatewayRefusals, joinBatches } from './agent-source.js';
 import type { Gateway } from '../gateway/index.js';
@@ -48,6 +50,8 @@ export interface StepContext {
   /** β of the in-reward KL penalty (fixed or adaptive). */
   kl: KLController;
   collapseEma: CollapseEma;
+  /** The distillation teacher (`algo.distill.teacher`; src/train/teacher.ts `openTeacher`); absent without one. */
+  teacher?: Teacher;
 }
 
 /** What a step reports. */
@@ -161,16 +165,25 @@ export interface PreparedUpdate {
 
 /**
  * Stages score and advantages on the rows the filter kept (null when it kept none), as both the step and the gradient
- * probe run them. `klBeta` is the in-reward KL coefficient now; `offPolicy` (async rollouts) marks stale tokens.
+ * probe run them (with stage distill between them under `algo.distill`). `klBeta` is the in-reward KL coefficient now;
+ * `offPolicy` (async rollouts) marks stale tokens; `teacher` scores the rows for distillation.
  */
 export async function prepareKept(
   engine: TrainableEngine,
   s: StepSettings,
   f: FilteredBatch,
-  o: { klBeta: number; offPolicy?: OffPolicyInfo },
+  o: { klBeta: number; offPolicy?: OffPolicyInfo; teacher?: Teacher },
 ): Promise<PreparedUpdate | null> {
   if (f.keptRows.length === 0) return null;
-  const { metrics: scoreMetrics, ...scored } = await scoreStage(f, s.score, engine, o.offPolicy);
+  const { metrics: scoreMetrics, ...scoredOnly } = await scoreStage(f, s.score, engine, o.offPolicy);
+  let scored: typeof scoredOnly & Pick<StepBatch, 'teacherLogprobs' | 'distillAdvantages'> = scoredOnly;
+  if (s.distill !== null) {
+    if (!o.teacher)
+      throw new Error('prepareKept: algo.distill.teacher is set but no teacher was opened (openTeacher) for the step.');
+    const { metrics: distillMetrics, ...distilled } = await distillStage(scoredOnly, s.distill, o.teacher);
+    Object.assign(scoreMetrics, distillMetrics);
+    scored = { ...scoredOnly, ...distilled };
+  }
   const {
     metrics: advMetrics,
     klUpdate,
@@ -221,7 +234,11 @@ export async function starpoUpdate(
   });
   const { episodes, keptEpisodes } = filtered;
   const klBeta = ctx.kl.value; // this step's in-reward β (the controller then adapts it for the next step)
-  const prepared = await prepareKept(engine, s, filtered, { klBeta, ...(offPolicy ? { offPolicy } : {}) });
+  const prepared = await prepareKept(engine, s, filtered, {
+    klBeta,
+    ...(offPolicy ? { offPolicy } : {}),
+    ...(ctx.teacher ? { teacher: ctx.teacher } : {}),
+  });
   if (!prepared) return out(episodeRecords(step, episodes, keptEpisodes, new Map(), s.rolloutsPerStep, agent), true);
   const data = take(prepared).data;
   if (prepared.klUpdate) ctx.kl.update(prepared.klUpdate.currentKl, prepared.klUpdate.B);

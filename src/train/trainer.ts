@@ -15,6 +15,7 @@ import { AsyncRollouts } from './async-rollouts.js';
 import { sayOnInterrupt } from './interrupt.js';
 import { openRun, type OpenedRun, type TrainOptions } from './open-run.js';
 import { RunState } from './run-state.js';
+import { openTeacher } from './teacher.js';
 import { trainLoop, type Session } from './loop.js';
 
 /** What a finished (or stopped) run reports. */
@@ -60,6 +61,9 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
       startStep,
       ...(options.stream ? { stream: options.stream } : {}),
     });
+    // The distillation teacher (algo.distill.teacher), its tokenizer checked against the student's.
+    const teacher = await openTeacher(config, tokenizer, { say: (line) => opened.consoleLog.append(`${line}\n`) });
+    if (teacher) ctx.teacher = teacher;
     // One gateway for the run's agent entries (closed below; a signal exits through the runner's exit hook).
     if (agentEntries(config, 'train').length > 0)
       gateway = ctx.gateway = await openGateway(config, engine, tokenizer, 'train', (line) =>
@@ -67,6 +71,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
       );
   } catch (err) {
     await groups?.close();
+    ctx.teacher?.dispose();
     if (run.ownsModels) engine.dispose();
     // A fresh run that never took a step must not block its own retry ("already holds a run", then "no checkpoint").
     if (options.resume === undefined && err instanceof Error)
@@ -100,6 +105,7 @@ export async function train(options: TrainOptions): Promise<TrainResult> {
       await s.ahead?.close();
       await groups?.close();
       await gateway?.close();
+      ctx.teacher?.dispose();
       stopOnSignal();
       if (run.ownsModels) engine.dispose();
     }
