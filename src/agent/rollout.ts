@@ -185,6 +185,7 @@ async function stepOne(
     info: step.info,
     loop: {
       observation: s.obs,
+      ...(s.images ? { images: s.images } : {}),
       userText,
       think: parsed.think,
       answer: parsed.answer,
