@@ -2,6 +2,7 @@
 // the gateway's agent programs both fill, and each producer's own details as optional parts. The rollout writes it and
 // the per-tag metrics read it; it sits below both so neither imports the other.
 import type { EnvInfo } from '../env/index.js';
+import type { RgbImage } from '../util/index.js';
 import type { Generation } from '../engine/index.js';
 import type { TurnStep } from './env-groups.js';
 
@@ -37,6 +38,8 @@ export interface EpisodeTurn {
 export interface LoopTurn {
   /** The observation shown at the start of the turn. */
   observation: string;
+  /** Its images (a visual env's), as the env returned them; absent for text envs. */
+  images?: readonly RgbImage[];
   /** The user message of the turn as `full` mode shows it (single_turn's summary prompt is in `promptIds`). */
   userText: string;
   /** The reasoning and answer parsed from the response ('' when unparsable). */

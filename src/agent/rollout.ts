@@ -205,6 +205,7 @@ async function stepOne(
     info: step.info,
     loop: {
       observation: s.obs,
+      ...(s.images ? { images: s.images } : {}),
       userText,
       think: parsed.think,
       answer: parsed.answer,

@@ -2,7 +2,7 @@
 // `ragen eval --out` write, one line per episode: summary fields, every turn, and the OpenAI `messages`.
 import { appendFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { makeDir, withFileErrors, writeFileAt } from '../util/index.js';
+import { encodePng, makeDir, withFileErrors, writeFileAt, type RgbImage } from '../util/index.js';
 import type { AgentConfig } from './config.js';
 import { episodeMessages, type AgentCall, type EndReason, type Episode } from './rollout.js';
 
@@ -11,6 +11,8 @@ export interface TurnRecord {
   turn: number;
   /** The env's observation shown this turn (built-in turns only, as `think`, `answer` and `actions`). */
   observation?: string;
+  /** The observation's images as PNG data: URLs (a visual env's turns only; the dashboard shows them). */
+  observation_images?: string[];
   /** The sampled text after the prefilled tag. */
   response: string;
   think?: string;
@@ -102,6 +104,7 @@ export function episodeRecord(
     turns: e.turns.map((t) => ({
       turn: t.turn,
       ...(t.loop ? { observation: t.loop.observation } : {}),
+      ...(t.loop?.images?.length ? { observation_images: t.loop.images.map(pngDataUrl) } : {}),
       response: t.response,
       ...(t.loop
         ? {
@@ -129,4 +132,9 @@ export function writeEpisodeRecords(path: string, records: readonly EpisodeRecor
   if (!append) return writeFileAt(path, text, 'write the episode records');
   makeDir(dirname(path), 'write the episode records');
   withFileErrors('write the episode records', path, () => appendFileSync(path, text));
+}
+
+/** An image as a PNG data: URL (what a browser shows and an OpenAI client sends). */
+function pngDataUrl(image: RgbImage): string {
+  return `data:image/png;base64,${Buffer.from(encodePng(image)).toString('base64')}`;
 }

@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { EpisodeRecord } from '../agent/index.js';
+import { agentConfig, EnvGroups, episodeRecord, randomPolicy, rollout, type EpisodeRecord } from '../agent/index.js';
+import { loadTokenizer, tinyTokenizerDir } from '../tokenizer/index.js';
 import { runEval } from '../eval/index.js';
 import { loadConfig } from '../config/index.js';
 import { train } from '../train/index.js';
@@ -333,6 +334,52 @@ describe.skipIf(!browserAvailable())('dashboard in chromium', () => {
     expect(await spans.first().getAttribute('title')).toBe('advantage 0.500');
     expect(await view.textContent()).not.toMatch(/no valid action/);
     await shot(page, 'trajectories-agent');
+    expect(errors).toEqual([]);
+  });
+
+  it("issue 39: shows a visual env's observation images, the pixels the env drew", async () => {
+    // A real rollout of VisualFrozenLake (random actions, the tiny tokenizer), written as the trainer writes its lines.
+    const visualRun = join(runsDir, 'visual-run');
+    mkdirSync(join(visualRun, 'rollouts'), { recursive: true });
+    writeFileSync(join(visualRun, 'config.yaml'), toYaml(tinyRun(visualRun)));
+    writeFileSync(join(visualRun, 'metrics.jsonl'), `${JSON.stringify({ step: 1, 'train/success': 0 })}\n`);
+    const agent = agentConfig({ maxTurns: 2 });
+    const tokenizer = loadTokenizer(tinyTokenizerDir());
+    const groups = new EnvGroups({
+      tags: [{ env: 'VisualFrozenLake', nGroups: 1 }],
+      groupSize: 1,
+      mode: 'val',
+      seed: 5,
+    });
+    const batch = await rollout({ groups, policy: randomPolicy(tokenizer, agent, 1), tokenizer, agent });
+    await groups.close();
+    const record = episodeRecord(batch.episodes[0]!, agent);
+    writeFileSync(join(visualRun, 'rollouts', 'step-1.jsonl'), `${JSON.stringify(record)}\n`);
+    const drawn = batch.episodes[0]!.turns[0]!.loop!.images![0]!;
+
+    await page.goto(`${dash.url}#/trajectories?run=0/visual-run&step=1`);
+    const view = page.locator(`#episode-view[data-episode="${record.custom_id}"]`);
+    const img = view.locator('.observation-images img').first();
+    await img.waitFor();
+    // The browser decoded the PNG to the env's own pixels: read them back through a canvas (DOM code as a string: this
+    // file is compiled without the DOM's types).
+    const first = '#episode-view .observation-images img';
+    await page.waitForFunction(`document.querySelector('${first}').complete`);
+    const pixels = (await page.evaluate(`(() => {
+      const i = document.querySelector('${first}');
+      const c = document.createElement('canvas');
+      c.width = i.naturalWidth;
+      c.height = i.naturalHeight;
+      const g = c.getContext('2d');
+      g.drawImage(i, 0, 0);
+      const d = g.getImageData(0, 0, c.width, c.height).data;
+      return { width: c.width, height: c.height, rgb: [...d].filter((_, k) => k % 4 !== 3) };
+    })()`)) as { width: number; height: number; rgb: number[] };
+    expect([pixels.width, pixels.height]).toEqual([drawn.width, drawn.height]);
+    expect(pixels.rgb).toEqual([...drawn.data]);
+    expect(await view.locator('.observation-images img').count()).toBe(record.turns.length);
+    await img.scrollIntoViewIfNeeded();
+    await shot(page, 'trajectories-visual');
     expect(errors).toEqual([]);
   });
 

@@ -76,11 +76,33 @@ function agentTurnView(t: Turn, previous: Turn | undefined, scale: number): HTML
   );
 }
 
+/**
+ * A visual env's observation images, pixelated as drawn. Only PNG data: URLs are shown: a record naming any other URL
+ * would make the page fetch it.
+ */
+export function observationImages(t: Pick<Turn, 'observation_images'>): HTMLElement | null {
+  const urls = (t.observation_images ?? []).filter((u) => u.startsWith('data:image/png;base64,'));
+  if (urls.length === 0) return null;
+  return h(
+    'div',
+    { class: 'observation-images' },
+    urls.map((src, i) =>
+      h('img', { src, alt: `observation image ${i + 1}`, style: { imageRendering: 'pixelated', width: '192px' } }),
+    ),
+  );
+}
+
 function builtinTurnView(t: Turn, scale: number): HTMLElement {
   return h(
     'div',
     { class: 'cols' },
-    h('div', {}, h('div', { class: 'label' }, 'observation'), h('pre', { class: 'observation' }, t.observation)),
+    h(
+      'div',
+      {},
+      h('div', { class: 'label' }, 'observation'),
+      h('pre', { class: 'observation' }, t.observation),
+      observationImages(t),
+    ),
     h(
       'div',
       {},
