@@ -63,6 +63,12 @@ describe('openTeacher', () => {
     }
   });
 
+  it('takes a missing `runs/<name>` for a run not trained yet (not a Hub id) and says how to make it', async () => {
+    const err = await openTeacher(config('src/no-such-teacher'), student).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as Error).message).toMatch(/no directory .*src\/no-such-teacher\. Train the teacher first/);
+  });
+
   it('refuses a model directory whose tokenizer differs from the student’s', async () => {
     const err = await openTeacher(config(OTHER), student).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConfigError);

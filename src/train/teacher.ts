@@ -1,6 +1,8 @@
 // The teacher of on-policy distillation (`algo.distill`): per-token log-probs of the student's own sampled rows under
 // a model directory (a local engine's teacher-forced pass) or an OpenAI-compatible server (legacy completions with
 // `echo` and `logprobs`, which `ragen serve` answers), after its tokenizer is checked against the student's.
+import { existsSync } from 'node:fs';
+import { dirname, isAbsolute, resolve } from 'node:path';
 import { LocalEngine, type Engine, type SequenceBatch } from '../engine/index.js';
 import { resolveModelPath } from '../model/index.js';
 import type { ChatMessage, Tokenizer } from '../tokenizer/index.js';
@@ -209,6 +211,12 @@ export async function openTeacher(
     o.say?.(`distillation teacher: ${base} (model ${model}); tokenizer and chat template match the student's.`);
     return serverTeacher({ url: base, model, concurrency: d.batchSize, ...(o.fetch ? { fetch: o.fetch } : {}) });
   }
+  // `runs/<name>` reads like a Hub id (owner/name); when its folder is a local one, the run is what was meant
+  const local = resolve(d.teacher);
+  if (!isAbsolute(d.teacher) && d.teacher.includes('/') && !existsSync(local) && existsSync(dirname(local)))
+    throw new ConfigError(
+      `Bad config value \`algo.distill.teacher\` = ${JSON.stringify(d.teacher)}: no directory ${local}. Train the teacher first (e.g. \`ragen train --config sokoban-ppo logging.runDir=${d.teacher}\`), or point it at a run, a checkpoint, a model directory or a server URL.`,
+    );
   const dir = openModelDir(await resolveModelPath(d.teacher, { key: 'algo.distill.teacher' }), {
     ...(o.say ? { say: o.say } : {}),
   });
