@@ -23,6 +23,7 @@ import {
   zeros,
   tensor,
   Tensor,
+  checkpoint,
   type Backend,
 } from '../tensor/index.js';
 import { ConfigError, Rng } from '../util/index.js';
@@ -73,6 +74,11 @@ export interface ForwardOptions {
    * P.. and attend over the segment and themselves. Unlike `cache`, differentiable (the shared-prefix forward).
    */
   past?: LayerKV;
+  /**
+   * Activation checkpointing: keep each layer's input only and recompute the layer in backward (less memory, one more
+   * forward). Only where a graph is recorded and without `cache`. Same gradients as without.
+   */
+  checkpoint?: boolean;
 }
 
 /** Per-layer keys and values, (B, K, T, D) each. */
@@ -337,8 +343,21 @@ export class Transformer {
     let h = embedding(this.weights.get('model.embed_tokens.weight')!, ids); // (B*T, C)
     // Without a graph nothing needs the intermediates after the layer: free them per layer (memory ~ one layer).
     const grad = isGradEnabled();
+    const recompute = grad && opts.checkpoint === true && !opts.cache;
+    const trainable = recompute ? this.parameters().map(([n, t]) => [n, t] as const) : [];
     this.layers.forEach((l, i) => {
       const prev = h;
+      if (recompute) {
+        const inner = `layers.${i}.`;
+        const params = trainable.filter(([n]) => n.includes(inner)).map(([, t]) => t);
+        const out = this.checkpointedLayer(l, i, prev, B, T, positions, start, layerOpts, params);
+        h = out.h;
+        if (opts.kvOut) {
+          opts.kvOut.keys.push(out.k);
+          opts.kvOut.values.push(out.v);
+        }
+        return;
+      }
       const run = () => this.layer(l, i, prev, B, T, positions, start, layerOpts);
       const out = grad
         ? run()
@@ -357,6 +376,42 @@ export class Transformer {
     const out = rmsNorm(h, this.weights.get('model.norm.weight')!, c.rmsNormEps);
     if (!grad) h.dispose();
     return out;
+  }
+
+  /**
+   * `layer` under activation checkpointing: its inputs (h, and the shared prefix's keys and values) are kept, the rest
+   * recomputed in backward with the same dropout draws. `params`: the trainable leaves the layer reads.
+   */
+  private checkpointedLayer(
+    l: Layer,
+    i: number,
+    h: Tensor,
+    B: number,
+    T: number,
+    positions: Int32Array,
+    start: number,
+    opts: Omit<ForwardOptions, 'keyValid'> & { keyValid: Int32Array | null; local: boolean },
+    params: readonly Tensor[],
+  ): { h: Tensor; k: Tensor; v: Tensor } {
+    const state = opts.dropoutRng?.getState();
+    let rng = opts.dropoutRng;
+    const inputs = opts.past ? [h, opts.past.keys[i]!, opts.past.values[i]!] : [h];
+    const fn = (x: Tensor, pk?: Tensor, pv?: Tensor): Tensor[] => {
+      const past: LayerKV | undefined = pk && pv ? { keys: [], values: [] } : undefined;
+      if (past) {
+        past.keys[i] = pk!;
+        past.values[i] = pv!;
+      }
+      const r = this.layer(l, i, x, B, T, positions, start, { ...opts, dropoutRng: rng, past });
+      return opts.kvOut ? [r.h, r.k, r.v] : [r.h];
+    };
+    const replay = (): void => {
+      if (!state) return;
+      rng = new Rng();
+      rng.setState(state);
+    };
+    const out = checkpoint(fn, inputs, params, replay);
+    return { h: out[0]!, k: out[1] ?? out[0]!, v: out[2] ?? out[0]! };
   }
 
   /** One decoder layer on h (B*T, C): the new hidden states, and this pass's own keys and values (for `kvOut`). */
