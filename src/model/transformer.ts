@@ -26,12 +26,12 @@ import {
   checkpoint,
   type Backend,
 } from '../tensor/index.js';
-import { ConfigError, Rng } from '../util/index.js';
+import { CheckpointError, ConfigError, Rng } from '../util/index.js';
 import { countParameters, type ModelConfig } from './config.js';
 import type { FusedWeights } from './fused-weights.js';
 import type { KVCache } from './kv-cache.js';
 import type { LoraAdapters } from './lora.js';
-import { expectWeight, rejectUnexpected, type WeightMap } from './safetensors.js';
+import { expectWeight, rejectUnexpected, type TakeWeight, type WeightMap } from './safetensors.js';
 
 /** One linear projection: HF module path (e.g. `model.layers.0.self_attn.q_proj`), weight (out, in), optional bias. */
 export interface Proj {
@@ -208,11 +208,18 @@ export class Transformer {
     config: ModelConfig,
     loaded: WeightMap,
     source = 'checkpoint',
-    opts: { frozenBf16?: boolean } = {},
+    /** frozenBf16: projections to bf16 native memory; bf16: projections already there (see `bf16Taker`). */
+    opts: { frozenBf16?: boolean; bf16?: ReadonlyMap<string, Bf16Matrix> } = {},
   ): Transformer {
     const weights = new Map<string, Tensor>();
-    const bf16 = new Map<string, Bf16Matrix>();
+    const bf16 = new Map<string, Bf16Matrix>(opts.bf16 ?? []);
     for (const [name, shape] of weightShapes(config)) {
+      const ready = bf16.get(name);
+      if (ready) {
+        if (ready.rows !== shape[0] || ready.cols !== shape[1])
+          throw new CheckpointError(`${source}: tensor \`${name}\` has shape [${ready.shape}], expected [${shape}]`);
+        continue;
+      }
       const data = expectWeight(loaded, name, shape, source).data;
       // frozen projections go straight to bf16, never through the arena as float32
       if (opts.frozenBf16 && name.endsWith('_proj.weight'))
@@ -227,6 +234,21 @@ export class Transformer {
       (n) => n.endsWith('rotary_emb.inv_freq') || (config.tieWordEmbeddings && n === 'lm_head.weight') || bf16.has(n),
     );
     return new Transformer(config, weights, source, bf16);
+  }
+
+  /**
+   * A `TakeWeight` for `loadWeights` that moves each projection weight of `config` (right shape) into bf16 native
+   * memory as it is read, into `into`; pass `into` to `fromWeights` as `bf16`. The float32 copy of the whole
+   * checkpoint then never exists (a 0.5B model: 2 GB less at load).
+   */
+  static bf16Taker(config: ModelConfig, into: Map<string, Bf16Matrix>): TakeWeight {
+    const shapes = weightShapes(config);
+    return (name, w) => {
+      const shape = shapes.get(name);
+      if (!name.endsWith('_proj.weight') || !shape || w.shape.join() !== shape.join()) return false;
+      into.set(name, Bf16Matrix.fromFloat32(w.data, shape[0]!, shape[1]!));
+      return true;
+    };
   }
 
   /** The LM head matrix (V, C): the embedding when tied. */
