@@ -7,6 +7,7 @@
 //   npx tsx src/bench/scripts/laptop-step.ts DIR [--engines local,torch] [--threads 2] [--resume-check] [KEY=VALUE...]
 // DIR from `ragen model init --shape qwen2.5-0.5b --out DIR` or a Hugging Face checkpoint; torch is RAGEN_PYTHON's,
 // else ./.venv/bin/python (torch 2.13). KEY=VALUE overrides go to both runs (e.g. env.train=... to shrink the step).
+// The runs start bin/ragen.js, so build dist/ first after changing src/.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
@@ -14,14 +15,10 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readMetricsFile } from '../../metrics/index.js';
 
-const self = fileURLToPath(import.meta.url);
+// The built CLI (dist/, `npm run build` or `npx tsc -p tsconfig.build.json`), as the other benchmarks start it.
+const bin = fileURLToPath(new URL('../../../bin/ragen.js', import.meta.url));
 
-if (process.argv[2] === '--child') {
-  const { main } = await import('../../cli/main.js');
-  process.exitCode = await main(process.argv.slice(3));
-} else {
-  await bench(process.argv.slice(2));
-}
+await bench(process.argv.slice(2));
 
 interface Run {
   code: number;
@@ -62,7 +59,7 @@ function treeRss(pid: number): number {
 function ragen(args: string[], env: Record<string, string>): Promise<Run> {
   return new Promise((done, fail) => {
     const t0 = Date.now();
-    const child = spawn(process.execPath, [...process.execArgv, self, '--child', ...args], {
+    const child = spawn(process.execPath, [bin, ...args], {
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
