@@ -375,8 +375,8 @@ export class Transformer {
         const out = this.checkpointedLayer(l, i, prev, B, T, positions, start, layerOpts, params);
         h = out.h;
         if (opts.kvOut) {
-          opts.kvOut.keys.push(out.k);
-          opts.kvOut.values.push(out.v);
+          opts.kvOut.keys.push(out.k!);
+          opts.kvOut.values.push(out.v!);
         }
         return;
       }
@@ -414,7 +414,7 @@ export class Transformer {
     start: number,
     opts: Omit<ForwardOptions, 'keyValid'> & { keyValid: Int32Array | null; local: boolean },
     params: readonly Tensor[],
-  ): { h: Tensor; k: Tensor; v: Tensor } {
+  ): { h: Tensor; k?: Tensor; v?: Tensor } {
     const state = opts.dropoutRng?.getState();
     let rng = opts.dropoutRng;
     const inputs = opts.past ? [h, opts.past.keys[i]!, opts.past.values[i]!] : [h];
@@ -432,8 +432,8 @@ export class Transformer {
       rng = new Rng();
       rng.setState(state);
     };
-    const out = checkpoint(fn, inputs, params, replay);
-    return { h: out[0]!, k: out[1] ?? out[0]!, v: out[2] ?? out[0]! };
+    const [out, k, v] = checkpoint(fn, inputs, params, replay);
+    return k && v ? { h: out!, k, v } : { h: out! };
   }
 
   /** One decoder layer on h (B*T, C): the new hidden states, and this pass's own keys and values (for `kvOut`). */
