@@ -157,6 +157,12 @@ export const ModelSchema = z.strictObject({
    * needs `model.backend` native; adapters, activations and optimizer state stay float32). @default "float32"
    */
   frozenDtype: z.enum(['float32', 'bf16']).default('float32'),
+  /**
+   * Activation checkpointing on the local engine: keep each decoder layer's input only and recompute the layer in
+   * backward (memory ~ one layer's activations instead of all of them, about a third more compute; same gradients).
+   * The torch engine's is `model.torch.gradientCheckpointing`. @default false
+   */
+  gradientCheckpointing: z.boolean().default(false),
   lora: LoraSchema.prefault({}),
   critic: CriticSchema.prefault({}),
   /**

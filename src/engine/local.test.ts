@@ -101,6 +101,31 @@ describe('LocalEngine', () => {
     });
   });
 
+  it('with gradientCheckpointing gives the same gradients as without (shared critic, values in the policy pass)', async () => {
+    const make = (gradientCheckpointing: boolean) =>
+      LocalEngine.create(config, { seed: 6, critic: 'shared', gradientCheckpointing });
+    const grads = async (engine: LocalEngine) => {
+      await engine.backward(seqs, { role: 'policy', values: true, entropy: true }, (out) => ({
+        logprobs: onScored(seqs, out.logprobs, (_, i) => Math.sin(i)),
+        entropy: onScored(seqs, out.entropy!, (_, i) => Math.cos(i)),
+        values: onScored(seqs, out.values!, () => 0.5),
+      }));
+      return [...engine.parameters('policy'), ...engine.parameters('critic')].map(([n, t]) => [n, t.grad!] as const);
+    };
+    const plain = await grads(make(false));
+    const ckpt = await grads(make(true));
+    expect(ckpt.length).toBe(plain.length);
+    plain.forEach(([name, g], i) => {
+      const a = g.toFloat32Array();
+      const b = ckpt[i]![1].toFloat32Array();
+      expect(
+        a.some((x) => x !== 0),
+        name,
+      ).toBe(true);
+      a.forEach((x, j) => expect(Math.abs(x - b[j]!), name).toBeLessThan(1e-6 + 1e-5 * Math.abs(x)));
+    });
+  });
+
   it('skips the update on non-finite gradients', async () => {
     const engine = LocalEngine.create(config, { seed: 1 });
     const before = snapshot(engine, 'policy');

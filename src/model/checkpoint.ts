@@ -3,6 +3,7 @@
 import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { Bf16Matrix } from '../tensor/index.js';
 import { CheckpointError } from '../util/index.js';
 import { configFromHF, configToHF, generationConfigToHF, type ModelConfig } from './config.js';
 import { ValueHead } from './forward.js';
@@ -70,7 +71,17 @@ export async function loadModel(
   opts: { adapters?: boolean; frozenBf16?: boolean } = {},
 ): Promise<{ model: Transformer; valueHead: ValueHead | null }> {
   const config = await loadModelConfig(dir);
-  const model = Transformer.fromWeights(config, await loadWeights(dir), dir, { frozenBf16: opts.frozenBf16 ?? false });
+  // bf16 projections go to native memory tensor by tensor as the files are read
+  const bf16 = new Map<string, Bf16Matrix>();
+  const take = opts.frozenBf16 ? Transformer.bf16Taker(config, bf16) : undefined;
+  let model: Transformer;
+  try {
+    const loaded = await loadWeights(dir, undefined, take);
+    model = Transformer.fromWeights(config, loaded, dir, { frozenBf16: opts.frozenBf16 ?? false, bf16 });
+  } catch (err) {
+    for (const m of bf16.values()) m.dispose();
+    throw err;
+  }
   if (opts.adapters !== false && existsSync(join(dir, ADAPTER_DIR, 'adapter_config.json')))
     await LoraAdapters.load(model, join(dir, ADAPTER_DIR));
   const vh = join(dir, VALUE_HEAD_FILE);

@@ -1,18 +1,10 @@
 // Teacher-forced forward for training: per-token log-probs of the next token, entropy, and critic values on a
 // padded token batch (a prefix shared by every row computed once), the token-aligned layout the engine seam
 // speaks, and the value head (a Linear(hidden, 1) on the final hidden state, as TRL's).
-import {
-  entropy as entropyOp,
-  keep,
-  linear,
-  logprobOfTarget,
-  randn,
-  tensor,
-  zeros,
-  type Tensor,
-} from '../tensor/index.js';
+import { keep, linear, randn, tensor, zeros, type Tensor } from '../tensor/index.js';
 import { Rng } from '../util/index.js';
 import { expectWeight, rejectUnexpected, type WeightMap } from './safetensors.js';
+import { tokenStats } from './token-stats.js';
 import type { LayerKV, Transformer } from './transformer.js';
 
 /** The critic's head: value = w . h + b on each final hidden state h. */
@@ -155,24 +147,39 @@ export interface TokenOutputs {
   prefix?: { hidden: Tensor; logprobs?: Tensor; entropy?: Tensor; values?: Tensor };
 }
 
+/** What `tokenForward` computes and how. */
+export interface TokenForwardOptions {
+  /** Log p(target) of each token. @default true */
+  logprobs?: boolean;
+  /** Entropy of each next-token distribution. @default false */
+  entropy?: boolean;
+  /** Critic values from this head on the same trunk. */
+  valueHead?: ValueHead;
+  /** LoRA dropout draws (training); none = eval mode. */
+  dropoutRng?: Rng;
+  /** Recompute each layer in backward instead of keeping its activations (ForwardOptions.checkpoint). @default false */
+  checkpoint?: boolean;
+  /** Scratch bytes of one chunk of logits (token-stats.ts). @default 256 MiB */
+  logitsChunkBytes?: number;
+}
+
 /**
  * Teacher-forced outputs over a packed batch: log p(target) (temperature 1), entropy of the next-token
  * distribution, and values from `valueHead` on the same trunk. A shared prefix runs first (batch 1) and the rows
- * continue it through `ForwardOptions.past`, so outputs and gradients equal the plain padded batch's. Differentiable.
+ * continue it through `ForwardOptions.past`, so outputs and gradients equal the plain padded batch's. Log-probs and
+ * entropy come a chunk of rows at a time (token-stats.ts). Differentiable.
  */
-export function tokenForward(
-  model: Transformer,
-  batch: PackedBatch,
-  opts: { logprobs?: boolean; entropy?: boolean; valueHead?: ValueHead; dropoutRng?: Rng } = {},
-): TokenOutputs {
-  const rng = opts.dropoutRng ? { dropoutRng: opts.dropoutRng } : {};
+export function tokenForward(model: Transformer, batch: PackedBatch, opts: TokenForwardOptions = {}): TokenOutputs {
+  const rng = {
+    ...(opts.dropoutRng ? { dropoutRng: opts.dropoutRng } : {}),
+    ...(opts.checkpoint ? { checkpoint: true } : {}),
+  };
   const heads = (hidden: Tensor, targets: Int32Array) => {
-    const out: { hidden: Tensor; logprobs?: Tensor; entropy?: Tensor; values?: Tensor } = { hidden };
-    if (opts.logprobs !== false || opts.entropy) {
-      const logits = model.logits(hidden); // (N, V)
-      if (opts.logprobs !== false) out.logprobs = logprobOfTarget(logits, targets);
-      if (opts.entropy) out.entropy = entropyOp(logits);
-    }
+    const want = { logprobs: opts.logprobs !== false, entropy: opts.entropy === true };
+    const out: { hidden: Tensor; logprobs?: Tensor; entropy?: Tensor; values?: Tensor } = {
+      hidden,
+      ...tokenStats(hidden, model.lmHead, targets, want, opts.logitsChunkBytes),
+    };
     if (opts.valueHead) out.values = opts.valueHead.forward(hidden);
     return out;
   };

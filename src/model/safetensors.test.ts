@@ -317,3 +317,25 @@ describe('item 16: every safetensors header field is typed, one sentence per vio
     });
   }
 });
+
+describe('loading with a consumer of tensors as they are read (take)', () => {
+  const fixtures = join(import.meta.dirname, 'fixtures');
+  for (const name of ['hf-qwen2', 'hf-qwen3-bf16-sharded'])
+    it(`${name}: taken tensors stay out of the map, the rest load as without`, async () => {
+      const dir = join(fixtures, name);
+      const all = await loadWeights(dir);
+      const taken = new Map<string, number[]>();
+      const rest = await loadWeights(dir, undefined, (n, w) => {
+        if (!n.endsWith('_proj.weight')) return false;
+        expect(w.data.length).toBe(w.shape.reduce((a, b) => a * b, 1));
+        expect(Array.from(w.data)).toEqual(Array.from(all.get(n)!.data));
+        taken.set(n, w.shape);
+        return true;
+      });
+      expect(taken.size).toBeGreaterThan(6);
+      for (const [n, w] of all) {
+        if (taken.has(n)) expect(rest.has(n), n).toBe(false);
+        else expect(rest.get(n)!.data, n).toEqual(w.data);
+      }
+    });
+});

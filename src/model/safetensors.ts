@@ -293,12 +293,19 @@ async function writeAll(fh: FileHandle, bytes: Uint8Array): Promise<void> {
 }
 
 /**
+ * A consumer of tensors as they are read (e.g. straight into bf16 native memory): true when it took the tensor, which
+ * then stays out of the returned map, so a large checkpoint is never held whole as float32.
+ */
+export type TakeWeight = (name: string, weight: { shape: number[]; data: Float32Array }) => boolean;
+
+/**
  * Read one safetensors file by parts: the 8-byte length, the header, then each tensor at its offset, so files of any
  * size load (Node refuses whole-file reads past 2 GiB). `only` picks the tensors to read; the header is checked whole.
  */
 export async function readSafetensorsFile(
   path: string,
   only?: (name: string) => boolean,
+  take?: TakeWeight,
 ): Promise<{ weights: WeightMap; metadata: Record<string, string> }> {
   if (!existsSync(path)) throw new CheckpointError(`safetensors file not found: ${path}`);
   const fh = await withFileErrorsAsync('read safetensors', path, () => open(path, 'r'));
@@ -321,7 +328,8 @@ export async function readSafetensorsFile(
       if (only && !only(e.name)) continue;
       const raw = new Uint8Array(e.end - e.begin);
       await readAt(fh, raw, dataStart + e.begin, path);
-      weights.set(e.name, { shape: e.shape, data: decode(raw, e.dtype, e.numel) });
+      const w = { shape: e.shape, data: decode(raw, e.dtype, e.numel) };
+      if (!take?.(e.name, w)) weights.set(e.name, w);
     }
     return { weights, metadata };
   } catch (err) {
@@ -373,10 +381,11 @@ export const DEFAULT_MAX_SHARD_BYTES = 2 ** 30;
 export async function loadWeightFiles(
   dir: string,
   file = 'model.safetensors',
+  take?: TakeWeight,
 ): Promise<{ weights: WeightMap; metadata: Record<string, string>; path: string }> {
   const single = join(dir, file);
   const index = join(dir, `${file}.index.json`);
-  if (existsSync(single)) return { ...(await readSafetensorsFile(single)), path: single };
+  if (existsSync(single)) return { ...(await readSafetensorsFile(single, undefined, take)), path: single };
   if (!existsSync(index)) {
     throw new CheckpointError(
       `no weights in ${dir}: expected ${file} or ${file}.index.json (only safetensors checkpoints are supported; convert .bin/.pt with transformers' save_pretrained(safe_serialization=True))`,
@@ -393,21 +402,23 @@ export async function loadWeightFiles(
   if (!weightMap) throw new CheckpointError(`${index}: missing "weight_map"`);
   const out: WeightMap = new Map();
   let metadata: Record<string, string> | undefined;
+  const taken = new Set<string>();
+  const record: TakeWeight | undefined = take && ((name, w) => take(name, w) && (taken.add(name), true));
   for (const shard of new Set(Object.values(weightMap))) {
-    const read = await readSafetensorsFile(join(dir, shard));
+    const read = await readSafetensorsFile(join(dir, shard), undefined, record);
     metadata ??= read.metadata;
     for (const [name, w] of read.weights) out.set(name, w);
   }
   for (const name of Object.keys(weightMap)) {
-    if (!out.has(name))
+    if (!out.has(name) && !taken.has(name))
       throw new CheckpointError(`${index} maps \`${name}\` to ${weightMap[name]}, but that shard does not hold it`);
   }
   return { weights: out, metadata: metadata ?? {}, path: index };
 }
 
 /** Load the weights of a Hugging Face checkpoint directory: `model.safetensors`, or the shards of its index. */
-export async function loadWeights(dir: string, file = 'model.safetensors'): Promise<WeightMap> {
-  return (await loadWeightFiles(dir, file)).weights;
+export async function loadWeights(dir: string, file = 'model.safetensors', take?: TakeWeight): Promise<WeightMap> {
+  return (await loadWeightFiles(dir, file, take)).weights;
 }
 
 /** Options of `saveWeights`. */

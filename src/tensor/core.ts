@@ -26,6 +26,7 @@ export {
   mean,
 } from './ops.js';
 export { permute, transpose, narrow, slice, concat, assignSlice } from './shape-ops.js';
+export { checkpoint } from './checkpoint.js';
 export { matmul, linear } from './linalg.js';
 export type { MatmulOptions } from './linalg.js';
 export {

@@ -233,67 +233,111 @@ function runBackward(root: Tensor, gradOutput?: Tensor): void {
     throw new ShapeError(`backward(): a seed gradient is required for a non-scalar tensor of shape [${root.shape}]`);
   if (gradOutput && gradOutput.size !== root.size)
     throw new ShapeError(`backward(): seed gradient shape [${gradOutput.shape}] does not match [${root.shape}]`);
-  // Topological order by iterative DFS.
-  const order: Tensor[] = [];
-  const seen = new Set<Tensor>();
-  const stack: [Tensor, number][] = [[root, 0]];
-  seen.add(root);
-  while (stack.length) {
-    const top = stack[stack.length - 1]!;
-    const inputs = top[0].node?.inputs ?? [];
-    if (top[1] < inputs.length) {
-      const next = inputs[top[1]++]!;
-      if (next.requiresGrad && !seen.has(next)) {
-        seen.add(next);
-        stack.push([next, 0]);
-      }
-    } else {
-      order.push(top[0]);
-      stack.pop();
-    }
-  }
   noGrad(() => {
-    const grads = new Map<Tensor, Tensor>();
     const seed = Tensor.empty(root.shape, root.backend);
     if (gradOutput) root.backend.copyBlock(gradOutput.buf, 0, 0, seed.buf, 0, 0, 1, root.size, false);
     else root.backend.fill(seed.buf, 1);
-    grads.set(root, seed);
-    for (let i = order.length - 1; i >= 0; i--) {
-      const t = order[i]!;
-      const g = grads.get(t);
-      if (!g) continue;
-      grads.delete(t);
-      const node = t.node;
-      if (!node) {
-        accumulateLeafGrad(t, g);
-        continue;
+    backpropagate([root], [seed]);
+  });
+}
+
+/**
+ * @internal backpropagate from several outputs at once, each with its seed gradient (same size; copied, not
+ * consumed): the graph is walked once, so a part two outputs share runs its backward once (activation checkpointing).
+ */
+export function backwardFrom(roots: readonly Tensor[], seeds: readonly Tensor[]): void {
+  if (roots.length !== seeds.length)
+    throw new RangeError(`backwardFrom: ${roots.length} outputs but ${seeds.length} seed gradients`);
+  roots.forEach((r, i) => {
+    if (!r.requiresGrad) throw new Error(`backwardFrom: output ${i} (shape [${r.shape}]) does not require grad`);
+    if (seeds[i]!.size !== r.size)
+      throw new ShapeError(
+        `backwardFrom: seed ${i} has shape [${seeds[i]!.shape}] for an output of shape [${r.shape}]`,
+      );
+  });
+  noGrad(() => {
+    const own = new Map<Tensor, Tensor>();
+    roots.forEach((r, i) => {
+      const prev = own.get(r);
+      if (prev) r.backend.axpy(1, seeds[i]!.buf, prev.buf, r.size);
+      else own.set(r, cloneOf(seeds[i]!));
+    });
+    backpropagate([...own.keys()], [...own.values()]);
+  });
+}
+
+/** @internal run fn with the graph recorded, even inside `noGrad` (the recompute of a checkpointed segment). */
+export function withGrad<T>(fn: () => T): T {
+  const prev = gradEnabled;
+  gradEnabled = true;
+  try {
+    return fn();
+  } finally {
+    gradEnabled = prev;
+  }
+}
+
+/** Reverse-mode sweep from `roots` with their seed gradients (owned: disposed or handed on); in noGrad. */
+function backpropagate(roots: readonly Tensor[], seeds: readonly Tensor[]): void {
+  // Topological order by iterative DFS.
+  const order: Tensor[] = [];
+  const seen = new Set<Tensor>();
+  for (const root of roots) {
+    if (seen.has(root)) continue;
+    const stack: [Tensor, number][] = [[root, 0]];
+    seen.add(root);
+    while (stack.length) {
+      const top = stack[stack.length - 1]!;
+      const inputs = top[0].node?.inputs ?? [];
+      if (top[1] < inputs.length) {
+        const next = inputs[top[1]++]!;
+        if (next.requiresGrad && !seen.has(next)) {
+          seen.add(next);
+          stack.push([next, 0]);
+        }
+      } else {
+        order.push(top[0]);
+        stack.pop();
       }
-      const gs = node.backward(g);
-      // a backward may pass g itself through (add, sub); hand each tensor out once
-      const handed = new Set<Tensor>();
-      node.inputs.forEach((inp, j) => {
-        let gi = gs[j];
-        if (!gi) return;
-        if (handed.has(gi)) gi = cloneOf(gi);
-        handed.add(gi);
-        if (!inp.requiresGrad) return gi.dispose();
-        const prev = grads.get(inp);
-        if (!prev) {
-          if (sameShape(gi, inp.shape)) grads.set(inp, gi);
-          else {
-            grads.set(inp, gi.reshape(inp.shape));
-            gi.dispose();
-          }
-        } else {
-          inp.backend.axpy(1, gi.buf, prev.buf, prev.size);
+    }
+  }
+  const grads = new Map<Tensor, Tensor>();
+  roots.forEach((r, i) => grads.set(r, seeds[i]!));
+  for (let i = order.length - 1; i >= 0; i--) {
+    const t = order[i]!;
+    const g = grads.get(t);
+    if (!g) continue;
+    grads.delete(t);
+    const node = t.node;
+    if (!node) {
+      accumulateLeafGrad(t, g);
+      continue;
+    }
+    const gs = node.backward(g);
+    // a backward may pass g itself through (add, sub); hand each tensor out once
+    const handed = new Set<Tensor>();
+    node.inputs.forEach((inp, j) => {
+      let gi = gs[j];
+      if (!gi) return;
+      if (handed.has(gi)) gi = cloneOf(gi);
+      handed.add(gi);
+      if (!inp.requiresGrad) return gi.dispose();
+      const prev = grads.get(inp);
+      if (!prev) {
+        if (sameShape(gi, inp.shape)) grads.set(inp, gi);
+        else {
+          grads.set(inp, gi.reshape(inp.shape));
           gi.dispose();
         }
-      });
-      if (!handed.has(g)) g.dispose();
-      for (const s of node.saved ?? []) s.dispose();
-      t.node = null;
-    }
-  });
+      } else {
+        inp.backend.axpy(1, gi.buf, prev.buf, prev.size);
+        gi.dispose();
+      }
+    });
+    if (!handed.has(g)) g.dispose();
+    for (const s of node.saved ?? []) s.dispose();
+    t.node = null;
+  }
 }
 
 function cloneOf(t: Tensor): Tensor {

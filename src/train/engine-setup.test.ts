@@ -19,6 +19,7 @@ describe('engine options from the config', () => {
       reference: false,
       seed: 10000,
       frozenDtype: 'float32',
+      gradientCheckpointing: false,
     });
     const grpo = loadConfig({
       config: 'sokoban-grpo',

@@ -80,6 +80,7 @@ export function localEngineOptions(config: RagenConfig): Omit<LocalPretrainedOpt
     ...(critic && m.critic.path !== null ? { criticPath: m.critic.path } : {}),
     reference: needsReference(config),
     frozenDtype: m.frozenDtype,
+    gradientCheckpointing: m.gradientCheckpointing,
     seed: config.seed.train,
   };
 }
@@ -149,6 +150,7 @@ export async function openLocalModels(
       critic,
       seed,
       decode,
+      gradientCheckpointing: opts.gradientCheckpointing ?? false,
       ...(existsSync(tokenizerPath) ? { tokenizerPath } : {}),
     });
   } else {
