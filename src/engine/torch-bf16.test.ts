@@ -94,7 +94,7 @@ function run(code: string) {
   const r = spawnSync(python!, ['-c', code], {
     encoding: 'utf8',
     env: { ...process.env, PYTHONPATH: workerPackageDir() },
-    timeout: 60_000,
+    timeout: 300_000,
   });
   expect(r.status, r.stderr).toBe(0);
   return JSON.parse(r.stdout.trim().split('\n').pop()!);
@@ -116,7 +116,7 @@ describe.runIf(python)('torch worker: frozen weights in bf16', () => {
     // rolloutCopy auto: no copy on a CPU (bf16 or not); the float32 policy samples as before.
     expect(r.cpuAutoIsPolicy).toBe(true);
     expect(r.float32AutoIsPolicy).toBe(true);
-  }, 60_000);
+  }, 300_000);
 
   test('the bf16 rollout copy samples the float32 policy cast to bf16 (LoRA merged), and after an optimizer step the stepped policy', () => {
     const r = run(ROLLOUT);
@@ -127,5 +127,5 @@ describe.runIf(python)('torch worker: frozen weights in bf16', () => {
       expect(r[c].after, `${c}: generate after the step samples the new weights`).toBe(true);
     }
     expect(r.error).toMatch(/rolloutCopy `half` is not one of auto, bf16, none; set model\.torch\.rolloutCopy/);
-  }, 60_000);
+  }, 300_000);
 });

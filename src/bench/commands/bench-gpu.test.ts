@@ -51,7 +51,8 @@ describe('ragen bench gpu', () => {
       for (const x of [s.oldLogprobsSeconds, s.refLogprobsSeconds, s.updateSeconds]) expect(x).toBeGreaterThan(0);
       expect(s.peakMemoryBytes).toBeGreaterThanOrEqual(s.rolloutPeakMemoryBytes);
       if (!r!.transformers.available) expect(r!.transformers.note).toBe('transformers not importable: no ratio');
-      else expect(r!.transformers.rolloutTokens).toBe(r!.rollout.tokens);
+      // transformers runs the first `turns` turns (--transformers-turns), each sampling exactly --new-tokens per row
+      else expect(r!.transformers.rolloutTokens).toBe(3 * 6 * r!.transformers.turns);
     },
     180_000,
   );
