@@ -2,62 +2,23 @@
 // steps against a RecordingEngine, the gradients handed to the engine checked against the documented formulas,
 // computed independently here. Flipping a sign, a ratio or a clip in the trainer fails them.
 import { describe, expect, it } from 'vitest';
-import { EnvGroups, type TrainingSample } from '../agent/index.js';
+import type { TrainingSample } from '../agent/index.js';
 import { registerTestCorridor, ScriptedEngine } from '../agent/testing.js';
-import { KLController } from '../algo/index.js';
 import { loadTokenizer, tinyTokenizerDir } from '../tokenizer/index.js';
-import { envGroupsOptions, loadConfig } from '../config/index.js';
-import { starpoStep } from './step.js';
-import { RecordingEngine, type RecordedBackward, type RecordingOutputs } from './testing.js';
+import { corridorStep, type RecordedBackward, type RecordingOutputs } from './testing.js';
 
 registerTestCorridor();
 const tokenizer = loadTokenizer(tinyTokenizerDir());
-const script = (_prompt: string, i: number) => `go</think><answer>${i % 2 === 0 ? 'Right' : 'Left'}</answer><|im_end|>`;
-
-/** One GRPO step on 2 TestCorridor groups of 4 (rewards differ in each group), one mini-batch, token-mean. */
+/** One GRPO step on the corridor (src/train/testing.ts), KL controller at 0. */
 async function step(overrides: string[], outputs: Partial<RecordingOutputs> = {}) {
-  const config = loadConfig({
-    overrides: [
-      'logging.console=none',
-      'env.train=[{tag: TestCorridor, groups: 2, groupSize: 4}]',
-      'env.val=[{tag: TestCorridor, groups: 1}]',
-      'env.config.TestCorridor.length=3',
-      'agent.maxTurns=2',
-      'agent.maxNewTokens=40',
-      'trainer.miniBatchSize=8',
-      'trainer.microBatchSize=8',
-      'trainer.ppoEpochs=1',
-      'trainer.shuffle=false',
-      'trainer.collapse.every=0',
-      'algo.advEstimator=grpo',
-      'algo.entropyCoeff=0',
-      'algo.lossAgg=token-mean',
-      ...overrides,
-    ],
+  const { out, samples, engine } = await corridorStep(tokenizer, ['algo.advEstimator=grpo', ...overrides], {
+    outputs,
+    kl: 0,
   });
-  const engine = new RecordingEngine(tokenizer, script, outputs);
-  const groups = new EnvGroups(envGroupsOptions(config, 'train'));
-  try {
-    const out = await starpoStep(
-      {
-        config,
-        engine,
-        tokenizer,
-        agent: config.agent,
-        groups,
-        kl: new KLController({ type: 'fixed', klCoef: 0 }),
-        collapseEma: {},
-      },
-      1,
-    );
-    const samples = out.rollout.samples;
-    const calls = engine.backwards.filter((b) => b.role === 'policy');
-    expect(calls).toHaveLength(1);
-    expect(calls[0]!.sequences).toEqual(samples.map((s) => s.ids));
-    return { out, samples, policy: calls[0]! };
-  } finally {
-    await groups.close();
-  }
+  const calls = engine.backwards.filter((b) => b.role === 'policy');
+  expect(calls).toHaveLength(1);
+  expect(calls[0]!.sequences).toEqual(samples.map((s) => s.ids));
+  return { out, samples, policy: calls[0]! };
 }
 
 const lossTokens = (s: TrainingSample) => s.lossMask.flatMap((m, t) => (m ? [t] : []));

@@ -2,74 +2,30 @@
 // runs whole StarPO steps against a RecordingEngine and checks the output gradients handed to the engine against
 // the documented formulas, computed independently below; the second runs real updates on a micro model.
 import { describe, expect, it } from 'vitest';
-import { collate, EnvGroups, type TrainingSample } from '../agent/index.js';
+import { collate, type TrainingSample } from '../agent/index.js';
 import { registerTestCorridor } from '../agent/testing.js';
-import { KLController } from '../algo/index.js';
 import { LocalEngine, type TrainableEngine } from '../engine/index.js';
 import { modelConfig } from '../model/index.js';
 import { loadTokenizer, tinyTokenizerDir } from '../tokenizer/index.js';
-import { envGroupsOptions, loadConfig } from '../config/index.js';
-import { starpoStep } from './step.js';
-import { RecordingEngine, type RecordedBackward, type RecordingOutputs } from './testing.js';
+import { corridorStep, type RecordedBackward, type RecordingOutputs } from './testing.js';
 import { updateActor, updateCritic, type UpdateBatch } from './stage-update.js';
 
 registerTestCorridor();
 const tokenizer = loadTokenizer(tinyTokenizerDir());
 
-// Even-numbered envs walk Right twice (reach the goal of a 3-cell corridor: -0.1 + 1), odd ones Left twice (-0.2):
-// every group of 4 holds two of each, so rewards differ within each group.
-const script = (_prompt: string, i: number) => `go</think><answer>${i % 2 === 0 ? 'Right' : 'Left'}</answer><|im_end|>`;
-
-/** One StarPO step on 2 TestCorridor groups of 4, one mini-batch of all 8 episodes, no filter, no entropy bonus. */
+/** One StarPO step on the corridor (src/train/testing.ts), filter off (`algo.filter.value=1`). */
 async function step(overrides: string[], outputs: Partial<RecordingOutputs> = {}) {
-  const config = loadConfig({
-    overrides: [
-      'logging.console=none',
-      'env.train=[{tag: TestCorridor, groups: 2, groupSize: 4}]',
-      'env.val=[{tag: TestCorridor, groups: 1}]',
-      'env.config.TestCorridor.length=3',
-      'agent.maxTurns=2',
-      'agent.maxNewTokens=40',
-      'trainer.miniBatchSize=8',
-      'trainer.microBatchSize=8',
-      'trainer.ppoEpochs=1',
-      'trainer.shuffle=false',
-      'trainer.collapse.every=0',
-      'algo.filter.value=1',
-      'algo.entropyCoeff=0',
-      'algo.lossAgg=token-mean',
-      ...overrides,
-    ],
-  });
-  const engine = new RecordingEngine(tokenizer, script, outputs);
-  const groups = new EnvGroups(envGroupsOptions(config, 'train'));
-  try {
-    const out = await starpoStep(
-      {
-        config,
-        engine,
-        tokenizer,
-        agent: config.agent,
-        groups,
-        kl: new KLController({ type: 'fixed', klCoef: config.algo.kl.coef }),
-        collapseEma: {},
-      },
-      1,
-    );
-    const samples = out.rollout.samples;
-    const scores = samples.map((s) => s.score);
-    expect(new Set(scores).size, 'rewards differ within the batch').toBeGreaterThan(1);
-    const byRole = (role: string): RecordedBackward => {
-      const calls = engine.backwards.filter((b) => b.role === role);
-      expect(calls, `one ${role} backward`).toHaveLength(1);
-      // Rows in rollout order (no filter, no shuffle): the engine saw exactly the sampled ids.
-      expect(calls[0]!.sequences).toEqual(samples.map((s) => s.ids));
-      return calls[0]!;
-    };
-    return { out, samples, engine, byRole };
-  } finally {
-    await groups.close();
-  }
+  const { out, samples, engine } = await corridorStep(tokenizer, ['algo.filter.value=1', ...overrides], { outputs });
+  const scores = samples.map((s) => s.score);
+  expect(new Set(scores).size, 'rewards differ within the batch').toBeGreaterThan(1);
+  const byRole = (role: string): RecordedBackward => {
+    const calls = engine.backwards.filter((b) => b.role === role);
+    expect(calls, `one ${role} backward`).toHaveLength(1);
+    // Rows in rollout order (no filter, no shuffle): the engine saw exactly the sampled ids.
+    expect(calls[0]!.sequences).toEqual(samples.map((s) => s.ids));
+    return calls[0]!;
+  };
+  return { out, samples, engine, byRole };
 }
 
 /** Positions t of a sample's loss tokens. */

@@ -12,12 +12,11 @@ import { checkRunConfig, envGroupsOptions, loadConfig } from '../config/index.js
 import { starpoStep } from './step.js';
 import type { Teacher } from './teacher.js';
 import { localEngineOptions, modelTokenizer } from './engine-setup.js';
-import { LEARNING_SMOKE, RecordingEngine } from './testing.js';
+import { corridorScript, corridorStep, LEARNING_SMOKE, RecordingEngine } from './testing.js';
 
 registerTestCorridor();
 const tokenizer = loadTokenizer(tinyTokenizerDir());
 const tiny = modelTokenizer(LEARNING_SMOKE.MODEL);
-const script = (_prompt: string, i: number) => `go</think><answer>${i % 2 === 0 ? 'Right' : 'Left'}</answer><|im_end|>`;
 /** The teacher likes even token ids (log-prob −0.05) and dislikes odd ones (−3). */
 const teacherLogprob = (id: number) => (id % 2 === 0 ? -0.05 : -3);
 /** π_old of the RecordingEngine's recompute at position t (its default `oldLogprob`, restated here). */
@@ -36,51 +35,18 @@ const scriptedTeacher = (): Teacher & { calls: number } => ({
   dispose() {},
 });
 
+/** One GRPO step on the corridor (src/train/testing.ts) with the scripted teacher, KL controller at 0. */
 async function step(overrides: string[]) {
-  const config = loadConfig({
-    overrides: [
-      'logging.console=none',
-      'env.train=[{tag: TestCorridor, groups: 2, groupSize: 4}]',
-      'env.val=[{tag: TestCorridor, groups: 1}]',
-      'env.config.TestCorridor.length=3',
-      'agent.maxTurns=2',
-      'agent.maxNewTokens=40',
-      'trainer.miniBatchSize=8',
-      'trainer.microBatchSize=8',
-      'trainer.ppoEpochs=1',
-      'trainer.shuffle=false',
-      'trainer.collapse.every=0',
-      'algo.advEstimator=grpo',
-      'algo.entropyCoeff=0',
-      'algo.lossAgg=token-mean',
-      'algo.distill.teacher=scripted-in-the-test',
-      ...overrides,
-    ],
-  });
-  const engine = new RecordingEngine(tokenizer, script, { oldLogprob });
-  const groups = new EnvGroups(envGroupsOptions(config, 'train'));
   const teacher = scriptedTeacher();
-  try {
-    const out = await starpoStep(
-      {
-        config,
-        engine,
-        tokenizer,
-        agent: config.agent,
-        groups,
-        kl: new KLController({ type: 'fixed', klCoef: 0 }),
-        collapseEma: {},
-        teacher,
-      },
-      1,
-    );
-    const calls = engine.backwards.filter((b) => b.role === 'policy');
-    expect(calls).toHaveLength(1);
-    expect(teacher.calls).toBe(1);
-    return { out, samples: out.rollout.samples, policy: calls[0]! };
-  } finally {
-    await groups.close();
-  }
+  const { out, samples, engine } = await corridorStep(
+    tokenizer,
+    ['algo.advEstimator=grpo', 'algo.distill.teacher=scripted-in-the-test', ...overrides],
+    { outputs: { oldLogprob }, teacher, kl: 0 },
+  );
+  const calls = engine.backwards.filter((b) => b.role === 'policy');
+  expect(calls).toHaveLength(1);
+  expect(teacher.calls).toBe(1);
+  return { out, samples, policy: calls[0]! };
 }
 
 const lossTokens = (s: TrainingSample) => s.lossMask.flatMap((m, t) => (m ? [t] : []));
@@ -146,7 +112,7 @@ describe('algo.distill reaches the gradient', () => {
         'trainer.microBatchSize=2',
       ],
     });
-    const engine = new RecordingEngine(tokenizer, script);
+    const engine = new RecordingEngine(tokenizer, corridorScript);
     const groups = new EnvGroups(envGroupsOptions(config, 'train'));
     try {
       await expect(

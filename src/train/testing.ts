@@ -6,7 +6,12 @@ import { modelConfig, saveModel, Transformer } from '../model/index.js';
 import { loadTokenizer, tinyTokenizerDir } from '../tokenizer/index.js';
 import { loadConfig, type RagenConfig } from '../config/index.js';
 import type { MetricRecord } from '../metrics/index.js';
-import { ScriptedEngine } from '../agent/testing.js';
+import { EnvGroups } from '../agent/index.js';
+import { registerTestCorridor, ScriptedEngine } from '../agent/testing.js';
+import { KLController } from '../algo/index.js';
+import { envGroupsOptions } from '../config/index.js';
+import { starpoStep } from './step.js';
+import type { Teacher } from './teacher.js';
 import {
   rowTokens,
   type BackwardOptions,
@@ -233,3 +238,62 @@ export const LEARNING_SMOKE = {
     'logging.console=none',
   ],
 } as const;
+
+/** The settings every corridor step shares: 2 TestCorridor groups of 4, one mini-batch of all 8, no shuffle. */
+const CORRIDOR_STEP = [
+  'logging.console=none',
+  'env.train=[{tag: TestCorridor, groups: 2, groupSize: 4}]',
+  'env.val=[{tag: TestCorridor, groups: 1}]',
+  'env.config.TestCorridor.length=3',
+  'agent.maxTurns=2',
+  'agent.maxNewTokens=40',
+  'trainer.miniBatchSize=8',
+  'trainer.microBatchSize=8',
+  'trainer.ppoEpochs=1',
+  'trainer.shuffle=false',
+  'trainer.collapse.every=0',
+  'algo.entropyCoeff=0',
+  'algo.lossAgg=token-mean',
+];
+
+/**
+ * Even-numbered envs walk Right twice (reach the goal of a 3-cell corridor: -0.1 + 1), odd ones Left twice (-0.2):
+ * every group of 4 holds two of each, so rewards differ within each group.
+ */
+export const corridorScript = (_prompt: string, i: number): string =>
+  `go</think><answer>${i % 2 === 0 ? 'Right' : 'Left'}</answer><|im_end|>`;
+
+/**
+ * One StarPO step of the trainer-level direction tests: CORRIDOR_STEP's corridor played by `corridorScript` against a
+ * RecordingEngine (`outputs` its fixed per-token outputs), `overrides` choosing what is tested (estimator, loss,
+ * filter...). The KL controller's coefficient is `kl` (default: the config's `algo.kl.coef`). The caller checks the
+ * gradients the engine recorded against formulas of its own.
+ */
+export async function corridorStep(
+  tokenizer: Tokenizer,
+  overrides: readonly string[],
+  o: { outputs?: Partial<RecordingOutputs>; teacher?: Teacher; kl?: number } = {},
+) {
+  registerTestCorridor();
+  const config = loadConfig({ overrides: [...CORRIDOR_STEP, ...overrides] });
+  const engine = new RecordingEngine(tokenizer, corridorScript, o.outputs ?? {});
+  const groups = new EnvGroups(envGroupsOptions(config, 'train'));
+  try {
+    const out = await starpoStep(
+      {
+        config,
+        engine,
+        tokenizer,
+        agent: config.agent,
+        groups,
+        kl: new KLController({ type: 'fixed', klCoef: o.kl ?? config.algo.kl.coef }),
+        collapseEma: {},
+        ...(o.teacher ? { teacher: o.teacher } : {}),
+      },
+      1,
+    );
+    return { config, out, samples: out.rollout.samples, engine };
+  } finally {
+    await groups.close();
+  }
+}
