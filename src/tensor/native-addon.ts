@@ -4,13 +4,35 @@
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
+import type { WasmKernels } from './wasm-kernels.js';
+
+/**
+ * The train step's non-GEMM kernels the addon runs too (native/nn.cc, native/nn.inc): the wasm kernels' functions with
+ * the same arguments, pointers as below.
+ */
+type NativeNnKernel =
+  | 'swiglu'
+  | 'swigluBackward'
+  | 'axpy'
+  | 'binary'
+  | 'rmsNorm'
+  | 'rmsNormBackward'
+  | 'softmax'
+  | 'softmaxBackward'
+  | 'logprobTarget'
+  | 'logprobTargetBackward'
+  | 'entropy'
+  | 'entropyBackward'
+  | 'adamw'
+  | 'rope'
+  | 'permute4';
 
 /**
  * The addon's functions (native/ragen.cc, native/decode.inc); pointers are byte addresses in the arena, the base set
  * by `setMemory`, 0 where a pointer is optional. Each checks its argument count and types and throws a TypeError
  * naming itself otherwise.
  */
-export interface NativeAddon {
+export interface NativeAddon extends Pick<WasmKernels, NativeNnKernel> {
   setMemory(view: Float32Array): void;
   info(): string;
   gemm(
@@ -149,67 +171,6 @@ export interface NativeAddon {
   fmaPeak(seconds: number): number;
   /** The threads one kernel call runs on. */
   threads(): number;
-  // The train step's non-GEMM kernels (native/nn.cc, native/nn.inc): the wasm kernels' arguments, pointers as above.
-  swiglu(gate: number, up: number, out: number, n: number): void;
-  swigluBackward(g: number, gate: number, up: number, dgate: number, dup: number, n: number): void;
-  axpy(alpha: number, x: number, y: number, n: number): void;
-  /** out[i] = a[i] op b[floor(i / inner) % m]; op 0 add, 1 sub, 2 mul, 3 div (BINARY_OPS' order). */
-  binary(op: number, a: number, b: number, out: number, n: number, m: number, inner: number): void;
-  rmsNorm(x: number, w: number, y: number, rstd: number, rows: number, C: number, eps: number): void;
-  rmsNormBackward(g: number, x: number, w: number, rstd: number, dx: number, dw: number, rows: number, C: number): void;
-  softmax(x: number, y: number, rows: number, C: number, log: number): void;
-  softmaxBackward(y: number, g: number, dx: number, rows: number, C: number, log: number): void;
-  logprobTarget(logits: number, targets: number, out: number, lse: number, N: number, V: number): void;
-  logprobTargetBackward(
-    g: number,
-    logits: number,
-    targets: number,
-    lse: number,
-    dlogits: number,
-    N: number,
-    V: number,
-  ): void;
-  entropy(logits: number, out: number, lse: number, N: number, V: number): void;
-  entropyBackward(g: number, logits: number, lse: number, ent: number, dlogits: number, N: number, V: number): void;
-  adamw(
-    p: number,
-    g: number,
-    m: number,
-    v: number,
-    n: number,
-    lr: number,
-    beta1: number,
-    beta2: number,
-    eps: number,
-    weightDecay: number,
-    bc1: number,
-    bc2: number,
-  ): void;
-  /** x (B, H, T, D) rotated by the table at `tab` (cos then sin per position entry; perBatch: entry b*T + t). */
-  rope(
-    x: number,
-    out: number,
-    B: number,
-    H: number,
-    T: number,
-    D: number,
-    tab: number,
-    perBatch: number,
-    sign: number,
-  ): void;
-  /** dst (n0, n1, n2, n3) read from src at element strides s0..s3. */
-  permute4(
-    src: number,
-    dst: number,
-    n0: number,
-    n1: number,
-    n2: number,
-    n3: number,
-    s0: number,
-    s1: number,
-    s2: number,
-    s3: number,
-  ): void;
 }
 
 /** A kernel path of the native addon (native/isa.h). */
