@@ -107,4 +107,73 @@ describe('per-token advantages in rollout records', () => {
     expect(records[1]!.turns[0]!.token_advantages).toBeNull();
     expect(records[1]!.turns[0]!.advantage).toBe(1);
   });
+
+  it('writes a built-in turn with its loop fields in their order, an agent turn with its call and nothing made up', () => {
+    const cfg = agentConfig({});
+    const core = {
+      turn: 0,
+      promptIds: [1, 2],
+      tokens: [3, 4],
+      logprobs: [-0.1, -0.2],
+      finishReason: 'stop' as const,
+      response: 'r',
+      reward: 1,
+      penalty: 0,
+      formatError: undefined,
+      info: { success: true, actionIsValid: true, actionIsEffective: true },
+    };
+    const episode = { index: 0, tag: 'T', group: 0, member: 0, seed: 1, success: true, envReturn: 1, score: 1 };
+    const builtin = episodeRecord(
+      {
+        ...episode,
+        numActions: 1,
+        endReason: 'terminated',
+        loop: { system: 'sys', contextTruncations: 2, finalObservation: 'end' },
+        turns: [
+          {
+            ...core,
+            loop: {
+              observation: 'obs',
+              userText: 'user',
+              think: 't',
+              answer: 'Right',
+              actions: [
+                { action: 'Right', valid: true, effective: true, reward: 1, executed: true, skipped: false },
+                { action: 'Jump', valid: false, effective: false, reward: 0, executed: false, skipped: false },
+              ],
+              droppedActions: 0,
+            },
+          },
+        ],
+      },
+      cfg,
+    );
+    expect(Object.keys(builtin.turns[0]!).slice(0, 6)).toEqual([
+      'turn',
+      'observation',
+      'response',
+      'think',
+      'answer',
+      'actions',
+    ]);
+    expect(builtin.turns[0]!.actions).toEqual(['Right']);
+    expect(builtin.context_truncations).toBe(2);
+    expect(builtin.messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant']);
+    expect(builtin.messages[1]!.content).toBe('user');
+
+    const call = {
+      messages: [{ role: 'user', content: 'guess' }],
+      tools: null,
+      reply: { role: 'assistant' as const, content: 'r' },
+    };
+    const agent = episodeRecord(
+      { ...episode, numActions: 1, endReason: 'terminated', turns: [{ ...core, agentCall: call }] },
+      cfg,
+    );
+    const turn = agent.turns[0]!;
+    expect(turn.call).toEqual(call);
+    for (const key of ['observation', 'think', 'answer', 'actions']) expect(turn, key).not.toHaveProperty(key);
+    expect(agent.messages).toEqual([]);
+    expect(agent.context_truncations).toBe(0);
+  });
 });
