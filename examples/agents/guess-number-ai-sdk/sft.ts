@@ -60,7 +60,7 @@ async function main(): Promise<void> {
       batch: { type: 'string', default: '8' },
       lr: { type: 'string', default: '2e-3' },
       'eval-episodes': { type: 'string', default: '16' },
-      'tool-format': { type: 'string', default: 'compact' },
+      'tool-format': { type: 'string', default: 'qwen' },
     },
   });
   const num = (k: keyof typeof values) => {
