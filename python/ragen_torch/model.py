@@ -321,17 +321,20 @@ def expect(weights, name, shape, source):
     return t.to(torch.float32)
 
 
-def load_config(directory):
-    """The ModelConfig of a checkpoint directory: a text decoder's, or a vision-language model's (vision.py)."""
+def config_from_raw(raw, source="config.json"):
+    """The ModelConfig of a config.json's contents: a text decoder's, or a vision-language model's (vision.py)."""
     from .vision import is_vision_config, vl_config
 
+    return vl_config(raw, source) if is_vision_config(raw) else ModelConfig(raw, source)
+
+
+def load_config(directory):
+    """The ModelConfig of a checkpoint directory."""
     path = os.path.join(directory, "config.json")
-    if os.path.exists(path):
-        with open(path) as f:
-            raw = json.load(f)
-        if is_vision_config(raw):
-            return vl_config(raw, path)
-    return ModelConfig.load(directory)
+    if not os.path.exists(path):
+        return ModelConfig.load(directory)  # its error names what a checkpoint directory holds
+    with open(path) as f:
+        return config_from_raw(json.load(f), path)
 
 
 def make_decoder(c):

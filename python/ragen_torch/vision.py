@@ -248,12 +248,18 @@ class VLDecoder(Decoder):
         """`images`: per row None or (pixel values (N, patch_dim), grid (n, 3)) of its images in order of appearance."""
         embeds = None
         if images is not None and any(im is not None for im in images):
+            if segments is not None:
+                raise ValueError(
+                    "packed rows (model.torch.packing) do not carry images yet: set model.torch.packing false for a "
+                    "vision-language model"
+                )
             embeds, positions = self.multimodal_inputs(ids, images)
         h = self.hidden(ids, positions, segments=segments, embeds=embeds)
         return (h, self.logits(h)) if with_logits else h
 
-    def multimodal_inputs(self, ids, images):
-        """(embeddings (B, T, C) with the image features at the pad ids, 3-D positions (3, B, T))."""
+    def multimodal_inputs(self, ids, images, pads=None):
+        """(embeddings (B, T, C) with the image features at the pad ids, 3-D positions (3, B, T)); `pads` (B,): left
+        padding of each row (generate), whose positions are 0 and whose tokens count as no part of the row."""
         c = self.config
         B, T = ids.shape
         pix = [im[0] for im in images if im is not None]
@@ -261,7 +267,7 @@ class VLDecoder(Decoder):
         feats = self.visual(torch.cat(pix).to(ids.device), torch.cat(grids))  # (sum of pads, C)
         h = self.model.embed_tokens(ids)
         pad = ids == c.image_token_id
-        positions, off = torch.empty(3, B, T, dtype=torch.long), 0
+        positions = torch.empty(3, B, T, dtype=torch.long)
         for b in range(B):
             g = (
                 images[b][1].reshape(-1, 3).long().cpu()
@@ -276,8 +282,9 @@ class VLDecoder(Decoder):
                     f"grids {g.tolist()} make {n_feat} features: the prompt must widen each image's placeholder to "
                     "(h / 28) x (w / 28) pads of the resized image (src/tokenizer/vision.ts)"
                 )
-            positions[:, b], _ = rope_index(ids[b].cpu(), g, c)
-            off += n_feat
+            p0 = 0 if pads is None else int(pads[b])
+            positions[:, b, :p0] = 0
+            positions[:, b, p0:], _ = rope_index(ids[b, p0:].cpu(), g, c)
         h = h.masked_scatter(pad[..., None], feats.to(h.dtype))
         return h, positions.to(ids.device)
 
@@ -301,4 +308,42 @@ def hub_names(weights):
         elif k.startswith("model.visual."):
             k = k[len("model.") :]
         out[k] = t
+    return out
+
+
+def images_from_buffers(bufs, rows, model):
+    """Each row's images of a request, or None when it carries none: buffers `rowImages` i32 (rows,) (how many images
+    each row holds, in row order), `imageGrids` i32 (images, 3) ((t, h, w) in patches per image, in order) and
+    `pixelValues` f32 (patches, 3*2*14*14) (every image's patches in order, each row-major as Qwen2VLImageProcessor
+    flattens it). Returns [None or (pixel values, grids)] per row."""
+    counts = bufs.get("rowImages")
+    if counts is None:
+        return None
+    if getattr(model.config, "vision", None) is None:
+        raise ValueError(
+            f"the request carries images, but the model (model_type `{model.config.model_type}`) is text-only: load a "
+            "vision-language checkpoint (model_type qwen2_5_vl) or send the rows without images"
+        )
+    counts = counts.reshape(-1).tolist()
+    grids = bufs["imageGrids"].reshape(-1, 3).long()
+    pixels = bufs["pixelValues"]
+    v = model.config.vision
+    if len(counts) != rows or sum(counts) != grids.shape[0]:
+        raise ValueError(
+            f"rowImages {counts} must have one count per row ({rows}) summing to the imageGrids' {grids.shape[0]} images"
+        )
+    if pixels.dim() != 2 or pixels.shape[1] != v.patch_dim or pixels.shape[0] != int(grids.prod(-1).sum()):
+        raise ValueError(
+            f"pixelValues of shape {list(pixels.shape)} must be (patches, {v.patch_dim}) with one row per patch of the "
+            f"grids {grids.tolist()} ({int(grids.prod(-1).sum())} patches)"
+        )
+    out, gi, pi = [], 0, 0
+    for n in counts:
+        if n == 0:
+            out.append(None)
+            continue
+        g = grids[gi : gi + n]
+        p = int(g.prod(-1).sum())
+        out.append((pixels[pi : pi + p], g))
+        gi, pi = gi + n, pi + p
     return out
