@@ -4,6 +4,7 @@ tiny config saved by transformers 5, images through Qwen2_5_VLProcessor (pixel v
 """
 
 import json
+import math
 import os
 import shutil
 
@@ -197,3 +198,27 @@ def test_a_perturbed_weight_breaks_the_parity(pair, name):
         for a, r in zip(ours_logits(moved, rows), rows):
             ref = hf_logits(hf, r)
             torch.testing.assert_close(a, ref, rtol=1e-5, atol=1e-5 * ref.abs().max().item())
+
+
+@pytest.mark.parametrize("shape", ["qwen2.5-vl-3b", "qwen2.5-vl-7b", "qwen2.5-vl-tiny"])
+def test_the_shapes_configs_build_transformers_model_with_our_tensor_names(shape):
+    """shapes.json's Qwen2.5-VL configs (`ragen model init`) read by transformers give the weights ours load, name for
+    name and shape for shape (on the meta device: no memory), and the published parameter counts."""
+    from ragen_torch.model import config_from_raw, make_decoder
+    from ragen_torch.random_checkpoint import SHAPES
+    from ragen_torch.vision import hub_names
+
+    raw = SHAPES[shape]
+    with torch.device("meta"):
+        hf = transformers.Qwen2_5_VLForConditionalGeneration(transformers.Qwen2_5_VLConfig(**raw))
+        ours = make_decoder(config_from_raw(raw))
+    theirs = {k: tuple(v.shape) for k, v in hub_names(hf.state_dict()).items()}
+    if raw["tie_word_embeddings"]:
+        theirs.pop("lm_head.weight")
+    assert {k: tuple(v.shape) for k, v in ours.state_dict().items()} == theirs
+    assert hf.config.text_config.rope_parameters["mrope_section"] == raw["rope_scaling"]["mrope_section"]
+    n = sum(math.prod(s) for s in theirs.values())
+    # The model cards' sizes: Qwen2.5-VL-3B-Instruct 3.75B, Qwen2.5-VL-7B-Instruct 8.29B parameters.
+    expected = {"qwen2.5-vl-3b": 3.75e9, "qwen2.5-vl-7b": 8.29e9}.get(shape)
+    if expected:
+        assert abs(n - expected) < 0.005e9, n

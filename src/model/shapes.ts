@@ -4,8 +4,11 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { ConfigError, didYouMean } from '../util/index.js';
 
-/** The model family of a shape: it picks the tokenizer (Qwen2.5's or Qwen3's added tokens) and the chat template. */
-export type ShapeFamily = 'qwen2.5' | 'qwen3';
+/**
+ * The model family of a shape: it picks the tokenizer (Qwen2.5's or Qwen3's added tokens) and the chat template;
+ * `qwen2.5-vl` (Qwen2.5-VL) uses Qwen2.5's, whose vocabulary holds the vision tokens.
+ */
+export type ShapeFamily = 'qwen2.5' | 'qwen3' | 'qwen2.5-vl';
 
 /** One named shape: its family and the exact Hugging Face config.json it is written with (torch_dtype aside). */
 export interface ModelShape {
@@ -58,7 +61,7 @@ export function modelShape(name: string): ModelShape {
     );
   const { family, ...own } = entry;
   const base = t.families[family];
-  if (!base || (family !== 'qwen2.5' && family !== 'qwen3'))
+  if (!base || (family !== 'qwen2.5' && family !== 'qwen3' && family !== 'qwen2.5-vl'))
     throw new ConfigError(
       `${shapeTablePath()}: shape \`${key}\` names family \`${family}\`, which the table does not define.`,
     );
