@@ -67,8 +67,8 @@ class Roles:
             self.policy.set_vision_train(bool(vision.get("train")))  # frozen unless asked (after LoRA froze the base)
         elif vision.get("train"):
             raise ValueError(
-                f"vision.train is set, but {path} is a text-only model (model_type {self.policy.config.model_type}): "
-                "unset it or load a vision-language checkpoint"
+                f"model.vision.train is true, but {path} is a text-only model (model_type "
+                f"{self.policy.config.model_type}): set it false or load a vision-language checkpoint (qwen2_5_vl)"
             )
         if self.autocast and self.policy.lora is not None and not self.sharded():  # (FSDP groups keep one dtype)
             freeze_bf16_base(self.policy)
