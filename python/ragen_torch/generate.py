@@ -130,15 +130,15 @@ def generate(
         for a in range(0, U, step_rows):
             b = min(U, a + step_rows)
             sub = [(k[a:b], v[a:b]) for k, v in cache]
-            embeds, pos = None, pos_u[a:b]
+            embeds, pos, inject = None, pos_u[a:b], None
             if images is not None and any(images[uniq[j]] is not None for j in range(a, b)):
-                embeds, pos = model.multimodal_inputs(
+                embeds, pos, inject = model.multimodal_inputs(
                     ids_u[a:b], [images[uniq[j]] for j in range(a, b)], pads[rows_u[a:b]]
                 )
                 for j in range(a, b):
                     i = uniq[j]
                     shift[[r for r in range(n) if inverse[r] == j]] = int(pos[:, j - a].max()) + 1 - len(prompts[i])
-            h = model.hidden(ids_u[a:b], pos, valid_u[a:b], sub, 0, embeds=embeds)
+            h = model.hidden(ids_u[a:b], pos, valid_u[a:b], sub, 0, embeds=embeds, inject=inject)
             logits.append(model.logits(h[:, -1]).float())
         logits = torch.cat(logits)
         if U < n:

@@ -225,10 +225,11 @@ class Decoder(nn.Module):
         """cos, sin (B, 1, T, D) of the positions (the VL model's are 3-D: vision.py)."""
         return rope_tables(positions, self.config.D, self.config.theta, dtype)
 
-    def hidden(self, ids, positions=None, key_valid=None, cache=None, start=0, segments=None, embeds=None):
+    def hidden(self, ids, positions=None, key_valid=None, cache=None, start=0, segments=None, embeds=None, inject=None):
         """ids (B, T); positions (B, T) (default start..); key_valid (B, S) bool over cached + new keys (padding);
         segments (B, T): which packed row each token belongs to (packing.py), attention staying inside it (no cache);
-        embeds (B, T, C): the input embeddings when not the ids' (the VL model's image features)."""
+        embeds (B, T, C): the input embeddings when not the ids' (the VL model's image features); inject: {layer i:
+        (mask (B, T), x (n, C))} added to layer i's output at the mask (Qwen3-VL's DeepStack, vision.py)."""
         B, T = ids.shape
         dev = ids.device
         if positions is None:
@@ -253,6 +254,9 @@ class Decoder(nn.Module):
                 h = torch.utils.checkpoint.checkpoint(layer, h, cos, sin, mask, use_reentrant=False)
             else:
                 h = layer(h, cos, sin, mask, None if cache is None else cache[i], start)
+            if inject and i in inject:
+                at, x = inject[i]
+                h = h.masked_scatter(at[..., None], h[at] + x.to(h.dtype))
         return self.model.norm(h)
 
     def logits(self, hidden):

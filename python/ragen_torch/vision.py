@@ -11,7 +11,8 @@ import torch.nn.functional as F
 from .model import Decoder, ModelConfig, RMSNorm, attention, rotate_half
 from .safetensors_io import CheckpointError
 
-VL_MODEL_TYPES = ("qwen2_5_vl",)
+VL_MODEL_TYPES = ("qwen2_5_vl", "qwen3_vl")
+TEXT_MODEL_TYPES = {"qwen2_5_vl": "qwen2", "qwen3_vl": "qwen3"}  # the language model's layers: Qwen2's or Qwen3's
 PATCH_DIM_NAMES = "3 channels x temporal_patch_size x patch_size x patch_size"
 
 
@@ -49,8 +50,9 @@ class VisionConfig:
 
 
 def vl_config(raw, source="config.json"):
-    """A ModelConfig of the language model (Qwen2 layers: q/k/v bias) with `vision`, `mrope_section` and the special
-    token ids attached; `raw` stays the whole config (what a save writes back)."""
+    """A ModelConfig of the language model (Qwen2 layers for Qwen2.5-VL, Qwen3's for Qwen3-VL) with `vision`,
+    `mrope_section`, `mrope_interleaved` and the special token ids attached; `raw` stays the whole config (what a save
+    writes back)."""
     text = dict(raw.get("text_config") or {})
     flat = {k: v for k, v in raw.items() if k not in ("text_config", "vision_config")}
     text = dict(flat, **text)  # Hub configs are flat, transformers 5 nests text_config (its values win)
@@ -63,7 +65,7 @@ def vl_config(raw, source="config.json"):
     theta = rope.get("rope_theta", text.get("rope_theta", 1000000.0))
     text.pop("rope_scaling", None)
     text["rope_parameters"] = {"rope_type": "default", "rope_theta": theta}
-    text["model_type"] = "qwen2"
+    text["model_type"] = TEXT_MODEL_TYPES[raw["model_type"]]
     text["tie_word_embeddings"] = bool(raw.get("tie_word_embeddings") or text.get("tie_word_embeddings"))
     c = ModelConfig(text, source)
     c.raw = raw
@@ -71,9 +73,16 @@ def vl_config(raw, source="config.json"):
     if sum(section) * 2 != c.D:
         raise CheckpointError(f"{source}: mrope_section {section} must sum to head_dim / 2 = {c.D // 2}")
     c.mrope_section = section
+    # Qwen3-VL interleaves the sections (frequency j: row if j % 3 == 1, column if j % 3 == 2, within their spans)
+    c.mrope_interleaved = bool(rope.get("mrope_interleaved", raw["model_type"] == "qwen3_vl"))
     if not isinstance(raw.get("vision_config"), dict):
         raise CheckpointError(f"{source}: a {raw['model_type']} config needs a vision_config object")
-    c.vision = VisionConfig(raw["vision_config"], source)
+    if raw["model_type"] == "qwen3_vl":
+        from .vision_qwen3 import Qwen3VisionConfig
+
+        c.vision = Qwen3VisionConfig(raw["vision_config"], source)
+    else:
+        c.vision = VisionConfig(raw["vision_config"], source)
     if c.vision.out != c.C:
         raise CheckpointError(
             f"{source}: vision_config.out_hidden_size {c.vision.out} must equal the language model's hidden_size {c.C}"
@@ -216,14 +225,23 @@ def rope_index(ids, grids, c):
     return pos, k
 
 
-def mrope_tables(positions, D, theta, section, dtype):
-    """cos, sin (B, 1, T, D) for 3-D positions (3, B, T): frequency j takes the temporal, height or width position
-    by which part of `mrope_section` it falls in."""
+def mrope_axes(section, interleaved):
+    """Which position (0 temporal, 1 row, 2 column) each of the D/2 rotary frequencies takes: `mrope_section`'s
+    consecutive spans (Qwen2.5-VL), or interleaved t, h, w, t, h, w, ... while the row and column spans last (Qwen3-VL)."""
+    if not interleaved:
+        return torch.repeat_interleave(torch.arange(3), torch.tensor(section))
+    which = torch.zeros(sum(section), dtype=torch.long)
+    for axis in (1, 2):
+        which[axis : 3 * section[axis] : 3] = axis
+    return which
+
+
+def mrope_tables(positions, D, theta, section, dtype, interleaved=False):
+    """cos, sin (B, 1, T, D) for 3-D positions (3, B, T): frequency j takes the temporal, row or column position
+    as mrope_axes says."""
     inv = 1.0 / (theta ** (torch.arange(0, D, 2, dtype=torch.float64, device=positions.device) / D))
     ang = positions.to(torch.float64)[..., None] * inv  # (3, B, T, D/2)
-    which = torch.repeat_interleave(
-        torch.arange(3, device=positions.device), torch.tensor(section, device=positions.device)
-    )
+    which = mrope_axes(section, interleaved).to(positions.device)
     ang = ang.gather(0, which.view(1, 1, 1, -1).expand(1, *ang.shape[1:]))[0]  # (B, T, D/2)
     emb = torch.cat((ang, ang), dim=-1)[:, None]
     return emb.cos().to(dtype), emb.sin().to(dtype)
@@ -235,36 +253,43 @@ class VLDecoder(Decoder):
 
     def __init__(self, c):
         super().__init__(c)
-        self.visual = VisionTower(c.vision)
+        if c.model_type == "qwen3_vl":
+            from .vision_qwen3 import Qwen3VisionTower
+
+            self.visual = Qwen3VisionTower(c.vision)
+        else:
+            self.visual = VisionTower(c.vision)
         self.vision_train = False
 
     def rope(self, positions, dtype):
         if positions.dim() == 2:  # text only: the three rows agree, which is plain RoPE
             positions = positions[None].expand(3, *positions.shape)
         c = self.config
-        return mrope_tables(positions, c.D, c.theta, c.mrope_section, dtype)
+        return mrope_tables(positions, c.D, c.theta, c.mrope_section, dtype, c.mrope_interleaved)
 
     def forward(self, ids, with_logits=False, positions=None, segments=None, images=None):
         """`images`: per row None or (pixel values (N, patch_dim), grid (n, 3)) of its images in order of appearance."""
-        embeds = None
+        embeds, inject = None, None
         if images is not None and any(im is not None for im in images):
             if segments is not None:
                 raise ValueError(
                     "packed rows (model.torch.packing) do not carry images yet: set model.torch.packing false for a "
                     "vision-language model"
                 )
-            embeds, positions = self.multimodal_inputs(ids, images)
-        h = self.hidden(ids, positions, segments=segments, embeds=embeds)
+            embeds, positions, inject = self.multimodal_inputs(ids, images)
+        h = self.hidden(ids, positions, segments=segments, embeds=embeds, inject=inject)
         return (h, self.logits(h)) if with_logits else h
 
     def multimodal_inputs(self, ids, images, pads=None):
-        """(embeddings (B, T, C) with the image features at the pad ids, 3-D positions (3, B, T)); `pads` (B,): left
-        padding of each row (generate), whose positions are 0 and whose tokens count as no part of the row."""
+        """(embeddings (B, T, C) with the image features at the pad ids, 3-D positions (3, B, T), {layer: (pad mask,
+        features)} added after those layers (Qwen3-VL's DeepStack; else empty)); `pads` (B,): left padding of each row
+        (generate), whose positions are 0 and whose tokens count as no part of the row."""
         c = self.config
         B, T = ids.shape
         pix = [im[0] for im in images if im is not None]
         grids = [im[1].reshape(-1, 3).long().cpu() for im in images if im is not None]
         feats = self.visual(torch.cat(pix).to(ids.device), torch.cat(grids))  # (sum of pads, C)
+        feats, deep = feats if isinstance(feats, tuple) else (feats, [])
         h = self.model.embed_tokens(ids)
         pad = ids == c.image_token_id
         positions = torch.empty(3, B, T, dtype=torch.long)
@@ -286,13 +311,30 @@ class VLDecoder(Decoder):
             positions[:, b, :p0] = 0
             positions[:, b, p0:], _ = rope_index(ids[b, p0:].cpu(), g, c)
         h = h.masked_scatter(pad[..., None], feats.to(h.dtype))
-        return h, positions.to(ids.device)
+        return h, positions.to(ids.device), {i: (pad, d) for i, d in enumerate(deep)}
 
     def trainable(self):
         out = super().trainable()
         if self.lora is None:
             return out if self.vision_train else [(k, p) for k, p in out if not k.startswith("visual.")]
         return out + ([(k, p) for k, p in self.visual.named_parameters(prefix="visual")] if self.vision_train else [])
+
+    def base_state(self):
+        """Base weights by the names the family publishes: the Hub's `model.*` / `visual.*` for Qwen2.5-VL,
+        `model.language_model.*` / `model.visual.*` for Qwen3-VL (transformers loads both)."""
+        state = super().base_state()
+        if self.config.model_type != "qwen3_vl":
+            return state
+        return {
+            (
+                k.replace("model.", "model.language_model.", 1)
+                if k.startswith("model.")
+                else "model." + k
+                if k.startswith("visual.")
+                else k
+            ): v
+            for k, v in state.items()
+        }
 
     def set_vision_train(self, train):
         self.vision_train = bool(train)

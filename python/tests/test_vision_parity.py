@@ -222,3 +222,18 @@ def test_the_shapes_configs_build_transformers_model_with_our_tensor_names(shape
     expected = {"qwen2.5-vl-3b": 3.75e9, "qwen2.5-vl-7b": 8.29e9}.get(shape)
     if expected:
         assert abs(n - expected) < 0.005e9, n
+
+
+def test_a_worker_save_loads_in_transformers_with_the_same_logits(pair, tmp_path):
+    """save_model writes the Hub's layout: transformers loads it with no missing or unexpected key, same logits."""
+    from ragen_torch.checkpoint import save_model
+
+    _, ours, rows, _ = pair
+    save_model(str(tmp_path), ours)
+    hf2, info = transformers.Qwen2_5_VLForConditionalGeneration.from_pretrained(
+        str(tmp_path), output_loading_info=True, dtype=torch.float32, attn_implementation="eager"
+    )
+    assert not info["missing_keys"] and not info["unexpected_keys"], info
+    for a, r in zip(ours_logits(ours, rows), rows):
+        ref = hf_logits(hf2.eval(), r)
+        torch.testing.assert_close(a, ref, rtol=1e-5, atol=1e-5 * ref.abs().max().item())
