@@ -48,7 +48,7 @@ def write_random_weights(directory, raw, seed=0, dtype=torch.bfloat16, device="c
     with open(os.path.join(directory, "generation_config.json"), "w") as f:
         json.dump({"bos_token_id": raw["bos_token_id"], "eos_token_id": raw["eos_token_id"]}, f, indent=2)
     with torch.device("meta") if hasattr(torch.device, "__enter__") else _cpu():  # torch >= 2: shapes only
-        names = {k: tuple(v.shape) for k, v in make_decoder(config_from_raw(raw)).state_dict().items()}
+        names = {k: tuple(v.shape) for k, v in make_decoder(config_from_raw(raw)).base_state().items()}
     gen = torch.Generator(device=device).manual_seed(seed)
     weights = {}
     for name, shape_ in names.items():

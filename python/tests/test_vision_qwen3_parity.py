@@ -4,6 +4,7 @@ and one moved weight (a DeepStack merger's, the position table's) breaks it. Ski
 RAGEN_REQUIRE_HF=1.
 """
 
+import math
 import os
 
 import pytest
@@ -156,3 +157,23 @@ def test_a_worker_save_loads_in_transformers_with_the_same_logits(pair, tmp_path
     )
     assert not info["missing_keys"] and not info["unexpected_keys"], info
     close(ours, rows, hf2.eval())
+
+
+@pytest.mark.parametrize("shape", ["qwen3-vl-4b", "qwen3-vl-tiny"])
+def test_the_shapes_configs_build_transformers_model_with_our_tensor_names(shape):
+    """shapes.json's Qwen3-VL configs (`ragen model init`) read by transformers give the weights a worker save writes,
+    name for name and shape for shape (meta device)."""
+    from ragen_torch.model import config_from_raw, make_decoder
+    from ragen_torch.random_checkpoint import SHAPES
+
+    raw = SHAPES[shape]
+    with torch.device("meta"):
+        hf = transformers.Qwen3VLForConditionalGeneration(transformers.Qwen3VLConfig(**raw))
+        ours = make_decoder(config_from_raw(raw))
+    theirs = {k: tuple(v.shape) for k, v in hf.state_dict().items()}
+    if raw["tie_word_embeddings"]:
+        theirs.pop("lm_head.weight")
+    assert {k: tuple(v.shape) for k, v in ours.base_state().items()} == theirs
+    n = sum(math.prod(s) for s in theirs.values())
+    if shape == "qwen3-vl-4b":  # the model card's size: 4.44B parameters
+        assert abs(n - 4.44e9) < 0.005e9, n

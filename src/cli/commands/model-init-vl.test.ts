@@ -173,3 +173,90 @@ print(json.dumps({"missing": sorted(info["missing_keys"]), "unexpected": sorted(
     180_000,
   );
 });
+
+// Qwen/Qwen3-VL-4B-Instruct's published config.json (text_config nested).
+const QWEN3_VL_4B = {
+  top: { model_type: 'qwen3_vl', architectures: ['Qwen3VLForConditionalGeneration'], tie_word_embeddings: true },
+  text_config: {
+    head_dim: 128,
+    hidden_size: 2560,
+    intermediate_size: 9728,
+    max_position_embeddings: 262144,
+    num_attention_heads: 32,
+    num_hidden_layers: 36,
+    num_key_value_heads: 8,
+    rope_theta: 5000000,
+    rope_scaling: { mrope_interleaved: true, mrope_section: [24, 20, 20], rope_type: 'default' },
+    vocab_size: 151936,
+  },
+  vision_config: {
+    deepstack_visual_indexes: [5, 11, 17],
+    depth: 24,
+    hidden_act: 'gelu_pytorch_tanh',
+    hidden_size: 1024,
+    intermediate_size: 4096,
+    num_heads: 16,
+    num_position_embeddings: 2304,
+    out_hidden_size: 2560,
+    patch_size: 16,
+  },
+};
+
+describe('ragen model init --shape qwen3-vl-*', () => {
+  it("writes qwen3-vl-4b's published config.json (4.44B parameters) and Qwen3-VL's preprocessor_config.json", async () => {
+    const dir = join(root, 'cfg-qwen3-vl-4b');
+    const r = await initModelDir(dir, 'qwen3-vl-4b', { weights: false });
+    const cfg = json(dir, 'config.json');
+    for (const [k, x] of Object.entries(QWEN3_VL_4B.top)) expect(cfg[k], k).toEqual(x);
+    for (const part of ['text_config', 'vision_config'] as const)
+      for (const [k, x] of Object.entries(QWEN3_VL_4B[part]))
+        expect((cfg[part] as Record<string, unknown>)[k], `${part}.${k}`).toEqual(x);
+    expect(Math.abs(r.parameters / 1e9 - 4.44)).toBeLessThanOrEqual(0.005);
+    expect(json(dir, 'preprocessor_config.json')).toMatchObject({
+      size: { longest_edge: 16777216, shortest_edge: 65536 },
+      patch_size: 16,
+      image_mean: [0.5, 0.5, 0.5],
+    });
+  });
+
+  const tiny = join(root, 'qwen3-vl-tiny');
+  it("writes qwen3-vl-tiny with Qwen3's tokenizer and names as Qwen3-VL publishes them", async () => {
+    const r = await initModelDir(tiny, 'qwen3-vl-tiny', { dtype: 'f32', seed: 4 });
+    expect(r.files).toContain('preprocessor_config.json');
+    const w = await readSafetensors(join(tiny, 'model.safetensors'));
+    expect(w.get('model.language_model.layers.1.self_attn.q_norm.weight')!.shape).toEqual([32]);
+    expect(w.get('model.visual.deepstack_merger_list.0.norm.weight')!.data.every((x) => x === 1)).toBe(true);
+    expect(w.get('model.visual.blocks.0.norm1.bias')!.data.every((x) => x === 0)).toBe(true);
+    expect(w.has('lm_head.weight')).toBe(false); // tied
+    const tok = loadTokenizer(tiny);
+    expect(tok.encode('<|vision_start|><|image_pad|><|vision_end|>')).toEqual([151652, 151655, 151653]);
+    expect(appendOnlyViolation(tok)).toBeNull();
+  }, 300_000);
+
+  const wheel = wheelPythonForTests();
+  it.skipIf(!wheel)(
+    `transformers and the torch worker load qwen3-vl-tiny alike: no missing weight, equal logits on an image${wheel ? '' : ' (skipped: no .venv with transformers)'}`,
+    () => {
+      const script = `
+import sys, torch
+from transformers import Qwen3VLForConditionalGeneration
+from ragen_torch.model import load_decoder
+d = sys.argv[1]
+hf, info = Qwen3VLForConditionalGeneration.from_pretrained(d, output_loading_info=True, dtype=torch.float32, attn_implementation="eager")
+assert not info["missing_keys"] and not info["unexpected_keys"], info
+ours = load_decoder(d, torch.device("cpu")).eval()
+ids = torch.tensor([[151644, 872, 198, 151652] + [151655] * 4 + [151653, 151645]])
+pix, g = torch.randn(16, 3 * 2 * 16 * 16), torch.tensor([[1, 4, 4]])
+with torch.no_grad():
+    a = ours(ids, with_logits=True, images=[(pix, g)])[1][0]
+    b = hf.eval()(input_ids=ids, pixel_values=pix, image_grid_thw=g, mm_token_type_ids=(ids == 151655).int()).logits[0]
+torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-5 * b.abs().max().item())
+print("ok")
+`;
+      const r = runWorkerPython(wheel!, ['-c', script, tiny], 180_000);
+      expect(r.status, r.stderr).toBe(0);
+      expect(r.stdout).toMatch(/^ok$/m);
+    },
+    180_000,
+  );
+});

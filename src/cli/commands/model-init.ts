@@ -50,6 +50,18 @@ const QWEN25_VL_PREPROCESSOR = {
   processor_class: 'Qwen2_5_VLProcessor',
 };
 
+/** Qwen3-VL's published preprocessor_config.json: patch 16, pixel bounds 256 x 256 to 4096 x 4096, mean and std 0.5. */
+const QWEN3_VL_PREPROCESSOR = {
+  size: { longest_edge: 16777216, shortest_edge: 65536 },
+  patch_size: 16,
+  temporal_patch_size: 2,
+  merge_size: 2,
+  image_mean: [0.5, 0.5, 0.5],
+  image_std: [0.5, 0.5, 0.5],
+  processor_class: 'Qwen3VLProcessor',
+  image_processor_type: 'Qwen2VLImageProcessorFast',
+};
+
 /** What `initModelDir` wrote. */
 export interface InitResult {
   shape: string;
@@ -85,10 +97,10 @@ export async function initModelDir(
       `\`${out}\` already holds a model (${stale.join(', ')}); choose an empty folder or pass --force to replace it.`,
     );
   const hf: Record<string, unknown> = { ...shape.config, torch_dtype: dtype.torch };
-  const vl = shape.family === 'qwen2.5-vl';
+  const vl = shape.family === 'qwen2.5-vl' || shape.family === 'qwen3-vl';
   const config = vl ? vlTextConfig(hf, `shape ${shape.name}`) : configFromHF(hf, `shape ${shape.name}`);
   const shapes = vl ? vlWeightShapes(hf, `shape ${shape.name}`) : undefined;
-  const family = shape.family === 'qwen3' ? 'qwen3' : 'qwen2.5';
+  const family = shape.family === 'qwen3' || shape.family === 'qwen3-vl' ? 'qwen3' : 'qwen2.5';
   const tokenizer = qwenTokenizerFiles(family, ragenQwenTemplate(family));
   makeDir(out, 'write the model folder', '--out'); // never Node's recursive mkdir: it loops forever under /proc
   withFileErrors('write the model folder', out, () => {
@@ -99,7 +111,8 @@ export async function initModelDir(
     json('generation_config.json', { bos_token_id: hf['bos_token_id'], eos_token_id: hf['eos_token_id'] });
     json('tokenizer.json', tokenizer.tokenizerJson);
     json('tokenizer_config.json', tokenizer.tokenizerConfig);
-    if (vl) json('preprocessor_config.json', QWEN25_VL_PREPROCESSOR);
+    if (vl)
+      json('preprocessor_config.json', shape.family === 'qwen3-vl' ? QWEN3_VL_PREPROCESSOR : QWEN25_VL_PREPROCESSOR);
   });
   const meta = ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json'];
   if (vl) meta.push('preprocessor_config.json');
@@ -166,11 +179,11 @@ Writes a model directory that \`ragen train\`, \`ragen eval\`, \`ragen serve\` (
   tokenizer_config.json       with ragen's append-only chat template (Qwen2.5's rendering, history verbatim;
                               no default system prompt for qwen3 shapes); images sit in a message's text as
                               <|vision_start|><|image_pad|><|vision_end|>
-  preprocessor_config.json    qwen2.5-vl shapes: Qwen's image processor settings (pixel bounds, CLIP mean/std)
+  preprocessor_config.json    VL shapes: Qwen's image processor settings (pixel bounds, patch, mean/std)
 The weights are random: the directory is for measuring speed and memory and for testing the pipeline, not a trained model.
-Shapes: the published qwen2.5-0.5b/1.5b/3b/7b, qwen3-0.6b/1.7b and qwen2.5-vl-3b/7b (Qwen2.5-VL: the torch engine
-loads them), and qwen2.5-tiny / qwen3-tiny / qwen2.5-vl-tiny (the full vocabulary, width 64, 2 layers: seconds on a
-CPU). Sizes in bf16: 0.5b 1.0 GB, 1.5b 3.1 GB,
+Shapes: the published qwen2.5-0.5b/1.5b/3b/7b, qwen3-0.6b/1.7b, qwen2.5-vl-3b/7b and qwen3-vl-4b (the VLMs: the
+torch engine loads them), and qwen2.5-tiny / qwen3-tiny / qwen2.5-vl-tiny / qwen3-vl-tiny (the full vocabulary,
+width 64, 2 layers: seconds on a CPU). Sizes in bf16: 0.5b 1.0 GB, 1.5b 3.1 GB,
 3b 6.2 GB, 7b 15.2 GB (docs/models.md).
 
 Examples:
@@ -222,7 +235,7 @@ export function register(program: Command): void {
         `${o.out}: ${r.shape}, ${(r.parameters / 1e6).toFixed(1)}M parameters (${o.dtype}, ${size}), seed ${o.seed}, in ${((Date.now() - t0) / 1000).toFixed(1)} s`,
       );
       console.log(`  files: ${r.files.join(', ')}`);
-      if (modelShape(o.shape).family === 'qwen2.5-vl')
+      if (modelShape(o.shape).family.endsWith('-vl'))
         console.log('  the torch engine loads it (python/ragen_torch/vision.py); the local engine does not yet');
       else console.log(`  train it: ragen train --config sokoban-ppo-qwen model.path=${o.out}`);
     });
