@@ -190,3 +190,37 @@ def test_packing_refuses_image_rows(vl_checkpoint, make_worker):
     h, bufs = request(ROWS)
     with pytest.raises(ValueError, match="set model.torch.packing false"):
         worker.handle("forward", h, dict(bufs, **image_buffers()))
+
+
+def test_qwen3_vl_greedy_generate_of_a_left_padded_image_row_is_the_forward_passs(tmp_path, make_worker):
+    """Qwen3-VL (DeepStack features added after the first layers) through generate: the image row is the shorter,
+    left-padded one, and its sampled tokens' log-probs equal a whole forward pass's."""
+    from ragen_torch.random_checkpoint import SHAPES
+
+    d = write_random_weights(str(tmp_path / "q3"), SHAPES["qwen3-vl-tiny"], seed=1, dtype=torch.float32)
+    save_weights(d, {k: t * 15 if t.dim() == 2 else t for k, t in load_weights(d).items()})
+    worker, _ = make_worker(d)
+    pad, grid = 151655, [[1, 4, 4]]
+    rows = [[151644, 872, 198, 151652] + [pad] * 4 + [151653, 9707, 151645], [151644, 872, 198, 9707, 11, 1879] * 3]
+    pixels = torch.randn(16, 3 * 2 * 16 * 16, generator=torch.Generator().manual_seed(0))
+    bufs = {
+        "prompts": torch.tensor(rows[0] + rows[1], dtype=torch.int32),
+        "lengths": torch.tensor([len(r) for r in rows], dtype=torch.int32),
+        "rowImages": torch.tensor([1, 0], dtype=torch.int32),
+        "imageGrids": torch.tensor(grid, dtype=torch.int32),
+        "pixelValues": pixels,
+    }
+    out = worker.handle("generate", {"params": {"maxNewTokens": 6, "temperature": 0, "seed": 0}}, bufs)[1]
+    lens = out["lengths"].tolist()
+    toks, lps = out["tokens"].split(lens), out["logprobs"].split(lens)
+    compared = 0
+    for b, (row, images) in enumerate([(rows[0], [(pixels, torch.tensor(grid))]), (rows[1], None)]):
+        new = toks[b].tolist()
+        n = new.index(pad) if pad in new else len(new)
+        ids = torch.tensor([row + new[:n]])
+        with torch.no_grad():
+            _, logits = worker.roles.policy(ids, with_logits=True, images=images)
+        ref = logits[0, :-1].log_softmax(-1).gather(-1, ids[0, 1:, None])[:, 0][len(row) - 1 :]
+        torch.testing.assert_close(lps[b][:n], ref, atol=1e-4, rtol=1e-4)
+        compared += n
+    assert compared >= 6
