@@ -224,3 +224,19 @@ def test_qwen3_vl_greedy_generate_of_a_left_padded_image_row_is_the_forward_pass
         torch.testing.assert_close(lps[b][:n], ref, atol=1e-4, rtol=1e-4)
         compared += n
     assert compared >= 6
+
+
+def test_a_save_keeps_a_trained_tower_in_the_base_weights_and_only_adapters_in_the_adapter(
+    vl_checkpoint, make_worker, tmp_path
+):
+    from ragen_torch.model import load_decoder
+
+    worker, _ = make_worker(vl_checkpoint, lora={"r": 4, "alpha": 8}, vision={"train": True})
+    with torch.no_grad():
+        worker.roles.policy.visual.merger.mlp[0].bias.add_(0.25)  # as if a step had moved the tower
+    worker.handle("save", {"dir": str(tmp_path / "ckpt")}, {})
+    adapter = load_weights(str(tmp_path / "ckpt" / "adapter"), "adapter_model.safetensors")
+    assert adapter and all(".lora_" in k for k in adapter)
+    back = load_decoder(str(tmp_path / "ckpt"), torch.device("cpu"))
+    torch.testing.assert_close(back.visual.merger.mlp[0].bias, worker.roles.policy.visual.merger.mlp[0].bias)
+    assert back.visual.merger.mlp[0].bias.abs().min() >= 0.2
