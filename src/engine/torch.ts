@@ -62,6 +62,11 @@ export interface TorchEngineOptions extends Partial<Omit<TorchWorkerOptions, 'py
    * false
    */
   compile?: boolean;
+  /**
+   * Train a vision-language model's vision tower (`model.vision.train`); the worker refuses it for a text-only model.
+   * @default false
+   */
+  visionTrain?: boolean;
   /** Seed of fresh LoRA adapters, a fresh value head and LoRA dropout. @default 0 */
   seed?: number;
   /**
@@ -132,6 +137,7 @@ export class TorchEngine implements TrainableEngine {
         gradientCheckpointing: opts.gradientCheckpointing ?? false,
         rolloutCopy: opts.rolloutCopy ?? 'auto',
         compile: opts.compile ?? false,
+        vision: { train: opts.visionTrain ?? false },
         ...(opts.criticPath ? { criticPath: resolve(opts.criticPath) } : {}),
         ...(opts.referencePath ? { referencePath: resolve(opts.referencePath) } : {}),
       });

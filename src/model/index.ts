@@ -48,6 +48,7 @@ export type { SamplerSettings } from './sampling.js';
 export { writeRandomWeights, planShards } from './random-init.js';
 export type { InitDtype, RandomWeightsOptions, PlannedTensor } from './random-init.js';
 export { modelShape, shapeNames, shapeTablePath } from './shapes.js';
+export { isVisionLanguageConfig, vlTextConfig, vlWeightShapes } from './vl-shapes.js';
 export type { ModelShape, ShapeFamily } from './shapes.js';
 export { isHubId, hubCacheDir, hubRepoDir, cachedHubModel, hubModel } from './hub.js';
 export {
