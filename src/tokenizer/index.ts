@@ -52,3 +52,11 @@ export {
   type ImageGrid,
   type VisionProcessor,
 } from './vision.js';
+export {
+  CLIP_MEAN,
+  CLIP_STD,
+  pixelValues,
+  resizeBicubic,
+  TEMPORAL_PATCH_SIZE,
+  type PixelValues,
+} from './vision-pixels.js';
