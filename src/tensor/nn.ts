@@ -256,20 +256,25 @@ function erf(x: number): number {
   return x < 0 ? -y : y;
 }
 
+/** A tensor's values in JavaScript: float64 on the js64 reference (so finite differences keep their precision). */
+function valuesOf(t: Tensor): Float32Array | Float64Array {
+  return t.buf instanceof Float64Array ? t.buf.slice(0, t.size) : t.backend.read(t.buf, 0, t.size);
+}
+
 /**
  * GELU, the exact (erf) form PyTorch's `nn.GELU()` computes: x * Phi(x). Elementwise in JavaScript on any backend
  * (it runs once per image in Qwen2.5-VL's patch merger, not in the decoder's hot loop).
  */
 export function gelu(x: Tensor): Tensor {
   const be = x.backend;
-  const xs = be.read(x.buf, 0, x.size);
-  const ys = new Float32Array(x.size);
+  const xs = valuesOf(x);
+  const ys = new Float64Array(x.size);
   for (let i = 0; i < xs.length; i++) ys[i] = 0.5 * xs[i]! * (1 + erf(xs[i]! * Math.SQRT1_2));
   const out = Tensor.empty(x.shape, be);
   be.write(out.buf, ys);
   return attach(out, 'gelu', [x], (g) => {
-    const gs = be.read(g.buf, 0, g.size);
-    const gx = new Float32Array(x.size);
+    const gs = valuesOf(g);
+    const gx = new Float64Array(x.size);
     // d/dx x Phi(x) = Phi(x) + x phi(x)
     for (let i = 0; i < xs.length; i++) {
       const v = xs[i]!;
