@@ -70,3 +70,4 @@ export type { VisionInput, VLForwardOptions } from './qwen2-vl.js';
 export { VisionTower, visionWeightShapes, visionWindows, patchCoordinates } from './vision-tower.js';
 export { applyRotary, mropePositions, mropeRotary, visionRotary } from './qwen2-vl-rotary.js';
 export type { GridTHW, RotaryTables } from './qwen2-vl-rotary.js';
+export { generateVL, vlTokenLogprobs } from './qwen2-vl-generate.js';

@@ -16,56 +16,15 @@ import {
 } from '../tensor/index.js';
 import { Rng } from '../util/index.js';
 import { LoraAdapters } from './lora.js';
-import { vlConfigFromHF } from './qwen2-vl-config.js';
+import { IDS, jitter, jitteredVL, visionInput } from './qwen2-vl-testing.js';
 import { Qwen25VL, type VisionInput } from './qwen2-vl.js';
-
-const IMAGE = 21;
-/** Vocabulary 24 (21 = <|image_pad|>), head_dim 8 (mrope [2, 1, 1]); vision windows of 2 x 2 merged patches. */
-const CONFIG = vlConfigFromHF({
-  model_type: 'qwen2_5_vl',
-  image_token_id: IMAGE,
-  video_token_id: 22,
-  vision_start_token_id: 20,
-  text_config: {
-    vocab_size: 24,
-    hidden_size: 16,
-    intermediate_size: 24,
-    num_hidden_layers: 2,
-    num_attention_heads: 2,
-    num_key_value_heads: 1,
-    rope_parameters: { rope_type: 'default', rope_theta: 10000, mrope_section: [2, 1, 1] },
-  },
-  vision_config: {
-    depth: 2,
-    hidden_size: 8,
-    intermediate_size: 12,
-    num_heads: 2,
-    out_hidden_size: 16,
-    fullatt_block_indexes: [1],
-    window_size: 56,
-    patch_size: 14,
-  },
-});
-
-/** One 6 x 4 patch image (3 x 2 merged: a full window and one cut at the edge), random pixel values. */
-function visionInput(): VisionInput {
-  const rng = new Rng(3);
-  return { pixels: Float32Array.from({ length: 24 * 1176 }, () => rng.normal()), grids: [[1, 6, 4]] };
-}
-
-const IDS = Int32Array.from([3, 7, 20, ...new Array<number>(6).fill(IMAGE), 5, 9, 11, 2]);
 
 /** A model on the current backend with every weight moved off its init and LoRA (r 2, B random) attached. */
 function model(trainVision: string | null): Qwen25VL {
-  const m = Qwen25VL.init(CONFIG, 4);
-  const rng = new Rng(9);
-  const jitter = (t: Tensor) => {
-    const d = t.toFloat32Array().map((v) => v + 0.2 * rng.normal());
-    t.backend.write(t.buf, d);
-  };
-  for (const t of [...m.lm.weights.values(), ...m.visual.weights.values()]) jitter(t);
+  const m = jitteredVL(4);
   const lora = LoraAdapters.attach(m.lm, { r: 2, alpha: 4 }, 5);
-  for (const { B } of lora.adapters.values()) jitter(B);
+  const rng = new Rng(9);
+  for (const { B } of lora.adapters.values()) jitter(B, rng);
   if (trainVision) m.visual.weights.get(trainVision)!.requiresGrad = true;
   return m;
 }
