@@ -2,7 +2,7 @@
 // written in the model's output format (`oracle`), and uniformly random action names (`random`).
 import { Rng, UsageError } from '../util/index.js';
 import type { Engine, Generation, SamplingParams } from '../engine/index.js';
-import type { ChatMessage, Tokenizer } from '../tokenizer/index.js';
+import { IMAGE_PAD, type ChatMessage, type Tokenizer } from '../tokenizer/index.js';
 import type { AgentConfig } from './config.js';
 import type { EnvSlot } from './env-groups.js';
 
@@ -63,6 +63,12 @@ export function enginePolicy(
         ...stopSettings(tokenizer, cfg),
         seed: (Math.imul(base, 0x9e3779b1) ^ Math.imul(call + 1, 0x85ebca6b)) >>> 0,
       };
+      // A prompt with vision tokens (a context with a vision processor) carries its messages' images, in order.
+      const pad = tokenizer.tokenToId(IMAGE_PAD);
+      const images = requests.map((r) =>
+        pad !== undefined && r.prompt.includes(pad) ? r.messages?.flatMap((m) => m.images ?? []) : undefined,
+      );
+      if (images.some((im) => im !== undefined)) params.images = images;
       const gens = await engine.generate(
         requests.map((r) => r.prompt),
         params,

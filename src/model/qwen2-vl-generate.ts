@@ -3,7 +3,7 @@
 // transformers' generate does after the first step), and the per-token log-probs of a sequence for training.
 import { affine, logprobOfTarget, narrow, noGrad, softmax, type Tensor } from '../tensor/index.js';
 import { ConfigError, Rng } from '../util/index.js';
-import type { Completion, SamplingParams } from './generate.js';
+import type { Completion, GenerateOptions } from './generate.js';
 import { KVCache } from './kv-cache.js';
 import { mropeRotary } from './qwen2-vl-rotary.js';
 import type { Qwen25VL, VisionInput } from './qwen2-vl.js';
@@ -30,7 +30,9 @@ export function generateVL(
   model: Qwen25VL,
   prompt: Int32Array,
   images: VisionInput | undefined,
-  params: Omit<SamplingParams, 'onTokens' | 'cancelled' | 'stopStrings'>,
+  params: Omit<GenerateOptions, 'fuseWeights' | 'fastDecode' | 'maxScoreFloats' | 'maxPrefillTokens'>,
+  /** This prompt's index among a call's prompts, for `onTokens` and `cancelled`. */
+  index = 0,
 ): Completion {
   const c = model.config;
   const T = prompt.length;
@@ -40,6 +42,9 @@ export function generateVL(
       `The prompt (${T} tokens) and maxNewTokens ${params.maxNewTokens} exceed max_position_embeddings ${c.text.maxPositionEmbeddings}; shorten the prompt or lower maxNewTokens.`,
     );
   const stops = new Set(params.stopTokenIds ?? []);
+  const stopStrings = (params.stopStrings ?? []).filter((x) => x.length > 0);
+  if (stopStrings.length > 0 && !params.decode)
+    throw new ConfigError('stopStrings need a decode function (ids -> text) to match against.');
   const rng = new Rng(params.seed);
   const sampler = new Sampler(c.text.vocabSize);
   const settings = { topP: params.topP ?? 1, topK: params.topK ?? 0 };
@@ -70,11 +75,13 @@ export function generateVL(
         lp.dispose();
         logits.dispose();
         last.dispose();
-        if (stops.has(token)) {
+        const stopped = stops.has(token) || stopStrings.some((x) => params.decode!(out.tokens).includes(x));
+        params.onTokens?.([{ index, token, logprob: out.logprobs.at(-1)!, stopped }]);
+        if (stopped) {
           out.finishReason = 'stop';
           break;
         }
-        if (step === params.maxNewTokens - 1) break;
+        if (step === params.maxNewTokens - 1 || params.cancelled?.(index)) break;
         // Text after the prompt: the same position on all three axes, shifted by the images' delta.
         const at = Int32Array.of(cache.length + delta);
         last = model.lm.hidden(Int32Array.of(token), 1, 1, { cache, positions: at });

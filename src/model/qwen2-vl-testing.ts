@@ -6,7 +6,7 @@ import { Qwen25VL, type VisionInput } from './qwen2-vl.js';
 
 export const IMAGE = 21;
 /** Vocabulary 64 (21 = <|image_pad|>), head_dim 8 (mrope [2, 1, 1]); vision windows of 2 x 2 merged patches. */
-export const TINY_VL = vlConfigFromHF({
+export const TINY_VL_JSON = {
   model_type: 'qwen2_5_vl',
   image_token_id: IMAGE,
   video_token_id: 22,
@@ -30,7 +30,8 @@ export const TINY_VL = vlConfigFromHF({
     window_size: 56,
     patch_size: 14,
   },
-});
+};
+export const TINY_VL = vlConfigFromHF(TINY_VL_JSON);
 
 /** One 6 x 4 patch image (3 x 2 merged: a full window and one cut at the edge), random pixel values. */
 export function visionInput(): VisionInput {
