@@ -2,7 +2,7 @@
 // written in the model's output format (`oracle`), and uniformly random action names (`random`).
 import { Rng, UsageError } from '../util/index.js';
 import type { Engine, Generation, SamplingParams } from '../engine/index.js';
-import { IMAGE_PAD, type ChatMessage, type Tokenizer } from '../tokenizer/index.js';
+import { IMAGE_PAD, type ChatMessage, type Tokenizer, type VisionProcessor } from '../tokenizer/index.js';
 import type { AgentConfig } from './config.js';
 import type { EnvSlot } from './env-groups.js';
 
@@ -22,6 +22,8 @@ export interface PolicyRequest {
 /** Anything that answers a batch of prompts with sampled ids and their log-probs. */
 export interface Policy {
   readonly name: string;
+  /** A vision-language policy's image processor: rollouts then show each turn's images as vision tokens. */
+  readonly vision?: VisionProcessor;
   /** One batched call per turn; `call` counts calls within the rollout (for seeding). */
   generate(requests: readonly PolicyRequest[], call: number): Promise<Generation[]>;
 }
@@ -54,6 +56,7 @@ export function enginePolicy(
   const base = sampling.seed ?? 0;
   return {
     name: `model(${engine.kind})`,
+    ...(engine.vision ? { vision: engine.vision } : {}),
     async generate(requests, call) {
       const params: SamplingParams = {
         maxNewTokens: cfg.maxNewTokens,

@@ -36,7 +36,7 @@ import {
   type PackedBatch,
   type TokenOutputs,
 } from '../model/index.js';
-import { loadTokenizer } from '../tokenizer/index.js';
+import { loadTokenizer, type VisionProcessor } from '../tokenizer/index.js';
 import { ConfigError, Rng } from '../util/index.js';
 import { RoleOptimizer, loadOptimizerStates, saveOptimizerStates } from './local-optim.js';
 import {
@@ -280,6 +280,11 @@ export class LocalEngine implements TrainableEngine {
       ...(hasTokenizer ? { tokenizerPath } : {}),
       ...(opts.gradientCheckpointing ? { gradientCheckpointing: true } : {}),
     });
+  }
+
+  /** The image processor settings of a vision-language policy; undefined for a text model. */
+  get vision(): VisionProcessor | undefined {
+    return this.options.vision?.processor;
   }
 
   /** The model's position table (max_position_embeddings): a prompt plus its generation must fit it. */
