@@ -112,6 +112,7 @@ export const OP_CASES: OpCase[] = [
     fn: ([x]) => T.rope(x!, Int32Array.from([5, 6, 7, 0, 1, 2]), 500),
   },
   { name: 'swiglu', inputs: [{ shape: [3, 7] }, { shape: [3, 7] }], fn: ([g, u]) => T.swiglu(g!, u!) },
+  { name: 'gelu', inputs: [{ shape: [3, 9] }], fn: ([x]) => T.gelu(x!) },
   { name: 'softmax', inputs: [{ shape: [3, 7] }], fn: ([x]) => T.softmax(x!) },
   { name: 'logSoftmax', inputs: [{ shape: [3, 7] }], fn: ([x]) => T.logSoftmax(x!) },
   { name: 'logprobOfTarget', inputs: [{ shape: [5, 11] }], fn: ([x]) => T.logprobOfTarget(x!, ids(5, 11, 8)) },

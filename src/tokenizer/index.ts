@@ -55,3 +55,11 @@ export {
   type ImageGrid,
   type VisionProcessor,
 } from './vision.js';
+export {
+  CLIP_MEAN,
+  CLIP_STD,
+  pixelValues,
+  resizeBicubic,
+  TEMPORAL_PATCH_SIZE,
+  type PixelValues,
+} from './vision-pixels.js';
