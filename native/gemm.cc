@@ -24,23 +24,62 @@ struct Scratch {
 };
 thread_local Scratch scratch_a, scratch_b;
 
+/** Transposes the 8x8 block at src (rows ls floats apart) into dst (rows ld floats apart): dst[c*ld + r] = src[r*ls + c]. */
+inline void transpose8(const float* src, size_t ls, float* dst, size_t ld) {
+  __m256 r[8], t[8];
+  for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(src + i * ls);
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int h = 0; h < 8; h += 4) {
+    r[h] = _mm256_shuffle_ps(t[h], t[h + 2], 0x44);
+    r[h + 1] = _mm256_shuffle_ps(t[h], t[h + 2], 0xee);
+    r[h + 2] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0x44);
+    r[h + 3] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0xee);
+  }
+  for (int i = 0; i < 4; i++) {
+    _mm256_storeu_ps(dst + i * ld, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
+    _mm256_storeu_ps(dst + (i + 4) * ld, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
+  }
+}
+
+/** dst[k*nd + c] = src[c*ls + k] for c < cols, k < kc (8x8 blocks where whole, elements at the edges). */
+inline void transpose_into(const float* src, size_t ls, int cols, int kc, float* dst, int nd) {
+  const int c8 = cols & ~7, k8 = kc & ~7;
+  for (int c = 0; c < c8; c += 8) {
+    for (int k = 0; k < k8; k += 8) transpose8(src + (size_t)c * ls + k, ls, dst + (size_t)k * nd + c, nd);
+    for (int k = k8; k < kc; k++)
+      for (int i = 0; i < 8; i++) dst[(size_t)k * nd + c + i] = src[(size_t)(c + i) * ls + k];
+  }
+  for (int c = c8; c < cols; c++)
+    for (int k = 0; k < kc; k++) dst[(size_t)k * nd + c] = src[(size_t)c * ls + k];
+}
+
+/** dst[k*nd + c] = src[k*ls + c] for c < n (n <= nd), zeros for n <= c < nd; whole vectors when n == nd. */
+inline void copy_rows(const float* src, size_t ls, int n, int kc, float* dst, int nd) {
+  if (n == nd && (nd & 7) == 0) {
+    for (int k = 0; k < kc; k++)
+      for (int c = 0; c < nd; c += 8) _mm256_storeu_ps(dst + (size_t)k * nd + c, _mm256_loadu_ps(src + (size_t)k * ls + c));
+    return;
+  }
+  for (int k = 0; k < kc; k++) {
+    const float* s = src + (size_t)k * ls;
+    float* o = dst + (size_t)k * nd;
+    for (int c = 0; c < n; c++) o[c] = s[c];
+    for (int c = n; c < nd; c++) o[c] = 0.f;
+  }
+}
+
 /** Panels of nr columns of op(B) rows [pc, pc+kc), columns [jc, jc+nc), each k-major (nr floats a k, zero-padded). */
 void pack_b(bool tB, const float* B, int ldb, int pc, int kc, int jc, int nc, int nr, float* dst) {
   for (int jr = 0; jr < nc; jr += nr) {
     float* d = dst + (size_t)jr * kc;
     const int cols = std::min(nr, nc - jr);
     if (!tB) {
-      for (int k = 0; k < kc; k++) {
-        const float* s = B + (size_t)(pc + k) * ldb + jc + jr;
-        float* o = d + (size_t)k * nr;
-        std::memcpy(o, s, sizeof(float) * cols);
-        for (int c = cols; c < nr; c++) o[c] = 0.f;
-      }
+      copy_rows(B + (size_t)pc * ldb + jc + jr, ldb, cols, kc, d, nr);
     } else {
-      for (int c = 0; c < cols; c++) {
-        const float* s = B + (size_t)(jc + jr + c) * ldb + pc;
-        for (int k = 0; k < kc; k++) d[(size_t)k * nr + c] = s[k];
-      }
+      transpose_into(B + (size_t)(jc + jr) * ldb + pc, ldb, cols, kc, d, nr);
       if (cols < nr)
         for (int k = 0; k < kc; k++)
           for (int c = cols; c < nr; c++) d[(size_t)k * nr + c] = 0.f;
@@ -54,20 +93,12 @@ void pack_a(bool tA, const float* A, int lda, int ic, int mc, int pc, int kc, in
     float* d = dst + (size_t)ir * kc;
     const int rows = std::min(mr, mc - ir);
     if (!tA) {
-      for (int r = 0; r < rows; r++) {
-        const float* s = A + (size_t)(ic + ir + r) * lda + pc;
-        for (int k = 0; k < kc; k++) d[(size_t)k * mr + r] = s[k];
-      }
+      transpose_into(A + (size_t)(ic + ir) * lda + pc, lda, rows, kc, d, mr);
       if (rows < mr)
         for (int k = 0; k < kc; k++)
           for (int r = rows; r < mr; r++) d[(size_t)k * mr + r] = 0.f;
     } else {
-      for (int k = 0; k < kc; k++) {
-        const float* s = A + (size_t)(pc + k) * lda + ic + ir;
-        float* o = d + (size_t)k * mr;
-        std::memcpy(o, s, sizeof(float) * rows);
-        for (int r = rows; r < mr; r++) o[r] = 0.f;
-      }
+      copy_rows(A + (size_t)pc * lda + ic + ir, lda, rows, kc, d, mr);
     }
   }
 }
