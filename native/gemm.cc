@@ -155,6 +155,42 @@ struct Avx2 {
   }
 };
 
+/** AVX2 6x16 with A read in place (TA: A[k*lda + i], else A[i*lda + k]) against one packed 16-column panel. */
+template <int M, bool TA>
+void micro256(int K, const float* A, int lda, const float* P, float* C, int ldc, int ncols, float alpha, bool acc) {
+  constexpr int NR = 16;
+  __m256 s[M][2];
+  for (int i = 0; i < M; i++) s[i][0] = s[i][1] = _mm256_setzero_ps();
+  for (int k = 0; k < K; k++) {
+    const __m256 b0 = _mm256_load_ps(P + (size_t)k * NR), b1 = _mm256_load_ps(P + (size_t)k * NR + 8);
+    for (int i = 0; i < M; i++) {
+      const __m256 a = _mm256_set1_ps(TA ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k]);
+      s[i][0] = _mm256_fmadd_ps(a, b0, s[i][0]);
+      s[i][1] = _mm256_fmadd_ps(a, b1, s[i][1]);
+    }
+  }
+  const __m256 al = _mm256_set1_ps(alpha);
+  for (int i = 0; i < M; i++) {
+    float* row = C + (size_t)i * ldc;
+    alignas(32) float t[NR];
+    _mm256_store_ps(t, _mm256_mul_ps(s[i][0], al));
+    _mm256_store_ps(t + 8, _mm256_mul_ps(s[i][1], al));
+    for (int c = 0; c < ncols; c++) row[c] = acc ? row[c] + t[c] : t[c];
+  }
+}
+
+template <bool TA>
+void block256(int m, int K, const float* A, int lda, const float* P, float* C, int ldc, int ncols, float alpha, bool acc) {
+  switch (m) {
+    case 6: micro256<6, TA>(K, A, lda, P, C, ldc, ncols, alpha, acc); break;
+    case 5: micro256<5, TA>(K, A, lda, P, C, ldc, ncols, alpha, acc); break;
+    case 4: micro256<4, TA>(K, A, lda, P, C, ldc, ncols, alpha, acc); break;
+    case 3: micro256<3, TA>(K, A, lda, P, C, ldc, ncols, alpha, acc); break;
+    case 2: micro256<2, TA>(K, A, lda, P, C, ldc, ncols, alpha, acc); break;
+    default: micro256<1, TA>(K, A, lda, P, C, ldc, ncols, alpha, acc); break;
+  }
+}
+
 // ---------- AVX-512: 8 rows x 32 columns (16 zmm accumulators), masked edge stores ----------
 // A's element (i, k) of the block is at A[i * lda + k], or A[k * lda + i] when TA (a packed block: lda = 8). B is
 // packed (each panel serves every row block).
@@ -426,6 +462,39 @@ void sgemm_at(ragen_isa::Level level, bool tA, bool tB, int M, int N, int K, flo
 
 void sgemm(bool tA, bool tB, int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb, bool accumulate, float* C, int ldc) {
   sgemm_at(ragen_isa::level(), tA, tB, M, N, K, alpha, A, lda, B, ldb, accumulate, C, ldc);
+}
+
+int panel_width() { return ragen_isa::level() >= ragen_isa::AVX512 ? 32 : 16; }
+
+size_t panels_size(int K, int N) {
+  const int nr = panel_width();
+  return (size_t)((N + nr - 1) / nr) * nr * (size_t)std::max(K, 0);
+}
+
+void pack_panels(bool tB, const float* B, int ldb, int K, int N, float* dst) { pack_b(tB, B, ldb, 0, K, 0, N, panel_width(), dst); }
+
+void gemm_panels(bool tA, int M, int N, int K, float alpha, const float* A, int lda, const float* P, size_t pstride, float* C, int ldc, bool acc) {
+  const bool wide = ragen_isa::level() >= ragen_isa::AVX512;
+  const int nr = wide ? 32 : 16, mr = wide ? 8 : 6;
+  for (int jr = 0; jr < N; jr += nr) {
+    const float* pj = P + (size_t)(jr / nr) * pstride;
+    const int n = std::min(nr, N - jr);
+    for (int ir = 0; ir < M; ir += mr) {
+      const int m = std::min(mr, M - ir);
+      const float* a = tA ? A + ir : A + (size_t)ir * lda;
+      float* c = C + (size_t)ir * ldc + jr;
+      if (wide) {
+        if (tA)
+          block512<true>(m, K, a, lda, pj, c, ldc, n, alpha, acc);
+        else
+          block512<false>(m, K, a, lda, pj, c, ldc, n, alpha, acc);
+      } else if (tA) {
+        block256<true>(m, K, a, lda, pj, c, ldc, n, alpha, acc);
+      } else {
+        block256<false>(m, K, a, lda, pj, c, ldc, n, alpha, acc);
+      }
+    }
+  }
 }
 
 void panels16(int m, int K, const float* A, const float* P, const float* P2, float* C, int ldc, int ncols, int ncols2, const float* bias,
