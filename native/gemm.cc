@@ -56,50 +56,57 @@ inline void transpose_into(const float* src, size_t ls, int cols, int kc, float*
     for (int k = 0; k < kc; k++) dst[(size_t)k * nd + c] = src[(size_t)c * ls + k];
 }
 
-/** dst[k*nd + c] = src[k*ls + c] for c < n (n <= nd), zeros for n <= c < nd; whole vectors when n == nd. */
-inline void copy_rows(const float* src, size_t ls, int n, int kc, float* dst, int nd) {
-  if (n == nd && (nd & 7) == 0) {
-    for (int k = 0; k < kc; k++)
-      for (int c = 0; c < nd; c += 8) _mm256_storeu_ps(dst + (size_t)k * nd + c, _mm256_loadu_ps(src + (size_t)k * ls + c));
-    return;
-  }
+/**
+ * Rows [0, kc) of src (ls floats apart), n columns, into panels of nd columns, k-major (panel p at dst + p * kc * nd,
+ * zero-padded): row by row, so each source row is read once, whole.
+ */
+void copy_panels(const float* src, size_t ls, int n, int kc, float* dst, int nd) {
+  const int whole = n / nd, rest = n - whole * nd;
+  const bool vec = (nd & 7) == 0;
   for (int k = 0; k < kc; k++) {
     const float* s = src + (size_t)k * ls;
     float* o = dst + (size_t)k * nd;
-    for (int c = 0; c < n; c++) o[c] = s[c];
-    for (int c = n; c < nd; c++) o[c] = 0.f;
+    for (int p = 0; p < whole; p++, s += nd, o += (size_t)kc * nd)
+      if (vec)
+        for (int c = 0; c < nd; c += 8) _mm256_storeu_ps(o + c, _mm256_loadu_ps(s + c));
+      else
+        for (int c = 0; c < nd; c++) o[c] = s[c];
+    if (rest > 0) {
+      for (int c = 0; c < rest; c++) o[c] = s[c];
+      for (int c = rest; c < nd; c++) o[c] = 0.f;
+    }
   }
 }
 
 /** Panels of nr columns of op(B) rows [pc, pc+kc), columns [jc, jc+nc), each k-major (nr floats a k, zero-padded). */
 void pack_b(bool tB, const float* B, int ldb, int pc, int kc, int jc, int nc, int nr, float* dst) {
+  if (!tB) {
+    copy_panels(B + (size_t)pc * ldb + jc, ldb, nc, kc, dst, nr);
+    return;
+  }
   for (int jr = 0; jr < nc; jr += nr) {
     float* d = dst + (size_t)jr * kc;
     const int cols = std::min(nr, nc - jr);
-    if (!tB) {
-      copy_rows(B + (size_t)pc * ldb + jc + jr, ldb, cols, kc, d, nr);
-    } else {
-      transpose_into(B + (size_t)(jc + jr) * ldb + pc, ldb, cols, kc, d, nr);
-      if (cols < nr)
-        for (int k = 0; k < kc; k++)
-          for (int c = cols; c < nr; c++) d[(size_t)k * nr + c] = 0.f;
-    }
+    transpose_into(B + (size_t)(jc + jr) * ldb + pc, ldb, cols, kc, d, nr);
+    if (cols < nr)
+      for (int k = 0; k < kc; k++)
+        for (int c = cols; c < nr; c++) d[(size_t)k * nr + c] = 0.f;
   }
 }
 
 /** Blocks of mr rows of op(A) rows [ic, ic+mc), columns [pc, pc+kc), each k-major (mr floats a k, zero-padded). */
 void pack_a(bool tA, const float* A, int lda, int ic, int mc, int pc, int kc, int mr, float* dst) {
+  if (tA) {
+    copy_panels(A + (size_t)pc * lda + ic, lda, mc, kc, dst, mr);
+    return;
+  }
   for (int ir = 0; ir < mc; ir += mr) {
     float* d = dst + (size_t)ir * kc;
     const int rows = std::min(mr, mc - ir);
-    if (!tA) {
-      transpose_into(A + (size_t)(ic + ir) * lda + pc, lda, rows, kc, d, mr);
-      if (rows < mr)
-        for (int k = 0; k < kc; k++)
-          for (int r = rows; r < mr; r++) d[(size_t)k * mr + r] = 0.f;
-    } else {
-      copy_rows(A + (size_t)pc * lda + ic + ir, lda, rows, kc, d, mr);
-    }
+    transpose_into(A + (size_t)(ic + ir) * lda + pc, lda, rows, kc, d, mr);
+    if (rows < mr)
+      for (int k = 0; k < kc; k++)
+        for (int r = rows; r < mr; r++) d[(size_t)k * mr + r] = 0.f;
   }
 }
 
