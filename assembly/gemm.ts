@@ -14,7 +14,7 @@ export function gemmScratchBytes(): i32 {
 }
 
 // @ts-ignore: decorator
-@inline function packA(transA: i32, a: usize, lda: i32, i0: i32, mc: i32, k0: i32, kc: i32, pa: usize): void {
+@inline export function packA(transA: i32, a: usize, lda: i32, i0: i32, mc: i32, k0: i32, kc: i32, pa: usize): void {
   for (let ir = 0; ir < mc; ir += MR) {
     const rows = min(MR, mc - ir);
     const dst = pa + <usize>(ir * kc) * 4;
@@ -79,7 +79,7 @@ export function gemmScratchBytes(): i32 {
 }
 
 /** One MR x NR tile: C[0:m, 0:n] (= or +=) alpha * pa pb over kc; a partial one goes through `tile` (MR x NR). */
-function micro(kc: i32, pa: usize, pb: usize, c: usize, ldc: i32, m: i32, n: i32, alpha: f32, beta: i32, tile: usize): void {
+export function micro(kc: i32, pa: usize, pb: usize, c: usize, ldc: i32, m: i32, n: i32, alpha: f32, beta: i32, tile: usize): void {
   if (m == MR && n == NR) {
     tiles(MR, NR, kc, pa, pb, c, ldc, alpha, beta);
     return;
