@@ -68,6 +68,8 @@ for (const { name, path, skip } of variants) {
       [260, 96, 96, 1],
       [5, 9, 17, 3],
       [128, 128, 64, 4],
+      [515, 130, 260, 1], // rows split over the two threads
+      [600, 40, 700, 1], // the same with B narrower than two AVX-512 panels
     ];
     for (const [M, N, K, batch] of gemmShapes)
       for (const tA of [false, true])
