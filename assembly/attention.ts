@@ -38,8 +38,14 @@ function panels(M: i32, N: i32, K: i32, pa: usize, pb: usize, pstride: usize, c:
 /** 1 + the index of the row's last non-zero entry (0 when all are zero). */
 function extent(row: usize, S: i32): i32 {
   let s = S;
-  while (s > 0 && load<f32>(addr(row, s - 1)) == 0) s--;
-  return s;
+  while (s > 0 && (s & 3) != 0 && load<f32>(addr(row, s - 1)) == 0) s--;
+  if ((s & 3) != 0) return s;
+  const zero = f32x4.splat(0);
+  for (; s > 0; s -= 4) { // 4 at a time from an index aligned to 4: the last block with a non-zero entry
+    const nz = i32x4.bitmask(f32x4.ne(v128.load(addr(row, s - 4)), zero));
+    if (nz != 0) return s - 4 + 32 - clz<i32>(nz);
+  }
+  return 0;
 }
 
 /** Softmax of row[0, lim) with masked keys at zero (valid: the sequence's S flags, or 0), zeros in [lim, S). */
