@@ -138,5 +138,11 @@ export const OP_CASES: OpCase[] = [
     inputs: [{ shape: [2, 2, 4, 3] }, { shape: [2, 2, 4, 3] }, { shape: [2, 2, 4, 3] }],
     fn: ([q, k, v]) => T.causalAttention(q!, k!, v!, { keyValid: Int32Array.from([0, 1, 1, 1, 1, 1, 0, 1]) }),
   },
+  {
+    // rows past one micro-kernel block (8 on AVX-512, 6 on AVX2) after cached keys: the native kernel's causal skipping
+    name: 'causalAttention row blocks after an offset',
+    inputs: [{ shape: [1, 2, 19, 5] }, { shape: [1, 1, 23, 5] }, { shape: [1, 1, 23, 5] }],
+    fn: ([q, k, v]) => T.causalAttention(q!, k!, v!, { queryOffset: 4 }),
+  },
   { name: 'dropout', inputs: [{ shape: [4, 6] }], fn: ([x]) => T.dropout(x!, 0.3, new Rng(11)) },
 ];
