@@ -131,7 +131,7 @@ export interface NativeAddon extends Pick<WasmKernels, NativeNnKernel> {
     eps: number,
     scale: number,
   ): void;
-  /** A zeroed native block of `bytes` (outside the arena, so past its 4 GiB); its address. */
+  /** A zeroed native block of `bytes` (e.g. bf16 weights, beside the arena); its address. */
   nativeAlloc(bytes: number): number;
   /** As nativeAlloc, for an arena's address space (pages cost memory once written); nativeAllocated leaves it out. */
   nativeReserve(bytes: number): number;
