@@ -22,6 +22,22 @@ describe.skipIf(!testBackend('native'))('the native arena', () => {
     expect(() => nativeArenaBytes('lots')).toThrow(/RAGEN_NATIVE_ARENA_GIB=lots is not a size in GiB/);
   });
 
+  it('keeps reservations out of nativeAllocated (they are address space) and frees them', () => {
+    const { addon } = loadBackend('native') as NativeBackend;
+    const before = addon.nativeAllocated();
+    const block = addon.nativeReserve(GIB);
+    expect(addon.nativeAllocated()).toBe(before);
+    addon.nativeCopy(block, GIB - 8, Float32Array.of(1.5, -2), 1); // its last bytes are usable
+    const back = new Float32Array(2);
+    addon.nativeCopy(block, GIB - 8, back, 0);
+    expect(Array.from(back)).toEqual([1.5, -2]);
+    addon.nativeFree(block);
+    expect(() => addon.nativeFree(block)).toThrow(/is not a live block/);
+    const owned = addon.nativeAlloc(4096);
+    expect(addon.nativeAllocated()).toBe(before + 4096);
+    addon.nativeFree(owned);
+  });
+
   it('names the size asked for when the reservation is full', () => {
     const be = loadBackend('native') as NativeBackend;
     const reserved = be.arena.capacity;
