@@ -13,8 +13,20 @@ export function gemmScratchBytes(): i32 {
   return (MC * KC + KC * NC + MR * NR) * 4;
 }
 
+/** The 4x4 block at src (rows rs bytes apart) transposed into dst (rows ds bytes apart). */
 // @ts-ignore: decorator
-@inline function packA(transA: i32, a: usize, lda: i32, i0: i32, mc: i32, k0: i32, kc: i32, pa: usize): void {
+@inline function transpose4(src: usize, rs: usize, dst: usize, ds: usize): void {
+  const x0 = v128.load(src), x1 = v128.load(src + rs), x2 = v128.load(src + 2 * rs), x3 = v128.load(src + 3 * rs);
+  const t0 = v128.shuffle<f32>(x0, x1, 0, 4, 1, 5), t1 = v128.shuffle<f32>(x0, x1, 2, 6, 3, 7);
+  const t2 = v128.shuffle<f32>(x2, x3, 0, 4, 1, 5), t3 = v128.shuffle<f32>(x2, x3, 2, 6, 3, 7);
+  v128.store(dst, v128.shuffle<f32>(t0, t2, 0, 1, 4, 5));
+  v128.store(dst + ds, v128.shuffle<f32>(t0, t2, 2, 3, 6, 7));
+  v128.store(dst + 2 * ds, v128.shuffle<f32>(t1, t3, 0, 1, 4, 5));
+  v128.store(dst + 3 * ds, v128.shuffle<f32>(t1, t3, 2, 3, 6, 7));
+}
+
+// @ts-ignore: decorator
+@inline export function packA(transA: i32, a: usize, lda: i32, i0: i32, mc: i32, k0: i32, kc: i32, pa: usize): void {
   for (let ir = 0; ir < mc; ir += MR) {
     const rows = min(MR, mc - ir);
     const dst = pa + <usize>(ir * kc) * 4;
@@ -25,6 +37,12 @@ export function gemmScratchBytes(): i32 {
         if (rows == MR) v128.store(d, v128.load(src));
         else for (let r = 0; r < MR; r++) store<f32>(d + (r << 2), r < rows ? load<f32>(src + (r << 2)) : 0);
       }
+    } else if (rows == MR) {
+      const rs = <usize>lda * 4, k4 = kc & ~3;
+      const src = a + (<usize>(i0 + ir) * lda + k0) * 4;
+      for (let k = 0; k < k4; k += 4) transpose4(src + (<usize>k << 2), rs, dst + <usize>(k * MR) * 4, MR * 4);
+      for (let k = k4; k < kc; k++)
+        for (let r = 0; r < MR; r++) store<f32>(dst + <usize>(k * MR + r) * 4, load<f32>(src + <usize>r * rs + (<usize>k << 2)));
     } else {
       for (let r = 0; r < MR; r++) {
         if (r < rows) {
@@ -54,6 +72,14 @@ export function gemmScratchBytes(): i32 {
           for (let c = 0; c < NR; c++) store<f32>(d + (c << 2), c < cols ? load<f32>(src + (c << 2)) : 0);
         }
       }
+    } else if (cols == NR) {
+      const rs = <usize>ldb * 4, k4 = kc & ~3;
+      for (let cg = 0; cg < NR; cg += 4) {
+        const src = b + (<usize>(j0 + jr + cg) * ldb + k0) * 4;
+        for (let k = 0; k < k4; k += 4) transpose4(src + (<usize>k << 2), rs, dst + <usize>(k * NR + cg) * 4, NR * 4);
+        for (let k = k4; k < kc; k++)
+          for (let c = 0; c < 4; c++) store<f32>(dst + <usize>(k * NR + cg + c) * 4, load<f32>(src + <usize>c * rs + (<usize>k << 2)));
+      }
     } else {
       for (let c = 0; c < NR; c++) {
         if (c < cols) {
@@ -79,7 +105,7 @@ export function gemmScratchBytes(): i32 {
 }
 
 /** One MR x NR tile: C[0:m, 0:n] (= or +=) alpha * pa pb over kc; a partial one goes through `tile` (MR x NR). */
-function micro(kc: i32, pa: usize, pb: usize, c: usize, ldc: i32, m: i32, n: i32, alpha: f32, beta: i32, tile: usize): void {
+export function micro(kc: i32, pa: usize, pb: usize, c: usize, ldc: i32, m: i32, n: i32, alpha: f32, beta: i32, tile: usize): void {
   if (m == MR && n == NR) {
     tiles(MR, NR, kc, pa, pb, c, ldc, alpha, beta);
     return;

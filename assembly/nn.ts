@@ -1,7 +1,6 @@
 // Fused neural-net kernels: RMSNorm, RoPE, softmax / log-softmax, log-prob of target, entropy,
-// embedding, and causal attention with grouped KV heads (materialised scores, gemm inside).
+// embedding (causal attention: attention.ts).
 import { madd, exp4, hsum, hmax } from './simd';
-import { gemm, gemmScratchBytes } from './gemm';
 
 // @ts-ignore: decorator
 @inline function addr(base: usize, i: i32): usize {
@@ -237,112 +236,5 @@ export function embeddingBackward(g: usize, ids: usize, dw: usize, N: i32, C: i3
     let i = 0;
     for (; i + 4 <= C; i += 4) v128.store(addr(dst, i), f32x4.add(v128.load(addr(dst, i)), v128.load(addr(src, i))));
     for (; i < C; i++) store<f32>(addr(dst, i), load<f32>(addr(dst, i)) + load<f32>(addr(src, i)));
-  }
-}
-
-/** Bytes of scratch one thread needs for attention with R = group * T query rows and S keys. */
-export function attentionScratchBytes(R: i32, S: i32): i32 {
-  return gemmScratchBytes() + R * S * 4;
-}
-
-/** Attention for few query rows (decoding with a KV cache): dot products and axpys, no gemm packing. */
-function attentionDirect(q: usize, k: usize, v: usize, out: usize, probs: usize, Hq: i32, Hkv: i32, T: i32, S: i32, D: i32,
-  offset: i32, scale: f32, keyValid: usize, p0: i32, p1: i32): void {
-  const grp = Hq / Hkv, R = grp * T;
-  for (let p = p0; p < p1; p++) {
-    const b = p / Hkv, kv = p % Hkv;
-    const ko = k + <usize>((b * Hkv + kv) * S * D) * 4, vo = v + <usize>((b * Hkv + kv) * S * D) * 4;
-    for (let r = 0; r < R; r++) {
-      const qr = q + <usize>(((b * Hq + kv * grp) * T + r) * D) * 4, orow = out + <usize>(((b * Hq + kv * grp) * T + r) * D) * 4;
-      const row = probs + <usize>(((b * Hq + kv * grp) * T + r) * S) * 4;
-      const lim = min(S, offset + (r % T) + 1);
-      let mx: f32 = -Infinity;
-      for (let s = 0; s < lim; s++) {
-        let sc: f32 = dot(qr, ko + <usize>(s * D) * 4, D) * scale;
-        if (keyValid && load<i32>(addr(keyValid, b * S + s)) == 0) sc = -Infinity;
-        store<f32>(addr(row, s), sc);
-        mx = max(mx, sc);
-      }
-      memory.fill(orow, 0, <usize>D << 2);
-      if (mx == -Infinity) {
-        memory.fill(row, 0, <usize>S << 2);
-        continue;
-      }
-      const sum = expSum(row, row, lim, mx);
-      scaleRow(row, row, lim, 1 / sum, 0);
-      if (lim < S) memory.fill(addr(row, lim), 0, <usize>(S - lim) << 2);
-      for (let s = 0; s < lim; s++) {
-        const pv = load<f32>(addr(row, s));
-        if (pv == 0) continue;
-        const vr = vo + <usize>(s * D) * 4;
-        const pp = f32x4.splat(pv);
-        let i = 0;
-        for (; i + 4 <= D; i += 4) v128.store(addr(orow, i), madd(v128.load(addr(vr, i)), pp, v128.load(addr(orow, i))));
-        for (; i < D; i++) store<f32>(addr(orow, i), load<f32>(addr(orow, i)) + pv * load<f32>(addr(vr, i)));
-      }
-    }
-  }
-}
-
-/**
- * Causal attention for (batch, kv-head) pairs [p0, p1): the group's query heads are one (g*T, D) block.
- * Query row r (t = r % T) sees keys s <= offset + t with keyValid[b*S + s] != 0 (keyValid = 0: all valid).
- */
-export function attention(q: usize, k: usize, v: usize, out: usize, probs: usize, B: i32, Hq: i32, Hkv: i32, T: i32, S: i32, D: i32,
-  offset: i32, scale: f32, keyValid: usize, p0: i32, p1: i32, scratch: usize): void {
-  const grp = Hq / Hkv, R = grp * T;
-  if (T <= 4) {
-    attentionDirect(q, k, v, out, probs, Hq, Hkv, T, S, D, offset, scale, keyValid, p0, p1);
-    return;
-  }
-  for (let p = p0; p < p1; p++) {
-    const b = p / Hkv, kv = p % Hkv;
-    const qo = q + <usize>((b * Hq + kv * grp) * T * D) * 4, oo = out + <usize>((b * Hq + kv * grp) * T * D) * 4;
-    const po = probs + <usize>((b * Hq + kv * grp) * T) * S * 4;
-    const ko = k + <usize>((b * Hkv + kv) * S * D) * 4, vo = v + <usize>((b * Hkv + kv) * S * D) * 4;
-    gemm(0, 1, R, S, D, qo, D, ko, D, po, S, scale, 0, scratch);
-    for (let r = 0; r < R; r++) {
-      const row = po + <usize>(r * S) * 4;
-      const lim = min(S, offset + (r % T) + 1);
-      if (keyValid) {
-        for (let s = 0; s < lim; s++) if (load<i32>(addr(keyValid, b * S + s)) == 0) store<f32>(addr(row, s), -Infinity);
-      }
-      const mx = lim > 0 ? rowMax(row, lim) : -Infinity;
-      if (mx == -Infinity) {
-        memory.fill(row, 0, <usize>S << 2);
-        continue;
-      }
-      const sum = expSum(row, row, lim, mx);
-      scaleRow(row, row, lim, 1 / sum, 0);
-      if (keyValid) {
-        for (let s = 0; s < lim; s++) if (load<i32>(addr(keyValid, b * S + s)) == 0) store<f32>(addr(row, s), 0);
-      }
-      if (lim < S) memory.fill(addr(row, lim), 0, <usize>(S - lim) << 2);
-    }
-    gemm(0, 0, R, D, S, po, S, vo, D, oo, D, 1, 0, scratch);
-  }
-}
-
-/** Backward of `attention` for pairs [p0, p1): dq, dk, dv overwritten. */
-export function attentionBackward(g: usize, q: usize, k: usize, v: usize, probs: usize, dq: usize, dk: usize, dv: usize,
-  B: i32, Hq: i32, Hkv: i32, T: i32, S: i32, D: i32, scale: f32, p0: i32, p1: i32, scratch: usize): void {
-  const grp = Hq / Hkv, R = grp * T;
-  const dP = scratch + <usize>gemmScratchBytes();
-  for (let p = p0; p < p1; p++) {
-    const b = p / Hkv, kv = p % Hkv;
-    const qoff = <usize>((b * Hq + kv * grp) * T * D) * 4, koff = <usize>((b * Hkv + kv) * S * D) * 4;
-    const po = probs + <usize>((b * Hq + kv * grp) * T) * S * 4;
-    gemm(0, 1, R, S, D, g + qoff, D, v + koff, D, dP, S, 1, 0, scratch);
-    for (let r = 0; r < R; r++) {
-      const pr = po + <usize>(r * S) * 4, dr = dP + <usize>(r * S) * 4;
-      const d = dot(pr, dr, S);
-      const dv4 = f32x4.splat(d), sc = f32x4.splat(scale);
-      let i = 0;
-      for (; i + 4 <= S; i += 4) v128.store(addr(dr, i), f32x4.mul(f32x4.mul(v128.load(addr(pr, i)), f32x4.sub(v128.load(addr(dr, i)), dv4)), sc));
-      for (; i < S; i++) store<f32>(addr(dr, i), load<f32>(addr(pr, i)) * (load<f32>(addr(dr, i)) - d) * scale);
-    }
-    gemm(0, 0, R, D, S, dP, S, k + koff, D, dq + qoff, D, 1, 0, scratch);
-    gemm(1, 0, S, D, R, dP, S, q + qoff, D, dk + koff, D, 1, 0, scratch);
-    gemm(1, 0, S, D, R, po, S, g + qoff, D, dv + koff, D, 1, 0, scratch);
   }
 }

@@ -24,51 +24,89 @@ struct Scratch {
 };
 thread_local Scratch scratch_a, scratch_b;
 
+/** Transposes the 8x8 block at src (rows ls floats apart) into dst (rows ld floats apart): dst[c*ld + r] = src[r*ls + c]. */
+inline void transpose8(const float* src, size_t ls, float* dst, size_t ld) {
+  __m256 r[8], t[8];
+  for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(src + i * ls);
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int h = 0; h < 8; h += 4) {
+    r[h] = _mm256_shuffle_ps(t[h], t[h + 2], 0x44);
+    r[h + 1] = _mm256_shuffle_ps(t[h], t[h + 2], 0xee);
+    r[h + 2] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0x44);
+    r[h + 3] = _mm256_shuffle_ps(t[h + 1], t[h + 3], 0xee);
+  }
+  for (int i = 0; i < 4; i++) {
+    _mm256_storeu_ps(dst + i * ld, _mm256_permute2f128_ps(r[i], r[i + 4], 0x20));
+    _mm256_storeu_ps(dst + (i + 4) * ld, _mm256_permute2f128_ps(r[i], r[i + 4], 0x31));
+  }
+}
+
+/** dst[k*nd + c] = src[c*ls + k] for c < cols, k < kc (8x8 blocks where whole, elements at the edges). */
+inline void transpose_into(const float* src, size_t ls, int cols, int kc, float* dst, int nd) {
+  const int c8 = cols & ~7, k8 = kc & ~7;
+  for (int c = 0; c < c8; c += 8) {
+    for (int k = 0; k < k8; k += 8) transpose8(src + (size_t)c * ls + k, ls, dst + (size_t)k * nd + c, nd);
+    for (int k = k8; k < kc; k++)
+      for (int i = 0; i < 8; i++) dst[(size_t)k * nd + c + i] = src[(size_t)(c + i) * ls + k];
+  }
+  for (int c = c8; c < cols; c++)
+    for (int k = 0; k < kc; k++) dst[(size_t)k * nd + c] = src[(size_t)c * ls + k];
+}
+
+/**
+ * Rows [0, kc) of src (ls floats apart), n columns, into panels of nd columns, k-major (panel p at dst + p * kc * nd,
+ * zero-padded): row by row, so each source row is read once, whole.
+ */
+void copy_panels(const float* src, size_t ls, int n, int kc, float* dst, int nd) {
+  const int whole = n / nd, rest = n - whole * nd;
+  const bool vec = (nd & 7) == 0;
+  for (int k = 0; k < kc; k++) {
+    const float* s = src + (size_t)k * ls;
+    float* o = dst + (size_t)k * nd;
+    for (int p = 0; p < whole; p++, s += nd, o += (size_t)kc * nd)
+      if (vec)
+        for (int c = 0; c < nd; c += 8) _mm256_storeu_ps(o + c, _mm256_loadu_ps(s + c));
+      else
+        for (int c = 0; c < nd; c++) o[c] = s[c];
+    if (rest > 0) {
+      for (int c = 0; c < rest; c++) o[c] = s[c];
+      for (int c = rest; c < nd; c++) o[c] = 0.f;
+    }
+  }
+}
+
 /** Panels of nr columns of op(B) rows [pc, pc+kc), columns [jc, jc+nc), each k-major (nr floats a k, zero-padded). */
 void pack_b(bool tB, const float* B, int ldb, int pc, int kc, int jc, int nc, int nr, float* dst) {
+  if (!tB) {
+    copy_panels(B + (size_t)pc * ldb + jc, ldb, nc, kc, dst, nr);
+    return;
+  }
   for (int jr = 0; jr < nc; jr += nr) {
     float* d = dst + (size_t)jr * kc;
     const int cols = std::min(nr, nc - jr);
-    if (!tB) {
-      for (int k = 0; k < kc; k++) {
-        const float* s = B + (size_t)(pc + k) * ldb + jc + jr;
-        float* o = d + (size_t)k * nr;
-        std::memcpy(o, s, sizeof(float) * cols);
-        for (int c = cols; c < nr; c++) o[c] = 0.f;
-      }
-    } else {
-      for (int c = 0; c < cols; c++) {
-        const float* s = B + (size_t)(jc + jr + c) * ldb + pc;
-        for (int k = 0; k < kc; k++) d[(size_t)k * nr + c] = s[k];
-      }
-      if (cols < nr)
-        for (int k = 0; k < kc; k++)
-          for (int c = cols; c < nr; c++) d[(size_t)k * nr + c] = 0.f;
-    }
+    transpose_into(B + (size_t)(jc + jr) * ldb + pc, ldb, cols, kc, d, nr);
+    if (cols < nr)
+      for (int k = 0; k < kc; k++)
+        for (int c = cols; c < nr; c++) d[(size_t)k * nr + c] = 0.f;
   }
 }
 
 /** Blocks of mr rows of op(A) rows [ic, ic+mc), columns [pc, pc+kc), each k-major (mr floats a k, zero-padded). */
 void pack_a(bool tA, const float* A, int lda, int ic, int mc, int pc, int kc, int mr, float* dst) {
+  if (tA) {
+    copy_panels(A + (size_t)pc * lda + ic, lda, mc, kc, dst, mr);
+    return;
+  }
   for (int ir = 0; ir < mc; ir += mr) {
     float* d = dst + (size_t)ir * kc;
     const int rows = std::min(mr, mc - ir);
-    if (!tA) {
-      for (int r = 0; r < rows; r++) {
-        const float* s = A + (size_t)(ic + ir + r) * lda + pc;
-        for (int k = 0; k < kc; k++) d[(size_t)k * mr + r] = s[k];
-      }
-      if (rows < mr)
-        for (int k = 0; k < kc; k++)
-          for (int r = rows; r < mr; r++) d[(size_t)k * mr + r] = 0.f;
-    } else {
-      for (int k = 0; k < kc; k++) {
-        const float* s = A + (size_t)(pc + k) * lda + ic + ir;
-        float* o = d + (size_t)k * mr;
-        std::memcpy(o, s, sizeof(float) * rows);
-        for (int r = rows; r < mr; r++) o[r] = 0.f;
-      }
-    }
+    transpose_into(A + (size_t)(ic + ir) * lda + pc, lda, rows, kc, d, mr);
+    if (rows < mr)
+      for (int k = 0; k < kc; k++)
+        for (int r = rows; r < mr; r++) d[(size_t)k * mr + r] = 0.f;
   }
 }
 
@@ -123,6 +161,42 @@ struct Avx2 {
     }
   }
 };
+
+/** AVX2 6x16 with A read in place (TA: A[k*lda + i], else A[i*lda + k]) against one packed 16-column panel. */
+template <int M, bool TA>
+void micro256(int K, const float* A, int lda, const float* P, float* C, int ldc, int ncols, float alpha, bool acc) {
+  constexpr int NR = 16;
+  __m256 s[M][2];
+  for (int i = 0; i < M; i++) s[i][0] = s[i][1] = _mm256_setzero_ps();
+  for (int k = 0; k < K; k++) {
+    const __m256 b0 = _mm256_load_ps(P + (size_t)k * NR), b1 = _mm256_load_ps(P + (size_t)k * NR + 8);
+    for (int i = 0; i < M; i++) {
+      const __m256 a = _mm256_set1_ps(TA ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k]);
+      s[i][0] = _mm256_fmadd_ps(a, b0, s[i][0]);
+      s[i][1] = _mm256_fmadd_ps(a, b1, s[i][1]);
+    }
+  }
+  const __m256 al = _mm256_set1_ps(alpha);
+  for (int i = 0; i < M; i++) {
+    float* row = C + (size_t)i * ldc;
+    alignas(32) float t[NR];
+    _mm256_store_ps(t, _mm256_mul_ps(s[i][0], al));
+    _mm256_store_ps(t + 8, _mm256_mul_ps(s[i][1], al));
+    for (int c = 0; c < ncols; c++) row[c] = acc ? row[c] + t[c] : t[c];
+  }
+}
+
+template <bool TA>
+void block256(int m, int K, const float* A, int lda, const float* P, float* C, int ldc, int ncols, float alpha, bool acc) {
+  switch (m) {
+    case 6: micro256<6, TA>(K, A, lda, P, C, ldc, ncols, alpha, acc); break;
+    case 5: micro256<5, TA>(K, A, lda, P, C, ldc, ncols, alpha, acc); break;
+    case 4: micro256<4, TA>(K, A, lda, P, C, ldc, ncols, alpha, acc); break;
+    case 3: micro256<3, TA>(K, A, lda, P, C, ldc, ncols, alpha, acc); break;
+    case 2: micro256<2, TA>(K, A, lda, P, C, ldc, ncols, alpha, acc); break;
+    default: micro256<1, TA>(K, A, lda, P, C, ldc, ncols, alpha, acc); break;
+  }
+}
 
 // ---------- AVX-512: 8 rows x 32 columns (16 zmm accumulators), masked edge stores ----------
 // A's element (i, k) of the block is at A[i * lda + k], or A[k * lda + i] when TA (a packed block: lda = 8). B is
@@ -395,6 +469,39 @@ void sgemm_at(ragen_isa::Level level, bool tA, bool tB, int M, int N, int K, flo
 
 void sgemm(bool tA, bool tB, int M, int N, int K, float alpha, const float* A, int lda, const float* B, int ldb, bool accumulate, float* C, int ldc) {
   sgemm_at(ragen_isa::level(), tA, tB, M, N, K, alpha, A, lda, B, ldb, accumulate, C, ldc);
+}
+
+int panel_width() { return ragen_isa::level() >= ragen_isa::AVX512 ? 32 : 16; }
+
+size_t panels_size(int K, int N) {
+  const int nr = panel_width();
+  return (size_t)((N + nr - 1) / nr) * nr * (size_t)std::max(K, 0);
+}
+
+void pack_panels(bool tB, const float* B, int ldb, int K, int N, float* dst) { pack_b(tB, B, ldb, 0, K, 0, N, panel_width(), dst); }
+
+void gemm_panels(bool tA, int M, int N, int K, float alpha, const float* A, int lda, const float* P, size_t pstride, float* C, int ldc, bool acc) {
+  const bool wide = ragen_isa::level() >= ragen_isa::AVX512;
+  const int nr = wide ? 32 : 16, mr = wide ? 8 : 6;
+  for (int jr = 0; jr < N; jr += nr) {
+    const float* pj = P + (size_t)(jr / nr) * pstride;
+    const int n = std::min(nr, N - jr);
+    for (int ir = 0; ir < M; ir += mr) {
+      const int m = std::min(mr, M - ir);
+      const float* a = tA ? A + ir : A + (size_t)ir * lda;
+      float* c = C + (size_t)ir * ldc + jr;
+      if (wide) {
+        if (tA)
+          block512<true>(m, K, a, lda, pj, c, ldc, n, alpha, acc);
+        else
+          block512<false>(m, K, a, lda, pj, c, ldc, n, alpha, acc);
+      } else if (tA) {
+        block256<true>(m, K, a, lda, pj, c, ldc, n, alpha, acc);
+      } else {
+        block256<false>(m, K, a, lda, pj, c, ldc, n, alpha, acc);
+      }
+    }
+  }
 }
 
 void panels16(int m, int K, const float* A, const float* P, const float* P2, float* C, int ldc, int ncols, int ncols2, const float* bias,

@@ -5,6 +5,7 @@
 #include <node_api.h>
 #include "memory.h"
 #include <immintrin.h>
+#include "attention.h"
 #include "gemm.h"
 #include "nn.h"
 #include "ops.h"
@@ -374,17 +375,9 @@ static napi_value Attention(napi_env env, napi_callback_info info) {
     });
     return nullptr;
   }
-  auto work = [&](int p0, int p1) {
-    for (int p = p0; p < p1; p++) {
-      int b = p / Hkv, kv = p % Hkv;
-      size_t qo = (size_t)(b * Hq + kv * grp) * T * D, ko = (size_t)(b * Hkv + kv) * S * D, po = (size_t)(b * Hq + kv * grp) * T * S;
-      float* P = F(a[4]) + po;
-      ragen_gemm::sgemm(false, true, R, S, D, scale, F(a[0]) + qo, D, F(a[1]) + ko, D, false, P, S);
-      for (int r = 0; r < R; r++) masked_softmax_row(P + (size_t)r * S, S, std::min(S, offset + (r % T) + 1), kvalid ? kvalid + (size_t)b * S : nullptr);
-      ragen_gemm::sgemm(false, false, R, D, S, 1.f, P, S, F(a[2]) + ko, D, false, F(a[3]) + qo, D);
-    }
-  };
-  split2(B * Hkv, (double)B * Hq * T * S * D, work);
+  split2(B * Hkv, (double)B * Hq * T * S * D, [&](int p0, int p1) {
+    ragen_attn::forward(F(a[0]), F(a[1]), F(a[2]), F(a[3]), F(a[4]), B, Hq, Hkv, T, S, D, offset, scale, kvalid, p0, p1);
+  });
   return nullptr;
 }
 
@@ -393,32 +386,9 @@ static napi_value AttentionBackward(napi_env env, napi_callback_info info) {
   ARGS("attentionBackward", 15);
   int B = (int)a[8], Hq = (int)a[9], Hkv = (int)a[10], T = (int)a[11], S = (int)a[12], D = (int)a[13];
   float scale = (float)a[14];
-  int grp = Hq / Hkv, R = grp * T;
-  auto work = [&](int p0, int p1) {
-    static thread_local std::vector<float> dP;
-    dP.resize((size_t)R * S);
-    for (int p = p0; p < p1; p++) {
-      int b = p / Hkv, kv = p % Hkv;
-      size_t qo = (size_t)(b * Hq + kv * grp) * T * D, ko = (size_t)(b * Hkv + kv) * S * D, po = (size_t)(b * Hq + kv * grp) * T * S;
-      const float* P = F(a[4]) + po;
-      const float* G = F(a[0]) + qo;
-      ragen_gemm::sgemm(false, true, R, S, D, 1.f, G, D, F(a[3]) + ko, D, false, dP.data(), S);
-      for (int r = 0; r < R; r++) {
-        const float* pr = P + (size_t)r * S;
-        float* dr = dP.data() + (size_t)r * S;
-        __m256 acc = _mm256_setzero_ps();
-        int s = 0;
-        for (; s + 8 <= S; s += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(pr + s), _mm256_loadu_ps(dr + s), acc);
-        float d = hsum8(acc);
-        for (; s < S; s++) d += pr[s] * dr[s];
-        for (s = 0; s < S; s++) dr[s] = pr[s] * (dr[s] - d) * scale;
-      }
-      ragen_gemm::sgemm(false, false, R, D, S, 1.f, dP.data(), S, F(a[2]) + ko, D, false, F(a[5]) + qo, D);
-      ragen_gemm::sgemm(true, false, S, D, R, 1.f, dP.data(), S, F(a[1]) + qo, D, false, F(a[6]) + ko, D);
-      ragen_gemm::sgemm(true, false, S, D, R, 1.f, P, S, G, D, false, F(a[7]) + ko, D);
-    }
-  };
-  split2(B * Hkv, (double)B * Hq * T * S * D, work);
+  split2(B * Hkv, (double)B * Hq * T * S * D, [&](int p0, int p1) {
+    ragen_attn::backward(F(a[0]), F(a[1]), F(a[2]), F(a[3]), F(a[4]), F(a[5]), F(a[6]), F(a[7]), B, Hq, Hkv, T, S, D, scale, p0, p1);
+  });
   return nullptr;
 }
 

@@ -12,7 +12,8 @@ import { Gateway, agentRollout, toolDemoCalls } from '../../src/gateway/index.js
 import { binarySearchGuesses } from '../../src/envs/index.js';
 import { guessNumberDemo } from './guess-number-ai-sdk/demos.js';
 import { MAX_NUMBER, answer, secretOf } from './guess-number-ai-sdk/task.mjs';
-import { RecordingEngine, binarySearchPolicy, commandOf, type ExampleName } from './testing.js';
+import { RecordingEngine, binarySearchPolicy, commandOf, garbleCall, type ExampleName } from './testing.js';
+import { toolCallText } from '../../src/tokenizer/index.js';
 
 export const GUESS_NUMBER_TINY = join(import.meta.dirname, '..', '..', 'models', 'guess-number-tiny');
 
@@ -23,7 +24,7 @@ export function guessNumberAgentSuite(name: ExampleName, label: string, o: { bou
   let gateway: Gateway;
   beforeAll(async () => {
     tokenizer = loadTokenizer(GUESS_NUMBER_TINY); // the SFT'd model's: the demos' prompts are the ids it learnt
-    engine = new RecordingEngine(tokenizer, binarySearchPolicy);
+    engine = new RecordingEngine(tokenizer, (p) => binarySearchPolicy(p, tokenizer.toolFormat));
     gateway = new Gateway({
       engine,
       tokenizer,
@@ -72,7 +73,9 @@ export function guessNumberAgentSuite(name: ExampleName, label: string, o: { bou
 
     it("a garbled second call ends the episode unscored, exit 0, counted as that turn's format error", async () => {
       const garbling = new ScriptedEngine(tokenizer, (p) =>
-        p.includes('<tool_response>') ? binarySearchPolicy(p).replace('}}', '}') : binarySearchPolicy(p),
+        p.includes('<tool_response>')
+          ? garbleCall(binarySearchPolicy(p, tokenizer.toolFormat))
+          : binarySearchPolicy(p, tokenizer.toolFormat),
       );
       const g = new Gateway({
         engine: garbling,
@@ -108,7 +111,7 @@ export function guessNumberAgentSuite(name: ExampleName, label: string, o: { bou
       it("a guess of 40 (the zod schema says 1..16) is the model's mistake: the program exits 0 with reward 0", async () => {
         const wild = new ScriptedEngine(
           tokenizer,
-          () => '<tool_call>\n{"name": "guess", "arguments": {"n": 40}}\n</tool_call><|im_end|>',
+          () => `${toolCallText({ name: 'guess', arguments: { n: 40 } }, tokenizer.toolFormat)}<|im_end|>`,
         );
         const g = new Gateway({
           engine: wild,

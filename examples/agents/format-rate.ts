@@ -29,7 +29,7 @@ try {
         samplingSeed: 1,
       });
       const calls = outcomes.flatMap((o) => o.log.calls);
-      const unparsed = calls.filter((c) => unparsedToolCall(c.text)).length;
+      const unparsed = calls.filter((c) => unparsedToolCall(c.text, gateway.toolFormat)).length;
       const ok = outcomes.filter((o) => o.status === 'ok').length;
       const solved = outcomes.filter((o) => (o.reward ?? 0) > 0).length;
       console.log(

@@ -1,4 +1,4 @@
-// Test helpers shared by the guess-number examples' tests: a scripted policy that plays binary search in Qwen's tool
+// Test helpers shared by the guess-number examples' tests: a scripted policy that plays binary search in a tool
 // format, an engine that keeps what it sampled, each example's command, and a stand-in server that records requests.
 import { execFile } from 'node:child_process';
 import { createServer } from 'node:http';
@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Generation, SamplingParams } from '../../src/engine/index.js';
 import { ScriptedEngine } from '../../src/agent/testing.js';
+import { toolCallText, type ToolFormatName } from '../../src/tokenizer/index.js';
 import { MAX_NUMBER } from './guess-number-ai-sdk/task.mjs';
 
 /** The three guess-number agents: the same task written with each framework. */
@@ -19,9 +20,13 @@ export type ExampleName = keyof typeof EXAMPLES;
 /** `node <agent.mjs>` for the gateway's runner. */
 export const commandOf = (name: ExampleName): string => `node ${JSON.stringify(EXAMPLES[name])}`;
 
-/** Binary search read off the prompt: the guesses in its tool calls and the answers in its tool responses. */
-export function binarySearchPolicy(prompt: string): string {
-  const guesses = [...prompt.matchAll(/"arguments": \{"n": (\d+)\}/g)].map((m) => Number(m[1]));
+/**
+ * Binary search read off the prompt (the guesses in its tool calls, the answers in its tool responses), its next guess
+ * written as a call in `format`.
+ */
+export function binarySearchPolicy(prompt: string, format: ToolFormatName = 'qwen'): string {
+  const call = format === 'compact' ? /guess\(n=(\d+)\)/g : /"arguments": \{"n": (\d+)\}/g;
+  const guesses = [...prompt.matchAll(call)].map((m) => Number(m[1]));
   const answers = [...prompt.matchAll(/<tool_response>\n(\w+)\n<\/tool_response>/g)].map((m) => m[1]);
   let lo = 1;
   let hi = MAX_NUMBER;
@@ -29,8 +34,11 @@ export function binarySearchPolicy(prompt: string): string {
     if (answers[i] === 'higher') lo = g + 1;
     if (answers[i] === 'lower') hi = g - 1;
   });
-  return `<tool_call>\n{"name": "guess", "arguments": {"n": ${Math.floor((lo + hi) / 2)}}}\n</tool_call><|im_end|>`;
+  return `${toolCallText({ name: 'guess', arguments: { n: Math.floor((lo + hi) / 2) } }, format)}<|im_end|>`;
 }
+
+/** A call with the last character of its body removed: JSON or `name(...)` that no longer parses. */
+export const garbleCall = (reply: string): string => reply.replace(/[})](\s*<\/tool_call>)/, '$1');
 
 /** A ScriptedEngine that keeps what it sampled, in order. */
 export class RecordingEngine extends ScriptedEngine {

@@ -60,7 +60,8 @@ def save_model(directory, model, value_head=None, source=None, tokenizer_path=No
         os.makedirs(adir, exist_ok=True)
         with open(os.path.join(adir, "adapter_config.json"), "w") as f:
             json.dump(peft_config(model.lora), f, indent=2)
-        write_safetensors(os.path.join(adir, "adapter_model.safetensors"), dict(model.trainable()), dtype=torch.float32)
+        adapters = {k: p for k, p in model.trainable() if ".lora_" in k}  # a training vision tower is in the base
+        write_safetensors(os.path.join(adir, "adapter_model.safetensors"), adapters, dtype=torch.float32)
     if value_head is not None:
         write_safetensors(
             os.path.join(directory, "value_head.safetensors"),

@@ -6,7 +6,7 @@ weights re-casts every weight at every call (each decode step included); a bf16 
 import torch
 
 from .fsdp import merged_copy
-from .model import Decoder
+from .model import make_decoder
 
 ROLLOUT_COPY_MODES = ("auto", "bf16", "none")
 
@@ -25,9 +25,9 @@ def empty_decoder(config, device, dtype):
     """A Decoder without adapters whose weights are uninitialised (filled by the caller), in `dtype` on `device`."""
     if hasattr(torch.device, "__enter__"):  # torch >= 2.0: no host allocation
         with torch.device("meta"):
-            m = Decoder(config).to(dtype)
+            m = make_decoder(config).to(dtype)
         return m.to_empty(device=device).eval()
-    return Decoder(config).to(dtype).to(device).eval()
+    return make_decoder(config).to(dtype).to(device).eval()
 
 
 def freeze_bf16(model):
@@ -36,11 +36,12 @@ def freeze_bf16(model):
 
 
 def freeze_bf16_base(model):
-    """A LoRA model's frozen base weights in bf16 in place (the adapters, which train, stay float32): half the memory of
-    a 7B base, and no recast per forward under autocast. Its checkpoints still write float32 base weights (bf16 values)."""
+    """A LoRA model's frozen base weights in bf16 in place (the adapters and a training vision tower stay float32): half
+    the memory of a 7B base, and no recast per forward under autocast. Its checkpoints still write float32 base weights
+    (bf16 values)."""
     with torch.no_grad():
         for name, p in model.named_parameters():
-            if ".lora_" not in name:
+            if ".lora_" not in name and not p.requires_grad:
                 p.data = p.data.to(torch.bfloat16)
     return model
 

@@ -5,6 +5,7 @@ log-prob at temperature 1. Temperature, then top-k, then top-p, as Hugging Face'
 """
 
 import contextlib
+import hashlib
 import math
 
 import torch
@@ -62,15 +63,20 @@ def generate(
     mode=None,
     share_prompts=True,
     source="(in memory)",
+    images=None,
 ):
     """Sample completions of `prompts` (lists of ids). Returns [(tokens, logprobs, finish_reason)] in prompt order.
     `pieces`: each token id's text (stop strings); `autocast`: a factory of the compute-precision context, or None;
     `mode`: the decode step, eager (rows leave the cache), static or graph (decode.py); default decode_mode();
     `share_prompts`: prefill each distinct prompt once (False: every row its own prefill, the reference); `source`: the
     model's name in a NonFiniteLogitsError, raised when a sampled token's log-prob (finite exactly when its row's logits
-    are) is not finite."""
+    are) is not finite. `images`: per prompt None or (pixel values, grids) (vision.py; a VLDecoder): prompts with
+    images prefill their features and 3-D positions and decode eagerly, each new token at the row's text position after
+    its images (max position + 1, as transformers' rope_deltas)."""
     dev = model.head_weight().device
-    mode = mode or decode_mode(dev)
+    if images is not None and all(im is None for im in images):
+        images = None
+    mode = "eager" if images is not None else mode or decode_mode(dev)  # the static step has no per-row shift
     c = model.config
     n, max_new = len(prompts), int(params["maxNewTokens"])
     results = [([], [], "length") for _ in prompts]
@@ -101,7 +107,7 @@ def generate(
     # copied: the same left padding and positions give the same keys, values and logits.
     first, inverse, uniq = {}, [], []  # uniq: the rows prefilled; inverse: each row's place among them
     for i, p in enumerate(prompts):
-        key = tuple(p) if share_prompts else i
+        key = (tuple(p), image_key(images[i]) if images is not None else None) if share_prompts else i
         if key not in first:
             first[key] = len(uniq)
             uniq.append(i)
@@ -120,10 +126,19 @@ def generate(
             positions.index_select(0, rows_u),
             key_valid.index_select(0, rows_u),
         )
+        shift = torch.zeros(n, dtype=torch.long, device=dev)  # decode position - text position (images' rows)
         for a in range(0, U, step_rows):
             b = min(U, a + step_rows)
             sub = [(k[a:b], v[a:b]) for k, v in cache]
-            h = model.hidden(ids_u[a:b], pos_u[a:b], valid_u[a:b], sub, 0)
+            embeds, pos, inject = None, pos_u[a:b], None
+            if images is not None and any(images[uniq[j]] is not None for j in range(a, b)):
+                embeds, pos, inject = model.multimodal_inputs(
+                    ids_u[a:b], [images[uniq[j]] for j in range(a, b)], pads[rows_u[a:b]]
+                )
+                for j in range(a, b):
+                    i = uniq[j]
+                    shift[[r for r in range(n) if inverse[r] == j]] = int(pos[:, j - a].max()) + 1 - len(prompts[i])
+            h = model.hidden(ids_u[a:b], pos, valid_u[a:b], sub, 0, embeds=embeds, inject=inject)
             logits.append(model.logits(h[:, -1]).float())
         logits = torch.cat(logits)
         if U < n:
@@ -162,6 +177,7 @@ def generate(
                 if static is None:
                     cache = [(k.index_select(0, keep), v.index_select(0, keep)) for k, v in cache]
                     key_valid, pads = key_valid.index_select(0, keep), pads.index_select(0, keep)
+                    shift = shift.index_select(0, keep)
                 else:  # the static cache keeps its shape: finished rows are computed and their outputs dropped,
                     live = live.index_select(0, keep)
                     if len(rows) <= static.rows // 2:  # until half are done: then a cache of the live rows (and a
@@ -170,10 +186,21 @@ def generate(
                         static = StaticStep(model, cache, key_valid, pads, static.graph, autocast)
                         live = torch.arange(len(rows), device=dev)
             if static is None:
-                pos = (cur - pads)[:, None]
+                pos = (cur - pads + shift)[:, None]
                 h = model.hidden(tok[:, None], pos, key_valid, cache, cur)
                 logits = model.logits(h[:, -1]).float()
             else:
                 logits = static(tok, live, cur)
             cur += 1
     return results
+
+
+def image_key(im):
+    """A prompt's images as a key for sharing its prefill: identical ids with other pixels are another prompt."""
+    if im is None:
+        return None
+    pixels, grids = im
+    return (
+        tuple(grids.reshape(-1).tolist()),
+        hashlib.sha1(pixels.detach().float().cpu().numpy().tobytes()).hexdigest(),
+    )

@@ -221,15 +221,21 @@ class Decoder(nn.Module):
     def head_weight(self):
         return self.model.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
 
-    def hidden(self, ids, positions=None, key_valid=None, cache=None, start=0, segments=None):
+    def rope(self, positions, dtype):
+        """cos, sin (B, 1, T, D) of the positions (the VL model's are 3-D: vision.py)."""
+        return rope_tables(positions, self.config.D, self.config.theta, dtype)
+
+    def hidden(self, ids, positions=None, key_valid=None, cache=None, start=0, segments=None, embeds=None, inject=None):
         """ids (B, T); positions (B, T) (default start..); key_valid (B, S) bool over cached + new keys (padding);
-        segments (B, T): which packed row each token belongs to (packing.py), attention staying inside it (no cache)."""
+        segments (B, T): which packed row each token belongs to (packing.py), attention staying inside it (no cache);
+        embeds (B, T, C): the input embeddings when not the ids' (the VL model's image features); inject: {layer i:
+        (mask (B, T), x (n, C))} added to layer i's output at the mask (Qwen3-VL's DeepStack, vision.py)."""
         B, T = ids.shape
         dev = ids.device
         if positions is None:
             positions = torch.arange(start, start + T, device=dev).expand(B, T)
-        h = self.model.embed_tokens(ids)
-        cos, sin = rope_tables(positions, self.config.D, self.config.theta, h.dtype)
+        h = self.model.embed_tokens(ids) if embeds is None else embeds
+        cos, sin = self.rope(positions, h.dtype)
         S = start + T
         q_pos = torch.arange(start, S, device=dev)
         mask = (torch.arange(S, device=dev)[None, :] <= q_pos[:, None])[None, None]  # (1, 1, T, S) causal
@@ -248,6 +254,9 @@ class Decoder(nn.Module):
                 h = torch.utils.checkpoint.checkpoint(layer, h, cos, sin, mask, use_reentrant=False)
             else:
                 h = layer(h, cos, sin, mask, None if cache is None else cache[i], start)
+            if inject and i in inject:
+                at, x = inject[i]
+                h = h.masked_scatter(at[..., None], h[at] + x.to(h.dtype))
         return self.model.norm(h)
 
     def logits(self, hidden):
@@ -316,12 +325,42 @@ def expect(weights, name, shape, source):
     return t.to(torch.float32)
 
 
+def config_from_raw(raw, source="config.json"):
+    """The ModelConfig of a config.json's contents: a text decoder's, or a vision-language model's (vision.py)."""
+    from .vision import is_vision_config, vl_config
+
+    return vl_config(raw, source) if is_vision_config(raw) else ModelConfig(raw, source)
+
+
+def load_config(directory):
+    """The ModelConfig of a checkpoint directory."""
+    path = os.path.join(directory, "config.json")
+    if not os.path.exists(path):
+        return ModelConfig.load(directory)  # its error names what a checkpoint directory holds
+    with open(path) as f:
+        return config_from_raw(json.load(f), path)
+
+
+def make_decoder(c):
+    """The model of a config: a Decoder, or a VLDecoder (vision.py) for a vision-language config."""
+    if getattr(c, "vision", None) is None:
+        return Decoder(c)
+    from .vision import VLDecoder
+
+    return VLDecoder(c)
+
+
 def load_decoder(directory, device, adapters=True, generator=None):
-    """A Decoder from a HF directory (float32 master weights), with its PEFT adapter under adapter/ when present."""
-    c = ModelConfig.load(directory)
+    """A Decoder (or VLDecoder) from a HF directory (float32 master weights), with its PEFT adapter under adapter/ when
+    present. A vision tower loads frozen (VLDecoder.set_vision_train)."""
+    c = load_config(directory)
     with torch.device("meta") if hasattr(torch.device, "__enter__") else _nullctx():  # torch >= 2.0: no allocation
-        model = Decoder(c)
+        model = make_decoder(c)
     weights = load_weights(directory)
+    if getattr(c, "vision", None) is not None:
+        from .vision import hub_names
+
+        weights = hub_names(weights)
     state = {}
     for name, p in model.state_dict(keep_vars=True).items():
         state[name] = expect(weights, name, p.shape, directory)
@@ -330,6 +369,8 @@ def load_decoder(directory, device, adapters=True, generator=None):
     else:
         _assign(model, state)
     model = model.to(device).requires_grad_(True)  # assign=True may carry the loaded tensors' requires_grad=False
+    if getattr(c, "vision", None) is not None:
+        model.set_vision_train(False)
     adir = os.path.join(directory, "adapter")
     if adapters and os.path.exists(os.path.join(adir, "adapter_config.json")):
         with open(os.path.join(adir, "adapter_config.json")) as f:

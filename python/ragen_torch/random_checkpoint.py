@@ -7,7 +7,7 @@ import os
 
 import torch
 
-from .model import Decoder, ModelConfig
+from .model import config_from_raw, make_decoder
 from .safetensors_io import save_weights
 
 
@@ -35,18 +35,24 @@ def write_random_checkpoint(directory, shape, seed=0, dtype=torch.bfloat16, devi
     the numbers are drawn (a GPU draws a 7B shape in a second; its numbers differ from the CPU's for the same seed)."""
     if shape not in SHAPES:
         raise ValueError(f"unknown model shape `{shape}`; known: {', '.join(SHAPES)}")
-    raw = dict(SHAPES[shape], torch_dtype={torch.bfloat16: "bfloat16", torch.float32: "float32"}[dtype])
+    return write_random_weights(directory, SHAPES[shape], seed, dtype, device)
+
+
+def write_random_weights(directory, raw, seed=0, dtype=torch.bfloat16, device="cpu"):
+    """config.json (`raw`), generation_config.json and random weights of any config the worker loads (text or
+    vision-language) in `directory`."""
+    raw = dict(raw, torch_dtype={torch.bfloat16: "bfloat16", torch.float32: "float32"}[dtype])
     os.makedirs(directory, exist_ok=True)
     with open(os.path.join(directory, "config.json"), "w") as f:
         json.dump(raw, f, indent=2)
     with open(os.path.join(directory, "generation_config.json"), "w") as f:
         json.dump({"bos_token_id": raw["bos_token_id"], "eos_token_id": raw["eos_token_id"]}, f, indent=2)
     with torch.device("meta") if hasattr(torch.device, "__enter__") else _cpu():  # torch >= 2: shapes only
-        names = {k: tuple(v.shape) for k, v in Decoder(ModelConfig(raw)).state_dict().items()}
+        names = {k: tuple(v.shape) for k, v in make_decoder(config_from_raw(raw)).base_state().items()}
     gen = torch.Generator(device=device).manual_seed(seed)
     weights = {}
     for name, shape_ in names.items():
-        if name.endswith("norm.weight"):
+        if name.endswith(("norm.weight", "norm1.weight", "norm2.weight", "ln_q.weight")):  # RMSNorm gains (vision too)
             t = torch.ones(shape_)
         elif name.endswith(".bias"):
             t = torch.zeros(shape_)

@@ -12,7 +12,7 @@ import torch.nn as nn
 from . import fsdp, packing
 from .compiled import compile_layers
 from .frozen import RolloutCopy, freeze_bf16, freeze_bf16_base, rollout_copy_wanted
-from .model import LINEAR_MODULES, Decoder, load_decoder
+from .model import LINEAR_MODULES, load_decoder, make_decoder
 from .safetensors_io import CheckpointError, read_safetensors
 from .token_stats import plain_token_stats_from_logits, token_stats
 
@@ -62,6 +62,14 @@ class Roles:
                 LINEAR_MODULES if t == "all-linear" or "all-linear" in t else [m for m in LINEAR_MODULES if m in t]
             )
             self.policy.attach_lora(int(lora["r"]), float(lora["alpha"]), float(lora.get("dropout") or 0), targets, gen)
+        vision = a.get("vision") or {}
+        if getattr(self.policy.config, "vision", None) is not None:
+            self.policy.set_vision_train(bool(vision.get("train")))  # frozen unless asked (after LoRA froze the base)
+        elif vision.get("train"):
+            raise ValueError(
+                f"model.vision.train is true, but {path} is a text-only model (model_type "
+                f"{self.policy.config.model_type}): set it false or load a vision-language checkpoint (qwen2_5_vl)"
+            )
         if self.autocast and self.policy.lora is not None and not self.sharded():  # (FSDP groups keep one dtype)
             freeze_bf16_base(self.policy)
         self.reference = None
@@ -117,7 +125,7 @@ class Roles:
         fsdp.reshard(self.policy)
         if self.rollout_copy is None:
             with torch.device("meta"):  # torch >= 2 (FSDP2 needs 2.4): no host copy of the weights
-                copy = Decoder(self.policy.config).to(torch.bfloat16 if self.autocast else torch.float32)
+                copy = make_decoder(self.policy.config).to(torch.bfloat16 if self.autocast else torch.float32)
             self.rollout_copy = copy.to_empty(device=self.device).eval()
         return fsdp.merged_copy(self.policy, self.rollout_copy, self.rollout_copy.head_weight().dtype)
 
@@ -170,8 +178,9 @@ class Roles:
             mine += [[] for _ in range(self.dist.max_int(len(mine)) - len(mine))]
         return mine
 
-    def outputs(self, role, ids, lengths, entropy, values, train, chunks=None):
-        """[(rows, L, {key: (rows, L-1) tensor})]: per-token outputs of each chunk (default: this rank's), zero at padding."""
+    def outputs(self, role, ids, lengths, entropy, values, train, chunks=None, images=None):
+        """[(rows, L, {key: (rows, L-1) tensor})]: per-token outputs of each chunk (default: this rank's), zero at padding;
+        `images`: each row's (pixel values, grids) or None (vision.images_from_buffers)."""
         model, head, want_lp, adapters = self._model(role, values or role == "critic")
         entropy = entropy and role != "critic"
         model.train(train)
@@ -188,26 +197,35 @@ class Roles:
                 x = ids.index_select(0, idx)[:, :L]
                 lens = torch.tensor([lengths[r] for r in rows], device=self.device)
                 mask = torch.arange(L - 1, device=self.device)[None, :] < (lens - 1)[:, None]
+                imgs = None if images is None else [images[r] for r in rows]
+                if imgs is not None and all(im is None for im in imgs):
+                    imgs = None
                 self.passes["forwardPasses"] += 1
                 with self.autocast() if self.autocast else contextlib.nullcontext():  # grad mode: the caller's
+                    if self.packing and imgs is not None:
+                        raise ValueError(
+                            "packed rows (model.torch.packing) do not carry images yet: set model.torch.packing false "
+                            "for a vision-language model"
+                        )
                     if self.packing:
                         out = self.packed_outputs(model, head, want_lp, entropy, x, [lengths[r] for r in rows])
                     else:
-                        out = self.padded_outputs(model, head, want_lp, entropy, x)
+                        out = self.padded_outputs(model, head, want_lp, entropy, x, imgs)
                 parts.append((rows, L, {k: t * mask for k, t in out.items()}))
         finally:
             model.set_adapters(True)
         return parts
 
-    def padded_outputs(self, model, head, want_lp, entropy, x):
-        """{key: (rows, L-1)} of the rows x (rows, L) padded to the longest."""
+    def padded_outputs(self, model, head, want_lp, entropy, x, images=None):
+        """{key: (rows, L-1)} of the rows x (rows, L) padded to the longest (with their images, if any)."""
         rows, L = x.shape
+        kw = {} if images is None else {"images": images}
         if (want_lp or entropy) and self.fsdp:
             # FSDP gathers the head's weight only inside the module call: the logits are made there.
-            h, logits = model(x[:, :-1], with_logits=True)
+            h, logits = model(x[:, :-1], with_logits=True, **kw)
             logp, ent = plain_token_stats_from_logits(logits, x[:, 1:], entropy)
         else:
-            h = model(x[:, :-1])
+            h = model(x[:, :-1], **kw)
             if want_lp or entropy:  # one chunk of logits at a time, never the (rows, L, V) tensor
                 logp, ent = token_stats(h.reshape(-1, h.shape[-1]), model.head_weight(), x[:, 1:].reshape(-1), entropy)
                 logp, ent = logp.view(rows, L - 1), None if ent is None else ent.view(rows, L - 1)
@@ -267,12 +285,12 @@ class Roles:
             keys.append("values")
         return keys
 
-    def forward(self, role, ids, lengths, entropy):
+    def forward(self, role, ids, lengths, entropy, images=None):
         with torch.no_grad():
-            parts = self.outputs(role, ids, lengths, entropy, False, False)
+            parts = self.outputs(role, ids, lengths, entropy, False, False, images=images)
         return self.aligned(parts, ids.shape[0], ids.shape[1], self.keys(role, entropy, False))
 
-    def backward_begin(self, role, ids, lengths, entropy, values, diagnostic=False):
+    def backward_begin(self, role, ids, lengths, entropy, values, diagnostic=False, images=None):
         """Outputs of a training pass whose gradients come later. Chunks keep their graphs while their tokens together
         fit `graph_budget` (the first chunk always does); the rest run without one and are recomputed one by one in
         backward_end (memory of one chunk, at the cost of a second forward), with the RNG state restored so that LoRA
@@ -283,6 +301,7 @@ class Roles:
         self.pending = None
         chunks = self.my_chunks(lengths)
         args = (role, ids, lengths, entropy, values, not diagnostic)
+        kw = {"images": images}
         keep, total = 0, 0
         for rows in chunks:
             total += self.chunk_tokens(lengths, rows)
@@ -295,14 +314,14 @@ class Roles:
         for k, rows in enumerate(chunks):
             if k < keep:
                 with torch.enable_grad():
-                    done = self.outputs(*args, chunks=[rows])
+                    done = self.outputs(*args, chunks=[rows], **kw)
                 graphs += done
                 parts += done
             else:
                 later.append((rows, self.rng_state()))
                 with torch.no_grad():
-                    parts += self.outputs(*args, chunks=[rows])
-        self.pending = (args, graphs, later)
+                    parts += self.outputs(*args, chunks=[rows], **kw)
+        self.pending = (args, kw, graphs, later)
         return self.aligned(parts, ids.shape[0], ids.shape[1], self.keys(role, entropy, values))
 
     def backward_end(self, grads):
@@ -310,7 +329,7 @@ class Roles:
         pending, self.pending = self.pending, None
         if pending is None:
             raise ValueError("backward_end without a pending backward_begin")
-        args, graphs, later = pending
+        args, kw, graphs, later = pending
         self.surrogate_backward(graphs, grads)
         if not later:
             return
@@ -319,7 +338,7 @@ class Roles:
             for rows, state in later:
                 self.set_rng_state(state)
                 with torch.enable_grad():
-                    self.surrogate_backward(self.outputs(*args, chunks=[rows]), grads)
+                    self.surrogate_backward(self.outputs(*args, chunks=[rows], **kw), grads)
         finally:
             self.set_rng_state(saved)
             self.passes["recomputedPasses"] += self.passes["forwardPasses"] - ran

@@ -18,10 +18,11 @@ from .checkpoint import save_model
 from .dist import Dist
 from .fsdp import full, gathered_state, is_sharded
 from .generate import NonFiniteLogitsError, generate
-from .model import Decoder
+from .model import make_decoder
 from .optim import RoleOptimizer, load_optimizers, save_optimizers
 from .protocol import read_frame, write_frame
 from .roles import Roles
+from .vision import images_from_buffers
 
 # Rank r samples its share of the prompts with seed + r * RANK_SEED_STRIDE (a large prime), so each rank draws its
 # own stream and the run stays reproducible for a given number of ranks.
@@ -108,6 +109,7 @@ class Worker:
         for n in lens:
             prompts.append(flat[off : off + n])
             off += n
+        images = images_from_buffers(bufs, len(prompts), self.roles.policy)
         mine = self.dist.rows(len(prompts))  # each rank samples its share of the prompts with its own seed
         params = dict(h["params"], seed=int(h["params"]["seed"]) + RANK_SEED_STRIDE * self.dist.rank)
         try:
@@ -119,6 +121,7 @@ class Worker:
                 self.roles.budget * 16,
                 self.autocast,
                 source=self.roles.source,
+                images=None if images is None else [images[i] for i in mine],
             )
         except NonFiniteLogitsError as e:  # name the prompt by its place in the request, not in this rank's share
             raise e.renumbered(mine[e.detail["index"]]) from None
@@ -137,7 +140,8 @@ class Worker:
 
     def op_forward(self, h, bufs):
         ids = bufs["ids"].reshape(h["B"], h["T"]).to(self.device, torch.long)
-        return {}, self.roles.forward(h["role"], ids, bufs["lengths"].tolist(), bool(h.get("entropy")))
+        images = images_from_buffers(bufs, h["B"], self.roles.policy)
+        return {}, self.roles.forward(h["role"], ids, bufs["lengths"].tolist(), bool(h.get("entropy")), images)
 
     def op_backward_begin(self, h, bufs):
         ids = bufs["ids"].reshape(h["B"], h["T"]).to(self.device, torch.long)
@@ -148,6 +152,7 @@ class Worker:
             bool(h.get("entropy")),
             bool(h.get("values")),
             bool(h.get("diagnostic")),
+            images_from_buffers(bufs, h["B"], self.roles.policy),
         )
 
     def op_backward_end(self, h, bufs):
@@ -249,7 +254,7 @@ def gathered_copy(model, keep):
     state = gathered_state(model, keep)
     if not keep:
         return None
-    copy = Decoder(model.config)
+    copy = make_decoder(model.config)
     if model.lora is not None:
         lo = model.lora
         copy.attach_lora(lo["r"], lo["alpha"], lo["dropout"], lo["target_modules"], None)

@@ -18,6 +18,8 @@ export interface TokenBatch extends SequenceBatch {
   turnIds: Int32Array;
   /** Per row: the group key (`${tag}/${group}`) outcome advantages normalise within (src/algo's `groupIds`). */
   groupIds: string[];
+  /** Per row: the metric tag of its source (the `env.train` entry: a built-in env's tag or an agent entry's name). */
+  tags: string[];
   /** Per row: the sequence score (sum of its rewards). */
   scores: Float64Array;
   /** Per row: the episode index in the rollout batch (src/algo's `episodeIds` for per-turn samples). */
@@ -43,6 +45,7 @@ export function collate(samples: readonly TrainingSample[], padId: number, T?: n
     rewards: new Float32Array(B * width),
     turnIds: new Int32Array(B * width).fill(-1),
     groupIds: samples.map((s) => `${s.tag}/${s.group}`),
+    tags: samples.map((s) => s.tag),
     scores: Float64Array.from(samples, (s) => s.score),
     lengths: Int32Array.from(samples, (s) => s.ids.length),
     episodeIds: Int32Array.from(samples, (s) => s.episode),

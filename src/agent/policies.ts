@@ -2,7 +2,7 @@
 // written in the model's output format (`oracle`), and uniformly random action names (`random`).
 import { Rng, UsageError } from '../util/index.js';
 import type { Engine, Generation, SamplingParams } from '../engine/index.js';
-import type { ChatMessage, Tokenizer } from '../tokenizer/index.js';
+import { IMAGE_PAD, type ChatMessage, type Tokenizer, type VisionProcessor } from '../tokenizer/index.js';
 import type { AgentConfig } from './config.js';
 import type { EnvSlot } from './env-groups.js';
 
@@ -22,6 +22,8 @@ export interface PolicyRequest {
 /** Anything that answers a batch of prompts with sampled ids and their log-probs. */
 export interface Policy {
   readonly name: string;
+  /** A vision-language policy's image processor: rollouts then show each turn's images as vision tokens. */
+  readonly vision?: VisionProcessor;
   /** One batched call per turn; `call` counts calls within the rollout (for seeding). */
   generate(requests: readonly PolicyRequest[], call: number): Promise<Generation[]>;
 }
@@ -54,6 +56,7 @@ export function enginePolicy(
   const base = sampling.seed ?? 0;
   return {
     name: `model(${engine.kind})`,
+    ...(engine.vision ? { vision: engine.vision } : {}),
     async generate(requests, call) {
       const params: SamplingParams = {
         maxNewTokens: cfg.maxNewTokens,
@@ -63,6 +66,12 @@ export function enginePolicy(
         ...stopSettings(tokenizer, cfg),
         seed: (Math.imul(base, 0x9e3779b1) ^ Math.imul(call + 1, 0x85ebca6b)) >>> 0,
       };
+      // A prompt with vision tokens (a context with a vision processor) carries its messages' images, in order.
+      const pad = tokenizer.tokenToId(IMAGE_PAD);
+      const images = requests.map((r) =>
+        pad !== undefined && r.prompt.includes(pad) ? r.messages?.flatMap((m) => m.images ?? []) : undefined,
+      );
+      if (images.some((im) => im !== undefined)) params.images = images;
       const gens = await engine.generate(
         requests.map((r) => r.prompt),
         params,

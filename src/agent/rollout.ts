@@ -68,7 +68,7 @@ export async function rollout(opts: RolloutOptions): Promise<RolloutBatch> {
   const states: SlotState[] = groups.slots.map((slot, i) => {
     const system = slotSystemPrompt(slot, cfg);
     return {
-      ctx: new EpisodeContext(tokenizer, cfg, system),
+      ctx: new EpisodeContext(tokenizer, cfg, system, undefined, policy.vision),
       obs: observations[i]!,
       images: groups.imagesOf(slot),
       previousReward: undefined,

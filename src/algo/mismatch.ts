@@ -1,6 +1,6 @@
 // Sampler/trainer mismatch: how far the log-probs the sampler recorded (μ, the rollout policy) are from the trainer's
 // own log-probs of the same tokens (π, the policy the update anchors on), per token and summarised per step.
-import { checkTokens, type Nums, type TokenMask } from './shape.js';
+import { checkLength, checkTokens, type Nums, type TokenMask } from './shape.js';
 
 /** Summary of log π − log μ over the loss tokens of a (B, T) batch. All 0 on an empty mask. */
 export interface MismatchStats {
@@ -70,4 +70,32 @@ export function mismatchStats(a: {
     fracLow: mean(low),
     tokens: n,
   };
+}
+
+/**
+ * `mismatchStats` of each source of the batch: `tags[b]` names row b's source (its `env.train` entry's metric tag),
+ * and each tag's statistics are those of its rows' loss tokens alone. A tag whose rows hold no loss token is left out
+ * (nothing of it was trained, so there is no mismatch to measure). Tags come in first-row order.
+ */
+export function mismatchStatsByTag(a: {
+  behaviorLogprobs: Nums;
+  trainerLogprobs: Nums;
+  mask: TokenMask;
+  tags: readonly string[];
+  B: number;
+  T: number;
+  threshold: number;
+}): Map<string, MismatchStats> {
+  const { mask, tags, B, T } = a;
+  checkTokens('mask', mask, B, T);
+  checkLength('tags', tags, B);
+  const out = new Map<string, MismatchStats>();
+  for (const tag of new Set(tags)) {
+    const own = new Uint8Array(B * T);
+    for (let b = 0; b < B; b++)
+      if (tags[b] === tag) for (let t = 0; t < T; t++) own[b * T + t] = mask[b * T + t] ? 1 : 0;
+    const s = mismatchStats({ ...a, mask: own });
+    if (s.tokens > 0) out.set(tag, s);
+  }
+  return out;
 }

@@ -148,7 +148,7 @@ describe('config errors', () => {
     ] as const) {
       const key = o.split('=')[0];
       expect(err(() => withOverrides(o))).toBe(
-        `Unknown config key \`${key}\` = ${shown} (override \`${o}\`). Valid keys in \`model\`: path, chatTemplate, engine, torch, backend, frozenDtype, gradientCheckpointing, lora, critic, reference.`,
+        `Unknown config key \`${key}\` = ${shown} (override \`${o}\`). Valid keys in \`model\`: path, chatTemplate, engine, torch, backend, frozenDtype, gradientCheckpointing, lora, vision, critic, reference.`,
       );
     }
     expect(err(() => resolveConfig([{ source: 'old.yaml', data: { model: { engine: 'jax' } } }]))).toMatch(

@@ -33,6 +33,16 @@ export const LoraSchema = z.strictObject({
   targetModules: z.array(z.string().min(1)).min(1).default(['all-linear']),
 });
 
+/** The vision tower of a vision-language model (Qwen2.5-VL, docs/vision.md); the torch engine runs it. */
+export const VisionSchema = z.strictObject({
+  /**
+   * Train the vision tower's weights (patch embedding, vision blocks, merger) beside the language model's (with LoRA:
+   * beside the adapters); false keeps the tower frozen. Needs `model.engine: torch` and a vision-language checkpoint.
+   * @default false
+   */
+  train: z.boolean().default(false),
+});
+
 /** The value model used by GAE-based estimators. */
 export const CriticSchema = z.strictObject({
   /**
@@ -164,6 +174,7 @@ export const ModelSchema = z.strictObject({
    */
   gradientCheckpointing: z.boolean().default(false),
   lora: LoraSchema.prefault({}),
+  vision: VisionSchema.prefault({}),
   critic: CriticSchema.prefault({}),
   /**
    * Frozen reference policy for the KL terms: `auto` loads it only when `algo.kl.useKlLoss` or `algo.kl.inReward` is on

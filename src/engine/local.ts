@@ -36,9 +36,16 @@ import {
   type PackedBatch,
   type TokenOutputs,
 } from '../model/index.js';
-import { loadTokenizer } from '../tokenizer/index.js';
+import { loadTokenizer, type VisionProcessor } from '../tokenizer/index.js';
 import { ConfigError, Rng } from '../util/index.js';
 import { RoleOptimizer, loadOptimizerStates, saveOptimizerStates } from './local-optim.js';
+import {
+  generateWithImages,
+  isVisionCheckpoint,
+  loadVision,
+  refuseImageRows,
+  type LocalVision,
+} from './local-vision.js';
 import { checkArenaFits } from './memory-plan.js';
 import type {
   BackwardOptions,
@@ -85,6 +92,11 @@ export interface LocalEngineOptions {
    * backward reaches it (memory ~ one layer's activations, about a third more compute). Same gradients. @default false
    */
   gradientCheckpointing?: boolean;
+  /**
+   * A vision-language policy (Qwen2.5-VL) whose language model is `policy`: generate calls whose prompts carry images
+   * run through it; teacher-forced passes refuse rows with image tokens (not wired yet, docs/vision.md).
+   */
+  vision?: LocalVision;
 }
 
 /** How `LocalEngine.fromPretrained` / `create` set up the models. */
@@ -161,6 +173,8 @@ export class LocalEngine implements TrainableEngine {
         "reference 'base' needs LoRA adapters on the policy (the base is then the frozen reference)",
       );
     if (this.reference instanceof Transformer) this.reference.setBaseTrainable(false);
+    if (options.vision && options.vision.model.lm !== this.policy)
+      throw new ConfigError("LocalEngine: vision.model's language model must be the engine's policy");
     this.dropoutRng = new Rng(options.seed ?? 0);
   }
 
@@ -193,6 +207,7 @@ export class LocalEngine implements TrainableEngine {
   /** Load a Hugging Face checkpoint directory (ours or transformers'); `dir/critic` holds a separate critic. */
   static async fromPretrained(dir: string, opts: LocalPretrainedOptions = {}): Promise<LocalEngine> {
     selectBackend(opts.backend);
+    if (await isVisionCheckpoint(dir)) return LocalEngine.fromVisionCheckpoint(dir, opts);
     await checkCheckpointFits(dir, opts);
     const seed = opts.seed ?? 0;
     const bf16 = frozenBf16(dir, opts);
@@ -229,6 +244,49 @@ export class LocalEngine implements TrainableEngine {
     });
   }
 
+  /**
+   * A Qwen2.5-VL checkpoint: its language model is the policy (LoRA, a 'base' reference and a shared critic as for text
+   * models); a separate critic, bf16 frozen weights and the memory plan are not supported for it yet.
+   */
+  private static async fromVisionCheckpoint(dir: string, opts: LocalPretrainedOptions): Promise<LocalEngine> {
+    if (opts.critic === 'separate' || (opts.frozenDtype ?? 'float32') !== 'float32')
+      throw new ConfigError(
+        `${dir} is a Qwen2.5-VL checkpoint: the local engine runs it with a shared critic or none and float32 weights so far (got critic ${String(opts.critic)}, frozenDtype ${String(opts.frozenDtype)}).`,
+      );
+    const seed = opts.seed ?? 0;
+    const vision = await loadVision(dir);
+    const policy = vision.model.lm;
+    if (opts.lora && !policy.lora) LoraAdapters.attach(policy, opts.lora, seed + 1);
+    let reference: Transformer | 'base' | null = null;
+    if (opts.reference) {
+      const copy = policy.lora ? null : (await loadVision(dir)).model;
+      copy?.visual.dispose(); // the reference scores text rows only (image rows are refused)
+      reference = copy ? copy.lm : 'base';
+    }
+    const critic: LocalEngineOptions['critic'] =
+      opts.critic === 'shared'
+        ? { mode: 'shared', valueHead: ValueHead.init(policy.config.hiddenSize, seed + 2) }
+        : null;
+    const tokenizerPath = join(dir, 'tokenizer.json');
+    const hasTokenizer = existsSync(tokenizerPath);
+    const decode = opts.decode ?? (hasTokenizer ? (ids: number[]) => loadTokenizer(dir).decode(ids) : undefined);
+    return new LocalEngine({
+      policy,
+      reference,
+      critic,
+      seed,
+      vision,
+      ...(decode ? { decode } : {}),
+      ...(hasTokenizer ? { tokenizerPath } : {}),
+      ...(opts.gradientCheckpointing ? { gradientCheckpointing: true } : {}),
+    });
+  }
+
+  /** The image processor settings of a vision-language policy; undefined for a text model. */
+  get vision(): VisionProcessor | undefined {
+    return this.options.vision?.processor;
+  }
+
   /** The model's position table (max_position_embeddings): a prompt plus its generation must fit it. */
   get maxPositions(): number {
     return this.policy.config.maxPositionEmbeddings;
@@ -237,11 +295,14 @@ export class LocalEngine implements TrainableEngine {
   async generate(prompts: readonly (readonly number[])[], params: SamplingParams): Promise<Generation[]> {
     const decode = this.options.decode;
     const opts = { ...params, ...(decode ? { decode } : {}) };
+    if (this.options.vision && params.images?.some((im) => im !== undefined && im.length > 0))
+      return generateWithImages(this.options.vision, prompts, opts);
     // A caller that reads tokens per step (streaming) also gets the event loop back between steps to send them.
     return params.onTokens ? generateYielding(this.policy, prompts, opts) : generate(this.policy, prompts, opts);
   }
 
   async forward(batch: SequenceBatch, options: { role: ModelRole; entropy?: boolean }): Promise<ForwardResult> {
+    if (this.options.vision) refuseImageRows(batch, this.options.vision.model.config.imageTokenId);
     const { B, T } = batch;
     const want = {
       entropy: (options.entropy ?? false) && options.role !== 'critic',
@@ -278,6 +339,7 @@ export class LocalEngine implements TrainableEngine {
     options: BackwardOptions,
     lossGrad: (out: ForwardResult) => OutputGradients,
   ): Promise<ForwardResult> {
+    if (this.options.vision) refuseImageRows(batch, this.options.vision.model.config.imageTokenId);
     const values = options.role === 'critic' || (options.values ?? false);
     if (values && !this.critic)
       throw new ConfigError(
@@ -349,6 +411,10 @@ export class LocalEngine implements TrainableEngine {
   }
 
   async save(dir: string, options: EngineSaveOptions = {}): Promise<void> {
+    if (this.options.vision)
+      throw new ConfigError(
+        `Saving a Qwen2.5-VL policy (its vision_config and visual.* weights) is not written yet (docs/vision.md); the checkpoint it was loaded from is unchanged.`,
+      );
     const shared = this.critic?.mode === 'shared' ? this.critic.valueHead : null;
     const shard = options.maxShardBytes === undefined ? {} : { maxShardBytes: options.maxShardBytes };
     await saveModel(dir, this.policy, {
@@ -368,6 +434,7 @@ export class LocalEngine implements TrainableEngine {
   dispose(): void {
     for (const o of this.optimizers.values()) o.dispose();
     this.policy.dispose();
+    this.options.vision?.model.visual.dispose();
     if (this.reference instanceof Transformer) this.reference.dispose();
     if (this.critic?.mode === 'separate') this.critic.model.dispose();
     this.critic?.valueHead.dispose();

@@ -3,7 +3,7 @@
 // trainer's output gradients and runs AdamW. The loss stays in TypeScript (src/algo), as for the local engine.
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { contextPastPositions, NonFiniteLogitsError, type LoraConfig } from '../model/index.js';
+import { contextPastPositions, NonFiniteLogitsError, refuseImages, type LoraConfig } from '../model/index.js';
 import { ConfigError } from '../util/index.js';
 import { findTorchPython, TORCH_MISSING } from './python.js';
 import type { FrameArray } from './torch-protocol.js';
@@ -62,6 +62,11 @@ export interface TorchEngineOptions extends Partial<Omit<TorchWorkerOptions, 'py
    * false
    */
   compile?: boolean;
+  /**
+   * Train a vision-language model's vision tower (`model.vision.train`); the worker refuses it for a text-only model.
+   * @default false
+   */
+  visionTrain?: boolean;
   /** Seed of fresh LoRA adapters, a fresh value head and LoRA dropout. @default 0 */
   seed?: number;
   /**
@@ -132,6 +137,7 @@ export class TorchEngine implements TrainableEngine {
         gradientCheckpointing: opts.gradientCheckpointing ?? false,
         rolloutCopy: opts.rolloutCopy ?? 'auto',
         compile: opts.compile ?? false,
+        vision: { train: opts.visionTrain ?? false },
         ...(opts.criticPath ? { criticPath: resolve(opts.criticPath) } : {}),
         ...(opts.referencePath ? { referencePath: resolve(opts.referencePath) } : {}),
       });
@@ -169,6 +175,7 @@ export class TorchEngine implements TrainableEngine {
     if (stops.length > 0 && !decode)
       throw new ConfigError('stopStrings need a tokenizer: pass `decode` to the torch engine');
     checkSampling(params);
+    refuseImages(params, 'torch worker model'); // the worker's Qwen2.5-VL is not wired to images yet
     prompts.forEach((p, i) => {
       if (p.length === 0) throw new ConfigError(`prompt ${i} is empty; every prompt needs at least one token`);
       if (p.length + params.maxNewTokens > this.maxPositions)

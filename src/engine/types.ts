@@ -3,6 +3,7 @@
 // only).
 
 import type { SampledToken, SamplingParams } from '../model/index.js';
+import type { VisionProcessor } from '../tokenizer/index.js';
 
 export type { SampledToken, SamplingParams };
 
@@ -58,6 +59,11 @@ export interface EngineSaveOptions {
 export interface Engine {
   /** e.g. 'local', 'torch', 'openai'. */
   readonly kind: string;
+  /**
+   * The image processor of a vision-language model (how many tokens each image takes); absent for text-only models.
+   * Rollouts then show observation images as vision tokens and pass them in `SamplingParams.images`.
+   */
+  readonly vision?: VisionProcessor;
   generate(prompts: readonly (readonly number[])[], params: SamplingParams): Promise<Generation[]>;
   /** Per-token outputs of `role`; `entropy` also computes the entropy (roles 'policy' and 'reference'). */
   forward(batch: SequenceBatch, options: { role: ModelRole; entropy?: boolean }): Promise<ForwardResult>;

@@ -16,6 +16,7 @@ import { samplesFromCalls } from './samples.js';
 import { parseToolCalls, unparsedToolCall } from './qwen-tools.js';
 import type { CallRecord } from './episodes.js';
 import type { Gateway } from './server.js';
+import type { ToolFormatName } from '../tokenizer/index.js';
 
 /** Which episodes one rollout runs. */
 export interface AgentRolloutOptions {
@@ -65,7 +66,7 @@ export async function agentRollout(
     maxCalls: program.maxCalls,
     ...(options.log ? { log: options.log } : {}),
   });
-  const episodes = outcomes.map((o, i) => episodeOf(o, i, tasks[i]!.member, options.tag));
+  const episodes = outcomes.map((o, i) => episodeOf(o, i, tasks[i]!.member, options.tag, gateway.toolFormat));
   const samples: TrainingSample[] = outcomes.flatMap((o, i) =>
     samplesFromCalls(o.log.calls, o.reward, { episode: i, group: o.task.group, tag: options.tag }),
   );
@@ -101,9 +102,9 @@ function episodeSeed(seed: number, group: number, member: number): number {
  * A recorded call as the program saw it: its request, and the reply the gateway answered (the same parse, with the
  * same ids, as src/gateway/server.ts's answer).
  */
-function agentCall(c: CallRecord, episodeId: string): AgentCall {
+function agentCall(c: CallRecord, episodeId: string, format: ToolFormatName): AgentCall {
   const { content, calls } =
-    c.tools !== null ? parseToolCalls(c.text, `call_${episodeId}_${c.index}`) : { content: c.text, calls: [] };
+    c.tools !== null ? parseToolCalls(c.text, `call_${episodeId}_${c.index}`, format) : { content: c.text, calls: [] };
   return {
     messages: c.messages,
     tools: c.tools,
@@ -116,7 +117,7 @@ function agentCall(c: CallRecord, episodeId: string): AgentCall {
  * last turn, a format error per garbled tool call. The built-in loop's details (observations, parsed actions) have no
  * counterpart here and are absent.
  */
-function episodeOf(o: AgentOutcome, index: number, member: number, tag: string): Episode {
+function episodeOf(o: AgentOutcome, index: number, member: number, tag: string, format: ToolFormatName): Episode {
   const success = o.status === 'ok' && o.reward > 0;
   const turns: EpisodeTurn[] = o.log.calls.map((c, i, all) => ({
     turn: i,
@@ -129,7 +130,7 @@ function episodeOf(o: AgentOutcome, index: number, member: number, tag: string):
     penalty: 0,
     // a reply holding tool-call text that does not parse: the format error of an agent call (`format_error_rate`)
     formatError:
-      c.tools !== null && unparsedToolCall(c.text)
+      c.tools !== null && unparsedToolCall(c.text, format)
         ? 'the reply holds tool-call text that is not a well-formed <tool_call>'
         : undefined,
     // reported_reward_ignored: 1 when a verifier overrode the program's own reward (`train/<tag>/info/...`).
@@ -140,7 +141,7 @@ function episodeOf(o: AgentOutcome, index: number, member: number, tag: string):
       reported_reward_ignored: o.ignoredReward === undefined ? 0 : 1,
       ...(o.status === 'ok' ? {} : { reason: o.status }),
     },
-    agentCall: agentCall(c, o.log.id),
+    agentCall: agentCall(c, o.log.id, format),
   }));
   return {
     index,

@@ -3,10 +3,12 @@
 import {
   promptTool,
   pyJson,
+  readToolCall,
   toolCallText as callText,
   toolResponseText,
   toolsSystemText,
   type ChatMessage,
+  type ToolFormatName,
 } from '../tokenizer/index.js';
 import type { ToolCall, Transformed } from '../serve/index.js';
 import { ApiError, badParam, preview } from '../util/index.js';
@@ -30,6 +32,7 @@ export function toolCallLowering(
   b: Record<string, unknown>,
   idPrefix: string,
   log: (line: string) => void,
+  format: ToolFormatName = 'qwen',
 ): Transformed {
   const toolChoice = toolChoiceOf(b['tool_choice']);
   const parallel = b['parallel_tool_calls'];
@@ -39,7 +42,7 @@ export function toolCallLowering(
   return {
     body: {
       ...b,
-      messages: lowerToolMessages(b['messages'], b['tools'], toolChoice),
+      messages: lowerToolMessages(b['messages'], b['tools'], toolChoice, format),
       tools: undefined,
       tool_choice: undefined,
       parallel_tool_calls: undefined,
@@ -47,7 +50,7 @@ export function toolCallLowering(
     tools,
     answer: (text) => {
       if (!tools) return { content: text, toolCalls: [] };
-      const { content, calls } = parseToolCalls(text, idPrefix);
+      const { content, calls } = parseToolCalls(text, idPrefix, format);
       if (parallel === false && calls.length > 1)
         log(`parallel_tool_calls is false but the policy wrote ${calls.length} calls; all are returned`);
       return { content, toolCalls: calls };
@@ -62,9 +65,15 @@ export function toolCallLowering(
  * to the model, not the client's validation keys), calls as `<tool_call>` blocks in the assistant turn, consecutive
  * tool results as `<tool_response>` blocks in one user turn. Any ChatML template (ragen-tiny's, Qwen's own) then
  * renders them; throws ApiError (400) naming the bad field. With `toolChoice` `none` the tools are checked but not
- * shown (calls and results already in the history still are).
+ * shown (calls and results already in the history still are). `format` `compact` writes the tools block and the calls
+ * in the compact format instead (src/tokenizer/tool-format.ts).
  */
-export function lowerToolMessages(rawMessages: unknown, tools: unknown, toolChoice: ToolChoice = 'auto'): unknown[] {
+export function lowerToolMessages(
+  rawMessages: unknown,
+  tools: unknown,
+  toolChoice: ToolChoice = 'auto',
+  format: ToolFormatName = 'qwen',
+): unknown[] {
   if (!Array.isArray(rawMessages)) return rawMessages as unknown[]; // the serve parser names this error
   const checked = checkTools(tools);
   const toolList = toolChoice === 'none' ? [] : checked;
@@ -86,7 +95,7 @@ export function lowerToolMessages(rawMessages: unknown, tools: unknown, toolChoi
       const calls = msg['tool_calls'].map((c, j) => assistantCall(c, `messages[${i}].tool_calls[${j}]`));
       // Qwen writes '<|im_start|>assistant' + ('\n' + content if any) + '\n<tool_call>...' per call; ChatML writes the
       // first '\n' itself, so the plain content is that text without its first character.
-      const text = (content ? `\n${content}` : '') + calls.map((c) => `\n${callText(c)}`).join('');
+      const text = (content ? `\n${content}` : '') + calls.map((c) => `\n${callText(c, format)}`).join('');
       return void out.push({ role: 'assistant', content: text.slice(1) });
     }
     out.push(msg);
@@ -94,7 +103,7 @@ export function lowerToolMessages(rawMessages: unknown, tools: unknown, toolChoi
   if (toolList.length > 0) {
     const first = out[0] as Record<string, unknown> | undefined;
     const hasSystem = first?.['role'] === 'system' && typeof first['content'] === 'string';
-    const system = toolsSystemText(hasSystem ? (first['content'] as string) : QWEN_DEFAULT_SYSTEM, toolList);
+    const system = toolsSystemText(hasSystem ? (first['content'] as string) : QWEN_DEFAULT_SYSTEM, toolList, format);
     if (hasSystem) out[0] = { role: 'system', content: system };
     else out.unshift({ role: 'system', content: system });
   }
@@ -102,16 +111,20 @@ export function lowerToolMessages(rawMessages: unknown, tools: unknown, toolChoi
 }
 
 /**
- * Calls in a reply: every well-formed `<tool_call>{"name", "arguments"}</tool_call>`; `content` is the text before the
- * first.
+ * Calls in a reply: every well-formed `<tool_call>{"name", "arguments"}</tool_call>` (in `format`); `content` is the
+ * text before the first.
  */
-export function parseToolCalls(text: string, idPrefix: string): { content: string | null; calls: ToolCall[] } {
+export function parseToolCalls(
+  text: string,
+  idPrefix: string,
+  format: ToolFormatName = 'qwen',
+): { content: string | null; calls: ToolCall[] } {
   const calls: ToolCall[] = [];
   const re = new RegExp(CALL_BLOCK, 'g');
   let first = -1;
   for (let m = re.exec(text); m !== null; m = re.exec(text)) {
-    const call = parseCall(m[1]!);
-    if (!call) continue; // a malformed call is the model's mistake, left in the text for the agent (and the reward) to see
+    const call = readToolCall(m[1]!, format);
+    if (!call.ok) continue; // a malformed call is the model's mistake, left in the text for the agent (and the reward) to see
     if (first < 0) first = m.index;
     calls.push({
       id: `${idPrefix}-${calls.length}`,
@@ -129,26 +142,15 @@ export function parseToolCalls(text: string, idPrefix: string): { content: strin
  * removed, `tool_call` still appears (a block whose JSON did not parse, one never closed, a misspelt tag around the
  * word). A reply with no call at all (plain content) is not counted; garbles that lose the word itself are missed.
  */
-export function unparsedToolCall(text: string): boolean {
-  const rest = text.replace(new RegExp(CALL_BLOCK, 'g'), (block, body: string) => (parseCall(body) ? '' : block));
+export function unparsedToolCall(text: string, format: ToolFormatName = 'qwen'): boolean {
+  const rest = text.replace(new RegExp(CALL_BLOCK, 'g'), (block, body: string) =>
+    readToolCall(body, format).ok ? '' : block,
+  );
   return rest.includes('tool_call');
 }
 
 /** A `<tool_call>` block, its body in group 1 (whitespace around it outside). */
 const CALL_BLOCK = /<tool_call>\s*([\s\S]*?)\s*<\/tool_call>/.source;
-
-/** A block's body as a call: JSON with a non-empty string `name` and object `arguments` (absent = {}); else null. */
-function parseCall(body: string): { name: string; arguments: object } | null {
-  let p: { name?: unknown; arguments?: unknown } | null;
-  try {
-    p = JSON.parse(body) as typeof p;
-  } catch {
-    return null;
-  }
-  if (typeof p !== 'object' || p === null || typeof p.name !== 'string' || p.name === '') return null;
-  const args = p.arguments === undefined ? {} : p.arguments;
-  return typeof args === 'object' && args !== null && !Array.isArray(args) ? { name: p.name, arguments: args } : null;
-}
 
 /** What the gateway does with `tool_choice`: `auto` (the policy decides) or `none` (no tools shown). */
 export type ToolChoice = 'auto' | 'none';

@@ -4,7 +4,7 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { createHash, randomBytes } from 'node:crypto';
 import { NonFiniteLogitsError, type Engine } from '../engine/index.js';
-import type { Tokenizer } from '../tokenizer/index.js';
+import type { Tokenizer, ToolFormatName } from '../tokenizer/index.js';
 import { OpenAIServer, type AnsweredCall, type RoutePrefix } from '../serve/index.js';
 import { ApiError, checkExposure, readJson, sendJson } from '../util/index.js';
 import { EpisodeBook, type EpisodeLog, type OpenEpisode } from './episodes.js';
@@ -62,9 +62,12 @@ export class Gateway {
   private engineFailure: Error | undefined;
   /** Requests that named no open episode since the last `takeUnauthorized`. */
   private unauthorized = 0;
+  /** The policy's tool format (its tokenizer's): tools and calls are written and read in it. */
+  readonly toolFormat: ToolFormatName;
 
   constructor(private readonly options: GatewayOptions) {
     const log = (line: string) => options.log?.(line);
+    const format = (this.toolFormat = options.tokenizer.toolFormat ?? 'qwen');
     this.server = new OpenAIServer<OpenEpisode>({
       ...options,
       name: 'The gateway',
@@ -83,7 +86,12 @@ export class Gateway {
         const s = options.sampling;
         const seed = this.seeds.get(ep.id);
         return {
-          ...toolCallLowering(body, `call_${ep.id}_${index}`, (l) => log(`episode ${ep.id} call ${index}: ${l}`)),
+          ...toolCallLowering(
+            body,
+            `call_${ep.id}_${index}`,
+            (l) => log(`episode ${ep.id} call ${index}: ${l}`),
+            format,
+          ),
           sampling: {
             ...(s ? { temperature: s.temperature, topP: s.topP, topK: s.topK } : {}),
             ...(seed !== undefined ? { seed: callSeed(seed, index) } : {}),

@@ -35,9 +35,8 @@ export function toolDemoCalls(tokenizer: Tokenizer, demo: ToolDemo): CallRecord[
   const messages: Record<string, unknown>[] = [...demo.messages];
   const calls: CallRecord[] = [];
   const answer = (text: string): void => {
-    const rendered = tokenizer.applyChatTemplate(lowerToolMessages(messages, demo.tools) as ChatMessage[], {
-      addGenerationPrompt: true,
-    });
+    const lowered = lowerToolMessages(messages, demo.tools, 'auto', tokenizer.toolFormat);
+    const rendered = tokenizer.applyChatTemplate(lowered as ChatMessage[], { addGenerationPrompt: true });
     const completionIds = [...tokenizer.encode(text), tokenizer.eosTokenId];
     calls.push({
       index: calls.length,
@@ -51,7 +50,7 @@ export function toolDemoCalls(tokenizer: Tokenizer, demo: ToolDemo): CallRecord[
     });
   };
   demo.steps.forEach((step, k) => {
-    answer(callText({ name: step.name, arguments: step.arguments }));
+    answer(callText({ name: step.name, arguments: step.arguments }, tokenizer.toolFormat));
     const id = `call_${k}`;
     messages.push({
       role: 'assistant',

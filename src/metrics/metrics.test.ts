@@ -35,6 +35,14 @@ describe('metric names', () => {
     expect(isMetricKey('train/sucess')).toBe(false);
   });
 
+  it('describe the per-source mismatch family by its names, and reject names outside it', () => {
+    expect(describeMetric('mismatch/SimpleSokoban/k3_kl')).toMatch(/tag's loss tokens: the k3 estimate/);
+    expect(describeMetric('mismatch/GuessNumberAgent/frac_ratio_low')).toMatch(/below 1\/algo.rolloutCorrection/);
+    expect(isMetricKey('mismatch/SimpleSokoban/log_ratio_mean')).toBe(false); // overall only
+    expect(isMetricKey('mismatch/a/b/k3_kl')).toBe(false);
+    expect(describeMetric('mismatch/k3_kl')).toMatch(/KL\(μ ‖ π_old\)/); // the fixed key, not the family
+  });
+
   it('describe actor/pg_clipfrac_lower as the fraction of all loss tokens, which is what the loss reports', () => {
     // 4 loss tokens: one A > 0, three A < 0 of which one is past the dual clip (r = e^2 > c = 3).
     const { stats } = ppoPolicyLoss({

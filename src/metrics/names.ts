@@ -145,7 +145,7 @@ export const METRICS = {
     '1 when the run stopped because a warning listed in `trainer.earlyStop.onWarnings` started.',
 } as const satisfies Record<string, string>;
 
-/** Families of per-env (or per-sample-scheme) keys, with their meaning. `<tag>` is an env id. */
+/** Families of per-env (or per-sample-scheme) keys, with their meaning. `<tag>` is an env entry's metric tag. */
 export const METRIC_FAMILIES = {
   'train/<tag>/<name>':
     "Per-env training metric: success, num_actions, action_is_valid, action_is_effective, pass@<k>, and the env's numeric info keys (per-turn means).",
@@ -153,6 +153,8 @@ export const METRIC_FAMILIES = {
     'Per-env validation metric (same names as train); `val/<tag>/success` drives the validation early stop.',
   'collapse_first_turn_sample/<name>': 'Collapse diagnostics on first-turn (prompt, reasoning) pairs, all statistics.',
   'collapse_trajectory_sample/<name>': 'Collapse diagnostics on pairs drawn from all turns, all statistics.',
+  'mismatch/<tag>/<name>':
+    "Per-source sampler/trainer mismatch: the `mismatch/*` statistics over one `env.train` entry's loss tokens (a built-in env's tag or an agent entry's name), kept rows only; names in MISMATCH_TAG_NAMES. A source with no trained token in the step writes none (summary-memory turns and other untrained tokens are never measured).",
   'grad_analysis/<bucket>/<name>':
     'Gradient analysis (`trainer.gradAnalysis`) of the filtered batch, per reward-std bucket (`bucket_1` = lowest std, ..., `all`); names in GRAD_ANALYSIS_NAMES.',
   'grad_analysis/prefilter/<bucket>/<name>':
@@ -177,6 +179,15 @@ export const GRAD_ANALYSIS_NAMES = {
   reward_std_max: 'Largest in-group reward std in the bucket.',
 } as const satisfies Record<string, string>;
 
+/** The `<name>`s of a `mismatch/<tag>/` family key (src/train/mismatch-step.ts), with their meaning. */
+export const MISMATCH_TAG_NAMES = {
+  log_ratio_abs_mean: "Mean |log π_old − log μ| over the tag's loss tokens.",
+  log_ratio_abs_max: "Largest |log π_old − log μ| over the tag's loss tokens.",
+  k3_kl: "Mean of ρ − 1 − log ρ, ρ = π_old/μ, over the tag's loss tokens: the k3 estimate of KL(μ ‖ π_old).",
+  frac_ratio_high: "Fraction of the tag's loss tokens with π_old/μ above algo.rolloutCorrection.threshold.",
+  frac_ratio_low: "Fraction of the tag's loss tokens with π_old/μ below 1/algo.rolloutCorrection.threshold.",
+} as const satisfies Record<string, string>;
+
 /** A fixed metric key. */
 export type FixedMetricKey = keyof typeof METRICS;
 /** Any valid metric key: fixed, or one of the families. */
@@ -186,12 +197,16 @@ export type MetricKey =
   | `val/${string}/${string}`
   | `collapse_first_turn_sample/${string}`
   | `collapse_trajectory_sample/${string}`
-  | `grad_analysis/${string}/${string}`;
+  | `grad_analysis/${string}/${string}`
+  | `mismatch/${string}/${keyof typeof MISMATCH_TAG_NAMES}`;
 
 /** `train/<tag>/<name>`. */
 export const trainEnvMetric = (tag: string, name: string): MetricKey => `train/${tag}/${name}`;
 /** `val/<tag>/<name>`, e.g. `val/SimpleSokoban/success`. */
 export const valEnvMetric = (tag: string, name: string): MetricKey => `val/${tag}/${name}`;
+/** `mismatch/<tag>/<name>`, e.g. `mismatch/SimpleSokoban/k3_kl`. */
+export const mismatchTagMetric = (tag: string, name: keyof typeof MISMATCH_TAG_NAMES): MetricKey =>
+  `mismatch/${tag}/${name}`;
 
 const FAMILY_PATTERNS: [RegExp, keyof typeof METRIC_FAMILIES][] = [
   [/^train\/[^/]+\/.+$/, 'train/<tag>/<name>'],
@@ -213,6 +228,11 @@ export function describeMetric(key: string): string | undefined {
       ? GRAD_ANALYSIS_NAMES[name as keyof typeof GRAD_ANALYSIS_NAMES]
       : undefined;
   }
+  const mismatch = /^mismatch\/[^/]+\/(.+)$/.exec(key);
+  if (mismatch)
+    return Object.hasOwn(MISMATCH_TAG_NAMES, mismatch[1]!)
+      ? MISMATCH_TAG_NAMES[mismatch[1] as keyof typeof MISMATCH_TAG_NAMES]
+      : undefined;
   const family = FAMILY_PATTERNS.find(([re]) => re.test(key));
   return family ? METRIC_FAMILIES[family[1]] : undefined;
 }

@@ -1,7 +1,7 @@
 // Batched sampling with a KV cache: prompts are left-padded into one cache (per-sequence RoPE positions and
 // a key mask hide the padding), decoded one token per step; finished sequences are compacted out of the batch.
 import { affine, logprobOfTarget, noGrad, softmax, tidy, type Tensor } from '../tensor/index.js';
-import { ConfigError, RagenError, Rng } from '../util/index.js';
+import { ConfigError, RagenError, Rng, type RgbImage } from '../util/index.js';
 import { FastDecoder, hasFastDecode } from './decode-fast.js';
 import { fuseWeights } from './fused.js';
 import { KVCache } from './kv-cache.js';
@@ -37,6 +37,20 @@ export interface SamplingParams {
    * decoding (the torch worker) do not ask.
    */
   cancelled?: (index: number) => boolean;
+  /**
+   * Per prompt, the images of its `<|image_pad|>` runs in order (a vision-language model's prompts; undefined or empty
+   * for a text prompt). A text-only model refuses a call that carries any.
+   */
+  images?: readonly (readonly RgbImage[] | undefined)[];
+}
+
+/** Throws when `params` carries images for a text-only model, naming the first prompt that has them. */
+export function refuseImages(params: Pick<SamplingParams, 'images'>, model: string): void {
+  const i = params.images?.findIndex((im) => im !== undefined && im.length > 0) ?? -1;
+  if (i >= 0)
+    throw new ConfigError(
+      `The model \`${model}\` is text-only and cannot read the ${params.images![i]!.length} image(s) of prompt ${i}. Use a vision-language model (Qwen2.5-VL) or send the env's text observation without images.`,
+    );
 }
 
 /** One token of one sequence, as `onTokens` reports it. */
@@ -292,6 +306,7 @@ function hitsStop(
 }
 
 function validate(model: Transformer, prompts: readonly (readonly number[])[], o: GenerateOptions): void {
+  refuseImages(o, model.source);
   if (!Number.isInteger(o.maxNewTokens) || o.maxNewTokens < 0)
     throw new ConfigError(`maxNewTokens must be a non-negative integer, got ${o.maxNewTokens}`);
   if (!(o.temperature >= 0)) throw new ConfigError(`temperature must be >= 0 (0 = greedy), got ${o.temperature}`);

@@ -1,4 +1,5 @@
-// model: the Llama / Qwen2 / Qwen3 decoder, LoRA, value head, KV-cached generation, safetensors + config.json I/O.
+// model: the Llama / Qwen2 / Qwen3 decoder, Qwen2.5-VL (vision tower, multimodal rotary), LoRA, value head,
+// KV-cached generation, safetensors + config.json I/O.
 export {
   MODEL_TYPES,
   modelConfig,
@@ -39,7 +40,7 @@ export {
 } from './forward.js';
 export type { PackedBatch, PaddedTokens, TokenOutputs } from './forward.js';
 export { KVCache } from './kv-cache.js';
-export { generate, generateYielding, contextPastPositions, NonFiniteLogitsError } from './generate.js';
+export { generate, generateYielding, contextPastPositions, NonFiniteLogitsError, refuseImages } from './generate.js';
 export type { GenerateOptions, SamplingParams, SampledToken, Completion } from './generate.js';
 export { saveModel, loadModel, loadModelConfig, ADAPTER_DIR, VALUE_HEAD_FILE } from './checkpoint.js';
 export type { SaveOptions } from './checkpoint.js';
@@ -48,6 +49,7 @@ export type { SamplerSettings } from './sampling.js';
 export { writeRandomWeights, planShards } from './random-init.js';
 export type { InitDtype, RandomWeightsOptions, PlannedTensor } from './random-init.js';
 export { modelShape, shapeNames, shapeTablePath } from './shapes.js';
+export { isVisionLanguageConfig, vlTextConfig, vlWeightShapes } from './vl-shapes.js';
 export type { ModelShape, ShapeFamily } from './shapes.js';
 export { isHubId, hubCacheDir, hubRepoDir, cachedHubModel, hubModel } from './hub.js';
 export {
@@ -62,3 +64,11 @@ export {
 export type { HubModelOptions } from './hub.js';
 export { findModelPath, resolveModelPath, shippedModels, shippedModelsDir } from './model-path.js';
 export { FastDecoder } from './decode-fast.js';
+export { vlConfigFromHF } from './qwen2-vl-config.js';
+export type { VLConfig, VisionConfig } from './qwen2-vl-config.js';
+export { Qwen25VL, publishedName, isVLConfig } from './qwen2-vl.js';
+export type { VisionInput, VLForwardOptions } from './qwen2-vl.js';
+export { VisionTower, visionWeightShapes, visionWindows, patchCoordinates } from './vision-tower.js';
+export { applyRotary, mropePositions, mropeRotary, visionRotary } from './qwen2-vl-rotary.js';
+export type { GridTHW, RotaryTables } from './qwen2-vl-rotary.js';
+export { generateVL, vlTokenLogprobs } from './qwen2-vl-generate.js';

@@ -23,6 +23,8 @@ export interface RandomWeightsOptions {
   metadata?: Record<string, string>;
   /** Called after every chunk with the bytes written so far and the total. */
   onProgress?: (written: number, total: number) => void;
+  /** The tensors to write, `[name, shape]` in file order, when not the decoder's of `config` (a VLM's: vl-shapes.ts). */
+  shapes?: Map<string, number[]>;
 }
 
 /** Elements generated and written at a time. */
@@ -41,7 +43,7 @@ export async function writeRandomWeights(
   const dtype = opts.dtype ?? 'BF16';
   const width = dtype === 'BF16' ? 2 : 4;
   const maxShard = opts.maxShardBytes ?? 2 ** 30;
-  const shards = planShards(config, width, maxShard);
+  const shards = planShards(config, width, maxShard, opts.shapes);
   const parameters = shards.flat().reduce((a, t) => a + t.numel, 0);
   const total = parameters * width;
   const pad = (i: number): string => String(i).padStart(5, '0');
@@ -123,10 +125,15 @@ export interface PlannedTensor {
  * `config`'s tensors in file order, cut into shards: a new shard starts before one would pass `maxShardBytes` of data
  * (`width` bytes an element), so only a single tensor larger than the limit makes a larger shard, alone.
  */
-export function planShards(config: ModelConfig, width: number, maxShardBytes: number): PlannedTensor[][] {
+export function planShards(
+  config: ModelConfig,
+  width: number,
+  maxShardBytes: number,
+  shapes: Map<string, number[]> = weightShapes(config),
+): PlannedTensor[][] {
   const shards: PlannedTensor[][] = [[]];
   let size = 0;
-  for (const [name, shape] of weightShapes(config)) {
+  for (const [name, shape] of shapes) {
     const t = { name, shape, numel: shape.reduce((a, b) => a * b, 1) };
     if (size > 0 && size + t.numel * width > maxShardBytes) {
       shards.push([]);
@@ -140,7 +147,7 @@ export function planShards(config: ModelConfig, width: number, maxShardBytes: nu
 
 /** The constant of a tensor that is not random: RMSNorm scales 1, biases 0. */
 function fillOf(name: string): number | undefined {
-  if (name.endsWith('norm.weight')) return 1;
+  if (/(norm|norm1|norm2|ln_q)\.weight$/.test(name)) return 1; // RMSNorm gains, the vision tower's included
   if (name.endsWith('.bias')) return 0;
   return undefined;
 }

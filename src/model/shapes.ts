@@ -4,8 +4,11 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { ConfigError, didYouMean } from '../util/index.js';
 
-/** The model family of a shape: it picks the tokenizer (Qwen2.5's or Qwen3's added tokens) and the chat template. */
-export type ShapeFamily = 'qwen2.5' | 'qwen3';
+/**
+ * The model family of a shape: it picks the tokenizer (Qwen2.5's or Qwen3's added tokens) and the chat template;
+ * `qwen2.5-vl` (Qwen2.5-VL) uses Qwen2.5's and `qwen3-vl` Qwen3's, whose vocabularies hold the vision tokens.
+ */
+export type ShapeFamily = 'qwen2.5' | 'qwen3' | 'qwen2.5-vl' | 'qwen3-vl';
 
 /** One named shape: its family and the exact Hugging Face config.json it is written with (torch_dtype aside). */
 export interface ModelShape {
@@ -47,6 +50,9 @@ export function shapeNames(): string[] {
   return [...Object.keys(t.shapes), ...Object.keys(t.aliases)];
 }
 
+const FAMILIES: readonly string[] = ['qwen2.5', 'qwen3', 'qwen2.5-vl', 'qwen3-vl'] satisfies ShapeFamily[];
+const isFamily = (f: string): f is ShapeFamily => FAMILIES.includes(f);
+
 /** The shape called `name` (or an alias of one); a ConfigError naming the known ones when there is none. */
 export function modelShape(name: string): ModelShape {
   const t = readTable();
@@ -58,7 +64,7 @@ export function modelShape(name: string): ModelShape {
     );
   const { family, ...own } = entry;
   const base = t.families[family];
-  if (!base || (family !== 'qwen2.5' && family !== 'qwen3'))
+  if (!base || !isFamily(family))
     throw new ConfigError(
       `${shapeTablePath()}: shape \`${key}\` names family \`${family}\`, which the table does not define.`,
     );

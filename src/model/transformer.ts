@@ -31,6 +31,7 @@ import { countParameters, type ModelConfig } from './config.js';
 import type { FusedWeights } from './fused-weights.js';
 import type { KVCache } from './kv-cache.js';
 import type { LoraAdapters } from './lora.js';
+import { applyRotary, type RotaryTables } from './qwen2-vl-rotary.js';
 import { expectWeight, rejectUnexpected, type TakeWeight, type WeightMap } from './safetensors.js';
 
 /** One linear projection: HF module path (e.g. `model.layers.0.self_attn.q_proj`), weight (out, in), optional bias. */
@@ -79,7 +80,46 @@ export interface ForwardOptions {
    * forward). Only where a graph is recorded and without `cache`. Same gradients as without.
    */
   checkpoint?: boolean;
+  /** Input embeddings (B*T, C) in place of the ids' embedding rows (a vision-language model's image rows spliced in). */
+  inputEmbeds?: Tensor;
+  /**
+   * Rotary cos / sin tables, (T, D) shared by the batch or (B*T, D), in place of RoPE at `positions` (Qwen2.5-VL's
+   * 3-D multimodal positions; see qwen2-vl-rotary.ts).
+   */
+  rotary?: RotaryTables;
 }
+
+/** Rotary tables as tensors that broadcast against (B, n, T, D) for each head count n. */
+type RotaryFor = (n: number) => { cos: Tensor; sin: Tensor };
+
+function rotaryTensors(r: RotaryTables, B: number, T: number, D: number, made: Tensor[]): RotaryFor {
+  const rows = r.cos.length / D;
+  if (rows !== T && rows !== B * T)
+    throw new ConfigError(`rotary tables have ${rows} rows of ${D}; expected T = ${T} or B*T = ${B * T}`);
+  const byHeads = new Map<number, { cos: Tensor; sin: Tensor }>();
+  return (n) => {
+    let t = byHeads.get(rows === T ? 0 : n);
+    if (t) return t;
+    const make = (src: Float32Array): Tensor => {
+      if (rows === T) return tensor(src, [T, D]); // broadcasts as a trailing block
+      const out = new Float32Array(B * n * T * D);
+      for (let b = 0; b < B; b++)
+        for (let h = 0; h < n; h++) out.set(src.subarray(b * T * D, (b + 1) * T * D), (b * n + h) * T * D);
+      return tensor(out, [B, n, T, D]);
+    };
+    t = { cos: make(r.cos), sin: make(r.sin) };
+    made.push(t.cos, t.sin);
+    byHeads.set(rows === T ? 0 : n, t);
+    return t;
+  };
+}
+
+/** What a layer reads besides its input: the forward options, resolved. */
+type LayerOptions = Omit<ForwardOptions, 'keyValid'> & {
+  keyValid: Int32Array | null;
+  local: boolean;
+  rotaryFor: RotaryFor | null;
+};
 
 /** Per-layer keys and values, (B, K, T, D) each. */
 export interface LayerKV {
@@ -361,10 +401,17 @@ export class Transformer {
       for (let b = 0; b < B; b++) m.set(keyValid.subarray(b * S, b * S + T), b * T);
       keyValid = m;
     }
-    const layerOpts = { ...opts, keyValid, local };
-    let h = embedding(this.weights.get('model.embed_tokens.weight')!, ids); // (B*T, C)
-    // Without a graph nothing needs the intermediates after the layer: free them per layer (memory ~ one layer).
     const grad = isGradEnabled();
+    const rotaryMade: Tensor[] = [];
+    const rotary = opts.rotary ? rotaryTensors(opts.rotary, B, T, c.headDim, rotaryMade) : null;
+    // made here, outside the per-layer tidy that would free them after the first layer
+    rotary?.(c.numHeads);
+    rotary?.(c.numKvHeads);
+    const layerOpts = { ...opts, keyValid, local, rotaryFor: rotary };
+    if (opts.inputEmbeds && opts.inputEmbeds.shape.join() !== [B * T, c.hiddenSize].join())
+      throw new ConfigError(`inputEmbeds has shape [${opts.inputEmbeds.shape}]; expected [${B * T}, ${c.hiddenSize}]`);
+    let h = opts.inputEmbeds ?? embedding(this.weights.get('model.embed_tokens.weight')!, ids); // (B*T, C)
+    // Without a graph nothing needs the intermediates after the layer: free them per layer (memory ~ one layer).
     const recompute = grad && opts.checkpoint === true && !opts.cache;
     const trainable = recompute ? this.parameters().map(([n, t]) => [n, t] as const) : [];
     this.layers.forEach((l, i) => {
@@ -392,8 +439,9 @@ export class Transformer {
         opts.kvOut.keys.push(Array.isArray(out) ? out[1]! : out.k);
         opts.kvOut.values.push(Array.isArray(out) ? out[2]! : out.v);
       }
-      if (!grad) prev.dispose();
+      if (!grad && prev !== opts.inputEmbeds) prev.dispose();
     });
+    if (!grad) for (const t of rotaryMade) t.dispose();
     if (opts.cache) opts.cache.length = start + T;
     const out = rmsNorm(h, this.weights.get('model.norm.weight')!, c.rmsNormEps);
     if (!grad) h.dispose();
@@ -412,7 +460,7 @@ export class Transformer {
     T: number,
     positions: Int32Array,
     start: number,
-    opts: Omit<ForwardOptions, 'keyValid'> & { keyValid: Int32Array | null; local: boolean },
+    opts: LayerOptions,
     params: readonly Tensor[],
   ): { h: Tensor; k?: Tensor; v?: Tensor } {
     const state = opts.dropoutRng?.getState();
@@ -445,7 +493,7 @@ export class Transformer {
     T: number,
     positions: Int32Array,
     start: number,
-    opts: Omit<ForwardOptions, 'keyValid'> & { keyValid: Int32Array | null; local: boolean },
+    opts: LayerOptions,
   ): { h: Tensor; k: Tensor; v: Tensor } {
     const { numHeads: H, numKvHeads: K, headDim: D, rmsNormEps: eps, ropeTheta } = this.config;
     const rng = opts.dropoutRng;
@@ -469,8 +517,15 @@ export class Transformer {
       q = rmsNorm(q.reshape(B * T * H, D), l.qNorm, eps);
       k = rmsNorm(k.reshape(B * T * K, D), l.kNorm, eps);
     }
-    q = rope(heads(q, H), positions, ropeTheta); // (B, H, T, D)
-    k = rope(heads(k, K), positions, ropeTheta); // (B, K, T, D)
+    if (opts.rotaryFor) {
+      const rq = opts.rotaryFor(H);
+      const rk = opts.rotaryFor(K);
+      q = applyRotary(heads(q, H), rq.cos, rq.sin); // (B, H, T, D)
+      k = applyRotary(heads(k, K), rk.cos, rk.sin); // (B, K, T, D)
+    } else {
+      q = rope(heads(q, H), positions, ropeTheta); // (B, H, T, D)
+      k = rope(heads(k, K), positions, ropeTheta); // (B, K, T, D)
+    }
     let v = heads(vFlat, K);
     const own = { k, v };
     let offset = 0;

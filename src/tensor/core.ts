@@ -41,6 +41,7 @@ export {
   entropy,
   causalAttention,
   dropout,
+  gelu,
 } from './nn.js';
 export type { AttentionOptions } from './nn.js';
 export { AdamW, clipGradNorm, gradNorm, gradsAreFinite } from './optim.js';

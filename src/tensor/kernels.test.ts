@@ -68,6 +68,8 @@ for (const { name, path, skip } of variants) {
       [260, 96, 96, 1],
       [5, 9, 17, 3],
       [128, 128, 64, 4],
+      [515, 130, 260, 1], // rows split over the two threads
+      [600, 40, 700, 1], // the same with B narrower than two AVX-512 panels
     ];
     for (const [M, N, K, batch] of gemmShapes)
       for (const tA of [false, true])
@@ -301,6 +303,11 @@ for (const { name, path, skip } of variants) {
       { B: 2, Hq: 4, Hkv: 2, T: 13, S: 13, D: 9, offset: 0 },
       { B: 3, Hq: 2, Hkv: 1, T: 1, S: 17, D: 8, offset: 16 },
       { B: 8, Hq: 4, Hkv: 2, T: 64, S: 64, D: 32, offset: 0 },
+      // odd sizes past the micro-kernels' tiles: a prefill chunk after cached keys, a head wider than two panels, and
+      // padded sequences (masked keys inside and at the end, a first row that sees no key) over both threads
+      { B: 2, Hq: 6, Hkv: 2, T: 37, S: 53, D: 24, offset: 16 },
+      { B: 1, Hq: 3, Hkv: 3, T: 41, S: 41, D: 67, offset: 0 },
+      { B: 3, Hq: 2, Hkv: 1, T: 130, S: 130, D: 16, offset: 0 },
     ])
       it(`attention forward and backward B${d.B} Hq${d.Hq} Hkv${d.Hkv} T${d.T} S${d.S} D${d.D}`, () => {
         const dims = { ...d, scale: 1 / Math.sqrt(d.D) };
@@ -313,7 +320,12 @@ for (const { name, path, skip } of variants) {
         const [or, ob] = pair(be, nq, rng),
           [pr, pb] = pair(be, np, rng),
           [gr, gb] = pair(be, nq, rng);
-        const keyValid = d.T === 1 ? Int32Array.from({ length: d.B * d.S }, (_, i) => (i % 5 === 0 ? 0 : 1)) : null;
+        const masked = (b: number, s: number): boolean =>
+          d.T === 1 ? (b * d.S + s) % 5 === 0 : d.T === 130 && (s % 7 === 0 || (b === 1 && s >= d.S - 9));
+        const keyValid =
+          d.T === 1 || d.T === 130
+            ? Int32Array.from({ length: d.B * d.S }, (_, i) => (masked(Math.floor(i / d.S), i % d.S) ? 0 : 1))
+            : null;
         ref.attention(qr, kr, vr, or, pr, dims, keyValid);
         be.attention(qb, kb, vb, ob, pb, dims, keyValid);
         expect(relErr(be, or, ob)).toBeLessThan(1e-5);

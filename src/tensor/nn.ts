@@ -1,4 +1,4 @@
-// Fused neural-net ops with explicit backward kernels: embedding, RMSNorm, RoPE, SwiGLU, softmax,
+// Fused neural-net ops with explicit backward kernels: embedding, RMSNorm, RoPE, SwiGLU, GELU, softmax,
 // log-prob of target, cross-entropy, entropy, causal attention with grouped KV heads, dropout.
 
 import { ShapeError } from '../util/index.js';
@@ -245,4 +245,43 @@ export function dropout(x: Tensor, p: number, rng: Rng): Tensor {
   for (let i = 0; i < m.length; i++) m[i] = rng.random() < p ? 0 : keepScale;
   const mask = tensor(m, x.shape);
   return mul(x, mask);
+}
+
+/** erf to within 1.5e-7 (Abramowitz and Stegun 7.1.26), below float32's resolution near 1. */
+function erf(x: number): number {
+  const t = 1 / (1 + 0.3275911 * Math.abs(x));
+  const y =
+    1 -
+    ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * Math.exp(-x * x);
+  return x < 0 ? -y : y;
+}
+
+/** A tensor's values in JavaScript: float64 on the js64 reference (so finite differences keep their precision). */
+function valuesOf(t: Tensor): Float32Array | Float64Array {
+  return t.buf instanceof Float64Array ? t.buf.slice(0, t.size) : t.backend.read(t.buf, 0, t.size);
+}
+
+/**
+ * GELU, the exact (erf) form PyTorch's `nn.GELU()` computes: x * Phi(x). Elementwise in JavaScript on any backend
+ * (it runs once per image in Qwen2.5-VL's patch merger, not in the decoder's hot loop).
+ */
+export function gelu(x: Tensor): Tensor {
+  const be = x.backend;
+  const xs = valuesOf(x);
+  const ys = new Float64Array(x.size);
+  for (let i = 0; i < xs.length; i++) ys[i] = 0.5 * xs[i]! * (1 + erf(xs[i]! * Math.SQRT1_2));
+  const out = Tensor.empty(x.shape, be);
+  be.write(out.buf, ys);
+  return attach(out, 'gelu', [x], (g) => {
+    const gs = valuesOf(g);
+    const gx = new Float64Array(x.size);
+    // d/dx x Phi(x) = Phi(x) + x phi(x)
+    for (let i = 0; i < xs.length; i++) {
+      const v = xs[i]!;
+      gx[i] = gs[i]! * (0.5 * (1 + erf(v * Math.SQRT1_2)) + (v * Math.exp(-0.5 * v * v)) / Math.sqrt(2 * Math.PI));
+    }
+    const t = Tensor.empty(x.shape, be);
+    be.write(t.buf, gx);
+    return [t];
+  });
 }

@@ -112,6 +112,7 @@ export const OP_CASES: OpCase[] = [
     fn: ([x]) => T.rope(x!, Int32Array.from([5, 6, 7, 0, 1, 2]), 500),
   },
   { name: 'swiglu', inputs: [{ shape: [3, 7] }, { shape: [3, 7] }], fn: ([g, u]) => T.swiglu(g!, u!) },
+  { name: 'gelu', inputs: [{ shape: [3, 9] }], fn: ([x]) => T.gelu(x!) },
   { name: 'softmax', inputs: [{ shape: [3, 7] }], fn: ([x]) => T.softmax(x!) },
   { name: 'logSoftmax', inputs: [{ shape: [3, 7] }], fn: ([x]) => T.logSoftmax(x!) },
   { name: 'logprobOfTarget', inputs: [{ shape: [5, 11] }], fn: ([x]) => T.logprobOfTarget(x!, ids(5, 11, 8)) },
@@ -136,6 +137,12 @@ export const OP_CASES: OpCase[] = [
     name: 'causalAttention key padding',
     inputs: [{ shape: [2, 2, 4, 3] }, { shape: [2, 2, 4, 3] }, { shape: [2, 2, 4, 3] }],
     fn: ([q, k, v]) => T.causalAttention(q!, k!, v!, { keyValid: Int32Array.from([0, 1, 1, 1, 1, 1, 0, 1]) }),
+  },
+  {
+    // rows past one micro-kernel block (8 on AVX-512, 6 on AVX2) after cached keys: the native kernel's causal skipping
+    name: 'causalAttention row blocks after an offset',
+    inputs: [{ shape: [1, 2, 19, 5] }, { shape: [1, 1, 23, 5] }, { shape: [1, 1, 23, 5] }],
+    fn: ([q, k, v]) => T.causalAttention(q!, k!, v!, { queryOffset: 4 }),
   },
   { name: 'dropout', inputs: [{ shape: [4, 6] }], fn: ([x]) => T.dropout(x!, 0.3, new Rng(11)) },
 ];

@@ -501,9 +501,8 @@ export class WasmBackend implements Backend {
 
   attention(q: Buf, k: Buf, v: Buf, out: Buf, probs: Buf, d: AttentionDims, keyValid: Int32Array | null): void {
     const run = (kv: number): void => {
-      const pairs = d.B * d.Hkv,
-        R = (d.Hq / d.Hkv) * d.T;
-      const sb = this.k.attentionScratchBytes(R, d.S);
+      const pairs = d.B * d.Hkv;
+      const sb = this.k.attentionScratchBytes(d.Hq / d.Hkv, d.T, d.S, d.D);
       const args = (p0: number, p1: number, s: number): KernelArgs<'attention'> => [
         p(q),
         p(k),
@@ -532,9 +531,8 @@ export class WasmBackend implements Backend {
     else run(0);
   }
   attentionBackward(g: Buf, q: Buf, k: Buf, v: Buf, probs: Buf, dq: Buf, dk: Buf, dv: Buf, d: AttentionDims): void {
-    const pairs = d.B * d.Hkv,
-      R = (d.Hq / d.Hkv) * d.T;
-    const sb = this.k.attentionScratchBytes(R, d.S);
+    const pairs = d.B * d.Hkv;
+    const sb = this.k.attentionScratchBytes(d.Hq / d.Hkv, d.T, d.S, d.D);
     const args = (p0: number, p1: number, s: number): KernelArgs<'attentionBackward'> => [
       p(g),
       p(q),

@@ -186,7 +186,7 @@ export interface WasmKernels {
     p1: number,
     scratch: number,
   ): void;
-  attentionScratchBytes(R: number, S: number): number;
+  attentionScratchBytes(grp: number, T: number, S: number, D: number): number;
   decodePack(w: number, out: number, N: number, K: number): void;
   decodeStep(
     desc: number,
@@ -254,7 +254,7 @@ export const WASM_KERNEL_ARITY: { readonly [K in keyof WasmKernels]: number } = 
   embeddingBackward: 5,
   attention: 17,
   attentionBackward: 18,
-  attentionScratchBytes: 2,
+  attentionScratchBytes: 4,
   decodePack: 4,
   decodeStep: 25,
   fmaProbe: 2,

@@ -9,6 +9,9 @@ export {
   toolsSystemText,
   toolResponseText,
   readToolCallBlocks,
+  readToolCall,
+  TOOL_FORMATS,
+  type ToolFormatName,
   promptTool,
   PROMPT_SCHEMA_KEYS,
   type ToolCallBlock,
@@ -52,3 +55,11 @@ export {
   type ImageGrid,
   type VisionProcessor,
 } from './vision.js';
+export {
+  CLIP_MEAN,
+  CLIP_STD,
+  pixelValues,
+  resizeBicubic,
+  TEMPORAL_PATCH_SIZE,
+  type PixelValues,
+} from './vision-pixels.js';

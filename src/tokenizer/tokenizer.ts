@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { Tokenizer as HfTokenizerImpl } from '@huggingface/tokenizers';
 import { ConfigError } from '../util/index.js';
 import { checkTokenizerJson } from './tokenizer-json.js';
+import { TOOL_FORMATS, type ToolFormatName } from './tool-format.js';
 import {
   ChatTemplate,
   chatTemplateSource,
@@ -40,6 +41,11 @@ export interface Tokenizer {
   readonly chatTemplate: string;
   /** Render messages with the chat template (transformers' `apply_chat_template(tokenize=False)`). */
   applyChatTemplate(messages: readonly ChatMessage[], options?: ChatTemplateOptions): string;
+  /**
+   * How the model was taught tools and calls (tokenizer_config.json's `ragen_tool_format`; absent = `qwen`): the
+   * gateway writes tools and reads calls in it.
+   */
+  readonly toolFormat?: ToolFormatName;
 }
 
 /** The two files of a Hugging Face tokenizer, parsed. */
@@ -56,6 +62,7 @@ export class HfTokenizer implements Tokenizer {
   readonly bosTokenId: number | undefined;
   readonly specialTokens: ReadonlyMap<string, number>;
   readonly chatTemplate: string;
+  readonly toolFormat: ToolFormatName;
   private readonly impl: HfTokenizerImpl;
   private readonly template: ChatTemplate;
 
@@ -111,6 +118,12 @@ export class HfTokenizer implements Tokenizer {
       if (tok !== undefined) vars[field] = tok;
     }
     this.template = new ChatTemplate(source, vars);
+    const format = tokenizerConfig['ragen_tool_format'] ?? 'qwen';
+    if (!TOOL_FORMATS.includes(format as ToolFormatName))
+      throw new ConfigError(
+        `${name}: tokenizer_config.json's \`ragen_tool_format\` = ${JSON.stringify(format)} is not a tool format; give one of ${TOOL_FORMATS.map((f) => `"${f}"`).join(', ')} (or leave it out for Qwen's).`,
+      );
+    this.toolFormat = format as ToolFormatName;
   }
 
   encode(text: string): number[] {

@@ -1,5 +1,15 @@
-// Qwen2.5's tool format as plain text, shared by the training gateway (OpenAI tools <-> Qwen messages) and the MCP
-// environment (MCP tools -> the first observation; a reply's `<tool_call>` block -> one call): one writer, one reader.
+// Tool formats as plain text, shared by the training gateway (OpenAI tools <-> chat messages) and the MCP environment
+// (MCP tools -> the first observation; a reply's `<tool_call>` block -> one call): one writer, one reader per format.
+// `qwen` is Qwen2.5's own (JSON calls); `compact` writes a call as `name(arg=value)` inside the same tags, for models
+// too small to hold a 35-token JSON call at temperature 1 (docs/agents.md, "Tool formats").
+
+/**
+ * How a model was taught to see tools and write calls: `qwen` (Qwen2.5's template, the default) or `compact`. A model
+ * directory names its format in tokenizer_config.json's `ragen_tool_format`.
+ */
+export type ToolFormatName = 'qwen' | 'compact';
+
+export const TOOL_FORMATS: readonly ToolFormatName[] = ['qwen', 'compact'];
 
 /**
  * JSON as Python's `json.dumps` writes it (`", "` and `": "` separators, non-ASCII kept): what `tojson` prints in
@@ -14,15 +24,28 @@ export function pyJson(value: unknown): string {
     .join(', ')}}`;
 }
 
-/** The text of one call inside an assistant turn, as Qwen2.5's template writes it. */
-export function toolCallText(call: { name: string; arguments: unknown }): string {
+/** The text of one call inside an assistant turn, as Qwen2.5's template writes it (or the compact format). */
+export function toolCallText(call: { name: string; arguments: unknown }, format: ToolFormatName = 'qwen'): string {
+  if (format === 'compact') return `<tool_call>${compactCallText(call)}</tool_call>`;
   return `<tool_call>\n{"name": "${call.name}", "arguments": ${pyJson(call.arguments)}}\n</tool_call>`;
 }
 
+/** `name(key=value, ...)`, each value as JSON (`pyJson`): the body of a compact call. */
+function compactCallText(call: { name: string; arguments: unknown }): string {
+  const args = Object.entries((call.arguments ?? {}) as Record<string, unknown>).filter(([, v]) => v !== undefined);
+  return `${call.name}(${args.map(([k, v]) => `${k}=${pyJson(v)}`).join(', ')})`;
+}
+
 /**
- * The tools section Qwen2.5's template appends to the system turn (word for word), without the system text before it.
+ * The tools section Qwen2.5's template appends to the system turn (word for word), without the system text before it;
+ * in the compact format, one signature line per tool (`compactSignature`) and how to call.
  */
-export function toolsBlockText(tools: readonly unknown[]): string {
+export function toolsBlockText(tools: readonly unknown[], format: ToolFormatName = 'qwen'): string {
+  if (format === 'compact')
+    return (
+      '# Tools\n\nCall a tool as <tool_call>name(argument=value, ...)</tool_call>, each value written as JSON. The tools:' +
+      tools.map((t) => `\n${compactSignature(t)}`).join('')
+    );
   return (
     '# Tools\n\nYou may call one or more functions to assist with the user query.\n\n' +
     `You are provided with function signatures within <tools></tools> XML tags:\n<tools>${tools.map((t) => `\n${pyJson(t)}`).join('')}\n</tools>\n\n` +
@@ -31,9 +54,27 @@ export function toolsBlockText(tools: readonly unknown[]): string {
   );
 }
 
-/** The system text that announces `tools` (Qwen2.5's template, word for word). */
-export function toolsSystemText(system: string, tools: readonly unknown[]): string {
-  return `${system}\n\n${toolsBlockText(tools)}`;
+/**
+ * One tool of the compact tools block: `name(a: integer, b?: string) - description`, a parameter's type written as
+ * its JSON type when the schema says no more, else as its (prompt-reduced) schema in JSON; `?` marks an optional one.
+ */
+function compactSignature(tool: unknown): string {
+  const f = (tool as { function?: { name?: unknown; description?: unknown; parameters?: unknown } }).function ?? {};
+  const params = (f.parameters ?? {}) as { properties?: Record<string, unknown>; required?: unknown };
+  const required = Array.isArray(params.required) ? params.required : [];
+  const args = Object.entries(params.properties ?? {}).map(([k, schema]) => {
+    const keys = typeof schema === 'object' && schema !== null ? Object.keys(schema) : [];
+    const type = (schema as { type?: unknown }).type;
+    const text = keys.length === 1 && typeof type === 'string' ? type : pyJson(schema);
+    return `${k}${required.includes(k) ? '' : '?'}: ${text}`;
+  });
+  const description = typeof f.description === 'string' && f.description !== '' ? ` - ${f.description}` : '';
+  return `${String(f.name)}(${args.join(', ')})${description}`;
+}
+
+/** The system text that announces `tools` (Qwen2.5's template, word for word, or the compact block). */
+export function toolsSystemText(system: string, tools: readonly unknown[], format: ToolFormatName = 'qwen'): string {
+  return `${system}\n\n${toolsBlockText(tools, format)}`;
 }
 
 /** A tool result as Qwen2.5's template shows it to the model (inside a user turn). */
@@ -52,7 +93,7 @@ export type ToolCallBlock =
  * Every `<tool_call>...</tool_call>` block of `text`, in order, each parsed or rejected with a reason (bad JSON, no
  * name, arguments not an object); an opening tag with no closing one is a rejected block too. Never throws.
  */
-export function readToolCallBlocks(text: string): ToolCallBlock[] {
+export function readToolCallBlocks(text: string, format: ToolFormatName = 'qwen'): ToolCallBlock[] {
   const blocks: ToolCallBlock[] = [];
   let at = text.indexOf('<tool_call>');
   while (at >= 0) {
@@ -61,18 +102,23 @@ export function readToolCallBlocks(text: string): ToolCallBlock[] {
       blocks.push({ ok: false, reason: '`<tool_call>` is never closed' });
       break;
     }
-    blocks.push(readCall(text.slice(at + 11, end).trim()));
+    blocks.push(readToolCall(text.slice(at + 11, end).trim(), format));
     at = text.indexOf('<tool_call>', end + 12);
   }
   return blocks;
 }
 
-function readCall(body: string): ToolCallBlock {
+/** A `<tool_call>` block's body (whitespace around it removed) read as a call in `format`, or why it is not one. */
+export function readToolCall(body: string, format: ToolFormatName = 'qwen'): ToolCallBlock {
+  return format === 'compact' ? readCompactCall(body) : readJsonCall(body);
+}
+
+function readJsonCall(body: string): ToolCallBlock {
   let parsed: unknown;
   try {
     parsed = JSON.parse(body);
   } catch {
-    return { ok: false, reason: `the call is not JSON (${body.length > 80 ? `${body.slice(0, 80)}...` : body})` };
+    return { ok: false, reason: `the call is not JSON (${preview(body)})` };
   }
   const p = parsed as { name?: unknown; arguments?: unknown } | null;
   if (typeof p !== 'object' || p === null || Array.isArray(p))
@@ -83,6 +129,56 @@ function readCall(body: string): ToolCallBlock {
     return { ok: false, reason: `"arguments" of \`${p.name}\` is not a JSON object` };
   return { ok: true, name: p.name, arguments: args as Record<string, unknown> };
 }
+
+/**
+ * `name(key=value, ...)`: a name of letters, digits, `_`, `-` and `.`, then keyword arguments whose values are JSON
+ * (split at the top-level commas, outside strings and brackets). Strict: a positional value, a repeated key or a value
+ * that is not JSON rejects the call.
+ */
+function readCompactCall(body: string): ToolCallBlock {
+  const m = /^([A-Za-z_][\w.-]*)\(([\s\S]*)\)$/.exec(body);
+  if (!m) return { ok: false, reason: `the call is not name(argument=value, ...) (${preview(body)})` };
+  const [, name, inner] = m as unknown as [string, string, string];
+  const args: Record<string, unknown> = {};
+  for (const part of splitTopLevel(inner)) {
+    const eq = /^\s*([A-Za-z_]\w*)\s*=([\s\S]*)$/.exec(part);
+    if (!eq) return { ok: false, reason: `\`${name}\`: ${JSON.stringify(part.trim())} is not argument=value` };
+    const [, key, raw] = eq as unknown as [string, string, string];
+    if (key in args) return { ok: false, reason: `\`${name}\`: argument \`${key}\` is given twice` };
+    try {
+      args[key] = JSON.parse(raw);
+    } catch {
+      return { ok: false, reason: `\`${name}\`: the value of \`${key}\` is not JSON (${preview(raw.trim())})` };
+    }
+  }
+  return { ok: true, name, arguments: args };
+}
+
+/** `text` split at its commas outside JSON strings and brackets; an empty or blank text has no parts. */
+function splitTopLevel(text: string): string[] {
+  if (text.trim() === '') return [];
+  const parts: string[] = [];
+  let depth = 0;
+  let inString = false;
+  let start = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (inString) {
+      if (c === '\\') i++;
+      else if (c === '"') inString = false;
+    } else if (c === '"') inString = true;
+    else if (c === '[' || c === '{') depth++;
+    else if (c === ']' || c === '}') depth--;
+    else if (c === ',' && depth === 0) {
+      parts.push(text.slice(start, i));
+      start = i + 1;
+    }
+  }
+  parts.push(text.slice(start));
+  return parts;
+}
+
+const preview = (s: string) => (s.length > 80 ? `${s.slice(0, 80)}...` : s);
 
 /**
  * Keywords a tool's `parameters` keep in the prompt, in the order they are written: the words transformers'

@@ -5,7 +5,7 @@ import { agentEntries, samplingOf, type RagenConfig } from '../config/index.js';
 import { LocalEngine, type Engine } from '../engine/index.js';
 import { agentRollout, Gateway, unparsedToolCall, type AgentOutcome } from '../gateway/index.js';
 import type { MetricValues } from '../metrics/index.js';
-import type { Tokenizer } from '../tokenizer/index.js';
+import type { Tokenizer, ToolFormatName } from '../tokenizer/index.js';
 import { configFromHF, findModelPath } from '../model/index.js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -113,7 +113,11 @@ export function joinBatches(batches: readonly RolloutBatch[]): RolloutBatch {
  * `agentBatches`), second rewards, episodes by status, mean calls per episode, and the share of calls offered tools
  * whose reply holds tool-call text that does not parse (`unparsedToolCall`; 0 with no such calls).
  */
-export function gatewayMetrics(outcomes: readonly AgentOutcome[], unauthorized = 0): MetricValues {
+export function gatewayMetrics(
+  outcomes: readonly AgentOutcome[],
+  unauthorized = 0,
+  format: ToolFormatName = 'qwen',
+): MetricValues {
   const calls = outcomes.reduce((n, o) => n + o.log.calls.length, 0);
   const withTools = outcomes.flatMap((o) => o.log.calls.filter((c) => c.tools !== null));
   const count = (status: AgentOutcome['status']) => outcomes.filter((o) => o.status === status).length;
@@ -128,7 +132,7 @@ export function gatewayMetrics(outcomes: readonly AgentOutcome[], unauthorized =
     'gateway/episodes_crashed': count('crashed'),
     'gateway/episodes_timeout': count('timeout'),
     'gateway/unparsed_tool_call_rate':
-      withTools.length > 0 ? withTools.filter((c) => unparsedToolCall(c.text)).length / withTools.length : 0,
+      withTools.length > 0 ? withTools.filter((c) => unparsedToolCall(c.text, format)).length / withTools.length : 0,
   };
 }
 

@@ -26,6 +26,7 @@ describe('trainer batch plumbing', () => {
       rewards: Float32Array.of(0, 1, 0, 2),
       turnIds: Int32Array.of(-1, 0, -1, 0),
       groupIds: ['a', 'b'],
+      tags: ['A', 'B'],
       scores: Float64Array.of(1, 2),
       lengths: Int32Array.of(2, 2),
       episodeIds: Int32Array.of(0, 1),
@@ -33,6 +34,7 @@ describe('trainer batch plumbing', () => {
     const s = selectRows(batch, [1]);
     expect(Array.from(s.ids)).toEqual([3, 4]);
     expect(s.groupIds).toEqual(['b']);
+    expect(s.tags).toEqual(['B']);
     expect(Array.from(s.rewards)).toEqual([0, 2]);
   });
 

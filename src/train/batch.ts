@@ -27,6 +27,7 @@ export function selectRows(batch: TokenBatch, rows: readonly number[]): TokenBat
     rewards: takeRows(batch.rewards, rows, T),
     turnIds: takeRows(batch.turnIds, rows, T),
     groupIds: rows.map((r) => batch.groupIds[r]!),
+    tags: rows.map((r) => batch.tags[r]!),
     scores: Float64Array.from(rows, (r) => batch.scores[r]!),
     lengths: Int32Array.from(rows, (r) => batch.lengths[r]!),
     episodeIds: Int32Array.from(rows, (r) => batch.episodeIds[r]!),

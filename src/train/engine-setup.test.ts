@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../config/index.js';
-import { localEngineOptions, needsReference, withModelPaths } from './engine-setup.js';
+import { localEngineOptions, needsReference, openModels, withModelPaths } from './engine-setup.js';
 
 describe('engine options from the config', () => {
   it('load LoRA only with a rank, a critic only for GAE estimators, a reference only for KL', () => {
@@ -26,6 +26,13 @@ describe('engine options from the config', () => {
       overrides: ['algo.kl.useKlLoss=true', 'model.lora.targetModules=[q_proj]'],
     });
     expect(localEngineOptions(grpo)).toMatchObject({ lora: null, critic: null, reference: true });
+  });
+
+  it('refuse model.vision.train on the local engine (text-only) with the fix', async () => {
+    const config = loadConfig({ config: 'bandit-ppo', overrides: ['model.vision.train=true'] });
+    await expect(openModels(config)).rejects.toThrow(
+      'model.vision.train: true needs model.engine: torch (the local engine runs text-only models)',
+    );
   });
 
   it('load the reference when asked to, or when a KL term is on', () => {

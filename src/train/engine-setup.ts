@@ -90,7 +90,13 @@ export function localEngineOptions(config: RagenConfig): Omit<LocalPretrainedOpt
  * optimizer state when the checkpoint holds one).
  */
 export async function openModels(config: RagenConfig, from?: string): Promise<TrainerModels> {
-  if (config.model.engine !== 'torch') return openLocalModels(config, from);
+  if (config.model.engine !== 'torch') {
+    if (config.model.vision.train)
+      throw new ConfigError(
+        'model.vision.train: true needs model.engine: torch (the local engine runs text-only models); set model.engine: torch or model.vision.train: false.',
+      );
+    return openLocalModels(config, from);
+  }
   const tokenizer = modelTokenizer(from ?? config.model.path, config.model.chatTemplate);
   const opts = { ...localEngineOptions(config), decode: (ids: number[]) => tokenizer.decode(ids) };
   return { engine: await openTorch(config, opts, tokenizer.vocabSize, from), tokenizer };
@@ -194,6 +200,7 @@ async function openTorch(
     ...(m.torch.graphTokenBudget !== null ? { graphTokenBudget: m.torch.graphTokenBudget } : {}),
     rolloutCopy: m.torch.rolloutCopy,
     compile: m.torch.compile,
+    visionTrain: m.vision.train,
     // Resuming: the critic is the checkpoint's, the reference of a full fine-tune the weights the run started from.
     ...(from ? { referencePath: m.path } : opts.criticPath ? { criticPath: opts.criticPath } : {}),
     ...(existsSync(tokenizerPath) ? { tokenizerPath } : {}),

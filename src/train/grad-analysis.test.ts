@@ -53,6 +53,7 @@ function batch(): { tokens: TokenBatch; groupStd: Map<string, number>; advantage
     rewards: new Float32Array(B * T),
     turnIds: new Int32Array(B * T).fill(-1),
     groupIds: groups,
+    tags: groups.map(() => 'T'),
     scores: new Float64Array(B),
     episodeIds: Int32Array.from(rows, (_, i) => i),
   };

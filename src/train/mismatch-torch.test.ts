@@ -44,5 +44,8 @@ describe.skipIf(!python)('mismatch/* on the torch engine', () => {
     expect(m!['mismatch/log_ratio_abs_max']).toBeGreaterThan(0);
     expect(m!['mismatch/log_ratio_abs_mean']).toBeGreaterThan(0);
     expect(m!['mismatch/k3_kl']).toBeGreaterThan(0);
+    // The batch's one source carries all of it.
+    expect(m!['mismatch/Bandit/log_ratio_abs_max']).toBe(m!['mismatch/log_ratio_abs_max']);
+    expect(m!['mismatch/Bandit/k3_kl']).toBeCloseTo(m!['mismatch/k3_kl']!, 12);
   });
 });

@@ -34,6 +34,7 @@ const FAMILY = [
   'mismatch/frac_ratio_high',
   'mismatch/frac_ratio_low',
 ];
+const TAG_NAMES = ['log_ratio_abs_mean', 'log_ratio_abs_max', 'k3_kl', 'frac_ratio_high', 'frac_ratio_low'];
 
 describe('mismatch/* in training runs', () => {
   it('is written every step and exactly 0 on the local engine in sync mode', async () => {
@@ -48,6 +49,25 @@ describe('mismatch/* in training runs', () => {
       expect(rec['mismatch/log_ratio_abs_max']).toBeGreaterThan(0);
       expect(rec['mismatch/k3_kl']).toBeGreaterThan(0);
     }
+  });
+
+  it('is written per env.train entry beside the overall family: 0 for each in sync mode, > 0 in async mode', async () => {
+    const twoEnvs =
+      'env.train=[{tag: SimpleSokoban, groups: 1, groupSize: 4}, {tag: CoordFrozenLake, groups: 1, groupSize: 4}]';
+    const tagged = (rec: MetricRecord, tag: string) => TAG_NAMES.map((n) => rec[`mismatch/${tag}/${n}`]);
+    const sync = await metrics(['trainer.steps=1', twoEnvs]);
+    for (const tag of ['SimpleSokoban', 'CoordFrozenLake']) expect(tagged(sync[0]!, tag)).toEqual([0, 0, 0, 0, 0]);
+    const async = await metrics([
+      'trainer.steps=2',
+      'trainer.async.enabled=true',
+      'trainer.async.maxStaleness=1',
+      twoEnvs,
+    ]);
+    const step2 = async[1]!;
+    const maxes = ['SimpleSokoban', 'CoordFrozenLake'].map((t) => step2[`mismatch/${t}/log_ratio_abs_max`]!);
+    // The overall largest |δ| is the larger of the two sources' (each source's own rows, none dropped).
+    expect(Math.max(...maxes)).toBe(step2['mismatch/log_ratio_abs_max']);
+    expect(Math.max(...maxes)).toBeGreaterThan(0);
   });
 
   it.each([

@@ -21,6 +21,7 @@ function tokens(): TokenBatch {
     rewards: new Float32Array(B * T),
     turnIds: new Int32Array(B * T),
     groupIds: ['g', 'g', 'g', 'g'],
+    tags: ['T', 'T', 'T', 'T'],
     scores: new Float64Array(B),
     lengths: new Int32Array([4, 4, 4, 4]),
     episodeIds: new Int32Array([0, 1, 2, 3]),

@@ -114,7 +114,7 @@ export async function collectRollout(
         `step ${step}: ${failures[0]}${failures.length > 1 ? ` (and ${failures.length - 1} more failed episode(s) this step)` : ''}`,
       );
     batches.push(...agents.batches);
-    gateway = gatewayMetrics(agents.outcomes, agents.unauthorized);
+    gateway = gatewayMetrics(agents.outcomes, agents.unauthorized, ctx.gateway.toolFormat);
     const refused = gatewayRefusals(gateway);
     if (refused) ctx.log?.(`step ${step}: ${refused}`);
   }

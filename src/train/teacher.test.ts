@@ -69,6 +69,15 @@ describe('openTeacher', () => {
     expect((err as Error).message).toMatch(/no directory .*src\/no-such-teacher\. Train the teacher first/);
   });
 
+  it('takes `<logging.runsDir>/<name>` for a run even before the runs directory exists, never a Hub id', async () => {
+    const err = await openTeacher(
+      config('no-such-runs-dir/teacher', ['logging.runsDir=no-such-runs-dir']),
+      student,
+    ).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as Error).message).toMatch(/no directory .*no-such-runs-dir\/teacher\. Train the teacher first/);
+  });
+
   it('refuses a model directory whose tokenizer differs from the student’s', async () => {
     const err = await openTeacher(config(OTHER), student).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConfigError);

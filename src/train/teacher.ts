@@ -2,7 +2,7 @@
 // a model directory (a local engine's teacher-forced pass) or an OpenAI-compatible server (legacy completions with
 // `echo` and `logprobs`, which `ragen serve` answers), after its tokenizer is checked against the student's.
 import { existsSync } from 'node:fs';
-import { dirname, isAbsolute, resolve } from 'node:path';
+import { dirname, isAbsolute, resolve, sep } from 'node:path';
 import { LocalEngine, type Engine, type SequenceBatch } from '../engine/index.js';
 import { resolveModelPath } from '../model/index.js';
 import type { ChatMessage, Tokenizer } from '../tokenizer/index.js';
@@ -211,9 +211,16 @@ export async function openTeacher(
     o.say?.(`distillation teacher: ${base} (model ${model}); tokenizer and chat template match the student's.`);
     return serverTeacher({ url: base, model, concurrency: d.batchSize, ...(o.fetch ? { fetch: o.fetch } : {}) });
   }
-  // `runs/<name>` reads like a Hub id (owner/name); when its folder is a local one, the run is what was meant
+  // `runs/<name>` reads like a Hub id (owner/name); when its folder is a local one, or it lies under
+  // `logging.runsDir` (a fresh checkout has no `runs/` yet), the run is what was meant
   const local = resolve(d.teacher);
-  if (!isAbsolute(d.teacher) && d.teacher.includes('/') && !existsSync(local) && existsSync(dirname(local)))
+  const underRuns = local.startsWith(resolve(config.logging.runsDir) + sep);
+  if (
+    !isAbsolute(d.teacher) &&
+    d.teacher.includes('/') &&
+    !existsSync(local) &&
+    (existsSync(dirname(local)) || underRuns)
+  )
     throw new ConfigError(
       `Bad config value \`algo.distill.teacher\` = ${JSON.stringify(d.teacher)}: no directory ${local}. Train the teacher first (e.g. \`ragen train --config sokoban-ppo logging.runDir=${d.teacher}\`), or point it at a run, a checkpoint, a model directory or a server URL.`,
     );

@@ -70,7 +70,7 @@ export async function validationBatch(
         log?.(
           `validation: ${failures[0]}${failures.length > 1 ? ` (and ${failures.length - 1} more failed episode(s))` : ''}`,
         );
-      const refused = gatewayRefusals(gatewayMetrics(agents.outcomes, agents.unauthorized));
+      const refused = gatewayRefusals(gatewayMetrics(agents.outcomes, agents.unauthorized, gateway.toolFormat));
       if (refused) log?.(`validation: ${refused}`);
     }
     return joinBatches(batches);

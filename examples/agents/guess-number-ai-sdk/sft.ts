@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { parseArgs } from 'node:util';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { agentConfig, loadConfig, LocalEngine } from '../../../src/index.js';
+import { agentConfig, loadConfig, LocalEngine, TOOL_FORMATS, type ToolFormatName } from '../../../src/index.js';
 import { agentProgram } from '../../../src/agent/index.js';
 import { buildDemos } from '../../../src/train/sft-demos.js';
 import { runSft } from '../../../src/train/sft.js';
@@ -60,6 +60,7 @@ async function main(): Promise<void> {
       batch: { type: 'string', default: '8' },
       lr: { type: 'string', default: '2e-3' },
       'eval-episodes': { type: 'string', default: '16' },
+      'tool-format': { type: 'string', default: 'qwen' },
     },
   });
   const num = (k: keyof typeof values) => {
@@ -69,7 +70,10 @@ async function main(): Promise<void> {
   };
   const t0 = performance.now();
   const tokenizerDir = mkdtempSync(join(tmpdir(), 'gn-tokenizer-'));
-  const { model, tokenizer, added } = await withAddedTokens(values.base!, tokenizerDir);
+  const toolFormat = values['tool-format'] as ToolFormatName;
+  if (!TOOL_FORMATS.includes(toolFormat))
+    throw new Error(`--tool-format must be one of ${TOOL_FORMATS.join(', ')}, got ${JSON.stringify(toolFormat)}.`);
+  const { model, tokenizer, added } = await withAddedTokens(values.base!, tokenizerDir, undefined, toolFormat);
   console.error(
     `added tokens: ${[...added].map(([tag, { id, pieces }]) => `${tag} = ${id} (was ${pieces.length} pieces)`).join(', ')}`,
   );
@@ -118,6 +122,7 @@ async function main(): Promise<void> {
     envConfig: {},
     agent,
     addedTokens: Object.fromEntries([...added].map(([tag, { id }]) => [tag, id])),
+    toolFormat,
     loss: [result.firstLoss, result.finalLoss],
     builtInSuccess: result.valSuccess['GuessNumber'],
     gatewaySuccess: viaGateway.success,

@@ -5,7 +5,7 @@
 // with mean init, as in Hewitt 2021, "Initializing new word embeddings for pretrained language models").
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadTokenizer, type Tokenizer } from '../../../src/index.js';
+import { loadTokenizer, type Tokenizer, type ToolFormatName } from '../../../src/index.js';
 import { loadModel, Transformer, type WeightMap } from '../../../src/model/index.js';
 
 /** Qwen2.5's tool tags, in the order Qwen's tokenizer numbers them. */
@@ -14,12 +14,14 @@ export const QWEN_TOOL_TAGS = ['<tool_call>', '</tool_call>', '<tool_response>',
 /**
  * The model in `base` with `tags` added to its tokenizer (ids from its vocab size up, not special) and its embedding
  * rows, written as tokenizer.json + tokenizer_config.json into `tokenizerDir`; the returned model's
- * `config.vocabSize` counts the new rows. A tag the base tokenizer already holds as one token is an error.
+ * `config.vocabSize` counts the new rows. A tag the base tokenizer already holds as one token is an error. A
+ * `toolFormat` other than Qwen's is named in tokenizer_config.json (`ragen_tool_format`), so the gateway uses it.
  */
 export async function withAddedTokens(
   base: string,
   tokenizerDir: string,
   tags: readonly string[] = QWEN_TOOL_TAGS,
+  toolFormat: ToolFormatName = 'qwen',
 ): Promise<{ model: Transformer; tokenizer: Tokenizer; added: Map<string, { id: number; pieces: number[] }> }> {
   const baseTokenizer = loadTokenizer(base);
   const { model } = await loadModel(base, { adapters: false });
@@ -57,7 +59,9 @@ export async function withAddedTokens(
   };
   const tokenizerConfig = JSON.parse(readFileSync(join(base, 'tokenizer_config.json'), 'utf8')) as {
     added_tokens_decoder: Record<string, unknown>;
+    ragen_tool_format?: ToolFormatName;
   };
+  if (toolFormat !== 'qwen') tokenizerConfig.ragen_tool_format = toolFormat;
   for (const [content, { id }] of added) {
     const entry = { content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: false };
     tokenizerJson.added_tokens.push({ id, ...entry });

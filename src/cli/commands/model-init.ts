@@ -11,10 +11,12 @@ import {
   countParameters,
   modelShape,
   shapeNames,
+  vlTextConfig,
+  vlWeightShapes,
   writeRandomWeights,
   type InitDtype,
 } from '../../model/index.js';
-import { qwenTokenizerFiles, ragenQwenTemplate } from '../../tokenizer/index.js';
+import { QWEN25_VL_PROCESSOR, qwenTokenizerFiles, ragenQwenTemplate } from '../../tokenizer/index.js';
 import { didYouMean, makeDir, parseSeed, UsageError, withFileErrors, writeFileAt } from '../../util/index.js';
 
 /** Options of `ragen model init`, as commander parses them. */
@@ -30,6 +32,34 @@ interface InitOptions {
 const DTYPES: Record<string, { safetensors: InitDtype; torch: string }> = {
   bf16: { safetensors: 'BF16', torch: 'bfloat16' },
   f32: { safetensors: 'F32', torch: 'float32' },
+};
+
+/**
+ * Qwen2.5-VL's published preprocessor_config.json: the image processor's pixel bounds (src/tokenizer/vision.ts), patch
+ * and merge sizes, and OpenAI CLIP's per-channel mean and std.
+ */
+const QWEN25_VL_PREPROCESSOR = {
+  min_pixels: QWEN25_VL_PROCESSOR.minPixels,
+  max_pixels: QWEN25_VL_PROCESSOR.maxPixels,
+  patch_size: QWEN25_VL_PROCESSOR.patchSize,
+  temporal_patch_size: 2,
+  merge_size: QWEN25_VL_PROCESSOR.mergeSize,
+  image_mean: [0.48145466, 0.4578275, 0.40821073],
+  image_std: [0.26862954, 0.26130258, 0.27577711],
+  image_processor_type: 'Qwen2VLImageProcessor',
+  processor_class: 'Qwen2_5_VLProcessor',
+};
+
+/** Qwen3-VL's published preprocessor_config.json: patch 16, pixel bounds 256 x 256 to 4096 x 4096, mean and std 0.5. */
+const QWEN3_VL_PREPROCESSOR = {
+  size: { longest_edge: 16777216, shortest_edge: 65536 },
+  patch_size: 16,
+  temporal_patch_size: 2,
+  merge_size: 2,
+  image_mean: [0.5, 0.5, 0.5],
+  image_std: [0.5, 0.5, 0.5],
+  processor_class: 'Qwen3VLProcessor',
+  image_processor_type: 'Qwen2VLImageProcessorFast',
 };
 
 /** What `initModelDir` wrote. */
@@ -67,8 +97,11 @@ export async function initModelDir(
       `\`${out}\` already holds a model (${stale.join(', ')}); choose an empty folder or pass --force to replace it.`,
     );
   const hf: Record<string, unknown> = { ...shape.config, torch_dtype: dtype.torch };
-  const config = configFromHF(hf, `shape ${shape.name}`);
-  const tokenizer = qwenTokenizerFiles(shape.family, ragenQwenTemplate(shape.family));
+  const vl = shape.family === 'qwen2.5-vl' || shape.family === 'qwen3-vl';
+  const config = vl ? vlTextConfig(hf, `shape ${shape.name}`) : configFromHF(hf, `shape ${shape.name}`);
+  const shapes = vl ? vlWeightShapes(hf, `shape ${shape.name}`) : undefined;
+  const family = shape.family === 'qwen3' || shape.family === 'qwen3-vl' ? 'qwen3' : 'qwen2.5';
+  const tokenizer = qwenTokenizerFiles(family, ragenQwenTemplate(family));
   makeDir(out, 'write the model folder', '--out'); // never Node's recursive mkdir: it loops forever under /proc
   withFileErrors('write the model folder', out, () => {
     for (const f of stale) rmSync(join(out, f));
@@ -78,10 +111,17 @@ export async function initModelDir(
     json('generation_config.json', { bos_token_id: hf['bos_token_id'], eos_token_id: hf['eos_token_id'] });
     json('tokenizer.json', tokenizer.tokenizerJson);
     json('tokenizer_config.json', tokenizer.tokenizerConfig);
+    if (vl)
+      json('preprocessor_config.json', shape.family === 'qwen3-vl' ? QWEN3_VL_PREPROCESSOR : QWEN25_VL_PREPROCESSOR);
   });
   const meta = ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json'];
-  if (opts.weights === false) return { shape: shape.name, parameters: countParameters(config), bytes: 0, files: meta };
+  if (vl) meta.push('preprocessor_config.json');
+  const parameters = shapes
+    ? [...shapes.values()].reduce((n, s) => n + s.reduce((a, b) => a * b, 1), 0)
+    : countParameters(config);
+  if (opts.weights === false) return { shape: shape.name, parameters, bytes: 0, files: meta };
   const weights = await writeRandomWeights(out, config, {
+    ...(shapes ? { shapes } : {}),
     seed: opts.seed ?? 0,
     dtype: dtype.safetensors,
     metadata: { ragen_shape: shape.name, ragen_seed: String(opts.seed ?? 0) },
@@ -137,10 +177,13 @@ Writes a model directory that \`ragen train\`, \`ragen eval\`, \`ragen serve\` (
                               model-0000k-of-0000n.safetensors + model.safetensors.index.json above --max-shard-mb
   tokenizer.json              Qwen's tokenizer, shipped through npm (Qwen2.5's: without Qwen3's 4 added tokens)
   tokenizer_config.json       with ragen's append-only chat template (Qwen2.5's rendering, history verbatim;
-                              no default system prompt for qwen3 shapes)
+                              no default system prompt for qwen3 shapes); images sit in a message's text as
+                              <|vision_start|><|image_pad|><|vision_end|>
+  preprocessor_config.json    VL shapes: Qwen's image processor settings (pixel bounds, patch, mean/std)
 The weights are random: the directory is for measuring speed and memory and for testing the pipeline, not a trained model.
-Shapes: the published qwen2.5-0.5b/1.5b/3b/7b and qwen3-0.6b/1.7b, and qwen2.5-tiny / qwen3-tiny (the full
-vocabulary, width 64, 2 layers: seconds on a CPU). Sizes in bf16: 0.5b 1.0 GB, 1.5b 3.1 GB,
+Shapes: the published qwen2.5-0.5b/1.5b/3b/7b, qwen3-0.6b/1.7b, qwen2.5-vl-3b/7b and qwen3-vl-4b (the VLMs: the
+torch engine loads them), and qwen2.5-tiny / qwen3-tiny / qwen2.5-vl-tiny / qwen3-vl-tiny (the full vocabulary,
+width 64, 2 layers: seconds on a CPU). Sizes in bf16: 0.5b 1.0 GB, 1.5b 3.1 GB,
 3b 6.2 GB, 7b 15.2 GB (docs/models.md).
 
 Examples:
@@ -192,7 +235,9 @@ export function register(program: Command): void {
         `${o.out}: ${r.shape}, ${(r.parameters / 1e6).toFixed(1)}M parameters (${o.dtype}, ${size}), seed ${o.seed}, in ${((Date.now() - t0) / 1000).toFixed(1)} s`,
       );
       console.log(`  files: ${r.files.join(', ')}`);
-      console.log(`  train it: ragen train --config sokoban-ppo-qwen model.path=${o.out}`);
+      if (modelShape(o.shape).family.endsWith('-vl'))
+        console.log('  the torch engine loads it (python/ragen_torch/vision.py); the local engine does not yet');
+      else console.log(`  train it: ragen train --config sokoban-ppo-qwen model.path=${o.out}`);
     });
 }
 
