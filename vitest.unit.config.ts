@@ -41,6 +41,7 @@ export default defineConfig({
       'src/tensor/kernels.test.ts', // 6.3 s: WASM and native kernels against the reference at up to 200k elements
       'src/agent/rollout.test.ts', // 5.3 s: the rollout loop's token bookkeeping with Qwen's tokenizer and templates
       'src/agent/oracle.test.ts', // 3.3 s: every env's oracle through the whole text loop
+      'src/tensor/native-arena.test.ts', // ~8 s: writes 5 GiB of tensors (page faults) to pass the 4 GiB mark
     ],
     env: { RAGEN_UNIT_TIER: '1' }, // tests gated on a process-starting helper (testSandbox) skip themselves
     setupFiles: ['test/unit-setup.ts'],

@@ -300,7 +300,7 @@ using namespace ragen_args;
 
 /**
  * gemmBf16(path, nt, M, N, K, arena, xOff, wAddr, wOff, yOff, accumulate): y (M, N) (+)= x (M, K) op(W) with x and y
- * float32 at byte offsets of the arena view, W bf16 at byte offset wOff of the native block wAddr, (N, K) when nt
+ * float32 at byte offsets of the arena (a typed array over it, or the address of the native block that holds it), W bf16 at byte offset wOff of the native block wAddr, (N, K) when nt
  * (x W^T) else (K, N). path: 0 the best present, 1 scalar, 2 avx2, 3 avx512, 4 avx512bf16.
  */
 napi_value GemmBf16(napi_env env, napi_callback_info info) {
@@ -311,7 +311,17 @@ napi_value GemmBf16(napi_env env, napi_callback_info info) {
   void* arena = nullptr;
   size_t arenaBytes = 0;
   for (size_t i = 0; i < 11; i++) {
-    if (i == 5) {
+    napi_valuetype kind = napi_undefined;
+    if (i == 5 && napi_typeof(env, argv[i], &kind) == napi_ok && kind == napi_number) {
+      double addr;
+      napi_get_value_double(env, argv[i], &addr);
+      arenaBytes = ragen_native_block_bytes(addr);
+      arena = ragen_native_range(addr, 0, 0);
+      if (!arena) {
+        fail(env, true, "ragen native gemmBf16: the arena %.0f is not a live native block", addr);
+        return nullptr;
+      }
+    } else if (i == 5) {
       if (!bytes(env, argv[i], name, i, &arena, &arenaBytes)) return nullptr;
     } else if (!number(env, argv[i], name, i, &a[i])) {
       return nullptr;

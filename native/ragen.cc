@@ -1,12 +1,14 @@
 // ragen-ts native kernels (N-API): gemm through our own packed micro-kernels (native/gemm.cc), dispatched at run time
 // to AVX-512 or AVX2/FMA (native/isa.h), on 2 threads, also inside causal attention with grouped KV heads.
-// Tensors live in the WASM arena (a SharedArrayBuffer); every pointer argument is a byte offset into it.
+// Every pointer argument is a byte offset into the memory setMemory named: the native backend's arena (a native block,
+// past 4 GiB) or a Float32Array (a WebAssembly memory's view, as the tests of a bare addon use).
 #include <node_api.h>
 #include "memory.h"
 #include <immintrin.h>
 #include "attention.h"
 #include "gemm.h"
 #include "nn.h"
+#include "ops.h"
 #include "isa.h"
 #include <algorithm>
 #include <cmath>
@@ -282,9 +284,24 @@ static bool read_args(napi_env env, napi_callback_info info, const char* name, s
   double a[n];                                            \
   if (!read_args(env, info, name, n, a)) return nullptr;
 
+// setMemory(view | address): the memory every pointer argument is an offset into, a Float32Array or the address of a
+// native block (nativeReserve / nativeAlloc)
 static napi_value SetMemory(napi_env env, napi_callback_info info) {
   napi_value argv[1];
   if (!get_args(env, info, "setMemory", 1, argv)) return nullptr;
+  napi_valuetype kind;
+  if (napi_typeof(env, argv[0], &kind) == napi_ok && kind == napi_number) {
+    double addr;
+    napi_get_value_double(env, argv[0], &addr);
+    const size_t bytes = ragen_native_block_bytes(addr);
+    if (bytes == 0) {
+      fail(env, "ragen native setMemory: %.0f is not the address of a live native block", addr);
+      return nullptr;
+    }
+    g_base = reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(addr));
+    g_size = bytes;
+    return nullptr;
+  }
   napi_typedarray_type type;
   size_t length;
   void* data;
@@ -293,7 +310,7 @@ static napi_value SetMemory(napi_env env, napi_callback_info info) {
   bool is_typed = false;
   if (napi_is_typedarray(env, argv[0], &is_typed) != napi_ok || !is_typed ||
       napi_get_typedarray_info(env, argv[0], &type, &length, &data, &ab, &offset) != napi_ok || type != napi_float32_array || data == nullptr) {
-    fail(env, "ragen native setMemory: expected a Float32Array over the arena");
+    fail(env, "ragen native setMemory: expected a Float32Array over the arena or a native block's address");
     return nullptr;
   }
   g_base = static_cast<uint8_t*>(data);
@@ -381,6 +398,8 @@ static napi_value AttentionBackward(napi_env env, napi_callback_info info) {
 
 #include "nn.inc"  // the train step's non-GEMM kernels (nn.cc) on two threads
 
+#include "ops.inc"  // the remaining backend ops (ops.cc): fills, copies, reductions, unary ops, embeddings
+
 static napi_value Init(napi_env env, napi_value exports) {
   if (!ragen_isa::has_avx2()) {
     napi_throw_error(env, nullptr, "ragen native: this CPU lacks AVX2/FMA, which the native kernels need; use the wasm backend (RAGEN_BACKEND=wasm)");
@@ -400,6 +419,7 @@ static napi_value Init(napi_env env, napi_value exports) {
     {"fmaPeak", nullptr, FmaPeak, nullptr, nullptr, nullptr, napi_default, nullptr},
     {"threads", nullptr, Threads, nullptr, nullptr, nullptr, napi_default, nullptr},
     RAGEN_NN_PROPS,
+    RAGEN_OPS_PROPS,
   };
   if (napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props) != napi_ok) {
     napi_throw_error(env, nullptr, "ragen native: napi_define_properties failed");

@@ -163,8 +163,8 @@ export const ModelSchema = z.strictObject({
   backend: z.enum(['auto', 'native', 'wasm', 'js', 'js64']).default('auto'),
   /**
    * Storage of the frozen projection weights on the local engine (the LoRA base, which is also the reference, or a full
-   * fine-tune's reference copy): `float32`, or `bf16` (half the bytes, in native memory outside the 4 GiB tensor arena;
-   * needs `model.backend` native; adapters, activations and optimizer state stay float32). @default "float32"
+   * fine-tune's reference copy): `float32`, or `bf16` (half the bytes, in native memory beside the tensor arena; needs
+   * `model.backend` native; adapters, activations and optimizer state stay float32). @default "float32"
    */
   frozenDtype: z.enum(['float32', 'bf16']).default('float32'),
   /**

@@ -7,7 +7,7 @@ import { sequenceBatch } from './batch.js';
 import { backendAvailable, setBackend } from '../tensor/index.js';
 import { ConfigError } from '../util/index.js';
 import { LocalEngine } from './local.js';
-import { memoryPlan } from './memory-plan.js';
+import { checkArenaFits, memoryPlan } from './memory-plan.js';
 
 /** A checkpoint directory holding only config.json of a named shape (no weights: loading any would fail). */
 function configOnly(shape: string): string {
@@ -56,26 +56,21 @@ describe.runIf(backendAvailable('wasm'))('a model past the 4 GiB tensor arena', 
     expect(message).not.toContain('lora');
   });
 
-  it('offers bf16 frozen weights on the native backend where the LoRA layout alone is past the limit', async () => {
+  it('names the native backend as the way out, which loads the same layout (its arena is not WebAssembly memory)', async () => {
     const dir = configOnly('qwen2.5-1.5b');
     const lora = { r: 8, alpha: 16 };
     const message = String(
       await LocalEngine.fromPretrained(dir, { backend: 'wasm', lora }).catch((e: Error) => e.message),
     );
     expect(message).toContain('model.engine=torch');
-    expect(message).not.toContain('bf16'); // the wasm backend has no native memory
+    expect(message).toContain('model.backend=native');
     if (!backendAvailable('native')) return;
+    // past the wasm arena's 4 GiB, the plan passes: loading goes on to the (missing) weights
     const native = String(
       await LocalEngine.fromPretrained(dir, { backend: 'native', lora }).catch((e: Error) => e.message),
     );
-    expect(native).toMatch(/model\.frozenDtype=bf16: 1\.0\d GiB in the arena \+ 2\.4\d GiB native/);
-    // with it, the plan fits: loading goes on to the (missing) weights
-    const bf16 = String(
-      await LocalEngine.fromPretrained(dir, { backend: 'native', lora, frozenDtype: 'bf16' }).catch(
-        (e: Error) => e.message,
-      ),
-    );
-    expect(bf16).not.toContain('tensor arena');
+    expect(native).not.toContain('tensor arena');
+    expect(native).not.toContain('4 GiB');
   });
 
   it('counts a LoRA adapter saved in the checkpoint (its base then trains no moments)', async () => {
@@ -86,6 +81,30 @@ describe.runIf(backendAvailable('wasm'))('a model past the 4 GiB tensor arena', 
     writeFileSync(join(dir, 'adapter', 'adapter_config.json'), JSON.stringify({ r: 8, lora_alpha: 16 }));
     const message = String(await LocalEngine.fromPretrained(dir, { backend: 'wasm' }).catch((e: Error) => e.message));
     expect(message).not.toContain('tensor arena');
+  });
+});
+
+describe('the native backend: no 4 GiB limit, a warning past the RAM', () => {
+  const full = { lora: null, critic: 'separate', reference: 'copy' } as const; // Qwen2.5-1.5B: ~35 GiB
+  const qwen15 = configFromHF(modelShape('qwen2.5-1.5b').config, 'qwen2.5-1.5b');
+
+  it('never refuses, even a layout far past 4 GiB', () => {
+    const lines: string[] = [];
+    expect(checkArenaFits(qwen15, full, 'native', 'dir', 2 ** 50, (l) => lines.push(l))).toBeNull();
+    expect(lines).toEqual([]);
+  });
+
+  it("warns, naming the sizes, when the plan is past the machine's RAM", () => {
+    const lines: string[] = [];
+    const need = memoryPlan(qwen15, full).totalBytes;
+    const line = checkArenaFits(qwen15, full, 'native', 'dir', need - 1, (l) => lines.push(l));
+    expect(lines).toEqual([line]);
+    expect(line).toMatch(/needs \d+\.\d\d GiB before any batch .* more than this machine's \d+\.\d\d GiB of RAM/);
+    expect(checkArenaFits(qwen15, full, 'native', 'dir', need, (l) => lines.push(l))).toBeNull();
+  });
+
+  it('still refuses the same layout on the wasm backend', () => {
+    expect(() => checkArenaFits(qwen15, full, 'wasm', 'dir', 2 ** 50, () => {})).toThrow(ConfigError);
   });
 });
 

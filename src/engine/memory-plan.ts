@@ -1,6 +1,8 @@
 // What the local engine's models take in memory before the first batch (weights, and for each trainable parameter
-// its gradient and AdamW's two moments, all float32), checked at load against the 4 GiB that the wasm and native
-// backends' tensor arena (one WebAssembly memory) can hold, so that a model too large fails with one sentence.
+// its gradient and AdamW's two moments, all float32), checked at load: against the 4 GiB that the wasm backend's tensor
+// arena (one WebAssembly memory) can hold, so that a model too large fails with one sentence; on the native backend,
+// whose tensors live in native memory, against the machine's RAM, as a warning.
+import { totalmem } from 'node:os';
 import { countParameters, LINEAR_MODULES, weightShapes, type LoraConfig, type ModelConfig } from '../model/index.js';
 import { ARENA_LIMIT_BYTES, type BackendName } from '../tensor/index.js';
 import { ConfigError } from '../util/index.js';
@@ -76,18 +78,29 @@ export function memoryPlan(config: ModelConfig, input: MemoryPlanInput): MemoryP
 const gib = (bytes: number): string => `${(bytes / 2 ** 30).toFixed(2)} GiB`;
 
 /**
- * Throw a ConfigError, before any weight is read, when the models of `input` cannot fit the tensor arena of the
- * `backend` (wasm and native keep every tensor in one WebAssembly memory of at most 4 GiB; js has no such limit).
+ * Check, before any weight is read, that the models of `input` fit the `backend`'s tensor memory. The wasm backend
+ * keeps every tensor in one WebAssembly memory of at most 4 GiB: past it, a ConfigError naming the model's size and
+ * the ways out (the native backend, model.engine=torch, LoRA). The native backend's arena is native memory with no
+ * such limit: past the machine's RAM (`ramBytes`), a warning (printed with `warn`, and returned). js has no limit.
  */
 export function checkArenaFits(
   config: ModelConfig,
   input: MemoryPlanInput,
   backend: BackendName,
   source: string,
-): void {
-  if (backend !== 'wasm' && backend !== 'native') return;
+  ramBytes: number = totalmem(),
+  warn: (line: string) => void = console.warn,
+): string | null {
+  if (backend !== 'wasm' && backend !== 'native') return null;
   const plan = memoryPlan(config, input);
-  if (plan.totalBytes - plan.nativeBytes <= ARENA_LIMIT_BYTES) return;
+  const params = `${(plan.parameters / 1e6).toFixed(1)}M parameters`;
+  if (backend === 'native') {
+    if (plan.totalBytes <= ramBytes) return null;
+    const line = `ragen engine: the model in \`${source}\` (${params}) needs ${gib(plan.totalBytes)} before any batch (${gib(plan.weightBytes)} of weights + ${gib(plan.trainingStateBytes)} of gradients and AdamW state), more than this machine's ${gib(ramBytes)} of RAM; expect swapping or the OOM killer, or train LoRA adapters with model.frozenDtype=bf16, or use model.engine=torch`;
+    warn(line);
+    return line;
+  }
+  if (plan.totalBytes - plan.nativeBytes <= ARENA_LIMIT_BYTES) return null;
   // The smallest layout of the same run: LoRA adapters, the critic as a head on the policy, the reference = the base.
   const small: MemoryPlanInput = {
     lora: { r: 8, alpha: 16 },
@@ -95,15 +108,12 @@ export function checkArenaFits(
     reference: input.reference ? 'base' : null,
   };
   const overrides = ['model.lora.rank=8', ...(input.critic === 'separate' ? ['model.critic.mode=shared'] : [])];
-  const inArena = (p: MemoryPlan) => p.totalBytes - p.nativeBytes;
-  let lora = '';
   const smallPlan = memoryPlan(config, small);
-  const bf16Plan = memoryPlan(config, { ...small, frozenDtype: 'bf16' });
-  if (!input.lora && inArena(smallPlan) <= ARENA_LIMIT_BYTES)
-    lora = `, or train LoRA adapters instead (${overrides.join(' ')} needs ${gib(smallPlan.totalBytes)})`;
-  else if (backend === 'native' && input.frozenDtype !== 'bf16' && inArena(bf16Plan) <= ARENA_LIMIT_BYTES)
-    lora = `, or keep the frozen base as bf16 outside the arena (${[...(input.lora ? [] : overrides), 'model.frozenDtype=bf16'].join(' ')}: ${gib(inArena(bf16Plan))} in the arena + ${gib(bf16Plan.nativeBytes)} native)`;
+  const lora =
+    !input.lora && smallPlan.totalBytes <= ARENA_LIMIT_BYTES
+      ? `, or train LoRA adapters instead (${overrides.join(' ')} needs ${gib(smallPlan.totalBytes)})`
+      : '';
   throw new ConfigError(
-    `The model in \`${source}\` (${(plan.parameters / 1e6).toFixed(1)}M parameters) needs ${gib(inArena(plan))} in the local engine's tensor arena (${gib(plan.weightBytes - plan.nativeBytes)} of float32 weights + ${gib(plan.trainingStateBytes)} of gradients and AdamW state) before any batch, more than the 4 GiB that the ${backend} backend's arena (one WebAssembly memory) can hold; run it on model.engine=torch${lora}.`,
+    `The model in \`${source}\` (${params}) needs ${gib(plan.totalBytes)} in the local engine's tensor arena (${gib(plan.weightBytes)} of float32 weights + ${gib(plan.trainingStateBytes)} of gradients and AdamW state) before any batch, more than the 4 GiB that the wasm backend's arena (one WebAssembly memory) can hold; run it on the native backend (model.backend=native: its tensors live in native memory, past 4 GiB) or on model.engine=torch${lora}.`,
   );
 }

@@ -297,8 +297,8 @@ export class Transformer {
   }
 
   /**
-   * Move the frozen projection weights (q, k, v, o, gate, up, down of every layer) to bf16 in native memory, outside
-   * the tensor arena: half the bytes, and not bound by its 4 GiB. Embeddings, the LM head, norms and biases stay
+   * Move the frozen projection weights (q, k, v, o, gate, up, down of every layer) to bf16 in native memory, beside
+   * the tensor arena: half the bytes. Embeddings, the LM head, norms and biases stay
    * float32. The base must be frozen (LoRA attached, or a reference model); it cannot train again afterwards.
    */
   storeFrozenAsBf16(): void {

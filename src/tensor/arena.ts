@@ -1,8 +1,9 @@
-// One shared WebAssembly.Memory holding every tensor of the wasm and native backends, so kernels and worker
-// threads work in place. Requests are rounded to size classes (4 per power of two); freed blocks merge with
-// free neighbours, are split to serve smaller requests, and give the top of the arena back to the bump
-// pointer. Without the merging, a run whose tensor shapes vary (RL batches do) kept a separate high-water
-// mark per size class and grew past the 4 GiB WebAssembly limit.
+// The tensor arenas: one allocator (BlockArena) over a range of byte addresses, and the wasm backend's storage for it,
+// one shared WebAssembly.Memory (so kernels and worker threads work in place; at most 4 GiB); the native backend's,
+// a native block past that limit, is native-arena.ts. Requests are rounded to size classes (4 per power of two);
+// freed blocks merge with free neighbours, are split to serve smaller requests, and give the top of the arena back
+// to the bump pointer. Without the merging, a run whose tensor shapes vary (RL batches do) kept a separate
+// high-water mark per size class and grew past the 4 GiB WebAssembly limit.
 
 import type { Buf } from './backend.js';
 
@@ -32,42 +33,41 @@ export function sizeClass(bytes: number): number {
   return Math.ceil(bytes / step) * step;
 }
 
-/** Free-block bin of a size: floor(log2(bytes)). */
-const binOf = (bytes: number): number => 31 - Math.clz32(bytes);
+/** Free-block bin of a size: floor(log2(bytes)) (not clz32: native arenas pass 4 GiB). */
+const binOf = (bytes: number): number => (bytes < 2 ** 31 ? 31 - Math.clz32(bytes) : Math.floor(Math.log2(bytes)));
 /** Blocks looked at in a request's own bin before moving to the larger bins (where any block fits). */
 const SCAN = 8;
 
-export class Arena {
-  readonly memory: WebAssembly.Memory;
-  private top = ARENA_BASE;
+/**
+ * A first-fit allocator with merging over byte addresses from `base` up; the storage behind them (and reads and writes
+ * from JS) is the subclass's. Addresses start above 0, so 0 can stand for "no buffer" in kernel arguments.
+ */
+export abstract class BlockArena {
+  private top: number;
   /** Free blocks: start -> bytes, end -> start, and the starts binned by binOf(bytes). */
   private readonly freeAt = new Map<number, number>();
   private readonly freeEnd = new Map<number, number>();
-  private readonly bins: Set<number>[] = Array.from({ length: 33 }, () => new Set<number>());
-  private f32View: Float32Array;
-  private i32View: Int32Array;
+  private readonly bins: Set<number>[] = Array.from({ length: 54 }, () => new Set<number>());
   /** Bytes handed out and not freed. */
   inUse = 0;
 
-  /** @param shared a SharedArrayBuffer-backed memory (needed for worker threads). */
-  constructor(initialBytes = 64 << 20, shared = true) {
-    const pages = Math.ceil(Math.max(initialBytes, 2 * ARENA_BASE) / PAGE);
-    this.memory = new WebAssembly.Memory({ initial: pages, maximum: MAX_PAGES, shared });
-    this.f32View = new Float32Array(this.memory.buffer);
-    this.i32View = new Int32Array(this.memory.buffer);
+  constructor(private readonly base: number) {
+    this.top = base;
   }
 
   /** Bytes below the bump pointer: handed out, or free blocks under it (not the memory's size, which never shrinks). */
   get reservedBytes(): number {
-    return this.top - ARENA_BASE;
+    return this.top - this.base;
   }
 
-  get f32(): Float32Array {
-    return this.f32View;
-  }
-  get i32(): Int32Array {
-    return this.i32View;
-  }
+  /** Make addresses below `end` usable (growing the storage), or throw a RangeError saying why it cannot. */
+  protected abstract ensure(end: number): void;
+  /** Copy `src` to the float32 slots from byte address `ptr`. */
+  abstract writeF32(ptr: number, src: ArrayLike<number>): void;
+  /** Copy `src` to the int32 slots from byte address `ptr`. */
+  abstract writeI32(ptr: number, src: Int32Array): void;
+  /** Copy `out.length` float32 slots from byte address `ptr` into `out`. */
+  abstract readF32(ptr: number, out: Float32Array): void;
 
   alloc(n: number): ArenaBuf {
     const bytes = sizeClass(Math.max(n, 1) * 4);
@@ -130,25 +130,60 @@ export class Arena {
 
   private bump(bytes: number): number {
     const ptr = this.top;
-    const end = ptr + bytes;
+    this.ensure(ptr + bytes);
+    this.top = ptr + bytes;
+    return ptr;
+  }
+}
+
+/** The wasm backend's arena: one WebAssembly.Memory of at most 4 GiB (memory32), grown on demand. */
+export class Arena extends BlockArena {
+  readonly memory: WebAssembly.Memory;
+  private f32View: Float32Array;
+  private i32View: Int32Array;
+
+  /** @param shared a SharedArrayBuffer-backed memory (needed for worker threads). */
+  constructor(initialBytes = 64 << 20, shared = true) {
+    super(ARENA_BASE);
+    const pages = Math.ceil(Math.max(initialBytes, 2 * ARENA_BASE) / PAGE);
+    this.memory = new WebAssembly.Memory({ initial: pages, maximum: MAX_PAGES, shared });
+    this.f32View = new Float32Array(this.memory.buffer);
+    this.i32View = new Int32Array(this.memory.buffer);
+  }
+
+  get f32(): Float32Array {
+    return this.f32View;
+  }
+  get i32(): Int32Array {
+    return this.i32View;
+  }
+
+  writeF32(ptr: number, src: ArrayLike<number>): void {
+    this.f32View.set(src, ptr >>> 2);
+  }
+  writeI32(ptr: number, src: Int32Array): void {
+    this.i32View.set(src, ptr >>> 2);
+  }
+  readF32(ptr: number, out: Float32Array): void {
+    out.set(this.f32View.subarray(ptr >>> 2, (ptr >>> 2) + out.length));
+  }
+
+  protected ensure(end: number): void {
     // Check against our view, not the memory: kernels may grow the memory themselves, and a view made
     // before such a growth is too short for blocks past its end.
-    if (end > this.f32View.byteLength) {
-      const have = this.memory.buffer.byteLength;
-      if (end > have) {
-        const needPages = Math.ceil((end - have) / PAGE);
-        const havePages = have / PAGE;
-        const grow = Math.min(Math.max(needPages, Math.ceil(havePages / 4)), MAX_PAGES - havePages);
-        if (grow < needPages)
-          throw new RangeError(
-            `tensor arena is out of memory: ${(end / 2 ** 30).toFixed(2)} GiB needed, more than the 4 GiB one WebAssembly memory can hold; free tensors you no longer need (tidy/dispose), shorten the batch (fewer or shorter sequences per forward), or run a model this size on model.engine=torch`,
-          );
-        this.memory.grow(grow);
-      }
-      this.f32View = new Float32Array(this.memory.buffer);
-      this.i32View = new Int32Array(this.memory.buffer);
+    if (end <= this.f32View.byteLength) return;
+    const have = this.memory.buffer.byteLength;
+    if (end > have) {
+      const needPages = Math.ceil((end - have) / PAGE);
+      const havePages = have / PAGE;
+      const grow = Math.min(Math.max(needPages, Math.ceil(havePages / 4)), MAX_PAGES - havePages);
+      if (grow < needPages)
+        throw new RangeError(
+          `tensor arena is out of memory: ${(end / 2 ** 30).toFixed(2)} GiB needed, more than the 4 GiB one WebAssembly memory can hold; free tensors you no longer need (tidy/dispose), shorten the batch (fewer or shorter sequences per forward), or run a model this size on the native backend (model.backend=native, no 4 GiB limit) or on model.engine=torch`,
+        );
+      this.memory.grow(grow);
     }
-    this.top = end;
-    return ptr;
+    this.f32View = new Float32Array(this.memory.buffer);
+    this.i32View = new Int32Array(this.memory.buffer);
   }
 }

@@ -1,5 +1,5 @@
 // bf16 frozen matrices in native memory (native/memory.cc, native/bf16.cc): a LoRA base or a reference model's
-// projections kept as bfloat16 outside the 4 GiB tensor arena, and `linearBf16`, the float32-activation product
+// projections kept as bfloat16 in native blocks of their own beside the tensor arena, and `linearBf16`, the float32-activation product
 // with them (gradients flow to x and the bias, never to the frozen matrix). Native backend only.
 import { ConfigError, ShapeError } from '../util/index.js';
 import { getBackend } from './backends.js';

@@ -2,7 +2,7 @@
 // per thread, prompts prefilled the same way) and the native addon's decodeLayer / decodeHead (a call per layer).
 // Buffers in, arena addresses out: src/model/decode-fast.ts never sees a pointer.
 
-import type { Arena, ArenaBuf } from './arena.js';
+import type { Arena, ArenaBuf, BlockArena } from './arena.js';
 import type { Buf, DecodeCall, DecodeKernels, DecoderDims } from './backend.js';
 import type { NativeAddon } from './native-addon.js';
 import type { ThreadPool } from './thread-pool.js';
@@ -19,7 +19,7 @@ const DESC = 12;
 /** Arena buffers a kernel set keeps between calls (scratch, staged ints), grown on demand and freed by `free`. */
 class Slots {
   private readonly bufs = new Map<string, ArenaBuf>();
-  constructor(private readonly arena: Arena) {}
+  constructor(private readonly arena: BlockArena) {}
 
   /** The address of slot `name`, at least `floats` long. */
   get(name: string, floats: number): number {
@@ -34,7 +34,7 @@ class Slots {
   /** Rows [seq0, seq0 + n) of a (sequences, capacity) key mask copied into slot `valid`; its address. */
   mask(keyValid: Int32Array, seq0: number, n: number, capacity: number): number {
     const at = this.get('valid', n * capacity);
-    this.arena.i32.set(keyValid.subarray(seq0 * capacity, (seq0 + n) * capacity), at >>> 2);
+    this.arena.writeI32(at, keyValid.subarray(seq0 * capacity, (seq0 + n) * capacity));
     return at;
   }
 
@@ -162,11 +162,9 @@ export class NativeDecodeKernels implements DecodeKernels {
   readonly threads = 2;
   private readonly slots: Slots;
 
-  /** @param sync points the addon at the arena (again after it grew) */
   constructor(
     private readonly addon: NativeAddon,
-    arena: Arena,
-    private readonly sync: () => void,
+    arena: BlockArena,
     private readonly dims: DecoderDims,
     private readonly capacity: number,
   ) {
@@ -178,7 +176,6 @@ export class NativeDecodeKernels implements DecodeKernels {
   }
 
   pack(w: Buf, out: Buf, N: number, K: number): void {
-    this.sync();
     this.addon.decodePack(p(w), p(out), N, K);
   }
 
@@ -193,7 +190,6 @@ export class NativeDecodeKernels implements DecodeKernels {
       scale = 1 / Math.sqrt(D);
     const scratch = this.slots.get('scratch', layerScratch(this.dims, B));
     const valid = c.keyValid ? this.slots.mask(c.keyValid, 0, B, cap) : 0;
-    this.sync();
     for (const l of c.layers) {
       this.addon.decodeLayer(
         p(c.h),

@@ -75,7 +75,7 @@ describe.runIf(existsSync(addonFile))('the native addon at the N-API boundary', 
     });
   }
 
-  it('rejects a non-number argument (before reading any memory) and a setMemory that is not a Float32Array', () => {
+  it('rejects a non-number argument (before reading any memory) and a setMemory that is neither a Float32Array nor a native block', () => {
     const args: unknown[] = [0, 0, 4, 4];
     args[2] = '4';
     expect(() => addon.decodePack(...(args as [number, number, number, number]))).toThrow(
@@ -85,7 +85,10 @@ describe.runIf(existsSync(addonFile))('the native addon at the N-API boundary', 
       /gemm: argument 16 must be a number/,
     );
     expect(() => addon.setMemory(new Int32Array(4) as unknown as Float32Array)).toThrow(
-      new TypeError('ragen native setMemory: expected a Float32Array over the arena'),
+      new TypeError("ragen native setMemory: expected a Float32Array over the arena or a native block's address"),
+    );
+    expect(() => addon.setMemory(4096)).toThrow(
+      new TypeError('ragen native setMemory: 4096 is not the address of a live native block'),
     );
   });
 });

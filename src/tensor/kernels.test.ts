@@ -159,6 +159,9 @@ for (const { name, path, skip } of variants) {
         ref.axpy(-0.7, gr, orr, n);
         be.axpy(-0.7, gb, ob, n);
         expect(relErr(be, orr, ob)).toBeLessThan(1e-6);
+        ref.affine(gr, orr, n, 1.5, -0.25);
+        be.affine(gb, ob, n, 1.5, -0.25);
+        expect(relErr(be, orr, ob)).toBeLessThan(1e-6);
         expect(be.sumSquares(gb, n)).toBeCloseTo(ref.sumSquares(gr, n), n > 1000 ? 0 : 4);
         expect(be.allFinite(gb, n)).toBe(true);
         be.fill(gb, NaN, n - 1, 1);
@@ -193,6 +196,9 @@ for (const { name, path, skip } of variants) {
       expect(relErr(be, s2r, s2b)).toBeLessThan(1e-5);
       ref.expandAxis(s2r, orr, R, C, 1, 0.5);
       be.expandAxis(s2b, ob, R, C, 1, 0.5);
+      expect(relErr(be, orr, ob)).toBeLessThan(1e-6);
+      ref.expandAxis(sr, orr, 1, R, C, 2);
+      be.expandAxis(sb, ob, 1, R, C, 2);
       expect(relErr(be, orr, ob)).toBeLessThan(1e-6);
       ref.permute(ar, orr, [1, R, 1, C], [0, 3, 2, 1]);
       be.permute(ab, ob, [1, R, 1, C], [0, 3, 2, 1]);

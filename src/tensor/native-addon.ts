@@ -7,10 +7,22 @@ import { join } from 'node:path';
 import type { WasmKernels } from './wasm-kernels.js';
 
 /**
- * The train step's non-GEMM kernels the addon runs too (native/nn.cc, native/nn.inc): the wasm kernels' functions with
+ * The backend's non-GEMM kernels the addon runs too (native/nn.cc, native/ops.cc): the wasm kernels' functions with
  * the same arguments, pointers as below.
  */
 type NativeNnKernel =
+  | 'fill'
+  | 'copyBlock'
+  | 'reduceBroadcast'
+  | 'unary'
+  | 'unaryBackward'
+  | 'affine'
+  | 'sumAxis'
+  | 'expandAxis'
+  | 'embedding'
+  | 'embeddingBackward'
+  | 'sumSquares'
+  | 'allFinite'
   | 'swiglu'
   | 'swigluBackward'
   | 'axpy'
@@ -28,12 +40,13 @@ type NativeNnKernel =
   | 'permute4';
 
 /**
- * The addon's functions (native/ragen.cc, native/decode.inc); pointers are byte addresses in the arena, the base set
- * by `setMemory`, 0 where a pointer is optional. Each checks its argument count and types and throws a TypeError
- * naming itself otherwise.
+ * The addon's functions (native/ragen.cc, native/decode.inc); pointers are byte offsets into the memory `setMemory`
+ * named, 0 where a pointer is optional. Each checks its argument count and types and throws a TypeError naming itself
+ * otherwise.
  */
 export interface NativeAddon extends Pick<WasmKernels, NativeNnKernel> {
-  setMemory(view: Float32Array): void;
+  /** The memory of every pointer argument: a native block's address (the native arena) or a Float32Array. */
+  setMemory(memory: Float32Array | number): void;
   info(): string;
   gemm(
     tA: number,
@@ -118,15 +131,17 @@ export interface NativeAddon extends Pick<WasmKernels, NativeNnKernel> {
     eps: number,
     scale: number,
   ): void;
-  /** A zeroed native block of `bytes` (outside the arena, so past its 4 GiB); its address. */
+  /** A zeroed native block of `bytes` (e.g. bf16 weights, beside the arena); its address. */
   nativeAlloc(bytes: number): number;
+  /** As nativeAlloc, for an arena's address space (pages cost memory once written); nativeAllocated leaves it out. */
+  nativeReserve(bytes: number): number;
   nativeFree(address: number): void;
   /** Copy the array's bytes into the block at `byteOffset` (toNative 1) or out of it (0). */
   nativeCopy(address: number, byteOffset: number, data: ArrayBufferView, toNative: number): void;
-  /** Bytes in live native blocks. */
+  /** Bytes in live native blocks, reservations left out. */
   nativeAllocated(): number;
   /**
-   * y (M, N) (+)= x (M, K) op(W): x, y float32 at byte offsets of `arena`, W bf16 at `wOffset` of block `w`, (N, K)
+   * y (M, N) (+)= x (M, K) op(W): x, y float32 at byte offsets of `arena` (a view, or a native block's address), W bf16 at `wOffset` of block `w`, (N, K)
    * when nt (x W^T) else (K, N); path 0 the best present, 1 scalar, 2 avx2, 3 avx512, 4 avx512bf16.
    */
   gemmBf16(
@@ -135,7 +150,7 @@ export interface NativeAddon extends Pick<WasmKernels, NativeNnKernel> {
     M: number,
     N: number,
     K: number,
-    arena: Float32Array,
+    arena: Float32Array | number,
     x: number,
     w: number,
     wOffset: number,
@@ -200,6 +215,7 @@ export const NATIVE_ADDON_ARITY: { readonly [K in keyof NativeAddon]: number } =
   decodeLayer: 26,
   decodeHead: 12,
   nativeAlloc: 1,
+  nativeReserve: 1,
   nativeFree: 1,
   nativeCopy: 4,
   nativeAllocated: 0,
@@ -226,6 +242,18 @@ export const NATIVE_ADDON_ARITY: { readonly [K in keyof NativeAddon]: number } =
   adamw: 12,
   rope: 9,
   permute4: 10,
+  fill: 3,
+  copyBlock: 7,
+  reduceBroadcast: 6,
+  unary: 4,
+  unaryBackward: 6,
+  affine: 5,
+  sumAxis: 5,
+  expandAxis: 6,
+  embedding: 5,
+  embeddingBackward: 5,
+  sumSquares: 2,
+  allFinite: 2,
 };
 
 /** The folder of the package's prebuilt addon for `platform`-`arch` (`npm run prebuild` writes it), e.g. linux-x64. */

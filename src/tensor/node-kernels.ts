@@ -11,6 +11,7 @@ import { packageRoot } from '../util/index.js';
 import { Arena } from './arena.js';
 import { registerBackendLoader } from './backends.js';
 import { loadNativeAddon } from './native-addon.js';
+import { NativeArena } from './native-arena.js';
 import { NativeBackend } from './native-backend.js';
 import { WORKER_SOURCE, createThreadPool, workerInitData, type ThreadPool } from './thread-pool.js';
 import { WasmBackend, checkKernels } from './wasm-backend.js';
@@ -50,7 +51,7 @@ let shared: {
   pool?: ThreadPool | null;
 } | null = null;
 
-/** One arena + module instance per process, shared by the wasm and native backends. */
+/** One arena + module instance per process, for the wasm backend. */
 function sharedKernels() {
   if (shared) return shared;
   const { module, variant } = compileKernels(join(packageRoot(), 'build', 'kernels'));
@@ -99,10 +100,10 @@ function loadWasm(): WasmBackend {
   return new WasmBackend(s.kernels, s.arena, sharedPool(), s.variant);
 }
 
+/** The addon alone: its tensors live in native memory, which the wasm kernels cannot reach. */
 function loadNative(): NativeBackend {
   const { addon } = loadNativeAddon(packageRoot());
-  const s = sharedKernels();
-  return new NativeBackend(s.kernels, s.arena, sharedPool(), addon, s.variant);
+  return new NativeBackend(new NativeArena(addon), addon);
 }
 
 registerBackendLoader('wasm', loadWasm);

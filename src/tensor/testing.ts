@@ -8,7 +8,7 @@ import type { NativeBackend } from './native-backend.js';
 const HOW_TO_BUILD: Partial<Record<BackendName, string>> = {
   wasm: '`npm run build` compiles assembly/ into build/kernels/ragen.wasm (AssemblyScript, a dev dependency: run `npm ci` first)',
   native:
-    '`npm run build` compiles native/ into build/native/ragen_native.node with node-gyp (needs g++ and make: `apt-get install build-essential`) and needs the wasm kernels too',
+    '`npm run build` compiles native/ into build/native/ragen_native.node with node-gyp (needs g++ and make: `apt-get install build-essential`)',
 };
 
 /** Whether RAGEN_REQUIRE_BACKENDS=1 asks that every backend be present (CI). */
