@@ -235,8 +235,13 @@ export function register(program: Command): void {
         `${o.out}: ${r.shape}, ${(r.parameters / 1e6).toFixed(1)}M parameters (${o.dtype}, ${size}), seed ${o.seed}, in ${((Date.now() - t0) / 1000).toFixed(1)} s`,
       );
       console.log(`  files: ${r.files.join(', ')}`);
-      if (modelShape(o.shape).family.endsWith('-vl'))
-        console.log('  the torch engine loads it (python/ragen_torch/vision.py); the local engine does not yet');
+      const family = modelShape(o.shape).family;
+      if (family === 'qwen2.5-vl')
+        console.log(
+          '  the torch engine loads it (python/ragen_torch/vision.py); the local engine samples with it but does not train on images yet (docs/vision.md)',
+        );
+      else if (family.endsWith('-vl'))
+        console.log('  the torch engine loads it (python/ragen_torch/vision_qwen3.py); the local engine does not yet');
       else console.log(`  train it: ragen train --config sokoban-ppo-qwen model.path=${o.out}`);
     });
 }
