@@ -16,7 +16,13 @@ import {
   writeRandomWeights,
   type InitDtype,
 } from '../../model/index.js';
-import { QWEN25_VL_PROCESSOR, qwenTokenizerFiles, ragenQwenTemplate } from '../../tokenizer/index.js';
+import {
+  CLIP_MEAN,
+  CLIP_STD,
+  QWEN25_VL_PROCESSOR,
+  qwenTokenizerFiles,
+  ragenQwenTemplate,
+} from '../../tokenizer/index.js';
 import { didYouMean, makeDir, parseSeed, UsageError, withFileErrors, writeFileAt } from '../../util/index.js';
 
 /** Options of `ragen model init`, as commander parses them. */
@@ -44,8 +50,8 @@ const QWEN25_VL_PREPROCESSOR = {
   patch_size: QWEN25_VL_PROCESSOR.patchSize,
   temporal_patch_size: 2,
   merge_size: QWEN25_VL_PROCESSOR.mergeSize,
-  image_mean: [0.48145466, 0.4578275, 0.40821073],
-  image_std: [0.26862954, 0.26130258, 0.27577711],
+  image_mean: [...CLIP_MEAN],
+  image_std: [...CLIP_STD],
   image_processor_type: 'Qwen2VLImageProcessor',
   processor_class: 'Qwen2_5_VLProcessor',
 };
