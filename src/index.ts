@@ -94,8 +94,6 @@ export {
   tinyTokenizerDir,
   ChatTemplate,
   type ChatMessage,
-  TOOL_FORMATS,
-  type ToolFormatName,
 } from './tokenizer/index.js';
 
 // The agent loop: settings, env groups, policies, rollouts, the padded token batch, episode records on disk.

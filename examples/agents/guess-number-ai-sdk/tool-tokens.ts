@@ -5,7 +5,8 @@
 // with mean init, as in Hewitt 2021, "Initializing new word embeddings for pretrained language models").
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadTokenizer, type Tokenizer, type ToolFormatName } from '../../../src/index.js';
+import { loadTokenizer, type Tokenizer } from '../../../src/index.js';
+import type { ToolFormatName } from '../../../src/tokenizer/index.js';
 import { loadModel, Transformer, type WeightMap } from '../../../src/model/index.js';
 
 /** Qwen2.5's tool tags, in the order Qwen's tokenizer numbers them. */
