@@ -18,10 +18,10 @@ write_random_checkpoint(d, "tiny", 3, torch.float32)
 m = load_decoder(d, torch.device("cpu")).eval()
 prefilled = []
 hidden = m.hidden
-def counting(ids, positions=None, key_valid=None, cache=None, start=0):
+def counting(ids, positions=None, key_valid=None, cache=None, start=0, **kw):
     if start == 0:
         prefilled.append(ids.shape[0])
-    return hidden(ids, positions, key_valid, cache, start)
+    return hidden(ids, positions, key_valid, cache, start, **kw)
 m.hidden = counting
 g = torch.Generator().manual_seed(1)
 a, b, c = (torch.randint(0, 256, (n,), generator=g).tolist() for n in (7, 12, 4))
