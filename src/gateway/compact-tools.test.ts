@@ -8,6 +8,10 @@ import { describe, expect, it } from 'vitest';
 import { loadTokenizer, readToolCallBlocks, toolCallText } from '../tokenizer/index.js';
 import { lowerToolMessages, parseToolCalls, unparsedToolCall } from './qwen-tools.js';
 import { toolDemoCalls } from './tool-demos.js';
+import { Gateway } from './server.js';
+import type { AgentOutcome } from './runner.js';
+import { ScriptedEngine } from '../agent/testing.js';
+import { gatewayMetrics } from '../train/agent-source.js';
 
 const tools = [
   {
@@ -112,5 +116,56 @@ describe('the compact tool format', () => {
     expect(() => loadTokenizer(tokenizerWith({ ragen_tool_format: 'xml' }))).toThrow(
       /`ragen_tool_format` = "xml" is not a tool format; give one of "qwen", "compact"/,
     );
+  });
+});
+
+describe('the gateway over a compact-format model', () => {
+  it('shows the policy compact tools, answers its compact call as tool_calls, and counts a garbled one as unparsed', async () => {
+    const config = JSON.parse(readFileSync('models/guess-number-tiny/tokenizer_config.json', 'utf8')) as object;
+    const dir = mkdtempSync(join(tmpdir(), 'compact-gw-'));
+    cpSync('models/guess-number-tiny/tokenizer.json', join(dir, 'tokenizer.json'));
+    writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify({ ...config, ragen_tool_format: 'compact' }));
+    const tokenizer = loadTokenizer(dir);
+    const replies = ['<tool_call>guess(n=8)</tool_call><|im_end|>', '<tool_call>guess(n=8</tool_call><|im_end|>'];
+    const engine = new ScriptedEngine(tokenizer, () => replies.shift()!);
+    const gateway = new Gateway({
+      engine,
+      tokenizer,
+      modelName: 'policy',
+      contextLength: 1024,
+      vocabSize: tokenizer.vocabSize,
+    });
+    expect(gateway.toolFormat).toBe('compact');
+    await gateway.listen(0);
+    try {
+      const { baseUrl } = gateway.open('e1');
+      const call = async () => {
+        const res = await fetch(`${baseUrl}/chat/completions`, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json' },
+          body: JSON.stringify({
+            model: 'policy',
+            max_tokens: 32,
+            messages: [{ role: 'user', content: 'Guess.' }],
+            tools,
+          }),
+        });
+        return (await res.json()) as {
+          choices: { message: { tool_calls?: { function: { name: string; arguments: string } }[] } }[];
+        };
+      };
+      const first = await call();
+      expect(
+        first.choices[0]!.message.tool_calls!.map((c) => [c.function.name, JSON.parse(c.function.arguments)]),
+      ).toEqual([['guess', { n: 8 }]]);
+      expect((await call()).choices[0]!.message.tool_calls).toBeUndefined();
+      const log = gateway.finish('e1');
+      expect(tokenizer.decode(log.calls[0]!.promptIds)).toContain('guess(n: integer, note?:');
+      const outcome = { log, reward: 0, status: 'ok' } as unknown as AgentOutcome;
+      expect(gatewayMetrics([outcome], 0, gateway.toolFormat)['gateway/unparsed_tool_call_rate']).toBe(0.5);
+      expect(gatewayMetrics([outcome], 0, 'qwen')['gateway/unparsed_tool_call_rate']).toBe(1);
+    } finally {
+      await gateway.close();
+    }
   });
 });
