@@ -173,6 +173,14 @@ export const agentProgramSchema = z
      * @default 0
      */
     failureReward: z.number().finite().default(0),
+    /**
+     * Added to an episode's score for each reply holding tool-call text that does not parse (the garbled call the
+     * program could not run), as the built-in loop's `agent.formatPenalty` charges an unparsable action: without it a
+     * garbled call scores the same as a clean miss, and a group that only fails gives the format nothing to learn
+     * from. The turn's `penalty`; success and `env_return` keep the program's reward. 0: the program's reward only.
+     * @default -0.1
+     */
+    formatPenalty: z.number().max(0).default(-0.1),
     /** Programs running at once. @default 4 */
     concurrency: z.number().int().min(1).default(4),
     /** Working directory of the program, and the base of relative `module` paths; null: the trainer's. @default null */

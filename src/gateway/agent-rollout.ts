@@ -66,9 +66,11 @@ export async function agentRollout(
     maxCalls: program.maxCalls,
     ...(options.log ? { log: options.log } : {}),
   });
-  const episodes = outcomes.map((o, i) => episodeOf(o, i, tasks[i]!.member, options.tag, gateway.toolFormat));
+  const episodes = outcomes.map((o, i) =>
+    episodeOf(o, { index: i, member: tasks[i]!.member, tag: options.tag }, gateway.toolFormat, program.formatPenalty),
+  );
   const samples: TrainingSample[] = outcomes.flatMap((o, i) =>
-    samplesFromCalls(o.log.calls, o.reward, { episode: i, group: o.task.group, tag: options.tag }),
+    samplesFromCalls(o.log.calls, episodes[i]!.score, { episode: i, group: o.task.group, tag: options.tag }),
   );
   return {
     batch: { episodes, samples, metrics: computeMetrics(episodes, options.groupSize), groupSize: options.groupSize },
@@ -114,45 +116,51 @@ function agentCall(c: CallRecord, episodeId: string, format: ToolFormatName): Ag
 
 /**
  * An agent episode: one turn per call (its prompt and sampled ids, the call as sent and answered), the reward on the
- * last turn, a format error per garbled tool call. The built-in loop's details (observations, parsed actions) have no
- * counterpart here and are absent.
+ * last turn, a format error and `formatPenalty` per garbled tool call; its score is the reward plus the penalties, as
+ * the built-in loop's. The built-in loop's details (observations, parsed actions) have no counterpart here and are
+ * absent.
  */
-function episodeOf(o: AgentOutcome, index: number, member: number, tag: string, format: ToolFormatName): Episode {
+function episodeOf(
+  o: AgentOutcome,
+  at: { index: number; member: number; tag: string },
+  format: ToolFormatName,
+  formatPenalty: number,
+): Episode {
   const success = o.status === 'ok' && o.reward > 0;
-  const turns: EpisodeTurn[] = o.log.calls.map((c, i, all) => ({
-    turn: i,
-    promptIds: c.promptIds,
-    tokens: c.completionIds,
-    logprobs: c.logprobs,
-    finishReason: c.finishReason,
-    response: c.text,
-    reward: i === all.length - 1 ? o.reward : 0,
-    penalty: 0,
+  const turns: EpisodeTurn[] = o.log.calls.map((c, i, all) => {
     // a reply holding tool-call text that does not parse: the format error of an agent call (`format_error_rate`)
-    formatError:
-      c.tools !== null && unparsedToolCall(c.text, format)
-        ? 'the reply holds tool-call text that is not a well-formed <tool_call>'
-        : undefined,
-    // reported_reward_ignored: 1 when a verifier overrode the program's own reward (`train/<tag>/info/...`).
-    info: {
-      success,
-      actionIsValid: true,
-      actionIsEffective: true,
-      reported_reward_ignored: o.ignoredReward === undefined ? 0 : 1,
-      ...(o.status === 'ok' ? {} : { reason: o.status }),
-    },
-    agentCall: agentCall(c, o.log.id, format),
-  }));
+    const garbled = c.tools !== null && unparsedToolCall(c.text, format);
+    return {
+      turn: i,
+      promptIds: c.promptIds,
+      tokens: c.completionIds,
+      logprobs: c.logprobs,
+      finishReason: c.finishReason,
+      response: c.text,
+      reward: i === all.length - 1 ? o.reward : 0,
+      penalty: garbled ? formatPenalty : 0,
+      formatError: garbled ? 'the reply holds tool-call text that is not a well-formed <tool_call>' : undefined,
+      // reported_reward_ignored: 1 when a verifier overrode the program's own reward (`train/<tag>/info/...`).
+      info: {
+        success,
+        actionIsValid: true,
+        actionIsEffective: true,
+        reported_reward_ignored: o.ignoredReward === undefined ? 0 : 1,
+        ...(o.status === 'ok' ? {} : { reason: o.status }),
+      },
+      agentCall: agentCall(c, o.log.id, format),
+    };
+  });
   return {
-    index,
-    tag,
+    index: at.index,
+    tag: at.tag,
     group: o.task.group,
-    member,
+    member: at.member,
     seed: o.task.seed,
     turns,
     success,
     envReturn: o.reward,
-    score: o.reward,
+    score: turns.reduce((a, t) => a + t.penalty, o.reward),
     numActions: turns.length,
     endReason: o.status === 'timeout' ? 'truncated' : 'terminated',
   };
