@@ -87,7 +87,7 @@ describe('LoRA checkpoints name their base instead of copying it', () => {
     const second = tmp();
     await saveModel(second, resumed);
     expect(baseOf(second)).toBe(resolve(base)); // so pruning `first` leaves `second` loadable
-    expect(await weightsDir(second)).toBe(resolve(base));
+    expect(weightsDir(second)).toBe(resolve(base));
     expect(logprobs((await loadModel(second)).model)).toEqual(logprobs(model));
   });
 

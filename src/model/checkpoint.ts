@@ -2,7 +2,7 @@
 // LoRA adapters in PEFT's layout under `adapter/`, the value head as value_head.safetensors, tokenizer.json copied.
 // A LoRA model over a frozen base loaded from files is saved as PEFT saves one: the adapter naming its base, no base.
 import { copyFile, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Bf16Matrix } from '../tensor/index.js';
 import { CheckpointError } from '../util/index.js';
@@ -78,7 +78,7 @@ const hasWeights = (dir: string) =>
  * index), else the base its adapter names (`adapter/adapter_config.json`'s `base_model_name_or_path`, relative to
  * `adapter/` or absolute), followed until a directory with weights.
  */
-export async function weightsDir(dir: string): Promise<string> {
+export function weightsDir(dir: string): string {
   const seen = new Set<string>();
   let at = resolve(dir);
   while (!hasWeights(at)) {
@@ -87,7 +87,7 @@ export async function weightsDir(dir: string): Promise<string> {
     seen.add(at);
     let named: unknown;
     try {
-      named = (JSON.parse(await readFile(cfgPath, 'utf8')) as { base_model_name_or_path?: unknown })
+      named = (JSON.parse(readFileSync(cfgPath, 'utf8')) as { base_model_name_or_path?: unknown })
         .base_model_name_or_path;
     } catch (err) {
       throw new CheckpointError(`${cfgPath} is not valid JSON (${(err as Error).message}); the checkpoint is damaged.`);
@@ -134,7 +134,7 @@ export async function loadModel(
   const take = opts.frozenBf16 ? Transformer.bf16Taker(config, bf16) : undefined;
   let model: Transformer;
   try {
-    const base = await weightsDir(dir);
+    const base = weightsDir(dir);
     const loaded = await loadWeights(base, undefined, take);
     const source = base === resolve(dir) ? dir : `${dir} (base ${base})`;
     model = Transformer.fromWeights(config, loaded, source, { frozenBf16: opts.frozenBf16 ?? false, bf16 });
