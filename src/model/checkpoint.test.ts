@@ -1,6 +1,6 @@
 // A LoRA checkpoint is PEFT's: adapters naming their base directory, never a copy of the frozen base (issue 41:
 // saving a 1.5B LoRA run wrote its whole base as float32 and doubled the run's peak memory).
-import { mkdtempSync, readFileSync, readdirSync, renameSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, renameSync, statSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -89,6 +89,15 @@ describe('LoRA checkpoints name their base instead of copying it', () => {
     expect(baseOf(second)).toBe(resolve(base)); // so pruning `first` leaves `second` loadable
     expect(weightsDir(second)).toBe(resolve(base));
     expect(logprobs((await loadModel(second)).model)).toEqual(logprobs(model));
+  });
+
+  it('saving into the base directory, even by another name, keeps its weights', async () => {
+    const { base, model } = await loraOverSavedBase();
+    const alias = join(tmp(), 'alias');
+    symlinkSync(base, alias);
+    await saveModel(alias, model);
+    expect(existsSync(join(base, 'model.safetensors'))).toBe(true);
+    expect(logprobs((await loadModel(base)).model)).toEqual(logprobs(model));
   });
 
   it('a trainable base (no LoRA, or LoRA merged) is still written whole', async () => {

@@ -2,7 +2,7 @@
 // LoRA adapters in PEFT's layout under `adapter/`, the value head as value_head.safetensors, tokenizer.json copied.
 // A LoRA model over a frozen base loaded from files is saved as PEFT saves one: the adapter naming its base, no base.
 import { copyFile, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, realpathSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Bf16Matrix } from '../tensor/index.js';
 import { CheckpointError } from '../util/index.js';
@@ -49,8 +49,9 @@ export async function saveModel(dir: string, model: Transformer, opts: SaveOptio
       model.exportWeights(),
       opts.maxShardBytes === undefined ? {} : { maxShardBytes: opts.maxShardBytes },
     );
-  else if (resolve(dir) !== base) {
-    // weights left in `dir` by an earlier save would be read instead of the named base (`weightsDir`)
+  else if (realpathSync(dir) !== realpathSync(base)) {
+    // weights left in `dir` by an earlier save would be read instead of the named base (`weightsDir`); `dir` may be
+    // the base itself under another name (a symlink), whose weights must stay
     await rm(join(dir, 'model.safetensors'), { force: true });
     await rm(join(dir, 'model.safetensors.index.json'), { force: true });
   }
