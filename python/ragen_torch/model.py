@@ -350,13 +350,44 @@ def make_decoder(c):
     return VLDecoder(c)
 
 
+def weights_dir(directory):
+    """The directory holding `directory`'s base weights, as src/model/checkpoint.ts's weightsDir: `directory` itself when
+    it has model.safetensors (or a sharded index), else the base its adapter names (adapter/adapter_config.json's
+    base_model_name_or_path, relative to adapter/ or absolute: a LoRA checkpoint of the local engine), followed until
+    a directory with weights."""
+    at, seen = os.path.abspath(directory), set()
+    while not any(os.path.exists(os.path.join(at, f)) for f in ("model.safetensors", "model.safetensors.index.json")):
+        cfg = os.path.join(at, "adapter", "adapter_config.json")
+        if not os.path.exists(cfg):
+            return at  # load_weights says which files are missing
+        seen.add(at)
+        with open(cfg) as f:
+            named = json.load(f).get("base_model_name_or_path")
+        nxt = os.path.abspath(os.path.join(at, "adapter", named)) if isinstance(named, str) and named else None
+        if nxt is None or nxt in seen:
+            raise CheckpointError(
+                f"{at} has no weights (model.safetensors or model.safetensors.index.json) and its adapter names no other"
+                f" base ({cfg}: base_model_name_or_path {named!r}); set base_model_name_or_path to the directory of the"
+                " base model the adapter was trained on."
+            )
+        if not os.path.exists(os.path.join(nxt, "config.json")):
+            raise CheckpointError(
+                f"{at} holds LoRA adapters over the base model {named!r} ({cfg}: base_model_name_or_path), and {nxt} is"
+                " not a model directory (no config.json): put the base model back there, or set base_model_name_or_path"
+                " to where it is now."
+            )
+        at = nxt
+    return at
+
+
 def load_decoder(directory, device, adapters=True, generator=None):
     """A Decoder (or VLDecoder) from a HF directory (float32 master weights), with its PEFT adapter under adapter/ when
-    present. A vision tower loads frozen (VLDecoder.set_vision_train)."""
+    present; an adapter-only directory reads its base from the directory the adapter names (weights_dir). A vision
+    tower loads frozen (VLDecoder.set_vision_train)."""
     c = load_config(directory)
     with torch.device("meta") if hasattr(torch.device, "__enter__") else _nullctx():  # torch >= 2.0: no allocation
         model = make_decoder(c)
-    weights = load_weights(directory)
+    weights = load_weights(weights_dir(directory))
     if getattr(c, "vision", None) is not None:
         from .vision import hub_names
 

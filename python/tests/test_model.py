@@ -1,6 +1,9 @@
 """model.py: the decoder of each family against the position-by-position reference (tiny.py), its masks (causal,
 left padding, packed segments), LoRA, gradient checkpointing, and the config and weight checks."""
 
+import json
+import os
+
 import pytest
 import tiny
 import torch
@@ -136,6 +139,41 @@ def test_a_weight_of_the_wrong_shape_or_missing_is_refused_naming_it(tmp_path):
         load_decoder(str(tmp_path / "b"), torch.device("cpu"))
     with pytest.raises(CheckpointError, match="config.json is missing"):
         load_decoder(str(tmp_path / "nothing"), torch.device("cpu"))
+
+
+def test_an_adapter_only_checkpoint_reads_its_base_from_the_directory_its_adapter_names(checkpoint, tmp_path):
+    # the local engine's LoRA checkpoint (src/model/checkpoint.ts): config.json + adapter/, the base left where it was
+    path, raw, w = checkpoint
+    ckpt = tmp_path / "step-1"
+    (ckpt / "adapter").mkdir(parents=True)
+    (ckpt / "config.json").write_text(json.dumps(raw))
+    r, alpha, C = 2, 4.0, raw["hidden_size"]
+    q = "model.layers.0.self_attn.q_proj"
+    g = torch.Generator().manual_seed(3)
+    a, b = torch.randn(r, C, generator=g), torch.randn(C, r, generator=g)
+    adapter = {"peft_type": "LORA", "r": r, "lora_alpha": alpha, "target_modules": ["q_proj"]}
+    (ckpt / "adapter" / "adapter_config.json").write_text(json.dumps(dict(adapter, base_model_name_or_path=path)))
+    layer1 = "model.layers.1.self_attn.q_proj"
+    tiny.write_st(
+        str(ckpt / "adapter" / "adapter_model.safetensors"),
+        {
+            f"base_model.model.{q}.lora_A.weight": a,
+            f"base_model.model.{q}.lora_B.weight": b,
+            f"base_model.model.{layer1}.lora_A.weight": torch.zeros(r, C),
+            f"base_model.model.{layer1}.lora_B.weight": torch.zeros(C, r),
+        },
+    )
+    model = load_decoder(str(ckpt), torch.device("cpu"))
+    proj = model.model.layers[0].self_attn.q_proj
+    torch.testing.assert_close(proj.weight.detach(), w[f"{q}.weight"], atol=0, rtol=0)
+    inp = torch.randn(3, C, generator=g)
+    with torch.no_grad():
+        want = inp @ w[f"{q}.weight"].t() + w[f"{q}.bias"] + (alpha / r) * (inp @ a.t() @ b.t())
+        torch.testing.assert_close(proj(inp), want, atol=1e-5, rtol=1e-5)
+    os.rename(path, path + "-moved")
+    with pytest.raises(CheckpointError, match="put the base model back there") as e:
+        load_decoder(str(ckpt), torch.device("cpu"))
+    assert path in str(e.value)
 
 
 def test_a_fresh_decoder_has_exactly_the_checkpoints_tensor_names():

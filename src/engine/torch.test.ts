@@ -296,6 +296,27 @@ describe.skipIf(!python).each(CASES)('TorchEngine equals LocalEngine on %s', (na
     },
     60_000,
   );
+
+  it.runIf(lora)(
+    "loads the local engine's LoRA checkpoint (adapters naming their base, no base weights) with its log-probs",
+    async () => {
+      const ckpt = join(root, `${name.replace(/\W+/g, '-')}-local-saved`);
+      await local.save(ckpt);
+      expect(readdirSync(ckpt).filter((f) => f.startsWith('model'))).toEqual([]);
+      const worker = await TorchEngine.fromPretrained(ckpt, { python: python!, critic: 'shared', echoStderr: false });
+      try {
+        for (const role of ['policy', 'critic'] as const) {
+          const a = await worker.forward(batch, { role });
+          const b = await local.forward(batch, { role });
+          const k = role === 'policy' ? 'logprobs' : 'values';
+          expect(maxAbsDiff(a[k]!, b[k]!), `${role} ${k}`).toBeLessThan(1e-4);
+        }
+      } finally {
+        worker.dispose();
+      }
+    },
+    60_000,
+  );
 });
 
 describe.skipIf(!python)('TorchEngine stop strings', () => {

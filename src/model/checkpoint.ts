@@ -1,8 +1,9 @@
 // Hugging Face checkpoint directories: config.json + generation_config.json + model.safetensors (+ shards),
 // LoRA adapters in PEFT's layout under `adapter/`, the value head as value_head.safetensors, tokenizer.json copied.
-import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+// A LoRA model over a frozen base loaded from files is saved as PEFT saves one: the adapter naming its base, no base.
+import { copyFile, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { existsSync, readFileSync, realpathSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { Bf16Matrix } from '../tensor/index.js';
 import { CheckpointError } from '../util/index.js';
 import { configFromHF, configToHF, generationConfigToHF, type ModelConfig } from './config.js';
@@ -28,7 +29,12 @@ export interface SaveOptions {
   maxShardBytes?: number;
 }
 
-/** Write `model` as a Hugging Face checkpoint directory that transformers (and PEFT, for adapters) load. */
+/**
+ * Write `model` as a Hugging Face checkpoint directory that transformers (and PEFT, for adapters) load. A LoRA model
+ * whose frozen base came from a directory (`model.baseDir`) is written as PEFT's `save_pretrained` writes one: the
+ * adapter under `adapter/` with `base_model_name_or_path` = that directory (absolute), config and tokenizer, and no
+ * base weights: rewriting an unchanged base cost its float32 size in memory and on disk at every checkpoint.
+ */
 export async function saveModel(dir: string, model: Transformer, opts: SaveOptions = {}): Promise<void> {
   await mkdir(dir, { recursive: true });
   await writeFile(join(dir, 'config.json'), JSON.stringify(configToHF(model.config), null, 2) + '\n');
@@ -36,12 +42,20 @@ export async function saveModel(dir: string, model: Transformer, opts: SaveOptio
     join(dir, 'generation_config.json'),
     JSON.stringify(generationConfigToHF(model.config), null, 2) + '\n',
   );
-  await saveWeights(
-    dir,
-    model.exportWeights(),
-    opts.maxShardBytes === undefined ? {} : { maxShardBytes: opts.maxShardBytes },
-  );
-  if (model.lora) await model.lora.save(join(dir, ADAPTER_DIR), '..');
+  const base = frozenBaseDir(model);
+  if (base === null)
+    await saveWeights(
+      dir,
+      model.exportWeights(),
+      opts.maxShardBytes === undefined ? {} : { maxShardBytes: opts.maxShardBytes },
+    );
+  else if (realpathSync(dir) !== realpathSync(base)) {
+    // weights left in `dir` by an earlier save would be read instead of the named base (`weightsDir`); `dir` may be
+    // the base itself under another name (a symlink), whose weights must stay
+    await rm(join(dir, 'model.safetensors'), { force: true });
+    await rm(join(dir, 'model.safetensors.index.json'), { force: true });
+  }
+  if (model.lora) await model.lora.save(join(dir, ADAPTER_DIR), base ?? '..');
   if (opts.valueHead) await writeSafetensors(join(dir, VALUE_HEAD_FILE), opts.valueHead.exportWeights());
   if (opts.tokenizerPath) {
     if (!existsSync(opts.tokenizerPath)) throw new CheckpointError(`tokenizer file not found: ${opts.tokenizerPath}`);
@@ -49,6 +63,48 @@ export async function saveModel(dir: string, model: Transformer, opts: SaveOptio
     const cfg = join(opts.tokenizerPath, '..', 'tokenizer_config.json');
     if (existsSync(cfg)) await copyFile(cfg, join(dir, 'tokenizer_config.json'));
   }
+}
+
+/** `model.baseDir` when the model carries LoRA adapters over a base that is frozen and so unchanged; else null. */
+function frozenBaseDir(model: Transformer): string | null {
+  if (!model.lora || model.baseDir === null) return null;
+  return [...model.weights.values()].some((t) => t.requiresGrad) ? null : model.baseDir;
+}
+
+const hasWeights = (dir: string) =>
+  existsSync(join(dir, 'model.safetensors')) || existsSync(join(dir, 'model.safetensors.index.json'));
+
+/**
+ * The directory holding `dir`'s base weights (absolute): `dir` itself when it has model.safetensors (or a sharded
+ * index), else the base its adapter names (`adapter/adapter_config.json`'s `base_model_name_or_path`, relative to
+ * `adapter/` or absolute), followed until a directory with weights.
+ */
+export function weightsDir(dir: string): string {
+  const seen = new Set<string>();
+  let at = resolve(dir);
+  while (!hasWeights(at)) {
+    const cfgPath = join(at, ADAPTER_DIR, 'adapter_config.json');
+    if (!existsSync(cfgPath)) return at; // loadWeights says which files are missing
+    seen.add(at);
+    let named: unknown;
+    try {
+      named = (JSON.parse(readFileSync(cfgPath, 'utf8')) as { base_model_name_or_path?: unknown })
+        .base_model_name_or_path;
+    } catch (err) {
+      throw new CheckpointError(`${cfgPath} is not valid JSON (${(err as Error).message}); the checkpoint is damaged.`);
+    }
+    const next = typeof named === 'string' && named !== '' ? resolve(at, ADAPTER_DIR, named) : null;
+    if (next === null || seen.has(next))
+      throw new CheckpointError(
+        `${at} has no weights (model.safetensors or model.safetensors.index.json) and its adapter names no other base (${cfgPath}: base_model_name_or_path ${JSON.stringify(named)}); set base_model_name_or_path to the directory of the base model the adapter was trained on.`,
+      );
+    if (!existsSync(join(next, 'config.json')))
+      throw new CheckpointError(
+        `${at} holds LoRA adapters over the base model ${JSON.stringify(named)} (${cfgPath}: base_model_name_or_path), and ${next} is not a model directory (no config.json): put the base model back there, or set base_model_name_or_path to where it is now.`,
+      );
+    at = next;
+  }
+  return at;
 }
 
 /** Read a checkpoint's config.json. */
@@ -64,7 +120,10 @@ export async function loadModelConfig(dir: string): Promise<ModelConfig> {
   return configFromHF(json, path);
 }
 
-/** Load a checkpoint directory (ours or one saved by transformers), with its LoRA adapter and value head if present. */
+/**
+ * Load a checkpoint directory (ours or one saved by transformers), with its LoRA adapter and value head if present; an
+ * adapter-only directory reads its base from the directory the adapter names (`weightsDir`).
+ */
 export async function loadModel(
   dir: string,
   /** adapters: load a saved LoRA adapter (default true); frozenBf16: projections straight to bf16 native memory. */
@@ -76,8 +135,11 @@ export async function loadModel(
   const take = opts.frozenBf16 ? Transformer.bf16Taker(config, bf16) : undefined;
   let model: Transformer;
   try {
-    const loaded = await loadWeights(dir, undefined, take);
-    model = Transformer.fromWeights(config, loaded, dir, { frozenBf16: opts.frozenBf16 ?? false, bf16 });
+    const base = weightsDir(dir);
+    const loaded = await loadWeights(base, undefined, take);
+    const source = base === resolve(dir) ? dir : `${dir} (base ${base})`;
+    model = Transformer.fromWeights(config, loaded, source, { frozenBf16: opts.frozenBf16 ?? false, bf16 });
+    model.baseDir = base;
   } catch (err) {
     for (const m of bf16.values()) m.dispose();
     throw err;

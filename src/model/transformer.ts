@@ -187,6 +187,11 @@ export class Transformer {
   readonly weights: Map<string, Tensor>;
   /** LoRA adapters, when attached (see lora.ts). */
   lora: LoraAdapters | null = null;
+  /**
+   * The directory whose weight files hold this model's base exactly as it is in memory (set by `loadModel`; null for a
+   * model built in memory). A LoRA checkpoint names it instead of rewriting the frozen base (checkpoint.ts).
+   */
+  baseDir: string | null = null;
   private readonly layers: Layer[];
 
   constructor(

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -220,6 +220,8 @@ describe('train (StarPO on a micro model)', () => {
     expect(m[1]!['collapse/mi_upper_bound']).toBeCloseTo(Math.log(2), 6); // two groups = two distinct first prompts
     const config = microConfig(model, runDir(), extra);
     const base = await openModels(config);
+    // the checkpoint written after --resume holds adapters naming the base, not a copy of the frozen base
+    expect(readdirSync(join(dir, 'checkpoints', 'step-2')).filter((f) => f.startsWith('model'))).toEqual([]);
     const trained = await openModels(config, join(dir, 'checkpoints', 'step-2'));
     expect(trained.engine.parameters('policy').every(([name]) => name.includes('lora_'))).toBe(true);
     const frozen = (e: typeof base.engine) => e.policy.exportWeights();

@@ -25,8 +25,11 @@ const MODEL_FILES = [
 ];
 const TOKEN = 'hf_test_write_token';
 
-/** A run with validation success 0.25 at step 0 and 0.5 at step 2, and its checkpoint step-2 (model: ragen-tiny). */
-async function writeRun(name: string): Promise<string> {
+/**
+ * A run with validation success 0.25 at step 0 and 0.5 at step 2, and its checkpoint step-2 (model: ragen-tiny); with
+ * `loraOver`, a LoRA run's checkpoint: an adapter naming that base directory and no weights of its own.
+ */
+async function writeRun(name: string, loraOver?: string): Promise<string> {
   const run = join(tmp, name);
   mkdirSync(run, { recursive: true });
   saveConfig(loadConfig({ config: 'sokoban-ppo' }), run);
@@ -41,7 +44,15 @@ async function writeRun(name: string): Promise<string> {
     { step: 2, data: {} },
     {
       writeModel: (dir) => {
-        for (const f of MODEL_FILES) copyFileSync(join(packageRoot(), 'models', 'ragen-tiny', f), join(dir, f));
+        for (const f of MODEL_FILES)
+          if (!(loraOver && f === 'model.safetensors'))
+            copyFileSync(join(packageRoot(), 'models', 'ragen-tiny', f), join(dir, f));
+        if (loraOver) {
+          mkdirSync(join(dir, 'adapter'));
+          const peft = { peft_type: 'LORA', r: 2, lora_alpha: 4, base_model_name_or_path: loraOver };
+          writeFileSync(join(dir, 'adapter', 'adapter_config.json'), JSON.stringify(peft));
+          writeFileSync(join(dir, 'adapter', 'adapter_model.safetensors'), 'adapter weights');
+        }
         mkdirSync(join(dir, 'optimizer'));
         writeFileSync(join(dir, 'optimizer', 'policy.safetensors'), 'moments');
       },
@@ -162,6 +173,20 @@ describe('ragen push', () => {
     expect(card).toContain(readFileSync(join(run, 'config.yaml'), 'utf8').trimEnd());
     expect(hub.tokens.every((t) => t === `Bearer ${TOKEN}`)).toBe(true);
     expect(said.at(-1)).toMatch(/^created and uploaded 8 files: /);
+  });
+
+  it("a LoRA run's checkpoint goes up with the base weights its adapter names, the adapter's base the repository", async () => {
+    const base = join(packageRoot(), 'models', 'ragen-tiny');
+    const run = await writeRun('run-lora', base);
+    await push(run, { repo: 'me/lora-agent', hubUrl: hub.url }, say);
+    const repo = hub.repos.get('me/lora-agent')!;
+    expect([...repo.keys()].filter((f) => !f.startsWith('ragen/') && f !== 'README.md').sort()).toEqual(
+      [...MODEL_FILES, 'adapter/adapter_config.json', 'adapter/adapter_model.safetensors'].sort(),
+    );
+    expect(repo.get('model.safetensors')!.equals(readFileSync(join(base, 'model.safetensors')))).toBe(true);
+    const peft = JSON.parse(repo.get('adapter/adapter_config.json')!.toString());
+    expect(peft).toEqual({ peft_type: 'LORA', r: 2, lora_alpha: 4, base_model_name_or_path: '..' });
+    expect(repo.get('adapter/adapter_model.safetensors')!.toString()).toBe('adapter weights');
   });
 
   it('updates an existing repository without creating it again', async () => {

@@ -1,12 +1,13 @@
-// `ragen push`: a run's checkpoint to the Hugging Face Hub as a model repository: the policy's weights, config,
+// `ragen push`: a run's checkpoint to the Hugging Face Hub as a model repository: the policy's weights (a LoRA run's
+// adapter and the base weights it names), config,
 // generation config, tokenizer and chat template, the run's config and metrics under ragen/, and a generated model
 // card (README.md). The checkpoint is verified against its manifest before anything is read or sent.
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { entryTags, loadSavedConfig } from '../../config/index.js';
 import { modelCard, readMetricsFile } from '../../metrics/index.js';
-import { checkRepoId, hubToken, pushModel, type PushFile } from '../../model/index.js';
+import { ADAPTER_DIR, checkRepoId, hubToken, pushModel, weightsDir, type PushFile } from '../../model/index.js';
 import { openModelDir } from '../../train/index.js';
 import { packageRoot, packageVersion, UsageError, writeFileAt } from '../../util/index.js';
 
@@ -77,6 +78,29 @@ function modelFiles(dir: string): PushFile[] {
   return out;
 }
 
+/**
+ * A LoRA run's checkpoint holds adapters naming their base directory, not the base (src/model/checkpoint.ts): the
+ * repository gets the base's weight files as they are on disk, and the adapter's base becomes the repository (`..`
+ * from adapter/, as a checkpoint with its own weights writes it) instead of a path on this machine.
+ */
+function baseFiles(checkpoint: string): PushFile[] {
+  const base = weightsDir(checkpoint);
+  if (base === resolve(checkpoint)) return [];
+  const index = join(base, 'model.safetensors.index.json');
+  const names = existsSync(join(base, 'model.safetensors'))
+    ? ['model.safetensors']
+    : [
+        'model.safetensors.index.json',
+        ...new Set(Object.values((JSON.parse(readFileSync(index, 'utf8')) as { weight_map: object }).weight_map)),
+      ];
+  const adapterConfig = join(checkpoint, ADAPTER_DIR, 'adapter_config.json');
+  const peft = { ...(JSON.parse(readFileSync(adapterConfig, 'utf8')) as object), base_model_name_or_path: '..' };
+  return [
+    ...names.map((name) => ({ path: String(name), source: { file: join(base, String(name)) } })),
+    { path: `${ADAPTER_DIR}/adapter_config.json`, source: { text: `${JSON.stringify(peft, null, 2)}\n` } },
+  ];
+}
+
 /** The checkpoint's run directory (`<run>/checkpoints/step-N` -> `<run>`). */
 const runOf = (checkpoint: string) => dirname(dirname(checkpoint));
 
@@ -99,8 +123,10 @@ export function pushFiles(checkpoint: string, repo: string): { files: PushFile[]
     metrics,
     version: packageVersion(),
   });
+  const base = baseFiles(checkpoint);
   const files: PushFile[] = [
-    ...modelFiles(checkpoint),
+    ...modelFiles(checkpoint).filter((f) => !base.some((b) => b.path === f.path)),
+    ...base,
     { path: 'README.md', source: { text: card } },
     { path: 'ragen/config.yaml', source: { file: join(run, 'config.yaml') } },
     { path: 'ragen/metrics.jsonl', source: { file: join(checkpoint, 'metrics.jsonl') } },
