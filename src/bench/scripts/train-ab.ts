@@ -1,7 +1,9 @@
 // Paired A/B of a train-step change, for a host too noisy for separate timed runs (other processes take the cores for
 // seconds at a time). Sets `globalThis.RAGEN_AB` to 0 on even steps and 1 on odd ones of the engine benchmark's train
 // step (B8 x T128 fwd+bwd+AdamW on BENCH_MODEL). To compare two versions of some code, branch on it for the
-// experiment, e.g. `if ((globalThis as { RAGEN_AB?: number }).RAGEN_AB === 1) { new } else { old }`, and run this:
+// experiment, e.g. `if ((globalThis as { RAGEN_AB?: number }).RAGEN_AB === 1) { new } else { old }`; on the wasm
+// backend the flag is also the control block's last int, as step-ab.ts sets it (`load<i32>(512 * 1024 + 60)` in
+// assembly/, rebuilt with `RAGEN_NO_NATIVE=1 node scripts/build-kernels.mjs`). Then run this:
 // neighbouring steps are a quarter second apart, so the host's slow spells hit both alike. With nothing reading the
 // flag it is an A/A run: its spread is the noise floor. Beside wall time, the process CPU time (all threads), the
 // steadier measure of the work on a host whose other processes hold the cores. Take the branch out again before committing (step-ab.ts is
@@ -9,14 +11,16 @@
 import { parseArgs } from 'node:util';
 import { BENCH_MODEL, DEFAULT_WORKLOAD } from '../engine.js';
 import { LocalEngine, sequenceBatch, type ForwardResult, type OutputGradients } from '../../engine/index.js';
-import type { BackendName } from '../../tensor/index.js';
+import { CONTROL_ADDR, getBackend, type BackendName, type WasmBackend } from '../../tensor/index.js';
 import { Rng } from '../../util/index.js';
 
 const { values } = parseArgs({
   options: { backend: { type: 'string', default: 'native' }, pairs: { type: 'string', default: '20' } },
 });
 const flag = globalThis as { RAGEN_AB?: number };
+const EXPERIMENT_ADDR = CONTROL_ADDR + 60; // unused by the thread pool (src/tensor/thread-pool.ts)
 const engine = LocalEngine.create(BENCH_MODEL, { backend: values.backend as BackendName, seed: 0 });
+const arena = values.backend === 'wasm' ? (getBackend() as WasmBackend).arena : null;
 const w = DEFAULT_WORKLOAD;
 const rng = new Rng(0);
 const seqs = sequenceBatch(
@@ -30,6 +34,7 @@ const grad = (out: ForwardResult): OutputGradients => ({
 /** One step of `variant`: wall and CPU ms. */
 async function step(variant: number): Promise<[number, number]> {
   flag.RAGEN_AB = variant;
+  if (arena) arena.i32[EXPERIMENT_ADDR >> 2] = variant;
   const t0 = performance.now(),
     c0 = process.cpuUsage();
   await engine.backward(seqs, { role: 'policy' }, grad);
@@ -55,6 +60,7 @@ for (let p = 0; p < pairs; p++) {
   }
 }
 flag.RAGEN_AB = undefined;
+if (arena) arena.i32[EXPERIMENT_ADDR >> 2] = 0;
 for (const [name, m] of [['wall', wall] as const, ['CPU', cpu] as const]) {
   const r = m.ratios.sort((a, b) => a - b);
   const q = (f: number): string => r[Math.floor(f * (r.length - 1))]!.toFixed(3);
