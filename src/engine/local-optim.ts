@@ -27,12 +27,14 @@ export class RoleOptimizer {
    * grads.
    */
   step(s: OptimizerSettings): OptimizerStepResult {
-    if (!gradsAreFinite(this.params)) {
-      const norm = gradNorm(this.params);
+    const norm = gradNorm(this.params);
+    // A NaN or an infinity makes the sum of squares one, so a finite norm proves every gradient finite: the element
+    // check (a second pass over every gradient) runs only when the norm is not (or finite squares overflowed).
+    if (!Number.isFinite(norm) && !gradsAreFinite(this.params)) {
       this.zeroGrad();
       return { gradNorm: norm, skipped: true };
     }
-    const norm = s.maxGradNorm && s.maxGradNorm > 0 ? clipGradNorm(this.params, s.maxGradNorm) : gradNorm(this.params);
+    if (s.maxGradNorm && s.maxGradNorm > 0) clipGradNorm(this.params, s.maxGradNorm, norm);
     const adam = this.ensure(s);
     adam.lr = s.lr;
     adam.step();

@@ -3,6 +3,7 @@ import {
   add,
   backendAvailable,
   entropy,
+  getBackend,
   linear,
   memoryStats,
   setBackend,
@@ -90,6 +91,28 @@ describe('chunked token statistics', () => {
     expect(relErr(a.dh, b.dh)).toBeLessThan(1e-5);
     expect(relErr(a.dw, b.dw)).toBeLessThan(1e-5);
     expect(Math.max(...a.dw.map(Math.abs))).toBeGreaterThan(1e-3); // the head's gradient is not trivially zero
+  });
+
+  it('computes the logits once when one chunk holds every row, with the whole-logits values and gradients', () => {
+    const backend = getBackend();
+    const gemm = backend.gemm.bind(backend);
+    let logitProducts = 0; // products with an (N, V) result: the head's forward, or a recompute of it
+    backend.gemm = (args) => {
+      if (args.M === N && args.N === V && !args.accumulate) logitProducts++;
+      gemm(args);
+    };
+    let a: ReturnType<typeof run>;
+    try {
+      a = run(3 * N * 4 * V); // exactly N rows a chunk
+    } finally {
+      backend.gemm = gemm;
+    }
+    expect(logitProducts).toBe(1);
+    const b = run(null);
+    expect(relErr(a.lp, b.lp)).toBeLessThan(1e-6);
+    expect(relErr(a.ent, b.ent)).toBeLessThan(1e-6);
+    expect(relErr(a.dh, b.dh)).toBeLessThan(1e-5);
+    expect(relErr(a.dw, b.dw)).toBeLessThan(1e-5);
   });
 });
 

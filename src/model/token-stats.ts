@@ -1,6 +1,6 @@
 // Per-token log p(target) and entropy straight from hidden states and the output head, a chunk of rows at a time, so
-// the (tokens, vocabulary) float32 logits never exist at once (151,936 columns for Qwen). Each chunk is checkpointed:
-// backward recomputes its logits. python/ragen_torch/token_stats.py does the same for the torch engine.
+// the (tokens, vocabulary) float32 logits never exist at once (151,936 columns for Qwen). With two or more chunks each
+// is checkpointed: backward recomputes its logits (python/ragen_torch/token_stats.py does so for the torch engine).
 import { checkpoint, concat, entropy, linear, logprobOfTarget, narrow, type Tensor } from '../tensor/index.js';
 
 /** Bytes of float32 scratch one chunk may use (logits, their gradient and a softmax-sized temporary). */
@@ -30,24 +30,27 @@ export function tokenStats(
   if (targets.length !== N) throw new RangeError(`tokenStats: ${targets.length} targets for ${N} rows`);
   if (!want.logprobs && !want.entropy) return {};
   const rows = rowsPerChunk(V, chunkBytes);
+  const stats = (h: Tensor, t: Int32Array): Tensor[] => {
+    const logits = linear(h, head); // (n, V)
+    const r: Tensor[] = [];
+    if (want.logprobs) r.push(logprobOfTarget(logits, t));
+    if (want.entropy) r.push(entropy(logits));
+    return r;
+  };
+  // One chunk: keep its logits for backward instead of recomputing them (one (N, V, C) product less). Backward starts at
+  // the head, where a recompute would allocate them again, so the peak is the same; only a shared prefix's logits
+  // (tokenForward) stay through the rows' pass, at most chunkBytes / 3 more.
+  if (N <= rows) {
+    const outs = stats(hidden, targets);
+    return { ...(want.logprobs ? { logprobs: outs[0]! } : {}), ...(want.entropy ? { entropy: outs.at(-1)! } : {}) };
+  }
   const params = head.requiresGrad ? [head] : [];
   const lp: Tensor[] = [];
   const ent: Tensor[] = [];
   for (let s = 0; s < N; s += rows) {
     const n = Math.min(rows, N - s);
-    const x = N <= rows ? hidden : narrow(hidden, 0, s, n); // (n, C)
     const t = targets.subarray(s, s + n);
-    const outs = checkpoint(
-      (h) => {
-        const logits = linear(h, head); // (n, V)
-        const r: Tensor[] = [];
-        if (want.logprobs) r.push(logprobOfTarget(logits, t));
-        if (want.entropy) r.push(entropy(logits));
-        return r;
-      },
-      [x],
-      params,
-    );
+    const outs = checkpoint((h) => stats(h, t), [narrow(hidden, 0, s, n)], params); // (n, C) rows
     if (want.logprobs) lp.push(outs[0]!);
     if (want.entropy) ent.push(outs[want.logprobs ? 1 : 0]!);
   }

@@ -111,10 +111,9 @@ export function gradNorm(params: readonly Tensor[]): number {
 
 /**
  * Scale gradients so their global norm is at most maxNorm (as torch's clip_grad_norm_). Returns the norm before
- * clipping.
+ * clipping; `total`: that norm when the caller has it already (`gradNorm` of the same gradients).
  */
-export function clipGradNorm(params: readonly Tensor[], maxNorm: number): number {
-  const total = gradNorm(params);
+export function clipGradNorm(params: readonly Tensor[], maxNorm: number, total = gradNorm(params)): number {
   const coef = maxNorm / (total + 1e-6);
   if (coef < 1) for (const p of params) if (p.grad) p.backend.affine(p.grad.buf, p.grad.buf, p.size, coef, 0);
   return total;

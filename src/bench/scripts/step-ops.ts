@@ -1,8 +1,10 @@
 // Where the engine benchmark's training step spends its time, by backend op: wraps every method of the kernel
 // backend with a timer, runs the bench's train step (B8 x T128 fwd+bwd+AdamW on BENCH_MODEL) and prints each op's share
 // of the step and, for gemm, the GFLOP/s by shape; beside the wall time, the process CPU time of each op (both threads:
-// on a busy host the steadier measure of an op's work). Usage: npx tsx src/bench/scripts/step-ops.ts
-// [--backend native] [--steps 3]
+// on a busy host the steadier measure of an op's work). The warm-up steps come first: the first two touch the arena's
+// pages (~50,000 and ~10,000 page faults on native), which made a kernel that writes a fresh buffer (the log-prob
+// head's backward) read up to 10x its steady cost with one warm-up step. Usage: npx tsx src/bench/scripts/step-ops.ts
+// [--backend native] [--steps 3] [--warmup 3]
 import { parseArgs } from 'node:util';
 import { BENCH_MODEL, DEFAULT_WORKLOAD } from '../engine.js';
 import { LocalEngine, sequenceBatch, type ForwardResult, type OutputGradients } from '../../engine/index.js';
@@ -10,7 +12,11 @@ import { setBackend, type BackendName, type GemmArgs } from '../../tensor/index.
 import { Rng } from '../../util/index.js';
 
 const { values } = parseArgs({
-  options: { backend: { type: 'string', default: 'native' }, steps: { type: 'string', default: '3' } },
+  options: {
+    backend: { type: 'string', default: 'native' },
+    steps: { type: 'string', default: '3' },
+    warmup: { type: 'string', default: '3' },
+  },
 });
 const backend = setBackend(values.backend as BackendName) as unknown as Record<string, unknown>;
 const times = new Map<string, { ms: number; cpu: number; calls: number; flops: number }>();
@@ -55,17 +61,18 @@ const grad = (out: ForwardResult): OutputGradients => ({
   logprobs: out.logprobs.map((_, i) => (i % seqs.T > 0 ? -1 / n : 0)),
 });
 const steps = Number(values.steps);
+const warmup = Number(values.warmup);
 let total = 0,
   totalCpu = 0;
-for (let s = 0; s <= steps; s++) {
-  on = s > 0;
+for (let s = 0; s < warmup + steps; s++) {
+  on = s >= warmup;
   const t0 = performance.now(),
     c0 = process.cpuUsage();
   await engine.backward(seqs, { role: 'policy' }, grad);
   await engine.optimizerStep('policy', { lr: 1e-4, weightDecay: 0.01 });
   const c = process.cpuUsage(c0);
-  if (s > 0) total += performance.now() - t0;
-  if (s > 0) totalCpu += (c.user + c.system) / 1000;
+  if (on) total += performance.now() - t0;
+  if (on) totalCpu += (c.user + c.system) / 1000;
 }
 const rows = [...times].sort((a, b) => b[1].ms - a[1].ms);
 // ops called inside other ops (the wasm backend's par, withInts, rowSplit) count in both
