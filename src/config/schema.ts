@@ -37,7 +37,7 @@ export const LoraSchema = z.strictObject({
 export const VisionSchema = z.strictObject({
   /**
    * Train the vision tower's weights (patch embedding, vision blocks, merger) beside the language model's (with LoRA:
-   * beside the adapters); false keeps the tower frozen. Needs `model.engine: torch` and a vision-language checkpoint.
+   * beside the adapters); false keeps the tower frozen. Needs a vision-language checkpoint (either engine).
    * @default false
    */
   train: z.boolean().default(false),

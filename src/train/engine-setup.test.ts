@@ -28,10 +28,11 @@ describe('engine options from the config', () => {
     expect(localEngineOptions(grpo)).toMatchObject({ lora: null, critic: null, reference: true });
   });
 
-  it('refuse model.vision.train on the local engine (text-only) with the fix', async () => {
+  it('pass model.vision.train to the local engine, which refuses it for a text-only model with the fix', async () => {
     const config = loadConfig({ config: 'bandit-ppo', overrides: ['model.vision.train=true'] });
+    expect(localEngineOptions(config).visionTrain).toBe(true);
     await expect(openModels(config)).rejects.toThrow(
-      'model.vision.train: true needs model.engine: torch (the local engine runs text-only models)',
+      /model.vision.train: true needs a vision-language checkpoint; .* is a text-only model. Set model.vision.train: false./,
     );
   });
 
