@@ -219,6 +219,11 @@ export class EpisodeContext {
     }
   }
 
+  /** The images the last `prompt`'s vision tokens stand for, in order (none without a vision processor). */
+  get promptImages(): readonly RgbImage[] {
+    return this.chain?.images ?? [];
+  }
+
   /**
    * The chat messages the last `prompt` rendered (before the prefilled tag), for policies that take messages
    * instead of token ids (a chat API). Undefined between `respond` and the next `prompt`.

@@ -72,6 +72,13 @@ describe('rollout with a vision-language policy', () => {
         });
       }
       if (mode === 'full') expect(samples.some((s) => s.images!.length === 2)).toBe(true);
+      // each turn records the images its prompt showed (what the engine got with it), for passes that re-score prompts
+      engine.calls.forEach((call, c) =>
+        call.prompts.forEach((p, i) => {
+          const turn = episodes.flatMap((e) => e.turns).find((t) => t.promptIds.join() === p.join())!;
+          expect(turn.promptImages).toEqual(engine.images[c]![i]);
+        }),
+      );
       const batch = collate(samples, 0);
       expect(batch.images).toEqual(samples.map((s) => s.images));
     }
