@@ -230,7 +230,7 @@ export function register(program: Command): void {
       const family = modelShape(o.shape).family;
       if (family === 'qwen2.5-vl')
         console.log(
-          '  the torch engine loads it (python/ragen_torch/vision.py); the local engine samples with it but does not train on images yet (docs/vision.md)',
+          '  both engines load, sample and train it with images (docs/vision.md)',
         );
       else if (family.endsWith('-vl'))
         console.log('  the torch engine loads it (python/ragen_torch/vision_qwen3.py); the local engine does not yet');
