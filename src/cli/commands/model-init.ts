@@ -228,10 +228,7 @@ export function register(program: Command): void {
       );
       console.log(`  files: ${r.files.join(', ')}`);
       const family = modelShape(o.shape).family;
-      if (family === 'qwen2.5-vl')
-        console.log(
-          '  both engines load, sample and train it with images (docs/vision.md)',
-        );
+      if (family === 'qwen2.5-vl') console.log('  both engines load, sample and train it with images (docs/vision.md)');
       else if (family.endsWith('-vl'))
         console.log('  the torch engine loads it (python/ragen_torch/vision_qwen3.py); the local engine does not yet');
       else console.log(`  train it: ragen train --config sokoban-ppo-qwen model.path=${o.out}`);
