@@ -1,7 +1,7 @@
 // The local engine training on rows with images (Qwen2.5-VL): teacher-forced outputs of an image row equal the model's
 // own pass over it with its pixels while text rows in the same batch keep the text paths; the gradient of every kind of
 // weight (language model, tower with model.vision.train, value head) equals central finite differences of the same
-// surrogate; a saved VLM loads again with the same outputs.
+// surrogate; a saved VLM loads again with the same outputs (and in transformers, with the same log-probs).
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +13,7 @@ import { getBackend, liveTensors, noGrad, setBackend } from '../tensor/index.js'
 import { pixelValues } from '../tokenizer/index.js';
 import { Rng, type RgbImage } from '../util/index.js';
 import { sequenceBatch } from './batch.js';
+import { runWorkerPython, wheelPythonForTests } from './torch-testing.js';
 import { LocalEngine } from './local.js';
 import { loadVisionProcessor } from './local-vision.js';
 import type { ForwardResult, OutputGradients, SequenceBatch } from './types.js';
@@ -50,6 +51,25 @@ beforeAll(async () => {
   await writeSafetensors(join(dir, 'model.safetensors'), weights);
   m.dispose();
 });
+
+const python = wheelPythonForTests();
+/** transformers loads a saved directory and scores one row with its pixel values: log p(token t | < t), t >= 1. */
+const TRANSFORMERS = `
+import json, sys
+import numpy as np, torch
+from transformers import Qwen2_5_VLForConditionalGeneration
+d = sys.argv[1]
+args = json.load(open(d + "/args.json"))
+model, info = Qwen2_5_VLForConditionalGeneration.from_pretrained(d, output_loading_info=True, dtype=torch.float32)
+model.eval()
+ids = torch.tensor([args["ids"]])
+pv = torch.from_numpy(np.fromfile(d + "/pixels.bin", dtype=np.float32)).reshape(-1, 1176)
+with torch.no_grad():
+    r = model(input_ids=ids, pixel_values=pv, image_grid_thw=torch.tensor(args["grids"]),
+              mm_token_type_ids=(ids == model.config.image_token_id).int())
+lp = torch.log_softmax(r.logits[0, :-1].double(), -1).gather(-1, ids[0, 1:, None])[:, 0]
+print(json.dumps({"logprobs": lp.tolist(), "info": {k: list(v) for k, v in info.items() if v}}))
+`;
 
 /** Row b's outputs (tokens 1..L-1) of a (B, T) result. */
 const row = (x: Float32Array, b: number, T: number, L: number) => Array.from(x.subarray(b * T + 1, b * T + L));
@@ -231,6 +251,18 @@ describe('LocalEngine trains on rows with images', () => {
         const a = await engine.forward(b, { role, entropy: true });
         const c = await again.forward(b, { role, entropy: true });
         for (const k of ['logprobs', 'entropy', 'values'] as const) if (a[k]) close(c[k]!, a[k], 1e-6, `${role} ${k}`);
+      }
+      if (python && !lora) {
+        // transformers reads the save: no missing or unexpected tensor, the image row's log-probs equal (1e-4)
+        const pv = pixelValues(images[2]!);
+        writeFileSync(join(out, 'pixels.bin'), pv.data);
+        writeFileSync(join(out, 'args.json'), JSON.stringify({ ids: rows[2], grids: pv.grids }));
+        const r = runWorkerPython(python, ['-c', TRANSFORMERS, out], 180_000);
+        expect(r.status, r.stderr).toBe(0);
+        const theirs = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as { logprobs: number[]; info: object };
+        expect(theirs.info).toEqual({});
+        const ours = (await engine.forward(b, { role: 'policy' })).logprobs;
+        close(theirs.logprobs, row(ours, 2, b.T, rows[2]!.length), 1e-4, 'transformers log-probs');
       }
       const first = await LocalEngine.fromPretrained(dir, { backend: 'js' });
       const before = await first.forward(b, { role: 'policy' });
