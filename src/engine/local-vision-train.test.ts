@@ -220,6 +220,30 @@ describe('LocalEngine trains on rows with images', () => {
     ).rejects.toThrow(/model.vision.train: true needs a vision-language checkpoint/);
   });
 
+  it('gives image rows the same gradients with gradient checkpointing as without', async () => {
+    const grads = async (gradientCheckpointing: boolean) => {
+      const engine = await LocalEngine.fromPretrained(dir, {
+        backend: 'js',
+        critic: 'shared',
+        visionTrain: true,
+        gradientCheckpointing,
+      });
+      await engine.backward(batch(), { role: 'policy', entropy: true, values: true }, (o) => ({
+        logprobs: o.logprobs.map((_, i) => Math.sin(i)),
+        entropy: o.entropy!.map((_, i) => Math.cos(i)),
+        values: o.values!.map(() => 1),
+      }));
+      const out = [...engine.parameters('policy'), ...engine.parameters('critic')].map(([, t]) =>
+        t.grad!.toFloat32Array(),
+      );
+      engine.dispose();
+      return out;
+    };
+    const [plain, checkpointed] = [await grads(false), await grads(true)];
+    plain.forEach((g, i) => close(checkpointed[i]!, g, 1e-6, `parameter ${i}`));
+    expect(plain.some((g) => g.some((x) => x !== 0))).toBe(true);
+  });
+
   for (const lora of [false, true])
     it(`saves a trained VLM${lora ? ' with LoRA' : ''} (vision_config, mrope_section, visual.*) that loads with the same outputs`, async () => {
       const engine = await LocalEngine.fromPretrained(dir, {
