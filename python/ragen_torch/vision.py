@@ -370,6 +370,8 @@ def images_from_buffers(bufs, rows, model):
     grids = bufs["imageGrids"].reshape(-1, 3).long()
     pixels = bufs["pixelValues"]
     v = model.config.vision
+    if pixels.dim() == 1 and pixels.numel() % v.patch_dim == 0:
+        pixels = pixels.reshape(-1, v.patch_dim)  # the wire's buffers are flat
     if len(counts) != rows or sum(counts) != grids.shape[0]:
         raise ValueError(
             f"rowImages {counts} must have one count per row ({rows}) summing to the imageGrids' {grids.shape[0]} images"

@@ -49,6 +49,7 @@ export function collate(samples: readonly TrainingSample[], padId: number, T?: n
     scores: Float64Array.from(samples, (s) => s.score),
     lengths: Int32Array.from(samples, (s) => s.ids.length),
     episodeIds: Int32Array.from(samples, (s) => s.episode),
+    ...(samples.some((s) => s.images && s.images.length > 0) ? { images: samples.map((s) => s.images) } : {}),
   };
   samples.forEach((s, b) => {
     const o = b * width;

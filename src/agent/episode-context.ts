@@ -3,6 +3,7 @@
 // that left the window (`summaryMemory`), and the training samples.
 import type { Generation } from '../engine/index.js';
 import { IMAGE_PLACEHOLDER, type ChatMessage, type Tokenizer, type VisionProcessor } from '../tokenizer/index.js';
+import type { RgbImage } from '../util/index.js';
 import type { AgentConfig } from './config.js';
 import { prefillText, singleTurnPrompt, turnPrompt, type TurnSummary, type TurnView } from './prompt.js';
 import { TokenChain, chainToSample, type TrainingSample } from './sequence.js';
@@ -142,15 +143,25 @@ export class EpisodeContext {
     return this.tokenizer.applyChatTemplate(msgs, { addGenerationPrompt: true, ...vision }) + this.prefill;
   }
 
+  /** The images `render(msgs)`'s vision tokens stand for, in order (none without a vision processor). */
+  private imagesOf(msgs: ChatMessage[]): RgbImage[] {
+    return this.vision ? msgs.flatMap((m) => m.images ?? []) : [];
+  }
+
+  /** Extend `chain` by the rendering of `msgs`, with their images. */
+  private extend(chain: TokenChain, msgs: ChatMessage[]): void {
+    chain.extendPrompt(this.render(msgs), this.tokenizer, this.imagesOf(msgs));
+  }
+
   /** A new chain holding turns [w, n) as context (mask 0) and the prompt of turn n. */
   private replay(w: number, n: number, current: ChatMessage): TokenChain {
     const chain = new TokenChain(w);
     for (let t = w; t < n; t++) {
       const e = this.turns[t]!;
-      chain.extendPrompt(this.render(this.messages(w, t, this.userMessage(e.userText, e.visual))), this.tokenizer);
+      this.extend(chain, this.messages(w, t, this.userMessage(e.userText, e.visual)));
       chain.appendSampled(t, e.ids, e.logprobs, e.decoded, e.closeText, false);
     }
-    chain.extendPrompt(this.render(this.messages(w, n, current)), this.tokenizer);
+    this.extend(chain, this.messages(w, n, current));
     return chain;
   }
 
@@ -174,12 +185,12 @@ export class EpisodeContext {
       if (mode === 'single_turn') {
         candidate = new TokenChain(n);
         messages = [{ role: 'system', content: this.system }, current];
-        candidate.extendPrompt(this.render(messages), this.tokenizer);
+        this.extend(candidate, messages);
       } else {
         messages = this.messages(w, n, current);
         if (this.chain && this.chain.windowStart === w) {
           candidate = this.chain.clone();
-          candidate.extendPrompt(this.render(messages), this.tokenizer);
+          this.extend(candidate, messages);
         } else {
           candidate = this.replay(w, n, current);
         }
@@ -206,6 +217,11 @@ export class EpisodeContext {
       this.minStart = w;
       this.truncations++;
     }
+  }
+
+  /** The images the last `prompt`'s vision tokens stand for, in order (none without a vision processor). */
+  get promptImages(): readonly RgbImage[] {
+    return this.chain?.images ?? [];
   }
 
   /**

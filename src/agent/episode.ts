@@ -15,6 +15,8 @@ export interface EpisodeTurn {
   turn: number;
   /** The exact prompt ids the policy saw (template + prefill). */
   promptIds: number[];
+  /** The images `promptIds`' vision tokens stand for, in order (a vision-language policy's prompt); absent otherwise. */
+  promptImages?: readonly RgbImage[];
   /** Sampled ids (all trained on in the turn's own sample), their log-probs, why sampling stopped. */
   tokens: number[];
   logprobs: number[];

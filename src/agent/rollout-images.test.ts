@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import type { Generation, SamplingParams } from '../engine/index.js';
 import { imageGrid, loadQwenTokenizer, QWEN25_VL_PROCESSOR } from '../tokenizer/index.js';
 import type { RgbImage } from '../util/index.js';
+import { collate } from './collate.js';
 import { agentConfig } from './config.js';
 import { EnvGroups } from './env-groups.js';
 import { enginePolicy } from './policies.js';
@@ -24,8 +25,8 @@ class SeeingEngine extends ScriptedEngine {
   }
 }
 
-async function run(engine: ScriptedEngine) {
-  const cfg = agentConfig({ maxTurns: 2, contextWindowMode: 'single_turn' });
+async function run(engine: ScriptedEngine, contextWindowMode: 'single_turn' | 'full' = 'single_turn') {
+  const cfg = agentConfig({ maxTurns: 2, contextWindowMode });
   const groups = new EnvGroups({
     tags: [{ env: 'VisualFrozenLake', nGroups: 1, config: { size: 4, tileSize: 14 } }],
     groupSize: 2,
@@ -52,9 +53,43 @@ describe('rollout with a vision-language policy', () => {
     });
   });
 
+  it("gives each training sample every turn's images in order, one per vision run, none of their tokens trained", async () => {
+    const START = tok.tokenToId('<|vision_start|>')!;
+    for (const mode of ['full', 'single_turn'] as const) {
+      const engine = new SeeingEngine(tok, () => 'look</think><answer>Right</answer><|im_end|>');
+      const { samples, episodes } = await run(engine, mode);
+      expect(samples.length).toBeGreaterThan(0);
+      for (const s of samples) {
+        const turns = episodes[s.episode]!.turns;
+        const shown =
+          mode === 'full' ? turns.slice(0, Math.max(...s.turns) + 1) : turns.slice(s.turns[0]!, s.turns[0]! + 1);
+        expect(s.images, `${mode}: the turns' own images, in order`).toEqual(
+          shown.flatMap((t) => t.loop!.images ?? []),
+        );
+        expect(s.ids.filter((id) => id === START)).toHaveLength(s.images!.length);
+        s.ids.forEach((id, t) => {
+          if (id === PAD) expect(s.lossMask[t], `${mode}: image token ${t} is never trained`).toBe(0);
+        });
+      }
+      if (mode === 'full') expect(samples.some((s) => s.images!.length === 2)).toBe(true);
+      // each turn records the images its prompt showed (what the engine got with it), for passes that re-score prompts
+      engine.calls.forEach((call, c) =>
+        call.prompts.forEach((p, i) => {
+          const turn = episodes.flatMap((e) => e.turns).find((t) => t.promptIds.join() === p.join())!;
+          expect(turn.promptImages).toEqual(engine.images[c]![i]);
+        }),
+      );
+      const batch = collate(samples, 0);
+      expect(batch.images).toEqual(samples.map((s) => s.images));
+    }
+  });
+
   it('a text policy on the same env gets text-only prompts and no images', async () => {
     const engine = new ScriptedEngine(tok, () => 'look</think><answer>Right</answer><|im_end|>');
     await run(engine);
+    const { samples } = await run(engine);
+    expect(samples.every((s) => s.images === undefined)).toBe(true);
+    expect(collate(samples, 0).images).toBeUndefined();
     for (const call of engine.calls) {
       expect(call.params.images).toBeUndefined();
       for (const p of call.prompts) expect(p).not.toContain(PAD);

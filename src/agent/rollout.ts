@@ -116,6 +116,7 @@ export async function rollout(opts: RolloutOptions): Promise<RolloutBatch> {
     const requests: PolicyRequest[] = [];
     const active: SlotState[] = [];
     const userTexts: string[] = [];
+    const promptImages: (readonly RgbImage[])[] = [];
     groups.slots.forEach((slot, i) => {
       const s = states[i]!;
       if (s.ended) return;
@@ -141,11 +142,14 @@ export async function rollout(opts: RolloutOptions): Promise<RolloutBatch> {
       requests.push({ prompt, slot, turn, actionsLeft, ...(messages ? { messages } : {}) });
       active.push(s);
       userTexts.push(s.ctx.userText(view));
+      promptImages.push(s.ctx.promptImages);
     });
     if (requests.length === 0) break;
     const gens = await policy.generate(requests, call++);
     await Promise.all(
-      requests.map((req, j) => stepOne(req.slot, active[j]!, gens[j]!, req, userTexts[j]!, groups, cfg)),
+      requests.map((req, j) =>
+        stepOne(req.slot, active[j]!, gens[j]!, req, userTexts[j]!, promptImages[j]!, groups, cfg),
+      ),
     );
     opts.onTurn?.(turn, requests.length);
   }
@@ -174,6 +178,7 @@ async function stepOne(
   gen: Generation,
   req: PolicyRequest,
   userText: string,
+  promptImages: readonly RgbImage[],
   groups: EnvGroups,
   cfg: AgentConfig,
 ): Promise<void> {
@@ -195,6 +200,7 @@ async function stepOne(
   s.episode.turns.push({
     turn: req.turn,
     promptIds: req.prompt,
+    ...(promptImages.length > 0 ? { promptImages } : {}),
     tokens: gen.tokens.slice(),
     logprobs: gen.logprobs.slice(),
     finishReason: gen.finishReason,

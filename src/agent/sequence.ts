@@ -1,6 +1,6 @@
 // Exact token bookkeeping: a token chain grows by the chat template's new text (encoded, not trained
 // on) and by the ids the model sampled (kept verbatim, trained on), so it always equals what the model saw.
-import { ConfigError } from '../util/index.js';
+import { ConfigError, type RgbImage } from '../util/index.js';
 import type { Tokenizer } from '../tokenizer/index.js';
 
 /**
@@ -27,6 +27,11 @@ export interface TrainingSample {
   turns: number[];
   /** Prompt tokens + sampled tokens in the sample. */
   length: number;
+  /**
+   * The images its `<|image_pad|>` runs stand for, every turn's in order (a vision-language model's context); absent
+   * when it holds none. Their tokens are prompt tokens: loss mask 0.
+   */
+  images?: readonly RgbImage[];
 }
 
 /** A chain under construction. */
@@ -35,6 +40,8 @@ export class TokenChain {
   logprobs: number[] = [];
   lossMask: number[] = [];
   turnIds: number[] = [];
+  /** The images of the rendered conversation, in order (a vision-language prompt's vision tokens stand for them). */
+  images: readonly RgbImage[] = [];
   /** The text the chat template sees for `ids` (assistant turns as their decoded content). */
   text = '';
   /** Turn -> position of its last sampled token, for turns trainable in this chain. */
@@ -51,6 +58,7 @@ export class TokenChain {
     c.logprobs = this.logprobs.slice();
     c.lossMask = this.lossMask.slice();
     c.turnIds = this.turnIds.slice();
+    c.images = this.images;
     c.text = this.text;
     for (const [k, v] of this.lastPos) c.lastPos.set(k, v);
     c.pendingClose = this.pendingClose;
@@ -59,10 +67,11 @@ export class TokenChain {
 
   /**
    * Append the tokens of `rendered` (the chat template over the whole conversation, generation
-   * prompt and prefill included) beyond what the chain holds. Throws when the template is not
+   * prompt and prefill included) beyond what the chain holds. `images`: the images of that conversation in order,
+   * when its vision tokens stand for some (they extend the chain's, as the text does). Throws when the template is not
    * append-only (its rendering of this turn does not extend its rendering of the last).
    */
-  extendPrompt(rendered: string, tokenizer: Tokenizer): void {
+  extendPrompt(rendered: string, tokenizer: Tokenizer, images: readonly RgbImage[] = []): void {
     if (!rendered.startsWith(this.text)) {
       let i = 0;
       while (i < this.text.length && rendered[i] === this.text[i]) i++;
@@ -72,6 +81,11 @@ export class TokenChain {
           "Exact multi-turn token bookkeeping needs a template that renders history verbatim (e.g. Qwen2.5's; Qwen3's drops earlier reasoning): pass another `chatTemplate`.",
       );
     }
+    if (images.length < this.images.length || this.images.some((im, i) => images[i] !== im))
+      throw new ConfigError(
+        `The chain holds ${this.images.length} image(s) and the next rendering's ${images.length} do not start with them: the conversation's images must only grow, in order, as its text does (a bug in the prompt builder).`,
+      );
+    this.images = images.slice();
     let delta = rendered.slice(this.text.length);
     if (this.pendingClose !== undefined && delta.startsWith(this.pendingClose))
       delta = delta.slice(this.pendingClose.length);
@@ -160,5 +174,6 @@ export function chainToSample(
     ...meta,
     turns,
     length: chain.ids.length,
+    ...(chain.images.length > 0 ? { images: chain.images.slice() } : {}),
   };
 }

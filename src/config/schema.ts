@@ -33,11 +33,11 @@ export const LoraSchema = z.strictObject({
   targetModules: z.array(z.string().min(1)).min(1).default(['all-linear']),
 });
 
-/** The vision tower of a vision-language model (Qwen2.5-VL, docs/vision.md); the torch engine runs it. */
+/** The vision tower of a vision-language model (Qwen2.5-VL, docs/vision.md); both engines run it. */
 export const VisionSchema = z.strictObject({
   /**
    * Train the vision tower's weights (patch embedding, vision blocks, merger) beside the language model's (with LoRA:
-   * beside the adapters); false keeps the tower frozen. Needs `model.engine: torch` and a vision-language checkpoint.
+   * beside the adapters); false keeps the tower frozen. Needs a vision-language checkpoint (either engine).
    * @default false
    */
   train: z.boolean().default(false),

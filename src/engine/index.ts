@@ -19,6 +19,7 @@ export type {
 export { chunkTokens, fitsOneChunk } from './token-budget.js';
 export { sequenceBatch, rowTokens } from './batch.js';
 export { LocalEngine, TokenStats, checkCheckpointFits, frozenBf16, storeFrozen } from './local.js';
+export { isVisionCheckpoint } from './local-vision.js';
 export { memoryPlan, checkArenaFits, loraParameters } from './memory-plan.js';
 export type { MemoryPlan, MemoryPlanInput } from './memory-plan.js';
 /** What either engine throws when the policy's logits are not finite (src/model/generate.ts). */

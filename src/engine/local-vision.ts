@@ -2,10 +2,26 @@
 // directory, and sampling prompts that carry images. Its language model is the engine's `policy`; text-only calls
 // take the text paths unchanged (with no image the 3-D positions are the 1-D ones on every axis).
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ADAPTER_DIR, generateVL, LoraAdapters, Qwen25VL, type GenerateOptions } from '../model/index.js';
-import { pixelValues, QWEN25_VL_PROCESSOR, type VisionProcessor } from '../tokenizer/index.js';
+import {
+  ADAPTER_DIR,
+  generateVL,
+  LoraAdapters,
+  Qwen25VL,
+  saveModel,
+  vlConfigToHF,
+  type GenerateOptions,
+  type SaveOptions,
+  type VisionInput,
+  type WeightMap,
+} from '../model/index.js';
+import {
+  pixelValues,
+  QWEN25_VL_PROCESSOR,
+  qwen25PreprocessorConfig,
+  type VisionProcessor,
+} from '../tokenizer/index.js';
 import { ConfigError, Rng } from '../util/index.js';
 import type { Generation, SequenceBatch } from './types.js';
 
@@ -13,6 +29,8 @@ import type { Generation, SequenceBatch } from './types.js';
 export interface LocalVision {
   model: Qwen25VL;
   processor: VisionProcessor;
+  /** A frozen reference copy (full fine-tuning with a reference), whose language model is the engine's reference. */
+  reference?: Qwen25VL;
 }
 
 /** Whether `dir/config.json` describes a Qwen2.5-VL checkpoint. */
@@ -55,6 +73,26 @@ export async function loadVision(dir: string): Promise<LocalVision> {
 }
 
 /**
+ * Write a vision-language policy as a Qwen2.5-VL checkpoint directory: config.json in the Hub's layout (vision_config,
+ * mrope_section), the language model's and the tower's (`visual.*`) weights, its LoRA adapter and value head as for a
+ * text model, and preprocessor_config.json with the processor settings. `loadVision` reads it back.
+ */
+export async function saveVision(
+  dir: string,
+  vision: LocalVision,
+  opts: Omit<SaveOptions, 'config' | 'extraWeights'> = {},
+): Promise<void> {
+  const tower: WeightMap = new Map();
+  for (const [name, t] of vision.model.visual.weights)
+    tower.set(name, { shape: [...t.shape], data: t.toFloat32Array() });
+  await saveModel(dir, vision.model.lm, { ...opts, config: vlConfigToHF(vision.model.config), extraWeights: tower });
+  await writeFile(
+    join(dir, 'preprocessor_config.json'),
+    JSON.stringify(qwen25PreprocessorConfig(vision.processor), null, 2) + '\n',
+  );
+}
+
+/**
  * Sample every prompt with its images (batch 1 each, `generateVL`); each prompt draws from its own seed, taken in
  * order from `params.seed`.
  */
@@ -73,14 +111,42 @@ export function generateWithImages(
 }
 
 /**
- * Throws for a batch row holding `<|image_pad|>` tokens: the engine's teacher-forced passes read token embeddings
- * only, so such a row would be scored without its image.
+ * The vision inputs of `batch`'s rows that carry images (row -> its images' pixel values), empty when none does. Throws
+ * for images given to a text-only model and for a row whose `<|image_pad|>` tokens do not match its images.
  */
-export function refuseImageRows(batch: SequenceBatch, imageTokenId: number): void {
-  for (let b = 0; b < batch.B; b++)
-    for (let t = 0; t < batch.lengths[b]!; t++)
-      if (batch.ids[b * batch.T + t] === imageTokenId)
+export function imageRows(batch: SequenceBatch, vision: LocalVision | undefined): Map<number, VisionInput> {
+  const out = new Map<number, VisionInput>();
+  const given = batch.images;
+  if (given && given.length !== batch.B)
+    throw new RangeError(`SequenceBatch: images has ${given.length} entries for B = ${batch.B} rows; give one per row`);
+  if (!vision) {
+    const b = given?.findIndex((im) => im !== undefined && im.length > 0) ?? -1;
+    if (b >= 0)
+      throw new ConfigError(
+        `Row ${b} of the batch carries ${given![b]!.length} image(s) but the local engine's model is text-only; load a vision-language checkpoint (model_type qwen2_5_vl), or train on the env's text observation.`,
+      );
+    return out;
+  }
+  const { imageTokenId, vision: tower } = vision.model.config;
+  const merge = tower.spatialMergeSize ** 2;
+  for (let b = 0; b < batch.B; b++) {
+    let pads = 0;
+    for (let t = 0; t < batch.lengths[b]!; t++) if (batch.ids[b * batch.T + t] === imageTokenId) pads++;
+    const images = given?.[b] ?? [];
+    if (images.length === 0) {
+      if (pads > 0)
         throw new ConfigError(
-          `Row ${b} of the batch holds <|image_pad|> tokens (at ${t}); the local engine scores and trains rows with images only through generate so far (docs/vision.md, "Not done yet"). Train on the env's text observation (observation: 'text+image' without a vision processor).`,
+          `Row ${b} of the batch holds ${pads} <|image_pad|> tokens but no images; give the batch each row's images (SequenceBatch.images, in prompt order).`,
         );
+      continue;
+    }
+    const pv = pixelValues(images, vision.processor);
+    const expected = pv.grids.reduce((n, [t, h, w]) => n + (t * h * w) / merge, 0);
+    if (pads !== expected)
+      throw new ConfigError(
+        `Row ${b} of the batch holds ${pads} <|image_pad|> tokens; its ${images.length} image(s) take ${expected} under the processor's settings (grids ${JSON.stringify(pv.grids)}). The row's ids and images must come from the same rendering (EpisodeContext with the engine's vision processor).`,
+      );
+    out.set(b, { pixels: pv.data, grids: pv.grids });
+  }
+  return out;
 }

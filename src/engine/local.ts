@@ -30,22 +30,29 @@ import {
   tokenAligned,
   tokenForward,
   Transformer,
+  readSafetensors,
   ValueHead,
+  VALUE_HEAD_FILE,
+  vlTokenOutputs,
   type LoraConfig,
   type ModelConfig,
   type PackedBatch,
   type TokenOutputs,
+  type VisionInput,
 } from '../model/index.js';
 import { loadTokenizer, type VisionProcessor } from '../tokenizer/index.js';
+import type { Qwen25VL } from '../model/index.js';
 import { ConfigError, Rng } from '../util/index.js';
 import { RoleOptimizer, loadOptimizerStates, saveOptimizerStates } from './local-optim.js';
 import {
   generateWithImages,
+  imageRows,
   isVisionCheckpoint,
   loadVision,
-  refuseImageRows,
+  saveVision,
   type LocalVision,
 } from './local-vision.js';
+import { rowTokens } from './batch.js';
 import { checkArenaFits } from './memory-plan.js';
 import type {
   BackwardOptions,
@@ -94,9 +101,11 @@ export interface LocalEngineOptions {
   gradientCheckpointing?: boolean;
   /**
    * A vision-language policy (Qwen2.5-VL) whose language model is `policy`: generate calls whose prompts carry images
-   * run through it; teacher-forced passes refuse rows with image tokens (not wired yet, docs/vision.md).
+   * and teacher-forced rows that carry images (`SequenceBatch.images`) run through it, one row at a time.
    */
   vision?: LocalVision;
+  /** Train the vision tower's weights with the policy's (`model.vision.train`); frozen otherwise. @default false */
+  visionTrain?: boolean;
 }
 
 /** How `LocalEngine.fromPretrained` / `create` set up the models. */
@@ -119,6 +128,8 @@ export interface LocalPretrainedOptions {
   seed?: number;
   /** See LocalEngineOptions.gradientCheckpointing. @default false */
   gradientCheckpointing?: boolean;
+  /** A vision-language checkpoint's tower trains (`model.vision.train`); refused for a text-only model. @default false */
+  visionTrain?: boolean;
 }
 
 /** Tokens the engine's teacher-forced passes processed since the last `reset` (profiling). */
@@ -132,6 +143,17 @@ export class TokenStats {
 
   reset(): void {
     this.forwardReal = this.forwardPadded = this.backwardReal = this.backwardPadded = 0;
+  }
+
+  /** Count one row of `length` tokens run alone (a vision-language row). */
+  countRow(pass: 'forward' | 'backward', length: number): void {
+    if (pass === 'forward') {
+      this.forwardReal += length - 1;
+      this.forwardPadded += length;
+    } else {
+      this.backwardReal += length - 1;
+      this.backwardPadded += length;
+    }
   }
 
   /** Count one packed batch of a pass (its shared prefix once). */
@@ -173,8 +195,22 @@ export class LocalEngine implements TrainableEngine {
         "reference 'base' needs LoRA adapters on the policy (the base is then the frozen reference)",
       );
     if (this.reference instanceof Transformer) this.reference.setBaseTrainable(false);
-    if (options.vision && options.vision.model.lm !== this.policy)
+    const vision = options.vision;
+    if (vision && vision.model.lm !== this.policy)
       throw new ConfigError("LocalEngine: vision.model's language model must be the engine's policy");
+    if (vision && this.reference instanceof Transformer && vision.reference?.lm !== this.reference)
+      throw new ConfigError(
+        "LocalEngine: a VLM's reference copy must be given as vision.reference (its language model the reference)",
+      );
+    if (vision && this.critic?.mode === 'separate')
+      throw new ConfigError(
+        'LocalEngine: a vision-language policy takes a shared critic or none (a separate critic would need its own tower)',
+      );
+    if (options.visionTrain && !vision)
+      throw new ConfigError(
+        'visionTrain (model.vision.train) needs a vision-language model; this policy is text-only.',
+      );
+    if (vision) for (const t of vision.model.visual.weights.values()) t.requiresGrad = options.visionTrain ?? false;
     this.dropoutRng = new Rng(options.seed ?? 0);
   }
 
@@ -208,6 +244,10 @@ export class LocalEngine implements TrainableEngine {
   static async fromPretrained(dir: string, opts: LocalPretrainedOptions = {}): Promise<LocalEngine> {
     selectBackend(opts.backend);
     if (await isVisionCheckpoint(dir)) return LocalEngine.fromVisionCheckpoint(dir, opts);
+    if (opts.visionTrain)
+      throw new ConfigError(
+        `model.vision.train: true needs a vision-language checkpoint; ${dir} is a text-only model. Set model.vision.train: false.`,
+      );
     await checkCheckpointFits(dir, opts);
     const seed = opts.seed ?? 0;
     const bf16 = frozenBf16(dir, opts);
@@ -258,15 +298,13 @@ export class LocalEngine implements TrainableEngine {
     const policy = vision.model.lm;
     if (opts.lora && !policy.lora) LoraAdapters.attach(policy, opts.lora, seed + 1);
     let reference: Transformer | 'base' | null = null;
+    let referenceVision: Qwen25VL | undefined;
     if (opts.reference) {
-      const copy = policy.lora ? null : (await loadVision(dir)).model;
-      copy?.visual.dispose(); // the reference scores text rows only (image rows are refused)
-      reference = copy ? copy.lm : 'base';
+      referenceVision = policy.lora ? undefined : (await loadVision(dir)).model;
+      reference = referenceVision ? referenceVision.lm : 'base';
     }
     const critic: LocalEngineOptions['critic'] =
-      opts.critic === 'shared'
-        ? { mode: 'shared', valueHead: ValueHead.init(policy.config.hiddenSize, seed + 2) }
-        : null;
+      opts.critic === 'shared' ? { mode: 'shared', valueHead: await loadValueHead(dir, policy, seed + 2) } : null;
     const tokenizerPath = join(dir, 'tokenizer.json');
     const hasTokenizer = existsSync(tokenizerPath);
     const decode = opts.decode ?? (hasTokenizer ? (ids: number[]) => loadTokenizer(dir).decode(ids) : undefined);
@@ -275,7 +313,8 @@ export class LocalEngine implements TrainableEngine {
       reference,
       critic,
       seed,
-      vision,
+      vision: { ...vision, ...(referenceVision ? { reference: referenceVision } : {}) },
+      ...(opts.visionTrain ? { visionTrain: true } : {}),
       ...(decode ? { decode } : {}),
       ...(hasTokenizer ? { tokenizerPath } : {}),
       ...(opts.gradientCheckpointing ? { gradientCheckpointing: true } : {}),
@@ -302,7 +341,8 @@ export class LocalEngine implements TrainableEngine {
   }
 
   async forward(batch: SequenceBatch, options: { role: ModelRole; entropy?: boolean }): Promise<ForwardResult> {
-    if (this.options.vision) refuseImageRows(batch, this.options.vision.model.config.imageTokenId);
+    const images = imageRows(batch, this.options.vision);
+    if (images.size > 0) return this.forwardWithImages(batch, options, images);
     const { B, T } = batch;
     const want = {
       entropy: (options.entropy ?? false) && options.role !== 'critic',
@@ -334,12 +374,44 @@ export class LocalEngine implements TrainableEngine {
     return out;
   }
 
+  /** `forward` of a batch with image rows: its text rows take the text paths, each image row runs alone in the VLM. */
+  private async forwardWithImages(
+    batch: SequenceBatch,
+    options: { role: ModelRole; entropy?: boolean },
+    images: Map<number, VisionInput>,
+  ): Promise<ForwardResult> {
+    const { B, T } = batch;
+    const text = Array.from({ length: B }, (_, b) => b).filter((b) => !images.has(b));
+    const want = {
+      entropy: (options.entropy ?? false) && options.role !== 'critic',
+      values: options.role === 'critic',
+    };
+    const out: ForwardResult = { logprobs: new Float32Array(B * T) };
+    if (want.entropy) out.entropy = new Float32Array(B * T);
+    if (want.values) out.values = new Float32Array(B * T);
+    if (text.length > 0) {
+      const part = await this.forward(selectSequences(batch, text), options);
+      for (const key of ['logprobs', 'entropy', 'values'] as const)
+        text.forEach((b, i) => out[key]?.set(part[key]!.subarray(i * T, (i + 1) * T), b * T));
+    }
+    for (const [b, input] of images)
+      noGrad(() =>
+        tidy(() => {
+          this.tokenStats.countRow('forward', batch.lengths[b]!);
+          const t = this.visionOutputs(batch, b, input, options.role, want);
+          for (const key of ['logprobs', 'entropy', 'values'] as const)
+            if (t[key] && out[key]) out[key].set(t[key].toFloat32Array(), b * T + 1);
+        }),
+      );
+    return out;
+  }
+
   async backward(
     batch: SequenceBatch,
     options: BackwardOptions,
     lossGrad: (out: ForwardResult) => OutputGradients,
   ): Promise<ForwardResult> {
-    if (this.options.vision) refuseImageRows(batch, this.options.vision.model.config.imageTokenId);
+    const images = imageRows(batch, this.options.vision);
     const values = options.role === 'critic' || (options.values ?? false);
     if (values && !this.critic)
       throw new ConfigError(
@@ -348,26 +420,29 @@ export class LocalEngine implements TrainableEngine {
     if (options.values && options.role === 'policy' && this.critic?.mode !== 'shared')
       throw new ConfigError("values in a policy backward need critic mode 'shared'");
     const { B, T } = batch;
+    const want = { entropy: (options.entropy ?? false) && options.role !== 'critic', values };
+    const rng = options.diagnostic ? undefined : this.dropoutRng;
     return tidy(() => {
-      const packed = this.pack(batch);
-      this.tokenStats.count('backward', packed);
-      const t = this.outputs(
-        packed,
-        options.role,
-        { entropy: (options.entropy ?? false) && options.role !== 'critic', values },
-        options.diagnostic ? undefined : this.dropoutRng,
-      );
-      const aligned = (key: 'logprobs' | 'entropy' | 'values') =>
-        tokenAligned(
-          packed,
-          t[key]!.toFloat32Array(),
-          t.prefix?.[key]?.toFloat32Array() ?? null,
-          new Float32Array(B * T),
-          T,
-        );
-      const result: ForwardResult = { logprobs: t.logprobs ? aligned('logprobs') : new Float32Array(B * T) };
-      if (t.entropy) result.entropy = aligned('entropy');
-      if (t.values) result.values = aligned('values');
+      // Text rows take the packed paths (all rows when none has images); each image row runs alone in the VLM.
+      const text = images.size === 0 ? undefined : Array.from({ length: B }, (_, b) => b).filter((b) => !images.has(b));
+      const packed = text?.length === 0 ? null : this.pack(batch, text);
+      if (packed) this.tokenStats.count('backward', packed);
+      const t = packed ? this.outputs(packed, options.role, want, rng) : null;
+      const rows = new Map<number, Partial<Record<OutputKey, Tensor>>>();
+      for (const [b, input] of images) {
+        this.tokenStats.countRow('backward', batch.lengths[b]!);
+        rows.set(b, this.visionOutputs(batch, b, input, options.role, want, rng));
+      }
+      const result: ForwardResult = { logprobs: new Float32Array(B * T) };
+      if (want.entropy) result.entropy = new Float32Array(B * T);
+      if (want.values) result.values = new Float32Array(B * T);
+      for (const key of OUTPUT_KEYS) {
+        const out = result[key];
+        if (!out) continue;
+        if (packed && t?.[key])
+          tokenAligned(packed, t[key].toFloat32Array(), t.prefix?.[key]?.toFloat32Array() ?? null, out, T, text);
+        for (const [b, r] of rows) if (r[key]) out.set(r[key].toFloat32Array(), b * T + 1);
+      }
       const grads = lossGrad(result);
       // The surrogate sum(grad * output): its gradient w.r.t. the weights is the chain rule through the outputs.
       let loss: Tensor | null = null;
@@ -376,12 +451,23 @@ export class LocalEngine implements TrainableEngine {
         const part = sum(mul(out, tensor(g)));
         loss = loss ? add(loss, part) : part;
       };
-      for (const key of ['logprobs', 'entropy', 'values'] as const) {
+      for (const key of OUTPUT_KEYS) {
         const g = grads[key];
-        if (!g || !t[key]) continue;
-        const p = packedGradient(packed, g, T, `${key} gradient`);
-        term(t[key], p.rows);
-        term(t.prefix?.[key], p.prefix);
+        if (!g) continue;
+        if (text && g.length !== B * T)
+          throw new RangeError(
+            `${key} gradient: ${g.length} entries for a (B, T) = (${B}, ${T}) batch; expected ${B * T}`,
+          );
+        if (packed && t?.[key]) {
+          const p = packedGradient(packed, text ? takeRowsOf(g, text, T) : g, T, `${key} gradient`);
+          term(t[key], p.rows);
+          term(t.prefix?.[key], p.prefix);
+        }
+        for (const [b, r] of rows)
+          term(
+            r[key],
+            Float32Array.from({ length: batch.lengths[b]! - 1 }, (_, i) => g[b * T + 1 + i]!),
+          );
       }
       if (loss) (loss as Tensor).backward();
       return result;
@@ -404,24 +490,25 @@ export class LocalEngine implements TrainableEngine {
    * Trainable parameters of a role, by name (LoRA: PEFT keys; critic: `value_head.*` and, when separate, its model).
    */
   parameters(role: TrainableRole): [string, Tensor][] {
-    if (role === 'policy') return this.policy.parameters();
+    if (role === 'policy') {
+      const tower = this.options.visionTrain ? [...this.options.vision!.model.visual.weights] : [];
+      return [...this.policy.parameters(), ...tower];
+    }
     if (!this.critic) throw new ConfigError('this engine has no critic');
     const head = this.critic.valueHead.parameters();
     return this.critic.mode === 'separate' ? [...this.critic.model.parameters(), ...head] : head;
   }
 
   async save(dir: string, options: EngineSaveOptions = {}): Promise<void> {
-    if (this.options.vision)
-      throw new ConfigError(
-        `Saving a Qwen2.5-VL policy (its vision_config and visual.* weights) is not written yet (docs/vision.md); the checkpoint it was loaded from is unchanged.`,
-      );
     const shared = this.critic?.mode === 'shared' ? this.critic.valueHead : null;
     const shard = options.maxShardBytes === undefined ? {} : { maxShardBytes: options.maxShardBytes };
-    await saveModel(dir, this.policy, {
+    const policy = {
       valueHead: shared,
       ...shard,
       ...(this.options.tokenizerPath ? { tokenizerPath: this.options.tokenizerPath } : {}),
-    });
+    };
+    if (this.options.vision) await saveVision(dir, this.options.vision, policy);
+    else await saveModel(dir, this.policy, policy);
     if (this.critic?.mode === 'separate')
       await saveModel(join(dir, 'critic'), this.critic.model, { valueHead: this.critic.valueHead, ...shard });
     if (options.optimizer) await saveOptimizerStates(dir, this.optimizers, options.maxShardBytes);
@@ -435,6 +522,7 @@ export class LocalEngine implements TrainableEngine {
     for (const o of this.optimizers.values()) o.dispose();
     this.policy.dispose();
     this.options.vision?.model.visual.dispose();
+    this.options.vision?.reference?.visual.dispose();
     if (this.reference instanceof Transformer) this.reference.dispose();
     if (this.critic?.mode === 'separate') this.critic.model.dispose();
     this.critic?.valueHead.dispose();
@@ -482,6 +570,30 @@ export class LocalEngine implements TrainableEngine {
     return packTokens({ B: rows.length, T, ids, lengths: rows.map((r) => batch.lengths[r]!) }, min);
   }
 
+  /**
+   * The model, value head and adapters a role's pass uses: the reference (a copy, or the policy's base weights:
+   * `bare`, run without its LoRA adapters), the critic (values only), or the policy (with the shared head when values
+   * are wanted).
+   */
+  private roleModel(
+    role: ModelRole,
+    want: { values: boolean },
+  ): { model: Transformer; valueHead?: ValueHead; logprobs: boolean; bare: boolean } {
+    if (role === 'reference') {
+      if (!this.reference) throw new ConfigError('this engine has no reference model; create it with reference: true');
+      const copy = this.reference instanceof Transformer;
+      return { model: copy ? (this.reference as Transformer) : this.policy, logprobs: true, bare: !copy };
+    }
+    if (role === 'critic') {
+      if (!this.critic)
+        throw new ConfigError('this engine has no critic; create it with critic: "shared" or "separate"');
+      const model = this.critic.mode === 'separate' ? this.critic.model : this.policy;
+      return { model, valueHead: this.critic.valueHead, logprobs: false, bare: false };
+    }
+    const valueHead = want.values && this.critic ? this.critic.valueHead : undefined;
+    return { model: this.policy, ...(valueHead ? { valueHead } : {}), logprobs: true, bare: false };
+  }
+
   /** Output tensors of one packed batch for a role. */
   private outputs(
     batch: PackedBatch,
@@ -489,23 +601,9 @@ export class LocalEngine implements TrainableEngine {
     want: { entropy: boolean; values: boolean },
     rng?: Rng,
   ): TokenOutputs {
-    let model: Transformer = this.policy;
-    let valueHead: ValueHead | undefined;
-    let logprobs = true;
-    if (role === 'reference') {
-      if (!this.reference) throw new ConfigError('this engine has no reference model; create it with reference: true');
-      if (this.reference instanceof Transformer) model = this.reference;
-    } else if (role === 'critic') {
-      if (!this.critic)
-        throw new ConfigError('this engine has no critic; create it with critic: "shared" or "separate"');
-      if (this.critic.mode === 'separate') model = this.critic.model;
-      valueHead = this.critic.valueHead;
-      logprobs = false;
-    } else if (want.values && this.critic) {
-      valueHead = this.critic.valueHead;
-    }
+    const { model, valueHead, logprobs, bare } = this.roleModel(role, want);
     const adapters = model.lora;
-    if (role === 'reference' && this.reference === 'base') model.lora = null; // the base weights, without adapters
+    if (bare) model.lora = null; // the base weights, without adapters
     try {
       return tokenForward(model, batch, {
         logprobs,
@@ -518,6 +616,62 @@ export class LocalEngine implements TrainableEngine {
       model.lora = adapters;
     }
   }
+
+  /** Output tensors (L - 1 each, for tokens 1..L-1) of image row `b` alone through the vision-language model. */
+  private visionOutputs(
+    batch: SequenceBatch,
+    b: number,
+    input: VisionInput,
+    role: ModelRole,
+    want: { entropy: boolean; values: boolean },
+    rng?: Rng,
+  ): Partial<Record<OutputKey, Tensor>> {
+    const vision = this.options.vision!;
+    const { model, valueHead, logprobs, bare } = this.roleModel(role, want);
+    const vl = model === this.policy ? vision.model : vision.reference!;
+    const adapters = model.lora;
+    if (bare) model.lora = null;
+    try {
+      return vlTokenOutputs(vl, rowTokens(batch, b), input, {
+        logprobs,
+        entropy: want.entropy,
+        ...(valueHead ? { valueHead } : {}),
+        ...(rng ? { dropoutRng: rng } : {}),
+        ...(this.options.gradientCheckpointing ? { checkpoint: true } : {}),
+      });
+    } finally {
+      model.lora = adapters;
+    }
+  }
+}
+
+type OutputKey = 'logprobs' | 'entropy' | 'values';
+const OUTPUT_KEYS: readonly OutputKey[] = ['logprobs', 'entropy', 'values'];
+
+/** The rows `rows` of a batch (text rows of a batch with images), images left out. */
+function selectSequences(batch: SequenceBatch, rows: readonly number[]): SequenceBatch {
+  const { T } = batch;
+  return {
+    B: rows.length,
+    T,
+    ids: takeRowsOf(batch.ids, rows, T),
+    attentionMask: takeRowsOf(batch.attentionMask, rows, T),
+    lengths: Int32Array.from(rows, (r) => batch.lengths[r]!),
+  };
+}
+
+/** Rows `rows` of a (B, T) array, as a (rows.length, T) one. */
+function takeRowsOf<A extends Int32Array | Uint8Array | Float32Array>(
+  x: A | ArrayLike<number>,
+  rows: readonly number[],
+  T: number,
+): A {
+  const Ctor = (ArrayBuffer.isView(x) ? x.constructor : Float32Array) as new (n: number) => A;
+  const out = new Ctor(rows.length * T);
+  rows.forEach((r, i) => {
+    for (let t = 0; t < T; t++) out[i * T + t] = x[r * T + t]!;
+  });
+  return out;
 }
 
 /**
@@ -573,6 +727,13 @@ export async function checkCheckpointFits(dir: string, opts: Omit<LocalPretraine
   const reference = opts.reference ? (lora ? 'base' : 'copy') : null;
   const frozenDtype = opts.frozenDtype ?? 'float32';
   checkArenaFits(config, { lora, critic: opts.critic ?? null, reference, frozenDtype }, getBackend().name, dir);
+}
+
+/** The value head saved in checkpoint `dir` (value_head.safetensors), else a fresh seeded one. */
+async function loadValueHead(dir: string, model: Transformer, seed: number): Promise<ValueHead> {
+  const path = join(dir, VALUE_HEAD_FILE);
+  if (!existsSync(path)) return ValueHead.init(model.config.hiddenSize, seed);
+  return ValueHead.fromWeights(await readSafetensors(path), model.config.hiddenSize, path);
 }
 
 function selectBackend(name: 'auto' | BackendName | undefined): void {

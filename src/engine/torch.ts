@@ -4,7 +4,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { contextPastPositions, NonFiniteLogitsError, refuseImages, type LoraConfig } from '../model/index.js';
-import { ConfigError } from '../util/index.js';
+import { pixelValues, type VisionProcessor } from '../tokenizer/index.js';
+import { ConfigError, type RgbImage } from '../util/index.js';
+import { isVisionCheckpoint, loadVisionProcessor } from './local-vision.js';
 import { findTorchPython, TORCH_MISSING } from './python.js';
 import type { FrameArray } from './torch-protocol.js';
 import {
@@ -102,6 +104,8 @@ export class TorchEngine implements TrainableEngine {
     readonly vocabSize: number,
     /** The model's position table (config.json's max_position_embeddings; Infinity where it names none). */
     readonly maxPositions: number,
+    /** A Qwen2.5-VL's image processor settings: rows and prompts then carry their images to the worker. */
+    readonly vision?: VisionProcessor,
   ) {
     // The worker's rows are split over its ranks, every node's (python/ragen_torch/dist.py), as its handshake counts
     // them.
@@ -141,7 +145,8 @@ export class TorchEngine implements TrainableEngine {
         ...(opts.criticPath ? { criticPath: resolve(opts.criticPath) } : {}),
         ...(opts.referencePath ? { referencePath: resolve(opts.referencePath) } : {}),
       });
-      return new TorchEngine(worker, opts, Number(r.header.vocabSize), configPositions(dir));
+      const vision = (await isVisionCheckpoint(dir)) ? await loadVisionProcessor(dir) : undefined;
+      return new TorchEngine(worker, opts, Number(r.header.vocabSize), configPositions(dir), vision);
     } catch (e) {
       worker.close(0);
       throw e;
@@ -175,7 +180,7 @@ export class TorchEngine implements TrainableEngine {
     if (stops.length > 0 && !decode)
       throw new ConfigError('stopStrings need a tokenizer: pass `decode` to the torch engine');
     checkSampling(params);
-    refuseImages(params, 'torch worker model'); // the worker's Qwen2.5-VL is not wired to images yet
+    if (!this.vision) refuseImages(params, 'torch worker model');
     prompts.forEach((p, i) => {
       if (p.length === 0) throw new ConfigError(`prompt ${i} is empty; every prompt needs at least one token`);
       if (p.length + params.maxNewTokens > this.maxPositions)
@@ -196,9 +201,13 @@ export class TorchEngine implements TrainableEngine {
       off += p.length;
     }
     // The worker returns whole generations: `onTokens` (per-step streaming) and `cancelled` are not sent, not called.
-    const { onTokens: _perStep, cancelled: _cancelled, ...wire } = params;
+    const { onTokens: _perStep, cancelled: _cancelled, images, ...wire } = params;
     const r = await this.worker
-      .request('generate', { params: { ...wire, stopStrings: stops } }, { prompts: flat, lengths })
+      .request(
+        'generate',
+        { params: { ...wire, stopStrings: stops } },
+        { prompts: flat, lengths, ...this.imageBuffers(images, prompts.length) },
+      )
       .catch((e: unknown) => {
         throw nonFiniteFromWorker(e) ?? e;
       });
@@ -320,7 +329,30 @@ export class TorchEngine implements TrainableEngine {
         throw new RangeError(`SequenceBatch: row ${b} has length ${L}; each row needs 1..T = ${batch.T} tokens`);
       checkIds(batch.ids.subarray(b * batch.T, b * batch.T + L), this.vocabSize, `batch row ${b}`);
     }
-    return { ids: batch.ids, lengths: batch.lengths };
+    return { ids: batch.ids, lengths: batch.lengths, ...this.imageBuffers(batch.images, batch.B) };
+  }
+
+  /**
+   * Each row's images as the worker reads them (python/ragen_torch/vision.py `images_from_buffers`): `rowImages` (how
+   * many per row), `imageGrids` ((t, h, w) per image) and `pixelValues` (every patch, in order); none without images.
+   */
+  private imageBuffers(
+    images: readonly (readonly RgbImage[] | undefined)[] | undefined,
+    rows: number,
+  ): Record<string, FrameArray> {
+    if (!images?.some((im) => im !== undefined && im.length > 0)) return {};
+    if (images.length !== rows)
+      throw new RangeError(`images has ${images.length} entries for ${rows} rows; give one per row (undefined: none)`);
+    if (!this.vision) {
+      const i = images.findIndex((im) => im !== undefined && im.length > 0);
+      throw new ConfigError(
+        `Row ${i} carries ${images[i]!.length} image(s) but the torch worker's model is text-only; load a vision-language checkpoint (model_type qwen2_5_vl), or train on the env's text observation.`,
+      );
+    }
+    const counts = Int32Array.from(images, (im) => im?.length ?? 0);
+    const all = images.flatMap((im) => im ?? []);
+    const pv = pixelValues(all, this.vision);
+    return { rowImages: counts, imageGrids: Int32Array.from(pv.grids.flat()), pixelValues: pv.data };
   }
 }
 

@@ -4,6 +4,7 @@
 
 import type { SampledToken, SamplingParams } from '../model/index.js';
 import type { VisionProcessor } from '../tokenizer/index.js';
+import type { RgbImage } from '../util/index.js';
 
 export type { SampledToken, SamplingParams };
 
@@ -29,6 +30,11 @@ export interface SequenceBatch {
   ids: Int32Array;
   attentionMask: Uint8Array;
   lengths: Int32Array;
+  /**
+   * A vision-language model's rows: per row, the images its `<|image_pad|>` runs stand for (every turn's, in order;
+   * undefined or empty for a row without any). Absent when no row holds an image.
+   */
+  images?: readonly (readonly RgbImage[] | undefined)[];
 }
 
 /**

@@ -9,7 +9,7 @@ import { CheckpointError } from '../util/index.js';
 import { configFromHF, configToHF, generationConfigToHF, type ModelConfig } from './config.js';
 import { ValueHead } from './forward.js';
 import { LoraAdapters } from './lora.js';
-import { loadWeights, readSafetensors, saveWeights, writeSafetensors } from './safetensors.js';
+import { loadWeights, readSafetensors, saveWeights, writeSafetensors, type WeightMap } from './safetensors.js';
 import { Transformer } from './transformer.js';
 
 /** Sub-directory of a checkpoint holding the PEFT adapter (base_model_name_or_path points to `..`). */
@@ -27,6 +27,10 @@ export interface SaveOptions {
    * GiB)
    */
   maxShardBytes?: number;
+  /** config.json to write instead of the model's own (a vision-language model's, whose language model `model` is). */
+  config?: Record<string, unknown>;
+  /** Tensors written beside the model's (a vision-language model's tower, `visual.*`). */
+  extraWeights?: WeightMap;
 }
 
 /**
@@ -37,16 +41,17 @@ export interface SaveOptions {
  */
 export async function saveModel(dir: string, model: Transformer, opts: SaveOptions = {}): Promise<void> {
   await mkdir(dir, { recursive: true });
-  await writeFile(join(dir, 'config.json'), JSON.stringify(configToHF(model.config), null, 2) + '\n');
+  await writeFile(join(dir, 'config.json'), JSON.stringify(opts.config ?? configToHF(model.config), null, 2) + '\n');
   await writeFile(
     join(dir, 'generation_config.json'),
     JSON.stringify(generationConfigToHF(model.config), null, 2) + '\n',
   );
-  const base = frozenBaseDir(model);
+  // a vision-language model's tower (`extraWeights`, trainable by config) is written whole with its language model
+  const base = opts.extraWeights ? null : frozenBaseDir(model);
   if (base === null)
     await saveWeights(
       dir,
-      model.exportWeights(),
+      new Map([...model.exportWeights(), ...(opts.extraWeights ?? [])]),
       opts.maxShardBytes === undefined ? {} : { maxShardBytes: opts.maxShardBytes },
     );
   else if (realpathSync(dir) !== realpathSync(base)) {

@@ -64,11 +64,12 @@ export {
 export type { HubModelOptions } from './hub.js';
 export { findModelPath, resolveModelPath, shippedModels, shippedModelsDir } from './model-path.js';
 export { FastDecoder } from './decode-fast.js';
-export { vlConfigFromHF } from './qwen2-vl-config.js';
+export { vlConfigFromHF, vlConfigToHF } from './qwen2-vl-config.js';
 export type { VLConfig, VisionConfig } from './qwen2-vl-config.js';
 export { Qwen25VL, publishedName, isVLConfig } from './qwen2-vl.js';
 export type { VisionInput, VLForwardOptions } from './qwen2-vl.js';
 export { VisionTower, visionWeightShapes, visionWindows, patchCoordinates } from './vision-tower.js';
 export { applyRotary, mropePositions, mropeRotary, visionRotary } from './qwen2-vl-rotary.js';
 export type { GridTHW, RotaryTables } from './qwen2-vl-rotary.js';
-export { generateVL, vlTokenLogprobs } from './qwen2-vl-generate.js';
+export { generateVL, vlTokenLogprobs, vlTokenOutputs } from './qwen2-vl-generate.js';
+export type { VLTokenOutputOptions } from './qwen2-vl-generate.js';

@@ -2,7 +2,7 @@
 // name a bad key, and checkpoints in the 5.x module layout loading as the published one.
 import { describe, expect, it } from 'vitest';
 import { noGrad, setBackend } from '../tensor/index.js';
-import { vlConfigFromHF } from './qwen2-vl-config.js';
+import { vlConfigFromHF, vlConfigToHF } from './qwen2-vl-config.js';
 import { IDS, jitteredVL, TINY_VL, visionInput } from './qwen2-vl-testing.js';
 import { publishedName, Qwen25VL } from './qwen2-vl.js';
 import type { WeightMap } from './safetensors.js';
@@ -75,6 +75,16 @@ describe('vlConfigFromHF', () => {
 });
 
 describe('checkpoint layouts', () => {
+  it("writes the Hub's flat config.json (rope_scaling.mrope_section, vision_config) that reads back to the same config", () => {
+    const json = vlConfigToHF(TINY_VL);
+    expect(json.text_config).toBeUndefined();
+    expect(json.rope_scaling).toEqual({ type: 'mrope', mrope_section: [2, 1, 1] });
+    expect((json.vision_config as Record<string, unknown>).window_size).toBe(56);
+    expect(vlConfigFromHF(json)).toEqual(TINY_VL);
+    const other = { ...TINY_VL, mropeSection: [1, 2, 1] as [number, number, number], imageTokenId: 30 };
+    expect(vlConfigFromHF(vlConfigToHF(other))).toEqual(other);
+  });
+
   it("maps 5.x module names to the published ones and loads them to the same model's logits", () => {
     expect(publishedName('model.language_model.layers.0.mlp.up_proj.weight')).toBe('model.layers.0.mlp.up_proj.weight');
     expect(publishedName('model.visual.blocks.0.attn.qkv.bias')).toBe('visual.blocks.0.attn.qkv.bias');

@@ -2,7 +2,7 @@
 // a Hugging Face config.json in either layout transformers writes (5.x: `text_config` / `vision_config`; the published
 // 4.x files: the text keys at the top level, `rope_scaling.mrope_section`).
 import { ConfigError } from '../util/index.js';
-import { configFromHF, type ModelConfig } from './config.js';
+import { configFromHF, configToHF, type ModelConfig } from './config.js';
 
 /** The vision tower's shape (config.json `vision_config`, camelCase). */
 export interface VisionConfig {
@@ -113,5 +113,38 @@ export function vlConfigFromHF(json: Record<string, unknown>, source = 'config.j
     imageTokenId: id('image_token_id', 151655),
     videoTokenId: id('video_token_id', 151656),
     visionStartTokenId: id('vision_start_token_id', 151652),
+  };
+}
+
+/**
+ * A Qwen2.5-VL config.json in the Hub's published layout (the language model's keys at the top level,
+ * `rope_scaling.mrope_section`, `vision_config`), which transformers, the torch worker and `vlConfigFromHF` read.
+ */
+export function vlConfigToHF(c: VLConfig): Record<string, unknown> {
+  const v = c.vision;
+  return {
+    ...configToHF(c.text),
+    architectures: ['Qwen2_5_VLForConditionalGeneration'],
+    model_type: 'qwen2_5_vl',
+    rope_scaling: { type: 'mrope', mrope_section: [...c.mropeSection] },
+    image_token_id: c.imageTokenId,
+    video_token_id: c.videoTokenId,
+    vision_start_token_id: c.visionStartTokenId,
+    vision_config: {
+      depth: v.depth,
+      hidden_act: 'silu',
+      hidden_size: v.hiddenSize,
+      intermediate_size: v.intermediateSize,
+      num_heads: v.numHeads,
+      in_chans: v.inChannels,
+      out_hidden_size: v.outHiddenSize,
+      patch_size: v.patchSize,
+      spatial_merge_size: v.spatialMergeSize,
+      spatial_patch_size: v.patchSize,
+      temporal_patch_size: v.temporalPatchSize,
+      window_size: v.windowSize,
+      fullatt_block_indexes: [...v.fullattBlockIndexes],
+      ...(v.ropeTheta === 10000 ? {} : { rope_parameters: { rope_theta: v.ropeTheta } }),
+    },
   };
 }

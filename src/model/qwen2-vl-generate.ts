@@ -1,13 +1,15 @@
 // Sampling and teacher-forced log-probs for Qwen2.5-VL prompts with images: the prompt (its image embeddings and 3-D
 // positions) prefilled into a KV cache, then one token per step at position `index + delta` on every axis (what
-// transformers' generate does after the first step), and the per-token log-probs of a sequence for training.
+// transformers' generate does after the first step), and the per-token outputs of a sequence for training.
 import { affine, logprobOfTarget, narrow, noGrad, softmax, type Tensor } from '../tensor/index.js';
 import { ConfigError, Rng } from '../util/index.js';
+import type { ValueHead } from './forward.js';
 import type { Completion, GenerateOptions } from './generate.js';
 import { KVCache } from './kv-cache.js';
 import { mropeRotary } from './qwen2-vl-rotary.js';
 import type { Qwen25VL, VisionInput } from './qwen2-vl.js';
 import { argmax, Sampler } from './sampling.js';
+import { tokenStats } from './token-stats.js';
 
 /**
  * log p(ids[t] | ids[< t], images) for t = 1..T-1, (T - 1), differentiable in the language model's trainable
@@ -19,6 +21,39 @@ export function vlTokenLogprobs(model: Qwen25VL, ids: Int32Array, images?: Visio
   const hidden = model.hidden(ids, images, { dropoutRng }); // (T, C)
   const logits = model.logits(narrow(hidden, 0, 0, T - 1)); // (T-1, V)
   return logprobOfTarget(logits, ids.slice(1));
+}
+
+/** What `vlTokenOutputs` computes and how (`TokenForwardOptions`' meanings). */
+export interface VLTokenOutputOptions {
+  logprobs: boolean;
+  entropy: boolean;
+  /** Critic values from this head on the language model's final hidden states. */
+  valueHead?: ValueHead;
+  dropoutRng?: Rng;
+  checkpoint?: boolean;
+}
+
+/**
+ * The teacher-forced outputs of one sequence with its images, each (T - 1) for the T - 1 positions that predict
+ * tokens 1..T-1: log p(ids[t] | ids[< t], images), the entropy of that next-token distribution, and the value head on
+ * its hidden state. What `tokenForward` gives a text row; differentiable in every trainable parameter (LoRA, the
+ * language model, the tower's weights when they require gradients, the head).
+ */
+export function vlTokenOutputs(
+  model: Qwen25VL,
+  ids: Int32Array,
+  images: VisionInput | undefined,
+  opts: VLTokenOutputOptions,
+): { logprobs?: Tensor; entropy?: Tensor; values?: Tensor } {
+  const T = ids.length;
+  if (T < 2) throw new ConfigError(`vlTokenOutputs needs at least 2 tokens, got ${T}`);
+  const forward = {
+    ...(opts.dropoutRng ? { dropoutRng: opts.dropoutRng } : {}),
+    ...(opts.checkpoint ? { checkpoint: true } : {}),
+  };
+  const hidden = narrow(model.hidden(ids, images, forward), 0, 0, T - 1); // (T-1, C)
+  const out = tokenStats(hidden, model.lm.lmHead, ids.slice(1), { logprobs: opts.logprobs, entropy: opts.entropy });
+  return opts.valueHead ? { ...out, values: opts.valueHead.forward(hidden) } : out;
 }
 
 /**

@@ -24,6 +24,8 @@ export interface VisionInput {
 export interface VLForwardOptions {
   /** Randomness for LoRA dropout on the language model; none = eval mode. */
   dropoutRng?: Rng;
+  /** Activation checkpointing in the language model's layers (ForwardOptions.checkpoint). @default false */
+  checkpoint?: boolean;
 }
 
 /**
@@ -117,7 +119,8 @@ export class Qwen25VL {
     return this.lm.hidden(ids, 1, T, {
       inputEmbeds: this.inputEmbeds(ids, images),
       rotary,
-      dropoutRng: opts.dropoutRng,
+      ...(opts.dropoutRng ? { dropoutRng: opts.dropoutRng } : {}),
+      ...(opts.checkpoint ? { checkpoint: true } : {}),
     });
   }
 

@@ -57,6 +57,7 @@ export {
 } from './vision.js';
 export {
   CLIP_MEAN,
+  qwen25PreprocessorConfig,
   CLIP_STD,
   pixelValues,
   resizeBicubic,

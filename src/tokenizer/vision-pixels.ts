@@ -24,6 +24,24 @@ export interface PixelValues {
 }
 
 /**
+ * Qwen2.5-VL's preprocessor_config.json for processor settings `p` (the published one for QWEN25_VL_PROCESSOR): pixel
+ * bounds, patch and merge sizes, and OpenAI CLIP's per-channel mean and std.
+ */
+export function qwen25PreprocessorConfig(p: VisionProcessor = QWEN25_VL_PROCESSOR): Record<string, unknown> {
+  return {
+    min_pixels: p.minPixels,
+    max_pixels: p.maxPixels,
+    patch_size: p.patchSize,
+    temporal_patch_size: TEMPORAL_PATCH_SIZE,
+    merge_size: p.mergeSize,
+    image_mean: [...CLIP_MEAN],
+    image_std: [...CLIP_STD],
+    image_processor_type: 'Qwen2VLImageProcessor',
+    processor_class: 'Qwen2_5_VLProcessor',
+  };
+}
+
+/**
  * Pixel values of `images` (one after another, as the prompt's `<|image_pad|>` runs are), equal to transformers'
  * `Qwen2_5_VLProcessor(images=...)["pixel_values"]` with its default Pillow backend.
  */

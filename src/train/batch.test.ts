@@ -36,6 +36,9 @@ describe('trainer batch plumbing', () => {
     expect(s.groupIds).toEqual(['b']);
     expect(s.tags).toEqual(['B']);
     expect(Array.from(s.rewards)).toEqual([0, 2]);
+    const image = { width: 1, height: 1, data: Uint8Array.of(1, 2, 3) };
+    expect(selectRows({ ...batch, images: [undefined, [image]] }, [1]).images).toEqual([[image]]);
+    expect(s.images).toBeUndefined();
   });
 
   it('puts normalised episode scores on the last loss token', () => {

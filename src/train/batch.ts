@@ -31,6 +31,7 @@ export function selectRows(batch: TokenBatch, rows: readonly number[]): TokenBat
     scores: Float64Array.from(rows, (r) => batch.scores[r]!),
     lengths: Int32Array.from(rows, (r) => batch.lengths[r]!),
     episodeIds: Int32Array.from(rows, (r) => batch.episodeIds[r]!),
+    ...(batch.images ? { images: rows.map((r) => batch.images![r]) } : {}),
   };
 }
 

@@ -1,9 +1,10 @@
 // RAGEN-2's reasoning-collapse diagnostics on a step's unfiltered rollouts: every sampled reasoning is scored
 // (teacher-forced) under every distinct prompt of the sample, and src/algo's collapseMetrics reads the matrix.
-import type { Episode } from '../agent/index.js';
+import type { Episode, EpisodeTurn } from '../agent/index.js';
 import { collapseMetrics, promptKeys, type CollapseMetrics } from '../algo/index.js';
 import { sequenceBatch, type Engine } from '../engine/index.js';
 import type { MetricValues } from '../metrics/index.js';
+import type { RgbImage } from '../util/index.js';
 import { family } from './step-batch.js';
 
 /** Settings (the config's `trainer.collapse`). */
@@ -24,8 +25,17 @@ export const TRAJECTORY_SAMPLE_CAP = 16;
 
 interface Pair {
   prompt: number[];
+  /** The images the prompt's vision tokens stand for (a vision-language policy's). */
+  images?: readonly RgbImage[];
   response: number[];
 }
+
+/** A turn's prompt (with its images) and response. */
+const pairOf = (t: EpisodeTurn): Pair => ({
+  prompt: t.promptIds,
+  ...(t.promptImages ? { images: t.promptImages } : {}),
+  response: t.tokens,
+});
 
 /** `n` items spread evenly over `xs` (all when there are at most n), deterministic. */
 function spread<T>(xs: readonly T[], n: number): T[] {
@@ -53,7 +63,8 @@ async function score(
   if (N < 2 || R < 1) return null;
   const seqs: number[][] = [];
   for (const p of pairs) for (const c of columns) seqs.push([...pairs[c]!.prompt, ...p.response]);
-  const batch = sequenceBatch(seqs);
+  const images = pairs.flatMap(() => columns.map((c) => pairs[c]!.images));
+  const batch = { ...sequenceBatch(seqs), ...(images.some((im) => im) ? { images } : {}) };
   const out = await engine.forward(batch, { role: 'policy' });
   const meanLogProbs = new Float64Array(R * N);
   const sumLogProbs = new Float64Array(R * N);
@@ -126,9 +137,7 @@ export async function collapseDiagnostics(
   const next: CollapseEma = { ...ema };
   if (settings.firstTurn) {
     const pairs = spread(
-      episodes
-        .filter((e) => e.turns.length > 0)
-        .map((e) => ({ prompt: e.turns[0]!.promptIds, response: e.turns[0]!.tokens })),
+      episodes.filter((e) => e.turns.length > 0).map((e) => pairOf(e.turns[0]!)),
       settings.numSamples,
     );
     const m = await score(engine, pairs, ema.firstTurn);
@@ -138,7 +147,7 @@ export async function collapseDiagnostics(
     }
   }
   if (settings.multiTurn) {
-    const all = episodes.flatMap((e) => e.turns.map((t) => ({ prompt: t.promptIds, response: t.tokens })));
+    const all = episodes.flatMap((e) => e.turns.map(pairOf));
     const m = await score(engine, spread(all, Math.min(settings.numSamples, TRAJECTORY_SAMPLE_CAP)), ema.trajectory);
     if (m) {
       next.trajectory = m.ema;

@@ -8,12 +8,13 @@ import type { RagenConfig } from '../config/index.js';
 import {
   checkCheckpointFits,
   frozenBf16,
+  isVisionCheckpoint,
   storeFrozen,
   LocalEngine,
   TorchEngine,
   type LocalPretrainedOptions,
 } from '../engine/index.js';
-import { loadModel, resolveModelPath, ValueHead } from '../model/index.js';
+import { ADAPTER_DIR, loadModel, resolveModelPath, ValueHead } from '../model/index.js';
 import { getBackend, setBackend } from '../tensor/index.js';
 import { runTokenizer, type ChatTemplateChoice, type Tokenizer } from '../tokenizer/index.js';
 import { ConfigError } from '../util/index.js';
@@ -82,6 +83,7 @@ export function localEngineOptions(config: RagenConfig): Omit<LocalPretrainedOpt
     frozenDtype: m.frozenDtype,
     gradientCheckpointing: m.gradientCheckpointing,
     seed: config.seed.train,
+    ...(m.vision.train ? { visionTrain: true } : {}),
   };
 }
 
@@ -90,13 +92,7 @@ export function localEngineOptions(config: RagenConfig): Omit<LocalPretrainedOpt
  * optimizer state when the checkpoint holds one).
  */
 export async function openModels(config: RagenConfig, from?: string): Promise<TrainerModels> {
-  if (config.model.engine !== 'torch') {
-    if (config.model.vision.train)
-      throw new ConfigError(
-        'model.vision.train: true needs model.engine: torch (the local engine runs text-only models); set model.engine: torch or model.vision.train: false.',
-      );
-    return openLocalModels(config, from);
-  }
+  if (config.model.engine !== 'torch') return openLocalModels(config, from);
   const tokenizer = modelTokenizer(from ?? config.model.path, config.model.chatTemplate);
   const opts = { ...localEngineOptions(config), decode: (ids: number[]) => tokenizer.decode(ids) };
   return { engine: await openTorch(config, opts, tokenizer.vocabSize, from), tokenizer };
@@ -123,7 +119,14 @@ export async function openLocalModels(
     );
   }
   let engine: LocalEngine;
-  if (from) {
+  if (from && (await isVisionCheckpoint(from))) {
+    // A VLM checkpoint holds its whole model; a full fine-tune's reference would be `model.path`, not it.
+    if (opts.reference && !(opts.lora || existsSync(join(from, ADAPTER_DIR, 'adapter_config.json'))))
+      throw new ConfigError(
+        `Resuming the vision-language checkpoint \`${from}\` with a full fine-tune's reference model is not written yet for the local engine (the reference would be loaded from the checkpoint instead of model.path); resume with LoRA (model.lora.rank > 0), or without a KL term.`,
+      );
+    engine = await LocalEngine.fromPretrained(from, opts);
+  } else if (from) {
     // Built here rather than by fromPretrained: the reference of a full fine-tune is `model.path`, not the
     // checkpoint, and the tokenizer copied into later checkpoints must outlive pruned ones (`model.path`'s).
     if (opts.backend && opts.backend !== 'auto') setBackend(opts.backend);

@@ -84,6 +84,7 @@ export function engineTeacher(
           ids: batch.ids.subarray(b0 * T, b1 * T),
           attentionMask: batch.attentionMask.subarray(b0 * T, b1 * T),
           lengths: batch.lengths.subarray(b0, b1),
+          ...(batch.images ? { images: batch.images.slice(b0, b1) } : {}),
         };
         out.set((await engine.forward(part, { role: 'policy' })).logprobs, b0 * T);
       }

@@ -17,9 +17,8 @@ import {
   type InitDtype,
 } from '../../model/index.js';
 import {
-  CLIP_MEAN,
-  CLIP_STD,
   QWEN25_VL_PROCESSOR,
+  qwen25PreprocessorConfig,
   qwenTokenizerFiles,
   ragenQwenTemplate,
 } from '../../tokenizer/index.js';
@@ -40,21 +39,8 @@ const DTYPES: Record<string, { safetensors: InitDtype; torch: string }> = {
   f32: { safetensors: 'F32', torch: 'float32' },
 };
 
-/**
- * Qwen2.5-VL's published preprocessor_config.json: the image processor's pixel bounds (src/tokenizer/vision.ts), patch
- * and merge sizes, and OpenAI CLIP's per-channel mean and std.
- */
-const QWEN25_VL_PREPROCESSOR = {
-  min_pixels: QWEN25_VL_PROCESSOR.minPixels,
-  max_pixels: QWEN25_VL_PROCESSOR.maxPixels,
-  patch_size: QWEN25_VL_PROCESSOR.patchSize,
-  temporal_patch_size: 2,
-  merge_size: QWEN25_VL_PROCESSOR.mergeSize,
-  image_mean: [...CLIP_MEAN],
-  image_std: [...CLIP_STD],
-  image_processor_type: 'Qwen2VLImageProcessor',
-  processor_class: 'Qwen2_5_VLProcessor',
-};
+/** Qwen2.5-VL's published preprocessor_config.json (src/tokenizer's `qwen25PreprocessorConfig`). */
+const QWEN25_VL_PREPROCESSOR = qwen25PreprocessorConfig(QWEN25_VL_PROCESSOR);
 
 /** Qwen3-VL's published preprocessor_config.json: patch 16, pixel bounds 256 x 256 to 4096 x 4096, mean and std 0.5. */
 const QWEN3_VL_PREPROCESSOR = {
@@ -242,10 +228,7 @@ export function register(program: Command): void {
       );
       console.log(`  files: ${r.files.join(', ')}`);
       const family = modelShape(o.shape).family;
-      if (family === 'qwen2.5-vl')
-        console.log(
-          '  the torch engine loads it (python/ragen_torch/vision.py); the local engine samples with it but does not train on images yet (docs/vision.md)',
-        );
+      if (family === 'qwen2.5-vl') console.log('  both engines load, sample and train it with images (docs/vision.md)');
       else if (family.endsWith('-vl'))
         console.log('  the torch engine loads it (python/ragen_torch/vision_qwen3.py); the local engine does not yet');
       else console.log(`  train it: ragen train --config sokoban-ppo-qwen model.path=${o.out}`);
