@@ -42,7 +42,7 @@ export type { PackedBatch, PaddedTokens, TokenOutputs } from './forward.js';
 export { KVCache } from './kv-cache.js';
 export { generate, generateYielding, contextPastPositions, NonFiniteLogitsError, refuseImages } from './generate.js';
 export type { GenerateOptions, SamplingParams, SampledToken, Completion } from './generate.js';
-export { saveModel, loadModel, loadModelConfig, ADAPTER_DIR, VALUE_HEAD_FILE } from './checkpoint.js';
+export { saveModel, loadModel, loadModelConfig, loadTextConfig, ADAPTER_DIR, VALUE_HEAD_FILE } from './checkpoint.js';
 export type { SaveOptions } from './checkpoint.js';
 export { Sampler, argmax } from './sampling.js';
 export type { SamplerSettings } from './sampling.js';
