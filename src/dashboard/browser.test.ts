@@ -520,10 +520,24 @@ describe.skipIf(!browserAvailable())('dashboard in chromium', () => {
         .evaluateAll((ths) => ths.filter((t) => /[▲▼]/.test(t.textContent ?? '')).map((t) => t.textContent));
     expect(await marked(), 'no column is marked before a sort').toEqual([]);
     await page.click('th:has-text("run") >> nth=0');
-    expect(await order()).toEqual(['0/agent-run', '0/appending', '0/bandit-run', '0/crashed', '0/visual-run']);
+    expect(await order()).toEqual([
+      '0/agent-run',
+      '0/appending',
+      '0/bandit-run',
+      '0/crashed',
+      '0/visual-play',
+      '0/visual-run',
+    ]);
     expect(await marked()).toEqual(['run ▲']);
     await page.click('th:has-text("run") >> nth=0');
-    expect(await order()).toEqual(['0/visual-run', '0/crashed', '0/bandit-run', '0/appending', '0/agent-run']);
+    expect(await order()).toEqual([
+      '0/visual-run',
+      '0/visual-play',
+      '0/crashed',
+      '0/bandit-run',
+      '0/appending',
+      '0/agent-run',
+    ]);
   });
 
   // Two runs compared: bandit-run and a copy whose config and success values were changed by hand (known differences).
