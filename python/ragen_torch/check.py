@@ -1,6 +1,7 @@
 """The Python stages of `ragen bench gpu --check` (python -m ragen_torch.check STAGE): `versions` (torch, CUDA,
 transformers, peft, the device) and `decode` (the CUDA-graph decode step against eager decoding, the cases of
-src/engine/torch-gpu.test.ts). Each prints one JSON object on stdout and progress on stderr; `fsdp` is check_fsdp.py.
+src/engine/torch-gpu.test.ts). Each prints one JSON object on stdout and progress on stderr; `fsdp` is check_fsdp.py,
+`vision` check_vision.py.
 """
 
 import contextlib
@@ -145,8 +146,12 @@ def main(argv=None):
         from .check_fsdp import fsdp
 
         out = fsdp()
+    elif stage == "vision":
+        from .check_vision import vision
+
+        out = vision()
     else:
-        print(f"error: unknown check stage `{stage}`; use versions, decode or fsdp", file=sys.stderr)
+        print(f"error: unknown check stage `{stage}`; use versions, decode, fsdp or vision", file=sys.stderr)
         return 2
     with contextlib.redirect_stdout(sys.__stdout__):
         print(json.dumps(out), flush=True)

@@ -4,13 +4,14 @@
 // WASM engine inside the page; two runs compared show their config differences, one-row chart keys, a log scale and CSV
 // export. Each test saves a screenshot ($RAGEN_SCREENSHOTS, e.g. docs/dashboard, else a temp dir).
 import '../envs/index.js'; // the built-in environments
-import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentConfig, EnvGroups, episodeRecord, randomPolicy, rollout, type EpisodeRecord } from '../agent/index.js';
+import { makeEnv } from '../env/index.js';
 import { loadTokenizer, tinyTokenizerDir } from '../tokenizer/index.js';
 import { runEval } from '../eval/index.js';
 import { loadConfig } from '../config/index.js';
@@ -422,6 +423,45 @@ describe.skipIf(!browserAvailable())('dashboard in chromium', () => {
     await shot(page, 'play');
   });
 
+  it("issue 39: plays a visual env in the page, each turn showing the observation image's own pixels", async () => {
+    // The Bandit run's checkpoint, validating on VisualFrozenLake: a text model plays it (its prompts are text-only)
+    // and the page draws what the env showed each turn.
+    const playRun = join(runsDir, 'visual-play');
+    cpSync(join(runDir, 'checkpoints'), join(playRun, 'checkpoints'), { recursive: true });
+    cpSync(join(runDir, 'metrics.jsonl'), join(playRun, 'metrics.jsonl'));
+    const config = parseYaml(readFileSync(join(runDir, 'config.yaml'), 'utf8')) as {
+      env: { val: unknown[] };
+      agent: Record<string, unknown>;
+      logging: Record<string, unknown>;
+    };
+    config.env.val = [{ tag: 'VisualFrozenLake', groups: 1 }];
+    config.agent.maxTurns = 2;
+    config.logging.runDir = playRun;
+    writeFileSync(join(playRun, 'config.yaml'), toYaml(config));
+
+    await page.goto(`${dash.url}#/play?run=0/visual-play`);
+    await page.selectOption('#play-env', 'VisualFrozenLake');
+    await page.fill('#play-seed', '7');
+    await page.selectOption('#play-pace', '0');
+    await page.click('#play-button');
+    await page.waitForSelector('#play-status[data-done]', { timeout: 30_000 });
+    expect(await page.textContent('#play-status')).toMatch(/^Episode finished/);
+    const cards = await page.locator('#play-turns .play-turn').count();
+    expect(cards).toBeGreaterThan(0);
+    expect(await page.locator('#play-turns .play-turn .observation-images canvas').count()).toBe(cards);
+    // turn 1's canvas holds the pixels the env drew at the page's seed (validation seeds: group 0 takes the seed)
+    const pixels = (await page.evaluate(`(() => {
+      const c = document.querySelector('#play-turns .play-turn .observation-images canvas');
+      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      return { width: c.width, height: c.height, rgb: [...d].filter((_, k) => k % 4 !== 3) };
+    })()`)) as { width: number; height: number; rgb: number[] };
+    const drawn = (await makeEnv('VisualFrozenLake').reset({ seed: 7, mode: 'val' })).images![0]!;
+    expect([pixels.width, pixels.height]).toEqual([drawn.width, drawn.height]);
+    expect(pixels.rgb).toEqual([...drawn.data]);
+    await shot(page, 'play-visual');
+    expect(errors).toEqual([]);
+  });
+
   it('explains a broken run directory in the page and marks early warnings on the timeline', async () => {
     const broken = join(runsDir, 'crashed');
     mkdirSync(broken);
@@ -480,10 +520,24 @@ describe.skipIf(!browserAvailable())('dashboard in chromium', () => {
         .evaluateAll((ths) => ths.filter((t) => /[▲▼]/.test(t.textContent ?? '')).map((t) => t.textContent));
     expect(await marked(), 'no column is marked before a sort').toEqual([]);
     await page.click('th:has-text("run") >> nth=0');
-    expect(await order()).toEqual(['0/agent-run', '0/appending', '0/bandit-run', '0/crashed', '0/visual-run']);
+    expect(await order()).toEqual([
+      '0/agent-run',
+      '0/appending',
+      '0/bandit-run',
+      '0/crashed',
+      '0/visual-play',
+      '0/visual-run',
+    ]);
     expect(await marked()).toEqual(['run ▲']);
     await page.click('th:has-text("run") >> nth=0');
-    expect(await order()).toEqual(['0/visual-run', '0/crashed', '0/bandit-run', '0/appending', '0/agent-run']);
+    expect(await order()).toEqual([
+      '0/visual-run',
+      '0/visual-play',
+      '0/crashed',
+      '0/bandit-run',
+      '0/appending',
+      '0/agent-run',
+    ]);
   });
 
   // Two runs compared: bandit-run and a copy whose config and success values were changed by hand (known differences).

@@ -33,7 +33,7 @@ import {
   tagEntries,
   type RagenConfig,
 } from '../config/index.js';
-import { loadModelConfig } from '../model/index.js';
+import { loadTextConfig } from '../model/index.js';
 import { fileSystemError, makeDir, parseConfigPairs, UsageError, withSetting, writeFileAt } from '../util/index.js';
 import { validationBatch } from '../train/index.js';
 import { fetchHubModel, resolveModelDir } from './model-dir.js';
@@ -165,7 +165,7 @@ export async function runEval(opts: EvalOptions, onReport?: (report: EvalReport)
   }
   const tokenizer = tokenizerOf(opts, modelDir, base);
   // what `ragen train` refuses, eval refuses: a budget no first prompt fits, or one past the model's positions
-  const positions = policyName === 'model' ? (await loadModelConfig(modelDir!)).maxPositionEmbeddings : Infinity;
+  const positions = policyName === 'model' ? (await loadTextConfig(modelDir!)).maxPositionEmbeddings : Infinity;
   // without a run or preset, the context budget defaults to what the model holds (RAGEN's 3600 is past a tiny model's)
   if (!base && parseConfigPairs(opts.set)['maxContextTokens'] === undefined && cfg.maxContextTokens > positions)
     cfg = { ...cfg, maxContextTokens: positions };
@@ -254,7 +254,7 @@ async function evalAgents(
   // gateway)
   const builtIn =
     tagEntries(config, 'val').length > 0 ? [{ label: 'env.val', options: envGroupsOptions(config, 'val') }] : [];
-  await checkPromptsFit(builtIn, tokenizer, agent, (await loadModelConfig(modelDir)).maxPositionEmbeddings);
+  await checkPromptsFit(builtIn, tokenizer, agent, (await loadTextConfig(modelDir)).maxPositionEmbeddings);
   const tmp = opts.out !== undefined ? openOut(opts.out) : undefined;
   const engine = await localEngine(modelDir, tokenizer);
   const t0 = performance.now();

@@ -9,6 +9,7 @@ import { CheckpointError } from '../util/index.js';
 import { configFromHF, configToHF, generationConfigToHF, type ModelConfig } from './config.js';
 import { ValueHead } from './forward.js';
 import { LoraAdapters } from './lora.js';
+import { vlConfigFromHF } from './qwen2-vl-config.js';
 import { loadWeights, readSafetensors, saveWeights, writeSafetensors, type WeightMap } from './safetensors.js';
 import { Transformer } from './transformer.js';
 
@@ -114,15 +115,27 @@ export function weightsDir(dir: string): string {
 
 /** Read a checkpoint's config.json. */
 export async function loadModelConfig(dir: string): Promise<ModelConfig> {
+  const { json, path } = await readConfigJson(dir);
+  return configFromHF(json, path);
+}
+
+/**
+ * The language model's config of a checkpoint: a text model's config.json, or a Qwen2.5-VL's text part (its
+ * positions and vocabulary are the language model's); for what reads positions and widths of either kind.
+ */
+export async function loadTextConfig(dir: string): Promise<ModelConfig> {
+  const { json, path } = await readConfigJson(dir);
+  return json.model_type === 'qwen2_5_vl' ? vlConfigFromHF(json, path).text : configFromHF(json, path);
+}
+
+async function readConfigJson(dir: string): Promise<{ json: Record<string, unknown>; path: string }> {
   const path = join(dir, 'config.json');
   if (!existsSync(path)) throw new CheckpointError(`not a model checkpoint: ${path} is missing`);
-  let json: Record<string, unknown>;
   try {
-    json = JSON.parse(await readFile(path, 'utf8')) as Record<string, unknown>;
+    return { json: JSON.parse(await readFile(path, 'utf8')) as Record<string, unknown>, path };
   } catch (err) {
     throw new CheckpointError(`${path} is not valid JSON (${(err as Error).message})`);
   }
-  return configFromHF(json, path);
 }
 
 /**

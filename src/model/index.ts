@@ -42,7 +42,15 @@ export type { PackedBatch, PaddedTokens, TokenOutputs } from './forward.js';
 export { KVCache } from './kv-cache.js';
 export { generate, generateYielding, contextPastPositions, NonFiniteLogitsError, refuseImages } from './generate.js';
 export type { GenerateOptions, SamplingParams, SampledToken, Completion } from './generate.js';
-export { saveModel, loadModel, loadModelConfig, weightsDir, ADAPTER_DIR, VALUE_HEAD_FILE } from './checkpoint.js';
+export {
+  saveModel,
+  loadModel,
+  loadModelConfig,
+  loadTextConfig,
+  weightsDir,
+  ADAPTER_DIR,
+  VALUE_HEAD_FILE,
+} from './checkpoint.js';
 export type { SaveOptions } from './checkpoint.js';
 export { Sampler, argmax } from './sampling.js';
 export type { SamplerSettings } from './sampling.js';

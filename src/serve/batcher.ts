@@ -1,6 +1,7 @@
 // Continuous request batching over the Engine seam: requests that arrive while a batch generates wait
 // together and go into the next `engine.generate` call as one batch (not a queue of single calls).
 import type { Engine, Generation, SampledToken, SamplingParams } from '../engine/index.js';
+import type { RgbImage } from '../util/index.js';
 
 /** One prompt to complete. */
 export interface BatchJob {
@@ -12,6 +13,8 @@ export interface BatchJob {
   topK: number;
   stopTokenIds: number[];
   stopStrings: string[];
+  /** The images of the prompt, in the order of its vision tokens (a vision-language model's chat request). */
+  images?: readonly RgbImage[];
   /** A seeded job runs in a batch of its own, so its tokens depend only on (prompt, settings, seed). */
   seed?: number;
   /**
@@ -192,6 +195,7 @@ export class Batcher {
       stopTokenIds: first.stopTokenIds,
       ...(first.stopStrings.length > 0 ? { stopStrings: first.stopStrings } : {}),
       seed: first.seed ?? this.nextSeed(),
+      ...(batch.some((p) => p.job.images) ? { images: batch.map((p) => p.job.images) } : {}),
       ...(streams
         ? {
             onTokens: (sampled: readonly SampledToken[]) => {

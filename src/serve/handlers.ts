@@ -1,6 +1,6 @@
 // The two generation endpoints: a parsed request -> prompt ids -> batched jobs -> an OpenAI response body (streamed
 // responses are stream.ts).
-import type { Tokenizer } from '../tokenizer/index.js';
+import type { Tokenizer, VisionProcessor } from '../tokenizer/index.js';
 import { sequenceBatch, type Engine, type Generation } from '../engine/index.js';
 import { Batcher, type BatchJob } from './batcher.js';
 import { ApiError } from '../util/index.js';
@@ -31,6 +31,8 @@ export interface HandlerContext {
   topLogprobs: TopLogprobsSource | undefined;
   /** Scores prompts for `echo` (a teacher-forced pass of the served policy). */
   engine: Pick<Engine, 'forward'>;
+  /** A vision-language model's image processor: chat images become its vision tokens and reach the engine. */
+  vision: VisionProcessor | undefined;
 }
 
 /**
@@ -64,14 +66,22 @@ export function handlerContext(
     stopTokenIds: [o.tokenizer.eosTokenId],
     topLogprobs: o.topLogprobs,
     engine,
+    vision: engine.vision,
   };
 }
 
-/** Chat prompt ids: the checkpoint's chat template over the messages, with the assistant header appended. */
+/**
+ * Chat prompt ids: the checkpoint's chat template over the messages, with the assistant header appended (each image
+ * as its vision tokens in full, for a vision-language model).
+ */
 export function chatPromptIds(ctx: HandlerContext, req: ChatRequest): number[] {
   let text: string;
   try {
-    text = ctx.tokenizer.applyChatTemplate(req.messages, { addGenerationPrompt: true, extra: req.templateKwargs });
+    text = ctx.tokenizer.applyChatTemplate(req.messages, {
+      addGenerationPrompt: true,
+      extra: req.templateKwargs,
+      ...(ctx.vision ? { vision: ctx.vision } : {}),
+    });
   } catch (err) {
     throw new ApiError(
       400,
@@ -92,13 +102,23 @@ export function completionPromptIds(ctx: HandlerContext, req: CompletionRequest)
 }
 
 /**
- * The batcher jobs of a request's choices (prompts x n, choice k of prompt i at i*n + k), after its limits are checked.
+ * The batcher jobs of a request's choices (prompts x n, choice k of prompt i at i*n + k), after its limits are checked;
+ * a chat request's images (every message's, in order) go with each of its jobs.
  */
 export function choiceJobs(ctx: HandlerContext, req: ChatRequest | CompletionRequest, prompts: number[][]): BatchJob[] {
   if (req.topLogprobs > 0 && !ctx.topLogprobs)
     throw new ApiError(
       400,
       'This engine does not provide top_logprobs; ask for logprobs without alternatives (top_logprobs 0).',
+      'invalid_request_error',
+      'top_logprobs',
+      'unsupported_parameter',
+    );
+  const images = req.kind === 'chat' ? req.messages.flatMap((m) => m.images ?? []) : [];
+  if (images.length > 0 && req.topLogprobs > 0)
+    throw new ApiError(
+      400,
+      `top_logprobs are scored by a text-only pass, which would read this request's ${images.length} image(s) as text; ask for logprobs without alternatives (top_logprobs 0) with images.`,
       'invalid_request_error',
       'top_logprobs',
       'unsupported_parameter',
@@ -140,6 +160,7 @@ export function choiceJobs(ctx: HandlerContext, req: ChatRequest | CompletionReq
       topK: req.topK,
       stopTokenIds: ctx.stopTokenIds,
       stopStrings: req.stop,
+      ...(images.length > 0 ? { images } : {}),
       // n > 1 with a seed: choice k gets seed + k, so the choices differ and each stays reproducible. Greedy
       // choices need no seed and batch with anything.
       ...(req.seed !== undefined && req.temperature > 0 ? { seed: (req.seed + k) >>> 0 } : {}),

@@ -266,7 +266,7 @@ export class OpenAIServer<S = undefined> {
         'model_not_found',
       );
     }
-    if (parsed.kind === 'chat') refuseImages(parsed.messages, modelName);
+    if (parsed.kind === 'chat' && !this.ctx.vision) refuseImages(parsed.messages, modelName);
     const request = { ...parsed, ...call.sampling };
     const prompts =
       request.kind === 'chat' ? [chatPromptIds(this.ctx, request)] : completionPromptIds(this.ctx, request);
@@ -331,15 +331,14 @@ function methodNotAllowed(req: IncomingMessage, shown: string, allowed: string):
 }
 
 /**
- * 400 for a request with images: the engines run text-only models so far (issue 39), and a model must not be handed
- * image tokens it was never trained to read.
+ * 400 for a request with images to a text-only model: it must not be handed image tokens it was never trained to read.
  */
 function refuseImages(messages: readonly ChatMessage[], modelName: string): void {
   const i = messages.findIndex((m) => (m.images?.length ?? 0) > 0);
   if (i < 0) return;
   throw new ApiError(
     400,
-    `The model \`${modelName}\` is text-only and cannot read the image in messages[${i}]. Send the messages without image_url parts (an env's text observation instead of its image), or serve a vision-language model; ragen serve's engines load text-only models so far.`,
+    `The model \`${modelName}\` is text-only and cannot read the image in messages[${i}]. Send the messages without image_url parts (an env's text observation instead of its image), or serve a vision-language model (a Qwen2.5-VL checkpoint, on the local engine).`,
     'invalid_request_error',
     `messages[${i}].content`,
     'model_not_multimodal',

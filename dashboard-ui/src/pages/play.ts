@@ -1,6 +1,7 @@
 // Agents playing live in the browser: a run's checkpoint is fetched as files, loaded into the WASM tensor engine in
-// this page, and plays one of the run's validation envs turn by turn (envs are TypeScript and run here too). The
-// server only hands out the files; generation, parsing and env steps all run in the browser.
+// this page, and plays one of the run's validation envs turn by turn (envs are TypeScript and run here too), each turn's
+// observation images (a visual env's) drawn beside its text. The server only hands out the files; generation, parsing
+// and env steps all run in the browser.
 import {
   agentConfig,
   EnvGroups,
@@ -14,6 +15,7 @@ import '../../../src/envs/index.js'; // the built-in environments the page plays
 import { configFromHF, generate, parseSafetensors, Transformer } from '../../../src/model/index.js';
 import { createWasmBackend, getBackend, useBackend } from '../../../src/tensor/browser.js';
 import { HfTokenizer } from '../../../src/tokenizer/index.js';
+import type { RgbImage } from '../../../src/util/index.js';
 import { api, type RunDetail } from '../api.js';
 import { errorBox, fmt, h } from '../dom.js';
 import type { Page } from './page.js';
@@ -73,6 +75,30 @@ function playableEnvs(config: Record<string, unknown> | null): { tag: string; co
     ...new Set([...(env.val ?? []), ...(env.train ?? [])].flatMap((t) => (t.tag !== undefined ? [t.tag] : []))),
   ];
   return tags.map((tag) => ({ tag, config: env.config?.[tag] ?? {} }));
+}
+
+/** A visual env's observation images as canvases of their own pixels, pixelated as drawn (null without images). */
+function observationCanvases(images: readonly RgbImage[]): HTMLElement | null {
+  if (images.length === 0) return null;
+  return h(
+    'div',
+    { class: 'observation-images' },
+    images.map((img, i) => {
+      const canvas = h('canvas', {
+        width: img.width,
+        height: img.height,
+        title: `observation image ${i + 1} (${img.width} x ${img.height})`,
+        style: { imageRendering: 'pixelated', width: '192px' },
+      });
+      const rgba = new ImageData(img.width, img.height);
+      for (let p = 0; p < img.width * img.height; p++) {
+        rgba.data.set(img.data.subarray(3 * p, 3 * p + 3), 4 * p);
+        rgba.data[4 * p + 3] = 255;
+      }
+      canvas.getContext('2d')!.putImageData(rgba, 0, 0);
+      return canvas;
+    }),
+  );
 }
 
 /** Yield so the browser paints what was just written (generation blocks the page's thread). */
@@ -193,10 +219,13 @@ export async function playPage(params: URLSearchParams): Promise<Page> {
         async generate(requests, call) {
           const req = requests[0]!;
           board.textContent = req.slot.env.render();
+          // the observation's images ride on this turn's user message, the last of the prompt's messages
+          const images = req.messages?.at(-1)?.images ?? [];
           pending = h(
             'div',
             { class: 'turn play-turn', 'data-turn': req.turn },
             h('h4', {}, `Turn ${req.turn + 1}`),
+            observationCanvases(images),
             h('pre', { class: 'observation' }, board.textContent),
             h('p', { class: 'muted' }, 'thinking...'),
           );

@@ -1,5 +1,6 @@
 // The checks of `ragen bench gpu --check` (bench-gpu-check.ts runs them): versions, CUDA-graph decode = eager, FSDP2
-// on CPU ranks, `ragen train` with checkpoint + resume = uninterrupted, and the helpers of bench-gpu-check-table.ts.
+// on CPU ranks, Qwen2.5-VL with images through the worker, `ragen train` with checkpoint + resume = uninterrupted, and
+// the helpers of bench-gpu-check-table.ts.
 // Sizes: the real Qwen2.5 shapes on a GPU; without CUDA the tiny shape and tiny rollouts (CI's smoke run).
 import { join } from 'node:path';
 import { readMetricsFile, type MetricRecord } from '../../metrics/index.js';
@@ -140,6 +141,19 @@ export const fsdp: CheckStage = {
     const e = (x: unknown) => (x as number).toExponential(1);
     const summary = `outputs ${e(f.outputsMaxDiff)}, gradients ${e(f.gradientsMaxRelDiff)} (relative), AdamW step ${e(f.stepMaxDiff)}, gathered checkpoint ${e(f.checkpointMaxDiff)}`;
     return { status: f.passed ? 'passed' : 'failed', summary, details: f };
+  },
+};
+
+export const vision: CheckStage = {
+  name: 'vision',
+  title: 'Qwen2.5-VL with images: greedy decode = teacher-forced pass',
+  limitSeconds: { cuda: 60, cpu: 120 },
+  async run(ctx) {
+    const v = await pythonCheck(ctx, 'vision');
+    const diff = (v.logprobMaxDiff as number).toExponential(1);
+    const speed = Math.round(v.tokensPerSecond as number).toLocaleString('en-US');
+    const summary = `${v.shape} (${v.device}): ${v.rows} rows with ${v.images} images (${v.imageTokens} image tokens), greedy log-probs vs a teacher-forced pass max diff ${diff} over ${v.tokensCompared} tokens (tolerance ${v.tolerance}); ${speed} tokens/s, forward ${(v.forwardSeconds as number).toFixed(2)} s, load ${(v.loadSeconds as number).toFixed(1)} s`;
+    return { status: v.passed ? 'passed' : 'failed', summary, details: v };
   },
 };
 

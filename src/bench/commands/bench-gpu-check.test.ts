@@ -102,6 +102,7 @@ test("the default stages' GPU limits fit a 15-minute device window less 2 minute
     'decode',
     'train',
     'fsdp',
+    'vision',
   ]);
   expect(DEFAULT_STAGES.map((s) => s.name)).toEqual([
     'versions',
@@ -279,7 +280,7 @@ describe.runIf(python)('ragen bench gpu --check without CUDA (the smoke run CI k
     const out = join(root, 'smoke');
     const atEnd: [string, string, string[]][] = []; // stage, status in its line, statuses in check.json at that moment
     const { code, stdout, stderr } = await runCheckCli(out, (line) => {
-      const m = /^\[check \d+\/8 (\w+)\] (passed|failed|skipped|timed out) in /.exec(line);
+      const m = /^\[check \d+\/9 (\w+)\] (passed|failed|skipped|timed out) in /.exec(line);
       if (m) atEnd.push([m[1]!, m[2]!, read(out).stages.map((s) => s.status)]);
     });
     expect(code, stderr.slice(-3000)).toBe(0);
@@ -292,6 +293,7 @@ describe.runIf(python)('ragen bench gpu --check without CUDA (the smoke run CI k
       'decode',
       'train',
       'fsdp',
+      'vision',
     ]);
     atEnd.forEach(([, status, files], i) => {
       expect(files[i], `check.json when stage ${i + 1} ended`).toBe(status);
@@ -303,7 +305,7 @@ describe.runIf(python)('ragen bench gpu --check without CUDA (the smoke run CI k
     const r = JSON.parse(stdout) as CheckReport;
     expect(r.mode).toBe('cpu');
     const by = Object.fromEntries(r.stages.map((s) => [s.name, s]));
-    for (const name of ['versions', 'bench', 'rollout', 'step', 'lora', 'decode', 'train'])
+    for (const name of ['versions', 'bench', 'rollout', 'step', 'lora', 'decode', 'train', 'vision'])
       expect(by[name]!.status, `${name}: ${by[name]!.summary}`).toBe('passed');
     // Debian's torch 1.13 has no fully_shard: the stage says so; with torch >= 2.4 it must pass.
     if (by.fsdp!.status === 'skipped' && !wheelPython)
@@ -317,6 +319,11 @@ describe.runIf(python)('ragen bench gpu --check without CUDA (the smoke run CI k
     }
     const decode = by.decode!.details.cases as { case: string; rowsStopped: number; tokensIdentical: boolean }[];
     expect(decode.find((c) => c.case === 'stops')!.rowsStopped).toBeGreaterThan(0); // the stop-id case stops rows
+    // vision: the tiny Qwen2.5-VL's greedy tokens after its images scored again by a teacher-forced pass
+    expect(by.vision!.details.shape).toBe('qwen2.5-vl-tiny');
+    expect(by.vision!.details.images).toBeGreaterThan(0);
+    expect(by.vision!.details.tokensCompared).toBeGreaterThan(0);
+    expect(by.vision!.details.logprobMaxDiff).toBeLessThan(1e-4);
     const compared = by.train!.details.compared as { equal: boolean; keys: number };
     expect(compared.equal).toBe(true);
     expect(compared.keys).toBeGreaterThan(10);
@@ -338,10 +345,10 @@ describe.runIf(python)('ragen bench gpu --check without CUDA (the smoke run CI k
     expect(by.step!.summary).toMatch(
       /^qwen2\.5-tiny: step 1 [\d.]+ s \(\w+ [\d.]+(, \w+ [\d.]+)+\); no peak-memory lines from the worker \(CPU\)$/,
     );
-    expect(stderr).toMatch(/\[check 7\/8 train\] step 2\/2/); // per-step progress of the long stages
-    expect(stderr).toMatch(/\[check 2\/8 bench\] .*rollout turn 2\/2/);
+    expect(stderr).toMatch(/\[check 7\/9 train\] step 2\/2/); // per-step progress of the long stages
+    expect(stderr).toMatch(/\[check 2\/9 bench\] .*rollout turn 2\/2/);
     expect(readFileSync(join(out, 'check.md'), 'utf8')).toMatch(
       /\| 7 \| `ragen train` stopped \+ `--resume` = uninterrupted \| passed \|/,
     );
-  }, 1_500_000); // the sum of the CPU stage limits plus start-up
+  }, 1_620_000); // the CPU stages run far under their limits (1,830 s in all); the vision stage added 120 s here
 });
