@@ -2,7 +2,7 @@
 // directory, and sampling prompts that carry images. Its language model is the engine's `policy`; text-only calls
 // take the text paths unchanged (with no image the 3-D positions are the 1-D ones on every axis).
 import { existsSync } from 'node:fs';
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   ADAPTER_DIR,
@@ -22,7 +22,7 @@ import {
   qwen25PreprocessorConfig,
   type VisionProcessor,
 } from '../tokenizer/index.js';
-import { ConfigError, Rng } from '../util/index.js';
+import { ConfigError, Rng, writeFileAt } from '../util/index.js';
 import type { Generation, SequenceBatch } from './types.js';
 
 /** A vision-language policy and the image processor settings its prompts were counted with. */
@@ -86,9 +86,10 @@ export async function saveVision(
   for (const [name, t] of vision.model.visual.weights)
     tower.set(name, { shape: [...t.shape], data: t.toFloat32Array() });
   await saveModel(dir, vision.model.lm, { ...opts, config: vlConfigToHF(vision.model.config), extraWeights: tower });
-  await writeFile(
+  writeFileAt(
     join(dir, 'preprocessor_config.json'),
     JSON.stringify(qwen25PreprocessorConfig(vision.processor), null, 2) + '\n',
+    'write the processor settings',
   );
 }
 
