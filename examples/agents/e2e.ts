@@ -71,7 +71,7 @@ export function guessNumberAgentSuite(name: ExampleName, label: string, o: { bou
       expect(batch.samples.map((s) => s.score)).toEqual([1, 1]);
     }, 90_000);
 
-    it("a garbled second call ends the episode unscored, exit 0, counted as that turn's format error", async () => {
+    it("a garbled second call ends the episode with its format penalty, exit 0, counted as that turn's format error", async () => {
       const garbling = new ScriptedEngine(tokenizer, (p) =>
         p.includes('<tool_response>')
           ? garbleCall(binarySearchPolicy(p, tokenizer.toolFormat))
@@ -98,7 +98,9 @@ export function guessNumberAgentSuite(name: ExampleName, label: string, o: { bou
         expect(outcomes[0]!.status).toBe('ok');
         const [episode] = batch.episodes;
         expect(episode!.turns.map((t) => t.formatError !== undefined)).toEqual([false, true]);
-        expect([episode!.success, episode!.score]).toEqual([false, 0]);
+        // the program's reward is 0; the garbled call costs formatPenalty (default -0.1) on its turn
+        expect(episode!.turns.map((t) => t.penalty)).toEqual([0, -0.1]);
+        expect([episode!.success, episode!.envReturn, episode!.score]).toEqual([false, 0, -0.1]);
       } finally {
         await g.close();
       }

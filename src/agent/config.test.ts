@@ -13,6 +13,7 @@ describe('agentProgram', () => {
       export: 'default',
       timeoutS: 60,
       failureReward: 0,
+      formatPenalty: -0.1,
       concurrency: 4,
       cwd: null,
       maxCalls: 256,
