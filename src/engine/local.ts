@@ -602,19 +602,15 @@ export class LocalEngine implements TrainableEngine {
     rng?: Rng,
   ): TokenOutputs {
     const { model, valueHead, logprobs, bare } = this.roleModel(role, want);
-    const adapters = model.lora;
-    if (bare) model.lora = null; // the base weights, without adapters
-    try {
-      return tokenForward(model, batch, {
+    return withoutAdaptersIf(bare, model, () =>
+      tokenForward(model, batch, {
         logprobs,
         entropy: want.entropy,
         ...(valueHead ? { valueHead } : {}),
         ...(rng ? { dropoutRng: rng } : {}),
         ...(this.options.gradientCheckpointing ? { checkpoint: true } : {}),
-      });
-    } finally {
-      model.lora = adapters;
-    }
+      }),
+    );
   }
 
   /** Output tensors (L - 1 each, for tokens 1..L-1) of image row `b` alone through the vision-language model. */
@@ -629,19 +625,26 @@ export class LocalEngine implements TrainableEngine {
     const vision = this.options.vision!;
     const { model, valueHead, logprobs, bare } = this.roleModel(role, want);
     const vl = model === this.policy ? vision.model : vision.reference!;
-    const adapters = model.lora;
-    if (bare) model.lora = null;
-    try {
-      return vlTokenOutputs(vl, rowTokens(batch, b), input, {
+    return withoutAdaptersIf(bare, model, () =>
+      vlTokenOutputs(vl, rowTokens(batch, b), input, {
         logprobs,
         entropy: want.entropy,
         ...(valueHead ? { valueHead } : {}),
         ...(rng ? { dropoutRng: rng } : {}),
         ...(this.options.gradientCheckpointing ? { checkpoint: true } : {}),
-      });
-    } finally {
-      model.lora = adapters;
-    }
+      }),
+    );
+  }
+}
+
+/** `fn()` over the base weights of `model` (its LoRA adapters detached) when `bare`, else as it is. */
+function withoutAdaptersIf<T>(bare: boolean, model: Transformer, fn: () => T): T {
+  const adapters = model.lora;
+  if (bare) model.lora = null;
+  try {
+    return fn();
+  } finally {
+    model.lora = adapters;
   }
 }
 
