@@ -2,7 +2,7 @@
 // the console and in the run's console.log, and that command works. (With agent programs:
 // src/train/agent-train-cli.test.ts.)
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -28,21 +28,37 @@ function ragenTrain(argv: string[]) {
   const exit = new Promise<{ code: number | null; signal: string | null; out: string }>((resolve) =>
     child.on('exit', (code, signal) => resolve({ code, signal, out })),
   );
-  return { child, exit };
+  let exited = false;
+  void exit.then(() => (exited = true));
+  return { child, exit, output: () => out, exited: () => exited };
 }
 
-async function waitFor(what: string, ok: () => boolean, ms = 90_000): Promise<void> {
+/** Polls `ok` until it holds; fails at once, with the child's output, if the child exits first. */
+async function waitFor(
+  what: string,
+  ok: () => boolean,
+  run: ReturnType<typeof ragenTrain>,
+  ms = 90_000,
+): Promise<void> {
   const t0 = Date.now();
   while (!ok()) {
-    if (Date.now() - t0 > ms) throw new Error(`timed out waiting for ${what}`);
+    if (run.exited()) throw new Error(`ragen train exited before ${what}:\n${run.output()}`);
+    if (Date.now() - t0 > ms) throw new Error(`timed out waiting for ${what}:\n${run.output()}`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/** Whether the run keeps a complete checkpoint of some step (the trainer keeps only the newest: step 1's may be gone). */
+function hasCheckpoint(dir: string): boolean {
+  const root = join(dir, 'checkpoints');
+  if (!existsSync(root)) return false;
+  return readdirSync(root).some((name) => /^step-\d+$/.test(name) && isCompleteCheckpoint(join(root, name)));
 }
 
 describe('issue 38 item 3: Ctrl-C during ragen train', () => {
   it('prints the kept checkpoint and the resume command (console and console.log), and that command continues the run', async () => {
     const dir = join(root, 'run');
-    const { child, exit } = ragenTrain([
+    const run = ragenTrain([
       `model.path=${join(root, 'model')}`,
       `logging.runDir=${dir}`,
       'env.train=[{tag: SimpleSokoban, groups: 2, groupSize: 2}]',
@@ -56,9 +72,9 @@ describe('issue 38 item 3: Ctrl-C during ragen train', () => {
       '--steps',
       '50',
     ]);
-    await waitFor('the checkpoint of step 1', () => isCompleteCheckpoint(join(dir, 'checkpoints', 'step-1')));
-    child.kill('SIGINT');
-    const { code, signal, out } = await exit;
+    await waitFor('a checkpoint', () => hasCheckpoint(dir), run);
+    run.child.kill('SIGINT');
+    const { code, signal, out } = await run.exit;
     expect(code === 130 || signal === 'SIGINT', out).toBe(true); // stopped as Ctrl-C stops a process
     const m =
       /interrupted by SIGINT during step (\d+) of 50\. Kept: the checkpoint of step (\d+), (\S+)\.\nContinue with: (ragen train --resume (\S+))\n/.exec(
@@ -90,7 +106,7 @@ describe('issue 38 item 3: Ctrl-C during ragen train', () => {
 
   it('before the first checkpoint, says that nothing was kept', async () => {
     const dir = join(root, 'early');
-    const { child, exit } = ragenTrain([
+    const run = ragenTrain([
       `model.path=${join(root, 'model')}`,
       `logging.runDir=${dir}`,
       'env.train=[{tag: SimpleSokoban, groups: 2, groupSize: 2}]',
@@ -105,9 +121,10 @@ describe('issue 38 item 3: Ctrl-C during ragen train', () => {
     await waitFor(
       'the run directory',
       () => existsSync(join(dir, 'console.log')) && readFileSync(join(dir, 'console.log'), 'utf8').includes('run:'),
+      run,
     );
-    child.kill('SIGINT');
-    const { out } = await exit;
+    run.child.kill('SIGINT');
+    const { out } = await run.exit;
     expect(out).toMatch(
       /interrupted by SIGINT (before|during) step \d+ of 50, before the first checkpoint: nothing was kept to resume from/,
     );
