@@ -13,9 +13,15 @@ import { binarySearchGuesses } from '../../src/envs/index.js';
 import { guessNumberDemo } from './guess-number-ai-sdk/demos.js';
 import { MAX_NUMBER, answer, secretOf } from './guess-number-ai-sdk/task.mjs';
 import { RecordingEngine, binarySearchPolicy, commandOf, garbleCall, type ExampleName } from './testing.js';
-import { toolCallText } from '../../src/tokenizer/index.js';
+import { readToolCallBlocks, toolCallText } from '../../src/tokenizer/index.js';
 
 export const GUESS_NUMBER_TINY = join(import.meta.dirname, '..', '..', 'models', 'guess-number-tiny');
+
+/** The `n` of the `guess` call in a reply written in guess-number-tiny's tool format; undefined when there is none. */
+function guessOf(text: string): number | undefined {
+  const [call] = readToolCallBlocks(text, loadTokenizer(GUESS_NUMBER_TINY).toolFormat);
+  return call?.ok && call.name === 'guess' && typeof call.arguments['n'] === 'number' ? call.arguments['n'] : undefined;
+}
 
 /** The suite for example `name` (its own agent.test.ts calls this). */
 export function guessNumberAgentSuite(name: ExampleName, label: string, o: { boundedSchema?: boolean } = {}): void {
@@ -164,17 +170,17 @@ export function guessNumberAgentSuite(name: ExampleName, label: string, o: { bou
           Array.from(out.logprobs.slice(c.promptIds.length, seq.length)).forEach((lp, t) =>
             expect(lp).toBeCloseTo(c.logprobs[t]!, 3),
           );
-          const n = /"arguments": \{"n": (\d+)\}/.exec(c.text)?.[1];
+          const n = guessOf(c.text);
           if (k + 1 < calls.length)
             expect(
               tokenizer
                 .decode(calls[k + 1]!.promptIds)
                 .endsWith(
-                  `<tool_response>\n${answer(Number(n), secret)}\n</tool_response><|im_end|>\n<|im_start|>assistant\n`,
+                  `<tool_response>\n${answer(n, secret)}\n</tool_response><|im_end|>\n<|im_start|>assistant\n`,
                 ),
             ).toBe(true);
         }
-        expect(o!.reward).toBe(calls.some((c) => c.text.includes(`{"n": ${secret}}`)) ? 1 : 0);
+        expect(o!.reward).toBe(calls.some((c) => guessOf(c.text) === secret) ? 1 : 0);
         expect(batch.samples.flatMap((s) => s.ids.filter((_, t) => s.lossMask[t] === 1))).toEqual(
           calls.flatMap((c) => c.completionIds),
         );

@@ -15,8 +15,8 @@ import { Gateway } from './server.js';
 const OPENAI = pathToFileURL(join(import.meta.dirname, '..', '..', 'node_modules', 'openai', 'index.mjs')).href;
 const dir = mkdtempSync(join(tmpdir(), 'ragen-format-penalty-'));
 const tokenizer = loadTokenizer('models/guess-number-tiny');
-const good = `${toolCallText({ name: 'guess', arguments: { n: 8 } }, 'qwen')}<|im_end|>`;
-const garbled = '<tool_call>\n{"name": "guess", "arguments": {"n": 8}\n</tool_call><|im_end|>';
+const good = `${toolCallText({ name: 'guess', arguments: { n: 8 } }, tokenizer.toolFormat)}<|im_end|>`;
+const garbled = '<tool_call>\nguess n=8\n</tool_call><|im_end|>'; // a call in no tool format
 // Episode member m: its second call is garbled when m is odd; a third call has no tools (plain chat, never a format
 // error whatever it says).
 const engine = new ScriptedEngine(tokenizer, (prompt) => {

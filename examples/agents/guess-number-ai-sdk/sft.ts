@@ -1,7 +1,8 @@
 // Warm start of the guess-number example: a short SFT of ragen-tiny on binary-search demonstrations in both formats
 // (the AI SDK agent's tool calls as the gateway renders them, and GuessNumber in the built-in loop), then success
 // of each through its own path. Qwen's tool tags are first added to ragen-tiny as one token each (tool-tokens.ts),
-// as Qwen's tokenizer has them. `npx tsx examples/agents/guess-number-ai-sdk/sft.ts [--steps 200] [--out dir]`.
+// as Qwen's tokenizer has them; the calls are in the `compact` format (`<tool_call>guess(n=8)</tool_call>`, 10
+// tokens) unless `--tool-format qwen`. `npx tsx examples/agents/guess-number-ai-sdk/sft.ts [--steps 200] [--out dir]`.
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { parseArgs } from 'node:util';
@@ -56,12 +57,15 @@ async function main(): Promise<void> {
       base: { type: 'string', default: 'models/ragen-tiny' },
       out: { type: 'string', default: 'models/guess-number-tiny' },
       episodes: { type: 'string', default: '400' },
-      'builtin-episodes': { type: 'string', default: '120' },
+      'builtin-episodes': { type: 'string', default: '400' },
       steps: { type: 'string', default: '200' },
       batch: { type: 'string', default: '8' },
       lr: { type: 'string', default: '2e-3' },
       'eval-episodes': { type: 'string', default: '16' },
-      'tool-format': { type: 'string', default: 'qwen' },
+      'tool-format': { type: 'string', default: 'compact' },
+      // `full`: the built-in demos show the whole episode as chat (as the gateway's calls do), for runs with
+      // agent.contextWindowMode=full agent.maxContextWindow=null; default: the preset's one-turn window
+      'builtin-context': { type: 'string', default: 'preset' },
     },
   });
   const num = (k: keyof typeof values) => {
@@ -85,9 +89,15 @@ async function main(): Promise<void> {
     seed: 0,
   });
   const preset = loadConfig({ config: 'guessnumber-ppo' });
-  const agent = agentConfig(preset.agent);
-  // the built-in demos are short (one sequence per turn), the tool-call ones long (a whole episode): fewer of the
-  // former
+  const context = values['builtin-context'];
+  if (context !== 'preset' && context !== 'full')
+    throw new Error(`--builtin-context must be preset or full, got ${JSON.stringify(context)}.`);
+  const agent = agentConfig(
+    context === 'full' ? { ...preset.agent, contextWindowMode: 'full', maxContextWindow: null } : preset.agent,
+  );
+  // as many built-in episodes as tool-call ones: each built-in episode is one short sequence per turn, so the
+  // built-in format gets ~3.5 sequences for each tool-call one (with 120, the built-in loop started ~20 points below
+  // the gateway: docs/benchmarks.md, issue 42)
   const builtIn = await buildDemos(tokenizer, agent, { envs: ['GuessNumber'], episodes: num('builtin-episodes') });
   const tools = guessNumberToolSamples(tokenizer, num('episodes'));
   const samples = [...builtIn.samples, ...tools];
