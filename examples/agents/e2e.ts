@@ -175,9 +175,7 @@ export function guessNumberAgentSuite(name: ExampleName, label: string, o: { bou
             expect(
               tokenizer
                 .decode(calls[k + 1]!.promptIds)
-                .endsWith(
-                  `<tool_response>\n${answer(n, secret)}\n</tool_response><|im_end|>\n<|im_start|>assistant\n`,
-                ),
+                .endsWith(`<tool_response>\n${answer(n, secret)}\n</tool_response><|im_end|>\n<|im_start|>assistant\n`),
             ).toBe(true);
         }
         expect(o!.reward).toBe(calls.some((c) => guessOf(c.text) === secret) ? 1 : 0);
