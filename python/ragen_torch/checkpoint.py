@@ -1,6 +1,8 @@
 """Saving the worker's models as src/model/checkpoint.ts does: config.json + generation_config.json + model.safetensors
-(float32, cast tensor by tensor as written; sharded past max_shard_bytes, 1 GiB by default), the LoRA adapter in PEFT's layout under adapter/, value_head.safetensors, a separate
-critic under critic/, tokenizer files copied; the local engine and transformers / PEFT load the result.
+(float32, cast tensor by tensor as written; sharded past max_shard_bytes, 1 GiB by default), the LoRA adapter in PEFT's
+layout under adapter/, value_head.safetensors, a separate critic under critic/, tokenizer files copied; the local engine
+and transformers / PEFT load the result. A LoRA model over a frozen base read from a directory is saved as PEFT's
+save_pretrained saves one: the adapter naming its base (absolute), no base weights.
 """
 
 import json
@@ -36,7 +38,19 @@ def peft_config(lora, base=".."):
     }
 
 
-def save_model(directory, model, value_head=None, source=None, tokenizer_path=None, max_shard_bytes=None):
+def frozen_base_dir(model):
+    """`model.base_dir` when the model carries LoRA adapters over a base that is frozen and so unchanged; else None. A
+    training vision tower is base that changes: then the whole model is written."""
+    if model.lora is None or getattr(model, "base_dir", None) is None:
+        return None
+    trains = any(p.requires_grad for name, p in model.named_parameters() if ".lora_" not in name)
+    return None if trains else model.base_dir
+
+
+def save_model(directory, model, value_head=None, source=None, tokenizer_path=None, max_shard_bytes=None, base=None):
+    """Write `model` as a Hugging Face checkpoint directory. `base`: the directory holding its frozen base weights
+    (frozen_base_dir), written as PEFT's save_pretrained writes a LoRA model: adapter/ with base_model_name_or_path =
+    `base`, and no model.safetensors (rewriting an unchanged base cost its float32 size on disk at every checkpoint)."""
     os.makedirs(directory, exist_ok=True)
     raw = dict(model.config.raw, torch_dtype="float32")
     with open(os.path.join(directory, "config.json"), "w") as f:
@@ -52,14 +66,19 @@ def save_model(directory, model, value_head=None, source=None, tokenizer_path=No
         ids = {k: raw[k] for k in ("bos_token_id", "eos_token_id", "pad_token_id") if k in raw}
         with open(os.path.join(directory, "generation_config.json"), "w") as f:
             json.dump(ids, f, indent=2)
-    save_weights(
-        directory, model.base_state(), max_shard_bytes, dtype=torch.float32
-    )  # cast tensor by tensor, not a float32 model copy
+    if base is None:  # cast tensor by tensor, not a float32 model copy
+        save_weights(directory, model.base_state(), max_shard_bytes, dtype=torch.float32)
+    elif os.path.realpath(directory) != os.path.realpath(base):
+        # weights left in `directory` by an earlier save would be read instead of the named base (weights_dir);
+        # `directory` may be the base itself under another name (a symlink), whose weights must stay
+        for name in ("model.safetensors", "model.safetensors.index.json"):
+            if os.path.exists(os.path.join(directory, name)):
+                os.remove(os.path.join(directory, name))
     if model.lora is not None:
         adir = os.path.join(directory, "adapter")
         os.makedirs(adir, exist_ok=True)
         with open(os.path.join(adir, "adapter_config.json"), "w") as f:
-            json.dump(peft_config(model.lora), f, indent=2)
+            json.dump(peft_config(model.lora, ".." if base is None else os.path.abspath(base)), f, indent=2)
         adapters = {k: p for k, p in model.trainable() if ".lora_" in k}  # a training vision tower is in the base
         write_safetensors(os.path.join(adir, "adapter_model.safetensors"), adapters, dtype=torch.float32)
     if value_head is not None:

@@ -37,8 +37,8 @@ def freeze_bf16(model):
 
 def freeze_bf16_base(model):
     """A LoRA model's frozen base weights in bf16 in place (the adapters and a training vision tower stay float32): half
-    the memory of a 7B base, and no recast per forward under autocast. Its checkpoints still write float32 base weights
-    (bf16 values)."""
+    the memory of a 7B base, and no recast per forward under autocast. Its checkpoints name the base's directory instead
+    of writing it (checkpoint.py), or, when a vision tower trains, write float32 base weights (bf16 values)."""
     with torch.no_grad():
         for name, p in model.named_parameters():
             if ".lora_" not in name and not p.requires_grad:

@@ -212,6 +212,7 @@ class Decoder(nn.Module):
         self.lora = None  # {"r", "alpha", "dropout", "target_modules"} once adapters are attached
         self.checkpointing = False  # recompute each layer in backward instead of keeping its activations
         self.compiled = None  # torch.compile'd layers for passes without a KV cache (compiled.py), or None: eager
+        self.base_dir = None  # the directory its base weights were read from (load_decoder), or None: built in memory
 
     def forward(self, ids, with_logits=False, positions=None, segments=None):
         """Hidden states (and logits) through the module call, so FSDP's hooks (fsdp.py) gather the weights around it."""
@@ -361,8 +362,11 @@ def weights_dir(directory):
         if not os.path.exists(cfg):
             return at  # load_weights says which files are missing
         seen.add(at)
-        with open(cfg) as f:
-            named = json.load(f).get("base_model_name_or_path")
+        try:
+            with open(cfg) as f:
+                named = json.load(f).get("base_model_name_or_path")
+        except ValueError as e:
+            raise CheckpointError(f"{cfg} is not valid JSON ({e}); the checkpoint is damaged.") from e
         nxt = os.path.abspath(os.path.join(at, "adapter", named)) if isinstance(named, str) and named else None
         if nxt is None or nxt in seen:
             raise CheckpointError(
@@ -387,7 +391,8 @@ def load_decoder(directory, device, adapters=True, generator=None):
     c = load_config(directory)
     with torch.device("meta") if hasattr(torch.device, "__enter__") else _nullctx():  # torch >= 2.0: no allocation
         model = make_decoder(c)
-    weights = load_weights(weights_dir(directory))
+    base = weights_dir(directory)
+    weights = load_weights(base)
     if getattr(c, "vision", None) is not None:
         from .vision import hub_names
 
@@ -400,6 +405,7 @@ def load_decoder(directory, device, adapters=True, generator=None):
     else:
         _assign(model, state)
     model = model.to(device).requires_grad_(True)  # assign=True may carry the loaded tensors' requires_grad=False
+    model.base_dir = base
     if getattr(c, "vision", None) is not None:
         model.set_vision_train(False)
     adir = os.path.join(directory, "adapter")

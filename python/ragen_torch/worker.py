@@ -14,7 +14,7 @@ import traceback
 import torch
 
 from . import PROTOCOL_VERSION
-from .checkpoint import save_model
+from .checkpoint import frozen_base_dir, save_model
 from .dist import Dist
 from .fsdp import full, gathered_state, is_sharded
 from .generate import NonFiniteLogitsError, generate
@@ -223,7 +223,8 @@ class Worker:
         if not lead:
             return
         shared = r.value_head if r.critic_mode == "shared" else None
-        save_model(d, policy, shared, r.source, h.get("tokenizerPath"), h.get("maxShardBytes"))
+        base = frozen_base_dir(r.policy)  # the live policy's flags (a gathered copy's base looks frozen)
+        save_model(d, policy, shared, r.source, h.get("tokenizerPath"), h.get("maxShardBytes"), base=base)
         if r.critic_mode == "separate":
             save_model(
                 os.path.join(d, "critic"), critic, r.value_head, r.critic_source, max_shard_bytes=h.get("maxShardBytes")

@@ -11,7 +11,7 @@ import os
 import pytest
 import tiny
 import torch
-from ragen_torch.checkpoint import save_model
+from ragen_torch.checkpoint import frozen_base_dir, save_model
 from ragen_torch.generate import generate
 from ragen_torch.model import load_decoder
 from ragen_torch.random_checkpoint import SHAPES
@@ -201,6 +201,19 @@ def test_our_lora_adapter_loads_in_peft_and_gives_peft_outputs(pair, tmp_path):
         assert (a - base)[real(mask)].abs().amax() > 1e-3, "the adapter changed nothing"
     finally:
         peft_model.unload()  # the module-scoped transformers model goes back to its plain layers
+
+
+def test_an_adapter_only_checkpoint_loads_in_peft_from_the_base_it_names(pair, tmp_path):
+    _, _, _, _, directory = pair
+    ours = lora_decoder(directory, seed=4)
+    save_model(str(tmp_path), ours, base=frozen_base_dir(ours))
+    assert not (tmp_path / "model.safetensors").exists() and not (tmp_path / "model.safetensors.index.json").exists()
+    # PEFT reads the base from adapter_config.json's base_model_name_or_path, as the worker and the local engine do
+    back = peft.AutoPeftModelForCausalLM.from_pretrained(str(tmp_path / "adapter"), attn_implementation="eager").eval()
+    ids, mask, pos = padded(ROWS)
+    torch.testing.assert_close(
+        hf_logits(back, ids, mask, pos)[real(mask)], ours_logits(ours, ids, mask, pos)[real(mask)], atol=1e-5, rtol=1e-5
+    )
 
 
 def test_a_peft_adapter_loads_in_ours_and_gives_peft_outputs(pair, tmp_path):

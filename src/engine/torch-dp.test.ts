@@ -4,9 +4,9 @@
 // dies is reported, and no process outlives the engine. The same with the models sharded by FSDP2 over two CPU ranks
 // (RAGEN_TORCH_FSDP=all), where the interpreter's torch can (>= 2.7; Debian's 1.13 cannot, and refuses by name).
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort, Rng } from '../util/index.js';
 import { sequenceBatch } from './batch.js';
@@ -229,10 +229,21 @@ describe.runIf(fsdpOnCpu)(
       rmSync(dir, { recursive: true, force: true });
     });
 
-    it('LoRA with a shared critic: equals one rank (outputs, gradients, the step, weights, greedy samples)', async () => {
+    it('LoRA with a shared critic: equals one rank (outputs, gradients, the step, weights, greedy samples); its checkpoint, gathered from the shards, is adapter-only and loads on one rank', async () => {
       const opts = { critic: 'shared', lora: { r: 4, alpha: 8 } } as const;
-      await expectSameAsOneRank(await start(opts), [await start(opts, TINY, 2)], ['FSDP2, LoRA'], 'shared');
-    }, 90_000);
+      const two = await start(opts, TINY, 2);
+      await expectSameAsOneRank(await start(opts), [two], ['FSDP2, LoRA'], 'shared');
+      const ckpt = join(dir, 'lora-two');
+      await two.save(ckpt);
+      expect(readdirSync(ckpt).filter((f) => f.startsWith('model'))).toEqual([]);
+      const adapter = JSON.parse(readFileSync(join(ckpt, 'adapter', 'adapter_config.json'), 'utf8')) as {
+        base_model_name_or_path: string;
+      };
+      expect(adapter.base_model_name_or_path).toBe(resolve(TINY));
+      const again = await start(opts, ckpt);
+      const w = await two.tensors('policy');
+      for (const [n, t] of await again.tensors('policy')) expect(maxAbsDiff(t, w.get(n)!), n).toBeLessThan(1e-6);
+    }, 120_000);
 
     it("a full fine-tune with a separate critic and a reference: equals one rank; its checkpoint and optimizer state, written whole, resume on one rank exactly (and one rank's on the shards)", async () => {
       const opts = { critic: 'separate', reference: true } as const;

@@ -2,7 +2,7 @@
 // worker reads what it writes), rows and prompts with images: per-token log-probs, entropy, values and reference
 // log-probs, every trainable parameter's gradient (the language model and the tower with model.vision.train; LoRA
 // adapters), and greedy generations, within 1e-4 as for the text models (torch.test.ts).
-import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -100,9 +100,10 @@ const CASES: [string, boolean][] = [
 describe.skipIf(!python).each(CASES)('TorchEngine equals LocalEngine on a tiny Qwen2.5-VL: %s', (_name, lora) => {
   let local: LocalEngine;
   let torch: TorchEngine;
+  let dir: string;
 
   beforeAll(async () => {
-    const dir = await fixture(lora);
+    dir = await fixture(lora);
     const opts = { critic: 'shared' as const, reference: true, visionTrain: !lora };
     local = await LocalEngine.fromPretrained(dir, { backend: 'js', ...opts });
     torch = await TorchEngine.fromPretrained(dir, {
@@ -165,6 +166,29 @@ describe.skipIf(!python).each(CASES)('TorchEngine equals LocalEngine on a tiny Q
       expect(maxAbsDiff(g.logprobs, b[i]!.logprobs), `prompt ${i}`).toBeLessThan(1e-4);
     });
   });
+
+  it.runIf(lora)(
+    'saves a checkpoint naming the base (the tower frozen: adapter-only) that the local engine loads (1e-4)',
+    async () => {
+      const ckpt = join(root, 'torch-saved');
+      await torch.save(ckpt);
+      expect(readdirSync(ckpt).filter((f) => f.startsWith('model'))).toEqual([]);
+      const processor = (d: string) => readFileSync(join(d, 'preprocessor_config.json'), 'utf8');
+      expect(processor(ckpt)).toBe(processor(dir)); // the settings it read, not the defaults a reload would take
+      const again = await LocalEngine.fromPretrained(ckpt, { backend: 'js', critic: 'shared' });
+      try {
+        for (const role of ['policy', 'critic'] as const) {
+          const a = await again.forward(batch(), { role });
+          const b = await torch.forward(batch(), { role });
+          const k = role === 'policy' ? 'logprobs' : 'values';
+          expect(maxAbsDiff(a[k]!, b[k]!), `${role} ${k}`).toBeLessThan(1e-4);
+        }
+      } finally {
+        again.dispose();
+      }
+    },
+    60_000,
+  );
 });
 
 describe.skipIf(!python)('TorchEngine on a text-only model', () => {

@@ -2,9 +2,9 @@
 // model with GQA, attention biases, untied embeddings and q/k norm; each also with LoRA): per-token outputs,
 // gradients, weights after AdamW steps, greedy generations, sampled log-probs, checkpoints both ways.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   LoraAdapters,
@@ -266,6 +266,14 @@ describe.skipIf(!python).each(CASES)('TorchEngine equals LocalEngine on %s', (na
     async () => {
       const ckpt = join(root, `${name.replace(/\W+/g, '-')}-saved`);
       await torch.save(ckpt, { optimizer: true });
+      if (lora) {
+        // adapter-only, as the local engine saves LoRA: the frozen base is named (absolute), not rewritten
+        expect(readdirSync(ckpt).filter((f) => f.startsWith('model'))).toEqual([]);
+        const adapter = JSON.parse(readFileSync(join(ckpt, 'adapter', 'adapter_config.json'), 'utf8')) as {
+          base_model_name_or_path: string;
+        };
+        expect(adapter.base_model_name_or_path).toBe(resolve(dir));
+      }
       const reloaded = await LocalEngine.fromPretrained(ckpt, { critic: 'shared' });
       const again = await TorchEngine.fromPretrained(ckpt, { python: python!, critic: 'shared', echoStderr: false });
       try {

@@ -4,8 +4,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { contextPastPositions, NonFiniteLogitsError, refuseImages, type LoraConfig } from '../model/index.js';
-import { pixelValues, type VisionProcessor } from '../tokenizer/index.js';
-import { ConfigError, type RgbImage } from '../util/index.js';
+import { pixelValues, qwen25PreprocessorConfig, type VisionProcessor } from '../tokenizer/index.js';
+import { ConfigError, writeFileAt, type RgbImage } from '../util/index.js';
 import { isVisionCheckpoint, loadVisionProcessor } from './local-vision.js';
 import { findTorchPython, TORCH_MISSING } from './python.js';
 import type { FrameArray } from './torch-protocol.js';
@@ -309,6 +309,13 @@ export class TorchEngine implements TrainableEngine {
       ...(options.maxShardBytes === undefined ? {} : { maxShardBytes: options.maxShardBytes }),
       ...(this.options.tokenizerPath ? { tokenizerPath: resolve(this.options.tokenizerPath) } : {}),
     });
+    // the processor settings this engine read (as saveVision writes them), else a reload would take the defaults
+    if (this.vision)
+      writeFileAt(
+        join(dir, 'preprocessor_config.json'),
+        JSON.stringify(qwen25PreprocessorConfig(this.vision), null, 2) + '\n',
+        'write the processor settings',
+      );
   }
 
   async loadOptimizer(dir: string): Promise<void> {

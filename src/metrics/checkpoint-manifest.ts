@@ -1,6 +1,7 @@
 // A checkpoint's manifest (checkpoint.json: every file of a run's checkpoints/step-N/ with its size and SHA-256) and
 // the one check every reader of a run applies before it reads anything (--resume, eval --run, serve, probe-grads, the
-// dashboard's play): the folder holds exactly the files its manifest lists, each with its recorded content.
+// dashboard's play): the folder holds exactly the files its manifest lists, each with its recorded content, and the
+// base model an adapter-only (LoRA) checkpoint names is still the one it was trained on.
 import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { isAbsolute, join, posix } from 'node:path';
@@ -23,10 +24,23 @@ export interface ManifestFile {
   sha256?: string;
 }
 
+/**
+ * The base model of an adapter-only checkpoint (its adapter names a directory outside it): the weight files it reads
+ * there, each with its size and SHA-256 when the checkpoint was written.
+ */
+export interface ManifestBase {
+  /** Absolute path of the base model directory. */
+  dir: string;
+  /** Paths relative to `dir`, `/`-separated; sha256 always set. */
+  files: ManifestFile[];
+}
+
 /** A checkpoint's checkpoint.json, read and checked for shape. */
 export interface CheckpointManifest {
   step: number;
   files: ManifestFile[];
+  /** The base model an adapter-only checkpoint reads (absent when the checkpoint holds its own weights). */
+  base?: ManifestBase;
 }
 
 /** Options of `verifyCheckpoint`. */
@@ -48,6 +62,12 @@ export interface VerifiedCheckpoint extends CheckpointManifest {
 
 /** A manifest without digests, refused without `allowUnverified` (not damage: an earlier step is no way out). */
 export class UnverifiedCheckpointError extends CheckpointError {}
+
+/**
+ * The base model an adapter-only checkpoint names is not the one it was trained on (a file missing or changed): not
+ * damage of the checkpoint, and every earlier step of the run names the same base.
+ */
+export class BaseModelChangedError extends CheckpointError {}
 
 const DAMAGED = 'use an earlier step-N directory, or delete this one';
 
@@ -75,7 +95,7 @@ export function readManifest(dir: string): CheckpointManifest {
       dir,
       `its ${MANIFEST_FILE} is missing, so it is not a complete checkpoint (it was not finished, or was edited by hand)`,
     );
-  let m: { format?: unknown; step?: unknown; files?: unknown };
+  let m: { format?: unknown; step?: unknown; files?: unknown; base?: unknown };
   try {
     m = JSON.parse(withFileErrors('read the checkpoint manifest', path, () => readFileSync(path, 'utf8'))) as typeof m;
   } catch (err) {
@@ -88,10 +108,26 @@ export function readManifest(dir: string): CheckpointManifest {
       `its ${MANIFEST_FILE} is not a ragen-ts checkpoint manifest (format ${JSON.stringify(m?.format)})`,
     );
   }
+  const files = manifestFiles(dir, m.files, 'files');
+  if (m.base === undefined) return { step: Number(m.step), files };
+  const b = (m.base ?? {}) as { dir?: unknown; files?: unknown };
+  if (typeof b.dir !== 'string' || !isAbsolute(b.dir) || !Array.isArray(b.files))
+    throw new DamagedCheckpointError(
+      dir,
+      `its ${MANIFEST_FILE}'s base is not {dir: an absolute path, files: [...]} (dir ${JSON.stringify(b.dir)})`,
+    );
+  const baseFiles = manifestFiles(dir, b.files, 'base.files');
+  if (baseFiles.some((f) => f.sha256 === undefined))
+    throw new DamagedCheckpointError(dir, `its ${MANIFEST_FILE}'s base.files record a file without its SHA-256`);
+  return { step: Number(m.step), files, base: { dir: b.dir, files: baseFiles } };
+}
+
+/** The checked entries of a manifest's file list (`key`: where it sits, for the error). */
+function manifestFiles(dir: string, list: unknown[], key: string): ManifestFile[] {
   const seen = new Set<string>();
-  const files = m.files.map((f: unknown, i) => {
+  return list.map((f: unknown, i) => {
     const e = (f ?? {}) as Partial<ManifestFile>;
-    const bad = (what: string) => new DamagedCheckpointError(dir, `its ${MANIFEST_FILE}'s files[${i}] ${what}`);
+    const bad = (what: string) => new DamagedCheckpointError(dir, `its ${MANIFEST_FILE}'s ${key}[${i}] ${what}`);
     const p = e.path;
     if (
       typeof p !== 'string' ||
@@ -112,7 +148,6 @@ export function readManifest(dir: string): CheckpointManifest {
       throw bad(`(\`${p}\`) has sha256 ${JSON.stringify(e.sha256)}, not 64 hex digits`);
     return { path: p, bytes: e.bytes!, ...(e.sha256 !== undefined ? { sha256: e.sha256 } : {}) };
   });
-  return { step: Number(m.step), files };
 }
 
 /**
@@ -157,11 +192,44 @@ export function verifyCheckpoint(dir: string, opts: VerifyCheckpointOptions = {}
       );
     }
   }
+  if (manifest.base) verifyBase(dir, manifest.base);
   if (sizeOnly.length > 0) {
     const line = `warning: checkpoint \`${dir}\`: ${listed(sizeOnly)} checked by size only (no SHA-256 in its ${MANIFEST_FILE}; ${ALLOW_UNVERIFIED_FLAG}).`;
     (opts.warn ?? ((l: string) => process.stderr.write(`ragen: ${l}\n`)))(line);
   }
   return { ...manifest, sizeOnly };
+}
+
+/** Check that the base model `base` records is on disk as it was when the checkpoint `dir` was written. */
+function verifyBase(dir: string, base: ManifestBase): void {
+  const fix = `put the base model the adapter was trained on back at \`${base.dir}\`, or set adapter/adapter_config.json's base_model_name_or_path to where it is now`;
+  for (const f of base.files) {
+    const path = join(base.dir, f.path);
+    const problem = (what: string) =>
+      new BaseModelChangedError(
+        `checkpoint \`${dir}\` holds LoRA adapters over the base model \`${base.dir}\`, and its ${f.path} ${what}; ${fix}.`,
+      );
+    if (!existsSync(path)) throw problem(`is missing (${MANIFEST_FILE} records ${f.bytes} bytes)`);
+    const size = statSync(path).size;
+    if (size !== f.bytes) throw problem(`has ${size} bytes, ${MANIFEST_FILE} records ${f.bytes}: it is not that base`);
+    if (withFileErrors('verify the base model', path, () => sha256BaseFile(path)) !== f.sha256)
+      throw problem(
+        `does not match its SHA-256 in ${MANIFEST_FILE}: the base changed since the checkpoint was written`,
+      );
+  }
+}
+
+// A base model's files are frozen and each checkpoint of a run names them: hashed once per process per (path, size,
+// modification time).
+const baseHashes = new Map<string, string>();
+
+/** SHA-256 of a base model's weight file, cached by path, size and modification time (ns). */
+export function sha256BaseFile(path: string): string {
+  const st = statSync(path, { bigint: true });
+  const key = `${path}\0${st.size}\0${st.mtimeNs}`;
+  let h = baseHashes.get(key);
+  if (h === undefined) baseHashes.set(key, (h = sha256File(path)));
+  return h;
 }
 
 /**

@@ -113,6 +113,26 @@ export function weightsDir(dir: string): string {
   return at;
 }
 
+/**
+ * The base weight files an adapter-only checkpoint `dir` reads (`weightsDir`): the base directory and the files' names
+ * in it (model.safetensors, or the index and its shards); null when `dir` holds its own weights.
+ */
+export function baseWeightFiles(dir: string): { base: string; names: string[] } | null {
+  const base = weightsDir(dir);
+  if (base === resolve(dir)) return null;
+  if (existsSync(join(base, 'model.safetensors'))) return { base, names: ['model.safetensors'] };
+  const index = join(base, 'model.safetensors.index.json');
+  let map: unknown;
+  try {
+    map = (JSON.parse(readFileSync(index, 'utf8')) as { weight_map?: unknown }).weight_map;
+  } catch (err) {
+    throw new CheckpointError(`${index} is not valid JSON (${(err as Error).message}); the base model is damaged.`);
+  }
+  if (map === null || typeof map !== 'object')
+    throw new CheckpointError(`${index} has no \`weight_map\` object; the base model is damaged.`);
+  return { base, names: ['model.safetensors.index.json', ...new Set(Object.values(map).map(String))] };
+}
+
 /** Read a checkpoint's config.json. */
 export async function loadModelConfig(dir: string): Promise<ModelConfig> {
   const { json, path } = await readConfigJson(dir);

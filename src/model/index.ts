@@ -48,6 +48,7 @@ export {
   loadModelConfig,
   loadTextConfig,
   weightsDir,
+  baseWeightFiles,
   ADAPTER_DIR,
   VALUE_HEAD_FILE,
 } from './checkpoint.js';

@@ -3,9 +3,10 @@
 // published layout (`model.*`, `visual.*`, `lm_head.*`) and the 5.x module layout (`model.language_model.*`,
 // `model.visual.*`). Follows transformers' Qwen2_5_VLForConditionalGeneration (5.17).
 import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { concat, embedding, type Tensor } from '../tensor/index.js';
 import { ConfigError, type Rng } from '../util/index.js';
+import { weightsDir } from './checkpoint.js';
 import { vlConfigFromHF, type VLConfig } from './qwen2-vl-config.js';
 import { mropePositions, mropeRotary, type GridTHW } from './qwen2-vl-rotary.js';
 import { loadWeights, rejectUnexpected, type WeightMap } from './safetensors.js';
@@ -67,11 +68,16 @@ export class Qwen25VL {
     );
   }
 
-  /** Load a checkpoint directory (config.json + safetensors) that transformers saved. */
+  /**
+   * Load a checkpoint directory (config.json + safetensors) that transformers saved; an adapter-only one (a LoRA run's
+   * with the tower frozen) reads its weights from the base its adapter names (`weightsDir`).
+   */
   static async load(dir: string): Promise<Qwen25VL> {
     const path = join(dir, 'config.json');
     const json = JSON.parse(await readFile(path, 'utf8')) as Record<string, unknown>;
-    return Qwen25VL.fromWeights(vlConfigFromHF(json, path), await loadWeights(dir), dir);
+    const base = weightsDir(dir);
+    const source = base === resolve(dir) ? dir : `${dir} (base ${base})`;
+    return Qwen25VL.fromWeights(vlConfigFromHF(json, path), await loadWeights(base), source);
   }
 
   /** Every weight name of the model in the published layout and its shape. */

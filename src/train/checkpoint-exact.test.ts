@@ -1,6 +1,7 @@
 // Issue 34, items 4-6: a checkpoint is exactly its manifest. Every reader of a run (--resume, eval --run, serve,
 // probe-grads, the dashboard's play) loads only the files checkpoint.json lists, names a damaged newest step instead of
 // falling back to an older one, and refuses a manifest without SHA-256 digests unless --allow-unverified-checkpoint.
+// A LoRA run's adapter-only checkpoint also refuses a base model changed since it was written.
 import { spawn } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -287,4 +288,29 @@ describe('item 6: a manifest without SHA-256 digests is refused unless --allow-u
     const resumed = await train({ resume: dir, overrides: ['trainer.steps=3'], allowUnverifiedCheckpoint: true });
     expect(resumed.lastStep).toBe(3);
   });
+});
+
+describe("a LoRA run's checkpoint records the base it names (its manifest's `base`)", () => {
+  it('a base changed in place after the checkpoint was written is refused by --resume and eval --run, naming the file and the fix', async () => {
+    const base = await writeMicroModel(join(root, 'lora-base'));
+    const lora = join(root, 'lora-run');
+    await train({ config: microConfig(base, lora, ['trainer.steps=1', 'model.lora.rank=4', 'model.lora.alpha=8']) });
+    const step1 = join(lora, 'checkpoints', 'step-1');
+    expect(readdirSync(step1).filter((f) => f.startsWith('model'))).toEqual([]); // adapter-only: the base is named
+
+    const weights = join(base, 'model.safetensors');
+    const bytes = readFileSync(weights);
+    bytes[bytes.length - 1]! ^= 1; // one byte of the last tensor: the file still loads, as other weights
+    writeFileSync(weights, bytes);
+    const named = new RegExp(
+      `base model \`${resolve(base)}\`, and its model\\.safetensors does not match its SHA-256 in checkpoint\\.json: the base changed since the checkpoint was written; put the base model the adapter was trained on back at`,
+    );
+    const r = await train({ resume: lora, overrides: ['trainer.steps=2'] }).catch((e: unknown) => e);
+    expect(r).toBeInstanceOf(CheckpointError);
+    expect((r as Error).message).toMatch(named);
+    expect((r as Error).message).not.toMatch(/older|earlier step/); // every step of the run names the same base
+    const e = await runCli('eval', '--run', lora, '--groups', '1');
+    expect(e.code, e.err).toBe(2);
+    expect(e.err).toMatch(named);
+  }, 120_000);
 });

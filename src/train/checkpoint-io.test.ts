@@ -1,5 +1,6 @@
 import '../envs/index.js'; // the built-in environments
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import {
   mkdirSync,
   mkdtempSync,
@@ -173,6 +174,56 @@ describe('checkpoint directories', () => {
     await writeCheckpoint(root, state(4, { data: { trainSeedCounter: 99 } }), { keep: 2 });
     expect(readCheckpoint(join(root, 'step-4')).data.trainSeedCounter).toBe(99);
     expect(readdirSync(root).sort()).toEqual(['step-3', 'step-4']);
+  });
+
+  it("record an adapter-only checkpoint's base files (size, SHA-256) and refuse the checkpoint when one changed", async () => {
+    const tmp = mkdtempSync(join(tmpdir(), 'ragen-base-'));
+    const base = join(tmp, 'base');
+    mkdirSync(base);
+    writeFileSync(join(base, 'config.json'), '{}');
+    writeFileSync(join(base, 'model.safetensors'), 'base-weights-0123');
+    const adapterOver = (b: string) => (d: string) => {
+      writeFileSync(join(d, 'config.json'), '{}');
+      mkdirSync(join(d, 'adapter'));
+      writeFileSync(join(d, 'adapter', 'adapter_config.json'), JSON.stringify({ base_model_name_or_path: b }));
+    };
+    const root = fresh();
+    const dir = await writeCheckpoint(root, state(1), { writeModel: adapterOver(base) });
+    const sha = (s: string | Buffer) => createHash('sha256').update(s).digest('hex');
+    expect(JSON.parse(readFileSync(join(dir, 'checkpoint.json'), 'utf8')).base).toEqual({
+      dir: base,
+      files: [{ path: 'model.safetensors', bytes: 17, sha256: sha('base-weights-0123') }],
+    });
+    expect(verifyCheckpoint(dir).base?.dir).toBe(base);
+
+    const bytes = readFileSync(join(base, 'model.safetensors'));
+    bytes[5]! ^= 1; // same size, other content
+    writeFileSync(join(base, 'model.safetensors'), bytes);
+    const changed = new RegExp(
+      `holds LoRA adapters over the base model \`${base}\`, and its model\.safetensors does not match its SHA-256 in checkpoint\.json: the base changed since the checkpoint was written; put the base model the adapter was trained on back at \`${base}\``,
+    );
+    expect(() => verifyCheckpoint(dir)).toThrow(changed);
+    expect(() => readCheckpoint(dir)).toThrow(changed);
+
+    // a sharded base: the index and every shard it names
+    const sharded = join(tmp, 'sharded');
+    mkdirSync(sharded);
+    writeFileSync(join(sharded, 'config.json'), '{}');
+    const shards = ['model-00001-of-00002.safetensors', 'model-00002-of-00002.safetensors'];
+    const index = { weight_map: { a: shards[0], b: shards[1], c: shards[0] } };
+    writeFileSync(join(sharded, 'model.safetensors.index.json'), JSON.stringify(index));
+    for (const s of shards) writeFileSync(join(sharded, s), s);
+    const dir2 = await writeCheckpoint(root, state(2), { writeModel: adapterOver(sharded) });
+    expect(verifyCheckpoint(dir2).base?.files.map((f) => f.path)).toEqual(['model.safetensors.index.json', ...shards]);
+    rmSync(join(sharded, shards[1]!));
+    expect(() => verifyCheckpoint(dir2)).toThrow(/and its model-00002-of-00002\.safetensors is missing/);
+
+    // a checkpoint with its own weights names no base
+    const own = await writeCheckpoint(root, state(3), {
+      writeModel: (d) => writeFileSync(join(d, 'model.safetensors'), 'w'),
+    });
+    expect(JSON.parse(readFileSync(join(own, 'checkpoint.json'), 'utf8')).base).toBeUndefined();
+    rmSync(tmp, { recursive: true, force: true });
   });
 
   it("put the engine's model files in the manifest", async () => {

@@ -1,6 +1,7 @@
 // Checkpoint directories written atomically (step-N.tmp/, fsync, rename to step-N/), with trainer state for an exact
 // resume: data position, trainer bookkeeping, metrics so far. Model weights and optimizer state are written into
-// the same directory by the engine (Hugging Face layout, its own optimizer/ folder) through `writeModel`.
+// the same directory by the engine (Hugging Face layout, its own optimizer/ folder) through `writeModel`; an
+// adapter-only (LoRA) model's manifest records the base it names.
 import {
   closeSync,
   existsSync,
@@ -17,14 +18,17 @@ import {
 import { join } from 'node:path';
 import { CheckpointError, fileSystemError } from '../util/index.js';
 import { saveConfig, type RagenConfig } from '../config/index.js';
+import { baseWeightFiles } from '../model/index.js';
 import {
   CHECKPOINT_FORMAT as FORMAT,
   CHECKPOINT_VERSION as VERSION,
   filesIn,
   isCompleteCheckpoint,
   MANIFEST_FILE,
+  sha256BaseFile,
   sha256File,
   verifyCheckpoint,
+  type ManifestBase,
   type ManifestFile,
   type VerifyCheckpointOptions,
 } from '../metrics/index.js';
@@ -100,9 +104,10 @@ export async function writeCheckpoint(
       sha256: sha256File(join(tmp, path)),
     }));
     for (const f of files) fsyncFile(join(tmp, f.path));
+    const base = baseRecord(tmp);
     writeFileSync(
       join(tmp, MANIFEST_FILE),
-      JSON.stringify({ format: FORMAT, version: VERSION, step: state.step, files }, null, 1),
+      JSON.stringify({ format: FORMAT, version: VERSION, step: state.step, files, ...(base ? { base } : {}) }, null, 1),
     );
     fsyncFile(join(tmp, MANIFEST_FILE));
     fsyncFile(tmp);
@@ -120,6 +125,21 @@ export async function writeCheckpoint(
   }
   if (options.keep !== undefined) pruneCheckpoints(root, options.keep);
   return final;
+}
+
+/**
+ * The base model an adapter-only checkpoint `dir` names (a LoRA run's: src/model/checkpoint.ts), with each weight
+ * file's size and SHA-256, so that a changed base is refused at load (verifyCheckpoint); undefined when `dir` holds its
+ * own weights. The base is frozen: its files are hashed once per process (sha256BaseFile).
+ */
+function baseRecord(dir: string): ManifestBase | undefined {
+  const found = baseWeightFiles(dir);
+  if (found === null) return undefined;
+  const files = found.names.map((path) => {
+    const file = join(found.base, path);
+    return { path, bytes: statSync(file).size, sha256: sha256BaseFile(file) };
+  });
+  return { dir: found.base, files };
 }
 
 /**

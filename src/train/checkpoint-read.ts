@@ -4,6 +4,7 @@
 import { existsSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import {
+  BaseModelChangedError,
   DamagedCheckpointError,
   MANIFEST_FILE,
   UnverifiedCheckpointError,
@@ -34,7 +35,13 @@ export function openNewest<T>(
   try {
     return open();
   } catch (err) {
-    if (!(err instanceof CheckpointError) || err instanceof UnverifiedCheckpointError) throw err;
+    // an unverified manifest, or a changed base (which every earlier step names too): an older step is no way out
+    if (
+      !(err instanceof CheckpointError) ||
+      err instanceof UnverifiedCheckpointError ||
+      err instanceof BaseModelChangedError
+    )
+      throw err;
     const older = listCheckpoints(dirname(newest.dir))
       .filter((c) => c.step < newest.step)
       .pop();

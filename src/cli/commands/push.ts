@@ -2,12 +2,12 @@
 // adapter and the base weights it names), config,
 // generation config, tokenizer and chat template, the run's config and metrics under ragen/, and a generated model
 // card (README.md). The checkpoint is verified against its manifest before anything is read or sent.
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { basename, dirname, join, resolve } from 'node:path';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import type { Command } from 'commander';
 import { entryTags, loadSavedConfig } from '../../config/index.js';
 import { modelCard, readMetricsFile } from '../../metrics/index.js';
-import { ADAPTER_DIR, checkRepoId, hubToken, pushModel, weightsDir, type PushFile } from '../../model/index.js';
+import { ADAPTER_DIR, baseWeightFiles, checkRepoId, hubToken, pushModel, type PushFile } from '../../model/index.js';
 import { openModelDir } from '../../train/index.js';
 import { packageRoot, packageVersion, UsageError, writeFileAt } from '../../util/index.js';
 
@@ -84,19 +84,13 @@ function modelFiles(dir: string): PushFile[] {
  * from adapter/, as a checkpoint with its own weights writes it) instead of a path on this machine.
  */
 function baseFiles(checkpoint: string): PushFile[] {
-  const base = weightsDir(checkpoint);
-  if (base === resolve(checkpoint)) return [];
-  const index = join(base, 'model.safetensors.index.json');
-  const names = existsSync(join(base, 'model.safetensors'))
-    ? ['model.safetensors']
-    : [
-        'model.safetensors.index.json',
-        ...new Set(Object.values((JSON.parse(readFileSync(index, 'utf8')) as { weight_map: object }).weight_map)),
-      ];
+  const found = baseWeightFiles(checkpoint);
+  if (found === null) return [];
+  const { base, names } = found;
   const adapterConfig = join(checkpoint, ADAPTER_DIR, 'adapter_config.json');
   const peft = { ...(JSON.parse(readFileSync(adapterConfig, 'utf8')) as object), base_model_name_or_path: '..' };
   return [
-    ...names.map((name) => ({ path: String(name), source: { file: join(base, String(name)) } })),
+    ...names.map((name) => ({ path: name, source: { file: join(base, name) } })),
     { path: `${ADAPTER_DIR}/adapter_config.json`, source: { text: `${JSON.stringify(peft, null, 2)}\n` } },
   ];
 }
