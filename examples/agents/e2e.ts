@@ -9,6 +9,7 @@ import { agentProgram } from '../../src/agent/index.js';
 import { ScriptedEngine } from '../../src/agent/testing.js';
 import { localServeTarget } from '../../src/serve/index.js';
 import { Gateway, agentRollout, toolDemoCalls } from '../../src/gateway/index.js';
+import { scriptedGateway } from '../../src/gateway/testing.js';
 import { binarySearchGuesses } from '../../src/envs/index.js';
 import { guessNumberDemo } from './guess-number-ai-sdk/demos.js';
 import { MAX_NUMBER, answer, secretOf } from './guess-number-ai-sdk/task.mjs';
@@ -31,15 +32,7 @@ export function guessNumberAgentSuite(name: ExampleName, label: string, o: { bou
   beforeAll(async () => {
     tokenizer = loadTokenizer(GUESS_NUMBER_TINY); // the SFT'd model's: the demos' prompts are the ids it learnt
     engine = new RecordingEngine(tokenizer, (p) => binarySearchPolicy(p, tokenizer.toolFormat));
-    gateway = new Gateway({
-      engine,
-      tokenizer,
-      modelName: 'policy',
-      contextLength: 1024,
-      vocabSize: tokenizer.vocabSize,
-      maxTokens: 64,
-    });
-    await gateway.listen(0);
+    gateway = await scriptedGateway(engine, tokenizer, { maxTokens: 64 });
   });
   afterAll(async () => {
     await gateway.close();
@@ -83,15 +76,7 @@ export function guessNumberAgentSuite(name: ExampleName, label: string, o: { bou
           ? garbleCall(binarySearchPolicy(p, tokenizer.toolFormat))
           : binarySearchPolicy(p, tokenizer.toolFormat),
       );
-      const g = new Gateway({
-        engine: garbling,
-        tokenizer,
-        modelName: 'policy',
-        contextLength: 1024,
-        vocabSize: tokenizer.vocabSize,
-        maxTokens: 64,
-      });
-      await g.listen(0);
+      const g = await scriptedGateway(garbling, tokenizer, { maxTokens: 64 });
       try {
         const program = agentProgram({ command: commandOf(name), timeoutS: 60 });
         const { batch, outcomes } = await agentRollout(g, program, {
@@ -121,15 +106,7 @@ export function guessNumberAgentSuite(name: ExampleName, label: string, o: { bou
           tokenizer,
           () => `${toolCallText({ name: 'guess', arguments: { n: 40 } }, tokenizer.toolFormat)}<|im_end|>`,
         );
-        const g = new Gateway({
-          engine: wild,
-          tokenizer,
-          modelName: 'policy',
-          contextLength: 1024,
-          vocabSize: tokenizer.vocabSize,
-          maxTokens: 64,
-        });
-        await g.listen(0);
+        const g = await scriptedGateway(wild, tokenizer, { maxTokens: 64 });
         try {
           const { outcomes } = await agentRollout(g, agentProgram({ command: commandOf(name), timeoutS: 60 }), {
             tag: 'GuessNumberAgent',

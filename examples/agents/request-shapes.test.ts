@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadTokenizer, type Tokenizer } from '../../src/index.js';
 import { ScriptedEngine } from '../../src/agent/testing.js';
 import { TINY_MODEL_DIR } from '../../src/serve/testing.js';
-import { Gateway } from '../../src/gateway/index.js';
+import type { Gateway } from '../../src/gateway/index.js';
+import { scriptedGateway } from '../../src/gateway/testing.js';
 import { captureRequests, type CapturedRequest, type ExampleName } from './testing.js';
 
 const SEED = 7; // hidden number 10: guesses 8 (higher), 12 (lower), 10 (correct) make three calls
@@ -27,16 +28,7 @@ beforeAll(async () => {
       ? '<tool_call>\n{"name": "guess", "arguments": {"n": 1}}\n</tool_call>\n<tool_call>\n{"name": "guess", "arguments": {"n": 2}}\n</tool_call><|im_end|>'
       : 'ok<|im_end|>',
   );
-  gateway = new Gateway({
-    engine,
-    tokenizer,
-    modelName: 'policy',
-    contextLength: 1024,
-    vocabSize: tokenizer.vocabSize,
-    maxTokens: 256,
-    log: (l) => logs.push(l),
-  });
-  await gateway.listen(0);
+  gateway = await scriptedGateway(engine, tokenizer, { maxTokens: 256, log: (l) => logs.push(l) });
   for (const name of ['ai-sdk', 'openai-agents', 'langchain'] as const) {
     const { requests, stderr, code } = await captureRequests(name, SEED, [8, 12, 10]);
     expect([name, code, stderr]).toEqual([name, 0, '']);

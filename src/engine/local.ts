@@ -344,13 +344,7 @@ export class LocalEngine implements TrainableEngine {
     const images = imageRows(batch, this.options.vision);
     if (images.size > 0) return this.forwardWithImages(batch, options, images);
     const { B, T } = batch;
-    const want = {
-      entropy: (options.entropy ?? false) && options.role !== 'critic',
-      values: options.role === 'critic',
-    };
-    const out: ForwardResult = { logprobs: new Float32Array(B * T) };
-    if (want.entropy) out.entropy = new Float32Array(B * T);
-    if (want.values) out.values = new Float32Array(B * T);
+    const { want, out } = forwardOutputs(B, T, options);
     for (const rows of this.chunks(batch)) {
       noGrad(() =>
         tidy(() => {
@@ -382,13 +376,7 @@ export class LocalEngine implements TrainableEngine {
   ): Promise<ForwardResult> {
     const { B, T } = batch;
     const text = Array.from({ length: B }, (_, b) => b).filter((b) => !images.has(b));
-    const want = {
-      entropy: (options.entropy ?? false) && options.role !== 'critic',
-      values: options.role === 'critic',
-    };
-    const out: ForwardResult = { logprobs: new Float32Array(B * T) };
-    if (want.entropy) out.entropy = new Float32Array(B * T);
-    if (want.values) out.values = new Float32Array(B * T);
+    const { want, out } = forwardOutputs(B, T, options);
     if (text.length > 0) {
       const part = await this.forward(selectSequences(batch, text), options);
       for (const key of ['logprobs', 'entropy', 'values'] as const)
@@ -742,4 +730,17 @@ async function loadValueHead(dir: string, model: Transformer, seed: number): Pro
 function selectBackend(name: 'auto' | BackendName | undefined): void {
   if (name && name !== 'auto') setBackend(name);
   else getBackend();
+}
+
+/** What `forward` computes for `options` (entropy for the policy roles when asked, values for the critic) and its zeroed outputs. */
+function forwardOutputs(
+  B: number,
+  T: number,
+  options: { role: ModelRole; entropy?: boolean },
+): { want: { entropy: boolean; values: boolean }; out: ForwardResult } {
+  const want = { entropy: (options.entropy ?? false) && options.role !== 'critic', values: options.role === 'critic' };
+  const out: ForwardResult = { logprobs: new Float32Array(B * T) };
+  if (want.entropy) out.entropy = new Float32Array(B * T);
+  if (want.values) out.values = new Float32Array(B * T);
+  return { want, out };
 }

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { loadTokenizer, readToolCallBlocks, toolCallText } from '../tokenizer/index.js';
 import { lowerToolMessages, parseToolCalls, unparsedToolCall } from './qwen-tools.js';
 import { toolDemoCalls } from './tool-demos.js';
-import { Gateway } from './server.js';
+import { scriptedGateway } from './testing.js';
 import type { AgentOutcome } from './runner.js';
 import { ScriptedEngine } from '../agent/testing.js';
 import { gatewayMetrics } from '../train/agent-source.js';
@@ -128,15 +128,8 @@ describe('the gateway over a compact-format model', () => {
     const tokenizer = loadTokenizer(dir);
     const replies = ['<tool_call>guess(n=8)</tool_call><|im_end|>', '<tool_call>guess(n=8</tool_call><|im_end|>'];
     const engine = new ScriptedEngine(tokenizer, () => replies.shift()!);
-    const gateway = new Gateway({
-      engine,
-      tokenizer,
-      modelName: 'policy',
-      contextLength: 1024,
-      vocabSize: tokenizer.vocabSize,
-    });
+    const gateway = await scriptedGateway(engine, tokenizer);
     expect(gateway.toolFormat).toBe('compact');
-    await gateway.listen(0);
     try {
       const { baseUrl } = gateway.open('e1');
       const call = async () => {

@@ -10,7 +10,8 @@ import { agentProgram } from '../agent/index.js';
 import { ScriptedEngine } from '../agent/testing.js';
 import { loadTokenizer, toolCallText } from '../tokenizer/index.js';
 import { agentRollout } from './agent-rollout.js';
-import { Gateway } from './server.js';
+import type { Gateway } from './server.js';
+import { scriptedGateway } from './testing.js';
 
 const OPENAI = pathToFileURL(join(import.meta.dirname, '..', '..', 'node_modules', 'openai', 'index.mjs')).href;
 const dir = mkdtempSync(join(tmpdir(), 'ragen-format-penalty-'));
@@ -28,14 +29,7 @@ const engine = new ScriptedEngine(tokenizer, (prompt) => {
 let gateway: Gateway;
 
 beforeAll(async () => {
-  gateway = new Gateway({
-    engine,
-    tokenizer,
-    modelName: 'policy',
-    contextLength: 1024,
-    vocabSize: tokenizer.vocabSize,
-  });
-  await gateway.listen(0);
+  gateway = await scriptedGateway(engine, tokenizer);
   const file = join(dir, 'agent.mjs');
   writeFileSync(
     file,
