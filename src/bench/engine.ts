@@ -4,7 +4,7 @@ import { modelConfig, type ModelConfig } from '../model/index.js';
 import { fmaPeak, simdPeak, type BackendName } from '../tensor/index.js';
 import { Rng } from '../util/index.js';
 import { LocalEngine, sequenceBatch } from '../engine/index.js';
-import type { ForwardResult, OutputGradients } from '../engine/index.js';
+import type { ForwardResult, OutputGradients, SequenceBatch } from '../engine/index.js';
 
 /** The reference model: vocab 2048, hidden 256, 6 layers, 4 heads (2 KV), intermediate 768, RoPE, tied embeddings. */
 export const BENCH_MODEL: ModelConfig = modelConfig({
@@ -91,6 +91,22 @@ function median(xs: number[]): number {
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
+/**
+ * The train step's batch: `w.batch` random sequences of `w.seq` + 1 tokens (from `rng`), and the gradient of the mean
+ * cross-entropy over every scored token (t >= 1): d loss / d logprob = -1 / n.
+ */
+export function trainBatch(
+  w: BenchWorkload,
+  vocabSize: number,
+  rng: Rng,
+): { seqs: SequenceBatch; n: number; grad: (out: ForwardResult) => OutputGradients } {
+  const seqs = sequenceBatch(
+    Array.from({ length: w.batch }, () => Array.from({ length: w.seq + 1 }, () => rng.int(vocabSize))),
+  );
+  const n = w.batch * w.seq;
+  return { seqs, n, grad: (out) => ({ logprobs: out.logprobs.map((_, i) => (i % seqs.T > 0 ? -1 / n : 0)) }) };
+}
+
 /** Run the workload on `backend` in this process. */
 export async function runEngineBench(
   backend: BackendName,
@@ -100,15 +116,12 @@ export async function runEngineBench(
   const engine = LocalEngine.create(config, { backend, seed: 0 });
   const rng = new Rng(0);
   const V = config.vocabSize;
-  const seqs = sequenceBatch(
-    Array.from({ length: w.batch }, () => Array.from({ length: w.seq + 1 }, () => rng.int(V))),
-  );
-  const n = w.batch * w.seq;
+  const batch = trainBatch(w, V, rng);
+  const { seqs, n } = batch;
   let loss = NaN;
-  // mean cross-entropy over every scored token (t >= 1): d loss / d logprob = -1 / N
   const grad = (out: ForwardResult): OutputGradients => {
     loss = -out.logprobs.reduce((a, x) => a + x, 0) / n;
-    return { logprobs: out.logprobs.map((_, i) => (i % seqs.T > 0 ? -1 / n : 0)) };
+    return batch.grad(out);
   };
   const times: number[] = [];
   for (let step = 0; step <= w.steps; step++) {

@@ -6,8 +6,8 @@
 // head's backward) read up to 10x its steady cost with one warm-up step. Usage: npx tsx src/bench/scripts/step-ops.ts
 // [--backend native] [--steps 3] [--warmup 3]
 import { parseArgs } from 'node:util';
-import { BENCH_MODEL, DEFAULT_WORKLOAD } from '../engine.js';
-import { LocalEngine, sequenceBatch, type ForwardResult, type OutputGradients } from '../../engine/index.js';
+import { BENCH_MODEL, DEFAULT_WORKLOAD, trainBatch } from '../engine.js';
+import { LocalEngine } from '../../engine/index.js';
 import { setBackend, type BackendName, type GemmArgs } from '../../tensor/index.js';
 import { Rng } from '../../util/index.js';
 
@@ -53,13 +53,7 @@ for (let o: object | null = backend; o && o !== Object.prototype; o = Object.get
 const engine = LocalEngine.create(BENCH_MODEL, { backend: values.backend as BackendName, seed: 0 });
 const w = DEFAULT_WORKLOAD;
 const rng = new Rng(0);
-const seqs = sequenceBatch(
-  Array.from({ length: w.batch }, () => Array.from({ length: w.seq + 1 }, () => rng.int(BENCH_MODEL.vocabSize))),
-);
-const n = w.batch * w.seq;
-const grad = (out: ForwardResult): OutputGradients => ({
-  logprobs: out.logprobs.map((_, i) => (i % seqs.T > 0 ? -1 / n : 0)),
-});
+const { seqs, grad } = trainBatch(w, BENCH_MODEL.vocabSize, rng);
 const steps = Number(values.steps);
 const warmup = Number(values.warmup);
 let total = 0,

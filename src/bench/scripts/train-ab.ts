@@ -9,8 +9,8 @@
 // steadier measure of the work on a host whose other processes hold the cores. Take the branch out again before committing (step-ab.ts is
 // the same for decode kernels). Usage: npx tsx src/bench/scripts/train-ab.ts [--backend native] [--pairs 20]
 import { parseArgs } from 'node:util';
-import { BENCH_MODEL, DEFAULT_WORKLOAD } from '../engine.js';
-import { LocalEngine, sequenceBatch, type ForwardResult, type OutputGradients } from '../../engine/index.js';
+import { BENCH_MODEL, DEFAULT_WORKLOAD, trainBatch } from '../engine.js';
+import { LocalEngine } from '../../engine/index.js';
 import { CONTROL_ADDR, getBackend, type BackendName, type WasmBackend } from '../../tensor/index.js';
 import { Rng } from '../../util/index.js';
 
@@ -23,13 +23,7 @@ const engine = LocalEngine.create(BENCH_MODEL, { backend: values.backend as Back
 const arena = values.backend === 'wasm' ? (getBackend() as WasmBackend).arena : null;
 const w = DEFAULT_WORKLOAD;
 const rng = new Rng(0);
-const seqs = sequenceBatch(
-  Array.from({ length: w.batch }, () => Array.from({ length: w.seq + 1 }, () => rng.int(BENCH_MODEL.vocabSize))),
-);
-const n = w.batch * w.seq;
-const grad = (out: ForwardResult): OutputGradients => ({
-  logprobs: out.logprobs.map((_, i) => (i % seqs.T > 0 ? -1 / n : 0)),
-});
+const { seqs, grad } = trainBatch(w, BENCH_MODEL.vocabSize, rng);
 
 /** One step of `variant`: wall and CPU ms. */
 async function step(variant: number): Promise<[number, number]> {
