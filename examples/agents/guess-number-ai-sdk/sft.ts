@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { parseArgs } from 'node:util';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { agentConfig, loadConfig, LocalEngine } from '../../../src/index.js';
+import { agentConfig, loadConfig, LocalEngine, type AgentConfig } from '../../../src/index.js';
 import { TOOL_FORMATS, type ToolFormatName } from '../../../src/tokenizer/index.js';
 import { agentProgram } from '../../../src/agent/index.js';
 import { buildDemos } from '../../../src/train/sft-demos.js';
@@ -51,6 +51,18 @@ export async function gatewaySuccess(
   }
 }
 
+/**
+ * The agent settings of the built-in demos: the preset's (`preset`: each turn alone, one sequence per turn), or the
+ * whole episode as chat in one sequence (`full`), as the gateway's calls are.
+ */
+export function builtInDemoAgent(presetAgent: Record<string, unknown>, context: string): AgentConfig {
+  if (context !== 'preset' && context !== 'full')
+    throw new Error(`--builtin-context must be preset or full, got ${JSON.stringify(context)}.`);
+  return agentConfig(
+    context === 'full' ? { ...presetAgent, contextWindowMode: 'full', maxContextWindow: null } : presetAgent,
+  );
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
@@ -89,12 +101,7 @@ async function main(): Promise<void> {
     seed: 0,
   });
   const preset = loadConfig({ config: 'guessnumber-ppo' });
-  const context = values['builtin-context'];
-  if (context !== 'preset' && context !== 'full')
-    throw new Error(`--builtin-context must be preset or full, got ${JSON.stringify(context)}.`);
-  const agent = agentConfig(
-    context === 'full' ? { ...preset.agent, contextWindowMode: 'full', maxContextWindow: null } : preset.agent,
-  );
+  const agent = builtInDemoAgent(preset.agent, values['builtin-context']!);
   // as many built-in episodes as tool-call ones: each built-in episode is one short sequence per turn, so the
   // built-in format gets ~3.5 sequences for each tool-call one (with 120, the built-in loop started ~20 points below
   // the gateway: docs/benchmarks.md, issue 42)
