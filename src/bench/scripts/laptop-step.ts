@@ -2,8 +2,9 @@
 // (the same step: same config, rollouts, LoRA, shared critic and reference; torch in float32 with its own layer
 // recompute), each in its own process given the same kernel threads: the step time (`timing_s/step`) by phase, and
 // the peak resident memory of the process and its children (the torch worker), sampled from /proc every 200 ms.
-// With --resume-check, the local engine also runs one step, `--resume` for a second, and two straight steps, and says
-// whether their metrics are identical. Usage:
+// With --resume-check, the local engine's timed step is the first of a run stopped after it (`--stop-after 1`), which
+// then `--resume`s for a second; two straight steps follow, and the script says whether their metrics are identical
+// (four local steps in all). Usage:
 //   npx tsx src/bench/scripts/laptop-step.ts DIR [--engines local,torch] [--threads 2] [--resume-check] [KEY=VALUE...]
 // DIR from `ragen model init --shape qwen2.5-0.5b --out DIR` or a Hugging Face checkpoint; torch is RAGEN_PYTHON's,
 // else ./.venv/bin/python (torch 2.13). KEY=VALUE overrides go to both runs (e.g. env.train=... to shrink the step).
@@ -77,12 +78,13 @@ function ragen(args: string[], env: Record<string, string>): Promise<Run> {
 }
 
 /** Metric lines without the wall-clock keys (as src/train/testing.ts's `deterministic`). */
-const deterministic = (file: string) =>
-  readMetricsFile(file).map((r) =>
+function deterministic(file: string) {
+  return readMetricsFile(file).map((r) =>
     Object.fromEntries(
       Object.entries(r).filter(([k]) => k !== 'time' && !k.startsWith('timing_s/') && !k.startsWith('perf/')),
     ),
   );
+}
 
 async function bench(argv: string[]): Promise<void> {
   const dir = argv.find((a) => !a.startsWith('--') && !a.includes('='));
@@ -125,9 +127,13 @@ async function bench(argv: string[]): Promise<void> {
   );
   console.log(`| engine | step s | ${phases.map((p) => p.slice(9)).join(' s | ')} s | peak RSS GiB | process wall s |`);
   console.log(`|---|---|${phases.map(() => '---|').join('')}---|---|`);
+  const resumeCheck = argv.includes('--resume-check');
+  const split = join(root, 'split');
   for (const engine of engines) {
-    const runDir = join(root, engine);
-    const r = await ragen([...base(engine, runDir), '--steps', '1'], env);
+    const timedSplit = resumeCheck && engine === 'local';
+    const runDir = timedSplit ? split : join(root, engine);
+    const steps = timedSplit ? ['--steps', '2', '--stop-after', '1'] : ['--steps', '1'];
+    const r = await ragen([...base(engine, runDir), ...steps], env);
     if (r.code !== 0) {
       console.log(`| ${engine} | failed (exit ${r.code}) |`);
       console.error(r.out.split('\n').slice(-30).join('\n'));
@@ -139,10 +145,11 @@ async function bench(argv: string[]): Promise<void> {
       `| ${engine} | ${s('timing_s/step')} | ${phases.map(s).join(' | ')} | ${(r.peakRssBytes / 2 ** 30).toFixed(2)} | ${r.wallS.toFixed(0)} |`,
     );
   }
-  if (argv.includes('--resume-check')) {
-    const split = join(root, 'split');
+  if (resumeCheck) {
     const straight = join(root, 'straight');
-    const a = await ragen([...base('local', split), '--steps', '2', '--stop-after', '1'], env);
+    const a = engines.includes('local')
+      ? { code: existsSync(join(split, 'metrics.jsonl')) ? 0 : 1 }
+      : await ragen([...base('local', split), '--steps', '2', '--stop-after', '1'], env);
     const b = a.code === 0 ? await ragen(['train', '--resume', split], env) : a;
     const c = await ragen([...base('local', straight), '--steps', '2'], env);
     if (a.code !== 0 || b.code !== 0 || c.code !== 0) console.log('resume check: a run failed');
