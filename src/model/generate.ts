@@ -3,7 +3,8 @@
 import { affine, logprobOfTarget, noGrad, softmax, tidy, type Tensor } from '../tensor/index.js';
 import { ConfigError, RagenError, Rng, type RgbImage } from '../util/index.js';
 import { FastDecoder, hasFastDecode } from './decode-fast.js';
-import { fuseWeights } from './fused.js';
+import type { ModelConfig } from './config.js';
+import { fuseWeights, type FusedWeights } from './fused.js';
 import { KVCache } from './kv-cache.js';
 import { lastLogits, prefill } from './prefill.js';
 import { argmax, Sampler } from './sampling.js';
@@ -70,8 +71,16 @@ export interface GenerateOptions extends SamplingParams {
   decode?: (ids: number[]) => string;
   /** Most attention-score floats a prefill chunk may hold (bounds memory on long prompts). @default 2^24 */
   maxScoreFloats?: number;
-  /** Most tokens (batch x chunk length) per prefill chunk (bounds activation memory). @default 4096 */
+  /**
+   * Most tokens (batch x chunk length) per prefill chunk (bounds activation memory and the chunk's own key/value
+   * cache). @default 4096, fewer where 256 MiB of the model's keys and values hold fewer tokens
+   */
   maxPrefillTokens?: number;
+  /**
+   * Most bytes the key/value cache of one batch may take: past it the prompts are sampled in consecutive groups (by
+   * length) each under it, each prompt with the random stream it has in one batch. @default 1 GiB
+   */
+  maxCacheBytes?: number;
   /**
    * Sample with fused copies of the weights (q|k|v, gate|up; LoRA merged): fewer GEMMs, one more copy of the layer
    * weights in memory. @default true up to 100M parameters
@@ -152,25 +161,89 @@ function* generateSteps(
   opts: GenerateOptions,
 ): Generator<void, Completion[]> {
   validate(model, prompts, opts);
+  const n = prompts.length;
+  if (n === 0 || opts.maxNewTokens === 0)
+    return prompts.map(() => ({ tokens: [], logprobs: [], finishReason: 'length' }));
+  // each prompt's own stream, whichever group it is sampled in
+  const master = new Rng(opts.seed);
+  const rngs = prompts.map(() => new Rng(master.nextUint32()));
+  // bf16 frozen weights have no fused (float32-packed) form: those models decode op by op
+  const fused =
+    !model.hasBf16Weights && (opts.fuseWeights ?? model.numParameters <= 1e8) ? fuseWeights(model) : undefined;
+  try {
+    const results: Completion[] = new Array<Completion>(n);
+    for (const group of cacheGroups(model.config, prompts, opts)) {
+      const sub = yield* generateGroup(
+        model,
+        group.map((i) => prompts[i]!),
+        group.map((i) => rngs[i]!),
+        group,
+        fused,
+        {
+          ...opts,
+          ...(opts.onTokens
+            ? { onTokens: (s) => opts.onTokens!(s.map((t) => ({ ...t, index: group[t.index]! }))) }
+            : {}),
+          ...(opts.cancelled ? { cancelled: (j) => opts.cancelled!(group[j]!) } : {}),
+        },
+      );
+      sub.forEach((r, j) => (results[group[j]!] = r));
+    }
+    return results;
+  } finally {
+    fused?.dispose();
+  }
+}
+
+/** Bytes of keys and values one token takes in the cache (float32, every layer). */
+function cacheBytesPerToken(c: ModelConfig): number {
+  return 2 * c.numLayers * c.numKvHeads * c.headDim * 4;
+}
+
+/**
+ * The prompt indices in groups whose caches (rows x (longest prompt + maxNewTokens)) each fit `maxCacheBytes`: one
+ * group when the whole batch fits, else consecutive runs of the prompts sorted by length, longest first.
+ */
+function cacheGroups(c: ModelConfig, prompts: readonly (readonly number[])[], opts: GenerateOptions): number[][] {
+  const budget = opts.maxCacheBytes ?? 2 ** 30;
+  const perToken = cacheBytesPerToken(c);
+  const all = prompts.map((_, i) => i);
+  const fits = (g: number[]) =>
+    g.length * (Math.max(...g.map((i) => prompts[i]!.length)) + opts.maxNewTokens) * perToken <= budget;
+  if (fits(all)) return [all];
+  const order = all.sort((a, b) => prompts[b]!.length - prompts[a]!.length || a - b);
+  const groups: number[][] = [];
+  for (let j0 = 0; j0 < order.length;) {
+    let end = j0 + 1; // one prompt per group at least, whatever its cache takes
+    while (end < order.length && fits(order.slice(j0, end + 1))) end++;
+    groups.push(order.slice(j0, end).sort((a, b) => a - b));
+    j0 = end;
+  }
+  return groups;
+}
+
+/** One batch under the cache budget: `index[j]` is prompt j's index in the caller's batch (for error messages). */
+function* generateGroup(
+  model: Transformer,
+  prompts: readonly (readonly number[])[],
+  rngs: readonly Rng[],
+  index: readonly number[],
+  fused: FusedWeights | undefined,
+  opts: GenerateOptions,
+): Generator<void, Completion[]> {
   const c = model.config;
   const V = c.vocabSize;
   const n = prompts.length;
   const results: Completion[] = prompts.map(() => ({ tokens: [], logprobs: [], finishReason: 'length' }));
-  if (n === 0 || opts.maxNewTokens === 0) return results;
   const P = Math.max(...prompts.map((p) => p.length));
   const capacity = P + opts.maxNewTokens;
   const pads = prompts.map((p) => P - p.length);
-  const master = new Rng(opts.seed);
-  const rngs = prompts.map(() => new Rng(master.nextUint32()));
   const sampler = new Sampler(V);
   const stopIds = new Set(opts.stopTokenIds ?? []);
   const stopStrings = (opts.stopStrings ?? []).filter((s) => s.length > 0);
   const window = Math.max(0, ...stopStrings.map((s) => s.length)) + 4;
   const settings = { topP: opts.topP ?? 1, topK: opts.topK ?? 0 };
 
-  // bf16 frozen weights have no fused (float32-packed) form: those models decode op by op
-  const fused =
-    !model.hasBf16Weights && (opts.fuseWeights ?? model.numParameters <= 1e8) ? fuseWeights(model) : undefined;
   let cache = new KVCache(c, n, capacity);
   // cache row -> prompt index: longest prompts first, so prefill groups pad little
   let rows = prompts.map((_, i) => i).sort((a, b) => prompts[b]!.length - prompts[a]!.length || a - b);
@@ -183,7 +256,7 @@ function* generateSteps(
       fast = new FastDecoder(model, fused, n, capacity);
     const prefillOpts = {
       fused,
-      maxTokens: opts.maxPrefillTokens ?? 4096,
+      maxTokens: opts.maxPrefillTokens ?? Math.max(1, Math.min(4096, Math.floor(2 ** 28 / cacheBytesPerToken(c)))),
       maxScoreFloats: opts.maxScoreFloats ?? 2 ** 24,
     };
     if (fast?.canPrefill(P))
@@ -215,7 +288,7 @@ function* generateSteps(
         // log p = z[token] - logsumexp(z) is finite exactly when the row's logits are (a NaN or +Inf anywhere makes
         // the logsumexp NaN): one test per row instead of a pass over the V logits.
         if (!Number.isFinite(lps[j]!))
-          throw new NonFiniteLogitsError(model.source, step, i, prompts[i]!.length + step, lps[j]!);
+          throw new NonFiniteLogitsError(model.source, step, index[i]!, prompts[i]!.length + step, lps[j]!);
         g.tokens.push(tokens[j]!);
         g.logprobs.push(lps[j]!);
         if (
@@ -254,7 +327,6 @@ function* generateSteps(
     logits?.dispose();
     cache.dispose();
     fast?.dispose();
-    fused?.dispose();
   }
   return results;
 }

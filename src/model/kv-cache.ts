@@ -13,10 +13,13 @@ export class KVCache {
     readonly config: ModelConfig,
     readonly batch: number,
     readonly capacity: number,
+    /** @internal existing storage to take (`compact`): a fresh zeroed cache without it. */
+    from?: { keys: Tensor[]; values: Tensor[] },
   ) {
     const shape = [batch, config.numKvHeads, capacity, config.headDim];
-    this.keys = [];
-    this.values = [];
+    this.keys = from?.keys ?? [];
+    this.values = from?.values ?? [];
+    if (from) return;
     for (let i = 0; i < config.numLayers; i++) {
       // zeroed: masked and not-yet-written slots still meet a 0 attention weight, and 0 * NaN would poison it
       for (const list of [this.keys, this.values]) {
@@ -58,37 +61,39 @@ export class KVCache {
     }
   }
 
-  /** A new cache holding only the sequences `rows` (in that order); this one is disposed. */
+  /**
+   * A cache holding only the sequences `rows` (ascending), in this one's storage: row j takes row rows[j] in place
+   * (rows[j] >= j, so no row is overwritten before it is read) and the new cache views the first rows.length rows, so
+   * finishing sequences never hold a second cache. This cache is disposed; the storage lives on in the new one.
+   */
   compact(rows: readonly number[]): KVCache {
-    const next = new KVCache(this.config, rows.length, this.capacity);
-    next.length = this.length;
+    if (!rows.every((r, j) => Number.isInteger(r) && r >= 0 && r < this.batch && (j === 0 || r > rows[j - 1]!)))
+      throw new RangeError(`KVCache.compact: rows must ascend within [0, ${this.batch}), got [${rows.join(', ')}]`);
     const { numKvHeads: K, headDim: D } = this.config;
     const block = K * this.capacity * D;
     noGrad(() => {
-      for (let i = 0; i < this.keys.length; i++) {
-        for (const [srcs, dsts] of [
-          [this.keys, next.keys],
-          [this.values, next.values],
-        ] as const) {
-          const src = srcs[i]!;
-          const be = src.backend;
+      for (const t of [...this.keys, ...this.values])
+        rows.forEach((r, j) => {
           // only the filled slots: K rows of length * D, strided by capacity * D
-          rows.forEach((r, j) =>
-            be.copyBlock(
-              src.buf,
+          if (r !== j)
+            t.backend.copyBlock(
+              t.buf,
               r * block,
               this.capacity * D,
-              dsts[i]!.buf,
+              t.buf,
               j * block,
               this.capacity * D,
               K,
               this.length * D,
               false,
-            ),
-          );
-        }
-      }
+            );
+        });
     });
+    const next = new KVCache(this.config, rows.length, this.capacity, {
+      keys: this.keys.map((t) => keep(t.narrowRows(rows.length))),
+      values: this.values.map((t) => keep(t.narrowRows(rows.length))),
+    });
+    next.length = this.length;
     this.dispose();
     return next;
   }

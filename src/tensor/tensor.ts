@@ -96,6 +96,12 @@ export class Tensor {
     const out = this.view(target, false);
     return attach(out, 'reshape', [this], (g) => [g.reshape(this.shape)]);
   }
+  /** The first `n` entries along dim 0: a contiguous prefix sharing this tensor's storage, cut from the graph. */
+  narrowRows(n: number): Tensor {
+    if (!(this.ndim > 0 && Number.isInteger(n) && n >= 0 && n <= this.shape[0]!))
+      throw new ShapeError(`narrowRows(${n}) of a tensor of shape [${this.shape}] needs 0 <= n <= ${this.shape[0]}`);
+    return this.view([n, ...this.shape.slice(1)], false);
+  }
   /** Free the storage now (shared storage is freed when its last tensor goes). Idempotent. */
   dispose(): void {
     if (!this.storage) return;
