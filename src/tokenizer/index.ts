@@ -35,6 +35,7 @@ export { trainBpe, bytesToUnicode, byteSymbols, type BpeModel } from './bpe-trai
 export {
   trainTinyTokenizer,
   tinyTokenizerDir,
+  tinyVLTokenizerDir,
   byteTokenizer,
   saveTokenizerFiles,
   tinyPreTokens,

@@ -132,13 +132,20 @@ export function saveTokenizerFiles(dir: string, files: TokenizerFiles): void {
  * location so it works from src/ (tsx, vitest) and from dist/ (the `ragen` bin) alike.
  */
 export function tinyTokenizerDir(): string {
+  return shippedTokenizerDir('tokenizer-tiny', 'npx tsx scripts/train-tokenizer.ts');
+}
+
+/** The shipped tiny tokenizer with the vision tokens (`models/tokenizer-tiny-vl`), found as `tinyTokenizerDir`. */
+export function tinyVLTokenizerDir(): string {
+  return shippedTokenizerDir('tokenizer-tiny-vl', 'npx tsx scripts/tiny-vl-tokenizer.ts');
+}
+
+function shippedTokenizerDir(name: string, rebuild: string): string {
   let dir = dirname(fileURLToPath(import.meta.url));
   for (let i = 0; i < 6; i++) {
-    const candidate = join(dir, 'models', 'tokenizer-tiny');
+    const candidate = join(dir, 'models', name);
     if (existsSync(join(candidate, 'tokenizer.json'))) return candidate;
     dir = dirname(dir);
   }
-  throw new ConfigError(
-    'The shipped tiny tokenizer (models/tokenizer-tiny) is missing; rebuild it with `npx tsx scripts/train-tokenizer.ts`.',
-  );
+  throw new ConfigError(`The shipped tokenizer models/${name} is missing; rebuild it with \`${rebuild}\`.`);
 }

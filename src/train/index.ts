@@ -88,5 +88,5 @@ export {
   type StepGradAnalysis,
 } from './grad-analysis.js';
 export { probeGradients, formatProbe, type ProbeOptions, type ProbeReport } from './grad-probe.js';
-export { runSft, presetModelConfig, SIZE_PRESETS } from './sft.js';
+export { runSft, presetModelConfig, presetVLConfig, SFT_VL_PROCESSOR, SIZE_PRESETS, VL_SIZE_PRESETS } from './sft.js';
 export { buildDemos } from './sft-demos.js';

@@ -11,7 +11,7 @@ import {
   type TrainingSample,
 } from '../agent/index.js';
 import { resolveEnvId } from '../env/index.js';
-import type { Tokenizer } from '../tokenizer/index.js';
+import type { Tokenizer, VisionProcessor } from '../tokenizer/index.js';
 import { Rng, UsageError } from '../util/index.js';
 
 /** What a reasoning template sees of one turn. */
@@ -43,9 +43,9 @@ function cells(observation: string, symbols: string): string[] {
  *
  * | env | think |
  * |---|---|
- * | Sokoban (`#_OX√PS` grid) | `player (4, 2), box (3, 2), target (2, 1)` (player on target counts as player; a box on
+ * | Sokoban, VisualSimpleSokoban (`#_OX√PS` grid) | `player (4, 2), box (3, 2), target (2, 1)` (player on target counts as player; a box on
  * target is left out) |
- * | FrozenLake, CoordFrozenLake | `player (3, 1), goal (2, 3)` |
+ * | FrozenLake, CoordFrozenLake, VisualFrozenLake | `player (3, 1), goal (2, 3)` |
  * | Bandit, BanditTest | `Prospector is the risky arm` / `Auditor is the safe arm` (of the arm pulled: the solver pulls
  * the risky one) |
  *
@@ -54,8 +54,10 @@ function cells(observation: string, symbols: string): string[] {
 export const DEMO_REASONING: Readonly<Record<string, Reasoner>> = {
   SimpleSokoban: sokobanThink,
   LargerSokoban: sokobanThink,
+  VisualSimpleSokoban: sokobanThink,
   FrozenLake: lakeThink,
   CoordFrozenLake: lakeThink,
+  VisualFrozenLake: lakeThink,
   Bandit: banditThink,
   BanditTest: banditThink,
 };
@@ -86,6 +88,11 @@ export interface DemoPolicyOptions {
   reasoning?: Readonly<Record<string, Reasoner>>;
   /** Salt of the per-seed noise draw. @default 0 */
   seed?: number;
+  /**
+   * A vision-language model's image processor: the demos' prompts then show each turn's images as vision tokens (and
+   * their samples carry the images), as that model's rollouts will.
+   */
+  vision?: VisionProcessor;
 }
 
 /**
@@ -99,6 +106,7 @@ export function demoPolicy(tokenizer: Tokenizer, cfg: AgentConfig, options: Demo
   const plans = new Map<number, { seed: number; plan: string[]; rng: Rng | null }>();
   return {
     name: 'demo',
+    ...(options.vision ? { vision: options.vision } : {}),
     async generate(requests) {
       return requests.map((r) => {
         const slot = r.slot;

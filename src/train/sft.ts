@@ -12,8 +12,8 @@ import {
   type TrainingSample,
 } from '../agent/index.js';
 import type { TrainableEngine, ForwardResult, OutputGradients } from '../engine/index.js';
-import { modelConfig, type ModelConfig } from '../model/index.js';
-import type { Tokenizer } from '../tokenizer/index.js';
+import { modelConfig, vlConfigFromHF, type ModelConfig, type VLConfig } from '../model/index.js';
+import { IMAGE_PAD, VISION_START, type Tokenizer, type VisionProcessor } from '../tokenizer/index.js';
 import { ConfigError, Rng, didYouMean, writeFileAt } from '../util/index.js';
 import { lrAt } from './lr-schedule.js';
 
@@ -43,6 +43,74 @@ export function presetModelConfig(name: string, vocabSize: number, maxPositions 
     vocabSize,
     maxPositionEmbeddings: maxPositions,
     ...SIZE_PRESETS[name as SizePreset],
+  });
+}
+
+/**
+ * Vision-language shapes for `ragen sft --init <name>` (Qwen2.5-VL layout): a size preset's language model with
+ * multimodal rotary positions, and a vision tower of 14-pixel patches merged 2 x 2 into its width. The tokenizer must
+ * hold the vision tokens (models/tokenizer-tiny-vl). Parameter counts are for that tokenizer (1028 ids).
+ */
+export const VL_SIZE_PRESETS = {
+  /** ~0.2M parameters: tests and smoke runs. */
+  'micro-vl': { text: 'micro', vision: { depth: 1, hiddenSize: 16, intermediateSize: 32, numHeads: 2 } },
+  /** ~1.3M parameters: `models/ragen-tiny-vl`. */
+  'tiny-vl': { text: 'tiny', vision: { depth: 2, hiddenSize: 64, intermediateSize: 128, numHeads: 2 } },
+} as const satisfies Record<string, { text: SizePreset; vision: Record<string, number> }>;
+
+/**
+ * The image processor of the `VL_SIZE_PRESETS` models: Qwen2.5-VL's patches and merge, images resized to at most
+ * 112 x 112 pixels (16 vision tokens; the visual envs' 4 x 4 and 6 x 6 grids take 4 and 9).
+ */
+export const SFT_VL_PROCESSOR: VisionProcessor = {
+  patchSize: 14,
+  mergeSize: 2,
+  minPixels: 56 * 56,
+  maxPixels: 112 * 112,
+};
+
+/** The Qwen2.5-VL config of a `VL_SIZE_PRESETS` shape for `tokenizer` (which must hold the vision tokens). */
+export function presetVLConfig(name: string, tokenizer: Tokenizer, maxPositions = 2048): VLConfig {
+  const preset = VL_SIZE_PRESETS[name as keyof typeof VL_SIZE_PRESETS];
+  if (!preset)
+    throw new ConfigError(
+      `Unknown vision-language size preset \`${name}\`.${didYouMean(name, Object.keys(VL_SIZE_PRESETS))} Known: ${Object.keys(VL_SIZE_PRESETS).join(', ')}.`,
+    );
+  const id = (token: string) => {
+    const v = tokenizer.tokenToId(token);
+    if (v === undefined)
+      throw new ConfigError(
+        `--init ${name} needs a tokenizer with the vision token ${token}; \`${tokenizer.name}\` has none. Use models/tokenizer-tiny-vl (\`--tokenizer models/tokenizer-tiny-vl\`).`,
+      );
+    return v;
+  };
+  const text = { ...SIZE_PRESETS[preset.text] };
+  const half = text.hiddenSize / text.numHeads / 2;
+  const hw = Math.floor((3 * half) / 8); // Qwen2.5-VL's split of 64 frequencies: 16 temporal, 24 height, 24 width
+  return vlConfigFromHF({
+    model_type: 'qwen2_5_vl',
+    vocab_size: tokenizer.vocabSize,
+    hidden_size: text.hiddenSize,
+    intermediate_size: text.intermediateSize,
+    num_hidden_layers: text.numLayers,
+    num_attention_heads: text.numHeads,
+    num_key_value_heads: text.numHeads,
+    max_position_embeddings: maxPositions,
+    tie_word_embeddings: true,
+    rope_scaling: { type: 'mrope', mrope_section: [half - 2 * hw, hw, hw] },
+    image_token_id: id(IMAGE_PAD),
+    video_token_id: id('<|video_pad|>'),
+    vision_start_token_id: id(VISION_START),
+    vision_config: {
+      depth: preset.vision.depth,
+      hidden_size: preset.vision.hiddenSize,
+      intermediate_size: preset.vision.intermediateSize,
+      num_heads: preset.vision.numHeads,
+      out_hidden_size: text.hiddenSize,
+      patch_size: 14,
+      window_size: 112,
+      fullatt_block_indexes: [preset.vision.depth - 1],
+    },
   });
 }
 

@@ -6,11 +6,19 @@ import type { Command } from 'commander';
 import { agentConfig, type AgentConfig } from '../../agent/index.js';
 import { resolveEnvId } from '../../env/index.js';
 import { LocalEngine } from '../../engine/index.js';
-import { countParameters, LoraAdapters, resolveModelPath, Transformer } from '../../model/index.js';
-import { loadTokenizer, tinyTokenizerDir } from '../../tokenizer/index.js';
+import { countParameters, LoraAdapters, Qwen25VL, resolveModelPath, Transformer } from '../../model/index.js';
+import { loadTokenizer, tinyTokenizerDir, tinyVLTokenizerDir } from '../../tokenizer/index.js';
 import { ConsoleSink } from '../../metrics/index.js';
 import { loadConfig } from '../../config/index.js';
-import { buildDemos, presetModelConfig, runSft, SIZE_PRESETS } from '../../train/index.js';
+import {
+  buildDemos,
+  presetModelConfig,
+  presetVLConfig,
+  runSft,
+  SFT_VL_PROCESSOR,
+  SIZE_PRESETS,
+  VL_SIZE_PRESETS,
+} from '../../train/index.js';
 import { parseConfigPairs, parsePositiveInt, parseSeed, UsageError, writeFileAt } from '../../util/index.js';
 
 /** Options of `ragen sft`, as commander parses them. */
@@ -61,10 +69,13 @@ export function register(program: Command): void {
     .option('--model <dir>', 'start from this checkpoint (Hugging Face layout)')
     .option(
       '--init <size>',
-      `start from scratch with a size preset: ${Object.keys(SIZE_PRESETS).join(' | ')} [tiny, unless --model]`,
+      `start from scratch with a size preset: ${[...Object.keys(SIZE_PRESETS), ...Object.keys(VL_SIZE_PRESETS)].join(' | ')} (the -vl ones a Qwen2.5-VL that reads the visual envs' images) [tiny, unless --model]`,
     )
     .option('--lora <r>', 'train LoRA adapters of rank r instead of every weight', parsePositiveInt('--lora'))
-    .option('--tokenizer <dir>', 'tokenizer for --init (default: models/tokenizer-tiny)')
+    .option(
+      '--tokenizer <dir>',
+      'tokenizer for --init (default: models/tokenizer-tiny; models/tokenizer-tiny-vl for -vl)',
+    )
     .option(
       '--preset <name>',
       'the preset whose agent settings (context mode, turns, lengths) the demos use; keep the one you will train with',
@@ -159,11 +170,9 @@ export async function runSftCommand(opts: SftCliOptions): Promise<void> {
   for (const env of envs) envConfig[env] = { ...(preset.env.config[env] ?? {}), ...(envConfig[env] ?? {}) };
   const noise = parseNoise(opts.noise);
 
-  const tokDir = opts.model
-    ? existsSync(join(opts.model, 'tokenizer.json'))
-      ? opts.model
-      : (opts.tokenizer ?? tinyTokenizerDir())
-    : (opts.tokenizer ?? tinyTokenizerDir());
+  const vlInit = opts.init !== undefined && Object.hasOwn(VL_SIZE_PRESETS, opts.init);
+  const shippedTokenizer = () => opts.tokenizer ?? (vlInit ? tinyVLTokenizerDir() : tinyTokenizerDir());
+  const tokDir = opts.model && existsSync(join(opts.model, 'tokenizer.json')) ? opts.model : shippedTokenizer();
   const tokenizer = loadTokenizer(tokDir);
   const decode = (ids: number[]) => tokenizer.decode(ids);
   let engine: LocalEngine;
@@ -172,6 +181,21 @@ export async function runSftCommand(opts: SftCliOptions): Promise<void> {
       decode,
       seed: opts.seed,
       lora: opts.lora ? { r: opts.lora, alpha: 2 * opts.lora, dropout: 0, targetModules: 'all-linear' } : null,
+    });
+  } else if (vlInit) {
+    // from scratch, the vision tower trains with the language model
+    const vl = Qwen25VL.init(presetVLConfig(opts.init!, tokenizer, agent.maxContextTokens), opts.seed);
+    if (opts.lora)
+      throw new UsageError(
+        `--lora trains adapters on a checkpoint; --init ${opts.init} starts from scratch: drop one.`,
+      );
+    engine = new LocalEngine({
+      policy: vl.lm,
+      vision: { model: vl, processor: SFT_VL_PROCESSOR },
+      visionTrain: true,
+      decode,
+      seed: opts.seed,
+      tokenizerPath: join(tokDir, 'tokenizer.json'),
     });
   } else {
     const config = presetModelConfig(opts.init ?? 'tiny', tokenizer.vocabSize, agent.maxContextTokens);
@@ -199,6 +223,7 @@ export async function runSftCommand(opts: SftCliOptions): Promise<void> {
     episodes: opts.episodes,
     noise,
     seed: opts.seed,
+    ...(engine.vision ? { vision: engine.vision } : {}),
   });
   const tokens = demos.samples.reduce((a, s) => a + s.ids.length, 0);
   const trained = demos.samples.reduce((a, s) => a + s.lossMask.reduce((x, m) => x + m, 0), 0);
