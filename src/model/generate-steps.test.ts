@@ -82,7 +82,10 @@ it('compacts finished rows inside the same storage', () => {
   const block = config.numKvHeads * 3 * config.headDim;
   noGrad(() => {
     for (const t of [...cache.keys, ...cache.values]) {
-      const data = tensor(Float32Array.from({ length: 4 * block }, (_, i) => i), [4 * block]);
+      const data = tensor(
+        Float32Array.from({ length: 4 * block }, (_, i) => i),
+        [4 * block],
+      );
       t.backend.copyBlock(data.buf, 0, 4 * block, t.buf, 0, 4 * block, 1, 4 * block, false);
       data.dispose();
     }
