@@ -179,5 +179,7 @@ def test_a_peft_adapter_on_the_vision_tower_is_refused_naming_the_fix(tmp_path):
     hf.save_pretrained(tmp_path)
     pm = peft.get_peft_model(hf, peft.LoraConfig(r=2, lora_alpha=4, target_modules=["q_proj", "gate_proj"]))
     pm.save_pretrained(tmp_path / "adapter")
-    with pytest.raises(CheckpointError, match=r"adapters on the vision tower \(base_model\.model\.model\.visual\.blocks"):
+    with pytest.raises(
+        CheckpointError, match=r"adapters on the vision tower \(base_model\.model\.model\.visual\.blocks"
+    ):
         load_decoder(str(tmp_path), CPU)

@@ -56,7 +56,9 @@ const VL_LAYERS_KEY = 'base_model.model.model.language_model.layers.';
 
 /** A key under `naming`'s module names (keys in memory are a causal LM's). */
 function fileKey(key: string, naming: AdapterNaming): string {
-  return naming === 'vision-language' && key.startsWith(LAYERS_KEY) ? VL_LAYERS_KEY + key.slice(LAYERS_KEY.length) : key;
+  return naming === 'vision-language' && key.startsWith(LAYERS_KEY)
+    ? VL_LAYERS_KEY + key.slice(LAYERS_KEY.length)
+    : key;
 }
 
 /**
@@ -71,7 +73,8 @@ function fromVisionLanguageNames(weights: WeightMap, source: string): WeightMap 
       `${source} holds LoRA adapters on the vision tower (${tower.slice(0, 2).join(', ')}${tower.length > 2 ? `, ... ${tower.length} in all` : ''}), which neither engine applies (LoRA adapts the language model; model.vision.train trains the tower whole). Train the adapter with target_modules restricted to the language model, as our saves write it: ${languageModelPattern(LINEAR_MODULES)}`,
     );
   const out: WeightMap = new Map();
-  for (const [k, w] of weights) out.set(k.startsWith(VL_LAYERS_KEY) ? LAYERS_KEY + k.slice(VL_LAYERS_KEY.length) : k, w);
+  for (const [k, w] of weights)
+    out.set(k.startsWith(VL_LAYERS_KEY) ? LAYERS_KEY + k.slice(VL_LAYERS_KEY.length) : k, w);
   return out;
 }
 
