@@ -146,7 +146,7 @@ describe.skipIf(!hasPeft)(
       expect(written.sort()).toEqual(peft.peft_keys);
       expect(written).toHaveLength(2 * 7 * 2); // A and B of 7 projections in 2 layers: none of the tower's
       const ours = await ourLogits(dir);
-      // measured ~1e-6; the adapter moves the logits by far more than the bound
+      // measured 8.9e-7 (4.6e-7 for PEFT's own adapter below); the adapter moves the logits by 0.9 and 1.3
       expect(relErr(ours, read('load.bin'))).toBeLessThan(1e-5);
       expect(relErr(ours, read('load-base.bin'))).toBeGreaterThan(1e-3);
     }, 300_000);
@@ -244,7 +244,7 @@ describe('LoRA adapters of a Qwen2.5-VL saved by the local engine', () => {
       k.replace('.model.language_model.layers.0.mlp.down_proj.', '.model.visual.blocks.0.mlp.down_proj.'),
     );
     await expect(loadVision(tower)).rejects.toThrow(
-      /holds LoRA adapters on the vision tower \(base_model\.model\.model\.visual\.blocks\.0\.mlp\.down_proj\.lora_A\.weight, .*Train the adapter with target_modules restricted to the language model, as our saves write it: model\\\.language_model/,
+      /holds LoRA adapters on the vision tower \(base_model\.model\.model\.visual\.blocks\.0\.mlp\.down_proj\.lora_[AB]\.weight, .*Train the adapter with target_modules restricted to the language model, as our saves write it: model\\\.language_model/,
     );
   });
 });
