@@ -1,8 +1,9 @@
 """Saving the worker's models as src/model/checkpoint.ts does: config.json + generation_config.json + model.safetensors
 (float32, cast tensor by tensor as written; sharded past max_shard_bytes, 1 GiB by default), the LoRA adapter in PEFT's
-layout under adapter/, value_head.safetensors, a separate critic under critic/, tokenizer files copied; the local engine
-and transformers / PEFT load the result. A LoRA model over a frozen base read from a directory is saved as PEFT's
-save_pretrained saves one: the adapter naming its base (absolute), no base weights.
+layout under adapter/ (a vision-language model's under the module names PEFT gives it), value_head.safetensors, a
+separate critic under critic/, tokenizer files copied; the local engine and transformers / PEFT load the result. A
+LoRA model over a frozen base read from a directory is saved as PEFT's save_pretrained saves one: the adapter naming
+its base (absolute), no base weights.
 """
 
 import json
@@ -12,9 +13,12 @@ import shutil
 import torch
 
 from .safetensors_io import save_weights, write_safetensors
+from .vision import adapter_names_for_peft, language_model_pattern
 
 
-def peft_config(lora, base=".."):
+def peft_config(lora, base="..", vision=False):
+    """PEFT's adapter_config.json; a vision-language model's target_modules is a regex over its language model."""
+    targets = language_model_pattern(lora["target_modules"]) if vision else list(lora["target_modules"])
     return {
         "peft_type": "LORA",
         "task_type": "CAUSAL_LM",
@@ -22,7 +26,7 @@ def peft_config(lora, base=".."):
         "r": lora["r"],
         "lora_alpha": lora["alpha"],
         "lora_dropout": lora["dropout"],
-        "target_modules": list(lora["target_modules"]),
+        "target_modules": targets,
         "bias": "none",
         "fan_in_fan_out": False,
         "inference_mode": True,
@@ -77,9 +81,12 @@ def save_model(directory, model, value_head=None, source=None, tokenizer_path=No
     if model.lora is not None:
         adir = os.path.join(directory, "adapter")
         os.makedirs(adir, exist_ok=True)
+        vision = getattr(model.config, "vision", None) is not None
         with open(os.path.join(adir, "adapter_config.json"), "w") as f:
-            json.dump(peft_config(model.lora, ".." if base is None else os.path.abspath(base)), f, indent=2)
+            json.dump(peft_config(model.lora, ".." if base is None else os.path.abspath(base), vision), f, indent=2)
         adapters = {k: p for k, p in model.trainable() if ".lora_" in k}  # a training vision tower is in the base
+        if vision:  # under the names PEFT gives a Qwen2.5-VL's or Qwen3-VL's language model (vision.py)
+            adapters = adapter_names_for_peft(adapters)
         write_safetensors(os.path.join(adir, "adapter_model.safetensors"), adapters, dtype=torch.float32)
     if value_head is not None:
         write_safetensors(

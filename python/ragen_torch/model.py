@@ -317,6 +317,17 @@ def peft_key(module, which):
     return f"base_model.model.{module}.lora_{which}.weight"
 
 
+def modules_with_adapters(adapters, source, pattern):
+    """The projections an adapter file holds tensors for (its target_modules is a regex, `pattern`)."""
+    found = [m for m in LINEAR_MODULES if any(k.endswith(f".{m}.lora_A.weight") for k in adapters)]
+    if not found:
+        raise CheckpointError(
+            f"{source}: target_modules {pattern!r} is a pattern, and the adapter file holds no lora_A tensor of a"
+            f" decoder projection ({', '.join(LINEAR_MODULES)}); it is not a LoRA adapter of this model."
+        )
+    return found
+
+
 def expect(weights, name, shape, source):
     t = weights.get(name)
     if t is None:
@@ -414,9 +425,17 @@ def load_decoder(directory, device, adapters=True, generator=None):
             acfg = json.load(f)
         if acfg.get("peft_type", "LORA") != "LORA" or acfg.get("use_dora") or acfg.get("use_rslora"):
             raise CheckpointError(f"{adir}: only plain LoRA adapters are supported (peft_type {acfg.get('peft_type')})")
-        targets = acfg.get("target_modules") or ["all-linear"]
-        targets = LINEAR_MODULES if "all-linear" in targets or targets == "all-linear" else targets
-        ad, _ = read_safetensors(os.path.join(adir, "adapter_model.safetensors"))
+        source = os.path.join(adir, "adapter_model.safetensors")
+        ad, _ = read_safetensors(source)
+        if getattr(c, "vision", None) is not None:
+            from .vision import adapter_names_in_memory
+
+            ad = adapter_names_in_memory(ad, source)
+        targets = acfg.get("target_modules") or "all-linear"
+        if targets == "all-linear" or (not isinstance(targets, str) and "all-linear" in targets):
+            targets = LINEAR_MODULES
+        elif isinstance(targets, str):  # a regex (PEFT's form): the modules the file holds adapters for
+            targets = modules_with_adapters(ad, os.path.join(adir, "adapter_config.json"), targets)
         model.attach_lora(
             int(acfg["r"]), float(acfg["lora_alpha"]), float(acfg.get("lora_dropout") or 0), targets, generator, ad
         )

@@ -8,7 +8,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .model import Decoder, ModelConfig, RMSNorm, attention, rotate_half
+from .model import LINEAR_MODULES, Decoder, ModelConfig, RMSNorm, attention, rotate_half
 from .safetensors_io import CheckpointError
 
 VL_MODEL_TYPES = ("qwen2_5_vl", "qwen3_vl")
@@ -351,6 +351,45 @@ def hub_names(weights):
             k = k[len("model.") :]
         out[k] = t
     return out
+
+
+# A VL model's adapter keys: PEFT wraps transformers' model, whose language model (>= 4.52) is model.language_model, and
+# saves (with transformers 5, loads only) those names; in memory, as in the Hub layout, the layers are model.layers.
+ADAPTER_LAYERS = "base_model.model.model.layers."
+PEFT_ADAPTER_LAYERS = "base_model.model.model.language_model.layers."
+
+
+def adapter_names_for_peft(adapters):
+    """The adapters (by key in memory) under the names PEFT writes for a Qwen2.5-VL or Qwen3-VL."""
+    return {
+        PEFT_ADAPTER_LAYERS + k[len(ADAPTER_LAYERS) :] if k.startswith(ADAPTER_LAYERS) else k: v
+        for k, v in adapters.items()
+    }
+
+
+def adapter_names_in_memory(adapters, source):
+    """A VL adapter file's tensors under the names in memory, from PEFT's naming or the Hub layout's (our saves
+    before it). Refuses adapters on the vision tower (PEFT adds them when target_modules lists gate_proj / up_proj /
+    down_proj, Qwen2.5-VL's vision MLPs' names too): neither engine adapts the tower."""
+    tower = [k for k in adapters if k.startswith("base_model.model.") and ".visual." in k]
+    if tower:
+        more = f", ... {len(tower)} in all" if len(tower) > 2 else ""
+        raise CheckpointError(
+            f"{source} holds LoRA adapters on the vision tower ({', '.join(tower[:2])}{more}), which neither engine"
+            " applies (LoRA adapts the language model; model.vision.train trains the tower whole). Train the adapter"
+            " with target_modules restricted to the language model, as our saves write it: "
+            + language_model_pattern(LINEAR_MODULES)
+        )
+    return {
+        ADAPTER_LAYERS + k[len(PEFT_ADAPTER_LAYERS) :] if k.startswith(PEFT_ADAPTER_LAYERS) else k: v
+        for k, v in adapters.items()
+    }
+
+
+def language_model_pattern(modules):
+    """PEFT's target_modules (a regex it matches whole) for `modules` of a VL model's language model: a list of names
+    would also adapt Qwen2.5-VL's vision MLPs, which our file has no tensors for (PEFT: missing keys)."""
+    return r"model\.language_model\.layers\.\d+\.(self_attn|mlp)\.(" + "|".join(modules) + ")"
 
 
 def images_from_buffers(bufs, rows, model):

@@ -64,18 +64,23 @@ export async function loadVisionProcessor(dir: string): Promise<VisionProcessor>
   };
 }
 
-/** Load a Qwen2.5-VL checkpoint directory: the model (with its PEFT adapter when `dir/adapter` has one). */
+/**
+ * Load a Qwen2.5-VL checkpoint directory: the model (with its PEFT adapter when `dir/adapter` has one, its keys named
+ * as PEFT names them, `model.language_model.layers.*`, or as our saves did before, `model.layers.*`).
+ */
 export async function loadVision(dir: string): Promise<LocalVision> {
   const model = await Qwen25VL.load(dir);
   if (existsSync(join(dir, ADAPTER_DIR, 'adapter_config.json')))
-    await LoraAdapters.load(model.lm, join(dir, ADAPTER_DIR));
+    await LoraAdapters.load(model.lm, join(dir, ADAPTER_DIR), 'vision-language');
   return { model, processor: await loadVisionProcessor(dir) };
 }
 
 /**
  * Write a vision-language policy as a Qwen2.5-VL checkpoint directory: config.json in the Hub's layout (vision_config,
- * mrope_section), the language model's and the tower's (`visual.*`) weights, its LoRA adapter and value head as for a
- * text model, and preprocessor_config.json with the processor settings. `loadVision` reads it back.
+ * mrope_section), the language model's and the tower's (`visual.*`) weights, its LoRA adapter under the names PEFT
+ * gives a Qwen2.5-VL's (`model.language_model.layers.*`, target_modules a regex over the language model: PEFT loads
+ * it), the value head as for a text model, and preprocessor_config.json with the processor settings. `loadVision` reads
+ * it back.
  */
 export async function saveVision(
   dir: string,
@@ -85,7 +90,12 @@ export async function saveVision(
   const tower: WeightMap = new Map();
   for (const [name, t] of vision.model.visual.weights)
     tower.set(name, { shape: [...t.shape], data: t.toFloat32Array() });
-  await saveModel(dir, vision.model.lm, { ...opts, config: vlConfigToHF(vision.model.config), extraWeights: tower });
+  await saveModel(dir, vision.model.lm, {
+    ...opts,
+    config: vlConfigToHF(vision.model.config),
+    extraWeights: tower,
+    adapterNaming: 'vision-language',
+  });
   writeFileAt(
     join(dir, 'preprocessor_config.json'),
     JSON.stringify(qwen25PreprocessorConfig(vision.processor), null, 2) + '\n',

@@ -712,6 +712,7 @@ export async function checkCheckpointFits(dir: string, opts: Omit<LocalPretraine
     const raw = JSON.parse(await readFile(saved, 'utf8')) as { r?: unknown; target_modules?: unknown };
     const r = Number(raw.r);
     const targets = raw.target_modules;
+    // a regex target_modules (a VL adapter's, PEFT's form) counts as all-linear: an upper bound
     if (Number.isInteger(r) && r > 0)
       lora = { r, alpha: r, targetModules: Array.isArray(targets) ? targets.map(String) : 'all-linear' };
   }

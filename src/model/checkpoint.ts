@@ -8,7 +8,7 @@ import { Bf16Matrix } from '../tensor/index.js';
 import { CheckpointError } from '../util/index.js';
 import { configFromHF, configToHF, generationConfigToHF, type ModelConfig } from './config.js';
 import { ValueHead } from './forward.js';
-import { LoraAdapters } from './lora.js';
+import { LoraAdapters, type AdapterNaming } from './lora.js';
 import { vlConfigFromHF } from './qwen2-vl-config.js';
 import { loadWeights, readSafetensors, saveWeights, writeSafetensors, type WeightMap } from './safetensors.js';
 import { Transformer } from './transformer.js';
@@ -32,6 +32,8 @@ export interface SaveOptions {
   config?: Record<string, unknown>;
   /** Tensors written beside the model's (a vision-language model's tower, `visual.*`). */
   extraWeights?: WeightMap;
+  /** The module names of the LoRA adapter's keys: a vision-language model's are its own (lora.ts). @default 'causal-lm' */
+  adapterNaming?: AdapterNaming;
 }
 
 /**
@@ -61,7 +63,7 @@ export async function saveModel(dir: string, model: Transformer, opts: SaveOptio
     await rm(join(dir, 'model.safetensors'), { force: true });
     await rm(join(dir, 'model.safetensors.index.json'), { force: true });
   }
-  if (model.lora) await model.lora.save(join(dir, ADAPTER_DIR), base ?? '..');
+  if (model.lora) await model.lora.save(join(dir, ADAPTER_DIR), base ?? '..', opts.adapterNaming);
   if (opts.valueHead) await writeSafetensors(join(dir, VALUE_HEAD_FILE), opts.valueHead.exportWeights());
   if (opts.tokenizerPath) {
     if (!existsSync(opts.tokenizerPath)) throw new CheckpointError(`tokenizer file not found: ${opts.tokenizerPath}`);

@@ -28,7 +28,7 @@ export type { WeightData, WeightMap } from './safetensors.js';
 export { Transformer, weightShapes, layerWeightNames } from './transformer.js';
 export type { ForwardOptions, LayerKV, Proj } from './transformer.js';
 export { LoraAdapters, LINEAR_MODULES, peftKey } from './lora.js';
-export type { LoraConfig } from './lora.js';
+export type { AdapterNaming, LoraConfig } from './lora.js';
 export {
   ValueHead,
   commonPrefixLength,

@@ -1,5 +1,6 @@
 // LoRA (Hu et al. 2021) as PEFT implements it: y = W x + (alpha / r) * B A dropout(x), A (r, in) kaiming-uniform,
-// B (out, r) zero; only A and B train. Saved in PEFT's layout: adapter_config.json + adapter_model.safetensors.
+// B (out, r) zero; only A and B train. Saved in PEFT's layout: adapter_config.json + adapter_model.safetensors, under
+// the module names PEFT writes for the model (a vision-language model's language model is `model.language_model`).
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -42,6 +43,49 @@ export function peftKey(module: string, which: 'A' | 'B'): string {
   return `base_model.model.${module}.lora_${which}.weight`;
 }
 
+/**
+ * The module tree an adapter file names. A causal LM's decoder layers are `model.layers.*`. A vision-language model
+ * (Qwen2.5-VL, Qwen3-VL) holds them at `model.language_model.layers.*` in transformers >= 4.52, and PEFT saves its
+ * adapters under those names (and with transformers 5 loads only those): 'vision-language' writes them, and reads them
+ * or the Hub layout's `model.layers.*` that our saves wrote before. In memory the adapters keep `model.layers.*`.
+ */
+export type AdapterNaming = 'causal-lm' | 'vision-language';
+
+const LAYERS_KEY = 'base_model.model.model.layers.';
+const VL_LAYERS_KEY = 'base_model.model.model.language_model.layers.';
+
+/** A key under `naming`'s module names (keys in memory are a causal LM's). */
+function fileKey(key: string, naming: AdapterNaming): string {
+  return naming === 'vision-language' && key.startsWith(LAYERS_KEY)
+    ? VL_LAYERS_KEY + key.slice(LAYERS_KEY.length)
+    : key;
+}
+
+/**
+ * A vision-language adapter file's tensors under the names in memory (`model.layers.*`), from either naming. Refuses
+ * adapters on the vision tower (PEFT puts them there when target_modules lists gate_proj / up_proj / down_proj, the
+ * names of Qwen2.5-VL's vision MLPs too): neither engine adapts the tower.
+ */
+function fromVisionLanguageNames(weights: WeightMap, source: string): WeightMap {
+  const tower = [...weights.keys()].filter((k) => k.startsWith('base_model.model.') && /\.visual\./.test(k));
+  if (tower.length > 0)
+    throw new CheckpointError(
+      `${source} holds LoRA adapters on the vision tower (${tower.slice(0, 2).join(', ')}${tower.length > 2 ? `, ... ${tower.length} in all` : ''}), which neither engine applies (LoRA adapts the language model; model.vision.train trains the tower whole). Train the adapter with target_modules restricted to the language model, as our saves write it: ${languageModelPattern(LINEAR_MODULES)}`,
+    );
+  const out: WeightMap = new Map();
+  for (const [k, w] of weights)
+    out.set(k.startsWith(VL_LAYERS_KEY) ? LAYERS_KEY + k.slice(VL_LAYERS_KEY.length) : k, w);
+  return out;
+}
+
+/**
+ * PEFT's target_modules (a regex it matches whole) for `modules` of a vision-language model's language model. A list
+ * of names would also adapt Qwen2.5-VL's vision MLPs, which our file has no tensors for (PEFT: missing keys).
+ */
+function languageModelPattern(modules: readonly string[]): string {
+  return `model\\.language_model\\.layers\\.\\d+\\.(self_attn|mlp)\\.(${modules.join('|')})`;
+}
+
 export class LoraAdapters {
   /** Adapters by HF module path, e.g. `model.layers.0.self_attn.q_proj`. */
   readonly adapters = new Map<string, Adapter>();
@@ -71,8 +115,11 @@ export class LoraAdapters {
     return lora;
   }
 
-  /** Load PEFT adapters from `dir` onto `model` (base frozen). */
-  static async load(model: LoraHost, dir: string): Promise<LoraAdapters> {
+  /**
+   * Load PEFT adapters from `dir` onto `model` (base frozen), their keys under `naming`'s module names. target_modules
+   * may be a list of names, "all-linear", or a regex (PEFT's form): then the modules are those the file has tensors for.
+   */
+  static async load(model: LoraHost, dir: string, naming: AdapterNaming = 'causal-lm'): Promise<LoraAdapters> {
     const cfgPath = join(dir, 'adapter_config.json');
     if (!existsSync(cfgPath)) throw new CheckpointError(`no LoRA adapter in ${dir}: adapter_config.json is missing`);
     const raw = JSON.parse(await readFile(cfgPath, 'utf8')) as Record<string, unknown>;
@@ -80,16 +127,21 @@ export class LoraAdapters {
       throw new CheckpointError(`${cfgPath}: peft_type ${String(raw.peft_type)} is not supported (only LORA)`);
     if (raw.use_dora || raw.use_rslora)
       throw new CheckpointError(`${cfgPath}: DoRA / rsLoRA adapters are not supported`);
+    const source = join(dir, 'adapter_model.safetensors');
+    const read = await readSafetensors(source);
+    const weights = naming === 'vision-language' ? fromVisionLanguageNames(read, source) : read;
+    const targets = raw.target_modules;
     const lora = new LoraAdapters(
       normalise({
         r: Number(raw.r),
         alpha: Number(raw.lora_alpha),
         dropout: Number(raw.lora_dropout ?? 0),
-        targetModules: raw.target_modules as string[] | 'all-linear',
+        targetModules:
+          typeof targets === 'string' && targets !== 'all-linear'
+            ? modulesWithTensors(weights, cfgPath, targets)
+            : (targets as string[] | 'all-linear'),
       }),
     );
-    const weights = await readSafetensors(join(dir, 'adapter_model.safetensors'));
-    const source = join(dir, 'adapter_model.safetensors');
     for (const [module, out, inp] of targetShapes(model, lora.modules)) {
       const a = expectWeight(weights, peftKey(module, 'A'), [lora.config.r, inp], source);
       const b = expectWeight(weights, peftKey(module, 'B'), [out, lora.config.r], source);
@@ -123,15 +175,16 @@ export class LoraAdapters {
     return out;
   }
 
-  /** The adapter weights under PEFT's key names. */
-  exportWeights(): WeightMap {
+  /** The adapter weights under PEFT's key names for `naming`'s module tree. */
+  exportWeights(naming: AdapterNaming = 'causal-lm'): WeightMap {
     const out: WeightMap = new Map();
-    for (const [name, t] of this.parameters()) out.set(name, { shape: [...t.shape], data: t.toFloat32Array() });
+    for (const [name, t] of this.parameters())
+      out.set(fileKey(name, naming), { shape: [...t.shape], data: t.toFloat32Array() });
     return out;
   }
 
-  /** PEFT's adapter_config.json. */
-  peftConfig(baseModel = ''): Record<string, unknown> {
+  /** PEFT's adapter_config.json (a vision-language model's target_modules: a regex over its language model). */
+  peftConfig(baseModel = '', naming: AdapterNaming = 'causal-lm'): Record<string, unknown> {
     return {
       peft_type: 'LORA',
       task_type: 'CAUSAL_LM',
@@ -139,7 +192,7 @@ export class LoraAdapters {
       r: this.config.r,
       lora_alpha: this.config.alpha,
       lora_dropout: this.config.dropout,
-      target_modules: this.modules,
+      target_modules: naming === 'vision-language' ? languageModelPattern(this.modules) : this.modules,
       bias: 'none',
       fan_in_fan_out: false,
       inference_mode: true,
@@ -155,11 +208,12 @@ export class LoraAdapters {
     };
   }
 
-  /** Write adapter_config.json + adapter_model.safetensors into `dir`. */
-  async save(dir: string, baseModel = ''): Promise<void> {
+  /** Write adapter_config.json + adapter_model.safetensors into `dir`, named for `naming`'s module tree. */
+  async save(dir: string, baseModel = '', naming: AdapterNaming = 'causal-lm'): Promise<void> {
     await mkdir(dir, { recursive: true });
-    await writeFile(join(dir, 'adapter_config.json'), JSON.stringify(this.peftConfig(baseModel), null, 2) + '\n');
-    await writeSafetensors(join(dir, 'adapter_model.safetensors'), this.exportWeights());
+    const config = this.peftConfig(baseModel, naming);
+    await writeFile(join(dir, 'adapter_config.json'), JSON.stringify(config, null, 2) + '\n');
+    await writeSafetensors(join(dir, 'adapter_model.safetensors'), this.exportWeights(naming));
   }
 
   /** Fold W += (alpha / r) B A into the base weights, detach the adapters and make the base trainable again. */
@@ -208,6 +262,16 @@ function resolveTargets(t: 'all-linear' | string[]): string[] {
     }
   }
   return LINEAR_MODULES.filter((m) => names.includes(m)); // PEFT's (module) order
+}
+
+/** The projections `weights` holds adapters for (an adapter whose target_modules is a regex, `pattern`). */
+function modulesWithTensors(weights: WeightMap, cfgPath: string, pattern: string): string[] {
+  const found = LINEAR_MODULES.filter((m) => [...weights.keys()].some((k) => k.endsWith(`.${m}.lora_A.weight`)));
+  if (found.length === 0)
+    throw new CheckpointError(
+      `${cfgPath}: target_modules ${JSON.stringify(pattern)} is a pattern, and the adapter file holds no lora_A tensor of a decoder projection (${LINEAR_MODULES.join(', ')}); it is not a LoRA adapter of this model.`,
+    );
+  return found;
 }
 
 /** [module path, out features, in features] for every adapted projection. */
