@@ -1,7 +1,8 @@
 // An agent program that sends images, trained through the gateway on a Qwen2.5-VL policy (`ragen model init --shape
 // qwen2.5-vl-tiny`, local engine): its samples hold the sent images' pixels in the order the engine got them (two calls
 // merged into one sample keep both), the engine's teacher-forced pass over a sample gives the log-probs the `openai`
-// client got, and `ragen train` runs a step on such episodes with its recomputed log-probs equal to the sampler's.
+// client got, and `ragen train` runs a step on such episodes (the local engine; the torch worker where PyTorch is) with
+// its recomputed log-probs equal to the sampler's.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,6 +10,7 @@ import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentProgram, collate } from '../agent/index.js';
 import { initModelDir } from '../cli/commands/model-init.js';
+import { torchPythonForTests } from '../engine/torch-testing.js';
 import '../envs/index.js';
 import { makeEnv } from '../env/index.js';
 import { agentRollout, Gateway } from '../gateway/index.js';
@@ -129,28 +131,47 @@ describe('an agent program that sends images', () => {
   }, 120_000);
 });
 
-describe('ragen train on an agent program that sends images', () => {
-  it("runs a step whose recomputed log-probs equal the sampler's, and records each call's images as sent", async () => {
-    const runDir = join(root, 'run');
-    const config = microConfig(model, runDir, [
-      `env.train=[{agent: {module: ${JSON.stringify(agentFile)}, export: run, timeoutS: 60}, groups: 1, groupSize: 2}]`,
-      'algo.advEstimator=grpo',
-      'algo.recomputeOldLogprobs=true',
-      'trainer.steps=1',
-      'trainer.miniBatchSize=2',
-      'trainer.microBatchSize=1',
-      'trainer.checkpointEvery=0',
-    ]);
-    const r = await train({ config });
-    const [m] = readMetricsFile(join(r.runDir, 'metrics.jsonl'));
-    expect(m!['gateway/episodes_ok']).toBe(2);
-    expect(Number.isFinite(m!['actor/pg_loss'])).toBe(true);
-    // π_old, recomputed by a teacher-forced pass over the samples with their images, against μ, what the client got
-    expect(m!['mismatch/log_ratio_abs_max']).toBeLessThan(1e-4);
-    // the rollout record keeps each call's request as sent: the image parts' data: URLs, base64 and all
-    const records = readFileSync(join(r.runDir, 'rollouts', 'step-1.jsonl'), 'utf8').trim().split('\n');
-    const call = (JSON.parse(records[0]!) as { turns: { call: { messages: unknown[] } }[] }).turns[1]!.call;
-    const sent = JSON.stringify(call.messages);
-    expect(urls.map((u) => sent.includes(JSON.stringify(u)))).toEqual([true, true]);
-  }, 300_000);
-});
+const python = torchPythonForTests();
+const engines = [
+  { engine: 'local', overrides: [] },
+  // the torch worker in float32 on the CPU (skipped without PyTorch >= 2 unless RAGEN_REQUIRE_BACKENDS=1)
+  ...(python
+    ? [
+        {
+          engine: 'torch',
+          overrides: ['model.engine=torch', 'model.torch.device=cpu', 'model.torch.precision=float32'],
+        },
+      ]
+    : []),
+];
+
+describe.each(engines)(
+  'ragen train on an agent program that sends images ($engine engine)',
+  ({ engine, overrides }) => {
+    it("runs a step whose recomputed log-probs equal the sampler's, and records each call's images as sent", async () => {
+      const config = microConfig(model, join(root, `run-${engine}`), [
+        `env.train=[{agent: {module: ${JSON.stringify(agentFile)}, export: run, timeoutS: 60}, groups: 1, groupSize: 2}]`,
+        'algo.advEstimator=grpo',
+        'algo.recomputeOldLogprobs=true',
+        'trainer.steps=1',
+        'trainer.miniBatchSize=2',
+        'trainer.microBatchSize=1',
+        'trainer.checkpointEvery=0',
+        ...overrides,
+      ]);
+      const r = await train({ config });
+      const [m] = readMetricsFile(join(r.runDir, 'metrics.jsonl'));
+      expect(m!['gateway/episodes_ok']).toBe(2);
+      expect(Number.isFinite(m!['actor/pg_loss'])).toBe(true);
+      // π_old, recomputed by a teacher-forced pass over the samples with their images, against μ, what the client got
+      expect(m!['mismatch/log_ratio_abs_max']).toBeLessThan(1e-4);
+      // the rollout record keeps each call's request as sent: the image parts' data: URLs, base64 and all
+      const records = readFileSync(join(r.runDir, 'rollouts', 'step-1.jsonl'), 'utf8')
+        .trim()
+        .split('\n');
+      const call = (JSON.parse(records[0]!) as { turns: { call: { messages: unknown[] } }[] }).turns[1]!.call;
+      const sent = JSON.stringify(call.messages);
+      expect(urls.map((u) => sent.includes(JSON.stringify(u)))).toEqual([true, true]);
+    }, 300_000);
+  },
+);
