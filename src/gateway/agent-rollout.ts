@@ -133,6 +133,7 @@ function episodeOf(
     return {
       turn: i,
       promptIds: c.promptIds,
+      ...(c.images ? { promptImages: c.images } : {}),
       tokens: c.completionIds,
       logprobs: c.logprobs,
       finishReason: c.finishReason,

@@ -1,5 +1,6 @@
 // What the gateway records per episode: every chat call with the exact prompt ids the template rendered and the
 // ids and log-probs the policy sampled, plus the reward the agent program reported.
+import type { RgbImage } from '../util/index.js';
 
 /** One answered chat call, in the order the calls arrived. */
 export interface CallRecord {
@@ -7,13 +8,21 @@ export interface CallRecord {
   index: number;
   /** The prompt as the engine saw it: the chat template's rendering of the request, tokenized. */
   promptIds: number[];
+  /**
+   * The images the prompt's `<|image_pad|>` runs stand for, in order, as the engine got them (decoded from the
+   * request's `image_url` parts); absent for a text prompt. Training samples take them (see samples.ts).
+   */
+  images?: readonly RgbImage[];
   /** The ids the policy sampled (a final stop token included), and log p of each under the sampling policy. */
   completionIds: number[];
   logprobs: number[];
   finishReason: 'stop' | 'length';
   /** The reply's text (what the agent received, before tool-call parsing). */
   text: string;
-  /** The request's `messages` and `tools` as the agent sent them (a task verifier reads them). */
+  /**
+   * The request's `messages` and `tools` as the agent sent them (a task verifier reads them): an image part keeps its
+   * data: URL as sent, base64 and all (a PNG, the only kind the gateway reads; the body limit bounds it).
+   */
   messages: unknown[];
   tools: unknown[] | null;
 }

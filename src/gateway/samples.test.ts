@@ -1,6 +1,8 @@
 // The merge and split rule on hand-built call records: extensions merge (loss only on sampled ids), rewritten
-// history splits, interleaved conversations stay apart, and every sample carries the episode's reward.
+// history splits, interleaved conversations stay apart, every sample carries the episode's reward, and a sample with
+// image calls holds their images in order (other pixels under the same ids split).
 import { describe, expect, it } from 'vitest';
+import type { RgbImage } from '../util/index.js';
 import type { CallRecord } from './episodes.js';
 import { chainCalls, samplesFromCalls } from './samples.js';
 
@@ -30,6 +32,7 @@ describe('samples from calls', () => {
       logprobs: [0, 0, 0, -0.1, -0.11, 0, 0, -0.12],
       callIds: [-1, -1, -1, 0, 0, -1, -1, 1],
       calls: [0, 1],
+      images: [],
     });
   });
 
@@ -85,6 +88,25 @@ describe('samples from calls', () => {
     expect(samples[1]!.turns).toEqual([2]);
     for (const s of samples)
       expect([s.score, s.episode, s.group, s.tag, s.length]).toEqual([0.5, 4, 1, 'agent', s.ids.length]);
+  });
+
+  it("keeps every merged call's images in order on the sample, and splits a call whose earlier images differ", () => {
+    const PAD = 99;
+    /** A 2 x 1 image filled with `v`: decoded afresh per call, as the gateway decodes each request's parts. */
+    const img = (v: number): RgbImage => ({ width: 2, height: 1, data: new Uint8Array(6).fill(v) });
+    const withImages = (c: CallRecord, images: RgbImage[]): CallRecord => ({ ...c, images });
+    // call 0 shows image a; call 1 resends it (another decode, same pixels) and adds b; call 2 shows c where a was
+    const calls = [
+      withImages(call([1, PAD, 2], [10], 0), [img(7)]),
+      withImages(call([1, PAD, 2, 10, 3, PAD, 4], [11], 1), [img(7), img(8)]),
+      withImages(call([1, PAD, 2, 10, 3, PAD, 4, 11, 5], [12], 2), [img(9), img(8)]),
+    ];
+    const samples = samplesFromCalls(calls, 1, { episode: 0, group: 0, tag: 'vl' });
+    expect(samples.map((s) => s.turns)).toEqual([[0, 1], [2]]);
+    expect(samples[0]!.images).toEqual([img(7), img(8)]);
+    expect(samples[1]!.images).toEqual([img(9), img(8)]);
+    // text calls give samples without images
+    expect(samplesFromCalls([call([1], [2], 0)], 1, { episode: 0, group: 0, tag: 't' })[0]!.images).toBeUndefined();
   });
 
   it('refuses a record whose log-probs do not match its ids', () => {

@@ -238,6 +238,7 @@ export class Gateway {
     ep.calls.push({
       index: call.index,
       promptIds: call.promptIds,
+      ...(call.images.length > 0 ? { images: call.images } : {}),
       completionIds: [...gen.tokens],
       logprobs: [...gen.logprobs],
       finishReason: gen.finishReason,

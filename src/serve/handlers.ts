@@ -3,7 +3,7 @@
 import type { Tokenizer, VisionProcessor } from '../tokenizer/index.js';
 import { sequenceBatch, type Engine, type Generation } from '../engine/index.js';
 import { Batcher, type BatchJob } from './batcher.js';
-import { ApiError } from '../util/index.js';
+import { ApiError, type RgbImage } from '../util/index.js';
 import { checkPromptBytes } from './prompt-bytes.js';
 import type { ChatRequest, CompletionRequest } from './requests.js';
 import {
@@ -114,7 +114,7 @@ export function choiceJobs(ctx: HandlerContext, req: ChatRequest | CompletionReq
       'top_logprobs',
       'unsupported_parameter',
     );
-  const images = req.kind === 'chat' ? req.messages.flatMap((m) => m.images ?? []) : [];
+  const images = requestImages(req);
   if (images.length > 0 && req.topLogprobs > 0)
     throw new ApiError(
       400,
@@ -166,6 +166,11 @@ export function choiceJobs(ctx: HandlerContext, req: ChatRequest | CompletionReq
       ...(req.seed !== undefined && req.temperature > 0 ? { seed: (req.seed + k) >>> 0 } : {}),
     })),
   );
+}
+
+/** The images a request's prompt shows, in the order of their vision tokens: every chat message's, in order. */
+export function requestImages(req: ChatRequest | CompletionRequest): RgbImage[] {
+  return req.kind === 'chat' ? req.messages.flatMap((m) => m.images ?? []) : [];
 }
 
 /** Run every choice of a request (prompts x n) through the batcher. */

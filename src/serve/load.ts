@@ -1,9 +1,9 @@
 // Opening what `ragen serve` serves: a model directory or a run directory (its latest checkpoint) on the
 // local engine (with top_logprobs scoring) or the torch engine, with the checkpoint's own tokenizer.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { LocalEngine, TorchEngine } from '../engine/index.js';
-import { configFromHF } from '../model/index.js';
+import { loadTextConfig } from '../model/index.js';
 import {
   loadTokenizer,
   runTokenizer,
@@ -124,7 +124,8 @@ export async function localServeTarget(
 
 /**
  * A checkpoint on the torch engine (a PyTorch worker process). Its worker returns whole generations, so streams
- * are sent when a batch finishes; it has no `top_logprobs` source (such requests get a 400).
+ * are sent when a batch finishes; it has no `top_logprobs` source (such requests get a 400). A Qwen2.5-VL checkpoint
+ * reads chat images: the engine sends each request's to the worker as pixel values.
  */
 export async function torchServeTarget(
   dir: string,
@@ -133,10 +134,7 @@ export async function torchServeTarget(
 ): Promise<ServeTarget> {
   const modelDir = resolveModelDir(dir);
   const opened = openTokenizer(modelDir, opts);
-  const cfg = configFromHF(
-    JSON.parse(readFileSync(join(modelDir, 'config.json'), 'utf8')) as Record<string, unknown>,
-    join(modelDir, 'config.json'),
-  );
+  const cfg = await loadTextConfig(modelDir); // a Qwen2.5-VL's positions are its language model's
   const t = opts.torch ?? {};
   const engine = await TorchEngine.fromPretrained(modelDir, {
     decode: (ids) => opened.tokenizer.decode(ids),

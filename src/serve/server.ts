@@ -6,7 +6,17 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Engine, Generation } from '../engine/index.js';
 import type { ChatMessage, Tokenizer } from '../tokenizer/index.js';
-import { ApiError, clientGone, closeServer, httpServer, listen, pathOf, readJson, sendJson } from '../util/index.js';
+import {
+  ApiError,
+  clientGone,
+  closeServer,
+  httpServer,
+  listen,
+  pathOf,
+  readJson,
+  sendJson,
+  type RgbImage,
+} from '../util/index.js';
 import { ClientGone, type BatcherStats } from './batcher.js';
 import {
   chatBody,
@@ -14,6 +24,7 @@ import {
   completionBody,
   completionPromptIds,
   handlerContext,
+  requestImages,
   runChoices,
   type HandlerContext,
   type ResponseHead,
@@ -61,6 +72,11 @@ export interface AnsweredCall {
   body: Record<string, unknown>;
   /** The prompt as the engine saw it, and what it sampled (a final stop token included). */
   promptIds: number[];
+  /**
+   * The images the engine got with the prompt, in the order of its vision tokens (decoded from the request's
+   * `image_url` parts); empty for a text prompt.
+   */
+  images: readonly RgbImage[];
   gen: Generation;
   /** The reply's text before `answer` shaped it. */
   text: string;
@@ -296,8 +312,12 @@ export class OpenAIServer<S = undefined> {
         `the client disconnected before call ${index}${where} was answered; the call is not recorded`,
       );
     const answers = choices.map((c) => call.answer?.(c.text, c.index) ?? { content: c.text, toolCalls: [] });
+    const images = requestImages(request);
     for (const c of choices)
-      this.options.onCall?.({ index, body, promptIds: c.prompt, gen: c.gen, text: c.text, tools: call.tools }, scope);
+      this.options.onCall?.(
+        { index, body, promptIds: c.prompt, images, gen: c.gen, text: c.text, tools: call.tools },
+        scope,
+      );
     if (stream) return stream.finish(prompts, choices, answers);
     const tok = this.ctx.tokenizer;
     sendJson(
@@ -338,7 +358,7 @@ function refuseImages(messages: readonly ChatMessage[], modelName: string): void
   if (i < 0) return;
   throw new ApiError(
     400,
-    `The model \`${modelName}\` is text-only and cannot read the image in messages[${i}]. Send the messages without image_url parts (an env's text observation instead of its image), or serve a vision-language model (a Qwen2.5-VL checkpoint, on the local engine).`,
+    `The model \`${modelName}\` is text-only and cannot read the image in messages[${i}]. Send the messages without image_url parts (an env's text observation instead of its image), or serve a vision-language model (a Qwen2.5-VL checkpoint, on the local or the torch engine).`,
     'invalid_request_error',
     `messages[${i}].content`,
     'model_not_multimodal',

@@ -6,9 +6,7 @@ import { LocalEngine, type Engine } from '../engine/index.js';
 import { agentRollout, Gateway, unparsedToolCall, type AgentOutcome } from '../gateway/index.js';
 import type { MetricValues } from '../metrics/index.js';
 import type { Tokenizer, ToolFormatName } from '../tokenizer/index.js';
-import { configFromHF, findModelPath } from '../model/index.js';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { findModelPath, loadTextConfig } from '../model/index.js';
 
 /**
  * A gateway answering agent programs with the run's policy: loopback, a free port, sampling fixed to the split's
@@ -22,7 +20,7 @@ export async function openGateway(
   log?: (line: string) => void,
 ): Promise<Gateway> {
   const s = samplingOf(config, mode, 0);
-  const { contextLength, vocabSize } = modelSizes(config, engine);
+  const { contextLength, vocabSize } = await modelSizes(config, engine);
   const gateway = new Gateway({
     engine,
     tokenizer,
@@ -37,15 +35,14 @@ export async function openGateway(
   return gateway;
 }
 
-/** The policy's context length and vocabulary: the local engine's model, else `model.path`'s config.json. */
-function modelSizes(config: RagenConfig, engine: Engine): { contextLength: number; vocabSize: number } {
+/**
+ * The policy's context length and vocabulary: the local engine's model, else `model.path`'s config.json (a
+ * Qwen2.5-VL's language model's).
+ */
+async function modelSizes(config: RagenConfig, engine: Engine): Promise<{ contextLength: number; vocabSize: number }> {
   if (engine instanceof LocalEngine)
     return { contextLength: engine.policy.config.maxPositionEmbeddings, vocabSize: engine.policy.config.vocabSize };
-  const dir = findModelPath(config.model.path) ?? config.model.path;
-  const cfg = configFromHF(
-    JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')) as Record<string, unknown>,
-    join(dir, 'config.json'),
-  );
+  const cfg = await loadTextConfig(findModelPath(config.model.path) ?? config.model.path);
   return {
     contextLength: cfg.maxPositionEmbeddings,
     vocabSize: 'vocabSize' in engine ? Number((engine as { vocabSize: number }).vocabSize) : cfg.vocabSize,
