@@ -7,6 +7,7 @@ import { fuseWeights } from './fused.js';
 import { KVCache } from './kv-cache.js';
 import { lastLogits, prefill } from './prefill.js';
 import { argmax, Sampler } from './sampling.js';
+import { suppressLogits } from './suppress.js';
 import type { Transformer } from './transformer.js';
 
 /** Sampling settings for one batched generation (the Engine's `SamplingParams`). */
@@ -115,7 +116,10 @@ export class NonFiniteLogitsError extends RagenError {
   }
 }
 
-/** Sample completions of `prompts`; each sampled token comes with its log-prob at temperature 1. */
+/**
+ * Sample completions of `prompts`; each sampled token comes with its log-prob at temperature 1. A model's suppressed
+ * tokens (a VLM's vision tokens) are never sampled, and the log-probs are of the distribution without them.
+ */
 export function generate(
   model: Transformer,
   prompts: readonly (readonly number[])[],
@@ -167,6 +171,7 @@ function* generateSteps(
   const stopStrings = (opts.stopStrings ?? []).filter((s) => s.length > 0);
   const window = Math.max(0, ...stopStrings.map((s) => s.length)) + 4;
   const settings = { topP: opts.topP ?? 1, topK: opts.topK ?? 0 };
+  const suppressed = model.suppressedTokens;
 
   // bf16 frozen weights have no fused (float32-packed) form: those models decode op by op
   const fused =
@@ -199,10 +204,12 @@ function* generateSteps(
       const rowRngs = rows.map((r) => rngs[r]!);
       let tokens: Int32Array, lps: Float32Array;
       if (logits) {
-        const z: Tensor = logits;
+        // A VLM's vision tokens are never sampled; the log-probs are those of the distribution without them.
+        const z: Tensor = suppressed ? noGrad(() => tidy(() => suppressLogits(logits!, suppressed))) : logits;
         tokens = pick(z, B, opts.temperature, sampler, settings, rowRngs, V);
         lps = readOut(() => logprobOfTarget(z, tokens));
-        z.dispose();
+        if (z !== logits) z.dispose();
+        logits.dispose();
         logits = null;
       } else {
         ({ tokens, logprobs: lps } = fast!.sample(sampler, settings, rowRngs));
