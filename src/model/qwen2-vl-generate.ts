@@ -21,10 +21,11 @@ export function vlTokenLogprobs(model: Qwen25VL, ids: Int32Array, images?: Visio
   const T = ids.length;
   if (T < 2) throw new ConfigError(`vlTokenLogprobs needs at least 2 tokens, got ${T}`);
   const hidden = model.hidden(ids, images, { dropoutRng }); // (T, C)
-  const suppressed = model.lm.suppressedTokens!;
-  const logits = suppressLogits(model.logits(narrow(hidden, 0, 0, T - 1)), suppressed); // (T-1, V)
+  const off = model.lm.suppressedTokens;
+  const logits = model.logits(narrow(hidden, 0, 0, T - 1)); // (T-1, V)
   const targets = ids.slice(1);
-  return mul(logprobOfTarget(logits, targets), tensor(sampledTargets(targets, suppressed)));
+  if (!off) return logprobOfTarget(logits, targets);
+  return mul(logprobOfTarget(suppressLogits(logits, off), targets), tensor(sampledTargets(targets, off)));
 }
 
 /** What `vlTokenOutputs` computes and how (`TokenForwardOptions`' meanings). */
@@ -101,7 +102,8 @@ export function generateVL(
       h.dispose();
       const out: Completion = { tokens: [], logprobs: [], finishReason: 'length' };
       for (let step = 0; step < params.maxNewTokens; step++) {
-        const logits = tidy(() => suppressLogits(model.logits(last), model.lm.suppressedTokens!)); // (1, V)
+        const off = model.lm.suppressedTokens;
+        const logits = tidy(() => (off ? suppressLogits(model.logits(last), off) : model.logits(last))); // (1, V)
         const z = logits.toFloat32Array();
         let token: number;
         if (params.temperature === 0) token = argmax(z, 0, z.length);
