@@ -158,7 +158,9 @@ export class TorchEngine implements TrainableEngine {
       const vl = await isVisionCheckpoint(dir);
       const vision = vl ? await loadVisionProcessor(dir) : undefined;
       const path = join(dir, 'config.json');
-      const vlConfig = vl ? vlConfigFromHF(JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>, path) : undefined;
+      const vlConfig = vl
+        ? vlConfigFromHF(JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>, path)
+        : undefined;
       return new TorchEngine(worker, opts, Number(r.header.vocabSize), configPositions(dir), vision, vlConfig);
     } catch (e) {
       worker.close(0);

@@ -84,9 +84,7 @@ async function teacherForced(
   const rows = prompts.map((p, i) => [...p, ...gens[i]!.tokens]);
   const batch = { ...sequenceBatch(rows), ...(images ? { images } : {}) };
   const { logprobs } = await engine.forward(batch, { role: 'policy' });
-  return prompts.map((p, i) =>
-    Array.from(logprobs.subarray(i * batch.T + p.length, i * batch.T + rows[i]!.length)),
-  );
+  return prompts.map((p, i) => Array.from(logprobs.subarray(i * batch.T + p.length, i * batch.T + rows[i]!.length)));
 }
 
 function expectClose(got: number[][], want: readonly Generation[]): void {
@@ -116,7 +114,10 @@ async function trainStep(
 
 /** A row whose completion holds <|image_pad|>: refused before the model sees it. */
 async function expectRefused(engine: TrainableEngine): Promise<void> {
-  const rows = [[...textPrompts[0]!, 40, 41], [...textPrompts[0]!, 40, IMAGE_PAD, 41]];
+  const rows = [
+    [...textPrompts[0]!, 40, 41],
+    [...textPrompts[0]!, 40, IMAGE_PAD, 41],
+  ];
   await expect(engine.forward(sequenceBatch(rows), { role: 'policy' })).rejects.toThrow(
     `Row 1 of the batch holds <|image_pad|> (id ${IMAGE_PAD}) at position ${textPrompts[0]!.length + 1} outside an image's`,
   );
@@ -127,53 +128,56 @@ beforeAll(async () => {
   biased = await biasedModel();
 }, 300_000);
 
-describe.each(['native', 'wasm'] as const)('the local engine on a VLM biased toward its vision tokens (%s)', (backend) => {
-  let engine: LocalEngine;
-  beforeAll(async () => {
-    if (testBackend(backend)) engine = await LocalEngine.fromPretrained(biased, { backend });
-  }, 120_000);
-  afterAll(() => engine?.dispose());
+describe.each(['native', 'wasm'] as const)(
+  'the local engine on a VLM biased toward its vision tokens (%s)',
+  (backend) => {
+    let engine: LocalEngine;
+    beforeAll(async () => {
+      if (testBackend(backend)) engine = await LocalEngine.fromPretrained(biased, { backend });
+    }, 120_000);
+    afterAll(() => engine?.dispose());
 
-  it.skipIf(!testBackend(backend))(
-    'samples vision tokens only when suppression is off',
-    async () => {
-      const off = engine.policy.suppressedTokens;
-      engine.policy.suppressedTokens = null;
-      try {
-        const gens = await engine.generate(textPrompts, sampling());
-        expect(visionIn(gens).length).toBeGreaterThan(10); // the bias works: most tokens are vision tokens
-      } finally {
-        engine.policy.suppressedTokens = off;
-      }
-      expect([...off!].sort()).toEqual([...VISION].sort());
-    },
-    120_000,
-  );
+    it.skipIf(!testBackend(backend))(
+      'samples vision tokens only when suppression is off',
+      async () => {
+        const off = engine.policy.suppressedTokens;
+        engine.policy.suppressedTokens = null;
+        try {
+          const gens = await engine.generate(textPrompts, sampling());
+          expect(visionIn(gens).length).toBeGreaterThan(10); // the bias works: most tokens are vision tokens
+        } finally {
+          engine.policy.suppressedTokens = off;
+        }
+        expect([...off!].sort()).toEqual([...VISION].sort());
+      },
+      120_000,
+    );
 
-  it.skipIf(!testBackend(backend))(
-    'never samples them on any path, and its log-probs are the teacher-forced ones',
-    async () => {
-      // prompts with an image: generateVL, op by op
-      const withImage = [imagePrompt, textPrompts[0]!];
-      const images = [[image], undefined];
-      for (const over of [{}, { temperature: 0 }, { topP: 0.9, topK: 50 }]) {
-        const gens = await engine.generate(withImage, sampling({ ...over, images }));
-        expect(visionIn(gens)).toEqual([]);
-        expectClose(await teacherForced(engine, withImage, gens, images), gens);
-      }
-      // text prompts: the fused decoder (its kernels on this backend) and the op-by-op path
-      for (const fastDecode of [true, false]) {
-        const gens = generate(engine.policy, textPrompts, { ...sampling(), fastDecode });
-        expect(visionIn(gens)).toEqual([]);
-        expectClose(await teacherForced(engine, textPrompts, gens), gens);
-      }
-      const gens = await engine.generate(withImage, sampling({ images }));
-      await trainStep(engine, withImage, gens, images);
-      await expectRefused(engine);
-    },
-    120_000,
-  );
-});
+    it.skipIf(!testBackend(backend))(
+      'never samples them on any path, and its log-probs are the teacher-forced ones',
+      async () => {
+        // prompts with an image: generateVL, op by op
+        const withImage = [imagePrompt, textPrompts[0]!];
+        const images = [[image], undefined];
+        for (const over of [{}, { temperature: 0 }, { topP: 0.9, topK: 50 }]) {
+          const gens = await engine.generate(withImage, sampling({ ...over, images }));
+          expect(visionIn(gens)).toEqual([]);
+          expectClose(await teacherForced(engine, withImage, gens, images), gens);
+        }
+        // text prompts: the fused decoder (its kernels on this backend) and the op-by-op path
+        for (const fastDecode of [true, false]) {
+          const gens = generate(engine.policy, textPrompts, { ...sampling(), fastDecode });
+          expect(visionIn(gens)).toEqual([]);
+          expectClose(await teacherForced(engine, textPrompts, gens), gens);
+        }
+        const gens = await engine.generate(withImage, sampling({ images }));
+        await trainStep(engine, withImage, gens, images);
+        await expectRefused(engine);
+      },
+      120_000,
+    );
+  },
+);
 
 describe.skipIf(!python)('the torch engine on a VLM biased toward its vision tokens', () => {
   let engine: TorchEngine;

@@ -1,7 +1,17 @@
 // Per-token log p(target) and entropy straight from hidden states and the output head, a chunk of rows at a time, so
 // the (tokens, vocabulary) float32 logits never exist at once (151,936 columns for Qwen). With two or more chunks each
 // is checkpointed: backward recomputes its logits (python/ragen_torch/token_stats.py does so for the torch engine).
-import { checkpoint, concat, entropy, linear, logprobOfTarget, mul, narrow, tensor, type Tensor } from '../tensor/index.js';
+import {
+  checkpoint,
+  concat,
+  entropy,
+  linear,
+  logprobOfTarget,
+  mul,
+  narrow,
+  tensor,
+  type Tensor,
+} from '../tensor/index.js';
 import { sampledTargets, suppressLogits } from './suppress.js';
 
 /** Bytes of float32 scratch one chunk may use (logits, their gradient and a softmax-sized temporary). */

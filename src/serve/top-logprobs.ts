@@ -30,7 +30,8 @@ export function localTopLogprobs(model: Transformer): TopLogprobsSource {
     noGrad(() => tidy(() => void (logits = model.logits(embedding(model.hidden(ids, 1, T), rows)).toFloat32Array())));
     const V = model.config.vocabSize;
     // A VLM's vision tokens are outside the distribution its tokens were sampled from.
-    if (model.suppressedTokens) for (let i = 0; i < completion.length; i++) suppressRow(logits!, i * V, model.suppressedTokens);
+    if (model.suppressedTokens)
+      for (let i = 0; i < completion.length; i++) suppressRow(logits!, i * V, model.suppressedTokens);
     return completion.map((_, i) => topK(logits!.subarray(i * V, (i + 1) * V), k));
   };
 }
