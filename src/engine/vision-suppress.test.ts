@@ -83,7 +83,11 @@ async function teacherForced(
 ): Promise<number[][]> {
   const rows = prompts.map((p, i) => [...p, ...gens[i]!.tokens]);
   const batch = { ...sequenceBatch(rows), ...(images ? { images } : {}) };
-  const { logprobs } = await engine.forward(batch, { role: 'policy' });
+  const { logprobs, entropy } = await engine.forward(batch, { role: 'policy', entropy: true });
+  // every entropy of the renormalized distribution is a number (a suppressed logit times its 0 probability stays 0)
+  rows.forEach((r, i) =>
+    entropy!.subarray(i * batch.T + 1, i * batch.T + r.length).forEach((h) => expect(h).toBeGreaterThan(-1e-6)),
+  );
   return prompts.map((p, i) => Array.from(logprobs.subarray(i * batch.T + p.length, i * batch.T + rows[i]!.length)));
 }
 
