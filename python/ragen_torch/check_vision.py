@@ -85,8 +85,12 @@ def vision():
     gen_s = time.perf_counter() - t0
     lens = out["lengths"].tolist()
     toks, lps = out["tokens"].split(lens), out["logprobs"].split(lens)
-    # The completion up to a sampled <|image_pad|>, which a teacher-forced pass would take for an image's place.
-    cut = [t.tolist().index(c["image_token_id"]) if c["image_token_id"] in t.tolist() else len(t) for t in toks]
+    # No vision token is sampled (the model's suppressed_ids), so a teacher-forced pass scores each completion whole.
+    off = set(worker.roles.policy.config.suppressed_ids)
+    stray = [t for tok in toks for t in tok.tolist() if t in off]
+    if stray:
+        raise RuntimeError(f"vision: generate sampled vision token ids {stray[:5]}, which the model suppresses")
+    cut = [len(t) for t in toks]
     rows = [p + t.tolist()[:n] for p, t, n in zip(prompts, toks, cut)]
     T = max(len(r) for r in rows)
     ids = torch.zeros(len(rows), T, dtype=torch.int32)

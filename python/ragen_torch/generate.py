@@ -1,7 +1,9 @@
 """Batched sampling with a KV cache, the contract of src/model/generate.ts: prompts left-padded into one cache
 (per-row RoPE positions, a key mask hides the padding), one token per step; finished rows leave the batch (at once in
 eager mode, in decode.py's static and graph modes each time half of the rows are done); each sampled id comes with its
-log-prob at temperature 1. Temperature, then top-k, then top-p, as Hugging Face's warpers.
+log-prob at temperature 1. Temperature, then top-k, then top-p, as Hugging Face's warpers. A model's suppressed ids (a
+VLM's vision tokens) are never sampled and the log-probs are of the distribution without them (token_stats.py scores
+the same distribution).
 """
 
 import contextlib
@@ -12,6 +14,7 @@ import torch
 
 from .decode import StaticStep, decode_mode
 from .model import HAS_SDPA
+from .token_stats import suppress, suppressed_ids
 
 
 class NonFiniteLogitsError(Exception):
@@ -149,7 +152,11 @@ def generate(
         static = None if mode == "eager" else StaticStep(model, cache, key_valid, pads, mode == "graph", autocast)
         live = torch.arange(n, device=dev)  # static: the cache rows still sampling
         cur = P
+        ids_off = suppressed_ids(model)
+        ids_off = None if ids_off is None else torch.tensor(ids_off, dtype=torch.long, device=dev)
         for step in range(max_new):
+            if ids_off is not None:
+                logits = suppress(logits, ids_off)
             tok = pick(logits, temperature, top_k, top_p, gen)
             lp = logits.log_softmax(-1).gather(-1, tok[:, None]).squeeze(-1)
             done = []

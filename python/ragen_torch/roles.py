@@ -14,7 +14,7 @@ from .compiled import compile_layers
 from .frozen import RolloutCopy, freeze_bf16, freeze_bf16_base, rollout_copy_wanted
 from .model import LINEAR_MODULES, load_decoder, make_decoder
 from .safetensors_io import CheckpointError, read_safetensors
-from .token_stats import plain_token_stats_from_logits, token_stats
+from .token_stats import plain_token_stats_from_logits, suppressed_ids, token_stats
 
 VALUE_HEAD_FILE = "value_head.safetensors"
 
@@ -223,11 +223,17 @@ class Roles:
         if (want_lp or entropy) and self.fsdp:
             # FSDP gathers the head's weight only inside the module call: the logits are made there.
             h, logits = model(x[:, :-1], with_logits=True, **kw)
-            logp, ent = plain_token_stats_from_logits(logits, x[:, 1:], entropy)
+            logp, ent = plain_token_stats_from_logits(logits, x[:, 1:], entropy, suppressed_ids(model))
         else:
             h = model(x[:, :-1], **kw)
             if want_lp or entropy:  # one chunk of logits at a time, never the (rows, L, V) tensor
-                logp, ent = token_stats(h.reshape(-1, h.shape[-1]), model.head_weight(), x[:, 1:].reshape(-1), entropy)
+                logp, ent = token_stats(
+                    h.reshape(-1, h.shape[-1]),
+                    model.head_weight(),
+                    x[:, 1:].reshape(-1),
+                    entropy,
+                    suppressed=suppressed_ids(model),
+                )
                 logp, ent = logp.view(rows, L - 1), None if ent is None else ent.view(rows, L - 1)
         out = {"logprobs": logp} if want_lp else {}
         if entropy:
@@ -245,12 +251,12 @@ class Roles:
         if (want_lp or entropy) and self.fsdp:
             h, logits = model(lay.pack(x[:, :-1]), with_logits=True, positions=lay.positions, segments=lay.segments)
             logits = logits.reshape(-1, logits.shape[-1]).index_select(0, lay.slot)
-            logp, ent = plain_token_stats_from_logits(logits, targets, entropy)
+            logp, ent = plain_token_stats_from_logits(logits, targets, entropy, suppressed_ids(model))
         else:
             h = model(lay.pack(x[:, :-1]), positions=lay.positions, segments=lay.segments)
         h = h.reshape(-1, h.shape[-1]).index_select(0, lay.slot)  # (N, C)
         if (want_lp or entropy) and not self.fsdp:
-            logp, ent = token_stats(h, model.head_weight(), targets, entropy)
+            logp, ent = token_stats(h, model.head_weight(), targets, entropy, suppressed=suppressed_ids(model))
         out = {"logprobs": lay.unpack(logp)} if want_lp else {}
         if entropy:
             out["entropy"] = lay.unpack(ent)

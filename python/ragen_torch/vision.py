@@ -89,6 +89,16 @@ def vl_config(raw, source="config.json"):
         )
     c.image_token_id = raw.get("image_token_id", 151655)
     c.vision_start_token_id = raw.get("vision_start_token_id", 151652)
+    # Only the processor writes vision tokens: sampling and scoring leave them out (token_stats.py, generate.py), as
+    # the local engine's src/model/vision-tokens.ts lists them.
+    vision_ids = (
+        raw.get("vision_start_token_id", 151652),
+        raw.get("vision_end_token_id", 151653),
+        raw.get("vision_token_id", 151654),
+        raw.get("image_token_id", 151655),
+        raw.get("video_token_id", 151656),
+    )
+    c.suppressed_ids = sorted({i for i in vision_ids if isinstance(i, int) and 0 <= i < c.V})
     return c
 
 

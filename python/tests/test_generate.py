@@ -8,6 +8,7 @@ import tiny
 import torch
 from ragen_torch.generate import NonFiniteLogitsError, generate, pick
 from ragen_torch.model import load_decoder
+from ragen_torch.token_stats import token_stats
 
 PROMPTS = [[3, 17, 5], [9, 30, 1, 22, 4], [3, 17, 5]]  # different lengths (left padding), one repeated (shared prefill)
 GREEDY = {"maxNewTokens": 6, "temperature": 0, "seed": 0}
@@ -115,3 +116,24 @@ def test_non_finite_logits_raise_naming_the_prompt_and_step(model):
 def test_non_finite_log_probs_are_spelled_as_javascript_does():
     assert NonFiniteLogitsError("m", 0, 0, 0, math.nan).detail["logprob"] == "NaN"
     assert NonFiniteLogitsError("m", 0, 0, 0, -math.inf).detail["logprob"] == "-Infinity"
+
+
+def test_suppressed_ids_are_never_sampled_and_the_log_probs_leave_them_out(model):
+    """A VLM's vision tokens (config.suppressed_ids): the greedy and sampled tokens avoid the ids the model likes best,
+    and each log-prob is that of the softmax without them, as token_stats scores it."""
+    free = generate(model, PROMPTS, GREEDY, mode="eager")
+    off = sorted({t for tokens, _, _ in free for t in tokens})  # every id greedy decoding picked
+    model.config.suppressed_ids = off
+    try:
+        for params in (GREEDY, {"maxNewTokens": 6, "temperature": 1.0, "seed": 4}):
+            for mode in ("eager", "static"):
+                out = generate(model, PROMPTS, params, mode=mode)
+                for prompt, (tokens, lps, _) in zip(PROMPTS, out):
+                    assert not set(tokens) & set(off)
+                    ids = torch.tensor([prompt + tokens])
+                    with torch.no_grad():
+                        h = model(ids[:, :-1])[0]
+                        lp, _ = token_stats(h, model.head_weight(), ids[0, 1:], suppressed=off)
+                    assert lps == pytest.approx(lp[len(prompt) - 1 :].tolist(), abs=1e-4)
+    finally:
+        del model.config.suppressed_ids

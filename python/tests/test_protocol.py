@@ -58,6 +58,40 @@ def test_chunked_token_stats_equal_the_whole_logits_computation_in_value_and_gra
         torch.testing.assert_close(b, a, atol=1e-5, rtol=1e-5)
 
 
+def test_suppressed_ids_leave_the_distribution_in_value_and_gradient():
+    """A VLM's vision tokens: log-probs and entropy of the softmax over the other ids (by hand: the logits without
+    those columns), a suppressed target's log-prob 0 with no gradient; chunked equals plain."""
+    g = torch.Generator().manual_seed(1)
+    h = torch.randn(7, 5, generator=g, dtype=torch.float64).requires_grad_(True)
+    w = torch.randn(11, 5, generator=g, dtype=torch.float64).requires_grad_(True)
+    off = [2, 7]
+    targets = torch.tensor([0, 1, 2, 3, 7, 9, 10])
+    kept = torch.tensor([i for i in range(11) if i not in off])
+    z = (h @ w.t()).double()[:, kept]  # the distribution over the other 9 ids
+    where = {int(t): j for j, t in enumerate(kept)}
+    sampled = torch.tensor([int(t) not in off for t in targets])
+    lp_hand = torch.where(
+        sampled,
+        z.gather(-1, torch.tensor([[where.get(int(t), 0)] for t in targets])).squeeze(-1) - z.logsumexp(-1),
+        torch.zeros(7, dtype=torch.float64),
+    )
+    ent_hand = -(z.softmax(-1) * z.log_softmax(-1)).sum(-1)
+    gl, ge = torch.randn(7, generator=g), torch.randn(7, generator=g)
+    results = []
+    for fn in (
+        lambda: plain_token_stats(h, w, targets, suppressed=off),
+        lambda: token_stats(h, w, targets, chunk_bytes=3 * 4 * 11 * 2, suppressed=off),
+    ):
+        lp, ent = fn()
+        torch.testing.assert_close(lp.double(), lp_hand, atol=1e-5, rtol=0)
+        torch.testing.assert_close(ent.double(), ent_hand, atol=1e-5, rtol=0)
+        results.append(torch.autograd.grad((lp * gl).sum() + (ent * ge).sum(), (h, w)))
+    want = torch.autograd.grad((lp_hand * gl.double()).sum() + (ent_hand * ge.double()).sum(), (h, w))
+    for got in results:
+        for a, b in zip(got, want):
+            torch.testing.assert_close(a.double(), b, atol=1e-4, rtol=1e-4)
+
+
 def test_token_stats_read_the_cpu_autocast_dtype_without_deprecated_calls():
     """torch 2.4 deprecates is_autocast_cpu_enabled / get_autocast_cpu_dtype (a warning per call on 2.13): the device-type
     calls are used where torch has them. (torch may warn once per process: this fails when it runs first.)"""

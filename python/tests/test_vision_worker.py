@@ -8,6 +8,7 @@ import pytest
 import torch
 from ragen_torch.random_checkpoint import write_random_weights
 from ragen_torch.safetensors_io import load_weights, save_weights
+from ragen_torch.token_stats import plain_token_stats_from_logits, suppressed_ids
 
 IMAGE, START, END = 60, 58, 59  # <|image_pad|>, <|vision_start|>, <|vision_end|> of the tiny vocabulary
 TINY_VL = dict(
@@ -78,7 +79,7 @@ def direct_logprobs(model, row, pixels, grids):
     images = [(torch.cat(pixels), torch.tensor(grids))] if pixels else None
     with torch.no_grad():
         _, logits = model(ids, with_logits=True, images=images)
-    return logits[0, :-1].log_softmax(-1).gather(-1, ids[0, 1:, None])[:, 0]
+    return plain_token_stats_from_logits(logits[0, :-1], ids[0, 1:], False, suppressed_ids(model))[0]
 
 
 @pytest.fixture
@@ -158,10 +159,10 @@ def test_greedy_generate_with_images_is_the_forward_passs_argmax(vl_checkpoint, 
     compared = 0
     for b, p in enumerate(prompts):
         new = toks[b].tolist()
-        n = new.index(IMAGE) if IMAGE in new else len(new)  # a sampled pad id would ask the forward for an image
-        ref = direct_logprobs(model, p + new[:n], pixels[b], grids[b])[len(p) - 1 :]
-        torch.testing.assert_close(lps[b][:n], ref, atol=1e-4, rtol=1e-4)
-        compared += n
+        assert not {IMAGE, START, END} & set(new)  # vision tokens are never sampled (suppressed_ids)
+        ref = direct_logprobs(model, p + new, pixels[b], grids[b])[len(p) - 1 :]
+        torch.testing.assert_close(lps[b], ref, atol=1e-4, rtol=1e-4)
+        compared += len(new)
     assert compared >= 8
     assert not torch.equal(lps[3], lps[0])
 
@@ -216,13 +217,14 @@ def test_qwen3_vl_greedy_generate_of_a_left_padded_image_row_is_the_forward_pass
     compared = 0
     for b, (row, images) in enumerate([(rows[0], [(pixels, torch.tensor(grid))]), (rows[1], None)]):
         new = toks[b].tolist()
-        n = new.index(pad) if pad in new else len(new)
-        ids = torch.tensor([row + new[:n]])
+        assert not set(range(151652, 151657)) & set(new)  # vision tokens are never sampled
+        ids = torch.tensor([row + new])
         with torch.no_grad():
             _, logits = worker.roles.policy(ids, with_logits=True, images=images)
-        ref = logits[0, :-1].log_softmax(-1).gather(-1, ids[0, 1:, None])[:, 0][len(row) - 1 :]
-        torch.testing.assert_close(lps[b][:n], ref, atol=1e-4, rtol=1e-4)
-        compared += n
+        off = suppressed_ids(worker.roles.policy)
+        ref = plain_token_stats_from_logits(logits[0, :-1], ids[0, 1:], False, off)[0][len(row) - 1 :]
+        torch.testing.assert_close(lps[b], ref, atol=1e-4, rtol=1e-4)
+        compared += len(new)
     assert compared >= 6
 
 

@@ -67,7 +67,11 @@ pv = torch.from_numpy(np.fromfile(d + "/pixels.bin", dtype=np.float32)).reshape(
 with torch.no_grad():
     r = model(input_ids=ids, pixel_values=pv, image_grid_thw=torch.tensor(args["grids"]),
               mm_token_type_ids=(ids == model.config.image_token_id).int())
-lp = torch.log_softmax(r.logits[0, :-1].double(), -1).gather(-1, ids[0, 1:, None])[:, 0]
+# the policy's distribution leaves out the vision tokens (docs/vision.md); a vision target scores 0
+c = json.load(open(d + "/config.json"))
+off = torch.tensor([c[k] for k in ("vision_start_token_id", "vision_end_token_id", "vision_token_id", "image_token_id", "video_token_id") if c.get(k, 1 << 30) < c["vocab_size"]])
+z = r.logits[0, :-1].double().index_fill(-1, off, float("-inf"))
+lp = torch.log_softmax(z, -1).gather(-1, ids[0, 1:, None])[:, 0].masked_fill(torch.isin(ids[0, 1:], off), 0.0)
 print(json.dumps({"logprobs": lp.tolist(), "info": {k: list(v) for k, v in info.items() if v}}))
 `;
 

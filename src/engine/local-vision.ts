@@ -9,6 +9,7 @@ import {
   generateVL,
   LoraAdapters,
   Qwen25VL,
+  refuseStrayVisionToken,
   saveModel,
   vlConfigToHF,
   type GenerateOptions,
@@ -112,6 +113,7 @@ export function generateWithImages(
   prompts: readonly (readonly number[])[],
   params: GenerateOptions,
 ): Generation[] {
+  prompts.forEach((prompt, i) => refuseStrayVisionToken(prompt, vision.model.config, `Prompt ${i}`));
   const master = new Rng(params.seed);
   return prompts.map((prompt, i) => {
     const images = params.images?.[i];
@@ -123,7 +125,8 @@ export function generateWithImages(
 
 /**
  * The vision inputs of `batch`'s rows that carry images (row -> its images' pixel values), empty when none does. Throws
- * for images given to a text-only model and for a row whose `<|image_pad|>` tokens do not match its images.
+ * for images given to a text-only model, for a row with a vision token outside an image's run (`strayVisionToken`: not
+ * sampled by the engine) and for a row whose `<|image_pad|>` tokens do not match its images.
  */
 export function imageRows(batch: SequenceBatch, vision: LocalVision | undefined): Map<number, VisionInput> {
   const out = new Map<number, VisionInput>();
@@ -141,6 +144,8 @@ export function imageRows(batch: SequenceBatch, vision: LocalVision | undefined)
   const { imageTokenId, vision: tower } = vision.model.config;
   const merge = tower.spatialMergeSize ** 2;
   for (let b = 0; b < batch.B; b++) {
+    const row = batch.ids.subarray(b * batch.T, b * batch.T + batch.lengths[b]!);
+    refuseStrayVisionToken(row, vision.model.config, `Row ${b} of the batch`);
     let pads = 0;
     for (let t = 0; t < batch.lengths[b]!; t++) if (batch.ids[b * batch.T + t] === imageTokenId) pads++;
     const images = given?.[b] ?? [];

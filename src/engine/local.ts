@@ -31,6 +31,7 @@ import {
   tokenForward,
   Transformer,
   readSafetensors,
+  refuseStrayVisionToken,
   ValueHead,
   VALUE_HEAD_FILE,
   vlTokenOutputs,
@@ -334,8 +335,10 @@ export class LocalEngine implements TrainableEngine {
   async generate(prompts: readonly (readonly number[])[], params: SamplingParams): Promise<Generation[]> {
     const decode = this.options.decode;
     const opts = { ...params, ...(decode ? { decode } : {}) };
-    if (this.options.vision && params.images?.some((im) => im !== undefined && im.length > 0))
-      return generateWithImages(this.options.vision, prompts, opts);
+    const vision = this.options.vision;
+    if (vision && params.images?.some((im) => im !== undefined && im.length > 0))
+      return generateWithImages(vision, prompts, opts);
+    if (vision) prompts.forEach((p, i) => refuseStrayVisionToken(p, vision.model.config, `Prompt ${i}`));
     // A caller that reads tokens per step (streaming) also gets the event loop back between steps to send them.
     return params.onTokens ? generateYielding(this.policy, prompts, opts) : generate(this.policy, prompts, opts);
   }

@@ -3,7 +3,15 @@
 // trainer's output gradients and runs AdamW. The loss stays in TypeScript (src/algo), as for the local engine.
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { contextPastPositions, NonFiniteLogitsError, refuseImages, type LoraConfig } from '../model/index.js';
+import {
+  contextPastPositions,
+  NonFiniteLogitsError,
+  refuseImages,
+  refuseStrayVisionToken,
+  vlConfigFromHF,
+  type LoraConfig,
+  type VLConfig,
+} from '../model/index.js';
 import { pixelValues, qwen25PreprocessorConfig, type VisionProcessor } from '../tokenizer/index.js';
 import { ConfigError, writeFileAt, type RgbImage } from '../util/index.js';
 import { isVisionCheckpoint, loadVisionProcessor } from './local-vision.js';
@@ -106,6 +114,8 @@ export class TorchEngine implements TrainableEngine {
     readonly maxPositions: number,
     /** A Qwen2.5-VL's image processor settings: rows and prompts then carry their images to the worker. */
     readonly vision?: VisionProcessor,
+    /** A Qwen2.5-VL's config: its vision token ids, whose stray uses are refused before the worker sees them. */
+    private readonly vlConfig?: VLConfig,
   ) {
     // The worker's rows are split over its ranks, every node's (python/ragen_torch/dist.py), as its handshake counts
     // them.
@@ -145,8 +155,13 @@ export class TorchEngine implements TrainableEngine {
         ...(opts.criticPath ? { criticPath: resolve(opts.criticPath) } : {}),
         ...(opts.referencePath ? { referencePath: resolve(opts.referencePath) } : {}),
       });
-      const vision = (await isVisionCheckpoint(dir)) ? await loadVisionProcessor(dir) : undefined;
-      return new TorchEngine(worker, opts, Number(r.header.vocabSize), configPositions(dir), vision);
+      const vl = await isVisionCheckpoint(dir);
+      const vision = vl ? await loadVisionProcessor(dir) : undefined;
+      const path = join(dir, 'config.json');
+      const vlConfig = vl
+        ? vlConfigFromHF(JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>, path)
+        : undefined;
+      return new TorchEngine(worker, opts, Number(r.header.vocabSize), configPositions(dir), vision, vlConfig);
     } catch (e) {
       worker.close(0);
       throw e;
@@ -186,6 +201,7 @@ export class TorchEngine implements TrainableEngine {
       if (p.length + params.maxNewTokens > this.maxPositions)
         throw new ConfigError(contextPastPositions(p.length, params.maxNewTokens, this.maxPositions, `prompt ${i}`));
       checkIds(p, this.vocabSize, `prompt ${i}`);
+      if (this.vlConfig) refuseStrayVisionToken(p, this.vlConfig, `Prompt ${i}`);
     });
     if (stops.length > 0 && !this.vocabSent) {
       // The worker stops a row early on the concatenated texts of its tokens; the exact check below decides.
@@ -334,7 +350,9 @@ export class TorchEngine implements TrainableEngine {
       const L = batch.lengths[b]!;
       if (!(L >= 1 && L <= batch.T))
         throw new RangeError(`SequenceBatch: row ${b} has length ${L}; each row needs 1..T = ${batch.T} tokens`);
-      checkIds(batch.ids.subarray(b * batch.T, b * batch.T + L), this.vocabSize, `batch row ${b}`);
+      const row = batch.ids.subarray(b * batch.T, b * batch.T + L);
+      checkIds(row, this.vocabSize, `batch row ${b}`);
+      if (this.vlConfig) refuseStrayVisionToken(row, this.vlConfig, `Row ${b} of the batch`);
     }
     return { ids: batch.ids, lengths: batch.lengths, ...this.imageBuffers(batch.images, batch.B) };
   }

@@ -6,6 +6,7 @@ import { keep, Tensor, type Backend, type DecodeKernels, type DecodeLayer } from
 import type { FusedWeights } from './fused.js';
 import type { KVCache } from './kv-cache.js';
 import { argmax, type Sampler, type SamplerSettings } from './sampling.js';
+import { suppressRow } from './suppress.js';
 import type { Rng } from '../util/index.js';
 import type { Transformer } from './transformer.js';
 
@@ -40,6 +41,8 @@ export class FastDecoder {
   /** Where `sample` reads the logits or probabilities out (reused: a step's are large). */
   private readonly readOut: Float32Array;
   private rowsReady = 0;
+  /** Tempered probabilities of one row (`sampleSuppressed`). */
+  private tempered: Float32Array | null = null;
   private tempReady = 0;
   /** Rows of h and tab: the batch, or a prefill chunk. */
   private readonly rowCap: number;
@@ -232,6 +235,8 @@ export class FastDecoder {
     const B = this.rowsReady;
     const V = this.model.config.vocabSize;
     if (rngs.length !== B) throw new RangeError(`FastDecoder.sample: ${rngs.length} generators for ${B} rows`);
+    const suppressed = this.model.suppressedTokens;
+    if (suppressed) return this.sampleSuppressed(suppressed, sampler, settings, rngs);
     const be = this.model.backend;
     const lse = be.read(this.lse.buf, 0, B);
     const tokens = new Int32Array(B);
@@ -250,6 +255,39 @@ export class FastDecoder {
         tokens[b] = tok;
         logprobs[b] = be.read(this.logits.buf, b * V + tok, 1)[0]! - lse[b]!;
       }
+    }
+    return { tokens, logprobs };
+  }
+
+  /**
+   * `sample` for a model with suppressed tokens (a VLM's vision tokens): the logits read out, those ids set to
+   * SUPPRESSED_LOGIT, and the distribution (at the temperature, and at 1 for the log-prob) taken here without them.
+   */
+  private sampleSuppressed(
+    ids: Int32Array,
+    sampler: Sampler,
+    settings: SamplerSettings,
+    rngs: readonly Rng[],
+  ): { tokens: Int32Array; logprobs: Float32Array } {
+    const B = this.rowsReady;
+    const V = this.model.config.vocabSize;
+    const z = this.model.backend.read(this.logits.buf, 0, B * V, this.readOut);
+    const probs = (this.tempered ??= new Float32Array(V));
+    const tokens = new Int32Array(B);
+    const logprobs = new Float32Array(B);
+    for (let b = 0; b < B; b++) {
+      const o = b * V;
+      suppressRow(z, o, ids);
+      let max = -Infinity;
+      for (let i = 0; i < V; i++) max = Math.max(max, z[o + i]!);
+      let sum = 0;
+      for (let i = 0; i < V; i++) sum += Math.exp(z[o + i]! - max);
+      if (this.tempReady === 0) tokens[b] = argmax(z, o, V);
+      else {
+        for (let i = 0; i < V; i++) probs[i] = Math.exp((z[o + i]! - max) / this.tempReady);
+        tokens[b] = sampler.pick(probs, 0, settings, rngs[b]!, false);
+      }
+      logprobs[b] = z[o + tokens[b]!]! - max - Math.log(sum);
     }
     return { tokens, logprobs };
   }

@@ -167,7 +167,8 @@ export interface TokenForwardOptions {
  * Teacher-forced outputs over a packed batch: log p(target) (temperature 1), entropy of the next-token
  * distribution, and values from `valueHead` on the same trunk. A shared prefix runs first (batch 1) and the rows
  * continue it through `ForwardOptions.past`, so outputs and gradients equal the plain padded batch's. Log-probs and
- * entropy come a chunk of rows at a time (token-stats.ts). Differentiable.
+ * entropy come a chunk of rows at a time (token-stats.ts), without the model's suppressed tokens when it has them
+ * (a VLM's vision tokens). Differentiable.
  */
 export function tokenForward(model: Transformer, batch: PackedBatch, opts: TokenForwardOptions = {}): TokenOutputs {
   const rng = {
@@ -178,7 +179,7 @@ export function tokenForward(model: Transformer, batch: PackedBatch, opts: Token
     const want = { logprobs: opts.logprobs !== false, entropy: opts.entropy === true };
     const out: { hidden: Tensor; logprobs?: Tensor; entropy?: Tensor; values?: Tensor } = {
       hidden,
-      ...tokenStats(hidden, model.lmHead, targets, want, opts.logitsChunkBytes),
+      ...tokenStats(hidden, model.lmHead, targets, want, opts.logitsChunkBytes, model.suppressedTokens),
     };
     if (opts.valueHead) out.values = opts.valueHead.forward(hidden);
     return out;

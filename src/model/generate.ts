@@ -8,6 +8,7 @@ import { fuseWeights, type FusedWeights } from './fused.js';
 import { KVCache } from './kv-cache.js';
 import { lastLogits, prefill } from './prefill.js';
 import { argmax, Sampler } from './sampling.js';
+import { suppressLogits } from './suppress.js';
 import type { Transformer } from './transformer.js';
 
 /** Sampling settings for one batched generation (the Engine's `SamplingParams`). */
@@ -124,7 +125,10 @@ export class NonFiniteLogitsError extends RagenError {
   }
 }
 
-/** Sample completions of `prompts`; each sampled token comes with its log-prob at temperature 1. */
+/**
+ * Sample completions of `prompts`; each sampled token comes with its log-prob at temperature 1. A model's suppressed
+ * tokens (a VLM's vision tokens) are never sampled, and the log-probs are of the distribution without them.
+ */
 export function generate(
   model: Transformer,
   prompts: readonly (readonly number[])[],
@@ -243,6 +247,7 @@ function* generateGroup(
   const stopStrings = (opts.stopStrings ?? []).filter((s) => s.length > 0);
   const window = Math.max(0, ...stopStrings.map((s) => s.length)) + 4;
   const settings = { topP: opts.topP ?? 1, topK: opts.topK ?? 0 };
+  const suppressed = model.suppressedTokens;
 
   let cache = new KVCache(c, n, capacity);
   // cache row -> prompt index: longest prompts first, so prefill groups pad little
@@ -272,10 +277,12 @@ function* generateGroup(
       const rowRngs = rows.map((r) => rngs[r]!);
       let tokens: Int32Array, lps: Float32Array;
       if (logits) {
-        const z: Tensor = logits;
+        // A VLM's vision tokens are never sampled; the log-probs are those of the distribution without them.
+        const z: Tensor = suppressed ? noGrad(() => tidy(() => suppressLogits(logits!, suppressed))) : logits;
         tokens = pick(z, B, opts.temperature, sampler, settings, rowRngs, V);
         lps = readOut(() => logprobOfTarget(z, tokens));
-        z.dispose();
+        if (z !== logits) z.dispose();
+        logits.dispose();
         logits = null;
       } else {
         ({ tokens, logprobs: lps } = fast!.sample(sampler, settings, rowRngs));

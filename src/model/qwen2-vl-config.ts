@@ -35,6 +35,9 @@ export interface VLConfig {
   imageTokenId: number;
   videoTokenId: number;
   visionStartTokenId: number;
+  visionEndTokenId: number;
+  /** `<|vision_pad|>` (config.json's `vision_token_id`). */
+  visionPadTokenId: number;
 }
 
 /** Parse a Qwen2.5-VL config.json; throws ConfigError naming the key and the fix. */
@@ -113,6 +116,8 @@ export function vlConfigFromHF(json: Record<string, unknown>, source = 'config.j
     imageTokenId: id('image_token_id', 151655),
     videoTokenId: id('video_token_id', 151656),
     visionStartTokenId: id('vision_start_token_id', 151652),
+    visionEndTokenId: id('vision_end_token_id', 151653),
+    visionPadTokenId: id('vision_token_id', 151654),
   };
 }
 
@@ -130,6 +135,8 @@ export function vlConfigToHF(c: VLConfig): Record<string, unknown> {
     image_token_id: c.imageTokenId,
     video_token_id: c.videoTokenId,
     vision_start_token_id: c.visionStartTokenId,
+    vision_end_token_id: c.visionEndTokenId,
+    vision_token_id: c.visionPadTokenId,
     vision_config: {
       depth: v.depth,
       hidden_act: 'silu',

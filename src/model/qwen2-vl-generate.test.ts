@@ -16,17 +16,19 @@ describe('generateVL', () => {
     for (const temperature of [0, 1]) {
       const out = generateVL(m, IDS, input, { maxNewTokens: 8, temperature, seed: 3 });
       expect(out.tokens).toHaveLength(8);
-      // a sampled <|image_pad|> would read as an image in the full forward (see generateVL)
+      // a sampled <|image_pad|> would read as an image in the full forward: vision tokens are suppressed
       expect(out.tokens).not.toContain(IMAGE);
       const all = Int32Array.from([...IDS, ...out.tokens]);
       const full = noGrad(() => vlTokenLogprobs(m, all, input).toFloat32Array()).slice(IDS.length - 1);
       out.logprobs.forEach((lp, i) => expect(lp, `token ${i}`).toBeCloseTo(full[i]!, 4));
       if (temperature === 0) {
-        // each greedy token is the argmax of the full forward's logits at its position
+        // each greedy token is the argmax of the full forward's logits at its position, the vision tokens left out
         const logits = noGrad(() => m.logits(m.hidden(all, input)).toFloat32Array());
         const V = TINY_VL.text.vocabSize;
+        const off = new Set(m.lm.suppressedTokens);
         out.tokens.forEach((tok, i) => {
-          const row = logits.subarray((IDS.length - 1 + i) * V, (IDS.length + i) * V);
+          const at = logits.subarray((IDS.length - 1 + i) * V, (IDS.length + i) * V);
+          const row = Array.from(at, (z, id) => (off.has(id) ? -Infinity : z));
           expect(tok).toBe(row.indexOf(Math.max(...row)));
         });
       }

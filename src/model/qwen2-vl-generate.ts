@@ -1,7 +1,7 @@
 // Sampling and teacher-forced log-probs for Qwen2.5-VL prompts with images: the prompt (its image embeddings and 3-D
 // positions) prefilled into a KV cache, then one token per step at position `index + delta` on every axis (what
 // transformers' generate does after the first step), and the per-token outputs of a sequence for training.
-import { affine, logprobOfTarget, narrow, noGrad, softmax, type Tensor } from '../tensor/index.js';
+import { affine, logprobOfTarget, mul, narrow, noGrad, softmax, tensor, tidy, type Tensor } from '../tensor/index.js';
 import { ConfigError, Rng } from '../util/index.js';
 import type { ValueHead } from './forward.js';
 import type { Completion, GenerateOptions } from './generate.js';
@@ -9,18 +9,23 @@ import { KVCache } from './kv-cache.js';
 import { mropeRotary } from './qwen2-vl-rotary.js';
 import type { Qwen25VL, VisionInput } from './qwen2-vl.js';
 import { argmax, Sampler } from './sampling.js';
+import { sampledTargets, suppressLogits } from './suppress.js';
 import { tokenStats } from './token-stats.js';
 
 /**
  * log p(ids[t] | ids[< t], images) for t = 1..T-1, (T - 1), differentiable in the language model's trainable
- * parameters (its LoRA adapters). The images are prompt tokens: never targets a caller should train on.
+ * parameters (its LoRA adapters), under the distribution without the vision tokens (suppress.ts; their own targets,
+ * the prompt's image tokens, get 0). The images are prompt tokens: never targets a caller should train on.
  */
 export function vlTokenLogprobs(model: Qwen25VL, ids: Int32Array, images?: VisionInput, dropoutRng?: Rng): Tensor {
   const T = ids.length;
   if (T < 2) throw new ConfigError(`vlTokenLogprobs needs at least 2 tokens, got ${T}`);
   const hidden = model.hidden(ids, images, { dropoutRng }); // (T, C)
+  const off = model.lm.suppressedTokens;
   const logits = model.logits(narrow(hidden, 0, 0, T - 1)); // (T-1, V)
-  return logprobOfTarget(logits, ids.slice(1));
+  const targets = ids.slice(1);
+  if (!off) return logprobOfTarget(logits, targets);
+  return mul(logprobOfTarget(suppressLogits(logits, off), targets), tensor(sampledTargets(targets, off)));
 }
 
 /** What `vlTokenOutputs` computes and how (`TokenForwardOptions`' meanings). */
@@ -36,7 +41,7 @@ export interface VLTokenOutputOptions {
 /**
  * The teacher-forced outputs of one sequence with its images, each (T - 1) for the T - 1 positions that predict
  * tokens 1..T-1: log p(ids[t] | ids[< t], images), the entropy of that next-token distribution, and the value head on
- * its hidden state. What `tokenForward` gives a text row; differentiable in every trainable parameter (LoRA, the
+ * its hidden state, without the vision tokens as `tokenForward` gives a text row of the same model; differentiable in every trainable parameter (LoRA, the
  * language model, the tower's weights when they require gradients, the head).
  */
 export function vlTokenOutputs(
@@ -52,14 +57,16 @@ export function vlTokenOutputs(
     ...(opts.checkpoint ? { checkpoint: true } : {}),
   };
   const hidden = narrow(model.hidden(ids, images, forward), 0, 0, T - 1); // (T-1, C)
-  const out = tokenStats(hidden, model.lm.lmHead, ids.slice(1), { logprobs: opts.logprobs, entropy: opts.entropy });
+  const want = { logprobs: opts.logprobs, entropy: opts.entropy };
+  const out = tokenStats(hidden, model.lm.lmHead, ids.slice(1), want, undefined, model.lm.suppressedTokens);
   return opts.valueHead ? { ...out, values: opts.valueHead.forward(hidden) } : out;
 }
 
 /**
  * Sample a completion of one prompt with its images (batch 1), each token with its log-prob at temperature 1.
- * Same prompt, images, settings and seed -> same tokens. A sampled `<|image_pad|>` is text to the cache but would read
- * as an image in a teacher-forced pass over prompt + completion (`vlTokenLogprobs`); nothing masks it yet.
+ * Same prompt, images, settings and seed -> same tokens. The vision tokens are suppressed (never sampled; the
+ * log-probs are of the distribution without them, as `vlTokenOutputs` scores them): a sampled `<|image_pad|>` would be
+ * text to the cache but an image to a teacher-forced pass.
  */
 export function generateVL(
   model: Qwen25VL,
@@ -95,7 +102,8 @@ export function generateVL(
       h.dispose();
       const out: Completion = { tokens: [], logprobs: [], finishReason: 'length' };
       for (let step = 0; step < params.maxNewTokens; step++) {
-        const logits = model.logits(last); // (1, V)
+        const off = model.lm.suppressedTokens;
+        const logits = tidy(() => (off ? suppressLogits(model.logits(last), off) : model.logits(last))); // (1, V)
         const z = logits.toFloat32Array();
         let token: number;
         if (params.temperature === 0) token = argmax(z, 0, z.length);

@@ -5,12 +5,17 @@ import type { Tensor } from '../tensor/index.js';
 import { Qwen25VL, type VisionInput } from './qwen2-vl.js';
 
 export const IMAGE = 21;
-/** Vocabulary 64 (21 = <|image_pad|>), head_dim 8 (mrope [2, 1, 1]); vision windows of 2 x 2 merged patches. */
+/**
+ * Vocabulary 64 (20 = <|vision_start|>, 21 = <|image_pad|>, 22 = <|video_pad|>, 23 = <|vision_end|>, 24 =
+ * <|vision_pad|>), head_dim 8 (mrope [2, 1, 1]); vision windows of 2 x 2 merged patches.
+ */
 export const TINY_VL_JSON = {
   model_type: 'qwen2_5_vl',
   image_token_id: IMAGE,
   video_token_id: 22,
   vision_start_token_id: 20,
+  vision_end_token_id: 23,
+  vision_token_id: 24,
   text_config: {
     vocab_size: 64,
     hidden_size: 16,

@@ -8,6 +8,7 @@ import { concat, embedding, type Tensor } from '../tensor/index.js';
 import { ConfigError, type Rng } from '../util/index.js';
 import { weightsDir } from './checkpoint.js';
 import { vlConfigFromHF, type VLConfig } from './qwen2-vl-config.js';
+import { visionTokens } from './vision-tokens.js';
 import { mropePositions, mropeRotary, type GridTHW } from './qwen2-vl-rotary.js';
 import { loadWeights, rejectUnexpected, type WeightMap } from './safetensors.js';
 import { Transformer, weightShapes } from './transformer.js';
@@ -46,7 +47,10 @@ export class Qwen25VL {
     /** The language model (its weights under `model.*`, `lm_head.*`); LoRA attaches here. */
     readonly lm: Transformer,
     readonly visual: VisionTower,
-  ) {}
+  ) {
+    // Only the processor writes vision tokens: the language model never samples them (suppress.ts).
+    lm.suppressedTokens = Int32Array.from(visionTokens(config).keys());
+  }
 
   /** Seeded random weights (the language model trainable, the vision tower frozen). */
   static init(config: VLConfig, seed = 0): Qwen25VL {

@@ -1,7 +1,18 @@
 // Per-token log p(target) and entropy straight from hidden states and the output head, a chunk of rows at a time, so
 // the (tokens, vocabulary) float32 logits never exist at once (151,936 columns for Qwen). With two or more chunks each
 // is checkpointed: backward recomputes its logits (python/ragen_torch/token_stats.py does so for the torch engine).
-import { checkpoint, concat, entropy, linear, logprobOfTarget, narrow, type Tensor } from '../tensor/index.js';
+import {
+  checkpoint,
+  concat,
+  entropy,
+  linear,
+  logprobOfTarget,
+  mul,
+  narrow,
+  tensor,
+  type Tensor,
+} from '../tensor/index.js';
+import { sampledTargets, suppressLogits } from './suppress.js';
 
 /** Bytes of float32 scratch one chunk may use (logits, their gradient and a softmax-sized temporary). */
 export const DEFAULT_LOGITS_CHUNK_BYTES = 256 << 20;
@@ -14,7 +25,9 @@ export function rowsPerChunk(V: number, chunkBytes = DEFAULT_LOGITS_CHUNK_BYTES)
 /**
  * hidden (N, C), head (V, C), targets (N) -> log p(target) (N) and / or entropy (N) of softmax(hidden head^T), each
  * differentiable in hidden and (when it needs a gradient) head; equal to `logprobOfTarget(linear(hidden, head))` and
- * `entropy(...)` of the whole logits, with at most `rowsPerChunk` rows of logits alive.
+ * `entropy(...)` of the whole logits, with at most `rowsPerChunk` rows of logits alive. With `suppressed` ids (a
+ * VLM's vision tokens, suppress.ts) both are those of the distribution renormalized without them, the one its sampler
+ * draws from; a target that is itself suppressed (a prompt's image token) gets log-prob 0 and no gradient.
  */
 export function tokenStats(
   hidden: Tensor,
@@ -22,6 +35,7 @@ export function tokenStats(
   targets: Int32Array,
   want: { logprobs: boolean; entropy: boolean },
   chunkBytes = DEFAULT_LOGITS_CHUNK_BYTES,
+  suppressed: Int32Array | null = null,
 ): { logprobs?: Tensor; entropy?: Tensor } {
   const [N, C] = hidden.shape as [number, number];
   const [V] = head.shape as [number];
@@ -29,11 +43,17 @@ export function tokenStats(
     throw new RangeError(`tokenStats: hidden [${hidden.shape}] and head [${head.shape}] must be (N, C) and (V, C)`);
   if (targets.length !== N) throw new RangeError(`tokenStats: ${targets.length} targets for ${N} rows`);
   if (!want.logprobs && !want.entropy) return {};
-  const rows = rowsPerChunk(V, chunkBytes);
+  // Suppression adds the masked logits and their gradient: 5 (n, V) buffers instead of 3.
+  const rows = rowsPerChunk(V, suppressed ? (chunkBytes * 3) / 5 : chunkBytes);
   const stats = (h: Tensor, t: Int32Array): Tensor[] => {
-    const logits = linear(h, head); // (n, V)
+    let logits = linear(h, head); // (n, V)
     const r: Tensor[] = [];
-    if (want.logprobs) r.push(logprobOfTarget(logits, t));
+    if (suppressed) logits = suppressLogits(logits, suppressed);
+    if (want.logprobs) {
+      const lp = logprobOfTarget(logits, t);
+      const sampled = suppressed ? sampledTargets(t, suppressed) : null;
+      r.push(sampled?.includes(0) ? mul(lp, tensor(sampled)) : lp);
+    }
     if (want.entropy) r.push(entropy(logits));
     return r;
   };

@@ -192,6 +192,11 @@ export class Transformer {
    * model built in memory). A LoRA checkpoint names it instead of rewriting the frozen base (checkpoint.ts).
    */
   baseDir: string | null = null;
+  /**
+   * Token ids this model never samples (a vision-language model's vision tokens, set by Qwen25VL): every sampling path
+   * and the teacher-forced log-probs and entropy use the distribution renormalized without them (suppress.ts).
+   */
+  suppressedTokens: Int32Array | null = null;
   private readonly layers: Layer[];
 
   constructor(

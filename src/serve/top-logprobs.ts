@@ -1,7 +1,7 @@
 // `top_logprobs`: the k most likely tokens at each generated position. The Engine seam returns only the
 // sampled token's log-prob, so engines that can score alternatives plug in a TopLogprobsSource (local: below).
 import { embedding, noGrad, tidy } from '../tensor/index.js';
-import type { Transformer } from '../model/index.js';
+import { suppressRow, type Transformer } from '../model/index.js';
 
 /** One alternative at a position: token id and its log-prob at temperature 1. */
 export interface TopLogprob {
@@ -29,6 +29,9 @@ export function localTopLogprobs(model: Transformer): TopLogprobsSource {
     let logits: Float32Array | undefined;
     noGrad(() => tidy(() => void (logits = model.logits(embedding(model.hidden(ids, 1, T), rows)).toFloat32Array())));
     const V = model.config.vocabSize;
+    // A VLM's vision tokens are outside the distribution its tokens were sampled from.
+    if (model.suppressedTokens)
+      for (let i = 0; i < completion.length; i++) suppressRow(logits!, i * V, model.suppressedTokens);
     return completion.map((_, i) => topK(logits!.subarray(i * V, (i + 1) * V), k));
   };
 }
