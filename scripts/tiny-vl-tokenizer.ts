@@ -1,7 +1,8 @@
 // The tiny tokenizer with Qwen2.5-VL's vision tokens added (models/tokenizer-tiny-vl): what `ragen sft --init tiny-vl`
 // trains a vision-language model from scratch with. The BPE, the template and the ids 0-1023 are models/tokenizer-tiny's;
-// `<|vision_start|>`, `<|vision_end|>`, `<|image_pad|>` and `<|video_pad|>` (the config's video id; never used) take
-// 1024-1027 as special tokens.
+// Qwen2.5-VL's five vision tokens take 1024-1028 as special tokens, in Qwen's order: `<|vision_start|>`,
+// `<|vision_end|>`, `<|vision_pad|>`, `<|image_pad|>`, `<|video_pad|>` (the config names each; only the processor
+// writes them, the model never samples them).
 // Usage: npx tsx scripts/tiny-vl-tokenizer.ts [--from models/tokenizer-tiny] [--out models/tokenizer-tiny-vl]
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -23,7 +24,7 @@ const config = JSON.parse(readFileSync(join(from, 'tokenizer_config.json'), 'utf
   added_tokens_decoder: Record<string, unknown>;
 };
 let next = Math.max(...Object.values(tokenizer.model.vocab), ...tokenizer.added_tokens.map((t) => t.id)) + 1;
-for (const content of [VISION_START, VISION_END, IMAGE_PAD, '<|video_pad|>']) {
+for (const content of [VISION_START, VISION_END, '<|vision_pad|>', IMAGE_PAD, '<|video_pad|>']) {
   if (tokenizer.added_tokens.some((t) => t.content === content)) continue;
   const token = { content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true };
   tokenizer.added_tokens.push({ id: next, ...token });
@@ -32,4 +33,4 @@ for (const content of [VISION_START, VISION_END, IMAGE_PAD, '<|video_pad|>']) {
 }
 writeFileAt(join(out, 'tokenizer.json'), JSON.stringify(tokenizer, null, 1) + '\n', 'write the tokenizer', '--out');
 writeFileAt(join(out, 'tokenizer_config.json'), JSON.stringify(config, null, 2) + '\n', 'write its config', '--out');
-console.log(`${out}: ${next} ids (the vision tokens at ${next - 4}-${next - 1})`);
+console.log(`${out}: ${next} ids (the vision tokens at ${next - 5}-${next - 1})`);

@@ -39,7 +39,11 @@ describe('ragen sft --init micro-vl', () => {
     expect(() => presetVLConfig('huge-vl', tokenizer)).toThrow(/micro-vl, tiny-vl/);
     const c = presetVLConfig('tiny-vl', tokenizer);
     expect(2 * c.mropeSection.reduce((a, b) => a + b, 0)).toBe(c.text.headDim);
-    expect(c.imageTokenId).toBe(tokenizer.tokenToId(IMAGE_PAD));
+    // every vision token is the tokenizer's (so the model never samples any of them)
+    const ids = [c.visionStartTokenId, c.visionEndTokenId, c.visionPadTokenId, c.imageTokenId, c.videoTokenId];
+    const names = ['<|vision_start|>', '<|vision_end|>', '<|vision_pad|>', IMAGE_PAD, '<|video_pad|>'];
+    expect(ids).toEqual(names.map((n) => tokenizer.tokenToId(n)));
+    expect(Math.min(...ids)).toBe(1024);
   });
 
   test('trains the tower and the language model on image-only demos and saves a Qwen2.5-VL directory', async () => {

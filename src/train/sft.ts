@@ -13,7 +13,7 @@ import {
 } from '../agent/index.js';
 import type { TrainableEngine, ForwardResult, OutputGradients } from '../engine/index.js';
 import { modelConfig, vlConfigFromHF, type ModelConfig, type VLConfig } from '../model/index.js';
-import { IMAGE_PAD, VISION_START, type Tokenizer, type VisionProcessor } from '../tokenizer/index.js';
+import { IMAGE_PAD, VISION_END, VISION_START, type Tokenizer, type VisionProcessor } from '../tokenizer/index.js';
 import { ConfigError, Rng, didYouMean, writeFileAt } from '../util/index.js';
 import { lrAt } from './lr-schedule.js';
 
@@ -49,7 +49,7 @@ export function presetModelConfig(name: string, vocabSize: number, maxPositions 
 /**
  * Vision-language shapes for `ragen sft --init <name>` (Qwen2.5-VL layout): a size preset's language model with
  * multimodal rotary positions, and a vision tower of 14-pixel patches merged 2 x 2 into its width. The tokenizer must
- * hold the vision tokens (models/tokenizer-tiny-vl). Parameter counts are for that tokenizer (1028 ids).
+ * hold the vision tokens (models/tokenizer-tiny-vl). Parameter counts are for that tokenizer (1029 ids).
  */
 export const VL_SIZE_PRESETS = {
   /** ~0.2M parameters: tests and smoke runs. */
@@ -101,6 +101,8 @@ export function presetVLConfig(name: string, tokenizer: Tokenizer, maxPositions 
     image_token_id: id(IMAGE_PAD),
     video_token_id: id('<|video_pad|>'),
     vision_start_token_id: id(VISION_START),
+    vision_end_token_id: id(VISION_END),
+    vision_token_id: id('<|vision_pad|>'),
     vision_config: {
       depth: preset.vision.depth,
       hidden_size: preset.vision.hiddenSize,
