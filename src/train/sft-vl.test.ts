@@ -5,11 +5,12 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, test, vi } from 'vitest';
-import { agentConfig } from '../agent/index.js';
+import { agentConfig, collate, type AgentConfig } from '../agent/index.js';
 import { main } from '../cli/main.js';
 import '../envs/index.js';
+import { LocalEngine } from '../engine/index.js';
 import { isVisionCheckpoint } from '../engine/local-vision.js';
-import { Qwen25VL } from '../model/index.js';
+import { findModelPath, Qwen25VL } from '../model/index.js';
 import { imageGrid, IMAGE_PAD, loadTokenizer, tinyTokenizerDir, tinyVLTokenizerDir } from '../tokenizer/index.js';
 import { buildDemos } from './sft-demos.js';
 import { presetVLConfig, SFT_VL_PROCESSOR } from './sft.js';
@@ -72,5 +73,45 @@ describe('ragen sft --init micro-vl', () => {
     const b = init.visual.weights.get(name)!.toFloat32Array();
     expect(a.some((v, i) => Math.abs(v - b[i]!) > 1e-4)).toBe(true);
     expect(JSON.parse(readFileSync(join(out, 'preprocessor_config.json'), 'utf8')).max_pixels).toBe(112 * 112);
+  });
+
+  test('the shipped ragen-tiny-vl reads the pixels: unseen demos are likelier under their own images than under others', async () => {
+    const dir = findModelPath('ragen-tiny-vl')!;
+    const args = JSON.parse(readFileSync(join(dir, 'sft_args.json'), 'utf8')) as {
+      agent: AgentConfig;
+      envConfig: Record<string, Record<string, unknown>>;
+    };
+    const tok = loadTokenizer(dir);
+    const engine = await LocalEngine.fromPretrained(dir, { decode: (ids) => tok.decode(ids) });
+    for (const env of ['VisualSimpleSokoban', 'VisualFrozenLake']) {
+      expect(args.envConfig[env]?.observation).toBe('image'); // only the pixels carry the state
+      // seeds past the SFT's (10000 up): states the model never saw
+      const demos = await buildDemos(tok, agentConfig(args.agent), {
+        envs: [env],
+        envConfig: args.envConfig,
+        episodes: 6,
+        trainSeed: 50000,
+        vision: engine.vision!,
+      });
+      const own = collate(demos.samples.slice(0, 12), tok.padTokenId);
+      // each row's image moved to the next row: the same prompt text around another state's picture
+      const swapped = { ...own, images: own.images!.map((_, i, all) => all[(i + 1) % all.length]!) };
+      const score = async (batch: typeof own) => {
+        const lp = (await engine.forward(batch, { role: 'policy' })).logprobs;
+        return Array.from({ length: batch.B }, (_, b) => {
+          let sum = 0;
+          for (let t = 1; t < batch.T; t++) if (batch.lossMask[b * batch.T + t]) sum += lp[b * batch.T + t]!;
+          return sum;
+        });
+      };
+      const [a, b] = [await score(own), await score(swapped)];
+      const better = a.filter((x, i) => x > b[i]!).length;
+      expect(better, env).toBeGreaterThanOrEqual(Math.ceil(0.75 * a.length));
+      expect(
+        a.reduce((x, y) => x + y),
+        env,
+      ).toBeGreaterThan(b.reduce((x, y) => x + y) + a.length);
+    }
+    engine.dispose();
   });
 });

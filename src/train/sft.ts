@@ -54,7 +54,7 @@ export function presetModelConfig(name: string, vocabSize: number, maxPositions 
 export const VL_SIZE_PRESETS = {
   /** ~0.2M parameters: tests and smoke runs. */
   'micro-vl': { text: 'micro', vision: { depth: 1, hiddenSize: 16, intermediateSize: 32, numHeads: 2 } },
-  /** ~1.3M parameters: `models/ragen-tiny-vl`. */
+  /** ~1.2M parameters: `models/ragen-tiny-vl`. */
   'tiny-vl': { text: 'tiny', vision: { depth: 2, hiddenSize: 64, intermediateSize: 128, numHeads: 2 } },
 } as const satisfies Record<string, { text: SizePreset; vision: Record<string, number> }>;
 
