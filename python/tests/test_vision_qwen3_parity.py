@@ -8,17 +8,13 @@ import math
 import os
 
 import pytest
+import tiny
 import torch
 from ragen_torch.model import load_decoder
 from ragen_torch.vision import mrope_axes, rope_index
 from test_vision_parity import QWEN_TOKENIZER, ROW_TEXT, batched
 
-if os.environ.get("RAGEN_REQUIRE_HF") == "1":
-    import transformers
-else:
-    transformers = pytest.importorskip(
-        "transformers", reason="transformers is not installed (pip install transformers)"
-    )
+transformers = tiny.require_hf("transformers")
 
 CPU = torch.device("cpu")
 # Qwen3-VL's keys at a tiny width: q/k norms and head_dim 16 in the language model, interleaved mrope [4, 2, 2],

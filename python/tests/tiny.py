@@ -3,11 +3,13 @@ safetensors writer (struct + json), Hugging Face config.json dicts of each suppo
 pass in plain loops (one head, one position at a time) that the Decoder's batched one is held against.
 """
 
+import importlib
 import json
 import math
 import os
 import struct
 
+import pytest
 import torch
 
 # Small enough for a forward in milliseconds, big enough for grouped-query attention (H=4 over K=2) and two layers.
@@ -194,3 +196,11 @@ def reference_logprobs(w, raw, ids):
     """log p(ids[t] | ids[:t]) for t = 1 .. T-1, (T-1,)."""
     lp = torch.log_softmax(reference_logits(w, raw, ids)[:-1], -1)
     return lp.gather(-1, torch.tensor(ids[1:])[:, None]).squeeze(-1)
+
+
+def require_hf(name):
+    """Hugging Face's `name` (transformers, peft) imported, or the calling test module skipped where it is not
+    installed; RAGEN_REQUIRE_HF=1 (the wheel environment's lane in CI) makes a missing one an import error instead."""
+    if os.environ.get("RAGEN_REQUIRE_HF") == "1":
+        return importlib.import_module(name)
+    return pytest.importorskip(name, reason=f"{name} is not installed (pip install {name})")
