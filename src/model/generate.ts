@@ -199,27 +199,22 @@ function* generateSteps(
   }
 }
 
-/** Bytes of keys and values one token takes in the cache (float32, every layer). */
-function cacheBytesPerToken(c: ModelConfig): number {
-  return 2 * c.numLayers * c.numKvHeads * c.headDim * 4;
-}
-
 /**
  * The prompt indices in groups whose caches (rows x (longest prompt + maxNewTokens)) each fit `maxCacheBytes`: one
  * group when the whole batch fits, else consecutive runs of the prompts sorted by length, longest first.
  */
 function cacheGroups(c: ModelConfig, prompts: readonly (readonly number[])[], opts: GenerateOptions): number[][] {
   const budget = opts.maxCacheBytes ?? 2 ** 30;
-  const perToken = cacheBytesPerToken(c);
-  const all = prompts.map((_, i) => i);
-  const fits = (g: number[]) =>
-    g.length * (Math.max(...g.map((i) => prompts[i]!.length)) + opts.maxNewTokens) * perToken <= budget;
-  if (fits(all)) return [all];
-  const order = all.sort((a, b) => prompts[b]!.length - prompts[a]!.length || a - b);
+  const perToken = KVCache.bytesPerToken(c);
+  // rows whose longest prompt is `longest` fit when their cache does
+  const fits = (rows: number, longest: number) => rows * (longest + opts.maxNewTokens) * perToken <= budget;
+  const order = prompts.map((_, i) => i).sort((a, b) => prompts[b]!.length - prompts[a]!.length || a - b);
+  if (fits(order.length, prompts[order[0]!]!.length)) return [prompts.map((_, i) => i)];
   const groups: number[][] = [];
   for (let j0 = 0; j0 < order.length;) {
-    let end = j0 + 1; // one prompt per group at least, whatever its cache takes
-    while (end < order.length && fits(order.slice(j0, end + 1))) end++;
+    // longest first: a group's first prompt sets its capacity; one prompt per group at least, whatever it takes
+    let end = j0 + 1;
+    while (end < order.length && fits(end + 1 - j0, prompts[order[j0]!]!.length)) end++;
     groups.push(order.slice(j0, end).sort((a, b) => a - b));
     j0 = end;
   }
@@ -261,7 +256,7 @@ function* generateGroup(
       fast = new FastDecoder(model, fused, n, capacity);
     const prefillOpts = {
       fused,
-      maxTokens: opts.maxPrefillTokens ?? Math.max(1, Math.min(4096, Math.floor(2 ** 28 / cacheBytesPerToken(c)))),
+      maxTokens: opts.maxPrefillTokens ?? Math.max(1, Math.min(4096, Math.floor(2 ** 28 / KVCache.bytesPerToken(c)))),
       maxScoreFloats: opts.maxScoreFloats ?? 2 ** 24,
     };
     if (fast?.canPrefill(P))

@@ -100,7 +100,12 @@ export class KVCache {
 
   /** Bytes held (float32). */
   get bytes(): number {
-    return 2 * this.keys.length * this.batch * this.config.numKvHeads * this.capacity * this.config.headDim * 4;
+    return this.batch * this.capacity * KVCache.bytesPerToken(this.config);
+  }
+
+  /** Bytes of keys and values one token takes in a cache of `config`'s model (float32, every layer). */
+  static bytesPerToken(config: ModelConfig): number {
+    return 2 * config.numLayers * config.numKvHeads * config.headDim * 4;
   }
 
   dispose(): void {
