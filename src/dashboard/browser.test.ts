@@ -10,12 +10,23 @@ import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { agentConfig, EnvGroups, episodeRecord, randomPolicy, rollout, type EpisodeRecord } from '../agent/index.js';
+import {
+  agentConfig,
+  enginePolicy,
+  EnvGroups,
+  episodeRecord,
+  randomPolicy,
+  rollout,
+  type EpisodeRecord,
+  type Policy,
+} from '../agent/index.js';
+import { LocalEngine } from '../engine/index.js';
 import { makeEnv } from '../env/index.js';
 import { loadTokenizer, tinyTokenizerDir } from '../tokenizer/index.js';
 import { runEval } from '../eval/index.js';
-import { loadConfig } from '../config/index.js';
-import { train } from '../train/index.js';
+import { loadConfig, saveConfig } from '../config/index.js';
+import { findModelPath } from '../model/index.js';
+import { train, writeCheckpoint } from '../train/index.js';
 import { startDashboard, type Dashboard } from './index.js';
 
 const CHROMIUM = process.env.RAGEN_CHROMIUM ?? '/usr/bin/chromium';
@@ -459,6 +470,69 @@ describe.skipIf(!browserAvailable())('dashboard in chromium', () => {
     expect([pixels.width, pixels.height]).toEqual([drawn.width, drawn.height]);
     expect(pixels.rgb).toEqual([...drawn.data]);
     await shot(page, 'play-visual');
+    expect(errors).toEqual([]);
+  });
+
+  it('issue 39: a vision-language checkpoint plays from the pixels in the page, as the local engine plays it', async () => {
+    // frozenlake-vision-ppo's settings with the shipped ragen-tiny-vl as its checkpoint (full weights and the processor)
+    const vlRun = join(runsDir, 'vision-play');
+    const config = loadConfig({
+      config: 'frozenlake-vision-ppo',
+      overrides: [`logging.runDir=${vlRun}`, 'agent.maxTurns=3', 'env.val=[{tag: VisualFrozenLake, groups: 1}]'],
+    });
+    mkdirSync(vlRun, { recursive: true });
+    saveConfig(config, vlRun);
+    cpSync(join(runDir, 'metrics.jsonl'), join(vlRun, 'metrics.jsonl'));
+    const shipped = findModelPath('ragen-tiny-vl')!;
+    await writeCheckpoint(
+      join(vlRun, 'checkpoints'),
+      { step: 1, data: {} },
+      {
+        writeModel: (dir) => cpSync(shipped, dir, { recursive: true }),
+      },
+    );
+
+    await page.goto(`${dash.url}#/play?run=0/vision-play`);
+    await page.selectOption('#play-env', 'VisualFrozenLake');
+    await page.fill('#play-seed', '11');
+    await page.fill('#play-temp', '0');
+    await page.selectOption('#play-pace', '0');
+    await page.click('#play-button');
+    await page.waitForSelector('#play-status[data-done]', { timeout: 60_000 });
+    expect(await page.textContent('#play-status')).toMatch(
+      /^Episode finished.*a vision-language model reading the images/,
+    );
+    const shown = await page.locator('#play-turns pre.response').allTextContents();
+
+    // the same episode in Node: the local engine (WASM) with the same checkpoint, greedy, reading the same images
+    const tokenizer = loadTokenizer(shipped);
+    const engine = await LocalEngine.fromPretrained(shipped, { backend: 'wasm' });
+    const agent = agentConfig(config.agent);
+    const inner = enginePolicy(engine, tokenizer, agent, { temperature: 0, seed: 11 });
+    const said: string[] = [];
+    const policy: Policy = {
+      ...inner,
+      async generate(requests, call) {
+        const gens = await inner.generate(requests, call);
+        said.push(tokenizer.decode(gens[0]!.tokens));
+        return gens;
+      },
+    };
+    const groups = new EnvGroups({
+      tags: [{ env: 'VisualFrozenLake', nGroups: 1, config: config.env.config['VisualFrozenLake'] ?? {} }],
+      groupSize: 1,
+      mode: 'val',
+      seed: 11,
+    });
+    try {
+      await rollout({ groups, policy, tokenizer, agent });
+    } finally {
+      await groups.close();
+      engine.dispose();
+    }
+    expect(said.length).toBeGreaterThan(0);
+    expect(shown).toEqual(said);
+    await shot(page, 'play-vision');
     expect(errors).toEqual([]);
   });
 

@@ -59,7 +59,7 @@ const TYPES: Record<string, string> = {
 
 /** Checkpoint files the play page may fetch (nothing else of a run is served raw). */
 const PLAY_FILES =
-  /^checkpoints\/step-\d+\/(config\.json|generation_config\.json|model\.safetensors|tokenizer\.json|tokenizer_config\.json)$/;
+  /^checkpoints\/step-\d+\/(config\.json|generation_config\.json|model\.safetensors|tokenizer\.json|tokenizer_config\.json|preprocessor_config\.json)$/;
 
 /** Every reply is read fresh: a run's files change while it trains. */
 const NO_STORE = { 'Cache-Control': 'no-store' };

@@ -43,9 +43,9 @@ describe('LocalEngine with a Qwen2.5-VL checkpoint', () => {
     const gens = await engine.generate([withImage, text], { ...params, images: [[lake], undefined] });
     const vl = await Qwen25VL.load(dir);
     const pv = pixelValues([lake]);
-    const direct = generateVL(vl, Int32Array.from(withImage), { pixels: pv.data, grids: pv.grids }, params);
-    expect(gens[0]!.tokens).toEqual(direct.tokens);
-    gens[0]!.logprobs.forEach((lp, i) => expect(lp).toBeCloseTo(direct.logprobs[i]!, 5));
+    const [direct] = generateVL(vl, [withImage], [{ pixels: pv.data, grids: pv.grids }], params);
+    expect(gens[0]!.tokens).toEqual(direct!.tokens);
+    gens[0]!.logprobs.forEach((lp, i) => expect(lp).toBeCloseTo(direct!.logprobs[i]!, 5));
     // text through the VLM's 3-D positions = text through the plain decoder (every axis at the same position)
     const [plain] = await engine.generate([text], params);
     expect(gens[1]!.tokens).toEqual(plain!.tokens);

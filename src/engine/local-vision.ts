@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import {
   ADAPTER_DIR,
   generateVL,
+  generateVLYielding,
   LoraAdapters,
   Qwen25VL,
   refuseStrayVisionToken,
@@ -21,9 +22,10 @@ import {
   pixelValues,
   QWEN25_VL_PROCESSOR,
   qwen25PreprocessorConfig,
+  visionProcessorFromJson,
   type VisionProcessor,
 } from '../tokenizer/index.js';
-import { ConfigError, Rng, writeFileAt } from '../util/index.js';
+import { ConfigError, writeFileAt } from '../util/index.js';
 import type { Generation, SequenceBatch } from './types.js';
 
 /** A vision-language policy and the image processor settings its prompts were counted with. */
@@ -48,21 +50,7 @@ export async function isVisionCheckpoint(dir: string): Promise<boolean> {
 export async function loadVisionProcessor(dir: string): Promise<VisionProcessor> {
   const path = join(dir, 'preprocessor_config.json');
   if (!existsSync(path)) return QWEN25_VL_PROCESSOR;
-  const j = JSON.parse(await readFile(path, 'utf8')) as Record<string, unknown>;
-  const size = (j.size ?? {}) as Record<string, unknown>;
-  const num = (v: unknown, fallback: number, key: string): number => {
-    if (v === undefined || v === null) return fallback;
-    if (typeof v !== 'number' || !Number.isInteger(v) || v <= 0)
-      throw new ConfigError(`${path}: ${key} must be a positive integer, got ${JSON.stringify(v)}`);
-    return v;
-  };
-  const p = QWEN25_VL_PROCESSOR;
-  return {
-    patchSize: num(j.patch_size, p.patchSize, 'patch_size'),
-    mergeSize: num(j.merge_size, p.mergeSize, 'merge_size'),
-    minPixels: num(j.min_pixels ?? size.shortest_edge, p.minPixels, 'min_pixels'),
-    maxPixels: num(j.max_pixels ?? size.longest_edge, p.maxPixels, 'max_pixels'),
-  };
+  return visionProcessorFromJson(JSON.parse(await readFile(path, 'utf8')) as Record<string, unknown>, path);
 }
 
 /**
@@ -105,22 +93,25 @@ export async function saveVision(
 }
 
 /**
- * Sample every prompt with its images (batch 1 each, `generateVL`); each prompt draws from its own seed, taken in
- * order from `params.seed`.
+ * Sample every prompt with its images (`generateVL`: each prompt prefilled alone, the batch decoded together; each
+ * prompt draws from its own stream of `params.seed`, as in `generate`); per decode step when `onTokens` reads them.
  */
 export function generateWithImages(
   vision: LocalVision,
   prompts: readonly (readonly number[])[],
   params: GenerateOptions,
-): Generation[] {
+): Generation[] | Promise<Generation[]> {
   prompts.forEach((prompt, i) => refuseStrayVisionToken(prompt, vision.model.config, `Prompt ${i}`));
-  const master = new Rng(params.seed);
-  return prompts.map((prompt, i) => {
+  const inputs = prompts.map((_, i): VisionInput | undefined => {
     const images = params.images?.[i];
-    const pv = images && images.length > 0 ? pixelValues(images, vision.processor) : undefined;
-    const input = pv ? { pixels: pv.data, grids: pv.grids } : undefined;
-    return generateVL(vision.model, Int32Array.from(prompt), input, { ...params, seed: master.nextUint32() }, i);
+    if (!images || images.length === 0) return undefined;
+    const pv = pixelValues(images, vision.processor);
+    return { pixels: pv.data, grids: pv.grids };
   });
+  const { images: _, ...opts } = params;
+  return opts.onTokens
+    ? generateVLYielding(vision.model, prompts, inputs, opts)
+    : generateVL(vision.model, prompts, inputs, opts);
 }
 
 /**

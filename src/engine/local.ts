@@ -34,7 +34,7 @@ import {
   refuseStrayVisionToken,
   ValueHead,
   VALUE_HEAD_FILE,
-  vlTokenOutputs,
+  vlBatchOutputs,
   type LoraConfig,
   type ModelConfig,
   type PackedBatch,
@@ -371,7 +371,10 @@ export class LocalEngine implements TrainableEngine {
     return out;
   }
 
-  /** `forward` of a batch with image rows: its text rows take the text paths, each image row runs alone in the VLM. */
+  /**
+   * `forward` of a batch with image rows: its text rows take the text paths, the image rows run through the VLM in
+   * groups of up to `forwardTokenBudget` padded tokens (longest first).
+   */
   private async forwardWithImages(
     batch: SequenceBatch,
     options: { role: ModelRole; entropy?: boolean },
@@ -385,15 +388,22 @@ export class LocalEngine implements TrainableEngine {
       for (const key of ['logprobs', 'entropy', 'values'] as const)
         text.forEach((b, i) => out[key]?.set(part[key]!.subarray(i * T, (i + 1) * T), b * T));
     }
-    for (const [b, input] of images)
+    const budget = this.options.forwardTokenBudget ?? 4096;
+    const L = batch.lengths;
+    const order = [...images.keys()].sort((a, b) => L[b]! - L[a]! || a - b);
+    for (let i = 0; i < order.length;) {
+      const n = Math.max(1, Math.min(order.length - i, Math.floor(budget / L[order[i]!]!)));
+      const group = new Map(order.slice(i, i + n).map((b) => [b, images.get(b)!]));
+      i += n;
       noGrad(() =>
         tidy(() => {
-          this.tokenStats.countRow('forward', batch.lengths[b]!);
-          const t = this.visionOutputs(batch, b, input, options.role, want);
+          for (const b of group.keys()) this.tokenStats.countRow('forward', L[b]!);
+          const t = this.visionOutputs(batch, group, options.role, want);
           for (const key of ['logprobs', 'entropy', 'values'] as const)
-            if (t[key] && out[key]) out[key].set(t[key].toFloat32Array(), b * T + 1);
+            if (t[key] && out[key]) scatterRows(t[key].toFloat32Array(), t.starts, [...group.keys()], out[key], batch);
         }),
       );
+    }
     return out;
   }
 
@@ -414,16 +424,13 @@ export class LocalEngine implements TrainableEngine {
     const want = { entropy: (options.entropy ?? false) && options.role !== 'critic', values };
     const rng = options.diagnostic ? undefined : this.dropoutRng;
     return tidy(() => {
-      // Text rows take the packed paths (all rows when none has images); each image row runs alone in the VLM.
+      // Text rows take the packed paths (all rows when none has images); the image rows run through the VLM together.
       const text = images.size === 0 ? undefined : Array.from({ length: B }, (_, b) => b).filter((b) => !images.has(b));
       const packed = text?.length === 0 ? null : this.pack(batch, text);
       if (packed) this.tokenStats.count('backward', packed);
       const t = packed ? this.outputs(packed, options.role, want, rng) : null;
-      const rows = new Map<number, Partial<Record<OutputKey, Tensor>>>();
-      for (const [b, input] of images) {
-        this.tokenStats.countRow('backward', batch.lengths[b]!);
-        rows.set(b, this.visionOutputs(batch, b, input, options.role, want, rng));
-      }
+      for (const b of images.keys()) this.tokenStats.countRow('backward', batch.lengths[b]!);
+      const seen = images.size > 0 ? this.visionOutputs(batch, images, options.role, want, rng) : null;
       const result: ForwardResult = { logprobs: new Float32Array(B * T) };
       if (want.entropy) result.entropy = new Float32Array(B * T);
       if (want.values) result.values = new Float32Array(B * T);
@@ -432,7 +439,7 @@ export class LocalEngine implements TrainableEngine {
         if (!out) continue;
         if (packed && t?.[key])
           tokenAligned(packed, t[key].toFloat32Array(), t.prefix?.[key]?.toFloat32Array() ?? null, out, T, text);
-        for (const [b, r] of rows) if (r[key]) out.set(r[key].toFloat32Array(), b * T + 1);
+        if (seen?.[key]) scatterRows(seen[key].toFloat32Array(), seen.starts, [...images.keys()], out, batch);
       }
       const grads = lossGrad(result);
       // The surrogate sum(grad * output): its gradient w.r.t. the weights is the chain rule through the outputs.
@@ -454,11 +461,7 @@ export class LocalEngine implements TrainableEngine {
           term(t[key], p.rows);
           term(t.prefix?.[key], p.prefix);
         }
-        for (const [b, r] of rows)
-          term(
-            r[key],
-            Float32Array.from({ length: batch.lengths[b]! - 1 }, (_, i) => g[b * T + 1 + i]!),
-          );
+        if (seen?.[key]) term(seen[key], gatherRows(g, seen.starts, [...images.keys()], batch));
       }
       if (loss) (loss as Tensor).backward();
       return result;
@@ -604,28 +607,59 @@ export class LocalEngine implements TrainableEngine {
     );
   }
 
-  /** Output tensors (L - 1 each, for tokens 1..L-1) of image row `b` alone through the vision-language model. */
+  /**
+   * Output tensors of the image rows `rows` (row -> its images) through the vision-language model in one pass: each
+   * (N) over the rows' tokens 1..L-1 in the map's order, row k's from `starts[k]` (`vlBatchOutputs`).
+   */
   private visionOutputs(
     batch: SequenceBatch,
-    b: number,
-    input: VisionInput,
+    rows: Map<number, VisionInput>,
     role: ModelRole,
     want: { entropy: boolean; values: boolean },
     rng?: Rng,
-  ): Partial<Record<OutputKey, Tensor>> {
+  ): Partial<Record<OutputKey, Tensor>> & { starts: number[] } {
     const vision = this.options.vision!;
     const { model, valueHead, logprobs, bare } = this.roleModel(role, want);
     const vl = model === this.policy ? vision.model : vision.reference!;
     return withoutAdaptersIf(bare, model, () =>
-      vlTokenOutputs(vl, rowTokens(batch, b), input, {
-        logprobs,
-        entropy: want.entropy,
-        ...(valueHead ? { valueHead } : {}),
-        ...(rng ? { dropoutRng: rng } : {}),
-        ...(this.options.gradientCheckpointing ? { checkpoint: true } : {}),
-      }),
+      vlBatchOutputs(
+        vl,
+        [...rows].map(([b, images]) => ({ ids: rowTokens(batch, b), images })),
+        {
+          logprobs,
+          entropy: want.entropy,
+          ...(valueHead ? { valueHead } : {}),
+          ...(rng ? { dropoutRng: rng } : {}),
+          ...(this.options.gradientCheckpointing ? { checkpoint: true } : {}),
+        },
+      ),
     );
   }
+}
+
+/** Per-token outputs of `rows` (row k's L - 1 values from `starts[k]`) into `out` (B, T) at row b's tokens 1..L-1. */
+function scatterRows(
+  values: Float32Array,
+  starts: readonly number[],
+  rows: readonly number[],
+  out: Float32Array,
+  batch: SequenceBatch,
+): void {
+  rows.forEach((b, k) => out.set(values.subarray(starts[k]!, starts[k]! + batch.lengths[b]! - 1), b * batch.T + 1));
+}
+
+/** The inverse of `scatterRows`: the (B, T) gradient's entries at each row's tokens 1..L-1, in `starts` order. */
+function gatherRows(
+  g: ArrayLike<number>,
+  starts: readonly number[],
+  rows: readonly number[],
+  batch: SequenceBatch,
+): Float32Array {
+  const out = new Float32Array(rows.reduce((a, b) => a + batch.lengths[b]! - 1, 0));
+  rows.forEach((b, k) => {
+    for (let t = 1; t < batch.lengths[b]!; t++) out[starts[k]! + t - 1] = g[b * batch.T + t]!;
+  });
+  return out;
 }
 
 /** `fn()` over the base weights of `model` (its LoRA adapters detached) when `bare`, else as it is. */

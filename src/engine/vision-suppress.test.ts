@@ -160,7 +160,7 @@ describe.each(['native', 'wasm'] as const)(
     it.skipIf(!testBackend(backend))(
       'never samples them on any path, and its log-probs are the teacher-forced ones',
       async () => {
-        // prompts with an image: generateVL, op by op
+        // prompts with an image: generateVL (each prefilled alone, decoded in one batch)
         const withImage = [imagePrompt, textPrompts[0]!];
         const images = [[image], undefined];
         for (const over of [{}, { temperature: 0 }, { topP: 0.9, topK: 50 }]) {

@@ -126,15 +126,34 @@ export class NonFiniteLogitsError extends RagenError {
 }
 
 /**
+ * A prefill in place of the model's own, for prompts whose first pass is not the model's text path (a
+ * vision-language model's prompts with their images): the decode steps that follow are the model's, batched.
+ */
+export interface PromptPrefill {
+  /**
+   * Fill row j of `cache` with prompt `prompts[j]` (the caller's index) right-aligned to end at slot `P`, set
+   * `cache.length = P`, and return the logits (rows, V) of each prompt's last token.
+   */
+  prefill(prompts: readonly number[], cache: KVCache, P: number): Tensor;
+  /**
+   * Per prompt (the caller's index), how far its decode positions run past its length: the token after a prompt of
+   * length L sits at position L + offset (Qwen2.5-VL's multimodal rotary delta).
+   */
+  positionOffsets: readonly number[];
+}
+
+/**
  * Sample completions of `prompts`; each sampled token comes with its log-prob at temperature 1. A model's suppressed
- * tokens (a VLM's vision tokens) are never sampled, and the log-probs are of the distribution without them.
+ * tokens (a VLM's vision tokens) are never sampled, and the log-probs are of the distribution without them. `first`
+ * replaces the prompts' prefill (a VLM's prompts with images); the decode steps are the same.
  */
 export function generate(
   model: Transformer,
   prompts: readonly (readonly number[])[],
   opts: GenerateOptions,
+  first?: PromptPrefill,
 ): Completion[] {
-  const steps = generateSteps(model, prompts, opts);
+  const steps = generateSteps(model, prompts, opts, first);
   for (;;) {
     const r = steps.next();
     if (r.done) return r.value;
@@ -149,8 +168,9 @@ export async function generateYielding(
   model: Transformer,
   prompts: readonly (readonly number[])[],
   opts: GenerateOptions,
+  first?: PromptPrefill,
 ): Promise<Completion[]> {
-  const steps = generateSteps(model, prompts, opts);
+  const steps = generateSteps(model, prompts, opts, first);
   for (;;) {
     const r = steps.next();
     if (r.done) return r.value;
@@ -163,6 +183,7 @@ function* generateSteps(
   model: Transformer,
   prompts: readonly (readonly number[])[],
   opts: GenerateOptions,
+  first: PromptPrefill | undefined,
 ): Generator<void, Completion[]> {
   validate(model, prompts, opts);
   const n = prompts.length;
@@ -183,6 +204,7 @@ function* generateSteps(
         group.map((i) => rngs[i]!),
         group,
         fused,
+        first,
         {
           ...opts,
           ...(opts.onTokens
@@ -228,6 +250,7 @@ function* generateGroup(
   rngs: readonly Rng[],
   index: readonly number[],
   fused: FusedWeights | undefined,
+  first: PromptPrefill | undefined,
   opts: GenerateOptions,
 ): Generator<void, Completion[]> {
   const c = model.config;
@@ -237,6 +260,7 @@ function* generateGroup(
   const P = Math.max(...prompts.map((p) => p.length));
   const capacity = P + opts.maxNewTokens;
   const pads = prompts.map((p) => P - p.length);
+  const shift = prompts.map((_, j) => first?.positionOffsets[index[j]!] ?? 0);
   const sampler = new Sampler(V);
   const stopIds = new Set(opts.stopTokenIds ?? []);
   const stopStrings = (opts.stopStrings ?? []).filter((s) => s.length > 0);
@@ -259,7 +283,13 @@ function* generateGroup(
       maxTokens: opts.maxPrefillTokens ?? Math.max(1, Math.min(4096, Math.floor(2 ** 28 / KVCache.bytesPerToken(c)))),
       maxScoreFloats: opts.maxScoreFloats ?? 2 ** 24,
     };
-    if (fast?.canPrefill(P))
+    if (first)
+      logits = first.prefill(
+        rows.map((r) => index[r]!),
+        cache,
+        P,
+      );
+    else if (fast?.canPrefill(P))
       fast.prefill(
         rows.map((r) => prompts[r]!),
         cache,
@@ -318,7 +348,7 @@ function* generateGroup(
       }
       const Bn = rows.length;
       const ids = tokens.slice(0, Bn);
-      const positions = Int32Array.from(rows, (r) => cache.length - pads[r]!);
+      const positions = Int32Array.from(rows, (r) => cache.length - pads[r]! + shift[r]!);
       if (fast) fast.step(ids, Bn, cache, positions, keyValid, opts.temperature);
       else
         logits = noGrad(() =>

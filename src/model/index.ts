@@ -83,5 +83,12 @@ export type { VisionInput, VLForwardOptions } from './qwen2-vl.js';
 export { VisionTower, visionWeightShapes, visionWindows, patchCoordinates } from './vision-tower.js';
 export { applyRotary, mropePositions, mropeRotary, visionRotary } from './qwen2-vl-rotary.js';
 export type { GridTHW, RotaryTables } from './qwen2-vl-rotary.js';
-export { generateVL, vlTokenLogprobs, vlTokenOutputs } from './qwen2-vl-generate.js';
+export {
+  generateVL,
+  generateVLYielding,
+  vlBatchOutputs,
+  vlPrefill,
+  vlTokenLogprobs,
+  vlTokenOutputs,
+} from './qwen2-vl-generate.js';
 export type { VLTokenOutputOptions } from './qwen2-vl-generate.js';

@@ -14,7 +14,7 @@ describe('generateVL', () => {
     const m = jitteredVL(2);
     const input = visionInput();
     for (const temperature of [0, 1]) {
-      const out = generateVL(m, IDS, input, { maxNewTokens: 8, temperature, seed: 3 });
+      const out = generateVL(m, [[...IDS]], [input], { maxNewTokens: 8, temperature, seed: 3 })[0]!;
       expect(out.tokens).toHaveLength(8);
       // a sampled <|image_pad|> would read as an image in the full forward: vision tokens are suppressed
       expect(out.tokens).not.toContain(IMAGE);
@@ -41,14 +41,42 @@ describe('generateVL', () => {
     const m = jitteredVL(2);
     const a = visionInput();
     const b = { ...a, pixels: a.pixels.map((v) => -v) };
-    const out = generateVL(m, IDS, a, { maxNewTokens: 6, temperature: 0, seed: 1 });
+    const out = generateVL(m, [[...IDS]], [a], { maxNewTokens: 6, temperature: 0, seed: 1 })[0]!;
     const all = Int32Array.from([...IDS, ...out.tokens]);
     const la = noGrad(() => vlTokenLogprobs(m, all, a).toFloat32Array());
     const lb = noGrad(() => vlTokenLogprobs(m, all, b).toFloat32Array());
     expect(Math.max(...la.map((v, i) => Math.abs(v - lb[i]!)))).toBeGreaterThan(1e-4);
-    const stopped = generateVL(m, IDS, a, { maxNewTokens: 6, temperature: 0, seed: 1, stopTokenIds: [out.tokens[1]!] });
-    expect(stopped.tokens).toEqual(out.tokens.slice(0, out.tokens.indexOf(out.tokens[1]!) + 1));
-    expect(stopped.finishReason).toBe('stop');
+    const [stopped] = generateVL(m, [[...IDS]], [a], {
+      ...{ maxNewTokens: 6, temperature: 0, seed: 1 },
+      stopTokenIds: [out.tokens[1]!],
+    });
+    expect(stopped!.tokens).toEqual(out.tokens.slice(0, out.tokens.indexOf(out.tokens[1]!) + 1));
+    expect(stopped!.finishReason).toBe('stop');
+    m.dispose();
+  });
+
+  it('a batch of prompts (images, none, other lengths) samples as each prompt does alone, left padding and all', () => {
+    setBackend('js');
+    const m = jitteredVL(4);
+    const a = visionInput();
+    const b = { ...a, pixels: a.pixels.map((v) => 0.5 * v + 0.1) };
+    // lengths 13, 5 and 16: the shorter rows are left-padded in the batch's cache; each has its own position shift
+    const prompts = [[...IDS], [3, 7, 5, 9, 11], [4, 8, ...IDS, 6]];
+    const images = [a, undefined, b];
+    for (const temperature of [0, 1]) {
+      const batch = generateVL(m, prompts, images, { maxNewTokens: 7, temperature, seed: 5 });
+      prompts.forEach((p, i) => {
+        // greedy: the tokens of a batch of one
+        if (temperature === 0) {
+          const [alone] = generateVL(m, [p], [images[i]], { maxNewTokens: 7, temperature, seed: 5 });
+          expect(batch[i]!.tokens, `prompt ${i}`).toEqual(alone!.tokens);
+        }
+        // the log-probs are a full forward's over prompt + completion
+        const all = Int32Array.from([...p, ...batch[i]!.tokens]);
+        const full = noGrad(() => vlTokenLogprobs(m, all, images[i]).toFloat32Array()).slice(p.length - 1);
+        batch[i]!.logprobs.forEach((lp, t) => expect(lp, `prompt ${i} token ${t}`).toBeCloseTo(full[t]!, 4));
+      });
+    }
     m.dispose();
   });
 });

@@ -91,9 +91,10 @@ export class Qwen25VL {
 
   /**
    * The input embeddings (T, C) of one prompt: the token embeddings, with the image embeddings at the
-   * `<|image_pad|>` tokens in order. Throws when their counts differ.
+   * `<|image_pad|>` tokens in order (`seen`: the tower's output for `images` when the caller ran it, e.g. over several
+   * prompts' images at once). Throws when their counts differ.
    */
-  inputEmbeds(ids: Int32Array, images?: VisionInput): Tensor {
+  inputEmbeds(ids: Int32Array, images?: VisionInput, seen?: Tensor): Tensor {
     const tokens = embedding(this.lm.weights.get('model.embed_tokens.weight')!, ids); // (T, C)
     const pads = ids.reduce((n, id) => n + (id === this.config.imageTokenId ? 1 : 0), 0);
     if (!images || images.grids.length === 0) {
@@ -107,12 +108,12 @@ export class Qwen25VL {
       throw new ConfigError(
         `The prompt has ${pads} <|image_pad|> tokens; its ${images.grids.length} image(s) (grids ${JSON.stringify(images.grids)}) take ${expected}. Widen each image's placeholder with expandImagePads.`,
       );
-    const seen = this.visual.forward(images.pixels, images.grids); // (pads, C)
+    const embeds = seen ?? this.visual.forward(images.pixels, images.grids); // (pads, C)
     const T = ids.length;
     const rows = new Int32Array(T);
     let k = 0;
     for (let i = 0; i < T; i++) rows[i] = ids[i] === this.config.imageTokenId ? T + k++ : i;
-    return embedding(concat([tokens, seen], 0), rows);
+    return embedding(concat([tokens, embeds], 0), rows);
   }
 
   /** The 3-D positions of a prompt and the delta that continues them after it (see `mropePositions`). */

@@ -53,6 +53,7 @@ export {
   QWEN25_VL_PROCESSOR,
   VISION_END,
   VISION_START,
+  visionProcessorFromJson,
   type ImageGrid,
   type VisionProcessor,
 } from './vision.js';

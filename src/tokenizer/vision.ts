@@ -33,6 +33,28 @@ export const QWEN25_VL_PROCESSOR: VisionProcessor = {
   maxPixels: 12845056,
 };
 
+/**
+ * The processor settings of a preprocessor_config.json's contents (`source` names it in errors): the published
+ * `min_pixels` / `max_pixels`, or transformers 5.x's `size.shortest_edge` / `longest_edge`; what it leaves out is
+ * Qwen2.5-VL's published value.
+ */
+export function visionProcessorFromJson(j: Record<string, unknown>, source: string): VisionProcessor {
+  const size = (j.size ?? {}) as Record<string, unknown>;
+  const num = (v: unknown, fallback: number, key: string): number => {
+    if (v === undefined || v === null) return fallback;
+    if (typeof v !== 'number' || !Number.isInteger(v) || v <= 0)
+      throw new ConfigError(`${source}: ${key} must be a positive integer, got ${JSON.stringify(v)}`);
+    return v;
+  };
+  const p = QWEN25_VL_PROCESSOR;
+  return {
+    patchSize: num(j.patch_size, p.patchSize, 'patch_size'),
+    mergeSize: num(j.merge_size, p.mergeSize, 'merge_size'),
+    minPixels: num(j.min_pixels ?? size.shortest_edge, p.minPixels, 'min_pixels'),
+    maxPixels: num(j.max_pixels ?? size.longest_edge, p.maxPixels, 'max_pixels'),
+  };
+}
+
 /** An image's size after the processor's resize, its patch grid, and the `<|image_pad|>` tokens it takes. */
 export interface ImageGrid {
   resizedHeight: number;

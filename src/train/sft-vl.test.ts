@@ -73,6 +73,15 @@ describe('ragen sft --init micro-vl', () => {
     const b = init.visual.weights.get(name)!.toFloat32Array();
     expect(a.some((v, i) => Math.abs(v - b[i]!) > 1e-4)).toBe(true);
     expect(JSON.parse(readFileSync(join(out, 'preprocessor_config.json'), 'utf8')).max_pixels).toBe(112 * 112);
+    // the tokenizer's end and padding ids, not transformers' defaults (Qwen's, outside this 1029-id vocabulary)
+    for (const file of ['config.json', 'generation_config.json']) {
+      const saved = JSON.parse(readFileSync(join(out, file), 'utf8')) as Record<string, unknown>;
+      expect([file, saved.eos_token_id, saved.pad_token_id]).toEqual([
+        file,
+        tokenizer.eosTokenId,
+        tokenizer.padTokenId,
+      ]);
+    }
   });
 
   test('the shipped ragen-tiny-vl reads the pixels: unseen demos are likelier under their own images than under others', async () => {

@@ -180,6 +180,8 @@ describe('ragen sft', () => {
     const { model } = await loadModel(out);
     expect(model.config.vocabSize).toBe(tokenizer.vocabSize);
     expect(JSON.parse(readFileSync(join(out, 'sft_args.json'), 'utf8')).steps).toBe(3);
+    // transformers' generate stops at the tokenizer's end id, not its default
+    expect([model.config.eosTokenId, model.config.padTokenId]).toEqual([tokenizer.eosTokenId, tokenizer.padTokenId]);
   });
 
   test('--model takes a shipped model by name; a name that is nothing is one sentence naming the flag', async () => {

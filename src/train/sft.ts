@@ -31,8 +31,16 @@ export const SIZE_PRESETS = {
 } as const;
 export type SizePreset = keyof typeof SIZE_PRESETS;
 
-/** The model config of a size preset for a tokenizer of `vocabSize` ids. */
-export function presetModelConfig(name: string, vocabSize: number, maxPositions = 2048): ModelConfig {
+/**
+ * The model config of a size preset for a tokenizer of `vocabSize` ids; `ids` (the tokenizer's end and padding ids)
+ * go into config.json so that transformers' `generate` stops where ours does.
+ */
+export function presetModelConfig(
+  name: string,
+  vocabSize: number,
+  maxPositions = 2048,
+  ids: { eosTokenId?: number; padTokenId?: number } = {},
+): ModelConfig {
   const names = Object.keys(SIZE_PRESETS);
   if (!names.includes(name))
     throw new ConfigError(
@@ -43,6 +51,7 @@ export function presetModelConfig(name: string, vocabSize: number, maxPositions 
     vocabSize,
     maxPositionEmbeddings: maxPositions,
     ...SIZE_PRESETS[name as SizePreset],
+    ...ids,
   });
 }
 
@@ -97,6 +106,9 @@ export function presetVLConfig(name: string, tokenizer: Tokenizer, maxPositions 
     num_key_value_heads: text.numHeads,
     max_position_embeddings: maxPositions,
     tie_word_embeddings: true,
+    // the tokenizer's ids, so transformers' generate stops where ours does (its defaults are Qwen's 151k-vocab ids)
+    eos_token_id: tokenizer.eosTokenId,
+    pad_token_id: tokenizer.padTokenId,
     rope_scaling: { type: 'mrope', mrope_section: [half - 2 * hw, hw, hw] },
     image_token_id: id(IMAGE_PAD),
     video_token_id: id('<|video_pad|>'),

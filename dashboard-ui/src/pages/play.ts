@@ -1,6 +1,6 @@
 // Agents playing live in the browser: a run's checkpoint is fetched as files, loaded into the WASM tensor engine in
 // this page, and plays one of the run's validation envs turn by turn (envs are TypeScript and run here too), each turn's
-// observation images (a visual env's) drawn beside its text. The server only hands out the files; generation, parsing
+// observation images (a visual env's) drawn beside its text and, for a vision-language checkpoint, read by the model. The server only hands out the files; generation, parsing
 // and env steps all run in the browser.
 import {
   agentConfig,
@@ -12,9 +12,25 @@ import {
   type Policy,
 } from '../../../src/agent/index.js';
 import '../../../src/envs/index.js'; // the built-in environments the page plays (registered on import)
-import { configFromHF, generate, parseSafetensors, Transformer } from '../../../src/model/index.js';
+import {
+  configFromHF,
+  generate,
+  generateVL,
+  isVLConfig,
+  parseSafetensors,
+  Qwen25VL,
+  Transformer,
+  vlConfigFromHF,
+  type VisionInput,
+} from '../../../src/model/index.js';
 import { createWasmBackend, getBackend, useBackend } from '../../../src/tensor/browser.js';
-import { HfTokenizer } from '../../../src/tokenizer/index.js';
+import {
+  HfTokenizer,
+  IMAGE_PAD,
+  pixelValues,
+  visionProcessorFromJson,
+  type VisionProcessor,
+} from '../../../src/tokenizer/index.js';
 import type { RgbImage } from '../../../src/util/index.js';
 import { api, type RunDetail } from '../api.js';
 import { errorBox, fmt, h } from '../dom.js';
@@ -24,6 +40,8 @@ interface Loaded {
   step: number;
   model: Transformer;
   tokenizer: HfTokenizer;
+  /** A vision-language checkpoint (Qwen2.5-VL, `model` its language model) and its image processor settings. */
+  vision?: { model: Qwen25VL; processor: VisionProcessor };
 }
 
 let backendReady: Promise<void> | null = null;
@@ -55,12 +73,19 @@ async function loadCheckpoint(run: RunDetail, step: number): Promise<Loaded> {
     json('tokenizer.json'),
     json('tokenizer_config.json'),
   ]);
-  const model = Transformer.fromWeights(
-    configFromHF(config, 'config.json'),
-    parseSafetensors(weights, 'model.safetensors').weights,
-    `checkpoint step ${step}`,
+  const tokenizer = new HfTokenizer({ tokenizerJson, tokenizerConfig }, `step-${step}`);
+  const tensors = parseSafetensors(weights, 'model.safetensors').weights;
+  const source = `checkpoint step ${step}`;
+  if (!isVLConfig(config))
+    return { step, model: Transformer.fromWeights(configFromHF(config, 'config.json'), tensors, source), tokenizer };
+  // a vision-language model reads each turn's image: the processor settings its prompts are counted with
+  // (a checkpoint without preprocessor_config.json takes Qwen2.5-VL's published settings)
+  const processor = visionProcessorFromJson(
+    await json('preprocessor_config.json').catch(() => ({})),
+    'preprocessor_config.json',
   );
-  return { step, model, tokenizer: new HfTokenizer({ tokenizerJson, tokenizerConfig }, `step-${step}`) };
+  const vl = Qwen25VL.fromWeights(vlConfigFromHF(config, 'config.json'), tensors, source);
+  return { step, model: vl.lm, tokenizer, vision: { model: vl, processor } };
 }
 
 /** The envs the run validates on, with their config (what `ragen eval --run` would play). */
@@ -202,7 +227,7 @@ export async function playPage(params: URLSearchParams): Promise<Page> {
         await nextFrame();
         loaded = await loadCheckpoint(run, step);
       }
-      const { model, tokenizer } = loaded;
+      const { model, tokenizer, vision } = loaded;
       const agent = agentConfig(agentRaw);
       const env = envs.find((e) => e.tag === envSel.value)!;
       const temperature = Number(tempIn.value);
@@ -214,8 +239,11 @@ export async function playPage(params: URLSearchParams): Promise<Page> {
         seed,
       });
       let pending: HTMLElement | null = null;
+      const pad = tokenizer.tokenToId(IMAGE_PAD);
       const policy: Policy = {
         name: 'model(wasm, browser)',
+        // with a processor the rollout shows each turn's images to the model as vision tokens
+        ...(vision ? { vision: vision.processor } : {}),
         async generate(requests, call) {
           const req = requests[0]!;
           board.textContent = req.slot.env.render();
@@ -232,17 +260,22 @@ export async function playPage(params: URLSearchParams): Promise<Page> {
           turns.append(pending);
           status.textContent = `Turn ${req.turn + 1}: generating...`;
           await new Promise((r) => setTimeout(r, req.turn === 0 ? 0 : Number(paceSel.value)));
-          const out = generate(
-            model,
-            requests.map((r) => r.prompt),
-            {
-              maxNewTokens: agent.maxNewTokens,
-              temperature,
-              ...stopSettings(tokenizer, agent),
-              seed: (Math.imul(seed, 0x9e3779b1) ^ Math.imul(call + 1, 0x85ebca6b)) >>> 0,
-              decode: (ids) => tokenizer.decode(ids),
-            },
-          );
+          const sampling = {
+            maxNewTokens: agent.maxNewTokens,
+            temperature,
+            ...stopSettings(tokenizer, agent),
+            seed: (Math.imul(seed, 0x9e3779b1) ^ Math.imul(call + 1, 0x85ebca6b)) >>> 0,
+            decode: (ids: number[]) => tokenizer.decode(ids),
+          };
+          const prompts = requests.map((r) => r.prompt);
+          // a prompt with vision tokens reads its messages' images, in order
+          const inputs = requests.map((r): VisionInput | undefined => {
+            const shown = r.messages?.flatMap((m) => m.images ?? []) ?? [];
+            if (!vision || pad === undefined || !r.prompt.includes(pad) || shown.length === 0) return undefined;
+            const pv = pixelValues(shown, vision.processor);
+            return { pixels: pv.data, grids: pv.grids };
+          });
+          const out = vision ? generateVL(vision.model, prompts, inputs, sampling) : generate(model, prompts, sampling);
           pending.lastElementChild!.replaceWith(h('pre', { class: 'response' }, tokenizer.decode(out[0]!.tokens)));
           return out;
         },
@@ -272,7 +305,7 @@ export async function playPage(params: URLSearchParams): Promise<Page> {
           h('p', {}, `reward ${fmt(t.reward)}${t.penalty ? `, format penalty ${fmt(t.penalty)}` : ''}`),
         );
       });
-      status.textContent = `Episode finished: ${episode.success ? 'success' : 'failure'}, reward ${fmt(episode.envReturn)}, ${episode.turns.length} turn(s), ended ${episode.endReason} (engine: ${getBackend().name} in this page).`;
+      status.textContent = `Episode finished: ${episode.success ? 'success' : 'failure'}, reward ${fmt(episode.envReturn)}, ${episode.turns.length} turn(s), ended ${episode.endReason} (engine: ${getBackend().name} in this page${vision ? ', a vision-language model reading the images' : ''}).`;
       status.dataset['done'] = episode.success ? 'success' : 'failure';
     } catch (err) {
       status.replaceChildren(errorBox(`Playing failed: ${(err as Error).message}`));

@@ -198,7 +198,10 @@ export async function runSftCommand(opts: SftCliOptions): Promise<void> {
       tokenizerPath: join(tokDir, 'tokenizer.json'),
     });
   } else {
-    const config = presetModelConfig(opts.init ?? 'tiny', tokenizer.vocabSize, agent.maxContextTokens);
+    const config = presetModelConfig(opts.init ?? 'tiny', tokenizer.vocabSize, agent.maxContextTokens, {
+      eosTokenId: tokenizer.eosTokenId,
+      padTokenId: tokenizer.padTokenId,
+    });
     const policy = Transformer.init(config, opts.seed);
     if (opts.lora)
       LoraAdapters.attach(
