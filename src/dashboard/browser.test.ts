@@ -599,6 +599,7 @@ describe.skipIf(!browserAvailable())('dashboard in chromium', () => {
       '0/appending',
       '0/bandit-run',
       '0/crashed',
+      '0/vision-play',
       '0/visual-play',
       '0/visual-run',
     ]);
@@ -607,6 +608,7 @@ describe.skipIf(!browserAvailable())('dashboard in chromium', () => {
     expect(await order()).toEqual([
       '0/visual-run',
       '0/visual-play',
+      '0/vision-play',
       '0/crashed',
       '0/bandit-run',
       '0/appending',
