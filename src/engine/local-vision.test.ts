@@ -1,7 +1,7 @@
 // The local engine with a Qwen2.5-VL checkpoint: generate calls whose prompts carry images sample as generateVL does,
 // text prompts take the text paths with the same result, rows with image tokens but no images and images for a
 // text-only model are refused with a sentence (training on rows with images: local-vision-train.test.ts).
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -69,6 +69,15 @@ describe('LocalEngine with a Qwen2.5-VL checkpoint', () => {
       /SequenceBatch.images/,
     );
     engine.dispose();
+  });
+
+  it('refuses a Qwen3-VL checkpoint with the engine that runs it', async () => {
+    const q3 = join(dir, 'qwen3-vl');
+    mkdirSync(q3);
+    writeFileSync(join(q3, 'config.json'), JSON.stringify({ model_type: 'qwen3_vl', text_config: {} }));
+    await expect(LocalEngine.fromPretrained(q3, { backend: 'js' })).rejects.toThrow(
+      /is a Qwen3-VL checkpoint, which the local engine does not run yet.*model\.engine: torch/,
+    );
   });
 
   it('a text-only model refuses prompts with images, naming the prompt', async () => {

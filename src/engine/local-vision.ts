@@ -36,11 +36,16 @@ export interface LocalVision {
   reference?: Qwen25VL;
 }
 
-/** Whether `dir/config.json` describes a Qwen2.5-VL checkpoint. */
-export async function isVisionCheckpoint(dir: string): Promise<boolean> {
+/** `dir/config.json`'s model_type (undefined without one). */
+export async function checkpointModelType(dir: string): Promise<unknown> {
   const path = join(dir, 'config.json');
-  if (!existsSync(path)) return false;
-  return (JSON.parse(await readFile(path, 'utf8')) as { model_type?: unknown }).model_type === 'qwen2_5_vl';
+  if (!existsSync(path)) return undefined;
+  return (JSON.parse(await readFile(path, 'utf8')) as { model_type?: unknown }).model_type;
+}
+
+/** Whether `dir/config.json` describes a Qwen2.5-VL checkpoint (the vision-language model this engine runs). */
+export async function isVisionCheckpoint(dir: string): Promise<boolean> {
+  return (await checkpointModelType(dir)) === 'qwen2_5_vl';
 }
 
 /**

@@ -48,6 +48,7 @@ import { RoleOptimizer, loadOptimizerStates, saveOptimizerStates } from './local
 import {
   generateWithImages,
   imageRows,
+  checkpointModelType,
   isVisionCheckpoint,
   loadVision,
   saveVision,
@@ -245,6 +246,10 @@ export class LocalEngine implements TrainableEngine {
   static async fromPretrained(dir: string, opts: LocalPretrainedOptions = {}): Promise<LocalEngine> {
     selectBackend(opts.backend);
     if (await isVisionCheckpoint(dir)) return LocalEngine.fromVisionCheckpoint(dir, opts);
+    if ((await checkpointModelType(dir)) === 'qwen3_vl')
+      throw new ConfigError(
+        `${dir} is a Qwen3-VL checkpoint, which the local engine does not run yet (it runs Qwen2.5-VL); train it on the torch engine (model.engine: torch) or use a Qwen2.5-VL checkpoint.`,
+      );
     if (opts.visionTrain)
       throw new ConfigError(
         `model.vision.train: true needs a vision-language checkpoint; ${dir} is a text-only model. Set model.vision.train: false.`,

@@ -7,14 +7,15 @@ import {
   contextPastPositions,
   NonFiniteLogitsError,
   refuseImages,
+  isVisionLanguageConfig,
   refuseStrayVisionToken,
-  vlConfigFromHF,
+  visionTokenIdsFromHF,
   type LoraConfig,
-  type VLConfig,
+  type VisionTokenIds,
 } from '../model/index.js';
 import { pixelValues, qwen25PreprocessorConfig, type VisionProcessor } from '../tokenizer/index.js';
 import { ConfigError, writeFileAt, type RgbImage } from '../util/index.js';
-import { isVisionCheckpoint, loadVisionProcessor } from './local-vision.js';
+import { loadVisionProcessor } from './local-vision.js';
 import { findTorchPython, TORCH_MISSING } from './python.js';
 import type { FrameArray } from './torch-protocol.js';
 import {
@@ -112,10 +113,12 @@ export class TorchEngine implements TrainableEngine {
     readonly vocabSize: number,
     /** The model's position table (config.json's max_position_embeddings; Infinity where it names none). */
     readonly maxPositions: number,
-    /** A Qwen2.5-VL's image processor settings: rows and prompts then carry their images to the worker. */
+    /** A Qwen2.5-VL's or Qwen3-VL's image processor settings: rows and prompts then carry their images to the worker. */
     readonly vision?: VisionProcessor,
-    /** A Qwen2.5-VL's config: its vision token ids, whose stray uses are refused before the worker sees them. */
-    private readonly vlConfig?: VLConfig,
+    /** A VLM's vision token ids, whose stray uses are refused before the worker sees them. */
+    private readonly vlConfig?: VisionTokenIds,
+    /** The checkpoint's preprocessor_config.json as read, which `save` writes back. */
+    private readonly preprocessorJson?: string,
   ) {
     // The worker's rows are split over its ranks, every node's (python/ragen_torch/dist.py), as its handshake counts
     // them.
@@ -155,13 +158,21 @@ export class TorchEngine implements TrainableEngine {
         ...(opts.criticPath ? { criticPath: resolve(opts.criticPath) } : {}),
         ...(opts.referencePath ? { referencePath: resolve(opts.referencePath) } : {}),
       });
-      const vl = await isVisionCheckpoint(dir);
-      const vision = vl ? await loadVisionProcessor(dir) : undefined;
+      // a Qwen2.5-VL or Qwen3-VL: its processor settings and vision token ids
       const path = join(dir, 'config.json');
-      const vlConfig = vl
-        ? vlConfigFromHF(JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>, path)
-        : undefined;
-      return new TorchEngine(worker, opts, Number(r.header.vocabSize), configPositions(dir), vision, vlConfig);
+      const hf = existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>) : {};
+      const vl = isVisionLanguageConfig(hf);
+      const vision = vl ? await loadVisionProcessor(dir) : undefined;
+      const pre = join(dir, 'preprocessor_config.json');
+      return new TorchEngine(
+        worker,
+        opts,
+        Number(r.header.vocabSize),
+        configPositions(dir),
+        vision,
+        vl ? visionTokenIdsFromHF(hf, path) : undefined,
+        vl && existsSync(pre) ? readFileSync(pre, 'utf8') : undefined,
+      );
     } catch (e) {
       worker.close(0);
       throw e;
@@ -325,11 +336,12 @@ export class TorchEngine implements TrainableEngine {
       ...(options.maxShardBytes === undefined ? {} : { maxShardBytes: options.maxShardBytes }),
       ...(this.options.tokenizerPath ? { tokenizerPath: resolve(this.options.tokenizerPath) } : {}),
     });
-    // the processor settings this engine read (as saveVision writes them), else a reload would take the defaults
+    // the processor settings this engine read (the file as it was, else as saveVision writes them), else a reload
+    // would take the defaults
     if (this.vision)
       writeFileAt(
         join(dir, 'preprocessor_config.json'),
-        JSON.stringify(qwen25PreprocessorConfig(this.vision), null, 2) + '\n',
+        this.preprocessorJson ?? JSON.stringify(qwen25PreprocessorConfig(this.vision), null, 2) + '\n',
         'write the processor settings',
       );
   }
@@ -371,7 +383,7 @@ export class TorchEngine implements TrainableEngine {
     if (!this.vision) {
       const i = images.findIndex((im) => im !== undefined && im.length > 0);
       throw new ConfigError(
-        `Row ${i} carries ${images[i]!.length} image(s) but the torch worker's model is text-only; load a vision-language checkpoint (model_type qwen2_5_vl), or train on the env's text observation.`,
+        `Row ${i} carries ${images[i]!.length} image(s) but the torch worker's model is text-only; load a vision-language checkpoint (model_type qwen2_5_vl or qwen3_vl), or train on the env's text observation.`,
       );
     }
     const counts = Int32Array.from(images, (im) => im?.length ?? 0);

@@ -4,11 +4,42 @@
 import { ConfigError } from '../util/index.js';
 import type { VLConfig } from './qwen2-vl-config.js';
 
+/** What the vision-token checks read of a VL config: its vision token ids and the vocabulary's size. */
+export type VisionTokenIds = Pick<
+  VLConfig,
+  'visionStartTokenId' | 'visionEndTokenId' | 'visionPadTokenId' | 'imageTokenId' | 'videoTokenId'
+> & { text: { vocabSize: number } };
+
+/**
+ * The vision token ids of a Qwen2.5-VL or Qwen3-VL config.json (its `*_token_id` keys; the vocabulary's size from
+ * `text_config` or the top level). Qwen3-VL's names no `vision_token_id`: its `<|vision_pad|>` is Qwen's 151654.
+ */
+export function visionTokenIdsFromHF(json: Record<string, unknown>, source: string): VisionTokenIds {
+  const text = (json.text_config ?? json) as Record<string, unknown>;
+  const id = (key: string, fallback?: number): number => {
+    const v = json[key] ?? text[key] ?? fallback;
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0)
+      throw new ConfigError(`${source}: ${key} must be a token id (an integer >= 0), got ${JSON.stringify(v)}`);
+    return v;
+  };
+  return {
+    visionStartTokenId: id('vision_start_token_id'),
+    visionEndTokenId: id('vision_end_token_id'),
+    visionPadTokenId: id('vision_token_id', QWEN_VISION_PAD),
+    imageTokenId: id('image_token_id'),
+    videoTokenId: id('video_token_id'),
+    text: { vocabSize: id('vocab_size') },
+  };
+}
+
+/** `<|vision_pad|>` in Qwen's 151k vocabulary. */
+const QWEN_VISION_PAD = 151654;
+
 /**
  * The vision special tokens of a VL config (`<|vision_start|>`, `<|vision_end|>`, `<|vision_pad|>`, `<|image_pad|>`,
  * `<|video_pad|>`; config.json's `*_token_id`) by id, those inside the vocabulary.
  */
-export function visionTokens(c: VLConfig): Map<number, string> {
+export function visionTokens(c: VisionTokenIds): Map<number, string> {
   const named: [number, string][] = [
     [c.visionStartTokenId, '<|vision_start|>'],
     [c.visionEndTokenId, '<|vision_end|>'],
@@ -31,7 +62,7 @@ export interface StrayVisionToken {
  * `<|vision_end|>` run (a sampled `<|image_pad|>`, a lone `<|vision_end|>`, any `<|video_pad|>` or `<|vision_pad|>`),
  * or null when every one is.
  */
-export function strayVisionToken(ids: ArrayLike<number>, c: VLConfig): StrayVisionToken | null {
+export function strayVisionToken(ids: ArrayLike<number>, c: VisionTokenIds): StrayVisionToken | null {
   const names = visionTokens(c);
   const stray = (position: number): StrayVisionToken => ({
     position,
@@ -59,7 +90,7 @@ export function strayVisionToken(ids: ArrayLike<number>, c: VLConfig): StrayVisi
  * an image's run: a VLM's engines never sample one, so such a row was not sampled by them (a chat API's reply, a
  * recorded call, hand-made data), and its teacher-forced pass would read the token as part of an image.
  */
-export function refuseStrayVisionToken(ids: ArrayLike<number>, c: VLConfig, what: string): void {
+export function refuseStrayVisionToken(ids: ArrayLike<number>, c: VisionTokenIds, what: string): void {
   const s = strayVisionToken(ids, c);
   if (!s) return;
   throw new ConfigError(

@@ -1,6 +1,7 @@
 // Qwen2.5-VL pixel values: the patch layout worked by hand on a tiny image, and the values equal to transformers'
 // Qwen2VLImageProcessorPil (the .venv's transformers 5.17, Pillow's bicubic resize) on sizes already on the grid and
-// sizes it resizes (up, down, one side only).
+// sizes it resizes (up, down, one side only), with Qwen2.5-VL's settings and with Qwen3-VL's (patch 16, mean and std
+// 0.5; its published processor is the torchvision one, whose resize rounds otherwise: the Pillow one is the reference).
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { wheelPythonForTests } from '../engine/torch-testing.js';
 import { Rng, type RgbImage } from '../util/index.js';
 import { CLIP_MEAN, CLIP_STD, pixelValues, resizeBicubic } from './vision-pixels.js';
-import { QWEN25_VL_PROCESSOR } from './vision.js';
+import { QWEN25_VL_PROCESSOR, type VisionProcessor } from './vision.js';
 
 function noise(width: number, height: number, seed: number): RgbImage {
   const rng = new Rng(seed);
@@ -64,8 +65,8 @@ import numpy as np
 from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
 sizes = json.loads(sys.argv[2])
 raw = open(sys.argv[1] + "/images.bin", "rb").read()
-lo, hi = json.loads(sys.argv[3])
-proc = Qwen2VLImageProcessorPil(size={"shortest_edge": lo, "longest_edge": hi})
+lo, hi, patch, mean, std = json.loads(sys.argv[3])
+proc = Qwen2VLImageProcessorPil(size={"shortest_edge": lo, "longest_edge": hi}, patch_size=patch, image_mean=mean, image_std=std)
 at, images = 0, []
 for w, h in sizes:
     images.append(np.frombuffer(raw[at:at + w * h * 3], dtype=np.uint8).reshape(h, w, 3))
@@ -77,35 +78,48 @@ print(json.dumps(out["image_grid_thw"].tolist()))
 
 const python = wheelPythonForTests();
 
+/** Qwen3-VL's published processor settings (its preprocessor_config.json): patch 16, mean and std 0.5. */
+const QWEN3_VL: VisionProcessor = {
+  patchSize: 16,
+  mergeSize: 2,
+  minPixels: 65536,
+  maxPixels: 16777216,
+  imageMean: [0.5, 0.5, 0.5],
+  imageStd: [0.5, 0.5, 0.5],
+};
+
 describe('against transformers', () => {
-  it.skipIf(!python)(
-    `pixel values equal Qwen2VLImageProcessorPil's on ${SIZES.length} sizes (resized ones too)${python ? '' : ' (skipped: no .venv with torch >= 2 and transformers; make it as .ci/run does)'}`,
-    () => {
-      const dir = mkdtempSync(join(tmpdir(), 'ragen-pixels-'));
-      try {
-        const images = SIZES.map(([w, h], i) => noise(w, h, 10 + i));
-        const all = Buffer.concat(images.map((im) => Buffer.from(im.data)));
-        writeFileSync(join(dir, 'images.bin'), all);
-        const p = QWEN25_VL_PROCESSOR;
-        const r = spawnSync(
-          python!,
-          ['-c', SCRIPT, dir, JSON.stringify(SIZES), JSON.stringify([p.minPixels, p.maxPixels])],
-          { encoding: 'utf8', timeout: 180_000 },
-        );
-        if (r.status !== 0) throw new Error(`the processor script failed: ${r.stderr}`);
-        const grids = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as number[][];
-        const want = new Float32Array(readFileSync(join(dir, 'pixels.bin')).buffer.slice(0));
-        const got = pixelValues(images, p);
-        expect(got.grids).toEqual(grids);
-        expect(got.data.length).toBe(want.length);
-        let worst = 0;
-        for (let i = 0; i < want.length; i++) worst = Math.max(worst, Math.abs(got.data[i]! - want[i]!));
-        // One 8-bit level is 1 / 255 / std ~ 0.015: a resize slip shows far above this bound.
-        expect(worst).toBeLessThan(1e-5);
-      } finally {
-        rmSync(dir, { recursive: true, force: true });
-      }
-    },
-    240_000,
-  );
+  for (const [name, p] of [
+    ['Qwen2.5-VL', QWEN25_VL_PROCESSOR],
+    ['Qwen3-VL', QWEN3_VL],
+  ] as const)
+    it.skipIf(!python)(
+      `${name}'s pixel values equal Qwen2VLImageProcessorPil's on ${SIZES.length} sizes (resized ones too)${python ? '' : ' (skipped: no .venv with torch >= 2 and transformers; make it as .ci/run does)'}`,
+      () => {
+        const dir = mkdtempSync(join(tmpdir(), 'ragen-pixels-'));
+        try {
+          const images = SIZES.map(([w, h], i) => noise(w, h, 10 + i));
+          const all = Buffer.concat(images.map((im) => Buffer.from(im.data)));
+          writeFileSync(join(dir, 'images.bin'), all);
+          const settings = [p.minPixels, p.maxPixels, p.patchSize, p.imageMean ?? CLIP_MEAN, p.imageStd ?? CLIP_STD];
+          const r = spawnSync(python!, ['-c', SCRIPT, dir, JSON.stringify(SIZES), JSON.stringify(settings)], {
+            encoding: 'utf8',
+            timeout: 180_000,
+          });
+          if (r.status !== 0) throw new Error(`the processor script failed: ${r.stderr}`);
+          const grids = JSON.parse(r.stdout.trim().split('\n').at(-1)!) as number[][];
+          const want = new Float32Array(readFileSync(join(dir, 'pixels.bin')).buffer.slice(0));
+          const got = pixelValues(images, p);
+          expect(got.grids).toEqual(grids);
+          expect(got.data.length).toBe(want.length);
+          let worst = 0;
+          for (let i = 0; i < want.length; i++) worst = Math.max(worst, Math.abs(got.data[i]! - want[i]!));
+          // One 8-bit level is 1 / 255 / std ~ 0.015: a resize slip shows far above this bound.
+          expect(worst).toBeLessThan(1e-5);
+        } finally {
+          rmSync(dir, { recursive: true, force: true });
+        }
+      },
+      240_000,
+    );
 });

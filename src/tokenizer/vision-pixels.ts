@@ -1,6 +1,6 @@
-// Qwen2.5-VL's pixel values from RGB images: resize to the patch grid (Pillow's bicubic, its 8-bit fixed-point
-// arithmetic), rescale by 1/255, normalize with CLIP's mean and std, repeat the frame for the temporal patch, and lay
-// the patches out 2x2-merge-block major. Follows transformers' Qwen2VLImageProcessorPil (`patchify`) and Pillow's
+// Qwen2.5-VL's (and Qwen3-VL's) pixel values from RGB images: resize to the patch grid (Pillow's bicubic, its 8-bit
+// fixed-point arithmetic), rescale by 1/255, normalize with the processor's mean and std (CLIP's for Qwen2.5-VL, 0.5
+// for Qwen3-VL), repeat the frame for the temporal patch, and lay the patches out 2x2-merge-block major. Follows transformers' Qwen2VLImageProcessorPil (`patchify`) and Pillow's
 // Resample.c (`precompute_coeffs`, `normalize_coeffs_8bpc`, `ImagingResampleHorizontal_8bpc`).
 import { ConfigError, type RgbImage } from '../util/index.js';
 import { imageGrid, QWEN25_VL_PROCESSOR, type VisionProcessor } from './vision.js';
@@ -34,8 +34,8 @@ export function qwen25PreprocessorConfig(p: VisionProcessor = QWEN25_VL_PROCESSO
     patch_size: p.patchSize,
     temporal_patch_size: TEMPORAL_PATCH_SIZE,
     merge_size: p.mergeSize,
-    image_mean: [...CLIP_MEAN],
-    image_std: [...CLIP_STD],
+    image_mean: [...(p.imageMean ?? CLIP_MEAN)],
+    image_std: [...(p.imageStd ?? CLIP_STD)],
     image_processor_type: 'Qwen2VLImageProcessor',
     processor_class: 'Qwen2_5_VLProcessor',
   };
@@ -49,6 +49,8 @@ export function pixelValues(images: readonly RgbImage[], p: VisionProcessor = QW
   const P = p.patchSize;
   const M = p.mergeSize;
   const patchDim = 3 * TEMPORAL_PATCH_SIZE * P * P;
+  const mean = p.imageMean ?? CLIP_MEAN;
+  const std = p.imageStd ?? CLIP_STD;
   const grids: [number, number, number][] = [];
   const parts: Float32Array[] = [];
   for (const image of images) {
@@ -66,10 +68,12 @@ export function pixelValues(images: readonly RgbImage[], p: VisionProcessor = QW
             const y0 = (bh * M + mh) * P;
             const x0 = (bw * M + mw) * P;
             let o = row * patchDim;
+            // (v / 255 - mean) / std in double precision, as numpy's float64 rescale does, then rounded to float32
             for (let c = 0; c < 3; c++)
               for (let t = 0; t < TEMPORAL_PATCH_SIZE; t++)
                 for (let py = 0; py < P; py++)
-                  for (let px = 0; px < P; px++) out[o++] = normalized(rgb.data[((y0 + py) * W + x0 + px) * 3 + c]!, c);
+                  for (let px = 0; px < P; px++)
+                    out[o++] = (rgb.data[((y0 + py) * W + x0 + px) * 3 + c]! * (1 / 255) - mean[c]!) / std[c]!;
             row++;
           }
     grids.push([1, g.gridH, g.gridW]);
@@ -83,11 +87,6 @@ export function pixelValues(images: readonly RgbImage[], p: VisionProcessor = QW
     at += part.length;
   }
   return { data, numPatches, patchDim, grids };
-}
-
-/** (v / 255 - mean) / std, in double precision as numpy's float64 rescale does, then rounded to float32. */
-function normalized(v: number, c: number): number {
-  return (v * (1 / 255) - CLIP_MEAN[c]!) / CLIP_STD[c]!;
 }
 
 function checkImage(image: RgbImage): void {

@@ -20,6 +20,9 @@ export interface VisionProcessor {
   minPixels: number;
   /** Most pixels after the resize. @default 12845056 (the published Qwen2.5-VL preprocessor_config.json) */
   maxPixels: number;
+  /** Per-channel mean and std the rescaled pixels are normalized with. @default OpenAI CLIP's (Qwen2.5-VL's) */
+  imageMean?: readonly [number, number, number];
+  imageStd?: readonly [number, number, number];
 }
 
 /**
@@ -46,12 +49,28 @@ export function visionProcessorFromJson(j: Record<string, unknown>, source: stri
       throw new ConfigError(`${source}: ${key} must be a positive integer, got ${JSON.stringify(v)}`);
     return v;
   };
+  const channels = (v: unknown, key: string, positive: boolean): [number, number, number] | undefined => {
+    if (v === undefined || v === null) return undefined;
+    if (
+      !Array.isArray(v) ||
+      v.length !== 3 ||
+      !v.every((x) => typeof x === 'number' && Number.isFinite(x) && (!positive || x > 0))
+    )
+      throw new ConfigError(
+        `${source}: ${key} must be three ${positive ? 'positive' : 'finite'} numbers (R, G, B), got ${JSON.stringify(v)}`,
+      );
+    return v as [number, number, number];
+  };
   const p = QWEN25_VL_PROCESSOR;
+  const imageMean = channels(j.image_mean, 'image_mean', false);
+  const imageStd = channels(j.image_std, 'image_std', true);
   return {
     patchSize: num(j.patch_size, p.patchSize, 'patch_size'),
     mergeSize: num(j.merge_size, p.mergeSize, 'merge_size'),
     minPixels: num(j.min_pixels ?? size.shortest_edge, p.minPixels, 'min_pixels'),
     maxPixels: num(j.max_pixels ?? size.longest_edge, p.maxPixels, 'max_pixels'),
+    ...(imageMean ? { imageMean } : {}),
+    ...(imageStd ? { imageStd } : {}),
   };
 }
 
