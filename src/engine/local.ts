@@ -35,6 +35,7 @@ import {
   ValueHead,
   VALUE_HEAD_FILE,
   vlBatchOutputs,
+  type VLTokenOutputOptions,
   type LoraConfig,
   type ModelConfig,
   type PackedBatch,
@@ -600,16 +601,23 @@ export class LocalEngine implements TrainableEngine {
     want: { entropy: boolean; values: boolean },
     rng?: Rng,
   ): TokenOutputs {
-    const { model, valueHead, logprobs, bare } = this.roleModel(role, want);
-    return withoutAdaptersIf(bare, model, () =>
-      tokenForward(model, batch, {
-        logprobs,
-        entropy: want.entropy,
-        ...(valueHead ? { valueHead } : {}),
-        ...(rng ? { dropoutRng: rng } : {}),
-        ...(this.options.gradientCheckpointing ? { checkpoint: true } : {}),
-      }),
-    );
+    const { model, bare, ...pass } = this.roleModel(role, want);
+    return withoutAdaptersIf(bare, model, () => tokenForward(model, batch, this.passOptions(pass, want, rng)));
+  }
+
+  /** What a role's pass computes (`roleModel`'s head and log-probs, `want`'s entropy) and how. */
+  private passOptions(
+    pass: { valueHead?: ValueHead; logprobs: boolean },
+    want: { entropy: boolean },
+    rng: Rng | undefined,
+  ): VLTokenOutputOptions {
+    return {
+      logprobs: pass.logprobs,
+      entropy: want.entropy,
+      ...(pass.valueHead ? { valueHead: pass.valueHead } : {}),
+      ...(rng ? { dropoutRng: rng } : {}),
+      ...(this.options.gradientCheckpointing ? { checkpoint: true } : {}),
+    };
   }
 
   /**
@@ -624,21 +632,10 @@ export class LocalEngine implements TrainableEngine {
     rng?: Rng,
   ): Partial<Record<OutputKey, Tensor>> & { starts: number[] } {
     const vision = this.options.vision!;
-    const { model, valueHead, logprobs, bare } = this.roleModel(role, want);
+    const { model, bare, ...pass } = this.roleModel(role, want);
     const vl = model === this.policy ? vision.model : vision.reference!;
-    return withoutAdaptersIf(bare, model, () =>
-      vlBatchOutputs(
-        vl,
-        [...rows].map(([b, images]) => ({ ids: rowTokens(batch, b), images })),
-        {
-          logprobs,
-          entropy: want.entropy,
-          ...(valueHead ? { valueHead } : {}),
-          ...(rng ? { dropoutRng: rng } : {}),
-          ...(this.options.gradientCheckpointing ? { checkpoint: true } : {}),
-        },
-      ),
-    );
+    const seqs = [...rows].map(([b, images]) => ({ ids: rowTokens(batch, b), images }));
+    return withoutAdaptersIf(bare, model, () => vlBatchOutputs(vl, seqs, this.passOptions(pass, want, rng)));
   }
 }
 

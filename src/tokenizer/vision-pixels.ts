@@ -3,11 +3,10 @@
 // for Qwen3-VL), repeat the frame for the temporal patch, and lay the patches out 2x2-merge-block major. Follows transformers' Qwen2VLImageProcessorPil (`patchify`) and Pillow's
 // Resample.c (`precompute_coeffs`, `normalize_coeffs_8bpc`, `ImagingResampleHorizontal_8bpc`).
 import { ConfigError, type RgbImage } from '../util/index.js';
-import { imageGrid, QWEN25_VL_PROCESSOR, type VisionProcessor } from './vision.js';
+import { CLIP_MEAN, CLIP_STD, imageGrid, QWEN25_VL_PROCESSOR, type VisionProcessor } from './vision.js';
 
-/** OpenAI CLIP's per-channel mean and std, Qwen2.5-VL's preprocessor_config.json `image_mean` / `image_std`. */
-export const CLIP_MEAN = [0.48145466, 0.4578275, 0.40821073] as const;
-export const CLIP_STD = [0.26862954, 0.26130258, 0.27577711] as const;
+export { CLIP_MEAN, CLIP_STD };
+
 /** Frames per temporal patch: an image is repeated to fill it. */
 export const TEMPORAL_PATCH_SIZE = 2;
 

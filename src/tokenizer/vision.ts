@@ -10,6 +10,10 @@ export const VISION_END = '<|vision_end|>';
 /** Where a message's image sits in its content before the processor widens it. */
 export const IMAGE_PLACEHOLDER = `${VISION_START}${IMAGE_PAD}${VISION_END}`;
 
+/** OpenAI CLIP's per-channel mean and std, Qwen2.5-VL's preprocessor_config.json `image_mean` / `image_std`. */
+export const CLIP_MEAN = [0.48145466, 0.4578275, 0.40821073] as const;
+export const CLIP_STD = [0.26862954, 0.26130258, 0.27577711] as const;
+
 /** The image processor's settings (preprocessor_config.json's names in camelCase). */
 export interface VisionProcessor {
   /** Side of a vision patch in pixels. @default 14 */
@@ -62,8 +66,11 @@ export function visionProcessorFromJson(j: Record<string, unknown>, source: stri
     return v as [number, number, number];
   };
   const p = QWEN25_VL_PROCESSOR;
-  const imageMean = channels(j.image_mean, 'image_mean', false);
-  const imageStd = channels(j.image_std, 'image_std', true);
+  // CLIP's (the default) are left out, so that Qwen2.5-VL's settings read back equal to what was written
+  const unlessClip = (v: [number, number, number] | undefined, clip: readonly number[]) =>
+    v && v.every((x, c) => x === clip[c]) ? undefined : v;
+  const imageMean = unlessClip(channels(j.image_mean, 'image_mean', false), CLIP_MEAN);
+  const imageStd = unlessClip(channels(j.image_std, 'image_std', true), CLIP_STD);
   return {
     patchSize: num(j.patch_size, p.patchSize, 'patch_size'),
     mergeSize: num(j.merge_size, p.mergeSize, 'merge_size'),
