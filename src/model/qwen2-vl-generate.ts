@@ -82,9 +82,8 @@ export function vlBatchOutputs(
   rows.forEach((r, b) => {
     const L = r.ids.length;
     if (L < 2) throw new ConfigError(`vlBatchOutputs: row ${b} has ${L} tokens; every row needs at least 2`);
-    const padded = new Int32Array(T);
-    padded.set(r.ids);
-    ids.set(padded, b * T);
+    ids.set(r.ids, b * T);
+    const padded = ids.subarray(b * T, (b + 1) * T);
     // the padding sits at position 0: causal attention keeps it from the row's own tokens
     const { positions } = model.positions(r.ids, r.images);
     const at = new Int32Array(3 * T);
@@ -116,7 +115,11 @@ function towerOutputs(model: Qwen25VL, rows: readonly { images?: VisionInput | u
   const given = rows.flatMap((r) => (r.images && r.images.grids.length > 0 ? [r.images] : []));
   if (given.length === 0) return rows.map(() => undefined);
   const pixels = new Float32Array(given.reduce((n, im) => n + im.pixels.length, 0));
-  given.reduce((at, im) => (pixels.set(im.pixels, at), at + im.pixels.length), 0);
+  let offset = 0;
+  for (const im of given) {
+    pixels.set(im.pixels, offset);
+    offset += im.pixels.length;
+  }
   const all = model.visual.forward(
     pixels,
     given.flatMap((im) => im.grids),
