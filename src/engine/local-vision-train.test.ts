@@ -196,6 +196,72 @@ describe('LocalEngine trains on rows with images', () => {
     setBackend('js');
   });
 
+  it('runs a separate critic as a VLM of its own: values from the pixels, its gradients, saved under critic/', async () => {
+    setBackend('js64');
+    const engine = await LocalEngine.fromPretrained(dir, { backend: 'js64', critic: 'separate', visionTrain: true });
+    const b = batch();
+    const names = engine.parameters('critic').map(([n]) => n);
+    expect(names).toEqual(expect.arrayContaining(['visual.blocks.0.attn.qkv.weight', 'value_head.weight']));
+    // the critic's pass reads the images: other pixels, other values in the image rows
+    const values = (await engine.forward(b, { role: 'critic' })).values!;
+    const swapped = (
+      await engine.forward({ ...b, images: [[lakes[1]!, lakes[0]!], undefined, [lakes[0]!]] }, { role: 'critic' })
+    ).values!;
+    expect(row(swapped, 2, b.T, rows[2]!.length)).not.toEqual(row(values, 2, b.T, rows[2]!.length));
+    const rng = new Rng(23);
+    const g = Float32Array.from({ length: b.B * b.T }, () => rng.normal());
+    const surrogate = async (): Promise<number> => {
+      const v = (await engine.forward(b, { role: 'critic' })).values!;
+      return v.reduce((s, x, i) => s + g[i]! * x, 0);
+    };
+    await engine.backward(b, { role: 'critic' }, () => ({ values: g }));
+    const params = new Map(engine.parameters('critic'));
+    // the critic's tower and trunk are not the policy's: the policy takes no gradient from the value loss
+    const policyTower = new Map(engine.parameters('policy')).get('visual.blocks.0.attn.qkv.weight')!;
+    expect(policyTower).not.toBe(params.get('visual.blocks.0.attn.qkv.weight'));
+    expect(policyTower.grad?.toFloat32Array().some((x) => x !== 0) ?? false).toBe(false);
+    const eps = 1e-3;
+    for (const name of [
+      'visual.patch_embed.proj.weight',
+      'visual.merger.mlp.2.weight',
+      'model.layers.0.mlp.up_proj.weight',
+    ]) {
+      const t = params.get(name)!;
+      const data = Float64Array.from(t.toFloat32Array());
+      const grad = t.grad!.toFloat32Array();
+      const pick = new Rng(9);
+      for (let n = 0; n < 3; n++) {
+        const j = pick.int(data.length);
+        const at = async (v: number) => {
+          const d = Float64Array.from(data);
+          d[j] = v;
+          t.backend.write(t.buf, d);
+          return surrogate();
+        };
+        const numeric = ((await at(data[j]! + eps)) - (await at(data[j]! - eps))) / (2 * eps);
+        t.backend.write(t.buf, data);
+        expect(Math.abs(grad[j]! - numeric), `${name}[${j}]: analytic ${grad[j]} numeric ${numeric}`).toBeLessThan(
+          2e-3 + 1e-2 * Math.abs(numeric),
+        );
+      }
+      expect(
+        grad.some((x) => x !== 0),
+        `${name} has a gradient`,
+      ).toBe(true);
+    }
+    await engine.optimizerStep('critic', { lr: 0.05 });
+    const trained = (await engine.forward(b, { role: 'critic' })).values!;
+    const out = join(root, 'saved-critic');
+    await engine.save(out);
+    expect(JSON.parse(readFileSync(join(out, 'critic', 'config.json'), 'utf8')).model_type).toBe('qwen2_5_vl');
+    const again = await LocalEngine.fromPretrained(out, { backend: 'js64', critic: 'separate' });
+    close((await again.forward(b, { role: 'critic' })).values!, trained, 1e-6, 'reloaded critic values');
+    expect(row(trained, 0, b.T, rows[0]!.length)).not.toEqual(row(values, 0, b.T, rows[0]!.length));
+    again.dispose();
+    engine.dispose();
+    setBackend('js');
+  });
+
   it('keeps a frozen tower out of the parameters; LoRA gets the gradients; no tensor leaks', async () => {
     const engine = await LocalEngine.fromPretrained(dir, { backend: 'js', lora: { r: 2, alpha: 4 } });
     await engine.backward(batch(), { role: 'policy' }, (o) => ({ logprobs: o.logprobs.map(() => 1) }));

@@ -34,6 +34,8 @@ export interface LocalVision {
   processor: VisionProcessor;
   /** A frozen reference copy (full fine-tuning with a reference), whose language model is the engine's reference. */
   reference?: Qwen25VL;
+  /** A separate critic's model (its own tower), whose language model is the engine's critic model. */
+  critic?: Qwen25VL;
 }
 
 /** `dir/config.json`'s model_type (undefined without one). */

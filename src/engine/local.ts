@@ -26,6 +26,7 @@ import {
   ADAPTER_DIR,
   packedGradient,
   packTokens,
+  Qwen25VL,
   saveModel,
   tokenAligned,
   tokenForward,
@@ -43,7 +44,6 @@ import {
   type VisionInput,
 } from '../model/index.js';
 import { loadTokenizer, type VisionProcessor } from '../tokenizer/index.js';
-import type { Qwen25VL } from '../model/index.js';
 import { ConfigError, Rng } from '../util/index.js';
 import { RoleOptimizer, loadOptimizerStates, saveOptimizerStates } from './local-optim.js';
 import {
@@ -205,15 +205,16 @@ export class LocalEngine implements TrainableEngine {
       throw new ConfigError(
         "LocalEngine: a VLM's reference copy must be given as vision.reference (its language model the reference)",
       );
-    if (vision && this.critic?.mode === 'separate')
+    if (vision && this.critic?.mode === 'separate' && vision.critic?.lm !== this.critic.model)
       throw new ConfigError(
-        'LocalEngine: a vision-language policy takes a shared critic or none (a separate critic would need its own tower)',
+        "LocalEngine: a VLM's separate critic must be given as vision.critic (its language model the critic's model), so that it reads the images with its own tower",
       );
     if (options.visionTrain && !vision)
       throw new ConfigError(
         'visionTrain (model.vision.train) needs a vision-language model; this policy is text-only.',
       );
-    if (vision) for (const t of vision.model.visual.weights.values()) t.requiresGrad = options.visionTrain ?? false;
+    for (const vl of [vision?.model, vision?.critic])
+      if (vl) for (const t of vl.visual.weights.values()) t.requiresGrad = options.visionTrain ?? false;
     this.dropoutRng = new Rng(options.seed ?? 0);
   }
 
@@ -292,13 +293,14 @@ export class LocalEngine implements TrainableEngine {
   }
 
   /**
-   * A Qwen2.5-VL checkpoint: its language model is the policy (LoRA, a 'base' reference and a shared critic as for text
-   * models); a separate critic, bf16 frozen weights and the memory plan are not supported for it yet.
+   * A Qwen2.5-VL checkpoint: its language model is the policy (LoRA, a 'base' reference and a shared or separate critic
+   * as for text models, the separate critic a whole VLM with its own tower); bf16 frozen weights and the memory plan
+   * are not supported for it yet.
    */
   private static async fromVisionCheckpoint(dir: string, opts: LocalPretrainedOptions): Promise<LocalEngine> {
-    if (opts.critic === 'separate' || (opts.frozenDtype ?? 'float32') !== 'float32')
+    if ((opts.frozenDtype ?? 'float32') !== 'float32')
       throw new ConfigError(
-        `${dir} is a Qwen2.5-VL checkpoint: the local engine runs it with a shared critic or none and float32 weights so far (got critic ${String(opts.critic)}, frozenDtype ${String(opts.frozenDtype)}).`,
+        `${dir} is a Qwen2.5-VL checkpoint: the local engine runs it with float32 weights so far (got frozenDtype ${String(opts.frozenDtype)}); set model.frozenDtype: float32.`,
       );
     const seed = opts.seed ?? 0;
     const vision = await loadVision(dir);
@@ -310,8 +312,22 @@ export class LocalEngine implements TrainableEngine {
       referenceVision = policy.lora ? undefined : (await loadVision(dir)).model;
       reference = referenceVision ? referenceVision.lm : 'base';
     }
-    const critic: LocalEngineOptions['critic'] =
-      opts.critic === 'shared' ? { mode: 'shared', valueHead: await loadValueHead(dir, policy, seed + 2) } : null;
+    let critic: LocalEngineOptions['critic'] = null;
+    let criticVision: Qwen25VL | undefined;
+    if (opts.critic === 'shared') critic = { mode: 'shared', valueHead: await loadValueHead(dir, policy, seed + 2) };
+    if (opts.critic === 'separate') {
+      const from = opts.criticPath ?? (existsSync(join(dir, 'critic', 'config.json')) ? join(dir, 'critic') : dir);
+      if (!(await isVisionCheckpoint(from)))
+        throw new ConfigError(
+          `${from} is not a Qwen2.5-VL checkpoint: a vision-language policy's separate critic must read the images too; point model.critic.path at a Qwen2.5-VL directory or leave it unset (the policy's checkpoint).`,
+        );
+      criticVision = await Qwen25VL.load(from);
+      critic = {
+        mode: 'separate',
+        model: criticVision.lm,
+        valueHead: await loadValueHead(from, criticVision.lm, seed + 2),
+      };
+    }
     const tokenizerPath = join(dir, 'tokenizer.json');
     const hasTokenizer = existsSync(tokenizerPath);
     const decode = opts.decode ?? (hasTokenizer ? (ids: number[]) => loadTokenizer(dir).decode(ids) : undefined);
@@ -320,7 +336,11 @@ export class LocalEngine implements TrainableEngine {
       reference,
       critic,
       seed,
-      vision: { ...vision, ...(referenceVision ? { reference: referenceVision } : {}) },
+      vision: {
+        ...vision,
+        ...(referenceVision ? { reference: referenceVision } : {}),
+        ...(criticVision ? { critic: criticVision } : {}),
+      },
       ...(opts.visionTrain ? { visionTrain: true } : {}),
       ...(decode ? { decode } : {}),
       ...(hasTokenizer ? { tokenizerPath } : {}),
@@ -496,7 +516,10 @@ export class LocalEngine implements TrainableEngine {
     }
     if (!this.critic) throw new ConfigError('this engine has no critic');
     const head = this.critic.valueHead.parameters();
-    return this.critic.mode === 'separate' ? [...this.critic.model.parameters(), ...head] : head;
+    if (this.critic.mode === 'shared') return head;
+    const tower =
+      this.options.visionTrain && this.options.vision?.critic ? [...this.options.vision.critic.visual.weights] : [];
+    return [...this.critic.model.parameters(), ...tower, ...head];
   }
 
   async save(dir: string, options: EngineSaveOptions = {}): Promise<void> {
@@ -509,8 +532,11 @@ export class LocalEngine implements TrainableEngine {
     };
     if (this.options.vision) await saveVision(dir, this.options.vision, policy);
     else await saveModel(dir, this.policy, policy);
-    if (this.critic?.mode === 'separate')
-      await saveModel(join(dir, 'critic'), this.critic.model, { valueHead: this.critic.valueHead, ...shard });
+    const critic = { valueHead: this.critic?.valueHead ?? null, ...shard };
+    const criticVision = this.options.vision?.critic;
+    if (criticVision)
+      await saveVision(join(dir, 'critic'), { model: criticVision, processor: this.options.vision!.processor }, critic);
+    else if (this.critic?.mode === 'separate') await saveModel(join(dir, 'critic'), this.critic.model, critic);
     if (options.optimizer) await saveOptimizerStates(dir, this.optimizers, options.maxShardBytes);
   }
 
@@ -523,6 +549,7 @@ export class LocalEngine implements TrainableEngine {
     this.policy.dispose();
     this.options.vision?.model.visual.dispose();
     this.options.vision?.reference?.visual.dispose();
+    this.options.vision?.critic?.visual.dispose();
     if (this.reference instanceof Transformer) this.reference.dispose();
     if (this.critic?.mode === 'separate') this.critic.model.dispose();
     this.critic?.valueHead.dispose();
@@ -633,7 +660,7 @@ export class LocalEngine implements TrainableEngine {
   ): Partial<Record<OutputKey, Tensor>> & { starts: number[] } {
     const vision = this.options.vision!;
     const { model, bare, ...pass } = this.roleModel(role, want);
-    const vl = model === this.policy ? vision.model : vision.reference!;
+    const vl = model === this.policy ? vision.model : model === vision.critic?.lm ? vision.critic : vision.reference!;
     const seqs = [...rows].map(([b, images]) => ({ ids: rowTokens(batch, b), images }));
     return withoutAdaptersIf(bare, model, () => vlBatchOutputs(vl, seqs, this.passOptions(pass, want, rng)));
   }
