@@ -92,6 +92,8 @@ class Roles:
             own = os.path.join(path, "critic")
             src = a.get("criticPath") or (own if os.path.exists(os.path.join(own, "config.json")) else path)
             self.critic_model = load_decoder(src, self.device, adapters=False)
+            if getattr(self.critic_model.config, "vision", None) is not None:  # its own tower, trained as the policy's
+                self.critic_model.set_vision_train(bool(vision.get("train")))
             self.value_head = load_value_head(src, self.critic_model.config.C, self.device, head_gen)
             self.critic_source = src
         elif self.critic_mode is not None:

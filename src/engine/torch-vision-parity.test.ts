@@ -92,104 +92,120 @@ function localGrads(engine: LocalEngine, role: TrainableRole): Map<string, Float
   );
 }
 
-const CASES: [string, boolean][] = [
-  ['full fine-tuning with the tower trained (model.vision.train)', false],
-  ['LoRA on the language model, the tower frozen', true],
+const CASES: [string, boolean, 'shared' | 'separate'][] = [
+  ['full fine-tuning with the tower trained (model.vision.train)', false, 'shared'],
+  ['LoRA on the language model, the tower frozen', true, 'shared'],
+  ['a separate critic with its own tower, both towers trained', false, 'separate'],
 ];
 
-describe.skipIf(!python).each(CASES)('TorchEngine equals LocalEngine on a tiny Qwen2.5-VL: %s', (_name, lora) => {
-  let local: LocalEngine;
-  let torch: TorchEngine;
-  let dir: string;
+describe.skipIf(!python).each(CASES)(
+  'TorchEngine equals LocalEngine on a tiny Qwen2.5-VL: %s',
+  (_name, lora, critic) => {
+    let local: LocalEngine;
+    let torch: TorchEngine;
+    let dir: string;
 
-  beforeAll(async () => {
-    dir = await fixture(lora);
-    const opts = { critic: 'shared' as const, reference: true, visionTrain: !lora };
-    local = await LocalEngine.fromPretrained(dir, { backend: 'js', ...opts });
-    torch = await TorchEngine.fromPretrained(dir, {
-      python: python!,
-      device: 'cpu',
-      precision: 'float32',
-      echoStderr: false,
-      ...opts,
+    beforeAll(async () => {
+      dir = await fixture(lora);
+      const opts = { critic, reference: true, visionTrain: !lora };
+      local = await LocalEngine.fromPretrained(dir, { backend: 'js', ...opts });
+      torch = await TorchEngine.fromPretrained(dir, {
+        python: python!,
+        device: 'cpu',
+        precision: 'float32',
+        echoStderr: false,
+        ...opts,
+      });
+    }, 120_000);
+    afterAll(() => {
+      local?.dispose();
+      torch?.dispose();
     });
-  }, 120_000);
-  afterAll(() => {
-    local?.dispose();
-    torch?.dispose();
-  });
 
-  it('gives the same per-token log-probs, entropy, values and reference log-probs on image rows (1e-4)', async () => {
-    expect(torch.vision).toEqual(local.vision);
-    for (const role of ['policy', 'reference', 'critic'] as const) {
-      const a = await torch.forward(batch(), { role, entropy: true });
-      const b = await local.forward(batch(), { role, entropy: true });
-      for (const k of ['logprobs', 'entropy', 'values'] as const) {
-        expect(Boolean(a[k]), `${role} ${k} present`).toBe(Boolean(b[k]));
-        if (b[k]) expect(maxAbsDiff(a[k]!, b[k]!), `${role} ${k}`).toBeLessThan(1e-4);
-      }
-    }
-    // real numbers were compared, and the worker read the pixels: without them its log-probs move
-    const lp = (await local.forward(batch(), { role: 'policy' })).logprobs;
-    expect(maxAbs(lp)).toBeGreaterThan(1);
-    const blank = { ...large, data: new Uint8Array(large.data.length) };
-    const other = await torch.forward({ ...batch(), images: [[small, blank], undefined, [blank]] }, { role: 'policy' });
-    expect(maxAbsDiff(other.logprobs, lp)).toBeGreaterThan(1e-3);
-  });
-
-  it('gives the same gradient of every trainable parameter for the same output gradients (1e-4 relative)', async () => {
-    const opts = { role: 'policy' as const, entropy: true, values: true };
-    await torch.backward(batch(), opts, (o) => gradsFor(o, 5));
-    await local.backward(batch(), opts, (o) => gradsFor(o, 5));
-    for (const role of ['policy', 'critic'] as const) {
-      const t = await torch.tensors(role, 'grad');
-      const l = localGrads(local, role);
-      expect([...t.keys()].sort()).toEqual([...l.keys()].sort());
-      if (role === 'policy') expect([...l.keys()].some((n) => n.startsWith('visual.'))).toBe(!lora);
-      for (const [name, x] of l) {
-        const y = t.get(name)!;
-        expect(maxAbs(y), `${name} has a gradient`).toBeGreaterThan(0);
-        expect(maxAbsDiff(x, y), `${name} (largest entry ${maxAbs(y)})`).toBeLessThanOrEqual(1e-4 * maxAbs(y) + 1e-8);
-      }
-      torch.zeroGrad(role);
-      local.zeroGrad(role);
-    }
-  });
-
-  it('samples the same greedy tokens from prompts with images, with the same log-probs (1e-4)', async () => {
-    const prompts = [rows[0]!.slice(0, 25), rows[2]!.slice(0, 12)];
-    const params = { maxNewTokens: 6, temperature: 0, seed: 1, images: [images[0], images[2]] };
-    const a = await torch.generate(prompts, params);
-    const b = await local.generate(prompts, params);
-    a.forEach((g, i) => {
-      expect(g.tokens, `prompt ${i}`).toEqual(b[i]!.tokens);
-      expect(maxAbsDiff(g.logprobs, b[i]!.logprobs), `prompt ${i}`).toBeLessThan(1e-4);
-    });
-  });
-
-  it.runIf(lora)(
-    'saves a checkpoint naming the base (the tower frozen: adapter-only) that the local engine loads (1e-4)',
-    async () => {
-      const ckpt = join(root, 'torch-saved');
-      await torch.save(ckpt);
-      expect(readdirSync(ckpt).filter((f) => f.startsWith('model'))).toEqual([]);
-      const processor = (d: string) => readFileSync(join(d, 'preprocessor_config.json'), 'utf8');
-      expect(processor(ckpt)).toBe(processor(dir)); // the settings it read, not the defaults a reload would take
-      const again = await LocalEngine.fromPretrained(ckpt, { backend: 'js', critic: 'shared' });
-      try {
-        for (const role of ['policy', 'critic'] as const) {
-          const a = await again.forward(batch(), { role });
-          const b = await torch.forward(batch(), { role });
-          const k = role === 'policy' ? 'logprobs' : 'values';
-          expect(maxAbsDiff(a[k]!, b[k]!), `${role} ${k}`).toBeLessThan(1e-4);
+    it('gives the same per-token log-probs, entropy, values and reference log-probs on image rows (1e-4)', async () => {
+      expect(torch.vision).toEqual(local.vision);
+      for (const role of ['policy', 'reference', 'critic'] as const) {
+        const a = await torch.forward(batch(), { role, entropy: true });
+        const b = await local.forward(batch(), { role, entropy: true });
+        for (const k of ['logprobs', 'entropy', 'values'] as const) {
+          expect(Boolean(a[k]), `${role} ${k} present`).toBe(Boolean(b[k]));
+          if (b[k]) expect(maxAbsDiff(a[k]!, b[k]!), `${role} ${k}`).toBeLessThan(1e-4);
         }
-      } finally {
-        again.dispose();
       }
-    },
-    60_000,
-  );
-});
+      // real numbers were compared, and the worker read the pixels: without them its log-probs move
+      const lp = (await local.forward(batch(), { role: 'policy' })).logprobs;
+      expect(maxAbs(lp)).toBeGreaterThan(1);
+      const blank = { ...large, data: new Uint8Array(large.data.length) };
+      const other = await torch.forward(
+        { ...batch(), images: [[small, blank], undefined, [blank]] },
+        { role: 'policy' },
+      );
+      expect(maxAbsDiff(other.logprobs, lp)).toBeGreaterThan(1e-3);
+    });
+
+    it('gives the same gradient of every trainable parameter for the same output gradients (1e-4 relative)', async () => {
+      // a shared critic's values come from the policy's pass; a separate one takes its own backward
+      const opts = { role: 'policy' as const, entropy: true, values: critic === 'shared' };
+      await torch.backward(batch(), opts, (o) => gradsFor(o, 5));
+      await local.backward(batch(), opts, (o) => gradsFor(o, 5));
+      if (critic === 'separate')
+        for (const engine of [torch, local]) await engine.backward(batch(), { role: 'critic' }, (o) => gradsFor(o, 6));
+      for (const role of ['policy', 'critic'] as const) {
+        const t = await torch.tensors(role, 'grad');
+        const l = localGrads(local, role);
+        expect([...t.keys()].sort()).toEqual([...l.keys()].sort());
+        const tower = role === 'policy' ? !lora : critic === 'separate';
+        expect(
+          [...l.keys()].some((n) => n.startsWith('visual.')),
+          `${role} tower trained`,
+        ).toBe(tower);
+        for (const [name, x] of l) {
+          const y = t.get(name)!;
+          // (a separate critic computes no log-probs: its lm_head takes no gradient in either engine)
+          if (!(role === 'critic' && name === 'lm_head.weight'))
+            expect(maxAbs(y), `${name} has a gradient`).toBeGreaterThan(0);
+          expect(maxAbsDiff(x, y), `${name} (largest entry ${maxAbs(y)})`).toBeLessThanOrEqual(1e-4 * maxAbs(y) + 1e-8);
+        }
+        torch.zeroGrad(role);
+        local.zeroGrad(role);
+      }
+    });
+
+    it('samples the same greedy tokens from prompts with images, with the same log-probs (1e-4)', async () => {
+      const prompts = [rows[0]!.slice(0, 25), rows[2]!.slice(0, 12)];
+      const params = { maxNewTokens: 6, temperature: 0, seed: 1, images: [images[0], images[2]] };
+      const a = await torch.generate(prompts, params);
+      const b = await local.generate(prompts, params);
+      a.forEach((g, i) => {
+        expect(g.tokens, `prompt ${i}`).toEqual(b[i]!.tokens);
+        expect(maxAbsDiff(g.logprobs, b[i]!.logprobs), `prompt ${i}`).toBeLessThan(1e-4);
+      });
+    });
+
+    it.runIf(lora)(
+      'saves a checkpoint naming the base (the tower frozen: adapter-only) that the local engine loads (1e-4)',
+      async () => {
+        const ckpt = join(root, 'torch-saved');
+        await torch.save(ckpt);
+        expect(readdirSync(ckpt).filter((f) => f.startsWith('model'))).toEqual([]);
+        const processor = (d: string) => readFileSync(join(d, 'preprocessor_config.json'), 'utf8');
+        expect(processor(ckpt)).toBe(processor(dir)); // the settings it read, not the defaults a reload would take
+        const again = await LocalEngine.fromPretrained(ckpt, { backend: 'js', critic: 'shared' });
+        try {
+          for (const role of ['policy', 'critic'] as const) {
+            const a = await again.forward(batch(), { role });
+            const b = await torch.forward(batch(), { role });
+            const k = role === 'policy' ? 'logprobs' : 'values';
+            expect(maxAbsDiff(a[k]!, b[k]!), `${role} ${k}`).toBeLessThan(1e-4);
+          }
+        } finally {
+          again.dispose();
+        }
+      },
+      60_000,
+    );
+  },
+);
 
 describe.skipIf(!python)('TorchEngine on a text-only model', () => {
   it('refuses rows and prompts with images, naming the row and the fix', async () => {
