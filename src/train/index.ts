@@ -89,4 +89,4 @@ export {
 } from './grad-analysis.js';
 export { probeGradients, formatProbe, type ProbeOptions, type ProbeReport } from './grad-probe.js';
 export { runSft, presetModelConfig, presetVLConfig, SFT_VL_PROCESSOR, SIZE_PRESETS, VL_SIZE_PRESETS } from './sft.js';
-export { buildDemos } from './sft-demos.js';
+export { buildDemos, DEMO_REASONING } from './sft-demos.js';
