@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { VisualFrozenLakeEnv } from '../envs/frozen-lake/visual.js';
 import { Qwen25VL, vlTokenOutputs, writeSafetensors, type WeightMap } from '../model/index.js';
 import { IMAGE, jitteredVL, TINY_VL_JSON } from '../model/qwen2-vl-testing.js';
-import { getBackend, liveTensors, noGrad, setBackend } from '../tensor/index.js';
+import { getBackend, liveTensors, noGrad, setBackend, type Tensor } from '../tensor/index.js';
 import { pixelValues } from '../tokenizer/index.js';
 import { Rng, type RgbImage } from '../util/index.js';
 import { sequenceBatch } from './batch.js';
@@ -83,6 +83,40 @@ function close(a: ArrayLike<number>, b: ArrayLike<number>, tol: number, what: st
   let worst = 0;
   for (let i = 0; i < a.length; i++) worst = Math.max(worst, Math.abs(a[i]! - b[i]!));
   expect(worst, what).toBeLessThan(tol);
+}
+
+/**
+ * `t`'s gradient (from a backward of `surrogate`) at `count` entries (`entry(size)` picks each) equals central finite
+ * differences of `surrogate` (step 1e-3), and some entry is non-zero.
+ */
+async function expectFiniteDifferences(
+  name: string,
+  t: Tensor,
+  surrogate: () => Promise<number>,
+  count: number,
+  entry: (size: number) => number,
+): Promise<void> {
+  const eps = 1e-3;
+  const data = Float64Array.from(t.toFloat32Array());
+  const grad = t.grad!.toFloat32Array();
+  for (let n = 0; n < count; n++) {
+    const j = entry(data.length);
+    const at = async (v: number) => {
+      const d = Float64Array.from(data);
+      d[j] = v;
+      t.backend.write(t.buf, d);
+      return surrogate();
+    };
+    const numeric = ((await at(data[j]! + eps)) - (await at(data[j]! - eps))) / (2 * eps);
+    t.backend.write(t.buf, data);
+    expect(Math.abs(grad[j]! - numeric), `${name}[${j}]: analytic ${grad[j]} numeric ${numeric}`).toBeLessThan(
+      2e-3 + 1e-2 * Math.abs(numeric),
+    );
+  }
+  expect(
+    grad.some((x) => x !== 0),
+    `${name} has a gradient`,
+  ).toBe(true);
 }
 
 describe('LocalEngine trains on rows with images', () => {
@@ -159,7 +193,6 @@ describe('LocalEngine trains on rows with images', () => {
     await engine.backward(b, { role: 'policy', entropy: true, values: true }, grads);
     const params = new Map([...engine.parameters('policy'), ...engine.parameters('critic')]);
     expect(params.has('visual.blocks.0.attn.qkv.weight')).toBe(true);
-    const eps = 1e-3;
     for (const name of [
       'model.layers.1.self_attn.q_proj.weight',
       'model.embed_tokens.weight',
@@ -168,29 +201,10 @@ describe('LocalEngine trains on rows with images', () => {
       'visual.merger.mlp.2.weight',
       'value_head.weight',
     ]) {
-      const t = params.get(name)!;
-      const data = Float64Array.from(t.toFloat32Array());
-      const grad = t.grad!.toFloat32Array();
       const pick = new Rng(5);
-      for (let n = 0; n < 4; n++) {
-        // embed_tokens: an image row's token (its rows matter); others: any entry
-        const j = name === 'model.embed_tokens.weight' ? 30 * 16 + pick.int(16) : pick.int(data.length);
-        const at = async (v: number) => {
-          const d = Float64Array.from(data);
-          d[j] = v;
-          t.backend.write(t.buf, d);
-          return surrogate();
-        };
-        const numeric = ((await at(data[j]! + eps)) - (await at(data[j]! - eps))) / (2 * eps);
-        t.backend.write(t.buf, data);
-        expect(Math.abs(grad[j]! - numeric), `${name}[${j}]: analytic ${grad[j]} numeric ${numeric}`).toBeLessThan(
-          2e-3 + 1e-2 * Math.abs(numeric),
-        );
-      }
-      expect(
-        grad.some((x) => x !== 0),
-        `${name} has a gradient`,
-      ).toBe(true);
+      // embed_tokens: an image row's token (its rows matter); others: any entry
+      const entry = (n: number) => (name === 'model.embed_tokens.weight' ? 30 * 16 + pick.int(16) : pick.int(n));
+      await expectFiniteDifferences(name, params.get(name)!, surrogate, 4, entry);
     }
     engine.dispose();
     setBackend('js');
@@ -220,34 +234,13 @@ describe('LocalEngine trains on rows with images', () => {
     const policyTower = new Map(engine.parameters('policy')).get('visual.blocks.0.attn.qkv.weight')!;
     expect(policyTower).not.toBe(params.get('visual.blocks.0.attn.qkv.weight'));
     expect(policyTower.grad?.toFloat32Array().some((x) => x !== 0) ?? false).toBe(false);
-    const eps = 1e-3;
     for (const name of [
       'visual.patch_embed.proj.weight',
       'visual.merger.mlp.2.weight',
       'model.layers.0.mlp.up_proj.weight',
     ]) {
-      const t = params.get(name)!;
-      const data = Float64Array.from(t.toFloat32Array());
-      const grad = t.grad!.toFloat32Array();
       const pick = new Rng(9);
-      for (let n = 0; n < 3; n++) {
-        const j = pick.int(data.length);
-        const at = async (v: number) => {
-          const d = Float64Array.from(data);
-          d[j] = v;
-          t.backend.write(t.buf, d);
-          return surrogate();
-        };
-        const numeric = ((await at(data[j]! + eps)) - (await at(data[j]! - eps))) / (2 * eps);
-        t.backend.write(t.buf, data);
-        expect(Math.abs(grad[j]! - numeric), `${name}[${j}]: analytic ${grad[j]} numeric ${numeric}`).toBeLessThan(
-          2e-3 + 1e-2 * Math.abs(numeric),
-        );
-      }
-      expect(
-        grad.some((x) => x !== 0),
-        `${name} has a gradient`,
-      ).toBe(true);
+      await expectFiniteDifferences(name, params.get(name)!, surrogate, 3, (n) => pick.int(n));
     }
     await engine.optimizerStep('critic', { lr: 0.05 });
     const trained = (await engine.forward(b, { role: 'critic' })).values!;
