@@ -37,7 +37,8 @@ export const LoraSchema = z.strictObject({
 export const VisionSchema = z.strictObject({
   /**
    * Train the vision tower's weights (patch embedding, vision blocks, merger) beside the language model's (with LoRA:
-   * beside the adapters); false keeps the tower frozen. Needs a vision-language checkpoint (either engine).
+   * beside the adapters), and a separate critic's own tower beside its model; false keeps the towers frozen. Needs a
+   * vision-language checkpoint (either engine).
    * @default false
    */
   train: z.boolean().default(false),
