@@ -269,7 +269,7 @@ export class LocalEngine implements TrainableEngine {
     if (opts.critic === 'shared')
       critic = { mode: 'shared', valueHead: valueHead ?? ValueHead.init(policy.config.hiddenSize, seed + 2) };
     if (opts.critic === 'separate') {
-      const from = opts.criticPath ?? (existsSync(join(dir, 'critic', 'config.json')) ? join(dir, 'critic') : dir);
+      const from = criticSource(dir, opts);
       const c = await loadModel(from, { adapters: false });
       critic = {
         mode: 'separate',
@@ -316,7 +316,7 @@ export class LocalEngine implements TrainableEngine {
     let criticVision: Qwen25VL | undefined;
     if (opts.critic === 'shared') critic = { mode: 'shared', valueHead: await loadValueHead(dir, policy, seed + 2) };
     if (opts.critic === 'separate') {
-      const from = opts.criticPath ?? (existsSync(join(dir, 'critic', 'config.json')) ? join(dir, 'critic') : dir);
+      const from = criticSource(dir, opts);
       if (!(await isVisionCheckpoint(from)))
         throw new ConfigError(
           `${from} is not a Qwen2.5-VL checkpoint: a vision-language policy's separate critic must read the images too; point model.critic.path at a Qwen2.5-VL directory or leave it unset (the policy's checkpoint).`,
@@ -788,6 +788,11 @@ export async function checkCheckpointFits(dir: string, opts: Omit<LocalPretraine
 }
 
 /** The value head saved in checkpoint `dir` (value_head.safetensors), else a fresh seeded one. */
+/** Where a separate critic starts: `criticPath`, else the checkpoint's own `critic/`, else the policy's directory. */
+function criticSource(dir: string, opts: Pick<LocalPretrainedOptions, 'criticPath'>): string {
+  return opts.criticPath ?? (existsSync(join(dir, 'critic', 'config.json')) ? join(dir, 'critic') : dir);
+}
+
 async function loadValueHead(dir: string, model: Transformer, seed: number): Promise<ValueHead> {
   const path = join(dir, VALUE_HEAD_FILE);
   if (!existsSync(path)) return ValueHead.init(model.config.hiddenSize, seed);

@@ -16,7 +16,7 @@ interface Turn {
   think?: string | null;
   actions?: string[];
 }
-interface Record {
+interface Trajectory {
   env: string;
   seed: number;
   turns: Turn[];
@@ -26,14 +26,14 @@ const truthOf = DEMO_REASONING.SimpleSokoban!;
 const cell = (think: string, what: string): string | undefined =>
   think.match(new RegExp(`${what} (\\(\\d+, \\d+\\))`))?.[1];
 
-async function accuracy(records: readonly Record[]) {
+async function accuracy(records: readonly Trajectory[]) {
   const n = { turns: 0, exact: 0, player: 0, box: 0, first: 0, firstPlayer: 0 };
   for (const r of records) {
     if (!/Sokoban/.test(r.env)) throw new Error(`${r.env}: not a Sokoban trajectory (seed ${r.seed})`);
     const env = makeEnv('SimpleSokoban'); // VisualSimpleSokoban's rooms and rules, its text observation
     let observation = (await env.reset({ seed: r.seed })).observation;
     for (const t of r.turns) {
-      const truth = truthOf({ observation, actions: [], plan: [] } as never);
+      const truth = truthOf({ observation, actionNames: undefined, plan: [], actions: [] });
       const think = (t.think ?? '').trim();
       const player = cell(think, 'player') === cell(truth, 'player');
       n.turns++;
@@ -77,6 +77,6 @@ for (const file of files) {
   const records = readFileSync(file, 'utf8')
     .split('\n')
     .filter((l) => l.trim())
-    .map((l) => JSON.parse(l) as Record);
+    .map((l) => JSON.parse(l) as Trajectory);
   console.log(JSON.stringify({ file, ...(await accuracy(records)) }));
 }
