@@ -253,6 +253,14 @@ describe('LocalEngine trains on rows with images', () => {
     again.dispose();
     engine.dispose();
     setBackend('js');
+    // a text-only critic cannot read the images: refused naming the directory and the fix
+    await expect(
+      LocalEngine.fromPretrained(dir, {
+        backend: 'js',
+        critic: 'separate',
+        criticPath: join(import.meta.dirname, '../../models/ragen-tiny'),
+      }),
+    ).rejects.toThrow(/ragen-tiny is not a Qwen2.5-VL checkpoint.*model\.critic\.path/);
   });
 
   it('keeps a frozen tower out of the parameters; LoRA gets the gradients; no tensor leaks', async () => {
